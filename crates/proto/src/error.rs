@@ -1,0 +1,33 @@
+use thiserror::Error;
+
+/// Errors met while encoding or decoding vgpu frames.
+#[derive(Debug, Error)]
+pub enum ProtoError {
+    /// The peer closed the connection or an I/O call failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A frame did not start with the expected magic number.
+    #[error("bad magic {found:#010x} (expected {expected:#010x})")]
+    BadMagic { found: u32, expected: u32 },
+    /// The wire id names no operation this build knows.
+    #[error("unknown operation id {0}")]
+    UnknownOp(u16),
+    /// A length field is larger than the protocol allows.
+    #[error("{what} length {len} exceeds the bound {max}")]
+    TooLong { what: &'static str, len: usize, max: usize },
+    /// The frame is shorter than its header says.
+    #[error("truncated frame: need {need} bytes, have {have}")]
+    Truncated { need: usize, have: usize },
+    /// The peer speaks another protocol version.
+    #[error("protocol version {peer} is not supported (this build speaks {ours})")]
+    Version { peer: u16, ours: u16 },
+    /// The peer was built from another op table.
+    #[error("schema hash {peer:#018x} differs from ours {ours:#018x}")]
+    Schema { peer: u64, ours: u64 },
+    /// The frame has the wrong number of arguments for its operation.
+    #[error("operation {op:?} takes {expected} arguments, frame has {found}")]
+    Arity { op: crate::Op, expected: usize, found: usize },
+    /// An environment entry is malformed or not on the allowlist.
+    #[error("environment entry rejected: {0}")]
+    Env(String),
+}

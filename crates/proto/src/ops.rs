@@ -1,0 +1,171 @@
+//! The operations of protocol v1: explicit, append-only wire ids.
+//!
+//! Each line names the operation, its wire id and how many scalar arguments its
+//! request carries. The argument order is documented on each variant and in
+//! `docs/protocol.md`. Never renumber or reuse an id; add new ones at the end.
+
+use crate::ProtoError;
+
+macro_rules! wire_ops {
+    ($( $(#[$doc:meta])* $name:ident = $id:literal, args = $nargs:literal; )*) => {
+        /// One remoted operation. The discriminant is the wire id.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        pub enum Op { $( $(#[$doc])* $name = $id, )* }
+
+        impl Op {
+            /// Every operation, in wire-id order.
+            pub const ALL: &'static [Op] = &[$(Op::$name),*];
+
+            /// Number of scalar arguments a request of this operation carries.
+            pub const fn nargs(self) -> usize {
+                match self { $(Op::$name => $nargs,)* }
+            }
+
+            /// The operation's name, as used in logs and the schema hash.
+            pub const fn name(self) -> &'static str {
+                match self { $(Op::$name => stringify!($name),)* }
+            }
+        }
+
+        impl TryFrom<u16> for Op {
+            type Error = ProtoError;
+            fn try_from(id: u16) -> Result<Self, ProtoError> {
+                match id {
+                    $($id => Ok(Op::$name),)*
+                    other => Err(ProtoError::UnknownOp(other)),
+                }
+            }
+        }
+
+        /// FNV-1a hash over every (id, name, arity): peers built from different
+        /// op tables refuse each other at the handshake.
+        pub const SCHEMA_HASH: u64 = {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            $(
+                h = fnv(h, &($id as u16).to_le_bytes());
+                h = fnv(h, stringify!($name).as_bytes());
+                h = fnv(h, &[$nargs as u8]);
+            )*
+            h
+        };
+    };
+}
+
+const fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+wire_ops! {
+    /// Control connection: open a new lane; the reply carries its fd (SCM_RIGHTS).
+    OpenLane = 1, args = 0;
+
+    /// (ctx_id, flags, device) → ()  Create a context; it becomes current on the lane.
+    CtxCreate = 10, args = 3;
+    /// (ctx_id) → ()
+    CtxDestroy = 11, args = 1;
+    /// () → ()  Synchronize the request's context.
+    CtxSynchronize = 12, args = 0;
+    /// (limit) → (value)
+    CtxGetLimit = 13, args = 1;
+    /// (limit, value) → ()
+    CtxSetLimit = 14, args = 2;
+    /// () → (least, greatest)
+    CtxGetStreamPriorityRange = 15, args = 0;
+    /// () → (flags)
+    CtxGetFlags = 16, args = 0;
+    /// () → (version)
+    CtxGetApiVersion = 17, args = 0;
+
+    /// (ctx_id, device) → ()  Retain the device's primary context under `ctx_id`.
+    PrimaryCtxRetain = 20, args = 2;
+    /// (device) → ()
+    PrimaryCtxRelease = 21, args = 1;
+    /// (device) → (flags, active)
+    PrimaryCtxGetState = 22, args = 1;
+    /// (device, flags) → ()
+    PrimaryCtxSetFlags = 23, args = 2;
+    /// (device) → ()
+    PrimaryCtxReset = 24, args = 1;
+
+    /// (bytes) → (dptr)
+    MemAlloc = 30, args = 1;
+    /// (dptr) → ()
+    MemFree = 31, args = 1;
+    /// () → (free, total)
+    MemGetInfo = 32, args = 0;
+    /// (dptr) → (base, size)
+    MemGetAddressRange = 33, args = 1;
+
+    /// (dst, stream, async) + blob → ()
+    MemcpyHtoD = 40, args = 3;
+    /// (src, bytes, stream, async) → blob
+    MemcpyDtoH = 41, args = 4;
+    /// (dst, src, bytes, stream, async) → ()
+    MemcpyDtoD = 42, args = 5;
+    /// (dst, value, element size, count, stream, async) → ()
+    Memset = 43, args = 6;
+
+    /// (stream_id, flags, priority) → ()
+    StreamCreate = 50, args = 3;
+    /// (stream) → ()
+    StreamDestroy = 51, args = 1;
+    /// (stream) → ()
+    StreamSynchronize = 52, args = 1;
+    /// (stream) → ()  The status is the answer.
+    StreamQuery = 53, args = 1;
+    /// (stream, event, flags) → ()
+    StreamWaitEvent = 54, args = 3;
+    /// (stream) → (flags)
+    StreamGetFlags = 55, args = 1;
+    /// (stream) → (priority)
+    StreamGetPriority = 56, args = 1;
+
+    /// (event_id, flags) → ()
+    EventCreate = 60, args = 2;
+    /// (event) → ()
+    EventDestroy = 61, args = 1;
+    /// (event, stream) → ()
+    EventRecord = 62, args = 2;
+    /// (event) → ()
+    EventSynchronize = 63, args = 1;
+    /// (event) → ()  The status is the answer.
+    EventQuery = 64, args = 1;
+    /// (start, end) → (milliseconds as f32 bits)
+    EventElapsedTime = 65, args = 2;
+
+    /// (module_id) + image blob → ()
+    ModuleLoadData = 70, args = 1;
+    /// (module) → ()
+    ModuleUnload = 71, args = 1;
+    /// (module, function_id) + NUL-free name blob → (parameter count) + blob of
+    /// (offset u32, size u32) pairs, little-endian.
+    ModuleGetFunction = 72, args = 2;
+    /// (module) + name blob → (dptr, bytes)
+    ModuleGetGlobal = 73, args = 1;
+    /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream) + packed
+    /// parameter blob → ()
+    LaunchKernel = 74, args = 9;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for &op in Op::ALL {
+            assert!(seen.insert(op as u16), "duplicate id {}", op as u16);
+            assert_eq!(Op::try_from(op as u16).expect("known id"), op);
+            assert!(op.nargs() <= crate::MAX_ARGS);
+        }
+        assert!(matches!(Op::try_from(9999), Err(ProtoError::UnknownOp(9999))));
+    }
+}
