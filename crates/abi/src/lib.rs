@@ -1,1 +1,21 @@
-//! vgpu abi
+//! vgpu abi — the CUDA Driver ABI as data.
+//!
+//! Contract:
+//! * [`types`]: every type, enum (as `#[repr(transparent)]` newtypes with associated
+//!   consts), `#define` integer constant, handle and `#[repr(C)]` struct of CUDA 13.0's
+//!   `cuda.h` (plus its EGL/GL/VDPAU interop headers), under the C names.
+//! * [`FUNCTIONS`]: one [`FnDesc`] per symbol exported by the real 580 driver
+//!   (`libcuda.so.1`), sorted by name — no more, no fewer.
+//! * [`cuda_exports!`]: every export with its Rust signature, for `#[no_mangle]` stubs.
+//! * [`procaddr::resolve`]: the driver's `cuGetProcAddress` answer per (symbol,
+//!   version, flags).
+//!
+//! `generated/` is written by `cargo xtask gen-abi` from pinned NVIDIA header wheels and
+//! checked by `cargo xtask gen-abi --check`; never edit it by hand.
+
+pub mod generated;
+pub mod table;
+
+pub use generated::functions::FUNCTIONS;
+pub use generated::types;
+pub use table::{FnDesc, HandleKind, Param, ParamKind, PerThread};

@@ -1,1 +1,40 @@
-fn main() {}
+//! vgpu development tasks. Never a runtime dependency.
+//!
+//! Usage:
+//!   cargo xtask gen-abi           regenerate `crates/abi/src/generated/`
+//!   cargo xtask gen-abi --check   regenerate into a temporary folder and fail on any diff
+//!
+//! Exit codes: 0 success, 1 the task failed (including a `--check` diff), 2 usage error.
+
+mod gen_abi;
+
+use std::process::ExitCode;
+
+/// An error of an xtask, printed as one line.
+type Error = Box<dyn std::error::Error>;
+
+fn usage() -> ExitCode {
+    eprintln!("usage: cargo xtask gen-abi [--check]");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["gen-abi"] => gen_abi::run(false),
+        ["gen-abi", "--check"] => gen_abi::run(true),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
