@@ -1,0 +1,184 @@
+//! The one way the worker reaches a driver: a table of function pointers
+//! resolved from a library loaded by absolute path.
+//!
+//! The real `libcuda.so.1` and the simulated `libvgpu-sim.so` go through the
+//! same code. A library that exports the client's marker symbol is refused, so
+//! the worker can never load vgpu's own client library.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+
+use crate::MediatorError;
+
+/// `CUresult` as it crosses the C ABI.
+pub type Status = u32;
+/// Any driver handle (`CUcontext`, `CUstream`, ...), opaque to the worker.
+pub type Handle = *mut c_void;
+/// `CUdeviceptr`.
+pub type DevPtr = u64;
+
+/// The symbol every build of the vgpu client exports and no driver does.
+pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
+
+/// `CUDA_ERROR_NOT_SUPPORTED`, for entry points the loaded library lacks.
+pub const NOT_SUPPORTED: Status = 801;
+
+macro_rules! driver_table {
+    ($( $field:ident = $sym:literal : fn($($arg:ty),* $(,)?); )*) => {
+        /// Entry points resolved from the loaded driver; `None` where it lacks one.
+        #[allow(clippy::type_complexity)]
+        pub struct Driver {
+            path: PathBuf,
+            _lib: libloading::Library,
+            $( pub $field: Option<unsafe extern "C" fn($($arg),*) -> Status>, )*
+        }
+
+        impl Driver {
+            fn resolve(path: PathBuf, lib: libloading::Library) -> Driver {
+                Driver {
+                    $( $field: {
+                        // SAFETY: the symbol is looked up by its exported C name and
+                        // the pointer type is the CUDA Driver API prototype of that name.
+                        unsafe { lib.get::<unsafe extern "C" fn($($arg),*) -> Status>(concat!($sym, "\0").as_bytes()) }
+                            .ok()
+                            .map(|s| *s)
+                    }, )*
+                    path,
+                    _lib: lib,
+                }
+            }
+        }
+    };
+}
+
+driver_table! {
+    init = "cuInit": fn(c_uint);
+    driver_get_version = "cuDriverGetVersion": fn(*mut c_int);
+    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
+    device_get = "cuDeviceGet": fn(*mut c_int, c_int);
+    device_get_name = "cuDeviceGetName": fn(*mut c_char, c_int, c_int);
+    device_get_uuid = "cuDeviceGetUuid_v2": fn(*mut [u8; 16], c_int);
+    device_get_pci_bus_id = "cuDeviceGetPCIBusId": fn(*mut c_char, c_int, c_int);
+    device_total_mem = "cuDeviceTotalMem_v2": fn(*mut usize, c_int);
+    device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, c_int);
+
+    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut Handle, c_int);
+    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(c_int);
+    primary_ctx_get_state = "cuDevicePrimaryCtxGetState": fn(c_int, *mut c_uint, *mut c_int);
+    primary_ctx_set_flags = "cuDevicePrimaryCtxSetFlags_v2": fn(c_int, c_uint);
+    primary_ctx_reset = "cuDevicePrimaryCtxReset_v2": fn(c_int);
+
+    ctx_create = "cuCtxCreate_v2": fn(*mut Handle, c_uint, c_int);
+    ctx_destroy = "cuCtxDestroy_v2": fn(Handle);
+    ctx_set_current = "cuCtxSetCurrent": fn(Handle);
+    ctx_synchronize = "cuCtxSynchronize": fn();
+    ctx_get_limit = "cuCtxGetLimit": fn(*mut usize, c_int);
+    ctx_set_limit = "cuCtxSetLimit": fn(c_int, usize);
+    ctx_get_stream_priority_range = "cuCtxGetStreamPriorityRange": fn(*mut c_int, *mut c_int);
+    ctx_get_flags = "cuCtxGetFlags": fn(*mut c_uint);
+    ctx_get_api_version = "cuCtxGetApiVersion": fn(Handle, *mut c_uint);
+
+    mem_alloc = "cuMemAlloc_v2": fn(*mut DevPtr, usize);
+    mem_free = "cuMemFree_v2": fn(DevPtr);
+    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
+    mem_get_address_range = "cuMemGetAddressRange_v2": fn(*mut DevPtr, *mut usize, DevPtr);
+    memcpy_htod = "cuMemcpyHtoD_v2": fn(DevPtr, *const c_void, usize);
+    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, DevPtr, usize);
+    memcpy_dtod = "cuMemcpyDtoD_v2": fn(DevPtr, DevPtr, usize);
+    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(DevPtr, *const c_void, usize, Handle);
+    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, DevPtr, usize, Handle);
+    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(DevPtr, DevPtr, usize, Handle);
+    memset_d8 = "cuMemsetD8_v2": fn(DevPtr, u8, usize);
+    memset_d16 = "cuMemsetD16_v2": fn(DevPtr, u16, usize);
+    memset_d32 = "cuMemsetD32_v2": fn(DevPtr, u32, usize);
+    memset_d8_async = "cuMemsetD8Async": fn(DevPtr, u8, usize, Handle);
+    memset_d16_async = "cuMemsetD16Async": fn(DevPtr, u16, usize, Handle);
+    memset_d32_async = "cuMemsetD32Async": fn(DevPtr, u32, usize, Handle);
+
+    stream_create_with_priority = "cuStreamCreateWithPriority": fn(*mut Handle, c_uint, c_int);
+    stream_destroy = "cuStreamDestroy_v2": fn(Handle);
+    stream_synchronize = "cuStreamSynchronize": fn(Handle);
+    stream_query = "cuStreamQuery": fn(Handle);
+    stream_wait_event = "cuStreamWaitEvent": fn(Handle, Handle, c_uint);
+    stream_get_flags = "cuStreamGetFlags": fn(Handle, *mut c_uint);
+    stream_get_priority = "cuStreamGetPriority": fn(Handle, *mut c_int);
+
+    event_create = "cuEventCreate": fn(*mut Handle, c_uint);
+    event_destroy = "cuEventDestroy_v2": fn(Handle);
+    event_record = "cuEventRecord": fn(Handle, Handle);
+    event_synchronize = "cuEventSynchronize": fn(Handle);
+    event_query = "cuEventQuery": fn(Handle);
+    event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle);
+
+    module_load_data_ex = "cuModuleLoadDataEx": fn(*mut Handle, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
+    module_unload = "cuModuleUnload": fn(Handle);
+    module_get_function = "cuModuleGetFunction": fn(*mut Handle, Handle, *const c_char);
+    module_get_global = "cuModuleGetGlobal_v2": fn(*mut DevPtr, *mut usize, Handle, *const c_char);
+    func_get_param_info = "cuFuncGetParamInfo": fn(Handle, usize, *mut usize, *mut usize);
+    launch_kernel = "cuLaunchKernel": fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
+}
+
+impl Driver {
+    /// Loads the library at `path` and resolves the table.
+    pub fn load(path: &Path) -> Result<Driver, MediatorError> {
+        if !path.is_absolute() {
+            return Err(MediatorError::Driver(format!("{} is not an absolute path", path.display())));
+        }
+        // SAFETY: loading a CUDA driver runs its initialisers; that is exactly what
+        // the worker process exists for. The path is absolute, so no search path
+        // can substitute another library.
+        let lib = unsafe { libloading::Library::new(path) }
+            .map_err(|e| MediatorError::Driver(format!("cannot load {}: {e}", path.display())))?;
+        // SAFETY: only the presence of the symbol is checked; it is never called.
+        let marker = unsafe { lib.get::<*const c_void>(CLIENT_MARKER.as_bytes()) }.is_ok();
+        if marker {
+            return Err(MediatorError::Driver(format!(
+                "{} is vgpu's own client library (it exports {CLIENT_MARKER}), not a driver",
+                path.display()
+            )));
+        }
+        Ok(Driver::resolve(path.to_owned(), lib))
+    }
+
+    /// Where the driver was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Returns the entry point or `CUDA_ERROR_NOT_SUPPORTED` when the library lacks it.
+pub fn entry<F: Copy>(f: Option<F>) -> Result<F, Status> {
+    f.ok_or(NOT_SUPPORTED)
+}
+
+/// Folders where NVIDIA's installers put `libcuda.so.1`, searched in order.
+const KNOWN_DRIVER_DIRS: &[&str] = &[
+    "/usr/local/nvidia/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib/wsl/lib",
+    "/usr/local/cuda/compat",
+];
+
+/// Loads the real driver: the known driver folders, then the `ldconfig`
+/// cache. Candidates that are vgpu's client are skipped and logged.
+pub fn load_real_driver() -> Option<Driver> {
+    let known = KNOWN_DRIVER_DIRS.iter().map(|d| Path::new(d).join("libcuda.so.1"));
+    known.chain(ldconfig_candidates()).filter(|p| p.is_file()).find_map(|p| {
+        Driver::load(&p)
+            .map_err(|e| tracing::warn!("skipping driver candidate: {e}"))
+            .ok()
+    })
+}
+
+fn ldconfig_candidates() -> Vec<PathBuf> {
+    let out = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
+        .iter()
+        .find_map(|cmd| std::process::Command::new(cmd).arg("-p").output().ok());
+    let Some(out) = out else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("libcuda.so.1 "))
+        .filter_map(|l| l.rsplit_once("=> ").map(|(_, p)| PathBuf::from(p.trim())))
+        .collect()
+}

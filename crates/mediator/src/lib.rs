@@ -1,0 +1,37 @@
+//! vgpu-mediator: the supervisor and the per-session worker.
+//!
+//! Contract:
+//! - The supervisor listens, never loads CUDA, and fork+execs one
+//!   `vgpu-mediator worker` per accepted connection, handing it the connection
+//!   fd. It is never on the data path, so restarting it leaves sessions alone.
+//! - The worker loads the driver by absolute path through [`driver::Driver`],
+//!   applies the client's allowlisted environment before `cuInit`, answers the
+//!   handshake with a snapshot of every device, then serves one lane thread
+//!   per client thread until the client disconnects, and exits.
+
+pub mod config;
+pub mod driver;
+pub mod supervisor;
+pub mod worker;
+
+use thiserror::Error;
+
+/// Errors that stop a supervisor or a worker.
+#[derive(Debug, Error)]
+pub enum MediatorError {
+    /// The driver library could not be loaded or is not a driver.
+    #[error("driver: {0}")]
+    Driver(String),
+    /// A socket or process call failed.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    /// The transport failed.
+    #[error("transport: {0}")]
+    Transport(#[from] vgpu_transport::TransportError),
+    /// The peer sent something the protocol forbids.
+    #[error("protocol: {0}")]
+    Proto(#[from] vgpu_proto::ProtoError),
+    /// The configuration is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,590 @@
+//! Executes one request on the driver.
+//!
+//! Each lane keeps the driver's current context in step with the calling
+//! client thread's: the request carries that thread's context id, and the
+//! lane calls `cuCtxSetCurrent` only when it changes.
+
+use std::ffi::{c_int, c_uint, c_void, CString};
+use std::ptr;
+
+use vgpu_proto::{Op, Request, MAX_BLOB};
+
+use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
+use super::tables::{as_handle, Function, Owned, Range, RangeOwner, Tables};
+use super::Session;
+use crate::driver::{entry, DevPtr, Handle, Status};
+
+/// Scalar results and bulk bytes of a successful call.
+#[derive(Debug, Default)]
+pub struct Reply {
+    pub outs: Vec<u64>,
+    pub blob: Vec<u8>,
+}
+
+impl Reply {
+    fn outs(outs: &[u64]) -> Reply {
+        Reply { outs: outs.to_vec(), blob: Vec::new() }
+    }
+}
+
+fn ok(st: Status) -> Result<(), Status> {
+    if st == SUCCESS {
+        Ok(())
+    } else {
+        Err(st)
+    }
+}
+
+fn int(v: u64) -> Result<c_int, Status> {
+    // Arguments travel as u64; signed values are sign-extended by the client.
+    c_int::try_from(v as i64).map_err(|_| INVALID_VALUE)
+}
+
+fn uint(v: u64) -> Result<c_uint, Status> {
+    c_uint::try_from(v).map_err(|_| INVALID_VALUE)
+}
+
+fn size(v: u64) -> Result<usize, Status> {
+    usize::try_from(v).map_err(|_| INVALID_VALUE)
+}
+
+fn name(blob: &[u8]) -> Result<CString, Status> {
+    CString::new(blob).map_err(|_| INVALID_VALUE)
+}
+
+/// Copies `bytes` into 8-byte-aligned storage, as driver images and kernel
+/// parameter buffers expect.
+fn aligned(bytes: &[u8]) -> Vec<u64> {
+    let mut v = vec![0u64; bytes.len().div_ceil(8)];
+    // SAFETY: `v` holds at least `bytes.len()` bytes and the two do not overlap.
+    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len()) };
+    v
+}
+
+/// Driver options of `cuModuleLoadDataEx` whose values are log buffers or their sizes.
+const JIT_INFO_LOG_BUFFER: u32 = 3;
+const JIT_INFO_LOG_BUFFER_SIZE: u32 = 4;
+const JIT_ERROR_LOG_BUFFER: u32 = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
+const MAX_JIT_LOG: usize = 1 << 20;
+const MAX_JIT_OPTIONS: usize = 64;
+/// Most kernel parameters the worker asks the driver about.
+const MAX_KERNEL_PARAMS: usize = 4096;
+
+/// One lane's view of the driver's per-thread state.
+#[derive(Debug, Default)]
+pub struct Lane {
+    /// The client context id current on this lane's thread, if known.
+    current: Option<u64>,
+}
+
+impl Lane {
+    /// Runs `req`, returning its results or the failing `CUresult`.
+    pub fn execute(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
+        if needs_context(req.op) {
+            self.bind(s, req.ctx)?;
+        }
+        let d = &s.driver;
+        let a = &req.args;
+        let tables = || s.tables.lock().expect("a lane panicked while holding the tables");
+        match req.op {
+            Op::OpenLane => Err(INVALID_VALUE),
+
+            Op::CtxCreate => {
+                let (id, flags, dev) = (a[0], uint(a[1])?, int(a[2])?);
+                Tables::fresh(&tables().ctxs, id)?;
+                let mut ctx: Handle = ptr::null_mut();
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.ctx_create)?(&mut ctx, flags, dev) })?;
+                tables().ctxs.insert(id, ctx as usize);
+                self.current = Some(id);
+                Ok(Reply::default())
+            }
+            Op::CtxDestroy => {
+                let real = tables().ctx(a[0]).ok_or(INVALID_VALUE)?;
+                // SAFETY: `real` is a live context created by this session.
+                ok(unsafe { entry(d.ctx_destroy)?(as_handle(real)) })?;
+                let mut t = tables();
+                t.ctxs.remove(&a[0]);
+                t.forget_context_resources(a[0]);
+                if self.current == Some(a[0]) {
+                    self.current = None;
+                }
+                Ok(Reply::default())
+            }
+            Op::CtxSynchronize => {
+                // SAFETY: no arguments.
+                ok(unsafe { entry(d.ctx_synchronize)?() })?;
+                Ok(Reply::default())
+            }
+            Op::CtxGetLimit => {
+                let mut v: usize = 0;
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.ctx_get_limit)?(&mut v, int(a[0])?) })?;
+                Ok(Reply::outs(&[v as u64]))
+            }
+            Op::CtxSetLimit => {
+                // SAFETY: scalar arguments only.
+                ok(unsafe { entry(d.ctx_set_limit)?(int(a[0])?, size(a[1])?) })?;
+                Ok(Reply::default())
+            }
+            Op::CtxGetStreamPriorityRange => {
+                let (mut least, mut greatest): (c_int, c_int) = (0, 0);
+                // SAFETY: both out-pointers are live locals.
+                ok(unsafe { entry(d.ctx_get_stream_priority_range)?(&mut least, &mut greatest) })?;
+                Ok(Reply::outs(&[least as i64 as u64, greatest as i64 as u64]))
+            }
+            Op::CtxGetFlags => {
+                let mut f: c_uint = 0;
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.ctx_get_flags)?(&mut f) })?;
+                Ok(Reply::outs(&[u64::from(f)]))
+            }
+            Op::CtxGetApiVersion => {
+                let real = tables().ctx(req.ctx).unwrap_or(0);
+                let mut v: c_uint = 0;
+                // SAFETY: `real` is a live context of this session or NULL (current).
+                ok(unsafe { entry(d.ctx_get_api_version)?(as_handle(real), &mut v) })?;
+                Ok(Reply::outs(&[u64::from(v)]))
+            }
+
+            Op::PrimaryCtxRetain => {
+                let (id, dev) = (a[0], int(a[1])?);
+                let mut ctx: Handle = ptr::null_mut();
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.primary_ctx_retain)?(&mut ctx, dev) })?;
+                tables().ctxs.insert(id, ctx as usize);
+                Ok(Reply::default())
+            }
+            Op::PrimaryCtxRelease => {
+                let dev = int(a[0])?;
+                // SAFETY: scalar argument.
+                ok(unsafe { entry(d.primary_ctx_release)?(dev) })?;
+                Ok(Reply::default())
+            }
+            Op::PrimaryCtxGetState => {
+                let (mut flags, mut active): (c_uint, c_int) = (0, 0);
+                // SAFETY: both out-pointers are live locals.
+                ok(unsafe { entry(d.primary_ctx_get_state)?(int(a[0])?, &mut flags, &mut active) })?;
+                Ok(Reply::outs(&[u64::from(flags), active as i64 as u64]))
+            }
+            Op::PrimaryCtxSetFlags => {
+                // SAFETY: scalar arguments.
+                ok(unsafe { entry(d.primary_ctx_set_flags)?(int(a[0])?, uint(a[1])?) })?;
+                Ok(Reply::default())
+            }
+            Op::PrimaryCtxReset => {
+                // SAFETY: scalar argument.
+                ok(unsafe { entry(d.primary_ctx_reset)?(int(a[0])?) })?;
+                Ok(Reply::default())
+            }
+
+            Op::MemAlloc => {
+                let mut p: DevPtr = 0;
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.mem_alloc)?(&mut p, size(a[0])?) })?;
+                let owner = RangeOwner::Alloc { ctx: req.ctx };
+                tables().ranges.insert(p, Range { size: a[0], owner });
+                Ok(Reply::outs(&[p]))
+            }
+            Op::MemFree => {
+                let known = matches!(
+                    tables().ranges.get(&a[0]),
+                    Some(Range { owner: RangeOwner::Alloc { .. }, .. })
+                );
+                if !known {
+                    tracing::info!("cuMemFree({:#x}): not the base of a live allocation", a[0]);
+                    return Err(INVALID_VALUE);
+                }
+                // SAFETY: `a[0]` is the base of a live allocation of this session.
+                ok(unsafe { entry(d.mem_free)?(a[0]) })?;
+                tables().ranges.remove(&a[0]);
+                Ok(Reply::default())
+            }
+            Op::MemGetInfo => {
+                let (mut free, mut total) = (0usize, 0usize);
+                // SAFETY: both out-pointers are live locals.
+                ok(unsafe { entry(d.mem_get_info)?(&mut free, &mut total) })?;
+                Ok(Reply::outs(&[free as u64, total as u64]))
+            }
+            Op::MemGetAddressRange => {
+                let (mut base, mut len): (DevPtr, usize) = (0, 0);
+                // SAFETY: both out-pointers are live locals.
+                ok(unsafe { entry(d.mem_get_address_range)?(&mut base, &mut len, a[0]) })?;
+                Ok(Reply::outs(&[base, len as u64]))
+            }
+
+            Op::MemcpyHtoD => {
+                let (dst, len) = (a[0], req.blob.len());
+                let stream = self.checked(s, &[(dst, len as u64)], a[1])?;
+                let src = req.blob.as_ptr().cast::<c_void>();
+                // SAFETY: `dst..dst+len` lies in a live allocation (checked) and the
+                // source is the request's own buffer of `len` bytes. A pageable
+                // source is staged by the driver before the call returns.
+                ok(unsafe {
+                    if a[2] != 0 {
+                        entry(d.memcpy_htod_async)?(dst, src, len, stream)
+                    } else {
+                        entry(d.memcpy_htod)?(dst, src, len)
+                    }
+                })?;
+                Ok(Reply::default())
+            }
+            Op::MemcpyDtoH => {
+                let (src, len) = (a[0], size(a[1])?);
+                if len > MAX_BLOB {
+                    return Err(INVALID_VALUE);
+                }
+                let stream = self.checked(s, &[(src, a[1])], a[2])?;
+                let mut out = vec![0u8; len];
+                let dst = out.as_mut_ptr().cast::<c_void>();
+                // SAFETY: the source range is live (checked); `out` holds `len`
+                // bytes. A pageable destination makes the async form complete
+                // before it returns.
+                ok(unsafe {
+                    if a[3] != 0 {
+                        entry(d.memcpy_dtoh_async)?(dst, src, len, stream)
+                    } else {
+                        entry(d.memcpy_dtoh)?(dst, src, len)
+                    }
+                })?;
+                Ok(Reply { outs: Vec::new(), blob: out })
+            }
+            Op::MemcpyDtoD => {
+                let (dst, src, len) = (a[0], a[1], size(a[2])?);
+                let stream = self.checked(s, &[(dst, a[2]), (src, a[2])], a[3])?;
+                // SAFETY: both ranges lie in live allocations (checked).
+                ok(unsafe {
+                    if a[4] != 0 {
+                        entry(d.memcpy_dtod_async)?(dst, src, len, stream)
+                    } else {
+                        entry(d.memcpy_dtod)?(dst, src, len)
+                    }
+                })?;
+                Ok(Reply::default())
+            }
+            Op::Memset => {
+                let (dst, value, elem, count) = (a[0], a[1], a[2], size(a[3])?);
+                let bytes = elem.checked_mul(a[3]).ok_or(INVALID_VALUE)?;
+                let stream = self.checked(s, &[(dst, bytes)], a[4])?;
+                let is_async = a[5] != 0;
+                // SAFETY: the range lies in a live allocation (checked); the
+                // value is truncated to the element width as the C API does.
+                ok(unsafe {
+                    match (elem, is_async) {
+                        (1, false) => entry(d.memset_d8)?(dst, value as u8, count),
+                        (2, false) => entry(d.memset_d16)?(dst, value as u16, count),
+                        (4, false) => entry(d.memset_d32)?(dst, value as u32, count),
+                        (1, true) => entry(d.memset_d8_async)?(dst, value as u8, count, stream),
+                        (2, true) => entry(d.memset_d16_async)?(dst, value as u16, count, stream),
+                        (4, true) => entry(d.memset_d32_async)?(dst, value as u32, count, stream),
+                        _ => INVALID_VALUE,
+                    }
+                })?;
+                Ok(Reply::default())
+            }
+
+            Op::StreamCreate => {
+                let id = a[0];
+                Tables::fresh(&tables().streams, id)?;
+                let mut st: Handle = ptr::null_mut();
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.stream_create_with_priority)?(&mut st, uint(a[1])?, int(a[2])?) })?;
+                tables().streams.insert(id, Owned { real: st as usize, ctx: req.ctx });
+                Ok(Reply::default())
+            }
+            Op::StreamDestroy => {
+                if a[0] < 3 {
+                    return Err(INVALID_HANDLE);
+                }
+                let real = tables().stream(a[0])?;
+                // SAFETY: `real` is a live stream of this session.
+                ok(unsafe { entry(d.stream_destroy)?(as_handle(real)) })?;
+                tables().streams.remove(&a[0]);
+                Ok(Reply::default())
+            }
+            Op::StreamSynchronize => {
+                let real = tables().stream(a[0])?;
+                // SAFETY: `real` is a live stream or a stream sentinel.
+                ok(unsafe { entry(d.stream_synchronize)?(as_handle(real)) })?;
+                Ok(Reply::default())
+            }
+            Op::StreamQuery => {
+                let real = tables().stream(a[0])?;
+                // SAFETY: `real` is a live stream or a stream sentinel.
+                ok(unsafe { entry(d.stream_query)?(as_handle(real)) })?;
+                Ok(Reply::default())
+            }
+            Op::StreamWaitEvent => {
+                let (st, ev) = {
+                    let t = tables();
+                    (t.stream(a[0])?, t.event(a[1])?)
+                };
+                // SAFETY: both handles are live objects of this session.
+                ok(unsafe { entry(d.stream_wait_event)?(as_handle(st), as_handle(ev), uint(a[2])?) })?;
+                Ok(Reply::default())
+            }
+            Op::StreamGetFlags => {
+                let real = tables().stream(a[0])?;
+                let mut f: c_uint = 0;
+                // SAFETY: live stream; the out-pointer is a live local.
+                ok(unsafe { entry(d.stream_get_flags)?(as_handle(real), &mut f) })?;
+                Ok(Reply::outs(&[u64::from(f)]))
+            }
+            Op::StreamGetPriority => {
+                let real = tables().stream(a[0])?;
+                let mut p: c_int = 0;
+                // SAFETY: live stream; the out-pointer is a live local.
+                ok(unsafe { entry(d.stream_get_priority)?(as_handle(real), &mut p) })?;
+                Ok(Reply::outs(&[p as i64 as u64]))
+            }
+
+            Op::EventCreate => {
+                let id = a[0];
+                Tables::fresh(&tables().events, id)?;
+                let mut ev: Handle = ptr::null_mut();
+                // SAFETY: the out-pointer is a live local.
+                ok(unsafe { entry(d.event_create)?(&mut ev, uint(a[1])?) })?;
+                tables().events.insert(id, Owned { real: ev as usize, ctx: req.ctx });
+                Ok(Reply::default())
+            }
+            Op::EventDestroy => {
+                let real = tables().event(a[0])?;
+                // SAFETY: `real` is a live event of this session.
+                ok(unsafe { entry(d.event_destroy)?(as_handle(real)) })?;
+                tables().events.remove(&a[0]);
+                Ok(Reply::default())
+            }
+            Op::EventRecord => {
+                let (ev, st) = {
+                    let t = tables();
+                    (t.event(a[0])?, t.stream(a[1])?)
+                };
+                // SAFETY: both handles are live objects of this session.
+                ok(unsafe { entry(d.event_record)?(as_handle(ev), as_handle(st)) })?;
+                Ok(Reply::default())
+            }
+            Op::EventSynchronize => {
+                let real = tables().event(a[0])?;
+                // SAFETY: `real` is a live event of this session.
+                ok(unsafe { entry(d.event_synchronize)?(as_handle(real)) })?;
+                Ok(Reply::default())
+            }
+            Op::EventQuery => {
+                let real = tables().event(a[0])?;
+                // SAFETY: `real` is a live event of this session.
+                ok(unsafe { entry(d.event_query)?(as_handle(real)) })?;
+                Ok(Reply::default())
+            }
+            Op::EventElapsedTime => {
+                let (start, end) = {
+                    let t = tables();
+                    (t.event(a[0])?, t.event(a[1])?)
+                };
+                let mut ms: f32 = 0.0;
+                // SAFETY: both events are live; the out-pointer is a live local.
+                ok(unsafe { entry(d.event_elapsed_time)?(&mut ms, as_handle(start), as_handle(end)) })?;
+                Ok(Reply::outs(&[u64::from(ms.to_bits())]))
+            }
+
+            Op::ModuleLoadData => self.module_load(s, req),
+            Op::ModuleUnload => {
+                let real = tables().module(a[0])?;
+                // SAFETY: `real` is a live module of this session.
+                ok(unsafe { entry(d.module_unload)?(as_handle(real)) })?;
+                tables().forget_module(a[0]);
+                Ok(Reply::default())
+            }
+            Op::ModuleGetFunction => {
+                let (module, id) = (a[0], a[1]);
+                let real_mod = tables().module(module)?;
+                Tables::fresh(&tables().functions, id)?;
+                let fname = name(&req.blob)?;
+                let mut f: Handle = ptr::null_mut();
+                // SAFETY: live module; NUL-terminated name; live out-pointer.
+                ok(unsafe { entry(d.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr()) })?;
+                let params = param_layout(s, f)?;
+                let mut blob = Vec::with_capacity(params.len() * 8);
+                for (off, sz) in &params {
+                    blob.extend_from_slice(&off.to_le_bytes());
+                    blob.extend_from_slice(&sz.to_le_bytes());
+                }
+                let count = params.len() as u64;
+                tables().functions.insert(id, Function { real: f as usize, module, params });
+                Ok(Reply { outs: vec![count], blob })
+            }
+            Op::ModuleGetGlobal => {
+                let module = a[0];
+                let real_mod = tables().module(module)?;
+                let gname = name(&req.blob)?;
+                let (mut p, mut bytes): (DevPtr, usize) = (0, 0);
+                // SAFETY: live module; NUL-terminated name; live out-pointers.
+                ok(unsafe { entry(d.module_get_global)?(&mut p, &mut bytes, as_handle(real_mod), gname.as_ptr()) })?;
+                let range = Range { size: bytes as u64, owner: RangeOwner::Global { module } };
+                tables().ranges.insert(p, range);
+                Ok(Reply::outs(&[p, bytes as u64]))
+            }
+            Op::LaunchKernel => self.launch(s, req),
+        }
+    }
+
+    /// Makes the client thread's context current on this lane.
+    fn bind(&mut self, s: &Session, ctx: u64) -> Result<(), Status> {
+        let real = if ctx == 0 {
+            0
+        } else {
+            s.tables.lock().expect("tables lock").ctx(ctx).ok_or(CONTEXT_IS_DESTROYED)?
+        };
+        if self.current == Some(ctx) {
+            return Ok(());
+        }
+        // SAFETY: `real` is a live context of this session, or NULL.
+        ok(unsafe { entry(s.driver.ctx_set_current)?(as_handle(real)) })?;
+        self.current = Some(ctx);
+        Ok(())
+    }
+
+    /// Checks device ranges against the session's live allocations and
+    /// resolves the stream id.
+    fn checked(&self, s: &Session, ranges: &[(DevPtr, u64)], stream: u64) -> Result<Handle, Status> {
+        let t = s.tables.lock().expect("tables lock");
+        for &(p, len) in ranges {
+            if let Err(why) = t.check_range(p, len) {
+                tracing::warn!("memory operation refused: {why}");
+                return Err(INVALID_VALUE);
+            }
+        }
+        Ok(as_handle(t.stream(stream)?))
+    }
+
+    fn module_load(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
+        let (id, nopts) = (req.args[0], size(req.args[1])?);
+        Tables::fresh(&s.tables.lock().expect("tables lock").modules, id)?;
+        if nopts > MAX_JIT_OPTIONS || req.blob.len() < nopts * 16 {
+            return Err(INVALID_VALUE);
+        }
+        let (opt_bytes, image) = req.blob.split_at(nopts * 16);
+        let mut opts: Vec<c_int> = Vec::with_capacity(nopts);
+        let mut values: Vec<*mut c_void> = Vec::with_capacity(nopts);
+        let mut info_log = Vec::new();
+        let mut error_log = Vec::new();
+        for chunk in opt_bytes.chunks_exact(16) {
+            let opt = u32::from_le_bytes(chunk[..4].try_into().expect("4 bytes"));
+            let val = u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes"));
+            opts.push(c_int::try_from(opt).map_err(|_| INVALID_VALUE)?);
+            values.push(val as usize as *mut c_void);
+        }
+        // Log buffers live in the worker; their sizes come from the size options.
+        for (i, &opt) in opts.iter().enumerate() {
+            let size_opt = match opt as u32 {
+                JIT_INFO_LOG_BUFFER => JIT_INFO_LOG_BUFFER_SIZE,
+                JIT_ERROR_LOG_BUFFER => JIT_ERROR_LOG_BUFFER_SIZE,
+                _ => continue,
+            };
+            let len = opts
+                .iter()
+                .position(|&o| o as u32 == size_opt)
+                .map_or(0, |j| values[j] as usize)
+                .min(MAX_JIT_LOG);
+            let buf = if opt as u32 == JIT_INFO_LOG_BUFFER { &mut info_log } else { &mut error_log };
+            buf.resize(len, 0u8);
+            values[i] = buf.as_mut_ptr().cast();
+        }
+        let image = aligned(image);
+        let mut m: Handle = ptr::null_mut();
+        let n = c_uint::try_from(nopts).map_err(|_| INVALID_VALUE)?;
+        // SAFETY: `image` is an 8-byte-aligned copy of the client's image; the
+        // option arrays hold `n` entries; log buffers are live for the call.
+        let st = unsafe {
+            entry(s.driver.module_load_data_ex)?(
+                &mut m,
+                image.as_ptr().cast(),
+                n,
+                opts.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        // Reply: final option values, then both logs NUL-terminated, even on failure.
+        let mut blob: Vec<u8> = values.iter().flat_map(|v| (*v as u64).to_le_bytes()).collect();
+        for log in [&info_log, &error_log] {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            blob.extend_from_slice(&log[..end]);
+            blob.push(0);
+        }
+        if st != SUCCESS {
+            return Err(st);
+        }
+        let owner = Owned { real: m as usize, ctx: self.current.unwrap_or(0) };
+        s.tables.lock().expect("tables lock").modules.insert(id, owner);
+        Ok(Reply { outs: Vec::new(), blob })
+    }
+
+    fn launch(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
+        let a = &req.args;
+        let (f, stream) = {
+            let t = s.tables.lock().expect("tables lock");
+            (t.function(a[0])?.clone(), t.stream(a[8])?)
+        };
+        let params = aligned(&req.blob);
+        let base = params.as_ptr().cast::<u8>();
+        let mut ptrs: Vec<*mut c_void> = Vec::with_capacity(f.params.len());
+        for &(off, sz) in &f.params {
+            if off as usize + sz as usize > req.blob.len() {
+                return Err(INVALID_VALUE);
+            }
+            // SAFETY: `off + sz` is within the parameter buffer (checked above).
+            ptrs.push(unsafe { base.add(off as usize) }.cast_mut().cast());
+        }
+        let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
+        let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+        // SAFETY: live function and stream; every parameter pointer points into
+        // `params`, which outlives the call (the driver copies the values).
+        ok(unsafe {
+            entry(s.driver.launch_kernel)?(
+                as_handle(f.real),
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                dims[4],
+                dims[5],
+                dims[6],
+                as_handle(stream),
+                kernel_params,
+                ptr::null_mut(),
+            )
+        })?;
+        Ok(Reply::default())
+    }
+}
+
+/// Asks the driver for each parameter's offset and size.
+fn param_layout(s: &Session, f: Handle) -> Result<Vec<(u32, u32)>, Status> {
+    let get = entry(s.driver.func_get_param_info)?;
+    let mut params = Vec::new();
+    for i in 0..MAX_KERNEL_PARAMS {
+        let (mut off, mut sz) = (0usize, 0usize);
+        // SAFETY: live function; both out-pointers are live locals.
+        if unsafe { get(f, i, &mut off, &mut sz) } != SUCCESS {
+            break;
+        }
+        let off = u32::try_from(off).map_err(|_| INVALID_VALUE)?;
+        let sz = u32::try_from(sz).map_err(|_| INVALID_VALUE)?;
+        params.push((off, sz));
+    }
+    Ok(params)
+}
+
+fn needs_context(op: Op) -> bool {
+    !matches!(
+        op,
+        Op::OpenLane
+            | Op::CtxCreate
+            | Op::CtxDestroy
+            | Op::PrimaryCtxRetain
+            | Op::PrimaryCtxRelease
+            | Op::PrimaryCtxGetState
+            | Op::PrimaryCtxSetFlags
+            | Op::PrimaryCtxReset
+    )
+}

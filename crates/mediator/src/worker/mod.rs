@@ -1,0 +1,158 @@
+//! The per-session worker process.
+//!
+//! One worker serves one client session: it reads the [`Hello`], applies the
+//! allowlisted environment, loads the driver, runs `cuInit`, answers with a
+//! [`Welcome`] holding every device's snapshot, and then serves the control
+//! connection (which only opens lanes) and one thread per lane. When the
+//! control connection closes, the client is gone and the process exits; the
+//! driver frees everything the session held.
+
+mod exec;
+mod snapshot;
+mod tables;
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+
+use vgpu_proto::{features, read_request, write_response, Hello, Op, Welcome};
+use vgpu_transport::Channel;
+
+use crate::config::{DriverChoice, ServeArgs};
+use crate::driver::{self, Driver};
+use crate::MediatorError;
+
+/// CUDA status codes the worker produces itself.
+pub mod status {
+    use crate::driver::Status;
+    pub const SUCCESS: Status = 0;
+    pub const INVALID_VALUE: Status = 1;
+    pub const NOT_INITIALIZED: Status = 3;
+    pub const NO_DEVICE: Status = 100;
+    pub const INVALID_CONTEXT: Status = 201;
+    pub const INVALID_HANDLE: Status = 400;
+    pub const CONTEXT_IS_DESTROYED: Status = 709;
+}
+
+/// State shared by every lane of one session.
+pub struct Session {
+    pub driver: Driver,
+    pub tables: Mutex<tables::Tables>,
+}
+
+/// Serves the session on the inherited connection `fd` until the client leaves.
+pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
+    if fd < 3 {
+        return Err(MediatorError::Config(format!("--fd {fd} is not an inherited connection")));
+    }
+    // SAFETY: the supervisor started this process with `fd` open, inherited for
+    // exactly this purpose; nothing else in the process owns it.
+    let mut control = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) });
+    let (pid, uid, _) = control.peer_credentials()?;
+    let hello = Hello::read(&mut control)?;
+    tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
+    for (k, v) in &hello.env {
+        // Single-threaded here: no other thread reads the environment yet.
+        std::env::set_var(k, v);
+    }
+    let driver = load_driver(args)?;
+    tracing::info!(driver = %driver.path().display(), "driver loaded");
+    let welcome = snapshot::welcome(&driver);
+    if welcome.init_status != status::SUCCESS {
+        tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
+    }
+    Welcome { features: features::ALL & hello.features, ..welcome }.write(&mut control)?;
+    let session = Arc::new(Session { driver, tables: Mutex::new(tables::Tables::default()) });
+    serve_control(&session, control);
+    tracing::info!(client_pid = pid, "client disconnected; worker exits");
+    Ok(())
+}
+
+fn load_driver(args: &ServeArgs) -> Result<Driver, MediatorError> {
+    let sim = || -> Result<Driver, MediatorError> {
+        let path = args.sim_library().ok_or_else(|| {
+            MediatorError::Driver("libvgpu-sim.so not found (pass --sim-lib PATH)".into())
+        })?;
+        Driver::load(&path)
+    };
+    match &args.driver {
+        DriverChoice::Path(p) => Driver::load(p),
+        DriverChoice::Sim => sim(),
+        DriverChoice::Auto => match driver::load_real_driver() {
+            Some(d) => Ok(d),
+            None => {
+                tracing::warn!(
+                    "NO REAL CUDA DRIVER FOUND: falling back to the SIMULATED device \
+                     (libvgpu-sim.so). Results come from host memory, not a GPU."
+                );
+                sim()
+            }
+        },
+    }
+}
+
+/// The control connection opens lanes; its end is the end of the session.
+fn serve_control(session: &Arc<Session>, mut control: Channel) {
+    loop {
+        let req = match read_request(&mut control) {
+            Ok(r) => r,
+            Err(vgpu_proto::ProtoError::Io(_)) => return,
+            Err(e) => {
+                tracing::warn!("control connection: {e}; closing the session");
+                return;
+            }
+        };
+        let ok = match req.op {
+            Op::OpenLane => open_lane(session, &mut control, req.seq),
+            other => {
+                tracing::warn!(?other, "operation not allowed on the control connection");
+                write_response(&mut control, status::INVALID_VALUE, req.seq, &[], &[]).is_ok()
+            }
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+fn open_lane(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
+    let opened = Channel::pair().map_err(MediatorError::from).and_then(|(ours, theirs)| {
+        let s = Arc::clone(session);
+        std::thread::Builder::new().name("lane".into()).spawn(move || serve_lane(&s, ours))?;
+        Ok(theirs)
+    });
+    match opened {
+        Ok(theirs) => {
+            write_response(control, status::SUCCESS, seq, &[], &[]).is_ok()
+                && control.send_fd(std::os::fd::AsFd::as_fd(&theirs)).is_ok()
+        }
+        Err(e) => {
+            tracing::error!("cannot open a lane: {e}");
+            write_response(control, status::INVALID_VALUE, seq, &[], &[]).is_ok()
+        }
+    }
+}
+
+/// One lane: requests in, responses out, strictly in turn.
+fn serve_lane(session: &Session, mut ch: Channel) {
+    let mut lane = exec::Lane::default();
+    loop {
+        let req = match read_request(&mut ch) {
+            Ok(r) => r,
+            Err(vgpu_proto::ProtoError::Io(_)) => return,
+            Err(e) => {
+                tracing::warn!("lane: {e}; closing it");
+                return;
+            }
+        };
+        let (st, reply) = match lane.execute(session, &req) {
+            Ok(reply) => (status::SUCCESS, reply),
+            Err(st) => (st, exec::Reply::default()),
+        };
+        if st != status::SUCCESS {
+            tracing::debug!(op = req.op.name(), status = st, "call failed");
+        }
+        if write_response(&mut ch, st, req.seq, &reply.outs, &reply.blob).is_err() {
+            return;
+        }
+    }
+}

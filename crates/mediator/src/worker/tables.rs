@@ -1,0 +1,163 @@
+//! The session's handle tables: client-minted ids → real driver handles, and
+//! every live device range the session owns.
+//!
+//! Every resource records the context that owns it, so destroying or resetting
+//! a context forgets its streams, events, modules, functions and allocations:
+//! a stale id then fails with `CUDA_ERROR_INVALID_HANDLE` instead of reaching
+//! the driver as a dangling pointer.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::status::{INVALID_HANDLE, INVALID_VALUE};
+use crate::driver::{DevPtr, Handle, Status};
+
+/// A raw driver handle stored as an integer so tables are `Send`.
+pub type Raw = usize;
+
+/// Ids below this are the CUDA stream sentinels: 0 (NULL), 1 (legacy), 2 (per-thread).
+const STREAM_SENTINELS: u64 = 3;
+
+/// Converts a stored handle back to the driver's pointer type.
+pub fn as_handle(raw: Raw) -> Handle {
+    raw as Handle
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Owned {
+    pub real: Raw,
+    pub ctx: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub real: Raw,
+    pub module: u64,
+    /// (offset, size) of every kernel parameter, in order.
+    pub params: Vec<(u32, u32)>,
+}
+
+/// Who owns a device range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeOwner {
+    /// `cuMemAlloc` in this context.
+    Alloc { ctx: u64 },
+    /// A module global.
+    Global { module: u64 },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    pub size: u64,
+    pub owner: RangeOwner,
+}
+
+#[derive(Debug, Default)]
+pub struct Tables {
+    pub ctxs: HashMap<u64, Raw>,
+    pub streams: HashMap<u64, Owned>,
+    pub events: HashMap<u64, Owned>,
+    pub modules: HashMap<u64, Owned>,
+    pub functions: HashMap<u64, Function>,
+    pub ranges: BTreeMap<DevPtr, Range>,
+}
+
+impl Tables {
+    pub fn ctx(&self, id: u64) -> Option<Raw> {
+        self.ctxs.get(&id).copied()
+    }
+
+    pub fn stream(&self, id: u64) -> Result<Raw, Status> {
+        if id < STREAM_SENTINELS {
+            // The sentinels are the driver's own values.
+            return Ok(id as Raw);
+        }
+        self.streams.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn event(&self, id: u64) -> Result<Raw, Status> {
+        self.events.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn module(&self, id: u64) -> Result<Raw, Status> {
+        self.modules.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn function(&self, id: u64) -> Result<&Function, Status> {
+        self.functions.get(&id).ok_or(INVALID_HANDLE)
+    }
+
+    /// A new id must not already name a live object of its kind.
+    pub fn fresh<T>(map: &HashMap<u64, T>, id: u64) -> Result<(), Status> {
+        if id < STREAM_SENTINELS || map.contains_key(&id) {
+            return Err(INVALID_VALUE);
+        }
+        Ok(())
+    }
+
+    /// Checks that `[ptr, ptr + len)` lies inside one live device range.
+    pub fn check_range(&self, ptr: DevPtr, len: u64) -> Result<(), String> {
+        if len == 0 {
+            return Ok(());
+        }
+        let Some((&base, r)) = self.ranges.range(..=ptr).next_back() else {
+            return Err(format!("{len} bytes at {ptr:#x}: no live allocation at or below this address"));
+        };
+        let end = ptr.checked_add(len).ok_or_else(|| format!("{len} bytes at {ptr:#x} wraps"))?;
+        if end > base + r.size {
+            return Err(format!(
+                "{len} bytes at {ptr:#x} run past the allocation {base:#x}..{:#x} ({} bytes, {:?})",
+                base + r.size,
+                r.size,
+                r.owner
+            ));
+        }
+        Ok(())
+    }
+
+    /// Forgets everything owned by module `id`.
+    pub fn forget_module(&mut self, id: u64) {
+        self.modules.remove(&id);
+        self.functions.retain(|_, f| f.module != id);
+        self.ranges.retain(|_, r| r.owner != RangeOwner::Global { module: id });
+    }
+
+    /// Forgets everything owned by context `ctx` (destroyed or reset).
+    pub fn forget_context_resources(&mut self, ctx: u64) {
+        self.streams.retain(|_, o| o.ctx != ctx);
+        self.events.retain(|_, o| o.ctx != ctx);
+        let modules: Vec<u64> =
+            self.modules.iter().filter(|(_, o)| o.ctx == ctx).map(|(&id, _)| id).collect();
+        for m in modules {
+            self.forget_module(m);
+        }
+        self.ranges.retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_checked() {
+        let mut t = Tables::default();
+        t.ranges.insert(0x1000, Range { size: 0x100, owner: RangeOwner::Alloc { ctx: 7 } });
+        assert!(t.check_range(0x1000, 0x100).is_ok());
+        assert!(t.check_range(0x1080, 0x80).is_ok());
+        assert!(t.check_range(0x1080, 0x81).is_err());
+        assert!(t.check_range(0x0fff, 1).is_err());
+        assert!(t.check_range(u64::MAX, 2).is_err());
+        assert!(t.check_range(0x5000, 0).is_ok());
+        t.forget_context_resources(7);
+        assert!(t.check_range(0x1000, 1).is_err());
+    }
+
+    #[test]
+    fn stream_sentinels_pass_through() {
+        let t = Tables::default();
+        assert_eq!(t.stream(0), Ok(0));
+        assert_eq!(t.stream(1), Ok(1));
+        assert_eq!(t.stream(2), Ok(2));
+        assert_eq!(t.stream(99), Err(INVALID_HANDLE));
+    }
+}
