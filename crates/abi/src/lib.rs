@@ -14,8 +14,10 @@
 //! checked by `cargo xtask gen-abi --check`; never edit it by hand.
 
 pub mod generated;
+pub mod procaddr;
 pub mod table;
 
 pub use generated::functions::FUNCTIONS;
 pub use generated::types;
+pub use procaddr::{find, resolve, ProcResolution};
 pub use table::{FnDesc, HandleKind, Param, ParamKind, PerThread};

@@ -32,7 +32,8 @@ const LINT_ALLOWS: &str = "#[allow(\n    non_camel_case_types,\n    non_snake_ca
     clippy::unwrap_used\n)]\n";
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
 }
 
 fn header_line() -> String {
