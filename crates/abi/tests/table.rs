@@ -91,7 +91,9 @@ fn launch_kernel() {
     assert_eq!(k[0], ("f", ParamKind::Handle(HandleKind::Function)));
     assert_eq!(k[1], ("gridDimX", ParamKind::Scalar));
     assert_eq!(k[8], ("hStream", ParamKind::Handle(HandleKind::Stream)));
-    assert_eq!(k[9].0, "kernelParams");
+    // From the override table: the header's `void **` says nothing about the layout.
+    assert_eq!(k[9], ("kernelParams", ParamKind::Opaque));
+    assert_eq!(k[10], ("extra", ParamKind::Opaque));
     let ptsz = find("cuLaunchKernel_ptsz").expect("exported");
     assert_eq!(
         (ptsz.base, ptsz.version, ptsz.per_thread),
@@ -157,5 +159,7 @@ fn other_kinds() {
         find("cuMemcpyBatchAsync_v2").map(|f| f.params.len()),
         Some(8)
     );
+    assert_eq!(kinds("cuGraphGetNodes")[2], ("numNodes", ParamKind::InOut));
+    assert_eq!(kinds("cuMemcpyBatchAsync_v2")[0], ("dsts", ParamKind::In));
     assert!(!find("cudbgApiInit").expect("exported").signature_known);
 }

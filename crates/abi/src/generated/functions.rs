@@ -250,7 +250,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "args",
                 c_type: "CUcheckpointCheckpointArgs *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -307,7 +307,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "args",
                 c_type: "CUcheckpointLockArgs *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -326,7 +326,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "args",
                 c_type: "CUcheckpointRestoreArgs *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -345,7 +345,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "args",
                 c_type: "CUcheckpointUnlockArgs *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -369,7 +369,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "size",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -393,7 +393,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "size",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -417,7 +417,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "size",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -441,7 +441,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "size",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -527,7 +527,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramsArray",
                 c_type: "CUexecAffinityParam *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numParams",
@@ -561,7 +561,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "ctxCreateParams",
                 c_type: "CUctxCreateParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -1079,7 +1079,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "resources",
                 c_type: "CUdevResource *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "nbResources",
@@ -1103,7 +1103,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nbGroups",
                 c_type: "unsigned int *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "input",
@@ -3515,7 +3515,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nodeParams",
                 c_type: "CUDA_MEM_ALLOC_NODE_PARAMS *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -3661,7 +3661,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nodeParams",
                 c_type: "CUgraphNodeParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -3700,7 +3700,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nodeParams",
                 c_type: "CUgraphNodeParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4282,7 +4282,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nodeParams",
                 c_type: "CUgraphNodeParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -4440,7 +4440,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numEdges",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4474,7 +4474,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numEdges",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4498,7 +4498,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numNodes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4522,7 +4522,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numRootNodes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4642,7 +4642,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "instantiateParams",
                 c_type: "CUDA_GRAPH_INSTANTIATE_PARAMS *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -4666,7 +4666,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "instantiateParams",
                 c_type: "CUDA_GRAPH_INSTANTIATE_PARAMS *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -5043,7 +5043,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numDependencies",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -5072,7 +5072,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numDependencies",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -5096,7 +5096,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numDependentNodes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -5125,7 +5125,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "numDependentNodes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -5211,7 +5211,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "nodeParams",
                 c_type: "CUgraphNodeParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -5461,7 +5461,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "resources",
                 c_type: "CUgraphicsResource *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "hStream",
@@ -5485,7 +5485,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "resources",
                 c_type: "CUgraphicsResource *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "hStream",
@@ -5672,7 +5672,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "resources",
                 c_type: "CUgraphicsResource *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "hStream",
@@ -5696,7 +5696,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "resources",
                 c_type: "CUgraphicsResource *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "hStream",
@@ -6318,7 +6318,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6332,7 +6332,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "launchParamsList",
                 c_type: "CUDA_LAUNCH_PARAMS_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numDevices",
@@ -6401,7 +6401,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6561,12 +6561,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
             Param {
                 name: "extra",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6590,12 +6590,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
             Param {
                 name: "extra",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6619,12 +6619,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
             Param {
                 name: "extra",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6683,12 +6683,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "kernelParams",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
             Param {
                 name: "extra",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::Opaque,
             },
         ],
     },
@@ -6880,12 +6880,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "jitOptions",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "jitOptionsValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "numJitOptions",
@@ -6895,12 +6895,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "libraryOptions",
                 c_type: "CUlibraryOption *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "libraryOptionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numLibraryOptions",
@@ -6929,12 +6929,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "jitOptions",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "jitOptionsValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "numJitOptions",
@@ -6944,12 +6944,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "libraryOptions",
                 c_type: "CUlibraryOption *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "libraryOptionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numLibraryOptions",
@@ -7010,12 +7010,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -7059,12 +7059,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -7098,12 +7098,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -7137,12 +7137,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -7185,12 +7185,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "stateOut",
@@ -7214,12 +7214,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "stateOut",
@@ -7303,7 +7303,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "size",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "flags",
@@ -7743,7 +7743,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramsArray",
                 c_type: "CUmemDecompressParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -7777,7 +7777,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramsArray",
                 c_type: "CUmemDecompressParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -7840,12 +7840,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -7855,12 +7855,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "prefetchLocs",
                 c_type: "CUmemLocation_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "prefetchLocIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numPrefetchLocs",
@@ -7889,12 +7889,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -7904,12 +7904,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "prefetchLocs",
                 c_type: "CUmemLocation_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "prefetchLocIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numPrefetchLocs",
@@ -7938,12 +7938,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -7972,12 +7972,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -8245,7 +8245,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "location",
                 c_type: "CUmemLocation *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "type",
@@ -8341,7 +8341,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "location",
                 c_type: "CUmemLocation *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "type",
@@ -8569,7 +8569,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "mapInfoList",
                 c_type: "CUarrayMapInfo_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -8593,7 +8593,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "mapInfoList",
                 c_type: "CUarrayMapInfo_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -8706,7 +8706,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "location",
                 c_type: "CUmemLocation_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -8783,7 +8783,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "shareData",
                 c_type: "CUmemPoolPtrExportData_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
         ],
     },
@@ -8990,12 +8990,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -9005,12 +9005,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "prefetchLocs",
                 c_type: "CUmemLocation_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "prefetchLocIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numPrefetchLocs",
@@ -9039,12 +9039,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dptrs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -9054,12 +9054,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "prefetchLocs",
                 c_type: "CUmemLocation_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "prefetchLocIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numPrefetchLocs",
@@ -9127,12 +9127,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dataSizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "attributes",
                 c_type: "CUmem_range_attribute *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numAttributes",
@@ -9221,7 +9221,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "location",
                 c_type: "CUmemLocation *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "type",
@@ -9491,7 +9491,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "opList",
                 c_type: "CUDA_MEMCPY3D_BATCH_OP_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "failIdx",
@@ -9525,7 +9525,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "opList",
                 c_type: "CUDA_MEMCPY3D_BATCH_OP_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "failIdx",
@@ -9559,7 +9559,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "opList",
                 c_type: "CUDA_MEMCPY3D_BATCH_OP_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -9588,7 +9588,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "opList",
                 c_type: "CUDA_MEMCPY3D_BATCH_OP_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -10134,17 +10134,17 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dsts",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "srcs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -10154,12 +10154,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "attrs",
                 c_type: "CUmemcpyAttributes_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "attrIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numAttrs",
@@ -10188,17 +10188,17 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dsts",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "srcs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -10208,12 +10208,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "attrs",
                 c_type: "CUmemcpyAttributes_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "attrIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numAttrs",
@@ -10242,17 +10242,17 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dsts",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "srcs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -10262,12 +10262,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "attrs",
                 c_type: "CUmemcpyAttributes_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "attrIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numAttrs",
@@ -10291,17 +10291,17 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dsts",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "srcs",
                 c_type: "CUdeviceptr_v2 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "sizes",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "count",
@@ -10311,12 +10311,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "attrs",
                 c_type: "CUmemcpyAttributes_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "attrIdxs",
                 c_type: "size_t *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numAttrs",
@@ -12534,12 +12534,12 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "options",
                 c_type: "CUjit_option *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "optionValues",
                 c_type: "void * *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
         ],
     },
@@ -13120,7 +13120,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "attributes",
                 c_type: "CUpointer_attribute *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "data",
@@ -13392,7 +13392,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramArray",
                 c_type: "CUstreamBatchMemOpParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -13421,7 +13421,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramArray",
                 c_type: "CUstreamBatchMemOpParams_v1 *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -13450,7 +13450,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramArray",
                 c_type: "CUstreamBatchMemOpParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -13479,7 +13479,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "paramArray",
                 c_type: "CUstreamBatchMemOpParams *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "flags",
@@ -14439,7 +14439,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dependencies",
                 c_type: "CUgraphNode *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numDependencies",
@@ -14468,7 +14468,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dependencies",
                 c_type: "CUgraphNode *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "numDependencies",
@@ -14497,7 +14497,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dependencies",
                 c_type: "CUgraphNode *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "dependencyData",
@@ -14531,7 +14531,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "dependencies",
                 c_type: "CUgraphNode *",
-                kind: ParamKind::Out,
+                kind: ParamKind::In,
             },
             Param {
                 name: "dependencyData",
@@ -15407,7 +15407,7 @@ pub static FUNCTIONS: &[FnDesc] = &[
             Param {
                 name: "tensorMap",
                 c_type: "CUtensorMap *",
-                kind: ParamKind::Out,
+                kind: ParamKind::InOut,
             },
             Param {
                 name: "globalAddress",

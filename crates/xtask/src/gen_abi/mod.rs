@@ -8,6 +8,7 @@
 mod bindings;
 mod cdecl;
 mod fetch;
+mod overrides;
 mod table;
 
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 
 use super::bindings::{TypeDef, FUNCTION_TYPES};
 use super::cdecl::{CParam, CType, Typedef};
+use super::overrides::PARAM_KIND_OVERRIDES;
 use crate::Error;
 
 /// Handle types (by C typedef name) and their `HandleKind` variant. A pointer-to-opaque
@@ -318,6 +319,7 @@ fn rust_ident(name: &str) -> String {
 
 /// Renders `functions.rs` (after the header line).
 pub fn render_functions(rows: &[Row], types: &Types<'_>) -> Result<String, Error> {
+    let mut used: BTreeSet<(&str, &str)> = BTreeSet::new();
     let mut s = String::new();
     s.push_str("use crate::table::{FnDesc, HandleKind, Param, ParamKind, PerThread};\n\n");
     s.push_str("/// Every symbol the 580 driver exports, sorted by name.\n");
@@ -339,7 +341,16 @@ pub fn render_functions(rows: &[Row], types: &Types<'_>) -> Result<String, Error
         if let Some(td) = &row.typedef {
             for i in 0..td.params.len() {
                 let p = &td.params[i];
-                let kind = types.param_kind(&td.params, i, &row.name)?;
+                let over = PARAM_KIND_OVERRIDES
+                    .iter()
+                    .find(|(b, n, _)| *b == td.base && *n == p.name);
+                let kind = match over {
+                    Some((b, n, k)) => {
+                        used.insert((*b, *n));
+                        format!("ParamKind::{k}")
+                    }
+                    None => types.param_kind(&td.params, i, &row.name)?,
+                };
                 let _ = write!(
                     s,
                     "Param {{ name: {:?}, c_type: {:?}, kind: {kind} }},",
@@ -351,6 +362,18 @@ pub fn render_functions(rows: &[Row], types: &Types<'_>) -> Result<String, Error
         s.push_str("] },\n");
     }
     s.push_str("];\n");
+    let stale: Vec<String> = PARAM_KIND_OVERRIDES
+        .iter()
+        .filter(|(b, n, _)| !used.contains(&(*b, *n)))
+        .map(|(b, n, _)| format!("{b}.{n}"))
+        .collect();
+    if !stale.is_empty() {
+        return Err(format!(
+            "parameter kind overrides match no parameter: {}",
+            stale.join(", ")
+        )
+        .into());
+    }
     Ok(s)
 }
 
