@@ -39,5 +39,8 @@ fn core_types_exist() {
     let _: [CUmodule; 0] = [];
     let _: [CUfunction; 0] = [];
     let _ = CUjit_option::CU_JIT_MAX_REGISTERS;
+    assert_eq!(CU_STREAM_PER_THREAD as usize, 2);
+    assert_eq!(CU_DEVICE_CPU, -1);
+    assert_eq!(CU_LAUNCH_PARAM_END as usize, 0);
     let _ = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
 }

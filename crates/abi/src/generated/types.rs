@@ -6856,3 +6856,15 @@ pub use self::CUtensorMapL2promotion_enum as CUtensorMapL2promotion;
 pub use self::CUtensorMapSwizzle_enum as CUtensorMapSwizzle;
 pub use self::CUuserObjectRetain_flags_enum as CUuserObjectRetain_flags;
 pub use self::CUuserObject_flags_enum as CUuserObject_flags;
+
+// `#define` constants with a cast, from cuda.h.
+pub const CU_STREAM_LEGACY: CUstream = 0x1 as CUstream;
+pub const CU_STREAM_PER_THREAD: CUstream = 0x2 as CUstream;
+pub const CU_LAUNCH_PARAM_END: *mut ::core::ffi::c_void =
+    CU_LAUNCH_PARAM_END_AS_INT as *mut ::core::ffi::c_void;
+pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut ::core::ffi::c_void =
+    CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT as *mut ::core::ffi::c_void;
+pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut ::core::ffi::c_void =
+    CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT as *mut ::core::ffi::c_void;
+pub const CU_DEVICE_CPU: CUdevice = -1 as CUdevice;
+pub const CU_DEVICE_INVALID: CUdevice = -2 as CUdevice;

@@ -4,6 +4,8 @@
 //!
 //! Needs `python3` with pip (to fetch the wheels), libclang (for bindgen; on Debian/Ubuntu
 //! CI: `apt-get install -y libclang-dev`) and `rustfmt` from the pinned toolchain.
+//! The committed files were made with libclang 14 (Debian 12's `libclang-dev`); CI's
+//! `--check` should use the same major version, since bindgen's output can vary with it.
 
 mod bindings;
 mod cdecl;
