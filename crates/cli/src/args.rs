@@ -1,0 +1,139 @@
+//! The command line of `vgpu`, declared with clap's derive API.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    success
+  1    a check failed (demo result wrong, doctor found a problem, mediator unreachable)
+  2    invalid command line
+  3    a vgpu component (library, mediator, C compiler) was not found
+  4    the mediator did not start or did not open its socket in time
+  5    any other system error
+  vgpu run becomes the command, so its status is the command's own; before
+  that it exits 125 (vgpu failed), 126 (not executable) or 127 (not found).";
+
+/// vgpu: run unmodified CUDA programs on a GPU that lives in another process,
+/// VM or machine.
+///
+/// The client library (libvgpu-cuda.so) stands in for NVIDIA's libcuda.so.1
+/// and forwards every CUDA Driver API call to vgpu-mediator, which runs it on
+/// the real GPU (or on the simulated device, a test double).
+#[derive(Debug, Parser)]
+#[command(name = "vgpu", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(flatten)]
+    pub paths: PathArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where vgpu's own files are, when they are not beside the `vgpu` binary.
+#[derive(Debug, Args, Clone, Default, PartialEq, Eq)]
+pub struct PathArgs {
+    /// Folder holding libvgpu-cuda.so (default: ../lib beside vgpu, then
+    /// vgpu's own folder).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub lib_dir: Option<PathBuf>,
+    /// The vgpu-mediator binary (default: beside vgpu).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub mediator_bin: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one command with vgpu's libcuda.so.1 in front of the real one.
+    ///
+    /// Prepends vgpu's library folder to LD_LIBRARY_PATH, sets VGPU_MEDIATOR
+    /// when --mediator is given, and executes the command in place of vgpu, so
+    /// vgpu exits with the command's own status. Nothing is installed; no root is needed.
+    #[command(
+        after_help = "Example:\n  vgpu run --mediator unix:/run/vgpu/mediator.sock -- python3 train.py"
+    )]
+    Run(RunArgs),
+    /// Show vgpu working end to end: a private mediator plus an example program.
+    ///
+    /// Starts vgpu-mediator on a temporary socket, runs a small C program
+    /// written against the CUDA Driver API (device query, memory, a vector add
+    /// whose result is checked) through libvgpu-cuda.so, prints each step and
+    /// stops the mediator. Needs a C compiler (`cc`) unless a prebuilt
+    /// vector_add_driver sits beside vgpu.
+    Demo(DemoArgs),
+    /// Print versions, where vgpu's files are, and whether the mediator answers.
+    Status(MediatorArgs),
+    /// Check the installation and explain what is wrong, one line per check.
+    Doctor(MediatorArgs),
+}
+
+/// Arguments of `vgpu run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Mediator address for the command (`unix:PATH`); sets VGPU_MEDIATOR.
+    /// Without it the client's own search applies (VGPU_MEDIATOR, then the
+    /// default socket /run/vgpu/mediator.sock).
+    #[arg(long, value_name = "ADDR")]
+    pub mediator: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Arguments of `vgpu demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Which driver the mediator runs the calls on: `auto` (the NVIDIA driver
+    /// if this machine has one, else the simulated device), `sim`, or the path
+    /// of a libcuda.so.1.
+    #[arg(long, default_value = "auto", value_name = "sim|auto|PATH")]
+    pub driver: DriverChoice,
+    /// Number of float elements in the vector add.
+    #[arg(long, default_value_t = 1 << 20, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=(1 << 26)))]
+    pub elements: u32,
+    /// Seconds to wait for the mediator's socket.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub socket_timeout: u64,
+    /// Seconds the example program may run before it is stopped.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub run_timeout: u64,
+}
+
+/// Arguments of `vgpu status` and `vgpu doctor`.
+#[derive(Debug, Args)]
+pub struct MediatorArgs {
+    /// Mediator address to check (default: VGPU_MEDIATOR, then
+    /// unix:/run/vgpu/mediator.sock).
+    #[arg(long, value_name = "ADDR")]
+    pub mediator: Option<String>,
+}
+
+/// The driver choice of `vgpu demo --driver`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriverChoice {
+    /// The simulated device, libvgpu-sim.so.
+    Sim,
+    /// The NVIDIA driver if one is installed, else the simulated device.
+    Auto,
+    /// The driver library at this path.
+    Path(PathBuf),
+}
+
+impl std::str::FromStr for DriverChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sim" => Ok(DriverChoice::Sim),
+            "auto" => Ok(DriverChoice::Auto),
+            "" => Err("expected sim, auto or the path of a libcuda.so.1".into()),
+            p => Ok(DriverChoice::Path(p.into())),
+        }
+    }
+}

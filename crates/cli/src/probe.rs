@@ -1,0 +1,84 @@
+//! Asking a mediator who it is: connect, send a hello, read the welcome.
+//!
+//! The probe is a real session: the mediator starts a worker, the worker loads
+//! its driver and answers with a snapshot of every device, and the session
+//! ends when the probe disconnects.
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use vgpu_proto::{features, Hello, Welcome, PROTOCOL_VERSION};
+
+use crate::config::Address;
+
+/// What a probe found.
+#[derive(Debug)]
+pub enum Probe {
+    /// The handshake completed.
+    Answered(Welcome),
+    /// Nothing listens there, or the handshake failed; the string says why.
+    Unreachable(String),
+    /// The address is not a Unix socket; it is not checked here.
+    NotChecked(String),
+}
+
+/// Probes the mediator at `address`, waiting at most `timeout` for each step.
+pub fn probe(address: &str, timeout: Duration) -> Probe {
+    match Address::parse(address) {
+        Address::Unix(path) => probe_unix(&path, timeout),
+        Address::Other(a) => Probe::NotChecked(format!(
+            "{a}: only unix: addresses can be checked by this version of vgpu"
+        )),
+    }
+}
+
+fn probe_unix(path: &Path, timeout: Duration) -> Probe {
+    let mut stream = match UnixStream::connect(path) {
+        Ok(s) => s,
+        Err(e) => return Probe::Unreachable(format!("cannot connect to {}: {e}", path.display())),
+    };
+    if let Err(e) = stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+    {
+        return Probe::Unreachable(format!("cannot set a timeout on the connection: {e}"));
+    }
+    let hello = Hello {
+        features: features::ALL,
+        pid: std::process::id(),
+        uid: crate::privdir::uid(),
+        env: Vec::new(),
+    };
+    if let Err(e) = hello.write(&mut stream) {
+        return Probe::Unreachable(format!(
+            "sending the hello (protocol v{PROTOCOL_VERSION}) failed: {e}"
+        ));
+    }
+    match Welcome::read(&mut stream) {
+        Ok(w) => Probe::Answered(w),
+        Err(e) => Probe::Unreachable(format!(
+            "no valid welcome (protocol v{PROTOCOL_VERSION}): {e}"
+        )),
+    }
+}
+
+/// One line per device of a welcome.
+pub fn describe(w: &Welcome) -> Vec<String> {
+    let mut lines = vec![format!(
+        "driver API version {}.{}, cuInit status {}, {} device(s)",
+        w.driver_version / 1000,
+        w.driver_version % 1000 / 10,
+        w.init_status,
+        w.devices.len()
+    )];
+    for (i, d) in w.devices.iter().enumerate() {
+        lines.push(format!(
+            "device {i}: {} ({} MiB, PCI {})",
+            d.name_str(),
+            d.total_mem.get() >> 20,
+            d.pci_bus_id_str()
+        ));
+    }
+    lines
+}

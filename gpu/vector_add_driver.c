@@ -1,0 +1,1 @@
+../crates/cli/c/vector_add_driver.c
