@@ -1,1 +1,85 @@
-//! vgpu sim
+//! # vgpu-sim: a SIMULATED CUDA device on host memory (a test double, not a GPU)
+//!
+//! `libvgpu-sim.so` exports a subset of the CUDA Driver API under the real export names
+//! (`cuMemAlloc_v2`, `cuLaunchKernel`, …) with the real C ABI. The vgpu worker loads it by
+//! absolute path exactly as it loads NVIDIA's `libcuda.so.1`, so CI machines and demo
+//! laptops without a GPU exercise the same code path. Nothing here touches a GPU: "device"
+//! memory is host memory, "kernels" are CPU functions, and every stream runs its work
+//! synchronously at enqueue time.
+//!
+//! ## Contract
+//! - **Loading does nothing.** No constructors, threads, I/O or environment reads happen at
+//!   `dlopen`. `cuInit(0)` reads the configuration once (see [`config`]) and prints
+//!   `vgpu-sim: SIMULATED CUDA device on host memory (a test double, not a GPU)` to stderr.
+//! - **Faithful error codes.** Calls before `cuInit` give `CUDA_ERROR_NOT_INITIALIZED`,
+//!   NULL out-pointers `CUDA_ERROR_INVALID_VALUE`, bad ordinals `CUDA_ERROR_INVALID_DEVICE`,
+//!   a missing current context `CUDA_ERROR_INVALID_CONTEXT`, unknown handles
+//!   `CUDA_ERROR_INVALID_HANDLE` (`CUDA_ERROR_INVALID_CONTEXT` for contexts). Every export
+//!   catches panics and returns `CUDA_ERROR_UNKNOWN`.
+//! - **Handles are table keys.** Contexts, streams, events, modules and functions are small
+//!   nonzero integers cast to pointers, looked up in tables and never dereferenced.
+//! - **Device pointers** are addresses of real, 256-byte aligned host allocations. Every
+//!   copy, memset and kernel access is checked against the live allocations: a range not
+//!   fully inside one live allocation is rejected before any byte is touched. Host
+//!   pointers handed in by the caller are the caller's responsibility, as with the real
+//!   driver.
+//! - **Async errors are sticky.** A kernel that would touch memory outside the live
+//!   allocations touches nothing and sets the context's sticky error
+//!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, or `CUDA_ERROR_MISALIGNED_ADDRESS`). The launch itself
+//!   succeeds; later synchronising calls, and every later memory, launch and module call in
+//!   that context, return the sticky error until the context is destroyed or the primary
+//!   context is reset.
+//! - **Events carry real time.** `cuEventRecord` stamps a monotonic clock, and
+//!   `cuEventElapsedTime` returns the milliseconds between two stamps.
+//!
+//! ## Module format
+//! `cuModuleLoadData`/`cuModuleLoadDataEx` accept only this format; any other image
+//! (PTX, cubin, fatbin) gives `CUDA_ERROR_INVALID_IMAGE`. An image is NUL-terminated
+//! UTF-8 text of at most 1 MiB, one directive per line:
+//!
+//! ```text
+//! VGPU-SIM-MODULE 1
+//! # comments and blank lines are ignored
+//! kernel vector_add
+//! kernel saxpy
+//! global counter 4
+//! ```
+//!
+//! - The first line is exactly `VGPU-SIM-MODULE 1`.
+//! - `kernel <name>` declares a kernel. Only the built-in CPU kernels can be fetched with
+//!   `cuModuleGetFunction`; any other name gives `CUDA_ERROR_NOT_FOUND` there, like a
+//!   kernel missing from a real image.
+//! - `global <name> <bytes>` declares a zero-initialised device global of `bytes` bytes
+//!   (1 ..= 1 GiB), allocated at load, owned by the module and freed by `cuModuleUnload`.
+//! - Names are 1..=255 characters of `[A-Za-z0-9_]` and are unique per kind.
+//!
+//! ## Built-in kernels
+//! | name | parameters (offset/size in the parameter buffer) |
+//! |---|---|
+//! | `vector_add` | `const float* a` 0/8, `const float* b` 8/8, `float* c` 16/8, `int n` 24/4: `c[i] = a[i] + b[i]` |
+//! | `saxpy` | `float a` 0/4, `const float* x` 8/8, `float* y` 16/8, `int n` 24/4: `y[i] = a * x[i] + y[i]` |
+//! | `fill_u32` | `unsigned* p` 0/8, `unsigned v` 8/4, `int n` 12/4: `p[i] = v` |
+//!
+//! Each kernel runs for global thread indices `i` in `0..min(n, total threads of the grid)`.
+//! `cuLaunchKernel` takes arguments through `kernelParams` only; a non-NULL `extra` gives
+//! `CUDA_ERROR_INVALID_VALUE`.
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("vgpu-sim requires a 64-bit target");
+
+pub mod config;
+mod context;
+mod cu;
+mod device;
+mod errors;
+mod event;
+pub mod exports;
+mod ffi;
+mod kernels;
+mod memory;
+mod module;
+mod state;
+mod stream;
+
+#[cfg(test)]
+mod tests;

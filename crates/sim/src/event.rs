@@ -1,0 +1,110 @@
+//! Events with real timing: `cuEventRecord` stamps a monotonic clock.
+
+use std::time::Instant;
+
+use crate::context;
+use crate::cu::CUresult;
+use crate::state::{err, Res, State};
+use crate::stream;
+
+/// `CU_EVENT_BLOCKING_SYNC`.
+const BLOCKING_SYNC: u32 = 0x1;
+/// `CU_EVENT_DISABLE_TIMING`.
+const DISABLE_TIMING: u32 = 0x2;
+/// `CU_EVENT_INTERPROCESS`: requires `CU_EVENT_DISABLE_TIMING`.
+const INTERPROCESS: u32 = 0x4;
+
+/// One event.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub ctx: usize,
+    pub flags: u32,
+    /// When it was last recorded; `None` until the first `cuEventRecord`.
+    pub stamp: Option<Instant>,
+}
+
+/// Looks up an event (`CUDA_ERROR_INVALID_HANDLE` if unknown).
+pub(crate) fn get(st: &State, key: usize) -> Res<&Event> {
+    match st.events.get(&key) {
+        Some(e) => Ok(e),
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            format!("event {key:#x} does not exist"),
+        ),
+    }
+}
+
+/// `cuEventCreate` in the current context.
+pub(crate) fn create(st: &mut State, flags: u32) -> Res<usize> {
+    let known = BLOCKING_SYNC | DISABLE_TIMING | INTERPROCESS;
+    if flags & !known != 0 || (flags & INTERPROCESS != 0 && flags & DISABLE_TIMING == 0) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("event flags {flags:#x} are not valid"),
+        );
+    }
+    let ctx = context::current(st)?;
+    let key = st.mint();
+    st.events.insert(
+        key,
+        Event {
+            ctx,
+            flags,
+            stamp: None,
+        },
+    );
+    Ok(key)
+}
+
+/// `cuEventDestroy_v2`.
+pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
+    get(st, key)?;
+    st.events.remove(&key);
+    Ok(())
+}
+
+/// `cuEventRecord`: all earlier work on the stream is done, so the event completes now.
+pub(crate) fn record(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
+    let ctx = stream::usable(st, stream_key)?;
+    if get(st, key)?.ctx != ctx {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "event and stream belong to different contexts",
+        );
+    }
+    if let Some(e) = st.events.get_mut(&key) {
+        e.stamp = Some(Instant::now());
+    }
+    Ok(())
+}
+
+/// `cuEventSynchronize` / `cuEventQuery`: recorded work is always complete, so this
+/// reports the event's context's sticky error, if any.
+pub(crate) fn synchronize(st: &State, key: usize) -> Res<()> {
+    let ctx = get(st, key)?.ctx;
+    context::live(st, ctx)?.usable()
+}
+
+/// `cuEventElapsedTime`: milliseconds from `start` to `end`.
+pub(crate) fn elapsed_ms(st: &State, start: usize, end: usize) -> Res<f32> {
+    let (s, e) = (get(st, start)?, get(st, end)?);
+    if (s.flags | e.flags) & DISABLE_TIMING != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "an event was created with CU_EVENT_DISABLE_TIMING",
+        );
+    }
+    let (Some(t0), Some(t1)) = (s.stamp, e.stamp) else {
+        return err(
+            CUresult::CUDA_ERROR_NOT_READY,
+            "an event was never recorded",
+        );
+    };
+    let ms = if t1 >= t0 {
+        t1.duration_since(t0).as_secs_f64() * 1e3
+    } else {
+        -(t0.duration_since(t1).as_secs_f64() * 1e3)
+    };
+    #[allow(clippy::cast_possible_truncation)] // f64 -> f32 milliseconds, as the API returns
+    Ok(ms as f32)
+}

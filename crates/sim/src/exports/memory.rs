@@ -1,0 +1,321 @@
+//! Device memory: allocation, copies (sync and async) and memsets.
+
+use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
+
+use crate::context;
+use crate::cu::{CUdeviceptr, CUresult, CUstream};
+use crate::ffi::{key, run, us, Out};
+use crate::memory::{self, End};
+use crate::state::{self, err, Res, State};
+use crate::stream;
+
+/// `cuMemAlloc_v2`: a zeroed, 256-byte aligned allocation in the current context.
+///
+/// # Safety
+/// `dptr` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
+    run("cuMemAlloc_v2", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(dptr, "dptr") }?;
+        let mut st = sim.lock();
+        let ctx = context::current_usable(&st)?;
+        out.write(memory::alloc(&mut st, sim.cfg.memory_bytes, ctx, bytesize)?);
+        Ok(())
+    })
+}
+
+/// `cuMemFree_v2`: `dptr` must be the base of a live allocation.
+#[no_mangle]
+pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
+    run("cuMemFree_v2", || {
+        let sim = state::sim()?;
+        let mut st = sim.lock();
+        context::current_usable(&st)?;
+        memory::free(&mut st, dptr)
+    })
+}
+
+/// `cuMemGetInfo_v2`: the budget minus live allocations of the current context's device.
+///
+/// # Safety
+/// `free` and `total` must each be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
+    run("cuMemGetInfo_v2", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let (f_out, t_out) = unsafe { (Out::new(free, "free")?, Out::new(total, "total")?) };
+        let st = sim.lock();
+        let device = context::live(&st, context::current(&st)?)?.device;
+        let (f, t) = memory::info(&st, sim.cfg.memory_bytes, device);
+        f_out.write(us(f));
+        t_out.write(us(t));
+        Ok(())
+    })
+}
+
+/// `cuMemGetAddressRange_v2`: base and size of the allocation containing `dptr`
+/// (`CUDA_ERROR_NOT_FOUND` if none). Either out-pointer may be NULL.
+///
+/// # Safety
+/// `pbase` and `psize` must each be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+    pbase: *mut CUdeviceptr,
+    psize: *mut usize,
+    dptr: CUdeviceptr,
+) -> CUresult {
+    run("cuMemGetAddressRange_v2", || {
+        let sim = state::sim()?;
+        let st = sim.lock();
+        context::current(&st)?;
+        let Some((base, a)) = memory::containing(&st, dptr) else {
+            return err(
+                CUresult::CUDA_ERROR_NOT_FOUND,
+                format!("{dptr:#x} is not inside a live allocation"),
+            );
+        };
+        // SAFETY: forwarded from this function's contract.
+        let (b_out, s_out) = unsafe { (Out::optional(pbase), Out::optional(psize)) };
+        if let Some(o) = b_out {
+            o.write(base);
+        }
+        if let Some(o) = s_out {
+            o.write(a.size);
+        }
+        Ok(())
+    })
+}
+
+/// Runs a copy on the current context (`stream == None`) or on a stream.
+///
+/// # Safety
+/// Host ends must be valid for `len` bytes, as for [`memory::copy`].
+unsafe fn copy_on(
+    name: &str,
+    stream_h: Option<CUstream>,
+    dst: impl FnOnce(&State) -> End,
+    src: impl FnOnce(&State) -> End,
+    len: usize,
+) -> CUresult {
+    run(name, || {
+        let sim = state::sim()?;
+        let st = sim.lock();
+        check_queue(&st, stream_h)?;
+        let (d, s) = (dst(&st), src(&st));
+        // SAFETY: forwarded from this function's contract.
+        unsafe { memory::copy(&st, d, s, len) }
+    })
+}
+
+/// Checks that work may be enqueued: on the current context, or on the given stream.
+fn check_queue(st: &State, stream_h: Option<CUstream>) -> Res<()> {
+    match stream_h {
+        None => context::current_usable(st).map(|_| ()),
+        Some(h) => stream::usable(st, key(h)).map(|_| ()),
+    }
+}
+
+/// `cuMemcpyHtoD_v2`.
+///
+/// # Safety
+/// `src` must be valid for `n` bytes of reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+) -> CUresult {
+    let s = End::Host(src.cast_mut().cast());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { copy_on("cuMemcpyHtoD_v2", None, |_| End::Device(dst), |_| s, n) }
+}
+
+/// `cuMemcpyDtoH_v2`.
+///
+/// # Safety
+/// `dst` must be valid for `n` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CUresult {
+    let d = End::Host(dst.cast());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { copy_on("cuMemcpyDtoH_v2", None, |_| d, |_| End::Device(src), n) }
+}
+
+/// `cuMemcpyDtoD_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CUresult {
+    // SAFETY: both ends are device addresses, checked against the live allocations.
+    unsafe {
+        copy_on(
+            "cuMemcpyDtoD_v2",
+            None,
+            |_| End::Device(dst),
+            |_| End::Device(src),
+            n,
+        )
+    }
+}
+
+/// `cuMemcpyHtoDAsync_v2`: runs at once, in stream order.
+///
+/// # Safety
+/// `src` must be valid for `n` bytes of reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    let s = End::Host(src.cast_mut().cast());
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        copy_on(
+            "cuMemcpyHtoDAsync_v2",
+            Some(stream),
+            |_| End::Device(dst),
+            |_| s,
+            n,
+        )
+    }
+}
+
+/// `cuMemcpyDtoHAsync_v2`: runs at once, in stream order.
+///
+/// # Safety
+/// `dst` must be valid for `n` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    let d = End::Host(dst.cast());
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        copy_on(
+            "cuMemcpyDtoHAsync_v2",
+            Some(stream),
+            |_| d,
+            |_| End::Device(src),
+            n,
+        )
+    }
+}
+
+/// `cuMemcpyDtoDAsync_v2`: runs at once, in stream order.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    let (d, s) = (End::Device(dst), End::Device(src));
+    // SAFETY: both ends are device addresses, checked against the live allocations.
+    unsafe { copy_on("cuMemcpyDtoDAsync_v2", Some(stream), |_| d, |_| s, n) }
+}
+
+/// `cuMemcpy` (unified addressing): an address inside a live allocation is device
+/// memory, any other address is host memory.
+///
+/// # Safety
+/// Addresses that are not device memory must be valid host memory for `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CUresult {
+    let (d, s) = (
+        |st: &State| End::unified(st, dst),
+        |st: &State| End::unified(st, src),
+    );
+    // SAFETY: forwarded from this function's contract.
+    unsafe { copy_on("cuMemcpy", None, d, s, n) }
+}
+
+/// `cuMemcpyAsync` (unified addressing), run at once in stream order.
+///
+/// # Safety
+/// As for [`cuMemcpy`].
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyAsync(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    let (d, s) = (
+        |st: &State| End::unified(st, dst),
+        |st: &State| End::unified(st, src),
+    );
+    // SAFETY: forwarded from this function's contract.
+    unsafe { copy_on("cuMemcpyAsync", Some(stream), d, s, n) }
+}
+
+fn memset_on(
+    name: &str,
+    stream_h: Option<CUstream>,
+    dst: CUdeviceptr,
+    pattern: &[u8],
+    n: usize,
+) -> CUresult {
+    run(name, || {
+        let sim = state::sim()?;
+        let st = sim.lock();
+        check_queue(&st, stream_h)?;
+        memory::memset(&st, dst, pattern, n)
+    })
+}
+
+/// `cuMemsetD8_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, uc: c_uchar, n: usize) -> CUresult {
+    memset_on("cuMemsetD8_v2", None, dst, &[uc], n)
+}
+
+/// `cuMemsetD16_v2`: `dst` must be 2-byte aligned.
+#[no_mangle]
+pub extern "C" fn cuMemsetD16_v2(dst: CUdeviceptr, us: c_ushort, n: usize) -> CUresult {
+    memset_on("cuMemsetD16_v2", None, dst, &us.to_ne_bytes(), n)
+}
+
+/// `cuMemsetD32_v2`: `dst` must be 4-byte aligned.
+#[no_mangle]
+pub extern "C" fn cuMemsetD32_v2(dst: CUdeviceptr, ui: c_uint, n: usize) -> CUresult {
+    memset_on("cuMemsetD32_v2", None, dst, &ui.to_ne_bytes(), n)
+}
+
+/// `cuMemsetD8Async`.
+#[no_mangle]
+pub extern "C" fn cuMemsetD8Async(
+    dst: CUdeviceptr,
+    uc: c_uchar,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_on("cuMemsetD8Async", Some(stream), dst, &[uc], n)
+}
+
+/// `cuMemsetD16Async`.
+#[no_mangle]
+pub extern "C" fn cuMemsetD16Async(
+    dst: CUdeviceptr,
+    us: c_ushort,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_on("cuMemsetD16Async", Some(stream), dst, &us.to_ne_bytes(), n)
+}
+
+/// `cuMemsetD32Async`.
+#[no_mangle]
+pub extern "C" fn cuMemsetD32Async(
+    dst: CUdeviceptr,
+    ui: c_uint,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_on("cuMemsetD32Async", Some(stream), dst, &ui.to_ne_bytes(), n)
+}

@@ -1,0 +1,111 @@
+//! The exported CUDA Driver API, under the real symbol names and C signatures.
+//!
+//! Each export checks initialisation, converts raw arguments (out-pointers, handles),
+//! calls the typed implementation in the crate's area modules, and maps the result to a
+//! `CUresult` inside [`crate::ffi::run`], which also contains panics.
+
+mod context;
+mod device;
+mod memory;
+mod module;
+mod stream;
+
+pub use context::*;
+pub use device::*;
+pub use memory::*;
+pub use module::*;
+pub use stream::*;
+
+/// The real driver's C signature of every export, as a function-pointer type named after
+/// it, from the generated ABI table.
+#[allow(non_camel_case_types, dead_code)]
+mod signature {
+    macro_rules! signatures {
+        ($(fn $name:ident($($p:ident: $t:ty),* $(,)?) -> $r:ty;)*) => {
+            $(pub type $name = unsafe extern "C" fn($($t),*) -> $r;)*
+        };
+    }
+    vgpu_abi::cuda_exports!(signatures);
+}
+
+macro_rules! exports {
+    ($($name:ident),* $(,)?) => {
+        /// Every symbol this library exports.
+        pub const EXPORTS: &[&str] = &[$(stringify!($name)),*];
+        // Compile-time ABI check: each export has exactly the driver's signature.
+        $(const _: signature::$name = $name;)*
+    };
+}
+
+exports!(
+    cuInit,
+    cuDriverGetVersion,
+    cuDeviceGetCount,
+    cuDeviceGet,
+    cuDeviceGetName,
+    cuDeviceGetUuid,
+    cuDeviceGetUuid_v2,
+    cuDeviceGetPCIBusId,
+    cuDeviceTotalMem_v2,
+    cuDeviceGetAttribute,
+    cuDevicePrimaryCtxRetain,
+    cuDevicePrimaryCtxRelease_v2,
+    cuDevicePrimaryCtxGetState,
+    cuDevicePrimaryCtxSetFlags_v2,
+    cuDevicePrimaryCtxReset_v2,
+    cuCtxCreate_v2,
+    cuCtxDestroy_v2,
+    cuCtxPushCurrent_v2,
+    cuCtxPopCurrent_v2,
+    cuCtxSetCurrent,
+    cuCtxGetCurrent,
+    cuCtxSynchronize,
+    cuCtxGetDevice,
+    cuCtxGetFlags,
+    cuCtxGetApiVersion,
+    cuCtxGetLimit,
+    cuCtxSetLimit,
+    cuCtxGetStreamPriorityRange,
+    cuMemAlloc_v2,
+    cuMemFree_v2,
+    cuMemGetInfo_v2,
+    cuMemGetAddressRange_v2,
+    cuMemcpyHtoD_v2,
+    cuMemcpyDtoH_v2,
+    cuMemcpyDtoD_v2,
+    cuMemcpyHtoDAsync_v2,
+    cuMemcpyDtoHAsync_v2,
+    cuMemcpyDtoDAsync_v2,
+    cuMemcpy,
+    cuMemcpyAsync,
+    cuMemsetD8_v2,
+    cuMemsetD16_v2,
+    cuMemsetD32_v2,
+    cuMemsetD8Async,
+    cuMemsetD16Async,
+    cuMemsetD32Async,
+    cuStreamCreate,
+    cuStreamCreateWithPriority,
+    cuStreamDestroy_v2,
+    cuStreamSynchronize,
+    cuStreamQuery,
+    cuStreamWaitEvent,
+    cuStreamGetFlags,
+    cuStreamGetPriority,
+    cuEventCreate,
+    cuEventDestroy_v2,
+    cuEventRecord,
+    cuEventSynchronize,
+    cuEventQuery,
+    cuEventElapsedTime,
+    cuEventElapsedTime_v2,
+    cuModuleLoadData,
+    cuModuleLoadDataEx,
+    cuModuleGetFunction,
+    cuModuleGetGlobal_v2,
+    cuModuleUnload,
+    cuFuncGetParamInfo,
+    cuLaunchKernel,
+    cuGetErrorName,
+    cuGetErrorString,
+);

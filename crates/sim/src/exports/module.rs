@@ -1,0 +1,266 @@
+//! Modules, functions and kernel launches.
+
+use std::ffi::{c_char, c_uint, c_void};
+use std::ptr;
+
+use crate::cu::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUresult, CUstream};
+use crate::ffi::{handle, key, read_c_str, run, write_c_str, Out};
+use crate::module::{self, Launch};
+use crate::state::{self, err, Error, Res};
+
+/// Reads, parses and loads an image into the current context.
+///
+/// # Safety
+/// As for [`module::read_image`], when `image` is non-NULL.
+unsafe fn load(image: *const c_void) -> Res<usize> {
+    let sim = state::sim()?;
+    if image.is_null() {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "image is NULL");
+    }
+    // SAFETY: forwarded from this function's contract.
+    let parsed = unsafe { module::read_image(image.cast()) }
+        .and_then(|bytes| module::parse(&bytes))
+        .map_err(|why| Error {
+            code: CUresult::CUDA_ERROR_INVALID_IMAGE,
+            why: why.into(),
+        })?;
+    module::load(&mut sim.lock(), sim.cfg.memory_bytes, &parsed)
+}
+
+/// `cuModuleLoadData`: accepts only the simulator's text format (see the crate docs).
+///
+/// # Safety
+/// `module` must be NULL or valid for writes; `image` must be NULL or a readable,
+/// NUL-terminated image.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
+    run("cuModuleLoadData", || {
+        state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(module, "module") }?;
+        // SAFETY: forwarded from this function's contract.
+        out.write(handle(unsafe { load(image) }?));
+        Ok(())
+    })
+}
+
+/// Where `cuModuleLoadDataEx` was asked to put its logs.
+#[derive(Default)]
+struct JitLogs {
+    info: (Option<*mut c_char>, Option<*mut *mut c_void>),
+    error: (Option<*mut c_char>, Option<*mut *mut c_void>),
+}
+
+/// Collects the log options; every other JIT option is accepted and ignored.
+///
+/// # Safety
+/// `options` and `values` must be NULL or hold `n` readable entries.
+unsafe fn jit_logs(
+    n: c_uint,
+    options: *mut CUjit_option,
+    values: *mut *mut c_void,
+) -> Res<JitLogs> {
+    let mut logs = JitLogs::default();
+    if n == 0 {
+        return Ok(logs);
+    }
+    if options.is_null() || values.is_null() {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "numOptions > 0 with NULL options or optionValues",
+        );
+    }
+    for i in 0..n as usize {
+        // SAFETY: `i < n` entries are readable by the contract.
+        let (opt, slot) = unsafe { (options.add(i).read_unaligned(), values.add(i)) };
+        // SAFETY: as above.
+        let value = unsafe { slot.read_unaligned() };
+        match opt {
+            CUjit_option::CU_JIT_INFO_LOG_BUFFER => logs.info.0 = Some(value.cast()),
+            CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES => logs.info.1 = Some(slot),
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER => logs.error.0 = Some(value.cast()),
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES => logs.error.1 = Some(slot),
+            _ => {}
+        }
+    }
+    Ok(logs)
+}
+
+/// Writes `msg` into a JIT log buffer and stores the bytes filled in its size slot.
+///
+/// # Safety
+/// The buffer must be valid for the size its slot holds; the slot must be writable.
+unsafe fn write_log(log: (Option<*mut c_char>, Option<*mut *mut c_void>), msg: &str) {
+    let (Some(buf), Some(slot)) = log else { return };
+    // SAFETY: the slot is readable and writable by the contract.
+    let size = unsafe { slot.read_unaligned() }.addr();
+    let len = i32::try_from(size).unwrap_or(i32::MAX);
+    // SAFETY: `buf` holds `size >= len` bytes by the contract.
+    if unsafe { write_c_str(buf, len, msg) }.is_ok() {
+        let filled = msg.len().min(size - 1) + 1;
+        // SAFETY: the slot is writable by the contract.
+        unsafe { slot.write_unaligned(ptr::without_provenance_mut(filled)) };
+    }
+}
+
+/// `cuModuleLoadDataEx`: as `cuModuleLoadData`; fills the JIT info/error log buffers.
+///
+/// # Safety
+/// As for `cuModuleLoadData`; `options` and `option_values` must be NULL or hold
+/// `num_options` entries, and log buffers must be as large as their size options say.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut CUmodule,
+    image: *const c_void,
+    num_options: c_uint,
+    options: *mut CUjit_option,
+    option_values: *mut *mut c_void,
+) -> CUresult {
+    run("cuModuleLoadDataEx", || {
+        state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(module, "module") }?;
+        // SAFETY: forwarded from this function's contract.
+        let logs = unsafe { jit_logs(num_options, options, option_values) }?;
+        // SAFETY: forwarded from this function's contract.
+        match unsafe { load(image) } {
+            Ok(k) => {
+                // SAFETY: forwarded from this function's contract.
+                unsafe { write_log(logs.info, "vgpu-sim: simulated module loaded (no JIT)") };
+                out.write(handle(k));
+                Ok(())
+            }
+            Err(e) => {
+                // SAFETY: forwarded from this function's contract.
+                unsafe { write_log(logs.error, &format!("vgpu-sim: {}", e.why)) };
+                Err(e)
+            }
+        }
+    })
+}
+
+/// `cuModuleGetFunction`: only built-in kernels named by the module resolve.
+///
+/// # Safety
+/// `hfunc` must be NULL or valid for writes; `name` must be NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    hfunc: *mut CUfunction,
+    hmod: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    run("cuModuleGetFunction", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(hfunc, "hfunc") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { read_c_str(name, "name") }?.to_string_lossy();
+        let f = module::get_function(&mut sim.lock(), key(hmod), &name)?;
+        out.write(handle(f));
+        Ok(())
+    })
+}
+
+/// `cuModuleGetGlobal_v2`: either out-pointer may be NULL.
+///
+/// # Safety
+/// `dptr` and `bytes` must each be NULL or valid for writes; `name` must be NULL or
+/// NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    hmod: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    run("cuModuleGetGlobal_v2", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { read_c_str(name, "name") }?.to_string_lossy();
+        let (p, size) = module::get_global(&sim.lock(), key(hmod), &name)?;
+        // SAFETY: forwarded from this function's contract.
+        let (d_out, b_out) = unsafe { (Out::optional(dptr), Out::optional(bytes)) };
+        if let Some(o) = d_out {
+            o.write(p);
+        }
+        if let Some(o) = b_out {
+            o.write(size);
+        }
+        Ok(())
+    })
+}
+
+/// `cuModuleUnload`: frees the module's globals; its functions become invalid.
+#[no_mangle]
+pub extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
+    run("cuModuleUnload", || {
+        module::unload(&mut state::sim()?.lock(), key(hmod))
+    })
+}
+
+/// `cuFuncGetParamInfo`: offset and size of parameter `index`, natural C alignment.
+///
+/// # Safety
+/// `offset` and `size` must each be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    func: CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    run("cuFuncGetParamInfo", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let o_out = unsafe { Out::new(offset, "paramOffset") }?;
+        // SAFETY: forwarded from this function's contract.
+        let s_out = unsafe { Out::optional(size) };
+        let (o, s) = module::param_info(&sim.lock(), key(func), index)?;
+        o_out.write(o);
+        if let Some(out) = s_out {
+            out.write(s);
+        }
+        Ok(())
+    })
+}
+
+/// `cuLaunchKernel`: runs the built-in kernel now, in stream order. Arguments come from
+/// `kernelParams`; a non-NULL `extra` gives `CUDA_ERROR_INVALID_VALUE`. A kernel that
+/// would touch memory outside the live allocations touches nothing and leaves the
+/// context's sticky error set.
+///
+/// # Safety
+/// `kernel_params` must be NULL or hold one pointer per kernel parameter, each NULL or
+/// pointing to a value of that parameter's type.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    h_stream: CUstream,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    run("cuLaunchKernel", || {
+        let sim = state::sim()?;
+        if !extra.is_null() {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "the simulator takes arguments through kernelParams only, not extra",
+            );
+        }
+        let geometry = Launch {
+            grid: [grid_x, grid_y, grid_z],
+            block: [block_x, block_y, block_z],
+            shared_bytes,
+        };
+        let params = kernel_params.cast_const().cast::<*const c_void>();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { module::launch(&mut sim.lock(), key(f), geometry, key(h_stream), params) }
+    })
+}

@@ -1,0 +1,210 @@
+//! "Device" memory: real host allocations, 256-byte aligned, tracked per context, with
+//! every access checked against the live allocations.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::{self, NonNull};
+
+use crate::context;
+use crate::cu::{CUdeviceptr, CUresult};
+use crate::ffi::us;
+use crate::state::{err, Res, State};
+
+/// Alignment of every allocation, as `cuMemAlloc` guarantees.
+pub(crate) const ALIGN: usize = 256;
+
+/// An owned, zeroed, 256-byte aligned block of host memory.
+#[derive(Debug)]
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: the block is plain bytes owned by exactly one `Block`; all access goes through
+// the state mutex.
+unsafe impl Send for Block {}
+
+impl Block {
+    fn new(size: usize) -> Option<Self> {
+        let layout = Layout::from_size_align(size, ALIGN).ok()?;
+        // SAFETY: callers never ask for size 0, so the layout has a nonzero size.
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+        Some(Self { ptr, layout })
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed` with this very layout and is freed once.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// One live device allocation.
+#[derive(Debug)]
+pub(crate) struct Allocation {
+    pub ctx: usize,
+    pub device: usize,
+    pub size: usize,
+    block: Block,
+}
+
+/// Allocates `size` bytes for context `ctx`, charging its device's budget.
+pub(crate) fn alloc(st: &mut State, budget: u64, ctx: usize, size: usize) -> Res<CUdeviceptr> {
+    if size == 0 {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "allocation of 0 bytes");
+    }
+    let device = context::live(st, ctx)?.device;
+    let used = st.used[device];
+    if (size as u64) > budget - used {
+        return err(
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            format!(
+                "{size} bytes requested, {} of the simulated budget left",
+                budget - used
+            ),
+        );
+    }
+    let Some(block) = Block::new(size) else {
+        return err(
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            format!("host allocation of {size} bytes failed"),
+        );
+    };
+    let base = block.ptr.as_ptr().expose_provenance() as u64;
+    st.allocs.insert(
+        base,
+        Allocation {
+            ctx,
+            device,
+            size,
+            block,
+        },
+    );
+    st.used[device] += size as u64;
+    Ok(base)
+}
+
+/// Frees the allocation whose base address is `base`.
+pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
+    match st.allocs.remove(&base) {
+        Some(a) => {
+            st.used[a.device] -= a.size as u64;
+            Ok(())
+        }
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{base:#x} is not the base of a live allocation"),
+        ),
+    }
+}
+
+/// The live allocation containing `addr`: (base, allocation).
+pub(crate) fn containing(st: &State, addr: CUdeviceptr) -> Option<(u64, &Allocation)> {
+    let (&base, a) = st.allocs.range(..=addr).next_back()?;
+    (addr - base < a.size as u64).then_some((base, a))
+}
+
+/// A raw pointer to `len` bytes at device address `addr`, which must lie wholly inside one
+/// live allocation (`CUDA_ERROR_INVALID_VALUE` otherwise).
+pub(crate) fn range(st: &State, addr: CUdeviceptr, len: usize) -> Res<*mut u8> {
+    match try_range(st, addr, len) {
+        Some(p) => Ok(p),
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("device range {addr:#x}+{len} is not inside one live allocation"),
+        ),
+    }
+}
+
+/// Like [`range`], without an error value.
+pub(crate) fn try_range(st: &State, addr: CUdeviceptr, len: usize) -> Option<*mut u8> {
+    let (base, a) = containing(st, addr)?;
+    let off = us(addr - base);
+    if len > a.size - off {
+        return None;
+    }
+    // SAFETY: `off < a.size`, so the result stays inside the block.
+    Some(unsafe { a.block.ptr.as_ptr().add(off) })
+}
+
+/// One end of a copy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum End {
+    /// A device address, checked against the live allocations.
+    Device(CUdeviceptr),
+    /// A host address given by the caller; its validity is the caller's responsibility.
+    Host(*mut u8),
+}
+
+impl End {
+    /// Classifies a unified address: device if it lies in a live allocation, else host.
+    pub fn unified(st: &State, addr: CUdeviceptr) -> Self {
+        if containing(st, addr).is_some() {
+            End::Device(addr)
+        } else {
+            End::Host(ptr::with_exposed_provenance_mut(us(addr)))
+        }
+    }
+
+    fn resolve(self, st: &State, len: usize, what: &str) -> Res<*mut u8> {
+        match self {
+            End::Device(addr) => range(st, addr, len),
+            End::Host(p) if p.is_null() => err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("{what} host pointer is NULL"),
+            ),
+            End::Host(p) => Ok(p),
+        }
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` after checking both ends. Nothing is touched if
+/// either check fails.
+///
+/// # Safety
+/// Every `End::Host` pointer must be valid for `len` bytes of reads (source) or writes
+/// (destination).
+pub(crate) unsafe fn copy(st: &State, dst: End, src: End, len: usize) -> Res<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let d = dst.resolve(st, len, "destination")?;
+    let s = src.resolve(st, len, "source")?;
+    // SAFETY: device ends were checked to lie inside live allocations; host ends are valid
+    // by this function's contract. `ptr::copy` allows overlap.
+    unsafe { ptr::copy(s, d, len) };
+    Ok(())
+}
+
+/// `cuMemsetD{8,16,32}`: stores `count` elements of `pattern` (1, 2 or 4 bytes) at `dst`.
+pub(crate) fn memset(st: &State, dst: CUdeviceptr, pattern: &[u8], count: usize) -> Res<()> {
+    let width = pattern.len();
+    if !dst.is_multiple_of(width as u64) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("memset destination {dst:#x} is not {width}-byte aligned"),
+        );
+    }
+    let Some(len) = count.checked_mul(width) else {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "memset size overflows");
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    let p = range(st, dst, len)?;
+    if let [byte] = pattern {
+        // SAFETY: `p..p+len` lies inside a live allocation.
+        unsafe { ptr::write_bytes(p, *byte, len) };
+        return Ok(());
+    }
+    for i in 0..count {
+        // SAFETY: `p..p+len` lies inside a live allocation and `i * width + width <= len`.
+        unsafe { ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(i * width), width) };
+    }
+    Ok(())
+}
+
+/// `cuMemGetInfo_v2` for `device`: (free, total).
+pub(crate) fn info(st: &State, budget: u64, device: usize) -> (u64, u64) {
+    (budget - st.used[device], budget)
+}

@@ -1,0 +1,153 @@
+//! The simulator's one global: the configuration and the tables behind one mutex.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::config::Config;
+use crate::context::{Context, PrimaryCtx};
+use crate::cu::CUresult;
+use crate::event::Event;
+use crate::memory::Allocation;
+use crate::module::{Function, Module};
+use crate::stream::Stream;
+
+/// An error on its way to becoming a `CUresult`, with a reason for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Error {
+    pub code: CUresult,
+    pub why: Cow<'static, str>,
+}
+
+pub(crate) type Res<T> = Result<T, Error>;
+
+/// Fails with `code`, giving `why` as the reason logged under `VGPU_LOG`.
+pub(crate) fn err<T>(code: CUresult, why: impl Into<Cow<'static, str>>) -> Res<T> {
+    Err(Error {
+        code,
+        why: why.into(),
+    })
+}
+
+/// Every table of the simulator. Handles are keys into these maps.
+pub(crate) struct State {
+    next_handle: usize,
+    /// Per-device bytes in live allocations.
+    pub used: Vec<u64>,
+    /// Per-device primary context bookkeeping.
+    pub primary: Vec<PrimaryCtx>,
+    pub contexts: HashMap<usize, Context>,
+    /// Live allocations keyed by base address.
+    pub allocs: BTreeMap<u64, Allocation>,
+    pub streams: HashMap<usize, Stream>,
+    pub events: HashMap<usize, Event>,
+    pub modules: HashMap<usize, Module>,
+    pub functions: HashMap<usize, Function>,
+}
+
+/// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
+/// `CU_STREAM_PER_THREAD`.
+const FIRST_HANDLE: usize = 0x100;
+
+impl State {
+    fn new(devices: u32) -> Self {
+        let n = devices as usize;
+        Self {
+            next_handle: FIRST_HANDLE,
+            used: vec![0; n],
+            primary: vec![PrimaryCtx::default(); n],
+            contexts: HashMap::new(),
+            allocs: BTreeMap::new(),
+            streams: HashMap::new(),
+            events: HashMap::new(),
+            modules: HashMap::new(),
+            functions: HashMap::new(),
+        }
+    }
+
+    /// A fresh handle value, never reused, aligned to 16 so it looks like a pointer.
+    pub fn mint(&mut self) -> usize {
+        let h = self.next_handle;
+        self.next_handle += 0x10;
+        h
+    }
+}
+
+/// The initialised simulator.
+pub(crate) struct Sim {
+    pub cfg: Config,
+    state: Mutex<State>,
+}
+
+impl Sim {
+    pub fn new(cfg: Config) -> Self {
+        let state = Mutex::new(State::new(cfg.devices));
+        Self { cfg, state }
+    }
+
+    /// Locks the tables. A panic caught while they were held cannot leave them torn in a
+    /// way that matters to a test double, so poisoning is ignored.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of devices, as a `CUdevice`-compatible count.
+    pub fn device_count(&self) -> i32 {
+        // MAX_DEVICES is 8, so the count always fits.
+        i32::try_from(self.cfg.devices).unwrap_or(0)
+    }
+
+    /// Checks a device ordinal.
+    pub fn check_device(&self, dev: i32) -> Res<usize> {
+        if (0..self.device_count()).contains(&dev) {
+            Ok(dev as usize)
+        } else {
+            err(
+                CUresult::CUDA_ERROR_INVALID_DEVICE,
+                format!("device ordinal {dev} is not in 0..{}", self.cfg.devices),
+            )
+        }
+    }
+}
+
+/// The result of the first `cuInit`: the simulator, or the error every later call sees.
+static SIM: OnceLock<Result<Sim, CUresult>> = OnceLock::new();
+
+/// Initialises the simulator once (`cuInit`); later calls return the first outcome.
+pub(crate) fn init() -> Res<()> {
+    let outcome = SIM.get_or_init(|| {
+        let cfg = Config::from_env();
+        eprintln!("vgpu-sim: SIMULATED CUDA device on host memory (a test double, not a GPU)");
+        if cfg.devices == 0 {
+            Err(CUresult::CUDA_ERROR_NO_DEVICE)
+        } else {
+            Ok(Sim::new(cfg))
+        }
+    });
+    match outcome {
+        Ok(_) => Ok(()),
+        Err(code) => err(*code, "VGPU_SIM_DEVICES=0: no simulated device"),
+    }
+}
+
+/// Initialises the simulator with a given configuration, for tests.
+#[cfg(test)]
+pub(crate) fn init_with(cfg: Config) {
+    let _ = SIM.get_or_init(|| Ok(Sim::new(cfg)));
+}
+
+/// The simulator, or `CUDA_ERROR_NOT_INITIALIZED` before a successful `cuInit`.
+pub(crate) fn sim() -> Res<&'static Sim> {
+    match SIM.get() {
+        Some(Ok(sim)) => Ok(sim),
+        _ => err(
+            CUresult::CUDA_ERROR_NOT_INITIALIZED,
+            "cuInit has not succeeded",
+        ),
+    }
+}
+
+/// Whether errors are logged (`VGPU_LOG`).
+pub(crate) fn log_enabled() -> bool {
+    matches!(SIM.get(), Some(Ok(sim)) if sim.cfg.log)
+}
