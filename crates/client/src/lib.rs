@@ -1,1 +1,29 @@
-//! vgpu client
+//! `libvgpu-cuda.so`: a drop-in `libcuda.so.1` that runs every CUDA Driver
+//! API call in a vgpu-mediator worker.
+//!
+//! Contract:
+//! - Exports exactly the real driver's symbols (generated from `vgpu-abi`),
+//!   plus the marker [`vgpu_shim_marker`] by which the worker refuses to load
+//!   this library as a driver.
+//! - Loading runs nothing: no constructors, threads, I/O or environment reads.
+//!   The first call builds the [`runtime::Runtime`]; `cuInit` connects.
+//! - Every export catches panics and returns a `CUresult`; unimplemented ones
+//!   return `CUDA_ERROR_NOT_SUPPORTED` and, with `VGPU_LOG` set, name
+//!   themselves once.
+//! - Answered locally: device attributes, names, UUIDs and PCI ids (snapshot),
+//!   the current-context stack, error strings, kernel parameter layouts.
+
+mod api;
+mod config;
+mod context;
+mod edge;
+mod exports;
+mod image;
+mod log;
+mod objects;
+mod runtime;
+
+/// Marks this library as vgpu's client; the worker refuses to load any
+/// library exporting it, so it can never load itself as the driver.
+#[no_mangle]
+pub static vgpu_shim_marker: [u8; 8] = *b"vgpu-v1\0";

@@ -1,0 +1,233 @@
+//! Primary and created contexts. The current-context stack is the client's
+//! own (`crate::context`); only creation, destruction and queries that the
+//! driver must answer cost a round trip.
+
+use std::ffi::{c_int, c_uint};
+
+use vgpu_abi::types::{CUcontext, CUctxCreateParams, CUlimit};
+use vgpu_proto::Op;
+
+use crate::context as stack;
+use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::objects::CtxInfo;
+use crate::runtime::{runtime, Kind, Session};
+
+/// The id of device `dev`'s primary context: fixed per device, so every
+/// retain hands out the same handle, as the driver does.
+fn primary_id(dev: c_int) -> u64 {
+    (u64::from(Kind::Context as u8) << 56) | (1 << 48) | u64::from(dev.unsigned_abs())
+}
+
+pub fn to_handle(id: u64) -> CUcontext {
+    id as usize as CUcontext
+}
+
+/// A context handle from the application must name a live context.
+fn live(s: &Session, ctx: CUcontext) -> CuResult<(u64, CtxInfo)> {
+    let id = ctx as usize as u64;
+    let info = s.objects().contexts.get(&id).copied();
+    info.map(|i| (id, i)).ok_or(CuError::INVALID_CONTEXT)
+}
+
+fn current_info(s: &Session) -> CuResult<(u64, CtxInfo)> {
+    let id = stack::current();
+    let info = s.objects().contexts.get(&id).copied();
+    match info {
+        Some(i) => Ok((id, i)),
+        None if id == 0 => Err(CuError::INVALID_CONTEXT),
+        None => Err(CuError::CONTEXT_IS_DESTROYED),
+    }
+}
+
+pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pctx)?;
+    s.device(dev)?;
+    let id = primary_id(dev);
+    s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
+    s.objects().contexts.insert(id, CtxInfo { device: dev, primary: true });
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pctx, to_handle(id)) }
+}
+
+pub fn primary_release(dev: c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.device(dev)?;
+    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None).map(drop)
+}
+
+pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    non_null(active)?;
+    s.device(dev)?;
+    let (outs, _) = s.call(Op::PrimaryCtxGetState, &[dev as u64], &[], None)?;
+    // SAFETY: both checked non-NULL; the application's out-pointers. Results
+    // are the driver's own 32-bit values widened on the wire.
+    unsafe {
+        write_out(flags, outs[0] as c_uint)?;
+        write_out(active, outs[1] as c_int)
+    }
+}
+
+pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.device(dev)?;
+    s.call(Op::PrimaryCtxSetFlags, &[dev as u64, u64::from(flags)], &[], None).map(drop)
+}
+
+pub fn primary_reset(dev: c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.device(dev)?;
+    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None).map(drop)
+}
+
+pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pctx)?;
+    s.device(dev)?;
+    let id = runtime().mint(Kind::Context);
+    s.call(Op::CtxCreate, &[id, u64::from(flags), dev as u64], &[], None)?;
+    s.objects().contexts.insert(id, CtxInfo { device: dev, primary: false });
+    stack::push(id);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pctx, to_handle(id)) }
+}
+
+/// The CUDA 12.5+ form; plain creation when no execution-affinity or CIG
+/// parameters are given.
+pub unsafe fn create_v4(
+    pctx: *mut CUcontext,
+    params: *mut CUctxCreateParams,
+    flags: c_uint,
+    dev: c_int,
+) -> CuResult<()> {
+    if !params.is_null() {
+        // SAFETY: non-NULL, and the application passes a valid parameter struct.
+        let p = unsafe { &*params };
+        if p.numExecAffinityParams != 0 || !p.cigParams.is_null() {
+            crate::log::line(format_args!("cuCtxCreate_v4: execution affinity and CIG are not supported"));
+            return Err(CuError::NOT_SUPPORTED);
+        }
+    }
+    // SAFETY: same contract as `create`.
+    unsafe { create(pctx, flags, dev) }
+}
+
+pub fn destroy(ctx: CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (id, info) = live(&s, ctx)?;
+    if info.primary {
+        return Err(CuError::INVALID_CONTEXT);
+    }
+    s.call(Op::CtxDestroy, &[id], &[], None)?;
+    s.objects().contexts.remove(&id);
+    stack::forget_if_current(id);
+    Ok(())
+}
+
+pub fn push(ctx: CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (id, _) = live(&s, ctx)?;
+    stack::push(id);
+    Ok(())
+}
+
+pub unsafe fn pop(pctx: *mut CUcontext) -> CuResult<()> {
+    runtime().session()?;
+    let id = stack::pop().ok_or(CuError::INVALID_CONTEXT)?;
+    if !pctx.is_null() {
+        // SAFETY: checked non-NULL; the application's out-pointer.
+        unsafe { write_out(pctx, to_handle(id))? };
+    }
+    Ok(())
+}
+
+pub fn set_current(ctx: CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    if ctx.is_null() {
+        stack::set_current(0);
+        return Ok(());
+    }
+    let (id, _) = live(&s, ctx)?;
+    stack::set_current(id);
+    Ok(())
+}
+
+pub unsafe fn get_current(pctx: *mut CUcontext) -> CuResult<()> {
+    runtime().session()?;
+    // SAFETY: the application's out-pointer (NULL is rejected).
+    unsafe { write_out(pctx, to_handle(stack::current())) }
+}
+
+pub unsafe fn get_device(dev: *mut c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dev)?;
+    let (_, info) = current_info(&s)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(dev, info.device) }
+}
+
+pub unsafe fn get_device_of(dev: *mut c_int, ctx: CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dev)?;
+    let (_, info) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(dev, info.device) }
+}
+
+pub fn synchronize() -> CuResult<()> {
+    let s = runtime().session()?;
+    s.call(Op::CtxSynchronize, &[], &[], None).map(drop)
+}
+
+pub fn synchronize_ctx(ctx: CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (id, _) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    s.call_in(id, Op::CtxSynchronize, &[], &[], None).map(drop)
+}
+
+pub unsafe fn get_flags(flags: *mut c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    let (outs, _) = s.call(Op::CtxGetFlags, &[], &[], None)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(flags, outs[0] as c_uint) }
+}
+
+pub unsafe fn api_version(ctx: CUcontext, v: *mut c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(v)?;
+    let (id, _) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    let (outs, _) = s.call_in(id, Op::CtxGetApiVersion, &[], &[], None)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(v, outs[0] as c_uint) }
+}
+
+pub unsafe fn get_limit(v: *mut usize, limit: CUlimit) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(v)?;
+    let (outs, _) = s.call(Op::CtxGetLimit, &[u64::from(limit.0)], &[], None)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(v, outs[0] as usize) }
+}
+
+pub fn set_limit(limit: CUlimit, v: usize) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.call(Op::CtxSetLimit, &[u64::from(limit.0), v as u64], &[], None).map(drop)
+}
+
+pub unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (outs, _) = s.call(Op::CtxGetStreamPriorityRange, &[], &[], None)?;
+    // SAFETY: each pointer is written only when non-NULL, as the driver does.
+    unsafe {
+        if !least.is_null() {
+            write_out(least, outs[0] as c_int)?;
+        }
+        if !greatest.is_null() {
+            write_out(greatest, outs[1] as c_int)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Device memory: allocation, copies and memsets.
+//!
+//! Bulk data travels in the request or reply itself, split into chunks of at
+//! most [`CHUNK`] bytes; device-to-host bytes are read straight into the
+//! application's buffer.
+
+use std::ffi::c_void;
+
+use vgpu_abi::types::CUdeviceptr;
+use vgpu_proto::Op;
+
+use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::runtime::{runtime, Session};
+
+/// Largest piece of one copy sent in a single frame.
+const CHUNK: usize = 16 << 20;
+
+/// How a copy or memset orders itself against other work.
+#[derive(Clone, Copy, Debug)]
+pub enum Sync {
+    /// The classic synchronous form on the legacy default stream.
+    Blocking,
+    /// The `_ptds` synchronous form on the per-thread default stream.
+    PerThread,
+    /// An `…Async` form on this stream id.
+    Stream(u64),
+}
+
+const PER_THREAD_STREAM: u64 = 2;
+
+impl Sync {
+    /// (stream id, async flag) as the wire carries them.
+    fn wire(self) -> (u64, u64) {
+        match self {
+            Sync::Blocking => (0, 0),
+            Sync::PerThread | Sync::Stream(_) => (self.stream(), 1),
+        }
+    }
+
+    fn stream(self) -> u64 {
+        match self {
+            Sync::Blocking => 0,
+            Sync::PerThread => PER_THREAD_STREAM,
+            Sync::Stream(s) => s,
+        }
+    }
+
+    /// The `_ptds` forms are synchronous: wait for their stream.
+    fn finish(self, s: &Session) -> CuResult<()> {
+        match self {
+            Sync::PerThread => s.call(Op::StreamSynchronize, &[PER_THREAD_STREAM], &[], None).map(drop),
+            Sync::Blocking | Sync::Stream(_) => Ok(()),
+        }
+    }
+}
+
+pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr)?;
+    if size == 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let (outs, _) = s.call(Op::MemAlloc, &[size as u64], &[], None)?;
+    s.objects().device_ranges.insert(outs[0], size as u64);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(dptr, outs[0]) }
+}
+
+pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.call(Op::MemFree, &[dptr], &[], None)?;
+    s.objects().device_ranges.remove(&dptr);
+    Ok(())
+}
+
+pub unsafe fn info(free: *mut usize, total: *mut usize) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(free)?;
+    non_null(total)?;
+    let (outs, _) = s.call(Op::MemGetInfo, &[], &[], None)?;
+    // SAFETY: both checked non-NULL; the application's out-pointers.
+    unsafe {
+        write_out(free, outs[0] as usize)?;
+        write_out(total, outs[1] as usize)
+    }
+}
+
+pub unsafe fn address_range(base: *mut CUdeviceptr, size: *mut usize, dptr: CUdeviceptr) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (outs, _) = s.call(Op::MemGetAddressRange, &[dptr], &[], None)?;
+    // SAFETY: each pointer is written only when non-NULL, as the driver does.
+    unsafe {
+        if !base.is_null() {
+            write_out(base, outs[0])?;
+        }
+        if !size.is_null() {
+            write_out(size, outs[1] as usize)?;
+        }
+    }
+    Ok(())
+}
+
+/// Host to device.
+///
+/// # Safety
+/// `src` must be readable for `n` bytes.
+pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -> CuResult<()> {
+    let s = runtime().session()?;
+    if n == 0 {
+        return Ok(());
+    }
+    non_null(src)?;
+    // SAFETY: the application promises `src` holds `n` readable bytes.
+    let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+    let (stream, is_async) = sync.wire();
+    for (i, chunk) in data.chunks(CHUNK).enumerate() {
+        let at = dst.checked_add((i * CHUNK) as u64).ok_or(CuError::INVALID_VALUE)?;
+        s.call(Op::MemcpyHtoD, &[at, stream, is_async], chunk, None)?;
+    }
+    sync.finish(&s)
+}
+
+/// Device to host.
+///
+/// # Safety
+/// `dst` must be writable for `n` bytes.
+pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> CuResult<()> {
+    let s = runtime().session()?;
+    if n == 0 {
+        return Ok(());
+    }
+    non_null(dst)?;
+    // SAFETY: the application promises `dst` holds `n` writable bytes, and
+    // owns them for the duration of this synchronous call.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+    let (stream, is_async) = sync.wire();
+    for (i, chunk) in out.chunks_mut(CHUNK).enumerate() {
+        let at = src.checked_add((i * CHUNK) as u64).ok_or(CuError::INVALID_VALUE)?;
+        s.call(Op::MemcpyDtoH, &[at, chunk.len() as u64, stream, is_async], &[], Some(chunk))?;
+    }
+    sync.finish(&s)
+}
+
+pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResult<()> {
+    let s = runtime().session()?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (stream, is_async) = sync.wire();
+    s.call(Op::MemcpyDtoD, &[dst, src, n as u64, stream, is_async], &[], None)?;
+    sync.finish(&s)
+}
+
+/// `cuMemcpy`/`cuMemcpyAsync` with unified addressing: each side is device
+/// memory if it lies in a range this session handed out, host memory otherwise.
+///
+/// # Safety
+/// Host-side pointers must be valid for `n` bytes.
+pub unsafe fn unified(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (dst_dev, src_dev) = {
+        let o = s.objects();
+        (o.is_device(dst), o.is_device(src))
+    };
+    let host = |p: CUdeviceptr| p as usize as *mut c_void;
+    // SAFETY (each arm): the application promises host sides are valid for `n` bytes.
+    match (dst_dev, src_dev) {
+        (true, true) => dtod(dst, src, n, sync),
+        (true, false) => unsafe { htod(dst, host(src), n, sync) },
+        (false, true) => unsafe { dtoh(host(dst), src, n, sync) },
+        (false, false) => {
+            if n != 0 {
+                non_null(host(dst))?;
+                non_null(host(src))?;
+                // SAFETY: both are host buffers of `n` bytes owned by the application.
+                unsafe { std::ptr::copy(host(src).cast::<u8>(), host(dst).cast::<u8>(), n) };
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync) -> CuResult<()> {
+    let s = runtime().session()?;
+    if count == 0 {
+        return Ok(());
+    }
+    if dst % elem != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let (stream, is_async) = sync.wire();
+    s.call(Op::Memset, &[dst, value, elem, count as u64, stream, is_async], &[], None)?;
+    sync.finish(&s)
+}

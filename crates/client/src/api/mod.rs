@@ -1,0 +1,138 @@
+//! The implemented entry points: one `implement!` line each, mapping the raw
+//! export to a typed function in its area module.
+
+mod context;
+mod device;
+mod errors;
+mod init;
+mod memory;
+mod module;
+mod stream;
+
+use vgpu_abi::types::*;
+
+/// `implement! { cuX(a, b) => area::x(a, b); }` gives `exports::cuX::Probe`
+/// its inherent `call`, which takes precedence over the not-supported fallback.
+macro_rules! implement {
+    ($( $name:ident ( $($arg:ident),* ) => $body:expr; )*) => {
+        $(
+            impl crate::exports::$name::Probe {
+                #[allow(non_snake_case, unused_parens, unused_unsafe)]
+                pub unsafe fn call(self, ($($arg,)*): crate::exports::$name::Args) -> CUresult {
+                    // SAFETY: the arguments come straight from the application,
+                    // which must pass values valid for this entry point.
+                    crate::edge::to_curesult(unsafe { $body })
+                }
+            }
+        )*
+    };
+}
+
+implement! {
+    cuInit(flags) => init::init(flags);
+    cuDriverGetVersion(v) => init::driver_version(v);
+    cuGetErrorName(e, s) => errors::get_name(e, s);
+    cuGetErrorString(e, s) => errors::get_string(e, s);
+
+    cuDeviceGet(d, ordinal) => device::get(d, ordinal);
+    cuDeviceGetCount(n) => device::count(n);
+    cuDeviceGetName(name, len, dev) => device::name(name, len, dev);
+    cuDeviceGetUuid(uuid, dev) => device::uuid(uuid, dev);
+    cuDeviceGetUuid_v2(uuid, dev) => device::uuid(uuid, dev);
+    cuDeviceGetPCIBusId(buf, len, dev) => device::pci_bus_id(buf, len, dev);
+    cuDeviceTotalMem_v2(bytes, dev) => device::total_mem(bytes, dev);
+    cuDeviceTotalMem(bytes, dev) => device::total_mem_v1(bytes, dev);
+    cuDeviceGetAttribute(pi, attr, dev) => device::attribute(pi, attr, dev);
+    cuDeviceComputeCapability(major, minor, dev) => device::compute_capability(major, minor, dev);
+
+    cuDevicePrimaryCtxRetain(pctx, dev) => context::primary_retain(pctx, dev);
+    cuDevicePrimaryCtxRelease(dev) => context::primary_release(dev);
+    cuDevicePrimaryCtxRelease_v2(dev) => context::primary_release(dev);
+    cuDevicePrimaryCtxGetState(dev, flags, active) => context::primary_state(dev, flags, active);
+    cuDevicePrimaryCtxSetFlags(dev, flags) => context::primary_set_flags(dev, flags);
+    cuDevicePrimaryCtxSetFlags_v2(dev, flags) => context::primary_set_flags(dev, flags);
+    cuDevicePrimaryCtxReset(dev) => context::primary_reset(dev);
+    cuDevicePrimaryCtxReset_v2(dev) => context::primary_reset(dev);
+    cuCtxCreate_v2(pctx, flags, dev) => context::create(pctx, flags, dev);
+    cuCtxCreate_v4(pctx, params, flags, dev) => context::create_v4(pctx, params, flags, dev);
+    cuCtxDestroy_v2(ctx) => context::destroy(ctx);
+    cuCtxPushCurrent_v2(ctx) => context::push(ctx);
+    cuCtxPopCurrent_v2(pctx) => context::pop(pctx);
+    cuCtxSetCurrent(ctx) => context::set_current(ctx);
+    cuCtxGetCurrent(pctx) => context::get_current(pctx);
+    cuCtxGetDevice(dev) => context::get_device(dev);
+    cuCtxGetDevice_v2(dev, ctx) => context::get_device_of(dev, ctx);
+    cuCtxSynchronize() => context::synchronize();
+    cuCtxSynchronize_v2(ctx) => context::synchronize_ctx(ctx);
+    cuCtxGetFlags(flags) => context::get_flags(flags);
+    cuCtxGetApiVersion(ctx, v) => context::api_version(ctx, v);
+    cuCtxGetLimit(v, limit) => context::get_limit(v, limit);
+    cuCtxSetLimit(limit, v) => context::set_limit(limit, v);
+    cuCtxGetStreamPriorityRange(least, greatest) => context::priority_range(least, greatest);
+
+    cuMemAlloc_v2(dptr, size) => memory::alloc(dptr, size);
+    cuMemFree_v2(dptr) => memory::free(dptr);
+    cuMemGetInfo_v2(free, total) => memory::info(free, total);
+    cuMemGetAddressRange_v2(base, size, dptr) => memory::address_range(base, size, dptr);
+    cuMemcpyHtoD_v2(dst, src, n) => memory::htod(dst, src, n, memory::Sync::Blocking);
+    cuMemcpyDtoH_v2(dst, src, n) => memory::dtoh(dst, src, n, memory::Sync::Blocking);
+    cuMemcpyDtoD_v2(dst, src, n) => memory::dtod(dst, src, n, memory::Sync::Blocking);
+    cuMemcpyHtoD_v2_ptds(dst, src, n) => memory::htod(dst, src, n, memory::Sync::PerThread);
+    cuMemcpyDtoH_v2_ptds(dst, src, n) => memory::dtoh(dst, src, n, memory::Sync::PerThread);
+    cuMemcpyDtoD_v2_ptds(dst, src, n) => memory::dtod(dst, src, n, memory::Sync::PerThread);
+    cuMemcpyHtoDAsync_v2(dst, src, n, s) => memory::htod(dst, src, n, memory::Sync::Stream(stream::id(s)));
+    cuMemcpyDtoHAsync_v2(dst, src, n, s) => memory::dtoh(dst, src, n, memory::Sync::Stream(stream::id(s)));
+    cuMemcpyDtoDAsync_v2(dst, src, n, s) => memory::dtod(dst, src, n, memory::Sync::Stream(stream::id(s)));
+    cuMemcpyHtoDAsync_v2_ptsz(dst, src, n, s) => memory::htod(dst, src, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, s) => memory::dtoh(dst, src, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemcpyDtoDAsync_v2_ptsz(dst, src, n, s) => memory::dtod(dst, src, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemcpy(dst, src, n) => memory::unified(dst, src, n, memory::Sync::Blocking);
+    cuMemcpy_ptds(dst, src, n) => memory::unified(dst, src, n, memory::Sync::PerThread);
+    cuMemcpyAsync(dst, src, n, s) => memory::unified(dst, src, n, memory::Sync::Stream(stream::id(s)));
+    cuMemcpyAsync_ptsz(dst, src, n, s) => memory::unified(dst, src, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemsetD8_v2(dst, v, n) => memory::memset(dst, u64::from(v), 1, n, memory::Sync::Blocking);
+    cuMemsetD16_v2(dst, v, n) => memory::memset(dst, u64::from(v), 2, n, memory::Sync::Blocking);
+    cuMemsetD32_v2(dst, v, n) => memory::memset(dst, u64::from(v), 4, n, memory::Sync::Blocking);
+    cuMemsetD8_v2_ptds(dst, v, n) => memory::memset(dst, u64::from(v), 1, n, memory::Sync::PerThread);
+    cuMemsetD16_v2_ptds(dst, v, n) => memory::memset(dst, u64::from(v), 2, n, memory::Sync::PerThread);
+    cuMemsetD32_v2_ptds(dst, v, n) => memory::memset(dst, u64::from(v), 4, n, memory::Sync::PerThread);
+    cuMemsetD8Async(dst, v, n, s) => memory::memset(dst, u64::from(v), 1, n, memory::Sync::Stream(stream::id(s)));
+    cuMemsetD16Async(dst, v, n, s) => memory::memset(dst, u64::from(v), 2, n, memory::Sync::Stream(stream::id(s)));
+    cuMemsetD32Async(dst, v, n, s) => memory::memset(dst, u64::from(v), 4, n, memory::Sync::Stream(stream::id(s)));
+    cuMemsetD8Async_ptsz(dst, v, n, s) => memory::memset(dst, u64::from(v), 1, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemsetD16Async_ptsz(dst, v, n, s) => memory::memset(dst, u64::from(v), 2, n, memory::Sync::Stream(stream::id_ptsz(s)));
+    cuMemsetD32Async_ptsz(dst, v, n, s) => memory::memset(dst, u64::from(v), 4, n, memory::Sync::Stream(stream::id_ptsz(s)));
+
+    cuStreamCreate(ph, flags) => stream::create(ph, flags, 0);
+    cuStreamCreateWithPriority(ph, flags, prio) => stream::create(ph, flags, prio);
+    cuStreamDestroy_v2(s) => stream::destroy(s);
+    cuStreamSynchronize(s) => stream::synchronize(stream::id(s));
+    cuStreamSynchronize_ptsz(s) => stream::synchronize(stream::id_ptsz(s));
+    cuStreamQuery(s) => stream::query(stream::id(s));
+    cuStreamQuery_ptsz(s) => stream::query(stream::id_ptsz(s));
+    cuStreamWaitEvent(s, e, flags) => stream::wait_event(stream::id(s), e, flags);
+    cuStreamWaitEvent_ptsz(s, e, flags) => stream::wait_event(stream::id_ptsz(s), e, flags);
+    cuStreamGetFlags(s, flags) => stream::get_flags(stream::id(s), flags);
+    cuStreamGetFlags_ptsz(s, flags) => stream::get_flags(stream::id_ptsz(s), flags);
+    cuStreamGetPriority(s, prio) => stream::get_priority(stream::id(s), prio);
+    cuStreamGetPriority_ptsz(s, prio) => stream::get_priority(stream::id_ptsz(s), prio);
+    cuEventCreate(ph, flags) => stream::event_create(ph, flags);
+    cuEventDestroy_v2(e) => stream::event_destroy(e);
+    cuEventRecord(e, s) => stream::event_record(e, stream::id(s));
+    cuEventRecord_ptsz(e, s) => stream::event_record(e, stream::id_ptsz(s));
+    cuEventSynchronize(e) => stream::event_synchronize(e);
+    cuEventQuery(e) => stream::event_query(e);
+    cuEventElapsedTime(ms, start, end) => stream::elapsed(ms, start, end);
+    cuEventElapsedTime_v2(ms, start, end) => stream::elapsed(ms, start, end);
+
+    cuModuleLoadData(m, image) => module::load_data(m, image, 0, std::ptr::null_mut(), std::ptr::null_mut());
+    cuModuleLoadDataEx(m, image, n, opts, vals) => module::load_data(m, image, n, opts, vals);
+    cuModuleUnload(m) => module::unload(m);
+    cuModuleGetFunction(f, m, name) => module::get_function(f, m, name);
+    cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, m, name);
+    cuFuncGetParamInfo(f, i, off, size) => module::param_info(f, i, off, size);
+    cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
+        module::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);
+    cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
+        module::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
+}

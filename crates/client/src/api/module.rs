@@ -1,0 +1,280 @@
+//! Modules, functions and kernel launches.
+//!
+//! The worker tells each function's parameter layout once (from
+//! `cuFuncGetParamInfo`); the client caches it, answers `cuFuncGetParamInfo`
+//! itself and packs `kernelParams` into one buffer by that layout.
+
+use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::sync::Arc;
+
+use vgpu_abi::types::{CUdeviceptr, CUfunction, CUjit_option, CUmodule};
+use vgpu_proto::Op;
+
+use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::objects::FunctionInfo;
+use crate::runtime::{runtime, Kind};
+
+const JIT_WALL_TIME: u32 = 2;
+const JIT_INFO_LOG_BUFFER: u32 = 3;
+const JIT_INFO_LOG_BUFFER_SIZE: u32 = 4;
+const JIT_ERROR_LOG_BUFFER: u32 = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
+const MAX_JIT_OPTIONS: usize = 64;
+
+const LAUNCH_PARAM_END: usize = 0x00;
+const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
+const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
+
+fn module_id(m: CUmodule) -> u64 {
+    m as usize as u64
+}
+
+/// `cuModuleLoadData` and `cuModuleLoadDataEx`: scalar options travel as they
+/// are; log buffers are filled from the worker's logs.
+pub unsafe fn load_data(
+    m: *mut CUmodule,
+    image: *const c_void,
+    n: c_uint,
+    opts: *mut CUjit_option,
+    vals: *mut *mut c_void,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(m)?;
+    let n = n as usize;
+    if n > MAX_JIT_OPTIONS || (n > 0 && (opts.is_null() || vals.is_null())) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the application passes `n` options and values.
+    let (opts, vals) = unsafe {
+        if n == 0 {
+            (&[][..], &mut [][..])
+        } else {
+            (std::slice::from_raw_parts(opts, n), std::slice::from_raw_parts_mut(vals, n))
+        }
+    };
+    // SAFETY: the application passes a valid module image.
+    let image = unsafe { crate::image::bytes(image)? };
+    let mut blob = Vec::with_capacity(n * 16 + image.len());
+    for (o, v) in opts.iter().zip(vals.iter()) {
+        blob.extend_from_slice(&o.0.to_le_bytes());
+        blob.extend_from_slice(&0u32.to_le_bytes());
+        blob.extend_from_slice(&(*v as u64).to_le_bytes());
+    }
+    blob.extend_from_slice(image);
+    let id = runtime().mint(Kind::Module);
+    let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64], &blob, None)?;
+    // SAFETY: the option arrays are the application's, valid for `n` entries.
+    unsafe { write_back_options(opts, vals, &reply) };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(m, id as usize as CUmodule) }
+}
+
+/// Copies the worker's final option values and logs into the caller's options.
+///
+/// # Safety
+/// Log buffer options must point at buffers of the sizes their size options give.
+unsafe fn write_back_options(opts: &[CUjit_option], vals: &mut [*mut c_void], reply: &[u8]) {
+    let n = opts.len();
+    if reply.len() < n * 8 {
+        return;
+    }
+    let (finals, logs) = reply.split_at(n * 8);
+    let mut logs = logs.split(|&b| b == 0);
+    let (info, error) = (logs.next().unwrap_or(&[]), logs.next().unwrap_or(&[]));
+    let size_of = |which: u32| {
+        opts.iter().position(|o| o.0 == which).map_or(0, |j| vals[j] as usize)
+    };
+    let (info_cap, error_cap) = (size_of(JIT_INFO_LOG_BUFFER_SIZE), size_of(JIT_ERROR_LOG_BUFFER_SIZE));
+    for (i, o) in opts.iter().enumerate() {
+        let final_value = u64::from_le_bytes(finals[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        match o.0 {
+            JIT_WALL_TIME | JIT_INFO_LOG_BUFFER_SIZE | JIT_ERROR_LOG_BUFFER_SIZE => {
+                vals[i] = final_value as usize as *mut c_void;
+            }
+            JIT_INFO_LOG_BUFFER | JIT_ERROR_LOG_BUFFER => {
+                let (text, cap) = if o.0 == JIT_INFO_LOG_BUFFER { (info, info_cap) } else { (error, error_cap) };
+                let buf = vals[i].cast::<u8>();
+                if buf.is_null() || cap == 0 {
+                    continue;
+                }
+                let len = text.len().min(cap - 1);
+                // SAFETY: the caller's buffer holds `cap` bytes, and `len < cap`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(text.as_ptr(), buf, len);
+                    buf.add(len).write(0);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+pub fn unload(m: CUmodule) -> CuResult<()> {
+    let s = runtime().session()?;
+    let id = module_id(m);
+    s.call(Op::ModuleUnload, &[id], &[], None)?;
+    s.objects().forget_module(id);
+    Ok(())
+}
+
+pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(f)?;
+    non_null(name)?;
+    // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes().to_vec();
+    let module = module_id(m);
+    let cached = s.objects().function_names.get(&(module, name.clone())).copied();
+    if let Some(id) = cached {
+        // SAFETY: checked non-NULL; the application's out-pointer.
+        return unsafe { write_out(f, id as usize as CUfunction) };
+    }
+    let id = runtime().mint(Kind::Function);
+    let (outs, layout) = s.call(Op::ModuleGetFunction, &[module, id], &name, None)?;
+    let count = outs[0] as usize;
+    if layout.len() != count * 8 {
+        return Err(CuError::UNKNOWN);
+    }
+    let params: Arc<[(u32, u32)]> = layout
+        .chunks_exact(8)
+        .map(|c| {
+            let off = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+            let size = u32::from_le_bytes(c[4..].try_into().expect("4 bytes"));
+            (off, size)
+        })
+        .collect();
+    {
+        let mut o = s.objects();
+        o.functions.insert(id, FunctionInfo { module, params });
+        o.function_names.insert((module, name), id);
+    }
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(f, id as usize as CUfunction) }
+}
+
+pub unsafe fn get_global(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    m: CUmodule,
+    name: *const c_char,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(name)?;
+    // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    let (outs, _) = s.call(Op::ModuleGetGlobal, &[module_id(m)], name, None)?;
+    s.objects().device_ranges.insert(outs[0], outs[1]);
+    // SAFETY: each pointer is written only when non-NULL, as the driver does.
+    unsafe {
+        if !dptr.is_null() {
+            write_out(dptr, outs[0])?;
+        }
+        if !bytes.is_null() {
+            write_out(bytes, outs[1] as usize)?;
+        }
+    }
+    Ok(())
+}
+
+fn function(f: CUfunction) -> CuResult<FunctionInfo> {
+    let s = runtime().session()?;
+    let info = s.objects().functions.get(&(f as usize as u64)).cloned();
+    info.ok_or(CuError::INVALID_HANDLE)
+}
+
+/// Answered from the cached layout: no round trip.
+pub unsafe fn param_info(f: CUfunction, i: usize, off: *mut usize, size: *mut usize) -> CuResult<()> {
+    let info = function(f)?;
+    let &(o, sz) = info.params.get(i).ok_or(CuError::INVALID_VALUE)?;
+    // SAFETY: each pointer is written only when non-NULL.
+    unsafe {
+        if !off.is_null() {
+            write_out(off, o as usize)?;
+        }
+        if !size.is_null() {
+            write_out(size, sz as usize)?;
+        }
+    }
+    Ok(())
+}
+
+/// Packs `kernelParams` (one pointer per parameter) by the cached layout.
+///
+/// # Safety
+/// `params` must hold one valid pointer per kernel parameter.
+unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
+    let total = layout.iter().map(|&(o, s)| o as usize + s as usize).max().unwrap_or(0);
+    let mut buf = vec![0u8; total];
+    if layout.is_empty() {
+        return Ok(buf);
+    }
+    non_null(params)?;
+    for (i, &(off, size)) in layout.iter().enumerate() {
+        // SAFETY: the application passes one pointer per parameter.
+        let arg = unsafe { *params.add(i) };
+        non_null(arg)?;
+        // SAFETY: `arg` points at a value of `size` bytes; `buf` holds
+        // `off + size` bytes by construction.
+        unsafe {
+            std::ptr::copy_nonoverlapping(arg.cast::<u8>(), buf.as_mut_ptr().add(off as usize), size as usize)
+        };
+    }
+    Ok(buf)
+}
+
+/// Reads the packed buffer of the `extra` launch form.
+///
+/// # Safety
+/// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
+unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
+    let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
+    for i in (0..64).step_by(2) {
+        // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.
+        let key = unsafe { *extra.add(i) } as usize;
+        if key == LAUNCH_PARAM_END {
+            break;
+        }
+        // SAFETY: every non-END key is followed by its value.
+        let value = unsafe { *extra.add(i + 1) };
+        match key {
+            LAUNCH_PARAM_BUFFER_POINTER => buf = value.cast(),
+            // SAFETY: the size value points at a size_t.
+            LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = Some(unsafe { *value.cast::<usize>() }),
+            _ => return Err(CuError::INVALID_VALUE),
+        }
+    }
+    match size {
+        Some(n) if !buf.is_null() && n <= vgpu_proto::MAX_BLOB => {
+            // SAFETY: the application's buffer holds `n` bytes.
+            Ok(unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
+        }
+        _ => Err(CuError::INVALID_VALUE),
+    }
+}
+
+pub unsafe fn launch(
+    f: CUfunction,
+    dims: [c_uint; 6],
+    shmem: c_uint,
+    sid: u64,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let info = function(f)?;
+    let blob = match (params.is_null(), extra.is_null()) {
+        (false, false) => return Err(CuError::INVALID_VALUE),
+        // SAFETY: the application's `extra` list.
+        (true, false) => unsafe { packed_extra(extra)? },
+        // SAFETY: the application's parameter array.
+        _ => unsafe { pack(&info.params, params)? },
+    };
+    let mut args = [0u64; 9];
+    args[0] = f as usize as u64;
+    for (a, d) in args[1..7].iter_mut().zip(dims) {
+        *a = u64::from(d);
+    }
+    args[7] = u64::from(shmem);
+    args[8] = sid;
+    s.call(Op::LaunchKernel, &args, &blob, None).map(drop)
+}

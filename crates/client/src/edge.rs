@@ -1,0 +1,113 @@
+//! The FFI edge: the one place where Rust results become `CUresult`s.
+//!
+//! Every export runs inside [`guard`], which catches panics, so no Rust panic
+//! ever unwinds into the application.
+
+use std::num::NonZeroU32;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use vgpu_abi::types::CUresult;
+
+/// A failed CUDA call: a non-zero `CUresult`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CuError(pub NonZeroU32);
+
+const _: () = assert!(std::mem::size_of::<Result<(), CuError>>() == std::mem::size_of::<u32>());
+
+/// Result of every typed implementation function.
+pub type CuResult<T> = Result<T, CuError>;
+
+macro_rules! codes {
+    ($($name:ident = $v:literal),* $(,)?) => {
+        #[allow(dead_code)] // the full set, whether or not an entry point returns it yet
+        impl CuError {
+            $(pub const $name: CuError = CuError(match NonZeroU32::new($v) {
+                Some(v) => v,
+                None => panic!("error codes are non-zero"),
+            });)*
+        }
+    };
+}
+
+codes! {
+    INVALID_VALUE = 1,
+    OUT_OF_MEMORY = 2,
+    NOT_INITIALIZED = 3,
+    DEINITIALIZED = 4,
+    NO_DEVICE = 100,
+    INVALID_DEVICE = 101,
+    INVALID_IMAGE = 200,
+    INVALID_CONTEXT = 201,
+    INVALID_HANDLE = 400,
+    NOT_FOUND = 500,
+    NOT_READY = 600,
+    CONTEXT_IS_DESTROYED = 709,
+    DEVICE_UNAVAILABLE = 46,
+    NOT_SUPPORTED = 801,
+    UNKNOWN = 999,
+}
+
+impl CuError {
+    /// Wraps a raw status; `None` for success.
+    pub fn from_status(st: u32) -> Option<CuError> {
+        NonZeroU32::new(st).map(CuError)
+    }
+}
+
+/// `Ok(())` for 0, the error otherwise.
+pub fn check(st: u32) -> CuResult<()> {
+    match CuError::from_status(st) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// Maps a result to the `CUresult` the application sees.
+pub fn to_curesult(r: CuResult<()>) -> CUresult {
+    match r {
+        Ok(()) => CUresult(0),
+        Err(CuError(code)) => CUresult(code.get()),
+    }
+}
+
+/// Runs an export's body, turning a panic into `CUDA_ERROR_UNKNOWN`.
+pub fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> CUresult {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(_) => {
+            crate::log::always(format_args!("{name}: internal panic; returning CUDA_ERROR_UNKNOWN"));
+            CUresult(CuError::UNKNOWN.0.get())
+        }
+    }
+}
+
+/// Body of every export that vgpu does not implement yet.
+pub fn not_supported(name: &'static str) -> CUresult {
+    crate::log::once(name, format_args!("{name} is not implemented by vgpu (CUDA_ERROR_NOT_SUPPORTED)"));
+    CUresult(CuError::NOT_SUPPORTED.0.get())
+}
+
+/// Writes `value` through an application out-pointer, or fails with
+/// `CUDA_ERROR_INVALID_VALUE` when the pointer is NULL.
+///
+/// # Safety
+/// `p` must be NULL or valid for a write of `T`, as the CUDA API requires of
+/// its callers.
+pub unsafe fn write_out<T>(p: *mut T, value: T) -> CuResult<()> {
+    if p.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: non-NULL, and the caller promises it is valid for writes.
+    unsafe { p.write_unaligned(value) };
+    Ok(())
+}
+
+/// Fails with `CUDA_ERROR_INVALID_VALUE` when an out-pointer is NULL, before
+/// any work is done.
+pub fn non_null<T>(p: *const T) -> CuResult<()> {
+    if p.is_null() {
+        Err(CuError::INVALID_VALUE)
+    } else {
+        Ok(())
+    }
+}

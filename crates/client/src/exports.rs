@@ -1,0 +1,48 @@
+//! Every symbol of the real driver, generated from the ABI table.
+//!
+//! For each export `cuX` this expands to a module `cuX` holding a `Probe` type
+//! and the export itself, which calls `cuX::Probe.call(args)`. An implemented
+//! entry point gives `Probe` an inherent `call` (see `api::implement!`), which
+//! Rust's method resolution prefers; every other one falls back to the
+//! `Fallback` trait, which logs its name once and returns
+//! `CUDA_ERROR_NOT_SUPPORTED`. Adding a function is one `implement!` line.
+
+#![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+macro_rules! define_exports {
+    ($( fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*) => {
+        $(
+            pub mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                /// The argument tuple of this entry point.
+                pub type Args = ($($ty,)*);
+                /// Dispatch target; implemented entry points add an inherent `call`.
+                pub struct Probe;
+                /// The not-implemented fallback (unused where `Probe` has an inherent `call`).
+                #[allow(dead_code)]
+                pub trait Fallback {
+                    fn call(&self, _args: Args) -> $ret {
+                        crate::edge::not_supported(stringify!($name))
+                    }
+                }
+                impl Fallback for Probe {}
+            }
+
+            /// CUDA Driver API entry point (see NVIDIA's documentation of this name).
+            #[no_mangle]
+            #[allow(unused_unsafe)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                #[allow(unused_imports)]
+                use self::$name::Fallback as _;
+                crate::edge::guard(stringify!($name), move || {
+                    // SAFETY: the application passes arguments that are valid for
+                    // this entry point, as the CUDA API requires of its callers.
+                    unsafe { $name::Probe.call(($($arg,)*)) }
+                })
+            }
+        )*
+    };
+}
+
+vgpu_abi::cuda_exports!(define_exports);

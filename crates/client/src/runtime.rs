@@ -1,0 +1,275 @@
+//! The client's one global, [`Runtime`], and the per-thread state.
+//!
+//! Nothing here runs at load. The first CUDA call builds the `Runtime` (reads
+//! the environment, registers the fork handler); `cuInit` connects a
+//! [`Session`]. Each client thread that makes calls gets its own lane: a
+//! socket to its own worker thread, opened on the session's control
+//! connection. A blocking call on one thread therefore never stalls another.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use vgpu_proto::{
+    features, read_response_head, write_request, DeviceSnapshot, Hello, Op,
+    Welcome,
+};
+use vgpu_transport::{Address, Channel};
+
+use crate::config::Config;
+use crate::edge::{CuError, CuResult};
+use crate::objects::Objects;
+
+/// The process-wide state of the client.
+pub struct Runtime {
+    pub config: Config,
+    session: Mutex<Option<Arc<Session>>>,
+    /// Bumped in a forked child, so it never touches its parent's connections.
+    fork_epoch: AtomicU64,
+    next_id: AtomicU64,
+    sessions: AtomicU64,
+    /// Keys already logged by [`crate::log::once`].
+    pub logged_once: Mutex<HashSet<&'static str>>,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, built on first use. Safe from any thread and from library
+/// constructors: it does no I/O and starts no threads.
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        // SAFETY: `after_fork_in_child` is an `extern "C" fn()` that only touches
+        // atomics, which is async-signal-safe as a fork child handler must be.
+        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        Runtime {
+            config: Config::from_env(std::env::vars()),
+            session: Mutex::new(None),
+            fork_epoch: AtomicU64::new(0),
+            next_id: AtomicU64::new(1),
+            sessions: AtomicU64::new(0),
+            logged_once: Mutex::new(HashSet::new()),
+        }
+    })
+}
+
+extern "C" fn after_fork_in_child() {
+    if let Some(rt) = RUNTIME.get() {
+        rt.fork_epoch.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Kinds of client-minted handles; the kind sits in the top byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Context = 0xC1,
+    Stream = 0xC2,
+    Event = 0xC3,
+    Module = 0xC4,
+    Function = 0xC5,
+}
+
+impl Runtime {
+    /// A fresh handle id. Ids are non-canonical addresses, so an application
+    /// that dereferences one faults at once instead of reading garbage.
+    pub fn mint(&self, kind: Kind) -> u64 {
+        (u64::from(kind as u8) << 56) | self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Session>>> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live session, or `CUDA_ERROR_NOT_INITIALIZED` before a successful
+    /// `cuInit` in this process.
+    pub fn session(&self) -> CuResult<Arc<Session>> {
+        let epoch = self.fork_epoch.load(Ordering::SeqCst);
+        match self.lock().as_ref() {
+            Some(s) if s.epoch == epoch && s.init_status == 0 => Ok(Arc::clone(s)),
+            _ => Err(CuError::NOT_INITIALIZED),
+        }
+    }
+
+    /// `cuInit`: connects once per process (again in a forked child) and
+    /// returns the worker's `cuInit` status.
+    pub fn init(&self) -> CuResult<()> {
+        let epoch = self.fork_epoch.load(Ordering::SeqCst);
+        let mut slot = self.lock();
+        if let Some(s) = slot.as_ref().filter(|s| s.epoch == epoch) {
+            return crate::edge::check(s.init_status);
+        }
+        let serial = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        let session = Session::connect(&self.config, epoch, serial).map_err(|e| {
+            crate::log::line(format_args!("cuInit: cannot reach the mediator at {}: {e}", self.config.mediator));
+            CuError::NO_DEVICE
+        })?;
+        let status = session.init_status;
+        *slot = Some(Arc::new(session));
+        crate::edge::check(status)
+    }
+}
+
+/// One connection to a worker: the control channel, the snapshot it sent,
+/// and the client's view of the session's objects.
+pub struct Session {
+    control: Mutex<Channel>,
+    epoch: u64,
+    serial: u64,
+    dead: AtomicBool,
+    pub init_status: u32,
+    pub driver_version: i32,
+    pub devices: Vec<DeviceSnapshot>,
+    pub objects: Mutex<Objects>,
+}
+
+/// Errors while setting up a session.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The mediator address could not be used.
+    #[error("{0}")]
+    Transport(#[from] vgpu_transport::TransportError),
+    /// The handshake failed.
+    #[error("handshake: {0}")]
+    Proto(#[from] vgpu_proto::ProtoError),
+}
+
+impl Session {
+    fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
+        let Address::Unix(path) = cfg.mediator.parse::<Address>()?;
+        let mut control = Channel::connect(&path)?;
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let hello =
+            Hello { features: features::ALL, pid: std::process::id(), uid, env: cfg.cuda_env.clone() };
+        hello.write(&mut control)?;
+        let welcome = Welcome::read(&mut control)?;
+        crate::log::line(format_args!(
+            "session {serial} connected to {}: driver {}, {} device(s), cuInit status {}",
+            cfg.mediator,
+            welcome.driver_version,
+            welcome.devices.len(),
+            welcome.init_status
+        ));
+        Ok(Session {
+            control: Mutex::new(control),
+            epoch,
+            serial,
+            dead: AtomicBool::new(false),
+            init_status: welcome.init_status,
+            driver_version: welcome.driver_version,
+            devices: welcome.devices,
+            objects: Mutex::new(Objects::default()),
+        })
+    }
+
+    /// The session's object tables.
+    pub fn objects(&self) -> MutexGuard<'_, Objects> {
+        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The snapshot of device `ordinal`, or `CUDA_ERROR_INVALID_DEVICE`.
+    pub fn device(&self, ordinal: i32) -> CuResult<&DeviceSnapshot> {
+        usize::try_from(ordinal)
+            .ok()
+            .and_then(|i| self.devices.get(i))
+            .ok_or(CuError::INVALID_DEVICE)
+    }
+
+    fn fail(&self, what: &str, e: impl std::fmt::Display) -> CuError {
+        if !self.dead.swap(true, Ordering::SeqCst) {
+            crate::log::always(format_args!(
+                "session {}: the mediator went away ({what}: {e}); every later call fails with CUDA_ERROR_DEVICE_UNAVAILABLE",
+                self.serial
+            ));
+        }
+        CuError::DEVICE_UNAVAILABLE
+    }
+
+    fn open_lane(&self) -> CuResult<Channel> {
+        let control = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let mut control = control;
+        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[]).map_err(|e| self.fail("open lane", e))?;
+        let (head, _) = read_response_head(&mut *control).map_err(|e| self.fail("open lane", e))?;
+        crate::edge::check(head.status.get())?;
+        let fd = control.recv_fd().map_err(|e| self.fail("open lane", e))?;
+        Ok(Channel::from_fd(fd))
+    }
+
+    /// Sends one call on the calling thread's lane and waits for its answer.
+    /// `sink`, if given, receives the reply's bulk bytes in place (it must be
+    /// exactly as long as the reply's blob); otherwise they are returned.
+    pub fn call(
+        &self,
+        op: Op,
+        args: &[u64],
+        blob: &[u8],
+        sink: Option<&mut [u8]>,
+    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(CuError::DEVICE_UNAVAILABLE);
+        }
+        self.call_in(crate::context::current(), op, args, blob, sink)
+    }
+
+    /// [`Session::call`] with an explicit context instead of the thread's current one.
+    pub fn call_in(
+        &self,
+        ctx: u64,
+        op: Op,
+        args: &[u64],
+        blob: &[u8],
+        mut sink: Option<&mut [u8]>,
+    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(CuError::DEVICE_UNAVAILABLE);
+        }
+        let mut run = |lane: &mut Lane| -> CuResult<(Vec<u64>, Vec<u8>)> {
+            lane.seq = lane.seq.wrapping_add(1);
+            let ch = &mut lane.chan;
+            write_request(ch, op, lane.seq, ctx, args, blob).map_err(|e| self.fail(op.name(), e))?;
+            let (head, outs) = read_response_head(ch).map_err(|e| self.fail(op.name(), e))?;
+            let len = head.blob_len();
+            let mut owned = Vec::new();
+            match sink.as_deref_mut() {
+                Some(dst) if dst.len() == len => {
+                    std::io::Read::read_exact(ch, dst).map_err(|e| self.fail(op.name(), e))?
+                }
+                Some(_) if len != 0 => {
+                    return Err(self.fail(op.name(), "reply blob has an unexpected length"))
+                }
+                _ => {
+                    owned.resize(len, 0);
+                    std::io::Read::read_exact(ch, &mut owned).map_err(|e| self.fail(op.name(), e))?;
+                }
+            }
+            crate::edge::check(head.status.get())?;
+            Ok((outs, owned))
+        };
+        let on_thread = LANE.try_with(|cell| -> CuResult<(Vec<u64>, Vec<u8>)> {
+            let mut slot = cell.borrow_mut();
+            if slot.as_ref().is_none_or(|l| l.serial != self.serial) {
+                *slot = Some(Lane { chan: self.open_lane()?, serial: self.serial, seq: 0 });
+            }
+            let lane = slot.as_mut().expect("lane was just opened");
+            run(lane)
+        });
+        match on_thread {
+            Ok(r) => r,
+            // The thread's locals are being torn down (a call from a TLS
+            // destructor): use a lane for this one call.
+            Err(_) => run(&mut Lane { chan: self.open_lane()?, serial: self.serial, seq: 0 }),
+        }
+    }
+}
+
+/// A thread's connection to its worker thread.
+struct Lane {
+    chan: Channel,
+    serial: u64,
+    seq: u32,
+}
+
+thread_local! {
+    static LANE: RefCell<Option<Lane>> = const { RefCell::new(None) };
+}
