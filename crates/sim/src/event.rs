@@ -105,6 +105,8 @@ pub(crate) fn elapsed_ms(st: &State, start: usize, end: usize) -> Res<f32> {
     } else {
         -(t0.duration_since(t1).as_secs_f64() * 1e3)
     };
-    #[allow(clippy::cast_possible_truncation)] // f64 -> f32 milliseconds, as the API returns
-    Ok(ms as f32)
+    // The API returns f32 milliseconds; the precision loss is the API's.
+    #[allow(clippy::cast_possible_truncation)]
+    let ms = ms as f32;
+    Ok(ms)
 }
