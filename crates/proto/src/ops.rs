@@ -140,8 +140,10 @@ wire_ops! {
     /// (start, end) → (milliseconds as f32 bits)
     EventElapsedTime = 65, args = 2;
 
-    /// (module_id) + image blob → ()
-    ModuleLoadData = 70, args = 1;
+    /// (module_id, option count) + blob of options (u32 option, u32 pad, u64
+    /// value each) then the image → blob of final option values (u64 each),
+    /// then the info log and the error log, each NUL-terminated.
+    ModuleLoadData = 70, args = 2;
     /// (module) → ()
     ModuleUnload = 71, args = 1;
     /// (module, function_id) + NUL-free name blob → (parameter count) + blob of
