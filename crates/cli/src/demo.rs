@@ -2,6 +2,7 @@
 //! library, and a transcript of each step.
 
 use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub struct DriverPlan {
     pub args: Vec<OsString>,
     /// One line for the transcript.
     pub description: String,
+    /// A few words for the verdict: where the calls ran.
+    pub short: String,
 }
 
 fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverPlan, CliError> {
@@ -44,6 +47,7 @@ fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverP
             "SIMULATED device ({}): host memory and CPU kernels, a test double, not a GPU{why}",
             sim.display()
         ),
+        short: "the SIMULATED device (not a GPU)".into(),
     })
 }
 
@@ -56,6 +60,7 @@ fn driver_plan_for(path: &Path) -> Result<DriverPlan, CliError> {
         Candidate::Driver(p) => Ok(DriverPlan {
             args: vec!["--driver".into(), p.clone().into()],
             description: format!("NVIDIA driver {}", p.display()),
+            short: "the GPU, through the NVIDIA driver".into(),
         }),
         Candidate::Vgpu(p) => Err(CliError::Check(format!(
             "{} is vgpu's own client library, not a driver",
@@ -156,6 +161,9 @@ pub fn demo(env: &Env, paths: &PathArgs, args: &DemoArgs) -> Result<(), CliError
     let stopped = med.stop();
     step(6, "mediator stopped");
     match &stopped {
+        Ok(status) if status.signal() == Some(libc::SIGTERM) => {
+            detail("status", "stopped by SIGTERM")
+        }
         Ok(status) => detail("status", mediator::describe(*status)),
         Err(e) => detail("status", format!("could not be stopped: {e}")),
     }
@@ -172,8 +180,8 @@ pub fn demo(env: &Env, paths: &PathArgs, args: &DemoArgs) -> Result<(), CliError
         )));
     }
     println!(
-        "PASS: vector_add ran through vgpu ({}) and every element of the result is correct",
-        driver.description
+        "PASS: vector_add of {} elements ran through vgpu on {}, and every element is correct",
+        args.elements, driver.short
     );
     Ok(())
 }
