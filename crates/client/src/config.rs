@@ -27,7 +27,11 @@ pub const DEFAULT_MEDIATOR: &str = "unix:/run/vgpu/mediator.sock";
 impl Config {
     /// Builds the configuration from `(key, value)` pairs.
     pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Config {
-        let mut cfg = Config { mediator: DEFAULT_MEDIATOR.into(), log: None, cuda_env: Vec::new() };
+        let mut cfg = Config {
+            mediator: DEFAULT_MEDIATOR.into(),
+            log: None,
+            cuda_env: Vec::new(),
+        };
         for (k, v) in vars {
             match k.as_str() {
                 "VGPU_MEDIATOR" if !v.is_empty() => cfg.mediator = v,
@@ -62,6 +66,9 @@ mod tests {
         let cfg = Config::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         assert_eq!(cfg.mediator, "unix:/tmp/m.sock");
         assert_eq!(cfg.log, Some(LogTarget::Stderr));
-        assert_eq!(cfg.cuda_env, vec![("CUDA_VISIBLE_DEVICES".into(), "0".into())]);
+        assert_eq!(
+            cfg.cuda_env,
+            vec![("CUDA_VISIBLE_DEVICES".into(), "0".into())]
+        );
     }
 }

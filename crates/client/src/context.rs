@@ -9,7 +9,9 @@ thread_local! {
 }
 
 fn with<R>(f: impl FnOnce(&mut Vec<u64>) -> R, torn_down: R) -> R {
-    STACK.try_with(|s| f(&mut s.borrow_mut())).unwrap_or(torn_down)
+    STACK
+        .try_with(|s| f(&mut s.borrow_mut()))
+        .unwrap_or(torn_down)
 }
 
 /// The calling thread's current context id, 0 when there is none.

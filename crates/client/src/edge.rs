@@ -75,7 +75,9 @@ pub fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> CUresult {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(_) => {
-            crate::log::always(format_args!("{name}: internal panic; returning CUDA_ERROR_UNKNOWN"));
+            crate::log::always(format_args!(
+                "{name}: internal panic; returning CUDA_ERROR_UNKNOWN"
+            ));
             CUresult(CuError::UNKNOWN.0.get())
         }
     }
@@ -83,7 +85,10 @@ pub fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> CUresult {
 
 /// Body of every export that vgpu does not implement yet.
 pub fn not_supported(name: &'static str) -> CUresult {
-    crate::log::once(name, format_args!("{name} is not implemented by vgpu (CUDA_ERROR_NOT_SUPPORTED)"));
+    crate::log::once(
+        name,
+        format_args!("{name} is not implemented by vgpu (CUDA_ERROR_NOT_SUPPORTED)"),
+    );
     CUresult(CuError::NOT_SUPPORTED.0.get())
 }
 
@@ -109,5 +114,37 @@ pub fn non_null<T>(p: *const T) -> CuResult<()> {
         Err(CuError::INVALID_VALUE)
     } else {
         Ok(())
+    }
+}
+
+/// Conversions at the wire and handle boundary.
+///
+/// vgpu supports 64-bit targets only (asserted below), so `u64` ↔ `usize` is
+/// lossless. The worker widens the driver's 32-bit results to `u64` on the
+/// wire; narrowing them back restores the driver's own values.
+pub mod wire {
+    const _: () = assert!(usize::BITS == 64, "vgpu supports 64-bit targets only");
+
+    /// `u64` → `usize`, lossless on 64-bit targets.
+    #[allow(clippy::cast_possible_truncation)]
+    pub const fn usize(v: u64) -> usize {
+        v as usize
+    }
+
+    /// A 32-bit unsigned driver value carried as `u64`.
+    #[allow(clippy::cast_possible_truncation)]
+    pub const fn u32(v: u64) -> u32 {
+        v as u32
+    }
+
+    /// A 32-bit signed driver value carried (sign-extended) as `u64`.
+    #[allow(clippy::cast_possible_truncation)]
+    pub const fn i32(v: u64) -> i32 {
+        v as i32
+    }
+
+    /// An opaque handle value for the application, from its id.
+    pub fn handle<T>(id: u64) -> *mut T {
+        usize(id) as *mut T
     }
 }

@@ -9,7 +9,7 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::edge::{CuError, CuResult};
+use crate::edge::{wire, CuError, CuResult};
 
 const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 const FATBIN_HEADER_MAGIC: u32 = 0xBA55_ED50;
@@ -23,7 +23,7 @@ const SHT_NOBITS: u32 = 8;
 unsafe fn read<const N: usize>(p: *const u8, off: u64) -> [u8; N] {
     let mut b = [0u8; N];
     // SAFETY: the caller guarantees the range is readable; `b` is a local.
-    unsafe { std::ptr::copy_nonoverlapping(p.add(off as usize), b.as_mut_ptr(), N) };
+    unsafe { std::ptr::copy_nonoverlapping(p.add(wire::usize(off)), b.as_mut_ptr(), N) };
     b
 }
 
@@ -46,7 +46,7 @@ pub unsafe fn bytes<'a>(image: *const c_void) -> CuResult<&'a [u8]> {
         if data == 0 {
             return Err(CuError::INVALID_IMAGE);
         }
-        p = data as usize as *const u8;
+        p = wire::handle::<u8>(data).cast_const();
         // SAFETY: the wrapper's data field points at a fatbin header.
         magic = u32::from_le_bytes(unsafe { read::<4>(p, 0) });
         if magic != FATBIN_HEADER_MAGIC {
@@ -67,11 +67,13 @@ pub unsafe fn bytes<'a>(image: *const c_void) -> CuResult<&'a [u8]> {
         (unsafe { CStr::from_ptr(p.cast()) }.to_bytes().len() + 1) as u64
     };
     if len > MAX_IMAGE {
-        crate::log::line(format_args!("module image of {len} bytes exceeds the {MAX_IMAGE}-byte limit"));
+        crate::log::line(format_args!(
+            "module image of {len} bytes exceeds the {MAX_IMAGE}-byte limit"
+        ));
         return Err(CuError::INVALID_VALUE);
     }
     // SAFETY: the image spans `len` readable bytes, as computed from its own headers.
-    Ok(unsafe { std::slice::from_raw_parts(p, len as usize) })
+    Ok(unsafe { std::slice::from_raw_parts(p, wire::usize(len)) })
 }
 
 /// # Safety
@@ -81,8 +83,8 @@ unsafe fn elf_len(p: *const u8) -> CuResult<u64> {
     if unsafe { read::<1>(p, 4) }[0] != 2 {
         return Err(CuError::INVALID_IMAGE); // CUDA images are ELF64
     }
-    // SAFETY (this block): all offsets below are fields of the ELF64 header and
-    // of header tables that the image's own header locates.
+    // SAFETY: all offsets below are fields of the ELF64 header and of header
+    // tables that the image's own header locates.
     unsafe {
         let phoff = u64::from_le_bytes(read::<8>(p, 0x20));
         let shoff = u64::from_le_bytes(read::<8>(p, 0x28));
@@ -90,10 +92,20 @@ unsafe fn elf_len(p: *const u8) -> CuResult<u64> {
         let phnum = u64::from(u16::from_le_bytes(read::<2>(p, 0x38)));
         let shentsize = u64::from(u16::from_le_bytes(read::<2>(p, 0x3A)));
         let shnum = u64::from(u16::from_le_bytes(read::<2>(p, 0x3C)));
-        let bounded = |v: u64| if v > MAX_IMAGE { Err(CuError::INVALID_IMAGE) } else { Ok(v) };
+        let bounded = |v: u64| {
+            if v > MAX_IMAGE {
+                Err(CuError::INVALID_IMAGE)
+            } else {
+                Ok(v)
+            }
+        };
         let mut end = 64u64;
-        end = end.max(bounded(phoff.saturating_add(phnum.saturating_mul(phentsize)))?);
-        end = end.max(bounded(shoff.saturating_add(shnum.saturating_mul(shentsize)))?);
+        end = end.max(bounded(
+            phoff.saturating_add(phnum.saturating_mul(phentsize)),
+        )?);
+        end = end.max(bounded(
+            shoff.saturating_add(shnum.saturating_mul(shentsize)),
+        )?);
         for i in 0..shnum {
             let sh = shoff + i * shentsize;
             let kind = u32::from_le_bytes(read::<4>(p, sh + 4));
@@ -129,12 +141,13 @@ mod tests {
 
     #[test]
     fn fatbin_header_and_wrapper() {
-        let mut fb = vec![0u8; 16 + 40];
+        let mut fb = [0u8; 16 + 40];
         fb[..4].copy_from_slice(&FATBIN_HEADER_MAGIC.to_le_bytes());
         fb[6..8].copy_from_slice(&16u16.to_le_bytes());
         fb[8..16].copy_from_slice(&40u64.to_le_bytes());
         // SAFETY: a complete fatbin header followed by its files.
-        assert_eq!(unsafe { bytes(fb.as_ptr().cast()) }.expect("fatbin").len(), 56);
+        let len = unsafe { bytes(fb.as_ptr().cast()) }.expect("fatbin").len();
+        assert_eq!(len, 56);
         let mut wrapper = [0u8; 24];
         wrapper[..4].copy_from_slice(&FATBIN_WRAPPER_MAGIC.to_le_bytes());
         wrapper[8..16].copy_from_slice(&(fb.as_ptr() as u64).to_le_bytes());
@@ -156,12 +169,14 @@ mod tests {
         elf[sh1 + 0x18..sh1 + 0x20].copy_from_slice(&400u64.to_le_bytes());
         elf[sh1 + 0x20..sh1 + 0x28].copy_from_slice(&100u64.to_le_bytes());
         // SAFETY: a complete synthetic ELF64 image of 512 bytes.
-        assert_eq!(unsafe { bytes(elf.as_ptr().cast()) }.expect("elf").len(), 500);
+        let len = unsafe { bytes(elf.as_ptr().cast()) }.expect("elf").len();
+        assert_eq!(len, 500);
     }
 
     #[test]
     fn null_image() {
         // SAFETY: NULL is rejected before any read.
-        assert_eq!(unsafe { bytes(std::ptr::null()) }.err(), Some(CuError::INVALID_VALUE));
+        let r = unsafe { bytes(std::ptr::null()) };
+        assert_eq!(r.err(), Some(CuError::INVALID_VALUE));
     }
 }

@@ -12,7 +12,11 @@ fn emit(args: std::fmt::Arguments<'_>) {
             let _ = std::io::stderr().write_all(line.as_bytes());
         }
         Some(crate::config::LogTarget::File(path)) => {
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
                 let _ = f.write_all(line.as_bytes());
             }
         }
@@ -35,7 +39,10 @@ pub fn once(key: &'static str, args: std::fmt::Arguments<'_>) {
         return;
     }
     let first = {
-        let mut seen = runtime().logged_once.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = runtime()
+            .logged_once
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         seen.insert(key)
     };
     if first {

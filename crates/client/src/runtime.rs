@@ -11,10 +11,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use vgpu_proto::{
-    features, read_response_head, write_request, DeviceSnapshot, Hello, Op,
-    Welcome,
-};
+use vgpu_proto::{features, read_response_head, write_request, DeviceSnapshot, Hello, Op, Welcome};
 use vgpu_transport::{Address, Channel};
 
 use crate::config::Config;
@@ -101,7 +98,10 @@ impl Runtime {
         }
         let serial = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = Session::connect(&self.config, epoch, serial).map_err(|e| {
-            crate::log::line(format_args!("cuInit: cannot reach the mediator at {}: {e}", self.config.mediator));
+            crate::log::line(format_args!(
+                "cuInit: cannot reach the mediator at {}: {e}",
+                self.config.mediator
+            ));
             CuError::NO_DEVICE
         })?;
         let status = session.init_status;
@@ -140,8 +140,12 @@ impl Session {
         let mut control = Channel::connect(&path)?;
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
-        let hello =
-            Hello { features: features::ALL, pid: std::process::id(), uid, env: cfg.cuda_env.clone() };
+        let hello = Hello {
+            features: features::ALL,
+            pid: std::process::id(),
+            uid,
+            env: cfg.cuda_env.clone(),
+        };
         hello.write(&mut control)?;
         let welcome = Welcome::read(&mut control)?;
         crate::log::line(format_args!(
@@ -189,7 +193,8 @@ impl Session {
     fn open_lane(&self) -> CuResult<Channel> {
         let control = self.control.lock().unwrap_or_else(|e| e.into_inner());
         let mut control = control;
-        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[]).map_err(|e| self.fail("open lane", e))?;
+        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[])
+            .map_err(|e| self.fail("open lane", e))?;
         let (head, _) = read_response_head(&mut *control).map_err(|e| self.fail("open lane", e))?;
         crate::edge::check(head.status.get())?;
         let fd = control.recv_fd().map_err(|e| self.fail("open lane", e))?;
@@ -227,7 +232,8 @@ impl Session {
         let mut run = |lane: &mut Lane| -> CuResult<(Vec<u64>, Vec<u8>)> {
             lane.seq = lane.seq.wrapping_add(1);
             let ch = &mut lane.chan;
-            write_request(ch, op, lane.seq, ctx, args, blob).map_err(|e| self.fail(op.name(), e))?;
+            write_request(ch, op, lane.seq, ctx, args, blob)
+                .map_err(|e| self.fail(op.name(), e))?;
             let (head, outs) = read_response_head(ch).map_err(|e| self.fail(op.name(), e))?;
             let len = head.blob_len();
             let mut owned = Vec::new();
@@ -240,7 +246,8 @@ impl Session {
                 }
                 _ => {
                     owned.resize(len, 0);
-                    std::io::Read::read_exact(ch, &mut owned).map_err(|e| self.fail(op.name(), e))?;
+                    std::io::Read::read_exact(ch, &mut owned)
+                        .map_err(|e| self.fail(op.name(), e))?;
                 }
             }
             crate::edge::check(head.status.get())?;
@@ -249,7 +256,11 @@ impl Session {
         let on_thread = LANE.try_with(|cell| -> CuResult<(Vec<u64>, Vec<u8>)> {
             let mut slot = cell.borrow_mut();
             if slot.as_ref().is_none_or(|l| l.serial != self.serial) {
-                *slot = Some(Lane { chan: self.open_lane()?, serial: self.serial, seq: 0 });
+                *slot = Some(Lane {
+                    chan: self.open_lane()?,
+                    serial: self.serial,
+                    seq: 0,
+                });
             }
             let lane = slot.as_mut().expect("lane was just opened");
             run(lane)
@@ -258,7 +269,11 @@ impl Session {
             Ok(r) => r,
             // The thread's locals are being torn down (a call from a TLS
             // destructor): use a lane for this one call.
-            Err(_) => run(&mut Lane { chan: self.open_lane()?, serial: self.serial, seq: 0 }),
+            Err(_) => run(&mut Lane {
+                chan: self.open_lane()?,
+                serial: self.serial,
+                seq: 0,
+            }),
         }
     }
 }

@@ -122,7 +122,10 @@ impl Driver {
     /// Loads the library at `path` and resolves the table.
     pub fn load(path: &Path) -> Result<Driver, MediatorError> {
         if !path.is_absolute() {
-            return Err(MediatorError::Driver(format!("{} is not an absolute path", path.display())));
+            return Err(MediatorError::Driver(format!(
+                "{} is not an absolute path",
+                path.display()
+            )));
         }
         // SAFETY: loading a CUDA driver runs its initialisers; that is exactly what
         // the worker process exists for. The path is absolute, so no search path
@@ -163,12 +166,17 @@ const KNOWN_DRIVER_DIRS: &[&str] = &[
 /// Loads the real driver: the known driver folders, then the `ldconfig`
 /// cache. Candidates that are vgpu's client are skipped and logged.
 pub fn load_real_driver() -> Option<Driver> {
-    let known = KNOWN_DRIVER_DIRS.iter().map(|d| Path::new(d).join("libcuda.so.1"));
-    known.chain(ldconfig_candidates()).filter(|p| p.is_file()).find_map(|p| {
-        Driver::load(&p)
-            .map_err(|e| tracing::warn!("skipping driver candidate: {e}"))
-            .ok()
-    })
+    let known = KNOWN_DRIVER_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("libcuda.so.1"));
+    known
+        .chain(ldconfig_candidates())
+        .filter(|p| p.is_file())
+        .find_map(|p| {
+            Driver::load(&p)
+                .map_err(|e| tracing::warn!("skipping driver candidate: {e}"))
+                .ok()
+        })
 }
 
 fn ldconfig_candidates() -> Vec<PathBuf> {

@@ -29,11 +29,19 @@ fn main() -> ExitCode {
 fn init_logging(args: &vgpu_mediator::config::ServeArgs) -> std::io::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     match &args.log {
         Some(path) => {
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-            builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).init();
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .init();
         }
         None => builder.with_writer(std::io::stderr).init(),
     }

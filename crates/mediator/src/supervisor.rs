@@ -23,7 +23,9 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
-    std::thread::Builder::new().name("reaper".into()).spawn(reap_workers)?;
+    std::thread::Builder::new()
+        .name("reaper".into())
+        .spawn(reap_workers)?;
     let exe = std::env::current_exe()?;
     loop {
         let conn = match listener.accept() {

@@ -22,7 +22,9 @@ pub struct Channel {
 impl Channel {
     /// Connects to a listening socket.
     pub fn connect(path: &Path) -> Result<Channel, TransportError> {
-        Ok(Channel { stream: UnixStream::connect(path)? })
+        Ok(Channel {
+            stream: UnixStream::connect(path)?,
+        })
     }
 
     /// A connected pair, for lanes and tests.
@@ -33,7 +35,9 @@ impl Channel {
 
     /// Wraps an already-connected socket, e.g. one inherited from the supervisor.
     pub fn from_fd(fd: OwnedFd) -> Channel {
-        Channel { stream: UnixStream::from(fd) }
+        Channel {
+            stream: UnixStream::from(fd),
+        }
     }
 
     /// Gives up the socket.
@@ -43,8 +47,13 @@ impl Channel {
 
     /// The peer's process credentials (pid, uid, gid).
     pub fn peer_credentials(&self) -> Result<(u32, u32, u32), TransportError> {
-        let c = rustix::net::sockopt::socket_peercred(&self.stream).map_err(std::io::Error::from)?;
-        Ok((c.pid.as_raw_nonzero().get().unsigned_abs(), c.uid.as_raw(), c.gid.as_raw()))
+        let c =
+            rustix::net::sockopt::socket_peercred(&self.stream).map_err(std::io::Error::from)?;
+        Ok((
+            c.pid.as_raw_nonzero().get().unsigned_abs(),
+            c.uid.as_raw(),
+            c.gid.as_raw(),
+        ))
     }
 
     /// Sends one byte carrying `fd` as `SCM_RIGHTS`.
@@ -53,10 +62,17 @@ impl Channel {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut anc = SendAncillaryBuffer::new(&mut space);
         if !anc.push(SendAncillaryMessage::ScmRights(&fds)) {
-            return Err(TransportError::Io(std::io::Error::other("ancillary buffer too small")));
+            return Err(TransportError::Io(std::io::Error::other(
+                "ancillary buffer too small",
+            )));
         }
-        let sent = sendmsg(&self.stream, &[IoSlice::new(&[0x46])], &mut anc, SendFlags::NOSIGNAL)
-            .map_err(std::io::Error::from)?;
+        let sent = sendmsg(
+            &self.stream,
+            &[IoSlice::new(&[0x46])],
+            &mut anc,
+            SendFlags::NOSIGNAL,
+        )
+        .map_err(std::io::Error::from)?;
         if sent != 1 {
             return Err(TransportError::Io(std::io::ErrorKind::WriteZero.into()));
         }
@@ -126,7 +142,9 @@ impl Listener {
         if path.exists() && UnixStream::connect(path).is_err() {
             std::fs::remove_file(path)?;
         }
-        Ok(Listener { inner: UnixListener::bind(path)? })
+        Ok(Listener {
+            inner: UnixListener::bind(path)?,
+        })
     }
 
     /// Accepts one connection.
@@ -155,7 +173,10 @@ mod tests {
 
     #[test]
     fn address_parsing() {
-        assert_eq!("unix:/tmp/x".parse::<crate::Address>().expect("ok"), crate::Address::Unix("/tmp/x".into()));
+        assert_eq!(
+            "unix:/tmp/x".parse::<crate::Address>().expect("ok"),
+            crate::Address::Unix("/tmp/x".into())
+        );
         assert!("tcp:nope".parse::<crate::Address>().is_err());
         assert!("unix:".parse::<crate::Address>().is_err());
     }

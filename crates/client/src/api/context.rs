@@ -8,7 +8,7 @@ use vgpu_abi::types::{CUcontext, CUctxCreateParams, CUlimit};
 use vgpu_proto::Op;
 
 use crate::context as stack;
-use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::CtxInfo;
 use crate::runtime::{runtime, Kind, Session};
 
@@ -19,7 +19,7 @@ fn primary_id(dev: c_int) -> u64 {
 }
 
 pub fn to_handle(id: u64) -> CUcontext {
-    id as usize as CUcontext
+    wire::handle(id)
 }
 
 /// A context handle from the application must name a live context.
@@ -45,7 +45,13 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     s.device(dev)?;
     let id = primary_id(dev);
     s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
-    s.objects().contexts.insert(id, CtxInfo { device: dev, primary: true });
+    s.objects().contexts.insert(
+        id,
+        CtxInfo {
+            device: dev,
+            primary: true,
+        },
+    );
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pctx, to_handle(id)) }
 }
@@ -53,7 +59,8 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
 pub fn primary_release(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None).map(drop)
+    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None)
+        .map(drop)
 }
 
 pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
@@ -65,21 +72,28 @@ pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) 
     // SAFETY: both checked non-NULL; the application's out-pointers. Results
     // are the driver's own 32-bit values widened on the wire.
     unsafe {
-        write_out(flags, outs[0] as c_uint)?;
-        write_out(active, outs[1] as c_int)
+        write_out(flags, wire::u32(outs[0]))?;
+        write_out(active, wire::i32(outs[1]))
     }
 }
 
 pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxSetFlags, &[dev as u64, u64::from(flags)], &[], None).map(drop)
+    s.call(
+        Op::PrimaryCtxSetFlags,
+        &[dev as u64, u64::from(flags)],
+        &[],
+        None,
+    )
+    .map(drop)
 }
 
 pub fn primary_reset(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None).map(drop)
+    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None)
+        .map(drop)
 }
 
 pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResult<()> {
@@ -87,8 +101,19 @@ pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResul
     non_null(pctx)?;
     s.device(dev)?;
     let id = runtime().mint(Kind::Context);
-    s.call(Op::CtxCreate, &[id, u64::from(flags), dev as u64], &[], None)?;
-    s.objects().contexts.insert(id, CtxInfo { device: dev, primary: false });
+    s.call(
+        Op::CtxCreate,
+        &[id, u64::from(flags), dev as u64],
+        &[],
+        None,
+    )?;
+    s.objects().contexts.insert(
+        id,
+        CtxInfo {
+            device: dev,
+            primary: false,
+        },
+    );
     stack::push(id);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pctx, to_handle(id)) }
@@ -106,7 +131,9 @@ pub unsafe fn create_v4(
         // SAFETY: non-NULL, and the application passes a valid parameter struct.
         let p = unsafe { &*params };
         if p.numExecAffinityParams != 0 || !p.cigParams.is_null() {
-            crate::log::line(format_args!("cuCtxCreate_v4: execution affinity and CIG are not supported"));
+            crate::log::line(format_args!(
+                "cuCtxCreate_v4: execution affinity and CIG are not supported"
+            ));
             return Err(CuError::NOT_SUPPORTED);
         }
     }
@@ -171,7 +198,11 @@ pub unsafe fn get_device(dev: *mut c_int) -> CuResult<()> {
 pub unsafe fn get_device_of(dev: *mut c_int, ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dev)?;
-    let (_, info) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    let (_, info) = if ctx.is_null() {
+        current_info(&s)?
+    } else {
+        live(&s, ctx)?
+    };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(dev, info.device) }
 }
@@ -183,7 +214,11 @@ pub fn synchronize() -> CuResult<()> {
 
 pub fn synchronize_ctx(ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
-    let (id, _) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    let (id, _) = if ctx.is_null() {
+        current_info(&s)?
+    } else {
+        live(&s, ctx)?
+    };
     s.call_in(id, Op::CtxSynchronize, &[], &[], None).map(drop)
 }
 
@@ -192,16 +227,20 @@ pub unsafe fn get_flags(flags: *mut c_uint) -> CuResult<()> {
     non_null(flags)?;
     let (outs, _) = s.call(Op::CtxGetFlags, &[], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(flags, outs[0] as c_uint) }
+    unsafe { write_out(flags, wire::u32(outs[0])) }
 }
 
 pub unsafe fn api_version(ctx: CUcontext, v: *mut c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(v)?;
-    let (id, _) = if ctx.is_null() { current_info(&s)? } else { live(&s, ctx)? };
+    let (id, _) = if ctx.is_null() {
+        current_info(&s)?
+    } else {
+        live(&s, ctx)?
+    };
     let (outs, _) = s.call_in(id, Op::CtxGetApiVersion, &[], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(v, outs[0] as c_uint) }
+    unsafe { write_out(v, wire::u32(outs[0])) }
 }
 
 pub unsafe fn get_limit(v: *mut usize, limit: CUlimit) -> CuResult<()> {
@@ -209,12 +248,13 @@ pub unsafe fn get_limit(v: *mut usize, limit: CUlimit) -> CuResult<()> {
     non_null(v)?;
     let (outs, _) = s.call(Op::CtxGetLimit, &[u64::from(limit.0)], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(v, outs[0] as usize) }
+    unsafe { write_out(v, wire::usize(outs[0])) }
 }
 
 pub fn set_limit(limit: CUlimit, v: usize) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::CtxSetLimit, &[u64::from(limit.0), v as u64], &[], None).map(drop)
+    s.call(Op::CtxSetLimit, &[u64::from(limit.0), v as u64], &[], None)
+        .map(drop)
 }
 
 pub unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
@@ -223,10 +263,10 @@ pub unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResul
     // SAFETY: each pointer is written only when non-NULL, as the driver does.
     unsafe {
         if !least.is_null() {
-            write_out(least, outs[0] as c_int)?;
+            write_out(least, wire::i32(outs[0]))?;
         }
         if !greatest.is_null() {
-            write_out(greatest, outs[1] as c_int)?;
+            write_out(greatest, wire::i32(outs[1]))?;
         }
     }
     Ok(())

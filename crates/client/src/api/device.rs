@@ -31,7 +31,10 @@ pub unsafe fn count(n: *mut c_int) -> CuResult<()> {
 /// `buf` must be valid for `len` bytes of writes.
 unsafe fn copy_c_string(buf: *mut c_char, len: c_int, text: &str) -> CuResult<()> {
     non_null(buf)?;
-    let len = usize::try_from(len).ok().filter(|&l| l > 0).ok_or(CuError::INVALID_VALUE)?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l > 0)
+        .ok_or(CuError::INVALID_VALUE)?;
     let n = text.len().min(len - 1);
     // SAFETY: `buf` holds `len > n` bytes; the source is a live string.
     unsafe {
@@ -92,8 +95,12 @@ pub unsafe fn compute_capability(major: *mut c_int, minor: *mut c_int, dev: c_in
     non_null(major)?;
     non_null(minor)?;
     let d = s.device(dev)?;
-    let ma = d.attr(ATTR_COMPUTE_CAPABILITY_MAJOR).ok_or(CuError::INVALID_VALUE)?;
-    let mi = d.attr(ATTR_COMPUTE_CAPABILITY_MINOR).ok_or(CuError::INVALID_VALUE)?;
+    let ma = d
+        .attr(ATTR_COMPUTE_CAPABILITY_MAJOR)
+        .ok_or(CuError::INVALID_VALUE)?;
+    let mi = d
+        .attr(ATTR_COMPUTE_CAPABILITY_MINOR)
+        .ok_or(CuError::INVALID_VALUE)?;
     // SAFETY: both checked non-NULL; the application's out-pointers.
     unsafe {
         write_out(major, ma)?;

@@ -115,7 +115,10 @@ const TABLE: &[(u32, &CStr, &CStr)] = &[
 ];
 
 fn find(code: u32) -> Option<&'static (u32, &'static CStr, &'static CStr)> {
-    TABLE.binary_search_by_key(&code, |e| e.0).ok().map(|i| &TABLE[i])
+    TABLE
+        .binary_search_by_key(&code, |e| e.0)
+        .ok()
+        .map(|i| &TABLE[i])
 }
 
 /// The error's name, e.g. `CUDA_ERROR_INVALID_VALUE`.
@@ -128,7 +131,11 @@ pub fn error_string(code: u32) -> Option<&'static CStr> {
     find(code).map(|e| e.2)
 }
 
-fn answer(e: CUresult, s: *mut *const c_char, pick: fn(u32) -> Option<&'static CStr>) -> CuResult<()> {
+fn answer(
+    e: CUresult,
+    s: *mut *const c_char,
+    pick: fn(u32) -> Option<&'static CStr>,
+) -> CuResult<()> {
     non_null(s)?;
     match pick(e.0) {
         // SAFETY: checked non-NULL; the application's out-pointer.
@@ -160,9 +167,18 @@ mod tests {
 
     #[test]
     fn names_match_the_generated_enum() {
-        assert_eq!(error_name(CUresult::CUDA_ERROR_INVALID_VALUE.0), Some(c"CUDA_ERROR_INVALID_VALUE"));
-        assert_eq!(error_name(CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE.0), Some(c"CUDA_ERROR_DEVICE_UNAVAILABLE"));
-        assert_eq!(error_name(CUresult::CUDA_ERROR_KEY_ROTATION.0), Some(c"CUDA_ERROR_KEY_ROTATION"));
+        assert_eq!(
+            error_name(CUresult::CUDA_ERROR_INVALID_VALUE.0),
+            Some(c"CUDA_ERROR_INVALID_VALUE")
+        );
+        assert_eq!(
+            error_name(CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE.0),
+            Some(c"CUDA_ERROR_DEVICE_UNAVAILABLE")
+        );
+        assert_eq!(
+            error_name(CUresult::CUDA_ERROR_KEY_ROTATION.0),
+            Some(c"CUDA_ERROR_KEY_ROTATION")
+        );
         assert_eq!(error_string(1), Some(c"invalid argument"));
         assert_eq!(error_name(12345), None);
     }

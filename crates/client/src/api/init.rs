@@ -17,7 +17,9 @@ pub unsafe fn init(flags: c_uint) -> CuResult<()> {
 }
 
 pub unsafe fn driver_version(v: *mut c_int) -> CuResult<()> {
-    let version = runtime().session().map_or(ABI_CUDA_VERSION, |s| s.driver_version);
+    let version = runtime()
+        .session()
+        .map_or(ABI_CUDA_VERSION, |s| s.driver_version);
     // SAFETY: `v` is the application's out-pointer (NULL is rejected).
     unsafe { write_out(v, version) }
 }

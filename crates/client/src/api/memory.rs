@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use vgpu_abi::types::CUdeviceptr;
 use vgpu_proto::Op;
 
-use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::runtime::{runtime, Session};
 
 /// Largest piece of one copy sent in a single frame.
@@ -48,7 +48,9 @@ impl Sync {
     /// The `_ptds` forms are synchronous: wait for their stream.
     fn finish(self, s: &Session) -> CuResult<()> {
         match self {
-            Sync::PerThread => s.call(Op::StreamSynchronize, &[PER_THREAD_STREAM], &[], None).map(drop),
+            Sync::PerThread => s
+                .call(Op::StreamSynchronize, &[PER_THREAD_STREAM], &[], None)
+                .map(drop),
             Sync::Blocking | Sync::Stream(_) => Ok(()),
         }
     }
@@ -80,12 +82,16 @@ pub unsafe fn info(free: *mut usize, total: *mut usize) -> CuResult<()> {
     let (outs, _) = s.call(Op::MemGetInfo, &[], &[], None)?;
     // SAFETY: both checked non-NULL; the application's out-pointers.
     unsafe {
-        write_out(free, outs[0] as usize)?;
-        write_out(total, outs[1] as usize)
+        write_out(free, wire::usize(outs[0]))?;
+        write_out(total, wire::usize(outs[1]))
     }
 }
 
-pub unsafe fn address_range(base: *mut CUdeviceptr, size: *mut usize, dptr: CUdeviceptr) -> CuResult<()> {
+pub unsafe fn address_range(
+    base: *mut CUdeviceptr,
+    size: *mut usize,
+    dptr: CUdeviceptr,
+) -> CuResult<()> {
     let s = runtime().session()?;
     let (outs, _) = s.call(Op::MemGetAddressRange, &[dptr], &[], None)?;
     // SAFETY: each pointer is written only when non-NULL, as the driver does.
@@ -94,7 +100,7 @@ pub unsafe fn address_range(base: *mut CUdeviceptr, size: *mut usize, dptr: CUde
             write_out(base, outs[0])?;
         }
         if !size.is_null() {
-            write_out(size, outs[1] as usize)?;
+            write_out(size, wire::usize(outs[1]))?;
         }
     }
     Ok(())
@@ -114,7 +120,9 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
     let (stream, is_async) = sync.wire();
     for (i, chunk) in data.chunks(CHUNK).enumerate() {
-        let at = dst.checked_add((i * CHUNK) as u64).ok_or(CuError::INVALID_VALUE)?;
+        let at = dst
+            .checked_add((i * CHUNK) as u64)
+            .ok_or(CuError::INVALID_VALUE)?;
         s.call(Op::MemcpyHtoD, &[at, stream, is_async], chunk, None)?;
     }
     sync.finish(&s)
@@ -135,8 +143,15 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
     let (stream, is_async) = sync.wire();
     for (i, chunk) in out.chunks_mut(CHUNK).enumerate() {
-        let at = src.checked_add((i * CHUNK) as u64).ok_or(CuError::INVALID_VALUE)?;
-        s.call(Op::MemcpyDtoH, &[at, chunk.len() as u64, stream, is_async], &[], Some(chunk))?;
+        let at = src
+            .checked_add((i * CHUNK) as u64)
+            .ok_or(CuError::INVALID_VALUE)?;
+        s.call(
+            Op::MemcpyDtoH,
+            &[at, chunk.len() as u64, stream, is_async],
+            &[],
+            Some(chunk),
+        )?;
     }
     sync.finish(&s)
 }
@@ -147,7 +162,12 @@ pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResul
         return Ok(());
     }
     let (stream, is_async) = sync.wire();
-    s.call(Op::MemcpyDtoD, &[dst, src, n as u64, stream, is_async], &[], None)?;
+    s.call(
+        Op::MemcpyDtoD,
+        &[dst, src, n as u64, stream, is_async],
+        &[],
+        None,
+    )?;
     sync.finish(&s)
 }
 
@@ -162,11 +182,12 @@ pub unsafe fn unified(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) 
         let o = s.objects();
         (o.is_device(dst), o.is_device(src))
     };
-    let host = |p: CUdeviceptr| p as usize as *mut c_void;
-    // SAFETY (each arm): the application promises host sides are valid for `n` bytes.
+    let host = |p: CUdeviceptr| wire::handle::<c_void>(p);
     match (dst_dev, src_dev) {
         (true, true) => dtod(dst, src, n, sync),
+        // SAFETY: the application promises the host side is valid for `n` bytes.
         (true, false) => unsafe { htod(dst, host(src), n, sync) },
+        // SAFETY: the application promises the host side is valid for `n` bytes.
         (false, true) => unsafe { dtoh(host(dst), src, n, sync) },
         (false, false) => {
             if n != 0 {
@@ -185,10 +206,15 @@ pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync)
     if count == 0 {
         return Ok(());
     }
-    if dst % elem != 0 {
+    if !dst.is_multiple_of(elem) {
         return Err(CuError::INVALID_VALUE);
     }
     let (stream, is_async) = sync.wire();
-    s.call(Op::Memset, &[dst, value, elem, count as u64, stream, is_async], &[], None)?;
+    s.call(
+        Op::Memset,
+        &[dst, value, elem, count as u64, stream, is_async],
+        &[],
+        None,
+    )?;
     sync.finish(&s)
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use vgpu_abi::types::{CUdeviceptr, CUfunction, CUjit_option, CUmodule};
 use vgpu_proto::Op;
 
-use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind};
 
@@ -49,7 +49,10 @@ pub unsafe fn load_data(
         if n == 0 {
             (&[][..], &mut [][..])
         } else {
-            (std::slice::from_raw_parts(opts, n), std::slice::from_raw_parts_mut(vals, n))
+            (
+                std::slice::from_raw_parts(opts, n),
+                std::slice::from_raw_parts_mut(vals, n),
+            )
         }
     };
     // SAFETY: the application passes a valid module image.
@@ -66,7 +69,7 @@ pub unsafe fn load_data(
     // SAFETY: the option arrays are the application's, valid for `n` entries.
     unsafe { write_back_options(opts, vals, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(m, id as usize as CUmodule) }
+    unsafe { write_out(m, wire::handle(id)) }
 }
 
 /// Copies the worker's final option values and logs into the caller's options.
@@ -82,17 +85,26 @@ unsafe fn write_back_options(opts: &[CUjit_option], vals: &mut [*mut c_void], re
     let mut logs = logs.split(|&b| b == 0);
     let (info, error) = (logs.next().unwrap_or(&[]), logs.next().unwrap_or(&[]));
     let size_of = |which: u32| {
-        opts.iter().position(|o| o.0 == which).map_or(0, |j| vals[j] as usize)
+        opts.iter()
+            .position(|o| o.0 == which)
+            .map_or(0, |j| vals[j] as usize)
     };
-    let (info_cap, error_cap) = (size_of(JIT_INFO_LOG_BUFFER_SIZE), size_of(JIT_ERROR_LOG_BUFFER_SIZE));
+    let (info_cap, error_cap) = (
+        size_of(JIT_INFO_LOG_BUFFER_SIZE),
+        size_of(JIT_ERROR_LOG_BUFFER_SIZE),
+    );
     for (i, o) in opts.iter().enumerate() {
         let final_value = u64::from_le_bytes(finals[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         match o.0 {
             JIT_WALL_TIME | JIT_INFO_LOG_BUFFER_SIZE | JIT_ERROR_LOG_BUFFER_SIZE => {
-                vals[i] = final_value as usize as *mut c_void;
+                vals[i] = wire::handle(final_value);
             }
             JIT_INFO_LOG_BUFFER | JIT_ERROR_LOG_BUFFER => {
-                let (text, cap) = if o.0 == JIT_INFO_LOG_BUFFER { (info, info_cap) } else { (error, error_cap) };
+                let (text, cap) = if o.0 == JIT_INFO_LOG_BUFFER {
+                    (info, info_cap)
+                } else {
+                    (error, error_cap)
+                };
                 let buf = vals[i].cast::<u8>();
                 if buf.is_null() || cap == 0 {
                     continue;
@@ -124,14 +136,18 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
     // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes().to_vec();
     let module = module_id(m);
-    let cached = s.objects().function_names.get(&(module, name.clone())).copied();
+    let cached = s
+        .objects()
+        .function_names
+        .get(&(module, name.clone()))
+        .copied();
     if let Some(id) = cached {
         // SAFETY: checked non-NULL; the application's out-pointer.
-        return unsafe { write_out(f, id as usize as CUfunction) };
+        return unsafe { write_out(f, wire::handle(id)) };
     }
     let id = runtime().mint(Kind::Function);
     let (outs, layout) = s.call(Op::ModuleGetFunction, &[module, id], &name, None)?;
-    let count = outs[0] as usize;
+    let count = wire::usize(outs[0]);
     if layout.len() != count * 8 {
         return Err(CuError::UNKNOWN);
     }
@@ -149,7 +165,7 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
         o.function_names.insert((module, name), id);
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(f, id as usize as CUfunction) }
+    unsafe { write_out(f, wire::handle(id)) }
 }
 
 pub unsafe fn get_global(
@@ -170,7 +186,7 @@ pub unsafe fn get_global(
             write_out(dptr, outs[0])?;
         }
         if !bytes.is_null() {
-            write_out(bytes, outs[1] as usize)?;
+            write_out(bytes, wire::usize(outs[1]))?;
         }
     }
     Ok(())
@@ -183,7 +199,12 @@ fn function(f: CUfunction) -> CuResult<FunctionInfo> {
 }
 
 /// Answered from the cached layout: no round trip.
-pub unsafe fn param_info(f: CUfunction, i: usize, off: *mut usize, size: *mut usize) -> CuResult<()> {
+pub unsafe fn param_info(
+    f: CUfunction,
+    i: usize,
+    off: *mut usize,
+    size: *mut usize,
+) -> CuResult<()> {
     let info = function(f)?;
     let &(o, sz) = info.params.get(i).ok_or(CuError::INVALID_VALUE)?;
     // SAFETY: each pointer is written only when non-NULL.
@@ -203,7 +224,11 @@ pub unsafe fn param_info(f: CUfunction, i: usize, off: *mut usize, size: *mut us
 /// # Safety
 /// `params` must hold one valid pointer per kernel parameter.
 unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
-    let total = layout.iter().map(|&(o, s)| o as usize + s as usize).max().unwrap_or(0);
+    let total = layout
+        .iter()
+        .map(|&(o, s)| o as usize + s as usize)
+        .max()
+        .unwrap_or(0);
     let mut buf = vec![0u8; total];
     if layout.is_empty() {
         return Ok(buf);
@@ -216,7 +241,11 @@ unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<
         // SAFETY: `arg` points at a value of `size` bytes; `buf` holds
         // `off + size` bytes by construction.
         unsafe {
-            std::ptr::copy_nonoverlapping(arg.cast::<u8>(), buf.as_mut_ptr().add(off as usize), size as usize)
+            std::ptr::copy_nonoverlapping(
+                arg.cast::<u8>(),
+                buf.as_mut_ptr().add(off as usize),
+                size as usize,
+            )
         };
     }
     Ok(buf)
@@ -239,7 +268,10 @@ unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
         match key {
             LAUNCH_PARAM_BUFFER_POINTER => buf = value.cast(),
             // SAFETY: the size value points at a size_t.
-            LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => size = Some(unsafe { *value.cast::<usize>() }),
+            LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => {
+                // SAFETY: the size value points at a size_t.
+                size = Some(unsafe { *value.cast::<usize>() })
+            }
             _ => return Err(CuError::INVALID_VALUE),
         }
     }

@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_uint};
 use vgpu_abi::types::{CUevent, CUstream};
 use vgpu_proto::Op;
 
-use crate::edge::{non_null, write_out, CuResult};
+use crate::edge::{non_null, wire, write_out, CuResult};
 use crate::runtime::{runtime, Kind};
 
 const PER_THREAD_STREAM: u64 = 2;
@@ -32,9 +32,14 @@ pub unsafe fn create(ph: *mut CUstream, flags: c_uint, priority: c_int) -> CuRes
     let s = runtime().session()?;
     non_null(ph)?;
     let sid = runtime().mint(Kind::Stream);
-    s.call(Op::StreamCreate, &[sid, u64::from(flags), priority as i64 as u64], &[], None)?;
+    s.call(
+        Op::StreamCreate,
+        &[sid, u64::from(flags), priority as i64 as u64],
+        &[],
+        None,
+    )?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ph, sid as usize as CUstream) }
+    unsafe { write_out(ph, wire::handle(sid)) }
 }
 
 pub fn destroy(st: CUstream) -> CuResult<()> {
@@ -54,7 +59,13 @@ pub fn query(sid: u64) -> CuResult<()> {
 
 pub fn wait_event(sid: u64, e: CUevent, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::StreamWaitEvent, &[sid, event_id(e), u64::from(flags)], &[], None).map(drop)
+    s.call(
+        Op::StreamWaitEvent,
+        &[sid, event_id(e), u64::from(flags)],
+        &[],
+        None,
+    )
+    .map(drop)
 }
 
 pub unsafe fn get_flags(sid: u64, flags: *mut c_uint) -> CuResult<()> {
@@ -62,7 +73,7 @@ pub unsafe fn get_flags(sid: u64, flags: *mut c_uint) -> CuResult<()> {
     non_null(flags)?;
     let (outs, _) = s.call(Op::StreamGetFlags, &[sid], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(flags, outs[0] as c_uint) }
+    unsafe { write_out(flags, wire::u32(outs[0])) }
 }
 
 pub unsafe fn get_priority(sid: u64, prio: *mut c_int) -> CuResult<()> {
@@ -70,7 +81,7 @@ pub unsafe fn get_priority(sid: u64, prio: *mut c_int) -> CuResult<()> {
     non_null(prio)?;
     let (outs, _) = s.call(Op::StreamGetPriority, &[sid], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(prio, outs[0] as c_int) }
+    unsafe { write_out(prio, wire::i32(outs[0])) }
 }
 
 pub unsafe fn event_create(ph: *mut CUevent, flags: c_uint) -> CuResult<()> {
@@ -79,22 +90,25 @@ pub unsafe fn event_create(ph: *mut CUevent, flags: c_uint) -> CuResult<()> {
     let eid = runtime().mint(Kind::Event);
     s.call(Op::EventCreate, &[eid, u64::from(flags)], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ph, eid as usize as CUevent) }
+    unsafe { write_out(ph, wire::handle(eid)) }
 }
 
 pub fn event_destroy(e: CUevent) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::EventDestroy, &[event_id(e)], &[], None).map(drop)
+    s.call(Op::EventDestroy, &[event_id(e)], &[], None)
+        .map(drop)
 }
 
 pub fn event_record(e: CUevent, sid: u64) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::EventRecord, &[event_id(e), sid], &[], None).map(drop)
+    s.call(Op::EventRecord, &[event_id(e), sid], &[], None)
+        .map(drop)
 }
 
 pub fn event_synchronize(e: CUevent) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::EventSynchronize, &[event_id(e)], &[], None).map(drop)
+    s.call(Op::EventSynchronize, &[event_id(e)], &[], None)
+        .map(drop)
 }
 
 pub fn event_query(e: CUevent) -> CuResult<()> {
@@ -105,7 +119,12 @@ pub fn event_query(e: CUevent) -> CuResult<()> {
 pub unsafe fn elapsed(ms: *mut f32, start: CUevent, end: CUevent) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(ms)?;
-    let (outs, _) = s.call(Op::EventElapsedTime, &[event_id(start), event_id(end)], &[], None)?;
+    let (outs, _) = s.call(
+        Op::EventElapsedTime,
+        &[event_id(start), event_id(end)],
+        &[],
+        None,
+    )?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ms, f32::from_bits(outs[0] as u32)) }
+    unsafe { write_out(ms, f32::from_bits(wire::u32(outs[0]))) }
 }

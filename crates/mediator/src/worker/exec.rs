@@ -10,7 +10,7 @@ use std::ptr;
 use vgpu_proto::{Op, Request, MAX_BLOB};
 
 use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
-use super::tables::{as_handle, Function, Owned, Range, RangeOwner, Tables};
+use super::tables::{self, as_handle, Function, Owned, Range, RangeOwner, Tables};
 use super::Session;
 use crate::driver::{entry, DevPtr, Handle, Status};
 
@@ -23,7 +23,10 @@ pub struct Reply {
 
 impl Reply {
     fn outs(outs: &[u64]) -> Reply {
-        Reply { outs: outs.to_vec(), blob: Vec::new() }
+        Reply {
+            outs: outs.to_vec(),
+            blob: Vec::new(),
+        }
     }
 }
 
@@ -42,6 +45,13 @@ fn int(v: u64) -> Result<c_int, Status> {
 
 fn uint(v: u64) -> Result<c_uint, Status> {
     c_uint::try_from(v).map_err(|_| INVALID_VALUE)
+}
+
+/// Narrows a memset value to its element width, as the C API's parameter
+/// types do.
+#[allow(clippy::cast_possible_truncation)]
+fn narrow(value: u64) -> (u8, u16, u32) {
+    (value as u8, value as u16, value as u32)
 }
 
 fn size(v: u64) -> Result<usize, Status> {
@@ -86,7 +96,11 @@ impl Lane {
         }
         let d = &s.driver;
         let a = &req.args;
-        let tables = || s.tables.lock().expect("a lane panicked while holding the tables");
+        let tables = || {
+            s.tables
+                .lock()
+                .expect("a lane panicked while holding the tables")
+        };
         match req.op {
             Op::OpenLane => Err(INVALID_VALUE),
 
@@ -165,7 +179,9 @@ impl Lane {
             Op::PrimaryCtxGetState => {
                 let (mut flags, mut active): (c_uint, c_int) = (0, 0);
                 // SAFETY: both out-pointers are live locals.
-                ok(unsafe { entry(d.primary_ctx_get_state)?(int(a[0])?, &mut flags, &mut active) })?;
+                ok(unsafe {
+                    entry(d.primary_ctx_get_state)?(int(a[0])?, &mut flags, &mut active)
+                })?;
                 Ok(Reply::outs(&[u64::from(flags), active as i64 as u64]))
             }
             Op::PrimaryCtxSetFlags => {
@@ -190,7 +206,10 @@ impl Lane {
             Op::MemFree => {
                 let known = matches!(
                     tables().ranges.get(&a[0]),
-                    Some(Range { owner: RangeOwner::Alloc { .. }, .. })
+                    Some(Range {
+                        owner: RangeOwner::Alloc { .. },
+                        ..
+                    })
                 );
                 if !known {
                     tracing::info!("cuMemFree({:#x}): not the base of a live allocation", a[0]);
@@ -248,7 +267,10 @@ impl Lane {
                         entry(d.memcpy_dtoh)?(dst, src, len)
                     }
                 })?;
-                Ok(Reply { outs: Vec::new(), blob: out })
+                Ok(Reply {
+                    outs: Vec::new(),
+                    blob: out,
+                })
             }
             Op::MemcpyDtoD => {
                 let (dst, src, len) = (a[0], a[1], size(a[2])?);
@@ -268,16 +290,17 @@ impl Lane {
                 let bytes = elem.checked_mul(a[3]).ok_or(INVALID_VALUE)?;
                 let stream = self.checked(s, &[(dst, bytes)], a[4])?;
                 let is_async = a[5] != 0;
+                let (v8, v16, v32) = narrow(value);
                 // SAFETY: the range lies in a live allocation (checked); the
                 // value is truncated to the element width as the C API does.
                 ok(unsafe {
                     match (elem, is_async) {
-                        (1, false) => entry(d.memset_d8)?(dst, value as u8, count),
-                        (2, false) => entry(d.memset_d16)?(dst, value as u16, count),
-                        (4, false) => entry(d.memset_d32)?(dst, value as u32, count),
-                        (1, true) => entry(d.memset_d8_async)?(dst, value as u8, count, stream),
-                        (2, true) => entry(d.memset_d16_async)?(dst, value as u16, count, stream),
-                        (4, true) => entry(d.memset_d32_async)?(dst, value as u32, count, stream),
+                        (1, false) => entry(d.memset_d8)?(dst, v8, count),
+                        (2, false) => entry(d.memset_d16)?(dst, v16, count),
+                        (4, false) => entry(d.memset_d32)?(dst, v32, count),
+                        (1, true) => entry(d.memset_d8_async)?(dst, v8, count, stream),
+                        (2, true) => entry(d.memset_d16_async)?(dst, v16, count, stream),
+                        (4, true) => entry(d.memset_d32_async)?(dst, v32, count, stream),
                         _ => INVALID_VALUE,
                     }
                 })?;
@@ -289,8 +312,16 @@ impl Lane {
                 Tables::fresh(&tables().streams, id)?;
                 let mut st: Handle = ptr::null_mut();
                 // SAFETY: the out-pointer is a live local.
-                ok(unsafe { entry(d.stream_create_with_priority)?(&mut st, uint(a[1])?, int(a[2])?) })?;
-                tables().streams.insert(id, Owned { real: st as usize, ctx: req.ctx });
+                ok(unsafe {
+                    entry(d.stream_create_with_priority)?(&mut st, uint(a[1])?, int(a[2])?)
+                })?;
+                tables().streams.insert(
+                    id,
+                    Owned {
+                        real: st as usize,
+                        ctx: req.ctx,
+                    },
+                );
                 Ok(Reply::default())
             }
             Op::StreamDestroy => {
@@ -321,7 +352,9 @@ impl Lane {
                     (t.stream(a[0])?, t.event(a[1])?)
                 };
                 // SAFETY: both handles are live objects of this session.
-                ok(unsafe { entry(d.stream_wait_event)?(as_handle(st), as_handle(ev), uint(a[2])?) })?;
+                ok(unsafe {
+                    entry(d.stream_wait_event)?(as_handle(st), as_handle(ev), uint(a[2])?)
+                })?;
                 Ok(Reply::default())
             }
             Op::StreamGetFlags => {
@@ -345,7 +378,13 @@ impl Lane {
                 let mut ev: Handle = ptr::null_mut();
                 // SAFETY: the out-pointer is a live local.
                 ok(unsafe { entry(d.event_create)?(&mut ev, uint(a[1])?) })?;
-                tables().events.insert(id, Owned { real: ev as usize, ctx: req.ctx });
+                tables().events.insert(
+                    id,
+                    Owned {
+                        real: ev as usize,
+                        ctx: req.ctx,
+                    },
+                );
                 Ok(Reply::default())
             }
             Op::EventDestroy => {
@@ -383,7 +422,9 @@ impl Lane {
                 };
                 let mut ms: f32 = 0.0;
                 // SAFETY: both events are live; the out-pointer is a live local.
-                ok(unsafe { entry(d.event_elapsed_time)?(&mut ms, as_handle(start), as_handle(end)) })?;
+                ok(unsafe {
+                    entry(d.event_elapsed_time)?(&mut ms, as_handle(start), as_handle(end))
+                })?;
                 Ok(Reply::outs(&[u64::from(ms.to_bits())]))
             }
 
@@ -402,7 +443,9 @@ impl Lane {
                 let fname = name(&req.blob)?;
                 let mut f: Handle = ptr::null_mut();
                 // SAFETY: live module; NUL-terminated name; live out-pointer.
-                ok(unsafe { entry(d.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr()) })?;
+                ok(unsafe {
+                    entry(d.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr())
+                })?;
                 let params = param_layout(s, f)?;
                 let mut blob = Vec::with_capacity(params.len() * 8);
                 for (off, sz) in &params {
@@ -410,8 +453,18 @@ impl Lane {
                     blob.extend_from_slice(&sz.to_le_bytes());
                 }
                 let count = params.len() as u64;
-                tables().functions.insert(id, Function { real: f as usize, module, params });
-                Ok(Reply { outs: vec![count], blob })
+                tables().functions.insert(
+                    id,
+                    Function {
+                        real: f as usize,
+                        module,
+                        params,
+                    },
+                );
+                Ok(Reply {
+                    outs: vec![count],
+                    blob,
+                })
             }
             Op::ModuleGetGlobal => {
                 let module = a[0];
@@ -419,8 +472,18 @@ impl Lane {
                 let gname = name(&req.blob)?;
                 let (mut p, mut bytes): (DevPtr, usize) = (0, 0);
                 // SAFETY: live module; NUL-terminated name; live out-pointers.
-                ok(unsafe { entry(d.module_get_global)?(&mut p, &mut bytes, as_handle(real_mod), gname.as_ptr()) })?;
-                let range = Range { size: bytes as u64, owner: RangeOwner::Global { module } };
+                ok(unsafe {
+                    entry(d.module_get_global)?(
+                        &mut p,
+                        &mut bytes,
+                        as_handle(real_mod),
+                        gname.as_ptr(),
+                    )
+                })?;
+                let range = Range {
+                    size: bytes as u64,
+                    owner: RangeOwner::Global { module },
+                };
                 tables().ranges.insert(p, range);
                 Ok(Reply::outs(&[p, bytes as u64]))
             }
@@ -433,7 +496,11 @@ impl Lane {
         let real = if ctx == 0 {
             0
         } else {
-            s.tables.lock().expect("tables lock").ctx(ctx).ok_or(CONTEXT_IS_DESTROYED)?
+            s.tables
+                .lock()
+                .expect("tables lock")
+                .ctx(ctx)
+                .ok_or(CONTEXT_IS_DESTROYED)?
         };
         if self.current == Some(ctx) {
             return Ok(());
@@ -446,7 +513,12 @@ impl Lane {
 
     /// Checks device ranges against the session's live allocations and
     /// resolves the stream id.
-    fn checked(&self, s: &Session, ranges: &[(DevPtr, u64)], stream: u64) -> Result<Handle, Status> {
+    fn checked(
+        &self,
+        s: &Session,
+        ranges: &[(DevPtr, u64)],
+        stream: u64,
+    ) -> Result<Handle, Status> {
         let t = s.tables.lock().expect("tables lock");
         for &(p, len) in ranges {
             if let Err(why) = t.check_range(p, len) {
@@ -472,7 +544,7 @@ impl Lane {
             let opt = u32::from_le_bytes(chunk[..4].try_into().expect("4 bytes"));
             let val = u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes"));
             opts.push(c_int::try_from(opt).map_err(|_| INVALID_VALUE)?);
-            values.push(val as usize as *mut c_void);
+            values.push(tables::as_handle(size(val)?));
         }
         // Log buffers live in the worker; their sizes come from the size options.
         for (i, &opt) in opts.iter().enumerate() {
@@ -486,7 +558,11 @@ impl Lane {
                 .position(|&o| o as u32 == size_opt)
                 .map_or(0, |j| values[j] as usize)
                 .min(MAX_JIT_LOG);
-            let buf = if opt as u32 == JIT_INFO_LOG_BUFFER { &mut info_log } else { &mut error_log };
+            let buf = if opt as u32 == JIT_INFO_LOG_BUFFER {
+                &mut info_log
+            } else {
+                &mut error_log
+            };
             buf.resize(len, 0u8);
             values[i] = buf.as_mut_ptr().cast();
         }
@@ -505,7 +581,10 @@ impl Lane {
             )
         };
         // Reply: final option values, then both logs NUL-terminated, even on failure.
-        let mut blob: Vec<u8> = values.iter().flat_map(|v| (*v as u64).to_le_bytes()).collect();
+        let mut blob: Vec<u8> = values
+            .iter()
+            .flat_map(|v| (*v as u64).to_le_bytes())
+            .collect();
         for log in [&info_log, &error_log] {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             blob.extend_from_slice(&log[..end]);
@@ -514,9 +593,19 @@ impl Lane {
         if st != SUCCESS {
             return Err(st);
         }
-        let owner = Owned { real: m as usize, ctx: self.current.unwrap_or(0) };
-        s.tables.lock().expect("tables lock").modules.insert(id, owner);
-        Ok(Reply { outs: Vec::new(), blob })
+        let owner = Owned {
+            real: m as usize,
+            ctx: self.current.unwrap_or(0),
+        };
+        s.tables
+            .lock()
+            .expect("tables lock")
+            .modules
+            .insert(id, owner);
+        Ok(Reply {
+            outs: Vec::new(),
+            blob,
+        })
     }
 
     fn launch(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
@@ -536,7 +625,11 @@ impl Lane {
             ptrs.push(unsafe { base.add(off as usize) }.cast_mut().cast());
         }
         let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
-        let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+        let kernel_params = if ptrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr()
+        };
         // SAFETY: live function and stream; every parameter pointer points into
         // `params`, which outlives the call (the driver copies the values).
         ok(unsafe {

@@ -42,7 +42,9 @@ pub struct Session {
 /// Serves the session on the inherited connection `fd` until the client leaves.
 pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if fd < 3 {
-        return Err(MediatorError::Config(format!("--fd {fd} is not an inherited connection")));
+        return Err(MediatorError::Config(format!(
+            "--fd {fd} is not an inherited connection"
+        )));
     }
     // SAFETY: the supervisor started this process with `fd` open, inherited for
     // exactly this purpose; nothing else in the process owns it.
@@ -60,8 +62,15 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if welcome.init_status != status::SUCCESS {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
-    Welcome { features: features::ALL & hello.features, ..welcome }.write(&mut control)?;
-    let session = Arc::new(Session { driver, tables: Mutex::new(tables::Tables::default()) });
+    Welcome {
+        features: features::ALL & hello.features,
+        ..welcome
+    }
+    .write(&mut control)?;
+    let session = Arc::new(Session {
+        driver,
+        tables: Mutex::new(tables::Tables::default()),
+    });
     serve_control(&session, control);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
@@ -115,11 +124,15 @@ fn serve_control(session: &Arc<Session>, mut control: Channel) {
 }
 
 fn open_lane(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
-    let opened = Channel::pair().map_err(MediatorError::from).and_then(|(ours, theirs)| {
-        let s = Arc::clone(session);
-        std::thread::Builder::new().name("lane".into()).spawn(move || serve_lane(&s, ours))?;
-        Ok(theirs)
-    });
+    let opened = Channel::pair()
+        .map_err(MediatorError::from)
+        .and_then(|(ours, theirs)| {
+            let s = Arc::clone(session);
+            std::thread::Builder::new()
+                .name("lane".into())
+                .spawn(move || serve_lane(&s, ours))?;
+            Ok(theirs)
+        });
     match opened {
         Ok(theirs) => {
             write_response(control, status::SUCCESS, seq, &[], &[]).is_ok()

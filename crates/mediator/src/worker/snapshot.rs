@@ -17,7 +17,12 @@ fn check(st: Status) -> Result<(), Status> {
 
 /// Initialises the driver and describes every device.
 pub fn welcome(d: &Driver) -> Welcome {
-    let mut w = Welcome { init_status: 0, driver_version: 0, features: 0, devices: Vec::new() };
+    let mut w = Welcome {
+        init_status: 0,
+        driver_version: 0,
+        features: 0,
+        devices: Vec::new(),
+    };
     let mut version: c_int = 0;
     if let Some(f) = d.driver_get_version {
         // SAFETY: the out-pointer is a live local.
@@ -75,6 +80,10 @@ fn describe(d: &Driver, ordinal: usize) -> Result<DeviceSnapshot, Status> {
 }
 
 fn c_text(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }

@@ -68,8 +68,8 @@ impl Tables {
 
     pub fn stream(&self, id: u64) -> Result<Raw, Status> {
         if id < STREAM_SENTINELS {
-            // The sentinels are the driver's own values.
-            return Ok(id as Raw);
+            // The sentinels are the driver's own values (0, 1, 2).
+            return Raw::try_from(id).map_err(|_| INVALID_HANDLE);
         }
         self.streams.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
     }
@@ -100,9 +100,13 @@ impl Tables {
             return Ok(());
         }
         let Some((&base, r)) = self.ranges.range(..=ptr).next_back() else {
-            return Err(format!("{len} bytes at {ptr:#x}: no live allocation at or below this address"));
+            return Err(format!(
+                "{len} bytes at {ptr:#x}: no live allocation at or below this address"
+            ));
         };
-        let end = ptr.checked_add(len).ok_or_else(|| format!("{len} bytes at {ptr:#x} wraps"))?;
+        let end = ptr
+            .checked_add(len)
+            .ok_or_else(|| format!("{len} bytes at {ptr:#x} wraps"))?;
         if end > base + r.size {
             return Err(format!(
                 "{len} bytes at {ptr:#x} run past the allocation {base:#x}..{:#x} ({} bytes, {:?})",
@@ -118,19 +122,25 @@ impl Tables {
     pub fn forget_module(&mut self, id: u64) {
         self.modules.remove(&id);
         self.functions.retain(|_, f| f.module != id);
-        self.ranges.retain(|_, r| r.owner != RangeOwner::Global { module: id });
+        self.ranges
+            .retain(|_, r| r.owner != RangeOwner::Global { module: id });
     }
 
     /// Forgets everything owned by context `ctx` (destroyed or reset).
     pub fn forget_context_resources(&mut self, ctx: u64) {
         self.streams.retain(|_, o| o.ctx != ctx);
         self.events.retain(|_, o| o.ctx != ctx);
-        let modules: Vec<u64> =
-            self.modules.iter().filter(|(_, o)| o.ctx == ctx).map(|(&id, _)| id).collect();
+        let modules: Vec<u64> = self
+            .modules
+            .iter()
+            .filter(|(_, o)| o.ctx == ctx)
+            .map(|(&id, _)| id)
+            .collect();
         for m in modules {
             self.forget_module(m);
         }
-        self.ranges.retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
+        self.ranges
+            .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
     }
 }
 
@@ -141,7 +151,13 @@ mod tests {
     #[test]
     fn ranges_are_checked() {
         let mut t = Tables::default();
-        t.ranges.insert(0x1000, Range { size: 0x100, owner: RangeOwner::Alloc { ctx: 7 } });
+        t.ranges.insert(
+            0x1000,
+            Range {
+                size: 0x100,
+                owner: RangeOwner::Alloc { ctx: 7 },
+            },
+        );
         assert!(t.check_range(0x1000, 0x100).is_ok());
         assert!(t.check_range(0x1080, 0x80).is_ok());
         assert!(t.check_range(0x1080, 0x81).is_err());
