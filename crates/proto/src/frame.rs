@@ -112,10 +112,13 @@ fn write_all_vectored(w: &mut impl Write, parts: &[&[u8]]) -> Result<(), ProtoEr
             slices.push(IoSlice::new(&p[skip..]));
             skip = 0;
         }
-        let n = w.write_vectored(&slices)?;
-        if n == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
-        }
+        // Like `write_all`: a signal interrupting the call is not an error.
+        let n = match w.write_vectored(&slices) {
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
         written += n;
     }
     Ok(())
@@ -154,12 +157,24 @@ impl ResponseHead {
     }
 }
 
-/// Writes one request frame.
+/// Writes one request frame (with `flags` 0).
 pub fn write_request(
     w: &mut impl Write,
     op: Op,
     seq: u32,
     ctx: u64,
+    args: &[u64],
+    blob: &[u8],
+) -> Result<(), ProtoError> {
+    write_request_frame(w, op, seq, ctx, 0, args, blob)
+}
+
+fn write_request_frame(
+    w: &mut impl Write,
+    op: Op,
+    seq: u32,
+    ctx: u64,
+    flags: u32,
     args: &[u64],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
@@ -173,7 +188,7 @@ pub fn write_request(
         seq: U32::new(seq),
         blob_len: len_u32("blob", blob.len())?,
         ctx: U64::new(ctx),
-        flags: U32::new(0),
+        flags: U32::new(flags),
         reserved: U32::new(0),
     };
     let args = args_bytes(args);
@@ -251,7 +266,8 @@ impl Request {
     /// Encodes this request as bytes.
     pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
         let mut out = Vec::new();
-        write_request(&mut out, self.op, self.seq, self.ctx, &self.args, &self.blob)?;
+        let r = self;
+        write_request_frame(&mut out, r.op, r.seq, r.ctx, r.flags, &r.args, &r.blob)?;
         Ok(out)
     }
 
