@@ -1,0 +1,116 @@
+//! proptest strategies for every message type, driven by the op table.
+
+use std::mem::size_of;
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+use vgpu_proto::{env_allowed, DeviceSnapshot, Hello, Op, Request, Response, Welcome, MAX_ARGS};
+use zerocopy::FromBytes;
+
+/// Largest blob the round-trip strategies generate.
+pub const BLOB: usize = 4 << 10;
+
+/// Any op of `Op::ALL`, with exactly its arity of arguments.
+pub fn request() -> impl Strategy<Value = Request> {
+    select(Op::ALL)
+        .prop_flat_map(|op| {
+            let args = vec(any::<u64>(), op.nargs());
+            (
+                Just(op),
+                any::<u32>(),
+                any::<u64>(),
+                any::<u32>(),
+                args,
+                vec(any::<u8>(), 0..=BLOB),
+            )
+        })
+        .prop_map(|(op, seq, ctx, flags, args, blob)| Request {
+            op,
+            seq,
+            ctx,
+            flags,
+            args,
+            blob,
+        })
+}
+
+pub fn response() -> impl Strategy<Value = Response> {
+    (
+        any::<u32>(),
+        any::<u32>(),
+        vec(any::<u64>(), 0..=MAX_ARGS),
+        vec(any::<u8>(), 0..=BLOB),
+    )
+        .prop_map(|(status, seq, outs, blob)| Response {
+            status,
+            seq,
+            outs,
+            blob,
+        })
+}
+
+/// The allowlist as `handshake.rs` states it: three exact names and two
+/// prefixes that need a suffix.
+pub const EXACT_ENV: [&str; 3] = [
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+];
+pub const PREFIX_ENV: [&str; 2] = ["CUDA_CACHE_", "CUDA_DISABLE_"];
+
+/// A key drawn from the allowlist.
+pub fn env_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        select(&EXACT_ENV[..]).prop_map(str::to_owned),
+        (select(&PREFIX_ENV[..]), "[A-Z0-9_]{1,24}").prop_map(|(p, s)| format!("{p}{s}")),
+    ]
+    .prop_map(|k| {
+        assert!(
+            env_allowed(&k),
+            "{k} should be allowlisted: keep EXACT_ENV/PREFIX_ENV in step with handshake.rs"
+        );
+        k
+    })
+}
+
+/// Any text without NUL (which ends an entry on the wire); `=` is fine.
+pub fn env_value() -> impl Strategy<Value = String> {
+    any::<String>().prop_map(|s| s.replace('\0', ""))
+}
+
+pub fn hello() -> impl Strategy<Value = Hello> {
+    (
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+        vec((env_key(), env_value()), 0..8),
+    )
+        .prop_map(|(features, pid, uid, env)| Hello {
+            features,
+            pid,
+            uid,
+            env,
+        })
+}
+
+/// A snapshot from arbitrary bytes: every bit pattern is a valid snapshot.
+pub fn device() -> impl Strategy<Value = DeviceSnapshot> {
+    vec(any::<u8>(), size_of::<DeviceSnapshot>())
+        .prop_map(|b| DeviceSnapshot::read_from_bytes(&b).expect("exactly one snapshot of bytes"))
+}
+
+pub fn welcome() -> impl Strategy<Value = Welcome> {
+    (
+        any::<u32>(),
+        any::<i32>(),
+        any::<u64>(),
+        vec(device(), 0..=3),
+    )
+        .prop_map(|(init_status, driver_version, features, devices)| Welcome {
+            init_status,
+            driver_version,
+            features,
+            devices,
+        })
+}

@@ -1,0 +1,828 @@
+//! Shared by the protocol test tiers: the golden sample messages, the
+//! annotated hex format of `fixtures/proto/`, the fuzz seed corpora and the
+//! checks the fuzz targets run on every input.
+//!
+//! Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+pub mod arb;
+
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+
+use vgpu_proto::{
+    features, fill_str, DeviceSnapshot, Hello, HelloHead, Op, ProtoError, Request, RequestHead,
+    Response, ResponseHead, Welcome, WelcomeHead, HELLO_MAGIC, MAX_ARGS, MAX_BLOB, MAX_DEVICES,
+    MAX_ENV_BYTES, PROTOCOL_VERSION, SCHEMA_HASH,
+};
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::IntoBytes;
+
+/// The fuzz targets, one per decoder.
+pub const TARGETS: [&str; 4] = ["request", "response", "hello", "welcome"];
+
+/// A device address as the real driver hands them out.
+pub const DPTR: u64 = 0x7f3a_4a00_0000;
+/// The client-minted context id the samples run under.
+pub const CTX: u64 = 1;
+
+// ---- paths -----------------------------------------------------------------
+
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `fixtures/proto/` at the repository root.
+pub fn fixtures_dir() -> PathBuf {
+    manifest_dir().join("../../fixtures/proto")
+}
+
+/// `crates/proto/fuzz/corpus/<target>/`.
+pub fn corpus_dir(target: &str) -> PathBuf {
+    manifest_dir().join("fuzz/corpus").join(target)
+}
+
+/// `VGPU_BLESS=1` regenerates the fixtures instead of checking them.
+pub fn blessing() -> bool {
+    std::env::var_os("VGPU_BLESS").is_some_and(|v| v == "1")
+}
+
+// ---- sample messages -------------------------------------------------------
+
+/// A representative request of `op`: plausible handles, sizes and blobs.
+///
+/// The match is exhaustive on purpose: a new op fails to compile here until
+/// it has a sample, and then `VGPU_BLESS=1` writes its fixture.
+pub fn sample_request(op: Op) -> Request {
+    const STREAM: u64 = 3;
+    const EVENT: u64 = 4;
+    const MODULE: u64 = 6;
+    const FUNCTION: u64 = 7;
+    let (args, blob): (Vec<u64>, Vec<u8>) = match op {
+        Op::OpenLane => (vec![], vec![]),
+        // ctx_id 1, CU_CTX_SCHED_AUTO, device 0
+        Op::CtxCreate => (vec![CTX, 0, 0], vec![]),
+        Op::CtxDestroy => (vec![CTX], vec![]),
+        Op::CtxSynchronize => (vec![], vec![]),
+        // CU_LIMIT_MALLOC_HEAP_SIZE
+        Op::CtxGetLimit => (vec![2], vec![]),
+        Op::CtxSetLimit => (vec![2, 8 << 20], vec![]),
+        Op::CtxGetStreamPriorityRange => (vec![], vec![]),
+        Op::CtxGetFlags => (vec![], vec![]),
+        Op::CtxGetApiVersion => (vec![], vec![]),
+        Op::PrimaryCtxRetain => (vec![2, 0], vec![]),
+        Op::PrimaryCtxRelease => (vec![0], vec![]),
+        Op::PrimaryCtxGetState => (vec![0], vec![]),
+        // CU_CTX_SCHED_BLOCKING_SYNC
+        Op::PrimaryCtxSetFlags => (vec![0, 4], vec![]),
+        Op::PrimaryCtxReset => (vec![0], vec![]),
+        Op::MemAlloc => (vec![1 << 20], vec![]),
+        Op::MemFree => (vec![DPTR], vec![]),
+        Op::MemGetInfo => (vec![], vec![]),
+        Op::MemGetAddressRange => (vec![DPTR + 0x100], vec![]),
+        Op::MemcpyHtoD => (vec![DPTR, 0, 0], b"hello, device!\0".to_vec()),
+        Op::MemcpyDtoH => (vec![DPTR, 64, STREAM, 1], vec![]),
+        Op::MemcpyDtoD => (vec![DPTR + 0x1000, DPTR, 0x1000, 0, 0], vec![]),
+        Op::Memset => (vec![DPTR, 0xab, 1, 0x1000, STREAM, 1], vec![]),
+        // CU_STREAM_NON_BLOCKING, priority -1 (two's complement)
+        Op::StreamCreate => (vec![STREAM, 1, u64::MAX], vec![]),
+        Op::StreamDestroy => (vec![STREAM], vec![]),
+        Op::StreamSynchronize => (vec![STREAM], vec![]),
+        Op::StreamQuery => (vec![STREAM], vec![]),
+        Op::StreamWaitEvent => (vec![STREAM, EVENT, 0], vec![]),
+        Op::StreamGetFlags => (vec![STREAM], vec![]),
+        Op::StreamGetPriority => (vec![STREAM], vec![]),
+        // CU_EVENT_DISABLE_TIMING
+        Op::EventCreate => (vec![EVENT, 2], vec![]),
+        Op::EventDestroy => (vec![EVENT], vec![]),
+        Op::EventRecord => (vec![EVENT, STREAM], vec![]),
+        Op::EventSynchronize => (vec![EVENT], vec![]),
+        Op::EventQuery => (vec![EVENT], vec![]),
+        Op::EventElapsedTime => (vec![EVENT, EVENT + 1], vec![]),
+        Op::ModuleLoadData => {
+            // Two JIT options (u32 option, u32 pad, u64 value), then the image:
+            // CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES and CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES.
+            let mut blob = Vec::new();
+            for (option, value) in [(4u32, 1024u64), (6, 1024)] {
+                blob.extend_from_slice(&option.to_le_bytes());
+                blob.extend_from_slice(&0u32.to_le_bytes());
+                blob.extend_from_slice(&value.to_le_bytes());
+            }
+            blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
+            (vec![MODULE, 2], blob)
+        }
+        Op::ModuleUnload => (vec![MODULE], vec![]),
+        Op::ModuleGetFunction => (vec![MODULE, FUNCTION], b"vector_add".to_vec()),
+        Op::ModuleGetGlobal => (vec![MODULE], b"d_scale".to_vec()),
+        Op::LaunchKernel => {
+            // vector_add(const float *a, const float *b, float *c, int n)
+            let mut params = Vec::new();
+            for p in [DPTR, DPTR + 0x1000, DPTR + 0x2000] {
+                params.extend_from_slice(&p.to_le_bytes());
+            }
+            params.extend_from_slice(&1024u32.to_le_bytes());
+            (vec![FUNCTION, 4, 1, 1, 256, 1, 1, 0, STREAM], params)
+        }
+    };
+    let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
+        0
+    } else {
+        CTX
+    };
+    Request {
+        op,
+        seq: 0x100 + u32::from(op as u16),
+        ctx,
+        flags: 0,
+        args,
+        blob,
+    }
+}
+
+/// The reply to `ModuleGetFunction`: three parameters and their layout.
+pub fn sample_response() -> Response {
+    let mut blob = Vec::new();
+    for (offset, size) in [(0u32, 8u32), (8, 8), (16, 8), (24, 4)] {
+        blob.extend_from_slice(&offset.to_le_bytes());
+        blob.extend_from_slice(&size.to_le_bytes());
+    }
+    Response {
+        status: 0,
+        seq: 0x100 + u32::from(Op::ModuleGetFunction as u16),
+        outs: vec![4],
+        blob,
+    }
+}
+
+/// A failed `MemAlloc`: `CUDA_ERROR_OUT_OF_MEMORY`, nothing else.
+pub fn sample_error_response() -> Response {
+    Response {
+        status: 2,
+        seq: 0x100 + u32::from(Op::MemAlloc as u16),
+        outs: vec![],
+        blob: vec![],
+    }
+}
+
+pub fn sample_hello() -> Hello {
+    Hello {
+        features: features::ALL,
+        pid: 4242,
+        uid: 1000,
+        env: vec![
+            ("CUDA_VISIBLE_DEVICES".into(), "0,1".into()),
+            ("CUDA_DEVICE_ORDER".into(), "PCI_BUS_ID".into()),
+            (
+                "CUDA_CACHE_PATH".into(),
+                "/home/user/.nv/ComputeCache".into(),
+            ),
+        ],
+    }
+}
+
+fn device(
+    name: &str,
+    uuid_seed: u8,
+    pci: &str,
+    total_mem: u64,
+    attrs: &[(usize, i32)],
+) -> DeviceSnapshot {
+    let mut d = DeviceSnapshot::default();
+    fill_str(&mut d.name, name);
+    for (i, b) in d.uuid.iter_mut().enumerate() {
+        *b = uuid_seed.wrapping_add(u8::try_from(i).expect("16 uuid bytes").wrapping_mul(17));
+    }
+    fill_str(&mut d.pci_bus_id, pci);
+    d.total_mem = U64::new(total_mem);
+    for &(id, value) in attrs {
+        d.set_attr(id, value);
+    }
+    d
+}
+
+/// `CUdevice_attribute` ids used by the samples.
+pub mod attr {
+    pub const MAX_THREADS_PER_BLOCK: usize = 1;
+    pub const MAX_BLOCK_DIM_Z: usize = 4;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: usize = 8;
+    pub const WARP_SIZE: usize = 10;
+    pub const MULTIPROCESSOR_COUNT: usize = 16;
+    pub const PCI_BUS_ID: usize = 33;
+    pub const COMPUTE_CAPABILITY_MAJOR: usize = 75;
+    pub const COMPUTE_CAPABILITY_MINOR: usize = 76;
+}
+
+/// A worker with two devices (CUDA 13.0).
+pub fn sample_welcome() -> Welcome {
+    let common = [
+        (attr::MAX_THREADS_PER_BLOCK, 1024),
+        (attr::MAX_BLOCK_DIM_Z, 64),
+        (attr::MAX_SHARED_MEMORY_PER_BLOCK, 48 << 10),
+        (attr::WARP_SIZE, 32),
+    ];
+    let h100 = [
+        (attr::MULTIPROCESSOR_COUNT, 132),
+        (attr::PCI_BUS_ID, 0x5e),
+        (attr::COMPUTE_CAPABILITY_MAJOR, 9),
+        (attr::COMPUTE_CAPABILITY_MINOR, 0),
+    ];
+    let l4 = [
+        (attr::MULTIPROCESSOR_COUNT, 58),
+        (attr::PCI_BUS_ID, 0x9a),
+        (attr::COMPUTE_CAPABILITY_MAJOR, 8),
+        (attr::COMPUTE_CAPABILITY_MINOR, 9),
+    ];
+    Welcome {
+        init_status: 0,
+        driver_version: 13000,
+        features: features::ALL,
+        devices: vec![
+            device(
+                "NVIDIA H100 80GB HBM3",
+                0x3c,
+                "0000:5E:00.0",
+                81_559 << 20,
+                &[&common[..], &h100].concat(),
+            ),
+            device(
+                "NVIDIA L4",
+                0xa1,
+                "0000:9A:00.0",
+                22_491 << 20,
+                &[&common[..], &l4].concat(),
+            ),
+        ],
+    }
+}
+
+/// `cuInit` failed with `CUDA_ERROR_NO_DEVICE`: no devices to describe.
+pub fn sample_welcome_no_device() -> Welcome {
+    Welcome {
+        init_status: 100,
+        driver_version: 13000,
+        features: features::ALL,
+        devices: vec![],
+    }
+}
+
+// ---- encoding helpers and comparisons --------------------------------------
+
+pub fn encode_hello(h: &Hello) -> Vec<u8> {
+    let mut out = Vec::new();
+    h.write(&mut out).expect("the hello encodes");
+    out
+}
+
+pub fn encode_welcome(w: &Welcome) -> Vec<u8> {
+    let mut out = Vec::new();
+    w.write(&mut out).expect("the welcome encodes");
+    out
+}
+
+/// Everything a [`Welcome`] carries, comparable (`Welcome` has no `PartialEq`).
+pub fn welcome_key(w: &Welcome) -> (u32, i32, u64, Vec<Vec<u8>>) {
+    let devices = w.devices.iter().map(|d| d.as_bytes().to_vec()).collect();
+    (w.init_status, w.driver_version, w.features, devices)
+}
+
+/// What the fuzz target of `target` checks on one input: decoding never
+/// panics, and whatever decodes re-encodes and decodes to the same value.
+/// `Err` is the decoder's verdict on the input.
+pub fn fuzz_check(target: &str, data: &[u8]) -> Result<(), ProtoError> {
+    match target {
+        "request" => {
+            let req = Request::decode(data)?;
+            let bytes = req.encode().expect("a decoded request re-encodes");
+            let again = Request::decode(&bytes).expect("a re-encoded request decodes");
+            assert_eq!(again, req);
+        }
+        "response" => {
+            let resp = Response::read(&mut &data[..])?;
+            let bytes = resp.encode().expect("a decoded response re-encodes");
+            let again = Response::read(&mut &bytes[..]).expect("a re-encoded response decodes");
+            assert_eq!(again, resp);
+        }
+        "hello" => {
+            let hello = Hello::read(&mut &data[..])?;
+            let bytes = encode_hello(&hello);
+            let again = Hello::read(&mut &bytes[..]).expect("a re-encoded hello decodes");
+            assert_eq!(again, hello);
+        }
+        "welcome" => {
+            let welcome = Welcome::read(&mut &data[..])?;
+            let bytes = encode_welcome(&welcome);
+            let again = Welcome::read(&mut &bytes[..]).expect("a re-encoded welcome decodes");
+            assert_eq!(welcome_key(&again), welcome_key(&welcome));
+        }
+        other => panic!("no fuzz target {other}"),
+    }
+    Ok(())
+}
+
+// ---- the annotated hex format ----------------------------------------------
+
+/// Renders `# `-comment lines, then each section as a `## label` line and
+/// its bytes, 16 to a line.
+pub fn hex_text(comment: &[String], sections: &[(String, &[u8])]) -> String {
+    let mut out = String::new();
+    for line in comment {
+        out.push_str("# ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    for (label, bytes) in sections {
+        out.push_str(&format!("## {label} ({} B)\n", bytes.len()));
+        for chunk in bytes.chunks(16) {
+            let line: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+            out.push_str(&line.join(" "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Parses the hex format: `#` lines are comments, whitespace is ignored.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let mut digits = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        for c in line.chars().filter(|c| !c.is_whitespace()) {
+            let d = c
+                .to_digit(16)
+                .ok_or_else(|| format!("line {}: {c:?} is not a hex digit", n + 1))?;
+            digits.push(u8::try_from(d).expect("a hex digit fits a byte"));
+        }
+    }
+    if digits.len() % 2 != 0 {
+        return Err(format!("odd number of hex digits ({})", digits.len()));
+    }
+    Ok(digits.chunks_exact(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
+fn blob_note(blob: &[u8]) -> String {
+    let text = blob.strip_suffix(&[0]).unwrap_or(blob);
+    if !blob.is_empty()
+        && text
+            .iter()
+            .all(|&b| b.is_ascii_graphic() || b == b' ' || b == b'\n')
+    {
+        let s = std::str::from_utf8(text).expect("checked ASCII");
+        let nul = if text.len() < blob.len() {
+            " + NUL"
+        } else {
+            ""
+        };
+        format!("blob {} B: {:?}{nul}", blob.len(), s)
+    } else {
+        format!("blob {} B", blob.len())
+    }
+}
+
+fn hexes(values: &[u64]) -> String {
+    let v: Vec<String> = values.iter().map(|a| format!("{a:#x}")).collect();
+    format!("[{}]", v.join(", "))
+}
+
+const REGEN: &str = "Regenerate (after a deliberate wire change): VGPU_BLESS=1 cargo test -p vgpu-proto --test golden";
+
+/// A golden message and the value it must decode to.
+pub enum Sample {
+    Request(Request),
+    Response(Response),
+    Hello(Hello),
+    Welcome(Welcome),
+}
+
+pub struct Fixture {
+    /// File name under `fixtures/proto/`.
+    pub file: String,
+    /// The encoding of `sample`.
+    pub bytes: Vec<u8>,
+    /// The annotated hex text of `bytes`.
+    pub text: String,
+    pub sample: Sample,
+}
+
+impl Fixture {
+    fn new(
+        file: String,
+        comment: Vec<String>,
+        sections: Vec<(String, &[u8])>,
+        bytes: Vec<u8>,
+        sample: Sample,
+    ) -> Self {
+        let joined: Vec<u8> = sections
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect();
+        assert_eq!(
+            joined, bytes,
+            "{file}: the annotated sections must cover the encoding exactly"
+        );
+        let text = hex_text(&comment, &sections);
+        Fixture {
+            file,
+            bytes,
+            text,
+            sample,
+        }
+    }
+}
+
+fn request_fixture(op: Op) -> Fixture {
+    let req = sample_request(op);
+    let bytes = req.encode().expect("the sample request encodes");
+    let n = op.nargs();
+    let comment = vec![
+        format!(
+            "vgpu protocol v{PROTOCOL_VERSION} golden fixture: Request {} (wire id {})",
+            op.name(),
+            op as u16
+        ),
+        format!(
+            "seq={:#x} ctx={} flags={:#x} args={}",
+            req.seq,
+            req.ctx,
+            req.flags,
+            hexes(&req.args)
+        ),
+        blob_note(&req.blob),
+        REGEN.to_owned(),
+    ];
+    let head = size_of::<RequestHead>();
+    let sections = vec![
+        ("RequestHead".to_owned(), &bytes[..head]),
+        (format!("args: {n} x u64"), &bytes[head..head + 8 * n]),
+        ("blob".to_owned(), &bytes[head + 8 * n..]),
+    ];
+    let file = format!("request-{}.hex", op.name());
+    Fixture::new(file, comment, sections, bytes.clone(), Sample::Request(req))
+}
+
+fn response_fixture(file: &str, what: &str, resp: Response) -> Fixture {
+    let bytes = resp.encode().expect("the sample response encodes");
+    let n = resp.outs.len();
+    let comment = vec![
+        format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: Response, {what}"),
+        format!(
+            "status={} seq={:#x} outs={}",
+            resp.status,
+            resp.seq,
+            hexes(&resp.outs)
+        ),
+        blob_note(&resp.blob),
+        REGEN.to_owned(),
+    ];
+    let head = size_of::<ResponseHead>();
+    let sections = vec![
+        ("ResponseHead".to_owned(), &bytes[..head]),
+        (format!("outs: {n} x u64"), &bytes[head..head + 8 * n]),
+        ("blob".to_owned(), &bytes[head + 8 * n..]),
+    ];
+    Fixture::new(
+        file.to_owned(),
+        comment,
+        sections,
+        bytes.clone(),
+        Sample::Response(resp),
+    )
+}
+
+fn hello_fixture() -> Fixture {
+    let hello = sample_hello();
+    let bytes = encode_hello(&hello);
+    let mut comment = vec![
+        format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: Hello (client -> worker)"),
+        format!(
+            "schema={SCHEMA_HASH:#018x} features={:#x} pid={} uid={}",
+            hello.features, hello.pid, hello.uid
+        ),
+    ];
+    comment.extend(hello.env.iter().map(|(k, v)| format!("env {k}={v}")));
+    comment.push(REGEN.to_owned());
+    let head = size_of::<HelloHead>();
+    let sections = vec![
+        ("HelloHead".to_owned(), &bytes[..head]),
+        ("env: KEY=VALUE\\0 entries".to_owned(), &bytes[head..]),
+    ];
+    Fixture::new(
+        "hello.hex".to_owned(),
+        comment,
+        sections,
+        bytes.clone(),
+        Sample::Hello(hello),
+    )
+}
+
+fn welcome_fixture() -> Fixture {
+    let welcome = sample_welcome();
+    let bytes = encode_welcome(&welcome);
+    let mut comment = vec![
+        format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: Welcome (worker -> client)"),
+        format!(
+            "init_status={} driver_version={} features={:#x} devices={}",
+            welcome.init_status,
+            welcome.driver_version,
+            welcome.features,
+            welcome.devices.len()
+        ),
+    ];
+    for (i, d) in welcome.devices.iter().enumerate() {
+        let attrs: Vec<String> = (0..vgpu_proto::ATTR_SLOTS)
+            .filter_map(|a| d.attr(a).map(|v| format!("{a}={v}")))
+            .collect();
+        comment.push(format!(
+            "device {i}: {:?} pci {} total_mem {} attrs {}",
+            d.name_str(),
+            d.pci_bus_id_str(),
+            d.total_mem.get(),
+            attrs.join(" ")
+        ));
+    }
+    comment.push(REGEN.to_owned());
+    let mut sections = vec![("WelcomeHead".to_owned(), &bytes[..size_of::<WelcomeHead>()])];
+    for (i, d) in welcome.devices.iter().enumerate() {
+        sections.push((format!("device {i}: name"), d.name.as_bytes()));
+        sections.push((format!("device {i}: uuid"), d.uuid.as_bytes()));
+        sections.push((format!("device {i}: pci_bus_id"), d.pci_bus_id.as_bytes()));
+        sections.push((format!("device {i}: total_mem"), d.total_mem.as_bytes()));
+        sections.push((format!("device {i}: attr_valid"), d.attr_valid.as_bytes()));
+        sections.push((format!("device {i}: attrs"), d.attrs.as_bytes()));
+    }
+    Fixture::new(
+        "welcome.hex".to_owned(),
+        comment,
+        sections,
+        bytes.clone(),
+        Sample::Welcome(welcome.clone()),
+    )
+}
+
+/// Every golden fixture: one per op's request, two responses, the hello and
+/// the welcome.
+pub fn fixtures() -> Vec<Fixture> {
+    let mut all: Vec<Fixture> = Op::ALL.iter().map(|&op| request_fixture(op)).collect();
+    all.push(response_fixture(
+        "response.hex",
+        "outs and blob (reply to ModuleGetFunction)",
+        sample_response(),
+    ));
+    all.push(response_fixture(
+        "response-error.hex",
+        "error status, no outs, no blob (failed MemAlloc)",
+        sample_error_response(),
+    ));
+    all.push(hello_fixture());
+    all.push(welcome_fixture());
+    all
+}
+
+/// The text of `fixtures/proto/schema-hash.txt`.
+pub fn schema_hash_text() -> String {
+    format!(
+        "# SCHEMA_HASH of the protocol v{PROTOCOL_VERSION} op table (crates/proto/src/ops.rs, {} ops).\n\
+         # A different value is a wire break: peers built from the two tables refuse each other.\n\
+         # {REGEN}\n\
+         {SCHEMA_HASH:#018x}\n",
+        Op::ALL.len()
+    )
+}
+
+/// Parses the recorded hash: the one line that is not a comment.
+pub fn parse_schema_hash(text: &str) -> Result<u64, String> {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let line = lines.next().ok_or("no hash line")?;
+    if let Some(extra) = lines.next() {
+        return Err(format!("unexpected line {extra:?}"));
+    }
+    let hex = line
+        .strip_prefix("0x")
+        .ok_or_else(|| format!("{line:?} does not start with 0x"))?;
+    u64::from_str_radix(hex, 16).map_err(|e| format!("{line:?}: {e}"))
+}
+
+// ---- fuzz seed corpora -----------------------------------------------------
+
+/// One committed seed. `ok-*` seeds must decode, `err-*` seeds must be
+/// refused; the corpus replay test holds them to that.
+pub struct Seed {
+    pub target: &'static str,
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A seed's file name and bytes.
+type Named = (String, Vec<u8>);
+
+fn patched(mut bytes: Vec<u8>, at: usize, with: &[u8]) -> Vec<u8> {
+    bytes[at..at + with.len()].copy_from_slice(with);
+    bytes
+}
+
+fn cut(bytes: &[u8], len: usize) -> Vec<u8> {
+    bytes[..len].to_vec()
+}
+
+/// A hello head that passes magic, version and schema, followed by `env`.
+pub fn hello_with_raw_env(env: &[u8]) -> Vec<u8> {
+    let head = HelloHead {
+        magic: U32::new(HELLO_MAGIC),
+        version: U16::new(PROTOCOL_VERSION),
+        schema: U64::new(SCHEMA_HASH),
+        env_len: U32::new(u32::try_from(env.len()).expect("test env blocks are small")),
+        ..Default::default()
+    };
+    [head.as_bytes(), env].concat()
+}
+
+fn le32(v: usize) -> [u8; 4] {
+    u32::try_from(v).expect("fits u32").to_le_bytes()
+}
+
+fn le16(v: usize) -> [u8; 2] {
+    u16::try_from(v).expect("fits u16").to_le_bytes()
+}
+
+fn request_seeds() -> Vec<Named> {
+    let mut s: Vec<Named> = Op::ALL
+        .iter()
+        .map(|&op| {
+            (
+                format!("ok-{}", op.name()),
+                sample_request(op).encode().expect("encodes"),
+            )
+        })
+        .collect();
+    let alloc = sample_request(Op::MemAlloc).encode().expect("encodes");
+    let htod = sample_request(Op::MemcpyHtoD).encode().expect("encodes");
+    let free = sample_request(Op::MemFree).encode().expect("encodes");
+    let op_at = offset_of!(RequestHead, op);
+    let nargs_at = offset_of!(RequestHead, nargs);
+    let blob_at = offset_of!(RequestHead, blob_len);
+    s.push(("err-empty".into(), vec![]));
+    s.push(("err-truncated-head".into(), cut(&alloc, 20)));
+    s.push((
+        "err-truncated-args".into(),
+        cut(&alloc, size_of::<RequestHead>() + 4),
+    ));
+    s.push(("err-truncated-blob".into(), cut(&htod, htod.len() - 1)));
+    s.push(("err-bad-magic".into(), patched(alloc.clone(), 0, b"VGRS")));
+    s.push((
+        "err-unknown-op".into(),
+        patched(alloc.clone(), op_at, &9999u16.to_le_bytes()),
+    ));
+    let wrong_arity = [patched(free.clone(), nargs_at, &le16(2)), vec![0; 8]].concat();
+    s.push(("err-wrong-arity".into(), wrong_arity));
+    s.push((
+        "err-too-many-args".into(),
+        patched(free, nargs_at, &le16(MAX_ARGS + 1)),
+    ));
+    s.push((
+        "err-blob-over-bound".into(),
+        patched(alloc.clone(), blob_at, &le32(MAX_BLOB + 1)),
+    ));
+    s.push((
+        "err-blob-len-max".into(),
+        patched(alloc, blob_at, &u32::MAX.to_le_bytes()),
+    ));
+    s
+}
+
+fn response_seeds() -> Vec<Named> {
+    let ok = sample_response().encode().expect("encodes");
+    let nouts_at = offset_of!(ResponseHead, nouts);
+    let blob_at = offset_of!(ResponseHead, blob_len);
+    vec![
+        ("ok-outs-blob".into(), ok.clone()),
+        (
+            "ok-error-status".into(),
+            sample_error_response().encode().expect("encodes"),
+        ),
+        ("err-empty".into(), vec![]),
+        ("err-truncated-head".into(), cut(&ok, 12)),
+        (
+            "err-truncated-outs".into(),
+            cut(&ok, size_of::<ResponseHead>() + 3),
+        ),
+        ("err-truncated-blob".into(), cut(&ok, ok.len() - 1)),
+        ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGRQ")),
+        (
+            "err-too-many-outs".into(),
+            patched(ok.clone(), nouts_at, &le16(MAX_ARGS + 1)),
+        ),
+        (
+            "err-blob-over-bound".into(),
+            patched(ok, blob_at, &le32(MAX_BLOB + 1)),
+        ),
+    ]
+}
+
+fn hello_seeds() -> Vec<Named> {
+    let ok = encode_hello(&sample_hello());
+    let no_env = encode_hello(&Hello {
+        features: 0,
+        pid: 1,
+        uid: 0,
+        env: vec![],
+    });
+    let version_at = offset_of!(HelloHead, version);
+    let schema_at = offset_of!(HelloHead, schema);
+    let env_at = offset_of!(HelloHead, env_len);
+    vec![
+        ("ok-hello".into(), ok.clone()),
+        ("ok-no-env".into(), no_env),
+        ("err-empty".into(), vec![]),
+        ("err-truncated-head".into(), cut(&ok, 30)),
+        ("err-truncated-env".into(), cut(&ok, ok.len() - 5)),
+        ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGWE")),
+        (
+            "err-bad-version".into(),
+            patched(ok.clone(), version_at, &2u16.to_le_bytes()),
+        ),
+        (
+            "err-bad-schema".into(),
+            patched(ok.clone(), schema_at, &(!SCHEMA_HASH).to_le_bytes()),
+        ),
+        (
+            "err-env-over-bound".into(),
+            patched(ok, env_at, &le32(MAX_ENV_BYTES + 1)),
+        ),
+        (
+            "err-env-unterminated".into(),
+            hello_with_raw_env(b"CUDA_VISIBLE_DEVICES=0"),
+        ),
+        (
+            "err-env-foreign-key".into(),
+            hello_with_raw_env(b"LD_PRELOAD=/tmp/evil.so\0"),
+        ),
+        (
+            "err-env-no-equals".into(),
+            hello_with_raw_env(b"CUDA_VISIBLE_DEVICES\0"),
+        ),
+        (
+            "err-env-empty-entry".into(),
+            hello_with_raw_env(b"CUDA_VISIBLE_DEVICES=0\0\0"),
+        ),
+        (
+            "err-env-not-utf8".into(),
+            hello_with_raw_env(b"CUDA_CACHE_PATH=\xff\xfe\0"),
+        ),
+    ]
+}
+
+fn welcome_seeds() -> Vec<Named> {
+    let ok = encode_welcome(&sample_welcome());
+    let version_at = offset_of!(WelcomeHead, version);
+    let count_at = offset_of!(WelcomeHead, device_count);
+    let head = size_of::<WelcomeHead>();
+    let one_device = head + size_of::<DeviceSnapshot>();
+    vec![
+        ("ok-two-devices".into(), ok.clone()),
+        (
+            "ok-no-device".into(),
+            encode_welcome(&sample_welcome_no_device()),
+        ),
+        ("err-empty".into(), vec![]),
+        ("err-truncated-head".into(), cut(&ok, 16)),
+        ("err-truncated-device".into(), cut(&ok, one_device + 100)),
+        (
+            "err-missing-device".into(),
+            patched(ok.clone(), count_at, &le32(3)),
+        ),
+        (
+            "err-too-many-devices".into(),
+            patched(cut(&ok, head), count_at, &le32(MAX_DEVICES + 1)),
+        ),
+        ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGHI")),
+        (
+            "err-bad-version".into(),
+            patched(ok, version_at, &0u16.to_le_bytes()),
+        ),
+    ]
+}
+
+/// Every committed seed of every target.
+pub fn corpus_seeds() -> Vec<Seed> {
+    let per_target = [
+        ("request", request_seeds()),
+        ("response", response_seeds()),
+        ("hello", hello_seeds()),
+        ("welcome", welcome_seeds()),
+    ];
+    per_target
+        .into_iter()
+        .flat_map(|(target, seeds)| {
+            seeds.into_iter().map(move |(name, bytes)| Seed {
+                target,
+                name,
+                bytes,
+            })
+        })
+        .collect()
+}
