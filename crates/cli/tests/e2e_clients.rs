@@ -1,0 +1,77 @@
+//! Real clients in other languages: the Python ctypes and C smoke programs
+//! of `tests/python` and `tests/c`, run against the client library, a real
+//! mediator and the simulated device.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::Harness;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The summary line of the smoke programs, `N checks, 0 failed`, with N > 0.
+fn assert_all_checks_passed(out: &common::Output) {
+    let summary = out
+        .stdout
+        .lines()
+        .find(|l| l.ends_with(" failed") && l.contains(" checks, "))
+        .unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    let (checks, failed) = summary
+        .split_once(" checks, ")
+        .expect("summary shape `N checks, M failed`");
+    let checks: u32 = checks.parse().expect("check count");
+    assert!(checks > 50, "only {checks} checks ran:\n{out}");
+    assert_eq!(failed, "0 failed", "{out}");
+    assert!(!out.stdout.contains("\nFAIL"), "{out}");
+}
+
+#[test]
+fn python_ctypes_smoke() {
+    let h = Harness::start();
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/ctypes_smoke.py"));
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok load libcuda.so.1")
+        .assert_line("ok init")
+        .assert_line("ok primary_ctx_retain")
+        .assert_line("ok memcpy_round_trip")
+        .assert_line("ok mem_free_twice")
+        .assert_line("ok stream_round_trip")
+        .assert_line("ok stream_synchronize_destroyed")
+        .assert_line("ok launch_result");
+    assert_all_checks_passed(&out);
+}
+
+#[test]
+fn c_driver_smoke() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = dir.path().join("driver_smoke");
+    let cc = Command::new("cc")
+        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(repo_root().join("tests/c/driver_smoke.c"))
+        .arg("-ldl")
+        .output()
+        .expect("cc must be installed (CI installs gcc)");
+    assert!(
+        cc.status.success(),
+        "cc driver_smoke.c failed:\n{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok load libcuda.so.1")
+        .assert_line("ok init")
+        .assert_line("ok memcpy_round_trip")
+        .assert_line("ok memcpy_htod_beyond_allocation")
+        .assert_line("ok stream_ordered_result")
+        .assert_line("ok launch_result")
+        .assert_line("ok mem_alloc_without_context");
+    assert_all_checks_passed(&out);
+}
