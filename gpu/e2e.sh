@@ -110,6 +110,25 @@ if [[ ! -x $vector_add ]]; then
 fi
 run_pair vector_add_driver "$vector_add" -n 1048576
 
+# (a2) nvcc-built: the same program compiled by nvcc, loading a cubin (ELF) and
+# a fatbin that nvcc compiled from gpu/vector_add.cu.
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    arch=${VGPU_E2E_ARCH:-sm_90}
+    if "$NVCC" -O2 -o "$WORK/vector_add_nvcc" gpu/vector_add_driver.c -ldl &&
+        "$NVCC" -cubin -arch="$arch" -o "$WORK/vector_add.cubin" gpu/vector_add.cu &&
+        "$NVCC" -fatbin -arch="$arch" -o "$WORK/vector_add.fatbin" gpu/vector_add.cu; then
+        run_pair vector_add_nvcc_cubin "$WORK/vector_add_nvcc" -n 1048576 -m "$WORK/vector_add.cubin"
+        run_pair vector_add_nvcc_fatbin "$WORK/vector_add_nvcc" -n 1048576 -m "$WORK/vector_add.fatbin"
+    else
+        results+=("FAIL nvcc: could not build the nvcc programs")
+        failed=1
+    fi
+else
+    results+=("FAIL nvcc: nvcc not found")
+    failed=1
+fi
+
 # (b) cuda-python (cuda.bindings.driver + NVRTC).
 run_pair driver_api python3 gpu/driver_api.py
 

@@ -42,7 +42,23 @@ macro_rules! define_exports {
                 })
             }
         )*
+
+        /// Every export by name, sorted as the ABI table is: what
+        /// `cuGetProcAddress` hands out.
+        pub static BY_NAME: &[(&str, unsafe extern "C" fn())] = &[$(
+            (
+                stringify!($name),
+                // SAFETY: only the pointer's type changes; callers cast it back
+                // to the entry point's real prototype before calling it.
+                unsafe { std::mem::transmute::<unsafe extern "C" fn($($ty),*) -> $ret, unsafe extern "C" fn()>($name) },
+            ),
+        )*];
     };
 }
 
 vgpu_abi::cuda_exports!(define_exports);
+
+/// The address of export `name`.
+pub fn address(name: &str) -> Option<unsafe extern "C" fn()> {
+    BY_NAME.binary_search_by(|(n, _)| n.cmp(&name)).ok().map(|i| BY_NAME[i].1)
+}

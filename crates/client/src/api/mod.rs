@@ -7,6 +7,7 @@ mod errors;
 mod init;
 mod memory;
 mod module;
+mod procaddr;
 mod stream;
 
 use vgpu_abi::types::*;
@@ -33,6 +34,8 @@ implement! {
     cuDriverGetVersion(v) => init::driver_version(v);
     cuGetErrorName(e, s) => errors::get_name(e, s);
     cuGetErrorString(e, s) => errors::get_string(e, s);
+    cuGetProcAddress(sym, pfn, v, flags) => procaddr::get(sym, pfn, v, flags, None);
+    cuGetProcAddress_v2(sym, pfn, v, flags, st) => procaddr::get(sym, pfn, v, flags, Some(st));
 
     cuDeviceGet(d, ordinal) => device::get(d, ordinal);
     cuDeviceGetCount(n) => device::count(n);
