@@ -25,6 +25,8 @@ pub struct DriverPlan {
     pub description: String,
     /// A few words for the verdict: where the calls ran.
     pub short: String,
+    /// True for the simulated device.
+    pub simulated: bool,
 }
 
 fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverPlan, CliError> {
@@ -48,6 +50,7 @@ fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverP
             sim.display()
         ),
         short: "the SIMULATED device (not a GPU)".into(),
+        simulated: true,
     })
 }
 
@@ -61,6 +64,7 @@ fn driver_plan_for(path: &Path) -> Result<DriverPlan, CliError> {
             args: vec!["--driver".into(), p.clone().into()],
             description: format!("NVIDIA driver {}", p.display()),
             short: "the GPU, through the NVIDIA driver".into(),
+            simulated: false,
         }),
         Candidate::Vgpu(p) => Err(CliError::Check(format!(
             "{} is vgpu's own client library, not a driver",
