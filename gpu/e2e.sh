@@ -129,6 +129,9 @@ else
     failed=1
 fi
 
+# (c) cuGetErrorName/String: vgpu's local table against the driver's.
+run_pair error_strings python3 gpu/error_strings.py
+
 # (b) cuda-python (cuda.bindings.driver + NVRTC).
 run_pair driver_api python3 gpu/driver_api.py
 
