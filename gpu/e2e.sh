@@ -7,9 +7,10 @@
 #
 #   OUT=/some/folder gpu/e2e.sh        (OUT defaults to ./e2e-out)
 #
-# It prints PASS or FAIL per program and leaves at most 8 files in $OUT:
-# summary.txt, status.log, mediator.log, vgpu_demo.log and one <name>.log per
-# program (native and vgpu stdout and stderr, and their diff). The vgpu run
+# It prints PASS or FAIL per program and leaves in $OUT: summary.txt (with the
+# output of `vgpu status`), mediator.log, vgpu_demo.log and one <name>.log per
+# program (native and vgpu stdout and stderr, and their diff). Keep the total
+# at 8 files or fewer: the GPU runner brings back no more. The vgpu run
 # must also show that libvgpu-cuda.so was the libcuda the process mapped.
 # Exit: 0 all passed, 1 a program failed, 2 set-up failed.
 #
@@ -54,7 +55,7 @@ if [[ ! -S $SOCK ]]; then
     die "the mediator did not open $SOCK within 10 s"
 fi
 echo "listening on unix:$SOCK (pid $MEDIATOR)"
-"$DIST/bin/vgpu" status --mediator "unix:$SOCK" --lib-dir "$DIST/lib" | tee "$OUT/status.log"
+"$DIST/bin/vgpu" status --mediator "unix:$SOCK" --lib-dir "$DIST/lib" | tee "$WORK/status.log"
 
 results=()
 failed=0
@@ -151,4 +152,5 @@ grep -i 'driver loaded\|error\|panic' "$OUT/mediator.log" | head -20
 
 echo "== summary"
 printf '%s\n' "${results[@]}" | tee "$OUT/summary.txt"
+{ echo "--- vgpu status ---"; cat "$WORK/status.log"; } >>"$OUT/summary.txt"
 exit "$failed"
