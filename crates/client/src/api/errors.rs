@@ -50,7 +50,7 @@ const TABLE: &[(u32, &CStr, &CStr)] = &[
     (223, c"CUDA_ERROR_JIT_COMPILATION_DISABLED", c"PTX JIT compilation was disabled"),
     (224, c"CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY", c"the provided execution affinity is not supported"),
     (225, c"CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC", c"the provided PTX contains unsupported call to cudaDeviceSynchronize"),
-    (226, c"CUDA_ERROR_CONTAINED", c"an exception occurred on the device that is now contained by the GPU's error containment capability"),
+    (226, c"CUDA_ERROR_CONTAINED", c"Invalid access of peer GPU memory over nvlink or a hardware error"),
     (300, c"CUDA_ERROR_INVALID_SOURCE", c"device kernel image is invalid"),
     (301, c"CUDA_ERROR_FILE_NOT_FOUND", c"file not found"),
     (302, c"CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", c"shared object symbol not found"),
@@ -110,7 +110,7 @@ const TABLE: &[(u32, &CStr, &CStr)] = &[
     (913, c"CUDA_ERROR_FUNCTION_NOT_LOADED", c"the function handle is not loaded when calling an API that requires a loaded function"),
     (914, c"CUDA_ERROR_INVALID_RESOURCE_TYPE", c"one or more resources passed in are not valid resource types for the operation"),
     (915, c"CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", c"one or more resources are insufficient or non-applicable for the operation"),
-    (916, c"CUDA_ERROR_KEY_ROTATION", c"an error was encountered during key rotation"),
+    (916, c"CUDA_ERROR_KEY_ROTATION", c"an error happened during the key rotation sequence"),
     (999, c"CUDA_ERROR_UNKNOWN", c"unknown error"),
 ];
 
