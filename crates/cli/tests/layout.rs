@@ -20,11 +20,14 @@ fn touch(p: &Path) {
     fs::write(p, b"placeholder").expect("write");
 }
 
-/// Copies the `vgpu` binary under test to `dest` (the layout is found
-/// relative to the executable).
+/// Puts the `vgpu` binary under test at `dest` (the layout is found relative
+/// to the executable): a hard link where possible, else a copy.
 fn install_vgpu(dest: &Path) {
     fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
-    fs::copy(env!("CARGO_BIN_EXE_vgpu"), dest).expect("copy vgpu");
+    let src = env!("CARGO_BIN_EXE_vgpu");
+    if fs::hard_link(src, dest).is_err() {
+        fs::copy(src, dest).expect("copy vgpu");
+    }
 }
 
 #[test]
@@ -162,13 +165,24 @@ fn private_root_refuses_a_planted_link() {
 }
 
 fn run_vgpu(vgpu: &Path, tmp: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(vgpu)
-        .args(args)
-        .env("TMPDIR", tmp)
-        .env("LD_LIBRARY_PATH", "/previous/path")
-        .env_remove("VGPU_MEDIATOR")
-        .output()
-        .expect("vgpu runs");
+    let mut tries = 0;
+    let out = loop {
+        let out = Command::new(vgpu)
+            .args(args)
+            .env("TMPDIR", tmp)
+            .env("LD_LIBRARY_PATH", "/previous/path")
+            .env_remove("VGPU_MEDIATOR")
+            .output();
+        match out {
+            // A freshly copied binary is "busy" while a child forked by a
+            // concurrent test still holds the copy's write descriptor.
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.expect("vgpu runs"),
+        }
+    };
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
