@@ -43,7 +43,10 @@ fn init_logging(args: &vgpu_mediator::config::ServeArgs) -> std::io::Result<()> 
                 .with_writer(std::sync::Mutex::new(file))
                 .init();
         }
-        None => builder.with_writer(std::io::stderr).init(),
+        None => {
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            builder.with_ansi(ansi).with_writer(std::io::stderr).init()
+        }
     }
     Ok(())
 }

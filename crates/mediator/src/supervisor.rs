@@ -17,6 +17,15 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         std::fs::create_dir_all(dir)?;
     }
     let listener = Listener::bind(path)?;
+    let signals = shutdown_signals();
+    // Block them in every thread; one thread waits for them. Workers get the
+    // default mask back before exec (see `spawn_worker`).
+    // SAFETY: `signals` is an initialised set; the old mask is not needed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
+    let socket = path.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || wait_for_shutdown(signals, &socket))?;
     tracing::info!(
         listen = %addr,
         driver = %args.driver,
@@ -58,6 +67,15 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
         cmd.arg("--log").arg(log);
     }
     cmd.arg("worker").arg("--fd").arg(fd.to_string());
+    // SAFETY: the closure only calls sigprocmask-family functions, which are
+    // async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let signals = shutdown_signals();
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+            Ok(())
+        });
+    }
     let child = cmd.spawn()?;
     drop(conn);
     Ok(child.id())
@@ -77,5 +95,32 @@ fn reap_workers() {
             }
             _ => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
+    }
+}
+
+/// SIGTERM and SIGINT: the supervisor's shutdown requests.
+fn shutdown_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the zeroed set; sigaddset adds valid signals.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        set
+    }
+}
+
+/// Waits for a shutdown signal, removes the socket and exits 0. Workers are
+/// separate processes and keep serving their sessions.
+fn wait_for_shutdown(signals: libc::sigset_t, socket: &Path) {
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `signals` is initialised and blocked in every thread; `sig` is a live local.
+    if unsafe { libc::sigwait(&signals, &mut sig) } == 0 {
+        tracing::info!(
+            signal = sig,
+            "shutting down; live sessions keep their workers"
+        );
+        let _ = std::fs::remove_file(socket);
+        std::process::exit(0);
     }
 }
