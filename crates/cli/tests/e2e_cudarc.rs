@@ -101,7 +101,7 @@ impl Alloc {
         }
     }
 
-    fn from_host<T: DeviceRepr + ValidAsZeroBits>(
+    fn copy_of<T: DeviceRepr + ValidAsZeroBits>(
         self,
         stream: &Arc<CudaStream>,
         host: &[T],
@@ -180,8 +180,8 @@ fn safe_api_child(alloc: Alloc) {
 fn run_kernels(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, alloc: Alloc) {
     let x_host: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
     let y_host: Vec<f32> = (0..N).map(|i| 1000.0 - i as f32).collect();
-    let x = alloc.from_host(stream, &x_host);
-    let mut y = alloc.from_host(stream, &y_host);
+    let x = alloc.copy_of(stream, &x_host);
+    let mut y = alloc.copy_of(stream, &y_host);
     assert_eq!(stream.clone_dtoh(&x).expect("dtoh x"), x_host);
 
     let module = ctx

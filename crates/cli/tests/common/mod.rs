@@ -255,6 +255,18 @@ pub fn sigkill(pid: u32) {
     }
 }
 
+/// A line of a re-executed test binary without libtest's `test NAME ... `
+/// prefix (the child's first output line shares the line with it).
+pub fn strip_libtest(line: &str) -> &str {
+    match line
+        .strip_prefix("test ")
+        .and_then(|r| r.split_once(" ... "))
+    {
+        Some((_, rest)) => rest,
+        None => line,
+    }
+}
+
 /// What a finished child left behind.
 #[derive(Debug)]
 pub struct Output {
@@ -280,7 +292,7 @@ impl Output {
     #[track_caller]
     pub fn assert_line(&self, line: &str) -> &Output {
         assert!(
-            self.stdout.lines().any(|l| l.trim() == line),
+            self.stdout.lines().any(|l| strip_libtest(l).trim() == line),
             "no line {line:?} in the child's output:\n{self}"
         );
         self
@@ -379,7 +391,9 @@ impl Running {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(line) if strip_libtest(&line).starts_with(prefix) => {
+                    return strip_libtest(&line).to_string()
+                }
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = self.child.kill();
@@ -548,12 +562,18 @@ impl Harness {
     }
 
     /// This test binary re-executed as a client child that runs only
-    /// `test` (`--exact TEST --nocapture`) with [`CHILD_ENV`] set.
+    /// `test` (`--exact TEST --nocapture --include-ignored`) with [`CHILD_ENV`] set.
     pub fn self_test(&self, test: &str) -> Command {
         let exe = std::env::current_exe().expect("current_exe");
         let mut cmd = self.command(exe);
-        cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, "1");
+        cmd.args([
+            "--exact",
+            test,
+            "--nocapture",
+            "--include-ignored",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1");
         cmd
     }
 
@@ -608,7 +628,7 @@ pub mod cu {
     /// One bad-input case: a name, what the call returned, what the real
     /// driver returns.
     pub struct Case {
-        pub name: &'static str,
+        pub name: String,
         pub got: u32,
         pub want: u32,
     }
@@ -618,7 +638,8 @@ pub mod cu {
     pub struct Cases(Vec<Case>);
 
     impl Cases {
-        pub fn add(&mut self, name: &'static str, got: sys::CUresult, want: u32) {
+        pub fn add(&mut self, name: impl Into<String>, got: sys::CUresult, want: u32) {
+            let name = name.into();
             println!("case {name}: got {} ({got:?}) want {want}", code(got));
             self.0.push(Case {
                 name,
