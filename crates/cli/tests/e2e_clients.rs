@@ -75,3 +75,20 @@ fn c_driver_smoke() {
         .assert_line("ok mem_alloc_without_context");
     assert_all_checks_passed(&out);
 }
+
+#[test]
+fn python_ctypes_sixteen_threads() {
+    let h = Harness::start();
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/threads_stress.py"))
+        .args(["16", "200"]);
+    let out = common::run(cmd, std::time::Duration::from_secs(300));
+    out.assert_success();
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("threads ok: 16 threads x 200 iterations")),
+        "{out}"
+    );
+    println!("{}", out.stdout);
+}

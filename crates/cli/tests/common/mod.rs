@@ -176,12 +176,38 @@ impl Mediator {
             .collect()
     }
 
+    /// The supervisor's live child processes (its workers), from
+    /// `/proc/PID/task/*/children`.
+    pub fn child_pids(&self) -> Vec<u32> {
+        let pid = self.pid();
+        let mut kids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|s| {
+                s.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect();
+        kids.sort_unstable();
+        kids
+    }
+
     /// Waits until the log names at least `n` workers; returns the `n`-th.
+    /// Without such log lines, the `n`-th child process of the supervisor
+    /// stands in (in pid order).
     pub fn wait_worker(&self, n: usize, timeout: Duration) -> u32 {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(&pid) = self.worker_pids().get(n - 1) {
                 return pid;
+            }
+            if self.worker_pids().is_empty() {
+                if let Some(&pid) = self.child_pids().get(n - 1) {
+                    return pid;
+                }
             }
             assert!(
                 Instant::now() < deadline,
