@@ -28,8 +28,23 @@ pub struct Objects {
     pub functions: HashMap<u64, FunctionInfo>,
     /// (module, name) → function id, so repeated look-ups return one handle.
     pub function_names: HashMap<(u64, Vec<u8>), u64>,
+    /// (kernel, context) → function id, for `cuKernelGetFunction`.
+    pub kernel_functions: HashMap<(u64, u64), u64>,
     /// Device ranges this session handed out: base → size.
     pub device_ranges: BTreeMap<u64, u64>,
+    /// Shared pinned host memory: client address → allocation.
+    pub host: BTreeMap<u64, HostInfo>,
+}
+
+/// Pinned host memory shared with the worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostInfo {
+    pub len: u64,
+    /// Where the worker mapped the same pages.
+    pub worker: u64,
+    /// The pages' device pointer.
+    pub dptr: u64,
+    pub flags: u32,
 }
 
 impl Objects {
@@ -41,10 +56,19 @@ impl Objects {
             .is_some_and(|(&base, &size)| ptr - base < size)
     }
 
+    /// The shared pinned allocation holding `[p, p + len)`: (its client base, info).
+    pub fn host_range(&self, p: u64, len: u64) -> Option<(u64, HostInfo)> {
+        let (&base, &info) = self.host.range(..=p).next_back()?;
+        let end = p.checked_add(len)?;
+        (end <= base + info.len).then_some((base, info))
+    }
+
     /// Forgets a module's functions.
     pub fn forget_module(&mut self, module: u64) {
         self.functions.retain(|_, f| f.module != module);
         self.function_names.retain(|(m, _), _| *m != module);
+        let functions = &self.functions;
+        self.kernel_functions.retain(|(k, _), _| functions.contains_key(k));
     }
 }
 

@@ -7,12 +7,13 @@
 //! connection. A blocking call on one thread therefore never stalls another.
 
 use std::cell::RefCell;
+use std::os::fd::OwnedFd;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use vgpu_proto::{features, read_response_head, write_request, DeviceSnapshot, Hello, Op, Welcome};
-use vgpu_transport::{Address, Channel};
+use vgpu_transport::Channel;
 
 use crate::config::Config;
 use crate::edge::{CuError, CuResult};
@@ -65,6 +66,7 @@ pub enum Kind {
     Event = 0xC3,
     Module = 0xC4,
     Function = 0xC5,
+    Library = 0xC6,
 }
 
 impl Runtime {
@@ -98,10 +100,7 @@ impl Runtime {
         }
         let serial = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = Session::connect(&self.config, epoch, serial).map_err(|e| {
-            crate::log::line(format_args!(
-                "cuInit: cannot reach the mediator at {}: {e}",
-                self.config.mediator
-            ));
+            crate::log::line(format_args!("cuInit: {e}"));
             CuError::NO_DEVICE
         })?;
         let status = session.init_status;
@@ -126,9 +125,12 @@ pub struct Session {
 /// Errors while setting up a session.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    /// The mediator address could not be used.
+    /// No usable mediator address was found.
     #[error("{0}")]
-    Transport(#[from] vgpu_transport::TransportError),
+    Discovery(#[from] crate::discovery::DiscoveryError),
+    /// Nothing answered at the address.
+    #[error("cannot reach the mediator at {0}: {1}")]
+    Transport(String, vgpu_transport::TransportError),
     /// The handshake failed.
     #[error("handshake: {0}")]
     Proto(#[from] vgpu_proto::ProtoError),
@@ -136,8 +138,9 @@ pub enum ConnectError {
 
 impl Session {
     fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
-        let Address::Unix(path) = cfg.mediator.parse::<Address>()?;
-        let mut control = Channel::connect(&path)?;
+        let found = crate::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
+        let mut control = Channel::connect(found.unix_path()?)
+            .map_err(|e| ConnectError::Transport(found.to_string(), e))?;
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let hello = Hello {
@@ -149,8 +152,7 @@ impl Session {
         hello.write(&mut control)?;
         let welcome = Welcome::read(&mut control)?;
         crate::log::line(format_args!(
-            "session {serial} connected to {}: driver {}, {} device(s), cuInit status {}",
-            cfg.mediator,
+            "session {serial} connected to {found}: driver {}, {} device(s), cuInit status {}",
             welcome.driver_version,
             welcome.devices.len(),
             welcome.init_status
@@ -224,7 +226,27 @@ impl Session {
         op: Op,
         args: &[u64],
         blob: &[u8],
+        sink: Option<&mut [u8]>,
+    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
+        self.exchange(ctx, op, args, blob, sink, None)
+    }
+
+    /// A call whose successful reply is followed by a descriptor (SCM_RIGHTS).
+    pub fn call_fd(&self, op: Op, args: &[u64]) -> CuResult<(Vec<u64>, OwnedFd)> {
+        let mut fd = None;
+        let (outs, _) =
+            self.exchange(crate::context::current(), op, args, &[], None, Some(&mut fd))?;
+        Ok((outs, fd.ok_or(CuError::UNKNOWN)?))
+    }
+
+    fn exchange(
+        &self,
+        ctx: u64,
+        op: Op,
+        args: &[u64],
+        blob: &[u8],
         mut sink: Option<&mut [u8]>,
+        mut fd_out: Option<&mut Option<OwnedFd>>,
     ) -> CuResult<(Vec<u64>, Vec<u8>)> {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
@@ -251,6 +273,9 @@ impl Session {
                 }
             }
             crate::edge::check(head.status.get())?;
+            if let Some(slot) = fd_out.as_deref_mut() {
+                *slot = Some(ch.recv_fd().map_err(|e| self.fail(op.name(), e))?);
+            }
             Ok((outs, owned))
         };
         let on_thread = LANE.try_with(|cell| -> CuResult<(Vec<u64>, Vec<u8>)> {

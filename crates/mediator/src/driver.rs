@@ -17,6 +17,21 @@ pub type Handle = *mut c_void;
 /// `CUdeviceptr`.
 pub type DevPtr = u64;
 
+/// `CUlaunchConfig`, as the driver reads it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct LaunchConfig {
+    pub grid: [c_uint; 3],
+    pub block: [c_uint; 3],
+    pub shared_mem_bytes: c_uint,
+    pub stream: Handle,
+    pub attrs: *mut u8,
+    pub num_attrs: c_uint,
+}
+
+/// Size of one `CUlaunchAttribute`: id, padding, and a 64-byte value union.
+pub const LAUNCH_ATTRIBUTE_SIZE: usize = 72;
+
 /// The symbol every build of the vgpu client exports and no driver does.
 pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
 
@@ -116,6 +131,27 @@ driver_table! {
     module_get_global = "cuModuleGetGlobal_v2": fn(*mut DevPtr, *mut usize, Handle, *const c_char);
     func_get_param_info = "cuFuncGetParamInfo": fn(Handle, usize, *mut usize, *mut usize);
     launch_kernel = "cuLaunchKernel": fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
+    launch_kernel_ex = "cuLaunchKernelEx": fn(*const LaunchConfig, Handle, *mut *mut c_void, *mut *mut c_void);
+
+    library_load_data = "cuLibraryLoadData": fn(*mut Handle, *const c_void, *mut c_int, *mut *mut c_void, c_uint, *mut c_int, *mut *mut c_void, c_uint);
+    library_unload = "cuLibraryUnload": fn(Handle);
+    library_get_kernel = "cuLibraryGetKernel": fn(*mut Handle, Handle, *const c_char);
+    library_get_global = "cuLibraryGetGlobal": fn(*mut DevPtr, *mut usize, Handle, *const c_char);
+    library_get_module = "cuLibraryGetModule": fn(*mut Handle, Handle);
+    kernel_get_function = "cuKernelGetFunction": fn(*mut Handle, Handle);
+    kernel_get_param_info = "cuKernelGetParamInfo": fn(Handle, usize, *mut usize, *mut usize);
+    kernel_get_attribute = "cuKernelGetAttribute": fn(*mut c_int, c_int, Handle, c_int);
+    kernel_set_attribute = "cuKernelSetAttribute": fn(c_int, c_int, Handle, c_int);
+    func_get_attribute = "cuFuncGetAttribute": fn(*mut c_int, c_int, Handle);
+    func_set_attribute = "cuFuncSetAttribute": fn(Handle, c_int, c_int);
+    occupancy_max_active_blocks = "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": fn(*mut c_int, Handle, c_int, usize, c_uint);
+    occupancy_available_dynamic_smem = "cuOccupancyAvailableDynamicSMemPerBlock": fn(*mut usize, Handle, c_int, c_int);
+    occupancy_max_active_clusters = "cuOccupancyMaxActiveClusters": fn(*mut c_int, Handle, *const LaunchConfig);
+    stream_is_capturing = "cuStreamIsCapturing": fn(Handle, *mut c_int);
+    module_get_loading_mode = "cuModuleGetLoadingMode": fn(*mut c_int);
+    mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
+    mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
+    mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut DevPtr, *mut c_void, c_uint);
 }
 
 impl Driver {

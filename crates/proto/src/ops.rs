@@ -154,6 +154,55 @@ wire_ops! {
     /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream) + packed
     /// parameter blob → ()
     LaunchKernel = 74, args = 9;
+
+    /// (library_id, JIT option count, library option count) + blob of JIT
+    /// options then library options (16 bytes each, as for ModuleLoadData)
+    /// then the image → blob as for ModuleLoadData.
+    LibraryLoadData = 80, args = 3;
+    /// (library) → ()
+    LibraryUnload = 81, args = 1;
+    /// (library, kernel_id) + name blob → (parameter count) + layout blob, as
+    /// for ModuleGetFunction. A kernel id is launchable like a function id.
+    LibraryGetKernel = 82, args = 2;
+    /// (library) + name blob → (dptr, bytes)
+    LibraryGetGlobal = 83, args = 1;
+    /// (library, module_id) → ()
+    LibraryGetModule = 84, args = 2;
+    /// (kernel, function_id) → (parameter count) + layout blob.
+    KernelGetFunction = 85, args = 2;
+    /// (function, attribute) → (value)
+    FuncGetAttribute = 86, args = 2;
+    /// (function, attribute, value) → ()
+    FuncSetAttribute = 87, args = 3;
+    /// (kernel, attribute, device) → (value)
+    KernelGetAttribute = 88, args = 3;
+    /// (kernel, attribute, value, device) → ()
+    KernelSetAttribute = 89, args = 4;
+    /// (function, block size, dynamic shared bytes, flags) → (blocks)
+    OccupancyMaxActiveBlocks = 90, args = 4;
+    /// (function, blocks, block size) → (bytes)
+    OccupancyAvailableDynamicSMem = 91, args = 3;
+    /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream, attribute
+    /// count) + blob of `CUlaunchAttribute`s → (clusters)
+    OccupancyMaxActiveClusters = 92, args = 10;
+    /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream, attribute
+    /// count) + blob of `CUlaunchAttribute`s then the packed parameters → ()
+    LaunchKernelEx = 93, args = 10;
+    /// (stream) → (capture status)
+    StreamIsCapturing = 94, args = 1;
+    /// () → (loading mode)
+    ModuleGetLoadingMode = 95, args = 0;
+    /// (bytes, flags) → (address, device pointer); the reply is followed by
+    /// one byte carrying the shared memory's fd (SCM_RIGHTS). The worker has
+    /// mapped and registered the pages; the client maps the same pages at
+    /// the same address when it can.
+    MemHostAlloc = 96, args = 2;
+    /// (address) → ()
+    MemFreeHost = 97, args = 1;
+    /// (dst, host address in shared pinned memory, bytes, stream, async) → ()
+    MemcpyHtoDShared = 98, args = 5;
+    /// (host address in shared pinned memory, src, bytes, stream, async) → ()
+    MemcpyDtoHShared = 99, args = 5;
 }
 
 #[cfg(test)]

@@ -116,9 +116,14 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
         return Ok(());
     }
     non_null(src)?;
+    let (stream, is_async) = sync.wire();
+    if let Some(worker) = super::host::shared(src, n) {
+        // Pinned memory the worker maps too: no bytes on the socket.
+        s.call(Op::MemcpyHtoDShared, &[dst, worker, n as u64, stream, is_async], &[], None)?;
+        return sync.finish(&s);
+    }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
-    let (stream, is_async) = sync.wire();
     for (i, chunk) in data.chunks(CHUNK).enumerate() {
         let at = dst
             .checked_add((i * CHUNK) as u64)
@@ -138,10 +143,15 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         return Ok(());
     }
     non_null(dst)?;
+    let (stream, is_async) = sync.wire();
+    if let Some(worker) = super::host::shared(dst, n) {
+        // Pinned memory the worker maps too: no bytes on the socket.
+        s.call(Op::MemcpyDtoHShared, &[worker, src, n as u64, stream, is_async], &[], None)?;
+        return sync.finish(&s);
+    }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
-    let (stream, is_async) = sync.wire();
     for (i, chunk) in out.chunks_mut(CHUNK).enumerate() {
         let at = src
             .checked_add((i * CHUNK) as u64)

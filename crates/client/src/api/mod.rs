@@ -4,13 +4,17 @@
 mod context;
 mod device;
 mod errors;
+mod host;
 mod init;
+mod library;
 mod memory;
 mod module;
+mod options;
 mod procaddr;
 mod stream;
 
 use vgpu_abi::types::*;
+use vgpu_proto::Op;
 
 /// `implement! { cuX(a, b) => area::x(a, b); }` gives `exports::cuX::Probe`
 /// its inherent `call`, which takes precedence over the not-supported fallback.
@@ -132,7 +136,38 @@ implement! {
     cuModuleLoadDataEx(m, image, n, opts, vals) => module::load_data(m, image, n, opts, vals);
     cuModuleUnload(m) => module::unload(m);
     cuModuleGetFunction(f, m, name) => module::get_function(f, m, name);
-    cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, m, name);
+    cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, module::module_id(m), name, Op::ModuleGetGlobal);
+    cuModuleGetLoadingMode(mode) => library::loading_mode(mode);
+
+    cuLibraryLoadData(l, code, jk, jv, nj, lk, lv, nl) => library::load_data(l, code, jk, jv, nj, lk, lv, nl);
+    cuLibraryUnload(l) => library::unload(l);
+    cuLibraryGetKernel(k, l, name) => library::get_kernel(k, l, name);
+    cuLibraryGetModule(m, l) => library::get_module(m, l);
+    cuLibraryGetGlobal(dptr, bytes, l, name) => module::get_global(dptr, bytes, l as usize as u64, name, Op::LibraryGetGlobal);
+    cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
+    cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
+    cuKernelGetAttribute(pi, attr, k, dev) => library::kernel_get_attribute(pi, attr, k, dev);
+    cuKernelSetAttribute(attr, v, k, dev) => library::kernel_set_attribute(attr, v, k, dev);
+    cuFuncGetAttribute(pi, attr, f) => library::func_get_attribute(pi, attr, f);
+    cuFuncSetAttribute(f, attr, v) => library::func_set_attribute(f, attr, v);
+    cuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, block, smem) => library::occupancy_blocks(n, f, block, smem, 0);
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, f, block, smem, flags) => library::occupancy_blocks(n, f, block, smem, flags);
+    cuOccupancyAvailableDynamicSMemPerBlock(out, f, blocks, block) => library::occupancy_dynamic_smem(out, f, blocks, block);
+    cuOccupancyMaxActiveClusters(n, f, config) => library::occupancy_clusters(n, f, config);
+    cuLaunchKernelEx(config, f, params, extra) => library::launch_ex(config, f, params, extra, stream::id);
+    cuLaunchKernelEx_ptsz(config, f, params, extra) => library::launch_ex(config, f, params, extra, stream::id_ptsz);
+    cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
+        library::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id);
+    cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
+        library::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id_ptsz);
+    cuStreamIsCapturing(s, st) => library::is_capturing(stream::id(s), st);
+    cuStreamIsCapturing_ptsz(s, st) => library::is_capturing(stream::id_ptsz(s), st);
+
+    cuMemHostAlloc(pp, len, flags) => host::alloc(pp, len, flags);
+    cuMemAllocHost_v2(pp, len) => host::alloc(pp, len, 0);
+    cuMemFreeHost(p) => host::free(p);
+    cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
+    cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
     cuFuncGetParamInfo(f, i, off, size) => module::param_info(f, i, off, size);
     cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
         module::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);

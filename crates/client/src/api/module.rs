@@ -10,22 +10,16 @@ use std::sync::Arc;
 use vgpu_abi::types::{CUdeviceptr, CUfunction, CUjit_option, CUmodule};
 use vgpu_proto::Op;
 
+use super::options;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind};
-
-const JIT_WALL_TIME: u32 = 2;
-const JIT_INFO_LOG_BUFFER: u32 = 3;
-const JIT_INFO_LOG_BUFFER_SIZE: u32 = 4;
-const JIT_ERROR_LOG_BUFFER: u32 = 5;
-const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
-const MAX_JIT_OPTIONS: usize = 64;
 
 const LAUNCH_PARAM_END: usize = 0x00;
 const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
 const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
 
-fn module_id(m: CUmodule) -> u64 {
+pub(super) fn module_id(m: CUmodule) -> u64 {
     m as usize as u64
 }
 
@@ -41,84 +35,20 @@ pub unsafe fn load_data(
     let s = runtime().session()?;
     non_null(m)?;
     let n = n as usize;
-    if n > MAX_JIT_OPTIONS || (n > 0 && (opts.is_null() || vals.is_null())) {
-        return Err(CuError::INVALID_VALUE);
-    }
     // SAFETY: the application passes `n` options and values.
-    let (opts, vals) = unsafe {
-        if n == 0 {
-            (&[][..], &mut [][..])
-        } else {
-            (
-                std::slice::from_raw_parts(opts, n),
-                std::slice::from_raw_parts_mut(vals, n),
-            )
-        }
-    };
+    let (opts, vals) = unsafe { options::slices(opts, vals, n)? };
     // SAFETY: the application passes a valid module image.
     let image = unsafe { crate::image::bytes(image)? };
+    let keys: Vec<u32> = opts.iter().map(|o| o.0).collect();
     let mut blob = Vec::with_capacity(n * 16 + image.len());
-    for (o, v) in opts.iter().zip(vals.iter()) {
-        blob.extend_from_slice(&o.0.to_le_bytes());
-        blob.extend_from_slice(&0u32.to_le_bytes());
-        blob.extend_from_slice(&(*v as u64).to_le_bytes());
-    }
+    options::encode(&mut blob, keys.iter().copied(), vals);
     blob.extend_from_slice(image);
     let id = runtime().mint(Kind::Module);
     let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64], &blob, None)?;
     // SAFETY: the option arrays are the application's, valid for `n` entries.
-    unsafe { write_back_options(opts, vals, &reply) };
+    unsafe { options::write_back(&keys, vals, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(m, wire::handle(id)) }
-}
-
-/// Copies the worker's final option values and logs into the caller's options.
-///
-/// # Safety
-/// Log buffer options must point at buffers of the sizes their size options give.
-unsafe fn write_back_options(opts: &[CUjit_option], vals: &mut [*mut c_void], reply: &[u8]) {
-    let n = opts.len();
-    if reply.len() < n * 8 {
-        return;
-    }
-    let (finals, logs) = reply.split_at(n * 8);
-    let mut logs = logs.split(|&b| b == 0);
-    let (info, error) = (logs.next().unwrap_or(&[]), logs.next().unwrap_or(&[]));
-    let size_of = |which: u32| {
-        opts.iter()
-            .position(|o| o.0 == which)
-            .map_or(0, |j| vals[j] as usize)
-    };
-    let (info_cap, error_cap) = (
-        size_of(JIT_INFO_LOG_BUFFER_SIZE),
-        size_of(JIT_ERROR_LOG_BUFFER_SIZE),
-    );
-    for (i, o) in opts.iter().enumerate() {
-        let final_value = u64::from_le_bytes(finals[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        match o.0 {
-            JIT_WALL_TIME | JIT_INFO_LOG_BUFFER_SIZE | JIT_ERROR_LOG_BUFFER_SIZE => {
-                vals[i] = wire::handle(final_value);
-            }
-            JIT_INFO_LOG_BUFFER | JIT_ERROR_LOG_BUFFER => {
-                let (text, cap) = if o.0 == JIT_INFO_LOG_BUFFER {
-                    (info, info_cap)
-                } else {
-                    (error, error_cap)
-                };
-                let buf = vals[i].cast::<u8>();
-                if buf.is_null() || cap == 0 {
-                    continue;
-                }
-                let len = text.len().min(cap - 1);
-                // SAFETY: the caller's buffer holds `cap` bytes, and `len < cap`.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(text.as_ptr(), buf, len);
-                    buf.add(len).write(0);
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 pub fn unload(m: CUmodule) -> CuResult<()> {
@@ -147,18 +77,7 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
     }
     let id = runtime().mint(Kind::Function);
     let (outs, layout) = s.call(Op::ModuleGetFunction, &[module, id], &name, None)?;
-    let count = wire::usize(outs[0]);
-    if layout.len() != count * 8 {
-        return Err(CuError::UNKNOWN);
-    }
-    let params: Arc<[(u32, u32)]> = layout
-        .chunks_exact(8)
-        .map(|c| {
-            let off = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
-            let size = u32::from_le_bytes(c[4..].try_into().expect("4 bytes"));
-            (off, size)
-        })
-        .collect();
+    let params = decode_layout(&outs, &layout)?;
     {
         let mut o = s.objects();
         o.functions.insert(id, FunctionInfo { module, params });
@@ -168,17 +87,36 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
     unsafe { write_out(f, wire::handle(id)) }
 }
 
+/// A parameter layout reply: (count) + (offset u32, size u32) pairs.
+pub(super) fn decode_layout(outs: &[u64], layout: &[u8]) -> CuResult<Arc<[(u32, u32)]>> {
+    let count = outs.first().map_or(0, |&c| wire::usize(c));
+    if layout.len() != count * 8 {
+        return Err(CuError::UNKNOWN);
+    }
+    Ok(layout
+        .chunks_exact(8)
+        .map(|c| {
+            let off = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+            let size = u32::from_le_bytes(c[4..].try_into().expect("4 bytes"));
+            (off, size)
+        })
+        .collect())
+}
+
+/// `cuModuleGetGlobal` (`op` ModuleGetGlobal, `owner` a module) and
+/// `cuLibraryGetGlobal` (`op` LibraryGetGlobal, `owner` a library).
 pub unsafe fn get_global(
     dptr: *mut CUdeviceptr,
     bytes: *mut usize,
-    m: CUmodule,
+    owner: u64,
     name: *const c_char,
+    op: Op,
 ) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(name)?;
     // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    let (outs, _) = s.call(Op::ModuleGetGlobal, &[module_id(m)], name, None)?;
+    let (outs, _) = s.call(op, &[owner], name, None)?;
     s.objects().device_ranges.insert(outs[0], outs[1]);
     // SAFETY: each pointer is written only when non-NULL, as the driver does.
     unsafe {
@@ -192,7 +130,7 @@ pub unsafe fn get_global(
     Ok(())
 }
 
-fn function(f: CUfunction) -> CuResult<FunctionInfo> {
+pub(super) fn function(f: CUfunction) -> CuResult<FunctionInfo> {
     let s = runtime().session()?;
     let info = s.objects().functions.get(&(f as usize as u64)).cloned();
     info.ok_or(CuError::INVALID_HANDLE)
@@ -223,7 +161,7 @@ pub unsafe fn param_info(
 ///
 /// # Safety
 /// `params` must hold one valid pointer per kernel parameter.
-unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
+pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
     let total = layout
         .iter()
         .map(|&(o, s)| o as usize + s as usize)
@@ -255,7 +193,7 @@ unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<
 ///
 /// # Safety
 /// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
-unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
+pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
     let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
     for i in (0..64).step_by(2) {
         // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.

@@ -10,7 +10,8 @@ use std::ptr;
 use vgpu_proto::{Op, Request, MAX_BLOB};
 
 use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
-use super::tables::{self, as_handle, Function, Owned, Range, RangeOwner, Tables};
+use super::tables::{as_handle, Owned, Range, RangeOwner, Tables};
+use super::{host, library};
 use super::Session;
 use crate::driver::{entry, DevPtr, Handle, Status};
 
@@ -19,18 +20,20 @@ use crate::driver::{entry, DevPtr, Handle, Status};
 pub struct Reply {
     pub outs: Vec<u64>,
     pub blob: Vec<u8>,
+    /// A descriptor to send after the response (SCM_RIGHTS).
+    pub fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl Reply {
-    fn outs(outs: &[u64]) -> Reply {
+    pub(super) fn outs(outs: &[u64]) -> Reply {
         Reply {
             outs: outs.to_vec(),
-            blob: Vec::new(),
+            ..Reply::default()
         }
     }
 }
 
-fn ok(st: Status) -> Result<(), Status> {
+pub(super) fn ok(st: Status) -> Result<(), Status> {
     if st == SUCCESS {
         Ok(())
     } else {
@@ -38,12 +41,12 @@ fn ok(st: Status) -> Result<(), Status> {
     }
 }
 
-fn int(v: u64) -> Result<c_int, Status> {
+pub(super) fn int(v: u64) -> Result<c_int, Status> {
     // Arguments travel as u64; signed values are sign-extended by the client.
     c_int::try_from(v as i64).map_err(|_| INVALID_VALUE)
 }
 
-fn uint(v: u64) -> Result<c_uint, Status> {
+pub(super) fn uint(v: u64) -> Result<c_uint, Status> {
     c_uint::try_from(v).map_err(|_| INVALID_VALUE)
 }
 
@@ -54,32 +57,23 @@ fn narrow(value: u64) -> (u8, u16, u32) {
     (value as u8, value as u16, value as u32)
 }
 
-fn size(v: u64) -> Result<usize, Status> {
+pub(super) fn size(v: u64) -> Result<usize, Status> {
     usize::try_from(v).map_err(|_| INVALID_VALUE)
 }
 
-fn name(blob: &[u8]) -> Result<CString, Status> {
+pub(super) fn name(blob: &[u8]) -> Result<CString, Status> {
     CString::new(blob).map_err(|_| INVALID_VALUE)
 }
 
 /// Copies `bytes` into 8-byte-aligned storage, as driver images and kernel
 /// parameter buffers expect.
-fn aligned(bytes: &[u8]) -> Vec<u64> {
+pub(super) fn aligned(bytes: &[u8]) -> Vec<u64> {
     let mut v = vec![0u64; bytes.len().div_ceil(8)];
     // SAFETY: `v` holds at least `bytes.len()` bytes and the two do not overlap.
     unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len()) };
     v
 }
 
-/// Driver options of `cuModuleLoadDataEx` whose values are log buffers or their sizes.
-const JIT_INFO_LOG_BUFFER: u32 = 3;
-const JIT_INFO_LOG_BUFFER_SIZE: u32 = 4;
-const JIT_ERROR_LOG_BUFFER: u32 = 5;
-const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
-const MAX_JIT_LOG: usize = 1 << 20;
-const MAX_JIT_OPTIONS: usize = 64;
-/// Most kernel parameters the worker asks the driver about.
-const MAX_KERNEL_PARAMS: usize = 4096;
 
 /// One lane's view of the driver's per-thread state.
 #[derive(Debug, Default)]
@@ -267,10 +261,7 @@ impl Lane {
                         entry(d.memcpy_dtoh)?(dst, src, len)
                     }
                 })?;
-                Ok(Reply {
-                    outs: Vec::new(),
-                    blob: out,
-                })
+                Ok(Reply { blob: out, ..Reply::default() })
             }
             Op::MemcpyDtoD => {
                 let (dst, src, len) = (a[0], a[1], size(a[2])?);
@@ -428,66 +419,72 @@ impl Lane {
                 Ok(Reply::outs(&[u64::from(ms.to_bits())]))
             }
 
-            Op::ModuleLoadData => self.module_load(s, req),
-            Op::ModuleUnload => {
-                let real = tables().module(a[0])?;
-                // SAFETY: `real` is a live module of this session.
-                ok(unsafe { entry(d.module_unload)?(as_handle(real)) })?;
-                tables().forget_module(a[0]);
+            Op::ModuleLoadData => library::module_load(s, req, self.current.unwrap_or(0)),
+            Op::ModuleUnload => library::module_unload(s, a[0]),
+            Op::ModuleGetFunction => library::module_get_function(s, req),
+            Op::ModuleGetGlobal => library::get_global(s, req, false),
+            Op::LaunchKernel => library::launch(s, req),
+            Op::LibraryLoadData => library::library_load(s, req, self.current.unwrap_or(0)),
+            Op::LibraryUnload => library::library_unload(s, a[0]),
+            Op::LibraryGetKernel => library::library_get_kernel(s, req),
+            Op::LibraryGetGlobal => library::get_global(s, req, true),
+            Op::LibraryGetModule => library::library_get_module(s, req, self.current.unwrap_or(0)),
+            Op::KernelGetFunction => library::kernel_get_function(s, req),
+            Op::FuncGetAttribute => library::func_get_attribute(s, a),
+            Op::FuncSetAttribute => library::func_set_attribute(s, a),
+            Op::KernelGetAttribute => library::kernel_get_attribute(s, a),
+            Op::KernelSetAttribute => library::kernel_set_attribute(s, a),
+            Op::OccupancyMaxActiveBlocks => library::occupancy_max_active_blocks(s, a),
+            Op::OccupancyAvailableDynamicSMem => library::occupancy_available_dynamic_smem(s, a),
+            Op::OccupancyMaxActiveClusters => library::occupancy_max_active_clusters(s, req),
+            Op::LaunchKernelEx => library::launch_ex(s, req),
+            Op::StreamIsCapturing => {
+                let real = tables().stream(a[0])?;
+                let mut st: c_int = 0;
+                // SAFETY: live stream or sentinel; live out-pointer.
+                ok(unsafe { entry(d.stream_is_capturing)?(as_handle(real), &mut st) })?;
+                Ok(Reply::outs(&[st as i64 as u64]))
+            }
+            Op::ModuleGetLoadingMode => {
+                let mut mode: c_int = 0;
+                // SAFETY: live out-pointer.
+                ok(unsafe { entry(d.module_get_loading_mode)?(&mut mode) })?;
+                Ok(Reply::outs(&[mode as i64 as u64]))
+            }
+            Op::MemHostAlloc => {
+                let (reply, fd) = host::alloc(s, a)?;
+                Ok(Reply { fd: Some(fd), ..reply })
+            }
+            Op::MemFreeHost => host::free(s, a[0]),
+            Op::MemcpyHtoDShared => {
+                let (dst, len) = (a[0], size(a[2])?);
+                let stream = self.checked(s, &[(dst, a[2])], a[3])?;
+                let src = host::check(s, a[1], a[2])?;
+                // SAFETY: both ranges are checked: the device range is live and
+                // the source lies in a shared pinned allocation of this session.
+                ok(unsafe {
+                    if a[4] != 0 {
+                        entry(d.memcpy_htod_async)?(dst, src, len, stream)
+                    } else {
+                        entry(d.memcpy_htod)?(dst, src, len)
+                    }
+                })?;
                 Ok(Reply::default())
             }
-            Op::ModuleGetFunction => {
-                let (module, id) = (a[0], a[1]);
-                let real_mod = tables().module(module)?;
-                Tables::fresh(&tables().functions, id)?;
-                let fname = name(&req.blob)?;
-                let mut f: Handle = ptr::null_mut();
-                // SAFETY: live module; NUL-terminated name; live out-pointer.
+            Op::MemcpyDtoHShared => {
+                let (src, len) = (a[1], size(a[2])?);
+                let stream = self.checked(s, &[(src, a[2])], a[3])?;
+                let dst = host::check(s, a[0], a[2])?;
+                // SAFETY: as for MemcpyHtoDShared, in the other direction.
                 ok(unsafe {
-                    entry(d.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr())
+                    if a[4] != 0 {
+                        entry(d.memcpy_dtoh_async)?(dst, src, len, stream)
+                    } else {
+                        entry(d.memcpy_dtoh)?(dst, src, len)
+                    }
                 })?;
-                let params = param_layout(s, f)?;
-                let mut blob = Vec::with_capacity(params.len() * 8);
-                for (off, sz) in &params {
-                    blob.extend_from_slice(&off.to_le_bytes());
-                    blob.extend_from_slice(&sz.to_le_bytes());
-                }
-                let count = params.len() as u64;
-                tables().functions.insert(
-                    id,
-                    Function {
-                        real: f as usize,
-                        module,
-                        params,
-                    },
-                );
-                Ok(Reply {
-                    outs: vec![count],
-                    blob,
-                })
+                Ok(Reply::default())
             }
-            Op::ModuleGetGlobal => {
-                let module = a[0];
-                let real_mod = tables().module(module)?;
-                let gname = name(&req.blob)?;
-                let (mut p, mut bytes): (DevPtr, usize) = (0, 0);
-                // SAFETY: live module; NUL-terminated name; live out-pointers.
-                ok(unsafe {
-                    entry(d.module_get_global)?(
-                        &mut p,
-                        &mut bytes,
-                        as_handle(real_mod),
-                        gname.as_ptr(),
-                    )
-                })?;
-                let range = Range {
-                    size: bytes as u64,
-                    owner: RangeOwner::Global { module },
-                };
-                tables().ranges.insert(p, range);
-                Ok(Reply::outs(&[p, bytes as u64]))
-            }
-            Op::LaunchKernel => self.launch(s, req),
         }
     }
 
@@ -528,144 +525,6 @@ impl Lane {
         }
         Ok(as_handle(t.stream(stream)?))
     }
-
-    fn module_load(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
-        let (id, nopts) = (req.args[0], size(req.args[1])?);
-        Tables::fresh(&s.tables.lock().expect("tables lock").modules, id)?;
-        if nopts > MAX_JIT_OPTIONS || req.blob.len() < nopts * 16 {
-            return Err(INVALID_VALUE);
-        }
-        let (opt_bytes, image) = req.blob.split_at(nopts * 16);
-        let mut opts: Vec<c_int> = Vec::with_capacity(nopts);
-        let mut values: Vec<*mut c_void> = Vec::with_capacity(nopts);
-        let mut info_log = Vec::new();
-        let mut error_log = Vec::new();
-        for chunk in opt_bytes.chunks_exact(16) {
-            let opt = u32::from_le_bytes(chunk[..4].try_into().expect("4 bytes"));
-            let val = u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes"));
-            opts.push(c_int::try_from(opt).map_err(|_| INVALID_VALUE)?);
-            values.push(tables::as_handle(size(val)?));
-        }
-        // Log buffers live in the worker; their sizes come from the size options.
-        for (i, &opt) in opts.iter().enumerate() {
-            let size_opt = match opt as u32 {
-                JIT_INFO_LOG_BUFFER => JIT_INFO_LOG_BUFFER_SIZE,
-                JIT_ERROR_LOG_BUFFER => JIT_ERROR_LOG_BUFFER_SIZE,
-                _ => continue,
-            };
-            let len = opts
-                .iter()
-                .position(|&o| o as u32 == size_opt)
-                .map_or(0, |j| values[j] as usize)
-                .min(MAX_JIT_LOG);
-            let buf = if opt as u32 == JIT_INFO_LOG_BUFFER {
-                &mut info_log
-            } else {
-                &mut error_log
-            };
-            buf.resize(len, 0u8);
-            values[i] = buf.as_mut_ptr().cast();
-        }
-        let image = aligned(image);
-        let mut m: Handle = ptr::null_mut();
-        let n = c_uint::try_from(nopts).map_err(|_| INVALID_VALUE)?;
-        // SAFETY: `image` is an 8-byte-aligned copy of the client's image; the
-        // option arrays hold `n` entries; log buffers are live for the call.
-        let st = unsafe {
-            entry(s.driver.module_load_data_ex)?(
-                &mut m,
-                image.as_ptr().cast(),
-                n,
-                opts.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
-        // Reply: final option values, then both logs NUL-terminated, even on failure.
-        let mut blob: Vec<u8> = values
-            .iter()
-            .flat_map(|v| (*v as u64).to_le_bytes())
-            .collect();
-        for log in [&info_log, &error_log] {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            blob.extend_from_slice(&log[..end]);
-            blob.push(0);
-        }
-        if st != SUCCESS {
-            return Err(st);
-        }
-        let owner = Owned {
-            real: m as usize,
-            ctx: self.current.unwrap_or(0),
-        };
-        s.tables
-            .lock()
-            .expect("tables lock")
-            .modules
-            .insert(id, owner);
-        Ok(Reply {
-            outs: Vec::new(),
-            blob,
-        })
-    }
-
-    fn launch(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
-        let a = &req.args;
-        let (f, stream) = {
-            let t = s.tables.lock().expect("tables lock");
-            (t.function(a[0])?.clone(), t.stream(a[8])?)
-        };
-        let params = aligned(&req.blob);
-        let base = params.as_ptr().cast::<u8>();
-        let mut ptrs: Vec<*mut c_void> = Vec::with_capacity(f.params.len());
-        for &(off, sz) in &f.params {
-            if off as usize + sz as usize > req.blob.len() {
-                return Err(INVALID_VALUE);
-            }
-            // SAFETY: `off + sz` is within the parameter buffer (checked above).
-            ptrs.push(unsafe { base.add(off as usize) }.cast_mut().cast());
-        }
-        let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
-        let kernel_params = if ptrs.is_empty() {
-            ptr::null_mut()
-        } else {
-            ptrs.as_mut_ptr()
-        };
-        // SAFETY: live function and stream; every parameter pointer points into
-        // `params`, which outlives the call (the driver copies the values).
-        ok(unsafe {
-            entry(s.driver.launch_kernel)?(
-                as_handle(f.real),
-                dims[0],
-                dims[1],
-                dims[2],
-                dims[3],
-                dims[4],
-                dims[5],
-                dims[6],
-                as_handle(stream),
-                kernel_params,
-                ptr::null_mut(),
-            )
-        })?;
-        Ok(Reply::default())
-    }
-}
-
-/// Asks the driver for each parameter's offset and size.
-fn param_layout(s: &Session, f: Handle) -> Result<Vec<(u32, u32)>, Status> {
-    let get = entry(s.driver.func_get_param_info)?;
-    let mut params = Vec::new();
-    for i in 0..MAX_KERNEL_PARAMS {
-        let (mut off, mut sz) = (0usize, 0usize);
-        // SAFETY: live function; both out-pointers are live locals.
-        if unsafe { get(f, i, &mut off, &mut sz) } != SUCCESS {
-            break;
-        }
-        let off = u32::try_from(off).map_err(|_| INVALID_VALUE)?;
-        let sz = u32::try_from(sz).map_err(|_| INVALID_VALUE)?;
-        params.push((off, sz));
-    }
-    Ok(params)
 }
 
 fn needs_context(op: Op) -> bool {

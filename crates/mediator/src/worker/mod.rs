@@ -8,6 +8,8 @@
 //! driver frees everything the session held.
 
 mod exec;
+mod host;
+mod library;
 mod snapshot;
 mod tables;
 
@@ -26,17 +28,27 @@ pub mod status {
     use crate::driver::Status;
     pub const SUCCESS: Status = 0;
     pub const INVALID_VALUE: Status = 1;
+    pub const OUT_OF_MEMORY: Status = 2;
     pub const NOT_INITIALIZED: Status = 3;
     pub const NO_DEVICE: Status = 100;
     pub const INVALID_CONTEXT: Status = 201;
     pub const INVALID_HANDLE: Status = 400;
     pub const CONTEXT_IS_DESTROYED: Status = 709;
+    pub const NOT_SUPPORTED: Status = 801;
 }
 
 /// State shared by every lane of one session.
 pub struct Session {
     pub driver: Driver,
     pub tables: Mutex<tables::Tables>,
+}
+
+impl Session {
+    /// The handle tables; a lane that panicked while holding them poisons
+    /// nothing the others cannot still use.
+    pub fn tables(&self) -> std::sync::MutexGuard<'_, tables::Tables> {
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Serves the session on the inherited connection `fd` until the client leaves.
@@ -166,6 +178,11 @@ fn serve_lane(session: &Session, mut ch: Channel) {
         }
         if write_response(&mut ch, st, req.seq, &reply.outs, &reply.blob).is_err() {
             return;
+        }
+        if let Some(fd) = &reply.fd {
+            if ch.send_fd(std::os::fd::AsFd::as_fd(fd)).is_err() {
+                return;
+            }
         }
     }
 }

@@ -41,8 +41,10 @@ pub struct Function {
 pub enum RangeOwner {
     /// `cuMemAlloc` in this context.
     Alloc { ctx: u64 },
-    /// A module global.
+    /// A module or library global.
     Global { module: u64 },
+    /// Shared pinned host memory (keyed by its worker address).
+    Host { base: u64 },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,8 +59,11 @@ pub struct Tables {
     pub streams: HashMap<u64, Owned>,
     pub events: HashMap<u64, Owned>,
     pub modules: HashMap<u64, Owned>,
+    pub libraries: HashMap<u64, Owned>,
     pub functions: HashMap<u64, Function>,
     pub ranges: BTreeMap<DevPtr, Range>,
+    /// Shared pinned host allocations by worker address.
+    pub host: BTreeMap<u64, super::host::HostAlloc>,
 }
 
 impl Tables {
@@ -80,6 +85,10 @@ impl Tables {
 
     pub fn module(&self, id: u64) -> Result<Raw, Status> {
         self.modules.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn library(&self, id: u64) -> Result<Raw, Status> {
+        self.libraries.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
     }
 
     pub fn function(&self, id: u64) -> Result<&Function, Status> {
@@ -126,6 +135,12 @@ impl Tables {
             .retain(|_, r| r.owner != RangeOwner::Global { module: id });
     }
 
+    /// Forgets everything owned by library `id`.
+    pub fn forget_library(&mut self, id: u64) {
+        self.forget_module(id);
+        self.libraries.remove(&id);
+    }
+
     /// Forgets everything owned by context `ctx` (destroyed or reset).
     pub fn forget_context_resources(&mut self, ctx: u64) {
         self.streams.retain(|_, o| o.ctx != ctx);
@@ -138,6 +153,11 @@ impl Tables {
             .collect();
         for m in modules {
             self.forget_module(m);
+        }
+        let libraries: Vec<u64> =
+            self.libraries.iter().filter(|(_, o)| o.ctx == ctx).map(|(&id, _)| id).collect();
+        for l in libraries {
+            self.forget_library(l);
         }
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });

@@ -58,6 +58,9 @@ pub fn sample_request(op: Op) -> Request {
     const EVENT: u64 = 4;
     const MODULE: u64 = 6;
     const FUNCTION: u64 = 7;
+    const LIBRARY: u64 = 8;
+    const KERNEL: u64 = 9;
+    const HOST: u64 = 0x7f00_0000_0000;
     let (args, blob): (Vec<u64>, Vec<u8>) = match op {
         Op::OpenLane => (vec![], vec![]),
         // ctx_id 1, CU_CTX_SCHED_AUTO, device 0
@@ -123,6 +126,46 @@ pub fn sample_request(op: Op) -> Request {
             params.extend_from_slice(&1024u32.to_le_bytes());
             (vec![FUNCTION, 4, 1, 1, 256, 1, 1, 0, STREAM], params)
         }
+        Op::LibraryLoadData => {
+            // One library option (CU_LIBRARY_BINARY_IS_PRESERVED = 1), then the image.
+            let mut blob = Vec::new();
+            blob.extend_from_slice(&1u32.to_le_bytes());
+            blob.extend_from_slice(&0u32.to_le_bytes());
+            blob.extend_from_slice(&1u64.to_le_bytes());
+            blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
+            (vec![LIBRARY, 0, 1], blob)
+        }
+        Op::LibraryUnload => (vec![LIBRARY], vec![]),
+        Op::LibraryGetKernel => (vec![LIBRARY, KERNEL], b"vector_add".to_vec()),
+        Op::LibraryGetGlobal => (vec![LIBRARY], b"d_scale".to_vec()),
+        Op::LibraryGetModule => (vec![LIBRARY, MODULE], vec![]),
+        Op::KernelGetFunction => (vec![KERNEL, FUNCTION], vec![]),
+        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+        Op::FuncGetAttribute => (vec![FUNCTION, 0], vec![]),
+        Op::FuncSetAttribute => (vec![FUNCTION, 8, 65536], vec![]),
+        Op::KernelGetAttribute => (vec![KERNEL, 0, 0], vec![]),
+        Op::KernelSetAttribute => (vec![KERNEL, 8, 65536, 0], vec![]),
+        Op::OccupancyMaxActiveBlocks => (vec![FUNCTION, 256, 0, 0], vec![]),
+        Op::OccupancyAvailableDynamicSMem => (vec![FUNCTION, 2, 256], vec![]),
+        Op::OccupancyMaxActiveClusters | Op::LaunchKernelEx => {
+            // One CUlaunchAttribute (72 bytes): CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 2x1x1.
+            let mut blob = vec![0u8; 72];
+            blob[..4].copy_from_slice(&4u32.to_le_bytes());
+            for (i, d) in [2u32, 1, 1].iter().enumerate() {
+                blob[8 + 4 * i..12 + 4 * i].copy_from_slice(&d.to_le_bytes());
+            }
+            if op == Op::LaunchKernelEx {
+                blob.extend_from_slice(&DPTR.to_le_bytes());
+            }
+            (vec![FUNCTION, 8, 1, 1, 128, 1, 1, 0, STREAM, 1], blob)
+        }
+        Op::StreamIsCapturing => (vec![STREAM], vec![]),
+        Op::ModuleGetLoadingMode => (vec![], vec![]),
+        // CU_MEMHOSTALLOC_DEVICEMAP
+        Op::MemHostAlloc => (vec![1 << 20, 2], vec![]),
+        Op::MemFreeHost => (vec![HOST], vec![]),
+        Op::MemcpyHtoDShared => (vec![DPTR, HOST, 4096, STREAM, 1], vec![]),
+        Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
     };
     let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
         0

@@ -1,0 +1,87 @@
+//! Pinned host memory: pages shared with the worker, which has registered
+//! them with the driver. The client maps them at the worker's address when
+//! that address is free here, so a host pointer means the same thing on both
+//! sides, as unified addressing promises.
+
+use std::ffi::{c_uint, c_void};
+use std::os::fd::AsRawFd;
+
+use vgpu_abi::types::CUdeviceptr;
+use vgpu_proto::Op;
+
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::objects::HostInfo;
+use crate::runtime::runtime;
+
+/// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
+const KNOWN_FLAGS: c_uint = 0x7;
+
+pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pp)?;
+    if len == 0 || flags & !KNOWN_FLAGS != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let (outs, fd) = s.call_fd(Op::MemHostAlloc, &[len as u64, u64::from(flags)])?;
+    let (worker, dptr) = (outs[0], outs[1]);
+    let hint = wire::handle::<c_void>(worker);
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a new shared mapping of the worker's memfd; MAP_FIXED_NOREPLACE
+    // never replaces an existing mapping, it fails instead.
+    let mut p = unsafe {
+        libc::mmap(hint, len, prot, libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE, fd.as_raw_fd(), 0)
+    };
+    if p == libc::MAP_FAILED {
+        // SAFETY: as above, at an address of the kernel's choosing.
+        p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+    }
+    if p == libc::MAP_FAILED {
+        let _ = s.call(Op::MemFreeHost, &[worker], &[], None);
+        return Err(CuError::OUT_OF_MEMORY);
+    }
+    let info = HostInfo { len: len as u64, worker, dptr, flags };
+    s.objects().host.insert(p as u64, info);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pp, p) }
+}
+
+pub fn free(p: *mut c_void) -> CuResult<()> {
+    let s = runtime().session()?;
+    let base = p as u64;
+    let info = s.objects().host.remove(&base).ok_or(CuError::INVALID_VALUE)?;
+    let result = s.call(Op::MemFreeHost, &[info.worker], &[], None).map(drop);
+    // SAFETY: the mapping made by `alloc`, of `info.len` bytes; the
+    // application no longer uses it (it freed it).
+    unsafe { libc::munmap(p, wire::usize(info.len)) };
+    result
+}
+
+fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
+    let s = runtime().session()?;
+    let found = s.objects().host_range(p as u64, 1);
+    found.ok_or(CuError::INVALID_VALUE)
+}
+
+pub unsafe fn device_pointer(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> CuResult<()> {
+    non_null(pdptr)?;
+    if flags != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let (base, info) = lookup(p)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pdptr, info.dptr + (p as u64 - base)) }
+}
+
+pub unsafe fn get_flags(pflags: *mut c_uint, p: *mut c_void) -> CuResult<()> {
+    non_null(pflags)?;
+    let (_, info) = lookup(p)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pflags, info.flags) }
+}
+
+/// The worker's address for `[p, p + len)` if it lies in shared pinned memory.
+pub fn shared(p: *const c_void, len: usize) -> Option<u64> {
+    let s = runtime().session().ok()?;
+    let found = s.objects().host_range(p as u64, len as u64);
+    found.map(|(base, info)| info.worker + (p as u64 - base))
+}

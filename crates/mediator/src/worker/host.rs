@@ -1,0 +1,100 @@
+//! Pinned host memory shared with the client.
+//!
+//! `cuMemHostAlloc` in the client becomes a memfd that the worker maps,
+//! registers with the driver (`cuMemHostRegister`) and sends back over the
+//! lane. The client maps the same pages, at the same address when it can, so
+//! copies to and from them need no bytes on the socket, and the device
+//! pointer of the pages is the one the driver reports in the worker.
+
+use std::ffi::{c_uint, c_void};
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+
+use super::exec::{ok, size, uint, Reply};
+use super::status::{INVALID_VALUE, OUT_OF_MEMORY};
+use super::tables::{Range, RangeOwner};
+use super::Session;
+use crate::driver::{entry, DevPtr, Status};
+
+/// `CU_MEMHOSTALLOC_*` flags map one to one onto `CU_MEMHOSTREGISTER_*`
+/// (portable 1, device map 2); write-combined (4) has no registration form.
+const REGISTER_FLAGS: c_uint = 0x1 | 0x2;
+/// Largest pinned allocation one call may make.
+const MAX_PINNED: usize = 1 << 40;
+
+/// A live shared pinned allocation.
+#[derive(Debug)]
+pub struct HostAlloc {
+    pub len: usize,
+    pub dptr: DevPtr,
+    /// Keeps the pages' file alive for the life of the mapping.
+    _fd: OwnedFd,
+}
+
+/// `MemHostAlloc`: returns the reply and the fd to send after it.
+pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
+    let (len, flags) = (size(a[0])?, uint(a[1])?);
+    if len == 0 || len > MAX_PINNED {
+        return Err(INVALID_VALUE);
+    }
+    let fd = memfd_create("vgpu-pinned", MemfdFlags::CLOEXEC).map_err(|_| OUT_OF_MEMORY)?;
+    ftruncate(&fd, len as u64).map_err(|_| OUT_OF_MEMORY)?;
+    // SAFETY: a fresh shared mapping of a file we own; nothing aliases it yet.
+    let addr = unsafe {
+        mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &fd, 0)
+    }
+    .map_err(|_| OUT_OF_MEMORY)?;
+    let unmap = |addr: *mut c_void| {
+        // SAFETY: `addr` is the mapping made above, of `len` bytes.
+        let _ = unsafe { munmap(addr, len) };
+    };
+    // SAFETY: the pages are mapped and stay mapped until `free` unregisters them.
+    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_register)?(addr, len, (flags & REGISTER_FLAGS) | 0x2) }) {
+        unmap(addr);
+        return Err(st);
+    }
+    let mut dptr: DevPtr = 0;
+    // SAFETY: the pages were just registered; live out-pointer.
+    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_get_device_pointer)?(&mut dptr, addr, 0) }) {
+        // SAFETY: registered above.
+        unsafe { entry(s.driver.mem_host_unregister).map(|f| f(addr)).ok() };
+        unmap(addr);
+        return Err(st);
+    }
+    let base = addr as u64;
+    let sent = fd.as_fd().try_clone_to_owned().map_err(|_| OUT_OF_MEMORY)?;
+    let mut t = s.tables();
+    t.host.insert(base, HostAlloc { len, dptr, _fd: fd });
+    t.ranges.insert(dptr, Range { size: len as u64, owner: RangeOwner::Host { base } });
+    if dptr != base {
+        t.ranges.insert(base, Range { size: len as u64, owner: RangeOwner::Host { base } });
+    }
+    Ok((Reply::outs(&[base, dptr]), sent))
+}
+
+/// `MemFreeHost`: unregisters and unmaps.
+pub fn free(s: &Session, base: u64) -> Result<Reply, Status> {
+    let alloc = s.tables().host.remove(&base).ok_or(INVALID_VALUE)?;
+    let addr = super::tables::as_handle(size(base)?);
+    // SAFETY: `addr` is the base of a mapping registered by `alloc`.
+    ok(unsafe { entry(s.driver.mem_host_unregister)?(addr) })?;
+    // SAFETY: the mapping of `alloc.len` bytes made by `alloc`, no longer registered.
+    let _ = unsafe { munmap(addr, alloc.len) };
+    let mut t = s.tables();
+    t.ranges.retain(|_, r| r.owner != RangeOwner::Host { base });
+    Ok(Reply::default())
+}
+
+/// Checks that `[addr, addr + len)` lies inside one shared pinned allocation.
+pub fn check(s: &Session, addr: u64, len: u64) -> Result<*mut c_void, Status> {
+    let t = s.tables();
+    let Some((&base, a)) = t.host.range(..=addr).next_back() else {
+        return Err(INVALID_VALUE);
+    };
+    match addr.checked_add(len) {
+        Some(end) if end <= base + a.len as u64 => Ok(super::tables::as_handle(size(addr)?)),
+        _ => Err(INVALID_VALUE),
+    }
+}

@@ -1,0 +1,434 @@
+//! Modules, libraries, kernels and functions: loading, look-ups, attributes,
+//! occupancy and launches.
+//!
+//! Functions and kernels share one table: CUDA lets a `CUkernel` stand where
+//! a `CUfunction` is expected (launches, attributes), so each id maps to the
+//! real handle of either kind, with its parameter layout.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::ptr;
+
+use vgpu_proto::Request;
+
+use super::exec::{aligned, int, name, ok, size, uint, Reply};
+use super::status::{INVALID_VALUE, NOT_SUPPORTED, SUCCESS};
+use super::tables::{as_handle, Function, Owned, Range, RangeOwner, Tables};
+use super::Session;
+use crate::driver::{entry, DevPtr, Handle, LaunchConfig, Status, LAUNCH_ATTRIBUTE_SIZE};
+
+/// JIT options whose values are log buffers or their sizes.
+const JIT_INFO_LOG_BUFFER: u32 = 3;
+const JIT_INFO_LOG_BUFFER_SIZE: u32 = 4;
+const JIT_ERROR_LOG_BUFFER: u32 = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
+const MAX_JIT_LOG: usize = 1 << 20;
+const MAX_OPTIONS: usize = 64;
+/// Most kernel parameters the worker asks the driver about.
+const MAX_KERNEL_PARAMS: usize = 4096;
+/// Most launch attributes one launch may carry.
+const MAX_LAUNCH_ATTRS: usize = 32;
+/// `CUlibraryOption` 0: a host pointer table, meaningless in another process.
+const LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE: c_int = 0;
+/// Launch attributes that carry an event handle at the start of their value.
+const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
+const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
+/// A launch attribute that writes a device-side node handle back.
+const LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
+
+/// Options of a load call, decoded from 16-byte (option, pad, value) records,
+/// with the log buffers living in the worker.
+struct Options {
+    keys: Vec<c_int>,
+    values: Vec<*mut c_void>,
+    info_log: Vec<u8>,
+    error_log: Vec<u8>,
+}
+
+impl Options {
+    fn parse(bytes: &[u8]) -> Result<Options, Status> {
+        let n = bytes.len() / 16;
+        if n > MAX_OPTIONS || !bytes.len().is_multiple_of(16) {
+            return Err(INVALID_VALUE);
+        }
+        let mut o = Options {
+            keys: Vec::with_capacity(n),
+            values: Vec::with_capacity(n),
+            info_log: Vec::new(),
+            error_log: Vec::new(),
+        };
+        for rec in bytes.chunks_exact(16) {
+            let key = u32::from_le_bytes(rec[..4].try_into().expect("4 bytes"));
+            let val = u64::from_le_bytes(rec[8..].try_into().expect("8 bytes"));
+            o.keys.push(c_int::try_from(key).map_err(|_| INVALID_VALUE)?);
+            o.values.push(as_handle(size(val)?));
+        }
+        Ok(o)
+    }
+
+    /// Points the log-buffer options at worker buffers of the requested sizes.
+    fn with_jit_logs(mut self) -> Options {
+        for i in 0..self.keys.len() {
+            let (size_key, info) = match self.keys[i] as u32 {
+                JIT_INFO_LOG_BUFFER => (JIT_INFO_LOG_BUFFER_SIZE, true),
+                JIT_ERROR_LOG_BUFFER => (JIT_ERROR_LOG_BUFFER_SIZE, false),
+                _ => continue,
+            };
+            let len = self
+                .keys
+                .iter()
+                .position(|&k| k as u32 == size_key)
+                .map_or(0, |j| self.values[j] as usize)
+                .min(MAX_JIT_LOG);
+            let buf = if info { &mut self.info_log } else { &mut self.error_log };
+            buf.resize(len, 0);
+            self.values[i] = buf.as_mut_ptr().cast();
+        }
+        self
+    }
+
+    fn count(&self) -> Result<c_uint, Status> {
+        c_uint::try_from(self.keys.len()).map_err(|_| INVALID_VALUE)
+    }
+
+    /// Final option values, then both logs NUL-terminated.
+    fn reply(&self) -> Vec<u8> {
+        let mut blob: Vec<u8> = self.values.iter().flat_map(|v| (*v as u64).to_le_bytes()).collect();
+        for log in [&self.info_log, &self.error_log] {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            blob.extend_from_slice(&log[..end]);
+            blob.push(0);
+        }
+        blob
+    }
+}
+
+fn split(blob: &[u8], at: usize) -> Result<(&[u8], &[u8]), Status> {
+    if at > blob.len() {
+        return Err(INVALID_VALUE);
+    }
+    Ok(blob.split_at(at))
+}
+
+/// `ModuleLoadData`: (module_id, option count) + options + image.
+pub fn module_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status> {
+    let (id, nopts) = (req.args[0], size(req.args[1])?);
+    Tables::fresh(&s.tables().modules, id)?;
+    let (opts, image) = split(&req.blob, nopts.checked_mul(16).ok_or(INVALID_VALUE)?)?;
+    let mut opts = Options::parse(opts)?.with_jit_logs();
+    let image = aligned(image);
+    let mut m: Handle = ptr::null_mut();
+    let n = opts.count()?;
+    // SAFETY: `image` is an aligned copy of the client's image; the option
+    // arrays hold `n` entries; log buffers live as long as `opts`.
+    ok(unsafe {
+        entry(s.driver.module_load_data_ex)?(
+            &mut m,
+            image.as_ptr().cast(),
+            n,
+            opts.keys.as_mut_ptr(),
+            opts.values.as_mut_ptr(),
+        )
+    })?;
+    s.tables().modules.insert(id, Owned { real: m as usize, ctx });
+    Ok(Reply { blob: opts.reply(), ..Reply::default() })
+}
+
+/// `LibraryLoadData`: (library_id, JIT option count, library option count).
+pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status> {
+    let (id, njit, nlib) = (req.args[0], size(req.args[1])?, size(req.args[2])?);
+    Tables::fresh(&s.tables().libraries, id)?;
+    let (jit, rest) = split(&req.blob, njit.checked_mul(16).ok_or(INVALID_VALUE)?)?;
+    let (lib, image) = split(rest, nlib.checked_mul(16).ok_or(INVALID_VALUE)?)?;
+    let mut jit = Options::parse(jit)?.with_jit_logs();
+    let mut lib = Options::parse(lib)?;
+    if let Some(i) = lib.keys.iter().position(|&k| k == LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE) {
+        tracing::debug!("cuLibraryLoadData: host function table option dropped (a client-side pointer)");
+        lib.keys.remove(i);
+        lib.values.remove(i);
+    }
+    let image = aligned(image);
+    let mut l: Handle = ptr::null_mut();
+    let (nj, nl) = (jit.count()?, lib.count()?);
+    // SAFETY: as for `module_load`; both option arrays hold their counts.
+    ok(unsafe {
+        entry(s.driver.library_load_data)?(
+            &mut l,
+            image.as_ptr().cast(),
+            jit.keys.as_mut_ptr(),
+            jit.values.as_mut_ptr(),
+            nj,
+            lib.keys.as_mut_ptr(),
+            lib.values.as_mut_ptr(),
+            nl,
+        )
+    })?;
+    s.tables().libraries.insert(id, Owned { real: l as usize, ctx });
+    Ok(Reply { blob: jit.reply(), ..Reply::default() })
+}
+
+pub fn library_unload(s: &Session, id: u64) -> Result<Reply, Status> {
+    let real = s.tables().library(id)?;
+    // SAFETY: `real` is a live library of this session.
+    ok(unsafe { entry(s.driver.library_unload)?(as_handle(real)) })?;
+    s.tables().forget_library(id);
+    Ok(Reply::default())
+}
+
+pub fn module_unload(s: &Session, id: u64) -> Result<Reply, Status> {
+    let real = s.tables().module(id)?;
+    // SAFETY: `real` is a live module of this session.
+    ok(unsafe { entry(s.driver.module_unload)?(as_handle(real)) })?;
+    s.tables().forget_module(id);
+    Ok(Reply::default())
+}
+
+/// Registers a function or kernel and replies with its parameter layout.
+fn register(s: &Session, id: u64, real: Handle, owner: u64, kernel: bool) -> Result<Reply, Status> {
+    let params = param_layout(s, real, kernel)?;
+    let mut blob = Vec::with_capacity(params.len() * 8);
+    for (off, sz) in &params {
+        blob.extend_from_slice(&off.to_le_bytes());
+        blob.extend_from_slice(&sz.to_le_bytes());
+    }
+    let count = params.len() as u64;
+    s.tables().functions.insert(id, Function { real: real as usize, module: owner, params });
+    Ok(Reply { outs: vec![count], blob, fd: None })
+}
+
+pub fn module_get_function(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let (module, id) = (req.args[0], req.args[1]);
+    let real_mod = s.tables().module(module)?;
+    Tables::fresh(&s.tables().functions, id)?;
+    let fname = name(&req.blob)?;
+    let mut f: Handle = ptr::null_mut();
+    // SAFETY: live module; NUL-terminated name; live out-pointer.
+    ok(unsafe { entry(s.driver.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr()) })?;
+    register(s, id, f, module, false)
+}
+
+pub fn library_get_kernel(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let (library, id) = (req.args[0], req.args[1]);
+    let real_lib = s.tables().library(library)?;
+    Tables::fresh(&s.tables().functions, id)?;
+    let kname = name(&req.blob)?;
+    let mut k: Handle = ptr::null_mut();
+    // SAFETY: live library; NUL-terminated name; live out-pointer.
+    ok(unsafe { entry(s.driver.library_get_kernel)?(&mut k, as_handle(real_lib), kname.as_ptr()) })?;
+    register(s, id, k, library, true)
+}
+
+pub fn kernel_get_function(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let (kernel, id) = (req.args[0], req.args[1]);
+    let k = s.tables().function(kernel)?.clone();
+    Tables::fresh(&s.tables().functions, id)?;
+    let mut f: Handle = ptr::null_mut();
+    // SAFETY: live kernel; live out-pointer.
+    ok(unsafe { entry(s.driver.kernel_get_function)?(&mut f, as_handle(k.real)) })?;
+    register(s, id, f, k.module, false)
+}
+
+pub fn library_get_module(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status> {
+    let (library, id) = (req.args[0], req.args[1]);
+    let real_lib = s.tables().library(library)?;
+    Tables::fresh(&s.tables().modules, id)?;
+    let mut m: Handle = ptr::null_mut();
+    // SAFETY: live library; live out-pointer.
+    ok(unsafe { entry(s.driver.library_get_module)?(&mut m, as_handle(real_lib)) })?;
+    s.tables().modules.insert(id, Owned { real: m as usize, ctx });
+    Ok(Reply::default())
+}
+
+/// `ModuleGetGlobal` and `LibraryGetGlobal`: the range becomes valid for copies.
+pub fn get_global(s: &Session, req: &Request, library: bool) -> Result<Reply, Status> {
+    let owner = req.args[0];
+    let real = if library { s.tables().library(owner)? } else { s.tables().module(owner)? };
+    let gname = name(&req.blob)?;
+    let (mut p, mut bytes): (DevPtr, usize) = (0, 0);
+    // SAFETY: live module or library; NUL-terminated name; live out-pointers.
+    ok(unsafe {
+        if library {
+            entry(s.driver.library_get_global)?(&mut p, &mut bytes, as_handle(real), gname.as_ptr())
+        } else {
+            entry(s.driver.module_get_global)?(&mut p, &mut bytes, as_handle(real), gname.as_ptr())
+        }
+    })?;
+    let range = Range { size: bytes as u64, owner: RangeOwner::Global { module: owner } };
+    s.tables().ranges.insert(p, range);
+    Ok(Reply::outs(&[p, bytes as u64]))
+}
+
+pub fn func_get_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let f = s.tables().function(a[0])?.real;
+    let mut v: c_int = 0;
+    // SAFETY: live function or kernel; live out-pointer.
+    ok(unsafe { entry(s.driver.func_get_attribute)?(&mut v, int(a[1])?, as_handle(f)) })?;
+    Ok(Reply::outs(&[v as i64 as u64]))
+}
+
+pub fn func_set_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let f = s.tables().function(a[0])?.real;
+    // SAFETY: live function or kernel; scalar arguments.
+    ok(unsafe { entry(s.driver.func_set_attribute)?(as_handle(f), int(a[1])?, int(a[2])?) })?;
+    Ok(Reply::default())
+}
+
+pub fn kernel_get_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let k = s.tables().function(a[0])?.real;
+    let mut v: c_int = 0;
+    // SAFETY: live kernel; live out-pointer.
+    ok(unsafe { entry(s.driver.kernel_get_attribute)?(&mut v, int(a[1])?, as_handle(k), int(a[2])?) })?;
+    Ok(Reply::outs(&[v as i64 as u64]))
+}
+
+pub fn kernel_set_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let k = s.tables().function(a[0])?.real;
+    // SAFETY: live kernel; scalar arguments.
+    ok(unsafe { entry(s.driver.kernel_set_attribute)?(int(a[1])?, int(a[2])?, as_handle(k), int(a[3])?) })?;
+    Ok(Reply::default())
+}
+
+pub fn occupancy_max_active_blocks(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let f = s.tables().function(a[0])?.real;
+    let mut n: c_int = 0;
+    // SAFETY: live function; live out-pointer; scalar arguments.
+    ok(unsafe {
+        entry(s.driver.occupancy_max_active_blocks)?(&mut n, as_handle(f), int(a[1])?, size(a[2])?, uint(a[3])?)
+    })?;
+    Ok(Reply::outs(&[n as i64 as u64]))
+}
+
+pub fn occupancy_available_dynamic_smem(s: &Session, a: &[u64]) -> Result<Reply, Status> {
+    let f = s.tables().function(a[0])?.real;
+    let mut bytes: usize = 0;
+    // SAFETY: live function; live out-pointer; scalar arguments.
+    ok(unsafe { entry(s.driver.occupancy_available_dynamic_smem)?(&mut bytes, as_handle(f), int(a[1])?, int(a[2])?) })?;
+    Ok(Reply::outs(&[bytes as u64]))
+}
+
+/// A decoded launch configuration: (function, config, attribute bytes, rest of the blob).
+struct Launch<'a> {
+    function: Function,
+    config: LaunchConfig,
+    attrs: Vec<u64>,
+    rest: &'a [u8],
+}
+
+/// Decodes (function, gx, gy, gz, bx, by, bz, shared, stream, nattrs) and the
+/// attribute records at the head of the blob, translating event handles.
+fn launch_config<'a>(s: &Session, req: &'a Request) -> Result<Launch<'a>, Status> {
+    let a = &req.args;
+    let nattrs = size(a[9])?;
+    if nattrs > MAX_LAUNCH_ATTRS {
+        return Err(INVALID_VALUE);
+    }
+    let (attr_bytes, rest) = split(&req.blob, nattrs * LAUNCH_ATTRIBUTE_SIZE)?;
+    let mut attrs = aligned(attr_bytes);
+    let t = s.tables();
+    for i in 0..nattrs {
+        let word = i * LAUNCH_ATTRIBUTE_SIZE / 8;
+        let id = u32::try_from(attrs[word] & 0xFFFF_FFFF).expect("masked to 32 bits");
+        match id {
+            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+                attrs[word + 1] = t.event(attrs[word + 1])? as u64;
+            }
+            LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE => return Err(NOT_SUPPORTED),
+            _ => {}
+        }
+    }
+    let function = t.function(a[0])?.clone();
+    let stream = as_handle(t.stream(a[8])?);
+    drop(t);
+    let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
+    let config = LaunchConfig {
+        grid: [dims[0], dims[1], dims[2]],
+        block: [dims[3], dims[4], dims[5]],
+        shared_mem_bytes: dims[6],
+        stream,
+        attrs: ptr::null_mut(),
+        num_attrs: c_uint::try_from(nattrs).map_err(|_| INVALID_VALUE)?,
+    };
+    Ok(Launch { function, config, attrs, rest })
+}
+
+pub fn occupancy_max_active_clusters(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let mut l = launch_config(s, req)?;
+    l.config.attrs = l.attrs.as_mut_ptr().cast();
+    let mut n: c_int = 0;
+    // SAFETY: live function; the config's attribute array lives in `l.attrs`.
+    ok(unsafe { entry(s.driver.occupancy_max_active_clusters)?(&mut n, as_handle(l.function.real), &l.config) })?;
+    Ok(Reply::outs(&[n as i64 as u64]))
+}
+
+/// Pointers into `params` for each parameter of the layout.
+fn param_pointers(layout: &[(u32, u32)], blob_len: usize, params: &[u64]) -> Result<Vec<*mut c_void>, Status> {
+    let base = params.as_ptr().cast::<u8>();
+    layout
+        .iter()
+        .map(|&(off, sz)| {
+            if off as usize + sz as usize > blob_len {
+                return Err(INVALID_VALUE);
+            }
+            // SAFETY: `off + sz` is within the parameter buffer (checked above).
+            Ok(unsafe { base.add(off as usize) }.cast_mut().cast())
+        })
+        .collect()
+}
+
+pub fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let a = &req.args;
+    let (f, stream) = {
+        let t = s.tables();
+        (t.function(a[0])?.clone(), t.stream(a[8])?)
+    };
+    let params = aligned(&req.blob);
+    let mut ptrs = param_pointers(&f.params, req.blob.len(), &params)?;
+    let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
+    let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+    // SAFETY: live function and stream; every parameter pointer points into
+    // `params`, which outlives the call (the driver copies the values).
+    ok(unsafe {
+        entry(s.driver.launch_kernel)?(
+            as_handle(f.real),
+            dims[0],
+            dims[1],
+            dims[2],
+            dims[3],
+            dims[4],
+            dims[5],
+            dims[6],
+            as_handle(stream),
+            kernel_params,
+            ptr::null_mut(),
+        )
+    })?;
+    Ok(Reply::default())
+}
+
+pub fn launch_ex(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let mut l = launch_config(s, req)?;
+    l.config.attrs = l.attrs.as_mut_ptr().cast();
+    let params = aligned(l.rest);
+    let mut ptrs = param_pointers(&l.function.params, l.rest.len(), &params)?;
+    let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+    // SAFETY: live function and stream; attributes and parameters live in
+    // `l.attrs` and `params` for the duration of the call.
+    ok(unsafe { entry(s.driver.launch_kernel_ex)?(&l.config, as_handle(l.function.real), kernel_params, ptr::null_mut()) })?;
+    Ok(Reply::default())
+}
+
+/// Asks the driver for each parameter's offset and size.
+fn param_layout(s: &Session, f: Handle, kernel: bool) -> Result<Vec<(u32, u32)>, Status> {
+    let get = if kernel { entry(s.driver.kernel_get_param_info)? } else { entry(s.driver.func_get_param_info)? };
+    let mut params = Vec::new();
+    for i in 0..MAX_KERNEL_PARAMS {
+        let (mut off, mut sz) = (0usize, 0usize);
+        // SAFETY: live function or kernel; both out-pointers are live locals.
+        if unsafe { get(f, i, &mut off, &mut sz) } != SUCCESS {
+            break;
+        }
+        let off = u32::try_from(off).map_err(|_| INVALID_VALUE)?;
+        let sz = u32::try_from(sz).map_err(|_| INVALID_VALUE)?;
+        params.push((off, sz));
+    }
+    Ok(params)
+}
