@@ -1,7 +1,12 @@
 //! The client's configuration, read from the environment once, at the first
 //! CUDA call (never at load). Documented in `docs/config.md`.
+//!
+//! Only the environment is read here; the client file and sysfs are read by
+//! [`crate::discovery`] when `cuInit` looks for the mediator.
 
 use std::path::PathBuf;
+
+use crate::discovery::{PciCache, Settings};
 
 /// Where diagnostics go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,28 +18,31 @@ pub enum LogTarget {
 /// Everything the client reads from its environment.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `VGPU_MEDIATOR`: where the mediator listens (default: the system socket).
-    pub mediator: String,
+    /// How to find the mediator: `VGPU_MEDIATOR`, `VGPU_CLIENT_CONFIG`
+    /// (default `/etc/vgpu/client.toml`), `VGPU_SYSFS_ROOT` (default `/sys`).
+    pub discovery: Settings,
+    /// The vGPU PCI device found by an earlier search, re-checked before reuse.
+    pub pci_cache: PciCache,
     /// `VGPU_LOG`: unset = quiet; `1`/`stderr` = standard error; else a file path.
     pub log: Option<LogTarget>,
     /// Allowlisted `CUDA_*` variables that travel to the worker.
     pub cuda_env: Vec<(String, String)>,
 }
 
-/// The default mediator socket.
-pub const DEFAULT_MEDIATOR: &str = "unix:/run/vgpu/mediator.sock";
-
 impl Config {
     /// Builds the configuration from `(key, value)` pairs.
     pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Config {
         let mut cfg = Config {
-            mediator: DEFAULT_MEDIATOR.into(),
+            discovery: Settings::default(),
+            pci_cache: PciCache::default(),
             log: None,
             cuda_env: Vec::new(),
         };
         for (k, v) in vars {
             match k.as_str() {
-                "VGPU_MEDIATOR" if !v.is_empty() => cfg.mediator = v,
+                "VGPU_MEDIATOR" if !v.is_empty() => cfg.discovery.env = Some(v),
+                "VGPU_CLIENT_CONFIG" if !v.is_empty() => cfg.discovery.client_file = v.into(),
+                "VGPU_SYSFS_ROOT" if !v.is_empty() => cfg.discovery.sysfs_root = v.into(),
                 "VGPU_LOG" => {
                     cfg.log = match v.as_str() {
                         "" | "0" => None,
@@ -55,20 +63,41 @@ impl Config {
 mod tests {
     use super::*;
 
+    fn config(vars: &[(&str, &str)]) -> Config {
+        Config::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
     #[test]
     fn reads_only_what_it_knows() {
-        let vars = [
+        let cfg = config(&[
             ("VGPU_MEDIATOR", "unix:/tmp/m.sock"),
             ("VGPU_LOG", "1"),
             ("CUDA_VISIBLE_DEVICES", "0"),
             ("LD_PRELOAD", "x"),
-        ];
-        let cfg = Config::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        assert_eq!(cfg.mediator, "unix:/tmp/m.sock");
+        ]);
+        assert_eq!(cfg.discovery.env.as_deref(), Some("unix:/tmp/m.sock"));
         assert_eq!(cfg.log, Some(LogTarget::Stderr));
         assert_eq!(
             cfg.cuda_env,
             vec![("CUDA_VISIBLE_DEVICES".into(), "0".into())]
         );
+    }
+
+    #[test]
+    fn discovery_inputs_default_to_the_system_paths() {
+        let cfg = config(&[("VGPU_MEDIATOR", "")]);
+        assert_eq!(cfg.discovery, Settings::default());
+        assert_eq!(
+            cfg.discovery.client_file,
+            PathBuf::from("/etc/vgpu/client.toml")
+        );
+        assert_eq!(cfg.discovery.sysfs_root, PathBuf::from("/sys"));
+        let cfg = config(&[
+            ("VGPU_CLIENT_CONFIG", "/tmp/c.toml"),
+            ("VGPU_SYSFS_ROOT", "/tmp/sys"),
+        ]);
+        assert_eq!(cfg.discovery.env, None);
+        assert_eq!(cfg.discovery.client_file, PathBuf::from("/tmp/c.toml"));
+        assert_eq!(cfg.discovery.sysfs_root, PathBuf::from("/tmp/sys"));
     }
 }

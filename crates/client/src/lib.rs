@@ -16,6 +16,7 @@
 mod api;
 mod config;
 mod context;
+pub mod discovery;
 mod edge;
 mod exports;
 mod image;
