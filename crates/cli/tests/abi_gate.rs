@@ -7,20 +7,19 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
+/// Runs a binutils tool on `lib` (60 s at most); returns its stdout.
 fn tool(program: &str, args: &[&str], lib: &Path) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .arg(lib)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} must be installed (binutils): {e}"));
+    let mut cmd = Command::new(program);
+    cmd.args(args).arg(lib);
+    let out = common::run(cmd, Duration::from_secs(60));
     assert!(
         out.status.success(),
-        "{program} {args:?} {} failed:\n{}",
-        lib.display(),
-        String::from_utf8_lossy(&out.stderr)
+        "{program} {args:?} {} failed (binutils must be installed):\n{out}",
+        lib.display()
     );
-    String::from_utf8(out.stdout).expect("utf-8 tool output")
+    out.stdout
 }
 
 fn fixture() -> BTreeSet<String> {

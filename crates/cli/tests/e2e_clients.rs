@@ -6,6 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use common::Harness;
 
@@ -52,17 +53,15 @@ fn c_driver_smoke() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = dir.path().join("driver_smoke");
-    let cc = Command::new("cc")
-        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
         .arg(repo_root().join("tests/c/driver_smoke.c"))
-        .arg("-ldl")
-        .output()
-        .expect("cc must be installed (CI installs gcc)");
+        .arg("-ldl");
+    let cc = common::run(cc, Duration::from_secs(120));
     assert!(
         cc.status.success(),
-        "cc driver_smoke.c failed:\n{}",
-        String::from_utf8_lossy(&cc.stderr)
+        "cc driver_smoke.c failed (CI installs gcc):\n{cc}"
     );
     let out = h.run(h.command(&exe));
     out.assert_success()
@@ -82,7 +81,7 @@ fn python_ctypes_sixteen_threads() {
     let mut cmd = h.command("python3");
     cmd.arg(repo_root().join("tests/python/threads_stress.py"))
         .args(["16", "200"]);
-    let out = common::run(cmd, std::time::Duration::from_secs(300));
+    let out = common::run(cmd, Duration::from_secs(300));
     out.assert_success();
     assert!(
         out.stdout
