@@ -34,6 +34,20 @@ pub struct Objects {
     pub device_ranges: BTreeMap<u64, u64>,
     /// Shared pinned host memory: client address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
+    /// Context-local storage of the runtime's private interface: (context, key) → entry.
+    pub ctx_storage: HashMap<(u64, usize), StorageEntry>,
+    /// This process's retains of each device's primary context.
+    pub primary_refs: HashMap<i32, u32>,
+}
+
+/// Destructor of a context-local storage entry: `(context, key, value)`.
+pub type StorageDtor = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut std::ffi::c_void);
+
+/// One context-local storage entry.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageEntry {
+    pub value: usize,
+    pub dtor: Option<StorageDtor>,
 }
 
 /// Pinned host memory shared with the worker.
@@ -61,6 +75,15 @@ impl Objects {
         let (&base, &info) = self.host.range(..=p).next_back()?;
         let end = p.checked_add(len)?;
         (end <= base + info.len).then_some((base, info))
+    }
+
+    /// Removes and returns a context's storage entries, whose destructors the
+    /// caller runs once no lock is held.
+    pub fn take_storage(&mut self, ctx: u64) -> Vec<(usize, StorageEntry)> {
+        let keys: Vec<(u64, usize)> = self.ctx_storage.keys().filter(|k| k.0 == ctx).copied().collect();
+        keys.into_iter()
+            .filter_map(|k| self.ctx_storage.remove(&k).map(|e| (k.1, e)))
+            .collect()
     }
 
     /// Forgets a module's functions.

@@ -152,9 +152,43 @@ driver_table! {
     mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
     mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
     mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut DevPtr, *mut c_void, c_uint);
+    get_export_table = "cuGetExportTable": fn(*mut *const c_void, *const [u8; 16]);
 }
 
+/// The CUDA runtime's private interface table and the slot that returns a
+/// device's primary context without retaining it.
+const CUDART_INTERFACE: [u8; 16] = [
+    0x6B, 0xD5, 0xFB, 0x6C, 0x5B, 0xF4, 0xE7, 0x4A, 0x89, 0x87, 0xD9, 0x39, 0x12, 0xFD, 0x9D, 0xF9,
+];
+const CUDART_INTERFACE_PRIMARY_CONTEXT: usize = 2;
+
 impl Driver {
+    /// The device's primary context, not retained (through the driver's own
+    /// runtime interface table).
+    pub fn primary_context_unretained(&self, dev: c_int) -> Result<Handle, Status> {
+        let mut table: *const c_void = std::ptr::null();
+        // SAFETY: live out-pointer; the UUID is 16 bytes.
+        let st = unsafe { entry(self.get_export_table)?(&mut table, &CUDART_INTERFACE) };
+        if st != 0 || table.is_null() {
+            return Err(if st != 0 { st } else { NOT_SUPPORTED });
+        }
+        // SAFETY: the table is sized: slot 0 holds its size in bytes.
+        let size = unsafe { *table.cast::<usize>() };
+        if size < (CUDART_INTERFACE_PRIMARY_CONTEXT + 1) * 8 {
+            return Err(NOT_SUPPORTED);
+        }
+        // SAFETY: the slot lies inside the table (checked) and holds
+        // `fn(CUcontext *out, CUdevice dev) -> CUresult`.
+        let slot: unsafe extern "C" fn(*mut Handle, c_int) -> Status =
+            unsafe { std::mem::transmute(*table.cast::<*const c_void>().add(CUDART_INTERFACE_PRIMARY_CONTEXT)) };
+        let mut ctx: Handle = std::ptr::null_mut();
+        // SAFETY: live out-pointer.
+        match unsafe { slot(&mut ctx, dev) } {
+            0 => Ok(ctx),
+            st => Err(st),
+        }
+    }
+
     /// Loads the library at `path` and resolves the table.
     pub fn load(path: &Path) -> Result<Driver, MediatorError> {
         if !path.is_absolute() {

@@ -203,6 +203,9 @@ wire_ops! {
     MemcpyHtoDShared = 98, args = 5;
     /// (host address in shared pinned memory, src, bytes, stream, async) → ()
     MemcpyDtoHShared = 99, args = 5;
+    /// (ctx_id, device) → ()  Map `ctx_id` to the device's primary context
+    /// without retaining it, as the CUDA runtime's private interface does.
+    PrimaryCtxGet = 100, args = 2;
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::runtime::{runtime, Kind, Session};
 
 /// The id of device `dev`'s primary context: fixed per device, so every
 /// retain hands out the same handle, as the driver does.
-fn primary_id(dev: c_int) -> u64 {
+pub fn primary_id(dev: c_int) -> u64 {
     (u64::from(Kind::Context as u8) << 56) | (1 << 48) | u64::from(dev.unsigned_abs())
 }
 
@@ -45,13 +45,11 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     s.device(dev)?;
     let id = primary_id(dev);
     s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
-    s.objects().contexts.insert(
-        id,
-        CtxInfo {
-            device: dev,
-            primary: true,
-        },
-    );
+    {
+        let mut o = s.objects();
+        o.contexts.insert(id, CtxInfo { device: dev, primary: true });
+        *o.primary_refs.entry(dev).or_insert(0) += 1;
+    }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pctx, to_handle(id)) }
 }
@@ -59,8 +57,17 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
 pub fn primary_release(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None)
-        .map(drop)
+    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None)?;
+    let last = {
+        let mut o = s.objects();
+        let refs = o.primary_refs.entry(dev).or_insert(0);
+        *refs = refs.saturating_sub(1);
+        *refs == 0
+    };
+    if last {
+        super::dark::run_storage_destructors(primary_id(dev));
+    }
+    Ok(())
 }
 
 pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
@@ -92,8 +99,10 @@ pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
 pub fn primary_reset(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None)
-        .map(drop)
+    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None)?;
+    s.objects().primary_refs.insert(dev, 0);
+    super::dark::run_storage_destructors(primary_id(dev));
+    Ok(())
 }
 
 pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResult<()> {
@@ -149,6 +158,7 @@ pub fn destroy(ctx: CUcontext) -> CuResult<()> {
     }
     s.call(Op::CtxDestroy, &[id], &[], None)?;
     s.objects().contexts.remove(&id);
+    super::dark::run_storage_destructors(id);
     stack::forget_if_current(id);
     Ok(())
 }

@@ -2,10 +2,12 @@
 //! export to a typed function in its area module.
 
 mod context;
+mod dark;
 mod device;
 mod errors;
 mod host;
 mod init;
+mod integrity;
 mod library;
 mod memory;
 mod module;
@@ -38,6 +40,7 @@ implement! {
     cuDriverGetVersion(v) => init::driver_version(v);
     cuGetErrorName(e, s) => errors::get_name(e, s);
     cuGetErrorString(e, s) => errors::get_string(e, s);
+    cuGetExportTable(table, id) => dark::get(table, id);
     cuGetProcAddress(sym, pfn, v, flags) => procaddr::get(sym, pfn, v, flags, None);
     cuGetProcAddress_v2(sym, pfn, v, flags, st) => procaddr::get(sym, pfn, v, flags, Some(st));
 

@@ -164,6 +164,12 @@ impl Lane {
                 tables().ctxs.insert(id, ctx as usize);
                 Ok(Reply::default())
             }
+            Op::PrimaryCtxGet => {
+                let (id, dev) = (a[0], int(a[1])?);
+                let ctx = d.primary_context_unretained(dev)?;
+                tables().ctxs.insert(id, ctx as usize);
+                Ok(Reply::default())
+            }
             Op::PrimaryCtxRelease => {
                 let dev = int(a[0])?;
                 // SAFETY: scalar argument.
@@ -534,6 +540,7 @@ fn needs_context(op: Op) -> bool {
             | Op::CtxCreate
             | Op::CtxDestroy
             | Op::PrimaryCtxRetain
+            | Op::PrimaryCtxGet
             | Op::PrimaryCtxRelease
             | Op::PrimaryCtxGetState
             | Op::PrimaryCtxSetFlags

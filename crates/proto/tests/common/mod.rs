@@ -166,6 +166,7 @@ pub fn sample_request(op: Op) -> Request {
         Op::MemFreeHost => (vec![HOST], vec![]),
         Op::MemcpyHtoDShared => (vec![DPTR, HOST, 4096, STREAM, 1], vec![]),
         Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
+        Op::PrimaryCtxGet => (vec![2, 0], vec![]),
     };
     let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
         0
