@@ -13,6 +13,8 @@ Exit codes:
   3    a vgpu component (library, mediator, C compiler) was not found
   4    the mediator did not start or did not open its socket in time
   5    any other system error
+  6    install/uninstall refused (needs root, another one running, or files
+       changed since the install: see uninstall --force)
   vgpu run becomes the command, so its status is the command's own; before
   that it exits 125 (vgpu failed), 126 (not executable) or 127 (not found).";
 
@@ -66,15 +68,76 @@ pub enum Command {
     /// Print versions, where vgpu's files are, and whether the mediator answers.
     Status(MediatorArgs),
     /// Check the installation and explain what is wrong, one line per check.
+    ///
+    /// Checks vgpu's files, which libcuda.so.1 a fresh process gets (the
+    /// loader cache, and a child started with an empty environment that
+    /// loads libcuda.so.1 and reads its own memory map), the mediator the
+    /// client would use (found as the client finds it, then a real
+    /// handshake), the socket's permissions, versions, and the real driver a
+    /// worker on this machine would load. Exits 0 only when all is well.
     Doctor(MediatorArgs),
+    /// Make vgpu's library the libcuda.so.1 of every process (needs root).
+    ///
+    /// Copies libvgpu-cuda.so to /usr/lib/vgpu/, links libcuda.so.1 and
+    /// libcuda.so to it in the standard library folders that exist
+    /// (/usr/lib/<arch>-linux-gnu, /usr/lib64, /usr/local/lib), writes
+    /// /etc/ld.so.conf.d/000-vgpu.conf and rebuilds the loader cache
+    /// (ldconfig -X). Whatever stood in the way is backed up to
+    /// /var/lib/vgpu/backup/, and every change is recorded in
+    /// /var/lib/vgpu/manifest.json. Running it again repairs or updates the
+    /// installation. /etc/ld.so.preload is never touched.
+    #[command(
+        after_help = "Examples:\n  sudo vgpu install\n  vgpu install --root /tmp/image --lib target/release/libvgpu_cuda.so"
+    )]
+    Install(InstallArgs),
+    /// Undo `vgpu install` exactly, from its manifest.
+    ///
+    /// Puts back every file and link install replaced (contents, mode and
+    /// link targets), removes what it created and rebuilds the loader cache.
+    /// Refuses, changing nothing, when a path was changed since the install,
+    /// unless --force.
+    Uninstall(UninstallArgs),
+    /// Internal: load libcuda.so.1 and print what got mapped (used by doctor).
+    #[command(hide = true, name = "__loader-probe")]
+    LoaderProbe,
+}
+
+/// Arguments of `vgpu install`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Install into this folder as if it were / (for images and tests).
+    #[arg(long, default_value = "/", value_name = "DIR")]
+    pub root: PathBuf,
+    /// The library to install (default: libvgpu-cuda.so found as for
+    /// `vgpu run`, see --lib-dir).
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// Print what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `vgpu uninstall`.
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The root given to `vgpu install --root`.
+    #[arg(long, default_value = "/", value_name = "DIR")]
+    pub root: PathBuf,
+    /// Restore even paths that were changed since the install.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Arguments of `vgpu run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Mediator address for the command (`unix:PATH`); sets VGPU_MEDIATOR.
-    /// Without it the client's own search applies (VGPU_MEDIATOR, then the
-    /// default socket /run/vgpu/mediator.sock).
+    /// Without it the client's own search applies (VGPU_MEDIATOR,
+    /// /etc/vgpu/client.toml, a vGPU PCI device, then the default socket
+    /// /run/vgpu/mediator.sock).
     #[arg(long, value_name = "ADDR")]
     pub mediator: Option<String>,
     /// The command and its arguments, after `--`.
@@ -109,7 +172,8 @@ pub struct DemoArgs {
 /// Arguments of `vgpu status` and `vgpu doctor`.
 #[derive(Debug, Args)]
 pub struct MediatorArgs {
-    /// Mediator address to check (default: VGPU_MEDIATOR, then
+    /// Mediator address to check (default: the one the client would find:
+    /// VGPU_MEDIATOR, /etc/vgpu/client.toml, a vGPU PCI device, then
     /// unix:/run/vgpu/mediator.sock).
     #[arg(long, value_name = "ADDR")]
     pub mediator: Option<String>,

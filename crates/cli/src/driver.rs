@@ -1,12 +1,19 @@
 //! Finding NVIDIA's driver library on this machine without loading it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::elf;
 
-/// Where GPU containers and the GPU test machines put the driver.
-pub const KNOWN_DRIVER: &str = "/usr/local/nvidia/lib64/libcuda.so.1";
+/// Folders where NVIDIA's installers put `libcuda.so.1`, searched in this
+/// order by the mediator's worker (`crates/mediator/src/driver.rs`) before
+/// the loader cache.
+pub const KNOWN_DRIVER_DIRS: &[&str] = &[
+    "/usr/local/nvidia/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib/wsl/lib",
+    "/usr/local/cuda/compat",
+];
 /// The symbol every vgpu client library exports and no NVIDIA driver does.
 pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
 
@@ -33,31 +40,21 @@ pub fn classify(path: &Path) -> Candidate {
 
 /// Paths of `libcuda.so.1` in the dynamic loader's cache (`ldconfig -p`).
 pub fn ldconfig_candidates() -> Vec<PathBuf> {
-    let out = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
-        .iter()
-        .find_map(|cmd| {
-            Command::new(cmd)
-                .arg("-p")
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-        });
-    let Some(out) = out else { return Vec::new() };
-    parse_ldconfig(&String::from_utf8_lossy(&out.stdout))
+    crate::ldconfig::cache_entries("libcuda.so.1")
 }
 
 /// Extracts the `libcuda.so.1` paths from `ldconfig -p` output.
 pub fn parse_ldconfig(text: &str) -> Vec<PathBuf> {
-    text.lines()
-        .filter(|l| l.trim_start().starts_with("libcuda.so.1 "))
-        .filter_map(|l| l.rsplit_once("=> ").map(|(_, p)| PathBuf::from(p.trim())))
-        .collect()
+    crate::ldconfig::parse_entries(text, "libcuda.so.1")
 }
 
-/// Every candidate on this machine, classified: the known path first, then
-/// the loader cache.
+/// Every candidate on this machine, classified, in the worker's order: the
+/// known folders, then the loader cache.
 pub fn candidates() -> Vec<Candidate> {
-    let mut paths = vec![PathBuf::from(KNOWN_DRIVER)];
+    let mut paths: Vec<PathBuf> = KNOWN_DRIVER_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("libcuda.so.1"))
+        .collect();
     paths.extend(ldconfig_candidates());
     let mut seen = Vec::new();
     paths

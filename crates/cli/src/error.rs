@@ -19,6 +19,9 @@ pub mod exit {
     pub const MEDIATOR: u8 = 4;
     /// Any other system error (temporary folder, process start, I/O).
     pub const SYSTEM: u8 = 5;
+    /// `install`/`uninstall` refused: root is needed, another one is
+    /// running, or files changed since the install (see `--force`).
+    pub const REFUSED: u8 = 6;
     /// `vgpu run` itself failed before the command started.
     pub const RUN_FAILED: u8 = 125;
     /// `vgpu run`: the command was found but could not be executed.
@@ -43,6 +46,9 @@ pub enum CliError {
     /// A check reported a failure.
     #[error("{0}")]
     Check(String),
+    /// The command refused to act; the string says why and what to do.
+    #[error("{0}")]
+    Refused(String),
     /// A system call failed; the string says what was being done.
     #[error("{what}: {source}")]
     Io {
@@ -76,6 +82,7 @@ impl CliError {
             CliError::Missing { .. } => exit::MISSING,
             CliError::Mediator(_) => exit::MEDIATOR,
             CliError::Check(_) => exit::CHECK_FAILED,
+            CliError::Refused(_) => exit::REFUSED,
             CliError::Io { .. } => exit::SYSTEM,
         }
     }

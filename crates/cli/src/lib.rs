@@ -5,6 +5,8 @@
 //!   `LD_LIBRARY_PATH`; `vgpu demo` shows the whole path working with a
 //!   private mediator; `vgpu status` and `vgpu doctor` report only what they
 //!   actually checked.
+//! - `vgpu install` / `vgpu uninstall` make vgpu the system's `libcuda.so.1`
+//!   and take it back exactly, from a manifest (see [`install`]).
 //! - vgpu's own files are found relative to the `vgpu` executable (see
 //!   [`layout`]), or through `--lib-dir` and `--mediator-bin`.
 //! - The environment is read once, into [`config::Env`].
@@ -13,11 +15,15 @@
 pub mod args;
 pub mod config;
 pub mod demo;
+pub mod doctor;
 pub mod driver;
 pub mod elf;
 pub mod error;
 pub mod example;
+pub mod install;
 pub mod layout;
+pub mod ldconfig;
+pub mod loader;
 pub mod mediator;
 pub mod privdir;
 pub mod probe;
@@ -45,7 +51,10 @@ pub fn main() -> ExitCode {
         }
         Command::Demo(args) => demo::demo(&env, &cli.paths, args),
         Command::Status(args) => status::status(&env, &cli.paths, args),
-        Command::Doctor(args) => status::doctor(&env, &cli.paths, args),
+        Command::Doctor(args) => doctor::doctor(&env, &cli.paths, args),
+        Command::Install(args) => install::install(&cli.paths, args),
+        Command::Uninstall(args) => install::uninstall(args),
+        Command::LoaderProbe => return loader::probe_main(),
     };
     match result {
         Ok(()) => ExitCode::from(exit::OK),
@@ -55,6 +64,9 @@ pub fn main() -> ExitCode {
                 Command::Demo(_) => "demo",
                 Command::Status(_) => "status",
                 Command::Doctor(_) => "doctor",
+                Command::Install(_) => "install",
+                Command::Uninstall(_) => "uninstall",
+                Command::LoaderProbe => "__loader-probe",
             };
             eprintln!("vgpu {name}: {e}");
             ExitCode::from(e.exit_code())
