@@ -331,6 +331,19 @@ fn check_versions(r: &mut Report, exe_dir: &Path, paths: &PathArgs) {
 fn check_socket(r: &mut Report, path: &Path) -> bool {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            r.add(
+                Verdict::Fail,
+                "mediator socket",
+                format!(
+                    "{}: {e}: a folder on the way is closed to this user (uid {}); open it (the \
+                     systemd unit makes /run/vgpu 0755) or use a socket in a folder it may enter",
+                    path.display(),
+                    crate::privdir::uid()
+                ),
+            );
+            return false;
+        }
         Err(e) => {
             r.add(
                 Verdict::Fail,
