@@ -543,3 +543,109 @@ fn env_cleared_child_and_execve_grandchild_map_vgpu() {
         );
     }
 }
+
+/// `vgpu install` and `vgpu uninstall` on `/` itself, in a mount namespace
+/// where `/usr/lib`, `/usr/lib64`, `/usr/local/lib`, `/etc`, `/var/lib` and
+/// `/var/cache` are writable overlays on a tmpfs: the real `ldconfig` (no
+/// `-r`) and the real loader, while the machine's own files stay untouched.
+#[test]
+fn install_on_slash_in_a_namespace() {
+    if let Some(why) = namespace_unavailable() {
+        println!("SKIPPED install_on_slash_in_a_namespace: {why}");
+        return;
+    }
+    let host_had_vgpu = Path::new("/usr/lib/vgpu").exists();
+    let work = tempfile::tempdir().expect("tempdir");
+    let probe_src = work.path().join("probe.c");
+    fs::write(&probe_src, PROBE_C).expect("write");
+    let probe = work.path().join("probe");
+    cc(&[
+        "-o",
+        probe.to_str().expect("utf-8"),
+        probe_src.to_str().expect("utf-8"),
+        "-ldl",
+    ]);
+    let scratch = work.path().join("overlays");
+    fs::create_dir(&scratch).expect("mkdir");
+    let script = r#"
+set -eu
+W=$1; P=$2; V=$3; L=$4; A=$5
+mount -t tmpfs tmpfs "$W"
+for d in /usr/lib /usr/lib64 /usr/local/lib /etc /var/lib /var/cache; do
+    if [ -d "$d" ] && [ ! -L "$d" ]; then
+        n=$(echo "$d" | tr / _)
+        mkdir -p "$W/u$n" "$W/w$n"
+        mount -t overlay overlay -o "lowerdir=$d,upperdir=$W/u$n,workdir=$W/w$n" "$d"
+        grep -q " $d overlay " /proc/self/mounts
+    fi
+done
+snap() {
+    for p in /usr/lib/$A-linux-gnu/libcuda.so.1 /usr/lib/$A-linux-gnu/libcuda.so \
+             /usr/lib64/libcuda.so.1 /usr/lib64/libcuda.so /usr/local/lib/libcuda.so.1 \
+             /usr/local/lib/libcuda.so /usr/lib/vgpu /etc/ld.so.conf.d/000-vgpu.conf \
+             /var/lib/vgpu /etc/ld.so.preload; do
+        if [ -e "$p" ] || [ -L "$p" ]; then stat -c "$1 %n %F %a %N" "$p"; else echo "$1 $p absent"; fi
+    done
+    ls /etc/ld.so.conf.d | sed "s/^/$1 conf.d /"
+}
+snap before
+"$V" install --lib "$L"
+env -i "$P" child | sed 's/^/installed /'
+"$V" uninstall
+snap after
+env -i "$P" child | sed 's/^/uninstalled /'
+"#;
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(&scratch)
+        .arg(&probe)
+        .arg(env!("CARGO_BIN_EXE_vgpu"))
+        .arg(client())
+        .arg(std::env::consts::ARCH)
+        .output()
+        .expect("unshare");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("--- namespace ---\n{text}");
+    assert!(out.status.success(), "namespace script failed");
+    assert!(
+        text.contains("ldconfig -X\n"),
+        "the real ldconfig ran, without -r: {text}"
+    );
+    for who in ["child", "grandchild"] {
+        assert!(text.contains(&format!("installed {who} env 0\n")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "installed {who} map /usr/lib/vgpu/libvgpu-cuda.so"
+            )),
+            "{who} maps vgpu's library after `vgpu install`:\n{text}"
+        );
+        assert!(
+            !text.contains(&format!("uninstalled {who} map /usr/lib/vgpu")),
+            "{text}"
+        );
+    }
+    let phase = |p: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(p))
+            .map(str::to_owned)
+            .collect()
+    };
+    let before = phase("before ");
+    assert!(
+        before
+            .iter()
+            .any(|l| l.contains("/etc/ld.so.preload absent")),
+        "{text}"
+    );
+    assert_eq!(before, phase("after "), "uninstall restores /");
+    if !host_had_vgpu {
+        assert!(
+            !Path::new("/usr/lib/vgpu").exists(),
+            "the machine itself was not touched"
+        );
+    }
+}

@@ -213,6 +213,15 @@ fn settle_derived(root: &Root, d: &Derived, steps: &Steps) -> Result<(), CliErro
             "checked",
             format!("{} is as it was before vgpu", d.path.display()),
         );
+    } else if d.path.ends_with("aux-cache") {
+        steps.say(
+            "note",
+            format!(
+                "{} rebuilt: it is ldconfig's record of the files it scanned, which changes \
+                 whenever files come and go",
+                d.path.display()
+            ),
+        );
     } else {
         steps.say(
             "note",
