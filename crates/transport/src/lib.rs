@@ -5,12 +5,23 @@
 //! crate only moves bytes and fds. Today there is the Unix socket
 //! ([`unix`]); shared-memory rings and TCP+TLS slot in behind the same
 //! [`Channel`] type.
+//!
+//! [`shm_ring`] is the same-host fast path: single-producer/single-consumer
+//! message rings in a sealed memfd, with spin-then-futex wake-ups
+//! ([`wake`]); its module header documents the memory layout, publish order
+//! and wake-up protocol.
 
+pub mod shm_ring;
 pub mod unix;
+pub mod wake;
+#[cfg(test)]
+mod wake_model;
 
 use thiserror::Error;
 
+pub use shm_ring::{Consumer, Producer, Ring};
 pub use unix::{Channel, Listener};
+pub use wake::WaitPolicy;
 
 /// Errors of the transport layer.
 #[derive(Debug, Error)]
@@ -24,6 +35,24 @@ pub enum TransportError {
     /// The address is not of a supported form.
     #[error("unsupported mediator address {0:?} (expected unix:PATH)")]
     Address(String),
+    /// The peer closed its end of the ring (and nothing is left to read).
+    #[error("the peer closed its end of the ring")]
+    PeerGone,
+    /// The peer did nothing within the wait policy's timeout.
+    #[error("timed out waiting for the peer")]
+    Timeout,
+    /// The shared ring failed validation: the peer broke it or is hostile.
+    #[error("corrupt shared ring: {0}")]
+    Corrupt(&'static str),
+    /// A message does not fit in the ring; callers chunk.
+    #[error("message of {len} bytes exceeds the ring's limit of {max} bytes")]
+    TooLarge { len: usize, max: usize },
+    /// The requested ring capacity is not supported.
+    #[error("ring capacity {0} is not a power of two in 64 B..=1 GiB")]
+    Capacity(usize),
+    /// This end of the ring is already bound to a producer or consumer.
+    #[error("the ring's {0} end is already attached")]
+    RoleTaken(&'static str),
 }
 
 /// Where a mediator listens.

@@ -1,0 +1,989 @@
+//! Single-producer/single-consumer rings of variable-length messages in
+//! shared memory (a sealed memfd mapped `MAP_SHARED` by both processes).
+//!
+//! # Memory layout
+//!
+//! One memfd of `HEADER_LEN + capacity` bytes. All integers are native-endian
+//! (little-endian on every supported target); offsets are in bytes.
+//!
+//! ```text
+//! header page (HEADER_LEN = 4096)
+//!   0x000  magic          u64  "VGPURING" (written last by the creator)
+//!   0x008  version        u32  1
+//!   0x00c  header_len     u32  4096
+//!   0x010  capacity       u64  data-area bytes: a power of two, 64 B ..= 1 GiB
+//!   0x080  tail           AtomicU64  bytes ever published (producer writes)
+//!   0x100  head           AtomicU64  bytes ever released (consumer writes)
+//!   0x180  data_seq       AtomicU32  futex word: "data arrived" (producer bumps)
+//!   0x184  data_sleeping  AtomicU32  1 while the consumer sleeps on data_seq
+//!   0x200  space_seq      AtomicU32  futex word: "space freed" (consumer bumps)
+//!   0x204  space_sleeping AtomicU32  1 while the producer sleeps on space_seq
+//!   0x280  producer_state AtomicU32  0 free, 1 attached, 2 closed
+//!   0x284  consumer_state AtomicU32  0 free, 1 attached, 2 closed
+//! data area (capacity bytes) at HEADER_LEN
+//! ```
+//!
+//! Each group starts its own 128-byte block, so the two sides never write the
+//! same cache line (nor an adjacent-line prefetch pair) on the fast path:
+//! `tail` is the producer's, `head` the consumer's, the wake pairs are written
+//! only around sleeps, the states once.
+//!
+//! `head` and `tail` are monotonically increasing byte counters (they never
+//! wrap in practice: 2^64 bytes); the data position of counter `i` is
+//! `i & (capacity - 1)`. `tail - head` is the number of published, unreleased
+//! bytes, never more than `capacity`; both stay multiples of 8.
+//!
+//! # Messages
+//!
+//! A record is an 8-byte header word `len as u64` (upper 32 bits zero), then
+//! `len` payload bytes, then zero to seven padding bytes up to a multiple of 8.
+//! Records are *split*, not wrapped: a record that reaches the end of the
+//! data area continues at its start. The header word never splits (positions
+//! and capacity are multiples of 8); only the payload is copied in up to two
+//! pieces. So no space is wasted on wrap markers, there is no marker state for
+//! a peer to corrupt, and the largest message is `capacity - 8` bytes. Payload
+//! is always copied out, so contiguity would buy nothing.
+//!
+//! # Publish order
+//!
+//! - Producer: copy the payload, store the header word (Relaxed), then
+//!   `tail.store(Release)`, then [`wake::notify`] the consumer.
+//! - Consumer: `tail.load(Acquire)`, read the header word and payload, then
+//!   `head.store(Release)`, then notify the producer.
+//! - Producer, when its cached view of `head` shows too little space:
+//!   `head.load(Acquire)`, so the consumer's reads of a slot happen before the
+//!   producer overwrites it.
+//! - Closing (Drop): `state.store(CLOSED, Release)` after the last publish,
+//!   then [`wake::wake_always`]. A consumer that finds the ring empty loads the
+//!   producer's state (Acquire) and, if closed, reloads `tail`: messages
+//!   published before the close are still delivered, then [`PeerGone`].
+//!
+//! # Wake-up protocol
+//!
+//! Spin for [`WaitPolicy::spin`], then sleep on the side's futex word with the
+//! announce / re-check / wait-on-expected-value protocol described and proved
+//! in [`crate::wake`].
+//!
+//! # Trust
+//!
+//! The peer may be hostile. Each side keeps its own index in private memory
+//! and only *stores* it to the header; the peer's index is read once per use,
+//! into a local, and checked with `if`s (`tail - head <= capacity`, multiple
+//! of 8, record length within the published bytes) before it steers a copy.
+//! A failed check is [`Corrupt`], never a panic or an out-of-bounds access.
+//! [`Ring::map`] validates magic, version, sizes and the memfd's seals before
+//! it reads anything else, and keeps its own copy of the capacity; the memfd is
+//! sealed against shrinking, so the peer cannot truncate the pages under us
+//! (`SIGBUS`). No Rust reference (`&[u8]`/`&mut [u8]`) is ever formed over the
+//! data area: bytes move with `ptr::copy_nonoverlapping`, indices and header
+//! words through atomics. A hostile peer writing a slot we are copying can
+//! only garble the bytes we copy, which the protocol layer validates anyway.
+//!
+//! [`PeerGone`]: TransportError::PeerGone
+//! [`Corrupt`]: TransportError::Corrupt
+
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use rustix::fs::{MemfdFlags, SealFlags};
+use rustix::mm::{MapFlags, ProtFlags};
+
+pub use crate::wake::WaitPolicy;
+use crate::wake::{self, SharedWake};
+use crate::TransportError;
+
+/// `"VGPURING"`, little-endian.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"VGPURING");
+/// Layout version; bumped on any change to the header or record format.
+pub const VERSION: u32 = 1;
+/// Bytes before the data area.
+pub const HEADER_LEN: usize = 4096;
+/// Smallest data area.
+pub const MIN_CAPACITY: usize = 64;
+/// Largest data area.
+pub const MAX_CAPACITY: usize = 1 << 30;
+/// Bytes of a record header.
+pub const RECORD_HEADER: usize = 8;
+
+const OFF_MAGIC: usize = 0x000;
+const OFF_VERSION: usize = 0x008;
+const OFF_HEADER_LEN: usize = 0x00c;
+const OFF_CAPACITY: usize = 0x010;
+const OFF_TAIL: usize = 0x080;
+const OFF_HEAD: usize = 0x100;
+const OFF_DATA_SEQ: usize = 0x180;
+const OFF_DATA_SLEEPING: usize = 0x184;
+const OFF_SPACE_SEQ: usize = 0x200;
+const OFF_SPACE_SLEEPING: usize = 0x204;
+const OFF_PRODUCER_STATE: usize = 0x280;
+const OFF_CONSUMER_STATE: usize = 0x284;
+const OFF_END: usize = 0x288;
+const _: () = assert!(OFF_END <= HEADER_LEN && HEADER_LEN.is_multiple_of(8));
+
+const STATE_FREE: u32 = 0;
+const STATE_ATTACHED: u32 = 1;
+const STATE_CLOSED: u32 = 2;
+
+#[allow(clippy::cast_possible_truncation)] // 4096 fits.
+const HEADER_LEN_U32: u32 = HEADER_LEN as u32;
+// Counters and offsets convert between u64 and usize freely below.
+const _: () = assert!(usize::BITS == 64, "the rings assume a 64-bit target");
+
+/// `v` as usize; lossless, as usize is 64 bits wide (asserted above).
+#[allow(clippy::cast_possible_truncation)]
+const fn to_usize(v: u64) -> usize {
+    v as usize
+}
+
+/// Bytes a record of `len` payload bytes takes in the ring.
+const fn record_len(len: u64) -> u64 {
+    RECORD_HEADER as u64 + ((len + 7) & !7)
+}
+
+/// A `MAP_SHARED` mapping of a whole ring memfd; unmapped on drop.
+#[derive(Debug)]
+struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value; it is only
+// touched through atomics and raw-pointer copies, never through references
+// that assume exclusive access, so any thread may hold or use it.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; concurrent access goes through atomics or raw copies.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(fd: BorrowedFd<'_>, len: usize) -> Result<Mapping, TransportError> {
+        // SAFETY: a null hint lets the kernel pick a fresh range, so no
+        // existing Rust object is aliased or replaced; `fd` is a valid
+        // descriptor for the duration of the call.
+        let p = unsafe {
+            rustix::mm::mmap(
+                ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                fd,
+                0,
+            )
+        }
+        .map_err(std::io::Error::from)?;
+        let base = NonNull::new(p.cast::<u8>()).ok_or(TransportError::Io(
+            std::io::Error::other("mmap returned null"),
+        ))?;
+        Ok(Mapping { base, len })
+    }
+
+    /// The atomic word at header offset `off` (a constant of this module:
+    /// 8-aligned for `u64`, inside `HEADER_LEN <= len`).
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= HEADER_LEN);
+        // SAFETY: `off` is one of this module's header offsets, 8-aligned and
+        // inside the mapping (HEADER_LEN <= len, the base is page-aligned);
+        // the mapping lives as long as `&self`, and the memory is only ever
+        // accessed atomically at this offset.
+        unsafe { &*self.base.as_ptr().add(off).cast::<AtomicU64>() }
+    }
+
+    /// The atomic `u32` at header offset `off` (4-aligned, inside the header).
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= HEADER_LEN);
+        // SAFETY: as for `u64_at`, with 4-byte alignment.
+        unsafe { &*self.base.as_ptr().add(off).cast::<AtomicU32>() }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly the range mapped in `new`, and no
+        // reference into it outlives `self` (they all borrow `self`).
+        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// One mapping of a ring, not yet bound to a role.
+#[derive(Debug)]
+pub struct Ring {
+    map: Mapping,
+    /// Private copy, validated once: never re-read from shared memory.
+    capacity: usize,
+}
+
+impl Ring {
+    /// Creates a ring with a data area of `capacity` bytes (a power of two,
+    /// [`MIN_CAPACITY`]..=[`MAX_CAPACITY`]) in a fresh memfd sealed against
+    /// resizing. Returns this side's mapping and the memfd to send to the
+    /// peer (over `SCM_RIGHTS`), which maps it with [`Ring::map`].
+    pub fn create(capacity: usize) -> Result<(Ring, OwnedFd), TransportError> {
+        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
+            return Err(TransportError::Capacity(capacity));
+        }
+        let total = HEADER_LEN + capacity;
+        let io = std::io::Error::from;
+        let fd =
+            rustix::fs::memfd_create("vgpu-ring", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+                .map_err(io)?;
+        rustix::fs::ftruncate(&fd, total as u64).map_err(io)?;
+        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+            .map_err(io)?;
+        let map = Mapping::new(fd.as_fd(), total)?;
+        // Fresh memfd pages are zero: indices, wake words and states start at 0.
+        map.u32_at(OFF_VERSION).store(VERSION, Ordering::Relaxed);
+        map.u32_at(OFF_HEADER_LEN)
+            .store(HEADER_LEN_U32, Ordering::Relaxed);
+        map.u64_at(OFF_CAPACITY)
+            .store(capacity as u64, Ordering::Relaxed);
+        map.u64_at(OFF_MAGIC).store(MAGIC, Ordering::Release);
+        Ok((Ring { map, capacity }, fd))
+    }
+
+    /// Maps a ring received from the peer, validating the memfd (seals, size)
+    /// and the header (magic, version, header length, capacity) before
+    /// trusting anything in it. The descriptor may be closed afterwards.
+    pub fn map(fd: impl AsFd) -> Result<Ring, TransportError> {
+        let fd = fd.as_fd();
+        let io = std::io::Error::from;
+        let seals = rustix::fs::fcntl_get_seals(fd)
+            .map_err(|_| TransportError::Corrupt("descriptor is not a sealable memfd"))?;
+        if !seals.contains(SealFlags::SHRINK) {
+            return Err(TransportError::Corrupt(
+                "memfd is not sealed against shrinking",
+            ));
+        }
+        let size = rustix::fs::fstat(fd).map_err(io)?.st_size;
+        let size = usize::try_from(size).map_err(|_| TransportError::Corrupt("memfd size"))?;
+        if !(HEADER_LEN + MIN_CAPACITY..=HEADER_LEN + MAX_CAPACITY).contains(&size) {
+            return Err(TransportError::Corrupt("memfd size out of range"));
+        }
+        let map = Mapping::new(fd, size)?;
+        if map.u64_at(OFF_MAGIC).load(Ordering::Acquire) != MAGIC {
+            return Err(TransportError::Corrupt("bad magic"));
+        }
+        if map.u32_at(OFF_VERSION).load(Ordering::Relaxed) != VERSION {
+            return Err(TransportError::Corrupt("unsupported version"));
+        }
+        if map.u32_at(OFF_HEADER_LEN).load(Ordering::Relaxed) != HEADER_LEN_U32 {
+            return Err(TransportError::Corrupt("bad header length"));
+        }
+        let capacity = usize::try_from(map.u64_at(OFF_CAPACITY).load(Ordering::Relaxed))
+            .ok()
+            .filter(|c| {
+                c.is_power_of_two()
+                    && (MIN_CAPACITY..=MAX_CAPACITY).contains(c)
+                    && HEADER_LEN + c == size
+            })
+            .ok_or(TransportError::Corrupt("capacity does not match the memfd"))?;
+        Ok(Ring { map, capacity })
+    }
+
+    /// Bytes in the data area.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Largest message this ring carries: `capacity - 8`.
+    pub fn max_message(&self) -> usize {
+        self.capacity - RECORD_HEADER
+    }
+
+    /// The capacity as a counter distance.
+    fn cap(&self) -> u64 {
+        self.capacity as u64
+    }
+
+    /// Binds this mapping as the ring's only producer.
+    pub fn into_producer(self) -> Result<Producer, TransportError> {
+        let (head, tail) = self.indices()?;
+        self.claim(OFF_PRODUCER_STATE, "producer")?;
+        Ok(Producer {
+            ring: self,
+            tail: Cell::new(tail),
+            head_cache: Cell::new(head),
+        })
+    }
+
+    /// Binds this mapping as the ring's only consumer.
+    pub fn into_consumer(self) -> Result<Consumer, TransportError> {
+        let (head, tail) = self.indices()?;
+        self.claim(OFF_CONSUMER_STATE, "consumer")?;
+        Ok(Consumer {
+            ring: self,
+            head: Cell::new(head),
+            tail_cache: Cell::new(tail),
+        })
+    }
+
+    fn claim(&self, off: usize, role: &'static str) -> Result<(), TransportError> {
+        self.map
+            .u32_at(off)
+            .compare_exchange(
+                STATE_FREE,
+                STATE_ATTACHED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(drop)
+            .map_err(|_| TransportError::RoleTaken(role))
+    }
+
+    /// Current (head, tail), checked.
+    fn indices(&self) -> Result<(u64, u64), TransportError> {
+        let head = self.head().load(Ordering::Acquire);
+        let tail = self.tail().load(Ordering::Acquire);
+        if !head.is_multiple_of(8)
+            || !tail.is_multiple_of(8)
+            || tail.wrapping_sub(head) > self.cap()
+        {
+            return Err(TransportError::Corrupt("head/tail out of range"));
+        }
+        Ok((head, tail))
+    }
+
+    fn tail(&self) -> &AtomicU64 {
+        self.map.u64_at(OFF_TAIL)
+    }
+    fn head(&self) -> &AtomicU64 {
+        self.map.u64_at(OFF_HEAD)
+    }
+    fn state(&self, off: usize) -> u32 {
+        self.map.u32_at(off).load(Ordering::Acquire)
+    }
+    fn data_wake(&self) -> SharedWake<'_> {
+        SharedWake {
+            seq: self.map.u32_at(OFF_DATA_SEQ),
+            sleeping: self.map.u32_at(OFF_DATA_SLEEPING),
+        }
+    }
+    fn space_wake(&self) -> SharedWake<'_> {
+        SharedWake {
+            seq: self.map.u32_at(OFF_SPACE_SEQ),
+            sleeping: self.map.u32_at(OFF_SPACE_SLEEPING),
+        }
+    }
+
+    /// Data-area offset of counter `pos`.
+    fn offset(&self, pos: u64) -> usize {
+        to_usize(pos & (self.cap() - 1))
+    }
+
+    /// The record header word at counter `pos`.
+    fn record_word(&self, pos: u64) -> Result<&AtomicU64, TransportError> {
+        let off = self.offset(pos);
+        if !off.is_multiple_of(8) {
+            return Err(TransportError::Corrupt("misaligned record"));
+        }
+        // SAFETY: `off + 8 <= capacity` (off < capacity, both multiples of 8),
+        // so the word lies inside the data area of the live mapping; it is
+        // 8-aligned (page-aligned base, HEADER_LEN and off multiples of 8);
+        // header words are only ever accessed atomically.
+        Ok(unsafe {
+            &*self
+                .map
+                .base
+                .as_ptr()
+                .add(HEADER_LEN + off)
+                .cast::<AtomicU64>()
+        })
+    }
+
+    /// Copies `src` into the data area from counter `pos` on, wrapping at the
+    /// end. Fails (no copy) if `src` is longer than the data area.
+    fn write_data(&self, pos: u64, src: &[u8]) -> Result<(), TransportError> {
+        let cap = self.capacity;
+        if src.len() > cap {
+            return Err(TransportError::TooLarge {
+                len: src.len(),
+                max: self.max_message(),
+            });
+        }
+        let off = self.offset(pos);
+        let first = src.len().min(cap - off);
+        let data = self.map.base.as_ptr().wrapping_add(HEADER_LEN);
+        // SAFETY: `off + first <= cap` and `src.len() - first <= off` (as
+        // `src.len() <= cap`), so both destination ranges lie inside the data
+        // area of the live mapping; `src` is private memory, so the ranges
+        // cannot overlap. No reference to the shared bytes is formed.
+        unsafe {
+            ptr::copy_nonoverlapping(src.as_ptr(), data.add(off), first);
+            ptr::copy_nonoverlapping(src.as_ptr().add(first), data, src.len() - first);
+        }
+        Ok(())
+    }
+
+    /// Fills `dst` from the data area from counter `pos` on, wrapping at the
+    /// end. Fails (no copy) if `dst` is longer than the data area.
+    fn read_data(&self, pos: u64, dst: &mut [MaybeUninit<u8>]) -> Result<(), TransportError> {
+        let cap = self.capacity;
+        if dst.len() > cap {
+            return Err(TransportError::Corrupt("read longer than the ring"));
+        }
+        let off = self.offset(pos);
+        let first = dst.len().min(cap - off);
+        let data = self.map.base.as_ptr().wrapping_add(HEADER_LEN);
+        let out = dst.as_mut_ptr().cast::<u8>();
+        // SAFETY: as in `write_data`, both source ranges lie inside the data
+        // area; `dst` is private memory valid for `dst.len()` bytes, and any
+        // byte value is a valid `MaybeUninit<u8>`.
+        unsafe {
+            ptr::copy_nonoverlapping(data.add(off), out, first);
+            ptr::copy_nonoverlapping(data, out.add(first), dst.len() - first);
+        }
+        Ok(())
+    }
+}
+
+/// The producing end of a ring. `Send`, not `Sync`: one thread at a time.
+#[derive(Debug)]
+pub struct Producer {
+    ring: Ring,
+    /// Our index; the shared copy is only written.
+    tail: Cell<u64>,
+    /// Last `head` read from the peer (checked), to skip re-reading its line.
+    head_cache: Cell<u64>,
+}
+
+impl Producer {
+    /// Bytes in the data area.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Largest message: `capacity - 8`.
+    pub fn max_message(&self) -> usize {
+        self.ring.max_message()
+    }
+
+    /// Whether the consumer has closed its end.
+    pub fn peer_closed(&self) -> bool {
+        self.ring.state(OFF_CONSUMER_STATE) == STATE_CLOSED
+    }
+
+    /// Appends one message, the concatenation of `parts`. `Ok(false)`: not
+    /// enough free space now. Errors: [`TransportError::TooLarge`] (callers
+    /// chunk), [`TransportError::PeerGone`], [`TransportError::Corrupt`].
+    pub fn try_push(&self, parts: &[&[u8]]) -> Result<bool, TransportError> {
+        let max = self.ring.max_message();
+        let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+        if len > max {
+            return Err(TransportError::TooLarge { len, max });
+        }
+        if self.peer_closed() {
+            return Err(TransportError::PeerGone);
+        }
+        let cap = self.ring.cap();
+        let need = record_len(len as u64);
+        let tail = self.tail.get();
+        if cap - tail.wrapping_sub(self.head_cache.get()) < need {
+            let head = self.ring.head().load(Ordering::Acquire);
+            let used = tail.wrapping_sub(head);
+            if used > cap {
+                return Err(TransportError::Corrupt("head index out of range"));
+            }
+            self.head_cache.set(head);
+            if cap - used < need {
+                return Ok(false);
+            }
+        }
+        let mut pos = tail.wrapping_add(RECORD_HEADER as u64);
+        for part in parts {
+            self.ring.write_data(pos, part)?;
+            pos = pos.wrapping_add(part.len() as u64);
+        }
+        self.ring
+            .record_word(tail)?
+            .store(len as u64, Ordering::Relaxed);
+        let new_tail = tail.wrapping_add(need);
+        self.tail.set(new_tail);
+        self.ring.tail().store(new_tail, Ordering::Release);
+        wake::notify(&self.ring.data_wake())?;
+        Ok(true)
+    }
+
+    /// Appends one message, waiting for space as `wait` says.
+    pub fn push(&self, parts: &[&[u8]], wait: &WaitPolicy) -> Result<(), TransportError> {
+        if self.try_push(parts)? {
+            return Ok(());
+        }
+        wake::wait_for(&self.ring.space_wake(), wait, || {
+            Ok(self.try_push(parts)?.then_some(()))
+        })
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.ring
+            .map
+            .u32_at(OFF_PRODUCER_STATE)
+            .store(STATE_CLOSED, Ordering::Release);
+        let _ = wake::wake_always(&self.ring.data_wake());
+    }
+}
+
+/// The consuming end of a ring. `Send`, not `Sync`: one thread at a time.
+#[derive(Debug)]
+pub struct Consumer {
+    ring: Ring,
+    /// Our index; the shared copy is only written.
+    head: Cell<u64>,
+    /// Last `tail` read from the peer (checked), to skip re-reading its line.
+    tail_cache: Cell<u64>,
+}
+
+impl Consumer {
+    /// Bytes in the data area.
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Largest message: `capacity - 8`.
+    pub fn max_message(&self) -> usize {
+        self.ring.max_message()
+    }
+
+    /// Whether the producer has closed its end (messages may remain).
+    pub fn peer_closed(&self) -> bool {
+        self.ring.state(OFF_PRODUCER_STATE) == STATE_CLOSED
+    }
+
+    /// Takes the oldest message into `buf` (replacing its contents).
+    /// `Ok(false)`: the ring is empty. [`TransportError::PeerGone`]: empty and
+    /// the producer closed. [`TransportError::Corrupt`]: the peer broke the
+    /// ring.
+    pub fn try_pop_into(&self, buf: &mut Vec<u8>) -> Result<bool, TransportError> {
+        let head = self.head.get();
+        let mut avail = self.tail_cache.get().wrapping_sub(head);
+        if avail == 0 {
+            let mut tail = self.ring.tail().load(Ordering::Acquire);
+            if tail == head {
+                if !self.peer_closed() {
+                    return Ok(false);
+                }
+                // Everything published before the close is visible now.
+                tail = self.ring.tail().load(Ordering::Acquire);
+                if tail == head {
+                    return Err(TransportError::PeerGone);
+                }
+            }
+            avail = tail.wrapping_sub(head);
+            if avail > self.ring.cap() || !avail.is_multiple_of(8) {
+                return Err(TransportError::Corrupt("tail index out of range"));
+            }
+            self.tail_cache.set(tail);
+        }
+        let word = self.ring.record_word(head)?.load(Ordering::Relaxed);
+        if word > u64::from(u32::MAX) {
+            return Err(TransportError::Corrupt("record header reserved bits set"));
+        }
+        let need = record_len(word);
+        if need > avail {
+            return Err(TransportError::Corrupt(
+                "record runs past the published tail",
+            ));
+        }
+        let len = to_usize(word);
+        buf.clear();
+        buf.try_reserve(len).map_err(|_| {
+            TransportError::Io(std::io::Error::from(std::io::ErrorKind::OutOfMemory))
+        })?;
+        let dst = buf
+            .spare_capacity_mut()
+            .get_mut(..len)
+            .ok_or(TransportError::Corrupt("reserve came up short"))?;
+        self.ring
+            .read_data(head.wrapping_add(RECORD_HEADER as u64), dst)?;
+        // SAFETY: `read_data` initialised the first `len` bytes of the spare
+        // capacity, which `try_reserve` made at least `len` long.
+        unsafe { buf.set_len(len) };
+        let new_head = head.wrapping_add(need);
+        self.head.set(new_head);
+        self.ring.head().store(new_head, Ordering::Release);
+        wake::notify(&self.ring.space_wake())?;
+        Ok(true)
+    }
+
+    /// Takes the oldest message into `buf`, waiting as `wait` says.
+    pub fn pop_into(&self, buf: &mut Vec<u8>, wait: &WaitPolicy) -> Result<(), TransportError> {
+        if self.try_pop_into(buf)? {
+            return Ok(());
+        }
+        wake::wait_for(&self.ring.data_wake(), wait, || {
+            Ok(self.try_pop_into(buf)?.then_some(()))
+        })
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.ring
+            .map
+            .u32_at(OFF_CONSUMER_STATE)
+            .store(STATE_CLOSED, Ordering::Release);
+        let _ = wake::wake_always(&self.ring.space_wake());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // Byte patterns wrap on purpose.
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A producer and a consumer on two mappings of one memfd, as two
+    /// processes would have them, plus a third mapping for tampering.
+    fn pair(cap: usize) -> (Producer, Consumer, Ring) {
+        let (ring, fd) = Ring::create(cap).expect("create");
+        let peer = Ring::map(&fd).expect("map");
+        let evil = Ring::map(&fd).expect("map");
+        (
+            ring.into_producer().expect("producer"),
+            peer.into_consumer().expect("consumer"),
+            evil,
+        )
+    }
+
+    fn pop(c: &Consumer) -> Option<Vec<u8>> {
+        let mut buf = Vec::new();
+        c.try_pop_into(&mut buf).expect("pop").then_some(buf)
+    }
+
+    #[test]
+    fn create_rejects_bad_capacities() {
+        for cap in [0, 1, 32, 100, 4095, MAX_CAPACITY * 2] {
+            assert!(
+                matches!(Ring::create(cap), Err(TransportError::Capacity(_))),
+                "{cap}"
+            );
+        }
+    }
+
+    #[test]
+    fn push_pop_in_order_with_parts_and_empty_messages() {
+        let (p, c, _) = pair(4096);
+        assert_eq!(pop(&c), None);
+        assert!(p.try_push(&[b"hello ", b"", b"world"]).expect("push"));
+        assert!(p.try_push(&[]).expect("push empty"));
+        assert!(p.try_push(&[b"x"]).expect("push"));
+        assert_eq!(pop(&c).as_deref(), Some(&b"hello world"[..]));
+        assert_eq!(pop(&c).as_deref(), Some(&b""[..]));
+        assert_eq!(pop(&c).as_deref(), Some(&b"x"[..]));
+        assert_eq!(pop(&c), None);
+    }
+
+    #[test]
+    fn full_then_space_after_pop() {
+        let (p, c, _) = pair(64);
+        // 64 bytes hold four 16-byte records (8 header + 8 payload).
+        for i in 0..4u8 {
+            assert!(p.try_push(&[&[i; 8]]).expect("push"), "record {i}");
+        }
+        assert!(!p.try_push(&[&[9; 1]]).expect("full"));
+        assert_eq!(pop(&c), Some(vec![0; 8]));
+        assert!(p.try_push(&[&[4; 8]]).expect("space again"));
+        assert!(!p.try_push(&[&[]]).expect("full again"));
+        for i in 1..5u8 {
+            assert_eq!(pop(&c), Some(vec![i; 8]));
+        }
+        assert_eq!(pop(&c), None);
+    }
+
+    #[test]
+    fn wrap_around_splits_payload() {
+        let (p, c, _) = pair(64);
+        // Sizes that are not multiples of the capacity walk the split point
+        // over every offset, many laps.
+        for round in 0..500u32 {
+            let len = (round * 7 % 41) as usize;
+            let msg: Vec<u8> = (0..len).map(|i| (round as usize * 31 + i) as u8).collect();
+            assert!(p
+                .try_push(&[&msg[..len / 2], &msg[len / 2..]])
+                .expect("push"));
+            assert_eq!(pop(&c), Some(msg), "round {round}");
+        }
+    }
+
+    #[test]
+    fn max_size_message_fits_exactly_and_one_more_byte_does_not() {
+        let (p, c, _) = pair(256);
+        assert_eq!(p.max_message(), 248);
+        // Move the indices off zero so the big record splits.
+        assert!(p.try_push(&[&[1; 20]]).expect("push"));
+        assert_eq!(pop(&c), Some(vec![1; 20]));
+        let big: Vec<u8> = (0..248).map(|i| i as u8).collect();
+        assert!(p.try_push(&[&big]).expect("max"));
+        assert!(!p.try_push(&[]).expect("now full"));
+        assert_eq!(pop(&c), Some(big));
+        let e = p.try_push(&[&[0; 200], &[0; 49]]).expect_err("too large");
+        assert!(
+            matches!(e, TransportError::TooLarge { len: 249, max: 248 }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn roles_are_claimed_once() {
+        let (ring, fd) = Ring::create(64).expect("create");
+        let _p = ring.into_producer().expect("producer");
+        let again = Ring::map(&fd).expect("map").into_producer();
+        assert!(matches!(again, Err(TransportError::RoleTaken("producer"))));
+        let _c = Ring::map(&fd)
+            .expect("map")
+            .into_consumer()
+            .expect("consumer");
+        let again = Ring::map(&fd).expect("map").into_consumer();
+        assert!(matches!(again, Err(TransportError::RoleTaken("consumer"))));
+    }
+
+    #[test]
+    fn producer_close_delivers_the_rest_then_peer_gone() {
+        let (p, c, _) = pair(64);
+        p.try_push(&[b"last"]).expect("push");
+        drop(p);
+        assert!(c.peer_closed());
+        assert_eq!(pop(&c).as_deref(), Some(&b"last"[..]));
+        let mut buf = Vec::new();
+        assert!(matches!(
+            c.try_pop_into(&mut buf),
+            Err(TransportError::PeerGone)
+        ));
+        let r = c.pop_into(&mut buf, &WaitPolicy::default());
+        assert!(matches!(r, Err(TransportError::PeerGone)));
+    }
+
+    #[test]
+    fn consumer_close_fails_pushes() {
+        let (p, c, _) = pair(64);
+        drop(c);
+        assert!(p.peer_closed());
+        assert!(matches!(p.try_push(&[b"x"]), Err(TransportError::PeerGone)));
+    }
+
+    #[test]
+    fn blocking_waits_time_out() {
+        let (p, c, _) = pair(64);
+        let policy = WaitPolicy::default().with_timeout(Duration::from_millis(30));
+        let mut buf = Vec::new();
+        let t0 = Instant::now();
+        assert!(matches!(
+            c.pop_into(&mut buf, &policy),
+            Err(TransportError::Timeout)
+        ));
+        assert!(t0.elapsed() >= Duration::from_millis(30));
+        p.push(&[&[0; 56]], &policy).expect("fills the ring");
+        assert!(matches!(
+            p.push(&[b"x"], &policy),
+            Err(TransportError::Timeout)
+        ));
+    }
+
+    #[test]
+    fn blocked_waiters_are_woken_by_close() {
+        let (p, c, _) = pair(64);
+        let t = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            c.pop_into(
+                &mut buf,
+                &WaitPolicy::sleep().with_timeout(Duration::from_secs(10)),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(p);
+        assert!(matches!(
+            t.join().expect("join"),
+            Err(TransportError::PeerGone)
+        ));
+
+        let (p, c, _) = pair(64);
+        p.try_push(&[&[0; 56]]).expect("fill");
+        let t = std::thread::spawn(move || {
+            p.push(
+                &[b"x"],
+                &WaitPolicy::sleep().with_timeout(Duration::from_secs(10)),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(c);
+        assert!(matches!(
+            t.join().expect("join"),
+            Err(TransportError::PeerGone)
+        ));
+    }
+
+    #[test]
+    fn threads_stream_through_a_small_ring_with_futex_waits() {
+        let (p, c, _) = pair(256);
+        const N: u32 = 20_000;
+        // Spin zero: every wait goes through the futex path.
+        let policy = WaitPolicy::sleep().with_timeout(Duration::from_secs(20));
+        let t = std::thread::spawn(move || {
+            for i in 0..N {
+                let len = (i % 97) as usize;
+                p.push(&[&i.to_le_bytes(), &vec![i as u8; len]], &policy)
+                    .expect("push");
+            }
+        });
+        let mut buf = Vec::new();
+        for i in 0..N {
+            c.pop_into(&mut buf, &policy).expect("pop");
+            assert_eq!(buf[..4], i.to_le_bytes());
+            assert_eq!(buf.len(), 4 + (i % 97) as usize);
+            assert!(buf[4..].iter().all(|&b| b == i as u8));
+        }
+        t.join().expect("join");
+    }
+
+    // ---- a hostile or broken peer: errors, never panics or UB ----
+
+    fn corrupt(r: Result<bool, TransportError>) -> &'static str {
+        match r {
+            Err(TransportError::Corrupt(why)) => why,
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn map_validates_the_header() {
+        let cases: [(usize, u64, &str); 4] = [
+            (OFF_MAGIC, 0x1234, "bad magic"),
+            (OFF_VERSION, 2, "unsupported version"),
+            (OFF_HEADER_LEN, 8192, "bad header length"),
+            (OFF_CAPACITY, 128, "capacity does not match the memfd"),
+        ];
+        for (off, value, why) in cases {
+            let (ring, fd) = Ring::create(64).expect("create");
+            if off == OFF_VERSION || off == OFF_HEADER_LEN {
+                ring.map.u32_at(off).store(value as u32, Ordering::Relaxed);
+            } else {
+                ring.map.u64_at(off).store(value, Ordering::Relaxed);
+            }
+            match Ring::map(&fd) {
+                Err(TransportError::Corrupt(w)) => assert_eq!(w, why),
+                other => panic!("{why}: got {other:?}"),
+            }
+        }
+        // A capacity that is not a power of two, with a matching file size.
+        let (ring, fd) = Ring::create(64).expect("create");
+        ring.map.u64_at(OFF_CAPACITY).store(96, Ordering::Relaxed);
+        assert!(matches!(Ring::map(&fd), Err(TransportError::Corrupt(_))));
+    }
+
+    #[test]
+    fn map_rejects_unsealed_or_foreign_descriptors() {
+        let fd = rustix::fs::memfd_create("x", MemfdFlags::CLOEXEC).expect("memfd");
+        rustix::fs::ftruncate(&fd, (HEADER_LEN + 64) as u64).expect("truncate");
+        assert!(matches!(Ring::map(&fd), Err(TransportError::Corrupt(_))));
+        let file = tempfile::tempfile().expect("tempfile");
+        assert!(matches!(Ring::map(&file), Err(TransportError::Corrupt(_))));
+        // Sealed, but too small to hold a header.
+        let fd = rustix::fs::memfd_create("x", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+            .expect("memfd");
+        rustix::fs::ftruncate(&fd, 100).expect("truncate");
+        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK).expect("seal");
+        assert!(matches!(Ring::map(&fd), Err(TransportError::Corrupt(_))));
+    }
+
+    #[test]
+    fn map_rejects_broken_indices() {
+        let (ring, fd) = Ring::create(64).expect("create");
+        ring.tail().store(72, Ordering::Relaxed);
+        let r = Ring::map(&fd).expect("map").into_consumer();
+        assert!(matches!(r, Err(TransportError::Corrupt(_))));
+        ring.tail().store(4, Ordering::Relaxed);
+        let r = Ring::map(&fd).expect("map").into_producer();
+        assert!(matches!(r, Err(TransportError::Corrupt(_))));
+    }
+
+    #[test]
+    fn consumer_rejects_a_tail_out_of_range() {
+        for bad_tail in [72, 12, u64::MAX - 7] {
+            let (_p, c, evil) = pair(64);
+            evil.tail().store(bad_tail, Ordering::Release);
+            let mut buf = Vec::new();
+            assert_eq!(corrupt(c.try_pop_into(&mut buf)), "tail index out of range");
+        }
+    }
+
+    #[test]
+    fn consumer_rejects_bad_record_headers() {
+        let (p, c, evil) = pair(64);
+        p.try_push(&[&[7; 8]]).expect("push");
+        // Length past the published bytes.
+        evil.record_word(0)
+            .expect("word")
+            .store(40, Ordering::Relaxed);
+        let mut buf = Vec::new();
+        assert_eq!(
+            corrupt(c.try_pop_into(&mut buf)),
+            "record runs past the published tail"
+        );
+        // Reserved upper bits.
+        evil.record_word(0)
+            .expect("word")
+            .store(1 << 40, Ordering::Relaxed);
+        assert_eq!(
+            corrupt(c.try_pop_into(&mut buf)),
+            "record header reserved bits set"
+        );
+        // u32::MAX: would be a huge allocation; refused before allocating.
+        evil.record_word(0)
+            .expect("word")
+            .store(u64::from(u32::MAX), Ordering::Relaxed);
+        assert_eq!(
+            corrupt(c.try_pop_into(&mut buf)),
+            "record runs past the published tail"
+        );
+        // Repaired, the message comes through.
+        evil.record_word(0)
+            .expect("word")
+            .store(8, Ordering::Relaxed);
+        assert_eq!(pop(&c), Some(vec![7; 8]));
+    }
+
+    #[test]
+    fn producer_rejects_a_head_out_of_range() {
+        let (p, _c, evil) = pair(64);
+        for i in 0..4u8 {
+            p.try_push(&[&[i; 8]]).expect("push");
+        }
+        // The consumer claims to have released more than was published.
+        evil.head().store(128, Ordering::Release);
+        assert_eq!(corrupt(p.try_push(&[b"x"])), "head index out of range");
+        // A head moved backwards only makes the ring look full.
+        evil.head().store(0, Ordering::Release);
+        assert!(!p.try_push(&[b"x"]).expect("full"));
+    }
+
+    #[test]
+    fn scribbled_wake_words_cost_only_time() {
+        let (p, c, evil) = pair(64);
+        evil.map
+            .u32_at(OFF_DATA_SLEEPING)
+            .store(u32::MAX, Ordering::Relaxed);
+        evil.map
+            .u32_at(OFF_DATA_SEQ)
+            .store(u32::MAX, Ordering::Relaxed);
+        p.try_push(&[b"ok"]).expect("push");
+        let mut buf = Vec::new();
+        c.pop_into(
+            &mut buf,
+            &WaitPolicy::sleep().with_timeout(Duration::from_secs(5)),
+        )
+        .expect("pop");
+        assert_eq!(buf, b"ok");
+        evil.map
+            .u32_at(OFF_PRODUCER_STATE)
+            .store(77, Ordering::Relaxed);
+        assert!(matches!(
+            c.pop_into(
+                &mut buf,
+                &WaitPolicy::sleep().with_timeout(Duration::from_millis(10))
+            ),
+            Err(TransportError::Timeout)
+        ));
+    }
+}
