@@ -1,0 +1,98 @@
+//! Property test: random sequences of pushes and pops of random sizes, on
+//! rings of several capacities, agree with a `VecDeque` model on order,
+//! content and exactly when the ring is full.
+
+use std::collections::VecDeque;
+
+use proptest::prelude::*;
+use vgpu_transport::shm_ring::RECORD_HEADER;
+use vgpu_transport::{Ring, TransportError};
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Push a message of `len` bytes (seeded with `seed`), given in `cut`
+    /// positions' worth of parts.
+    Push {
+        len: usize,
+        seed: u8,
+        cut: usize,
+    },
+    Pop,
+}
+
+fn op(max_len: usize) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0..=max_len, any::<u8>(), 0..=max_len).prop_map(|(len, seed, cut)| Op::Push { len, seed, cut }),
+        2 => Just(Op::Pop),
+    ]
+}
+
+fn record_len(len: usize) -> usize {
+    RECORD_HEADER + len.div_ceil(8) * 8
+}
+
+fn run(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
+    let (ring, fd) = Ring::create(cap).expect("create");
+    let p = ring.into_producer().expect("producer");
+    let c = Ring::map(&fd)
+        .expect("map")
+        .into_consumer()
+        .expect("consumer");
+    let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut used = 0;
+    let mut buf = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Push { len, seed, cut } => {
+                let msg: Vec<u8> = (0..len)
+                    .map(|i| seed.wrapping_add(i.to_le_bytes()[0]))
+                    .collect();
+                let cut = cut.min(len);
+                let r = p.try_push(&[&msg[..cut], &msg[cut..]]);
+                if len > cap - RECORD_HEADER {
+                    let too_large = matches!(r, Err(TransportError::TooLarge { .. }));
+                    prop_assert!(too_large, "expected TooLarge, got {:?}", r);
+                    continue;
+                }
+                let fits = cap - used >= record_len(len);
+                prop_assert_eq!(r.expect("push"), fits);
+                if fits {
+                    used += record_len(len);
+                    model.push_back(msg);
+                }
+            }
+            Op::Pop => {
+                let got = c.try_pop_into(&mut buf).expect("pop");
+                match model.pop_front() {
+                    Some(want) => {
+                        prop_assert!(got);
+                        prop_assert_eq!(&buf, &want);
+                        used -= record_len(want.len());
+                    }
+                    None => prop_assert!(!got),
+                }
+            }
+        }
+    }
+    // Drain: everything left comes out in order.
+    while let Some(want) = model.pop_front() {
+        prop_assert!(c.try_pop_into(&mut buf).expect("pop"));
+        prop_assert_eq!(&buf, &want);
+    }
+    prop_assert!(!c.try_pop_into(&mut buf).expect("empty"));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fifo_matches_model_small_rings(cap_log in 6u32..=8, ops in prop::collection::vec(op(260), 1..400)) {
+        run(1 << cap_log, &ops)?;
+    }
+
+    #[test]
+    fn fifo_matches_model_page_ring(ops in prop::collection::vec(op(1500), 1..300)) {
+        run(4096, &ops)?;
+    }
+}
