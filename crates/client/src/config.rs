@@ -27,6 +27,8 @@ pub struct Config {
     pub log: Option<LogTarget>,
     /// Allowlisted `CUDA_*` variables that travel to the worker.
     pub cuda_env: Vec<(String, String)>,
+    /// `VGPU_TRACE`: a file that gets one line per CUDA call, and a summary at exit.
+    pub trace: Option<PathBuf>,
 }
 
 impl Config {
@@ -37,12 +39,14 @@ impl Config {
             pci_cache: PciCache::default(),
             log: None,
             cuda_env: Vec::new(),
+            trace: None,
         };
         for (k, v) in vars {
             match k.as_str() {
                 "VGPU_MEDIATOR" if !v.is_empty() => cfg.discovery.env = Some(v),
                 "VGPU_CLIENT_CONFIG" if !v.is_empty() => cfg.discovery.client_file = v.into(),
                 "VGPU_SYSFS_ROOT" if !v.is_empty() => cfg.discovery.sysfs_root = v.into(),
+                "VGPU_TRACE" if !v.is_empty() => cfg.trace = Some(v.into()),
                 "VGPU_LOG" => {
                     cfg.log = match v.as_str() {
                         "" | "0" => None,

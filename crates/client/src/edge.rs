@@ -72,7 +72,7 @@ pub fn to_curesult(r: CuResult<()>) -> CUresult {
 
 /// Runs an export's body, turning a panic into `CUDA_ERROR_UNKNOWN`.
 pub fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> CUresult {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch_unwind(AssertUnwindSafe(|| crate::trace::traced(name, body))) {
         Ok(r) => r,
         Err(_) => {
             crate::log::always(format_args!(

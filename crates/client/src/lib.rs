@@ -23,6 +23,7 @@ mod image;
 mod log;
 mod objects;
 mod runtime;
+mod trace;
 
 /// Marks this library as vgpu's client; the worker refuses to load any
 /// library exporting it, so it can never load itself as the driver.

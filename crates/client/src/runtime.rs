@@ -27,6 +27,8 @@ pub struct Runtime {
     fork_epoch: AtomicU64,
     next_id: AtomicU64,
     sessions: AtomicU64,
+    /// The call trace, when `VGPU_TRACE` names a file.
+    pub trace: Option<crate::trace::Trace>,
     /// Keys already logged by [`crate::log::once`].
     pub logged_once: Mutex<HashSet<&'static str>>,
 }
@@ -40,8 +42,11 @@ pub fn runtime() -> &'static Runtime {
         // SAFETY: `after_fork_in_child` is an `extern "C" fn()` that only touches
         // atomics, which is async-signal-safe as a fork child handler must be.
         unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        let config = Config::from_env(std::env::vars());
+        let trace = config.trace.as_deref().and_then(crate::trace::Trace::open);
         Runtime {
-            config: Config::from_env(std::env::vars()),
+            trace,
+            config,
             session: Mutex::new(None),
             fork_epoch: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
@@ -96,6 +101,9 @@ impl Runtime {
         let epoch = self.fork_epoch.load(Ordering::SeqCst);
         let mut slot = self.lock();
         if let Some(s) = slot.as_ref().filter(|s| s.epoch == epoch) {
+            if s.dead.load(Ordering::SeqCst) {
+                return Err(CuError::DEVICE_UNAVAILABLE);
+            }
             return crate::edge::check(s.init_status);
         }
         let serial = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -134,6 +142,9 @@ pub enum ConnectError {
     /// The handshake failed.
     #[error("handshake: {0}")]
     Proto(#[from] vgpu_proto::ProtoError),
+    /// The worker hung up during the handshake: it refused our hello.
+    #[error("the mediator closed the connection during the handshake; it refuses this client's protocol version or schema, or could not start its worker (its log says which)")]
+    Refused,
 }
 
 impl Session {
@@ -150,7 +161,12 @@ impl Session {
             env: cfg.cuda_env.clone(),
         };
         hello.write(&mut control)?;
-        let welcome = Welcome::read(&mut control)?;
+        let welcome = Welcome::read(&mut control).map_err(|e| match e {
+            vgpu_proto::ProtoError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                ConnectError::Refused
+            }
+            other => ConnectError::Proto(other),
+        })?;
         crate::log::line(format_args!(
             "session {serial} connected to {found}: driver {}, {} device(s), cuInit status {}",
             welcome.driver_version,

@@ -153,6 +153,8 @@ driver_table! {
     mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
     mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut DevPtr, *mut c_void, c_uint);
     get_export_table = "cuGetExportTable": fn(*mut *const c_void, *const [u8; 16]);
+    pointer_get_attribute = "cuPointerGetAttribute": fn(*mut c_void, c_int, DevPtr);
+    pointer_get_attributes = "cuPointerGetAttributes": fn(c_uint, *mut c_int, *mut *mut c_void, DevPtr);
 }
 
 /// The CUDA runtime's private interface table and the slot that returns a

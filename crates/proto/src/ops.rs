@@ -206,6 +206,12 @@ wire_ops! {
     /// (ctx_id, device) → ()  Map `ctx_id` to the device's primary context
     /// without retaining it, as the CUDA runtime's private interface does.
     PrimaryCtxGet = 100, args = 2;
+    /// (pointer, single) + blob of attribute ids (u32 each) → blob of 16
+    /// bytes per attribute (its value, zero-padded). `single` 1 asks as
+    /// `cuPointerGetAttribute` does (an error for a non-CUDA pointer), 0 as
+    /// `cuPointerGetAttributes` does (defaults and success). Context values
+    /// come back as the client's context ids.
+    PointerGetAttributes = 101, args = 2;
 }
 
 #[cfg(test)]

@@ -84,8 +84,12 @@ pub(crate) fn alloc(st: &mut State, budget: u64, ctx: usize, size: usize) -> Res
     Ok(base)
 }
 
-/// Frees the allocation whose base address is `base`.
+/// Frees the allocation whose base address is `base`; freeing NULL is a
+/// no-op that succeeds, as on the real driver.
 pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
+    if base == 0 {
+        return Ok(());
+    }
     match st.allocs.remove(&base) {
         Some(a) => {
             st.used[a.device] -= a.size as u64;

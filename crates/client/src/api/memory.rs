@@ -70,6 +70,10 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
 
 pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
     let s = runtime().session()?;
+    if dptr == 0 {
+        // The driver accepts freeing NULL; the runtime's `cudaFree(0)` relies on it.
+        return Ok(());
+    }
     s.call(Op::MemFree, &[dptr], &[], None)?;
     s.objects().device_ranges.remove(&dptr);
     Ok(())

@@ -12,8 +12,11 @@ mod library;
 mod memory;
 mod module;
 mod options;
+mod pointer;
 mod procaddr;
 mod stream;
+
+pub use errors::error_name;
 
 use vgpu_abi::types::*;
 use vgpu_proto::Op;
@@ -166,6 +169,8 @@ implement! {
     cuStreamIsCapturing(s, st) => library::is_capturing(stream::id(s), st);
     cuStreamIsCapturing_ptsz(s, st) => library::is_capturing(stream::id_ptsz(s), st);
 
+    cuPointerGetAttribute(data, attr, ptr) => pointer::get_attribute(data, attr, ptr);
+    cuPointerGetAttributes(n, attrs, data, ptr) => pointer::get_attributes(n, attrs, data, ptr);
     cuMemHostAlloc(pp, len, flags) => host::alloc(pp, len, flags);
     cuMemAllocHost_v2(pp, len) => host::alloc(pp, len, 0);
     cuMemFreeHost(p) => host::free(p);

@@ -1,0 +1,88 @@
+//! `cuPointerGetAttribute(s)`: asked of the worker, whose driver knows every
+//! device allocation; host pointers in shared pinned memory are translated
+//! to the worker's address and back.
+
+use std::ffi::{c_uint, c_void};
+
+use vgpu_abi::types::{CUdeviceptr, CUpointer_attribute};
+use vgpu_proto::Op;
+
+use crate::edge::{non_null, CuError, CuResult};
+use crate::runtime::runtime;
+
+const MAX_ATTRIBUTES: usize = 32;
+/// Attributes whose value is a host address.
+const HOST_POINTER: u32 = 4;
+const RANGE_START_ADDR: u32 = 11;
+const MAPPING_BASE_ADDR: u32 = 19;
+
+/// The size of each attribute's value, as the driver writes it.
+fn value_size(attr: u32) -> CuResult<usize> {
+    Ok(match attr {
+        2 | 6 | 8 | 9 | 10 | 13 | 15 | 16 | 21 => 4,
+        1 | 3 | 4 | 7 | 11 | 12 | 14 | 17 | 18 | 19 | 20 => 8,
+        5 => 16,
+        _ => return Err(CuError::INVALID_VALUE),
+    })
+}
+
+/// Asks the worker; writes each value through its data pointer.
+///
+/// # Safety
+/// Each data pointer must be writable for its attribute's value.
+unsafe fn query(ptr: CUdeviceptr, attrs: &[u32], data: &[*mut c_void], single: bool) -> CuResult<()> {
+    let s = runtime().session()?;
+    // A host pointer into shared pinned memory means the worker's mapping.
+    let shared = s.objects().host_range(ptr, 1);
+    let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
+    let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+    let (_, values) = s.call(Op::PointerGetAttributes, &[asked, u64::from(single)], &ids, None)?;
+    if values.len() != attrs.len() * 16 {
+        return Err(CuError::UNKNOWN);
+    }
+    for ((&attr, &out), v) in attrs.iter().zip(data).zip(values.chunks_exact(16)) {
+        if out.is_null() {
+            continue;
+        }
+        let mut bytes: [u8; 16] = v.try_into().expect("16-byte chunks");
+        if let (HOST_POINTER | RANGE_START_ADDR | MAPPING_BASE_ADDR, Some((base, info))) = (attr, shared) {
+            let addr = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+            if addr >= info.worker && addr - info.worker < info.len {
+                bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
+            }
+        }
+        let n = value_size(attr)?;
+        // SAFETY: the application's data pointer holds this attribute's value.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), n) };
+    }
+    Ok(())
+}
+
+pub unsafe fn get_attribute(data: *mut c_void, attr: CUpointer_attribute, ptr: CUdeviceptr) -> CuResult<()> {
+    non_null(data)?;
+    value_size(attr.0)?;
+    // SAFETY: the application's data pointer holds the attribute's value.
+    unsafe { query(ptr, &[attr.0], &[data], true) }
+}
+
+pub unsafe fn get_attributes(
+    n: c_uint,
+    attrs: *mut CUpointer_attribute,
+    data: *mut *mut c_void,
+    ptr: CUdeviceptr,
+) -> CuResult<()> {
+    let n = n as usize;
+    if n == 0 || n > MAX_ATTRIBUTES {
+        return Err(CuError::INVALID_VALUE);
+    }
+    non_null(attrs)?;
+    non_null(data)?;
+    // SAFETY: the application passes `n` attributes and `n` data pointers.
+    let (attrs, data) = unsafe { (std::slice::from_raw_parts(attrs, n), std::slice::from_raw_parts(data, n)) };
+    let ids: Vec<u32> = attrs.iter().map(|a| a.0).collect();
+    for &a in &ids {
+        value_size(a)?;
+    }
+    // SAFETY: each data pointer holds its attribute's value.
+    unsafe { query(ptr, &ids, data, false) }
+}

@@ -1,0 +1,65 @@
+//! `VGPU_TRACE=FILE`: one line per CUDA call (name, result, microseconds,
+//! thread), appended as it happens, and a per-function summary at exit, so a
+//! user whose program fails can see the first unsupported or failing call.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::runtime::runtime;
+
+/// The open trace file and the per-function counts.
+pub struct Trace {
+    file: Mutex<File>,
+    counts: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+}
+
+impl Trace {
+    /// Opens the trace file and arranges the summary at exit.
+    pub fn open(path: &std::path::Path) -> Option<Trace> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok()?;
+        // SAFETY: `summary_at_exit` is an `extern "C" fn()` that only reads the
+        // runtime, which lives for the whole process.
+        unsafe { libc::atexit(summary_at_exit) };
+        Some(Trace { file: Mutex::new(file), counts: Mutex::new(BTreeMap::new()) })
+    }
+
+    fn record(&self, name: &'static str, result: u32, micros: u128) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let what = crate::api::error_name(result).map_or("?".into(), |c| c.to_string_lossy());
+        let line = format!("{name} -> {result} {what} {micros}us tid={tid}\n");
+        if let Ok(mut f) = self.file.lock() {
+            let _ = f.write_all(line.as_bytes());
+        }
+        if let Ok(mut c) = self.counts.lock() {
+            let e = c.entry(name).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += u64::from(result != 0);
+        }
+    }
+}
+
+/// Runs `body` and records it when tracing is on.
+pub fn traced(name: &'static str, body: impl FnOnce() -> vgpu_abi::types::CUresult) -> vgpu_abi::types::CUresult {
+    let Some(t) = runtime().trace.as_ref() else { return body() };
+    let start = Instant::now();
+    let r = body();
+    t.record(name, r.0, start.elapsed().as_micros());
+    r
+}
+
+extern "C" fn summary_at_exit() {
+    let Some(t) = runtime().trace.as_ref() else { return };
+    let mut out = String::from("== vgpu call summary: calls failures function\n");
+    if let Ok(c) = t.counts.lock() {
+        for (name, (calls, failures)) in c.iter() {
+            out.push_str(&format!("{calls:>8} {failures:>8} {name}\n"));
+        }
+    }
+    if let Ok(mut f) = t.file.lock() {
+        let _ = f.write_all(out.as_bytes());
+    }
+}
