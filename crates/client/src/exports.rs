@@ -60,5 +60,8 @@ vgpu_abi::cuda_exports!(define_exports);
 
 /// The address of export `name`.
 pub fn address(name: &str) -> Option<unsafe extern "C" fn()> {
-    BY_NAME.binary_search_by(|(n, _)| n.cmp(&name)).ok().map(|i| BY_NAME[i].1)
+    BY_NAME
+        .binary_search_by(|(n, _)| n.cmp(&name))
+        .ok()
+        .map(|i| BY_NAME[i].1)
 }

@@ -41,7 +41,8 @@ pub struct Objects {
 }
 
 /// Destructor of a context-local storage entry: `(context, key, value)`.
-pub type StorageDtor = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut std::ffi::c_void);
+pub type StorageDtor =
+    unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void, *mut std::ffi::c_void);
 
 /// One context-local storage entry.
 #[derive(Clone, Copy, Debug)]
@@ -80,7 +81,12 @@ impl Objects {
     /// Removes and returns a context's storage entries, whose destructors the
     /// caller runs once no lock is held.
     pub fn take_storage(&mut self, ctx: u64) -> Vec<(usize, StorageEntry)> {
-        let keys: Vec<(u64, usize)> = self.ctx_storage.keys().filter(|k| k.0 == ctx).copied().collect();
+        let keys: Vec<(u64, usize)> = self
+            .ctx_storage
+            .keys()
+            .filter(|k| k.0 == ctx)
+            .copied()
+            .collect();
         keys.into_iter()
             .filter_map(|k| self.ctx_storage.remove(&k).map(|e| (k.1, e)))
             .collect()
@@ -91,7 +97,8 @@ impl Objects {
         self.functions.retain(|_, f| f.module != module);
         self.function_names.retain(|(m, _), _| *m != module);
         let functions = &self.functions;
-        self.kernel_functions.retain(|(k, _), _| functions.contains_key(k));
+        self.kernel_functions
+            .retain(|(k, _), _| functions.contains_key(k));
     }
 }
 

@@ -7,8 +7,8 @@
 //! connection. A blocking call on one thread therefore never stalls another.
 
 use std::cell::RefCell;
-use std::os::fd::OwnedFd;
 use std::collections::HashSet;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -250,8 +250,14 @@ impl Session {
     /// A call whose successful reply is followed by a descriptor (SCM_RIGHTS).
     pub fn call_fd(&self, op: Op, args: &[u64]) -> CuResult<(Vec<u64>, OwnedFd)> {
         let mut fd = None;
-        let (outs, _) =
-            self.exchange(crate::context::current(), op, args, &[], None, Some(&mut fd))?;
+        let (outs, _) = self.exchange(
+            crate::context::current(),
+            op,
+            args,
+            &[],
+            None,
+            Some(&mut fd),
+        )?;
         Ok((outs, fd.ok_or(CuError::UNKNOWN)?))
     }
 

@@ -19,11 +19,18 @@ pub struct Trace {
 impl Trace {
     /// Opens the trace file and arranges the summary at exit.
     pub fn open(path: &std::path::Path) -> Option<Trace> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok()?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
         // SAFETY: `summary_at_exit` is an `extern "C" fn()` that only reads the
         // runtime, which lives for the whole process.
         unsafe { libc::atexit(summary_at_exit) };
-        Some(Trace { file: Mutex::new(file), counts: Mutex::new(BTreeMap::new()) })
+        Some(Trace {
+            file: Mutex::new(file),
+            counts: Mutex::new(BTreeMap::new()),
+        })
     }
 
     fn record(&self, name: &'static str, result: u32, micros: u128) {
@@ -43,8 +50,13 @@ impl Trace {
 }
 
 /// Runs `body` and records it when tracing is on.
-pub fn traced(name: &'static str, body: impl FnOnce() -> vgpu_abi::types::CUresult) -> vgpu_abi::types::CUresult {
-    let Some(t) = runtime().trace.as_ref() else { return body() };
+pub fn traced(
+    name: &'static str,
+    body: impl FnOnce() -> vgpu_abi::types::CUresult,
+) -> vgpu_abi::types::CUresult {
+    let Some(t) = runtime().trace.as_ref() else {
+        return body();
+    };
     let start = Instant::now();
     let r = body();
     t.record(name, r.0, start.elapsed().as_micros());
@@ -52,7 +64,9 @@ pub fn traced(name: &'static str, body: impl FnOnce() -> vgpu_abi::types::CUresu
 }
 
 extern "C" fn summary_at_exit() {
-    let Some(t) = runtime().trace.as_ref() else { return };
+    let Some(t) = runtime().trace.as_ref() else {
+        return;
+    };
     let mut out = String::from("== vgpu call summary: calls failures function\n");
     if let Ok(c) = t.counts.lock() {
         for (name, (calls, failures)) in c.iter() {

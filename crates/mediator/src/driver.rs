@@ -181,8 +181,13 @@ impl Driver {
         }
         // SAFETY: the slot lies inside the table (checked) and holds
         // `fn(CUcontext *out, CUdevice dev) -> CUresult`.
-        let slot: unsafe extern "C" fn(*mut Handle, c_int) -> Status =
-            unsafe { std::mem::transmute(*table.cast::<*const c_void>().add(CUDART_INTERFACE_PRIMARY_CONTEXT)) };
+        let slot: unsafe extern "C" fn(*mut Handle, c_int) -> Status = unsafe {
+            std::mem::transmute(
+                *table
+                    .cast::<*const c_void>()
+                    .add(CUDART_INTERFACE_PRIMARY_CONTEXT),
+            )
+        };
         let mut ctx: Handle = std::ptr::null_mut();
         // SAFETY: live out-pointer.
         match unsafe { slot(&mut ctx, dev) } {

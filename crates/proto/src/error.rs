@@ -14,7 +14,11 @@ pub enum ProtoError {
     UnknownOp(u16),
     /// A length field is larger than the protocol allows.
     #[error("{what} length {len} exceeds the bound {max}")]
-    TooLong { what: &'static str, len: usize, max: usize },
+    TooLong {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
     /// The frame is shorter than its header says.
     #[error("truncated frame: need {need} bytes, have {have}")]
     Truncated { need: usize, have: usize },
@@ -26,7 +30,11 @@ pub enum ProtoError {
     Schema { peer: u64, ours: u64 },
     /// The frame has the wrong number of arguments for its operation.
     #[error("operation {op:?} takes {expected} arguments, frame has {found}")]
-    Arity { op: crate::Op, expected: usize, found: usize },
+    Arity {
+        op: crate::Op,
+        expected: usize,
+        found: usize,
+    },
     /// An environment entry is malformed or not on the allowlist.
     #[error("environment entry rejected: {0}")]
     Env(String),

@@ -77,10 +77,12 @@ fn check_len(what: &'static str, len: usize, max: usize) -> Result<usize, ProtoE
 
 fn len_u32(what: &'static str, len: usize) -> Result<U32, ProtoError> {
     let len = check_len(what, len, MAX_BLOB)?;
-    Ok(U32::new(u32::try_from(len).map_err(|_| ProtoError::TooLong {
-        what,
-        len,
-        max: MAX_BLOB,
+    Ok(U32::new(u32::try_from(len).map_err(|_| {
+        ProtoError::TooLong {
+            what,
+            len,
+            max: MAX_BLOB,
+        }
     })?))
 }
 
@@ -128,12 +130,19 @@ impl RequestHead {
     /// Checks magic, op, arity and bounds; returns the op.
     pub fn validate(&self) -> Result<Op, ProtoError> {
         if self.magic.get() != REQUEST_MAGIC {
-            return Err(ProtoError::BadMagic { found: self.magic.get(), expected: REQUEST_MAGIC });
+            return Err(ProtoError::BadMagic {
+                found: self.magic.get(),
+                expected: REQUEST_MAGIC,
+            });
         }
         let op = Op::try_from(self.op.get())?;
         let nargs = check_len("args", usize::from(self.nargs.get()), MAX_ARGS)?;
         if nargs != op.nargs() {
-            return Err(ProtoError::Arity { op, expected: op.nargs(), found: nargs });
+            return Err(ProtoError::Arity {
+                op,
+                expected: op.nargs(),
+                found: nargs,
+            });
         }
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
         Ok(op)
@@ -144,7 +153,10 @@ impl ResponseHead {
     /// Checks magic and bounds.
     pub fn validate(&self) -> Result<(), ProtoError> {
         if self.magic.get() != RESPONSE_MAGIC {
-            return Err(ProtoError::BadMagic { found: self.magic.get(), expected: RESPONSE_MAGIC });
+            return Err(ProtoError::BadMagic {
+                found: self.magic.get(),
+                expected: RESPONSE_MAGIC,
+            });
         }
         check_len("outs", usize::from(self.nouts.get()), MAX_ARGS)?;
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
@@ -179,7 +191,11 @@ fn write_request_frame(
     blob: &[u8],
 ) -> Result<(), ProtoError> {
     if args.len() != op.nargs() {
-        return Err(ProtoError::Arity { op, expected: op.nargs(), found: args.len() });
+        return Err(ProtoError::Arity {
+            op,
+            expected: op.nargs(),
+            found: args.len(),
+        });
     }
     let head = RequestHead {
         magic: U32::new(REQUEST_MAGIC),
@@ -251,7 +267,12 @@ impl Response {
         let (head, outs) = read_response_head(r)?;
         let mut blob = vec![0u8; head.blob_len()];
         r.read_exact(&mut blob)?;
-        Ok(Response { status: head.status.get(), seq: head.seq.get(), outs, blob })
+        Ok(Response {
+            status: head.status.get(),
+            seq: head.seq.get(),
+            outs,
+            blob,
+        })
     }
 
     /// Encodes this response as bytes.
@@ -276,7 +297,10 @@ impl Request {
         let have = bytes.len();
         read_request(&mut bytes).map_err(|e| match e {
             ProtoError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-                ProtoError::Truncated { need: have + 1, have }
+                ProtoError::Truncated {
+                    need: have + 1,
+                    have,
+                }
             }
             other => other,
         })
@@ -303,7 +327,10 @@ mod tests {
         };
         head.blob_len = U32::new(u32::MAX);
         let bytes = head.as_bytes().to_vec();
-        assert!(matches!(Request::decode(&bytes), Err(ProtoError::TooLong { .. })));
+        assert!(matches!(
+            Request::decode(&bytes),
+            Err(ProtoError::TooLong { .. })
+        ));
     }
 
     #[test]
@@ -314,6 +341,9 @@ mod tests {
             nargs: U16::new(3),
             ..Default::default()
         };
-        assert!(matches!(Request::decode(head.as_bytes()), Err(ProtoError::Arity { .. })));
+        assert!(matches!(
+            Request::decode(head.as_bytes()),
+            Err(ProtoError::Arity { .. })
+        ));
     }
 }

@@ -22,12 +22,19 @@ pub const WELCOME_MAGIC: u32 = u32::from_le_bytes(*b"VGWE");
 /// Device attribute slots in a snapshot (ids `0..ATTR_SLOTS`).
 pub const ATTR_SLOTS: usize = 192;
 
-const EXACT_ENV: &[&str] = &["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"];
+const EXACT_ENV: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+];
 const PREFIX_ENV: &[&str] = &["CUDA_CACHE_", "CUDA_DISABLE_"];
 
 /// Whether an environment variable may travel to the worker.
 pub fn env_allowed(key: &str) -> bool {
-    EXACT_ENV.contains(&key) || PREFIX_ENV.iter().any(|p| key.starts_with(p) && key.len() > p.len())
+    EXACT_ENV.contains(&key)
+        || PREFIX_ENV
+            .iter()
+            .any(|p| key.starts_with(p) && key.len() > p.len())
 }
 
 /// Fixed head of the client's hello.
@@ -131,10 +138,16 @@ fn nul_str(field: &[u8]) -> &str {
 
 fn check_peer(version: u16, schema: Option<u64>) -> Result<(), ProtoError> {
     if version != PROTOCOL_VERSION {
-        return Err(ProtoError::Version { peer: version, ours: PROTOCOL_VERSION });
+        return Err(ProtoError::Version {
+            peer: version,
+            ours: PROTOCOL_VERSION,
+        });
     }
     match schema {
-        Some(peer) if peer != SCHEMA_HASH => Err(ProtoError::Schema { peer, ours: SCHEMA_HASH }),
+        Some(peer) if peer != SCHEMA_HASH => Err(ProtoError::Schema {
+            peer,
+            ours: SCHEMA_HASH,
+        }),
         _ => Ok(()),
     }
 }
@@ -153,7 +166,11 @@ impl Hello {
             env.push(0);
         }
         if env.len() > MAX_ENV_BYTES {
-            return Err(ProtoError::TooLong { what: "env", len: env.len(), max: MAX_ENV_BYTES });
+            return Err(ProtoError::TooLong {
+                what: "env",
+                len: env.len(),
+                max: MAX_ENV_BYTES,
+            });
         }
         let head = HelloHead {
             magic: U32::new(HELLO_MAGIC),
@@ -177,12 +194,19 @@ impl Hello {
         let mut head = HelloHead::default();
         r.read_exact(head.as_mut_bytes())?;
         if head.magic.get() != HELLO_MAGIC {
-            return Err(ProtoError::BadMagic { found: head.magic.get(), expected: HELLO_MAGIC });
+            return Err(ProtoError::BadMagic {
+                found: head.magic.get(),
+                expected: HELLO_MAGIC,
+            });
         }
         check_peer(head.version.get(), Some(head.schema.get()))?;
         let len = head.env_len.get() as usize;
         if len > MAX_ENV_BYTES {
-            return Err(ProtoError::TooLong { what: "env", len, max: MAX_ENV_BYTES });
+            return Err(ProtoError::TooLong {
+                what: "env",
+                len,
+                max: MAX_ENV_BYTES,
+            });
         }
         let mut raw = vec![0u8; len];
         r.read_exact(&mut raw)?;
@@ -201,11 +225,15 @@ fn parse_env(raw: &[u8]) -> Result<Vec<(String, String)>, ProtoError> {
         return Ok(out);
     }
     let Some(body) = raw.strip_suffix(&[0]) else {
-        return Err(ProtoError::Env("environment block is not NUL-terminated".into()));
+        return Err(ProtoError::Env(
+            "environment block is not NUL-terminated".into(),
+        ));
     };
     for entry in body.split(|&b| b == 0) {
         let text = std::str::from_utf8(entry).map_err(|_| ProtoError::Env("not UTF-8".into()))?;
-        let (k, v) = text.split_once('=').ok_or_else(|| ProtoError::Env(text.to_owned()))?;
+        let (k, v) = text
+            .split_once('=')
+            .ok_or_else(|| ProtoError::Env(text.to_owned()))?;
         if !env_allowed(k) {
             return Err(ProtoError::Env(k.to_owned()));
         }
@@ -228,7 +256,11 @@ impl Welcome {
     pub fn write(&self, w: &mut impl Write) -> Result<(), ProtoError> {
         if self.devices.len() > MAX_DEVICES {
             let len = self.devices.len();
-            return Err(ProtoError::TooLong { what: "devices", len, max: MAX_DEVICES });
+            return Err(ProtoError::TooLong {
+                what: "devices",
+                len,
+                max: MAX_DEVICES,
+            });
         }
         let head = WelcomeHead {
             magic: U32::new(WELCOME_MAGIC),
@@ -253,12 +285,19 @@ impl Welcome {
         let mut head = WelcomeHead::default();
         r.read_exact(head.as_mut_bytes())?;
         if head.magic.get() != WELCOME_MAGIC {
-            return Err(ProtoError::BadMagic { found: head.magic.get(), expected: WELCOME_MAGIC });
+            return Err(ProtoError::BadMagic {
+                found: head.magic.get(),
+                expected: WELCOME_MAGIC,
+            });
         }
         check_peer(head.version.get(), None)?;
         let count = head.device_count.get() as usize;
         if count > MAX_DEVICES {
-            return Err(ProtoError::TooLong { what: "devices", len: count, max: MAX_DEVICES });
+            return Err(ProtoError::TooLong {
+                what: "devices",
+                len: count,
+                max: MAX_DEVICES,
+            });
         }
         let mut devices = Vec::with_capacity(count);
         for _ in 0..count {
@@ -291,8 +330,16 @@ mod tests {
 
     #[test]
     fn hello_refuses_foreign_env() {
-        let hello = Hello { features: 0, pid: 1, uid: 0, env: vec![("LD_PRELOAD".into(), "x".into())] };
-        assert!(matches!(hello.write(&mut Vec::new()), Err(ProtoError::Env(_))));
+        let hello = Hello {
+            features: 0,
+            pid: 1,
+            uid: 0,
+            env: vec![("LD_PRELOAD".into(), "x".into())],
+        };
+        assert!(matches!(
+            hello.write(&mut Vec::new()),
+            Err(ProtoError::Env(_))
+        ));
     }
 
     #[test]

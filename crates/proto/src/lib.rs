@@ -25,8 +25,8 @@ pub use frame::{
     Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
 };
 pub use handshake::{
-    env_allowed, fill_str, DeviceSnapshot, Hello, HelloHead, Welcome, WelcomeHead, ATTR_SLOTS, HELLO_MAGIC,
-    WELCOME_MAGIC,
+    env_allowed, fill_str, DeviceSnapshot, Hello, HelloHead, Welcome, WelcomeHead, ATTR_SLOTS,
+    HELLO_MAGIC, WELCOME_MAGIC,
 };
 pub use ops::{Op, SCHEMA_HASH};
 

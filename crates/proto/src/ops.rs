@@ -226,6 +226,9 @@ mod tests {
             assert_eq!(Op::try_from(op as u16).expect("known id"), op);
             assert!(op.nargs() <= crate::MAX_ARGS);
         }
-        assert!(matches!(Op::try_from(9999), Err(ProtoError::UnknownOp(9999))));
+        assert!(matches!(
+            Op::try_from(9999),
+            Err(ProtoError::UnknownOp(9999))
+        ));
     }
 }

@@ -47,7 +47,13 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
     {
         let mut o = s.objects();
-        o.contexts.insert(id, CtxInfo { device: dev, primary: true });
+        o.contexts.insert(
+            id,
+            CtxInfo {
+                device: dev,
+                primary: true,
+            },
+        );
         *o.primary_refs.entry(dev).or_insert(0) += 1;
     }
     // SAFETY: checked non-NULL; the application's out-pointer.

@@ -43,13 +43,19 @@ macro_rules! slot {
 
 /// Slots whose meaning is not known: callers get NOT_SUPPORTED in the return register.
 unsafe extern "C" fn unknown_slot() -> u32 {
-    crate::log::once("export-table-slot", format_args!("an unknown export-table slot was called"));
+    crate::log::once(
+        "export-table-slot",
+        format_args!("an unknown export-table slot was called"),
+    );
     CuError::NOT_SUPPORTED.0.get()
 }
 const UNKNOWN: Slot = slot!(unknown_slot, unsafe extern "C" fn() -> u32);
 
 const fn sized<const N: usize>(slots: [Slot; N]) -> SizedTable<N> {
-    SizedTable { size: (N + 1) * 8, slots }
+    SizedTable {
+        size: (N + 1) * 8,
+        slots,
+    }
 }
 
 const fn unknown<const N: usize>() -> [Slot; N] {
@@ -59,15 +65,24 @@ const fn unknown<const N: usize>() -> [Slot; N] {
 /// `6BD5FB6C-5BF4-E74A-8987-D93912FD9DF9`: the runtime's interface.
 static CUDART_INTERFACE: SizedTable<12> = {
     let mut s = unknown::<12>();
-    s[1] = slot!(primary_context, unsafe extern "C" fn(*mut *mut c_void, c_int) -> u32);
+    s[1] = slot!(
+        primary_context,
+        unsafe extern "C" fn(*mut *mut c_void, c_int) -> u32
+    );
     sized(s)
 };
 
 /// `A094798C-2E74-2E74-93F2-0800200C0A66`: tools callback hooks.
 static TOOLS_RUNTIME_CALLBACK_HOOKS: SizedTable<6> = {
     let mut s = unknown::<6>();
-    s[1] = slot!(callback_buffer_1024, unsafe extern "C" fn(*mut *mut c_void, *mut usize));
-    s[5] = slot!(callback_buffer_14, unsafe extern "C" fn(*mut *mut c_void, *mut usize));
+    s[1] = slot!(
+        callback_buffer_1024,
+        unsafe extern "C" fn(*mut *mut c_void, *mut usize)
+    );
+    s[5] = slot!(
+        callback_buffer_14,
+        unsafe extern "C" fn(*mut *mut c_void, *mut usize)
+    );
     sized(s)
 };
 
@@ -77,9 +92,18 @@ static TOOLS_TLS: SizedTable<2> = sized(unknown::<2>());
 /// `C693336E-1121-DF11-A8C3-68F355D89593`: context-local storage.
 static CONTEXT_LOCAL_STORAGE: UnsizedTable<3> = UnsizedTable {
     slots: [
-        slot!(storage_put, unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, Option<StorageDtor>) -> u32),
-        slot!(storage_delete, unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32),
-        slot!(storage_get, unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *mut c_void) -> u32),
+        slot!(
+            storage_put,
+            unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, Option<StorageDtor>) -> u32
+        ),
+        slot!(
+            storage_delete,
+            unsafe extern "C" fn(*mut c_void, *mut c_void) -> u32
+        ),
+        slot!(
+            storage_get,
+            unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *mut c_void) -> u32
+        ),
     ],
     end: 0,
 };
@@ -87,7 +111,10 @@ static CONTEXT_LOCAL_STORAGE: UnsizedTable<3> = UnsizedTable {
 /// `263E8860-7CD2-6143-92F6-BBD5006DFA7E`: context checks.
 static CONTEXT_CHECKS: SizedTable<14> = {
     let mut s = unknown::<14>();
-    s[1] = slot!(context_check, unsafe extern "C" fn(*mut c_void, *mut c_uint, *mut *mut c_void) -> u32);
+    s[1] = slot!(
+        context_check,
+        unsafe extern "C" fn(*mut c_void, *mut c_uint, *mut *mut c_void) -> u32
+    );
     s[2] = slot!(checks_ok, unsafe extern "C" fn() -> u32);
     sized(s)
 };
@@ -95,7 +122,10 @@ static CONTEXT_CHECKS: SizedTable<14> = {
 /// `D4082055-BDE6-704B-8D34-BA123C66E1F2`: the integrity check.
 static INTEGRITY_CHECK: SizedTable<2> = {
     let mut s = unknown::<2>();
-    s[0] = slot!(integrity_check, unsafe extern "C" fn(c_uint, u64, *mut [u64; 2]) -> u32);
+    s[0] = slot!(
+        integrity_check,
+        unsafe extern "C" fn(c_uint, u64, *mut [u64; 2]) -> u32
+    );
     sized(s)
 };
 
@@ -106,12 +136,30 @@ const fn uuid(text: &[u8; 16]) -> [u8; 16] {
 /// (UUID bytes in written order, table address).
 fn tables() -> [([u8; 16], *const c_void); 6] {
     [
-        (uuid(b"\x6B\xD5\xFB\x6C\x5B\xF4\xE7\x4A\x89\x87\xD9\x39\x12\xFD\x9D\xF9"), (&raw const CUDART_INTERFACE).cast()),
-        (uuid(b"\xA0\x94\x79\x8C\x2E\x74\x2E\x74\x93\xF2\x08\x00\x20\x0C\x0A\x66"), (&raw const TOOLS_RUNTIME_CALLBACK_HOOKS).cast()),
-        (uuid(b"\x42\xD8\x5A\x81\x23\xF6\xCB\x47\x82\x98\xF6\xE7\x8A\x3A\xEC\xDC"), (&raw const TOOLS_TLS).cast()),
-        (uuid(b"\xC6\x93\x33\x6E\x11\x21\xDF\x11\xA8\xC3\x68\xF3\x55\xD8\x95\x93"), (&raw const CONTEXT_LOCAL_STORAGE).cast()),
-        (uuid(b"\x26\x3E\x88\x60\x7C\xD2\x61\x43\x92\xF6\xBB\xD5\x00\x6D\xFA\x7E"), (&raw const CONTEXT_CHECKS).cast()),
-        (uuid(b"\xD4\x08\x20\x55\xBD\xE6\x70\x4B\x8D\x34\xBA\x12\x3C\x66\xE1\xF2"), (&raw const INTEGRITY_CHECK).cast()),
+        (
+            uuid(b"\x6B\xD5\xFB\x6C\x5B\xF4\xE7\x4A\x89\x87\xD9\x39\x12\xFD\x9D\xF9"),
+            (&raw const CUDART_INTERFACE).cast(),
+        ),
+        (
+            uuid(b"\xA0\x94\x79\x8C\x2E\x74\x2E\x74\x93\xF2\x08\x00\x20\x0C\x0A\x66"),
+            (&raw const TOOLS_RUNTIME_CALLBACK_HOOKS).cast(),
+        ),
+        (
+            uuid(b"\x42\xD8\x5A\x81\x23\xF6\xCB\x47\x82\x98\xF6\xE7\x8A\x3A\xEC\xDC"),
+            (&raw const TOOLS_TLS).cast(),
+        ),
+        (
+            uuid(b"\xC6\x93\x33\x6E\x11\x21\xDF\x11\xA8\xC3\x68\xF3\x55\xD8\x95\x93"),
+            (&raw const CONTEXT_LOCAL_STORAGE).cast(),
+        ),
+        (
+            uuid(b"\x26\x3E\x88\x60\x7C\xD2\x61\x43\x92\xF6\xBB\xD5\x00\x6D\xFA\x7E"),
+            (&raw const CONTEXT_CHECKS).cast(),
+        ),
+        (
+            uuid(b"\xD4\x08\x20\x55\xBD\xE6\x70\x4B\x8D\x34\xBA\x12\x3C\x66\xE1\xF2"),
+            (&raw const INTEGRITY_CHECK).cast(),
+        ),
     ]
 }
 
@@ -126,7 +174,9 @@ pub unsafe fn get(table: *mut *const c_void, id: *const CUuuid) -> CuResult<()> 
         Some(&(_, t)) => unsafe { write_out(table, t) },
         None => {
             let text: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
-            crate::log::line(format_args!("cuGetExportTable: unknown table {text} (CUDA_ERROR_INVALID_VALUE)"));
+            crate::log::line(format_args!(
+                "cuGetExportTable: unknown table {text} (CUDA_ERROR_INVALID_VALUE)"
+            ));
             Err(CuError::INVALID_VALUE)
         }
     }
@@ -146,7 +196,10 @@ unsafe extern "C" fn primary_context(out: *mut *mut c_void, dev: c_int) -> u32 {
                 Ok(_) | Err(CuError::NOT_SUPPORTED) => {}
                 Err(e) => return Err(e),
             }
-            s.objects().contexts.entry(id).or_insert(CtxInfo { device: dev, primary: true });
+            s.objects().contexts.entry(id).or_insert(CtxInfo {
+                device: dev,
+                primary: true,
+            });
             // SAFETY: checked non-NULL; the caller's out-pointer.
             unsafe { write_out(out, to_handle(id).cast()) }
         })())
@@ -186,19 +239,35 @@ unsafe extern "C" fn callback_buffer_14(buf: *mut *mut c_void, len: *mut usize) 
 /// The context a storage or check call names: NULL means the current one.
 fn storage_context(ctx: *mut c_void) -> CuResult<u64> {
     let s = runtime().session()?;
-    let id = if ctx.is_null() { crate::context::current() } else { ctx as u64 };
+    let id = if ctx.is_null() {
+        crate::context::current()
+    } else {
+        ctx as u64
+    };
     if id == 0 || !s.objects().contexts.contains_key(&id) {
         return Err(CuError::INVALID_CONTEXT);
     }
     Ok(id)
 }
 
-unsafe extern "C" fn storage_put(ctx: *mut c_void, key: *mut c_void, value: *mut c_void, dtor: Option<StorageDtor>) -> u32 {
+unsafe extern "C" fn storage_put(
+    ctx: *mut c_void,
+    key: *mut c_void,
+    value: *mut c_void,
+    dtor: Option<StorageDtor>,
+) -> u32 {
     guard("context_local_storage.put", || {
         to_curesult((|| {
             let id = storage_context(ctx)?;
-            let entry = StorageEntry { value: value as usize, dtor };
-            runtime().session()?.objects().ctx_storage.insert((id, key as usize), entry);
+            let entry = StorageEntry {
+                value: value as usize,
+                dtor,
+            };
+            runtime()
+                .session()?
+                .objects()
+                .ctx_storage
+                .insert((id, key as usize), entry);
             Ok(())
         })())
     })
@@ -209,19 +278,32 @@ unsafe extern "C" fn storage_delete(ctx: *mut c_void, key: *mut c_void) -> u32 {
     guard("context_local_storage.delete", || {
         to_curesult((|| {
             let id = storage_context(ctx)?;
-            let removed = runtime().session()?.objects().ctx_storage.remove(&(id, key as usize));
+            let removed = runtime()
+                .session()?
+                .objects()
+                .ctx_storage
+                .remove(&(id, key as usize));
             removed.map(drop).ok_or(CuError::INVALID_HANDLE)
         })())
     })
     .0
 }
 
-unsafe extern "C" fn storage_get(value: *mut *mut c_void, ctx: *mut c_void, key: *mut c_void) -> u32 {
+unsafe extern "C" fn storage_get(
+    value: *mut *mut c_void,
+    ctx: *mut c_void,
+    key: *mut c_void,
+) -> u32 {
     guard("context_local_storage.get", || {
         to_curesult((|| {
             non_null(value)?;
             let id = storage_context(ctx)?;
-            let found = runtime().session()?.objects().ctx_storage.get(&(id, key as usize)).copied();
+            let found = runtime()
+                .session()?
+                .objects()
+                .ctx_storage
+                .get(&(id, key as usize))
+                .copied();
             let entry = found.ok_or(CuError::INVALID_HANDLE)?;
             // SAFETY: checked non-NULL; the caller's out-pointer.
             unsafe { write_out(value, entry.value as *mut c_void) }
@@ -238,13 +320,23 @@ pub fn run_storage_destructors(ctx: u64) {
     for (key, e) in entries {
         if let Some(dtor) = e.dtor {
             // SAFETY: the runtime registered this destructor for this entry.
-            unsafe { dtor(to_handle(ctx).cast(), key as *mut c_void, e.value as *mut c_void) };
+            unsafe {
+                dtor(
+                    to_handle(ctx).cast(),
+                    key as *mut c_void,
+                    e.value as *mut c_void,
+                )
+            };
         }
     }
 }
 
 /// CONTEXT_CHECKS slot 2: no check bits are ever set.
-unsafe extern "C" fn context_check(ctx: *mut c_void, bits: *mut c_uint, _unused: *mut *mut c_void) -> u32 {
+unsafe extern "C" fn context_check(
+    ctx: *mut c_void,
+    bits: *mut c_uint,
+    _unused: *mut *mut c_void,
+) -> u32 {
     guard("context_checks.check", || {
         to_curesult((|| {
             storage_context(ctx)?;
@@ -263,7 +355,11 @@ unsafe extern "C" fn checks_ok() -> u32 {
 }
 
 /// INTEGRITY_CHECK slot 1 (see `integrity`).
-unsafe extern "C" fn integrity_check(version: c_uint, unix_seconds: u64, out: *mut [u64; 2]) -> u32 {
+unsafe extern "C" fn integrity_check(
+    version: c_uint,
+    unix_seconds: u64,
+    out: *mut [u64; 2],
+) -> u32 {
     guard("integrity_check", || {
         to_curesult((|| {
             non_null(out)?;

@@ -29,17 +29,38 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     // SAFETY: a new shared mapping of the worker's memfd; MAP_FIXED_NOREPLACE
     // never replaces an existing mapping, it fails instead.
     let mut p = unsafe {
-        libc::mmap(hint, len, prot, libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE, fd.as_raw_fd(), 0)
+        libc::mmap(
+            hint,
+            len,
+            prot,
+            libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
+            fd.as_raw_fd(),
+            0,
+        )
     };
     if p == libc::MAP_FAILED {
         // SAFETY: as above, at an address of the kernel's choosing.
-        p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
+        p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
     }
     if p == libc::MAP_FAILED {
         let _ = s.call(Op::MemFreeHost, &[worker], &[], None);
         return Err(CuError::OUT_OF_MEMORY);
     }
-    let info = HostInfo { len: len as u64, worker, dptr, flags };
+    let info = HostInfo {
+        len: len as u64,
+        worker,
+        dptr,
+        flags,
+    };
     s.objects().host.insert(p as u64, info);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pp, p) }
@@ -48,7 +69,11 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
 pub fn free(p: *mut c_void) -> CuResult<()> {
     let s = runtime().session()?;
     let base = p as u64;
-    let info = s.objects().host.remove(&base).ok_or(CuError::INVALID_VALUE)?;
+    let info = s
+        .objects()
+        .host
+        .remove(&base)
+        .ok_or(CuError::INVALID_VALUE)?;
     let result = s.call(Op::MemFreeHost, &[info.worker], &[], None).map(drop);
     // SAFETY: the mapping made by `alloc`, of `info.len` bytes; the
     // application no longer uses it (it freed it).
@@ -62,7 +87,11 @@ fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
     found.ok_or(CuError::INVALID_VALUE)
 }
 
-pub unsafe fn device_pointer(pdptr: *mut CUdeviceptr, p: *mut c_void, flags: c_uint) -> CuResult<()> {
+pub unsafe fn device_pointer(
+    pdptr: *mut CUdeviceptr,
+    p: *mut c_void,
+    flags: c_uint,
+) -> CuResult<()> {
     non_null(pdptr)?;
     if flags != 0 {
         return Err(CuError::INVALID_VALUE);

@@ -64,7 +64,12 @@ impl Inputs {
         for v in [self.driver_version, self.version, self.pid, self.thread] {
             m.extend_from_slice(&v.to_le_bytes());
         }
-        for v in [self.cudart_table, self.integrity_table, self.check_fn, self.unix_seconds] {
+        for v in [
+            self.cudart_table,
+            self.integrity_table,
+            self.check_fn,
+            self.unix_seconds,
+        ] {
             m.extend_from_slice(&v.to_le_bytes());
         }
         for d in &self.devices {
@@ -119,9 +124,18 @@ mod tests {
 
     #[test]
     fn matches_the_real_driver() {
-        assert_eq!(answer(&observed(13002, 0x0cde_7140)), [0xc018_9338_747b_607f, 0xb473_83e5_56da_e4df]);
-        assert_eq!(answer(&observed(12082, 0x0cde_7140)), [0xcd0e_0222_9d61_7962, 0x4c04_4107_dcfb_5650]);
-        assert_eq!(answer(&observed(13005, 0x048c_26c0)), [0x70bb_adaf_863e_2c6e, 0x0b55_82a0_e3e0_2a54]);
+        assert_eq!(
+            answer(&observed(13002, 0x0cde_7140)),
+            [0xc018_9338_747b_607f, 0xb473_83e5_56da_e4df]
+        );
+        assert_eq!(
+            answer(&observed(12082, 0x0cde_7140)),
+            [0xcd0e_0222_9d61_7962, 0x4c04_4107_dcfb_5650]
+        );
+        assert_eq!(
+            answer(&observed(13005, 0x048c_26c0)),
+            [0x70bb_adaf_863e_2c6e, 0x0b55_82a0_e3e0_2a54]
+        );
     }
 
     #[test]

@@ -54,7 +54,12 @@ pub unsafe fn load_data(
     options::encode(&mut blob, lk.iter().map(|k| k.0), lv);
     blob.extend_from_slice(image);
     let lid = runtime().mint(Kind::Library);
-    let (_, reply) = s.call(Op::LibraryLoadData, &[lid, njit as u64, nlib as u64], &blob, None)?;
+    let (_, reply) = s.call(
+        Op::LibraryLoadData,
+        &[lid, njit as u64, nlib as u64],
+        &blob,
+        None,
+    )?;
     // SAFETY: the JIT option arrays are the application's, valid for `njit` entries.
     unsafe { options::write_back(&jit, jv, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -81,7 +86,13 @@ unsafe fn launchable(owner: u64, name: *const c_char, op: Op) -> CuResult<u64> {
     let (outs, layout) = s.call(op, &[owner, fid], &name, None)?;
     let params = decode_layout(&outs, &layout)?;
     let mut o = s.objects();
-    o.functions.insert(fid, FunctionInfo { module: owner, params });
+    o.functions.insert(
+        fid,
+        FunctionInfo {
+            module: owner,
+            params,
+        },
+    );
     o.function_names.insert((owner, name), fid);
     Ok(fid)
 }
@@ -117,7 +128,13 @@ pub unsafe fn kernel_get_function(f: *mut CUfunction, k: CUkernel) -> CuResult<(
     let params = decode_layout(&outs, &layout)?;
     {
         let mut o = s.objects();
-        o.functions.insert(fid, FunctionInfo { module: kernel.module, params });
+        o.functions.insert(
+            fid,
+            FunctionInfo {
+                module: kernel.module,
+                params,
+            },
+        );
         o.kernel_functions.insert(key, fid);
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -133,16 +150,33 @@ unsafe fn answer<T>(out: *mut T, op: Op, args: &[u64], conv: fn(u64) -> T) -> Cu
     unsafe { write_out(out, conv(outs[0])) }
 }
 
-pub unsafe fn func_get_attribute(pi: *mut c_int, attr: CUfunction_attribute, f: CUfunction) -> CuResult<()> {
+pub unsafe fn func_get_attribute(
+    pi: *mut c_int,
+    attr: CUfunction_attribute,
+    f: CUfunction,
+) -> CuResult<()> {
     function(f)?;
     // SAFETY: the application's out-pointer.
-    unsafe { answer(pi, Op::FuncGetAttribute, &[id(f), u64::from(attr.0)], wire::i32) }
+    unsafe {
+        answer(
+            pi,
+            Op::FuncGetAttribute,
+            &[id(f), u64::from(attr.0)],
+            wire::i32,
+        )
+    }
 }
 
 pub fn func_set_attribute(f: CUfunction, attr: CUfunction_attribute, v: c_int) -> CuResult<()> {
     function(f)?;
     let s = runtime().session()?;
-    s.call(Op::FuncSetAttribute, &[id(f), u64::from(attr.0), v as i64 as u64], &[], None).map(drop)
+    s.call(
+        Op::FuncSetAttribute,
+        &[id(f), u64::from(attr.0), v as i64 as u64],
+        &[],
+        None,
+    )
+    .map(drop)
 }
 
 pub unsafe fn kernel_get_attribute(
@@ -157,7 +191,12 @@ pub unsafe fn kernel_get_attribute(
     unsafe { answer(pi, Op::KernelGetAttribute, &args, wire::i32) }
 }
 
-pub fn kernel_set_attribute(attr: CUfunction_attribute, v: c_int, k: CUkernel, dev: CUdevice) -> CuResult<()> {
+pub fn kernel_set_attribute(
+    attr: CUfunction_attribute,
+    v: c_int,
+    k: CUkernel,
+    dev: CUdevice,
+) -> CuResult<()> {
     function(k.cast())?;
     let s = runtime().session()?;
     let args = [id(k), u64::from(attr.0), v as i64 as u64, dev as i64 as u64];
@@ -165,7 +204,12 @@ pub fn kernel_set_attribute(attr: CUfunction_attribute, v: c_int, k: CUkernel, d
 }
 
 /// Answered from the cached layout: no round trip.
-pub unsafe fn kernel_param_info(k: CUkernel, i: usize, off: *mut usize, size: *mut usize) -> CuResult<()> {
+pub unsafe fn kernel_param_info(
+    k: CUkernel,
+    i: usize,
+    off: *mut usize,
+    size: *mut usize,
+) -> CuResult<()> {
     // SAFETY: same contract as `cuFuncGetParamInfo`.
     unsafe { super::module::param_info(k.cast(), i, off, size) }
 }
@@ -183,7 +227,12 @@ pub unsafe fn occupancy_blocks(
     unsafe { answer(n, Op::OccupancyMaxActiveBlocks, &args, wire::i32) }
 }
 
-pub unsafe fn occupancy_dynamic_smem(out: *mut usize, f: CUfunction, blocks: c_int, block: c_int) -> CuResult<()> {
+pub unsafe fn occupancy_dynamic_smem(
+    out: *mut usize,
+    f: CUfunction,
+    blocks: c_int,
+    block: c_int,
+) -> CuResult<()> {
     function(f)?;
     let args = [id(f), blocks as i64 as u64, block as i64 as u64];
     // SAFETY: the application's out-pointer.
@@ -194,7 +243,11 @@ pub unsafe fn occupancy_dynamic_smem(out: *mut usize, f: CUfunction, blocks: c_i
 ///
 /// # Safety
 /// `config` must be NULL or a valid `CUlaunchConfig` whose `attrs` holds `numAttrs` entries.
-unsafe fn config_args(f: CUfunction, config: *const CUlaunchConfig, stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64) -> CuResult<([u64; 10], Vec<u8>)> {
+unsafe fn config_args(
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
+) -> CuResult<([u64; 10], Vec<u8>)> {
     non_null(config)?;
     // SAFETY: checked non-NULL; the application's config.
     let c = unsafe { &*config };
@@ -209,7 +262,15 @@ unsafe fn config_args(f: CUfunction, config: *const CUlaunchConfig, stream_id: f
         // SAFETY: `attrs` holds `n` plain-data records.
         unsafe { std::slice::from_raw_parts(c.attrs.cast::<u8>(), bytes) }.to_vec()
     };
-    let dims = [c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ, c.sharedMemBytes];
+    let dims = [
+        c.gridDimX,
+        c.gridDimY,
+        c.gridDimZ,
+        c.blockDimX,
+        c.blockDimY,
+        c.blockDimZ,
+        c.sharedMemBytes,
+    ];
     let mut args = [0u64; 10];
     args[0] = id(f);
     for (a, d) in args[1..8].iter_mut().zip(dims) {
@@ -220,7 +281,11 @@ unsafe fn config_args(f: CUfunction, config: *const CUlaunchConfig, stream_id: f
     Ok((args, attrs))
 }
 
-pub unsafe fn occupancy_clusters(n: *mut c_int, f: CUfunction, config: *const CUlaunchConfig) -> CuResult<()> {
+pub unsafe fn occupancy_clusters(
+    n: *mut c_int,
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(n)?;
     function(f)?;
@@ -285,10 +350,18 @@ pub unsafe fn launch_cooperative(
 
 pub unsafe fn is_capturing(sid: u64, status: *mut CUstreamCaptureStatus) -> CuResult<()> {
     // SAFETY: the application's out-pointer.
-    unsafe { answer(status, Op::StreamIsCapturing, &[sid], |v| CUstreamCaptureStatus(wire::u32(v))) }
+    unsafe {
+        answer(status, Op::StreamIsCapturing, &[sid], |v| {
+            CUstreamCaptureStatus(wire::u32(v))
+        })
+    }
 }
 
 pub unsafe fn loading_mode(mode: *mut CUmoduleLoadingMode) -> CuResult<()> {
     // SAFETY: the application's out-pointer.
-    unsafe { answer(mode, Op::ModuleGetLoadingMode, &[], |v| CUmoduleLoadingMode(wire::u32(v))) }
+    unsafe {
+        answer(mode, Op::ModuleGetLoadingMode, &[], |v| {
+            CUmoduleLoadingMode(wire::u32(v))
+        })
+    }
 }

@@ -123,7 +123,12 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     let (stream, is_async) = sync.wire();
     if let Some(worker) = super::host::shared(src, n) {
         // Pinned memory the worker maps too: no bytes on the socket.
-        s.call(Op::MemcpyHtoDShared, &[dst, worker, n as u64, stream, is_async], &[], None)?;
+        s.call(
+            Op::MemcpyHtoDShared,
+            &[dst, worker, n as u64, stream, is_async],
+            &[],
+            None,
+        )?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
@@ -150,7 +155,12 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     let (stream, is_async) = sync.wire();
     if let Some(worker) = super::host::shared(dst, n) {
         // Pinned memory the worker maps too: no bytes on the socket.
-        s.call(Op::MemcpyDtoHShared, &[worker, src, n as u64, stream, is_async], &[], None)?;
+        s.call(
+            Op::MemcpyDtoHShared,
+            &[worker, src, n as u64, stream, is_async],
+            &[],
+            None,
+        )?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and

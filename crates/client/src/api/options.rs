@@ -28,7 +28,12 @@ pub unsafe fn slices<'a, K>(
         return Ok((&[], &mut []));
     }
     // SAFETY: the caller promises `n` entries in each array.
-    Ok(unsafe { (std::slice::from_raw_parts(keys, n), std::slice::from_raw_parts_mut(vals, n)) })
+    Ok(unsafe {
+        (
+            std::slice::from_raw_parts(keys, n),
+            std::slice::from_raw_parts_mut(vals, n),
+        )
+    })
 }
 
 /// Appends (option u32, pad u32, value u64) records.
@@ -53,8 +58,15 @@ pub unsafe fn write_back(keys: &[u32], vals: &mut [*mut c_void], reply: &[u8]) {
     let (finals, logs) = reply.split_at(n * 8);
     let mut logs = logs.split(|&b| b == 0);
     let (info, error) = (logs.next().unwrap_or(&[]), logs.next().unwrap_or(&[]));
-    let size_of = |which: u32| keys.iter().position(|&k| k == which).map_or(0, |j| vals[j] as usize);
-    let (info_cap, error_cap) = (size_of(JIT_INFO_LOG_BUFFER_SIZE), size_of(JIT_ERROR_LOG_BUFFER_SIZE));
+    let size_of = |which: u32| {
+        keys.iter()
+            .position(|&k| k == which)
+            .map_or(0, |j| vals[j] as usize)
+    };
+    let (info_cap, error_cap) = (
+        size_of(JIT_INFO_LOG_BUFFER_SIZE),
+        size_of(JIT_ERROR_LOG_BUFFER_SIZE),
+    );
     for (i, &k) in keys.iter().enumerate() {
         let final_value = u64::from_le_bytes(finals[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         match k {
@@ -62,8 +74,11 @@ pub unsafe fn write_back(keys: &[u32], vals: &mut [*mut c_void], reply: &[u8]) {
                 vals[i] = wire::handle(final_value);
             }
             JIT_INFO_LOG_BUFFER | JIT_ERROR_LOG_BUFFER => {
-                let (text, cap) =
-                    if k == JIT_INFO_LOG_BUFFER { (info, info_cap) } else { (error, error_cap) };
+                let (text, cap) = if k == JIT_INFO_LOG_BUFFER {
+                    (info, info_cap)
+                } else {
+                    (error, error_cap)
+                };
                 let buf = vals[i].cast::<u8>();
                 if buf.is_null() || cap == 0 {
                     continue;

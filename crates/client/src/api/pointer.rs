@@ -30,13 +30,23 @@ fn value_size(attr: u32) -> CuResult<usize> {
 ///
 /// # Safety
 /// Each data pointer must be writable for its attribute's value.
-unsafe fn query(ptr: CUdeviceptr, attrs: &[u32], data: &[*mut c_void], single: bool) -> CuResult<()> {
+unsafe fn query(
+    ptr: CUdeviceptr,
+    attrs: &[u32],
+    data: &[*mut c_void],
+    single: bool,
+) -> CuResult<()> {
     let s = runtime().session()?;
     // A host pointer into shared pinned memory means the worker's mapping.
     let shared = s.objects().host_range(ptr, 1);
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
-    let (_, values) = s.call(Op::PointerGetAttributes, &[asked, u64::from(single)], &ids, None)?;
+    let (_, values) = s.call(
+        Op::PointerGetAttributes,
+        &[asked, u64::from(single)],
+        &ids,
+        None,
+    )?;
     if values.len() != attrs.len() * 16 {
         return Err(CuError::UNKNOWN);
     }
@@ -45,7 +55,9 @@ unsafe fn query(ptr: CUdeviceptr, attrs: &[u32], data: &[*mut c_void], single: b
             continue;
         }
         let mut bytes: [u8; 16] = v.try_into().expect("16-byte chunks");
-        if let (HOST_POINTER | RANGE_START_ADDR | MAPPING_BASE_ADDR, Some((base, info))) = (attr, shared) {
+        if let (HOST_POINTER | RANGE_START_ADDR | MAPPING_BASE_ADDR, Some((base, info))) =
+            (attr, shared)
+        {
             let addr = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
             if addr >= info.worker && addr - info.worker < info.len {
                 bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
@@ -58,7 +70,11 @@ unsafe fn query(ptr: CUdeviceptr, attrs: &[u32], data: &[*mut c_void], single: b
     Ok(())
 }
 
-pub unsafe fn get_attribute(data: *mut c_void, attr: CUpointer_attribute, ptr: CUdeviceptr) -> CuResult<()> {
+pub unsafe fn get_attribute(
+    data: *mut c_void,
+    attr: CUpointer_attribute,
+    ptr: CUdeviceptr,
+) -> CuResult<()> {
     non_null(data)?;
     value_size(attr.0)?;
     // SAFETY: the application's data pointer holds the attribute's value.
@@ -78,7 +94,12 @@ pub unsafe fn get_attributes(
     non_null(attrs)?;
     non_null(data)?;
     // SAFETY: the application passes `n` attributes and `n` data pointers.
-    let (attrs, data) = unsafe { (std::slice::from_raw_parts(attrs, n), std::slice::from_raw_parts(data, n)) };
+    let (attrs, data) = unsafe {
+        (
+            std::slice::from_raw_parts(attrs, n),
+            std::slice::from_raw_parts(data, n),
+        )
+    };
     let ids: Vec<u32> = attrs.iter().map(|a| a.0).collect();
     for &a in &ids {
         value_size(a)?;

@@ -39,7 +39,9 @@ pub unsafe fn get(
         ProcResolution::VersionNotSufficient => (None, 2),
     };
     if code != 0 {
-        crate::log::line(format_args!("cuGetProcAddress({name}, {version}, {flags}): status {code}"));
+        crate::log::line(format_args!(
+            "cuGetProcAddress({name}, {version}, {flags}): status {code}"
+        ));
     }
     let found = found.map_or(std::ptr::null_mut(), |f| f as *mut c_void);
     // SAFETY: checked non-NULL; the application's out-pointer.

@@ -11,8 +11,8 @@ use vgpu_proto::{Op, Request, MAX_BLOB};
 
 use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
 use super::tables::{as_handle, Owned, Range, RangeOwner, Tables};
-use super::{host, library};
 use super::Session;
+use super::{host, library};
 use crate::driver::{entry, DevPtr, Handle, Status};
 
 /// Scalar results and bulk bytes of a successful call.
@@ -73,7 +73,6 @@ pub(super) fn aligned(bytes: &[u8]) -> Vec<u64> {
     unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len()) };
     v
 }
-
 
 /// One lane's view of the driver's per-thread state.
 #[derive(Debug, Default)]
@@ -269,7 +268,10 @@ impl Lane {
                         entry(d.memcpy_dtoh)?(dst, src, len)
                     }
                 })?;
-                Ok(Reply { blob: out, ..Reply::default() })
+                Ok(Reply {
+                    blob: out,
+                    ..Reply::default()
+                })
             }
             Op::MemcpyDtoD => {
                 let (dst, src, len) = (a[0], a[1], size(a[2])?);
@@ -461,7 +463,10 @@ impl Lane {
             }
             Op::MemHostAlloc => {
                 let (reply, fd) = host::alloc(s, a)?;
-                Ok(Reply { fd: Some(fd), ..reply })
+                Ok(Reply {
+                    fd: Some(fd),
+                    ..reply
+                })
             }
             Op::MemFreeHost => host::free(s, a[0]),
             Op::MemcpyHtoDShared => {
@@ -546,7 +551,10 @@ fn pointer_attributes(s: &Session, ptr: DevPtr, single: bool, ids: &[u8]) -> Res
     }
     let mut attrs: Vec<c_int> = ids
         .chunks_exact(4)
-        .map(|c| c_int::try_from(u32::from_le_bytes(c.try_into().expect("4 bytes"))).map_err(|_| INVALID_VALUE))
+        .map(|c| {
+            c_int::try_from(u32::from_le_bytes(c.try_into().expect("4 bytes")))
+                .map_err(|_| INVALID_VALUE)
+        })
         .collect::<Result<_, _>>()?;
     // 16 bytes of storage per attribute: the largest value (P2P tokens) fits.
     let mut values = vec![[0u64; 2]; attrs.len()];
@@ -556,7 +564,8 @@ fn pointer_attributes(s: &Session, ptr: DevPtr, single: bool, ids: &[u8]) -> Res
         if single {
             entry(s.driver.pointer_get_attribute)?(values[0].as_mut_ptr().cast(), attrs[0], ptr)
         } else {
-            let mut data: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+            let mut data: Vec<*mut c_void> =
+                values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
             entry(s.driver.pointer_get_attributes)?(n, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr)
         }
     })?;
@@ -564,10 +573,20 @@ fn pointer_attributes(s: &Session, ptr: DevPtr, single: bool, ids: &[u8]) -> Res
     for (a, v) in attrs.iter().zip(values.iter_mut()) {
         if *a == POINTER_ATTRIBUTE_CONTEXT && v[0] != 0 {
             let real = usize::try_from(v[0]).unwrap_or(0);
-            v[0] = t.ctxs.iter().find(|(_, &r)| r == real).map_or(0, |(&id, _)| id);
+            v[0] = t
+                .ctxs
+                .iter()
+                .find(|(_, &r)| r == real)
+                .map_or(0, |(&id, _)| id);
         }
     }
-    Ok(Reply { blob: values.iter().flat_map(|v| v.iter().flat_map(|w| w.to_le_bytes())).collect(), ..Reply::default() })
+    Ok(Reply {
+        blob: values
+            .iter()
+            .flat_map(|v| v.iter().flat_map(|w| w.to_le_bytes()))
+            .collect(),
+        ..Reply::default()
+    })
 }
 
 fn needs_context(op: Op) -> bool {

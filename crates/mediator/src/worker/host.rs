@@ -43,7 +43,14 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
     ftruncate(&fd, len as u64).map_err(|_| OUT_OF_MEMORY)?;
     // SAFETY: a fresh shared mapping of a file we own; nothing aliases it yet.
     let addr = unsafe {
-        mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, &fd, 0)
+        mmap(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED,
+            &fd,
+            0,
+        )
     }
     .map_err(|_| OUT_OF_MEMORY)?;
     let unmap = |addr: *mut c_void| {
@@ -51,13 +58,20 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
         let _ = unsafe { munmap(addr, len) };
     };
     // SAFETY: the pages are mapped and stay mapped until `free` unregisters them.
-    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_register)?(addr, len, (flags & REGISTER_FLAGS) | 0x2) }) {
+    if let Err(st) =
+        ok(
+            unsafe {
+                entry(s.driver.mem_host_register)?(addr, len, (flags & REGISTER_FLAGS) | 0x2)
+            },
+        )
+    {
         unmap(addr);
         return Err(st);
     }
     let mut dptr: DevPtr = 0;
     // SAFETY: the pages were just registered; live out-pointer.
-    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_get_device_pointer)?(&mut dptr, addr, 0) }) {
+    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_get_device_pointer)?(&mut dptr, addr, 0) })
+    {
         // SAFETY: registered above.
         unsafe { entry(s.driver.mem_host_unregister).map(|f| f(addr)).ok() };
         unmap(addr);
@@ -67,9 +81,21 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
     let sent = fd.as_fd().try_clone_to_owned().map_err(|_| OUT_OF_MEMORY)?;
     let mut t = s.tables();
     t.host.insert(base, HostAlloc { len, dptr, _fd: fd });
-    t.ranges.insert(dptr, Range { size: len as u64, owner: RangeOwner::Host { base } });
+    t.ranges.insert(
+        dptr,
+        Range {
+            size: len as u64,
+            owner: RangeOwner::Host { base },
+        },
+    );
     if dptr != base {
-        t.ranges.insert(base, Range { size: len as u64, owner: RangeOwner::Host { base } });
+        t.ranges.insert(
+            base,
+            Range {
+                size: len as u64,
+                owner: RangeOwner::Host { base },
+            },
+        );
     }
     Ok((Reply::outs(&[base, dptr]), sent))
 }

@@ -59,7 +59,8 @@ impl Options {
         for rec in bytes.chunks_exact(16) {
             let key = u32::from_le_bytes(rec[..4].try_into().expect("4 bytes"));
             let val = u64::from_le_bytes(rec[8..].try_into().expect("8 bytes"));
-            o.keys.push(c_int::try_from(key).map_err(|_| INVALID_VALUE)?);
+            o.keys
+                .push(c_int::try_from(key).map_err(|_| INVALID_VALUE)?);
             o.values.push(as_handle(size(val)?));
         }
         Ok(o)
@@ -79,7 +80,11 @@ impl Options {
                 .position(|&k| k as u32 == size_key)
                 .map_or(0, |j| self.values[j] as usize)
                 .min(MAX_JIT_LOG);
-            let buf = if info { &mut self.info_log } else { &mut self.error_log };
+            let buf = if info {
+                &mut self.info_log
+            } else {
+                &mut self.error_log
+            };
             buf.resize(len, 0);
             self.values[i] = buf.as_mut_ptr().cast();
         }
@@ -92,7 +97,11 @@ impl Options {
 
     /// Final option values, then both logs NUL-terminated.
     fn reply(&self) -> Vec<u8> {
-        let mut blob: Vec<u8> = self.values.iter().flat_map(|v| (*v as u64).to_le_bytes()).collect();
+        let mut blob: Vec<u8> = self
+            .values
+            .iter()
+            .flat_map(|v| (*v as u64).to_le_bytes())
+            .collect();
         for log in [&self.info_log, &self.error_log] {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             blob.extend_from_slice(&log[..end]);
@@ -129,8 +138,17 @@ pub fn module_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status
             opts.values.as_mut_ptr(),
         )
     })?;
-    s.tables().modules.insert(id, Owned { real: m as usize, ctx });
-    Ok(Reply { blob: opts.reply(), ..Reply::default() })
+    s.tables().modules.insert(
+        id,
+        Owned {
+            real: m as usize,
+            ctx,
+        },
+    );
+    Ok(Reply {
+        blob: opts.reply(),
+        ..Reply::default()
+    })
 }
 
 /// `LibraryLoadData`: (library_id, JIT option count, library option count).
@@ -141,8 +159,14 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
     let (lib, image) = split(rest, nlib.checked_mul(16).ok_or(INVALID_VALUE)?)?;
     let mut jit = Options::parse(jit)?.with_jit_logs();
     let mut lib = Options::parse(lib)?;
-    if let Some(i) = lib.keys.iter().position(|&k| k == LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE) {
-        tracing::debug!("cuLibraryLoadData: host function table option dropped (a client-side pointer)");
+    if let Some(i) = lib
+        .keys
+        .iter()
+        .position(|&k| k == LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE)
+    {
+        tracing::debug!(
+            "cuLibraryLoadData: host function table option dropped (a client-side pointer)"
+        );
         lib.keys.remove(i);
         lib.values.remove(i);
     }
@@ -162,8 +186,17 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
             nl,
         )
     })?;
-    s.tables().libraries.insert(id, Owned { real: l as usize, ctx });
-    Ok(Reply { blob: jit.reply(), ..Reply::default() })
+    s.tables().libraries.insert(
+        id,
+        Owned {
+            real: l as usize,
+            ctx,
+        },
+    );
+    Ok(Reply {
+        blob: jit.reply(),
+        ..Reply::default()
+    })
 }
 
 pub fn library_unload(s: &Session, id: u64) -> Result<Reply, Status> {
@@ -191,8 +224,19 @@ fn register(s: &Session, id: u64, real: Handle, owner: u64, kernel: bool) -> Res
         blob.extend_from_slice(&sz.to_le_bytes());
     }
     let count = params.len() as u64;
-    s.tables().functions.insert(id, Function { real: real as usize, module: owner, params });
-    Ok(Reply { outs: vec![count], blob, fd: None })
+    s.tables().functions.insert(
+        id,
+        Function {
+            real: real as usize,
+            module: owner,
+            params,
+        },
+    );
+    Ok(Reply {
+        outs: vec![count],
+        blob,
+        fd: None,
+    })
 }
 
 pub fn module_get_function(s: &Session, req: &Request) -> Result<Reply, Status> {
@@ -202,7 +246,9 @@ pub fn module_get_function(s: &Session, req: &Request) -> Result<Reply, Status> 
     let fname = name(&req.blob)?;
     let mut f: Handle = ptr::null_mut();
     // SAFETY: live module; NUL-terminated name; live out-pointer.
-    ok(unsafe { entry(s.driver.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr()) })?;
+    ok(unsafe {
+        entry(s.driver.module_get_function)?(&mut f, as_handle(real_mod), fname.as_ptr())
+    })?;
     register(s, id, f, module, false)
 }
 
@@ -213,7 +259,9 @@ pub fn library_get_kernel(s: &Session, req: &Request) -> Result<Reply, Status> {
     let kname = name(&req.blob)?;
     let mut k: Handle = ptr::null_mut();
     // SAFETY: live library; NUL-terminated name; live out-pointer.
-    ok(unsafe { entry(s.driver.library_get_kernel)?(&mut k, as_handle(real_lib), kname.as_ptr()) })?;
+    ok(unsafe {
+        entry(s.driver.library_get_kernel)?(&mut k, as_handle(real_lib), kname.as_ptr())
+    })?;
     register(s, id, k, library, true)
 }
 
@@ -234,14 +282,24 @@ pub fn library_get_module(s: &Session, req: &Request, ctx: u64) -> Result<Reply,
     let mut m: Handle = ptr::null_mut();
     // SAFETY: live library; live out-pointer.
     ok(unsafe { entry(s.driver.library_get_module)?(&mut m, as_handle(real_lib)) })?;
-    s.tables().modules.insert(id, Owned { real: m as usize, ctx });
+    s.tables().modules.insert(
+        id,
+        Owned {
+            real: m as usize,
+            ctx,
+        },
+    );
     Ok(Reply::default())
 }
 
 /// `ModuleGetGlobal` and `LibraryGetGlobal`: the range becomes valid for copies.
 pub fn get_global(s: &Session, req: &Request, library: bool) -> Result<Reply, Status> {
     let owner = req.args[0];
-    let real = if library { s.tables().library(owner)? } else { s.tables().module(owner)? };
+    let real = if library {
+        s.tables().library(owner)?
+    } else {
+        s.tables().module(owner)?
+    };
     let gname = name(&req.blob)?;
     let (mut p, mut bytes): (DevPtr, usize) = (0, 0);
     // SAFETY: live module or library; NUL-terminated name; live out-pointers.
@@ -252,7 +310,10 @@ pub fn get_global(s: &Session, req: &Request, library: bool) -> Result<Reply, St
             entry(s.driver.module_get_global)?(&mut p, &mut bytes, as_handle(real), gname.as_ptr())
         }
     })?;
-    let range = Range { size: bytes as u64, owner: RangeOwner::Global { module: owner } };
+    let range = Range {
+        size: bytes as u64,
+        owner: RangeOwner::Global { module: owner },
+    };
     s.tables().ranges.insert(p, range);
     Ok(Reply::outs(&[p, bytes as u64]))
 }
@@ -276,14 +337,18 @@ pub fn kernel_get_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
     let k = s.tables().function(a[0])?.real;
     let mut v: c_int = 0;
     // SAFETY: live kernel; live out-pointer.
-    ok(unsafe { entry(s.driver.kernel_get_attribute)?(&mut v, int(a[1])?, as_handle(k), int(a[2])?) })?;
+    ok(unsafe {
+        entry(s.driver.kernel_get_attribute)?(&mut v, int(a[1])?, as_handle(k), int(a[2])?)
+    })?;
     Ok(Reply::outs(&[v as i64 as u64]))
 }
 
 pub fn kernel_set_attribute(s: &Session, a: &[u64]) -> Result<Reply, Status> {
     let k = s.tables().function(a[0])?.real;
     // SAFETY: live kernel; scalar arguments.
-    ok(unsafe { entry(s.driver.kernel_set_attribute)?(int(a[1])?, int(a[2])?, as_handle(k), int(a[3])?) })?;
+    ok(unsafe {
+        entry(s.driver.kernel_set_attribute)?(int(a[1])?, int(a[2])?, as_handle(k), int(a[3])?)
+    })?;
     Ok(Reply::default())
 }
 
@@ -292,7 +357,13 @@ pub fn occupancy_max_active_blocks(s: &Session, a: &[u64]) -> Result<Reply, Stat
     let mut n: c_int = 0;
     // SAFETY: live function; live out-pointer; scalar arguments.
     ok(unsafe {
-        entry(s.driver.occupancy_max_active_blocks)?(&mut n, as_handle(f), int(a[1])?, size(a[2])?, uint(a[3])?)
+        entry(s.driver.occupancy_max_active_blocks)?(
+            &mut n,
+            as_handle(f),
+            int(a[1])?,
+            size(a[2])?,
+            uint(a[3])?,
+        )
     })?;
     Ok(Reply::outs(&[n as i64 as u64]))
 }
@@ -301,7 +372,14 @@ pub fn occupancy_available_dynamic_smem(s: &Session, a: &[u64]) -> Result<Reply,
     let f = s.tables().function(a[0])?.real;
     let mut bytes: usize = 0;
     // SAFETY: live function; live out-pointer; scalar arguments.
-    ok(unsafe { entry(s.driver.occupancy_available_dynamic_smem)?(&mut bytes, as_handle(f), int(a[1])?, int(a[2])?) })?;
+    ok(unsafe {
+        entry(s.driver.occupancy_available_dynamic_smem)?(
+            &mut bytes,
+            as_handle(f),
+            int(a[1])?,
+            int(a[2])?,
+        )
+    })?;
     Ok(Reply::outs(&[bytes as u64]))
 }
 
@@ -347,7 +425,12 @@ fn launch_config<'a>(s: &Session, req: &'a Request) -> Result<Launch<'a>, Status
         attrs: ptr::null_mut(),
         num_attrs: c_uint::try_from(nattrs).map_err(|_| INVALID_VALUE)?,
     };
-    Ok(Launch { function, config, attrs, rest })
+    Ok(Launch {
+        function,
+        config,
+        attrs,
+        rest,
+    })
 }
 
 pub fn occupancy_max_active_clusters(s: &Session, req: &Request) -> Result<Reply, Status> {
@@ -355,12 +438,22 @@ pub fn occupancy_max_active_clusters(s: &Session, req: &Request) -> Result<Reply
     l.config.attrs = l.attrs.as_mut_ptr().cast();
     let mut n: c_int = 0;
     // SAFETY: live function; the config's attribute array lives in `l.attrs`.
-    ok(unsafe { entry(s.driver.occupancy_max_active_clusters)?(&mut n, as_handle(l.function.real), &l.config) })?;
+    ok(unsafe {
+        entry(s.driver.occupancy_max_active_clusters)?(
+            &mut n,
+            as_handle(l.function.real),
+            &l.config,
+        )
+    })?;
     Ok(Reply::outs(&[n as i64 as u64]))
 }
 
 /// Pointers into `params` for each parameter of the layout.
-fn param_pointers(layout: &[(u32, u32)], blob_len: usize, params: &[u64]) -> Result<Vec<*mut c_void>, Status> {
+fn param_pointers(
+    layout: &[(u32, u32)],
+    blob_len: usize,
+    params: &[u64],
+) -> Result<Vec<*mut c_void>, Status> {
     let base = params.as_ptr().cast::<u8>();
     layout
         .iter()
@@ -383,7 +476,11 @@ pub fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
     let params = aligned(&req.blob);
     let mut ptrs = param_pointers(&f.params, req.blob.len(), &params)?;
     let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
-    let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+    let kernel_params = if ptrs.is_empty() {
+        ptr::null_mut()
+    } else {
+        ptrs.as_mut_ptr()
+    };
     // SAFETY: live function and stream; every parameter pointer points into
     // `params`, which outlives the call (the driver copies the values).
     ok(unsafe {
@@ -409,16 +506,31 @@ pub fn launch_ex(s: &Session, req: &Request) -> Result<Reply, Status> {
     l.config.attrs = l.attrs.as_mut_ptr().cast();
     let params = aligned(l.rest);
     let mut ptrs = param_pointers(&l.function.params, l.rest.len(), &params)?;
-    let kernel_params = if ptrs.is_empty() { ptr::null_mut() } else { ptrs.as_mut_ptr() };
+    let kernel_params = if ptrs.is_empty() {
+        ptr::null_mut()
+    } else {
+        ptrs.as_mut_ptr()
+    };
     // SAFETY: live function and stream; attributes and parameters live in
     // `l.attrs` and `params` for the duration of the call.
-    ok(unsafe { entry(s.driver.launch_kernel_ex)?(&l.config, as_handle(l.function.real), kernel_params, ptr::null_mut()) })?;
+    ok(unsafe {
+        entry(s.driver.launch_kernel_ex)?(
+            &l.config,
+            as_handle(l.function.real),
+            kernel_params,
+            ptr::null_mut(),
+        )
+    })?;
     Ok(Reply::default())
 }
 
 /// Asks the driver for each parameter's offset and size.
 fn param_layout(s: &Session, f: Handle, kernel: bool) -> Result<Vec<(u32, u32)>, Status> {
-    let get = if kernel { entry(s.driver.kernel_get_param_info)? } else { entry(s.driver.func_get_param_info)? };
+    let get = if kernel {
+        entry(s.driver.kernel_get_param_info)?
+    } else {
+        entry(s.driver.func_get_param_info)?
+    };
     let mut params = Vec::new();
     for i in 0..MAX_KERNEL_PARAMS {
         let (mut off, mut sz) = (0usize, 0usize);

@@ -88,7 +88,10 @@ impl Tables {
     }
 
     pub fn library(&self, id: u64) -> Result<Raw, Status> {
-        self.libraries.get(&id).map(|o| o.real).ok_or(INVALID_HANDLE)
+        self.libraries
+            .get(&id)
+            .map(|o| o.real)
+            .ok_or(INVALID_HANDLE)
     }
 
     pub fn function(&self, id: u64) -> Result<&Function, Status> {
@@ -154,8 +157,12 @@ impl Tables {
         for m in modules {
             self.forget_module(m);
         }
-        let libraries: Vec<u64> =
-            self.libraries.iter().filter(|(_, o)| o.ctx == ctx).map(|(&id, _)| id).collect();
+        let libraries: Vec<u64> = self
+            .libraries
+            .iter()
+            .filter(|(_, o)| o.ctx == ctx)
+            .map(|(&id, _)| id)
+            .collect();
         for l in libraries {
             self.forget_library(l);
         }

@@ -168,7 +168,10 @@ pub fn sample_request(op: Op) -> Request {
         Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
         Op::PrimaryCtxGet => (vec![2, 0], vec![]),
         // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
-        Op::PointerGetAttributes => (vec![DPTR, 0], [2u32, 9].iter().flat_map(|a| a.to_le_bytes()).collect()),
+        Op::PointerGetAttributes => (
+            vec![DPTR, 0],
+            [2u32, 9].iter().flat_map(|a| a.to_le_bytes()).collect(),
+        ),
     };
     let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
         0
