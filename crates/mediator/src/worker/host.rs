@@ -57,14 +57,10 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
         // SAFETY: `addr` is the mapping made above, of `len` bytes.
         let _ = unsafe { munmap(addr, len) };
     };
+    let register = entry(s.driver.mem_host_register)?;
     // SAFETY: the pages are mapped and stay mapped until `free` unregisters them.
-    if let Err(st) =
-        ok(
-            unsafe {
-                entry(s.driver.mem_host_register)?(addr, len, (flags & REGISTER_FLAGS) | 0x2)
-            },
-        )
-    {
+    let st = unsafe { register(addr, len, (flags & REGISTER_FLAGS) | 0x2) };
+    if let Err(st) = ok(st) {
         unmap(addr);
         return Err(st);
     }
