@@ -4,7 +4,8 @@
 //!
 //! - `rtt_64B/*`: a 64-byte request over one ring, echoed back over a second,
 //!   with busy polling, with futex sleeps only (spin 0), and, for comparison in
-//!   the same run, over a Unix socket pair.
+//!   the same run, over a Unix socket pair and as a bare one-cache-line
+//!   ping-pong (the hardware floor for any shared-memory channel).
 //! - `pipelined_64B`: 64-byte messages with no reply awaited.
 //! - `throughput_1MiB`: 1 MiB messages through a 4 MiB ring.
 //!
@@ -64,6 +65,36 @@ fn rtt(c: &mut Criterion) {
         drop(tx);
         t.join().expect("echo thread");
     }
+    // The hardware floor, in the same run: one cache line each way.
+    let ping = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let pong = Arc::clone(&ping);
+    let t = std::thread::spawn(move || {
+        let mut seen = 0;
+        loop {
+            let v = pong[0].load(Ordering::Acquire);
+            if v == u64::MAX {
+                return;
+            }
+            if v != seen {
+                seen = v;
+                pong[1].store(v, Ordering::Release);
+            }
+            std::hint::spin_loop();
+        }
+    });
+    let mut n = 0u64;
+    g.bench_function("one_line_floor", |b| {
+        b.iter(|| {
+            n += 1;
+            ping[0].store(n, Ordering::Release);
+            while ping[1].load(Ordering::Acquire) != n {
+                std::hint::spin_loop();
+            }
+        })
+    });
+    ping[0].store(u64::MAX, Ordering::Release);
+    t.join().expect("ping thread");
+
     let (mut a, mut b) = Channel::pair().expect("socketpair");
     let t = std::thread::spawn(move || {
         let mut buf = [0u8; 64];

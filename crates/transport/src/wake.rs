@@ -231,36 +231,50 @@ pub(crate) fn sleep_until<W: WakeWords, T>(
     }
 }
 
-/// Spins on `check` for `policy.spin`, then sleeps on the futex
+/// Polls `check` for `policy.spin`, then sleeps on the futex
 /// ([`sleep_until`]) until `check` yields a value or an error.
+///
+/// The clock is first read after 64 polls: most busy waits end sooner, and a
+/// clock read costs as much as several polls. So the spin time and the
+/// timeout count from the 64th poll (well under a microsecond late).
 pub(crate) fn wait_for<W: WakeWords, T>(
     w: &W,
     policy: &WaitPolicy,
     mut check: impl FnMut() -> Result<Option<T>, TransportError>,
 ) -> Result<T, TransportError> {
-    let start = Instant::now();
-    let deadline = policy.timeout.and_then(|t| start.checked_add(t));
-    // `None`: the spin time does not fit in an `Instant`, i.e. spin forever.
-    let spin_end = start.checked_add(policy.spin);
+    if policy.spin.is_zero() {
+        if let Some(v) = check()? {
+            return Ok(v);
+        }
+        let deadline = policy.timeout.and_then(|t| Instant::now().checked_add(t));
+        return sleep_until(w, deadline, check);
+    }
+    // (deadline, end of spinning), from the first clock read; `None` inside
+    // means "never" (no timeout; a spin time too large for an `Instant`).
+    let mut clock: Option<(Option<Instant>, Option<Instant>)> = None;
     let mut round: u32 = 0;
     loop {
         if let Some(v) = check()? {
             return Ok(v);
         }
-        // Reading the clock costs about as much as a poll: do it every 64th.
+        round = round.wrapping_add(1);
         if round.is_multiple_of(64) {
             let now = Instant::now();
+            let (deadline, spin_end) = *clock.get_or_insert_with(|| {
+                (
+                    policy.timeout.and_then(|t| now.checked_add(t)),
+                    now.checked_add(policy.spin),
+                )
+            });
             if deadline.is_some_and(|d| now >= d) {
                 return Err(TransportError::Timeout);
             }
             if spin_end.is_some_and(|e| now >= e) {
-                break;
+                return sleep_until(w, deadline, check);
             }
         }
-        round = round.wrapping_add(1);
         std::hint::spin_loop();
     }
-    sleep_until(w, deadline, check)
 }
 
 #[cfg(test)]
@@ -292,6 +306,46 @@ mod tests {
         assert!(matches!(r, Err(TransportError::Timeout)));
         assert!(t0.elapsed() >= Duration::from_millis(20));
         assert_eq!(w.sleeping.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn busy_policy_never_sleeps_but_honours_the_timeout() {
+        let w = Words {
+            seq: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+        };
+        let policy = WaitPolicy::busy().with_timeout(Duration::from_millis(10));
+        let mut slept = false;
+        let r: Result<(), _> = wait_for(&pair(&w), &policy, || {
+            slept |= w.sleeping.load(Ordering::Relaxed) != 0;
+            Ok(None)
+        });
+        assert!(matches!(r, Err(TransportError::Timeout)));
+        assert!(!slept);
+    }
+
+    #[test]
+    fn sleeps_only_after_the_spin_time() {
+        let w = Words {
+            seq: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+        };
+        let policy = WaitPolicy {
+            spin: Duration::from_millis(5),
+            timeout: None,
+        }
+        .with_timeout(Duration::from_millis(40));
+        let t0 = Instant::now();
+        let mut first_sleep = None;
+        let r: Result<(), _> = wait_for(&pair(&w), &policy, || {
+            if first_sleep.is_none() && w.sleeping.load(Ordering::Relaxed) != 0 {
+                first_sleep = Some(t0.elapsed());
+            }
+            Ok(None)
+        });
+        assert!(matches!(r, Err(TransportError::Timeout)));
+        let first_sleep = first_sleep.expect("went to sleep");
+        assert!(first_sleep >= Duration::from_millis(5), "{first_sleep:?}");
     }
 
     #[test]
