@@ -20,6 +20,7 @@ pub mod discovery;
 mod edge;
 mod exports;
 mod image;
+mod lane;
 mod log;
 mod objects;
 mod runtime;
