@@ -29,6 +29,28 @@ pub struct LaunchConfig {
     pub num_attrs: c_uint,
 }
 
+/// `CUDA_MEMCPY2D`, as the driver reads it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Memcpy2D {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_memory_type: c_uint,
+    pub src_host: *const c_void,
+    pub src_device: DevPtr,
+    pub src_array: Handle,
+    pub src_pitch: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_memory_type: c_uint,
+    pub dst_host: *mut c_void,
+    pub dst_device: DevPtr,
+    pub dst_array: Handle,
+    pub dst_pitch: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+}
+
 /// Size of one `CUlaunchAttribute`: id, padding, and a 64-byte value union.
 pub const LAUNCH_ATTRIBUTE_SIZE: usize = 72;
 
@@ -153,6 +175,10 @@ driver_table! {
     mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
     mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut DevPtr, *mut c_void, c_uint);
     get_export_table = "cuGetExportTable": fn(*mut *const c_void, *const [u8; 16]);
+    mem_alloc_async = "cuMemAllocAsync": fn(*mut DevPtr, usize, Handle);
+    mem_free_async = "cuMemFreeAsync": fn(DevPtr, Handle);
+    memcpy_2d = "cuMemcpy2D_v2": fn(*const Memcpy2D);
+    memcpy_2d_async = "cuMemcpy2DAsync_v2": fn(*const Memcpy2D, Handle);
     pointer_get_attribute = "cuPointerGetAttribute": fn(*mut c_void, c_int, DevPtr);
     pointer_get_attributes = "cuPointerGetAttributes": fn(c_uint, *mut c_int, *mut *mut c_void, DevPtr);
 }

@@ -212,6 +212,16 @@ wire_ops! {
     /// `cuPointerGetAttributes` does (defaults and success). Context values
     /// come back as the client's context ids.
     PointerGetAttributes = 101, args = 2;
+    /// (bytes, stream) → (dptr)  Stream-ordered allocation from the device's pool.
+    MemAllocAsync = 102, args = 2;
+    /// (dptr, stream) → ()
+    MemFreeAsync = 103, args = 2;
+    /// (direction, src, src pitch, src x, src y, dst, dst pitch, dst x, dst y,
+    /// width in bytes, height, stream, async) → ()  A 2D copy. Direction 0:
+    /// device to device; 1: host to device, the rows packed in the blob; 2:
+    /// device to host, the rows come back packed in the reply blob. Host
+    /// sides carry 0 for their address, pitch and offsets.
+    Memcpy2D = 104, args = 13;
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! export to a typed function in its area module.
 
 mod context;
+mod copy;
 mod dark;
 mod device;
 mod errors;
@@ -169,6 +170,16 @@ implement! {
     cuStreamIsCapturing(s, st) => library::is_capturing(stream::id(s), st);
     cuStreamIsCapturing_ptsz(s, st) => library::is_capturing(stream::id_ptsz(s), st);
 
+    cuMemAllocAsync(dptr, size, s) => copy::alloc_async(dptr, size, stream::id(s));
+    cuMemAllocAsync_ptsz(dptr, size, s) => copy::alloc_async(dptr, size, stream::id_ptsz(s));
+    cuMemFreeAsync(dptr, s) => copy::free_async(dptr, stream::id(s));
+    cuMemFreeAsync_ptsz(dptr, s) => copy::free_async(dptr, stream::id_ptsz(s));
+    cuMemcpy2D_v2(p) => copy::memcpy_2d(p, None);
+    cuMemcpy2DUnaligned_v2(p) => copy::memcpy_2d(p, None);
+    cuMemcpy2D_v2_ptds(p) => copy::memcpy_2d(p, Some(2));
+    cuMemcpy2DUnaligned_v2_ptds(p) => copy::memcpy_2d(p, Some(2));
+    cuMemcpy2DAsync_v2(p, s) => copy::memcpy_2d(p, Some(stream::id(s)));
+    cuMemcpy2DAsync_v2_ptsz(p, s) => copy::memcpy_2d(p, Some(stream::id_ptsz(s)));
     cuPointerGetAttribute(data, attr, ptr) => pointer::get_attribute(data, attr, ptr);
     cuPointerGetAttributes(n, attrs, data, ptr) => pointer::get_attributes(n, attrs, data, ptr);
     cuMemHostAlloc(pp, len, flags) => host::alloc(pp, len, flags);

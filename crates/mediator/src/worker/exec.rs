@@ -12,7 +12,7 @@ use vgpu_proto::{Op, Request, MAX_BLOB};
 use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
 use super::tables::{as_handle, Owned, Range, RangeOwner, Tables};
 use super::Session;
-use super::{host, library};
+use super::{copy, host, library};
 use crate::driver::{entry, DevPtr, Handle, Status};
 
 /// Scalar results and bulk bytes of a successful call.
@@ -162,6 +162,11 @@ impl Lane {
                 ok(unsafe { entry(d.primary_ctx_retain)?(&mut ctx, dev) })?;
                 tables().ctxs.insert(id, ctx as usize);
                 Ok(Reply::default())
+            }
+            Op::MemAllocAsync => copy::alloc_async(s, req),
+            Op::MemFreeAsync => copy::free_async(s, req),
+            Op::Memcpy2D => {
+                copy::memcpy_2d(s, req, |ranges, stream| self.checked(s, ranges, stream))
             }
             Op::PointerGetAttributes => pointer_attributes(s, a[0], a[1] != 0, &req.blob),
             Op::PrimaryCtxGet => {

@@ -7,6 +7,7 @@
 //! control connection closes, the client is gone and the process exits; the
 //! driver frees everything the session held.
 
+mod copy;
 mod exec;
 mod host;
 mod library;

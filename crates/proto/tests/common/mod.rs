@@ -168,6 +168,13 @@ pub fn sample_request(op: Op) -> Request {
         Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
         Op::PrimaryCtxGet => (vec![2, 0], vec![]),
         // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
+        Op::MemAllocAsync => (vec![1 << 20, STREAM], vec![]),
+        Op::MemFreeAsync => (vec![DPTR, STREAM], vec![]),
+        // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
+        Op::Memcpy2D => (
+            vec![1, 0, 0, 0, 0, DPTR, 64, 8, 2, 16, 4, STREAM, 1],
+            vec![0x5a; 64],
+        ),
         Op::PointerGetAttributes => (
             vec![DPTR, 0],
             [2u32, 9].iter().flat_map(|a| a.to_le_bytes()).collect(),

@@ -1,0 +1,143 @@
+//! Stream-ordered allocation (`cuMemAllocAsync`/`cuMemFreeAsync`) and 2D
+//! copies. Host sides of a 2D copy travel packed, one row after another; the
+//! worker copies between the packed rows and the device region.
+
+use std::ffi::c_void;
+
+use vgpu_abi::types::{CUdeviceptr, CUmemorytype, CUDA_MEMCPY2D};
+use vgpu_proto::Op;
+
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::runtime::runtime;
+
+const MEMORY_TYPE_HOST: u32 = 1;
+const MEMORY_TYPE_DEVICE: u32 = 2;
+const MEMORY_TYPE_ARRAY: u32 = 3;
+const MEMORY_TYPE_UNIFIED: u32 = 4;
+
+pub unsafe fn alloc_async(dptr: *mut CUdeviceptr, size: usize, sid: u64) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr)?;
+    if size == 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let (outs, _) = s.call(Op::MemAllocAsync, &[size as u64, sid], &[], None)?;
+    s.objects().device_ranges.insert(outs[0], size as u64);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(dptr, outs[0]) }
+}
+
+pub fn free_async(dptr: CUdeviceptr, sid: u64) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.call(Op::MemFreeAsync, &[dptr, sid], &[], None)?;
+    s.objects().device_ranges.remove(&dptr);
+    Ok(())
+}
+
+/// Where one side of a copy lives.
+enum Side {
+    Host(*const u8),
+    Device(CUdeviceptr),
+}
+
+fn side(kind: CUmemorytype, host: *const c_void, device: CUdeviceptr) -> CuResult<Side> {
+    match kind.0 {
+        MEMORY_TYPE_HOST => Ok(Side::Host(host.cast())),
+        MEMORY_TYPE_DEVICE => Ok(Side::Device(device)),
+        // Unified: the device pointer field holds the address; it is device
+        // memory if the session handed it out.
+        MEMORY_TYPE_UNIFIED => {
+            let s = runtime().session()?;
+            let is_device = s.objects().is_device(device);
+            Ok(if is_device {
+                Side::Device(device)
+            } else {
+                Side::Host(wire::handle::<u8>(device))
+            })
+        }
+        MEMORY_TYPE_ARRAY => {
+            crate::log::line(format_args!(
+                "cuMemcpy2D: CUDA arrays are not supported by vgpu yet"
+            ));
+            Err(CuError::NOT_SUPPORTED)
+        }
+        _ => Err(CuError::INVALID_VALUE),
+    }
+}
+
+/// `cuMemcpy2D` (`sid` None) and `cuMemcpy2DAsync` (`sid` Some).
+///
+/// # Safety
+/// `p` must be a valid `CUDA_MEMCPY2D` whose host sides hold the region.
+pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's descriptor.
+    let c = unsafe { &*p };
+    let (w, h) = (c.WidthInBytes, c.Height);
+    if w == 0 || h == 0 {
+        return Ok(());
+    }
+    let packed = w.checked_mul(h).ok_or(CuError::INVALID_VALUE)?;
+    if packed > vgpu_proto::MAX_BLOB {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let src = side(c.srcMemoryType, c.srcHost, c.srcDevice)?;
+    let dst = side(c.dstMemoryType, c.dstHost.cast_const(), c.dstDevice)?;
+    let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
+    let dev =
+        |d: CUdeviceptr, pitch: usize, x: usize, y: usize| [d, pitch as u64, x as u64, y as u64];
+    let host = [0u64; 4];
+    match (src, dst) {
+        (Side::Device(sd), Side::Device(dd)) => {
+            let mut args = vec![0];
+            args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY));
+            args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY));
+            args.extend([w as u64, h as u64, stream, is_async]);
+            s.call(Op::Memcpy2D, &args, &[], None).map(drop)
+        }
+        (Side::Host(sh), Side::Device(dd)) => {
+            non_null(sh)?;
+            let mut rows = Vec::with_capacity(packed);
+            for r in 0..h {
+                let at = (c.srcY + r) * c.srcPitch + c.srcXInBytes;
+                // SAFETY: the application's host region holds every row.
+                rows.extend_from_slice(unsafe { std::slice::from_raw_parts(sh.add(at), w) });
+            }
+            let mut args = vec![1];
+            args.extend(host);
+            args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY));
+            args.extend([w as u64, h as u64, stream, is_async]);
+            s.call(Op::Memcpy2D, &args, &rows, None).map(drop)
+        }
+        (Side::Device(sd), Side::Host(dh)) => {
+            non_null(dh)?;
+            let mut args = vec![2];
+            args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY));
+            args.extend(host);
+            args.extend([w as u64, h as u64, stream, is_async]);
+            let (_, rows) = s.call(Op::Memcpy2D, &args, &[], None)?;
+            if rows.len() != packed {
+                return Err(CuError::UNKNOWN);
+            }
+            let dh = dh.cast_mut();
+            for (r, row) in rows.chunks_exact(w).enumerate() {
+                let at = (c.dstY + r) * c.dstPitch + c.dstXInBytes;
+                // SAFETY: the application's host region holds every row.
+                unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dh.add(at), w) };
+            }
+            Ok(())
+        }
+        (Side::Host(sh), Side::Host(dh)) => {
+            non_null(sh)?;
+            non_null(dh)?;
+            for r in 0..h {
+                let from = (c.srcY + r) * c.srcPitch + c.srcXInBytes;
+                let to = (c.dstY + r) * c.dstPitch + c.dstXInBytes;
+                // SAFETY: both host regions hold every row; `copy` allows overlap.
+                unsafe { std::ptr::copy(sh.add(from), dh.cast_mut().add(to), w) };
+            }
+            Ok(())
+        }
+    }
+}
