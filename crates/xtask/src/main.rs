@@ -3,9 +3,12 @@
 //! Usage:
 //!   cargo xtask gen-abi           regenerate `crates/abi/src/generated/`
 //!   cargo xtask gen-abi --check   regenerate into a temporary folder and fail on any diff
+//!   cargo xtask compat            write docs/compatibility.md from the client's implement! table
+//!   cargo xtask compat --check    fail if docs/compatibility.md is out of date
 //!
 //! Exit codes: 0 success, 1 the task failed (including a `--check` diff), 2 usage error.
 
+mod compat;
 mod gen_abi;
 
 use std::process::ExitCode;
@@ -14,7 +17,7 @@ use std::process::ExitCode;
 type Error = Box<dyn std::error::Error>;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask gen-abi [--check]");
+    eprintln!("usage: cargo xtask gen-abi [--check] | cargo xtask compat [--check]");
     ExitCode::from(2)
 }
 
@@ -28,6 +31,8 @@ fn main() -> ExitCode {
     {
         ["gen-abi"] => gen_abi::run(false),
         ["gen-abi", "--check"] => gen_abi::run(true),
+        ["compat"] => compat::run(false),
+        ["compat", "--check"] => compat::run(true),
         _ => return usage(),
     };
     match result {

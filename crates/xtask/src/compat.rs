@@ -1,0 +1,173 @@
+//! `cargo xtask compat [--check]`: writes `docs/compatibility.md`, which lists
+//! the implemented entry points by area and, for every other export, why it
+//! still returns `CUDA_ERROR_NOT_SUPPORTED`.
+//!
+//! The implemented set is read from the client's `implement!` table
+//! (`crates/client/src/api/mod.rs`), the export set from the fixture of the
+//! real driver's exports, so the page cannot drift from the code: CI runs
+//! `--check`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::Error;
+
+/// (name prefixes, area, why what is not implemented is not).
+const AREAS: &[(&[&str], &str, &str)] = &[
+    (&["cudbg"], "Debugger hooks", "Symbols the CUDA debugger reads in the driver's own process; they have no meaning in a remoting client."),
+    (&["cuGL", "cuGraphicsGL", "cuWGL", "cuEGL", "cuGraphicsEGL", "cuVDPAU", "cuGraphicsVDPAU", "cuGraphics"], "Graphics interop", "They share graphics objects of the application's process with CUDA; the driver runs in the worker, which cannot reach them. Not planned."),
+    (&["cuCheckpoint"], "Process checkpointing", "They act on the process that owns the driver, which is the worker; not exposed to clients."),
+    (&["cuCoredump"], "Core dumps", "GPU core dump settings of the driver's process; not exposed to clients yet."),
+    (&["cuProfiler"], "Profiler control", "Profiling runs against the worker; not remoted yet."),
+    (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Graph, node and executable-graph handles and node parameter structs need translation in both directions; not remoted yet."),
+    (&["cuArray", "cuMipmappedArray", "cuTexObject", "cuSurfObject", "cuTexRef", "cuSurfRef"], "Arrays, textures and surfaces", "Array handles and resource descriptors need translation; not remoted yet."),
+    (&["cuIpc"], "Inter-process handles", "IPC handles would have to name the exporting session's worker; not remoted yet."),
+    (&["cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemSetAccess", "cuMemGetAccess", "cuMemExport", "cuMemImport", "cuMemGetAllocationGranularity", "cuMemGetAllocationPropertiesFromHandle", "cuMemRetainAllocationHandle", "cuMemGetHandleForAddressRange"], "Virtual memory management", "Physical allocation handles and address reservations are not remoted yet."),
+    (&["cuMemPool", "cuMemAllocFromPoolAsync", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuDeviceGetDefaultMemPool", "cuMemGetDefaultMemPool", "cuMemGetMemPool", "cuMemSetMemPool"], "Memory pools", "Pool handles are not remoted yet; stream-ordered allocation from the default pool is (`cuMemAllocAsync`)."),
+    (&["cuMemAllocManaged", "cuMemAdvise", "cuMemPrefetch", "cuMemRangeGetAttribute", "cuMemDiscard"], "Managed memory", "Managed pages migrate between the GPU and the process that allocated them, which is the worker; a client cannot map them."),
+    (&["cuMemHostRegister", "cuMemHostUnregister"], "Host memory registration", "Registering pages of the client process would need the worker to map them; use cuMemHostAlloc, whose pages vgpu shares."),
+    (&["cuExternalMemory", "cuImportExternal", "cuDestroyExternal", "cuSignalExternal", "cuWaitExternal", "cuExternalSemaphore"], "External memory and semaphores", "Their OS handles belong to the client process; not remoted."),
+    (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "Not remoted yet."),
+    (&["cuMulticast"], "Multicast objects", "Not remoted yet."),
+    (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
+    (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
+    (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "The worker would have to call back into the client process; not remoted yet."),
+    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
+    (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
+    (&["cuLogs"], "Driver logs", "Not remoted yet."),
+];
+
+/// Areas for everything not matched above, by prefix.
+const GENERAL: &[(&str, &str)] = &[
+    ("cuDevicePrimaryCtx", "Contexts"),
+    ("cuCtx", "Contexts"),
+    ("cuDevice", "Devices"),
+    ("cuDriver", "Initialisation and versions"),
+    ("cuInit", "Initialisation and versions"),
+    ("cuGetErrorName", "Errors"),
+    ("cuGetErrorString", "Errors"),
+    ("cuGetProcAddress", "Entry points and export tables"),
+    ("cuGetExportTable", "Entry points and export tables"),
+    ("cuMemcpy", "Copies and memsets"),
+    ("cuMemset", "Copies and memsets"),
+    ("cuMem", "Memory"),
+    ("cuPointer", "Memory"),
+    ("cuStream", "Streams"),
+    ("cuEvent", "Events"),
+    ("cuModule", "Modules, libraries and kernels"),
+    ("cuLibrary", "Modules, libraries and kernels"),
+    ("cuKernel", "Modules, libraries and kernels"),
+    ("cuFunc", "Modules, libraries and kernels"),
+    ("cuLaunch", "Launches and occupancy"),
+    ("cuOccupancy", "Launches and occupancy"),
+    ("cuParam", "Launches and occupancy"),
+];
+
+const GENERAL_REASON: &str =
+    "Not remoted yet: no application traced so far (PyTorch, CuPy, cuda-python, cudarc) calls it.";
+
+fn area(name: &str) -> (&'static str, &'static str) {
+    for (prefixes, area, reason) in AREAS {
+        if prefixes.iter().any(|p| name.starts_with(p)) {
+            return (area, reason);
+        }
+    }
+    GENERAL
+        .iter()
+        .find(|(p, _)| name.starts_with(p))
+        .map_or(("Other", GENERAL_REASON), |(_, a)| (a, GENERAL_REASON))
+}
+
+/// The names inside the client's `implement!` table.
+fn implemented(api_mod: &str) -> BTreeSet<String> {
+    let start = api_mod.find("implement! {").unwrap_or(api_mod.len());
+    api_mod[start..]
+        .lines()
+        .filter_map(|l| {
+            let t = l.trim_start();
+            let name: String = t
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (name.starts_with("cu") && t[name.len()..].starts_with('(')).then_some(name)
+        })
+        .collect()
+}
+
+fn render(root: &Path) -> Result<String, Error> {
+    let exports = std::fs::read_to_string(root.join("fixtures/libcuda-580-exports.txt"))?;
+    let api = std::fs::read_to_string(root.join("crates/client/src/api/mod.rs"))?;
+    let done = implemented(&api);
+    let mut by_area: BTreeMap<&str, (Vec<&str>, Vec<&str>, &str)> = BTreeMap::new();
+    let names: Vec<&str> = exports
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    for name in &names {
+        let (a, reason) = area(name);
+        let e = by_area.entry(a).or_insert((Vec::new(), Vec::new(), reason));
+        if done.contains(*name) {
+            e.0.push(name);
+        } else {
+            e.1.push(name);
+        }
+    }
+    let total = names.len();
+    let implemented = names.iter().filter(|n| done.contains(**n)).count();
+    let mut out = String::new();
+    out.push_str("# Compatibility\n\n");
+    out.push_str(
+        "<!-- Written by `cargo xtask compat`; CI checks it is current. Do not edit. -->\n\n",
+    );
+    out.push_str(&format!(
+        "vgpu's client exports all {total} symbols of the real driver (580). {implemented} are implemented; \
+         every other one returns `CUDA_ERROR_NOT_SUPPORTED` and, with `VGPU_LOG` set, names itself once. \
+         `VGPU_TRACE=FILE` shows which calls a program makes.\n\n"
+    ));
+    out.push_str("| area | implemented | not yet |\n|---|---|---|\n");
+    for (a, (yes, no, _)) in &by_area {
+        out.push_str(&format!("| {a} | {} | {} |\n", yes.len(), no.len()));
+    }
+    for (a, (yes, no, reason)) in &by_area {
+        out.push_str(&format!("\n## {a}\n\n"));
+        if !yes.is_empty() {
+            out.push_str(&format!(
+                "Implemented: {}.\n\n",
+                yes.iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !no.is_empty() {
+            out.push_str(&format!("Not yet ({}): {reason}\n\n", no.len()));
+            out.push_str(&format!(
+                "{}.\n",
+                no.iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Writes (or with `check`, compares) `docs/compatibility.md`.
+pub fn run(check: bool) -> Result<(), Error> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let page = render(&root)?;
+    let path = root.join("docs/compatibility.md");
+    if check {
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != page {
+            return Err("docs/compatibility.md is out of date: run `cargo xtask compat`".into());
+        }
+        println!("docs/compatibility.md is current");
+        return Ok(());
+    }
+    std::fs::write(&path, page)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
