@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Frameworks on vgpu: every program runs natively and through vgpu, and the
+# standard outputs must match line for line. Prints PASS/FAIL per program with
+# the native result beside it; writes $OUT/frameworks.log (everything) and
+# $OUT/summary.txt. Run from the repository root on a GPU machine after
+# gpu/stage.sh on the build machine:   OUT=dir gpu/frameworks.sh [names...]
+set -uo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-$PWD/frameworks-out}
+mkdir -p "$OUT"
+LOG=$OUT/frameworks.log
+: >"$LOG"
+SOCK=/tmp/vgpu-fw.sock
+DRIVER=${VGPU_E2E_DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}
+WORK=$(mktemp -d)
+rm -f "$SOCK"
+dist/bin/vgpu-mediator --listen "unix:$SOCK" --driver "$DRIVER" --log "$OUT/mediator.log" >/dev/null 2>&1 &
+MED=$!
+trap 'kill $MED 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$NVCC" -O2 -o "$WORK/runtime_api" gpu/runtime_api.cu >>"$LOG" 2>&1
+
+declare -A CMD=(
+    [torch]="python3 gpu/torch_smoke.py"
+    [train]="python3 gpu/train_smoke.py"
+    [cupy]="python3 gpu/cupy_smoke.py"
+    [numba]="python3 gpu/numba_smoke.py"
+    [triton]="python3 gpu/triton_smoke.py"
+    [dlpack]="python3 gpu/dlpack_smoke.py"
+    [cuda_python]="python3 gpu/driver_api.py"
+    [runtime_api]="$WORK/runtime_api"
+)
+names=("$@")
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api)
+failed=0
+: >"$OUT/summary.txt"
+for n in "${names[@]}"; do
+    cmd=${CMD[$n]}
+    native=$(timeout 600 $cmd 2>"$WORK/$n.native.err"); nrc=$?
+    vgpu=$(VGPU_TRACE=$WORK/$n.trace LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} TRITON_LIBCUDA_PATH=$PWD/dist/lib \
+        VGPU_MEDIATOR=unix:$SOCK timeout 600 $cmd 2>"$WORK/$n.vgpu.err"); vrc=$?
+    {
+        echo "=== $n: native (exit $nrc)"; echo "$native"; tail -3 "$WORK/$n.native.err"
+        echo "=== $n: vgpu (exit $vrc)"; echo "$vgpu"; tail -12 "$WORK/$n.vgpu.err"
+        echo "=== $n: diff"; diff <(echo "$native") <(echo "$vgpu")
+        echo "=== $n: failing calls through vgpu"
+        grep -v " -> 0 " "$WORK/$n.trace" 2>/dev/null | grep -v '^ \|^==' | awk '{print $1, $3, $4}' | sort | uniq -c | sort -rn | head -15
+    } >>"$LOG" 2>&1
+    if [[ $nrc -eq 0 && $vrc -eq 0 && "$native" == "$vgpu" ]] && grep -q libvgpu-cuda "$WORK/$n.vgpu.err"; then
+        line="PASS $n"
+    else
+        line="FAIL $n (native exit $nrc, vgpu exit $vrc)"
+        failed=1
+    fi
+    echo "$line   native: $(echo "$native" | grep -v '^PASS' | tail -1)" | tee -a "$OUT/summary.txt"
+done
+exit $failed
