@@ -38,6 +38,8 @@ pub struct Objects {
     pub ctx_storage: HashMap<(u64, usize), StorageEntry>,
     /// This process's retains of each device's primary context.
     pub primary_refs: HashMap<i32, u32>,
+    /// Each context's unique id (`cuCtxGetId`), in order of first sight, never reused.
+    pub unique_ids: HashMap<u64, u64>,
 }
 
 /// Destructor of a context-local storage entry: `(context, key, value)`.
@@ -76,6 +78,13 @@ impl Objects {
         let (&base, &info) = self.host.range(..=p).next_back()?;
         let end = p.checked_add(len)?;
         (end <= base + info.len).then_some((base, info))
+    }
+
+    /// Registers a context, giving it the next unique id the first time.
+    pub fn add_context(&mut self, id: u64, info: CtxInfo) {
+        self.contexts.insert(id, info);
+        let next = self.unique_ids.len() as u64 + 1;
+        self.unique_ids.entry(id).or_insert(next);
     }
 
     /// Removes and returns a context's storage entries, whose destructors the

@@ -6,6 +6,7 @@
 //! socket to its own worker thread, opened on the session's control
 //! connection. A blocking call on one thread therefore never stalls another.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,9 +39,16 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// constructors: it does no I/O and starts no threads.
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
-        // SAFETY: `after_fork_in_child` is an `extern "C" fn()` that only touches
-        // atomics, which is async-signal-safe as a fork child handler must be.
-        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        // SAFETY: the three handlers are `extern "C" fn()`s that run in the
+        // forking thread; they take and release the session slot's lock and
+        // touch atomics, nothing else.
+        unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(after_fork_in_child),
+            )
+        };
         let config = Config::from_env(std::env::vars());
         let trace = config.trace.as_deref().and_then(crate::trace::Trace::open);
         Runtime {
@@ -55,10 +63,46 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
+thread_local! {
+    /// The session slot's guard, held by the forking thread from
+    /// [`before_fork`] until the fork returns: no other thread holds the lock
+    /// at the fork, so the child never inherits it locked.
+    static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<Arc<Session>>>>> =
+        const { RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    if let Some(rt) = RUNTIME.get() {
+        let _ = FORK_GUARD.try_with(|g| {
+            if let Ok(mut g) = g.try_borrow_mut() {
+                *g = Some(rt.lock());
+            }
+        });
+    }
+}
+
+fn release_fork_guard() {
+    let _ = FORK_GUARD.try_with(|g| g.try_borrow_mut().map(|mut g| g.take()));
+}
+
+extern "C" fn after_fork_in_parent() {
+    release_fork_guard();
+}
+
 extern "C" fn after_fork_in_child() {
     if let Some(rt) = RUNTIME.get() {
         rt.fork_epoch.fetch_add(1, Ordering::SeqCst);
     }
+    release_fork_guard();
+}
+
+/// The number of forks between the first CUDA call of this process's
+/// lineage and this process: per-thread state tagged with an older epoch was
+/// inherited from a parent and names nothing here.
+pub fn fork_epoch() -> u64 {
+    RUNTIME
+        .get()
+        .map_or(0, |rt| rt.fork_epoch.load(Ordering::SeqCst))
 }
 
 /// Kinds of client-minted handles; the kind sits in the top byte.

@@ -47,7 +47,7 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
     {
         let mut o = s.objects();
-        o.contexts.insert(
+        o.add_context(
             id,
             CtxInfo {
                 device: dev,
@@ -122,7 +122,7 @@ pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResul
         &[],
         None,
     )?;
-    s.objects().contexts.insert(
+    s.objects().add_context(
         id,
         CtxInfo {
             device: dev,
@@ -286,4 +286,30 @@ pub unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResul
         }
     }
     Ok(())
+}
+
+/// The context's unique id, as `cuCtxGetId` reports it.
+pub fn unique_id(ctx: u64) -> CuResult<u64> {
+    let s = runtime().session()?;
+    let o = s.objects();
+    o.unique_ids
+        .get(&ctx)
+        .copied()
+        .filter(|_| o.contexts.contains_key(&ctx))
+        .ok_or(CuError::INVALID_CONTEXT)
+}
+
+pub unsafe fn get_id(ctx: CUcontext, out: *mut std::ffi::c_ulonglong) -> CuResult<()> {
+    non_null(out)?;
+    let id = if ctx.is_null() {
+        stack::current()
+    } else {
+        ctx as u64
+    };
+    if id == 0 {
+        return Err(CuError::INVALID_CONTEXT);
+    }
+    let uid = unique_id(id)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(out, uid) }
 }

@@ -86,8 +86,32 @@ static TOOLS_RUNTIME_CALLBACK_HOOKS: SizedTable<6> = {
     sized(s)
 };
 
-/// `42D85A81-23F6-CB47-8298-F6E78A3AECDC`: tools thread-local storage.
-static TOOLS_TLS: SizedTable<2> = sized(unknown::<2>());
+/// `42D85A81-23F6-CB47-8298-F6E78A3AECDC`: tools thread state: slot 1 sets
+/// the calling thread's current context, slot 2 reads it (cuBLASLt keys its
+/// per-context state on it).
+static TOOLS_TLS: SizedTable<2> = sized([
+    slot!(tls_set_current, unsafe extern "C" fn(*mut c_void) -> u32),
+    slot!(
+        tls_get_current,
+        unsafe extern "C" fn(*mut *mut c_void) -> u32
+    ),
+]);
+
+/// `21318C60-9714-3248-8CA6-41FF7324C8F2`: context queries cuBLASLt uses:
+/// slot 3 gives a context's device, slot 4 its unique id (as `cuCtxGetId`).
+static CONTEXT_QUERIES: SizedTable<92> = {
+    let mut s = unknown::<92>();
+    s[2] = slot!(
+        context_device,
+        unsafe extern "C" fn(*mut c_void, *mut c_int) -> u32
+    );
+    s[3] = slot!(
+        context_unique_id,
+        unsafe extern "C" fn(*mut c_void, *mut u64) -> u32
+    );
+    s[90] = None;
+    sized(s)
+};
 
 /// `C693336E-1121-DF11-A8C3-68F355D89593`: context-local storage.
 static CONTEXT_LOCAL_STORAGE: UnsizedTable<3> = UnsizedTable {
@@ -134,7 +158,7 @@ const fn uuid(text: &[u8; 16]) -> [u8; 16] {
 }
 
 /// (UUID bytes in written order, table address).
-fn tables() -> [([u8; 16], *const c_void); 6] {
+fn tables() -> [([u8; 16], *const c_void); 7] {
     [
         (
             uuid(b"\x6B\xD5\xFB\x6C\x5B\xF4\xE7\x4A\x89\x87\xD9\x39\x12\xFD\x9D\xF9"),
@@ -159,6 +183,10 @@ fn tables() -> [([u8; 16], *const c_void); 6] {
         (
             uuid(b"\xD4\x08\x20\x55\xBD\xE6\x70\x4B\x8D\x34\xBA\x12\x3C\x66\xE1\xF2"),
             (&raw const INTEGRITY_CHECK).cast(),
+        ),
+        (
+            uuid(b"\x21\x31\x8C\x60\x97\x14\x32\x48\x8C\xA6\x41\xFF\x73\x24\xC8\xF2"),
+            (&raw const CONTEXT_QUERIES).cast(),
         ),
     ]
 }
@@ -196,10 +224,16 @@ unsafe extern "C" fn primary_context(out: *mut *mut c_void, dev: c_int) -> u32 {
                 Ok(_) | Err(CuError::NOT_SUPPORTED) => {}
                 Err(e) => return Err(e),
             }
-            s.objects().contexts.entry(id).or_insert(CtxInfo {
-                device: dev,
-                primary: true,
-            });
+            let known = s.objects().contexts.contains_key(&id);
+            if !known {
+                s.objects().add_context(
+                    id,
+                    CtxInfo {
+                        device: dev,
+                        primary: true,
+                    },
+                );
+            }
             // SAFETY: checked non-NULL; the caller's out-pointer.
             unsafe { write_out(out, to_handle(id).cast()) }
         })())
@@ -329,6 +363,65 @@ pub fn run_storage_destructors(ctx: u64) {
             };
         }
     }
+}
+
+/// TOOLS_TLS slot 1: `cuCtxSetCurrent` without validation.
+unsafe extern "C" fn tls_set_current(ctx: *mut c_void) -> u32 {
+    guard("tools_tls.set_current", || {
+        to_curesult(
+            runtime()
+                .session()
+                .map(|_| crate::context::set_current(ctx as u64)),
+        )
+    })
+    .0
+}
+
+/// TOOLS_TLS slot 2: the calling thread's current context (NULL if none).
+unsafe extern "C" fn tls_get_current(out: *mut *mut c_void) -> u32 {
+    guard("tools_tls.get_current", || {
+        to_curesult((|| {
+            runtime().session()?;
+            // SAFETY: the caller's out-pointer (NULL is rejected).
+            unsafe { write_out(out, to_handle(crate::context::current()).cast()) }
+        })())
+    })
+    .0
+}
+
+/// Context-query slot 3: the device of `ctx` (no fallback to the current one).
+unsafe extern "C" fn context_device(ctx: *mut c_void, dev: *mut c_int) -> u32 {
+    guard("context_queries.device", || {
+        to_curesult((|| {
+            let s = runtime().session()?;
+            non_null(dev)?;
+            let info = s.objects().contexts.get(&(ctx as u64)).copied();
+            let info = info.ok_or(CuError::INVALID_CONTEXT)?;
+            // SAFETY: checked non-NULL; the caller's out-pointer.
+            unsafe { write_out(dev, info.device) }
+        })())
+    })
+    .0
+}
+
+/// Context-query slot 4: the unique id of `ctx`; 0 for NULL.
+unsafe extern "C" fn context_unique_id(ctx: *mut c_void, id: *mut u64) -> u32 {
+    guard("context_queries.unique_id", || {
+        to_curesult((|| {
+            if id.is_null() {
+                return Err(CuError::UNKNOWN);
+            }
+            // SAFETY: checked non-NULL; the caller's out-pointer.
+            unsafe { write_out(id, 0)? };
+            if ctx.is_null() {
+                return Ok(());
+            }
+            let uid = super::context::unique_id(ctx as u64)?;
+            // SAFETY: as above.
+            unsafe { write_out(id, uid) }
+        })())
+    })
+    .0
 }
 
 /// CONTEXT_CHECKS slot 2: no check bits are ever set.

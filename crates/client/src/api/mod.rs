@@ -79,6 +79,7 @@ implement! {
     cuCtxSynchronize() => context::synchronize();
     cuCtxSynchronize_v2(ctx) => context::synchronize_ctx(ctx);
     cuCtxGetFlags(flags) => context::get_flags(flags);
+    cuCtxGetId(ctx, id) => context::get_id(ctx, id);
     cuCtxGetApiVersion(ctx, v) => context::api_version(ctx, v);
     cuCtxGetLimit(v, limit) => context::get_limit(v, limit);
     cuCtxSetLimit(limit, v) => context::set_limit(limit, v);
