@@ -35,6 +35,12 @@ pub enum ProtoError {
         expected: usize,
         found: usize,
     },
+    /// The request head sets flag bits this build does not define.
+    #[error("request flags {0:#x} set undefined bits")]
+    Flags(u32),
+    /// A request marked posted (no reply) names an operation that must be answered.
+    #[error("operation {0:?} cannot be posted: it must be answered")]
+    NotPostable(crate::Op),
     /// An environment entry is malformed or not on the allowlist.
     #[error("environment entry rejected: {0}")]
     Env(String),

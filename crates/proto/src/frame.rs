@@ -4,8 +4,30 @@
 //! request  = RequestHead (32 B) | args: nargs × u64 | blob: blob_len bytes
 //! response = ResponseHead (24 B) | outs: nouts × u64 | blob: blob_len bytes
 //! ```
-//! The receiver validates the head (magic, op, arity, bounds) before it reads
-//! or allocates anything behind it.
+//! The receiver validates the head (magic, op, arity, flags, bounds) before it
+//! reads or allocates anything behind it.
+//!
+//! # Request flags ([`flags`])
+//!
+//! - [`flags::POSTED`]: the sender does not wait for a reply and the worker
+//!   sends none. Only operations marked `posted` in the op table
+//!   ([`Op::postable`]) may carry it. The worker runs a posted request in
+//!   order on its lane; if it fails, the lane keeps the first such failure
+//!   and returns it as the status of the lane's next synchronizing request
+//!   ([`Op::synchronizes`]), which is then not run
+//!   (`docs/adr/0004-async-errors.md`).
+//! - Every other bit is reserved and must be zero.
+//!
+//! # Order ([`RequestHead::order`])
+//!
+//! A session-wide order number, `u32`, compared with wrap-around
+//! ([`order_reached`]). The client numbers its posted requests 0, 1, 2, …
+//! across all its threads (a *ticket* each); every other lane request carries
+//! the number of tickets issued before it was sent (a *fence*). The worker
+//! starts a request only when every ticket below its number has run, and a
+//! posted request's run completes its ticket. So posted requests run in the
+//! order the client issued them, whichever lane carries them, and a request
+//! never overtakes a posted request that was issued before it.
 
 use std::io::{IoSlice, Read, Write};
 
@@ -30,8 +52,25 @@ pub struct RequestHead {
     pub blob_len: U32,
     /// The calling thread's current context id (0: none).
     pub ctx: U64,
+    /// [`flags`] bits.
     pub flags: U32,
-    pub reserved: U32,
+    /// The session-wide order number (see the module documentation).
+    pub order: U32,
+}
+
+/// Request flag bits.
+pub mod flags {
+    /// No reply is sent; a failure is deferred to the lane's next
+    /// synchronizing request.
+    pub const POSTED: u32 = 1 << 0;
+    /// Every defined bit.
+    pub const ALL: u32 = POSTED;
+}
+
+/// Whether an order counter that has reached `done` has passed `order`:
+/// `done >= order` in wrap-around (serial number) arithmetic.
+pub const fn order_reached(done: u32, order: u32) -> bool {
+    done.wrapping_sub(order) < 1 << 31
 }
 
 /// Fixed head of a response frame.
@@ -55,8 +94,26 @@ pub struct Request {
     pub seq: u32,
     pub ctx: u64,
     pub flags: u32,
+    pub order: u32,
     pub args: Vec<u64>,
     pub blob: Vec<u8>,
+}
+
+impl Request {
+    /// Whether the sender waits for no reply ([`flags::POSTED`]).
+    pub fn posted(&self) -> bool {
+        self.flags & flags::POSTED != 0
+    }
+}
+
+/// Everything in a request head but the lengths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestMeta {
+    pub op: Op,
+    pub seq: u32,
+    pub ctx: u64,
+    pub flags: u32,
+    pub order: u32,
 }
 
 /// A decoded response.
@@ -84,10 +141,6 @@ fn len_u32(what: &'static str, len: usize) -> Result<U32, ProtoError> {
             max: MAX_BLOB,
         }
     })?))
-}
-
-fn args_bytes(args: &[u64]) -> Vec<u8> {
-    args.iter().flat_map(|a| a.to_le_bytes()).collect()
 }
 
 fn read_u64s(r: &mut impl Read, n: usize) -> Result<Vec<u64>, ProtoError> {
@@ -127,7 +180,7 @@ fn write_all_vectored(w: &mut impl Write, parts: &[&[u8]]) -> Result<(), ProtoEr
 }
 
 impl RequestHead {
-    /// Checks magic, op, arity and bounds; returns the op.
+    /// Checks magic, op, arity, flags and bounds; returns the op.
     pub fn validate(&self) -> Result<Op, ProtoError> {
         if self.magic.get() != REQUEST_MAGIC {
             return Err(ProtoError::BadMagic {
@@ -143,6 +196,13 @@ impl RequestHead {
                 expected: op.nargs(),
                 found: nargs,
             });
+        }
+        let f = self.flags.get();
+        if f & !flags::ALL != 0 {
+            return Err(ProtoError::Flags(f));
+        }
+        if f & flags::POSTED != 0 && !op.postable() {
+            return Err(ProtoError::NotPostable(op));
         }
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
         Ok(op)
@@ -169,7 +229,7 @@ impl ResponseHead {
     }
 }
 
-/// Writes one request frame (with `flags` 0).
+/// Writes one request frame (with `flags` and `order` 0).
 pub fn write_request(
     w: &mut impl Write,
     op: Op,
@@ -178,18 +238,37 @@ pub fn write_request(
     args: &[u64],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
-    write_request_frame(w, op, seq, ctx, 0, args, blob)
+    let meta = RequestMeta {
+        op,
+        seq,
+        ctx,
+        flags: 0,
+        order: 0,
+    };
+    write_request_meta(w, &meta, args, blob)
 }
 
-fn write_request_frame(
+/// Writes one request frame with every head field given.
+pub fn write_request_meta(
     w: &mut impl Write,
-    op: Op,
-    seq: u32,
-    ctx: u64,
-    flags: u32,
+    meta: &RequestMeta,
     args: &[u64],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
+    let prefix = request_prefix(meta, args, blob.len())?;
+    write_all_vectored(w, &[&prefix, blob])
+}
+
+/// The head and arguments of a request whose blob is `blob_len` bytes: the
+/// frame is this prefix followed by the blob, so a sender can hand the two
+/// to a vectored write or a ring as separate parts. Checks arity, flags and
+/// bounds as the receiver will.
+pub fn request_prefix(
+    meta: &RequestMeta,
+    args: &[u64],
+    blob_len: usize,
+) -> Result<Vec<u8>, ProtoError> {
+    let op = meta.op;
     if args.len() != op.nargs() {
         return Err(ProtoError::Arity {
             op,
@@ -201,14 +280,17 @@ fn write_request_frame(
         magic: U32::new(REQUEST_MAGIC),
         op: U16::new(op as u16),
         nargs: U16::new(u16::try_from(args.len()).expect("arity is bounded by MAX_ARGS")),
-        seq: U32::new(seq),
-        blob_len: len_u32("blob", blob.len())?,
-        ctx: U64::new(ctx),
-        flags: U32::new(flags),
-        reserved: U32::new(0),
+        seq: U32::new(meta.seq),
+        blob_len: len_u32("blob", blob_len)?,
+        ctx: U64::new(meta.ctx),
+        flags: U32::new(meta.flags),
+        order: U32::new(meta.order),
     };
-    let args = args_bytes(args);
-    write_all_vectored(w, &[head.as_bytes(), &args, blob])
+    head.validate()?;
+    let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + 8 * args.len());
+    out.extend_from_slice(head.as_bytes());
+    out.extend(args.iter().flat_map(|a| a.to_le_bytes()));
+    Ok(out)
 }
 
 /// Reads and validates one request frame.
@@ -224,6 +306,7 @@ pub fn read_request(r: &mut impl Read) -> Result<Request, ProtoError> {
         seq: head.seq.get(),
         ctx: head.ctx.get(),
         flags: head.flags.get(),
+        order: head.order.get(),
         args,
         blob,
     })
@@ -237,6 +320,18 @@ pub fn write_response(
     outs: &[u64],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
+    let prefix = response_prefix(status, seq, outs, blob.len())?;
+    write_all_vectored(w, &[&prefix, blob])
+}
+
+/// The head and scalar results of a response whose blob is `blob_len`
+/// bytes, as [`request_prefix`] is for requests.
+pub fn response_prefix(
+    status: u32,
+    seq: u32,
+    outs: &[u64],
+    blob_len: usize,
+) -> Result<Vec<u8>, ProtoError> {
     let nouts = check_len("outs", outs.len(), MAX_ARGS)?;
     let head = ResponseHead {
         magic: U32::new(RESPONSE_MAGIC),
@@ -244,11 +339,13 @@ pub fn write_response(
         seq: U32::new(seq),
         nouts: U16::new(u16::try_from(nouts).expect("bounded by MAX_ARGS")),
         reserved: U16::new(0),
-        blob_len: len_u32("blob", blob.len())?,
+        blob_len: len_u32("blob", blob_len)?,
         reserved2: U32::new(0),
     };
-    let outs = args_bytes(outs);
-    write_all_vectored(w, &[head.as_bytes(), &outs, blob])
+    let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + 8 * nouts);
+    out.extend_from_slice(head.as_bytes());
+    out.extend(outs.iter().flat_map(|o| o.to_le_bytes()));
+    Ok(out)
 }
 
 /// Reads a response head and its scalar results, leaving the blob unread so
@@ -287,9 +384,19 @@ impl Request {
     /// Encodes this request as bytes.
     pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
         let mut out = Vec::new();
-        let r = self;
-        write_request_frame(&mut out, r.op, r.seq, r.ctx, r.flags, &r.args, &r.blob)?;
+        write_request_meta(&mut out, &self.meta(), &self.args, &self.blob)?;
         Ok(out)
+    }
+
+    /// The head fields of this request.
+    pub fn meta(&self) -> RequestMeta {
+        RequestMeta {
+            op: self.op,
+            seq: self.seq,
+            ctx: self.ctx,
+            flags: self.flags,
+            order: self.order,
+        }
     }
 
     /// Decodes a request from a byte slice (used by fuzzing and fixtures).
@@ -331,6 +438,69 @@ mod tests {
             Request::decode(&bytes),
             Err(ProtoError::TooLong { .. })
         ));
+    }
+
+    #[test]
+    fn flags_are_checked() {
+        let head = |op: Op, flags: u32| RequestHead {
+            magic: U32::new(REQUEST_MAGIC),
+            op: U16::new(op as u16),
+            nargs: U16::new(u16::try_from(op.nargs()).expect("small")),
+            flags: U32::new(flags),
+            ..Default::default()
+        };
+        assert!(head(Op::LaunchKernel, flags::POSTED).validate().is_ok());
+        assert!(matches!(
+            head(Op::MemAlloc, flags::POSTED).validate(),
+            Err(ProtoError::NotPostable(Op::MemAlloc))
+        ));
+        assert!(matches!(
+            head(Op::LaunchKernel, 1 << 7).validate(),
+            Err(ProtoError::Flags(0x80))
+        ));
+        let meta = RequestMeta {
+            op: Op::MemAlloc,
+            seq: 1,
+            ctx: 0,
+            flags: flags::POSTED,
+            order: 0,
+        };
+        assert!(request_prefix(&meta, &[1], 0).is_err(), "the sender checks too");
+    }
+
+    #[test]
+    fn order_wraps() {
+        assert!(order_reached(5, 5));
+        assert!(order_reached(6, 5));
+        assert!(!order_reached(4, 5));
+        assert!(order_reached(2, u32::MAX - 1), "past the wrap");
+        assert!(!order_reached(u32::MAX - 1, 2));
+    }
+
+    #[test]
+    fn prefixes_are_frames_without_their_blob() {
+        let req = Request {
+            op: Op::MemcpyHtoD,
+            seq: 9,
+            ctx: 3,
+            flags: flags::POSTED,
+            order: 77,
+            args: vec![0x1000, 0, 1],
+            blob: b"bytes".to_vec(),
+        };
+        let mut joined = request_prefix(&req.meta(), &req.args, req.blob.len()).expect("prefix");
+        joined.extend_from_slice(&req.blob);
+        assert_eq!(joined, req.encode().expect("encodes"));
+        assert_eq!(Request::decode(&joined).expect("decodes"), req);
+        let resp = Response {
+            status: 0,
+            seq: 9,
+            outs: vec![1, 2],
+            blob: b"xy".to_vec(),
+        };
+        let mut joined = response_prefix(0, 9, &resp.outs, 2).expect("prefix");
+        joined.extend_from_slice(&resp.blob);
+        assert_eq!(joined, resp.encode().expect("encodes"));
     }
 
     #[test]

@@ -9,7 +9,15 @@
 //! - A session starts with [`Hello`] / [`Welcome`] on the control connection,
 //!   which carry the protocol version, the schema hash of the op table and the
 //!   feature bits. After that every lane carries [`Request`] / [`Response`]
-//!   frames strictly in turn.
+//!   frames in order: each request is answered by one response, in turn,
+//!   except requests marked [`flags::POSTED`], which are never answered (their
+//!   failures are deferred to the next synchronizing request of the lane:
+//!   [`Op::synchronizes`], `docs/adr/0004-async-errors.md`).
+//! - Requests carry a session-wide order number ([`RequestHead::order`]): a
+//!   posted request's ticket, or for any other request the count of tickets
+//!   issued before it. The worker starts a request only once every ticket
+//!   below its number has run, so a call never overtakes a posted call that
+//!   another client thread made before it.
 //!
 //! Handles (contexts, streams, events, modules, functions) are ids minted by the
 //! client; device pointers are the real device addresses.
@@ -21,7 +29,8 @@ mod ops;
 
 pub use error::ProtoError;
 pub use frame::{
-    read_request, read_response_head, write_request, write_response, Request, RequestHead,
+    flags, order_reached, read_request, read_response_head, request_prefix, response_prefix,
+    write_request, write_request_meta, write_response, Request, RequestHead, RequestMeta,
     Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
 };
 pub use handshake::{
@@ -45,6 +54,10 @@ pub const MAX_DEVICES: usize = 64;
 pub mod features {
     /// Lanes: one worker thread per client thread, opened on the control connection.
     pub const LANES: u64 = 1 << 0;
+    /// Lanes on shared-memory rings: `OpenLane` answers `outs[0] = 1` and
+    /// passes three descriptors (the lane socket, the submission ring, the
+    /// completion ring) instead of one socket. See `docs/transports.md`.
+    pub const RINGS: u64 = 1 << 1;
     /// Everything this build understands.
-    pub const ALL: u64 = LANES;
+    pub const ALL: u64 = LANES | RINGS;
 }

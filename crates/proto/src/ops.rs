@@ -1,13 +1,17 @@
 //! The operations of protocol v1: explicit, append-only wire ids.
 //!
 //! Each line names the operation, its wire id and how many scalar arguments its
-//! request carries. The argument order is documented on each variant and in
-//! `docs/protocol.md`. Never renumber or reuse an id; add new ones at the end.
+//! request carries, and ends in `posted` when the request may be sent without
+//! waiting for a reply ([`crate::flags::POSTED`]): such operations return
+//! nothing but a status on success, and their failures are deferred to the
+//! lane's next synchronizing request ([`Op::synchronizes`]). The argument
+//! order is documented on each variant and in `docs/protocol.md`. Never
+//! renumber or reuse an id; add new ones at the end.
 
 use crate::ProtoError;
 
 macro_rules! wire_ops {
-    ($( $(#[$doc:meta])* $name:ident = $id:literal, args = $nargs:literal; )*) => {
+    ($( $(#[$doc:meta])* $name:ident = $id:literal, args = $nargs:literal $(, $posted:ident)?; )*) => {
         /// One remoted operation. The discriminant is the wire id.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u16)]
@@ -26,6 +30,12 @@ macro_rules! wire_ops {
             pub const fn name(self) -> &'static str {
                 match self { $(Op::$name => stringify!($name),)* }
             }
+
+            /// Whether a request of this operation may be posted
+            /// ([`crate::flags::POSTED`]): it returns nothing but a status.
+            pub const fn postable(self) -> bool {
+                match self { $(Op::$name => posted!($($posted)?),)* }
+            }
         }
 
         impl TryFrom<u16> for Op {
@@ -38,17 +48,27 @@ macro_rules! wire_ops {
             }
         }
 
-        /// FNV-1a hash over every (id, name, arity): peers built from different
-        /// op tables refuse each other at the handshake.
+        /// FNV-1a hash over every (id, name, arity, postable): peers built
+        /// from different op tables refuse each other at the handshake.
         pub const SCHEMA_HASH: u64 = {
             let mut h: u64 = 0xcbf2_9ce4_8422_2325;
             $(
                 h = fnv(h, &($id as u16).to_le_bytes());
                 h = fnv(h, stringify!($name).as_bytes());
                 h = fnv(h, &[$nargs as u8]);
+                h = fnv(h, &[posted!($($posted)?) as u8]);
             )*
             h
         };
+    };
+}
+
+macro_rules! posted {
+    () => {
+        false
+    };
+    (posted) => {
+        true
     };
 }
 
@@ -63,7 +83,11 @@ const fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 }
 
 wire_ops! {
-    /// Control connection: open a new lane; the reply carries its fd (SCM_RIGHTS).
+    /// Control connection: open a new lane. The reply is followed by one byte
+    /// carrying descriptors (SCM_RIGHTS): with `outs[0] = 1` (only when
+    /// `features::RINGS` was negotiated) three of them, the lane socket, the
+    /// submission ring and the completion ring; otherwise (no outs, or
+    /// `outs[0] = 0`) one, the lane socket, which then carries the frames.
     OpenLane = 1, args = 0;
 
     /// (ctx_id, flags, device) → ()  Create a context; it becomes current on the lane.
@@ -104,35 +128,35 @@ wire_ops! {
     MemGetAddressRange = 33, args = 1;
 
     /// (dst, stream, async) + blob → ()
-    MemcpyHtoD = 40, args = 3;
+    MemcpyHtoD = 40, args = 3, posted;
     /// (src, bytes, stream, async) → blob
     MemcpyDtoH = 41, args = 4;
     /// (dst, src, bytes, stream, async) → ()
-    MemcpyDtoD = 42, args = 5;
+    MemcpyDtoD = 42, args = 5, posted;
     /// (dst, value, element size, count, stream, async) → ()
-    Memset = 43, args = 6;
+    Memset = 43, args = 6, posted;
 
     /// (stream_id, flags, priority) → ()
-    StreamCreate = 50, args = 3;
+    StreamCreate = 50, args = 3, posted;
     /// (stream) → ()
-    StreamDestroy = 51, args = 1;
+    StreamDestroy = 51, args = 1, posted;
     /// (stream) → ()
     StreamSynchronize = 52, args = 1;
     /// (stream) → ()  The status is the answer.
     StreamQuery = 53, args = 1;
     /// (stream, event, flags) → ()
-    StreamWaitEvent = 54, args = 3;
+    StreamWaitEvent = 54, args = 3, posted;
     /// (stream) → (flags)
     StreamGetFlags = 55, args = 1;
     /// (stream) → (priority)
     StreamGetPriority = 56, args = 1;
 
     /// (event_id, flags) → ()
-    EventCreate = 60, args = 2;
+    EventCreate = 60, args = 2, posted;
     /// (event) → ()
-    EventDestroy = 61, args = 1;
+    EventDestroy = 61, args = 1, posted;
     /// (event, stream) → ()
-    EventRecord = 62, args = 2;
+    EventRecord = 62, args = 2, posted;
     /// (event) → ()
     EventSynchronize = 63, args = 1;
     /// (event) → ()  The status is the answer.
@@ -140,10 +164,11 @@ wire_ops! {
     /// (start, end) → (milliseconds as f32 bits)
     EventElapsedTime = 65, args = 2;
 
-    /// (module_id, option count) + blob of options (u32 option, u32 pad, u64
-    /// value each) then the image → blob of final option values (u64 each),
-    /// then the info log and the error log, each NUL-terminated.
-    ModuleLoadData = 70, args = 2;
+    /// (module_id, option count, staged image id or 0) + blob of options
+    /// (u32 option, u32 pad, u64 value each) then the image, unless it was
+    /// staged with StageBlob → blob of final option values (u64 each), then
+    /// the info log and the error log, each NUL-terminated.
+    ModuleLoadData = 70, args = 3;
     /// (module) → ()
     ModuleUnload = 71, args = 1;
     /// (module, function_id) + NUL-free name blob → (parameter count) + blob of
@@ -153,12 +178,13 @@ wire_ops! {
     ModuleGetGlobal = 73, args = 1;
     /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream) + packed
     /// parameter blob → ()
-    LaunchKernel = 74, args = 9;
+    LaunchKernel = 74, args = 9, posted;
 
-    /// (library_id, JIT option count, library option count) + blob of JIT
-    /// options then library options (16 bytes each, as for ModuleLoadData)
-    /// then the image → blob as for ModuleLoadData.
-    LibraryLoadData = 80, args = 3;
+    /// (library_id, JIT option count, library option count, staged image id
+    /// or 0) + blob of JIT options then library options (16 bytes each, as
+    /// for ModuleLoadData) then the image unless staged → blob as for
+    /// ModuleLoadData.
+    LibraryLoadData = 80, args = 4;
     /// (library) → ()
     LibraryUnload = 81, args = 1;
     /// (library, kernel_id) + name blob → (parameter count) + layout blob, as
@@ -187,7 +213,7 @@ wire_ops! {
     OccupancyMaxActiveClusters = 92, args = 10;
     /// (function, gx, gy, gz, bx, by, bz, shared bytes, stream, attribute
     /// count) + blob of `CUlaunchAttribute`s then the packed parameters → ()
-    LaunchKernelEx = 93, args = 10;
+    LaunchKernelEx = 93, args = 10, posted;
     /// (stream) → (capture status)
     StreamIsCapturing = 94, args = 1;
     /// () → (loading mode)
@@ -200,9 +226,9 @@ wire_ops! {
     /// (address) → ()
     MemFreeHost = 97, args = 1;
     /// (dst, host address in shared pinned memory, bytes, stream, async) → ()
-    MemcpyHtoDShared = 98, args = 5;
+    MemcpyHtoDShared = 98, args = 5, posted;
     /// (host address in shared pinned memory, src, bytes, stream, async) → ()
-    MemcpyDtoHShared = 99, args = 5;
+    MemcpyDtoHShared = 99, args = 5, posted;
     /// (ctx_id, device) → ()  Map `ctx_id` to the device's primary context
     /// without retaining it, as the CUDA runtime's private interface does.
     PrimaryCtxGet = 100, args = 2;
@@ -222,11 +248,98 @@ wire_ops! {
     /// device to host, the rows come back packed in the reply blob. Host
     /// sides carry 0 for their address, pitch and offsets.
     Memcpy2D = 104, args = 13;
+    /// (stage id, offset, total) + a chunk → ()  Builds up a large module
+    /// image in the worker, piece by piece; the load that names the stage id
+    /// consumes it.
+    StageBlob = 105, args = 3;
+}
+
+impl Op {
+    /// Whether a request of this operation, with these arguments, is a
+    /// *synchronizing* call: one that in CUDA waits for, or observes the
+    /// completion of, earlier work. Such a request returns the lane's
+    /// deferred failure of a posted request, if there is one, instead of
+    /// running (`docs/adr/0004-async-errors.md`).
+    ///
+    /// They are: context, stream and event synchronization and queries;
+    /// every device-to-host copy into pageable memory (the data must be
+    /// there on return); the synchronous forms of copies and memsets (their
+    /// `async` argument is 0); and the calls that free or destroy what
+    /// earlier work may still use: `cuMemFree`, `cuMemFreeHost`,
+    /// `cuCtxDestroy`, and the release and reset of a primary context.
+    pub fn synchronizes(self, args: &[u64]) -> bool {
+        let sync_form = |at: usize| args.get(at) == Some(&0);
+        match self {
+            Op::CtxSynchronize
+            | Op::StreamSynchronize
+            | Op::StreamQuery
+            | Op::EventSynchronize
+            | Op::EventQuery
+            | Op::MemcpyDtoH
+            | Op::MemFree
+            | Op::MemFreeHost
+            | Op::CtxDestroy
+            | Op::PrimaryCtxRelease
+            | Op::PrimaryCtxReset => true,
+            Op::MemcpyHtoD => sync_form(2),
+            Op::MemcpyDtoD | Op::MemcpyHtoDShared | Op::MemcpyDtoHShared => sync_form(4),
+            Op::Memset => sync_form(5),
+            Op::Memcpy2D => sync_form(12),
+            _ => false,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posted_ops_return_only_a_status() {
+        let posted: Vec<&str> = Op::ALL
+            .iter()
+            .filter(|op| op.postable())
+            .map(|op| op.name())
+            .collect();
+        assert_eq!(
+            posted,
+            [
+                "MemcpyHtoD",
+                "MemcpyDtoD",
+                "Memset",
+                "StreamCreate",
+                "StreamDestroy",
+                "StreamWaitEvent",
+                "EventCreate",
+                "EventDestroy",
+                "EventRecord",
+                "LaunchKernel",
+                "LaunchKernelEx",
+                "MemcpyHtoDShared",
+                "MemcpyDtoHShared",
+            ]
+        );
+        for op in Op::ALL {
+            if op.postable() {
+                assert!(
+                    !op.synchronizes(&[1; 16]),
+                    "{op:?} in its async form must not synchronize"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn synchronous_forms_synchronize() {
+        assert!(Op::MemcpyHtoD.synchronizes(&[0x1000, 0, 0]));
+        assert!(!Op::MemcpyHtoD.synchronizes(&[0x1000, 3, 1]));
+        assert!(Op::Memset.synchronizes(&[0x1000, 0, 1, 4, 0, 0]));
+        assert!(!Op::Memset.synchronizes(&[0x1000, 0, 1, 4, 3, 1]));
+        assert!(Op::MemcpyDtoH.synchronizes(&[0x1000, 4, 3, 1]));
+        assert!(Op::StreamQuery.synchronizes(&[3]));
+        assert!(!Op::MemAlloc.synchronizes(&[64]));
+        assert!(!Op::MemcpyHtoD.synchronizes(&[]), "missing arguments: not a sync form");
+    }
 
     #[test]
     fn ids_round_trip_and_are_unique() {

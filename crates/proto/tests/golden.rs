@@ -222,7 +222,14 @@ fn fixtures_follow_the_documented_layout() {
             32 + 8 * op.nargs() + blob,
             "{file}: head + args + blob"
         );
-        assert_eq!(u32_at(&b, 28), 0, "{file}: reserved is zero");
+        let posted = u32_at(&b, 24) == vgpu_proto::flags::POSTED;
+        assert_eq!(posted, op.postable(), "{file}: posted exactly when postable");
+        assert_eq!(u32_at(&b, 24) & !vgpu_proto::flags::ALL, 0, "{file}: flags");
+        let order = u32_at(&b, 28);
+        assert!(
+            if op == Op::OpenLane { order == 0 } else { order != 0 },
+            "{file}: order"
+        );
     }
     for file in ["response.hex", "response-error.hex"] {
         let (_, b) = read_fixture(file);

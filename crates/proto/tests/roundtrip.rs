@@ -91,6 +91,7 @@ proptest! {
     #[test]
     fn request_without_flags_matches_write_request(mut req in arb::request()) {
         req.flags = 0;
+        req.order = 0;
         let mut written = Vec::new();
         write_request(&mut written, req.op, req.seq, req.ctx, &req.args, &req.blob).expect("writes");
         prop_assert_eq!(written, req.encode().expect("encodes"));

@@ -11,25 +11,33 @@ use zerocopy::FromBytes;
 /// Largest blob the round-trip strategies generate.
 pub const BLOB: usize = 4 << 10;
 
-/// Any op of `Op::ALL`, with exactly its arity of arguments.
+/// Any op of `Op::ALL`, with exactly its arity of arguments, and flags its
+/// op allows (posted or not).
 pub fn request() -> impl Strategy<Value = Request> {
     select(Op::ALL)
         .prop_flat_map(|op| {
             let args = vec(any::<u64>(), op.nargs());
+            let posted = if op.postable() {
+                any::<bool>().boxed()
+            } else {
+                Just(false).boxed()
+            };
             (
                 Just(op),
                 any::<u32>(),
                 any::<u64>(),
+                posted,
                 any::<u32>(),
                 args,
                 vec(any::<u8>(), 0..=BLOB),
             )
         })
-        .prop_map(|(op, seq, ctx, flags, args, blob)| Request {
+        .prop_map(|(op, seq, ctx, posted, order, args, blob)| Request {
             op,
             seq,
             ctx,
-            flags,
+            flags: if posted { vgpu_proto::flags::POSTED } else { 0 },
+            order,
             args,
             blob,
         })

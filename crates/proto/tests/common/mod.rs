@@ -112,7 +112,7 @@ pub fn sample_request(op: Op) -> Request {
                 blob.extend_from_slice(&value.to_le_bytes());
             }
             blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
-            (vec![MODULE, 2], blob)
+            (vec![MODULE, 2, 0], blob)
         }
         Op::ModuleUnload => (vec![MODULE], vec![]),
         Op::ModuleGetFunction => (vec![MODULE, FUNCTION], b"vector_add".to_vec()),
@@ -133,7 +133,7 @@ pub fn sample_request(op: Op) -> Request {
             blob.extend_from_slice(&0u32.to_le_bytes());
             blob.extend_from_slice(&1u64.to_le_bytes());
             blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
-            (vec![LIBRARY, 0, 1], blob)
+            (vec![LIBRARY, 0, 1, 0], blob)
         }
         Op::LibraryUnload => (vec![LIBRARY], vec![]),
         Op::LibraryGetKernel => (vec![LIBRARY, KERNEL], b"vector_add".to_vec()),
@@ -168,6 +168,7 @@ pub fn sample_request(op: Op) -> Request {
         Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
         Op::PrimaryCtxGet => (vec![2, 0], vec![]),
         // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
+        Op::StageBlob => (vec![0x77, 16 << 20, 64 << 20], vec![0xa5; 256]),
         Op::MemAllocAsync => (vec![1 << 20, STREAM], vec![]),
         Op::MemFreeAsync => (vec![DPTR, STREAM], vec![]),
         // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
@@ -185,11 +186,21 @@ pub fn sample_request(op: Op) -> Request {
     } else {
         CTX
     };
+    // Posted requests carry their ticket, the others the fence of tickets
+    // issued before them; the control connection's OpenLane is unordered.
+    let (flags, order) = if op.postable() {
+        (vgpu_proto::flags::POSTED, 0x41)
+    } else if op == Op::OpenLane {
+        (0, 0)
+    } else {
+        (0, 0x42)
+    };
     Request {
         op,
         seq: 0x100 + u32::from(op as u16),
         ctx,
-        flags: 0,
+        flags,
+        order,
         args,
         blob,
     }
@@ -499,10 +510,11 @@ fn request_fixture(op: Op) -> Fixture {
             op as u16
         ),
         format!(
-            "seq={:#x} ctx={} flags={:#x} args={}",
+            "seq={:#x} ctx={} flags={:#x} order={:#x} args={}",
             req.seq,
             req.ctx,
             req.flags,
+            req.order,
             hexes(&req.args)
         ),
         blob_note(&req.blob),
@@ -742,6 +754,19 @@ fn request_seeds() -> Vec<Named> {
     s.push((
         "err-blob-over-bound".into(),
         patched(alloc.clone(), blob_at, &le32(MAX_BLOB + 1)),
+    ));
+    let flags_at = offset_of!(RequestHead, flags);
+    s.push((
+        "err-posted-not-postable".into(),
+        patched(
+            alloc.clone(),
+            flags_at,
+            &vgpu_proto::flags::POSTED.to_le_bytes(),
+        ),
+    ));
+    s.push((
+        "err-undefined-flags".into(),
+        patched(htod, flags_at, &0x8000_0001u32.to_le_bytes()),
     ));
     s.push((
         "err-blob-len-max".into(),
