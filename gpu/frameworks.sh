@@ -38,16 +38,19 @@ failed=0
 for n in "${names[@]}"; do
     cmd=${CMD[$n]}
     native=$(timeout 600 $cmd 2>"$WORK/$n.native.err"); nrc=$?
-    vgpu=$(VGPU_TRACE=$WORK/$n.trace LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} TRITON_LIBCUDA_PATH=$PWD/dist/lib \
+    vgpu=$(VGPU_TRACE=$WORK/$n.trace VGPU_LOG=$WORK/$n.client LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} TRITON_LIBCUDA_PATH=$PWD/dist/lib \
         VGPU_MEDIATOR=unix:$SOCK timeout 600 $cmd 2>"$WORK/$n.vgpu.err"); vrc=$?
     {
         echo "=== $n: native (exit $nrc)"; echo "$native"; tail -3 "$WORK/$n.native.err"
         echo "=== $n: vgpu (exit $vrc)"; echo "$vgpu"; tail -12 "$WORK/$n.vgpu.err"
         echo "=== $n: diff"; diff <(echo "$native") <(echo "$vgpu")
+        echo "=== $n: client log"
+        sort "$WORK/$n.client" 2>/dev/null | uniq -c | sort -rn | head -15
         echo "=== $n: failing calls through vgpu"
         grep -v " -> 0 " "$WORK/$n.trace" 2>/dev/null | grep -v '^ \|^==' | awk '{print $1, $3, $4}' | sort | uniq -c | sort -rn | head -15
     } >>"$LOG" 2>&1
-    if [[ $nrc -eq 0 && $vrc -eq 0 && "$native" == "$vgpu" ]] && grep -q libvgpu-cuda "$WORK/$n.vgpu.err"; then
+    # Only vgpu's library writes VGPU_TRACE: a non-empty trace proves it was the libcuda used.
+    if [[ $nrc -eq 0 && $vrc -eq 0 && "$native" == "$vgpu" && -s $WORK/$n.trace ]]; then
         line="PASS $n"
     else
         line="FAIL $n (native exit $nrc, vgpu exit $vrc)"

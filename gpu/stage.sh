@@ -29,7 +29,7 @@ cc -std=c11 -O2 -Wall -o dist/bin/vector_add_driver gpu/vector_add_driver.c -ldl
 # --strip-unneeded keeps the dynamic symbol table the loader needs.
 strip --strip-unneeded dist/bin/* dist/lib/libvgpu-cuda.so dist/lib/libvgpu-sim.so
 
-cp -L gpu/* dist/gpu/
+cp -rL gpu/* dist/gpu/
 
 echo "staged dist/ ($(du -sh dist | cut -f1)):"
 find dist -mindepth 2 | sort | sed 's/^/  /'

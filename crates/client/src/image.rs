@@ -13,7 +13,8 @@ use crate::edge::{wire, CuError, CuResult};
 
 const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 const FATBIN_HEADER_MAGIC: u32 = 0xBA55_ED50;
-const MAX_IMAGE: u64 = vgpu_proto::MAX_BLOB as u64;
+/// Largest image the worker accepts (it stages big ones piece by piece).
+const MAX_IMAGE: u64 = 2 << 30;
 const SHT_NOBITS: u32 = 8;
 
 /// Reads a little-endian integer of `N` bytes at `p + off`.

@@ -105,16 +105,19 @@ pub fn fork_epoch() -> u64 {
         .map_or(0, |rt| rt.fork_epoch.load(Ordering::SeqCst))
 }
 
-/// Kinds of client-minted handles; the kind sits in the top byte.
+/// Kinds of client-minted handles; the kind sits in the top byte. Bit 63
+/// stays clear, so bindings that hold handles as signed integers see positive
+/// values, and bits 47..62 are not all equal, so every id is a non-canonical
+/// address that faults if dereferenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    Context = 0xC1,
-    Stream = 0xC2,
-    Event = 0xC3,
-    Module = 0xC4,
-    Function = 0xC5,
-    Library = 0xC6,
+    Context = 0x41,
+    Stream = 0x42,
+    Event = 0x43,
+    Module = 0x44,
+    Function = 0x45,
+    Library = 0x46,
 }
 
 impl Runtime {

@@ -67,12 +67,19 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
         cmd.arg("--log").arg(log);
     }
     cmd.arg("worker").arg("--fd").arg(fd.to_string());
-    // SAFETY: the closure only calls sigprocmask-family functions, which are
-    // async-signal-safe, as code between fork and exec must be.
+    // SAFETY: the closure only calls sigprocmask-family functions and
+    // setsid, which are async-signal-safe, as code between fork and exec must be.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
             let signals = shutdown_signals();
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+            // A session and process group of its own: a signal to the
+            // supervisor's group (Ctrl-C in its terminal, a service manager
+            // signalling the group) or its terminal's hangup stops the
+            // supervisor, never the live sessions.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }

@@ -465,7 +465,10 @@ mod tests {
             flags: flags::POSTED,
             order: 0,
         };
-        assert!(request_prefix(&meta, &[1], 0).is_err(), "the sender checks too");
+        assert!(
+            request_prefix(&meta, &[1], 0).is_err(),
+            "the sender checks too"
+        );
     }
 
     #[test]

@@ -338,7 +338,10 @@ mod tests {
         assert!(Op::MemcpyDtoH.synchronizes(&[0x1000, 4, 3, 1]));
         assert!(Op::StreamQuery.synchronizes(&[3]));
         assert!(!Op::MemAlloc.synchronizes(&[64]));
-        assert!(!Op::MemcpyHtoD.synchronizes(&[]), "missing arguments: not a sync form");
+        assert!(
+            !Op::MemcpyHtoD.synchronizes(&[]),
+            "missing arguments: not a sync form"
+        );
     }
 
     #[test]

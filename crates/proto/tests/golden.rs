@@ -223,11 +223,19 @@ fn fixtures_follow_the_documented_layout() {
             "{file}: head + args + blob"
         );
         let posted = u32_at(&b, 24) == vgpu_proto::flags::POSTED;
-        assert_eq!(posted, op.postable(), "{file}: posted exactly when postable");
+        assert_eq!(
+            posted,
+            op.postable(),
+            "{file}: posted exactly when postable"
+        );
         assert_eq!(u32_at(&b, 24) & !vgpu_proto::flags::ALL, 0, "{file}: flags");
         let order = u32_at(&b, 28);
         assert!(
-            if op == Op::OpenLane { order == 0 } else { order != 0 },
+            if op == Op::OpenLane {
+                order == 0
+            } else {
+                order != 0
+            },
             "{file}: order"
         );
     }

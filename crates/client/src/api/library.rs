@@ -49,14 +49,15 @@ pub unsafe fn load_data(
     // SAFETY: the application passes a valid image.
     let image = unsafe { crate::image::bytes(code)? };
     let jit: Vec<u32> = jk.iter().map(|k| k.0).collect();
-    let mut blob = Vec::with_capacity((njit + nlib) * 16 + image.len());
+    let (stage, inline) = super::module::stage_image(&s, image)?;
+    let mut blob = Vec::with_capacity((njit + nlib) * 16 + inline.len());
     options::encode(&mut blob, jit.iter().copied(), jv);
     options::encode(&mut blob, lk.iter().map(|k| k.0), lv);
-    blob.extend_from_slice(image);
+    blob.extend_from_slice(inline);
     let lid = runtime().mint(Kind::Library);
     let (_, reply) = s.call(
         Op::LibraryLoadData,
-        &[lid, njit as u64, nlib as u64],
+        &[lid, njit as u64, nlib as u64, stage],
         &blob,
         None,
     )?;

@@ -40,11 +40,12 @@ pub unsafe fn load_data(
     // SAFETY: the application passes a valid module image.
     let image = unsafe { crate::image::bytes(image)? };
     let keys: Vec<u32> = opts.iter().map(|o| o.0).collect();
-    let mut blob = Vec::with_capacity(n * 16 + image.len());
+    let (stage, inline) = stage_image(&s, image)?;
+    let mut blob = Vec::with_capacity(n * 16 + inline.len());
     options::encode(&mut blob, keys.iter().copied(), vals);
-    blob.extend_from_slice(image);
+    blob.extend_from_slice(inline);
     let id = runtime().mint(Kind::Module);
-    let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64], &blob, None)?;
+    let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64, stage], &blob, None)?;
     // SAFETY: the option arrays are the application's, valid for `n` entries.
     unsafe { options::write_back(&keys, vals, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -85,6 +86,27 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(f, wire::handle(id)) }
+}
+
+/// Images up to this size travel inside the load request; larger ones are
+/// staged in the worker first, piece by piece.
+const INLINE_IMAGE: usize = 16 << 20;
+
+/// Stages a large image in the worker: returns (stage id, bytes to send inline).
+pub(super) fn stage_image<'a>(
+    s: &crate::runtime::Session,
+    image: &'a [u8],
+) -> CuResult<(u64, &'a [u8])> {
+    if image.len() <= INLINE_IMAGE {
+        return Ok((0, image));
+    }
+    let stage = runtime().mint(Kind::Module);
+    let total = image.len() as u64;
+    for (i, piece) in image.chunks(INLINE_IMAGE).enumerate() {
+        let offset = (i * INLINE_IMAGE) as u64;
+        s.call(Op::StageBlob, &[stage, offset, total], piece, None)?;
+    }
+    Ok((stage, &[]))
 }
 
 /// A parameter layout reply: (count) + (offset u32, size u32) pairs.

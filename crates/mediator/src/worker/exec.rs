@@ -163,6 +163,7 @@ impl Lane {
                 tables().ctxs.insert(id, ctx as usize);
                 Ok(Reply::default())
             }
+            Op::StageBlob => library::stage(s, req),
             Op::MemAllocAsync => copy::alloc_async(s, req),
             Op::MemFreeAsync => copy::free_async(s, req),
             Op::Memcpy2D => {
@@ -603,6 +604,7 @@ fn needs_context(op: Op) -> bool {
             | Op::PrimaryCtxRetain
             | Op::PrimaryCtxGet
             | Op::PointerGetAttributes
+            | Op::StageBlob
             | Op::PrimaryCtxRelease
             | Op::PrimaryCtxGetState
             | Op::PrimaryCtxSetFlags

@@ -118,13 +118,49 @@ fn split(blob: &[u8], at: usize) -> Result<(&[u8], &[u8]), Status> {
     Ok(blob.split_at(at))
 }
 
-/// `ModuleLoadData`: (module_id, option count) + options + image.
+/// Largest image the worker stages from pieces.
+const MAX_STAGED: u64 = 2 << 30;
+
+/// `StageBlob`: (stage id, offset, total) + a piece of an image.
+pub fn stage(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let (id, offset, total) = (req.args[0], req.args[1], req.args[2]);
+    let end = offset
+        .checked_add(req.blob.len() as u64)
+        .ok_or(INVALID_VALUE)?;
+    if id == 0 || total > MAX_STAGED || end > total {
+        return Err(INVALID_VALUE);
+    }
+    let mut t = s.tables();
+    let buf = t.staged.entry(id).or_default();
+    if buf.is_empty() {
+        buf.resize(size(total)?, 0);
+    }
+    if buf.len() as u64 != total {
+        return Err(INVALID_VALUE);
+    }
+    buf[size(offset)?..size(end)?].copy_from_slice(&req.blob);
+    Ok(Reply::default())
+}
+
+/// The image of a load: staged under `stage` if non-zero, else `inline`.
+fn image(s: &Session, stage: u64, inline: &[u8]) -> Result<Vec<u64>, Status> {
+    if stage == 0 {
+        return Ok(aligned(inline));
+    }
+    let staged = s.tables().staged.remove(&stage).ok_or(INVALID_VALUE)?;
+    if !inline.is_empty() {
+        return Err(INVALID_VALUE);
+    }
+    Ok(aligned(&staged))
+}
+
+/// `ModuleLoadData`: (module_id, option count, stage) + options + image.
 pub fn module_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status> {
     let (id, nopts) = (req.args[0], size(req.args[1])?);
     Tables::fresh(&s.tables().modules, id)?;
     let (opts, image) = split(&req.blob, nopts.checked_mul(16).ok_or(INVALID_VALUE)?)?;
     let mut opts = Options::parse(opts)?.with_jit_logs();
-    let image = aligned(image);
+    let image = self::image(s, req.args[2], image)?;
     let mut m: Handle = ptr::null_mut();
     let n = opts.count()?;
     // SAFETY: `image` is an aligned copy of the client's image; the option
@@ -159,6 +195,7 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
     let (lib, image) = split(rest, nlib.checked_mul(16).ok_or(INVALID_VALUE)?)?;
     let mut jit = Options::parse(jit)?.with_jit_logs();
     let mut lib = Options::parse(lib)?;
+    let image = self::image(s, req.args[3], image)?;
     if let Some(i) = lib
         .keys
         .iter()
@@ -170,7 +207,6 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
         lib.keys.remove(i);
         lib.values.remove(i);
     }
-    let image = aligned(image);
     let mut l: Handle = ptr::null_mut();
     let (nj, nl) = (jit.count()?, lib.count()?);
     // SAFETY: as for `module_load`; both option arrays hold their counts.

@@ -62,6 +62,8 @@ pub struct Tables {
     pub libraries: HashMap<u64, Owned>,
     pub functions: HashMap<u64, Function>,
     pub ranges: BTreeMap<DevPtr, Range>,
+    /// Large images being uploaded in pieces (StageBlob), by stage id.
+    pub staged: HashMap<u64, Vec<u8>>,
     /// Shared pinned host allocations by worker address.
     pub host: BTreeMap<u64, super::host::HostAlloc>,
 }
