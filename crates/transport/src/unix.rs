@@ -58,10 +58,20 @@ impl Channel {
 
     /// Sends one byte carrying `fd` as `SCM_RIGHTS`.
     pub fn send_fd(&self, fd: BorrowedFd<'_>) -> Result<(), TransportError> {
-        let fds = [fd];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        self.send_fds(&[fd])
+    }
+
+    /// Sends one byte carrying all of `fds` (at most [`MAX_FDS`]) as one
+    /// `SCM_RIGHTS` message.
+    pub fn send_fds(&self, fds: &[BorrowedFd<'_>]) -> Result<(), TransportError> {
+        if fds.is_empty() || fds.len() > MAX_FDS {
+            return Err(TransportError::Io(std::io::Error::other(
+                "one to MAX_FDS descriptors per message",
+            )));
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut anc = SendAncillaryBuffer::new(&mut space);
-        if !anc.push(SendAncillaryMessage::ScmRights(&fds)) {
+        if !anc.push(SendAncillaryMessage::ScmRights(fds)) {
             return Err(TransportError::Io(std::io::Error::other(
                 "ancillary buffer too small",
             )));
@@ -81,8 +91,21 @@ impl Channel {
 
     /// Receives the byte sent by [`Channel::send_fd`] and its descriptor.
     pub fn recv_fd(&self) -> Result<OwnedFd, TransportError> {
+        let mut fds = self.recv_fds(1)?;
+        fds.pop().ok_or(TransportError::NoFd)
+    }
+
+    /// Receives the byte sent by [`Channel::send_fds`] and exactly `n`
+    /// descriptors (`1..=MAX_FDS`). Fewer is [`TransportError::NoFd`]; more
+    /// are closed and refused the same way.
+    pub fn recv_fds(&self, n: usize) -> Result<Vec<OwnedFd>, TransportError> {
+        if n == 0 || n > MAX_FDS {
+            return Err(TransportError::Io(std::io::Error::other(
+                "one to MAX_FDS descriptors per message",
+            )));
+        }
         let mut byte = [0u8; 1];
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut anc = RecvAncillaryBuffer::new(&mut space);
         let msg = recvmsg(
             &self.stream,
@@ -94,17 +117,36 @@ impl Channel {
         if msg.bytes == 0 {
             return Err(TransportError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        let mut received = None;
+        let mut received = Vec::new();
         for m in anc.drain() {
             if let RecvAncillaryMessage::ScmRights(fds) = m {
-                for fd in fds {
-                    received.get_or_insert(fd);
-                }
+                received.extend(fds);
             }
         }
-        received.ok_or(TransportError::NoFd)
+        if received.len() != n {
+            return Err(TransportError::NoFd);
+        }
+        Ok(received)
+    }
+
+    /// Whether the peer has closed its end or the socket failed, without
+    /// reading anything or waiting (a zero-timeout `poll`). Pending data is
+    /// not a hang-up.
+    pub fn hung_up(&self) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags};
+        let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
+        match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
+            Ok(0) => false,
+            Ok(_) => fds[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR | PollFlags::NVAL),
+            Err(_) => true,
+        }
     }
 }
+
+/// Most descriptors one [`Channel::send_fds`] message carries.
+pub const MAX_FDS: usize = 4;
 
 impl Read for Channel {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -169,6 +211,39 @@ mod tests {
         let mut buf = [0u8; 5];
         y2.read_exact(&mut buf).expect("read");
         assert_eq!(&buf, b"hello");
+    }
+
+    #[test]
+    fn several_fds_in_one_message_and_hang_up() {
+        let (a, b) = Channel::pair().expect("pair");
+        let (x1, y1) = Channel::pair().expect("pair");
+        let (x2, y2) = Channel::pair().expect("pair");
+        a.send_fds(&[y1.as_fd(), y2.as_fd()]).expect("send fds");
+        let got = b.recv_fds(2).expect("recv fds");
+        assert_eq!(got.len(), 2);
+        let mut y1b = Channel::from_fd(got.into_iter().next().expect("first"));
+        let mut x1 = x1;
+        x1.write_all(b"ok").expect("write");
+        let mut buf = [0u8; 2];
+        y1b.read_exact(&mut buf).expect("read");
+        assert_eq!(&buf, b"ok");
+        // A count mismatch is refused.
+        a.send_fds(&[y2.as_fd()]).expect("send fd");
+        assert!(matches!(b.recv_fds(2), Err(TransportError::NoFd)));
+        // Pending data is not a hang-up; a closed peer is.
+        assert!(!x2.hung_up());
+        drop(y2);
+        assert!(x2.hung_up(), "every copy of y2 is closed");
+    }
+
+    #[test]
+    fn hung_up_sees_a_closed_peer() {
+        let (a, b) = Channel::pair().expect("pair");
+        let mut b = b;
+        b.write_all(b"x").expect("write");
+        assert!(!a.hung_up(), "data pending is not a hang-up");
+        drop(b);
+        assert!(a.hung_up());
     }
 
     #[test]
