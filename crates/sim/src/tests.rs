@@ -29,6 +29,7 @@ fn setup() -> MutexGuard<'static, ()> {
         devices: 2,
         memory_bytes: BUDGET as u64,
         log: false,
+        ..Config::default()
     });
     assert_eq!(cuInit(0), OK);
     for dev in 0..2 {

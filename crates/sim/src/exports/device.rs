@@ -89,7 +89,8 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUd
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
     run("cuDeviceGetUuid", || {
-        let d = state::sim()?.check_device(dev)?;
+        let sim = state::sim()?;
+        let d = sim.cfg.physical(sim.check_device(dev)?);
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { Out::new(uuid, "uuid") }?;
         out.write(CUuuid {
@@ -120,7 +121,8 @@ pub unsafe extern "C" fn cuDeviceGetPCIBusId(
     dev: CUdevice,
 ) -> CUresult {
     run("cuDeviceGetPCIBusId", || {
-        let d = state::sim()?.check_device(dev)?;
+        let sim = state::sim()?;
+        let d = sim.cfg.physical(sim.check_device(dev)?);
         // SAFETY: forwarded from this function's contract.
         unsafe { write_c_str(bus_id, len, &device::pci_bus_id(d)) }
     })
@@ -156,7 +158,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
         let sim = state::sim()?;
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { Out::new(pi, "pi") }?;
-        let d = sim.check_device(dev)?;
+        let d = sim.cfg.physical(sim.check_device(dev)?);
         out.write(device::attribute(attrib, d)?);
         Ok(())
     })
