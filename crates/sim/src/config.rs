@@ -205,7 +205,10 @@ mod tests {
         assert_eq!((c.devices, c.physical(0), c.physical(1)), (2, 2, 0));
         let c = cfg(&[("VGPU_SIM_DEVICES", "3"), ("CUDA_VISIBLE_DEVICES", "")]);
         assert_eq!(c.devices, 0);
-        let c = cfg(&[("VGPU_SIM_DEVICES", "2"), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")]);
+        let c = cfg(&[
+            ("VGPU_SIM_DEVICES", "2"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ]);
         assert_eq!((c.devices, c.physical(1)), (2, 1));
     }
 }
