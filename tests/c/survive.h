@@ -115,7 +115,7 @@ static void survive_load(void) {
 #define OK(what, call) CHECK(what, call, CUDA_SUCCESS)
 
 /* Fills buf with bytes that depend on seed and position. */
-static void survive_pattern(unsigned char *buf, size_t n, unsigned seed) {
+static inline void survive_pattern(unsigned char *buf, size_t n, unsigned seed) {
     uint32_t x = seed * 2654435761u + 1u;
     for (size_t i = 0; i < n; i++) {
         x ^= x << 13;
@@ -127,7 +127,7 @@ static void survive_pattern(unsigned char *buf, size_t n, unsigned seed) {
 
 /* Allocates n bytes, copies a seeded pattern in and back, checks it, and
  * returns the device pointer (left allocated). Exits 1 on any error. */
-static CUdeviceptr survive_round_trip(size_t n, unsigned seed, const char *who) {
+static inline CUdeviceptr survive_round_trip(size_t n, unsigned seed, const char *who) {
     unsigned char *src = malloc(n), *back = malloc(n);
     CUdeviceptr d = 0;
     char what[128];
@@ -154,7 +154,7 @@ static CUdeviceptr survive_round_trip(size_t n, unsigned seed, const char *who) 
 }
 
 /* Checks that device memory d (n bytes) still holds the pattern of seed. */
-static void survive_expect(CUdeviceptr d, size_t n, unsigned seed, const char *who) {
+static inline void survive_expect(CUdeviceptr d, size_t n, unsigned seed, const char *who) {
     unsigned char *want = malloc(n), *back = malloc(n);
     char what[128];
     if (!want || !back) {
