@@ -5,6 +5,7 @@
 //! [`crate::discovery`] when `cuInit` looks for the mediator.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::discovery::{PciCache, Settings};
 
@@ -13,6 +14,17 @@ use crate::discovery::{PciCache, Settings};
 pub enum LogTarget {
     Stderr,
     File(PathBuf),
+}
+
+/// Which transport lanes use (`VGPU_TRANSPORT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// Shared-memory rings when the worker offers them, else the socket.
+    Auto,
+    /// The lane socket only.
+    Socket,
+    /// Shared-memory rings, or no session at all.
+    Rings,
 }
 
 /// Everything the client reads from its environment.
@@ -29,6 +41,14 @@ pub struct Config {
     pub cuda_env: Vec<(String, String)>,
     /// `VGPU_TRACE`: a file that gets one line per CUDA call, and a summary at exit.
     pub trace: Option<PathBuf>,
+    /// `VGPU_TRANSPORT`: `socket`, `rings`, or unset/`auto`. Any other value
+    /// is kept in `bad_transport` and means `auto`.
+    pub transport: TransportChoice,
+    /// A `VGPU_TRANSPORT` value that was not understood (logged at `cuInit`).
+    pub bad_transport: Option<String>,
+    /// `VGPU_RING_SPIN_US`: how long a thread polls its ring for a reply
+    /// before it sleeps on the futex (default 50 µs).
+    pub ring_spin: Duration,
 }
 
 impl Config {
@@ -40,6 +60,9 @@ impl Config {
             log: None,
             cuda_env: Vec::new(),
             trace: None,
+            transport: TransportChoice::Auto,
+            bad_transport: None,
+            ring_spin: Duration::from_micros(50),
         };
         for (k, v) in vars {
             match k.as_str() {
@@ -47,6 +70,17 @@ impl Config {
                 "VGPU_CLIENT_CONFIG" if !v.is_empty() => cfg.discovery.client_file = v.into(),
                 "VGPU_SYSFS_ROOT" if !v.is_empty() => cfg.discovery.sysfs_root = v.into(),
                 "VGPU_TRACE" if !v.is_empty() => cfg.trace = Some(v.into()),
+                "VGPU_TRANSPORT" => match v.as_str() {
+                    "" | "auto" => cfg.transport = TransportChoice::Auto,
+                    "socket" => cfg.transport = TransportChoice::Socket,
+                    "rings" => cfg.transport = TransportChoice::Rings,
+                    _ => cfg.bad_transport = Some(v),
+                },
+                "VGPU_RING_SPIN_US" => {
+                    if let Ok(us) = v.parse::<u64>() {
+                        cfg.ring_spin = Duration::from_micros(us);
+                    }
+                }
                 "VGPU_LOG" => {
                     cfg.log = match v.as_str() {
                         "" | "0" => None,
@@ -84,6 +118,27 @@ mod tests {
         assert_eq!(
             cfg.cuda_env,
             vec![("CUDA_VISIBLE_DEVICES".into(), "0".into())]
+        );
+    }
+
+    #[test]
+    fn transport_choice() {
+        assert_eq!(config(&[]).transport, TransportChoice::Auto);
+        assert_eq!(
+            config(&[("VGPU_TRANSPORT", "socket")]).transport,
+            TransportChoice::Socket
+        );
+        assert_eq!(
+            config(&[("VGPU_TRANSPORT", "rings")]).transport,
+            TransportChoice::Rings
+        );
+        let bad = config(&[("VGPU_TRANSPORT", "carrier-pigeon")]);
+        assert_eq!(bad.transport, TransportChoice::Auto);
+        assert_eq!(bad.bad_transport.as_deref(), Some("carrier-pigeon"));
+        assert_eq!(config(&[]).ring_spin, Duration::from_micros(50));
+        assert_eq!(
+            config(&[("VGPU_RING_SPIN_US", "0")]).ring_spin,
+            Duration::ZERO
         );
     }
 

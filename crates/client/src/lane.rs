@@ -1,29 +1,198 @@
-//! Lanes: each client thread that makes calls gets its own connection to its
-//! own worker thread, opened on the session's control connection. A blocking
+//! Lanes: each client thread that makes calls gets its own lane to its own
+//! worker thread, opened on the session's control connection. A blocking
 //! call on one thread therefore never stalls another.
+//!
+//! # Transports ([`LaneIo`])
+//!
+//! - **Rings** (`features::RINGS` negotiated, the default on one host): a
+//!   submission and a completion ring in shared memory, plus the lane
+//!   socket. One ring message is one frame, byte for byte as on a socket; a
+//!   frame larger than a ring message travels on the lane socket, announced
+//!   by an empty ring message. The socket also carries descriptors, and its
+//!   hang-up tells a waiting thread that the worker is gone (the thread
+//!   polls its ring for `VGPU_RING_SPIN_US`, then sleeps on the futex and
+//!   looks at the socket every [`CHECK`]).
+//! - **Socket**: the lane socket carries the frames; the fallback, and
+//!   `VGPU_TRANSPORT=socket`.
+//!
+//! # Posting and order
+//!
+//! [`Session::post`] sends a request without waiting ([`flags::POSTED`]):
+//! its failure comes back at this thread's next synchronizing call
+//! (`docs/adr/0004-async-errors.md`). Posted requests take session-wide
+//! tickets; every other request carries the count of tickets issued before
+//! it, and the worker runs nothing before the posted requests issued before
+//! it, on any thread (`crates/mediator/src/worker/order.rs`).
 
 use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::mem::offset_of;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
-use vgpu_proto::{read_response_head, write_request, Op};
-use vgpu_transport::Channel;
+use vgpu_proto::{
+    features, flags, read_response_head, request_prefix, write_request, write_request_meta, Op,
+    ProtoError, RequestHead, RequestMeta, ResponseHead,
+};
+use vgpu_transport::shm_ring::Ring;
+use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
+use crate::config::{Config, TransportChoice};
 use crate::edge::{CuError, CuResult};
 use crate::runtime::Session;
 
-impl Session {
-    pub(crate) fn open_lane(&self) -> CuResult<Channel> {
-        let control = self.control.lock().unwrap_or_else(|e| e.into_inner());
-        let mut control = control;
-        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[])
-            .map_err(|e| self.fail("open lane", e))?;
-        let (head, _) = read_response_head(&mut *control).map_err(|e| self.fail("open lane", e))?;
-        crate::edge::check(head.status.get())?;
-        let fd = control.recv_fd().map_err(|e| self.fail("open lane", e))?;
-        Ok(Channel::from_fd(fd))
+/// How often a thread waiting on its ring checks that the worker is there.
+const CHECK: Duration = Duration::from_millis(100);
+/// Largest piece of a copy in one frame on ring lanes: a quarter of the
+/// worker's 4 MiB rings, so several pieces are in flight.
+const RING_CHUNK: usize = 1 << 20;
+/// Largest piece of a copy in one frame on socket lanes.
+const SOCKET_CHUNK: usize = 16 << 20;
+
+/// The feature bits this client asks for.
+pub fn hello_features(cfg: &Config) -> u64 {
+    match cfg.transport {
+        TransportChoice::Socket => features::ALL & !features::RINGS,
+        TransportChoice::Auto | TransportChoice::Rings => features::ALL,
+    }
+}
+
+/// Lane state shared by a session's threads.
+#[derive(Debug)]
+pub struct Lanes {
+    /// Tickets issued so far: the order number of the next posted request.
+    tickets: AtomicU32,
+    /// New lanes ask for rings.
+    rings: bool,
+    /// Only ring lanes are acceptable (`VGPU_TRANSPORT=rings`).
+    rings_only: bool,
+    spin: Duration,
+    /// Lanes opened, replies awaited and requests posted, for the trace
+    /// summary and the tests that count round trips.
+    pub opened: AtomicU64,
+    pub round_trips: AtomicU64,
+    pub posted: AtomicU64,
+}
+
+impl Lanes {
+    /// The lane settings for a session whose worker agreed to `negotiated`.
+    pub fn new(cfg: &Config, negotiated: u64) -> Result<Lanes, String> {
+        if let Some(bad) = &cfg.bad_transport {
+            crate::log::line(format_args!(
+                "VGPU_TRANSPORT={bad:?} is not socket, rings or auto; using auto"
+            ));
+        }
+        let offered = negotiated & features::RINGS != 0;
+        let rings_only = cfg.transport == TransportChoice::Rings;
+        if rings_only && !offered {
+            return Err("VGPU_TRANSPORT=rings, but the mediator does not offer rings".into());
+        }
+        Ok(Lanes {
+            tickets: AtomicU32::new(0),
+            rings: offered && cfg.transport != TransportChoice::Socket,
+            rings_only,
+            spin: cfg.ring_spin,
+            opened: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            posted: AtomicU64::new(0),
+        })
     }
 
+    /// Largest piece of a copy to put in one frame.
+    pub fn chunk(&self) -> usize {
+        if self.rings {
+            RING_CHUNK
+        } else {
+            SOCKET_CHUNK
+        }
+    }
+
+    /// Whether lanes run on rings.
+    pub fn rings(&self) -> bool {
+        self.rings
+    }
+}
+
+/// Why a lane failed; any of these loses the session.
+#[derive(Debug, thiserror::Error)]
+enum LaneError {
+    #[error("{0}")]
+    Proto(#[from] ProtoError),
+    #[error("{0}")]
+    Transport(#[from] TransportError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Broken(&'static str),
+}
+
+impl Session {
+    fn open_lane(&self) -> CuResult<Lane> {
+        let mut control = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let fail = |e: LaneError| self.fail("open lane", e);
+        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[])
+            .map_err(|e| fail(e.into()))?;
+        let (head, outs) = read_response_head(&mut *control).map_err(|e| fail(e.into()))?;
+        crate::edge::check(head.status.get())?;
+        let io = if outs.first() == Some(&1) {
+            let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
+            LaneIo::rings(fds, self.lanes.spin).map_err(fail)?
+        } else {
+            let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
+            if self.lanes.rings_only {
+                crate::log::line(format_args!(
+                    "VGPU_TRANSPORT=rings, but the worker opened a socket lane; refusing it"
+                ));
+                return Err(CuError::DEVICE_UNAVAILABLE);
+            }
+            LaneIo::Socket(Channel::from_fd(fd))
+        };
+        self.lanes.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(Lane {
+            io,
+            serial: self.serial,
+            pid: std::process::id(),
+            seq: 0,
+        })
+    }
+
+    /// Runs `f` on the calling thread's lane (`true`), or on a lane of its
+    /// own for this one call (`false`) when the thread's lane cannot be used:
+    /// its thread-locals are being torn down (a call from a TLS destructor),
+    /// or the lane is busy (a call re-entered from inside one).
+    fn on_lane<R>(&self, f: impl FnOnce(&mut Lane, bool) -> CuResult<R>) -> CuResult<R> {
+        let mut f = Some(f);
+        let on_thread = LANE.try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return None;
+            };
+            Some((|| {
+                if slot.as_ref().is_none_or(|l| l.serial != self.serial) {
+                    if let Some(old) = slot.take() {
+                        old.retire();
+                    }
+                    *slot = Some(self.open_lane()?);
+                }
+                let lane = slot.as_mut().ok_or(CuError::UNKNOWN)?;
+                let f = f.take().ok_or(CuError::UNKNOWN)?;
+                f(lane, true)
+            })())
+        });
+        match on_thread {
+            Ok(Some(r)) => r,
+            _ => {
+                let mut lane = self.open_lane()?;
+                let f = f.take().ok_or(CuError::UNKNOWN)?;
+                f(&mut lane, false)
+            }
+        }
+    }
+
+    /// Sends one call on the calling thread's lane and waits for its reply.
+    /// `sink`, if given, receives the reply's blob in place (it must be
+    /// exactly as long); otherwise the blob is returned. `fd_out` receives
+    /// the descriptor that follows a successful reply.
     pub(crate) fn exchange(
         &self,
         ctx: u64,
@@ -36,63 +205,268 @@ impl Session {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
-        let mut run = |lane: &mut Lane| -> CuResult<(Vec<u64>, Vec<u8>)> {
-            lane.seq = lane.seq.wrapping_add(1);
-            let ch = &mut lane.chan;
-            write_request(ch, op, lane.seq, ctx, args, blob)
+        self.lanes.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.on_lane(|lane, _| {
+            let order = self.lanes.tickets.load(Ordering::SeqCst);
+            let meta = lane.meta(op, ctx, 0, order);
+            lane.io
+                .send(&meta, args, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
-            let (head, outs) = read_response_head(ch).map_err(|e| self.fail(op.name(), e))?;
-            let len = head.blob_len();
-            let mut owned = Vec::new();
-            match sink.as_deref_mut() {
-                Some(dst) if dst.len() == len => {
-                    std::io::Read::read_exact(ch, dst).map_err(|e| self.fail(op.name(), e))?
-                }
-                Some(_) if len != 0 => {
-                    return Err(self.fail(op.name(), "reply blob has an unexpected length"))
-                }
-                _ => {
-                    owned.resize(len, 0);
-                    std::io::Read::read_exact(ch, &mut owned)
-                        .map_err(|e| self.fail(op.name(), e))?;
-                }
-            }
+            let (head, outs, owned) = lane
+                .io
+                .receive(sink.as_deref_mut())
+                .map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;
             if let Some(slot) = fd_out.as_deref_mut() {
-                *slot = Some(ch.recv_fd().map_err(|e| self.fail(op.name(), e))?);
+                *slot = Some(lane.io.recv_fd().map_err(|e| self.fail(op.name(), e))?);
             }
             Ok((outs, owned))
-        };
-        let on_thread = LANE.try_with(|cell| -> CuResult<(Vec<u64>, Vec<u8>)> {
-            let mut slot = cell.borrow_mut();
-            if slot.as_ref().is_none_or(|l| l.serial != self.serial) {
-                *slot = Some(Lane {
-                    chan: self.open_lane()?,
-                    serial: self.serial,
-                    seq: 0,
-                });
+        })
+    }
+
+    /// Sends a call that returns nothing but a status on success
+    /// ([`Op::postable`]) without waiting for its reply; its failure comes
+    /// back at this thread's next synchronizing call. Callers post only
+    /// what they have checked locally as the driver would
+    /// (`docs/adr/0004-async-errors.md`).
+    pub fn post(&self, op: Op, args: &[u64], blob: &[u8]) -> CuResult<()> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(CuError::DEVICE_UNAVAILABLE);
+        }
+        let ctx = crate::context::current();
+        let posted = self.on_lane(|lane, persistent| {
+            if !persistent {
+                // A lane for one call closes at once: wait for the reply.
+                return Ok(false);
             }
-            let lane = slot.as_mut().expect("lane was just opened");
-            run(lane)
-        });
-        match on_thread {
-            Ok(r) => r,
-            // The thread's locals are being torn down (a call from a TLS
-            // destructor): use a lane for this one call.
-            Err(_) => run(&mut Lane {
-                chan: self.open_lane()?,
-                serial: self.serial,
-                seq: 0,
-            }),
+            lane.post(&self.lanes.tickets, ctx, op, args, blob)
+                .map_err(|e| self.fail(op.name(), e))?;
+            Ok(true)
+        })?;
+        if posted {
+            self.lanes.posted.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        } else {
+            self.exchange(ctx, op, args, blob, None, None).map(drop)
         }
     }
 }
 
 /// A thread's connection to its worker thread.
 struct Lane {
-    chan: Channel,
+    io: LaneIo,
+    /// The session it belongs to.
     serial: u64,
+    /// The process that opened it: a forked child inherits the parent's
+    /// lanes and must not touch them.
+    pid: u32,
     seq: u32,
+}
+
+impl Lane {
+    fn meta(&mut self, op: Op, ctx: u64, flags: u32, order: u32) -> RequestMeta {
+        self.seq = self.seq.wrapping_add(1);
+        RequestMeta {
+            op,
+            seq: self.seq,
+            ctx,
+            flags,
+            order,
+        }
+    }
+
+    /// Takes a ticket and sends the request with it. Everything that can
+    /// refuse the request is checked before the ticket is taken: a ticket
+    /// taken and never sent would hold up every later request.
+    fn post(
+        &mut self,
+        tickets: &AtomicU32,
+        ctx: u64,
+        op: Op,
+        args: &[u64],
+        blob: &[u8],
+    ) -> Result<(), LaneError> {
+        let meta = self.meta(op, ctx, flags::POSTED, 0);
+        let mut prefix = request_prefix(&meta, args, blob.len())?;
+        let at = offset_of!(RequestHead, order);
+        let ticket = tickets.fetch_add(1, Ordering::SeqCst);
+        prefix
+            .get_mut(at..at + 4)
+            .ok_or(LaneError::Broken("request head too short"))?
+            .copy_from_slice(&ticket.to_le_bytes());
+        self.io.send_prefixed(&prefix, blob)
+    }
+
+    /// Lets go of a lane of an ended session. One inherited across `fork` is
+    /// forgotten, not closed: its rings are shared with the parent, and
+    /// closing them would close the parent's lane.
+    fn retire(self) {
+        if self.pid == std::process::id() {
+            return;
+        }
+        match self.io {
+            LaneIo::Socket(_) => {}
+            LaneIo::Rings(r) => {
+                let RingLane { sub, comp, .. } = r;
+                std::mem::forget(sub);
+                std::mem::forget(comp);
+            }
+        }
+    }
+}
+
+/// How a lane moves frames.
+enum LaneIo {
+    Socket(Channel),
+    Rings(RingLane),
+}
+
+struct RingLane {
+    sub: Producer,
+    comp: Consumer,
+    /// Oversized frames, descriptors, and the worker's hang-up.
+    sock: Channel,
+    /// The last completion message, reused.
+    buf: Vec<u8>,
+    policy: WaitPolicy,
+}
+
+impl LaneIo {
+    /// Maps the rings of `fds` (lane socket, submission, completion).
+    fn rings(fds: Vec<OwnedFd>, spin: Duration) -> Result<LaneIo, LaneError> {
+        let mut fds = fds.into_iter();
+        let (Some(sock), Some(sub), Some(comp)) = (fds.next(), fds.next(), fds.next()) else {
+            return Err(LaneError::Broken("the worker sent too few descriptors"));
+        };
+        Ok(LaneIo::Rings(RingLane {
+            sub: Ring::map(&sub)?.into_producer()?,
+            comp: Ring::map(&comp)?.into_consumer()?,
+            sock: Channel::from_fd(sock),
+            buf: Vec::new(),
+            policy: WaitPolicy {
+                spin,
+                timeout: Some(CHECK),
+            },
+        }))
+    }
+
+    fn send(&mut self, meta: &RequestMeta, args: &[u64], blob: &[u8]) -> Result<(), LaneError> {
+        match self {
+            LaneIo::Socket(ch) => Ok(write_request_meta(ch, meta, args, blob)?),
+            LaneIo::Rings(_) => {
+                let prefix = request_prefix(meta, args, blob.len())?;
+                self.send_prefixed(&prefix, blob)
+            }
+        }
+    }
+
+    /// Sends a frame given as its head and arguments, then its blob.
+    fn send_prefixed(&mut self, prefix: &[u8], blob: &[u8]) -> Result<(), LaneError> {
+        match self {
+            LaneIo::Socket(ch) => {
+                ch.write_all(prefix)?;
+                ch.write_all(blob)?;
+                Ok(())
+            }
+            LaneIo::Rings(r) => {
+                if prefix.len().saturating_add(blob.len()) <= r.sub.max_message() {
+                    r.push(&[prefix, blob])
+                } else {
+                    r.push(&[])?;
+                    r.sock.write_all(prefix)?;
+                    r.sock.write_all(blob)?;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Reads one reply: its head, scalar results and, unless `sink` took
+    /// them, its bulk bytes.
+    fn receive(
+        &mut self,
+        sink: Option<&mut [u8]>,
+    ) -> Result<(ResponseHead, Vec<u64>, Vec<u8>), LaneError> {
+        let ch = match self {
+            LaneIo::Socket(ch) => ch,
+            LaneIo::Rings(r) => {
+                r.pop()?;
+                if !r.buf.is_empty() {
+                    let mut rest = &r.buf[..];
+                    let (head, outs) = read_response_head(&mut rest)?;
+                    if rest.len() != head.blob_len() {
+                        return Err(LaneError::Broken("reply blob length differs from its head"));
+                    }
+                    let owned = take_blob(rest.len(), sink, |dst| {
+                        dst.copy_from_slice(rest);
+                        Ok(())
+                    })?;
+                    return Ok((head, outs, owned));
+                }
+                // An empty message: the reply follows on the lane socket.
+                &mut r.sock
+            }
+        };
+        let (head, outs) = read_response_head(ch)?;
+        let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
+        Ok((head, outs, owned))
+    }
+
+    fn recv_fd(&mut self) -> Result<OwnedFd, LaneError> {
+        let ch = match self {
+            LaneIo::Socket(ch) => ch,
+            LaneIo::Rings(r) => &mut r.sock,
+        };
+        Ok(ch.recv_fd()?)
+    }
+}
+
+/// Fills `sink` (when it is exactly `len` long) or a new buffer through
+/// `fill`; a sink of another length takes only an empty blob.
+fn take_blob(
+    len: usize,
+    sink: Option<&mut [u8]>,
+    fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
+) -> Result<Vec<u8>, LaneError> {
+    match sink {
+        Some(dst) if dst.len() == len => {
+            fill(dst)?;
+            Ok(Vec::new())
+        }
+        Some(_) if len != 0 => Err(LaneError::Broken("reply blob has an unexpected length")),
+        _ => {
+            let mut owned = vec![0u8; len];
+            fill(&mut owned)?;
+            Ok(owned)
+        }
+    }
+}
+
+impl RingLane {
+    fn gone(&self) -> Result<(), LaneError> {
+        if self.sock.hung_up() {
+            return Err(LaneError::Broken("the worker closed the lane"));
+        }
+        Ok(())
+    }
+
+    fn push(&self, parts: &[&[u8]]) -> Result<(), LaneError> {
+        loop {
+            match self.sub.push(parts, &self.policy) {
+                Err(TransportError::Timeout) => self.gone()?,
+                other => return Ok(other?),
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Result<(), LaneError> {
+        loop {
+            match self.comp.pop_into(&mut self.buf, &self.policy) {
+                Err(TransportError::Timeout) => self.gone()?,
+                other => return Ok(other?),
+            }
+        }
+    }
 }
 
 thread_local! {

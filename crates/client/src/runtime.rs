@@ -12,7 +12,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use vgpu_proto::{features, DeviceSnapshot, Hello, Op, Welcome};
+use vgpu_proto::{DeviceSnapshot, Hello, Op, Welcome};
 use vgpu_transport::Channel;
 
 use crate::config::Config;
@@ -174,6 +174,8 @@ pub struct Session {
     pub driver_version: i32,
     pub devices: Vec<DeviceSnapshot>,
     pub objects: Mutex<Objects>,
+    /// Lane transport, order tickets and counters (`crate::lane`).
+    pub lanes: crate::lane::Lanes,
 }
 
 /// Errors while setting up a session.
@@ -191,6 +193,9 @@ pub enum ConnectError {
     /// The worker hung up during the handshake: it refused our hello.
     #[error("the mediator closed the connection during the handshake; it refuses this client's protocol version or schema, or could not start its worker (its log says which)")]
     Refused,
+    /// The transport `VGPU_TRANSPORT` demands is not on offer.
+    #[error("{0}")]
+    Lanes(String),
 }
 
 impl Session {
@@ -201,7 +206,7 @@ impl Session {
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let hello = Hello {
-            features: features::ALL,
+            features: crate::lane::hello_features(cfg),
             pid: std::process::id(),
             uid,
             env: cfg.cuda_env.clone(),
@@ -213,11 +218,13 @@ impl Session {
             }
             other => ConnectError::Proto(other),
         })?;
+        let lanes = crate::lane::Lanes::new(cfg, welcome.features).map_err(ConnectError::Lanes)?;
         crate::log::line(format_args!(
-            "session {serial} connected to {found}: driver {}, {} device(s), cuInit status {}",
+            "session {serial} connected to {found}: driver {}, {} device(s), cuInit status {}, lanes on {}",
             welcome.driver_version,
             welcome.devices.len(),
-            welcome.init_status
+            welcome.init_status,
+            if lanes.rings() { "rings" } else { "sockets" }
         ));
         Ok(Session {
             control: Mutex::new(control),
@@ -228,6 +235,7 @@ impl Session {
             driver_version: welcome.driver_version,
             devices: welcome.devices,
             objects: Mutex::new(Objects::default()),
+            lanes,
         })
     }
 

@@ -47,7 +47,9 @@ pub unsafe fn load_data(
     // SAFETY: as above.
     let (lk, lv) = unsafe { options::slices(lib_keys, lib_vals, nlib)? };
     // SAFETY: the application passes a valid image.
-    let image = unsafe { crate::image::bytes(code)? };
+    let image = unsafe { crate::image::bytes(code) }.inspect_err(|e| {
+        crate::log::line(format_args!("cuLibraryLoadData: image not accepted: {e:?}"));
+    })?;
     let jit: Vec<u32> = jk.iter().map(|k| k.0).collect();
     let (stage, inline) = super::module::stage_image(&s, image)?;
     let mut blob = Vec::with_capacity((njit + nlib) * 16 + inline.len());

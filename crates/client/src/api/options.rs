@@ -22,6 +22,7 @@ pub unsafe fn slices<'a, K>(
     n: usize,
 ) -> CuResult<(&'a [K], &'a mut [*mut c_void])> {
     if n > MAX_OPTIONS || (n > 0 && (keys.is_null() || vals.is_null())) {
+        crate::log::line(format_args!("options refused: {n} options, keys {keys:p}, values {vals:p}"));
         return Err(CuError::INVALID_VALUE);
     }
     if n == 0 {

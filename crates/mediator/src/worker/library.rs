@@ -209,8 +209,9 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
     }
     let mut l: Handle = ptr::null_mut();
     let (nj, nl) = (jit.count()?, lib.count()?);
+    let image_len = image.len() * 8;
     // SAFETY: as for `module_load`; both option arrays hold their counts.
-    ok(unsafe {
+    let st = unsafe {
         entry(s.driver.library_load_data)?(
             &mut l,
             image.as_ptr().cast(),
@@ -221,7 +222,17 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
             lib.values.as_mut_ptr(),
             nl,
         )
-    })?;
+    };
+    if let Err(st) = ok(st) {
+        tracing::warn!(
+            status = st,
+            image_bytes = image_len,
+            jit = ?jit.keys,
+            library = ?lib.keys.iter().zip(&lib.values).collect::<Vec<_>>(),
+            "cuLibraryLoadData failed"
+        );
+        return Err(st);
+    }
     s.tables().libraries.insert(
         id,
         Owned {

@@ -3,18 +3,21 @@
 //! One worker serves one client session: it reads the [`Hello`], applies the
 //! allowlisted environment, loads the driver, runs `cuInit`, answers with a
 //! [`Welcome`] holding every device's snapshot, and then serves the control
-//! connection (which only opens lanes) and one thread per lane. When the
-//! control connection closes, the client is gone and the process exits; the
-//! driver frees everything the session held.
+//! connection (which only opens lanes) and one thread per lane ([`lane`]).
+//! When the control connection closes, the client is gone and the process
+//! exits; the driver frees everything the session held.
 
 mod copy;
 mod exec;
 mod host;
+mod lane;
 mod library;
+mod order;
 mod snapshot;
 mod tables;
 
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use vgpu_proto::{features, read_request, write_response, Hello, Op, Welcome};
@@ -42,6 +45,12 @@ pub mod status {
 pub struct Session {
     pub driver: Driver,
     pub tables: Mutex<tables::Tables>,
+    /// The session-wide order of requests across lanes.
+    pub order: order::Order,
+    /// Set when the control connection has closed: lanes stop waiting.
+    pub closing: AtomicBool,
+    /// Lanes run on shared-memory rings (`features::RINGS` negotiated).
+    pub rings: bool,
 }
 
 impl Session {
@@ -75,16 +84,22 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if welcome.init_status != status::SUCCESS {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
+    let negotiated = features::ALL & hello.features;
     Welcome {
-        features: features::ALL & hello.features,
+        features: negotiated,
         ..welcome
     }
     .write(&mut control)?;
     let session = Arc::new(Session {
         driver,
         tables: Mutex::new(tables::Tables::default()),
+        order: order::Order::default(),
+        closing: AtomicBool::new(false),
+        rings: negotiated & features::RINGS != 0,
     });
+    tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control);
+    session.closing.store(true, Ordering::SeqCst);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
 }
@@ -124,7 +139,7 @@ fn serve_control(session: &Arc<Session>, mut control: Channel) {
             }
         };
         let ok = match req.op {
-            Op::OpenLane => open_lane(session, &mut control, req.seq),
+            Op::OpenLane => lane::open(session, &mut control, req.seq),
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
                 write_response(&mut control, status::INVALID_VALUE, req.seq, &[], &[]).is_ok()
@@ -132,58 +147,6 @@ fn serve_control(session: &Arc<Session>, mut control: Channel) {
         };
         if !ok {
             return;
-        }
-    }
-}
-
-fn open_lane(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
-    let opened = Channel::pair()
-        .map_err(MediatorError::from)
-        .and_then(|(ours, theirs)| {
-            let s = Arc::clone(session);
-            std::thread::Builder::new()
-                .name("lane".into())
-                .spawn(move || serve_lane(&s, ours))?;
-            Ok(theirs)
-        });
-    match opened {
-        Ok(theirs) => {
-            write_response(control, status::SUCCESS, seq, &[], &[]).is_ok()
-                && control.send_fd(std::os::fd::AsFd::as_fd(&theirs)).is_ok()
-        }
-        Err(e) => {
-            tracing::error!("cannot open a lane: {e}");
-            write_response(control, status::INVALID_VALUE, seq, &[], &[]).is_ok()
-        }
-    }
-}
-
-/// One lane: requests in, responses out, strictly in turn.
-fn serve_lane(session: &Session, mut ch: Channel) {
-    let mut lane = exec::Lane::default();
-    loop {
-        let req = match read_request(&mut ch) {
-            Ok(r) => r,
-            Err(vgpu_proto::ProtoError::Io(_)) => return,
-            Err(e) => {
-                tracing::warn!("lane: {e}; closing it");
-                return;
-            }
-        };
-        let (st, reply) = match lane.execute(session, &req) {
-            Ok(reply) => (status::SUCCESS, reply),
-            Err(st) => (st, exec::Reply::default()),
-        };
-        if st != status::SUCCESS {
-            tracing::debug!(op = req.op.name(), status = st, "call failed");
-        }
-        if write_response(&mut ch, st, req.seq, &reply.outs, &reply.blob).is_err() {
-            return;
-        }
-        if let Some(fd) = &reply.fd {
-            if ch.send_fd(std::os::fd::AsFd::as_fd(fd)).is_err() {
-                return;
-            }
         }
     }
 }
