@@ -166,6 +166,7 @@ fn release_resources(st: &mut State, ctx: usize) {
     st.modules.retain(|_, m| m.ctx != ctx);
     let modules = &st.modules;
     st.functions.retain(|_, f| modules.contains_key(&f.module));
+    crate::extensions::release_context(st, ctx);
 }
 
 /// `cuDevicePrimaryCtxRetain`: activates the primary context if needed and counts a

@@ -91,14 +91,34 @@ static TABLE: &[(u32, &CStr, &CStr)] = &[
         c"CUDA_ERROR_ILLEGAL_INSTRUCTION",
         c"an illegal instruction was encountered",
     ),
+    (
+        712,
+        c"CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        c"part or all of the requested memory range is already mapped",
+    ),
+    (
+        713,
+        c"CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        c"pointer does not correspond to a registered memory region",
+    ),
     (716, c"CUDA_ERROR_MISALIGNED_ADDRESS", c"misaligned address"),
     (
         719,
         c"CUDA_ERROR_LAUNCH_FAILED",
         c"unspecified launch failure",
     ),
+    (
+        720,
+        c"CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        c"too many blocks in cooperative launch",
+    ),
     (800, c"CUDA_ERROR_NOT_PERMITTED", c"operation not permitted"),
     (801, c"CUDA_ERROR_NOT_SUPPORTED", c"operation not supported"),
+    (
+        912,
+        c"CUDA_ERROR_INVALID_CLUSTER_SIZE",
+        c"a kernel launch error has occurred due to cluster misconfiguration",
+    ),
     (999, c"CUDA_ERROR_UNKNOWN", c"unknown error"),
 ];
 

@@ -63,21 +63,46 @@
 //! Each kernel runs for global thread indices `i` in `0..min(n, total threads of the grid)`.
 //! `cuLaunchKernel` takes arguments through `kernelParams` only; a non-NULL `extra` gives
 //! `CUDA_ERROR_INVALID_VALUE`.
+//!
+//! ## Libraries, launch attributes and memory beyond `cuMemAlloc`
+//! - **Libraries** (`cuLibraryLoadData`) take the module format above and load into a
+//!   context on first use there; a `CUkernel` is accepted wherever a `CUfunction` is
+//!   (`library.rs`). Function attributes are plausible compute capability 9.0 values;
+//!   the settable ones (dynamic shared memory, carveout, cluster attributes) are honoured
+//!   by launches and by the occupancy model of an H100 (`funcattr.rs`).
+//! - **`cuLaunchKernelEx`** honours grid, block and shared memory, checks cluster
+//!   dimensions (`CUDA_ERROR_INVALID_CLUSTER_SIZE`) and the residency of cooperative
+//!   launches (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`) (`launch.rs`).
+//! - **Stream-ordered allocation** takes effect at enqueue time, like all stream work.
+//! - **`cuMemcpy2D`** checks every bound before a byte moves (`copy2d.rs`).
+//! - **Page-locked host memory** (`cuMemHostRegister`, `cuMemHostAlloc`) is valid for
+//!   copies, memsets and kernels at its own address, as with unified addressing
+//!   (`hostmem.rs`); `cuPointerGetAttribute(s)` describes it and device allocations.
+//! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("vgpu-sim requires a 64-bit target");
 
 pub mod config;
 mod context;
+mod copy2d;
 mod cu;
 mod device;
 mod errors;
 mod event;
 pub mod exports;
+mod extensions;
 mod ffi;
+mod funcattr;
+mod hostmem;
 mod kernels;
+mod launch;
+mod library;
+mod loading;
 mod memory;
 mod module;
+mod pointer;
+mod pool;
 mod state;
 mod stream;
 

@@ -93,6 +93,7 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     match st.allocs.remove(&base) {
         Some(a) => {
             st.used[a.device] -= a.size as u64;
+            crate::extensions::forget_alloc(st, base);
             Ok(())
         }
         None => err(
@@ -120,9 +121,12 @@ pub(crate) fn range(st: &State, addr: CUdeviceptr, len: usize) -> Res<*mut u8> {
     }
 }
 
-/// Like [`range`], without an error value.
+/// Like [`range`], without an error value. Page-locked host ranges count as device memory
+/// at their own address (unified addressing).
 pub(crate) fn try_range(st: &State, addr: CUdeviceptr, len: usize) -> Option<*mut u8> {
-    let (base, a) = containing(st, addr)?;
+    let Some((base, a)) = containing(st, addr) else {
+        return crate::hostmem::try_range(st, addr, len);
+    };
     let off = us(addr - base);
     if len > a.size - off {
         return None;

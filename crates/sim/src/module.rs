@@ -219,7 +219,10 @@ pub(crate) fn function(st: &State, key: usize) -> Res<&Function> {
 
 /// `cuFuncGetParamInfo`.
 pub(crate) fn param_info(st: &State, key: usize, index: usize) -> Res<(usize, usize)> {
-    let k = function(st, key)?.kernel;
+    let k = match st.ext.libraries.kernel(key) {
+        Some(k) => k.kernel,
+        None => function(st, key)?.kernel,
+    };
     match k.param_info(index) {
         Some(info) => Ok(info),
         None => err(
@@ -237,13 +240,10 @@ pub(crate) struct Launch {
     pub shared_bytes: u32,
 }
 
-/// Static shared memory a block may use without opting in (48 KiB).
-const MAX_SHARED_DEFAULT: u32 = 48 << 10;
-
 impl Launch {
-    /// Checks the geometry against the simulated device's limits; returns the total
-    /// number of threads.
-    fn threads(&self) -> Res<u128> {
+    /// Checks the geometry against the simulated device's limits and the function's
+    /// dynamic shared memory limit (`max_shared`); returns the total number of threads.
+    pub(crate) fn threads(&self, max_shared: u32) -> Res<u128> {
         let [gx, gy, gz] = self.grid;
         let [bx, by, bz] = self.block;
         let bad = |why: String| err(CUresult::CUDA_ERROR_INVALID_VALUE, why);
@@ -266,9 +266,9 @@ impl Launch {
                 self.block
             ));
         }
-        if self.shared_bytes > MAX_SHARED_DEFAULT {
+        if self.shared_bytes > max_shared {
             return bad(format!(
-                "{} bytes of dynamic shared memory requested",
+                "{} bytes of dynamic shared memory requested; the function allows {max_shared}",
                 self.shared_bytes
             ));
         }
@@ -289,6 +289,7 @@ pub(crate) unsafe fn launch(
     stream_key: usize,
     params: *const *const c_void,
 ) -> Res<()> {
+    let func = crate::library::resolve(st, func)?;
     let f = function(st, func)?;
     let kernel = f.kernel;
     let fctx = module(st, f.module)?.ctx;
@@ -299,7 +300,8 @@ pub(crate) unsafe fn launch(
             "function belongs to a module of another context",
         );
     }
-    let threads = geometry.threads()?;
+    let (_, attrs) = crate::funcattr::for_launch(st, func)?;
+    let threads = geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
     // SAFETY: forwarded contract.
     let outcome = unsafe { kernel.launch(st, params, threads) }?;
     if let Err(fault) = outcome {

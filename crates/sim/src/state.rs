@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::context::{Context, PrimaryCtx};
 use crate::cu::CUresult;
 use crate::event::Event;
+use crate::extensions::Ext;
 use crate::memory::Allocation;
 use crate::module::{Function, Module};
 use crate::stream::Stream;
@@ -43,6 +44,8 @@ pub(crate) struct State {
     pub events: HashMap<usize, Event>,
     pub modules: HashMap<usize, Module>,
     pub functions: HashMap<usize, Function>,
+    /// Libraries, kernels, attributes, page-locked host memory, pointer facts.
+    pub ext: Ext,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
@@ -62,6 +65,7 @@ impl State {
             events: HashMap::new(),
             modules: HashMap::new(),
             functions: HashMap::new(),
+            ext: Ext::default(),
         }
     }
 

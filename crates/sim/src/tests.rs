@@ -14,6 +14,8 @@ use crate::cu::*;
 use crate::exports::*;
 use crate::state;
 
+mod runtime_api;
+
 const BUDGET: usize = 64 << 20;
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -1000,5 +1002,5 @@ fn exports_are_driver_symbols() {
         let desc = vgpu_abi::find(name).unwrap_or_else(|| panic!("{name} is not a driver export"));
         assert!(desc.signature_known, "{name}");
     }
-    assert_eq!(EXPORTS.len(), 70);
+    assert_eq!(EXPORTS.len(), 102);
 }

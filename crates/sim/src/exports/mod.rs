@@ -5,15 +5,27 @@
 //! `CUresult` inside [`crate::ffi::run`], which also contains panics.
 
 mod context;
+mod copy2d;
 mod device;
+mod host;
+mod launch;
+mod library;
 mod memory;
 mod module;
+mod pointer;
+mod pool;
 mod stream;
 
 pub use context::*;
+pub use copy2d::*;
 pub use device::*;
+pub use host::*;
+pub use launch::*;
+pub use library::*;
 pub use memory::*;
 pub use module::*;
+pub use pointer::*;
+pub use pool::*;
 pub use stream::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
@@ -108,4 +120,36 @@ exports!(
     cuLaunchKernel,
     cuGetErrorName,
     cuGetErrorString,
+    cuLibraryLoadData,
+    cuLibraryUnload,
+    cuLibraryGetKernel,
+    cuLibraryGetModule,
+    cuLibraryGetGlobal,
+    cuKernelGetFunction,
+    cuKernelGetParamInfo,
+    cuKernelGetAttribute,
+    cuKernelSetAttribute,
+    cuFuncGetAttribute,
+    cuFuncSetAttribute,
+    cuModuleGetLoadingMode,
+    cuLaunchKernelEx,
+    cuLaunchCooperativeKernel,
+    cuOccupancyMaxActiveBlocksPerMultiprocessor,
+    cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+    cuOccupancyAvailableDynamicSMemPerBlock,
+    cuOccupancyMaxActiveClusters,
+    cuMemAllocAsync,
+    cuMemFreeAsync,
+    cuStreamIsCapturing,
+    cuMemcpy2D_v2,
+    cuMemcpy2DAsync_v2,
+    cuMemHostRegister_v2,
+    cuMemHostUnregister,
+    cuMemHostGetDevicePointer_v2,
+    cuMemHostAlloc,
+    cuMemAllocHost_v2,
+    cuMemFreeHost,
+    cuMemHostGetFlags,
+    cuPointerGetAttribute,
+    cuPointerGetAttributes,
 );

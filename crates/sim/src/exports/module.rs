@@ -46,16 +46,16 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c
 
 /// Where `cuModuleLoadDataEx` was asked to put its logs.
 #[derive(Default)]
-struct JitLogs {
-    info: (Option<*mut c_char>, Option<*mut *mut c_void>),
-    error: (Option<*mut c_char>, Option<*mut *mut c_void>),
+pub(super) struct JitLogs {
+    pub(super) info: (Option<*mut c_char>, Option<*mut *mut c_void>),
+    pub(super) error: (Option<*mut c_char>, Option<*mut *mut c_void>),
 }
 
 /// Collects the log options; every other JIT option is accepted and ignored.
 ///
 /// # Safety
 /// `options` and `values` must be NULL or hold `n` readable entries.
-unsafe fn jit_logs(
+pub(super) unsafe fn jit_logs(
     n: c_uint,
     options: *mut CUjit_option,
     values: *mut *mut c_void,
@@ -90,7 +90,7 @@ unsafe fn jit_logs(
 ///
 /// # Safety
 /// The buffer must be valid for the size its slot holds; the slot must be writable.
-unsafe fn write_log(log: (Option<*mut c_char>, Option<*mut *mut c_void>), msg: &str) {
+pub(super) unsafe fn write_log(log: (Option<*mut c_char>, Option<*mut *mut c_void>), msg: &str) {
     let (Some(buf), Some(slot)) = log else { return };
     // SAFETY: the slot is readable and writable by the contract.
     let size = unsafe { slot.read_unaligned() }.addr();

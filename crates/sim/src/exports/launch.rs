@@ -1,0 +1,222 @@
+//! `cuLaunchKernelEx`, cooperative launches and the occupancy calculator.
+
+use std::ffi::{c_int, c_uint, c_void};
+
+use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream};
+use crate::ffi::{key, run, Out};
+use crate::funcattr;
+use crate::launch::{self, Options};
+use crate::module::Launch;
+use crate::state::{self, err, Res};
+
+/// Reads a launch configuration: geometry, stream and options.
+///
+/// # Safety
+/// `config` must be NULL or point to a readable `CUlaunchConfig` whose `attrs` is NULL or
+/// holds `numAttrs` entries.
+unsafe fn read_config(config: *const CUlaunchConfig) -> Res<(Launch, usize, Options)> {
+    if config.is_null() {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "config is NULL");
+    }
+    // SAFETY: non-NULL and readable by the contract.
+    let c = unsafe { config.read_unaligned() };
+    // SAFETY: forwarded from this function's contract.
+    let options = unsafe { launch::read_attrs(c.attrs, c.numAttrs) }?;
+    let geometry = Launch {
+        grid: [c.gridDimX, c.gridDimY, c.gridDimZ],
+        block: [c.blockDimX, c.blockDimY, c.blockDimZ],
+        shared_bytes: c.sharedMemBytes,
+    };
+    Ok((geometry, key(c.hStream), options))
+}
+
+/// `cuLaunchKernelEx`: `cuLaunchKernel` with launch attributes. Cooperative launches must
+/// fit on the device at once; cluster dimensions are checked as the driver does
+/// (`CUDA_ERROR_INVALID_CLUSTER_SIZE`). Arguments come from `kernelParams` only.
+///
+/// # Safety
+/// `config` as for `read_config`; `kernel_params` as for `cuLaunchKernel`.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const CUlaunchConfig,
+    f: CUfunction,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    run("cuLaunchKernelEx", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let (geometry, stream, options) = unsafe { read_config(config) }?;
+        if !extra.is_null() {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "the simulator takes arguments through kernelParams only, not extra",
+            );
+        }
+        let params = kernel_params.cast_const().cast::<*const c_void>();
+        let mut st = sim.lock();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { launch::launch(&mut st, key(f), geometry, stream, params, &options) }
+    })
+}
+
+/// `cuLaunchCooperativeKernel`: every block must be resident at once
+/// (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE` otherwise).
+///
+/// # Safety
+/// As for `cuLaunchKernel`.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    h_stream: CUstream,
+    kernel_params: *mut *mut c_void,
+) -> CUresult {
+    run("cuLaunchCooperativeKernel", || {
+        let sim = state::sim()?;
+        let geometry = Launch {
+            grid: [grid_x, grid_y, grid_z],
+            block: [block_x, block_y, block_z],
+            shared_bytes,
+        };
+        let options = Options {
+            cooperative: true,
+            ..Options::default()
+        };
+        let params = kernel_params.cast_const().cast::<*const c_void>();
+        let mut st = sim.lock();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { launch::launch(&mut st, key(f), geometry, key(h_stream), params, &options) }
+    })
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`, from the occupancy model.
+///
+/// # Safety
+/// `num_blocks` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    num_blocks: *mut c_int,
+    func: CUfunction,
+    block_size: c_int,
+    dynamic_smem: usize,
+    flags: c_uint,
+) -> CUresult {
+    run(
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+        || {
+            let sim = state::sim()?;
+            // SAFETY: forwarded from this function's contract.
+            let out = unsafe { Out::new(num_blocks, "numBlocks") }?;
+            let st = sim.lock();
+            out.write(funcattr::max_active_blocks(
+                &st,
+                key(func),
+                block_size,
+                dynamic_smem,
+                flags,
+            )?);
+            Ok(())
+        },
+    )
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: the same with flags 0.
+///
+/// # Safety
+/// `num_blocks` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    num_blocks: *mut c_int,
+    func: CUfunction,
+    block_size: c_int,
+    dynamic_smem: usize,
+) -> CUresult {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+            num_blocks,
+            func,
+            block_size,
+            dynamic_smem,
+            0,
+        )
+    }
+}
+
+/// `cuOccupancyAvailableDynamicSMemPerBlock`.
+///
+/// # Safety
+/// `dynamic_smem` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
+    dynamic_smem: *mut usize,
+    func: CUfunction,
+    num_blocks: c_int,
+    block_size: c_int,
+) -> CUresult {
+    run("cuOccupancyAvailableDynamicSMemPerBlock", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(dynamic_smem, "dynamicSmemSize") }?;
+        let st = sim.lock();
+        out.write(funcattr::available_dynamic_smem(
+            &st,
+            key(func),
+            num_blocks,
+            block_size,
+        )?);
+        Ok(())
+    })
+}
+
+/// `cuOccupancyMaxActiveClusters`: the cluster size comes from the configuration's
+/// cluster attribute, or from the function's required cluster dimensions.
+///
+/// # Safety
+/// `num_clusters` must be NULL or valid for writes; `config` as for `read_config`.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
+    num_clusters: *mut c_int,
+    func: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CUresult {
+    run("cuOccupancyMaxActiveClusters", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(num_clusters, "numClusters") }?;
+        // SAFETY: forwarded from this function's contract.
+        let (geometry, _, options) = unsafe { read_config(config) }?;
+        let st = sim.lock();
+        let f = key(func);
+        let (kernel, attrs) = funcattr::for_launch(&st, f)?;
+        geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+        let required = attrs.required_cluster.map(|r| r.unsigned_abs());
+        let cluster = match options.cluster {
+            Some(c) => c,
+            None if required.iter().all(|&r| r != 0) => required,
+            None => {
+                return err(
+                    CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                    "no cluster dimension in the configuration nor required by the function",
+                )
+            }
+        };
+        // The grid does not matter here: check the cluster against itself.
+        let size = launch::check_cluster(&st, f, cluster, cluster)?;
+        let threads: u64 = geometry.block.iter().map(|&b| u64::from(b)).product();
+        out.write(funcattr::max_active_clusters(
+            kernel,
+            threads,
+            u64::from(geometry.shared_bytes),
+            size,
+        ));
+        Ok(())
+    })
+}

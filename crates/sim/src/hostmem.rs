@@ -1,0 +1,253 @@
+//! Page-locked host memory: ranges registered with `cuMemHostRegister` and blocks
+//! allocated with `cuMemHostAlloc`/`cuMemAllocHost`.
+//!
+//! With unified addressing the device pointer of a host range is its host pointer, so a
+//! registered range is valid for device copies, memsets and kernels at its own address
+//! (see [`try_range`], consulted by [`crate::memory::try_range`]). Ranges belong to the
+//! context that was current when they were made and vanish with it.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::ptr::{self, NonNull};
+
+use crate::context;
+use crate::cu::CUresult;
+use crate::ffi::us;
+use crate::state::{err, Res, State};
+
+/// `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
+const REGISTER_FLAGS: u32 = 0xF;
+/// `CU_MEMHOSTREGISTER_IOMEMORY`: the range is a device's I/O memory.
+const REGISTER_IOMEMORY: u32 = 0x4;
+/// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
+const ALLOC_FLAGS: u32 = 0x7;
+/// Alignment of host allocations: a page.
+const PAGE: usize = 4096;
+
+/// A page-aligned, zeroed host block owned by the simulator.
+#[derive(Debug)]
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: the block is plain bytes owned by exactly one `Block`; the simulator touches it
+// only under the state mutex.
+unsafe impl Send for Block {}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed` with this very layout and is freed once.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// One page-locked range.
+#[derive(Debug)]
+pub(crate) struct Region {
+    pub ctx: usize,
+    pub device: usize,
+    pub len: usize,
+    /// `CU_MEMHOSTREGISTER_*` or `CU_MEMHOSTALLOC_*` flags, as given.
+    pub flags: u32,
+    /// The memory, when the simulator allocated it (`cuMemHostAlloc`).
+    block: Option<Block>,
+}
+
+impl Region {
+    /// Whether the simulator allocated this range (rather than the caller registering it).
+    pub fn allocated(&self) -> bool {
+        self.block.is_some()
+    }
+}
+
+/// Every page-locked range, by base address.
+#[derive(Debug, Default)]
+pub(crate) struct Host {
+    regions: BTreeMap<u64, Region>,
+}
+
+impl Host {
+    /// Drops the ranges of context `ctx`, freeing the ones the simulator allocated.
+    pub fn release_context(&mut self, ctx: usize) {
+        self.regions.retain(|_, r| r.ctx != ctx);
+    }
+}
+
+/// The range containing `addr`: (base, region).
+pub(crate) fn containing(st: &State, addr: u64) -> Option<(u64, &Region)> {
+    let (&base, r) = st.ext.host.regions.range(..=addr).next_back()?;
+    (addr - base < r.len as u64).then_some((base, r))
+}
+
+/// A pointer to `len` bytes at `addr` if they lie inside one page-locked range.
+pub(crate) fn try_range(st: &State, addr: u64, len: usize) -> Option<*mut u8> {
+    let (base, r) = containing(st, addr)?;
+    let off = us(addr - base);
+    if len > r.len - off {
+        return None;
+    }
+    Some(match &r.block {
+        // SAFETY: `off < r.len`, so the result stays inside the block.
+        Some(b) => unsafe { b.ptr.as_ptr().add(off) },
+        // The caller registered this memory and exposed its address by doing so.
+        None => ptr::with_exposed_provenance_mut(us(addr)),
+    })
+}
+
+/// Fails with `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` if `[base, base + len)` meets a
+/// page-locked range, and with `CUDA_ERROR_INVALID_VALUE` if it meets device memory.
+fn check_free(st: &State, base: u64, len: usize) -> Res<()> {
+    let end = base + len as u64;
+    let meets = st.ext.host.regions.range(..end).next_back();
+    if meets.is_some_and(|(&b, r)| b + r.len as u64 > base) {
+        return err(
+            CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            format!("{base:#x}+{len} overlaps a page-locked range"),
+        );
+    }
+    let dev = st.allocs.range(..end).next_back();
+    if dev.is_some_and(|(&b, a)| b + a.size as u64 > base) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{base:#x}+{len} overlaps simulated device memory"),
+        );
+    }
+    Ok(())
+}
+
+/// `cuMemHostRegister_v2`: page-locks the caller's `[p, p + len)` for the current context.
+pub(crate) fn register(st: &mut State, p: *mut c_void, len: usize, flags: u32) -> Res<()> {
+    let ctx = context::current_usable(st)?;
+    if flags & !REGISTER_FLAGS != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuMemHostRegister flags {flags:#x} are not valid"),
+        );
+    }
+    if flags & REGISTER_IOMEMORY != 0 {
+        return err(
+            CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            "the simulated device has no I/O memory to register",
+        );
+    }
+    let base = p.expose_provenance() as u64;
+    if base == 0 || len == 0 || base.checked_add(len as u64).is_none() {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cannot register {base:#x}+{len}"),
+        );
+    }
+    check_free(st, base, len)?;
+    let device = context::live(st, ctx)?.device;
+    st.ext.host.regions.insert(
+        base,
+        Region {
+            ctx,
+            device,
+            len,
+            flags,
+            block: None,
+        },
+    );
+    Ok(())
+}
+
+/// `cuMemHostUnregister`: `p` must be the base of a registered (not allocated) range.
+pub(crate) fn unregister(st: &mut State, p: *mut c_void) -> Res<()> {
+    context::current(st)?;
+    let base = p.addr() as u64;
+    match st.ext.host.regions.get(&base) {
+        Some(r) if !r.allocated() => {
+            st.ext.host.regions.remove(&base);
+            Ok(())
+        }
+        _ => err(
+            CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+            format!("{base:#x} is not the base of a registered range"),
+        ),
+    }
+}
+
+/// `cuMemHostGetDevicePointer_v2`: with unified addressing, the host pointer itself.
+pub(crate) fn device_pointer(st: &State, p: *mut c_void, flags: u32) -> Res<u64> {
+    context::current_usable(st)?;
+    if flags != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuMemHostGetDevicePointer flags {flags:#x} must be 0"),
+        );
+    }
+    let addr = p.addr() as u64;
+    match containing(st, addr) {
+        Some(_) => Ok(addr),
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{addr:#x} is not page-locked host memory"),
+        ),
+    }
+}
+
+/// `cuMemHostAlloc`: a zeroed, page-aligned, page-locked block for the current context.
+pub(crate) fn alloc(st: &mut State, len: usize, flags: u32) -> Res<*mut c_void> {
+    let ctx = context::current_usable(st)?;
+    if flags & !ALLOC_FLAGS != 0 || len == 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuMemHostAlloc of {len} bytes with flags {flags:#x}"),
+        );
+    }
+    let Ok(layout) = Layout::from_size_align(len, PAGE) else {
+        return err(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "size too large");
+    };
+    // SAFETY: `len > 0`, so the layout has a nonzero size.
+    let Some(ptr) = NonNull::new(unsafe { alloc_zeroed(layout) }) else {
+        return err(
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            format!("host allocation of {len} bytes failed"),
+        );
+    };
+    let block = Block { ptr, layout };
+    let base = ptr.as_ptr().expose_provenance() as u64;
+    let device = context::live(st, ctx)?.device;
+    st.ext.host.regions.insert(
+        base,
+        Region {
+            ctx,
+            device,
+            len,
+            flags,
+            block: Some(block),
+        },
+    );
+    Ok(ptr.as_ptr().cast())
+}
+
+/// `cuMemFreeHost`: `p` must be the base of a block from `cuMemHostAlloc`.
+pub(crate) fn free(st: &mut State, p: *mut c_void) -> Res<()> {
+    context::current(st)?;
+    let base = p.addr() as u64;
+    match st.ext.host.regions.get(&base) {
+        Some(r) if r.allocated() => {
+            st.ext.host.regions.remove(&base);
+            Ok(())
+        }
+        _ => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{base:#x} was not allocated by cuMemHostAlloc"),
+        ),
+    }
+}
+
+/// `cuMemHostGetFlags`: the flags of the `cuMemHostAlloc` block containing `p`.
+pub(crate) fn flags(st: &State, p: *mut c_void) -> Res<u32> {
+    context::current(st)?;
+    match containing(st, p.addr() as u64) {
+        Some((_, r)) if r.allocated() => Ok(r.flags),
+        _ => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "pointer is not in memory from cuMemHostAlloc",
+        ),
+    }
+}
