@@ -40,9 +40,6 @@ fn run_child(test: &str) -> common::Output {
 }
 
 #[test]
-#[ignore = "vgpu bug: cuMemAllocAsync/cuMemFreeAsync return CUDA_ERROR_NOT_SUPPORTED while \
-            CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 1, and cudarc's safe API allocates \
-            with them on such devices (cudarc_safe_api_sync_alloc covers the rest)"]
 fn cudarc_safe_api() {
     if is_child() {
         return safe_api_child(Alloc::Stream);
