@@ -131,8 +131,7 @@ impl Session {
     fn open_lane(&self) -> CuResult<Lane> {
         let mut control = self.control.lock().unwrap_or_else(|e| e.into_inner());
         let fail = |e: LaneError| self.fail("open lane", e);
-        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[])
-            .map_err(|e| fail(e.into()))?;
+        write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[]).map_err(|e| fail(e.into()))?;
         let (head, outs) = read_response_head(&mut *control).map_err(|e| fail(e.into()))?;
         crate::edge::check(head.status.get())?;
         let io = if outs.first() == Some(&1) {
@@ -248,6 +247,19 @@ impl Session {
             Ok(())
         } else {
             self.exchange(ctx, op, args, blob, None, None).map(drop)
+        }
+    }
+}
+
+impl Session {
+    /// [`Session::post`] when `postable` (the caller checked locally
+    /// everything the driver would refuse at once), else a call that waits
+    /// for the worker's answer.
+    pub fn post_or_call(&self, op: Op, args: &[u64], blob: &[u8], postable: bool) -> CuResult<()> {
+        if postable {
+            self.post(op, args, blob)
+        } else {
+            self.call(op, args, blob, None).map(drop)
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct Objects {
     pub primary_refs: HashMap<i32, u32>,
     /// Each context's unique id (`cuCtxGetId`), in order of first sight, never reused.
     pub unique_ids: HashMap<u64, u64>,
+    /// Live streams this session created: id → context.
+    pub streams: HashMap<u64, u64>,
+    /// Live events this session created: id → context.
+    pub events: HashMap<u64, u64>,
 }
 
 /// Destructor of a context-local storage entry: `(context, key, value)`.
@@ -71,6 +75,27 @@ impl Objects {
             .range(..=ptr)
             .next_back()
             .is_some_and(|(&base, &size)| ptr - base < size)
+    }
+
+    /// Whether `[ptr, ptr + len)` lies inside one device range this session
+    /// knows: the check the worker makes, made before a copy is posted.
+    pub fn range_ok(&self, ptr: u64, len: u64) -> bool {
+        let Some((&base, &size)) = self.device_ranges.range(..=ptr).next_back() else {
+            return false;
+        };
+        ptr.checked_add(len)
+            .is_some_and(|end| base.checked_add(size).is_some_and(|limit| end <= limit))
+    }
+
+    /// Whether `ctx` is a live context and stream `sid` may be used in it:
+    /// a sentinel (NULL, legacy, per-thread) or a live stream created in it.
+    pub fn stream_ok(&self, ctx: u64, sid: u64) -> bool {
+        self.contexts.contains_key(&ctx) && (sid < 3 || self.streams.get(&sid) == Some(&ctx))
+    }
+
+    /// Whether `ctx` is a live context and `eid` a live event created in it.
+    pub fn event_ok(&self, ctx: u64, eid: u64) -> bool {
+        self.contexts.contains_key(&ctx) && self.events.get(&eid) == Some(&ctx)
     }
 
     /// The shared pinned allocation holding `[p, p + len)`: (its client base, info).
@@ -123,5 +148,33 @@ mod tests {
         assert!(o.is_device(0x10ff));
         assert!(!o.is_device(0x1100));
         assert!(!o.is_device(0xfff));
+        assert!(o.range_ok(0x1000, 0x100));
+        assert!(o.range_ok(0x10f0, 0x10));
+        assert!(!o.range_ok(0x10f0, 0x11));
+        assert!(!o.range_ok(0xff0, 0x20));
+        assert!(!o.range_ok(0x10ff, u64::MAX));
+    }
+
+    #[test]
+    fn streams_and_events_belong_to_live_contexts() {
+        let mut o = Objects::default();
+        let info = CtxInfo {
+            device: 0,
+            primary: false,
+        };
+        o.contexts.insert(7, info);
+        o.streams.insert(30, 7);
+        o.events.insert(40, 7);
+        assert!(o.stream_ok(7, 0) && o.stream_ok(7, 2) && o.stream_ok(7, 30));
+        assert!(!o.stream_ok(7, 31), "unknown stream");
+        assert!(!o.stream_ok(8, 0), "no such context");
+        assert!(o.event_ok(7, 40) && !o.event_ok(7, 41));
+        o.contexts.insert(8, info);
+        assert!(!o.stream_ok(8, 30), "a stream of another context");
+        o.contexts.remove(&7);
+        assert!(
+            !o.stream_ok(7, 30) && !o.event_ok(7, 40),
+            "a destroyed context"
+        );
     }
 }

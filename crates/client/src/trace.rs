@@ -1,6 +1,8 @@
 //! `VGPU_TRACE=FILE`: one line per CUDA call (name, result, microseconds,
 //! thread), appended as it happens, and a per-function summary at exit, so a
 //! user whose program fails can see the first unsupported or failing call.
+//! The summary ends with the session's lane counts: lanes opened, calls that
+//! waited for a reply (round trips) and calls posted without waiting.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -72,6 +74,17 @@ extern "C" fn summary_at_exit() {
         for (name, (calls, failures)) in c.iter() {
             out.push_str(&format!("{calls:>8} {failures:>8} {name}\n"));
         }
+    }
+    if let Ok(s) = runtime().session() {
+        let l = &s.lanes;
+        let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        out.push_str(&format!(
+            "== vgpu lanes: {} opened on {}, {} round trips, {} posted\n",
+            n(&l.opened),
+            if l.rings() { "rings" } else { "sockets" },
+            n(&l.round_trips),
+            n(&l.posted)
+        ));
     }
     if let Ok(mut f) = t.file.lock() {
         let _ = f.write_all(out.as_bytes());

@@ -319,7 +319,13 @@ pub unsafe fn launch_ex(
         _ => unsafe { pack(&info.params, params)? },
     };
     blob.extend_from_slice(&packed);
-    s.call(Op::LaunchKernelEx, &args, &blob, None).map(drop)
+    // Launch attributes (clusters, cooperative, events) are checked by the
+    // driver: only a launch without them is posted.
+    let dims: [c_uint; 6] = std::array::from_fn(|i| wire::u32(args[1 + i]));
+    let post = extra.is_null()
+        && args[9] == 0
+        && super::module::launch_postable(&s, args[8], dims, wire::u32(args[7]));
+    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post)
 }
 
 /// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.

@@ -1,8 +1,15 @@
 //! Device memory: allocation, copies and memsets.
 //!
-//! Bulk data travels in the request or reply itself, split into chunks of at
-//! most [`CHUNK`] bytes; device-to-host bytes are read straight into the
-//! application's buffer.
+//! Bulk data travels in the request or reply itself, split into pieces of at
+//! most [`crate::lane::Lanes::chunk`] bytes; device-to-host bytes are read
+//! straight into the application's buffer.
+//!
+//! Asynchronous copies and memsets are posted (no round trip) when the
+//! client can check here what the driver checks at once: every device range
+//! inside one known allocation, the stream live in the current context. A
+//! synchronous host-to-device copy posts all its pieces but the last, whose
+//! reply reports the whole copy. Anything the client cannot check waits for
+//! the worker's answer, which is the driver's.
 
 use std::ffi::c_void;
 
@@ -11,9 +18,6 @@ use vgpu_proto::Op;
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::runtime::{runtime, Session};
-
-/// Largest piece of one copy sent in a single frame.
-const CHUNK: usize = 16 << 20;
 
 /// How a copy or memset orders itself against other work.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +57,15 @@ impl Sync {
                 .map(drop),
             Sync::Blocking | Sync::Stream(_) => Ok(()),
         }
+    }
+
+    /// Whether an operation on `ranges` (device pointer, bytes) in this
+    /// form may be posted: the ranges lie in known device memory and the
+    /// stream is usable in the current context.
+    fn postable(self, s: &Session, ranges: &[(CUdeviceptr, u64)]) -> bool {
+        let o = s.objects();
+        o.stream_ok(crate::context::current(), self.stream())
+            && ranges.iter().all(|&(p, n)| o.range_ok(p, n))
     }
 }
 
@@ -121,23 +134,24 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     }
     non_null(src)?;
     let (stream, is_async) = sync.wire();
+    let checked = sync.postable(&s, &[(dst, n as u64)]);
     if let Some(worker) = super::host::shared(src, n) {
-        // Pinned memory the worker maps too: no bytes on the socket.
-        s.call(
-            Op::MemcpyHtoDShared,
-            &[dst, worker, n as u64, stream, is_async],
-            &[],
-            None,
-        )?;
+        // Pinned memory the worker maps too: no bytes on the wire.
+        let args = [dst, worker, n as u64, stream, is_async];
+        s.post_or_call(Op::MemcpyHtoDShared, &args, &[], checked && is_async == 1)?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
-    for (i, chunk) in data.chunks(CHUNK).enumerate() {
+    let chunk = s.lanes.chunk();
+    let last = (n - 1) / chunk;
+    for (i, piece) in data.chunks(chunk).enumerate() {
         let at = dst
-            .checked_add((i * CHUNK) as u64)
+            .checked_add((i * chunk) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
-        s.call(Op::MemcpyHtoD, &[at, stream, is_async], chunk, None)?;
+        // The bytes travel in the request, so the source is free on return.
+        let post = checked && (is_async == 1 || i < last);
+        s.post_or_call(Op::MemcpyHtoD, &[at, stream, is_async], piece, post)?;
     }
     sync.finish(&s)
 }
@@ -154,21 +168,19 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     non_null(dst)?;
     let (stream, is_async) = sync.wire();
     if let Some(worker) = super::host::shared(dst, n) {
-        // Pinned memory the worker maps too: no bytes on the socket.
-        s.call(
-            Op::MemcpyDtoHShared,
-            &[worker, src, n as u64, stream, is_async],
-            &[],
-            None,
-        )?;
+        // Pinned memory the worker maps too: no bytes on the wire.
+        let checked = is_async == 1 && sync.postable(&s, &[(src, n as u64)]);
+        let args = [worker, src, n as u64, stream, is_async];
+        s.post_or_call(Op::MemcpyDtoHShared, &args, &[], checked)?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
-    for (i, chunk) in out.chunks_mut(CHUNK).enumerate() {
+    let chunk_len = s.lanes.chunk();
+    for (i, chunk) in out.chunks_mut(chunk_len).enumerate() {
         let at = src
-            .checked_add((i * CHUNK) as u64)
+            .checked_add((i * chunk_len) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
         s.call(
             Op::MemcpyDtoH,
@@ -186,12 +198,9 @@ pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResul
         return Ok(());
     }
     let (stream, is_async) = sync.wire();
-    s.call(
-        Op::MemcpyDtoD,
-        &[dst, src, n as u64, stream, is_async],
-        &[],
-        None,
-    )?;
+    let post = is_async == 1 && sync.postable(&s, &[(dst, n as u64), (src, n as u64)]);
+    let args = [dst, src, n as u64, stream, is_async];
+    s.post_or_call(Op::MemcpyDtoD, &args, &[], post)?;
     sync.finish(&s)
 }
 
@@ -234,11 +243,11 @@ pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync)
         return Err(CuError::INVALID_VALUE);
     }
     let (stream, is_async) = sync.wire();
-    s.call(
-        Op::Memset,
-        &[dst, value, elem, count as u64, stream, is_async],
-        &[],
-        None,
-    )?;
+    let post = is_async == 1
+        && elem
+            .checked_mul(count as u64)
+            .is_some_and(|bytes| sync.postable(&s, &[(dst, bytes)]));
+    let args = [dst, value, elem, count as u64, stream, is_async];
+    s.post_or_call(Op::Memset, &args, &[], post)?;
     sync.finish(&s)
 }

@@ -268,5 +268,56 @@ pub unsafe fn launch(
     }
     args[7] = u64::from(shmem);
     args[8] = sid;
-    s.call(Op::LaunchKernel, &args, &blob, None).map(drop)
+    let post = extra.is_null() && launch_postable(&s, sid, dims, shmem);
+    s.post_or_call(Op::LaunchKernel, &args, &blob, post)
+}
+
+/// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits
+/// follow (x, y, z each), then `MAX_SHARED_MEMORY_PER_BLOCK`.
+const ATTR_MAX_THREADS_PER_BLOCK: usize = 1;
+const ATTR_MAX_BLOCK_DIM_X: usize = 2;
+const ATTR_MAX_GRID_DIM_X: usize = 5;
+const ATTR_MAX_SHARED_MEMORY_PER_BLOCK: usize = 8;
+
+/// Whether a launch may be posted: the client has checked here what the
+/// driver refuses at once (a live current context, a stream usable in it,
+/// the geometry within the device's limits, dynamic shared memory within
+/// the default per-block limit). A launch that fails any check, or that the
+/// client cannot check, waits for the driver's answer.
+pub(super) fn launch_postable(
+    s: &crate::runtime::Session,
+    sid: u64,
+    dims: [c_uint; 6],
+    shmem: c_uint,
+) -> bool {
+    let ctx = crate::context::current();
+    let device = {
+        let o = s.objects();
+        if !o.stream_ok(ctx, sid) {
+            return false;
+        }
+        match o.contexts.get(&ctx) {
+            Some(c) => c.device,
+            None => return false,
+        }
+    };
+    let Ok(snap) = s.device(device) else {
+        return false;
+    };
+    let limit = |id: usize| {
+        snap.attr(id)
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    let (grid, block) = (&dims[..3], &dims[3..]);
+    let within = |dims: &[c_uint], first: usize| {
+        dims.iter()
+            .enumerate()
+            .all(|(i, &d)| d >= 1 && u64::from(d) <= limit(first + i))
+    };
+    let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+    within(grid, ATTR_MAX_GRID_DIM_X)
+        && within(block, ATTR_MAX_BLOCK_DIM_X)
+        && threads <= limit(ATTR_MAX_THREADS_PER_BLOCK)
+        && u64::from(shmem) <= limit(ATTR_MAX_SHARED_MEMORY_PER_BLOCK)
 }

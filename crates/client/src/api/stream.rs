@@ -1,14 +1,28 @@
 //! Streams and events. Handles are ids minted here; the worker maps them.
+//!
+//! Creation, destruction, `cuEventRecord` and `cuStreamWaitEvent` are posted
+//! (no round trip) when the client can check here what the driver checks at
+//! once: a live current context, live handles of that context, known flags.
+//! Anything else waits for the worker's answer, which is the driver's.
 
 use std::ffi::{c_int, c_uint};
 
 use vgpu_abi::types::{CUevent, CUstream};
 use vgpu_proto::Op;
 
+use crate::context::current;
 use crate::edge::{non_null, wire, write_out, CuResult};
-use crate::runtime::{runtime, Kind};
+use crate::runtime::{runtime, Kind, Session};
 
 const PER_THREAD_STREAM: u64 = 2;
+/// `CU_STREAM_NON_BLOCKING`, the only stream flag.
+const STREAM_FLAGS: c_uint = 1;
+/// `CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS`.
+const EVENT_FLAGS: c_uint = 7;
+const EVENT_DISABLE_TIMING: c_uint = 2;
+const EVENT_INTERPROCESS: c_uint = 4;
+/// `CU_EVENT_WAIT_EXTERNAL`, the only wait flag.
+const WAIT_FLAGS: c_uint = 1;
 
 /// The stream id the wire carries: handles and the sentinels 0/1/2 as they are.
 pub fn id(s: CUstream) -> u64 {
@@ -32,19 +46,40 @@ pub unsafe fn create(ph: *mut CUstream, flags: c_uint, priority: c_int) -> CuRes
     let s = runtime().session()?;
     non_null(ph)?;
     let sid = runtime().mint(Kind::Stream);
-    s.call(
-        Op::StreamCreate,
-        &[sid, u64::from(flags), priority as i64 as u64],
-        &[],
-        None,
-    )?;
+    let ctx = current();
+    let postable = flags & !STREAM_FLAGS == 0 && s.objects().contexts.contains_key(&ctx);
+    let args = [sid, u64::from(flags), priority as i64 as u64];
+    s.post_or_call(Op::StreamCreate, &args, &[], postable)?;
+    s.objects().streams.insert(sid, ctx);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(sid)) }
 }
 
+/// Destroys stream or event `id` of `live` (posted when it is a live handle
+/// of the current context), forgetting it locally.
+fn destroy_handle(
+    s: &Session,
+    op: Op,
+    id: u64,
+    live: fn(&mut crate::objects::Objects) -> &mut std::collections::HashMap<u64, u64>,
+) -> CuResult<()> {
+    let ctx = current();
+    let postable = {
+        let mut o = s.objects();
+        let ok = o.contexts.contains_key(&ctx) && live(&mut o).get(&id) == Some(&ctx);
+        if ok {
+            live(&mut o).remove(&id);
+        }
+        ok
+    };
+    s.post_or_call(op, &[id], &[], postable)?;
+    live(&mut s.objects()).remove(&id);
+    Ok(())
+}
+
 pub fn destroy(st: CUstream) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::StreamDestroy, &[id(st)], &[], None).map(drop)
+    destroy_handle(&s, Op::StreamDestroy, id(st), |o| &mut o.streams)
 }
 
 pub fn synchronize(sid: u64) -> CuResult<()> {
@@ -59,13 +94,13 @@ pub fn query(sid: u64) -> CuResult<()> {
 
 pub fn wait_event(sid: u64, e: CUevent, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(
-        Op::StreamWaitEvent,
-        &[sid, event_id(e), u64::from(flags)],
-        &[],
-        None,
-    )
-    .map(drop)
+    let (ctx, eid) = (current(), event_id(e));
+    let postable = flags & !WAIT_FLAGS == 0 && {
+        let o = s.objects();
+        o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
+    };
+    let args = [sid, eid, u64::from(flags)];
+    s.post_or_call(Op::StreamWaitEvent, &args, &[], postable)
 }
 
 pub unsafe fn get_flags(sid: u64, flags: *mut c_uint) -> CuResult<()> {
@@ -88,21 +123,29 @@ pub unsafe fn event_create(ph: *mut CUevent, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(ph)?;
     let eid = runtime().mint(Kind::Event);
-    s.call(Op::EventCreate, &[eid, u64::from(flags)], &[], None)?;
+    let ctx = current();
+    let known_flags = flags & !EVENT_FLAGS == 0
+        && (flags & EVENT_INTERPROCESS == 0 || flags & EVENT_DISABLE_TIMING != 0);
+    let postable = known_flags && s.objects().contexts.contains_key(&ctx);
+    s.post_or_call(Op::EventCreate, &[eid, u64::from(flags)], &[], postable)?;
+    s.objects().events.insert(eid, ctx);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(eid)) }
 }
 
 pub fn event_destroy(e: CUevent) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::EventDestroy, &[event_id(e)], &[], None)
-        .map(drop)
+    destroy_handle(&s, Op::EventDestroy, event_id(e), |o| &mut o.events)
 }
 
 pub fn event_record(e: CUevent, sid: u64) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::EventRecord, &[event_id(e), sid], &[], None)
-        .map(drop)
+    let (ctx, eid) = (current(), event_id(e));
+    let postable = {
+        let o = s.objects();
+        o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
+    };
+    s.post_or_call(Op::EventRecord, &[eid, sid], &[], postable)
 }
 
 pub fn event_synchronize(e: CUevent) -> CuResult<()> {
