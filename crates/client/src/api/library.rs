@@ -53,8 +53,8 @@ pub unsafe fn load_data(
     let jit: Vec<u32> = jk.iter().map(|k| k.0).collect();
     let (stage, inline) = super::module::stage_image(&s, image)?;
     let mut blob = Vec::with_capacity((njit + nlib) * 16 + inline.len());
-    options::encode(&mut blob, jit.iter().copied(), jv);
-    options::encode(&mut blob, lk.iter().map(|k| k.0), lv);
+    options::encode(&mut blob, jit.iter().copied(), jv.as_deref());
+    options::encode(&mut blob, lk.iter().map(|k| k.0), lv.as_deref());
     blob.extend_from_slice(inline);
     let lid = runtime().mint(Kind::Library);
     let (_, reply) = s.call(

@@ -42,7 +42,7 @@ pub unsafe fn load_data(
     let keys: Vec<u32> = opts.iter().map(|o| o.0).collect();
     let (stage, inline) = stage_image(&s, image)?;
     let mut blob = Vec::with_capacity(n * 16 + inline.len());
-    options::encode(&mut blob, keys.iter().copied(), vals);
+    options::encode(&mut blob, keys.iter().copied(), vals.as_deref());
     blob.extend_from_slice(inline);
     let id = runtime().mint(Kind::Module);
     let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64, stage], &blob, None)?;

@@ -12,37 +12,39 @@ const JIT_ERROR_LOG_BUFFER: u32 = 5;
 const JIT_ERROR_LOG_BUFFER_SIZE: u32 = 6;
 const MAX_OPTIONS: usize = 64;
 
-/// The application's option arrays as slices (empty when `n` is 0).
+/// The application's option arrays as slices (empty when `n` is 0). The
+/// values array may be NULL (the driver then reads every value as NULL), in
+/// which case `None` comes back for it.
 ///
 /// # Safety
-/// When `n > 0`, both pointers must hold `n` entries.
+/// When `n > 0`, `keys` must hold `n` entries, and `vals` too unless NULL.
 pub unsafe fn slices<'a, K>(
     keys: *mut K,
     vals: *mut *mut c_void,
     n: usize,
-) -> CuResult<(&'a [K], &'a mut [*mut c_void])> {
-    if n > MAX_OPTIONS || (n > 0 && (keys.is_null() || vals.is_null())) {
-        crate::log::line(format_args!("options refused: {n} options, keys {keys:p}, values {vals:p}"));
+) -> CuResult<(&'a [K], Option<&'a mut [*mut c_void]>)> {
+    if n > MAX_OPTIONS || (n > 0 && keys.is_null()) {
+        crate::log::line(format_args!("options refused: {n} options, keys {keys:p}"));
         return Err(CuError::INVALID_VALUE);
     }
     if n == 0 {
-        return Ok((&[], &mut []));
+        return Ok((&[], None));
     }
-    // SAFETY: the caller promises `n` entries in each array.
-    Ok(unsafe {
-        (
-            std::slice::from_raw_parts(keys, n),
-            std::slice::from_raw_parts_mut(vals, n),
-        )
-    })
+    // SAFETY: the caller promises `n` entries in each non-NULL array.
+    unsafe {
+        let vals = (!vals.is_null()).then(|| std::slice::from_raw_parts_mut(vals, n));
+        Ok((std::slice::from_raw_parts(keys, n), vals))
+    }
 }
 
-/// Appends (option u32, pad u32, value u64) records.
-pub fn encode(blob: &mut Vec<u8>, keys: impl Iterator<Item = u32>, vals: &[*mut c_void]) {
-    for (k, v) in keys.zip(vals.iter()) {
+/// Appends (option u32, flags u32, value u64) records; flags bit 0 says the
+/// application passed no values array at all.
+pub fn encode(blob: &mut Vec<u8>, keys: impl Iterator<Item = u32>, vals: Option<&[*mut c_void]>) {
+    for (i, k) in keys.enumerate() {
+        let v = vals.map_or(0, |v| v[i] as u64);
         blob.extend_from_slice(&k.to_le_bytes());
-        blob.extend_from_slice(&0u32.to_le_bytes());
-        blob.extend_from_slice(&(*v as u64).to_le_bytes());
+        blob.extend_from_slice(&u32::from(vals.is_none()).to_le_bytes());
+        blob.extend_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -51,7 +53,8 @@ pub fn encode(blob: &mut Vec<u8>, keys: impl Iterator<Item = u32>, vals: &[*mut 
 ///
 /// # Safety
 /// Log buffer options must point at buffers of the sizes their size options give.
-pub unsafe fn write_back(keys: &[u32], vals: &mut [*mut c_void], reply: &[u8]) {
+pub unsafe fn write_back(keys: &[u32], vals: Option<&mut [*mut c_void]>, reply: &[u8]) {
+    let Some(vals) = vals else { return };
     let n = keys.len();
     if reply.len() < n * 8 {
         return;

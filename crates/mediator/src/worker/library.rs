@@ -40,6 +40,8 @@ const LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
 struct Options {
     keys: Vec<c_int>,
     values: Vec<*mut c_void>,
+    /// The application passed no values array (flags bit 0 on every record).
+    no_values: bool,
     info_log: Vec<u8>,
     error_log: Vec<u8>,
 }
@@ -53,11 +55,14 @@ impl Options {
         let mut o = Options {
             keys: Vec::with_capacity(n),
             values: Vec::with_capacity(n),
+            no_values: n > 0,
             info_log: Vec::new(),
             error_log: Vec::new(),
         };
         for rec in bytes.chunks_exact(16) {
             let key = u32::from_le_bytes(rec[..4].try_into().expect("4 bytes"));
+            let flags = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+            o.no_values &= flags & 1 != 0;
             let val = u64::from_le_bytes(rec[8..].try_into().expect("8 bytes"));
             o.keys
                 .push(c_int::try_from(key).map_err(|_| INVALID_VALUE)?);
@@ -89,6 +94,15 @@ impl Options {
             self.values[i] = buf.as_mut_ptr().cast();
         }
         self
+    }
+
+    /// The values array to hand the driver: NULL when the application passed none.
+    fn values_ptr(&mut self) -> *mut *mut c_void {
+        if self.no_values {
+            ptr::null_mut()
+        } else {
+            self.values.as_mut_ptr()
+        }
     }
 
     fn count(&self) -> Result<c_uint, Status> {
@@ -171,7 +185,7 @@ pub fn module_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Status
             image.as_ptr().cast(),
             n,
             opts.keys.as_mut_ptr(),
-            opts.values.as_mut_ptr(),
+            opts.values_ptr(),
         )
     })?;
     s.tables().modules.insert(
@@ -216,10 +230,10 @@ pub fn library_load(s: &Session, req: &Request, ctx: u64) -> Result<Reply, Statu
             &mut l,
             image.as_ptr().cast(),
             jit.keys.as_mut_ptr(),
-            jit.values.as_mut_ptr(),
+            jit.values_ptr(),
             nj,
             lib.keys.as_mut_ptr(),
-            lib.values.as_mut_ptr(),
+            lib.values_ptr(),
             nl,
         )
     };
