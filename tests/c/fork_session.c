@@ -8,7 +8,9 @@
  *   - after cuInit, has no current context, and the handles it inherited
  *     fail: the context with CUDA_ERROR_INVALID_CONTEXT, the stream with
  *     CUDA_ERROR_INVALID_HANDLE, the device pointer with
- *     CUDA_ERROR_INVALID_VALUE;
+ *     CUDA_ERROR_INVALID_VALUE; the parent's pinned host memory stays
+ *     mapped (shared with the parent) but is not pinned memory of the
+ *     child's session: cuMemFreeHost refuses it, copies treat it as pageable;
  *   - uses CUDA through a fresh session of its own (context, memory, copies);
  *   - exits 0.
  * The parent then checks that its own memory, stream and context still work.
@@ -32,6 +34,8 @@
 static CUcontext parent_ctx;
 static CUdeviceptr parent_mem;
 static CUstream parent_stream;
+static unsigned char *parent_pinned;
+#define PINNED_BYTES (64u << 10)
 
 static void child_checks(void) {
     CUdeviceptr d = 0;
@@ -78,6 +82,27 @@ static void child_checks(void) {
     CHECK("child inherited cuMemFree", cu.MemFree(parent_mem), CUDA_ERROR_INVALID_VALUE);
     printf("ok child_inherited_handles_fail\n");
 
+    /* The parent's pinned pages: mapped, readable, not the child's to free. */
+    CHECK("child inherited cuMemFreeHost", cu.MemFreeHost(parent_pinned),
+          CUDA_ERROR_INVALID_VALUE);
+    {
+        unsigned char *want = malloc(PINNED_BYTES), *back = malloc(PINNED_BYTES);
+        CUdeviceptr d = 0;
+        survive_pattern(want, PINNED_BYTES, 6);
+        OK("child cuMemAlloc", cu.MemAlloc(&d, PINNED_BYTES));
+        OK("child cuMemcpyHtoD from inherited pinned memory",
+           cu.MemcpyHtoD(d, parent_pinned, PINNED_BYTES));
+        OK("child cuMemcpyDtoH", cu.MemcpyDtoH(back, d, PINNED_BYTES));
+        if (memcmp(want, back, PINNED_BYTES) != 0) {
+            printf("FAIL child: the inherited pinned memory did not copy right\n");
+            exit(1);
+        }
+        OK("child cuMemFree", cu.MemFree(d));
+        free(want);
+        free(back);
+    }
+    printf("ok child_inherited_pinned_memory_is_pageable\n");
+
     CUdeviceptr mine = survive_round_trip(CHILD_BYTES, 2, "child");
     OK("child cuMemFree", cu.MemFree(mine));
     OK("child cuCtxDestroy", cu.CtxDestroy(ctx));
@@ -110,6 +135,8 @@ static int fork_once(void) {
     OK("cuCtxCreate", cu.CtxCreate(&parent_ctx, 0, 0));
     parent_mem = survive_round_trip(PARENT_BYTES, 1, "parent");
     OK("cuStreamCreate", cu.StreamCreate(&parent_stream, 0));
+    OK("cuMemHostAlloc", cu.MemHostAlloc((void **)&parent_pinned, PINNED_BYTES, 0));
+    survive_pattern(parent_pinned, PINNED_BYTES, 6);
     printf("ok parent_ready\n");
     fflush(stdout);
 
@@ -137,6 +164,17 @@ static int fork_once(void) {
     CUdeviceptr more = survive_round_trip(PARENT_BYTES, 4, "parent after the child");
     OK("parent cuMemFree", cu.MemFree(more));
     OK("parent cuMemFree", cu.MemFree(parent_mem));
+    {
+        /* The parent's pinned memory is still its own. */
+        CUdeviceptr d = 0;
+        OK("parent cuMemAlloc", cu.MemAlloc(&d, PINNED_BYTES));
+        OK("parent cuMemcpyHtoD from pinned memory", cu.MemcpyHtoD(d, parent_pinned, PINNED_BYTES));
+        memset(parent_pinned, 0, PINNED_BYTES);
+        OK("parent cuMemcpyDtoH into pinned memory", cu.MemcpyDtoH(parent_pinned, d, PINNED_BYTES));
+        survive_expect(d, PINNED_BYTES, 6, "parent pinned");
+        OK("parent cuMemFree", cu.MemFree(d));
+        OK("parent cuMemFreeHost", cu.MemFreeHost(parent_pinned));
+    }
     OK("parent cuStreamDestroy", cu.StreamDestroy(parent_stream));
     OK("parent cuCtxDestroy", cu.CtxDestroy(parent_ctx));
     printf("ok parent_session_untouched\n");

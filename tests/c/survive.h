@@ -55,6 +55,8 @@ static struct {
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamDestroy)(CUstream);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
+    CUresult (*MemFreeHost)(void *);
 } cu;
 
 #define SURVIVE_ENTRY(field, symbol) { (void **)&cu.field, symbol }
@@ -82,6 +84,8 @@ static const struct {
     SURVIVE_ENTRY(StreamCreate, "cuStreamCreate"),
     SURVIVE_ENTRY(StreamSynchronize, "cuStreamSynchronize"),
     SURVIVE_ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    SURVIVE_ENTRY(MemHostAlloc, "cuMemHostAlloc"),
+    SURVIVE_ENTRY(MemFreeHost, "cuMemFreeHost"),
 };
 
 /* Loads libcuda.so.1 and every entry point; exits 2 if it cannot. */

@@ -77,6 +77,7 @@ fn fork_child_gets_a_session_of_its_own() {
         .assert_line("ok child_cuinit")
         .assert_line("ok child_starts_without_context")
         .assert_line("ok child_inherited_handles_fail")
+        .assert_line("ok child_inherited_pinned_memory_is_pageable")
         .assert_line("ok child_own_session")
         .assert_line("ok child_exited_0")
         .assert_line("ok parent_session_untouched");

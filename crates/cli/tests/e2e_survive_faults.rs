@@ -176,6 +176,14 @@ fn crash_child() {
         "calls were slow after the crash: {slow:#?}"
     );
     cases.check();
+    // Answered from the connect-time snapshot, as docs/adr/0003 says.
+    let mut count = 0;
+    // SAFETY: the out-pointer is a live local.
+    cu::ok(
+        unsafe { sys::cuDeviceGetCount(&mut count) },
+        "cuDeviceGetCount after the crash",
+    );
+    assert_eq!(count, 1);
     println!("every call failed fast");
 }
 
