@@ -1,0 +1,807 @@
+//! Correctness under load, and the rules of pipelined calls, end to end on
+//! the simulated device (`docs/adr/0004-async-errors.md`):
+//!
+//! - 32 client threads × 10,000 mixed asynchronous operations each (copies,
+//!   memsets, launches of `vector_add`, `saxpy` and `fill_u32`, event
+//!   records, stream waits, event and stream creation and destruction),
+//!   every result checked against a model of the same operations on the
+//!   host, under a deadline. `VGPU_E2E_LOAD_OPS` scales the per-thread count;
+//!   the default is the full 10,000;
+//! - a posted call's failure surfaces at the calling thread's next
+//!   synchronizing call, once, and nowhere else; a sticky fault stays;
+//! - a call on one thread never overtakes a call another thread posted
+//!   before it (the session-wide order);
+//! - local answers cost no round trip (counted by the `VGPU_TRACE` summary).
+//!
+//! Each test runs over the rings and over the plain socket
+//! (`VGPU_TRANSPORT`). Each re-executes this binary as the client child
+//! (cudarc's raw `sys` bindings, loaded from the harness's lib dir).
+
+mod common;
+
+use std::ffi::{c_void, CStr};
+use std::ptr::null_mut;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::cu::{self, Cases};
+use common::{is_child, Harness};
+use cudarc::driver::sys;
+
+const SIM_MODULE: &CStr = c"VGPU-SIM-MODULE 1\nkernel vector_add\nkernel saxpy\nkernel fill_u32\n";
+const INVALID_HANDLE: u32 = 400;
+const ILLEGAL_ADDRESS: u32 = 700;
+
+/// The per-thread operation count of the load test, from the test runner's
+/// environment (the harness passes it on to the child).
+const OPS_ENV: &str = "VGPU_E2E_LOAD_OPS";
+const TRANSPORT_ENV: &str = "VGPU_TRANSPORT";
+
+/// Runs `test`'s child over `transport` with `env`, under `deadline`.
+fn run_child(
+    test: &str,
+    transport: &str,
+    env: &[(&str, &str)],
+    deadline: Duration,
+) -> common::Output {
+    let mut h = Harness::start();
+    h.env(TRANSPORT_ENV, transport);
+    h.env("VGPU_LOG", "1");
+    for (k, v) in env {
+        h.env(k, v);
+    }
+    let out = common::run(h.self_test(test), deadline);
+    out.assert_success();
+    println!("{transport}: {}", out.stdout);
+    out
+}
+
+/// The transport this child runs over, as the client was told.
+fn transport() -> String {
+    std::env::var(TRANSPORT_ENV).unwrap_or_default()
+}
+
+/// The loaded module's three kernels.
+struct Kernels {
+    vector_add: sys::CUfunction,
+    saxpy: sys::CUfunction,
+    fill_u32: sys::CUfunction,
+}
+
+fn kernels() -> Kernels {
+    let mut module: sys::CUmodule = null_mut();
+    let mut k = Kernels {
+        vector_add: null_mut(),
+        saxpy: null_mut(),
+        fill_u32: null_mut(),
+    };
+    // SAFETY: valid out-pointers; the image and names are NUL-terminated.
+    unsafe {
+        cu::ok(
+            sys::cuModuleLoadData(&mut module, SIM_MODULE.as_ptr().cast()),
+            "cuModuleLoadData",
+        );
+        for (f, name) in [
+            (&mut k.vector_add, c"vector_add"),
+            (&mut k.saxpy, c"saxpy"),
+            (&mut k.fill_u32, c"fill_u32"),
+        ] {
+            cu::ok(
+                sys::cuModuleGetFunction(f, module, name.as_ptr()),
+                "cuModuleGetFunction",
+            );
+        }
+    }
+    k
+}
+
+/// Launches `f` on `stream` with one block per 256 of `n` threads.
+///
+/// # Safety
+/// `params` must point at one live value per kernel parameter.
+unsafe fn launch(
+    f: sys::CUfunction,
+    n: usize,
+    stream: sys::CUstream,
+    params: &mut [*mut c_void],
+) -> sys::CUresult {
+    let blocks = u32::try_from(n.div_ceil(256)).expect("small grids");
+    // SAFETY: forwarded contract.
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            blocks,
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            null_mut(),
+        )
+    }
+}
+
+/// Reads `n` u32 words of `d` (a synchronizing call).
+fn read(d: sys::CUdeviceptr, n: usize) -> Vec<u32> {
+    let mut v = vec![0u32; n];
+    // SAFETY: v holds n words; d holds at least n words.
+    cu::ok(
+        unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), d, n * 4) },
+        "cuMemcpyDtoH",
+    );
+    v
+}
+
+// ---- 32 threads x 10,000 mixed asynchronous operations ---------------------
+
+#[test]
+fn load_32_threads_mixed_async_ops_rings() {
+    load_test("load_32_threads_mixed_async_ops_rings", "rings");
+}
+
+#[test]
+fn load_32_threads_mixed_async_ops_socket() {
+    load_test("load_32_threads_mixed_async_ops_socket", "socket");
+}
+
+fn load_test(test: &str, transport: &str) {
+    if is_child() {
+        return load_child();
+    }
+    let ops = std::env::var(OPS_ENV).unwrap_or_else(|_| "10000".into());
+    let out = run_child(
+        test,
+        transport,
+        &[(OPS_ENV, &ops)],
+        Duration::from_secs(900),
+    );
+    out.assert_line("load ok");
+}
+
+const THREADS: usize = 32;
+/// Elements of each buffer: launches use a grid of four 256-thread blocks.
+const ELEMS: usize = 1000;
+
+/// xorshift64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> usize {
+        usize::try_from(self.next() % n).expect("small")
+    }
+    /// A small integral float's bits: sums and products stay exact for long.
+    fn value(&mut self) -> u32 {
+        let v = f32::from(u16::try_from(self.next() % 64).expect("small")) - 32.0;
+        v.to_bits()
+    }
+}
+
+fn load_child() {
+    let ops: usize = std::env::var(OPS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let ctx = cu::init_context() as usize;
+    let k = kernels();
+    let (va, sx, fl) = (k.vector_add as usize, k.saxpy as usize, k.fill_u32 as usize);
+    let t0 = Instant::now();
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            thread::spawn(move || {
+                // SAFETY: ctx is the live context made by init_context.
+                cu::ok(
+                    unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) },
+                    "cuCtxSetCurrent",
+                );
+                let k = Kernels {
+                    vector_add: va as sys::CUfunction,
+                    saxpy: sx as sys::CUfunction,
+                    fill_u32: fl as sys::CUfunction,
+                };
+                load_thread(t, ops, &k)
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    let mut total = 0;
+    for (t, w) in workers.into_iter().enumerate() {
+        match w.join() {
+            Ok(n) => total += n,
+            Err(_) => failed.push(t),
+        }
+    }
+    assert!(failed.is_empty(), "threads {failed:?} failed");
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "{THREADS} threads: {total} operations in {secs:.1} s ({:.0}/s) over {}",
+        total as f64 / secs,
+        transport()
+    );
+    println!("load ok");
+}
+
+/// One thread's share: three buffers and their host model, two streams
+/// ordered by events when the work moves between them; returns the number
+/// of CUDA calls made.
+fn load_thread(t: usize, ops: usize, k: &Kernels) -> usize {
+    const BUFS: usize = 3;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let bufs: Vec<sys::CUdeviceptr> = (0..BUFS).map(|_| cu::alloc(ELEMS * 4)).collect();
+    let mut model = vec![vec![0u32; ELEMS]; BUFS];
+    let mut streams: [sys::CUstream; 2] = [null_mut(); 2];
+    let mut calls = 0usize;
+    let mut check = |what: &str, r: sys::CUresult| {
+        calls += 1;
+        assert_eq!(cu::code(r), 0, "thread {t}: {what} returned {r:?}");
+    };
+    // SAFETY: for every call below, host buffers hold what is copied, device
+    // buffers hold ELEMS words, handles are live, and launch parameters
+    // point at live locals of the kernels' types.
+    unsafe {
+        for s in &mut streams {
+            check("cuStreamCreate", sys::cuStreamCreate(s, 1));
+        }
+        for (d, m) in bufs.iter().zip(&model) {
+            check(
+                "cuMemcpyHtoD",
+                sys::cuMemcpyHtoD_v2(*d, m.as_ptr().cast(), ELEMS * 4),
+            );
+        }
+        let mut cur = 0usize;
+        let n_i32 = i32::try_from(ELEMS).expect("small");
+        let mut done = 0;
+        while done < ops {
+            let s = streams[cur];
+            let (x, y, z) = (rng.below(3), rng.below(3), rng.below(3));
+            match rng.below(100) {
+                // Host to device from a fresh pattern.
+                0..=11 => {
+                    let src: Vec<u32> = (0..ELEMS).map(|_| rng.value()).collect();
+                    check(
+                        "cuMemcpyHtoDAsync",
+                        sys::cuMemcpyHtoDAsync_v2(bufs[x], src.as_ptr().cast(), ELEMS * 4, s),
+                    );
+                    model[x] = src;
+                }
+                12..=23 => {
+                    let v = rng.value();
+                    check(
+                        "cuMemsetD32Async",
+                        sys::cuMemsetD32Async(bufs[x], v, ELEMS, s),
+                    );
+                    model[x].fill(v);
+                }
+                24..=37 => {
+                    let (mut p, mut v, mut n) = (bufs[x], rng.value(), n_i32);
+                    let mut params = [
+                        (&raw mut p).cast(),
+                        (&raw mut v).cast(),
+                        (&raw mut n).cast(),
+                    ];
+                    check("fill_u32", launch(k.fill_u32, ELEMS, s, &mut params));
+                    model[x].fill(v);
+                }
+                38..=51 => {
+                    let (mut a, mut b, mut c, mut n) = (bufs[x], bufs[y], bufs[z], n_i32);
+                    let mut params = [
+                        (&raw mut a).cast(),
+                        (&raw mut b).cast(),
+                        (&raw mut c).cast(),
+                        (&raw mut n).cast(),
+                    ];
+                    check("vector_add", launch(k.vector_add, ELEMS, s, &mut params));
+                    let sum: Vec<u32> = (0..ELEMS)
+                        .map(|i| {
+                            (f32::from_bits(model[x][i]) + f32::from_bits(model[y][i])).to_bits()
+                        })
+                        .collect();
+                    model[z] = sum;
+                }
+                52..=65 => {
+                    let alpha = if rng.below(2) == 0 { 1.0f32 } else { -1.0 };
+                    let (mut a, mut xp, mut yp, mut n) = (alpha, bufs[x], bufs[y], n_i32);
+                    let mut params = [
+                        (&raw mut a).cast(),
+                        (&raw mut xp).cast(),
+                        (&raw mut yp).cast(),
+                        (&raw mut n).cast(),
+                    ];
+                    check("saxpy", launch(k.saxpy, ELEMS, s, &mut params));
+                    let out: Vec<u32> = (0..ELEMS)
+                        .map(|i| {
+                            (alpha * f32::from_bits(model[x][i]) + f32::from_bits(model[y][i]))
+                                .to_bits()
+                        })
+                        .collect();
+                    model[y] = out;
+                }
+                66..=77 if x != y => {
+                    check(
+                        "cuMemcpyDtoDAsync",
+                        sys::cuMemcpyDtoDAsync_v2(bufs[y], bufs[x], ELEMS * 4, s),
+                    );
+                    model[y] = model[x].clone();
+                }
+                // Move to the other stream, ordered after this one's work.
+                78..=89 => {
+                    let mut e: sys::CUevent = null_mut();
+                    check("cuEventCreate", sys::cuEventCreate(&mut e, 2));
+                    check("cuEventRecord", sys::cuEventRecord(e, s));
+                    cur = 1 - cur;
+                    check(
+                        "cuStreamWaitEvent",
+                        sys::cuStreamWaitEvent(streams[cur], e, 0),
+                    );
+                    check("cuEventDestroy", sys::cuEventDestroy_v2(e));
+                }
+                // Replace the other stream (after this one's work is done).
+                90..=92 => {
+                    let other = 1 - cur;
+                    check(
+                        "cuStreamSynchronize",
+                        sys::cuStreamSynchronize(streams[other]),
+                    );
+                    check("cuStreamDestroy", sys::cuStreamDestroy_v2(streams[other]));
+                    check(
+                        "cuStreamCreate",
+                        sys::cuStreamCreate(&mut streams[other], 1),
+                    );
+                    let mut e: sys::CUevent = null_mut();
+                    check("cuEventCreate", sys::cuEventCreate(&mut e, 2));
+                    check("cuEventRecord", sys::cuEventRecord(e, s));
+                    check(
+                        "cuStreamWaitEvent",
+                        sys::cuStreamWaitEvent(streams[other], e, 0),
+                    );
+                    check("cuEventDestroy", sys::cuEventDestroy_v2(e));
+                }
+                // Verify one buffer through an asynchronous read back.
+                93..=95 => {
+                    let mut back = vec![0u32; ELEMS];
+                    check(
+                        "cuMemcpyDtoHAsync",
+                        sys::cuMemcpyDtoHAsync_v2(back.as_mut_ptr().cast(), bufs[x], ELEMS * 4, s),
+                    );
+                    check("cuStreamSynchronize", sys::cuStreamSynchronize(s));
+                    assert_eq!(
+                        back, model[x],
+                        "thread {t}: buffer {x} after {done} operations"
+                    );
+                }
+                _ => continue,
+            }
+            done += 1;
+        }
+        for s in streams {
+            check("cuStreamSynchronize", sys::cuStreamSynchronize(s));
+        }
+        for (i, d) in bufs.iter().enumerate() {
+            assert_eq!(
+                read(*d, ELEMS),
+                model[i],
+                "thread {t}: buffer {i} at the end"
+            );
+            check("cuMemFree", sys::cuMemFree_v2(*d));
+        }
+        for s in streams {
+            check("cuStreamDestroy", sys::cuStreamDestroy_v2(s));
+        }
+    }
+    calls
+}
+
+// ---- pipelined errors ------------------------------------------------------
+
+#[test]
+fn pipelined_errors_surface_at_the_next_synchronizing_call_rings() {
+    errors_test(
+        "pipelined_errors_surface_at_the_next_synchronizing_call_rings",
+        "rings",
+    );
+}
+
+#[test]
+fn pipelined_errors_surface_at_the_next_synchronizing_call_socket() {
+    errors_test(
+        "pipelined_errors_surface_at_the_next_synchronizing_call_socket",
+        "socket",
+    );
+}
+
+fn errors_test(test: &str, transport: &str) {
+    if is_child() {
+        return errors_child();
+    }
+    run_child(test, transport, &[], Duration::from_secs(120)).assert_line("errors ok");
+}
+
+/// A launch the client cannot refuse locally but the driver refuses: a
+/// function of a module loaded in another context (`CUDA_ERROR_INVALID_HANDLE`).
+unsafe fn bad_launch(
+    foreign: sys::CUfunction,
+    d: sys::CUdeviceptr,
+    stream: sys::CUstream,
+) -> sys::CUresult {
+    let (mut p, mut v, mut n) = (d, 9u32, 64i32);
+    let mut params = [
+        (&raw mut p).cast(),
+        (&raw mut v).cast(),
+        (&raw mut n).cast(),
+    ];
+    // SAFETY: parameters point at live locals of fill_u32's types.
+    unsafe { launch(foreign, 64, stream, &mut params) }
+}
+
+fn errors_child() {
+    let mut c = Cases::default();
+    let ctx1 = cu::init_context();
+    let k1 = kernels();
+    let mut ctx2: sys::CUcontext = null_mut();
+    let mut s2: sys::CUstream = null_mut();
+    // SAFETY: valid out-pointers and live handles throughout; launch
+    // parameters point at live locals.
+    unsafe {
+        cu::ok(sys::cuCtxCreate_v2(&mut ctx2, 0, 0), "cuCtxCreate");
+        cu::ok(sys::cuStreamCreate(&mut s2, 1), "cuStreamCreate");
+        let d = cu::alloc(64 * 4);
+        let mut spare: sys::CUdeviceptr = 0;
+        let mut flags = 0u32;
+
+        // Posted, fails in the worker: nothing before the next synchronizing call sees it.
+        c.add("memset before", sys::cuMemsetD32Async(d, 1, 64, s2), 0);
+        c.add("foreign launch (posted)", bad_launch(k1.fill_u32, d, s2), 0);
+        c.add("memset after", sys::cuMemsetD32Async(d, 2, 64, s2), 0);
+        c.add(
+            "cuMemAlloc (not synchronizing)",
+            sys::cuMemAlloc_v2(&mut spare, 64),
+            0,
+        );
+        c.add(
+            "cuStreamGetFlags (not synchronizing)",
+            sys::cuStreamGetFlags(s2, &mut flags),
+            0,
+        );
+        c.add(
+            "cuEventRecord of a NULL event fails at once, on its own",
+            sys::cuEventRecord(null_mut(), s2),
+            INVALID_HANDLE,
+        );
+        c.add(
+            "cuStreamQuery reports it",
+            sys::cuStreamQuery(s2),
+            INVALID_HANDLE,
+        );
+        c.add("cuStreamQuery again", sys::cuStreamQuery(s2), 0);
+        let back = read(d, 64);
+        assert!(
+            back.iter().all(|&v| v == 2),
+            "the posted calls after the failure ran: {back:?}"
+        );
+
+        // A synchronous copy reports it too, and then has not run.
+        let ones = [1u32; 64];
+        c.add("foreign launch (posted)", bad_launch(k1.fill_u32, d, s2), 0);
+        c.add(
+            "cuMemcpyHtoD reports it",
+            sys::cuMemcpyHtoD_v2(d, ones.as_ptr().cast(), 64 * 4),
+            INVALID_HANDLE,
+        );
+        assert!(
+            read(d, 64).iter().all(|&v| v == 2),
+            "the reporting copy did not run"
+        );
+
+        // cuMemFree is synchronizing; it does not run either.
+        c.add("foreign launch (posted)", bad_launch(k1.fill_u32, d, s2), 0);
+        c.add(
+            "cuMemFree reports it",
+            sys::cuMemFree_v2(spare),
+            INVALID_HANDLE,
+        );
+        c.add("cuMemFree then frees", sys::cuMemFree_v2(spare), 0);
+
+        // Another thread's synchronizing call does not see this thread's failure.
+        c.add("foreign launch (posted)", bad_launch(k1.fill_u32, d, s2), 0);
+        let ctx2u = ctx2 as usize;
+        let other = thread::spawn(move || sync_on_another_thread(ctx2u))
+            .join()
+            .expect("other thread");
+        c.add(
+            "another thread's cuCtxSynchronize",
+            if other == 0 {
+                sys::CUresult::CUDA_SUCCESS
+            } else {
+                sys::CUresult::CUDA_ERROR_UNKNOWN
+            },
+            0,
+        );
+        c.add(
+            "this thread's cuCtxSynchronize",
+            sys::cuCtxSynchronize(),
+            INVALID_HANDLE,
+        );
+        c.add("and only once", sys::cuCtxSynchronize(), 0);
+
+        // A sticky fault: a kernel that leaves its allocation. The launch and
+        // the posted calls after it succeed; the next synchronizing call
+        // reports the fault, and it stays, as the driver keeps it.
+        cu::ok(sys::cuCtxSetCurrent(ctx1), "cuCtxSetCurrent");
+        let small = cu::alloc(64 * 4);
+        let (mut a, mut b, mut out, mut n) = (small, small, small, 1 << 20);
+        let mut params = [
+            (&raw mut a).cast(),
+            (&raw mut b).cast(),
+            (&raw mut out).cast(),
+            (&raw mut n).cast(),
+        ];
+        c.add(
+            "vector_add past its allocation (posted)",
+            launch(k1.vector_add, 1 << 20, null_mut(), &mut params),
+            0,
+        );
+        c.add(
+            "memset after the fault (posted)",
+            sys::cuMemsetD32Async(small, 3, 64, null_mut()),
+            0,
+        );
+        c.add(
+            "cuStreamSynchronize reports the fault",
+            sys::cuStreamSynchronize(null_mut()),
+            ILLEGAL_ADDRESS,
+        );
+        c.add(
+            "the fault is sticky",
+            sys::cuCtxSynchronize(),
+            ILLEGAL_ADDRESS,
+        );
+    }
+    c.check();
+    println!("errors ok");
+}
+
+/// `cuCtxSynchronize` in `ctx` on a fresh thread (a lane of its own).
+fn sync_on_another_thread(ctx: usize) -> u32 {
+    // SAFETY: ctx is a live context; no pointers.
+    unsafe {
+        cu::ok(
+            sys::cuCtxSetCurrent(ctx as sys::CUcontext),
+            "cuCtxSetCurrent",
+        );
+        cu::code(sys::cuCtxSynchronize())
+    }
+}
+
+// ---- order across threads --------------------------------------------------
+
+#[test]
+fn calls_never_overtake_another_threads_posted_calls_rings() {
+    order_test(
+        "calls_never_overtake_another_threads_posted_calls_rings",
+        "rings",
+    );
+}
+
+#[test]
+fn calls_never_overtake_another_threads_posted_calls_socket() {
+    order_test(
+        "calls_never_overtake_another_threads_posted_calls_socket",
+        "socket",
+    );
+}
+
+fn order_test(test: &str, transport: &str) {
+    if is_child() {
+        return order_child();
+    }
+    run_child(test, transport, &[], Duration::from_secs(300)).assert_line("order ok");
+}
+
+/// Thread A creates a stream, fills a buffer on it and records an event,
+/// all posted, then hands them to thread B, which at once synchronizes the
+/// stream, reads the buffer, waits on the event from its own stream and
+/// destroys A's stream. B must never see a missing stream or stale data.
+fn order_child() {
+    const ROUNDS: u32 = 300;
+    const N: usize = 4096;
+    let ctx = cu::init_context() as usize;
+    let k = kernels();
+    let fill = k.fill_u32 as usize;
+    let d = cu::alloc(N * 4);
+    let (to_b, from_a) = mpsc::channel::<(usize, usize, u32)>();
+    let (to_a, from_b) = mpsc::channel::<()>();
+    let a = thread::spawn(move || {
+        // SAFETY: live context, function and buffer; valid out-pointers;
+        // parameters point at live locals.
+        unsafe {
+            cu::ok(
+                sys::cuCtxSetCurrent(ctx as sys::CUcontext),
+                "A: cuCtxSetCurrent",
+            );
+            for round in 1..=ROUNDS {
+                let mut s: sys::CUstream = null_mut();
+                let mut e: sys::CUevent = null_mut();
+                cu::ok(sys::cuStreamCreate(&mut s, 1), "A: cuStreamCreate");
+                cu::ok(sys::cuEventCreate(&mut e, 0), "A: cuEventCreate");
+                for v in [round.wrapping_mul(7), round] {
+                    let (mut p, mut v, mut n) = (d, v, i32::try_from(N).expect("small"));
+                    let mut params = [
+                        (&raw mut p).cast(),
+                        (&raw mut v).cast(),
+                        (&raw mut n).cast(),
+                    ];
+                    cu::ok(
+                        launch(fill as sys::CUfunction, N, s, &mut params),
+                        "A: fill_u32",
+                    );
+                }
+                cu::ok(sys::cuEventRecord(e, s), "A: cuEventRecord");
+                to_b.send((s as usize, e as usize, round))
+                    .expect("send to B");
+                from_b.recv().expect("B done");
+            }
+        }
+    });
+    // SAFETY: live context; A's handles are live until B destroys them.
+    unsafe {
+        cu::ok(
+            sys::cuCtxSetCurrent(ctx as sys::CUcontext),
+            "B: cuCtxSetCurrent",
+        );
+        let mut mine: sys::CUstream = null_mut();
+        cu::ok(sys::cuStreamCreate(&mut mine, 1), "B: cuStreamCreate");
+        for (s, e, round) in from_a.iter() {
+            let (s, e) = (s as sys::CUstream, e as sys::CUevent);
+            cu::ok(
+                sys::cuStreamWaitEvent(mine, e, 0),
+                "B: cuStreamWaitEvent on A's event",
+            );
+            cu::ok(
+                sys::cuStreamSynchronize(s),
+                "B: cuStreamSynchronize of A's stream",
+            );
+            let back = read(d, N);
+            assert!(
+                back.iter().all(|&v| v == round),
+                "round {round}: B read {} before A's posted fill",
+                back[0]
+            );
+            cu::ok(sys::cuEventDestroy_v2(e), "B: cuEventDestroy of A's event");
+            cu::ok(
+                sys::cuStreamDestroy_v2(s),
+                "B: cuStreamDestroy of A's stream",
+            );
+            to_a.send(()).expect("send to A");
+            if round == ROUNDS {
+                break;
+            }
+        }
+    }
+    a.join().expect("thread A");
+    println!("order ok");
+}
+
+// ---- local answers ---------------------------------------------------------
+
+#[test]
+fn local_answers_and_posted_calls_cost_no_round_trip() {
+    if is_child() {
+        return local_child();
+    }
+    for transport in ["rings", "socket"] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let trace = dir.path().join("trace.txt");
+        let trace_s = trace.display().to_string();
+        run_child(
+            "local_answers_and_posted_calls_cost_no_round_trip",
+            transport,
+            &[("VGPU_TRACE", &trace_s)],
+            Duration::from_secs(120),
+        )
+        .assert_line("local ok");
+        let text = std::fs::read_to_string(&trace).expect("the trace file");
+        let summary = text
+            .lines()
+            .find(|l| l.starts_with("== vgpu lanes:"))
+            .unwrap_or_else(|| panic!("no lane summary in the trace:\n{text}"));
+        let count = |what: &str| -> u64 {
+            summary
+                .split(", ")
+                .find_map(|part| part.strip_suffix(what))
+                .and_then(|n| n.trim().rsplit(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no {what:?} count in {summary:?}"))
+        };
+        let (round_trips, posted) = (count(" round trips"), count(" posted"));
+        println!("{transport}: {summary}");
+        // cuCtxCreate, the module load, three look-ups, the allocation, the
+        // stream, and the one synchronize at the end; none per local answer
+        // or posted call.
+        assert!(round_trips <= 10, "{round_trips} round trips: {summary}");
+        assert!(
+            posted >= 4 * LOCAL_ROUNDS as u64,
+            "{posted} posted: {summary}"
+        );
+        assert!(summary.contains(&format!("on {transport}")), "{summary}");
+    }
+}
+
+const LOCAL_ROUNDS: usize = 500;
+
+fn local_child() {
+    cu::init_context();
+    let k = kernels();
+    let d = cu::alloc(256 * 4);
+    let mut s: sys::CUstream = null_mut();
+    let mut v = 0i32;
+    let mut dev: sys::CUdevice = 0;
+    let mut ctx: sys::CUcontext = null_mut();
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    let (mut off, mut size) = (0usize, 0usize);
+    let mut buf = [0 as std::ffi::c_char; 64];
+    let mut mem = 0usize;
+    // SAFETY: valid out-pointers, live handles; launch parameters point at
+    // live locals.
+    unsafe {
+        cu::ok(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate");
+        for _ in 0..LOCAL_ROUNDS {
+            // Answered locally.
+            cu::ok(
+                sys::cuDeviceGetAttribute(
+                    &mut v,
+                    sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                    0,
+                ),
+                "cuDeviceGetAttribute",
+            );
+            cu::ok(sys::cuDeviceGet(&mut dev, 0), "cuDeviceGet");
+            cu::ok(
+                sys::cuDeviceGetName(buf.as_mut_ptr(), 64, dev),
+                "cuDeviceGetName",
+            );
+            cu::ok(sys::cuDeviceTotalMem_v2(&mut mem, dev), "cuDeviceTotalMem");
+            cu::ok(sys::cuCtxGetCurrent(&mut ctx), "cuCtxGetCurrent");
+            cu::ok(sys::cuCtxGetDevice(&mut dev), "cuCtxGetDevice");
+            cu::ok(sys::cuDriverGetVersion(&mut v), "cuDriverGetVersion");
+            cu::ok(
+                sys::cuGetErrorString(sys::CUresult::CUDA_ERROR_INVALID_VALUE, &mut name),
+                "cuGetErrorString",
+            );
+            cu::ok(
+                sys::cuGetErrorName(sys::CUresult::CUDA_ERROR_INVALID_VALUE, &mut name),
+                "cuGetErrorName",
+            );
+            cu::ok(
+                sys::cuFuncGetParamInfo(k.fill_u32, 1, &mut off, &mut size),
+                "cuFuncGetParamInfo",
+            );
+            cu::ok(sys::cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
+            cu::ok(sys::cuCtxPopCurrent_v2(&mut ctx), "cuCtxPopCurrent");
+            // Posted.
+            let (mut p, mut fv, mut n) = (d, 5u32, 256i32);
+            let mut params = [
+                (&raw mut p).cast(),
+                (&raw mut fv).cast(),
+                (&raw mut n).cast(),
+            ];
+            cu::ok(launch(k.fill_u32, 256, s, &mut params), "cuLaunchKernel");
+            cu::ok(sys::cuMemsetD32Async(d, 6, 256, s), "cuMemsetD32Async");
+            let mut e: sys::CUevent = null_mut();
+            cu::ok(sys::cuEventCreate(&mut e, 2), "cuEventCreate");
+            cu::ok(sys::cuEventRecord(e, s), "cuEventRecord");
+            cu::ok(sys::cuEventDestroy_v2(e), "cuEventDestroy");
+        }
+        assert_eq!((off, size), (8, 4), "fill_u32's second parameter");
+        cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+    }
+    println!("local ok");
+}
