@@ -79,11 +79,16 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
         return Ok(());
     }
     let packed = w.checked_mul(h).ok_or(CuError::INVALID_VALUE)?;
-    if packed > vgpu_proto::MAX_BLOB {
-        return Err(CuError::INVALID_VALUE);
-    }
     let src = side(c.srcMemoryType, c.srcHost, c.srcDevice)?;
     let dst = side(c.dstMemoryType, c.dstHost.cast_const(), c.dstDevice)?;
+    // Only a host side travels in the message; device-to-device copies have no size cap.
+    let staged = matches!(
+        (&src, &dst),
+        (Side::Host(_), Side::Device(_)) | (Side::Device(_), Side::Host(_))
+    );
+    if staged && packed > vgpu_proto::MAX_BLOB {
+        return Err(CuError::INVALID_VALUE);
+    }
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
     let dev =
         |d: CUdeviceptr, pitch: usize, x: usize, y: usize| [d, pitch as u64, x as u64, y as u64];

@@ -71,7 +71,8 @@ pub fn memcpy_2d(
     let a = &req.args;
     let (direction, width, height) = (a[0], a[9], a[10]);
     let packed = width.checked_mul(height).ok_or(INVALID_VALUE)?;
-    if packed > MAX_BLOB as u64 || (width > a[2] && direction != 1 && a[2] != 0) {
+    if (direction != 0 && packed > MAX_BLOB as u64) || (width > a[2] && direction != 1 && a[2] != 0)
+    {
         return Err(INVALID_VALUE);
     }
     let mut ranges = Vec::new();
