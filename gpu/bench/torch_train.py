@@ -21,6 +21,8 @@ with a synchronize after the last step.
 """
 
 import argparse
+import ctypes
+import os
 import sys
 import time
 
@@ -139,6 +141,30 @@ class GPT2(nn.Module):
         return self.head(self.ln_f(x))
 
 
+def report_library():
+    """Prints `# library PATH shim=0|1`: the libcuda this process mapped, and
+    whether it is vgpu's client (which exports vgpu_shim_marker)."""
+    mapped = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            path = fields[5] if len(fields) >= 6 else ""
+            base = os.path.basename(path)
+            if (base.startswith("libcuda.so") or base.startswith("libvgpu")) and path not in mapped:
+                mapped.append(path)
+    found = []
+    for path in mapped:
+        try:
+            found.append((path, hasattr(ctypes.CDLL(path), "vgpu_shim_marker")))
+        except OSError:
+            continue
+    # vgpu's client first: it must never be mapped on the native side.
+    found.sort(key=lambda f: not f[1])
+    if found:
+        path, shim = found[0]
+        print(f"# library {os.path.realpath(path)} shim={int(shim)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model", choices=["resnet50", "gpt2"])
@@ -150,6 +176,8 @@ def main():
         print("FAIL torch.cuda.is_available() is False")
         return 1
     dev = torch.device("cuda")
+    torch.cuda.init()
+    report_library()
     print(f"# device {torch.cuda.get_device_name(0)}")
     print(f"# torch {torch.__version__}")
     torch.manual_seed(0)

@@ -97,6 +97,12 @@ pub enum Command {
     /// Refuses, changing nothing, when a path was changed since the install,
     /// unless --force.
     Uninstall(UninstallArgs),
+    /// Measure vgpu against the native driver in the same run (on a GPU machine).
+    ///
+    /// Starts a private mediator, runs each benchmark program on the native
+    /// driver and through vgpu once per transport, and prints every figure
+    /// with the ratio vgpu/native (docs/bench.md).
+    Bench(crate::bench::BenchArgs),
     /// Internal: load libcuda.so.1 and print what got mapped (used by doctor).
     #[command(hide = true, name = "__loader-probe")]
     LoaderProbe,

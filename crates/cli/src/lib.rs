@@ -13,6 +13,7 @@
 //! - Exit codes are the constants in [`error::exit`], listed in `vgpu --help`.
 
 pub mod args;
+pub mod bench;
 pub mod config;
 pub mod demo;
 pub mod doctor;
@@ -54,6 +55,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::doctor(&env, &cli.paths, args),
         Command::Install(args) => install::install(&cli.paths, args),
         Command::Uninstall(args) => install::uninstall(args),
+        Command::Bench(args) => bench::bench(&env, &cli.paths, args),
         Command::LoaderProbe => return loader::probe_main(),
     };
     match result {
@@ -66,6 +68,7 @@ pub fn main() -> ExitCode {
                 Command::Doctor(_) => "doctor",
                 Command::Install(_) => "install",
                 Command::Uninstall(_) => "uninstall",
+                Command::Bench(_) => "bench",
                 Command::LoaderProbe => "__loader-probe",
             };
             eprintln!("vgpu {name}: {e}");

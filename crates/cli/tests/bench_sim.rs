@@ -1,0 +1,256 @@
+//! `vgpu bench` end to end without a GPU: both sides on the simulated device
+//! (`--driver sim` for the mediator, `--native-driver sim` for the native
+//! side, which then `dlopen`s libvgpu-sim.so directly through
+//! VGPU_BENCH_LIBCUDA). The figures mean nothing here; the harness is what is
+//! tested: the mediator, the C program compiled at run time, the table, the
+//! JSON report, FAIL rows, deadlines and exit codes.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::Output;
+
+const DEADLINE: Duration = Duration::from_secs(180);
+
+/// `vgpu bench --driver sim --native-driver sim ARGS` with a private TMPDIR
+/// and no VGPU_* or LD_LIBRARY_PATH from the test runner.
+fn bench(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    common::build(); // the mediator, client and sim libraries beside vgpu
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vgpu"));
+    cmd.args(["bench", "--driver", "sim", "--native-driver", "sim"])
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("VGPU_MEDIATOR")
+        .env_remove("VGPU_TRANSPORT")
+        .env_remove("VGPU_BENCH_LIBCUDA")
+        .env_remove("VGPU_SIM_MEMORY_MB")
+        .envs(env.iter().copied());
+    common::run(cmd, DEADLINE)
+}
+
+/// The table rows of `figure` (lines whose first word is it).
+fn rows<'a>(out: &'a Output, figure: &str) -> Vec<Vec<&'a str>> {
+    out.stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.first() == Some(&figure))
+        .collect()
+}
+
+fn number(s: &str, what: &str, out: &Output) -> f64 {
+    let v: f64 = s
+        .parse()
+        .unwrap_or_else(|_| panic!("{what}: {s:?} is not a number\n{out}"));
+    assert!(v.is_finite() && v > 0.0, "{what}: {v}\n{out}");
+    v
+}
+
+#[test]
+fn quick_run_prints_every_row_with_numbers_and_writes_json() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let json = tmp.path().join("bench.json");
+    let logs = tmp.path().join("logs");
+    let out = bench(
+        tmp.path(),
+        &[
+            "--quick",
+            "--only",
+            "launch_sync,memcpy_8b",
+            "--transports",
+            "socket",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+            "--log-dir",
+            logs.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    );
+    out.assert_success();
+
+    let figures = [
+        ("launch_sync", "us"),
+        ("memcpy_8b_pinned_h2d", "us"),
+        ("memcpy_8b_pinned_d2h", "us"),
+        ("memcpy_8b_pageable_h2d", "us"),
+        ("memcpy_8b_pageable_d2h", "us"),
+    ];
+    let header = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("figure"))
+        .unwrap_or_else(|| panic!("no table header\n{out}"));
+    let header: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        header[..6],
+        [
+            "figure",
+            "transport",
+            "vgpu",
+            "native",
+            "vgpu/native",
+            "unit"
+        ]
+    );
+    for (figure, unit) in figures {
+        let r = rows(&out, figure);
+        assert_eq!(r.len(), 1, "{figure}: one row per transport\n{out}");
+        let r = &r[0];
+        assert_eq!(r[1], "socket", "{figure}\n{out}");
+        let vgpu = number(r[2], "vgpu", &out);
+        let native = number(r[3], "native", &out);
+        let ratio = number(r[4], "ratio", &out);
+        assert_eq!(r[5], unit, "{figure}\n{out}");
+        // The printed ratio is vgpu/native of the printed values, to rounding.
+        let want = vgpu / native;
+        assert!(
+            (ratio - want).abs() <= want * 0.02 + 0.002,
+            "{figure}: ratio {ratio}, values give {want}\n{out}"
+        );
+    }
+    assert!(!out.stdout.contains("FAIL"), "{out}");
+    // The header names both sides' libraries: the sim directly, vgpu's client.
+    assert!(out.stdout.contains("libvgpu_sim.so"), "{out}");
+    assert!(out.stdout.contains("libvgpu_cuda.so"), "{out}");
+    // A progress line per (benchmark, side), in order.
+    for line in [
+        "[1/4] launch_sync   native",
+        "[2/4] launch_sync   vgpu/socket",
+        "[3/4] memcpy_8b     native",
+        "[4/4] memcpy_8b     vgpu/socket",
+    ] {
+        assert!(
+            out.stderr.lines().any(|l| l.trim_start().starts_with(line)),
+            "no progress line {line:?}\n{out}"
+        );
+    }
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("valid JSON");
+    assert_eq!(report["quick"], true);
+    assert_eq!(report["failed"], 0);
+    assert_eq!(report["transports"], serde_json::json!(["socket"]));
+    let rows = report["figures"].as_array().expect("figures");
+    assert_eq!(rows.len(), figures.len());
+    for (row, (figure, unit)) in rows.iter().zip(figures) {
+        assert_eq!(row["figure"], figure);
+        assert_eq!(row["unit"], unit);
+        assert_eq!(row["transport"], "socket");
+        assert_eq!(row["vgpu_status"], "ok");
+        assert_eq!(row["native_status"], "ok");
+        for k in ["vgpu", "native", "ratio"] {
+            assert!(row[k].as_f64().is_some_and(|v| v > 0.0), "{k}: {row}");
+        }
+    }
+    assert!(report["native"]["library"]
+        .as_str()
+        .is_some_and(|l| l.ends_with("libvgpu_sim.so")));
+
+    let runs = std::fs::read_to_string(logs.join("runs.log")).expect("runs.log");
+    assert!(runs.contains("=== launch_sync on vgpu/socket"), "{runs}");
+    assert!(runs.contains("VGPU_TRANSPORT"), "{runs}");
+    assert!(logs.join("mediator.log").exists());
+}
+
+#[test]
+fn a_failing_figure_is_a_fail_row_and_the_run_goes_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A 512 MiB simulated device cannot allocate 1 GiB, on either side.
+    let out = bench(
+        tmp.path(),
+        &[
+            "--quick",
+            "--only",
+            "alloc_1gb,sync_idle",
+            "--transports",
+            "socket",
+        ],
+        &[("VGPU_SIM_MEMORY_MB", "512")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    for figure in ["alloc_1gb", "free_1gb"] {
+        let r = rows(&out, figure);
+        assert_eq!(r.len(), 1, "{out}");
+        assert_eq!(r[0][2..5], ["FAIL", "FAIL", "-"], "{out}");
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(figure))
+            .unwrap_or_default();
+        assert!(
+            line.contains("FAIL native: ") && line.contains("CUDA_ERROR_OUT_OF_MEMORY"),
+            "{line}"
+        );
+    }
+    // sync_idle runs first and alloc_1gb after it; both are reported.
+    let r = rows(&out, "sync_idle");
+    number(r[0][2], "vgpu", &out);
+    number(r[0][3], "native", &out);
+    assert!(out.stderr.contains("2 of 3 figures failed"), "{out}");
+}
+
+#[test]
+fn a_run_past_its_deadline_is_stopped_and_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // A full alloc_1gb run takes many seconds on the simulated device.
+    let out = bench(
+        tmp.path(),
+        &[
+            "--only",
+            "alloc_1gb",
+            "--transports",
+            "socket",
+            "--timeout",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("alloc_1gb"))
+        .unwrap_or_else(|| panic!("no alloc_1gb row\n{out}"));
+    assert!(
+        line.contains("FAIL native: timed out after 1 s")
+            && line.contains("FAIL vgpu: timed out after 1 s"),
+        "{line}"
+    );
+    assert!(out.elapsed < Duration::from_secs(60), "{out}");
+}
+
+#[test]
+fn list_names_every_benchmark() {
+    let out = common::run(
+        {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_vgpu"));
+            c.args(["bench", "--list"]);
+            c
+        },
+        DEADLINE,
+    );
+    out.assert_success();
+    for name in [
+        "launch_1t",
+        "launch_4t",
+        "launch_sync",
+        "sync_idle",
+        "memcpy_8b",
+        "memcpy_256mb",
+        "alloc_4kb",
+        "alloc_1mb",
+        "alloc_1gb",
+        "cold_start",
+        "resnet50",
+        "gpt2",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} missing\n{out}"
+        );
+    }
+}
