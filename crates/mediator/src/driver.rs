@@ -143,6 +143,7 @@ driver_table! {
     event_create = "cuEventCreate": fn(*mut Handle, c_uint);
     event_destroy = "cuEventDestroy_v2": fn(Handle);
     event_record = "cuEventRecord": fn(Handle, Handle);
+    event_record_with_flags = "cuEventRecordWithFlags": fn(Handle, Handle, c_uint);
     event_synchronize = "cuEventSynchronize": fn(Handle);
     event_query = "cuEventQuery": fn(Handle);
     event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle);

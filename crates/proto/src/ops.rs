@@ -252,6 +252,8 @@ wire_ops! {
     /// image in the worker, piece by piece; the load that names the stage id
     /// consumes it.
     StageBlob = 105, args = 3;
+    /// (event, stream, flags) → ()
+    EventRecordWithFlags = 106, args = 3;
 }
 
 impl Op {

@@ -135,6 +135,8 @@ implement! {
     cuEventDestroy_v2(e) => stream::event_destroy(e);
     cuEventRecord(e, s) => stream::event_record(e, stream::id(s));
     cuEventRecord_ptsz(e, s) => stream::event_record(e, stream::id_ptsz(s));
+    cuEventRecordWithFlags(e, s, flags) => stream::event_record_with_flags(e, stream::id(s), flags);
+    cuEventRecordWithFlags_ptsz(e, s, flags) => stream::event_record_with_flags(e, stream::id_ptsz(s), flags);
     cuEventSynchronize(e) => stream::event_synchronize(e);
     cuEventQuery(e) => stream::event_query(e);
     cuEventElapsedTime(ms, start, end) => stream::elapsed(ms, start, end);

@@ -171,3 +171,14 @@ pub unsafe fn elapsed(ms: *mut f32, start: CUevent, end: CUevent) -> CuResult<()
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ms, f32::from_bits(wire::u32(outs[0]))) }
 }
+
+pub fn event_record_with_flags(e: CUevent, sid: u64, flags: c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    s.call(
+        Op::EventRecordWithFlags,
+        &[event_id(e), sid, u64::from(flags)],
+        &[],
+        None,
+    )
+    .map(drop)
+}

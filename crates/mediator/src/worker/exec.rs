@@ -164,6 +164,17 @@ impl Lane {
                 Ok(Reply::default())
             }
             Op::StageBlob => library::stage(s, req),
+            Op::EventRecordWithFlags => {
+                let (ev, st) = {
+                    let t = tables();
+                    (t.event(a[0])?, t.stream(a[1])?)
+                };
+                // SAFETY: both handles are live objects of this session.
+                ok(unsafe {
+                    entry(d.event_record_with_flags)?(as_handle(ev), as_handle(st), uint(a[2])?)
+                })?;
+                Ok(Reply::default())
+            }
             Op::MemAllocAsync => copy::alloc_async(s, req),
             Op::MemFreeAsync => copy::free_async(s, req),
             Op::Memcpy2D => {
