@@ -198,8 +198,8 @@ impl Session {
         op: Op,
         args: &[u64],
         blob: &[u8],
-        mut sink: Option<&mut [u8]>,
-        mut fd_out: Option<&mut Option<OwnedFd>>,
+        sink: Option<&mut [u8]>,
+        fd_out: Option<&mut Option<OwnedFd>>,
     ) -> CuResult<(Vec<u64>, Vec<u8>)> {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
@@ -213,10 +213,10 @@ impl Session {
                 .map_err(|e| self.fail(op.name(), e))?;
             let (head, outs, owned) = lane
                 .io
-                .receive(sink.as_deref_mut())
+                .receive(sink)
                 .map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;
-            if let Some(slot) = fd_out.as_deref_mut() {
+            if let Some(slot) = fd_out {
                 *slot = Some(lane.io.recv_fd().map_err(|e| self.fail(op.name(), e))?);
             }
             Ok((outs, owned))
