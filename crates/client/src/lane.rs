@@ -211,10 +211,7 @@ impl Session {
             lane.io
                 .send(&meta, args, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
-            let (head, outs, owned) = lane
-                .io
-                .receive(sink)
-                .map_err(|e| self.fail(op.name(), e))?;
+            let (head, outs, owned) = lane.io.receive(sink).map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;
             if let Some(slot) = fd_out {
                 *slot = Some(lane.io.recv_fd().map_err(|e| self.fail(op.name(), e))?);
