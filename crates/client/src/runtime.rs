@@ -147,7 +147,8 @@ impl Runtime {
         let epoch = self.fork_epoch.load(Ordering::SeqCst);
         let mut slot = self.lock();
         if let Some(s) = slot.as_ref().filter(|s| s.epoch == epoch) {
-            if s.dead.load(Ordering::SeqCst) {
+            if s.dead.load(Ordering::SeqCst) || s.control_hung_up() {
+                s.dead.store(true, Ordering::SeqCst);
                 return Err(CuError::DEVICE_UNAVAILABLE);
             }
             return crate::edge::check(s.init_status);
@@ -250,6 +251,11 @@ impl Session {
             .ok()
             .and_then(|i| self.devices.get(i))
             .ok_or(CuError::INVALID_DEVICE)
+    }
+
+    /// Whether the worker closed the control connection (it exited or crashed).
+    fn control_hung_up(&self) -> bool {
+        self.control.lock().map(|c| c.hung_up()).unwrap_or(true)
     }
 
     pub(crate) fn fail(&self, what: &str, e: impl std::fmt::Display) -> CuError {

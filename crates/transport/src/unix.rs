@@ -154,12 +154,20 @@ impl Read for Channel {
     }
 }
 
+/// Writes use `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error for
+/// the caller to map, never a SIGPIPE that kills the application.
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.stream.write(buf)
+        Ok(rustix::net::send(&self.stream, buf, SendFlags::NOSIGNAL)?)
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
-        self.stream.write_vectored(bufs)
+        let mut no_fds = SendAncillaryBuffer::default();
+        Ok(sendmsg(
+            &self.stream,
+            bufs,
+            &mut no_fds,
+            SendFlags::NOSIGNAL,
+        )?)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())

@@ -65,6 +65,16 @@ fn side(kind: CUmemorytype, host: *const c_void, device: CUdeviceptr) -> CuResul
     }
 }
 
+/// Largest packed band of host rows one message carries.
+const CHUNK: usize = 16 << 20;
+
+/// Byte offset of row `y` at `x` in a pitched host region.
+fn row_offset(y: usize, pitch: usize, x: usize) -> CuResult<usize> {
+    y.checked_mul(pitch)
+        .and_then(|o| o.checked_add(x))
+        .ok_or(CuError::INVALID_VALUE)
+}
+
 /// `cuMemcpy2D` (`sid` None) and `cuMemcpy2DAsync` (`sid` Some).
 ///
 /// # Safety
@@ -78,17 +88,16 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     if w == 0 || h == 0 {
         return Ok(());
     }
-    let packed = w.checked_mul(h).ok_or(CuError::INVALID_VALUE)?;
+    w.checked_mul(h).ok_or(CuError::INVALID_VALUE)?;
     let src = side(c.srcMemoryType, c.srcHost, c.srcDevice)?;
     let dst = side(c.dstMemoryType, c.dstHost.cast_const(), c.dstDevice)?;
-    // Only a host side travels in the message; device-to-device copies have no size cap.
-    let staged = matches!(
-        (&src, &dst),
-        (Side::Host(_), Side::Device(_)) | (Side::Device(_), Side::Host(_))
-    );
-    if staged && packed > vgpu_proto::MAX_BLOB {
+    // Host rows travel packed in messages of at most CHUNK bytes: big
+    // copies go as several bands of whole rows.
+    if w > CHUNK {
+        crate::log::line(format_args!("cuMemcpy2D: rows of {w} bytes exceed {CHUNK}"));
         return Err(CuError::INVALID_VALUE);
     }
+    let band = (CHUNK / w).max(1);
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
     let dev =
         |d: CUdeviceptr, pitch: usize, x: usize, y: usize| [d, pitch as u64, x as u64, y as u64];
@@ -103,33 +112,40 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
         }
         (Side::Host(sh), Side::Device(dd)) => {
             non_null(sh)?;
-            let mut rows = Vec::with_capacity(packed);
-            for r in 0..h {
-                let at = (c.srcY + r) * c.srcPitch + c.srcXInBytes;
-                // SAFETY: the application's host region holds every row.
-                rows.extend_from_slice(unsafe { std::slice::from_raw_parts(sh.add(at), w) });
+            for first in (0..h).step_by(band) {
+                let n = band.min(h - first);
+                let mut rows = Vec::with_capacity(n * w);
+                for r in first..first + n {
+                    let at = row_offset(c.srcY + r, c.srcPitch, c.srcXInBytes)?;
+                    // SAFETY: the application's host region holds every row.
+                    rows.extend_from_slice(unsafe { std::slice::from_raw_parts(sh.add(at), w) });
+                }
+                let mut args = vec![1];
+                args.extend(host);
+                args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY + first));
+                args.extend([w as u64, n as u64, stream, is_async]);
+                s.call(Op::Memcpy2D, &args, &rows, None)?;
             }
-            let mut args = vec![1];
-            args.extend(host);
-            args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY));
-            args.extend([w as u64, h as u64, stream, is_async]);
-            s.call(Op::Memcpy2D, &args, &rows, None).map(drop)
+            Ok(())
         }
         (Side::Device(sd), Side::Host(dh)) => {
             non_null(dh)?;
-            let mut args = vec![2];
-            args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY));
-            args.extend(host);
-            args.extend([w as u64, h as u64, stream, is_async]);
-            let (_, rows) = s.call(Op::Memcpy2D, &args, &[], None)?;
-            if rows.len() != packed {
-                return Err(CuError::UNKNOWN);
-            }
             let dh = dh.cast_mut();
-            for (r, row) in rows.chunks_exact(w).enumerate() {
-                let at = (c.dstY + r) * c.dstPitch + c.dstXInBytes;
-                // SAFETY: the application's host region holds every row.
-                unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dh.add(at), w) };
+            for first in (0..h).step_by(band) {
+                let n = band.min(h - first);
+                let mut args = vec![2];
+                args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY + first));
+                args.extend(host);
+                args.extend([w as u64, n as u64, stream, is_async]);
+                let (_, rows) = s.call(Op::Memcpy2D, &args, &[], None)?;
+                if rows.len() != n * w {
+                    return Err(CuError::UNKNOWN);
+                }
+                for (r, row) in rows.chunks_exact(w).enumerate() {
+                    let at = row_offset(c.dstY + first + r, c.dstPitch, c.dstXInBytes)?;
+                    // SAFETY: the application's host region holds every row.
+                    unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), dh.add(at), w) };
+                }
             }
             Ok(())
         }
@@ -137,8 +153,8 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
             non_null(sh)?;
             non_null(dh)?;
             for r in 0..h {
-                let from = (c.srcY + r) * c.srcPitch + c.srcXInBytes;
-                let to = (c.dstY + r) * c.dstPitch + c.dstXInBytes;
+                let from = row_offset(c.srcY + r, c.srcPitch, c.srcXInBytes)?;
+                let to = row_offset(c.dstY + r, c.dstPitch, c.dstXInBytes)?;
                 // SAFETY: both host regions hold every row; `copy` allows overlap.
                 unsafe { std::ptr::copy(sh.add(from), dh.cast_mut().add(to), w) };
             }

@@ -14,6 +14,9 @@ use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
 use super::exec::{ok, size, uint, Reply};
 use super::status::{INVALID_VALUE, OUT_OF_MEMORY};
+
+/// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`: the registration went with its context.
+const HOST_MEMORY_NOT_REGISTERED: Status = 713;
 use super::tables::{Range, RangeOwner};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
@@ -96,17 +99,23 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
     Ok((Reply::outs(&[base, dptr]), sent))
 }
 
-/// `MemFreeHost`: unregisters and unmaps.
+/// `MemFreeHost`: unregisters and unmaps. The pages are unmapped and forgotten
+/// even when the driver already dropped the registration (its context was
+/// destroyed), so nothing leaks.
 pub fn free(s: &Session, base: u64) -> Result<Reply, Status> {
     let alloc = s.tables().host.remove(&base).ok_or(INVALID_VALUE)?;
     let addr = super::tables::as_handle(size(base)?);
     // SAFETY: `addr` is the base of a mapping registered by `alloc`.
-    ok(unsafe { entry(s.driver.mem_host_unregister)?(addr) })?;
+    let st = unsafe { entry(s.driver.mem_host_unregister)?(addr) };
     // SAFETY: the mapping of `alloc.len` bytes made by `alloc`, no longer registered.
     let _ = unsafe { munmap(addr, alloc.len) };
-    let mut t = s.tables();
-    t.ranges.retain(|_, r| r.owner != RangeOwner::Host { base });
-    Ok(Reply::default())
+    s.tables()
+        .ranges
+        .retain(|_, r| r.owner != RangeOwner::Host { base });
+    match st {
+        HOST_MEMORY_NOT_REGISTERED => Ok(Reply::default()),
+        st => ok(st).map(|()| Reply::default()),
+    }
 }
 
 /// Checks that `[addr, addr + len)` lies inside one shared pinned allocation.

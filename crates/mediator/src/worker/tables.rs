@@ -121,6 +121,13 @@ impl Tables {
         let end = ptr
             .checked_add(len)
             .ok_or_else(|| format!("{len} bytes at {ptr:#x} wraps"))?;
+        if ptr >= base + r.size {
+            return Err(format!(
+                "{len} bytes at {ptr:#x}: no live allocation of this session contains it \
+                 (nearest below ends at {:#x})",
+                base + r.size
+            ));
+        }
         if end > base + r.size {
             return Err(format!(
                 "{len} bytes at {ptr:#x} run past the allocation {base:#x}..{:#x} ({} bytes, {:?})",
