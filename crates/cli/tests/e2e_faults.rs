@@ -272,8 +272,6 @@ fn killed_mediator_gives_device_unavailable() {
 }
 
 #[test]
-#[ignore = "vgpu bug: after the session is lost, cuInit still returns CUDA_SUCCESS (the cached \
-            init status) while every other call returns CUDA_ERROR_DEVICE_UNAVAILABLE"]
 fn cuinit_after_mediator_loss_gives_device_unavailable() {
     if is_child() {
         return after_loss_child();

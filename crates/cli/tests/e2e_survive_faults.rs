@@ -372,9 +372,6 @@ fn crash_worker(h: &Harness, n: usize) -> u32 {
 }
 
 #[test]
-#[ignore = "vgpu bug (crates/transport): Channel's Write uses write(2), not send(MSG_NOSIGNAL), \
-            so a client with the default SIGPIPE disposition (any C program) is killed by \
-            SIGPIPE when its worker dies during a request"]
 fn c_client_survives_its_worker_crashing_mid_copy() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
@@ -392,9 +389,6 @@ fn c_client_survives_its_worker_crashing_mid_copy() {
 }
 
 #[test]
-#[ignore = "vgpu bug (crates/client/src/runtime.rs, Runtime::init): when cuInit is the first \
-            call after the worker died, it returns the cached CUDA_SUCCESS; the session is \
-            marked dead only by a call that fails on the connection"]
 fn cuinit_first_after_a_worker_crash_gives_device_unavailable() {
     const TEST: &str = "cuinit_first_after_a_worker_crash_gives_device_unavailable";
     if is_child() {
