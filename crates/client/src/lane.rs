@@ -44,9 +44,10 @@ use crate::runtime::Session;
 
 /// How often a thread waiting on its ring checks that the worker is there.
 const CHECK: Duration = Duration::from_millis(100);
-/// Largest piece of a copy in one frame on ring lanes: a quarter of the
-/// worker's 4 MiB rings, so several pieces are in flight.
-const RING_CHUNK: usize = 1 << 20;
+/// Largest piece of a copy in one frame on ring lanes: half the worker's
+/// 4 MiB rings, so a posted piece can be copied in while the worker copies
+/// the one before it out, and a synchronous piece needs few round trips.
+const RING_CHUNK: usize = 2 << 20;
 /// Largest piece of a copy in one frame on socket lanes.
 const SOCKET_CHUNK: usize = 16 << 20;
 

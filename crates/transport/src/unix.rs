@@ -187,14 +187,30 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Binds `path`, replacing a stale socket file left by a dead mediator.
+    /// Binds `path`, replacing a stale socket file left by a dead mediator
+    /// (one that no longer accepts connections).
+    ///
+    /// The socket appears at `path` only once it listens: it is bound and
+    /// set listening under a temporary name in the same folder, then renamed
+    /// into place. So a client that finds the file can connect (binding at
+    /// `path` directly leaves a moment in which the file exists but refuses
+    /// connections).
     pub fn bind(path: &Path) -> Result<Listener, TransportError> {
-        if path.exists() && UnixStream::connect(path).is_err() {
-            std::fs::remove_file(path)?;
+        if path.exists() && UnixStream::connect(path).is_ok() {
+            return Err(TransportError::Io(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("{} already accepts connections", path.display()),
+            )));
         }
-        Ok(Listener {
-            inner: UnixListener::bind(path)?,
-        })
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let temp = dir.join(format!(".vgpu-bind-{}", std::process::id()));
+        let _ = std::fs::remove_file(&temp);
+        let inner = UnixListener::bind(&temp)?;
+        if let Err(e) = std::fs::rename(&temp, path) {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e.into());
+        }
+        Ok(Listener { inner })
     }
 
     /// Accepts one connection.
@@ -252,6 +268,26 @@ mod tests {
         assert!(!a.hung_up(), "data pending is not a hang-up");
         drop(b);
         assert!(a.hung_up());
+    }
+
+    #[test]
+    fn bind_publishes_a_listening_socket_and_replaces_a_stale_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("m.sock");
+        drop(UnixListener::bind(&path).expect("a stale socket file"));
+        assert!(path.exists());
+        let l = Listener::bind(&path).expect("replaces the stale file");
+        let _c = Channel::connect(&path).expect("connects at once");
+        let _a = l.accept().expect("accepts");
+        assert!(
+            Listener::bind(&path).is_err(),
+            "a live listener is not replaced"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["m.sock"], "no temporary name is left behind");
     }
 
     #[test]

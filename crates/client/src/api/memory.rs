@@ -6,10 +6,11 @@
 //!
 //! Asynchronous copies and memsets are posted (no round trip) when the
 //! client can check here what the driver checks at once: every device range
-//! inside one known allocation, the stream live in the current context. A
-//! synchronous host-to-device copy posts all its pieces but the last, whose
-//! reply reports the whole copy. Anything the client cannot check waits for
-//! the worker's answer, which is the driver's.
+//! inside one known allocation, the stream live in the current context.
+//! Synchronous forms are never posted: they block in the driver, and a
+//! posted call must not hold back other threads' posted calls
+//! (`docs/adr/0004-async-errors.md`). Anything the client cannot check
+//! waits for the worker's answer, which is the driver's.
 
 use std::ffi::c_void;
 
@@ -144,13 +145,14 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
     let chunk = s.lanes.chunk();
-    let last = (n - 1) / chunk;
     for (i, piece) in data.chunks(chunk).enumerate() {
         let at = dst
             .checked_add((i * chunk) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
         // The bytes travel in the request, so the source is free on return.
-        let post = checked && (is_async == 1 || i < last);
+        // The synchronous form is never posted: it blocks in the driver,
+        // and a posted call must not hold back other threads' calls.
+        let post = checked && is_async == 1;
         s.post_or_call(Op::MemcpyHtoD, &[at, stream, is_async], piece, post)?;
     }
     sync.finish(&s)
