@@ -482,3 +482,59 @@ impl RingLane {
 thread_local! {
     static LANE: RefCell<Option<Lane>> = const { RefCell::new(None) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        Config::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn the_transport_is_negotiated() {
+        let auto = config(&[]);
+        assert_eq!(hello_features(&auto), features::ALL);
+        let lanes = Lanes::new(&auto, features::ALL).expect("auto");
+        assert!(lanes.rings());
+        assert_eq!(lanes.chunk(), RING_CHUNK);
+        let old_worker = Lanes::new(&auto, features::LANES).expect("auto falls back");
+        assert!(!old_worker.rings());
+        assert_eq!(old_worker.chunk(), SOCKET_CHUNK);
+
+        let socket = config(&[("VGPU_TRANSPORT", "socket")]);
+        assert_eq!(hello_features(&socket) & features::RINGS, 0);
+        assert!(!Lanes::new(&socket, features::ALL).expect("socket").rings());
+
+        let rings = config(&[("VGPU_TRANSPORT", "rings")]);
+        assert!(Lanes::new(&rings, features::ALL).expect("rings").rings());
+        assert!(
+            Lanes::new(&rings, features::LANES).is_err(),
+            "forced rings without an offer fail the session"
+        );
+    }
+
+    #[test]
+    fn reply_blobs_fill_the_sink_or_a_new_buffer() {
+        let mut sink = [0u8; 4];
+        assert!(take_blob(4, Some(&mut sink), |d| {
+            d.copy_from_slice(b"abcd");
+            Ok(())
+        })
+        .expect("fits")
+        .is_empty());
+        assert_eq!(&sink, b"abcd");
+        assert!(take_blob(3, Some(&mut sink), |_| Ok(())).is_err());
+        assert!(take_blob(0, Some(&mut sink), |_| Ok(()))
+            .expect("an empty blob")
+            .is_empty());
+        assert_eq!(
+            take_blob(2, None, |d| {
+                d.copy_from_slice(b"xy");
+                Ok(())
+            })
+            .expect("owned"),
+            b"xy"
+        );
+    }
+}
