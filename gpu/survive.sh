@@ -16,7 +16,13 @@ used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head
 vg() { LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} VGPU_MEDIATOR=unix:$SOCK "$@"; }
 for side in native vgpu; do
     before=$(used)
-    if [[ $side == vgpu ]]; then vg python3 gpu/reclaim.py 8 >"$OUT/reclaim.$side" 2>&1 & else python3 gpu/reclaim.py 8 >"$OUT/reclaim.$side" 2>&1 & fi
+    # `env` execs python, so $! is python's own pid and SIGKILL reaches it.
+    if [[ $side == vgpu ]]; then
+        env LD_LIBRARY_PATH="$PWD/dist/lib:${LD_LIBRARY_PATH:-}" VGPU_MEDIATOR="unix:$SOCK" \
+            python3 gpu/reclaim.py 8 >"$OUT/reclaim.$side" 2>&1 &
+    else
+        python3 gpu/reclaim.py 8 >"$OUT/reclaim.$side" 2>&1 &
+    fi
     pid=$!
     for _ in $(seq 100); do grep -q copying "$OUT/reclaim.$side" && break; sleep 0.1; done
     during=$(used)
