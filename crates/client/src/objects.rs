@@ -38,6 +38,8 @@ pub struct Objects {
     pub ctx_storage: HashMap<(u64, usize), StorageEntry>,
     /// This process's retains of each device's primary context.
     pub primary_refs: HashMap<i32, u32>,
+    /// Kernel names handed to the tools' module walk, kept alive per function.
+    pub kernel_names: HashMap<u64, std::ffi::CString>,
     /// Each context's unique id (`cuCtxGetId`), in order of first sight, never reused.
     pub unique_ids: HashMap<u64, u64>,
     /// Live streams this session created: id → context.
@@ -131,6 +133,7 @@ impl Objects {
         self.functions.retain(|_, f| f.module != module);
         self.function_names.retain(|(m, _), _| *m != module);
         let functions = &self.functions;
+        self.kernel_names.retain(|f, _| functions.contains_key(f));
         self.kernel_functions
             .retain(|(k, _), _| functions.contains_key(k));
     }

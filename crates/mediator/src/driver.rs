@@ -190,6 +190,29 @@ const CUDART_INTERFACE: [u8; 16] = [
     0x6B, 0xD5, 0xFB, 0x6C, 0x5B, 0xF4, 0xE7, 0x4A, 0x89, 0x87, 0xD9, 0x39, 0x12, 0xFD, 0x9D, 0xF9,
 ];
 const CUDART_INTERFACE_PRIMARY_CONTEXT: usize = 2;
+/// The tools' module table and its kernel-walking slot.
+const TOOLS_MODULE: [u8; 16] = [
+    0x6E, 0x16, 0x3F, 0xBE, 0xB9, 0x58, 0x44, 0x4D, 0x83, 0x5C, 0xE1, 0x82, 0xAF, 0xF1, 0x99, 0x1E,
+];
+const TOOLS_MODULE_KERNELS: usize = 7;
+
+/// Collects (function, name) pairs from the kernel walk.
+extern "C" fn collect_kernel(ud: *mut c_void, f: Handle, name: *const c_char) {
+    if ud.is_null() || name.is_null() {
+        return;
+    }
+    // SAFETY: `ud` is the `Vec` passed by `module_kernels` for this call only;
+    // `name` is a NUL-terminated string owned by the driver.
+    unsafe {
+        let out = &mut *ud.cast::<Vec<(usize, String)>>();
+        out.push((
+            f as usize,
+            std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned(),
+        ));
+    }
+}
 
 impl Driver {
     /// The device's primary context, not retained (through the driver's own
@@ -221,6 +244,53 @@ impl Driver {
             0 => Ok(ctx),
             st => Err(st),
         }
+    }
+
+    /// A private table of the driver, by UUID: its address and size in slots.
+    fn table(&self, id: &[u8; 16]) -> Result<(*const *const c_void, usize), Status> {
+        let mut table: *const c_void = std::ptr::null();
+        // SAFETY: live out-pointer; the UUID is 16 bytes.
+        let st = unsafe { entry(self.get_export_table)?(&mut table, id) };
+        if st != 0 || table.is_null() {
+            return Err(if st != 0 { st } else { NOT_SUPPORTED });
+        }
+        // SAFETY: the table is sized: slot 0 holds its size in bytes.
+        let size = unsafe { *table.cast::<usize>() };
+        Ok((table.cast(), size / 8))
+    }
+
+    /// The kernels of `module`, in the driver's order, with every function
+    /// of the module loaded (the tools' module walk does both).
+    ///
+    /// # Safety
+    /// `module` must be a live module of this driver.
+    pub unsafe fn module_kernels(&self, module: Handle) -> Result<Vec<(usize, String)>, Status> {
+        let (table, slots) = self.table(&TOOLS_MODULE)?;
+        if slots <= TOOLS_MODULE_KERNELS {
+            return Err(NOT_SUPPORTED);
+        }
+        type Walk = unsafe extern "C" fn(
+            *mut c_void,
+            Handle,
+            extern "C" fn(*mut c_void, Handle, *const c_char),
+            *mut c_void,
+        ) -> c_int;
+        // SAFETY: the slot lies inside the table (checked) and holds the walk.
+        let walk: Walk = unsafe { std::mem::transmute(*table.add(TOOLS_MODULE_KERNELS)) };
+        let mut found: Vec<(usize, String)> = Vec::new();
+        // SAFETY: `module` is a live module; the callback only appends to `found`.
+        let n = unsafe {
+            walk(
+                std::ptr::null_mut(),
+                module,
+                collect_kernel,
+                (&raw mut found).cast(),
+            )
+        };
+        if n < 0 {
+            return Err(1);
+        }
+        Ok(found)
     }
 
     /// Loads the library at `path` and resolves the table.

@@ -254,6 +254,9 @@ wire_ops! {
     StageBlob = 105, args = 3;
     /// (event, stream, flags) → ()
     EventRecordWithFlags = 106, args = 3;
+    /// (module) → blob of the module's kernel names, each NUL-terminated, in
+    /// the driver's order; the worker loads every function of the module.
+    ModuleKernelNames = 107, args = 1;
 }
 
 impl Op {

@@ -7,7 +7,7 @@
 //! `CUDA_ERROR_NOT_SUPPORTED` and log once; unknown UUIDs get
 //! `CUDA_ERROR_INVALID_VALUE`, never a success without a table.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 
 use vgpu_abi::types::CUuuid;
 use vgpu_proto::Op;
@@ -132,6 +132,21 @@ static CONTEXT_LOCAL_STORAGE: UnsizedTable<3> = UnsizedTable {
     end: 0,
 };
 
+/// Callback of the module walk: `(user data, function, name)`.
+type KernelCallback = Option<unsafe extern "C" fn(*mut c_void, *mut c_void, *const c_char)>;
+
+/// `6E163FBE-B958-444D-835C-E182AFF1991E`: the tools' module interface.
+/// cuFFT gets its kernels' handles from slot 7, which walks a module's
+/// kernels (loading them all) and reports each with its name.
+static TOOLS_MODULE: SizedTable<7> = {
+    let mut s = unknown::<7>();
+    s[6] = slot!(
+        module_kernels,
+        unsafe extern "C" fn(*mut c_void, *mut c_void, KernelCallback, *mut c_void) -> c_int
+    );
+    sized(s)
+};
+
 /// `263E8860-7CD2-6143-92F6-BBD5006DFA7E`: context checks.
 static CONTEXT_CHECKS: SizedTable<14> = {
     let mut s = unknown::<14>();
@@ -158,7 +173,7 @@ const fn uuid(text: &[u8; 16]) -> [u8; 16] {
 }
 
 /// (UUID bytes in written order, table address).
-fn tables() -> [([u8; 16], *const c_void); 7] {
+fn tables() -> [([u8; 16], *const c_void); 8] {
     [
         (
             uuid(b"\x6B\xD5\xFB\x6C\x5B\xF4\xE7\x4A\x89\x87\xD9\x39\x12\xFD\x9D\xF9"),
@@ -187,6 +202,10 @@ fn tables() -> [([u8; 16], *const c_void); 7] {
         (
             uuid(b"\x21\x31\x8C\x60\x97\x14\x32\x48\x8C\xA6\x41\xFF\x73\x24\xC8\xF2"),
             (&raw const CONTEXT_QUERIES).cast(),
+        ),
+        (
+            uuid(b"\x6E\x16\x3F\xBE\xB9\x58\x44\x4D\x83\x5C\xE1\x82\xAF\xF1\x99\x1E"),
+            (&raw const TOOLS_MODULE).cast(),
         ),
     ]
 }
@@ -422,6 +441,47 @@ unsafe extern "C" fn context_unique_id(ctx: *mut c_void, id: *mut u64) -> u32 {
         })())
     })
     .0
+}
+
+/// TOOLS_MODULE slot 7: calls `cb(ud, function, name)` for each kernel of
+/// the module, in the driver's order; returns how many, or -1 when the
+/// module is unknown or the walk fails. Names stay valid until the module
+/// is unloaded.
+unsafe extern "C" fn module_kernels(
+    _ignored: *mut c_void,
+    module: *mut c_void,
+    cb: KernelCallback,
+    ud: *mut c_void,
+) -> c_int {
+    let walk = || -> CuResult<Vec<(u64, *const c_char)>> {
+        let s = runtime().session()?;
+        let (_, blob) = s.call(Op::ModuleKernelNames, &[module as u64], &[], None)?;
+        let mut found = Vec::new();
+        for name in blob.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let name = CString::new(name).map_err(|_| CuError::UNKNOWN)?;
+            let mut f: vgpu_abi::types::CUfunction = std::ptr::null_mut();
+            // SAFETY: live out-pointer; NUL-terminated name.
+            unsafe { super::module::get_function(&mut f, module.cast(), name.as_ptr())? };
+            let id = f as u64;
+            let mut o = s.objects();
+            let kept = o.kernel_names.entry(id).or_insert(name);
+            found.push((id, kept.as_ptr()));
+        }
+        Ok(found)
+    };
+    match std::panic::catch_unwind(walk) {
+        Ok(Ok(found)) => {
+            if let Some(cb) = cb {
+                for &(f, name) in &found {
+                    // SAFETY: the caller's callback, with a live function id and
+                    // a name that lives until the module is unloaded.
+                    unsafe { cb(ud, wire::handle(f), name) };
+                }
+            }
+            c_int::try_from(found.len()).unwrap_or(c_int::MAX)
+        }
+        _ => -1,
+    }
 }
 
 /// CONTEXT_CHECKS slot 2: no check bits are ever set.

@@ -164,6 +164,20 @@ impl Lane {
                 Ok(Reply::default())
             }
             Op::StageBlob => library::stage(s, req),
+            Op::ModuleKernelNames => {
+                let real = tables().module(a[0])?;
+                // SAFETY: `real` is a live module of this session.
+                let kernels = unsafe { d.module_kernels(as_handle(real))? };
+                let mut blob = Vec::new();
+                for (_, name) in kernels {
+                    blob.extend_from_slice(name.as_bytes());
+                    blob.push(0);
+                }
+                Ok(Reply {
+                    blob,
+                    ..Reply::default()
+                })
+            }
             Op::EventRecordWithFlags => {
                 let (ev, st) = {
                     let t = tables();

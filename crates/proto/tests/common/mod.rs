@@ -170,6 +170,7 @@ pub fn sample_request(op: Op) -> Request {
         // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
         // CU_EVENT_RECORD_EXTERNAL
         Op::EventRecordWithFlags => (vec![EVENT, STREAM, 1], vec![]),
+        Op::ModuleKernelNames => (vec![MODULE], vec![]),
         Op::StageBlob => (vec![0x77, 16 << 20, 64 << 20], vec![0xa5; 256]),
         Op::MemAllocAsync => (vec![1 << 20, STREAM], vec![]),
         Op::MemFreeAsync => (vec![DPTR, STREAM], vec![]),
