@@ -12,6 +12,11 @@
 //!   themselves once.
 //! - Answered locally: device attributes, names, UUIDs and PCI ids (snapshot),
 //!   the current-context stack, error strings, kernel parameter layouts.
+//! - Posted without waiting (when checked locally): launches, asynchronous
+//!   copies and memsets, event records, stream waits, stream and event
+//!   creation and destruction; their failures come back at the thread's next
+//!   synchronizing call (`docs/adr/0004-async-errors.md`). Each thread's
+//!   lane runs on shared-memory rings or on a socket ([`lane`]).
 
 mod api;
 mod config;

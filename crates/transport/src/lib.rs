@@ -1,15 +1,15 @@
 //! vgpu byte channels.
 //!
 //! Contract: a [`Channel`] is a reliable, ordered, bidirectional byte stream
-//! that can also carry file descriptors. Framing lives in `vgpu-proto`; this
-//! crate only moves bytes and fds. Today there is the Unix socket
-//! ([`unix`]); shared-memory rings and TCP+TLS slot in behind the same
-//! [`Channel`] type.
+//! that can also carry file descriptors (several per message). Framing lives
+//! in `vgpu-proto`; this crate only moves bytes, messages and fds.
 //!
 //! [`shm_ring`] is the same-host fast path: single-producer/single-consumer
 //! message rings in a sealed memfd, with spin-then-futex wake-ups
 //! ([`wake`]); its module header documents the memory layout, publish order
-//! and wake-up protocol.
+//! and wake-up protocol. A lane on rings pairs a submission and a completion
+//! ring with a Unix socket for oversized frames, descriptors and hang-up
+//! detection (`docs/transports.md`). TCP+TLS is planned.
 
 pub mod shm_ring;
 pub mod unix;
