@@ -16,7 +16,7 @@
 //!   copies and memsets, event records, stream waits, stream and event
 //!   creation and destruction; their failures come back at the thread's next
 //!   synchronizing call (`docs/adr/0004-async-errors.md`). Each thread's
-//!   lane runs on shared-memory rings or on a socket ([`lane`]).
+//!   lane runs on shared-memory rings or on a socket (`lane.rs`).
 
 mod api;
 mod config;
