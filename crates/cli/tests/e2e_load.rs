@@ -690,6 +690,76 @@ fn order_child() {
     println!("order ok");
 }
 
+// ---- frames larger than a ring message -------------------------------------
+
+#[test]
+fn frames_larger_than_a_ring_message_take_the_lane_socket() {
+    if is_child() {
+        return big_frames_child();
+    }
+    run_child(
+        "frames_larger_than_a_ring_message_take_the_lane_socket",
+        "rings",
+        &[],
+        Duration::from_secs(120),
+    )
+    .assert_line("big frames ok");
+}
+
+/// A 2D copy sends its host rows in bands of up to 16 MiB: far more than a
+/// 4 MiB ring message, both ways. Small calls around it keep their order.
+fn big_frames_child() {
+    const W: usize = 4096;
+    const H: usize = 3000;
+    cu::init_context();
+    let d = cu::alloc(W * H);
+    let src: Vec<u8> = (0..W * H)
+        .map(|i| u8::try_from(i % 251).expect("below 251"))
+        .collect();
+    let mut back = vec![0u8; W * H];
+    let mut s: sys::CUstream = null_mut();
+    // SAFETY: both host buffers hold W * H bytes, d as many; valid out-pointers.
+    unsafe {
+        cu::ok(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate");
+        cu::ok(sys::cuMemsetD8Async(d, 0, W * H, s), "cuMemsetD8Async");
+        let host = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        let (sp, bp) = (src.as_ptr(), back.as_mut_ptr());
+        let region = |from_host: bool| sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: if from_host { host } else { device },
+            srcHost: if from_host {
+                sp.cast()
+            } else {
+                std::ptr::null()
+            },
+            srcDevice: if from_host { 0 } else { d },
+            srcArray: null_mut(),
+            srcPitch: W,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: if from_host { device } else { host },
+            dstHost: if from_host { null_mut() } else { bp.cast() },
+            dstDevice: if from_host { d } else { 0 },
+            dstArray: null_mut(),
+            dstPitch: W,
+            WidthInBytes: W,
+            Height: H,
+        };
+        let p = region(true);
+        cu::ok(sys::cuMemcpy2D_v2(&p), "cuMemcpy2D host to device");
+        let q = region(false);
+        cu::ok(sys::cuMemcpy2D_v2(&q), "cuMemcpy2D device to host");
+        cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+    }
+    assert!(
+        back == src,
+        "12 MiB through the lane socket came back changed"
+    );
+    println!("big frames ok");
+}
+
 // ---- local answers ---------------------------------------------------------
 
 #[test]
