@@ -147,6 +147,52 @@ static TOOLS_MODULE: SizedTable<7> = {
     sized(s)
 };
 
+/// `1734DC26-800D-4745-8726-C0F1E7DD8BCA`: thread-block cluster internals.
+/// cuBLASLt fetches it and calls slot 4 (a TPC-to-GPC mapping) without
+/// checking the fetch, then slot 13 to free what slot 4 returned. vgpu
+/// answers slot 4 as the driver does on devices without that mapping
+/// (NOT_SUPPORTED, nothing written), which cuBLASLt handles as "no mapping".
+static CLUSTER_PROTOTYPE: SizedTable<16> = {
+    let mut s = unknown::<16>();
+    s[3] = slot!(
+        cluster_tpc_mapping,
+        unsafe extern "C" fn(*mut *mut u8, *mut *mut u8) -> u32
+    );
+    s[10] = slot!(cluster_set_limit, unsafe extern "C" fn() -> u32);
+    s[12] = slot!(
+        cluster_free_mapping,
+        unsafe extern "C" fn(*mut u8, *mut u8) -> u32
+    );
+    s[13] = slot!(cluster_supported, unsafe extern "C" fn(*mut c_int) -> u32);
+    sized(s)
+};
+
+/// Slot 4: no TPC mapping is exposed (the driver's own answer on devices
+/// without one). Not logged: cuBLASLt calls it once per heuristic key.
+unsafe extern "C" fn cluster_tpc_mapping(_a: *mut *mut u8, _b: *mut *mut u8) -> u32 {
+    CuError::NOT_SUPPORTED.0.get()
+}
+
+/// Slot 13: frees what slot 4 handed out, which is never anything.
+unsafe extern "C" fn cluster_free_mapping(_a: *mut u8, _b: *mut u8) -> u32 {
+    0
+}
+
+/// Slot 14: clusters are supported.
+unsafe extern "C" fn cluster_supported(out: *mut c_int) -> u32 {
+    if !out.is_null() {
+        // SAFETY: checked non-NULL; the caller's out-pointer.
+        unsafe { out.write(1) };
+    }
+    0
+}
+
+/// Slot 11 returns the previous cluster-size limit as a plain integer, not a
+/// status; no traced program calls it. It answers the portable limit, 8.
+unsafe extern "C" fn cluster_set_limit() -> u32 {
+    8
+}
+
 /// `263E8860-7CD2-6143-92F6-BBD5006DFA7E`: context checks.
 static CONTEXT_CHECKS: SizedTable<14> = {
     let mut s = unknown::<14>();
@@ -173,7 +219,7 @@ const fn uuid(text: &[u8; 16]) -> [u8; 16] {
 }
 
 /// (UUID bytes in written order, table address).
-fn tables() -> [([u8; 16], *const c_void); 8] {
+fn tables() -> [([u8; 16], *const c_void); 9] {
     [
         (
             uuid(b"\x6B\xD5\xFB\x6C\x5B\xF4\xE7\x4A\x89\x87\xD9\x39\x12\xFD\x9D\xF9"),
@@ -206,6 +252,10 @@ fn tables() -> [([u8; 16], *const c_void); 8] {
         (
             uuid(b"\x6E\x16\x3F\xBE\xB9\x58\x44\x4D\x83\x5C\xE1\x82\xAF\xF1\x99\x1E"),
             (&raw const TOOLS_MODULE).cast(),
+        ),
+        (
+            uuid(b"\x17\x34\xDC\x26\x80\x0D\x47\x45\x87\x26\xC0\xF1\xE7\xDD\x8B\xCA"),
+            (&raw const CLUSTER_PROTOTYPE).cast(),
         ),
     ]
 }
