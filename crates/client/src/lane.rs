@@ -50,6 +50,8 @@ const CHECK: Duration = Duration::from_millis(100);
 const RING_CHUNK: usize = 2 << 20;
 /// Largest piece of a copy in one frame on socket lanes.
 const SOCKET_CHUNK: usize = 16 << 20;
+/// Blobs up to this size are joined to their head for one socket write.
+const SMALL_BLOB: usize = 64 << 10;
 
 /// The feature bits this client asks for.
 pub fn hello_features(cfg: &Config) -> u64 {
@@ -373,6 +375,13 @@ impl LaneIo {
     /// Sends a frame given as its head and arguments, then its blob.
     fn send_prefixed(&mut self, prefix: &[u8], blob: &[u8]) -> Result<(), LaneError> {
         match self {
+            LaneIo::Socket(ch) if blob.len() <= SMALL_BLOB => {
+                // One write: posted calls are many and small.
+                let mut frame = Vec::with_capacity(prefix.len() + blob.len());
+                frame.extend_from_slice(prefix);
+                frame.extend_from_slice(blob);
+                Ok(ch.write_all(&frame)?)
+            }
             LaneIo::Socket(ch) => {
                 ch.write_all(prefix)?;
                 ch.write_all(blob)?;
