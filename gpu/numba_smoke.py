@@ -3,7 +3,12 @@
 import sys
 
 import numpy as np
-from numba import cuda
+
+# numba-cuda on the GPU machine still names np.row_stack, which NumPy 2.x
+# removed; the alias lets it import (natively and through vgpu alike).
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+from numba import cuda  # noqa: E402
 
 
 @cuda.jit
