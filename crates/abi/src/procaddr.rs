@@ -83,6 +83,14 @@ pub fn resolve(symbol: &str, version: i32, flags: u64) -> ProcResolution {
         if let Some(f) = per_thread {
             return ProcResolution::Found(f);
         }
+        // An API that has per-thread variants is not handed out below the
+        // first of them when per-thread semantics are asked for (checked
+        // against the real driver 580 for every version boundary).
+        let has_per_thread = with_prefix(symbol)
+            .any(|f| f.base == symbol && f.signature_known && f.per_thread != PerThread::None);
+        if has_per_thread {
+            return ProcResolution::VersionNotSufficient;
+        }
     }
     ProcResolution::Found(best)
 }
