@@ -253,7 +253,7 @@ wire_ops! {
     /// consumes it.
     StageBlob = 105, args = 3;
     /// (event, stream, flags) → ()
-    EventRecordWithFlags = 106, args = 3;
+    EventRecordWithFlags = 106, args = 3, posted;
     /// (module) → blob of the module's kernel names, each NUL-terminated, in
     /// the driver's order; the worker loads every function of the module.
     ModuleKernelNames = 107, args = 1;
@@ -322,6 +322,7 @@ mod tests {
                 "LaunchKernelEx",
                 "MemcpyHtoDShared",
                 "MemcpyDtoHShared",
+                "EventRecordWithFlags",
             ]
         );
         for op in Op::ALL {

@@ -23,6 +23,8 @@ const EVENT_DISABLE_TIMING: c_uint = 2;
 const EVENT_INTERPROCESS: c_uint = 4;
 /// `CU_EVENT_WAIT_EXTERNAL`, the only wait flag.
 const WAIT_FLAGS: c_uint = 1;
+/// `CU_EVENT_RECORD_EXTERNAL`, the only record flag.
+const RECORD_FLAGS: c_uint = 1;
 
 /// The stream id the wire carries: handles and the sentinels 0/1/2 as they are.
 pub fn id(s: CUstream) -> u64 {
@@ -174,11 +176,11 @@ pub unsafe fn elapsed(ms: *mut f32, start: CUevent, end: CUevent) -> CuResult<()
 
 pub fn event_record_with_flags(e: CUevent, sid: u64, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(
-        Op::EventRecordWithFlags,
-        &[event_id(e), sid, u64::from(flags)],
-        &[],
-        None,
-    )
-    .map(drop)
+    let (ctx, eid) = (current(), event_id(e));
+    let postable = flags & !RECORD_FLAGS == 0 && {
+        let o = s.objects();
+        o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
+    };
+    let args = [eid, sid, u64::from(flags)];
+    s.post_or_call(Op::EventRecordWithFlags, &args, &[], postable)
 }
