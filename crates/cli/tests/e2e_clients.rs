@@ -91,3 +91,24 @@ fn python_ctypes_sixteen_threads() {
     );
     println!("{}", out.stdout);
 }
+
+/// Module loads from files and fat binaries, 3D copies, and trace arguments.
+#[test]
+fn python_files_and_3d_copies() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("trace.log");
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/files_3d.py"))
+        .env("VGPU_TRACE", &trace);
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok module_load_file_function")
+        .assert_line("ok module_load_missing_file")
+        .assert_line("ok library_load_file")
+        .assert_line("ok memcpy3d_htod_data")
+        .assert_line("ok memcpy3d_dtoh_data")
+        .assert_line("ok memcpy3d_out_of_bounds")
+        .assert_line("ok trace_has_arguments")
+        .assert_line("0 failed");
+}

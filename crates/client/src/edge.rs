@@ -39,6 +39,7 @@ codes! {
     INVALID_IMAGE = 200,
     INVALID_CONTEXT = 201,
     INVALID_HANDLE = 400,
+    FILE_NOT_FOUND = 301,
     NOT_FOUND = 500,
     NOT_READY = 600,
     CONTEXT_IS_DESTROYED = 709,
@@ -72,7 +73,16 @@ pub fn to_curesult(r: CuResult<()>) -> CUresult {
 
 /// Runs an export's body, turning a panic into `CUDA_ERROR_UNKNOWN`.
 pub fn guard(name: &'static str, body: impl FnOnce() -> CUresult) -> CUresult {
-    match catch_unwind(AssertUnwindSafe(|| crate::trace::traced(name, body))) {
+    guard_traced(name, String::new, body)
+}
+
+/// [`guard`], with the call's arguments described for `VGPU_TRACE`.
+pub fn guard_traced(
+    name: &'static str,
+    args: impl FnOnce() -> String,
+    body: impl FnOnce() -> CUresult,
+) -> CUresult {
+    match catch_unwind(AssertUnwindSafe(|| crate::trace::traced(name, args, body))) {
         Ok(r) => r,
         Err(_) => {
             crate::log::always(format_args!(

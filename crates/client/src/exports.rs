@@ -35,7 +35,11 @@ macro_rules! define_exports {
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 #[allow(unused_imports)]
                 use self::$name::Fallback as _;
-                crate::edge::guard(stringify!($name), move || {
+                let args = || {
+                    let parts: Vec<String> = vec![$(crate::trace::describe(&$arg)),*];
+                    parts.join(", ")
+                };
+                crate::edge::guard_traced(stringify!($name), args, move || {
                     // SAFETY: the application passes arguments that are valid for
                     // this entry point, as the CUDA API requires of its callers.
                     unsafe { $name::Probe.call(($($arg,)*)) }

@@ -35,11 +35,11 @@ impl Trace {
         })
     }
 
-    fn record(&self, name: &'static str, result: u32, micros: u128) {
+    fn record(&self, name: &'static str, args: &str, result: u32, micros: u128) {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let what = crate::api::error_name(result).map_or("?".into(), |c| c.to_string_lossy());
-        let line = format!("{name} -> {result} {what} {micros}us tid={tid}\n");
+        let line = format!("{name} -> {result} {what} {micros}us tid={tid} args=({args})\n");
         if let Ok(mut f) = self.file.lock() {
             let _ = f.write_all(line.as_bytes());
         }
@@ -54,14 +54,16 @@ impl Trace {
 /// Runs `body` and records it when tracing is on.
 pub fn traced(
     name: &'static str,
+    args: impl FnOnce() -> String,
     body: impl FnOnce() -> vgpu_abi::types::CUresult,
 ) -> vgpu_abi::types::CUresult {
     let Some(t) = runtime().trace.as_ref() else {
         return body();
     };
+    let args = args();
     let start = Instant::now();
     let r = body();
-    t.record(name, r.0, start.elapsed().as_micros());
+    t.record(name, &args, r.0, start.elapsed().as_micros());
     r
 }
 
@@ -88,5 +90,22 @@ extern "C" fn summary_at_exit() {
     }
     if let Ok(mut f) = t.file.lock() {
         let _ = f.write_all(out.as_bytes());
+    }
+}
+
+/// One argument for the trace: integers, handles and pointers (every value of
+/// 1, 2, 4 or 8 bytes) in hex; anything larger by its size only.
+pub fn describe<T>(v: &T) -> String {
+    let p = (v as *const T).cast::<u8>();
+    // SAFETY: `v` is a live value of `size_of::<T>()` bytes; scalar argument
+    // types of those sizes have no padding, so every byte is initialised.
+    unsafe {
+        match std::mem::size_of::<T>() {
+            1 => format!("{:#x}", p.read()),
+            2 => format!("{:#x}", p.cast::<u16>().read_unaligned()),
+            4 => format!("{:#x}", p.cast::<u32>().read_unaligned()),
+            8 => format!("{:#x}", p.cast::<u64>().read_unaligned()),
+            n => format!("<{n} bytes>"),
+        }
     }
 }

@@ -162,3 +162,53 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
         }
     }
 }
+
+/// `cuMemcpy3D` (`sid` None) and `cuMemcpy3DAsync` (`sid` Some): linear
+/// memory only, as one 2D copy per slice (slice `z` starts `z * height`
+/// rows further on each side).
+///
+/// # Safety
+/// `p` must be a valid `CUDA_MEMCPY3D` whose host sides hold the region.
+pub unsafe fn memcpy_3d(
+    p: *const vgpu_abi::types::CUDA_MEMCPY3D,
+    sid: Option<u64>,
+) -> CuResult<()> {
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's descriptor.
+    let c = unsafe { &*p };
+    if c.srcLOD != 0 || c.dstLOD != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    for z in 0..c.Depth {
+        let src_y = (c.srcZ + z)
+            .checked_mul(c.srcHeight)
+            .and_then(|r| r.checked_add(c.srcY));
+        let dst_y = (c.dstZ + z)
+            .checked_mul(c.dstHeight)
+            .and_then(|r| r.checked_add(c.dstY));
+        let (Some(src_y), Some(dst_y)) = (src_y, dst_y) else {
+            return Err(CuError::INVALID_VALUE);
+        };
+        let slice = CUDA_MEMCPY2D {
+            srcXInBytes: c.srcXInBytes,
+            srcY: src_y,
+            srcMemoryType: c.srcMemoryType,
+            srcHost: c.srcHost,
+            srcDevice: c.srcDevice,
+            srcArray: c.srcArray,
+            srcPitch: c.srcPitch,
+            dstXInBytes: c.dstXInBytes,
+            dstY: dst_y,
+            dstMemoryType: c.dstMemoryType,
+            dstHost: c.dstHost,
+            dstDevice: c.dstDevice,
+            dstArray: c.dstArray,
+            dstPitch: c.dstPitch,
+            WidthInBytes: c.WidthInBytes,
+            Height: c.Height,
+        };
+        // SAFETY: each slice lies inside the application's 3D region.
+        unsafe { memcpy_2d(&slice, sid)? };
+    }
+    Ok(())
+}

@@ -6,6 +6,7 @@ mod copy;
 mod dark;
 mod device;
 mod errors;
+mod files;
 mod host;
 mod init;
 mod integrity;
@@ -147,6 +148,13 @@ implement! {
     cuModuleUnload(m) => module::unload(m);
     cuModuleGetFunction(f, m, name) => module::get_function(f, m, name);
     cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, module::module_id(m), name, Op::ModuleGetGlobal);
+    cuModuleLoad(m, name) => files::module_load(m, name);
+    cuModuleLoadFatBinary(m, fat) => files::module_load_fat_binary(m, fat);
+    cuLibraryLoadFromFile(l, name, jk, jv, nj, lk, lv, nl) => files::library_load_from_file(l, name, jk, jv, nj, lk, lv, nl);
+    cuMemcpy3D_v2(p) => copy::memcpy_3d(p, None);
+    cuMemcpy3D_v2_ptds(p) => copy::memcpy_3d(p, Some(2));
+    cuMemcpy3DAsync_v2(p, s) => copy::memcpy_3d(p, Some(stream::id(s)));
+    cuMemcpy3DAsync_v2_ptsz(p, s) => copy::memcpy_3d(p, Some(stream::id_ptsz(s)));
     cuModuleGetLoadingMode(mode) => library::loading_mode(mode);
 
     cuLibraryLoadData(l, code, jk, jv, nj, lk, lv, nl) => library::load_data(l, code, jk, jv, nj, lk, lv, nl);
