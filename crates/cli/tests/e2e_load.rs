@@ -760,6 +760,87 @@ fn big_frames_child() {
     println!("big frames ok");
 }
 
+#[test]
+fn synchronous_copies_run_pieces_in_flight() {
+    if is_child() {
+        return pieces_child();
+    }
+    for transport in ["rings", "socket"] {
+        run_child(
+            "synchronous_copies_run_pieces_in_flight",
+            transport,
+            &[],
+            Duration::from_secs(120),
+        )
+        .assert_line("pieces ok");
+    }
+}
+
+/// Synchronous pageable copies of many pieces (2 MiB on rings, 16 MiB on
+/// sockets) with several in flight: the bytes arrive in place, an earlier
+/// posted failure is reported by the copy without any piece running, and a
+/// copy whose later pieces fail leaves the lane in step.
+fn pieces_child() {
+    const N: usize = 40 << 20;
+    cu::init_context();
+    let k1 = kernels();
+    let mut ctx2: sys::CUcontext = null_mut();
+    let mut s2: sys::CUstream = null_mut();
+    let d = cu::alloc(N);
+    let src: Vec<u8> = (0..N)
+        .map(|i| u8::try_from(i % 253).expect("below 253"))
+        .collect();
+    let mut back = vec![0u8; N];
+    // SAFETY: host buffers hold N bytes and d as many; valid out-pointers.
+    unsafe {
+        cu::ok(
+            sys::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), N),
+            "cuMemcpyHtoD",
+        );
+        cu::ok(
+            sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, N),
+            "cuMemcpyDtoH",
+        );
+        assert!(back == src, "40 MiB came back changed");
+
+        // An earlier posted failure: the copy reports it and does not run.
+        let mut ctx1: sys::CUcontext = null_mut();
+        cu::ok(sys::cuCtxGetCurrent(&mut ctx1), "cuCtxGetCurrent");
+        cu::ok(sys::cuCtxCreate_v2(&mut ctx2, 0, 0), "cuCtxCreate");
+        cu::ok(sys::cuStreamCreate(&mut s2, 1), "cuStreamCreate");
+        let d2 = cu::alloc(256);
+        cu::ok(bad_launch(k1.fill_u32, d2, s2), "foreign launch (posted)");
+        back.fill(7);
+        let r = sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, N);
+        assert_eq!(r, sys::cudaError_enum::CUDA_ERROR_INVALID_HANDLE);
+        assert!(back.iter().all(|&b| b == 7), "a reporting copy wrote bytes");
+        let zeros = vec![0u8; N];
+        cu::ok(bad_launch(k1.fill_u32, d2, s2), "foreign launch (posted)");
+        let r = sys::cuMemcpyHtoD_v2(d, zeros.as_ptr().cast(), N);
+        assert_eq!(r, sys::cudaError_enum::CUDA_ERROR_INVALID_HANDLE);
+        cu::ok(sys::cuCtxSetCurrent(ctx1), "cuCtxSetCurrent");
+        cu::ok(
+            sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, N),
+            "cuMemcpyDtoH",
+        );
+        assert!(back == src, "a reporting copy ran");
+
+        // Later pieces that leave the allocation fail; the lane stays in step.
+        let off = 8 << 20;
+        let r = sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d + off as u64, N);
+        assert_ne!(r, sys::cudaError_enum::CUDA_SUCCESS);
+        let r = sys::cuMemcpyHtoD_v2(d + off as u64, zeros.as_ptr().cast(), N);
+        assert_ne!(r, sys::cudaError_enum::CUDA_SUCCESS);
+        let mut small = [0u8; 16];
+        cu::ok(
+            sys::cuMemcpyDtoH_v2(small.as_mut_ptr().cast(), d + 1, 16),
+            "small copy",
+        );
+        assert_eq!(small[..], src[1..17]);
+    }
+    println!("pieces ok");
+}
+
 // ---- local answers ---------------------------------------------------------
 
 #[test]

@@ -48,6 +48,10 @@ const CHECK: Duration = Duration::from_millis(100);
 /// 4 MiB rings, so a posted piece can be copied in while the worker copies
 /// the one before it out, and a synchronous piece needs few round trips.
 const RING_CHUNK: usize = 2 << 20;
+/// Pieces of a synchronous copy in flight at once ([`Session::call_pieces`]).
+/// Requests or replies of one direction are small, so the other direction's
+/// big frames can never be held up by them.
+const WINDOW: usize = 4;
 /// Largest piece of a copy in one frame on socket lanes.
 const SOCKET_CHUNK: usize = 16 << 20;
 /// Blobs up to this size are joined to their head for one socket write.
@@ -251,7 +255,60 @@ impl Session {
     }
 }
 
+/// One piece of a synchronous copy for [`Session::call_pieces`].
+pub(crate) struct Piece<'a> {
+    pub args: Vec<u64>,
+    /// Bytes sent with the request.
+    pub blob: &'a [u8],
+    /// Where the reply's bytes go (exactly as long as them).
+    pub sink: Option<&'a mut [u8]>,
+}
+
 impl Session {
+    /// Runs the `pieces` of one synchronous copy as calls of `op` on the
+    /// calling thread's lane, with up to [`WINDOW`] of them in flight: the
+    /// worker runs one piece while the next ones travel. None is posted (no
+    /// ticket held: a synchronous copy blocks in the driver, ADR 0004); each
+    /// gets its reply, in order.
+    ///
+    /// The first piece goes alone: it is the call that reports an earlier
+    /// posted call's failure, and then no other piece may run. After a
+    /// failure no further piece is sent; the replies of those in flight are
+    /// read, and the first failure is returned.
+    pub(crate) fn call_pieces(&self, op: Op, pieces: Vec<Piece<'_>>) -> CuResult<()> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(CuError::DEVICE_UNAVAILABLE);
+        }
+        let ctx = crate::context::current();
+        self.lanes
+            .round_trips
+            .fetch_add(pieces.len() as u64, Ordering::Relaxed);
+        self.on_lane(|lane, _| {
+            let fail = |e: LaneError| self.fail(op.name(), e);
+            let mut pieces = pieces.into_iter();
+            let mut waiting = std::collections::VecDeque::with_capacity(WINDOW);
+            let mut result = Ok(());
+            let mut window = 1;
+            loop {
+                while result.is_ok() && waiting.len() < window {
+                    let Some(p) = pieces.next() else { break };
+                    let order = self.lanes.tickets.load(Ordering::SeqCst);
+                    let meta = lane.meta(op, ctx, 0, order);
+                    lane.io.send(&meta, &p.args, p.blob).map_err(fail)?;
+                    waiting.push_back(p.sink);
+                }
+                let Some(sink) = waiting.pop_front() else {
+                    return result;
+                };
+                let (head, _, _) = lane.io.receive(sink).map_err(fail)?;
+                if result.is_ok() {
+                    result = crate::edge::check(head.status.get());
+                }
+                window = WINDOW;
+            }
+        })
+    }
+
     /// [`Session::post`] when `postable` (the caller checked locally
     /// everything the driver would refuse at once), else a call that waits
     /// for the worker's answer.
@@ -409,7 +466,17 @@ impl LaneIo {
         let ch = match self {
             LaneIo::Socket(ch) => ch,
             LaneIo::Rings(r) => {
-                r.pop()?;
+                let sink = match sink {
+                    Some(dst) if !dst.is_empty() => match r.pop_reply_into(dst)? {
+                        Popped::Done(head, outs) => return Ok((head, outs, Vec::new())),
+                        Popped::Buffered(dst) => Some(dst),
+                        Popped::OnSocket(dst) => return Self::read_socket(&mut r.sock, dst),
+                    },
+                    other => {
+                        r.pop()?;
+                        other
+                    }
+                };
                 if !r.buf.is_empty() {
                     let mut rest = &r.buf[..];
                     let (head, outs) = read_response_head(&mut rest)?;
@@ -423,9 +490,17 @@ impl LaneIo {
                     return Ok((head, outs, owned));
                 }
                 // An empty message: the reply follows on the lane socket.
-                &mut r.sock
+                return Self::read_socket(&mut r.sock, sink);
             }
         };
+        Self::read_socket(ch, sink)
+    }
+
+    /// Reads one reply from a socket.
+    fn read_socket(
+        ch: &mut Channel,
+        sink: Option<&mut [u8]>,
+    ) -> Result<(ResponseHead, Vec<u64>, Vec<u8>), LaneError> {
         let (head, outs) = read_response_head(ch)?;
         let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
         Ok((head, outs, owned))
@@ -478,6 +553,53 @@ impl RingLane {
         }
     }
 
+    /// Takes the next reply, expecting a blob of `dst.len()` bytes: its
+    /// head is read first and, when it announces exactly that blob, the
+    /// blob is copied from the ring straight into `dst`. Any other reply
+    /// (a failure, an unexpected length) is left whole in `buf`.
+    fn pop_reply_into<'d>(&mut self, dst: &'d mut [u8]) -> Result<Popped<'d>, LaneError> {
+        let RingLane {
+            comp,
+            sock,
+            buf,
+            policy,
+            ..
+        } = self;
+        let taken = loop {
+            let got = comp.pop_with(policy, |m| {
+                if m.is_empty() {
+                    return Ok(Taken::OnSocket);
+                }
+                if let Some(at) = m.len().checked_sub(dst.len()) {
+                    buf.resize(at, 0);
+                    m.read(0, buf)?;
+                    let mut rest = &buf[..];
+                    if let Ok((head, outs)) = read_response_head(&mut rest) {
+                        if rest.is_empty() && head.blob_len() == dst.len() {
+                            m.read(at, dst)?;
+                            return Ok(Taken::Done(head, outs));
+                        }
+                    }
+                }
+                buf.resize(m.len(), 0);
+                m.read(0, buf)?;
+                Ok(Taken::Buffered)
+            });
+            match got {
+                Err(TransportError::Timeout) if sock.hung_up() => {
+                    return Err(LaneError::Broken("the worker closed the lane"))
+                }
+                Err(TransportError::Timeout) => {}
+                other => break other?,
+            }
+        };
+        Ok(match taken {
+            Taken::Done(head, outs) => Popped::Done(head, outs),
+            Taken::Buffered => Popped::Buffered(dst),
+            Taken::OnSocket => Popped::OnSocket(Some(dst)),
+        })
+    }
+
     fn pop(&mut self) -> Result<(), LaneError> {
         loop {
             match self.comp.pop_into(&mut self.buf, &self.policy) {
@@ -486,6 +608,23 @@ impl RingLane {
             }
         }
     }
+}
+
+/// What [`RingLane::pop_reply_into`] took from the ring.
+enum Taken {
+    Done(ResponseHead, Vec<u64>),
+    Buffered,
+    OnSocket,
+}
+
+/// [`Taken`], with the destination handed back where it was not filled.
+enum Popped<'d> {
+    /// The reply, its blob in the destination.
+    Done(ResponseHead, Vec<u64>),
+    /// The whole reply is in `buf`.
+    Buffered(&'d mut [u8]),
+    /// An empty message: the reply follows on the lane socket.
+    OnSocket(Option<&'d mut [u8]>),
 }
 
 thread_local! {

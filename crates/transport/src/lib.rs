@@ -19,7 +19,7 @@ mod wake_model;
 
 use thiserror::Error;
 
-pub use shm_ring::{Consumer, Producer, Ring};
+pub use shm_ring::{Consumer, Message, Producer, Ring};
 pub use unix::{Channel, Listener};
 pub use wake::WaitPolicy;
 

@@ -551,18 +551,16 @@ impl Consumer {
         self.ring.state(OFF_PRODUCER_STATE) == STATE_CLOSED
     }
 
-    /// Takes the oldest message into `buf` (replacing its contents).
-    /// `Ok(false)`: the ring is empty. [`TransportError::PeerGone`]: empty and
-    /// the producer closed. [`TransportError::Corrupt`]: the peer broke the
-    /// ring.
-    pub fn try_pop_into(&self, buf: &mut Vec<u8>) -> Result<bool, TransportError> {
+    /// The oldest record: (its counter, payload length, record length), or
+    /// `None` when the ring is empty. Checks everything read from the peer.
+    fn next_record(&self) -> Result<Option<(u64, usize, u64)>, TransportError> {
         let head = self.head.get();
         let mut avail = self.tail_cache.get().wrapping_sub(head);
         if avail == 0 {
             let mut tail = self.ring.tail().load(Ordering::Acquire);
             if tail == head {
                 if !self.peer_closed() {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 // Everything published before the close is visible now.
                 tail = self.ring.tail().load(Ordering::Acquire);
@@ -586,7 +584,69 @@ impl Consumer {
                 "record runs past the published tail",
             ));
         }
-        let len = to_usize(word);
+        Ok(Some((head, to_usize(word), need)))
+    }
+
+    /// Releases the record at `head` of record length `need`.
+    fn release(&self, head: u64, need: u64) -> Result<(), TransportError> {
+        let new_head = head.wrapping_add(need);
+        self.head.set(new_head);
+        self.ring.head().store(new_head, Ordering::Release);
+        wake::notify(&self.ring.space_wake())
+    }
+
+    /// Takes the oldest message through `f`, which copies out what it wants
+    /// of it ([`Message::read`]) into its own buffers: a reply's bulk bytes
+    /// can go straight to their destination. The message is taken (its space
+    /// released) whether or not `f` succeeds. `Ok(None)`: the ring is empty.
+    /// Errors as [`Consumer::try_pop_into`], and `f`'s.
+    pub fn try_pop_with<R>(
+        &self,
+        f: impl FnOnce(&Message<'_>) -> Result<R, TransportError>,
+    ) -> Result<Option<R>, TransportError> {
+        let Some((head, len, need)) = self.next_record()? else {
+            return Ok(None);
+        };
+        let msg = Message {
+            ring: &self.ring,
+            pos: head.wrapping_add(RECORD_HEADER as u64),
+            len,
+        };
+        let r = f(&msg);
+        self.release(head, need)?;
+        r.map(Some)
+    }
+
+    /// [`Consumer::try_pop_with`], waiting for a message as `wait` says.
+    pub fn pop_with<R>(
+        &self,
+        wait: &WaitPolicy,
+        f: impl FnOnce(&Message<'_>) -> Result<R, TransportError>,
+    ) -> Result<R, TransportError> {
+        let mut f = Some(f);
+        let mut attempt = || -> Result<Option<R>, TransportError> {
+            if self.next_record()?.is_none() {
+                return Ok(None);
+            }
+            let f = f
+                .take()
+                .ok_or(TransportError::Corrupt("message taken twice"))?;
+            self.try_pop_with(f)
+        };
+        if let Some(r) = attempt()? {
+            return Ok(r);
+        }
+        wake::wait_for(&self.ring.data_wake(), wait, attempt)
+    }
+
+    /// Takes the oldest message into `buf` (replacing its contents).
+    /// `Ok(false)`: the ring is empty. [`TransportError::PeerGone`]: empty and
+    /// the producer closed. [`TransportError::Corrupt`]: the peer broke the
+    /// ring.
+    pub fn try_pop_into(&self, buf: &mut Vec<u8>) -> Result<bool, TransportError> {
+        let Some((head, len, need)) = self.next_record()? else {
+            return Ok(false);
+        };
         buf.clear();
         buf.try_reserve(len).map_err(|_| {
             TransportError::Io(std::io::Error::from(std::io::ErrorKind::OutOfMemory))
@@ -600,10 +660,7 @@ impl Consumer {
         // SAFETY: `read_data` initialised the first `len` bytes of the spare
         // capacity, which `try_reserve` made at least `len` long.
         unsafe { buf.set_len(len) };
-        let new_head = head.wrapping_add(need);
-        self.head.set(new_head);
-        self.ring.head().store(new_head, Ordering::Release);
-        wake::notify(&self.ring.space_wake())?;
+        self.release(head, need)?;
         Ok(true)
     }
 
@@ -615,6 +672,50 @@ impl Consumer {
         wake::wait_for(&self.ring.data_wake(), wait, || {
             Ok(self.try_pop_into(buf)?.then_some(()))
         })
+    }
+}
+
+/// A message being taken by [`Consumer::try_pop_with`]. Its bytes stay in
+/// the shared ring and are only ever copied out, never borrowed.
+#[derive(Debug)]
+pub struct Message<'a> {
+    ring: &'a Ring,
+    /// Counter of its first payload byte.
+    pos: u64,
+    len: usize,
+}
+
+impl Message<'_> {
+    /// Payload bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the message has no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies bytes `at..at + dst.len()` of the message into `dst`.
+    /// [`TransportError::TooLarge`] (nothing copied) if that range is not
+    /// inside the message.
+    pub fn read(&self, at: usize, dst: &mut [u8]) -> Result<(), TransportError> {
+        match at.checked_add(dst.len()) {
+            Some(end) if end <= self.len => {}
+            _ => {
+                return Err(TransportError::TooLarge {
+                    len: at.saturating_add(dst.len()),
+                    max: self.len,
+                })
+            }
+        }
+        // SAFETY: `&mut [u8]` and `&mut [MaybeUninit<u8>]` have the same
+        // layout, and `read_data` only stores initialised bytes (copies of
+        // the mapping's bytes), so `dst` stays initialised.
+        let out = unsafe {
+            std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<MaybeUninit<u8>>(), dst.len())
+        };
+        self.ring.read_data(self.pos.wrapping_add(at as u64), out)
     }
 }
 
@@ -673,6 +774,52 @@ mod tests {
         assert_eq!(pop(&c).as_deref(), Some(&b""[..]));
         assert_eq!(pop(&c).as_deref(), Some(&b"x"[..]));
         assert_eq!(pop(&c), None);
+    }
+
+    #[test]
+    fn pop_with_copies_parts_of_a_message_where_asked() {
+        let (p, c, _) = pair(64);
+        assert_eq!(c.try_pop_with(|_| Ok(())).expect("empty"), None);
+        // Walk the messages over the wrap point.
+        for lap in 0..20u8 {
+            let msg: Vec<u8> = (0..21).map(|i| lap.wrapping_add(i)).collect();
+            assert!(p.try_push(&[&msg[..5], &msg[5..]]).expect("push"));
+            let (head, tail) = c
+                .try_pop_with(|m| {
+                    assert_eq!(m.len(), 21);
+                    let mut head = [0u8; 5];
+                    let mut tail = [0u8; 16];
+                    m.read(0, &mut head)?;
+                    m.read(5, &mut tail)?;
+                    let mut past = [0u8; 2];
+                    assert!(matches!(
+                        m.read(20, &mut past),
+                        Err(TransportError::TooLarge { len: 22, max: 21 })
+                    ));
+                    assert!(m.read(usize::MAX, &mut past).is_err());
+                    Ok((head, tail))
+                })
+                .expect("pop")
+                .expect("a message");
+            assert_eq!((&head[..], &tail[..]), (&msg[..5], &msg[5..]));
+        }
+        // A failing reader still takes the message.
+        assert!(p.try_push(&[b"abc"]).expect("push"));
+        assert!(p.try_push(&[b"def"]).expect("push"));
+        assert!(c
+            .try_pop_with(|_| Err::<(), _>(TransportError::NoFd))
+            .is_err());
+        assert_eq!(pop(&c).as_deref(), Some(&b"def"[..]));
+        // The waiting form.
+        assert!(p.try_push(&[b"xyz"]).expect("push"));
+        let got = c
+            .pop_with(&WaitPolicy::busy(), |m| {
+                let mut b = vec![0u8; m.len()];
+                m.read(0, &mut b)?;
+                Ok(b)
+            })
+            .expect("pop_with");
+        assert_eq!(got, b"xyz");
     }
 
     #[test]

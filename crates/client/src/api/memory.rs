@@ -18,6 +18,7 @@ use vgpu_abi::types::CUdeviceptr;
 use vgpu_proto::Op;
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::lane::Piece;
 use crate::runtime::{runtime, Session};
 
 /// How a copy or memset orders itself against other work.
@@ -145,16 +146,30 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
     let chunk = s.lanes.chunk();
+    if checked && is_async == 1 {
+        // The bytes travel in the request, so the source is free on return.
+        for (i, piece) in data.chunks(chunk).enumerate() {
+            let at = dst
+                .checked_add((i * chunk) as u64)
+                .ok_or(CuError::INVALID_VALUE)?;
+            s.post(Op::MemcpyHtoD, &[at, stream, is_async], piece)?;
+        }
+        return sync.finish(&s);
+    }
+    // Not posted (the synchronous form blocks in the driver, and a posted
+    // call must not hold back other threads' calls), but pipelined.
+    let mut pieces = Vec::with_capacity(n.div_ceil(chunk));
     for (i, piece) in data.chunks(chunk).enumerate() {
         let at = dst
             .checked_add((i * chunk) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
-        // The bytes travel in the request, so the source is free on return.
-        // The synchronous form is never posted: it blocks in the driver,
-        // and a posted call must not hold back other threads' calls.
-        let post = checked && is_async == 1;
-        s.post_or_call(Op::MemcpyHtoD, &[at, stream, is_async], piece, post)?;
+        pieces.push(Piece {
+            args: vec![at, stream, is_async],
+            blob: piece,
+            sink: None,
+        });
     }
+    s.call_pieces(Op::MemcpyHtoD, pieces)?;
     sync.finish(&s)
 }
 
@@ -180,17 +195,18 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     // owns them for the duration of this synchronous call.
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
     let chunk_len = s.lanes.chunk();
+    let mut pieces = Vec::with_capacity(n.div_ceil(chunk_len));
     for (i, chunk) in out.chunks_mut(chunk_len).enumerate() {
         let at = src
             .checked_add((i * chunk_len) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
-        s.call(
-            Op::MemcpyDtoH,
-            &[at, chunk.len() as u64, stream, is_async],
-            &[],
-            Some(chunk),
-        )?;
+        pieces.push(Piece {
+            args: vec![at, chunk.len() as u64, stream, is_async],
+            blob: &[],
+            sink: Some(chunk),
+        });
     }
+    s.call_pieces(Op::MemcpyDtoH, pieces)?;
     sync.finish(&s)
 }
 
