@@ -290,7 +290,7 @@ fn register(s: &Session, id: u64, real: Handle, owner: u64, kernel: bool) -> Res
         Function {
             real: real as usize,
             module: owner,
-            params,
+            params: params.into(),
         },
     );
     Ok(Reply {
@@ -509,55 +509,79 @@ pub fn occupancy_max_active_clusters(s: &Session, req: &Request) -> Result<Reply
     Ok(Reply::outs(&[n as i64 as u64]))
 }
 
-/// Pointers into `params` for each parameter of the layout.
-fn param_pointers(
+thread_local! {
+    /// Each lane thread's scratch space for launches: the 8-byte-aligned
+    /// parameter copy and the pointer array. Reused, so a launch allocates
+    /// nothing once the lane has warmed up.
+    static LAUNCH_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<usize>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `launch` with `kernelParams` for `blob` laid out by `layout`: an
+/// aligned copy of the blob and one pointer per parameter (NULL when there
+/// are none). Every parameter must lie inside the blob.
+fn with_params(
     layout: &[(u32, u32)],
-    blob_len: usize,
-    params: &[u64],
-) -> Result<Vec<*mut c_void>, Status> {
-    let base = params.as_ptr().cast::<u8>();
-    layout
+    blob: &[u8],
+    launch: impl FnOnce(*mut *mut c_void) -> Status,
+) -> Result<(), Status> {
+    if layout
         .iter()
-        .map(|&(off, sz)| {
-            if off as usize + sz as usize > blob_len {
-                return Err(INVALID_VALUE);
-            }
-            // SAFETY: `off + sz` is within the parameter buffer (checked above).
-            Ok(unsafe { base.add(off as usize) }.cast_mut().cast())
-        })
-        .collect()
+        .any(|&(off, sz)| off as usize + sz as usize > blob.len())
+    {
+        return Err(INVALID_VALUE);
+    }
+    LAUNCH_SCRATCH.with(|scratch| {
+        let (words, ptrs) = &mut *scratch.borrow_mut();
+        words.clear();
+        words.resize(blob.len().div_ceil(8), 0);
+        // SAFETY: `words` holds at least `blob.len()` bytes; no overlap.
+        unsafe {
+            ptr::copy_nonoverlapping(blob.as_ptr(), words.as_mut_ptr().cast::<u8>(), blob.len())
+        };
+        let base = words.as_mut_ptr().cast::<u8>() as usize;
+        ptrs.clear();
+        ptrs.extend(layout.iter().map(|&(off, _)| base + off as usize));
+        let kernel_params = if ptrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr().cast::<*mut c_void>()
+        };
+        ok(launch(kernel_params))
+    })
 }
 
 pub fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
     let a = &req.args;
-    let (f, stream) = {
+    let (real, layout, stream) = {
         let t = s.tables();
-        (t.function(a[0])?.clone(), t.stream(a[8])?)
+        let f = t.function(a[0])?;
+        (f.real, std::sync::Arc::clone(&f.params), t.stream(a[8])?)
     };
-    let params = aligned(&req.blob);
-    let mut ptrs = param_pointers(&f.params, req.blob.len(), &params)?;
-    let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
-    let kernel_params = if ptrs.is_empty() {
-        ptr::null_mut()
-    } else {
-        ptrs.as_mut_ptr()
-    };
-    // SAFETY: live function and stream; every parameter pointer points into
-    // `params`, which outlives the call (the driver copies the values).
-    ok(unsafe {
-        entry(s.driver.launch_kernel)?(
-            as_handle(f.real),
-            dims[0],
-            dims[1],
-            dims[2],
-            dims[3],
-            dims[4],
-            dims[5],
-            dims[6],
-            as_handle(stream),
-            kernel_params,
-            ptr::null_mut(),
-        )
+    let mut dims = [0 as c_uint; 7];
+    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
+        *d = uint(v)?;
+    }
+    let f = entry(s.driver.launch_kernel)?;
+    with_params(&layout, &req.blob, |kernel_params| {
+        // SAFETY: live function and stream; every parameter pointer points
+        // into the aligned copy, which outlives the call (the driver copies
+        // the values).
+        unsafe {
+            f(
+                as_handle(real),
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                dims[4],
+                dims[5],
+                dims[6],
+                as_handle(stream),
+                kernel_params,
+                ptr::null_mut(),
+            )
+        }
     })?;
     Ok(Reply::default())
 }
@@ -565,22 +589,12 @@ pub fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
 pub fn launch_ex(s: &Session, req: &Request) -> Result<Reply, Status> {
     let mut l = launch_config(s, req)?;
     l.config.attrs = l.attrs.as_mut_ptr().cast();
-    let params = aligned(l.rest);
-    let mut ptrs = param_pointers(&l.function.params, l.rest.len(), &params)?;
-    let kernel_params = if ptrs.is_empty() {
-        ptr::null_mut()
-    } else {
-        ptrs.as_mut_ptr()
-    };
-    // SAFETY: live function and stream; attributes and parameters live in
-    // `l.attrs` and `params` for the duration of the call.
-    ok(unsafe {
-        entry(s.driver.launch_kernel_ex)?(
-            &l.config,
-            as_handle(l.function.real),
-            kernel_params,
-            ptr::null_mut(),
-        )
+    let f = entry(s.driver.launch_kernel_ex)?;
+    let real = l.function.real;
+    with_params(&l.function.params, l.rest, |kernel_params| {
+        // SAFETY: live function and stream; the attributes live in `l.attrs`
+        // and the parameters in the aligned copy for the duration of the call.
+        unsafe { f(&l.config, as_handle(real), kernel_params, ptr::null_mut()) }
     })?;
     Ok(Reply::default())
 }

@@ -32,8 +32,9 @@ pub struct Owned {
 pub struct Function {
     pub real: Raw,
     pub module: u64,
-    /// (offset, size) of every kernel parameter, in order.
-    pub params: Vec<(u32, u32)>,
+    /// (offset, size) of every kernel parameter, in order; shared, so a
+    /// launch takes it without copying.
+    pub params: std::sync::Arc<[(u32, u32)]>,
 }
 
 /// Who owns a device range.
