@@ -218,26 +218,14 @@ impl Driver {
     /// The device's primary context, not retained (through the driver's own
     /// runtime interface table).
     pub fn primary_context_unretained(&self, dev: c_int) -> Result<Handle, Status> {
-        let mut table: *const c_void = std::ptr::null();
-        // SAFETY: live out-pointer; the UUID is 16 bytes.
-        let st = unsafe { entry(self.get_export_table)?(&mut table, &CUDART_INTERFACE) };
-        if st != 0 || table.is_null() {
-            return Err(if st != 0 { st } else { NOT_SUPPORTED });
-        }
-        // SAFETY: the table is sized: slot 0 holds its size in bytes.
-        let size = unsafe { *table.cast::<usize>() };
-        if size < (CUDART_INTERFACE_PRIMARY_CONTEXT + 1) * 8 {
+        let (table, slots) = self.table(&CUDART_INTERFACE)?;
+        if slots <= CUDART_INTERFACE_PRIMARY_CONTEXT {
             return Err(NOT_SUPPORTED);
         }
         // SAFETY: the slot lies inside the table (checked) and holds
         // `fn(CUcontext *out, CUdevice dev) -> CUresult`.
-        let slot: unsafe extern "C" fn(*mut Handle, c_int) -> Status = unsafe {
-            std::mem::transmute(
-                *table
-                    .cast::<*const c_void>()
-                    .add(CUDART_INTERFACE_PRIMARY_CONTEXT),
-            )
-        };
+        let slot: unsafe extern "C" fn(*mut Handle, c_int) -> Status =
+            unsafe { std::mem::transmute(*table.add(CUDART_INTERFACE_PRIMARY_CONTEXT)) };
         let mut ctx: Handle = std::ptr::null_mut();
         // SAFETY: live out-pointer.
         match unsafe { slot(&mut ctx, dev) } {
