@@ -17,6 +17,7 @@ use std::ffi::c_void;
 use vgpu_abi::types::CUdeviceptr;
 use vgpu_proto::Op;
 
+use super::stream::PER_THREAD_STREAM;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::lane::Piece;
 use crate::runtime::{runtime, Session};
@@ -31,8 +32,6 @@ pub enum Sync {
     /// An `…Async` form on this stream id.
     Stream(u64),
 }
-
-const PER_THREAD_STREAM: u64 = 2;
 
 impl Sync {
     /// (stream id, async flag) as the wire carries them.

@@ -14,7 +14,8 @@ use crate::context::current;
 use crate::edge::{non_null, wire, write_out, CuResult};
 use crate::runtime::{runtime, Kind, Session};
 
-const PER_THREAD_STREAM: u64 = 2;
+/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
+pub(super) const PER_THREAD_STREAM: u64 = 2;
 /// `CU_STREAM_NON_BLOCKING`, the only stream flag.
 const STREAM_FLAGS: c_uint = 1;
 /// `CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS`.

@@ -12,7 +12,9 @@ mod exec;
 mod host;
 mod lane;
 mod library;
+mod options;
 mod order;
+mod pointer;
 mod snapshot;
 mod tables;
 
