@@ -20,15 +20,20 @@
 //! [`Session::post`] sends a request without waiting ([`flags::POSTED`]):
 //! its failure comes back at this thread's next synchronizing call
 //! (`docs/adr/0004-async-errors.md`). Posted requests take session-wide
-//! tickets; every other request carries the count of tickets issued before
-//! it, and the worker runs nothing before the posted requests issued before
-//! it, on any thread (`crates/mediator/src/worker/order.rs`).
+//! tickets and name what they follow ([`Follows`]): work on a stream
+//! follows the stream's previous posted request, so streams driven from
+//! different threads run side by side in the worker; the rest follows every
+//! earlier posted request. Every other request carries the count of tickets
+//! issued before it, and the worker runs nothing before the posted requests
+//! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::mem::offset_of;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use vgpu_proto::{
@@ -65,11 +70,112 @@ pub fn hello_features(cfg: &Config) -> u64 {
     }
 }
 
+/// What a posted request must follow in the worker (`RequestHead::order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follows {
+    /// Work on this stream (wire id): the stream's previous posted request
+    /// and the last [`Follows::Everything`] request. On the legacy default
+    /// stream, which synchronizes with the others, it is
+    /// [`Follows::Everything`].
+    Stream(u64),
+    /// Every earlier posted request; later work on this stream follows it.
+    /// For requests that look at other streams' work: an event record or a
+    /// stream's wait for an event.
+    AllThenStream(u64),
+    /// Every earlier posted request, and every later one follows it:
+    /// creating and destroying streams and events.
+    Everything,
+}
+
+/// Issues tickets and remembers what later requests must follow.
+#[derive(Debug, Default)]
+struct Tickets {
+    /// The next ticket.
+    next: u32,
+    /// The last [`Follows::Everything`] request.
+    barrier: Option<u32>,
+    /// Each stream's last posted request since the barrier (the barrier
+    /// clears it: every later request follows the barrier anyway).
+    streams: HashMap<u64, u32>,
+}
+
+/// A ticket, the flags that say what it follows, and the followed ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Issued {
+    ticket: u32,
+    flags: u32,
+    after: u32,
+}
+
+/// A followed ticket further back than this is not named: the request
+/// follows everything instead, so wrap-around comparison stays exact.
+const FAR_BACK: u32 = 1 << 30;
+
+impl Tickets {
+    fn issue(&mut self, follows: Follows) -> Issued {
+        let ticket = self.next;
+        self.next = ticket.wrapping_add(1);
+        let all = Issued {
+            ticket,
+            flags: flags::POSTED | flags::AFTER_ALL,
+            after: 0,
+        };
+        let follows = match follows {
+            Follows::Stream(s) | Follows::AllThenStream(s) if is_legacy(s) => Follows::Everything,
+            other => other,
+        };
+        match follows {
+            Follows::Everything => {
+                self.barrier = Some(ticket);
+                self.streams.clear();
+                all
+            }
+            Follows::AllThenStream(s) => {
+                if s != PER_THREAD_STREAM {
+                    self.streams.insert(s, ticket);
+                }
+                all
+            }
+            Follows::Stream(s) => {
+                // The per-thread stream is one thread's: its lane orders it.
+                let before = if s == PER_THREAD_STREAM {
+                    self.barrier
+                } else {
+                    self.streams.insert(s, ticket).or(self.barrier)
+                };
+                match before {
+                    None => Issued {
+                        ticket,
+                        flags: flags::POSTED,
+                        after: 0,
+                    },
+                    Some(t) if ticket.wrapping_sub(t) < FAR_BACK => Issued {
+                        ticket,
+                        flags: flags::POSTED | flags::AFTER,
+                        after: t,
+                    },
+                    Some(_) => all,
+                }
+            }
+        }
+    }
+}
+
+/// The legacy default stream's wire ids (NULL and `CU_STREAM_LEGACY`).
+fn is_legacy(stream: u64) -> bool {
+    stream <= 1
+}
+
+/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
+pub const PER_THREAD_STREAM: u64 = 2;
+
 /// Lane state shared by a session's threads.
 #[derive(Debug)]
 pub struct Lanes {
-    /// Tickets issued so far: the order number of the next posted request.
-    tickets: AtomicU32,
+    tickets: Mutex<Tickets>,
+    /// Tickets issued so far (`tickets.next`): the fence of a request that
+    /// waits for a reply.
+    issued: AtomicU32,
     /// New lanes ask for rings.
     rings: bool,
     /// Only ring lanes are acceptable (`VGPU_TRANSPORT=rings`).
@@ -96,7 +202,8 @@ impl Lanes {
             return Err("VGPU_TRANSPORT=rings, but the mediator does not offer rings".into());
         }
         Ok(Lanes {
-            tickets: AtomicU32::new(0),
+            tickets: Mutex::new(Tickets::default()),
+            issued: AtomicU32::new(0),
             rings: offered && cfg.transport != TransportChoice::Socket,
             rings_only,
             spin: cfg.ring_spin,
@@ -118,6 +225,20 @@ impl Lanes {
     /// Whether lanes run on rings.
     pub fn rings(&self) -> bool {
         self.rings
+    }
+
+    /// Takes the next ticket for a posted request.
+    fn issue(&self, follows: Follows) -> Issued {
+        let mut t = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        let issued = t.issue(follows);
+        self.issued.store(t.next, Ordering::SeqCst);
+        issued
+    }
+
+    /// The fence of a request that waits for its reply: every ticket issued
+    /// before it.
+    fn fence(&self) -> u32 {
+        self.issued.load(Ordering::SeqCst)
     }
 }
 
@@ -213,8 +334,7 @@ impl Session {
         }
         self.lanes.round_trips.fetch_add(1, Ordering::Relaxed);
         self.on_lane(|lane, _| {
-            let order = self.lanes.tickets.load(Ordering::SeqCst);
-            let meta = lane.meta(op, ctx, 0, order);
+            let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.io
                 .send(&meta, args, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
@@ -232,7 +352,7 @@ impl Session {
     /// back at this thread's next synchronizing call. Callers post only
     /// what they have checked locally as the driver would
     /// (`docs/adr/0004-async-errors.md`).
-    pub fn post(&self, op: Op, args: &[u64], blob: &[u8]) -> CuResult<()> {
+    pub fn post(&self, op: Op, args: &[u64], blob: &[u8], follows: Follows) -> CuResult<()> {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
@@ -242,7 +362,7 @@ impl Session {
                 // A lane for one call closes at once: wait for the reply.
                 return Ok(false);
             }
-            lane.post(&self.lanes.tickets, ctx, op, args, blob)
+            lane.post(&self.lanes, follows, ctx, op, args, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
             Ok(true)
         })?;
@@ -292,8 +412,7 @@ impl Session {
             loop {
                 while result.is_ok() && waiting.len() < window {
                     let Some(p) = pieces.next() else { break };
-                    let order = self.lanes.tickets.load(Ordering::SeqCst);
-                    let meta = lane.meta(op, ctx, 0, order);
+                    let meta = lane.meta(op, ctx, self.lanes.fence());
                     lane.io.send(&meta, &p.args, p.blob).map_err(fail)?;
                     waiting.push_back(p.sink);
                 }
@@ -312,9 +431,16 @@ impl Session {
     /// [`Session::post`] when `postable` (the caller checked locally
     /// everything the driver would refuse at once), else a call that waits
     /// for the worker's answer.
-    pub fn post_or_call(&self, op: Op, args: &[u64], blob: &[u8], postable: bool) -> CuResult<()> {
+    pub fn post_or_call(
+        &self,
+        op: Op,
+        args: &[u64],
+        blob: &[u8],
+        postable: bool,
+        follows: Follows,
+    ) -> CuResult<()> {
         if postable {
-            self.post(op, args, blob)
+            self.post(op, args, blob, follows)
         } else {
             self.call(op, args, blob, None).map(drop)
         }
@@ -333,14 +459,16 @@ struct Lane {
 }
 
 impl Lane {
-    fn meta(&mut self, op: Op, ctx: u64, flags: u32, order: u32) -> RequestMeta {
+    /// The head of a request that waits for its reply, with its fence.
+    fn meta(&mut self, op: Op, ctx: u64, fence: u32) -> RequestMeta {
         self.seq = self.seq.wrapping_add(1);
         RequestMeta {
             op,
             seq: self.seq,
             ctx,
-            flags,
-            order,
+            flags: 0,
+            order: fence,
+            after: 0,
         }
     }
 
@@ -349,20 +477,29 @@ impl Lane {
     /// taken and never sent would hold up every later request.
     fn post(
         &mut self,
-        tickets: &AtomicU32,
+        lanes: &Lanes,
+        follows: Follows,
         ctx: u64,
         op: Op,
         args: &[u64],
         blob: &[u8],
     ) -> Result<(), LaneError> {
-        let meta = self.meta(op, ctx, flags::POSTED, 0);
+        let mut meta = self.meta(op, ctx, 0);
+        // Checked with the widest flags and numbers the ticket may bring.
+        meta.flags = flags::POSTED | flags::AFTER;
+        meta.after = 1;
         let mut prefix = request_prefix(&meta, args, blob.len())?;
-        let at = offset_of!(RequestHead, order);
-        let ticket = tickets.fetch_add(1, Ordering::SeqCst);
-        prefix
-            .get_mut(at..at + 4)
-            .ok_or(LaneError::Broken("request head too short"))?
-            .copy_from_slice(&ticket.to_le_bytes());
+        let issued = lanes.issue(follows);
+        for (field, value) in [
+            (offset_of!(RequestHead, flags), issued.flags),
+            (offset_of!(RequestHead, order), issued.ticket),
+            (offset_of!(RequestHead, after), issued.after),
+        ] {
+            prefix
+                .get_mut(field..field + 4)
+                .ok_or(LaneError::Broken("request head too short"))?
+                .copy_from_slice(&value.to_le_bytes());
+        }
         self.io.send_prefixed(&prefix, blob)
     }
 
@@ -660,6 +797,42 @@ mod tests {
             Lanes::new(&rings, features::LANES).is_err(),
             "forced rings without an offer fail the session"
         );
+    }
+
+    #[test]
+    fn posted_requests_follow_their_stream_or_everything() {
+        let mut t = Tickets::default();
+        let issue = |t: &mut Tickets, f| {
+            let i = t.issue(f);
+            (i.ticket, i.flags & !flags::POSTED, i.after)
+        };
+        const AFTER: u32 = flags::AFTER;
+        const ALL: u32 = flags::AFTER_ALL;
+        // First work on two streams follows nothing; then each its own stream.
+        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (0, 0, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (1, 0, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (2, AFTER, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (3, AFTER, 1));
+        // The per-thread stream is ordered by its lane alone.
+        assert_eq!(issue(&mut t, Follows::Stream(PER_THREAD_STREAM)), (4, 0, 0));
+        // An event record follows everything; its stream's work follows it.
+        assert_eq!(issue(&mut t, Follows::AllThenStream(0x20)), (5, ALL, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (6, AFTER, 5));
+        // The legacy stream and creation are barriers that all later work
+        // follows.
+        assert_eq!(issue(&mut t, Follows::Stream(0)), (7, ALL, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (8, AFTER, 7));
+        assert_eq!(
+            issue(&mut t, Follows::Stream(PER_THREAD_STREAM)),
+            (9, AFTER, 7)
+        );
+        assert_eq!(issue(&mut t, Follows::Everything), (10, ALL, 0));
+        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (11, AFTER, 10));
+        assert_eq!(issue(&mut t, Follows::AllThenStream(1)), (12, ALL, 0));
+        assert_eq!(t.barrier, Some(12), "CU_STREAM_LEGACY is the legacy stream");
+        // A followed ticket too far back is not named.
+        t.next = 12 + FAR_BACK;
+        assert_eq!(issue(&mut t, Follows::Stream(0x30)).1, ALL);
     }
 
     #[test]

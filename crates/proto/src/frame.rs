@@ -1,7 +1,7 @@
 //! Request and response frames.
 //!
 //! ```text
-//! request  = RequestHead (32 B) | args: nargs × u64 | blob: blob_len bytes
+//! request  = RequestHead (40 B) | args: nargs × u64 | blob: blob_len bytes
 //! response = ResponseHead (24 B) | outs: nouts × u64 | blob: blob_len bytes
 //! ```
 //! The receiver validates the head (magic, op, arity, flags, bounds) before it
@@ -16,18 +16,29 @@
 //!   and returns it as the status of the lane's next synchronizing request
 //!   ([`Op::synchronizes`]), which is then not run
 //!   (`docs/adr/0004-async-errors.md`).
+//! - [`flags::AFTER_ALL`] and [`flags::AFTER`] (posted requests only, at
+//!   most one of them): what the request waits for (below).
 //! - Every other bit is reserved and must be zero.
 //!
-//! # Order ([`RequestHead::order`])
+//! # Order ([`RequestHead::order`], [`RequestHead::after`])
 //!
-//! A session-wide order number, `u32`, compared with wrap-around
+//! Order numbers are session-wide `u32`s compared with wrap-around
 //! ([`order_reached`]). The client numbers its posted requests 0, 1, 2, …
-//! across all its threads (a *ticket* each); every other lane request carries
-//! the number of tickets issued before it was sent (a *fence*). The worker
-//! starts a request only when every ticket below its number has run, and a
-//! posted request's run completes its ticket. So posted requests run in the
-//! order the client issued them, whichever lane carries them, and a request
-//! never overtakes a posted request that was issued before it.
+//! across all its threads (a *ticket* each, in `order`); a posted request's
+//! run completes its ticket. What a request waits for before it starts:
+//!
+//! - a posted request with [`flags::AFTER_ALL`]: every lower ticket;
+//! - a posted request with [`flags::AFTER`]: the one ticket in `after` (the
+//!   previous posted request on its stream, or the last request that every
+//!   later one follows);
+//! - a posted request with neither: nothing;
+//! - any other request: every ticket below its `order`, which holds the
+//!   number of tickets issued before it was sent (a *fence*).
+//!
+//! The client chooses these so that posted requests on one stream run in
+//! the order it issued them, work on different streams runs in parallel, and
+//! no request overtakes a posted request it must follow
+//! (`docs/adr/0004-async-errors.md`, "Order across threads").
 
 use std::io::{IoSlice, Read, Write};
 
@@ -54,8 +65,14 @@ pub struct RequestHead {
     pub ctx: U64,
     /// [`flags`] bits.
     pub flags: U32,
-    /// The session-wide order number (see the module documentation).
+    /// A posted request's ticket, or another request's fence (see the
+    /// module documentation).
     pub order: U32,
+    /// The ticket a posted request with [`flags::AFTER`] waits for; zero
+    /// otherwise.
+    pub after: U32,
+    /// Zero.
+    pub reserved: U32,
 }
 
 /// Request flag bits.
@@ -63,8 +80,13 @@ pub mod flags {
     /// No reply is sent; a failure is deferred to the lane's next
     /// synchronizing request.
     pub const POSTED: u32 = 1 << 0;
+    /// A posted request that starts only after every lower ticket has run.
+    pub const AFTER_ALL: u32 = 1 << 1;
+    /// A posted request that starts only after the ticket in
+    /// [`RequestHead::after`](super::RequestHead::after) has run.
+    pub const AFTER: u32 = 1 << 2;
     /// Every defined bit.
-    pub const ALL: u32 = POSTED;
+    pub const ALL: u32 = POSTED | AFTER_ALL | AFTER;
 }
 
 /// Whether an order counter that has reached `done` has passed `order`:
@@ -95,6 +117,7 @@ pub struct Request {
     pub ctx: u64,
     pub flags: u32,
     pub order: u32,
+    pub after: u32,
     pub args: Vec<u64>,
     pub blob: Vec<u8>,
 }
@@ -114,6 +137,7 @@ pub struct RequestMeta {
     pub ctx: u64,
     pub flags: u32,
     pub order: u32,
+    pub after: u32,
 }
 
 /// A decoded response.
@@ -204,6 +228,13 @@ impl RequestHead {
         if f & flags::POSTED != 0 && !op.postable() {
             return Err(ProtoError::NotPostable(op));
         }
+        let waits = f & (flags::AFTER_ALL | flags::AFTER);
+        let bad_wait = waits == flags::AFTER_ALL | flags::AFTER
+            || (waits != 0 && f & flags::POSTED == 0)
+            || (f & flags::AFTER == 0 && self.after.get() != 0);
+        if bad_wait || self.reserved.get() != 0 {
+            return Err(ProtoError::Flags(f));
+        }
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
         Ok(op)
     }
@@ -229,7 +260,7 @@ impl ResponseHead {
     }
 }
 
-/// Writes one request frame (with `flags` and `order` 0).
+/// Writes one request frame (with `flags`, `order` and `after` 0).
 pub fn write_request(
     w: &mut impl Write,
     op: Op,
@@ -244,6 +275,7 @@ pub fn write_request(
         ctx,
         flags: 0,
         order: 0,
+        after: 0,
     };
     write_request_meta(w, &meta, args, blob)
 }
@@ -285,6 +317,8 @@ pub fn request_prefix(
         ctx: U64::new(meta.ctx),
         flags: U32::new(meta.flags),
         order: U32::new(meta.order),
+        after: U32::new(meta.after),
+        reserved: U32::new(0),
     };
     head.validate()?;
     let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + 8 * args.len());
@@ -307,6 +341,7 @@ pub fn read_request(r: &mut impl Read) -> Result<Request, ProtoError> {
         ctx: head.ctx.get(),
         flags: head.flags.get(),
         order: head.order.get(),
+        after: head.after.get(),
         args,
         blob,
     })
@@ -396,6 +431,7 @@ impl Request {
             ctx: self.ctx,
             flags: self.flags,
             order: self.order,
+            after: self.after,
         }
     }
 
@@ -420,7 +456,7 @@ mod tests {
 
     #[test]
     fn head_sizes_are_fixed() {
-        assert_eq!(std::mem::size_of::<RequestHead>(), 32);
+        assert_eq!(std::mem::size_of::<RequestHead>(), 40);
         assert_eq!(std::mem::size_of::<ResponseHead>(), 24);
     }
 
@@ -464,11 +500,28 @@ mod tests {
             ctx: 0,
             flags: flags::POSTED,
             order: 0,
+            after: 0,
         };
         assert!(
             request_prefix(&meta, &[1], 0).is_err(),
             "the sender checks too"
         );
+        let launch = |flags: u32, after: u32| {
+            let mut h = head(Op::LaunchKernel, flags);
+            h.after = U32::new(after);
+            h.validate()
+        };
+        assert!(launch(flags::POSTED | flags::AFTER, 7).is_ok());
+        assert!(launch(flags::POSTED | flags::AFTER_ALL, 0).is_ok());
+        assert!(
+            launch(flags::POSTED | flags::AFTER | flags::AFTER_ALL, 7).is_err(),
+            "one kind of wait"
+        );
+        assert!(
+            launch(flags::AFTER, 7).is_err(),
+            "only posted requests wait so"
+        );
+        assert!(launch(flags::POSTED, 7).is_err(), "`after` without AFTER");
     }
 
     #[test]
@@ -486,8 +539,9 @@ mod tests {
             op: Op::MemcpyHtoD,
             seq: 9,
             ctx: 3,
-            flags: flags::POSTED,
+            flags: flags::POSTED | flags::AFTER,
             order: 77,
+            after: 75,
             args: vec![0x1000, 0, 1],
             blob: b"bytes".to_vec(),
         };

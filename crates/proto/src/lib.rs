@@ -40,7 +40,7 @@ pub use handshake::{
 pub use ops::{Op, SCHEMA_HASH};
 
 /// Protocol version spoken by this build.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Most scalar arguments (or results) one frame may carry.
 pub const MAX_ARGS: usize = 16;
 /// Largest blob one frame may carry. Larger copies are split by the sender.

@@ -219,10 +219,10 @@ fn fixtures_follow_the_documented_layout() {
         let blob = len_at(&b, 12);
         assert_eq!(
             b.len(),
-            32 + 8 * op.nargs() + blob,
+            40 + 8 * op.nargs() + blob,
             "{file}: head + args + blob"
         );
-        let posted = u32_at(&b, 24) == vgpu_proto::flags::POSTED;
+        let posted = u32_at(&b, 24) & vgpu_proto::flags::POSTED != 0;
         assert_eq!(
             posted,
             op.postable(),
@@ -238,6 +238,12 @@ fn fixtures_follow_the_documented_layout() {
             },
             "{file}: order"
         );
+        assert_eq!(
+            u32_at(&b, 32) != 0,
+            posted,
+            "{file}: posted requests name the ticket they follow"
+        );
+        assert_eq!(u32_at(&b, 36), 0, "{file}: reserved");
     }
     for file in ["response.hex", "response-error.hex"] {
         let (_, b) = read_fixture(file);

@@ -92,6 +92,7 @@ proptest! {
     fn request_without_flags_matches_write_request(mut req in arb::request()) {
         req.flags = 0;
         req.order = 0;
+        req.after = 0;
         let mut written = Vec::new();
         write_request(&mut written, req.op, req.seq, req.ctx, &req.args, &req.blob).expect("writes");
         prop_assert_eq!(written, req.encode().expect("encodes"));

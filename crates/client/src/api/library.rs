@@ -325,7 +325,8 @@ pub unsafe fn launch_ex(
     let post = extra.is_null()
         && args[9] == 0
         && super::module::launch_postable(&s, args[8], dims, wire::u32(args[7]));
-    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post)
+    let follows = crate::lane::Follows::Stream(args[8]);
+    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post, follows)
 }
 
 /// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.

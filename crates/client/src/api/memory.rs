@@ -19,7 +19,7 @@ use vgpu_proto::Op;
 
 use super::stream::PER_THREAD_STREAM;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::lane::Piece;
+use crate::lane::{Follows, Piece};
 use crate::runtime::{runtime, Session};
 
 /// How a copy or memset orders itself against other work.
@@ -139,7 +139,14 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     if let Some(worker) = super::host::shared(src, n) {
         // Pinned memory the worker maps too: no bytes on the wire.
         let args = [dst, worker, n as u64, stream, is_async];
-        s.post_or_call(Op::MemcpyHtoDShared, &args, &[], checked && is_async == 1)?;
+        let post = checked && is_async == 1;
+        s.post_or_call(
+            Op::MemcpyHtoDShared,
+            &args,
+            &[],
+            post,
+            Follows::Stream(stream),
+        )?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
@@ -151,7 +158,12 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
             let at = dst
                 .checked_add((i * chunk) as u64)
                 .ok_or(CuError::INVALID_VALUE)?;
-            s.post(Op::MemcpyHtoD, &[at, stream, is_async], piece)?;
+            s.post(
+                Op::MemcpyHtoD,
+                &[at, stream, is_async],
+                piece,
+                Follows::Stream(stream),
+            )?;
         }
         return sync.finish(&s);
     }
@@ -187,7 +199,13 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         // Pinned memory the worker maps too: no bytes on the wire.
         let checked = is_async == 1 && sync.postable(&s, &[(src, n as u64)]);
         let args = [worker, src, n as u64, stream, is_async];
-        s.post_or_call(Op::MemcpyDtoHShared, &args, &[], checked)?;
+        s.post_or_call(
+            Op::MemcpyDtoHShared,
+            &args,
+            &[],
+            checked,
+            Follows::Stream(stream),
+        )?;
         return sync.finish(&s);
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
@@ -217,7 +235,7 @@ pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResul
     let (stream, is_async) = sync.wire();
     let post = is_async == 1 && sync.postable(&s, &[(dst, n as u64), (src, n as u64)]);
     let args = [dst, src, n as u64, stream, is_async];
-    s.post_or_call(Op::MemcpyDtoD, &args, &[], post)?;
+    s.post_or_call(Op::MemcpyDtoD, &args, &[], post, Follows::Stream(stream))?;
     sync.finish(&s)
 }
 
@@ -265,6 +283,6 @@ pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync)
             .checked_mul(count as u64)
             .is_some_and(|bytes| sync.postable(&s, &[(dst, bytes)]));
     let args = [dst, value, elem, count as u64, stream, is_async];
-    s.post_or_call(Op::Memset, &args, &[], post)?;
+    s.post_or_call(Op::Memset, &args, &[], post, Follows::Stream(stream))?;
     sync.finish(&s)
 }

@@ -12,6 +12,7 @@ use vgpu_proto::Op;
 
 use super::options;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::lane::Follows;
 use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind};
 
@@ -269,7 +270,7 @@ pub unsafe fn launch(
     args[7] = u64::from(shmem);
     args[8] = sid;
     let post = extra.is_null() && launch_postable(&s, sid, dims, shmem);
-    s.post_or_call(Op::LaunchKernel, &args, &blob, post)
+    s.post_or_call(Op::LaunchKernel, &args, &blob, post, Follows::Stream(sid))
 }
 
 /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits

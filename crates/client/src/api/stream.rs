@@ -12,10 +12,10 @@ use vgpu_proto::Op;
 
 use crate::context::current;
 use crate::edge::{non_null, wire, write_out, CuResult};
+use crate::lane::Follows;
 use crate::runtime::{runtime, Kind, Session};
 
-/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
-pub(super) const PER_THREAD_STREAM: u64 = 2;
+pub(super) use crate::lane::PER_THREAD_STREAM;
 /// `CU_STREAM_NON_BLOCKING`, the only stream flag.
 const STREAM_FLAGS: c_uint = 1;
 /// `CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS`.
@@ -52,7 +52,7 @@ pub unsafe fn create(ph: *mut CUstream, flags: c_uint, priority: c_int) -> CuRes
     let ctx = current();
     let postable = flags & !STREAM_FLAGS == 0 && s.objects().contexts.contains_key(&ctx);
     let args = [sid, u64::from(flags), priority as i64 as u64];
-    s.post_or_call(Op::StreamCreate, &args, &[], postable)?;
+    s.post_or_call(Op::StreamCreate, &args, &[], postable, Follows::Everything)?;
     s.objects().streams.insert(sid, ctx);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(sid)) }
@@ -75,7 +75,7 @@ fn destroy_handle(
         }
         ok
     };
-    s.post_or_call(op, &[id], &[], postable)?;
+    s.post_or_call(op, &[id], &[], postable, Follows::Everything)?;
     live(&mut s.objects()).remove(&id);
     Ok(())
 }
@@ -103,7 +103,13 @@ pub fn wait_event(sid: u64, e: CUevent, flags: c_uint) -> CuResult<()> {
         o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
     };
     let args = [sid, eid, u64::from(flags)];
-    s.post_or_call(Op::StreamWaitEvent, &args, &[], postable)
+    s.post_or_call(
+        Op::StreamWaitEvent,
+        &args,
+        &[],
+        postable,
+        Follows::AllThenStream(sid),
+    )
 }
 
 pub unsafe fn get_flags(sid: u64, flags: *mut c_uint) -> CuResult<()> {
@@ -130,7 +136,14 @@ pub unsafe fn event_create(ph: *mut CUevent, flags: c_uint) -> CuResult<()> {
     let known_flags = flags & !EVENT_FLAGS == 0
         && (flags & EVENT_INTERPROCESS == 0 || flags & EVENT_DISABLE_TIMING != 0);
     let postable = known_flags && s.objects().contexts.contains_key(&ctx);
-    s.post_or_call(Op::EventCreate, &[eid, u64::from(flags)], &[], postable)?;
+    let follows = Follows::Everything;
+    s.post_or_call(
+        Op::EventCreate,
+        &[eid, u64::from(flags)],
+        &[],
+        postable,
+        follows,
+    )?;
     s.objects().events.insert(eid, ctx);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(eid)) }
@@ -148,7 +161,13 @@ pub fn event_record(e: CUevent, sid: u64) -> CuResult<()> {
         let o = s.objects();
         o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
     };
-    s.post_or_call(Op::EventRecord, &[eid, sid], &[], postable)
+    s.post_or_call(
+        Op::EventRecord,
+        &[eid, sid],
+        &[],
+        postable,
+        Follows::AllThenStream(sid),
+    )
 }
 
 pub fn event_synchronize(e: CUevent) -> CuResult<()> {
@@ -183,5 +202,6 @@ pub fn event_record_with_flags(e: CUevent, sid: u64, flags: c_uint) -> CuResult<
         o.stream_ok(ctx, sid) && o.event_ok(ctx, eid)
     };
     let args = [eid, sid, u64::from(flags)];
-    s.post_or_call(Op::EventRecordWithFlags, &args, &[], postable)
+    let follows = Follows::AllThenStream(sid);
+    s.post_or_call(Op::EventRecordWithFlags, &args, &[], postable, follows)
 }

@@ -17,8 +17,8 @@
 //!
 //! # Requests
 //!
-//! A lane runs its requests in order, each after the session-wide order
-//! says so ([`super::order`]). A posted request gets no reply; the lane keeps
+//! A lane runs its requests in order, each once what it must follow has run
+//! ([`super::order`]). A posted request gets no reply; the lane keeps
 //! the first failure of a posted request and answers the lane's next
 //! synchronizing request ([`vgpu_proto::Op::synchronizes`]) with it, without
 //! running that request (`docs/adr/0004-async-errors.md`).
@@ -40,7 +40,7 @@ use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
 use super::exec::{self, Reply};
-use super::order::Ticket;
+use super::order::{Need, Ticket};
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -124,7 +124,7 @@ fn serve(s: &Session, mut io: LaneIo) {
             }
         };
         requests += 1;
-        if !s.order.wait(req.order, alive) {
+        if !s.order.wait(Need::of(&req), alive) {
             break;
         }
         if req.posted() {
@@ -297,6 +297,7 @@ mod tests {
             ctx: 2,
             flags: 0,
             order: 3,
+            after: 0,
         };
         let mut bytes = request_prefix(&meta, &[0x1000], 0).expect("prefix");
         let req = decode_exact(&bytes).expect("exact");

@@ -1,69 +1,131 @@
 //! The session-wide order of requests across lanes.
 //!
 //! The client numbers its posted requests 0, 1, 2, … across all its threads
-//! (one *ticket* each) and stamps every other lane request with the number of
-//! tickets issued before it (a *fence*); both travel in
-//! `RequestHead::order`. A lane starts a request only once [`Order::wait`]
-//! says every ticket below its number has run, and a posted request's run
-//! ends with [`Order::complete`] of its ticket. Hence:
+//! (one *ticket* each) and says what each one must wait for
+//! ([`vgpu_proto::flags`]): the previous posted request on its stream, every
+//! lower ticket, or nothing. Every other lane request carries the number of
+//! tickets issued before it (a *fence*) and waits for all of them. A lane
+//! starts a request only once [`Order::wait`] says its [`Need`] is met, and
+//! a posted request's run ends with [`Order::complete`] of its ticket.
+//! Hence, with the client's choices (`docs/adr/0004-async-errors.md`):
 //!
-//! - posted requests reach the driver in the order the client issued them,
-//!   whichever lane carries them;
-//! - a request never overtakes a posted request issued before it on any
-//!   thread: if thread A's `cuLaunchKernel` returned before thread B called
+//! - posted requests on one stream reach the driver in the order the client
+//!   issued them, whichever lane carries them, while requests on different
+//!   streams run side by side on their lanes;
+//! - a request never overtakes a posted request it must follow: if thread
+//!   A's `cuLaunchKernel` returned before thread B called
 //!   `cuStreamSynchronize`, B's synchronize runs after A's launch.
 //!
-//! Only posted requests hold tickets, and a lane only ever waits for lower
-//! tickets, so the lowest ticket not yet run can always run: the requests
-//! before it on its own lane are posted ones with lower tickets (run
-//! already) or answered ones (its thread waited for their replies before it
-//! issued the ticket). A blocking call never holds a ticket, so it never
-//! stalls another lane. A client that dies between taking a ticket and
-//! sending it leaves the later requests waiting; they give up when the
-//! session closes (`alive` turns false).
+//! Every ticket a request waits for is lower than its own ticket (or its
+//! fence), so the lowest ticket not yet run can always run: what it waits
+//! for has run, and the requests before it on its own lane are posted ones
+//! with lower tickets (run already) or answered ones (its thread waited for
+//! their replies before it took the ticket). A blocking call never holds a
+//! ticket, so it never stalls another lane. A client that dies between
+//! taking a ticket and sending it leaves the later requests waiting; they
+//! give up when the session closes (`alive` turns false).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use vgpu_proto::order_reached;
+use vgpu_proto::{flags, order_reached, Request};
 
 /// How often a waiting lane re-checks that the session is alive.
 const CHECK: Duration = Duration::from_millis(100);
 
-/// The count of tickets run so far, and the lanes waiting for it to grow.
+/// What a request waits for before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Every ticket below this one.
+    Below(u32),
+    /// This one ticket.
+    Ticket(u32),
+    /// Nothing.
+    Nothing,
+}
+
+impl Need {
+    /// What `req` waits for, from its flags (validated when it was read).
+    pub fn of(req: &Request) -> Need {
+        // A fence, or a posted request that follows everything before it.
+        if !req.posted() || req.flags & flags::AFTER_ALL != 0 {
+            Need::Below(req.order)
+        } else if req.flags & flags::AFTER != 0 {
+            Need::Ticket(req.after)
+        } else {
+            Need::Nothing
+        }
+    }
+}
+
+/// Tickets that have run.
+#[derive(Debug, Default)]
+struct Ran {
+    /// Every ticket below this has run.
+    below: u32,
+    /// Tickets at or above `below` that have run (out of turn).
+    above: HashSet<u32>,
+}
+
+impl Ran {
+    fn meets(&self, need: Need) -> bool {
+        match need {
+            Need::Below(order) => order_reached(self.below, order),
+            Need::Ticket(t) => {
+                order_reached(self.below, t.wrapping_add(1)) || self.above.contains(&t)
+            }
+            Need::Nothing => true,
+        }
+    }
+}
+
+/// The tickets run so far, and the lanes waiting for more.
 #[derive(Debug, Default)]
 pub struct Order {
-    /// Every ticket below this has run.
-    done: AtomicU32,
+    ran: Mutex<Ran>,
+    /// A copy of `ran.below`, read without the lock.
+    below: AtomicU32,
     /// Entries in `waiters`, read without the lock by [`Order::complete`].
     waiting: AtomicUsize,
-    /// (the count each waits for, its thread).
-    waiters: Mutex<Vec<(u32, Thread)>>,
+    /// (what each waits for, its thread).
+    waiters: Mutex<Vec<(Need, Thread)>>,
 }
 
 impl Order {
-    /// Whether every ticket below `order` has run.
-    pub fn reached(&self, order: u32) -> bool {
-        order_reached(self.done.load(Ordering::SeqCst), order)
+    fn ran(&self) -> MutexGuard<'_, Ran> {
+        self.ran.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until every ticket below `order` has run. `false`: `alive`
-    /// turned false first (checked every [`CHECK`]).
-    pub fn wait(&self, order: u32, alive: impl Fn() -> bool) -> bool {
-        if self.reached(order) {
+    /// Whether `need` is met.
+    pub fn meets(&self, need: Need) -> bool {
+        let below = self.below.load(Ordering::SeqCst);
+        match need {
+            Need::Nothing => true,
+            Need::Below(order) if order_reached(below, order) => true,
+            Need::Ticket(t) if order_reached(below, t.wrapping_add(1)) => true,
+            Need::Below(_) => false,
+            Need::Ticket(_) => self.ran().meets(need),
+        }
+    }
+
+    /// Waits until `need` is met. `false`: `alive` turned false first
+    /// (checked every [`CHECK`]).
+    pub fn wait(&self, need: Need, alive: impl Fn() -> bool) -> bool {
+        if self.meets(need) {
             return true;
         }
         {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            w.push((order, thread::current()));
+            w.push((need, thread::current()));
             self.waiting.fetch_add(1, Ordering::SeqCst);
         }
         // Registered before this check, so a `complete` that this check
         // misses finds the entry and unparks us (park tokens are not lost).
-        let reached = loop {
-            if self.reached(order) {
+        let met = loop {
+            if self.meets(need) {
                 break true;
             }
             if !alive() {
@@ -77,27 +139,29 @@ impl Order {
             w.swap_remove(i);
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        reached
+        met
     }
 
-    /// Records that ticket `ticket` has run. A ticket other than the next
-    /// one (a client that sent a ticket twice, or out of turn) moves
-    /// nothing.
+    /// Records that ticket `ticket` has run. A ticket that already ran (a
+    /// client that sent one twice) changes nothing.
     pub fn complete(&self, ticket: u32) {
-        let next = ticket.wrapping_add(1);
-        if self
-            .done
-            .compare_exchange(ticket, next, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            return;
+        let mut ran = self.ran();
+        if ticket == ran.below {
+            let mut below = ticket.wrapping_add(1);
+            while ran.above.remove(&below) {
+                below = below.wrapping_add(1);
+            }
+            ran.below = below;
+            self.below.store(below, Ordering::SeqCst);
+        } else if !order_reached(ran.below, ticket.wrapping_add(1)) {
+            ran.above.insert(ticket);
         }
         if self.waiting.load(Ordering::SeqCst) == 0 {
             return;
         }
         let w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        for (order, t) in w.iter() {
-            if order_reached(next, *order) {
+        for (need, t) in w.iter() {
+            if ran.meets(*need) {
                 t.unpark();
             }
         }
@@ -125,7 +189,7 @@ mod tests {
     use std::time::Instant;
 
     #[test]
-    fn tickets_run_in_order_across_threads() {
+    fn tickets_that_follow_everything_run_in_order_across_threads() {
         let order = Arc::new(Order::default());
         let log = Arc::new(Mutex::new(Vec::new()));
         // Ticket t is handled by thread t % 4, all threads start at once and
@@ -136,7 +200,7 @@ mod tests {
                 let (order, log) = (Arc::clone(&order), Arc::clone(&log));
                 thread::spawn(move || {
                     for t in (k..400).step_by(4) {
-                        assert!(order.wait(t, || true));
+                        assert!(order.wait(Need::Below(t), || true));
                         log.lock().expect("log").push(t);
                         order.complete(t);
                     }
@@ -151,17 +215,80 @@ mod tests {
     }
 
     #[test]
+    fn chains_run_in_order_and_side_by_side() {
+        // Two streams' chains, tickets interleaved: even tickets on one,
+        // odd on the other. Each thread carries one chain; the chains never
+        // wait for each other.
+        let order = Arc::new(Order::default());
+        let logs: Vec<_> = (0..2u32)
+            .map(|k| {
+                let order = Arc::clone(&order);
+                thread::spawn(move || {
+                    let mut log = Vec::new();
+                    for t in (k..2000).step_by(2) {
+                        let need = if t < 2 {
+                            Need::Nothing
+                        } else {
+                            Need::Ticket(t - 2)
+                        };
+                        assert!(order.wait(need, || true));
+                        log.push(t);
+                        order.complete(t);
+                    }
+                    log
+                })
+            })
+            .map(|h| h.join().expect("join"))
+            .collect();
+        assert_eq!(logs[0], (0..2000).step_by(2).collect::<Vec<_>>());
+        assert_eq!(logs[1], (1..2000).step_by(2).collect::<Vec<_>>());
+        assert!(order.meets(Need::Below(2000)));
+        assert!(order.ran().above.is_empty());
+    }
+
+    #[test]
+    fn a_chain_waits_for_its_ticket_run_out_of_turn() {
+        let order = Order::default();
+        order.complete(3);
+        assert!(order.meets(Need::Ticket(3)), "ran out of turn");
+        assert!(!order.meets(Need::Ticket(2)));
+        assert!(!order.meets(Need::Below(1)));
+        for t in 0..3 {
+            order.complete(t);
+        }
+        assert!(order.meets(Need::Below(4)), "the run below closes up");
+        assert!(order.ran().above.is_empty());
+    }
+
+    #[test]
+    fn a_waiter_is_woken_by_the_ticket_it_needs() {
+        let order = Arc::new(Order::default());
+        let t0 = Instant::now();
+        let waiter = {
+            let order = Arc::clone(&order);
+            thread::spawn(move || order.wait(Need::Ticket(5), || true))
+        };
+        thread::sleep(Duration::from_millis(20));
+        order.complete(5);
+        assert!(waiter.join().expect("join"));
+        assert!(
+            t0.elapsed() < CHECK,
+            "woken, not found by the periodic check"
+        );
+    }
+
+    #[test]
     fn fences_wait_for_every_lower_ticket_only() {
         let order = Order::default();
-        assert!(order.wait(0, || true), "nothing issued before");
+        assert!(order.wait(Need::Below(0), || true), "nothing issued before");
         order.complete(0);
         order.complete(1);
-        assert!(order.reached(2));
-        assert!(!order.reached(3));
-        // Out of turn or repeated tickets move nothing.
-        order.complete(5);
+        assert!(order.meets(Need::Below(2)));
+        assert!(!order.meets(Need::Below(3)));
+        // Repeated tickets change nothing.
         order.complete(1);
-        assert!(!order.reached(3));
+        assert!(!order.meets(Need::Below(3)));
+        assert!(order.ran().above.is_empty());
     }
 
     #[test]
@@ -174,7 +301,7 @@ mod tests {
                 thread::sleep(Duration::from_millis(50));
                 alive.store(false, Ordering::SeqCst);
             });
-            assert!(!order.wait(3, || alive.load(Ordering::SeqCst)));
+            assert!(!order.wait(Need::Below(3), || alive.load(Ordering::SeqCst)));
         });
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert_eq!(order.waiting.load(Ordering::SeqCst), 0);
@@ -183,11 +310,17 @@ mod tests {
     #[test]
     fn order_numbers_wrap() {
         let order = Order::default();
-        order.done.store(u32::MAX, Ordering::SeqCst);
+        order.ran().below = u32::MAX;
+        order.below.store(u32::MAX, Ordering::SeqCst);
+        order.complete(0);
+        assert!(order.meets(Need::Ticket(0)));
         order.complete(u32::MAX);
-        assert!(order.reached(0));
-        assert!(order.reached(u32::MAX));
-        assert!(!order.reached(1));
+        assert!(
+            order.meets(Need::Below(1)),
+            "the run closes up across the wrap"
+        );
+        assert!(order.meets(Need::Below(u32::MAX)));
+        assert!(!order.meets(Need::Below(2)));
     }
 
     #[test]
@@ -201,6 +334,6 @@ mod tests {
             panic!("driver call panicked");
         });
         assert!(r.is_err());
-        assert!(order.reached(1));
+        assert!(order.meets(Need::Below(1)));
     }
 }

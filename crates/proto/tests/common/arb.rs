@@ -26,20 +26,32 @@ pub fn request() -> impl Strategy<Value = Request> {
                 Just(op),
                 any::<u32>(),
                 any::<u64>(),
-                posted,
+                (posted, 0..3u8, any::<u32>()),
                 any::<u32>(),
                 args,
                 vec(any::<u8>(), 0..=BLOB),
             )
         })
-        .prop_map(|(op, seq, ctx, posted, order, args, blob)| Request {
-            op,
-            seq,
-            ctx,
-            flags: if posted { vgpu_proto::flags::POSTED } else { 0 },
-            order,
-            args,
-            blob,
+        .prop_map(|(op, seq, ctx, (posted, wait, after), order, args, blob)| {
+            use vgpu_proto::flags;
+            // A posted request waits for nothing, for every lower ticket, or
+            // for one ticket; any other request waits for its fence.
+            let (flags, after) = match (posted, wait) {
+                (false, _) => (0, 0),
+                (true, 0) => (flags::POSTED, 0),
+                (true, 1) => (flags::POSTED | flags::AFTER_ALL, 0),
+                (true, _) => (flags::POSTED | flags::AFTER, after),
+            };
+            Request {
+                op,
+                seq,
+                ctx,
+                flags,
+                order,
+                after,
+                args,
+                blob,
+            }
         })
 }
 

@@ -189,14 +189,19 @@ pub fn sample_request(op: Op) -> Request {
     } else {
         CTX
     };
-    // Posted requests carry their ticket, the others the fence of tickets
-    // issued before them; the control connection's OpenLane is unordered.
-    let (flags, order) = if op.postable() {
-        (vgpu_proto::flags::POSTED, 0x41)
+    // Posted requests carry their ticket and the one they follow, the others
+    // the fence of tickets issued before them; the control connection's
+    // OpenLane is unordered.
+    let (flags, order, after) = if op.postable() {
+        (
+            vgpu_proto::flags::POSTED | vgpu_proto::flags::AFTER,
+            0x41,
+            0x3f,
+        )
     } else if op == Op::OpenLane {
-        (0, 0)
+        (0, 0, 0)
     } else {
-        (0, 0x42)
+        (0, 0x42, 0)
     };
     Request {
         op,
@@ -204,6 +209,7 @@ pub fn sample_request(op: Op) -> Request {
         ctx,
         flags,
         order,
+        after,
         args,
         blob,
     }
@@ -513,11 +519,12 @@ fn request_fixture(op: Op) -> Fixture {
             op as u16
         ),
         format!(
-            "seq={:#x} ctx={} flags={:#x} order={:#x} args={}",
+            "seq={:#x} ctx={} flags={:#x} order={:#x} after={:#x} args={}",
             req.seq,
             req.ctx,
             req.flags,
             req.order,
+            req.after,
             hexes(&req.args)
         ),
         blob_note(&req.blob),
@@ -827,7 +834,7 @@ fn hello_seeds() -> Vec<Named> {
         ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGWE")),
         (
             "err-bad-version".into(),
-            patched(ok.clone(), version_at, &2u16.to_le_bytes()),
+            patched(ok.clone(), version_at, &(PROTOCOL_VERSION + 1).to_le_bytes()),
         ),
         (
             "err-bad-schema".into(),
