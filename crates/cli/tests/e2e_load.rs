@@ -766,23 +766,52 @@ fn synchronous_copies_run_pieces_in_flight() {
         return pieces_child();
     }
     for transport in ["rings", "socket"] {
-        run_child(
-            "synchronous_copies_run_pieces_in_flight",
-            transport,
-            &[],
-            Duration::from_secs(120),
-        )
-        .assert_line("pieces ok");
+        // Staged through shared pinned memory (the default), and in pieces
+        // on the lane.
+        for staging in ["1", "0"] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let trace = dir.path().join("trace.txt");
+            let trace_s = trace.display().to_string();
+            run_child(
+                "synchronous_copies_run_pieces_in_flight",
+                transport,
+                &[
+                    ("VGPU_STAGING", staging),
+                    ("VGPU_COPY_THREADS", "3"),
+                    ("VGPU_TRACE", &trace_s),
+                ],
+                Duration::from_secs(120),
+            )
+            .assert_line("pieces ok");
+            let text = std::fs::read_to_string(&trace).expect("the trace file");
+            let staged = text
+                .lines()
+                .find_map(|l| l.strip_prefix("== vgpu lanes:"))
+                .and_then(|l| l.rsplit(", ").next())
+                .and_then(|p| p.strip_suffix(" staged"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no staged count in the trace:\n{text}"));
+            println!("{transport}, VGPU_STAGING={staging}: {staged} copies staged");
+            if staging == "1" {
+                // Eight large copies, the two reporting ones included (they
+                // take an arena, and their first call reports the failure).
+                assert!(staged >= 6, "{staged} copies staged");
+            } else {
+                assert_eq!(staged, 0);
+            }
+        }
     }
 }
 
-/// Synchronous pageable copies of many pieces (2 MiB on rings, 16 MiB on
-/// sockets) with several in flight: the bytes arrive in place, an earlier
-/// posted failure is reported by the copy without any piece running, and a
-/// copy whose later pieces fail leaves the lane in step.
+/// Synchronous pageable copies of many pieces (staged through shared pinned
+/// memory, or 2 MiB on rings and 16 MiB on sockets) with several in flight:
+/// the bytes arrive in place, an earlier posted failure is reported by the
+/// copy without any piece running, a copy whose later pieces fail leaves the
+/// lane in step, and copies of odd sizes and from several threads at once
+/// keep every byte.
 fn pieces_child() {
     const N: usize = 40 << 20;
-    cu::init_context();
+    let ctx1 = cu::init_context();
     let k1 = kernels();
     let mut ctx2: sys::CUcontext = null_mut();
     let mut s2: sys::CUstream = null_mut();
@@ -837,7 +866,44 @@ fn pieces_child() {
             "small copy",
         );
         assert_eq!(small[..], src[1..17]);
+        // Back to the source pattern for the threads below.
+        cu::ok(
+            sys::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), N),
+            "cuMemcpyHtoD",
+        );
     }
+    // Odd sizes and offsets, from four threads at once (each its own arena),
+    // each in its own 10 MiB of d.
+    let sizes = [(1 << 20) + 1, (3 << 20) + 4093, (9 << 20) - 7, 5 << 20];
+    let ctx1 = ctx1 as usize;
+    std::thread::scope(|sc| {
+        for (t, &n) in sizes.iter().enumerate() {
+            let src = &src;
+            sc.spawn(move || {
+                // SAFETY: a live context of this session.
+                cu::ok(
+                    unsafe { sys::cuCtxSetCurrent(ctx1 as sys::CUcontext) },
+                    "cuCtxSetCurrent",
+                );
+                let at = d + (t * (10 << 20) + t) as u64;
+                let key = t.to_le_bytes()[0] + 1;
+                let mine: Vec<u8> = src[t..t + n].iter().map(|b| b ^ key).collect();
+                let mut got = vec![0u8; n];
+                // SAFETY: the ranges lie inside d's N bytes and the host buffers hold n.
+                unsafe {
+                    cu::ok(
+                        sys::cuMemcpyHtoD_v2(at, mine.as_ptr().cast(), n),
+                        "threaded HtoD",
+                    );
+                    cu::ok(
+                        sys::cuMemcpyDtoH_v2(got.as_mut_ptr().cast(), at, n),
+                        "threaded DtoH",
+                    );
+                }
+                assert!(got == mine, "thread {t}: {n} bytes came back changed");
+            });
+        }
+    });
     println!("pieces ok");
 }
 

@@ -49,6 +49,16 @@ pub struct Config {
     /// `VGPU_RING_SPIN_US`: how long a thread polls its ring for a reply
     /// before it sleeps on the futex (default 50 µs).
     pub ring_spin: Duration,
+    /// `VGPU_COPY_THREADS`: threads that copy host memory for staged
+    /// pageable copies (default: up to 4, no more than the CPUs; 1 = the
+    /// calling thread alone). `VGPU_STAGING=0` turns staging off.
+    pub copy_threads: usize,
+    pub staging: bool,
+}
+
+/// The default number of copy threads: up to 4, no more than the CPUs.
+fn default_copy_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 impl Config {
@@ -63,6 +73,8 @@ impl Config {
             transport: TransportChoice::Auto,
             bad_transport: None,
             ring_spin: Duration::from_micros(50),
+            copy_threads: default_copy_threads(),
+            staging: true,
         };
         for (k, v) in vars {
             match k.as_str() {
@@ -81,6 +93,12 @@ impl Config {
                         cfg.ring_spin = Duration::from_micros(us);
                     }
                 }
+                "VGPU_COPY_THREADS" => {
+                    if let Ok(n @ 1..=64) = v.parse::<usize>() {
+                        cfg.copy_threads = n;
+                    }
+                }
+                "VGPU_STAGING" => cfg.staging = v != "0",
                 "VGPU_LOG" => {
                     cfg.log = match v.as_str() {
                         "" | "0" => None,
@@ -140,6 +158,14 @@ mod tests {
             config(&[("VGPU_RING_SPIN_US", "0")]).ring_spin,
             Duration::ZERO
         );
+        assert_eq!(config(&[("VGPU_COPY_THREADS", "3")]).copy_threads, 3);
+        assert_eq!(
+            config(&[("VGPU_COPY_THREADS", "0")]).copy_threads,
+            default_copy_threads(),
+            "out of range keeps the default"
+        );
+        assert!(config(&[]).staging);
+        assert!(!config(&[("VGPU_STAGING", "0")]).staging);
     }
 
     #[test]

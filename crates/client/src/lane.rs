@@ -428,6 +428,58 @@ impl Session {
         })
     }
 
+    /// Runs `count` calls of `op` on the calling thread's lane with up to
+    /// `window` in flight, for copies staged through shared memory
+    /// (`crate::staging`): `send(i)` prepares call `i` and gives its
+    /// arguments; `done(i)` runs once call `i` succeeded. Like
+    /// [`Session::call_pieces`], nothing is posted, the first call goes
+    /// alone, and after a failure (of a call, `send` or `done`) nothing more
+    /// is sent, the replies in flight are read, and the first failure is
+    /// returned.
+    pub(crate) fn call_window(
+        &self,
+        op: Op,
+        count: usize,
+        window: usize,
+        mut send: impl FnMut(usize) -> CuResult<Vec<u64>>,
+        mut done: impl FnMut(usize) -> CuResult<()>,
+    ) -> CuResult<()> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(CuError::DEVICE_UNAVAILABLE);
+        }
+        let ctx = crate::context::current();
+        self.lanes
+            .round_trips
+            .fetch_add(count as u64, Ordering::Relaxed);
+        self.on_lane(|lane, _| {
+            let fail = |e: LaneError| self.fail(op.name(), e);
+            let (mut sent, mut answered) = (0, 0);
+            let mut result = Ok(());
+            let mut limit = 1;
+            loop {
+                while result.is_ok() && sent < count && sent - answered < limit {
+                    match send(sent) {
+                        Ok(args) => {
+                            let meta = lane.meta(op, ctx, self.lanes.fence());
+                            lane.io.send(&meta, &args, &[]).map_err(fail)?;
+                            sent += 1;
+                        }
+                        Err(e) => result = Err(e),
+                    }
+                }
+                if answered == sent {
+                    return result;
+                }
+                let (head, _, _) = lane.io.receive(None).map_err(fail)?;
+                if result.is_ok() {
+                    result = crate::edge::check(head.status.get()).and_then(|()| done(answered));
+                }
+                answered += 1;
+                limit = window.max(1);
+            }
+        })
+    }
+
     /// [`Session::post`] when `postable` (the caller checked locally
     /// everything the driver would refuse at once), else a call that waits
     /// for the worker's answer.

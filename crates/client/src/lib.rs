@@ -17,6 +17,9 @@
 //!   creation and destruction; their failures come back at the thread's next
 //!   synchronizing call (`docs/adr/0004-async-errors.md`). Each thread's
 //!   lane runs on shared-memory rings or on a socket (`lane.rs`).
+//! - Large synchronous pageable copies are staged through pinned memory
+//!   shared with the worker, copied by several threads while the DMA of the
+//!   previous chunk runs (`staging.rs`).
 
 mod api;
 mod config;
@@ -29,6 +32,7 @@ mod lane;
 mod log;
 mod objects;
 mod runtime;
+mod staging;
 mod trace;
 
 /// Marks this library as vgpu's client; the worker refuses to load any

@@ -177,6 +177,8 @@ pub struct Session {
     pub objects: Mutex<Objects>,
     /// Lane transport, order tickets and counters (`crate::lane`).
     pub lanes: crate::lane::Lanes,
+    /// Staging arenas for large pageable copies (`crate::staging`).
+    pub staging: crate::staging::Stager,
 }
 
 /// Errors while setting up a session.
@@ -237,6 +239,8 @@ impl Session {
             devices: welcome.devices,
             objects: Mutex::new(Objects::default()),
             lanes,
+            // Same host (a Unix socket): the worker can share pinned pages.
+            staging: crate::staging::Stager::new(cfg.staging, cfg.copy_threads),
         })
     }
 

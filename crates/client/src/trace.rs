@@ -81,11 +81,12 @@ extern "C" fn summary_at_exit() {
         let l = &s.lanes;
         let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         out.push_str(&format!(
-            "== vgpu lanes: {} opened on {}, {} round trips, {} posted\n",
+            "== vgpu lanes: {} opened on {}, {} round trips, {} posted, {} staged\n",
             n(&l.opened),
             if l.rings() { "rings" } else { "sockets" },
             n(&l.round_trips),
-            n(&l.posted)
+            n(&l.posted),
+            n(&s.staging.staged)
         ));
     }
     if let Ok(mut f) = t.file.lock() {

@@ -11,7 +11,7 @@ use vgpu_proto::Op;
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::HostInfo;
-use crate::runtime::runtime;
+use crate::runtime::{runtime, Session};
 
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
 const KNOWN_FLAGS: c_uint = 0x7;
@@ -22,6 +22,31 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     if len == 0 || flags & !KNOWN_FLAGS != 0 {
         return Err(CuError::INVALID_VALUE);
     }
+    let shared = map_shared(&s, len, flags)?;
+    let info = HostInfo {
+        len: len as u64,
+        worker: shared.worker,
+        dptr: shared.dptr,
+        flags,
+    };
+    s.objects().host.insert(shared.at as u64, info);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pp, shared.at) }
+}
+
+/// Pinned pages shared with the worker, as mapped on each side.
+pub(crate) struct Shared {
+    /// Where the client mapped them.
+    pub at: *mut c_void,
+    /// Where the worker mapped them.
+    pub worker: u64,
+    /// Their device pointer.
+    pub dptr: u64,
+}
+
+/// Asks the worker for `len` bytes of pinned memory (`MemHostAlloc` with
+/// `flags`) and maps them here, at the worker's address when it is free.
+pub(crate) fn map_shared(s: &Session, len: usize, flags: c_uint) -> CuResult<Shared> {
     let (outs, fd) = s.call_fd(Op::MemHostAlloc, &[len as u64, u64::from(flags)])?;
     let (worker, dptr) = (outs[0], outs[1]);
     let hint = wire::handle::<c_void>(worker);
@@ -55,15 +80,11 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
         let _ = s.call(Op::MemFreeHost, &[worker], &[], None);
         return Err(CuError::OUT_OF_MEMORY);
     }
-    let info = HostInfo {
-        len: len as u64,
+    Ok(Shared {
+        at: p,
         worker,
         dptr,
-        flags,
-    };
-    s.objects().host.insert(p as u64, info);
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(pp, p) }
+    })
 }
 
 pub fn free(p: *mut c_void) -> CuResult<()> {

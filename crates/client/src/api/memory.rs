@@ -21,6 +21,7 @@ use super::stream::PER_THREAD_STREAM;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::lane::{Follows, Piece};
 use crate::runtime::{runtime, Session};
+use crate::staging::MIN_STAGED;
 
 /// How a copy or memset orders itself against other work.
 #[derive(Clone, Copy, Debug)]
@@ -151,6 +152,11 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+    if matches!(sync, Sync::Blocking) && n >= MIN_STAGED {
+        if let Some(done) = s.staging.htod(&s, dst, data) {
+            return done;
+        }
+    }
     let chunk = s.lanes.chunk();
     if checked && is_async == 1 {
         // The bytes travel in the request, so the source is free on return.
@@ -211,6 +217,11 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+    if matches!(sync, Sync::Blocking) && n >= MIN_STAGED {
+        if let Some(done) = s.staging.dtoh(&s, out, src) {
+            return done;
+        }
+    }
     let chunk_len = s.lanes.chunk();
     let mut pieces = Vec::with_capacity(n.div_ceil(chunk_len));
     for (i, chunk) in out.chunks_mut(chunk_len).enumerate() {

@@ -19,6 +19,7 @@ mod procaddr;
 mod stream;
 
 pub use errors::error_name;
+pub(crate) use host::map_shared;
 
 use vgpu_abi::types::*;
 use vgpu_proto::Op;

@@ -834,7 +834,11 @@ fn hello_seeds() -> Vec<Named> {
         ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGWE")),
         (
             "err-bad-version".into(),
-            patched(ok.clone(), version_at, &(PROTOCOL_VERSION + 1).to_le_bytes()),
+            patched(
+                ok.clone(),
+                version_at,
+                &(PROTOCOL_VERSION + 1).to_le_bytes(),
+            ),
         ),
         (
             "err-bad-schema".into(),
