@@ -183,6 +183,10 @@ static struct {
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*PointerGetAttributes)(unsigned int, int *, void **, CUdeviceptr);
     CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*DevicePrimaryCtxSetFlags)(CUdevice, unsigned int);
 } cu;
 
 #define ENTRY(field, symbol) { (void **)&cu.field, symbol }
@@ -238,6 +242,10 @@ static const struct {
     ENTRY(MemHostAlloc, "cuMemHostAlloc"),
     ENTRY(MemAllocHost, "cuMemAllocHost_v2"),
     ENTRY(MemFreeHost, "cuMemFreeHost"),
+    ENTRY(DevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState"),
+    ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    ENTRY(DevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2"),
     ENTRY(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
     ENTRY(MemHostGetFlags, "cuMemHostGetFlags"),
     ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
@@ -480,6 +488,43 @@ static void attributes(CUfunction add, CUkernel k)
     EXPECT("func_attr_of_kernel_function", cu.FuncGetAttribute(&v, FUNC_MAX_DYNAMIC_SHARED, kf),
            CUDA_SUCCESS);
     expect_eq("func_attr_of_kernel_function_value", v, 100000);
+    /* A set through the kernel's function is seen through the kernel, and
+       asked again (vgpu keeps answers until a set that may change them). */
+    EXPECT("func_set_kernel_function", cu.FuncSetAttribute(kf, FUNC_MAX_DYNAMIC_SHARED, 50000), CUDA_SUCCESS);
+    EXPECT("kernel_attr_after_function_set", cu.KernelGetAttribute(&v, FUNC_MAX_DYNAMIC_SHARED, k, dev),
+           CUDA_SUCCESS);
+    expect_eq("kernel_attr_after_function_set_value", v, 50000);
+    EXPECT("kernel_set_same_value", cu.KernelSetAttribute(FUNC_MAX_DYNAMIC_SHARED, 50000, k, dev), CUDA_SUCCESS);
+    EXPECT("kernel_set_back", cu.KernelSetAttribute(FUNC_MAX_DYNAMIC_SHARED, 100000, k, dev), CUDA_SUCCESS);
+    EXPECT("func_attr_after_kernel_set", cu.FuncGetAttribute(&v, FUNC_MAX_DYNAMIC_SHARED, kf), CUDA_SUCCESS);
+    expect_eq("func_attr_after_kernel_set_value", v, 100000);
+}
+
+/* The primary context's state follows retains, releases and flags, however
+   often it is asked. */
+static void primary_context_state(void)
+{
+    unsigned int flags = 99;
+    int active = -1;
+    CUcontext p;
+    EXPECT("primary_state", cu.DevicePrimaryCtxGetState(dev, &flags, &active), CUDA_SUCCESS);
+    expect_eq("primary_state_inactive", active, 0);
+    expect_eq("primary_state_default_flags", (long long)flags, 0);
+    EXPECT("primary_retain", cu.DevicePrimaryCtxRetain(&p, dev), CUDA_SUCCESS);
+    for (int i = 0; i < 3; i++) {
+        EXPECT("primary_state_retained", cu.DevicePrimaryCtxGetState(dev, &flags, &active), CUDA_SUCCESS);
+        expect_eq("primary_state_active", active, 1);
+    }
+    EXPECT("primary_set_flags", cu.DevicePrimaryCtxSetFlags(dev, 4 /* BLOCKING_SYNC */), CUDA_SUCCESS);
+    EXPECT("primary_state_flags", cu.DevicePrimaryCtxGetState(dev, &flags, &active), CUDA_SUCCESS);
+    expect_eq("primary_state_flags_value", (long long)flags, 4);
+    EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    EXPECT("primary_state_released", cu.DevicePrimaryCtxGetState(dev, &flags, &active), CUDA_SUCCESS);
+    expect_eq("primary_state_released_inactive", active, 0);
+    EXPECT("primary_set_flags_back", cu.DevicePrimaryCtxSetFlags(dev, 0), CUDA_SUCCESS);
+    EXPECT("primary_state_bad_device", cu.DevicePrimaryCtxGetState(99, &flags, &active),
+           101 /* CUDA_ERROR_INVALID_DEVICE */);
+    EXPECT("primary_state_null", cu.DevicePrimaryCtxGetState(dev, NULL, &active), CUDA_ERROR_INVALID_VALUE);
 }
 
 static void occupancy(CUfunction add)
@@ -590,6 +635,20 @@ static void launch_kernel_ex(CUfunction add, CUkernel kadd)
     EXPECT("func_set_non_portable_cluster", cu.FuncSetAttribute(add, FUNC_NON_PORTABLE_CLUSTER, 1),
            CUDA_SUCCESS);
     EXPECT("launch_ex_cluster_non_portable_allowed", launch_ex(add, 16, &big, 1, bufs, &n), CUDA_SUCCESS);
+    /* An accepted configuration again (vgpu posts it), then one the
+       attribute change makes invalid again: refused at once, not later. */
+    EXPECT("launch_ex_cluster_non_portable_again", launch_ex(add, 16, &big, 1, bufs, &n), CUDA_SUCCESS);
+    EXPECT("launch_ex_cluster_again", launch_ex(add, 16, &two, 1, bufs, &n), CUDA_SUCCESS);
+    EXPECT("func_unset_non_portable_cluster", cu.FuncSetAttribute(add, FUNC_NON_PORTABLE_CLUSTER, 0),
+           CUDA_SUCCESS);
+    EXPECT("launch_ex_cluster_non_portable_refused_again", cu.LaunchKernelEx(
+               &(CUlaunchConfig){16, 1, 1, 256, 1, 1, 0, NULL, &big, 1}, add,
+               (void *[]){&bufs[0], &bufs[1], &bufs[2], &n}, NULL),
+           CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    EXPECT("launch_ex_cluster_not_dividing_grid_again", launch_ex(add, 16, &odd, 1, bufs, &n),
+           CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    EXPECT("func_set_non_portable_cluster_again", cu.FuncSetAttribute(add, FUNC_NON_PORTABLE_CLUSTER, 1),
+           CUDA_SUCCESS);
 
     /* Several attributes at once, and a completion event. */
     CUevent done;
@@ -949,6 +1008,7 @@ int main(int argc, char **argv)
         goto done;
 
     attributes(add, ksaxpy);
+    primary_context_state();
     occupancy(add);
     launch_kernel_ex(add, kadd);
     streams_and_pools();

@@ -941,9 +941,9 @@ fn local_answers_and_posted_calls_cost_no_round_trip() {
         let (round_trips, posted) = (count(" round trips"), count(" posted"));
         println!("{transport}: {summary}");
         // cuCtxCreate, the module load, three look-ups, the allocation, the
-        // stream, and the one synchronize at the end; none per local answer
-        // or posted call.
-        assert!(round_trips <= 10, "{round_trips} round trips: {summary}");
+        // stream, the first primary-context state and attribute, and the one
+        // synchronize at the end; none per local answer or posted call.
+        assert!(round_trips <= 12, "{round_trips} round trips: {summary}");
         assert!(
             posted >= 4 * LOCAL_ROUNDS as u64,
             "{posted} posted: {summary}"
@@ -1003,6 +1003,20 @@ fn local_child() {
             );
             cu::ok(sys::cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
             cu::ok(sys::cuCtxPopCurrent_v2(&mut ctx), "cuCtxPopCurrent");
+            // Asked of the worker once, then answered from what it said.
+            let (mut flags, mut active) = (0u32, 0i32);
+            cu::ok(
+                sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active),
+                "cuDevicePrimaryCtxGetState",
+            );
+            cu::ok(
+                sys::cuFuncGetAttribute(
+                    &mut v,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                    k.fill_u32,
+                ),
+                "cuFuncGetAttribute",
+            );
             // Posted.
             let (mut p, mut fv, mut n) = (d, 5u32, 256i32);
             let mut params = [

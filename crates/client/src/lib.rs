@@ -11,7 +11,10 @@
 //!   return `CUDA_ERROR_NOT_SUPPORTED` and, with `VGPU_LOG` set, name
 //!   themselves once.
 //! - Answered locally: device attributes, names, UUIDs and PCI ids (snapshot),
-//!   the current-context stack, error strings, kernel parameter layouts.
+//!   the current-context stack, error strings, kernel parameter layouts; and,
+//!   after the worker's first answer, function and kernel attributes and the
+//!   primary contexts' state, until a call that may change them
+//!   (`objects::Answers`).
 //! - Posted without waiting (when checked locally): launches, asynchronous
 //!   copies and memsets, event records, stream waits, stream and event
 //!   creation and destruction; their failures come back at the thread's next

@@ -2,7 +2,7 @@
 //! locally: which ids are live contexts and on which device, each function's
 //! parameter layout, and which device ranges exist (to route `cuMemcpy`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// A live context.
@@ -46,6 +46,65 @@ pub struct Objects {
     pub streams: HashMap<u64, u64>,
     /// Live events this session created: id → context.
     pub events: HashMap<u64, u64>,
+    /// Answers the worker gave that only this session's own calls change
+    /// (see [`Answers`]).
+    pub answers: Answers,
+}
+
+/// Answers kept so that a repeated question costs no round trip. Each holds
+/// until a call of this session that can change it, which drops it; nothing
+/// else changes them (a session's worker runs only this session's calls).
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// `cuFuncGetAttribute` / `cuKernelGetAttribute`: (function or kernel,
+    /// attribute, device or -1) → value. Dropped for the handle's family by
+    /// a set of any of its attributes.
+    pub attributes: HashMap<(u64, u32, i64), i32>,
+    /// `cuDevicePrimaryCtxGetState`: device → (flags, active). Dropped by
+    /// every primary-context call (`api::context::primary_state_changed`).
+    pub primary_state: HashMap<i32, (u32, i32)>,
+    /// `cuLaunchKernelEx` configurations with launch attributes that the
+    /// driver accepted (function, dimensions, shared memory, attribute
+    /// bytes): the same configuration again is posted. Dropped for the
+    /// function's family by an attribute set.
+    pub launches: HashSet<LaunchConfig>,
+}
+
+/// A launch configuration, as [`Answers::launches`] keys it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    pub function: u64,
+    pub context: u64,
+    /// Grid and block dimensions, then dynamic shared memory.
+    pub dims: [u64; 7],
+    pub attributes: Vec<u8>,
+}
+
+/// Most entries an answer table keeps; past that it starts again empty.
+const MAX_ANSWERS: usize = 1 << 16;
+
+impl Answers {
+    /// Keeps an attribute value.
+    pub fn keep_attribute(&mut self, key: (u64, u32, i64), value: i32) {
+        if self.attributes.len() >= MAX_ANSWERS {
+            self.attributes.clear();
+        }
+        self.attributes.insert(key, value);
+    }
+
+    /// Keeps an accepted launch configuration.
+    pub fn keep_launch(&mut self, config: LaunchConfig) {
+        if self.launches.len() >= MAX_ANSWERS {
+            self.launches.clear();
+        }
+        self.launches.insert(config);
+    }
+
+    /// Drops what an attribute set on any of `family` may have changed.
+    pub fn attributes_changed(&mut self, family: &[u64]) {
+        self.attributes.retain(|k, _| !family.contains(&k.0));
+        self.launches.retain(|c| !family.contains(&c.function));
+    }
 }
 
 /// Destructor of a context-local storage entry: `(context, key, value)`.
@@ -128,6 +187,27 @@ impl Objects {
             .collect()
     }
 
+    /// The handles whose attributes a set on `handle` may change: itself,
+    /// the kernel it was got from, and every function got from that kernel
+    /// (or from `handle`, when it is a kernel).
+    pub fn attribute_family(&self, handle: u64) -> Vec<u64> {
+        let mut family = vec![handle];
+        let kernels: Vec<u64> = self
+            .kernel_functions
+            .iter()
+            .filter(|(&(k, _), &f)| k == handle || f == handle)
+            .map(|(&(k, _), _)| k)
+            .collect();
+        for (&(k, _), &f) in &self.kernel_functions {
+            if kernels.contains(&k) {
+                family.extend([k, f]);
+            }
+        }
+        family.sort_unstable();
+        family.dedup();
+        family
+    }
+
     /// Forgets a module's functions.
     pub fn forget_module(&mut self, module: u64) {
         self.functions.retain(|_, f| f.module != module);
@@ -156,6 +236,32 @@ mod tests {
         assert!(!o.range_ok(0x10f0, 0x11));
         assert!(!o.range_ok(0xff0, 0x20));
         assert!(!o.range_ok(0x10ff, u64::MAX));
+    }
+
+    #[test]
+    fn attribute_sets_drop_their_family_only() {
+        let mut o = Objects::default();
+        // Kernel 1 gave functions 11 (context A) and 12 (context B); 20 is
+        // a module function.
+        o.kernel_functions.insert((1, 0xa), 11);
+        o.kernel_functions.insert((1, 0xb), 12);
+        assert_eq!(o.attribute_family(1), [1, 11, 12]);
+        assert_eq!(o.attribute_family(11), [1, 11, 12]);
+        assert_eq!(o.attribute_family(20), [20]);
+        for h in [1, 11, 20] {
+            o.answers.keep_attribute((h, 8, 0), 100);
+            o.answers.keep_launch(LaunchConfig {
+                function: h,
+                context: 0xa,
+                dims: [1; 7],
+                attributes: vec![4],
+            });
+        }
+        let family = o.attribute_family(12);
+        o.answers.attributes_changed(&family);
+        assert_eq!(o.answers.attributes.len(), 1);
+        assert!(o.answers.attributes.contains_key(&(20, 8, 0)));
+        assert_eq!(o.answers.launches.len(), 1);
     }
 
     #[test]

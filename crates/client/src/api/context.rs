@@ -44,7 +44,9 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     non_null(pctx)?;
     s.device(dev)?;
     let id = primary_id(dev);
-    s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None)?;
+    let retained = s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None);
+    primary_state_changed(&s);
+    retained?;
     {
         let mut o = s.objects();
         o.add_context(
@@ -63,7 +65,9 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
 pub fn primary_release(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None)?;
+    let released = s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None);
+    primary_state_changed(&s);
+    released?;
     let last = {
         let mut o = s.objects();
         let refs = o.primary_refs.entry(dev).or_insert(0);
@@ -76,36 +80,57 @@ pub fn primary_release(dev: c_int) -> CuResult<()> {
     Ok(())
 }
 
+/// Answered from the session's answers after the first time: only this
+/// session's primary-context calls change the state, and each drops it.
 pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(flags)?;
     non_null(active)?;
     s.device(dev)?;
-    let (outs, _) = s.call(Op::PrimaryCtxGetState, &[dev as u64], &[], None)?;
-    // SAFETY: both checked non-NULL; the application's out-pointers. Results
-    // are the driver's own 32-bit values widened on the wire.
+    let known = s.objects().answers.primary_state.get(&dev).copied();
+    let (f, a) = match known {
+        Some(state) => state,
+        None => {
+            let (outs, _) = s.call(Op::PrimaryCtxGetState, &[dev as u64], &[], None)?;
+            // The driver's own 32-bit values, widened on the wire.
+            let state = (wire::u32(outs[0]), wire::i32(outs[1]));
+            s.objects().answers.primary_state.insert(dev, state);
+            state
+        }
+    };
+    // SAFETY: both checked non-NULL; the application's out-pointers.
     unsafe {
-        write_out(flags, wire::u32(outs[0]))?;
-        write_out(active, wire::i32(outs[1]))
+        write_out(flags, f)?;
+        write_out(active, a)
     }
+}
+
+/// Drops the primary-context states the session knows: called by every
+/// call that may change one (retain, release, flags, reset, the runtime's
+/// own primary-context look-up), whatever its outcome.
+pub fn primary_state_changed(s: &Session) {
+    s.objects().answers.primary_state.clear();
 }
 
 pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(
+    let set = s.call(
         Op::PrimaryCtxSetFlags,
         &[dev as u64, u64::from(flags)],
         &[],
         None,
-    )
-    .map(drop)
+    );
+    primary_state_changed(&s);
+    set.map(drop)
 }
 
 pub fn primary_reset(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None)?;
+    let reset = s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None);
+    primary_state_changed(&s);
+    reset?;
     s.objects().primary_refs.insert(dev, 0);
     super::dark::run_storage_destructors(primary_id(dev));
     Ok(())

@@ -287,7 +287,9 @@ unsafe extern "C" fn primary_context(out: *mut *mut c_void, dev: c_int) -> u32 {
             non_null(out)?;
             s.device(dev)?;
             let id = primary_id(dev);
-            match s.call(Op::PrimaryCtxGet, &[id, dev as i64 as u64], &[], None) {
+            let got = s.call(Op::PrimaryCtxGet, &[id, dev as i64 as u64], &[], None);
+            super::context::primary_state_changed(&s);
+            match got {
                 // The simulated device has no runtime interface of its own:
                 // the worker then learns the context at its first retain.
                 Ok(_) | Err(CuError::NOT_SUPPORTED) => {}

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use vgpu_abi::types::{
     CUdevice, CUfunction, CUfunction_attribute, CUjit_option, CUkernel, CUlaunchAttribute,
-    CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUmoduleLoadingMode,
+    CUlaunchAttributeID, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUmoduleLoadingMode,
     CUstreamCaptureStatus,
 };
 use vgpu_proto::Op;
@@ -16,7 +16,7 @@ use vgpu_proto::Op;
 use super::module::{decode_layout, function, pack, packed_extra};
 use super::{options, stream};
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::objects::FunctionInfo;
+use crate::objects::{FunctionInfo, LaunchConfig};
 use crate::runtime::{runtime, Kind};
 
 /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
@@ -160,26 +160,13 @@ pub unsafe fn func_get_attribute(
 ) -> CuResult<()> {
     function(f)?;
     // SAFETY: the application's out-pointer.
-    unsafe {
-        answer(
-            pi,
-            Op::FuncGetAttribute,
-            &[id(f), u64::from(attr.0)],
-            wire::i32,
-        )
-    }
+    unsafe { attribute(pi, Op::FuncGetAttribute, id(f), attr, None) }
 }
 
 pub fn func_set_attribute(f: CUfunction, attr: CUfunction_attribute, v: c_int) -> CuResult<()> {
     function(f)?;
-    let s = runtime().session()?;
-    s.call(
-        Op::FuncSetAttribute,
-        &[id(f), u64::from(attr.0), v as i64 as u64],
-        &[],
-        None,
-    )
-    .map(drop)
+    let args = [id(f), u64::from(attr.0), v as i64 as u64];
+    set_attribute(Op::FuncSetAttribute, &args, (id(f), attr.0, -1), v)
 }
 
 pub unsafe fn kernel_get_attribute(
@@ -189,9 +176,8 @@ pub unsafe fn kernel_get_attribute(
     dev: CUdevice,
 ) -> CuResult<()> {
     function(k.cast())?;
-    let args = [id(k), u64::from(attr.0), dev as i64 as u64];
     // SAFETY: the application's out-pointer.
-    unsafe { answer(pi, Op::KernelGetAttribute, &args, wire::i32) }
+    unsafe { attribute(pi, Op::KernelGetAttribute, id(k), attr, Some(dev)) }
 }
 
 pub fn kernel_set_attribute(
@@ -201,9 +187,56 @@ pub fn kernel_set_attribute(
     dev: CUdevice,
 ) -> CuResult<()> {
     function(k.cast())?;
-    let s = runtime().session()?;
     let args = [id(k), u64::from(attr.0), v as i64 as u64, dev as i64 as u64];
-    s.call(Op::KernelSetAttribute, &args, &[], None).map(drop)
+    set_attribute(
+        Op::KernelSetAttribute,
+        &args,
+        (id(k), attr.0, i64::from(dev)),
+        v,
+    )
+}
+
+/// A function's or kernel's attribute (`dev`: the kernel form's device),
+/// from the session's answers when the worker gave it before.
+unsafe fn attribute(
+    pi: *mut c_int,
+    op: Op,
+    handle: u64,
+    attr: CUfunction_attribute,
+    dev: Option<CUdevice>,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pi)?;
+    let key = (handle, attr.0, dev.map_or(-1, i64::from));
+    let known = s.objects().answers.attributes.get(&key).copied();
+    let value = match known {
+        Some(v) => v,
+        None => {
+            let mut args = vec![handle, u64::from(attr.0)];
+            args.extend(dev.map(|d| d as i64 as u64));
+            let (outs, _) = s.call(op, &args, &[], None)?;
+            let v = wire::i32(outs[0]);
+            s.objects().answers.keep_attribute(key, v);
+            v
+        }
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(pi, value) }
+}
+
+/// Sets an attribute, unless the session knows it already has the value
+/// `v` (setting it again would change nothing); then drops what the set may
+/// have changed for the handle's family.
+fn set_attribute(op: Op, args: &[u64], key: (u64, u32, i64), v: c_int) -> CuResult<()> {
+    let s = runtime().session()?;
+    if s.objects().answers.attributes.get(&key) == Some(&v) {
+        return Ok(());
+    }
+    let result = s.call(op, args, &[], None).map(drop);
+    let mut o = s.objects();
+    let family = o.attribute_family(key.0);
+    o.answers.attributes_changed(&family);
+    result
 }
 
 /// Answered from the cached layout: no round trip.
@@ -318,15 +351,49 @@ pub unsafe fn launch_ex(
         // SAFETY: the application's parameter array.
         _ => unsafe { pack(&info.params, params)? },
     };
-    blob.extend_from_slice(&packed);
-    // Launch attributes (clusters, cooperative, events) are checked by the
-    // driver: only a launch without them is posted.
+    // Launch attributes (clusters, cooperative, priorities…) are checked by
+    // the driver: a launch with them is posted only in a configuration the
+    // driver accepted before (the same function, dimensions, shared memory
+    // and attributes), and never with attributes naming events.
     let dims: [c_uint; 6] = std::array::from_fn(|i| wire::u32(args[1 + i]));
-    let post = extra.is_null()
-        && args[9] == 0
-        && super::module::launch_postable(&s, args[8], dims, wire::u32(args[7]));
+    let checked =
+        extra.is_null() && super::module::launch_postable(&s, args[8], dims, wire::u32(args[7]));
+    let config = (checked && args[9] != 0 && !names_events(&blob)).then(|| LaunchConfig {
+        function: args[0],
+        context: crate::context::current(),
+        dims: std::array::from_fn(|i| args[1 + i]),
+        attributes: blob.clone(),
+    });
+    let post = checked
+        && match &config {
+            None => args[9] == 0,
+            Some(c) => s.objects().answers.launches.contains(c),
+        };
+    blob.extend_from_slice(&packed);
     let follows = crate::lane::Follows::Stream(args[8]);
-    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post, follows)
+    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post, follows)?;
+    if let (Some(c), false) = (config, post) {
+        s.objects().answers.keep_launch(c);
+    }
+    Ok(())
+}
+
+/// Launch attributes that carry an event handle, or write a result back.
+const UNPOSTABLE_ATTRIBUTES: [CUlaunchAttributeID; 3] = [
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE,
+];
+
+/// Whether any of the attribute records in `attrs` carries an event or
+/// writes a result back.
+fn names_events(attrs: &[u8]) -> bool {
+    attrs
+        .chunks_exact(std::mem::size_of::<CUlaunchAttribute>())
+        .any(|a| {
+            let id = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+            UNPOSTABLE_ATTRIBUTES.iter().any(|u| u.0 == id)
+        })
 }
 
 /// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Where a PyTorch training step spends its CUDA calls through vgpu. Runs
+# gpu/bench/torch_train.py (MODEL: resnet50 or gpt2) natively, then through
+# vgpu with VGPU_TRACE, and prints the calls per step by function: count,
+# time inside the client, and how many took longer than 20 us (round trips
+# that waited). Also the worker's CPU time. Usage on a GPU machine, after
+# gpu/stage.sh:
+#   OUT=dir gpu/torch_profile.sh [MODEL] [STEPS]
+set -uo pipefail
+MODEL=${1:-resnet50}
+STEPS=${2:-30}
+OUT=${OUT:-$PWD/profile-out}
+DRIVER=${DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}
+mkdir -p "$OUT"
+sock=$(mktemp -u /tmp/vgpu-profile-XXXXXX.sock)
+dist/bin/vgpu-mediator --listen "unix:$sock" --driver "$DRIVER" --log "$OUT/mediator.log" >/dev/null 2>&1 &
+med=$!
+trap 'kill $med 2>/dev/null' EXIT
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+echo "== native"
+timeout 300 python3 gpu/bench/torch_train.py "$MODEL" --warmup 10 --steps "$STEPS" 2>&1 | tail -2
+echo "== vgpu (traced: the trace itself costs time)"
+VGPU_TRACE=$OUT/$MODEL.trace LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} \
+    VGPU_MEDIATOR="unix:$sock" timeout 300 python3 gpu/bench/torch_train.py "$MODEL" \
+    --warmup 10 --steps "$STEPS" 2>&1 | tail -2
+echo "== vgpu (untraced), with the worker's CPU time"
+LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} VGPU_MEDIATOR="unix:$sock" \
+    timeout 300 python3 gpu/bench/torch_train.py "$MODEL" --warmup 10 --steps "$STEPS" 2>&1 | tail -2 &
+client=$!
+# The worker's threads' CPU time, sampled until the client ends.
+snap=""
+while kill -0 $client 2>/dev/null; do
+    for w in $(pgrep -f "vgpu-mediator worker"); do
+        s=$(for t in /proc/$w/task/*; do awk '{print $2, $14 + $15}' "$t/stat" 2>/dev/null; done |
+            sort -k2 -rn | head -8)
+        [ -n "$s" ] && snap="worker $w threads (name, utime+stime in ticks of 10 ms):
+$s"
+    done
+    sleep 1
+done
+echo "$snap"
+wait $client
+echo "== calls in the traced run's last $STEPS steps, per step (count, client us, calls > 20 us)"
+# The timed steps are the calls after the warm-up's synchronize: take the
+# last fraction of lines proportional to the steps.
+lines=$(grep -c ' -> ' "$OUT/$MODEL.trace")
+grep ' -> ' "$OUT/$MODEL.trace" | tail -n $((lines * STEPS / (STEPS + 10) )) |
+    awk -v steps="$STEPS" '{n[$1]++; us=$5; sub(/us/, "", us); t[$1]+=us; if (us+0 > 20) slow[$1]++}
+        END {for (f in n) printf "%9.1f %10.1f %8.1f  %s\n", n[f]/steps, t[f]/steps, slow[f]/steps, f}' |
+    sort -k2 -rn | head -30
+grep '^== vgpu lanes' "$OUT/$MODEL.trace"
