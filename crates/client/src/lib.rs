@@ -28,6 +28,7 @@ mod image;
 mod lane;
 mod log;
 mod objects;
+mod remote;
 mod runtime;
 mod trace;
 
