@@ -503,10 +503,14 @@ fn killed_worker_gives_device_unavailable_over_tcp() {
         .finish(Duration::from_secs(30))
         .assert_success()
         .assert_line("all calls failed fast");
-    // The supervisor is unharmed: a new TCP session works.
-    let mut cmd = h.self_test(test);
-    cmd.env("VGPU_E2E_MODE", "quick");
-    h.run(cmd).assert_success().assert_line("quick client ok");
+    // The supervisor is unharmed: a new TCP session works, also with
+    // VGPU_TRANSPORT=socket (auto is what the rest of this file uses).
+    for transport in ["auto", "socket"] {
+        let mut cmd = h.self_test(test);
+        cmd.env("VGPU_E2E_MODE", "quick")
+            .env("VGPU_TRANSPORT", transport);
+        h.run(cmd).assert_success().assert_line("quick client ok");
+    }
 }
 
 /// Waits until `pid` is gone from `/proc` (reaped); false after `timeout`.
@@ -606,10 +610,10 @@ fn after_loss_child() {
 }
 
 #[test]
-fn vgpu_status_answers_over_tcp() {
+fn vgpu_status_and_doctor_answer_over_tcp() {
     let h = Harness::start_tcp();
     let endpoint = h.mediator().tcp_endpoint();
-    let mut cmd = std::process::Command::new(h.build.dir.join("vgpu"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vgpu"));
     cmd.args(["status", "--mediator", &endpoint]);
     let out = common::run(cmd, Duration::from_secs(60));
     out.assert_success();
@@ -617,10 +621,21 @@ fn vgpu_status_answers_over_tcp() {
         out.stdout.contains("answered the handshake") && out.stdout.contains("1 device(s)"),
         "{out}"
     );
-    // The probe was a real session over TCP.
-    let log = h.mediator().log_text();
+    // doctor's verdict depends on the machine; its mediator line must not.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vgpu"));
+    cmd.args(["doctor", "--mediator", &endpoint]);
+    let out = common::run(cmd, Duration::from_secs(60));
     assert!(
-        !log_lines(&log, "session starting (remote client over TCP").is_empty(),
+        out.stdout.lines().any(|l| l.starts_with("ok")
+            && l[4..].trim_start().starts_with("mediator ")
+            && l.contains("answered the handshake")),
+        "{out}"
+    );
+    // Both probes were real sessions over TCP.
+    let log = h.mediator().log_text();
+    assert_eq!(
+        log_lines(&log, "session starting (remote client over TCP").len(),
+        2,
         "{log}"
     );
 }

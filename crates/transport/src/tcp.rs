@@ -23,7 +23,7 @@
 //!   deadline. The client side is [`Channel::connect_lane`].
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::ops::RangeInclusive;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -171,11 +171,17 @@ impl Listener {
         })))
     }
 
-    /// Listens on `ip` at the first port of `ports` that is free.
-    pub fn bind_tcp_in(ip: IpAddr, ports: RangeInclusive<u16>) -> Result<Listener, TransportError> {
+    /// Listens on `addr`'s IP address (and IPv6 scope) at the first port
+    /// of `ports` that is free (`0..=0`: one the kernel picks).
+    pub fn bind_tcp_in(
+        addr: SocketAddr,
+        ports: RangeInclusive<u16>,
+    ) -> Result<Listener, TransportError> {
         let mut last = None;
         for port in ports {
-            match TcpListener::bind((ip, port)) {
+            let mut at = addr;
+            at.set_port(port);
+            match TcpListener::bind(at) {
                 Ok(l) => {
                     return Ok(Listener {
                         inner: Inner::Tcp(l),
@@ -356,7 +362,9 @@ mod tests {
 
     #[test]
     fn lanes_need_the_token() {
-        let l = Listener::bind_tcp_in(IpAddr::V4(Ipv4Addr::LOCALHOST), 0..=0).expect("bind");
+        let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+        let l = Listener::bind_tcp_in(any, 0..=0).expect("bind");
+        assert_eq!(l.local_addr().expect("bound").ip(), any.ip());
         let addr = l.local_addr().expect("bound");
         let token = new_token().expect("token");
         assert_ne!(token, new_token().expect("token"), "tokens are fresh");
@@ -397,6 +405,23 @@ mod tests {
             Err(TransportError::Timeout)
         ));
         assert!(t.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn port_ranges_take_the_first_free_port() {
+        let taken = loopback();
+        let port = taken.local_addr().expect("bound").port();
+        let Some(end) = port.checked_add(20) else {
+            return;
+        };
+        let at = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let l = Listener::bind_tcp_in(at, port..=end).expect("a free port in the range");
+        let got = l.local_addr().expect("bound").port();
+        assert!(got > port && got <= end, "{got} in {port}..={end}");
+        assert!(
+            Listener::bind_tcp_in(at, port..=port).is_err(),
+            "a range with no free port"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! live; a client that does not connect within the time loses that lane
 //! (its next use of the connection it made, if any, finds it closed).
 
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +34,8 @@ pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The lane listener of one TCP session, bound on first use.
 pub struct TcpLanes {
-    ip: IpAddr,
+    /// The control connection's local address; its port is not used.
+    local: SocketAddr,
     ports: Option<PortRange>,
     listener: Option<Listener>,
 }
@@ -42,9 +43,8 @@ pub struct TcpLanes {
 impl TcpLanes {
     /// Lanes for the session on `control`; `None` unless it is TCP.
     pub fn new(control: &Channel, ports: Option<PortRange>) -> Option<TcpLanes> {
-        let ip = control.local_addr()?.ip();
         Some(TcpLanes {
-            ip,
+            local: control.local_addr()?,
             ports,
             listener: None,
         })
@@ -54,11 +54,11 @@ impl TcpLanes {
     fn listener(&mut self) -> Result<&Listener, MediatorError> {
         if self.listener.is_none() {
             let range = self.ports.map_or(0..=0, |r| r.low..=r.high);
-            let l = Listener::bind_tcp_in(self.ip, range).map_err(|e| {
+            let l = Listener::bind_tcp_in(self.local, range).map_err(|e| {
                 let ports = self.ports.map_or("a free port".into(), |r| r.to_string());
                 MediatorError::Config(format!(
                     "cannot listen for lanes on {} ({ports}): {e}",
-                    self.ip
+                    self.local.ip()
                 ))
             })?;
             if let Some(a) = l.local_addr() {
