@@ -13,8 +13,9 @@
 //! accepted is served like a socket lane ([`super::lane`]).
 //!
 //! The control thread opens lanes one at a time, so at most one token is
-//! live; a client that does not connect within the time loses that lane
-//! (its next use of the connection it made, if any, finds it closed).
+//! live. When no lane comes in time the listener is closed (a connection
+//! that arrives later is reset, and that client loses its session instead
+//! of waiting for ever) and the next `OpenLane` binds a new one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,8 +30,10 @@ use super::Session;
 use crate::config::PortRange;
 use crate::MediatorError;
 
-/// How long the worker waits for a lane's connection after its reply.
-pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the worker waits for a lane's connection after its reply:
+/// longer than the client's own connect timeout (5 s), so a client whose
+/// connect succeeded is always accepted.
+pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The lane listener of one TCP session, bound on first use.
 pub struct TcpLanes {
@@ -109,10 +112,15 @@ impl TcpLanes {
                     tracing::error!("cannot start a lane thread: {e}");
                 }
             }
-            Err(e) => tracing::warn!(
-                "no lane connection with the token within {ACCEPT_TIMEOUT:?} ({e}); \
-                 the client thread that asked gets no lane"
-            ),
+            Err(e) => {
+                tracing::warn!(
+                    "no lane connection with the token within {ACCEPT_TIMEOUT:?} ({e}); \
+                     the client thread that asked gets no lane"
+                );
+                // A connection that comes later must not wait unaccepted for
+                // ever: closing the listener resets it. The next lane binds anew.
+                self.listener = None;
+            }
         }
         true
     }
