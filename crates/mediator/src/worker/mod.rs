@@ -78,27 +78,33 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     // SAFETY: the supervisor started this process with `fd` open, inherited for
     // exactly this purpose; nothing else in the process owns it.
     let mut control = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) });
-    let peer = control.peer_addr();
-    let (pid, uid) = match peer {
-        None => {
-            let (pid, uid, _) = control.peer_credentials()?;
-            (Some(pid), Some(uid))
-        }
-        Some(_) => (None, None),
+    let remote = control.is_tcp();
+    let credentials = if remote {
+        None
+    } else {
+        Some(control.peer_credentials()?)
     };
     let hello = Hello::read(&mut control)?;
-    let pid = pid.unwrap_or(hello.pid);
-    match peer {
-        // No credentials over TCP: pid and uid are what the client says.
-        Some(peer) => tracing::info!(
-            client_pid = pid,
-            uid = hello.uid,
-            %peer,
-            env = ?hello.env,
-            "session starting (remote client over TCP; pid and uid as it states them)"
-        ),
-        None => tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting"),
-    }
+    let pid = match credentials {
+        Some((pid, uid, _)) => {
+            tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
+            pid
+        }
+        None => {
+            // No credentials over TCP: pid and uid are what the client says.
+            let peer = control
+                .peer_addr()
+                .map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+            tracing::info!(
+                client_pid = hello.pid,
+                uid = hello.uid,
+                peer,
+                env = ?hello.env,
+                "session starting (remote client over TCP; pid and uid as it states them)"
+            );
+            hello.pid
+        }
+    };
     for (k, v) in &hello.env {
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
@@ -109,7 +115,6 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if welcome.init_status != status::SUCCESS {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
-    let remote = control.is_tcp();
     // Rings need memory both sides map: never over TCP.
     let offered = if remote {
         features::ALL & !features::RINGS
