@@ -115,13 +115,19 @@ impl Env {
 pub enum Address {
     /// `unix:PATH` or a bare absolute path.
     Unix(PathBuf),
-    /// Any other form (`tcp://…`, `pci:…`); passed on, not checked here.
+    /// `tcp://HOST:PORT`, as the client library understands it (`host`
+    /// keeps an IPv6 literal's brackets).
+    Tcp { host: String, port: u16 },
+    /// Any other form (`pci:…`, or not an address); passed on, not checked here.
     Other(String),
 }
 
 impl Address {
     /// Classifies an address string.
     pub fn parse(s: &str) -> Address {
+        if let Some(discovery::Target::Tcp { host, port }) = discovery::Target::parse(s) {
+            return Address::Tcp { host, port };
+        }
         match s.strip_prefix("unix:") {
             Some(p) if !p.is_empty() => Address::Unix(p.into()),
             _ if s.starts_with('/') => Address::Unix(s.into()),

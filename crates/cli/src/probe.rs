@@ -4,6 +4,8 @@
 //! its driver and answers with a snapshot of every device, and the session
 //! ends when the probe disconnects.
 
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -19,7 +21,7 @@ pub enum Probe {
     Answered(Welcome),
     /// Nothing listens there, or the handshake failed; the string says why.
     Unreachable(String),
-    /// The address is not a Unix socket; it is not checked here.
+    /// The address is neither a Unix socket nor TCP; it is not checked here.
     NotChecked(String),
 }
 
@@ -27,14 +29,15 @@ pub enum Probe {
 pub fn probe(address: &str, timeout: Duration) -> Probe {
     match Address::parse(address) {
         Address::Unix(path) => probe_unix(&path, timeout),
+        Address::Tcp { host, port } => probe_tcp(&host, port, timeout),
         Address::Other(a) => Probe::NotChecked(format!(
-            "{a}: only unix: addresses can be checked by this version of vgpu"
+            "{a}: only unix: and tcp:// addresses can be checked by this version of vgpu"
         )),
     }
 }
 
 fn probe_unix(path: &Path, timeout: Duration) -> Probe {
-    let mut stream = match UnixStream::connect(path) {
+    let stream = match UnixStream::connect(path) {
         Ok(s) => s,
         Err(e) => return Probe::Unreachable(format!("cannot connect to {}: {e}", path.display())),
     };
@@ -44,6 +47,43 @@ fn probe_unix(path: &Path, timeout: Duration) -> Probe {
     {
         return Probe::Unreachable(format!("cannot set a timeout on the connection: {e}"));
     }
+    handshake(stream)
+}
+
+/// Connects to `host:port` (each address it resolves to, `timeout` each),
+/// as the client library does.
+fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Probe {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let addrs = match (bare, port).to_socket_addrs() {
+        Ok(a) => a.collect::<Vec<_>>(),
+        Err(e) => return Probe::Unreachable(format!("cannot resolve {host}: {e}")),
+    };
+    let mut why = format!("{host} has no address");
+    for addr in addrs {
+        let stream = match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                why = format!("cannot connect to {addr}: {e}");
+                continue;
+            }
+        };
+        if let Err(e) = stream
+            .set_nodelay(true)
+            .and_then(|()| stream.set_read_timeout(Some(timeout)))
+            .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        {
+            return Probe::Unreachable(format!("cannot set up the connection: {e}"));
+        }
+        return handshake(stream);
+    }
+    Probe::Unreachable(why)
+}
+
+/// Sends a hello on a connected stream and reads the welcome.
+fn handshake(mut stream: impl Read + Write) -> Probe {
     let hello = Hello {
         features: features::ALL,
         pid: std::process::id(),

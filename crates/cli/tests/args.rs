@@ -130,7 +130,21 @@ fn addresses_are_classified() {
     );
     assert_eq!(
         Address::parse("tcp://h:1"),
-        Address::Other("tcp://h:1".into())
+        Address::Tcp {
+            host: "h".into(),
+            port: 1
+        }
+    );
+    assert_eq!(
+        Address::parse("tcp://[::1]:7011"),
+        Address::Tcp {
+            host: "[::1]".into(),
+            port: 7011
+        }
+    );
+    assert_eq!(
+        Address::parse("tcp://h:0"),
+        Address::Other("tcp://h:0".into())
     );
     assert_eq!(Address::parse("unix:"), Address::Other("unix:".into()));
 }

@@ -130,18 +130,36 @@ fn unusable_addresses_fail_cleanly_and_say_why() {
     fs::create_dir(&empty_sysfs).expect("mkdir");
     let empty_s = empty_sysfs.to_str().expect("utf-8");
 
-    // TCP is understood, not yet served.
+    // TCP with nothing listening: refused at once, and said so.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let tcp = format!("tcp://127.0.0.1:{port}");
+    let out = run_client(
+        &lib,
+        &[("VGPU_MEDIATOR", &tcp), ("VGPU_CLIENT_CONFIG", file_s)],
+    );
+    out.assert_success().assert_line("cuInit 100 devices -1");
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot reach the mediator at {tcp} (from VGPU_MEDIATOR)"
+        )),
+        "{out}"
+    );
+    // Rings cannot cross machines: refused before connecting.
     let out = run_client(
         &lib,
         &[
-            ("VGPU_MEDIATOR", "tcp://gpu-host:7011"),
+            ("VGPU_MEDIATOR", &tcp),
+            ("VGPU_TRANSPORT", "rings"),
             ("VGPU_CLIENT_CONFIG", file_s),
         ],
     );
     out.assert_success().assert_line("cuInit 100 devices -1");
     assert!(
         out.stderr
-            .contains("tcp://gpu-host:7011 (from VGPU_MEDIATOR) needs the TCP transport"),
+            .contains("VGPU_TRANSPORT=rings needs shared memory on one host"),
         "{out}"
     );
 

@@ -183,7 +183,7 @@ fn a_vgpu_pci_device_is_found_and_explained() {
         "{out}"
     );
     assert!(
-        has_line(&out, "FAIL", "mediator", "only unix: addresses"),
+        has_line(&out, "FAIL", "mediator", "only unix: and tcp:// addresses"),
         "{out}"
     );
 }

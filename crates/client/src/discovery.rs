@@ -172,11 +172,17 @@ pub struct Found {
 }
 
 impl Found {
-    /// The socket path, or why this client cannot use the address.
+    /// The socket path of a `unix:` address, or why this client cannot use
+    /// the address that way: `tcp://` connects elsewhere (`crate::remote`),
+    /// `pci:` needs a transport this client lacks.
     pub fn unix_path(&self) -> Result<&Path, DiscoveryError> {
         let transport = match &self.target {
             Target::Unix(p) => return Ok(p),
-            Target::Tcp { .. } => "TCP",
+            Target::Tcp { .. } => {
+                return Err(DiscoveryError::NotUnix {
+                    found: self.to_string(),
+                })
+            }
             Target::Pci(_) => "ivshmem (PCI)",
         };
         Err(DiscoveryError::Unsupported {
@@ -201,6 +207,9 @@ pub enum DiscoveryError {
     /// The client file could not be read or understood.
     #[error("{}: {why}", path.display())]
     BadFile { path: PathBuf, why: String },
+    /// A `tcp://` address where a socket path was needed.
+    #[error("{found} is a TCP address, not a Unix socket")]
+    NotUnix { found: String },
     /// The address is valid but needs a transport this client lacks.
     #[error("{found} needs the {transport} transport, which this version of the client does not have; point VGPU_MEDIATOR or {CLIENT_FILE} at a unix: socket")]
     Unsupported {
@@ -517,9 +526,29 @@ mod tests {
         };
         assert_eq!(Target::parse("pci:0000:00:05.0"), Some(Target::Pci(bdf)));
         assert_eq!(Target::parse("pci:00:05.0"), Some(Target::Pci(bdf)));
+        assert_eq!(
+            Target::parse("tcp://10.0.0.7:7011/"),
+            Some(Target::Tcp {
+                host: "10.0.0.7".into(),
+                port: 7011
+            }),
+            "a trailing slash is allowed"
+        );
+        assert_eq!(
+            Target::parse("tcp://[fe80::1]:65535"),
+            Some(Target::Tcp {
+                host: "[fe80::1]".into(),
+                port: 65535
+            })
+        );
         for bad in [
             "",
             "unix:",
+            "tcp://::1:7011",
+            "tcp://[::1]",
+            "tcp://[::1:7011",
+            "tcp://h_st:1",
+            "tcp://h:-1",
             "tcp://host",
             "tcp://host:0",
             "tcp://host:99999",
@@ -545,14 +574,14 @@ mod tests {
     }
 
     #[test]
-    fn only_unix_can_be_used_today() {
+    fn pci_cannot_be_used_today() {
         let found = |s: &str| Found {
             target: Target::parse(s).expect("parses"),
             source: Source::Env,
         };
         assert!(found("unix:/x").unix_path().is_ok());
         let e = found("tcp://h:1").unix_path().expect_err("tcp").to_string();
-        assert!(e.contains("TCP transport"), "{e}");
+        assert!(e.contains("is a TCP address"), "{e}");
         let e = found("pci:00:05.0")
             .unix_path()
             .expect_err("pci")

@@ -37,8 +37,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use vgpu_proto::{
-    features, flags, read_response_head, request_prefix, write_request, write_request_meta, Op,
-    ProtoError, RequestHead, RequestMeta, ResponseHead,
+    features, flags, lane_kind, read_response_head, request_prefix, write_request,
+    write_request_meta, Op, ProtoError, RequestHead, RequestMeta, ResponseHead,
 };
 use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
@@ -262,9 +262,12 @@ impl Session {
         write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[]).map_err(|e| fail(e.into()))?;
         let (head, outs) = read_response_head(&mut *control).map_err(|e| fail(e.into()))?;
         crate::edge::check(head.status.get())?;
-        let io = if outs.first() == Some(&1) {
+        let io = if outs.first() == Some(&lane_kind::RINGS) {
             let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
             LaneIo::rings(fds, self.lanes.spin).map_err(fail)?
+        } else if outs.first() == Some(&lane_kind::TCP) {
+            let ch = crate::remote::open_lane(&control, &outs).map_err(|e| fail(e.into()))?;
+            LaneIo::Socket(ch)
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
             if self.lanes.rings_only {

@@ -34,6 +34,7 @@ mod image;
 mod lane;
 mod log;
 mod objects;
+mod remote;
 mod runtime;
 mod staging;
 mod trace;

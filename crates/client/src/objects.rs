@@ -32,7 +32,8 @@ pub struct Objects {
     pub kernel_functions: HashMap<(u64, u64), u64>,
     /// Device ranges this session handed out: base → size.
     pub device_ranges: BTreeMap<u64, u64>,
-    /// Shared pinned host memory: client address → allocation.
+    /// Pinned host memory (shared, or local on a TCP session): client
+    /// address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
     /// Context-local storage of the runtime's private interface: (context, key) → entry.
     pub ctx_storage: HashMap<(u64, usize), StorageEntry>,
@@ -118,15 +119,21 @@ pub struct StorageEntry {
     pub dtor: Option<StorageDtor>,
 }
 
-/// Pinned host memory shared with the worker.
+/// Pinned host memory shared with the worker, or (on a TCP session) kept
+/// in this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostInfo {
     pub len: u64,
-    /// Where the worker mapped the same pages.
+    /// Where the worker mapped the same pages (0 when `local`).
     pub worker: u64,
-    /// The pages' device pointer.
+    /// The pages' device pointer (0 when `local`).
     pub dptr: u64,
     pub flags: u32,
+    /// Pages of this process only, unknown to the worker
+    /// (`api::host_local`).
+    pub local: bool,
+    /// The context current at allocation (kept for `local` pages).
+    pub ctx: u64,
 }
 
 impl Objects {

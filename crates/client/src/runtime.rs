@@ -16,6 +16,7 @@ use vgpu_proto::{DeviceSnapshot, Hello, Op, Welcome};
 use vgpu_transport::Channel;
 
 use crate::config::Config;
+use crate::discovery::Target;
 use crate::edge::{CuError, CuResult};
 use crate::objects::Objects;
 
@@ -171,6 +172,9 @@ pub struct Session {
     pub(crate) epoch: u64,
     pub(crate) serial: u64,
     pub(crate) dead: AtomicBool,
+    /// The mediator is reached over TCP (`crate::remote`): nothing is
+    /// shared with the worker.
+    pub remote: bool,
     pub init_status: u32,
     pub driver_version: i32,
     pub devices: Vec<DeviceSnapshot>,
@@ -204,8 +208,13 @@ pub enum ConnectError {
 impl Session {
     fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
         let found = crate::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
-        let mut control = Channel::connect(found.unix_path()?)
-            .map_err(|e| ConnectError::Transport(found.to_string(), e))?;
+        let mut control = match &found.target {
+            Target::Tcp { host, port } => {
+                crate::remote::connect(cfg, host, *port, &found.to_string())?
+            }
+            _ => Channel::connect(found.unix_path()?)
+                .map_err(|e| ConnectError::Transport(found.to_string(), e))?,
+        };
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let hello = Hello {
@@ -227,20 +236,28 @@ impl Session {
             welcome.driver_version,
             welcome.devices.len(),
             welcome.init_status,
-            if lanes.rings() { "rings" } else { "sockets" }
+            if lanes.rings() {
+                "rings"
+            } else if control.is_tcp() {
+                "TCP connections"
+            } else {
+                "sockets"
+            }
         ));
+        let remote = control.is_tcp();
         Ok(Session {
             control: Mutex::new(control),
             epoch,
             serial,
             dead: AtomicBool::new(false),
+            remote,
             init_status: welcome.init_status,
             driver_version: welcome.driver_version,
             devices: welcome.devices,
             objects: Mutex::new(Objects::default()),
             lanes,
-            // Same host (a Unix socket): the worker can share pinned pages.
-            staging: crate::staging::Stager::new(cfg.staging, cfg.copy_threads),
+            // Only on one host (a Unix socket) can the worker share pinned pages.
+            staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
         })
     }
 

@@ -83,7 +83,13 @@ extern "C" fn summary_at_exit() {
         out.push_str(&format!(
             "== vgpu lanes: {} opened on {}, {} round trips, {} posted, {} staged\n",
             n(&l.opened),
-            if l.rings() { "rings" } else { "sockets" },
+            if l.rings() {
+                "rings"
+            } else if s.remote {
+                "TCP"
+            } else {
+                "sockets"
+            },
             n(&l.round_trips),
             n(&l.posted),
             n(&s.staging.staged)

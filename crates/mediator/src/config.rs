@@ -51,12 +51,48 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+/// Ports for the lanes of TCP sessions: `LOW-HIGH` or one `PORT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl std::str::FromStr for PortRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (low, high) = s.split_once('-').unwrap_or((s, s));
+        let port = |p: &str| p.trim().parse::<u16>().ok().filter(|p| *p != 0);
+        match (port(low), port(high)) {
+            (Some(low), Some(high)) if low <= high => Ok(PortRange { low, high }),
+            _ => Err(format!(
+                "{s:?}: expected LOW-HIGH (1..=65535, LOW <= HIGH) or one port"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
+}
+
 /// Flags shared by the supervisor and the workers it starts.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Where to listen: `unix:PATH`.
+    /// Where to listen: `unix:PATH` or `tcp://ADDR:PORT`; repeat the flag to
+    /// listen in several places (giving it replaces the default). TCP is
+    /// plain TCP, for trusted networks only: nothing is encrypted, and any
+    /// host that reaches the port can start a session. Port 0 takes a free
+    /// port; the log says which (`listening on tcp://…`).
     #[arg(long, default_value = "unix:/run/vgpu/mediator.sock")]
-    pub listen: String,
+    pub listen: Vec<String>,
+    /// Ports on which the worker of a TCP session listens for the client's
+    /// lanes (one connection per client thread), `LOW-HIGH`; by default
+    /// any free port. Firewalls must let clients reach them.
+    #[arg(long)]
+    pub lane_ports: Option<PortRange>,
     /// Driver for the workers: `auto` (the real driver if found, else the
     /// simulated device, loudly), `sim`, or an absolute path to libcuda.so.1.
     #[arg(long, default_value = "auto")]
@@ -98,5 +134,44 @@ impl ServeArgs {
             .flat_map(|d| names.iter().map(move |n| d.join(n)))
             .find(|p| p.is_file())
             .and_then(|p| p.canonicalize().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_ranges() {
+        let r = |low, high| PortRange { low, high };
+        assert_eq!("40000-40100".parse(), Ok(r(40000, 40100)));
+        assert_eq!("7012".parse(), Ok(r(7012, 7012)));
+        assert_eq!(r(1, 2).to_string(), "1-2");
+        for bad in ["", "0-10", "10-9", "1-65536", "a-b", "-5", "5-"] {
+            assert!(bad.parse::<PortRange>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn listen_repeats_and_replaces_the_default() {
+        let cli = Cli::parse_from(["vgpu-mediator"]);
+        assert_eq!(cli.serve.listen, ["unix:/run/vgpu/mediator.sock"]);
+        let cli = Cli::parse_from([
+            "vgpu-mediator",
+            "--listen",
+            "unix:/tmp/m.sock",
+            "--listen",
+            "tcp://0.0.0.0:7011",
+            "--lane-ports",
+            "40000-40009",
+        ]);
+        assert_eq!(cli.serve.listen, ["unix:/tmp/m.sock", "tcp://0.0.0.0:7011"]);
+        assert_eq!(
+            cli.serve.lane_ports,
+            Some(PortRange {
+                low: 40000,
+                high: 40009
+            })
+        );
     }
 }

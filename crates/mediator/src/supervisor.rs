@@ -1,33 +1,41 @@
 //! The supervisor: accepts connections and starts one worker per session.
 
 use std::os::fd::{AsFd, AsRawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use vgpu_transport::{Address, Channel, Listener};
+use vgpu_transport::{Address, Channel, Listener, TransportError};
 
 use crate::config::ServeArgs;
 use crate::MediatorError;
 
-/// Listens on `args.listen` and serves until killed.
+/// Listens on every `args.listen` address and serves until killed.
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
-    let addr: Address = args.listen.parse()?;
-    let Address::Unix(path) = &addr;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    let mut listeners = Vec::new();
+    let mut sockets = Vec::new();
+    for text in &args.listen {
+        let (listener, bound, socket) = bind(text)?;
+        if let Some(path) = socket {
+            sockets.push(path);
+        } else {
+            tracing::warn!(
+                "{bound} is plain TCP: nothing is encrypted and any host that reaches it can \
+                 start a session; use it on trusted networks only"
+            );
+        }
+        tracing::info!("listening on {bound}");
+        listeners.push(listener);
     }
-    let listener = Listener::bind(path)?;
     let signals = shutdown_signals();
     // Block them in every thread; one thread waits for them. Workers get the
     // default mask back before exec (see `spawn_worker`).
     // SAFETY: `signals` is an initialised set; the old mask is not needed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
-    let socket = path.clone();
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || wait_for_shutdown(signals, &socket))?;
+        .spawn(move || wait_for_shutdown(signals, &sockets))?;
     tracing::info!(
-        listen = %addr,
+        listen = ?args.listen,
         driver = %args.driver,
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
@@ -37,16 +45,74 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         .spawn(reap_workers)?;
     let exe = std::env::current_exe()?;
     loop {
-        let conn = match listener.accept() {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                continue;
+        for i in ready(&listeners) {
+            let conn = match listeners[i].accept() {
+                Ok(c) => c,
+                Err(TransportError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    continue
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    continue;
+                }
+            };
+            let peer = conn.peer_addr();
+            match (spawn_worker(&exe, args, conn), peer) {
+                (Ok(pid), Some(peer)) => tracing::info!(worker = pid, %peer, "session accepted"),
+                (Ok(pid), None) => tracing::info!(worker = pid, "session accepted"),
+                (Err(e), _) => tracing::error!("could not start a worker: {e}"),
             }
-        };
-        match spawn_worker(&exe, args, conn) {
-            Ok(pid) => tracing::info!(worker = pid, "session accepted"),
-            Err(e) => tracing::error!("could not start a worker: {e}"),
+        }
+    }
+}
+
+/// Binds one `--listen` address, non-blocking (the accept loop polls every
+/// listener); returns it with the address it is bound to (a TCP port 0
+/// replaced by the port the kernel picked) and a Unix socket's path.
+fn bind(text: &str) -> Result<(Listener, String, Option<PathBuf>), MediatorError> {
+    let cannot = |e: &dyn std::fmt::Display| MediatorError::Config(format!("--listen {text}: {e}"));
+    let addr: Address = text.parse().map_err(|e| cannot(&e))?;
+    let listener = match &addr {
+        Address::Unix(path) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
+            }
+            Listener::bind(path)
+        }
+        Address::Tcp { host, port } => Listener::bind_tcp(host, *port),
+    }
+    .map_err(|e| cannot(&e))?;
+    listener.set_nonblocking(true)?;
+    let bound = match listener.local_addr() {
+        Some(a) => format!("tcp://{a}"),
+        None => addr.to_string(),
+    };
+    let socket = match addr {
+        Address::Unix(path) => Some(path),
+        Address::Tcp { .. } => None,
+    };
+    Ok((listener, bound, socket))
+}
+
+/// The listeners with a connection waiting (poll(2), without a time limit).
+fn ready(listeners: &[Listener]) -> Vec<usize> {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let mut fds: Vec<PollFd<'_>> = listeners
+        .iter()
+        .map(|l| PollFd::new(l, PollFlags::IN))
+        .collect();
+    match poll(&mut fds, None) {
+        Ok(_) => fds
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.revents().is_empty())
+            .map(|(i, _)| i)
+            .collect(),
+        Err(rustix::io::Errno::INTR) => Vec::new(),
+        Err(e) => {
+            tracing::warn!("poll failed: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            Vec::new()
         }
     }
 }
@@ -54,12 +120,17 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
 fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, MediatorError> {
     let fd = conn.as_fd().as_raw_fd();
     // The worker inherits exactly this descriptor: clear close-on-exec on it
-    // alone. The accept loop is single-threaded, so no other exec races it.
+    // alone. One thread accepts on every listener, so no other exec races it.
     rustix::io::fcntl_setfd(&conn, rustix::io::FdFlags::empty()).map_err(std::io::Error::from)?;
     let mut cmd = Command::new(exe);
     cmd.arg("--driver").arg(args.driver.to_string());
     cmd.arg("--log-level").arg(&args.log_level);
-    cmd.arg("--listen").arg(&args.listen);
+    for listen in &args.listen {
+        cmd.arg("--listen").arg(listen);
+    }
+    if let Some(ports) = args.lane_ports {
+        cmd.arg("--lane-ports").arg(ports.to_string());
+    }
     if let Some(sim) = &args.sim_lib {
         cmd.arg("--sim-lib").arg(sim);
     }
@@ -117,9 +188,9 @@ fn shutdown_signals() -> libc::sigset_t {
     }
 }
 
-/// Waits for a shutdown signal, removes the socket and exits 0. Workers are
-/// separate processes and keep serving their sessions.
-fn wait_for_shutdown(signals: libc::sigset_t, socket: &Path) {
+/// Waits for a shutdown signal, removes the Unix sockets and exits 0.
+/// Workers are separate processes and keep serving their sessions.
+fn wait_for_shutdown(signals: libc::sigset_t, sockets: &[PathBuf]) {
     let mut sig: libc::c_int = 0;
     // SAFETY: `signals` is initialised and blocked in every thread; `sig` is a live local.
     if unsafe { libc::sigwait(&signals, &mut sig) } == 0 {
@@ -127,7 +198,9 @@ fn wait_for_shutdown(signals: libc::sigset_t, socket: &Path) {
             signal = sig,
             "shutting down; live sessions keep their workers"
         );
-        let _ = std::fs::remove_file(socket);
+        for socket in sockets {
+            let _ = std::fs::remove_file(socket);
+        }
         std::process::exit(0);
     }
 }

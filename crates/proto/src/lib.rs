@@ -61,3 +61,17 @@ pub mod features {
     /// Everything this build understands.
     pub const ALL: u64 = LANES | RINGS;
 }
+
+/// What an `OpenLane` reply's `outs[0]` says the new lane is.
+pub mod lane_kind {
+    /// A socket passed by `SCM_RIGHTS` (also: no outs at all).
+    pub const SOCKET: u64 = 0;
+    /// A socket and two ring memfds passed by `SCM_RIGHTS` (`features::RINGS`).
+    pub const RINGS: u64 = 1;
+    /// A TCP connection the client makes itself: `outs = [TCP, port,
+    /// token_lo, token_hi]`. The client connects to the port on the
+    /// worker's host and sends the token's 16 bytes (`token_lo` then
+    /// `token_hi`, each little-endian) before anything else
+    /// (`docs/transports.md`).
+    pub const TCP: u64 = 2;
+}

@@ -88,6 +88,9 @@ wire_ops! {
     /// `features::RINGS` was negotiated) three of them, the lane socket, the
     /// submission ring and the completion ring; otherwise (no outs, or
     /// `outs[0] = 0`) one, the lane socket, which then carries the frames.
+    /// On a TCP control connection no descriptor follows: `outs = [2, port,
+    /// token_lo, token_hi]`, and the client connects to the worker's host at
+    /// `port` and sends the 16-byte token (`lane_kind::TCP`).
     OpenLane = 1, args = 0;
 
     /// (ctx_id, flags, device) → ()  Create a context; it becomes current on the lane.

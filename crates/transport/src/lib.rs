@@ -9,9 +9,15 @@
 //! ([`wake`]); its module header documents the memory layout, publish order
 //! and wake-up protocol. A lane on rings pairs a submission and a completion
 //! ring with a Unix socket for oversized frames, descriptors and hang-up
-//! detection (`docs/transports.md`). TCP+TLS is planned.
+//! detection (`docs/transports.md`).
+//!
+//! [`tcp`] carries the same frames between hosts: plain TCP, for trusted
+//! networks (TLS is not built). A TCP [`Channel`] behaves as a Unix one
+//! except that it has no peer credentials and passes no descriptors; its
+//! lanes are separate connections that prove themselves with a token.
 
 pub mod shm_ring;
+pub mod tcp;
 pub mod unix;
 pub mod wake;
 #[cfg(test)]
@@ -33,8 +39,11 @@ pub enum TransportError {
     #[error("expected a file descriptor from the peer, got none")]
     NoFd,
     /// The address is not of a supported form.
-    #[error("unsupported mediator address {0:?} (expected unix:PATH)")]
+    #[error("unsupported mediator address {0:?} (expected unix:PATH or tcp://HOST:PORT)")]
     Address(String),
+    /// The operation needs both ends on one host, and this channel is TCP.
+    #[error("{0} needs a Unix socket; this channel is TCP")]
+    NotLocal(&'static str),
     /// The peer closed its end of the ring (and nothing is left to read).
     #[error("the peer closed its end of the ring")]
     PeerGone,
@@ -60,15 +69,42 @@ pub enum TransportError {
 pub enum Address {
     /// A Unix socket path.
     Unix(std::path::PathBuf),
+    /// `tcp://HOST:PORT`: `host` is a name, an IPv4 address or an IPv6
+    /// address (kept without its brackets); port 0 lets the kernel pick.
+    Tcp { host: String, port: u16 },
 }
 
 impl std::str::FromStr for Address {
     type Err = TransportError;
     fn from_str(s: &str) -> Result<Self, TransportError> {
+        let bad = || TransportError::Address(s.to_owned());
+        if let Some(rest) = s.strip_prefix("tcp://") {
+            let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+            let port = port.parse::<u16>().map_err(|_| bad())?;
+            let host = match host.strip_prefix('[') {
+                Some(v6) => {
+                    let v6 = v6.strip_suffix(']').ok_or_else(bad)?;
+                    v6.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
+                    v6
+                }
+                None if !host.is_empty()
+                    && host
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
+                {
+                    host
+                }
+                None => return Err(bad()),
+            };
+            return Ok(Address::Tcp {
+                host: host.to_owned(),
+                port,
+            });
+        }
         match s.strip_prefix("unix:") {
             Some(path) if !path.is_empty() => Ok(Address::Unix(path.into())),
             _ if s.starts_with('/') => Ok(Address::Unix(s.into())),
-            _ => Err(TransportError::Address(s.to_owned())),
+            _ => Err(bad()),
         }
     }
 }
@@ -77,6 +113,10 @@ impl std::fmt::Display for Address {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Address::Unix(p) => write!(f, "unix:{}", p.display()),
+            Address::Tcp { host, port } if host.contains(':') => {
+                write!(f, "tcp://[{host}]:{port}")
+            }
+            Address::Tcp { host, port } => write!(f, "tcp://{host}:{port}"),
         }
     }
 }

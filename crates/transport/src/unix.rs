@@ -1,7 +1,13 @@
 //! Unix-domain stream sockets, with descriptor passing over `SCM_RIGHTS`.
+//!
+//! A [`Channel`] is a Unix socket or a TCP connection ([`crate::tcp`]):
+//! reads, writes and [`Channel::hung_up`] behave the same on both. What
+//! needs one host (peer credentials, descriptor passing) is
+//! [`TransportError::NotLocal`] on TCP.
 
 use std::io::{IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
+use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -16,39 +22,84 @@ use crate::TransportError;
 /// One end of a session or lane connection.
 #[derive(Debug)]
 pub struct Channel {
-    stream: UnixStream,
+    pub(crate) stream: Stream,
+}
+
+/// The socket under a [`Channel`].
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+        }
+    }
 }
 
 impl Channel {
     /// Connects to a listening socket.
     pub fn connect(path: &Path) -> Result<Channel, TransportError> {
         Ok(Channel {
-            stream: UnixStream::connect(path)?,
+            stream: Stream::Unix(UnixStream::connect(path)?),
         })
     }
 
     /// A connected pair, for lanes and tests.
     pub fn pair() -> Result<(Channel, Channel), TransportError> {
         let (a, b) = UnixStream::pair()?;
-        Ok((Channel { stream: a }, Channel { stream: b }))
+        Ok((
+            Channel {
+                stream: Stream::Unix(a),
+            },
+            Channel {
+                stream: Stream::Unix(b),
+            },
+        ))
     }
 
-    /// Wraps an already-connected socket, e.g. one inherited from the supervisor.
+    /// Wraps an already-connected socket, e.g. one inherited from the
+    /// supervisor: a TCP socket (IPv4 or IPv6) becomes a TCP channel, any
+    /// other a Unix one.
     pub fn from_fd(fd: OwnedFd) -> Channel {
-        Channel {
-            stream: UnixStream::from(fd),
-        }
+        use rustix::net::{sockopt::socket_domain, AddressFamily};
+        let stream = match socket_domain(&fd) {
+            Ok(AddressFamily::INET | AddressFamily::INET6) => Stream::Tcp(TcpStream::from(fd)),
+            _ => Stream::Unix(UnixStream::from(fd)),
+        };
+        Channel { stream }
     }
 
     /// Gives up the socket.
     pub fn into_fd(self) -> OwnedFd {
-        OwnedFd::from(self.stream)
+        match self.stream {
+            Stream::Unix(s) => OwnedFd::from(s),
+            Stream::Tcp(s) => OwnedFd::from(s),
+        }
     }
 
-    /// The peer's process credentials (pid, uid, gid).
+    /// Whether this channel is a TCP connection.
+    pub fn is_tcp(&self) -> bool {
+        matches!(self.stream, Stream::Tcp(_))
+    }
+
+    /// The Unix socket, or [`TransportError::NotLocal`] naming `what`.
+    fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
+        match &self.stream {
+            Stream::Unix(s) => Ok(s),
+            Stream::Tcp(_) => Err(TransportError::NotLocal(what)),
+        }
+    }
+
+    /// The peer's process credentials (pid, uid, gid); a TCP peer has none
+    /// ([`TransportError::NotLocal`]).
     pub fn peer_credentials(&self) -> Result<(u32, u32, u32), TransportError> {
-        let c =
-            rustix::net::sockopt::socket_peercred(&self.stream).map_err(std::io::Error::from)?;
+        let unix = self.unix("peer credentials")?;
+        let c = rustix::net::sockopt::socket_peercred(unix).map_err(std::io::Error::from)?;
         Ok((
             c.pid.as_raw_nonzero().get().unsigned_abs(),
             c.uid.as_raw(),
@@ -62,8 +113,9 @@ impl Channel {
     }
 
     /// Sends one byte carrying all of `fds` (at most [`MAX_FDS`]) as one
-    /// `SCM_RIGHTS` message.
+    /// `SCM_RIGHTS` message. Not on TCP ([`TransportError::NotLocal`]).
     pub fn send_fds(&self, fds: &[BorrowedFd<'_>]) -> Result<(), TransportError> {
+        let unix = self.unix("descriptor passing")?;
         if fds.is_empty() || fds.len() > MAX_FDS {
             return Err(TransportError::Io(std::io::Error::other(
                 "one to MAX_FDS descriptors per message",
@@ -77,7 +129,7 @@ impl Channel {
             )));
         }
         let sent = sendmsg(
-            &self.stream,
+            unix,
             &[IoSlice::new(&[0x46])],
             &mut anc,
             SendFlags::NOSIGNAL,
@@ -97,8 +149,10 @@ impl Channel {
 
     /// Receives the byte sent by [`Channel::send_fds`] and exactly `n`
     /// descriptors (`1..=MAX_FDS`). Fewer is [`TransportError::NoFd`]; more
-    /// are closed and refused the same way.
+    /// are closed and refused the same way. Not on TCP
+    /// ([`TransportError::NotLocal`]).
     pub fn recv_fds(&self, n: usize) -> Result<Vec<OwnedFd>, TransportError> {
+        let unix = self.unix("descriptor passing")?;
         if n == 0 || n > MAX_FDS {
             return Err(TransportError::Io(std::io::Error::other(
                 "one to MAX_FDS descriptors per message",
@@ -108,7 +162,7 @@ impl Channel {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut anc = RecvAncillaryBuffer::new(&mut space);
         let msg = recvmsg(
-            &self.stream,
+            unix,
             &mut [IoSliceMut::new(&mut byte)],
             &mut anc,
             RecvFlags::CMSG_CLOEXEC,
@@ -131,7 +185,8 @@ impl Channel {
 
     /// Whether the peer has closed its end or the socket failed, without
     /// reading anything or waiting (a zero-timeout `poll`). Pending data is
-    /// not a hang-up.
+    /// not a hang-up. On TCP the peer's FIN counts: vgpu's ends never shut
+    /// down one direction only.
     pub fn hung_up(&self) -> bool {
         use rustix::event::{poll, PollFd, PollFlags};
         let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
@@ -150,17 +205,25 @@ pub const MAX_FDS: usize = 4;
 
 impl Read for Channel {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.stream.read(buf)
+        match &mut self.stream {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
     }
 }
 
 /// Writes use `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error for
-/// the caller to map, never a SIGPIPE that kills the application.
+/// the caller to map, never a SIGPIPE that kills the application. On TCP a
+/// write after the peer hung up fails with `EPIPE` too (the kernel would
+/// take the first such write and only refuse later ones), so a posted
+/// request to a dead worker fails at once on both transports.
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.check_peer()?;
         Ok(rustix::net::send(&self.stream, buf, SendFlags::NOSIGNAL)?)
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        self.check_peer()?;
         let mut no_fds = SendAncillaryBuffer::default();
         Ok(sendmsg(
             &self.stream,
@@ -174,16 +237,32 @@ impl Write for Channel {
     }
 }
 
+impl Channel {
+    /// On TCP, `EPIPE` when the peer has hung up (see the `Write` impl).
+    fn check_peer(&self) -> std::io::Result<()> {
+        if self.is_tcp() && self.hung_up() {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        Ok(())
+    }
+}
+
 impl AsFd for Channel {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.stream.as_fd()
     }
 }
 
-/// A listening Unix socket.
+/// A listening socket: a Unix socket, or TCP ([`Listener::bind_tcp`]).
 #[derive(Debug)]
 pub struct Listener {
-    inner: UnixListener,
+    pub(crate) inner: Inner,
+}
+
+#[derive(Debug)]
+pub(crate) enum Inner {
+    Unix(UnixListener),
+    Tcp(std::net::TcpListener),
 }
 
 impl Listener {
@@ -210,13 +289,35 @@ impl Listener {
             let _ = std::fs::remove_file(&temp);
             return Err(e.into());
         }
-        Ok(Listener { inner })
+        Ok(Listener {
+            inner: Inner::Unix(inner),
+        })
     }
 
-    /// Accepts one connection.
+    /// Accepts one connection; a TCP one gets `TCP_NODELAY` and keep-alives
+    /// ([`crate::tcp::tune`]).
     pub fn accept(&self) -> Result<Channel, TransportError> {
-        let (stream, _) = self.inner.accept()?;
-        Ok(Channel { stream })
+        match &self.inner {
+            Inner::Unix(l) => {
+                let (stream, _) = l.accept()?;
+                Ok(Channel {
+                    stream: Stream::Unix(stream),
+                })
+            }
+            Inner::Tcp(l) => {
+                let (stream, _) = l.accept()?;
+                Channel::from_tcp(stream)
+            }
+        }
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match &self.inner {
+            Inner::Unix(l) => l.as_fd(),
+            Inner::Tcp(l) => l.as_fd(),
+        }
     }
 }
 
@@ -298,5 +399,32 @@ mod tests {
         );
         assert!("tcp:nope".parse::<crate::Address>().is_err());
         assert!("unix:".parse::<crate::Address>().is_err());
+        let tcp = |host: &str, port| crate::Address::Tcp {
+            host: host.into(),
+            port,
+        };
+        for (text, want) in [
+            ("tcp://127.0.0.1:7011", tcp("127.0.0.1", 7011)),
+            ("tcp://0.0.0.0:0", tcp("0.0.0.0", 0)),
+            ("tcp://gpu-host.example:1", tcp("gpu-host.example", 1)),
+            ("tcp://[::1]:7011", tcp("::1", 7011)),
+        ] {
+            let got = text.parse::<crate::Address>().expect(text);
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), text, "round trip");
+        }
+        for bad in [
+            "tcp://",
+            "tcp://host",
+            "tcp://:1",
+            "tcp://host:65536",
+            "tcp://host:x",
+            "tcp://[::1:1",
+            "tcp://[nope]:1",
+            "tcp://a b:1",
+            "tcp://::1:1",
+        ] {
+            assert!(bad.parse::<crate::Address>().is_err(), "{bad:?}");
+        }
     }
 }

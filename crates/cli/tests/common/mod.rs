@@ -108,6 +108,12 @@ pub struct Mediator {
 impl Mediator {
     /// Starts the mediator and waits (10 s at most) until its socket exists.
     pub fn start(build: &Build) -> Mediator {
+        Mediator::start_with(build, &[])
+    }
+
+    /// [`Mediator::start`] with `extra` flags after the usual ones (e.g. a
+    /// second `--listen`).
+    pub fn start_with(build: &Build, extra: &[&str]) -> Mediator {
         let dir = tempfile::Builder::new()
             .prefix("vgpu-e2e-med")
             .tempdir()
@@ -121,6 +127,7 @@ impl Mediator {
             .arg(&build.sim)
             .arg("--log")
             .arg(&log)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -151,6 +158,27 @@ impl Mediator {
     /// The value for `VGPU_MEDIATOR`.
     pub fn endpoint(&self) -> String {
         format!("unix:{}", self.socket.display())
+    }
+
+    /// The address of the first TCP listener (`tcp://IP:PORT`), from the
+    /// log's `listening on tcp://…` line (10 s at most).
+    pub fn tcp_endpoint(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = self.log_text().lines().find_map(|l| {
+                l.split_once("listening on tcp://")
+                    .map(|(_, rest)| format!("tcp://{}", rest.trim()))
+            });
+            if let Some(endpoint) = found {
+                return endpoint;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the mediator logged no TCP listener within 10 s:\n{}",
+                self.log_text()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The supervisor's pid.
@@ -521,6 +549,17 @@ impl Harness {
     pub fn start() -> Harness {
         let mut h = Harness::without_mediator();
         h.mediator = Some(Mediator::start(&h.build));
+        h
+    }
+
+    /// Build, lib dir and a running mediator that also listens on TCP
+    /// (loopback, a free port); `VGPU_MEDIATOR` is its `tcp://` address.
+    pub fn start_tcp() -> Harness {
+        let mut h = Harness::without_mediator();
+        let m = Mediator::start_with(&h.build, &["--listen", "tcp://127.0.0.1:0"]);
+        let endpoint = m.tcp_endpoint();
+        h.mediator = Some(m);
+        h.env("VGPU_MEDIATOR", &endpoint);
         h
     }
 

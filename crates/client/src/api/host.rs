@@ -2,6 +2,9 @@
 //! them with the driver. The client maps them at the worker's address when
 //! that address is free here, so a host pointer means the same thing on both
 //! sides, as unified addressing promises.
+//!
+//! On a TCP session nothing can be shared: the pages stay in this process
+//! ([`super::host_local`]).
 
 use std::ffi::{c_uint, c_void};
 use std::os::fd::AsRawFd;
@@ -22,12 +25,18 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     if len == 0 || flags & !KNOWN_FLAGS != 0 {
         return Err(CuError::INVALID_VALUE);
     }
+    if s.remote {
+        // SAFETY: `pp` checked non-NULL; the application's out-pointer.
+        return unsafe { super::host_local::alloc(&s, pp, len, flags) };
+    }
     let shared = map_shared(&s, len, flags)?;
     let info = HostInfo {
         len: len as u64,
         worker: shared.worker,
         dptr: shared.dptr,
         flags,
+        local: false,
+        ctx: 0,
     };
     s.objects().host.insert(shared.at as u64, info);
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -95,7 +104,11 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
         .host
         .remove(&base)
         .ok_or(CuError::INVALID_VALUE)?;
-    let result = s.call(Op::MemFreeHost, &[info.worker], &[], None).map(drop);
+    let result = if info.local {
+        Ok(())
+    } else {
+        s.call(Op::MemFreeHost, &[info.worker], &[], None).map(drop)
+    };
     // SAFETY: the mapping made by `alloc`, of `info.len` bytes; the
     // application no longer uses it (it freed it).
     unsafe { libc::munmap(p, wire::usize(info.len)) };
@@ -118,6 +131,12 @@ pub unsafe fn device_pointer(
         return Err(CuError::INVALID_VALUE);
     }
     let (base, info) = lookup(p)?;
+    if info.local {
+        return Err(super::host_local::no_device_address(
+            "cuMemHostGetDevicePointer",
+            p as u64,
+        ));
+    }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pdptr, info.dptr + (p as u64 - base)) }
 }
@@ -129,9 +148,12 @@ pub unsafe fn get_flags(pflags: *mut c_uint, p: *mut c_void) -> CuResult<()> {
     unsafe { write_out(pflags, info.flags) }
 }
 
-/// The worker's address for `[p, p + len)` if it lies in shared pinned memory.
+/// The worker's address for `[p, p + len)` if it lies in shared pinned
+/// memory (never in the local pages of a TCP session).
 pub fn shared(p: *const c_void, len: usize) -> Option<u64> {
     let s = runtime().session().ok()?;
     let found = s.objects().host_range(p as u64, len as u64);
-    found.map(|(base, info)| info.worker + (p as u64 - base))
+    found
+        .filter(|(_, info)| !info.local)
+        .map(|(base, info)| info.worker + (p as u64 - base))
 }

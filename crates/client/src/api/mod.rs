@@ -8,6 +8,7 @@ mod device;
 mod errors;
 mod files;
 mod host;
+mod host_local;
 mod init;
 mod integrity;
 mod library;

@@ -17,7 +17,7 @@ const RANGE_START_ADDR: u32 = 11;
 const MAPPING_BASE_ADDR: u32 = 19;
 
 /// The size of each attribute's value, as the driver writes it.
-fn value_size(attr: u32) -> CuResult<usize> {
+pub(super) fn value_size(attr: u32) -> CuResult<usize> {
     Ok(match attr {
         2 | 6 | 8 | 9 | 10 | 13 | 15 | 16 | 21 => 4,
         1 | 3 | 4 | 7 | 11 | 12 | 14 | 17 | 18 | 19 | 20 => 8,
@@ -39,6 +39,10 @@ unsafe fn query(
     let s = runtime().session()?;
     // A host pointer into shared pinned memory means the worker's mapping.
     let shared = s.objects().host_range(ptr, 1);
+    if let Some(local) = shared.filter(|(_, info)| info.local) {
+        // SAFETY: each data pointer holds its attribute's value.
+        return unsafe { super::host_local::attributes(&s, ptr, local, attrs, data, single) };
+    }
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
     let (_, values) = s.call(

@@ -13,7 +13,7 @@ use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
 use super::exec::{ok, size, uint, Reply};
-use super::status::{INVALID_VALUE, OUT_OF_MEMORY};
+use super::status::{INVALID_VALUE, NOT_SUPPORTED, OUT_OF_MEMORY};
 
 /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`: the registration went with its context.
 const HOST_MEMORY_NOT_REGISTERED: Status = 713;
@@ -38,6 +38,11 @@ pub struct HostAlloc {
 
 /// `MemHostAlloc`: returns the reply and the fd to send after it.
 pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
+    if s.remote {
+        // The client of a TCP session keeps its pinned memory to itself.
+        tracing::warn!("MemHostAlloc refused: a TCP session cannot share pages");
+        return Err(NOT_SUPPORTED);
+    }
     let (len, flags) = (size(a[0])?, uint(a[1])?);
     if len == 0 || len > MAX_PINNED {
         return Err(INVALID_VALUE);

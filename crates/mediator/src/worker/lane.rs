@@ -87,6 +87,16 @@ pub fn open(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
     }
 }
 
+/// Serves `ch`, a lane socket made without `OpenLane`'s descriptor passing
+/// (a TCP lane, [`super::remote`]), on a thread of its own.
+pub fn start_socket(session: &Arc<Session>, ch: Channel) -> std::io::Result<()> {
+    let s = Arc::clone(session);
+    std::thread::Builder::new()
+        .name("lane".into())
+        .spawn(move || serve(&s, LaneIo::Socket(ch)))?;
+    Ok(())
+}
+
 /// A socket lane: our end, and the client's end to pass.
 fn socket() -> Result<(LaneIo, Vec<OwnedFd>), MediatorError> {
     let (ours, theirs) = Channel::pair()?;

@@ -15,6 +15,7 @@ mod library;
 mod options;
 mod order;
 mod pointer;
+mod remote;
 mod snapshot;
 mod tables;
 
@@ -53,6 +54,10 @@ pub struct Session {
     pub closing: AtomicBool,
     /// Lanes run on shared-memory rings (`features::RINGS` negotiated).
     pub rings: bool,
+    /// The control connection is TCP: the client is on another host, so
+    /// nothing can be shared with it (no rings, no pinned host memory) and
+    /// lanes are TCP connections ([`remote`]).
+    pub remote: bool,
 }
 
 impl Session {
@@ -73,9 +78,33 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     // SAFETY: the supervisor started this process with `fd` open, inherited for
     // exactly this purpose; nothing else in the process owns it.
     let mut control = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) });
-    let (pid, uid, _) = control.peer_credentials()?;
+    let remote = control.is_tcp();
+    let credentials = if remote {
+        None
+    } else {
+        Some(control.peer_credentials()?)
+    };
     let hello = Hello::read(&mut control)?;
-    tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
+    let pid = match credentials {
+        Some((pid, uid, _)) => {
+            tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
+            pid
+        }
+        None => {
+            // No credentials over TCP: pid and uid are what the client says.
+            let peer = control
+                .peer_addr()
+                .map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+            tracing::info!(
+                client_pid = hello.pid,
+                uid = hello.uid,
+                peer,
+                env = ?hello.env,
+                "session starting (remote client over TCP; pid and uid as it states them)"
+            );
+            hello.pid
+        }
+    };
     for (k, v) in &hello.env {
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
@@ -86,7 +115,13 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if welcome.init_status != status::SUCCESS {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
-    let negotiated = features::ALL & hello.features;
+    // Rings need memory both sides map: never over TCP.
+    let offered = if remote {
+        features::ALL & !features::RINGS
+    } else {
+        features::ALL
+    };
+    let negotiated = offered & hello.features;
     Welcome {
         features: negotiated,
         ..welcome
@@ -98,9 +133,10 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         order: order::Order::default(),
         closing: AtomicBool::new(false),
         rings: negotiated & features::RINGS != 0,
+        remote,
     });
     tracing::debug!(features = negotiated, "features negotiated");
-    serve_control(&session, control);
+    serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
@@ -130,7 +166,8 @@ fn load_driver(args: &ServeArgs) -> Result<Driver, MediatorError> {
 }
 
 /// The control connection opens lanes; its end is the end of the session.
-fn serve_control(session: &Arc<Session>, mut control: Channel) {
+fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs) {
+    let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports);
     loop {
         let req = match read_request(&mut control) {
             Ok(r) => r,
@@ -141,7 +178,10 @@ fn serve_control(session: &Arc<Session>, mut control: Channel) {
             }
         };
         let ok = match req.op {
-            Op::OpenLane => lane::open(session, &mut control, req.seq),
+            Op::OpenLane => match &mut tcp_lanes {
+                Some(tcp) => tcp.open(session, &mut control, req.seq),
+                None => lane::open(session, &mut control, req.seq),
+            },
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
                 write_response(&mut control, status::INVALID_VALUE, req.seq, &[], &[]).is_ok()
