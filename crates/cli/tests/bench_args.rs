@@ -18,13 +18,13 @@ fn bench(args: &[&str]) -> BenchArgs {
 }
 
 #[test]
-fn defaults_measure_everything_on_both_transports() {
+fn defaults_measure_everything_on_every_transport() {
     let b = bench(&[]);
     assert!(!b.quick && !b.list);
     assert!(b.only.is_empty());
     assert_eq!(b.driver, DriverChoice::Auto);
     assert_eq!(b.native_driver, DriverChoice::Auto);
-    assert_eq!(b.transports, ["rings", "socket"]);
+    assert_eq!(b.transports, ["rings", "socket", "tcp"]);
     assert_eq!(b.json, None);
     assert_eq!(b.timeout, None);
     assert_eq!(b.python, PathBuf::from("python3"));

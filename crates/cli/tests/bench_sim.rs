@@ -157,6 +157,44 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
 }
 
 #[test]
+fn tcp_is_measured_over_a_loopback_connection_to_the_same_mediator() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = tmp.path().join("logs");
+    let out = bench(
+        tmp.path(),
+        &[
+            "--quick",
+            "--only",
+            "launch_sync,memcpy_8b",
+            "--transports",
+            "tcp,socket",
+            "--log-dir",
+            logs.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    );
+    out.assert_success();
+    let r = rows(&out, "launch_sync");
+    assert_eq!(r.len(), 2, "one row per transport\n{out}");
+    assert_eq!((r[0][1], r[1][1]), ("tcp", "socket"), "{out}");
+    for row in &r {
+        number(row[2], "vgpu", &out);
+        number(row[3], "native", &out);
+    }
+    assert!(
+        out.stdout.contains("and tcp://127.0.0.1:"),
+        "the header names the TCP address\n{out}"
+    );
+    // The tcp runs' sessions came in over TCP (the supervisor logs the peer).
+    let log = std::fs::read_to_string(logs.join("mediator.log")).expect("mediator.log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("session accepted") && l.contains("127.0.0.1")),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_failing_figure_is_a_fail_row_and_the_run_goes_on() {
     let tmp = tempfile::tempdir().expect("tempdir");
     // A 512 MiB simulated device cannot allocate 1 GiB, on either side.

@@ -85,9 +85,10 @@ pub struct BenchArgs {
     /// libcuda.so.1.
     #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
     pub native_driver: DriverChoice,
-    /// The transports to measure vgpu with, each run with VGPU_TRANSPORT set
-    /// to it (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "rings,socket", value_name = "T,...", value_parser = check_transport)]
+    /// The transports to measure vgpu with (comma-separated): `rings` and
+    /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
+    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
+    #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
     /// Also write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -108,6 +109,20 @@ pub struct BenchArgs {
     /// List the benchmarks and their figures, then exit.
     #[arg(long)]
     pub list: bool,
+}
+
+/// The `--transports` name of a loopback TCP connection to the mediator.
+const TCP: &str = "tcp";
+
+/// A loopback port that is free now (the mediator binds it right after).
+fn free_loopback_port() -> Result<u16, CliError> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .map_err(CliError::io("finding a free loopback port"))?;
+    let port = l
+        .local_addr()
+        .map_err(CliError::io("finding a free loopback port"))?
+        .port();
+    Ok(port)
 }
 
 /// Checks one `--transports` value: a VGPU_TRANSPORT word.
@@ -221,6 +236,8 @@ struct Bench<'a> {
     client: ClientLayout,
     /// `unix:<socket>` of the private mediator.
     address: OsString,
+    /// The mediator's loopback TCP address, when `tcp` is measured.
+    tcp_address: Option<String>,
     /// The compiled C program, or why there is none.
     c_program: Result<PathBuf, String>,
     /// The PyTorch script, or why the PyTorch benchmarks are skipped.
@@ -249,9 +266,13 @@ impl Bench<'_> {
                 cmd.env(
                     "LD_LIBRARY_PATH",
                     self.env.ld_library_path_with(&self.client.loader_dir),
-                )
-                .env("VGPU_MEDIATOR", &self.address)
-                .env("VGPU_TRANSPORT", t);
+                );
+                match (t.as_str(), &self.tcp_address) {
+                    (TCP, Some(tcp)) => cmd.env("VGPU_MEDIATOR", tcp).env("VGPU_TRANSPORT", "auto"),
+                    _ => cmd
+                        .env("VGPU_MEDIATOR", &self.address)
+                        .env("VGPU_TRANSPORT", t),
+                };
             }
         }
     }
@@ -651,14 +672,28 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         || work.path().join("mediator.log"),
         |d| d.join("mediator.log"),
     );
-    let mut med = Mediator::start(&mediator_bin, &socket, &vgpu_plan.args, &med_log)?;
+    let mut med_args = vgpu_plan.args.clone();
+    let tcp_address = if args.transports.iter().any(|t| t == TCP) {
+        let tcp = format!("tcp://127.0.0.1:{}", free_loopback_port()?);
+        med_args.extend(["--listen".into(), tcp.clone().into()]);
+        Some(tcp)
+    } else {
+        None
+    };
+    let mut med = Mediator::start(&mediator_bin, &socket, &med_args, &med_log)?;
+    // The supervisor binds its --listen addresses one after the other at
+    // start-up: the TCP port is open long before the first run through it
+    // (every benchmark runs natively first).
     med.wait_ready(Duration::from_secs(args.socket_timeout))?;
     let mut address = OsString::from("unix:");
     address.push(&socket);
     let mediator_line = format!(
-        "pid {} on {} (log {})",
+        "pid {} on {}{} (log {})",
         med.pid(),
         address.to_string_lossy(),
+        tcp_address
+            .as_ref()
+            .map_or(String::new(), |tcp| format!(" and {tcp}")),
         med_log.display()
     );
 
@@ -668,6 +703,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         env,
         client,
         address,
+        tcp_address,
         c_program,
         torch,
         log,
