@@ -182,7 +182,10 @@ pub struct Lanes {
     rings_only: bool,
     spin: Duration,
     /// Lanes opened, replies awaited and requests posted, for the trace
-    /// summary and the tests that count round trips.
+    /// summary and the tests that count round trips. The last two are
+    /// counted only with `VGPU_TRACE` set: threads calling at once would
+    /// otherwise share their cache line on every call.
+    counting: bool,
     pub opened: AtomicU64,
     pub round_trips: AtomicU64,
     pub posted: AtomicU64,
@@ -208,6 +211,7 @@ impl Lanes {
             rings_only,
             spin: cfg.ring_spin,
             opened: AtomicU64::new(0),
+            counting: cfg.trace.is_some(),
             round_trips: AtomicU64::new(0),
             posted: AtomicU64::new(0),
         })
@@ -225,6 +229,13 @@ impl Lanes {
     /// Whether lanes run on rings.
     pub fn rings(&self) -> bool {
         self.rings
+    }
+
+    /// Adds `n` to a counter when counting (`VGPU_TRACE`).
+    fn count(&self, counter: &AtomicU64, n: u64) {
+        if self.counting {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Takes the next ticket for a posted request.
@@ -335,7 +346,7 @@ impl Session {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
-        self.lanes.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.lanes.count(&self.lanes.round_trips, 1);
         self.on_lane(|lane, _| {
             let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.io
@@ -370,7 +381,7 @@ impl Session {
             Ok(true)
         })?;
         if posted {
-            self.lanes.posted.fetch_add(1, Ordering::Relaxed);
+            self.lanes.count(&self.lanes.posted, 1);
             Ok(())
         } else {
             self.exchange(ctx, op, args, blob, None, None).map(drop)
@@ -404,8 +415,7 @@ impl Session {
         }
         let ctx = crate::context::current();
         self.lanes
-            .round_trips
-            .fetch_add(pieces.len() as u64, Ordering::Relaxed);
+            .count(&self.lanes.round_trips, pieces.len() as u64);
         self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
             let mut pieces = pieces.into_iter();
@@ -451,9 +461,7 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         let ctx = crate::context::current();
-        self.lanes
-            .round_trips
-            .fetch_add(count as u64, Ordering::Relaxed);
+        self.lanes.count(&self.lanes.round_trips, count as u64);
         self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
             let (mut sent, mut answered) = (0, 0);

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use vgpu_proto::{DeviceSnapshot, Hello, Op, Welcome};
 use vgpu_transport::Channel;
@@ -23,7 +23,7 @@ use crate::objects::Objects;
 /// The process-wide state of the client.
 pub struct Runtime {
     pub config: Config,
-    session: Mutex<Option<Arc<Session>>>,
+    session: Mutex<Option<&'static Session>>,
     /// Bumped in a forked child, so it never touches its parent's connections.
     fork_epoch: AtomicU64,
     next_id: AtomicU64,
@@ -65,10 +65,14 @@ pub fn runtime() -> &'static Runtime {
 }
 
 thread_local! {
+    /// The calling thread's last answer of [`Runtime::session`], with its
+    /// fork epoch: no lock and no reference count on the hot path.
+    static CURRENT: std::cell::Cell<Option<(u64, &'static Session)>> =
+        const { std::cell::Cell::new(None) };
     /// The session slot's guard, held by the forking thread from
     /// [`before_fork`] until the fork returns: no other thread holds the lock
     /// at the fork, so the child never inherits it locked.
-    static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<Arc<Session>>>>> =
+    static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<&'static Session>>>> =
         const { RefCell::new(None) };
 }
 
@@ -128,16 +132,29 @@ impl Runtime {
         (u64::from(kind as u8) << 56) | self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<Session>>> {
+    fn lock(&self) -> MutexGuard<'_, Option<&'static Session>> {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The live session, or `CUDA_ERROR_NOT_INITIALIZED` before a successful
     /// `cuInit` in this process.
-    pub fn session(&self) -> CuResult<Arc<Session>> {
+    pub fn session(&self) -> CuResult<&'static Session> {
         let epoch = self.fork_epoch.load(Ordering::SeqCst);
-        match self.lock().as_ref() {
-            Some(s) if s.epoch == epoch && s.init_status == 0 => Ok(Arc::clone(s)),
+        // A thread's last answer holds for its epoch: a process's session
+        // is set once per epoch (by `init`) and never replaced.
+        let cached = CURRENT
+            .try_with(|c| c.get())
+            .ok()
+            .flatten()
+            .filter(|(e, _)| *e == epoch);
+        if let Some((_, s)) = cached {
+            return Ok(s);
+        }
+        match *self.lock() {
+            Some(s) if s.epoch == epoch && s.init_status == 0 => {
+                let _ = CURRENT.try_with(|c| c.set(Some((epoch, s))));
+                Ok(s)
+            }
             _ => Err(CuError::NOT_INITIALIZED),
         }
     }
@@ -160,7 +177,9 @@ impl Runtime {
             CuError::NO_DEVICE
         })?;
         let status = session.init_status;
-        *slot = Some(Arc::new(session));
+        // Sessions live as long as the process: threads keep references
+        // without counting them (at most one session per fork epoch).
+        *slot = Some(Box::leak(Box::new(session)));
         crate::edge::check(status)
     }
 }

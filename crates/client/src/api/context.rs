@@ -45,7 +45,7 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     s.device(dev)?;
     let id = primary_id(dev);
     let retained = s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None);
-    primary_state_changed(&s);
+    primary_state_changed(s);
     retained?;
     {
         let mut o = s.objects();
@@ -66,7 +66,7 @@ pub fn primary_release(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
     let released = s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None);
-    primary_state_changed(&s);
+    primary_state_changed(s);
     released?;
     let last = {
         let mut o = s.objects();
@@ -121,7 +121,7 @@ pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
         &[],
         None,
     );
-    primary_state_changed(&s);
+    primary_state_changed(s);
     set.map(drop)
 }
 
@@ -129,7 +129,7 @@ pub fn primary_reset(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
     let reset = s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None);
-    primary_state_changed(&s);
+    primary_state_changed(s);
     reset?;
     s.objects().primary_refs.insert(dev, 0);
     super::dark::run_storage_destructors(primary_id(dev));
@@ -183,7 +183,7 @@ pub unsafe fn create_v4(
 
 pub fn destroy(ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
-    let (id, info) = live(&s, ctx)?;
+    let (id, info) = live(s, ctx)?;
     if info.primary {
         return Err(CuError::INVALID_CONTEXT);
     }
@@ -196,7 +196,7 @@ pub fn destroy(ctx: CUcontext) -> CuResult<()> {
 
 pub fn push(ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
-    let (id, _) = live(&s, ctx)?;
+    let (id, _) = live(s, ctx)?;
     stack::push(id);
     Ok(())
 }
@@ -217,7 +217,7 @@ pub fn set_current(ctx: CUcontext) -> CuResult<()> {
         stack::set_current(0);
         return Ok(());
     }
-    let (id, _) = live(&s, ctx)?;
+    let (id, _) = live(s, ctx)?;
     stack::set_current(id);
     Ok(())
 }
@@ -231,7 +231,7 @@ pub unsafe fn get_current(pctx: *mut CUcontext) -> CuResult<()> {
 pub unsafe fn get_device(dev: *mut c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dev)?;
-    let (_, info) = current_info(&s)?;
+    let (_, info) = current_info(s)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(dev, info.device) }
 }
@@ -240,9 +240,9 @@ pub unsafe fn get_device_of(dev: *mut c_int, ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dev)?;
     let (_, info) = if ctx.is_null() {
-        current_info(&s)?
+        current_info(s)?
     } else {
-        live(&s, ctx)?
+        live(s, ctx)?
     };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(dev, info.device) }
@@ -256,9 +256,9 @@ pub fn synchronize() -> CuResult<()> {
 pub fn synchronize_ctx(ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
     let (id, _) = if ctx.is_null() {
-        current_info(&s)?
+        current_info(s)?
     } else {
-        live(&s, ctx)?
+        live(s, ctx)?
     };
     s.call_in(id, Op::CtxSynchronize, &[], &[], None).map(drop)
 }
@@ -275,9 +275,9 @@ pub unsafe fn api_version(ctx: CUcontext, v: *mut c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(v)?;
     let (id, _) = if ctx.is_null() {
-        current_info(&s)?
+        current_info(s)?
     } else {
-        live(&s, ctx)?
+        live(s, ctx)?
     };
     let (outs, _) = s.call_in(id, Op::CtxGetApiVersion, &[], &[], None)?;
     // SAFETY: checked non-NULL; the application's out-pointer.

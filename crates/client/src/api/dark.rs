@@ -288,7 +288,7 @@ unsafe extern "C" fn primary_context(out: *mut *mut c_void, dev: c_int) -> u32 {
             s.device(dev)?;
             let id = primary_id(dev);
             let got = s.call(Op::PrimaryCtxGet, &[id, dev as i64 as u64], &[], None);
-            super::context::primary_state_changed(&s);
+            super::context::primary_state_changed(s);
             match got {
                 // The simulated device has no runtime interface of its own:
                 // the worker then learns the context at its first retain.

@@ -27,9 +27,9 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     }
     if s.remote {
         // SAFETY: `pp` checked non-NULL; the application's out-pointer.
-        return unsafe { super::host_local::alloc(&s, pp, len, flags) };
+        return unsafe { super::host_local::alloc(s, pp, len, flags) };
     }
-    let shared = map_shared(&s, len, flags)?;
+    let shared = map_shared(s, len, flags)?;
     let info = HostInfo {
         len: len as u64,
         worker: shared.worker,

@@ -51,7 +51,7 @@ pub unsafe fn load_data(
         crate::log::line(format_args!("cuLibraryLoadData: image not accepted: {e:?}"));
     })?;
     let jit: Vec<u32> = jk.iter().map(|k| k.0).collect();
-    let (stage, inline) = super::module::stage_image(&s, image)?;
+    let (stage, inline) = super::module::stage_image(s, image)?;
     let mut blob = Vec::with_capacity((njit + nlib) * 16 + inline.len());
     options::encode(&mut blob, jit.iter().copied(), jv.as_deref());
     options::encode(&mut blob, lk.iter().map(|k| k.0), lv.as_deref());
@@ -357,7 +357,7 @@ pub unsafe fn launch_ex(
     // and attributes), and never with attributes naming events.
     let dims: [c_uint; 6] = std::array::from_fn(|i| wire::u32(args[1 + i]));
     let checked =
-        extra.is_null() && super::module::launch_postable(&s, args[8], dims, wire::u32(args[7]));
+        extra.is_null() && super::module::launch_postable(s, args[8], dims, wire::u32(args[7]));
     let config = (checked && args[9] != 0 && !names_events(&blob)).then(|| LaunchConfig {
         function: args[0],
         context: crate::context::current(),

@@ -136,7 +136,7 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     }
     non_null(src)?;
     let (stream, is_async) = sync.wire();
-    let checked = sync.postable(&s, &[(dst, n as u64)]);
+    let checked = sync.postable(s, &[(dst, n as u64)]);
     if let Some(worker) = super::host::shared(src, n) {
         // Pinned memory the worker maps too: no bytes on the wire.
         let args = [dst, worker, n as u64, stream, is_async];
@@ -148,12 +148,12 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
             post,
             Follows::Stream(stream),
         )?;
-        return sync.finish(&s);
+        return sync.finish(s);
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
     if matches!(sync, Sync::Blocking) && n >= MIN_STAGED {
-        if let Some(done) = s.staging.htod(&s, dst, data) {
+        if let Some(done) = s.staging.htod(s, dst, data) {
             return done;
         }
     }
@@ -171,7 +171,7 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
                 Follows::Stream(stream),
             )?;
         }
-        return sync.finish(&s);
+        return sync.finish(s);
     }
     // Not posted (the synchronous form blocks in the driver, and a posted
     // call must not hold back other threads' calls), but pipelined.
@@ -187,7 +187,7 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
         });
     }
     s.call_pieces(Op::MemcpyHtoD, pieces)?;
-    sync.finish(&s)
+    sync.finish(s)
 }
 
 /// Device to host.
@@ -203,7 +203,7 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     let (stream, is_async) = sync.wire();
     if let Some(worker) = super::host::shared(dst, n) {
         // Pinned memory the worker maps too: no bytes on the wire.
-        let checked = is_async == 1 && sync.postable(&s, &[(src, n as u64)]);
+        let checked = is_async == 1 && sync.postable(s, &[(src, n as u64)]);
         let args = [worker, src, n as u64, stream, is_async];
         s.post_or_call(
             Op::MemcpyDtoHShared,
@@ -212,13 +212,13 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
             checked,
             Follows::Stream(stream),
         )?;
-        return sync.finish(&s);
+        return sync.finish(s);
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.
     let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
     if matches!(sync, Sync::Blocking) && n >= MIN_STAGED {
-        if let Some(done) = s.staging.dtoh(&s, out, src) {
+        if let Some(done) = s.staging.dtoh(s, out, src) {
             return done;
         }
     }
@@ -235,7 +235,7 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         });
     }
     s.call_pieces(Op::MemcpyDtoH, pieces)?;
-    sync.finish(&s)
+    sync.finish(s)
 }
 
 pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResult<()> {
@@ -244,10 +244,10 @@ pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResul
         return Ok(());
     }
     let (stream, is_async) = sync.wire();
-    let post = is_async == 1 && sync.postable(&s, &[(dst, n as u64), (src, n as u64)]);
+    let post = is_async == 1 && sync.postable(s, &[(dst, n as u64), (src, n as u64)]);
     let args = [dst, src, n as u64, stream, is_async];
     s.post_or_call(Op::MemcpyDtoD, &args, &[], post, Follows::Stream(stream))?;
-    sync.finish(&s)
+    sync.finish(s)
 }
 
 /// `cuMemcpy`/`cuMemcpyAsync` with unified addressing: each side is device
@@ -292,8 +292,8 @@ pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync)
     let post = is_async == 1
         && elem
             .checked_mul(count as u64)
-            .is_some_and(|bytes| sync.postable(&s, &[(dst, bytes)]));
+            .is_some_and(|bytes| sync.postable(s, &[(dst, bytes)]));
     let args = [dst, value, elem, count as u64, stream, is_async];
     s.post_or_call(Op::Memset, &args, &[], post, Follows::Stream(stream))?;
-    sync.finish(&s)
+    sync.finish(s)
 }

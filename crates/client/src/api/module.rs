@@ -41,7 +41,7 @@ pub unsafe fn load_data(
     // SAFETY: the application passes a valid module image.
     let image = unsafe { crate::image::bytes(image)? };
     let keys: Vec<u32> = opts.iter().map(|o| o.0).collect();
-    let (stage, inline) = stage_image(&s, image)?;
+    let (stage, inline) = stage_image(s, image)?;
     let mut blob = Vec::with_capacity(n * 16 + inline.len());
     options::encode(&mut blob, keys.iter().copied(), vals.as_deref());
     blob.extend_from_slice(inline);
@@ -269,7 +269,7 @@ pub unsafe fn launch(
     }
     args[7] = u64::from(shmem);
     args[8] = sid;
-    let post = extra.is_null() && launch_postable(&s, sid, dims, shmem);
+    let post = extra.is_null() && launch_postable(s, sid, dims, shmem);
     s.post_or_call(Op::LaunchKernel, &args, &blob, post, Follows::Stream(sid))
 }
 

@@ -41,7 +41,7 @@ unsafe fn query(
     let shared = s.objects().host_range(ptr, 1);
     if let Some(local) = shared.filter(|(_, info)| info.local) {
         // SAFETY: each data pointer holds its attribute's value.
-        return unsafe { super::host_local::attributes(&s, ptr, local, attrs, data, single) };
+        return unsafe { super::host_local::attributes(s, ptr, local, attrs, data, single) };
     }
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();

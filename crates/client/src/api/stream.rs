@@ -82,7 +82,7 @@ fn destroy_handle(
 
 pub fn destroy(st: CUstream) -> CuResult<()> {
     let s = runtime().session()?;
-    destroy_handle(&s, Op::StreamDestroy, id(st), |o| &mut o.streams)
+    destroy_handle(s, Op::StreamDestroy, id(st), |o| &mut o.streams)
 }
 
 pub fn synchronize(sid: u64) -> CuResult<()> {
@@ -151,7 +151,7 @@ pub unsafe fn event_create(ph: *mut CUevent, flags: c_uint) -> CuResult<()> {
 
 pub fn event_destroy(e: CUevent) -> CuResult<()> {
     let s = runtime().session()?;
-    destroy_handle(&s, Op::EventDestroy, event_id(e), |o| &mut o.events)
+    destroy_handle(s, Op::EventDestroy, event_id(e), |o| &mut o.events)
 }
 
 pub fn event_record(e: CUevent, sid: u64) -> CuResult<()> {
