@@ -6,6 +6,7 @@
 
 use std::ffi::{c_int, c_uint, c_void, CString};
 use std::ptr;
+use std::sync::atomic::Ordering;
 
 use vgpu_proto::{Op, Request, MAX_BLOB};
 
@@ -79,6 +80,8 @@ pub(super) fn aligned(bytes: &[u8]) -> Vec<u64> {
 pub struct Lane {
     /// The client context id current on this lane's thread, if known.
     current: Option<u64>,
+    /// The session's context generation when `current` was last found live.
+    checked_at: u64,
 }
 
 impl Lane {
@@ -104,6 +107,7 @@ impl Lane {
                 // SAFETY: the out-pointer is a live local.
                 ok(unsafe { entry(d.ctx_create)?(&mut ctx, flags, dev) })?;
                 tables().ctxs.insert(id, ctx as usize);
+                s.contexts_changed.fetch_add(1, Ordering::SeqCst);
                 self.current = Some(id);
                 Ok(Reply::default())
             }
@@ -114,6 +118,7 @@ impl Lane {
                 let mut t = tables();
                 t.ctxs.remove(&a[0]);
                 t.forget_context_resources(a[0]);
+                s.contexts_changed.fetch_add(1, Ordering::SeqCst);
                 if self.current == Some(a[0]) {
                     self.current = None;
                 }
@@ -161,6 +166,7 @@ impl Lane {
                 // SAFETY: the out-pointer is a live local.
                 ok(unsafe { entry(d.primary_ctx_retain)?(&mut ctx, dev) })?;
                 tables().ctxs.insert(id, ctx as usize);
+                s.contexts_changed.fetch_add(1, Ordering::SeqCst);
                 Ok(Reply::default())
             }
             Op::StageBlob => library::stage(s, req),
@@ -199,6 +205,7 @@ impl Lane {
                 let (id, dev) = (a[0], int(a[1])?);
                 let ctx = d.primary_context_unretained(dev)?;
                 tables().ctxs.insert(id, ctx as usize);
+                s.contexts_changed.fetch_add(1, Ordering::SeqCst);
                 Ok(Reply::default())
             }
             Op::PrimaryCtxRelease => {
@@ -534,6 +541,12 @@ impl Lane {
 
     /// Makes the client thread's context current on this lane.
     fn bind(&mut self, s: &Session, ctx: u64) -> Result<(), Status> {
+        // No context created or destroyed since `ctx` was found live and
+        // made current here: nothing to look up.
+        let generation = s.contexts_changed.load(Ordering::SeqCst);
+        if self.current == Some(ctx) && self.checked_at == generation {
+            return Ok(());
+        }
         let real = if ctx == 0 {
             0
         } else {
@@ -543,12 +556,12 @@ impl Lane {
                 .ctx(ctx)
                 .ok_or(CONTEXT_IS_DESTROYED)?
         };
-        if self.current == Some(ctx) {
-            return Ok(());
+        if self.current != Some(ctx) {
+            // SAFETY: `real` is a live context of this session, or NULL.
+            ok(unsafe { entry(s.driver.ctx_set_current)?(as_handle(real)) })?;
+            self.current = Some(ctx);
         }
-        // SAFETY: `real` is a live context of this session, or NULL.
-        ok(unsafe { entry(s.driver.ctx_set_current)?(as_handle(real)) })?;
-        self.current = Some(ctx);
+        self.checked_at = generation;
         Ok(())
     }
 

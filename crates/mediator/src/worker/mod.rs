@@ -20,7 +20,7 @@ mod snapshot;
 mod tables;
 
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use vgpu_proto::{features, read_request, write_response, Hello, Op, Welcome};
@@ -50,6 +50,9 @@ pub struct Session {
     pub tables: Mutex<tables::Tables>,
     /// The session-wide order of requests across lanes.
     pub order: order::Order,
+    /// Bumped whenever a context enters or leaves the tables: a lane whose
+    /// context was found live at the current count need not look again.
+    pub contexts_changed: AtomicU64,
     /// Set when the control connection has closed: lanes stop waiting.
     pub closing: AtomicBool,
     /// Lanes run on shared-memory rings (`features::RINGS` negotiated).
@@ -131,6 +134,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         driver,
         tables: Mutex::new(tables::Tables::default()),
         order: order::Order::default(),
+        contexts_changed: AtomicU64::new(0),
         closing: AtomicBool::new(false),
         rings: negotiated & features::RINGS != 0,
         remote,

@@ -61,33 +61,20 @@ impl Need {
     }
 }
 
-/// Tickets that have run.
-#[derive(Debug, Default)]
-struct Ran {
-    /// Every ticket below this has run.
-    below: u32,
-    /// Tickets at or above `below` that have run (out of turn).
-    above: HashSet<u32>,
-}
-
-impl Ran {
-    fn meets(&self, need: Need) -> bool {
-        match need {
-            Need::Below(order) => order_reached(self.below, order),
-            Need::Ticket(t) => {
-                order_reached(self.below, t.wrapping_add(1)) || self.above.contains(&t)
-            }
-            Need::Nothing => true,
-        }
-    }
-}
-
 /// The tickets run so far, and the lanes waiting for more.
+///
+/// `below` says every ticket below it has run; tickets at or above it that
+/// ran out of turn wait in `above`. Only the ticket equal to `below` moves
+/// it, so the common case (tickets completing in order) is one
+/// compare-and-swap; the set is touched under its lock only when tickets
+/// complete out of turn.
 #[derive(Debug, Default)]
 pub struct Order {
-    ran: Mutex<Ran>,
-    /// A copy of `ran.below`, read without the lock.
     below: AtomicU32,
+    /// Tickets at or above `below` that have run.
+    above: Mutex<HashSet<u32>>,
+    /// Entries in `above`, read without the lock.
+    out_of_turn: AtomicUsize,
     /// Entries in `waiters`, read without the lock by [`Order::complete`].
     waiting: AtomicUsize,
     /// (what each waits for, its thread).
@@ -95,8 +82,8 @@ pub struct Order {
 }
 
 impl Order {
-    fn ran(&self) -> MutexGuard<'_, Ran> {
-        self.ran.lock().unwrap_or_else(|e| e.into_inner())
+    fn above(&self) -> MutexGuard<'_, HashSet<u32>> {
+        self.above.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether `need` is met.
@@ -104,10 +91,12 @@ impl Order {
         let below = self.below.load(Ordering::SeqCst);
         match need {
             Need::Nothing => true,
-            Need::Below(order) if order_reached(below, order) => true,
+            Need::Below(order) => order_reached(below, order),
             Need::Ticket(t) if order_reached(below, t.wrapping_add(1)) => true,
-            Need::Below(_) => false,
-            Need::Ticket(_) => self.ran().meets(need),
+            Need::Ticket(t) => {
+                self.out_of_turn.load(Ordering::SeqCst) != 0 && self.above().contains(&t)
+                    || order_reached(self.below.load(Ordering::SeqCst), t.wrapping_add(1))
+            }
         }
     }
 
@@ -145,25 +134,44 @@ impl Order {
     /// Records that ticket `ticket` has run. A ticket that already ran (a
     /// client that sent one twice) changes nothing.
     pub fn complete(&self, ticket: u32) {
-        let mut ran = self.ran();
-        if ticket == ran.below {
-            let mut below = ticket.wrapping_add(1);
-            while ran.above.remove(&below) {
-                below = below.wrapping_add(1);
+        let next = ticket.wrapping_add(1);
+        let in_turn = self
+            .below
+            .compare_exchange(ticket, next, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if !in_turn {
+            let mut above = self.above();
+            if !order_reached(self.below.load(Ordering::SeqCst), next) && above.insert(ticket) {
+                self.out_of_turn.fetch_add(1, Ordering::SeqCst);
             }
-            ran.below = below;
-            self.below.store(below, Ordering::SeqCst);
-        } else if !order_reached(ran.below, ticket.wrapping_add(1)) {
-            ran.above.insert(ticket);
+            self.close_up(&mut above);
+        } else if self.out_of_turn.load(Ordering::SeqCst) != 0 {
+            // Tickets above ran out of turn: `below` may now reach them. (A
+            // ticket put there after this load sees the new `below` itself.)
+            self.close_up(&mut self.above());
         }
         if self.waiting.load(Ordering::SeqCst) == 0 {
             return;
         }
         let w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         for (need, t) in w.iter() {
-            if ran.meets(*need) {
+            if self.meets(*need) {
                 t.unpark();
             }
+        }
+    }
+
+    /// Moves `below` past the tickets in `above` that it reaches. Only the
+    /// ticket equal to `below` moves it, and one in `above` has run already,
+    /// so no other thread moves it meanwhile.
+    fn close_up(&self, above: &mut HashSet<u32>) {
+        loop {
+            let below = self.below.load(Ordering::SeqCst);
+            if !above.remove(&below) {
+                return;
+            }
+            self.out_of_turn.fetch_sub(1, Ordering::SeqCst);
+            self.below.store(below.wrapping_add(1), Ordering::SeqCst);
         }
     }
 }
@@ -243,7 +251,36 @@ mod tests {
         assert_eq!(logs[0], (0..2000).step_by(2).collect::<Vec<_>>());
         assert_eq!(logs[1], (1..2000).step_by(2).collect::<Vec<_>>());
         assert!(order.meets(Need::Below(2000)));
-        assert!(order.ran().above.is_empty());
+        assert!(order.above().is_empty());
+    }
+
+    #[test]
+    fn tickets_completed_in_any_order_close_up() {
+        // Four threads complete interleaved tickets with no waits at all,
+        // so completions race in and out of turn; a fifth waits for all.
+        const N: u32 = 20_000;
+        let order = Arc::new(Order::default());
+        let all = {
+            let order = Arc::clone(&order);
+            thread::spawn(move || order.wait(Need::Below(N), || true))
+        };
+        let threads: Vec<_> = (0..4u32)
+            .map(|k| {
+                let order = Arc::clone(&order);
+                thread::spawn(move || {
+                    for t in (k..N).step_by(4) {
+                        order.complete(t);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("join");
+        }
+        assert!(all.join().expect("join"));
+        assert_eq!(order.below.load(Ordering::SeqCst), N);
+        assert!(order.above().is_empty());
+        assert_eq!(order.out_of_turn.load(Ordering::SeqCst), 0);
     }
 
     #[test]
@@ -257,7 +294,7 @@ mod tests {
             order.complete(t);
         }
         assert!(order.meets(Need::Below(4)), "the run below closes up");
-        assert!(order.ran().above.is_empty());
+        assert!(order.above().is_empty());
     }
 
     #[test]
@@ -288,7 +325,7 @@ mod tests {
         // Repeated tickets change nothing.
         order.complete(1);
         assert!(!order.meets(Need::Below(3)));
-        assert!(order.ran().above.is_empty());
+        assert!(order.above().is_empty());
     }
 
     #[test]
@@ -310,7 +347,6 @@ mod tests {
     #[test]
     fn order_numbers_wrap() {
         let order = Order::default();
-        order.ran().below = u32::MAX;
         order.below.store(u32::MAX, Ordering::SeqCst);
         order.complete(0);
         assert!(order.meets(Need::Ticket(0)));
