@@ -123,6 +123,21 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request with no arguments and no blob, to read into
+    /// ([`read_request_into`]).
+    pub fn empty() -> Request {
+        Request {
+            op: Op::ALL[0],
+            seq: 0,
+            ctx: 0,
+            flags: 0,
+            order: 0,
+            after: 0,
+            args: Vec::new(),
+            blob: Vec::new(),
+        }
+    }
+
     /// Whether the sender waits for no reply ([`flags::POSTED`]).
     pub fn posted(&self) -> bool {
         self.flags & flags::POSTED != 0
@@ -329,22 +344,36 @@ pub fn request_prefix(
 
 /// Reads and validates one request frame.
 pub fn read_request(r: &mut impl Read) -> Result<Request, ProtoError> {
+    let mut req = Request::empty();
+    read_request_into(r, &mut req)?;
+    Ok(req)
+}
+
+/// Reads and validates one request frame into `req`, reusing its buffers:
+/// a lane that keeps one `Request` allocates nothing per request once its
+/// buffers have grown. On error `req` holds nothing meaningful.
+pub fn read_request_into(r: &mut impl Read, req: &mut Request) -> Result<(), ProtoError> {
     let mut head = RequestHead::default();
     r.read_exact(head.as_mut_bytes())?;
     let op = head.validate()?;
-    let args = read_u64s(r, op.nargs())?;
-    let mut blob = vec![0u8; head.blob_len.get() as usize];
-    r.read_exact(&mut blob)?;
-    Ok(Request {
-        op,
-        seq: head.seq.get(),
-        ctx: head.ctx.get(),
-        flags: head.flags.get(),
-        order: head.order.get(),
-        after: head.after.get(),
-        args,
-        blob,
-    })
+    let mut raw = [0u8; 8 * MAX_ARGS];
+    let raw = &mut raw[..8 * op.nargs()];
+    r.read_exact(raw)?;
+    req.args.clear();
+    req.args.extend(
+        raw.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks_exact yields 8 bytes"))),
+    );
+    req.blob.clear();
+    req.blob.resize(head.blob_len.get() as usize, 0);
+    r.read_exact(&mut req.blob)?;
+    req.op = op;
+    req.seq = head.seq.get();
+    req.ctx = head.ctx.get();
+    req.flags = head.flags.get();
+    req.order = head.order.get();
+    req.after = head.after.get();
+    Ok(())
 }
 
 /// Writes one response frame.
@@ -558,6 +587,36 @@ mod tests {
         let mut joined = response_prefix(0, 9, &resp.outs, 2).expect("prefix");
         joined.extend_from_slice(&resp.blob);
         assert_eq!(joined, resp.encode().expect("encodes"));
+    }
+
+    #[test]
+    fn reading_into_a_request_reuses_it_and_leaves_nothing_behind() {
+        let big = Request {
+            op: Op::MemcpyHtoD,
+            seq: 1,
+            ctx: 2,
+            flags: flags::POSTED | flags::AFTER,
+            order: 9,
+            after: 4,
+            args: vec![0x1000, 0, 1],
+            blob: vec![7; 300],
+        };
+        let small = Request {
+            op: Op::MemFree,
+            seq: 2,
+            ctx: 0,
+            flags: 0,
+            order: 10,
+            after: 0,
+            args: vec![0x2000],
+            blob: Vec::new(),
+        };
+        let mut req = Request::empty();
+        for want in [&big, &small, &big] {
+            let bytes = want.encode().expect("encodes");
+            read_request_into(&mut &bytes[..], &mut req).expect("reads");
+            assert_eq!(&req, want);
+        }
     }
 
     #[test]

@@ -29,9 +29,9 @@ mod ops;
 
 pub use error::ProtoError;
 pub use frame::{
-    flags, order_reached, read_request, read_response_head, request_prefix, response_prefix,
-    write_request, write_request_meta, write_response, Request, RequestHead, RequestMeta, Response,
-    ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
+    flags, order_reached, read_request, read_request_into, read_response_head, request_prefix,
+    response_prefix, write_request, write_request_meta, write_response, Request, RequestHead,
+    RequestMeta, Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
 };
 pub use handshake::{
     env_allowed, fill_str, DeviceSnapshot, Hello, HelloHead, Welcome, WelcomeHead, ATTR_SLOTS,

@@ -35,7 +35,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vgpu_proto::{read_request, response_prefix, write_response, ProtoError, Request};
+use vgpu_proto::{read_request_into, response_prefix, write_response, ProtoError, Request};
 use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
@@ -124,15 +124,17 @@ fn serve(s: &Session, mut io: LaneIo) {
     let mut deferred: Option<Status> = None;
     let (mut requests, mut posted) = (0u64, 0u64);
     let alive = || !s.closing.load(Ordering::SeqCst);
+    // One request, read into again and again: no allocation per request.
+    let mut req = Request::empty();
     loop {
-        let req = match io.next(s) {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
+        match io.next(s, &mut req) {
+            Ok(true) => {}
+            Ok(false) => break,
             Err(e) => {
                 tracing::warn!("lane: {e}; closing it");
                 break;
             }
-        };
+        }
         requests += 1;
         if !s.order.wait(Need::of(&req), alive) {
             break;
@@ -191,24 +193,25 @@ struct RingLane {
 }
 
 impl LaneIo {
-    /// The next request; `None` when the client closed the lane or left.
-    fn next(&mut self, s: &Session) -> Result<Option<Request>, ProtoError> {
+    /// Reads the next request into `req`; `false` when the client closed
+    /// the lane or left.
+    fn next(&mut self, s: &Session, req: &mut Request) -> Result<bool, ProtoError> {
         let ch = match self {
             LaneIo::Socket(ch) => ch,
             LaneIo::Rings(r) => {
                 if !r.pop(s)? {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 if !r.buf.is_empty() {
-                    return decode_exact(&r.buf).map(Some);
+                    return decode_exact(&r.buf, req).map(|()| true);
                 }
                 // An empty message: the frame follows on the socket.
                 &mut r.sock
             }
         };
-        match read_request(ch) {
-            Ok(r) => Ok(Some(r)),
-            Err(ProtoError::Io(_)) => Ok(None),
+        match read_request_into(ch, req) {
+            Ok(()) => Ok(true),
+            Err(ProtoError::Io(_)) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -280,10 +283,10 @@ impl RingLane {
     }
 }
 
-/// A request that must fill the whole message.
-fn decode_exact(bytes: &[u8]) -> Result<Request, ProtoError> {
+/// Reads into `req` a request that must fill the whole message.
+fn decode_exact(bytes: &[u8], req: &mut Request) -> Result<(), ProtoError> {
     let mut rest = bytes;
-    let req = read_request(&mut rest)?;
+    read_request_into(&mut rest, req)?;
     if !rest.is_empty() {
         return Err(ProtoError::TooLong {
             what: "ring message beyond its frame",
@@ -291,7 +294,7 @@ fn decode_exact(bytes: &[u8]) -> Result<Request, ProtoError> {
             max: bytes.len() - rest.len(),
         });
     }
-    Ok(req)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -310,16 +313,22 @@ mod tests {
             after: 0,
         };
         let mut bytes = request_prefix(&meta, &[0x1000], 0).expect("prefix");
-        let req = decode_exact(&bytes).expect("exact");
+        let mut req = Request::empty();
+        decode_exact(&bytes, &mut req).expect("exact");
         assert_eq!((req.op, req.order, req.args[0]), (Op::MemFree, 3, 0x1000));
         bytes.push(0);
-        assert!(decode_exact(&bytes).is_err(), "a trailing byte is refused");
+        assert!(
+            decode_exact(&bytes, &mut req).is_err(),
+            "a trailing byte is refused"
+        );
         let posted = RequestMeta {
             op: Op::Memset,
             flags: flags::POSTED,
             ..meta
         };
         let bytes = request_prefix(&posted, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
-        assert!(decode_exact(&bytes).expect("decodes").posted());
+        decode_exact(&bytes, &mut req).expect("decodes");
+        assert!(req.posted(), "read again into the same request");
+        assert_eq!(req.args.len(), 6);
     }
 }
