@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ const NO_DEVICE: u32 = 100;
 const INVALID_HANDLE: u32 = 400;
 const NOT_SUPPORTED: u32 = 801;
 
-const SIM_MODULE: &CStr = c"VGPU-SIM-MODULE 1\nkernel vector_add\nkernel saxpy\nkernel fill_u32\n";
+use common::SIM_MODULE;
 
 /// A handle value no API call ever returned.
 const BOGUS: usize = 0x5eed_0000_0bad_f00d;

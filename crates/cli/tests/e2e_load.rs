@@ -19,7 +19,7 @@
 
 mod common;
 
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::mpsc;
 use std::thread;
@@ -29,7 +29,7 @@ use common::cu::{self, Cases};
 use common::{is_child, Harness};
 use cudarc::driver::sys;
 
-const SIM_MODULE: &CStr = c"VGPU-SIM-MODULE 1\nkernel vector_add\nkernel saxpy\nkernel fill_u32\n";
+use common::SIM_MODULE;
 const INVALID_HANDLE: u32 = 400;
 const ILLEGAL_ADDRESS: u32 = 700;
 

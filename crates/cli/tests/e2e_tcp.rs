@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::ptr::null_mut;
@@ -23,12 +23,9 @@ use common::{is_child, sigkill, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 
 const INVALID_VALUE: u32 = 1;
-const DEVICE_UNAVAILABLE: u32 = 46;
-const SIM_MODULE: &CStr = c"VGPU-SIM-MODULE 1\nkernel vector_add\nkernel saxpy\nkernel fill_u32\n";
+use common::SIM_MODULE;
 /// More than two 16 MiB socket pieces, and not a multiple of anything.
 const BIG: usize = (40 << 20) + 123;
-/// How long a call may take once the worker is gone.
-const QUICK: Duration = Duration::from_secs(2);
 
 /// `len` pseudo-random bytes from `seed` (xorshift64).
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
@@ -475,7 +472,7 @@ fn killed_worker_gives_device_unavailable_over_tcp() {
             println!("quick client ok");
             return;
         }
-        return after_loss_child();
+        return common::loss::after_loss_child(false);
     }
     let h = Harness::start_tcp();
     let test = "killed_worker_gives_device_unavailable_over_tcp";
@@ -523,90 +520,6 @@ fn wait_reaped(pid: u32, timeout: Duration) -> bool {
         thread::sleep(Duration::from_millis(5));
     }
     true
-}
-
-/// Sets up memory, a stream and a kernel, prints `ready`, waits for a line
-/// (the harness kills the worker meanwhile), then checks that synchronous
-/// and posted calls return CUDA_ERROR_DEVICE_UNAVAILABLE within [`QUICK`].
-fn after_loss_child() {
-    cu::init_context();
-    let len = 1 << 16;
-    let d = cu::alloc(len);
-    let mut host = vec![0u8; len];
-    let mut module: sys::CUmodule = null_mut();
-    let mut func: sys::CUfunction = null_mut();
-    let mut stream: sys::CUstream = null_mut();
-    // SAFETY: out-pointers are valid locals; the image is NUL-terminated.
-    unsafe {
-        cu::ok(
-            sys::cuModuleLoadData(&mut module, SIM_MODULE.as_ptr().cast()),
-            "load",
-        );
-        cu::ok(
-            sys::cuModuleGetFunction(&mut func, module, c"fill_u32".as_ptr()),
-            "getfn",
-        );
-        cu::ok(sys::cuStreamCreate(&mut stream, 0), "cuStreamCreate");
-    }
-    println!("ready");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).expect("read stdin");
-    let mut c = Cases::default();
-    let mut slow = Vec::new();
-    let hp = host.as_mut_ptr();
-    let (mut p, mut v, mut n) = (d, 7u32, 1024i32);
-    for round in ["", " again"] {
-        let mut timed = |name: &str, call: &mut dyn FnMut() -> sys::CUresult| {
-            let t = Instant::now();
-            let r = call();
-            if t.elapsed() > QUICK {
-                slow.push(format!("{name}{round} took {:?}", t.elapsed()));
-            }
-            c.add(format!("{name}{round}"), r, DEVICE_UNAVAILABLE);
-        };
-        let mut fresh: sys::CUdeviceptr = 0;
-        // SAFETY: host buffers and d hold len bytes; out-pointers are live
-        // locals; the launch parameters point at locals of the kernel's types.
-        unsafe {
-            timed("cuMemcpyHtoDAsync", &mut || {
-                sys::cuMemcpyHtoDAsync_v2(d, hp.cast(), len, stream)
-            });
-            timed("cuLaunchKernel", &mut || {
-                let mut params = [
-                    (&raw mut p).cast::<c_void>(),
-                    (&raw mut v).cast(),
-                    (&raw mut n).cast(),
-                ];
-                sys::cuLaunchKernel(
-                    func,
-                    4,
-                    1,
-                    1,
-                    256,
-                    1,
-                    1,
-                    0,
-                    stream,
-                    params.as_mut_ptr(),
-                    null_mut(),
-                )
-            });
-            timed("cuMemcpyHtoD", &mut || {
-                sys::cuMemcpyHtoD_v2(d, hp.cast(), len)
-            });
-            timed("cuMemcpyDtoH", &mut || {
-                sys::cuMemcpyDtoH_v2(hp.cast(), d, len)
-            });
-            timed("cuMemAlloc", &mut || sys::cuMemAlloc_v2(&mut fresh, 256));
-            timed("cuStreamSynchronize", &mut || {
-                sys::cuStreamSynchronize(stream)
-            });
-            timed("cuCtxSynchronize", &mut || sys::cuCtxSynchronize());
-        }
-    }
-    assert!(slow.is_empty(), "calls were slow after the loss: {slow:#?}");
-    c.check();
-    println!("all calls failed fast");
 }
 
 #[test]

@@ -652,6 +652,12 @@ impl Harness {
 /// Helpers for client children that drive the Driver API through cudarc's
 /// raw bindings (`cudarc::driver::sys`, loaded at run time from the
 /// `libcuda.so` the loader finds: the lib dir of the harness).
+/// The simulated device's module of three kernels.
+pub const SIM_MODULE: &std::ffi::CStr =
+    c"VGPU-SIM-MODULE 1\nkernel vector_add\nkernel saxpy\nkernel fill_u32\n";
+
+pub mod loss;
+
 pub mod cu {
     use cudarc::driver::sys;
 
