@@ -28,7 +28,6 @@
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::mem::offset_of;
 use std::os::fd::OwnedFd;
@@ -46,6 +45,13 @@ use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 use crate::config::{Config, TransportChoice};
 use crate::edge::{CuError, CuResult};
 use crate::runtime::Session;
+
+mod order;
+mod pieces;
+
+pub use order::{Follows, PER_THREAD_STREAM};
+use order::{Issued, Tickets};
+pub(crate) use pieces::Piece;
 
 /// How often a thread waiting on its ring checks that the worker is there.
 const CHECK: Duration = Duration::from_millis(100);
@@ -69,105 +75,6 @@ pub fn hello_features(cfg: &Config) -> u64 {
         TransportChoice::Auto | TransportChoice::Rings => features::ALL,
     }
 }
-
-/// What a posted request must follow in the worker (`RequestHead::order`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Follows {
-    /// Work on this stream (wire id): the stream's previous posted request
-    /// and the last [`Follows::Everything`] request. On the legacy default
-    /// stream, which synchronizes with the others, it is
-    /// [`Follows::Everything`].
-    Stream(u64),
-    /// Every earlier posted request; later work on this stream follows it.
-    /// For requests that look at other streams' work: an event record or a
-    /// stream's wait for an event.
-    AllThenStream(u64),
-    /// Every earlier posted request, and every later one follows it:
-    /// creating and destroying streams and events.
-    Everything,
-}
-
-/// Issues tickets and remembers what later requests must follow.
-#[derive(Debug, Default)]
-struct Tickets {
-    /// The next ticket.
-    next: u32,
-    /// The last [`Follows::Everything`] request.
-    barrier: Option<u32>,
-    /// Each stream's last posted request since the barrier (the barrier
-    /// clears it: every later request follows the barrier anyway).
-    streams: HashMap<u64, u32>,
-}
-
-/// A ticket, the flags that say what it follows, and the followed ticket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Issued {
-    ticket: u32,
-    flags: u32,
-    after: u32,
-}
-
-/// A followed ticket further back than this is not named: the request
-/// follows everything instead, so wrap-around comparison stays exact.
-const FAR_BACK: u32 = 1 << 30;
-
-impl Tickets {
-    fn issue(&mut self, follows: Follows) -> Issued {
-        let ticket = self.next;
-        self.next = ticket.wrapping_add(1);
-        let all = Issued {
-            ticket,
-            flags: flags::POSTED | flags::AFTER_ALL,
-            after: 0,
-        };
-        let follows = match follows {
-            Follows::Stream(s) | Follows::AllThenStream(s) if is_legacy(s) => Follows::Everything,
-            other => other,
-        };
-        match follows {
-            Follows::Everything => {
-                self.barrier = Some(ticket);
-                self.streams.clear();
-                all
-            }
-            Follows::AllThenStream(s) => {
-                if s != PER_THREAD_STREAM {
-                    self.streams.insert(s, ticket);
-                }
-                all
-            }
-            Follows::Stream(s) => {
-                // The per-thread stream is one thread's: its lane orders it.
-                let before = if s == PER_THREAD_STREAM {
-                    self.barrier
-                } else {
-                    self.streams.insert(s, ticket).or(self.barrier)
-                };
-                match before {
-                    None => Issued {
-                        ticket,
-                        flags: flags::POSTED,
-                        after: 0,
-                    },
-                    Some(t) if ticket.wrapping_sub(t) < FAR_BACK => Issued {
-                        ticket,
-                        flags: flags::POSTED | flags::AFTER,
-                        after: t,
-                    },
-                    Some(_) => all,
-                }
-            }
-        }
-    }
-}
-
-/// The legacy default stream's wire ids (NULL and `CU_STREAM_LEGACY`).
-fn is_legacy(stream: u64) -> bool {
-    stream <= 1
-}
-
-/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
-pub const PER_THREAD_STREAM: u64 = 2;
 
 /// Lane state shared by a session's threads.
 #[derive(Debug)]
@@ -389,108 +296,7 @@ impl Session {
     }
 }
 
-/// One piece of a synchronous copy for [`Session::call_pieces`].
-pub(crate) struct Piece<'a> {
-    pub args: Vec<u64>,
-    /// Bytes sent with the request.
-    pub blob: &'a [u8],
-    /// Where the reply's bytes go (exactly as long as them).
-    pub sink: Option<&'a mut [u8]>,
-}
-
 impl Session {
-    /// Runs the `pieces` of one synchronous copy as calls of `op` on the
-    /// calling thread's lane, with up to [`WINDOW`] of them in flight: the
-    /// worker runs one piece while the next ones travel. None is posted (no
-    /// ticket held: a synchronous copy blocks in the driver, ADR 0004); each
-    /// gets its reply, in order.
-    ///
-    /// The first piece goes alone: it is the call that reports an earlier
-    /// posted call's failure, and then no other piece may run. After a
-    /// failure no further piece is sent; the replies of those in flight are
-    /// read, and the first failure is returned.
-    pub(crate) fn call_pieces(&self, op: Op, pieces: Vec<Piece<'_>>) -> CuResult<()> {
-        if self.dead.load(Ordering::SeqCst) {
-            return Err(CuError::DEVICE_UNAVAILABLE);
-        }
-        let ctx = crate::context::current();
-        self.lanes
-            .count(&self.lanes.round_trips, pieces.len() as u64);
-        self.on_lane(|lane, _| {
-            let fail = |e: LaneError| self.fail(op.name(), e);
-            let mut pieces = pieces.into_iter();
-            let mut waiting = std::collections::VecDeque::with_capacity(WINDOW);
-            let mut result = Ok(());
-            let mut window = 1;
-            loop {
-                while result.is_ok() && waiting.len() < window {
-                    let Some(p) = pieces.next() else { break };
-                    let meta = lane.meta(op, ctx, self.lanes.fence());
-                    lane.io.send(&meta, &p.args, p.blob).map_err(fail)?;
-                    waiting.push_back(p.sink);
-                }
-                let Some(sink) = waiting.pop_front() else {
-                    return result;
-                };
-                let (head, _, _) = lane.io.receive(sink).map_err(fail)?;
-                if result.is_ok() {
-                    result = crate::edge::check(head.status.get());
-                }
-                window = WINDOW;
-            }
-        })
-    }
-
-    /// Runs `count` calls of `op` on the calling thread's lane with up to
-    /// `window` in flight, for copies staged through shared memory
-    /// (`crate::staging`): `send(i)` prepares call `i` and gives its
-    /// arguments; `done(i)` runs once call `i` succeeded. Like
-    /// [`Session::call_pieces`], nothing is posted, the first call goes
-    /// alone, and after a failure (of a call, `send` or `done`) nothing more
-    /// is sent, the replies in flight are read, and the first failure is
-    /// returned.
-    pub(crate) fn call_window(
-        &self,
-        op: Op,
-        count: usize,
-        window: usize,
-        mut send: impl FnMut(usize) -> CuResult<Vec<u64>>,
-        mut done: impl FnMut(usize) -> CuResult<()>,
-    ) -> CuResult<()> {
-        if self.dead.load(Ordering::SeqCst) {
-            return Err(CuError::DEVICE_UNAVAILABLE);
-        }
-        let ctx = crate::context::current();
-        self.lanes.count(&self.lanes.round_trips, count as u64);
-        self.on_lane(|lane, _| {
-            let fail = |e: LaneError| self.fail(op.name(), e);
-            let (mut sent, mut answered) = (0, 0);
-            let mut result = Ok(());
-            let mut limit = 1;
-            loop {
-                while result.is_ok() && sent < count && sent - answered < limit {
-                    match send(sent) {
-                        Ok(args) => {
-                            let meta = lane.meta(op, ctx, self.lanes.fence());
-                            lane.io.send(&meta, &args, &[]).map_err(fail)?;
-                            sent += 1;
-                        }
-                        Err(e) => result = Err(e),
-                    }
-                }
-                if answered == sent {
-                    return result;
-                }
-                let (head, _, _) = lane.io.receive(None).map_err(fail)?;
-                if result.is_ok() {
-                    result = crate::edge::check(head.status.get()).and_then(|()| done(answered));
-                }
-                answered += 1;
-                limit = window.max(1);
-            }
-        })
-    }
-
     /// [`Session::post`] when `postable` (the caller checked locally
     /// everything the driver would refuse at once), else a call that waits
     /// for the worker's answer.
@@ -860,42 +666,6 @@ mod tests {
             Lanes::new(&rings, features::LANES).is_err(),
             "forced rings without an offer fail the session"
         );
-    }
-
-    #[test]
-    fn posted_requests_follow_their_stream_or_everything() {
-        let mut t = Tickets::default();
-        let issue = |t: &mut Tickets, f| {
-            let i = t.issue(f);
-            (i.ticket, i.flags & !flags::POSTED, i.after)
-        };
-        const AFTER: u32 = flags::AFTER;
-        const ALL: u32 = flags::AFTER_ALL;
-        // First work on two streams follows nothing; then each its own stream.
-        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (0, 0, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (1, 0, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (2, AFTER, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (3, AFTER, 1));
-        // The per-thread stream is ordered by its lane alone.
-        assert_eq!(issue(&mut t, Follows::Stream(PER_THREAD_STREAM)), (4, 0, 0));
-        // An event record follows everything; its stream's work follows it.
-        assert_eq!(issue(&mut t, Follows::AllThenStream(0x20)), (5, ALL, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x20)), (6, AFTER, 5));
-        // The legacy stream and creation are barriers that all later work
-        // follows.
-        assert_eq!(issue(&mut t, Follows::Stream(0)), (7, ALL, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (8, AFTER, 7));
-        assert_eq!(
-            issue(&mut t, Follows::Stream(PER_THREAD_STREAM)),
-            (9, AFTER, 7)
-        );
-        assert_eq!(issue(&mut t, Follows::Everything), (10, ALL, 0));
-        assert_eq!(issue(&mut t, Follows::Stream(0x10)), (11, AFTER, 10));
-        assert_eq!(issue(&mut t, Follows::AllThenStream(1)), (12, ALL, 0));
-        assert_eq!(t.barrier, Some(12), "CU_STREAM_LEGACY is the legacy stream");
-        // A followed ticket too far back is not named.
-        t.next = 12 + FAR_BACK;
-        assert_eq!(issue(&mut t, Follows::Stream(0x30)).1, ALL);
     }
 
     #[test]
