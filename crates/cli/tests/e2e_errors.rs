@@ -268,6 +268,103 @@ fn unknown_and_destroyed_streams_and_events_give_invalid_handle() {
     c.check();
 }
 
+/// Launches `fill_u32(d, v, n)` on `stream`.
+///
+/// # Safety
+/// `f` is a live `fill_u32` and `d` holds `n` u32s.
+unsafe fn fill(
+    f: sys::CUfunction,
+    d: sys::CUdeviceptr,
+    v: u32,
+    n: i32,
+    stream: sys::CUstream,
+) -> sys::CUresult {
+    let (mut p, mut v, mut n) = (d, v, n);
+    let mut params: [*mut c_void; 3] = [
+        (&raw mut p).cast(),
+        (&raw mut v).cast(),
+        (&raw mut n).cast(),
+    ];
+    // SAFETY: as the caller promises; the parameters are live locals.
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            64,
+            1,
+            1,
+            0,
+            stream,
+            params.as_mut_ptr(),
+            null_mut(),
+        )
+    }
+}
+
+#[test]
+fn launches_after_their_stream_or_module_is_gone_give_invalid_handle() {
+    if !is_child() {
+        run_child("launches_after_their_stream_or_module_is_gone_give_invalid_handle");
+        return;
+    }
+    // The worker keeps each lane's translations of the function and stream
+    // ids it launched with; these launches reuse ids that lane has just
+    // translated, after the stream or module behind them is gone.
+    let mut c = Cases::default();
+    cu::init_context();
+    let d = cu::alloc(256);
+    let (mut module, mut f) = (null_mut(), null_mut());
+    let (mut dead, mut live): (sys::CUstream, sys::CUstream) = (null_mut(), null_mut());
+    // SAFETY: live handles or ones destroyed on purpose (the cases under
+    // test); `d` holds 64 u32s; out-pointers are live locals.
+    unsafe {
+        cu::ok(
+            sys::cuModuleLoadData(&mut module, SIM_MODULE.as_ptr().cast()),
+            "cuModuleLoadData",
+        );
+        cu::ok(
+            sys::cuModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()),
+            "cuModuleGetFunction",
+        );
+        cu::ok(sys::cuStreamCreate(&mut dead, 0), "cuStreamCreate");
+        cu::ok(sys::cuStreamCreate(&mut live, 0), "cuStreamCreate");
+        c.add("launch on the doomed stream", fill(f, d, 1, 64, dead), 0);
+        c.add("launch on the live stream", fill(f, d, 2, 64, live), 0);
+        c.add("sync the doomed stream", sys::cuStreamSynchronize(dead), 0);
+        cu::ok(sys::cuStreamDestroy_v2(dead), "cuStreamDestroy");
+        c.add(
+            "launch on the destroyed stream",
+            fill(f, d, 3, 64, dead),
+            INVALID_HANDLE,
+        );
+        c.add(
+            "launch on the live stream again",
+            fill(f, d, 4, 64, live),
+            0,
+        );
+        c.add("sync the live stream", sys::cuStreamSynchronize(live), 0);
+        let got = read_back(d, 256);
+        assert!(
+            got.chunks(4).all(|w| w == 4u32.to_le_bytes()),
+            "the live stream's last fill landed: {got:?}"
+        );
+        cu::ok(sys::cuModuleUnload(module), "cuModuleUnload");
+        c.add(
+            "launch of an unloaded function",
+            fill(f, d, 5, 64, live),
+            INVALID_HANDLE,
+        );
+        c.add(
+            "the live stream still works",
+            sys::cuStreamSynchronize(live),
+            0,
+        );
+    }
+    c.check();
+}
+
 #[test]
 fn double_free_gives_invalid_value() {
     if !is_child() {

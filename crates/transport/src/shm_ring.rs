@@ -49,7 +49,16 @@
 //! - Producer: copy the payload, store the header word (Relaxed), then
 //!   `tail.store(Release)`, then [`wake::notify`] the consumer.
 //! - Consumer: `tail.load(Acquire)`, read the header word and payload, then
-//!   `head.store(Release)`, then notify the producer.
+//!   `head.store(Release)`, then notify the producer. The consumer publishes
+//!   `head` in batches: when it has taken every message it has seen (its
+//!   cached `tail`), or once [`RELEASE_BATCH`] of the capacity has been taken
+//!   since the last publish. A producer far ahead of its consumer (posted
+//!   kernel launches filling the ring) then finds space in large steps instead
+//!   of one message at a time, so the two cores stop trading the `head` line
+//!   (and the producer sleeps instead of spinning) on every message. Freed
+//!   space is never hidden from a producer for longer than the consumer takes
+//!   to reach the end of what it has seen, and a consumer that waits for data
+//!   has always published everything.
 //! - Producer, when its cached view of `head` shows too little space:
 //!   `head.load(Acquire)`, so the consumer's reads of a slot happen before the
 //!   producer overwrites it.
@@ -107,6 +116,10 @@ pub const MIN_CAPACITY: usize = 64;
 pub const MAX_CAPACITY: usize = 1 << 30;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 8;
+/// The consumer publishes `head` at the latest once this fraction
+/// (1/`RELEASE_BATCH`) of the capacity has been taken since it last did
+/// (see "Publish order").
+pub const RELEASE_BATCH: u64 = 16;
 
 const OFF_MAGIC: usize = 0x000;
 const OFF_VERSION: usize = 0x008;
@@ -314,6 +327,7 @@ impl Ring {
         Ok(Consumer {
             ring: self,
             head: Cell::new(head),
+            published: Cell::new(head),
             tail_cache: Cell::new(tail),
         })
     }
@@ -531,6 +545,8 @@ pub struct Consumer {
     ring: Ring,
     /// Our index; the shared copy is only written.
     head: Cell<u64>,
+    /// The last `head` stored to the shared copy (publishing is batched).
+    published: Cell<u64>,
     /// Last `tail` read from the peer (checked), to skip re-reading its line.
     tail_cache: Cell<u64>,
 }
@@ -587,10 +603,18 @@ impl Consumer {
         Ok(Some((head, to_usize(word), need)))
     }
 
-    /// Releases the record at `head` of record length `need`.
+    /// Releases the record at `head` of record length `need`, publishing
+    /// the new `head` when every seen message is taken or a batch of space
+    /// has built up (module docs, "Publish order").
     fn release(&self, head: u64, need: u64) -> Result<(), TransportError> {
         let new_head = head.wrapping_add(need);
         self.head.set(new_head);
+        let caught_up = new_head == self.tail_cache.get();
+        let batch = new_head.wrapping_sub(self.published.get()) >= self.ring.cap() / RELEASE_BATCH;
+        if !caught_up && !batch {
+            return Ok(());
+        }
+        self.published.set(new_head);
         self.ring.head().store(new_head, Ordering::Release);
         wake::notify(&self.ring.space_wake())
     }
@@ -820,6 +844,47 @@ mod tests {
             })
             .expect("pop_with");
         assert_eq!(got, b"xyz");
+    }
+
+    #[test]
+    fn head_is_published_in_batches_or_once_caught_up() {
+        // 4096 bytes: a batch is 256 bytes, 16 records of 8 + 8 bytes.
+        let (p, c, _) = pair(4096);
+        let mut pushed = 0u32;
+        while p.try_push(&[&pushed.to_le_bytes(), &[0; 4]]).expect("push") {
+            pushed += 1;
+        }
+        assert_eq!(pushed, 256, "the ring holds 256 records");
+        let space = |p: &Producer| p.try_push(&[&[7; 8]]).expect("push");
+        for i in 0..15 {
+            assert_eq!(pop(&c).map(|m| m[0]), Some(i));
+        }
+        assert!(!space(&p), "15 records taken, not yet published");
+        assert_eq!(pop(&c).map(|m| m[0]), Some(15));
+        assert!(space(&p), "the 16th record completes a batch");
+        for _ in 16..257 {
+            assert!(pop(&c).is_some());
+        }
+        assert_eq!(pop(&c), None);
+        for i in 0..256 {
+            assert!(space(&p), "all taken and published: record {i} fits");
+        }
+        assert!(!space(&p), "full again");
+        for _ in 0..256 {
+            assert!(pop(&c).is_some());
+        }
+        // A consumer that takes every message it has seen publishes at
+        // once, short of a batch: three records taken leave the whole ring.
+        for _ in 0..3 {
+            assert!(space(&p));
+        }
+        for _ in 0..3 {
+            assert!(pop(&c).is_some());
+        }
+        assert!(
+            p.try_push(&[&[0; 4088]]).expect("push"),
+            "the whole ring is free"
+        );
     }
 
     #[test]

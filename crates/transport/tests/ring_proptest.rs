@@ -1,11 +1,12 @@
 //! Property test: random sequences of pushes and pops of random sizes, on
 //! rings of several capacities, agree with a `VecDeque` model on order,
-//! content and exactly when the ring is full.
+//! content and exactly when the ring is full, counting the space the
+//! consumer has taken but not yet published (its batched `head`).
 
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
-use vgpu_transport::shm_ring::RECORD_HEADER;
+use vgpu_transport::shm_ring::{RECORD_HEADER, RELEASE_BATCH};
 use vgpu_transport::{Ring, TransportError};
 
 #[derive(Clone, Debug)]
@@ -39,7 +40,10 @@ fn run(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         .into_consumer()
         .expect("consumer");
     let mut model: VecDeque<Vec<u8>> = VecDeque::new();
-    let mut used = 0;
+    // Byte counters: the producer's tail; the consumer's head, the head it
+    // last published, and the tail it last read (read again only once it
+    // has taken everything up to it).
+    let (mut tail, mut head, mut published, mut seen) = (0, 0, 0, 0);
     let mut buf = Vec::new();
     for op in ops {
         match *op {
@@ -54,10 +58,10 @@ fn run(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                     prop_assert!(too_large, "expected TooLarge, got {:?}", r);
                     continue;
                 }
-                let fits = cap - used >= record_len(len);
+                let fits = cap - (tail - published) >= record_len(len);
                 prop_assert_eq!(r.expect("push"), fits);
                 if fits {
-                    used += record_len(len);
+                    tail += record_len(len);
                     model.push_back(msg);
                 }
             }
@@ -67,7 +71,13 @@ fn run(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                     Some(want) => {
                         prop_assert!(got);
                         prop_assert_eq!(&buf, &want);
-                        used -= record_len(want.len());
+                        if head == seen {
+                            seen = tail;
+                        }
+                        head += record_len(want.len());
+                        if head == seen || (head - published) as u64 >= cap as u64 / RELEASE_BATCH {
+                            published = head;
+                        }
                     }
                     None => prop_assert!(!got),
                 }

@@ -13,7 +13,7 @@ use vgpu_proto::{Op, Request, MAX_BLOB};
 use super::status::{CONTEXT_IS_DESTROYED, INVALID_HANDLE, INVALID_VALUE, SUCCESS};
 use super::tables::{as_handle, Owned, Range, RangeOwner, Tables};
 use super::Session;
-use super::{copy, host, library, pointer};
+use super::{copy, host, launch, library, pointer};
 use crate::driver::{entry, DevPtr, Handle, Status};
 
 /// Scalar results and bulk bytes of a successful call.
@@ -82,6 +82,8 @@ pub struct Lane {
     current: Option<u64>,
     /// The session's context generation when `current` was last found live.
     checked_at: u64,
+    /// Function and stream ids this lane launched with, translated.
+    launches: launch::Translations,
 }
 
 impl Lane {
@@ -348,13 +350,13 @@ impl Lane {
 
             Op::StreamCreate => {
                 let id = a[0];
-                Tables::fresh(&tables().streams, id)?;
+                tables().fresh_stream(id)?;
                 let mut st: Handle = ptr::null_mut();
                 // SAFETY: the out-pointer is a live local.
                 ok(unsafe {
                     entry(d.stream_create_with_priority)?(&mut st, uint(a[1])?, int(a[2])?)
                 })?;
-                tables().streams.insert(
+                tables().insert_stream(
                     id,
                     Owned {
                         real: st as usize,
@@ -370,7 +372,7 @@ impl Lane {
                 let real = tables().stream(a[0])?;
                 // SAFETY: `real` is a live stream of this session.
                 ok(unsafe { entry(d.stream_destroy)?(as_handle(real)) })?;
-                tables().streams.remove(&a[0]);
+                tables().forget_stream(a[0]);
                 Ok(Reply::default())
             }
             Op::StreamSynchronize => {
@@ -471,7 +473,7 @@ impl Lane {
             Op::ModuleUnload => library::module_unload(s, a[0]),
             Op::ModuleGetFunction => library::module_get_function(s, req),
             Op::ModuleGetGlobal => library::get_global(s, req, false),
-            Op::LaunchKernel => library::launch(s, req),
+            Op::LaunchKernel => launch::launch(s, &mut self.launches, req),
             Op::LibraryLoadData => library::library_load(s, req, self.current.unwrap_or(0)),
             Op::LibraryUnload => library::library_unload(s, a[0]),
             Op::LibraryGetKernel => library::library_get_kernel(s, req),
@@ -484,8 +486,10 @@ impl Lane {
             Op::KernelSetAttribute => library::kernel_set_attribute(s, a),
             Op::OccupancyMaxActiveBlocks => library::occupancy_max_active_blocks(s, a),
             Op::OccupancyAvailableDynamicSMem => library::occupancy_available_dynamic_smem(s, a),
-            Op::OccupancyMaxActiveClusters => library::occupancy_max_active_clusters(s, req),
-            Op::LaunchKernelEx => library::launch_ex(s, req),
+            Op::OccupancyMaxActiveClusters => {
+                launch::occupancy_max_active_clusters(s, &mut self.launches, req)
+            }
+            Op::LaunchKernelEx => launch::launch_ex(s, &mut self.launches, req),
             Op::StreamIsCapturing => {
                 let real = tables().stream(a[0])?;
                 let mut st: c_int = 0;

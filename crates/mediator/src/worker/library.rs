@@ -5,31 +5,24 @@
 //! a `CUfunction` is expected (launches, attributes), so each id maps to the
 //! real handle of either kind, with its parameter layout.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::c_int;
 use std::ptr;
 
 use vgpu_proto::Request;
 
 use super::exec::{aligned, int, name, ok, size, uint, Reply};
 use super::options::Options;
-use super::status::{INVALID_VALUE, NOT_SUPPORTED, SUCCESS};
+use super::status::{INVALID_VALUE, SUCCESS};
 use super::tables::{as_handle, Function, Owned, Range, RangeOwner, Tables};
 use super::Session;
-use crate::driver::{entry, DevPtr, Handle, LaunchConfig, Status, LAUNCH_ATTRIBUTE_SIZE};
+use crate::driver::{entry, DevPtr, Handle, Status};
 
 /// Most kernel parameters the worker asks the driver about.
 const MAX_KERNEL_PARAMS: usize = 4096;
-/// Most launch attributes one launch may carry.
-const MAX_LAUNCH_ATTRS: usize = 32;
 /// `CUlibraryOption` 0: a host pointer table, meaningless in another process.
 const LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE: c_int = 0;
-/// Launch attributes that carry an event handle at the start of their value.
-const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
-const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
-/// A launch attribute that writes a device-side node handle back.
-const LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
 
-fn split(blob: &[u8], at: usize) -> Result<(&[u8], &[u8]), Status> {
+pub(super) fn split(blob: &[u8], at: usize) -> Result<(&[u8], &[u8]), Status> {
     if at > blob.len() {
         return Err(INVALID_VALUE);
     }
@@ -189,7 +182,7 @@ fn register(s: &Session, id: u64, real: Handle, owner: u64, kernel: bool) -> Res
         blob.extend_from_slice(&sz.to_le_bytes());
     }
     let count = params.len() as u64;
-    s.tables().functions.insert(
+    s.tables().insert_function(
         id,
         Function {
             real: real as usize,
@@ -207,7 +200,7 @@ fn register(s: &Session, id: u64, real: Handle, owner: u64, kernel: bool) -> Res
 pub fn module_get_function(s: &Session, req: &Request) -> Result<Reply, Status> {
     let (module, id) = (req.args[0], req.args[1]);
     let real_mod = s.tables().module(module)?;
-    Tables::fresh(&s.tables().functions, id)?;
+    s.tables().fresh_function(id)?;
     let fname = name(&req.blob)?;
     let mut f: Handle = ptr::null_mut();
     // SAFETY: live module; NUL-terminated name; live out-pointer.
@@ -220,7 +213,7 @@ pub fn module_get_function(s: &Session, req: &Request) -> Result<Reply, Status> 
 pub fn library_get_kernel(s: &Session, req: &Request) -> Result<Reply, Status> {
     let (library, id) = (req.args[0], req.args[1]);
     let real_lib = s.tables().library(library)?;
-    Tables::fresh(&s.tables().functions, id)?;
+    s.tables().fresh_function(id)?;
     let kname = name(&req.blob)?;
     let mut k: Handle = ptr::null_mut();
     // SAFETY: live library; NUL-terminated name; live out-pointer.
@@ -233,7 +226,7 @@ pub fn library_get_kernel(s: &Session, req: &Request) -> Result<Reply, Status> {
 pub fn kernel_get_function(s: &Session, req: &Request) -> Result<Reply, Status> {
     let (kernel, id) = (req.args[0], req.args[1]);
     let k = s.tables().function(kernel)?.clone();
-    Tables::fresh(&s.tables().functions, id)?;
+    s.tables().fresh_function(id)?;
     let mut f: Handle = ptr::null_mut();
     // SAFETY: live kernel; live out-pointer.
     ok(unsafe { entry(s.driver.kernel_get_function)?(&mut f, as_handle(k.real)) })?;
@@ -346,161 +339,6 @@ pub fn occupancy_available_dynamic_smem(s: &Session, a: &[u64]) -> Result<Reply,
         )
     })?;
     Ok(Reply::outs(&[bytes as u64]))
-}
-
-/// A decoded launch configuration: (function, config, attribute bytes, rest of the blob).
-struct Launch<'a> {
-    function: Function,
-    config: LaunchConfig,
-    attrs: Vec<u64>,
-    rest: &'a [u8],
-}
-
-/// Decodes (function, gx, gy, gz, bx, by, bz, shared, stream, nattrs) and the
-/// attribute records at the head of the blob, translating event handles.
-fn launch_config<'a>(s: &Session, req: &'a Request) -> Result<Launch<'a>, Status> {
-    let a = &req.args;
-    let nattrs = size(a[9])?;
-    if nattrs > MAX_LAUNCH_ATTRS {
-        return Err(INVALID_VALUE);
-    }
-    let (attr_bytes, rest) = split(&req.blob, nattrs * LAUNCH_ATTRIBUTE_SIZE)?;
-    let mut attrs = aligned(attr_bytes);
-    let t = s.tables();
-    for i in 0..nattrs {
-        let word = i * LAUNCH_ATTRIBUTE_SIZE / 8;
-        let id = u32::try_from(attrs[word] & 0xFFFF_FFFF).expect("masked to 32 bits");
-        match id {
-            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
-                attrs[word + 1] = t.event(attrs[word + 1])? as u64;
-            }
-            LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE => return Err(NOT_SUPPORTED),
-            _ => {}
-        }
-    }
-    let function = t.function(a[0])?.clone();
-    let stream = as_handle(t.stream(a[8])?);
-    drop(t);
-    let dims: Vec<c_uint> = a[1..8].iter().map(|&v| uint(v)).collect::<Result<_, _>>()?;
-    let config = LaunchConfig {
-        grid: [dims[0], dims[1], dims[2]],
-        block: [dims[3], dims[4], dims[5]],
-        shared_mem_bytes: dims[6],
-        stream,
-        attrs: ptr::null_mut(),
-        num_attrs: c_uint::try_from(nattrs).map_err(|_| INVALID_VALUE)?,
-    };
-    Ok(Launch {
-        function,
-        config,
-        attrs,
-        rest,
-    })
-}
-
-pub fn occupancy_max_active_clusters(s: &Session, req: &Request) -> Result<Reply, Status> {
-    let mut l = launch_config(s, req)?;
-    l.config.attrs = l.attrs.as_mut_ptr().cast();
-    let mut n: c_int = 0;
-    // SAFETY: live function; the config's attribute array lives in `l.attrs`.
-    ok(unsafe {
-        entry(s.driver.occupancy_max_active_clusters)?(
-            &mut n,
-            as_handle(l.function.real),
-            &l.config,
-        )
-    })?;
-    Ok(Reply::outs(&[n as i64 as u64]))
-}
-
-thread_local! {
-    /// Each lane thread's scratch space for launches: the 8-byte-aligned
-    /// parameter copy and the pointer array. Reused, so a launch allocates
-    /// nothing once the lane has warmed up.
-    static LAUNCH_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<usize>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-}
-
-/// Runs `launch` with `kernelParams` for `blob` laid out by `layout`: an
-/// aligned copy of the blob and one pointer per parameter (NULL when there
-/// are none). Every parameter must lie inside the blob.
-fn with_params(
-    layout: &[(u32, u32)],
-    blob: &[u8],
-    launch: impl FnOnce(*mut *mut c_void) -> Status,
-) -> Result<(), Status> {
-    if layout
-        .iter()
-        .any(|&(off, sz)| off as usize + sz as usize > blob.len())
-    {
-        return Err(INVALID_VALUE);
-    }
-    LAUNCH_SCRATCH.with(|scratch| {
-        let (words, ptrs) = &mut *scratch.borrow_mut();
-        words.clear();
-        words.resize(blob.len().div_ceil(8), 0);
-        // SAFETY: `words` holds at least `blob.len()` bytes; no overlap.
-        unsafe {
-            ptr::copy_nonoverlapping(blob.as_ptr(), words.as_mut_ptr().cast::<u8>(), blob.len())
-        };
-        let base = words.as_mut_ptr().cast::<u8>() as usize;
-        ptrs.clear();
-        ptrs.extend(layout.iter().map(|&(off, _)| base + off as usize));
-        let kernel_params = if ptrs.is_empty() {
-            ptr::null_mut()
-        } else {
-            ptrs.as_mut_ptr().cast::<*mut c_void>()
-        };
-        ok(launch(kernel_params))
-    })
-}
-
-pub fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
-    let a = &req.args;
-    let (real, layout, stream) = {
-        let t = s.tables();
-        let f = t.function(a[0])?;
-        (f.real, std::sync::Arc::clone(&f.params), t.stream(a[8])?)
-    };
-    let mut dims = [0 as c_uint; 7];
-    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
-        *d = uint(v)?;
-    }
-    let f = entry(s.driver.launch_kernel)?;
-    with_params(&layout, &req.blob, |kernel_params| {
-        // SAFETY: live function and stream; every parameter pointer points
-        // into the aligned copy, which outlives the call (the driver copies
-        // the values).
-        unsafe {
-            f(
-                as_handle(real),
-                dims[0],
-                dims[1],
-                dims[2],
-                dims[3],
-                dims[4],
-                dims[5],
-                dims[6],
-                as_handle(stream),
-                kernel_params,
-                ptr::null_mut(),
-            )
-        }
-    })?;
-    Ok(Reply::default())
-}
-
-pub fn launch_ex(s: &Session, req: &Request) -> Result<Reply, Status> {
-    let mut l = launch_config(s, req)?;
-    l.config.attrs = l.attrs.as_mut_ptr().cast();
-    let f = entry(s.driver.launch_kernel_ex)?;
-    let real = l.function.real;
-    with_params(&l.function.params, l.rest, |kernel_params| {
-        // SAFETY: live function and stream; the attributes live in `l.attrs`
-        // and the parameters in the aligned copy for the duration of the call.
-        unsafe { f(&l.config, as_handle(real), kernel_params, ptr::null_mut()) }
-    })?;
-    Ok(Reply::default())
 }
 
 /// Asks the driver for each parameter's offset and size.

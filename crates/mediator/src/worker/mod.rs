@@ -11,6 +11,7 @@ mod copy;
 mod exec;
 mod host;
 mod lane;
+mod launch;
 mod library;
 mod options;
 mod order;
@@ -53,6 +54,10 @@ pub struct Session {
     /// Bumped whenever a context enters or leaves the tables: a lane whose
     /// context was found live at the current count need not look again.
     pub contexts_changed: AtomicU64,
+    /// Bumped whenever a stream or function leaves the tables (the tables'
+    /// own counter, read here without their lock): lanes' launch
+    /// translations taken at another count are stale ([`launch`]).
+    pub handles_gone: Arc<AtomicU64>,
     /// Set when the control connection has closed: lanes stop waiting.
     pub closing: AtomicBool,
     /// Lanes run on shared-memory rings (`features::RINGS` negotiated).
@@ -130,9 +135,11 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         ..welcome
     }
     .write(&mut control)?;
+    let tables = tables::Tables::default();
     let session = Arc::new(Session {
         driver,
-        tables: Mutex::new(tables::Tables::default()),
+        handles_gone: tables.gone_counter(),
+        tables: Mutex::new(tables),
         order: order::Order::default(),
         contexts_changed: AtomicU64::new(0),
         closing: AtomicBool::new(false),

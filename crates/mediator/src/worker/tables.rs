@@ -7,6 +7,8 @@
 //! the driver as a dangling pointer.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::status::{INVALID_HANDLE, INVALID_VALUE};
 use crate::driver::{DevPtr, Handle, Status};
@@ -57,11 +59,17 @@ pub struct Range {
 #[derive(Debug, Default)]
 pub struct Tables {
     pub ctxs: HashMap<u64, Raw>,
-    pub streams: HashMap<u64, Owned>,
+    /// Private, with `functions`: every removal goes through a method that
+    /// bumps `gone`, which lanes' launch caches depend on.
+    streams: HashMap<u64, Owned>,
     pub events: HashMap<u64, Owned>,
     pub modules: HashMap<u64, Owned>,
     pub libraries: HashMap<u64, Owned>,
-    pub functions: HashMap<u64, Function>,
+    functions: HashMap<u64, Function>,
+    /// Bumped (under the tables' lock) whenever a stream or function leaves
+    /// the tables; shared with [`super::Session::handles_gone`], which lanes
+    /// read without the lock.
+    gone: Arc<AtomicU64>,
     pub ranges: BTreeMap<DevPtr, Range>,
     /// Large images being uploaded in pieces (StageBlob), by stage id.
     pub staged: HashMap<u64, Vec<u8>>,
@@ -70,6 +78,39 @@ pub struct Tables {
 }
 
 impl Tables {
+    /// The counter bumped whenever a stream or function leaves the tables.
+    pub fn gone_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.gone)
+    }
+
+    fn bump_gone(&self) {
+        self.gone.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A new stream id must not name a live stream.
+    pub fn fresh_stream(&self, id: u64) -> Result<(), Status> {
+        Self::fresh(&self.streams, id)
+    }
+
+    /// A new function id must not name a live function or kernel.
+    pub fn fresh_function(&self, id: u64) -> Result<(), Status> {
+        Self::fresh(&self.functions, id)
+    }
+
+    pub fn insert_stream(&mut self, id: u64, stream: Owned) {
+        self.streams.insert(id, stream);
+    }
+
+    pub fn insert_function(&mut self, id: u64, function: Function) {
+        self.functions.insert(id, function);
+    }
+
+    /// Forgets stream `id` (destroyed).
+    pub fn forget_stream(&mut self, id: u64) {
+        self.streams.remove(&id);
+        self.bump_gone();
+    }
+
     pub fn ctx(&self, id: u64) -> Option<Raw> {
         self.ctxs.get(&id).copied()
     }
@@ -144,6 +185,7 @@ impl Tables {
     pub fn forget_module(&mut self, id: u64) {
         self.modules.remove(&id);
         self.functions.retain(|_, f| f.module != id);
+        self.bump_gone();
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Global { module: id });
     }
@@ -157,6 +199,7 @@ impl Tables {
     /// Forgets everything owned by context `ctx` (destroyed or reset).
     pub fn forget_context_resources(&mut self, ctx: u64) {
         self.streams.retain(|_, o| o.ctx != ctx);
+        self.bump_gone();
         self.events.retain(|_, o| o.ctx != ctx);
         let modules: Vec<u64> = self
             .modules

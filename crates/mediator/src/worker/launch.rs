@@ -1,0 +1,374 @@
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`) and the occupancy
+//! query that takes a launch configuration.
+//!
+//! A launch is the hottest request there is: empty-kernel throughput is
+//! bounded by the driver's ~2.5 µs per launch, so every shared cache line the
+//! worker touches on the way shows. Each lane therefore keeps its own
+//! [`Translations`] of function and stream ids, and takes the session's table
+//! lock only for ids it has not seen since a stream or function last left the
+//! tables ([`super::Session::handles_gone`]). Four lanes launching the same
+//! kernel then share nothing but the driver.
+
+use std::ffi::{c_uint, c_void};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+use vgpu_proto::Request;
+
+use super::exec::{aligned, ok, size, uint, Reply};
+use super::library::split;
+use super::status::{INVALID_HANDLE, INVALID_VALUE, NOT_SUPPORTED};
+use super::tables::{as_handle, Raw, Tables};
+use super::Session;
+use crate::driver::{entry, LaunchConfig, Status, LAUNCH_ATTRIBUTE_SIZE};
+
+/// Most launch attributes one launch may carry.
+const MAX_LAUNCH_ATTRS: usize = 32;
+/// Launch attributes that carry an event handle at the start of their value.
+const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
+const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
+/// A launch attribute that writes a device-side node handle back.
+const LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
+
+/// Each kernel parameter's (offset, size), in order.
+type Layout = [(u32, u32)];
+
+/// One lane's translations of the function and stream ids it launched with.
+///
+/// Valid while [`super::Session::handles_gone`] keeps the value it had when
+/// they were taken: every removal of a stream or function bumps it under the
+/// table lock ([`super::tables::Tables`]), so a lane never launches with a
+/// handle the tables no longer hold. (A launch cannot race with the removal of
+/// what it uses: stream destruction is a barrier in the session's order, and
+/// unloading a module a concurrent thread still launches from is the
+/// program's own race, as it is with the driver.)
+#[derive(Debug, Default)]
+pub struct Translations {
+    /// `handles_gone` when the maps were last emptied.
+    generation: u64,
+    /// Function id → real function and its parameter layout.
+    functions: FxHashMap<u64, (Raw, Arc<Layout>)>,
+    /// Stream id → real stream (the sentinels map to themselves).
+    streams: FxHashMap<u64, Raw>,
+}
+
+impl Translations {
+    /// The real function, its parameter layout and the real stream for the
+    /// client's `function` and `stream`; `CUDA_ERROR_INVALID_HANDLE` if the
+    /// tables hold either no longer (or never did).
+    fn get(
+        &mut self,
+        s: &Session,
+        function: u64,
+        stream: u64,
+    ) -> Result<(Raw, &Layout, Raw), Status> {
+        self.translate(&s.handles_gone, &s.tables, function, stream)
+    }
+
+    /// [`Translations::get`], given the session's counter and tables.
+    fn translate(
+        &mut self,
+        gone: &AtomicU64,
+        tables: &Mutex<Tables>,
+        function: u64,
+        stream: u64,
+    ) -> Result<(Raw, &Layout, Raw), Status> {
+        // Read before the tables: a removal after this load is seen next time.
+        let now = gone.load(Ordering::SeqCst);
+        if now != self.generation {
+            self.functions.clear();
+            self.streams.clear();
+            self.generation = now;
+        }
+        if !self.functions.contains_key(&function) || !self.streams.contains_key(&stream) {
+            let t = tables.lock().unwrap_or_else(|e| e.into_inner());
+            let f = t.function(function)?;
+            let real_stream = t.stream(stream)?;
+            self.functions
+                .insert(function, (f.real, Arc::clone(&f.params)));
+            self.streams.insert(stream, real_stream);
+        }
+        match (self.functions.get(&function), self.streams.get(&stream)) {
+            (Some((real, params)), Some(&real_stream)) => Ok((*real, params, real_stream)),
+            _ => Err(INVALID_HANDLE),
+        }
+    }
+}
+
+/// A decoded launch configuration.
+struct Launch<'a> {
+    function: Raw,
+    params: &'a Layout,
+    config: LaunchConfig,
+    /// The attribute records, 8-byte aligned, event handles translated.
+    attrs: Vec<u64>,
+    /// The blob after the attributes: the kernel parameters.
+    rest: &'a [u8],
+}
+
+/// Decodes (function, gx, gy, gz, bx, by, bz, shared, stream, nattrs) and the
+/// attribute records at the head of the blob, translating event handles.
+fn launch_config<'a>(
+    s: &Session,
+    lane: &'a mut Translations,
+    req: &'a Request,
+) -> Result<Launch<'a>, Status> {
+    let a = &req.args;
+    let nattrs = size(a[9])?;
+    if nattrs > MAX_LAUNCH_ATTRS {
+        return Err(INVALID_VALUE);
+    }
+    let (attr_bytes, rest) = split(&req.blob, nattrs * LAUNCH_ATTRIBUTE_SIZE)?;
+    let mut attrs = aligned(attr_bytes);
+    for i in 0..nattrs {
+        let word = i * LAUNCH_ATTRIBUTE_SIZE / 8;
+        let id = u32::try_from(attrs[word] & 0xFFFF_FFFF).expect("masked to 32 bits");
+        match id {
+            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+                attrs[word + 1] = s.tables().event(attrs[word + 1])? as u64;
+            }
+            LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE => return Err(NOT_SUPPORTED),
+            _ => {}
+        }
+    }
+    let (function, params, stream) = lane.get(s, a[0], a[8])?;
+    let mut dims = [0 as c_uint; 7];
+    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
+        *d = uint(v)?;
+    }
+    let config = LaunchConfig {
+        grid: [dims[0], dims[1], dims[2]],
+        block: [dims[3], dims[4], dims[5]],
+        shared_mem_bytes: dims[6],
+        stream: as_handle(stream),
+        attrs: ptr::null_mut(),
+        num_attrs: c_uint::try_from(nattrs).map_err(|_| INVALID_VALUE)?,
+    };
+    Ok(Launch {
+        function,
+        params,
+        config,
+        attrs,
+        rest,
+    })
+}
+
+pub fn occupancy_max_active_clusters(
+    s: &Session,
+    lane: &mut Translations,
+    req: &Request,
+) -> Result<Reply, Status> {
+    let mut l = launch_config(s, lane, req)?;
+    l.config.attrs = l.attrs.as_mut_ptr().cast();
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: live function; the config's attribute array lives in `l.attrs`.
+    ok(unsafe {
+        entry(s.driver.occupancy_max_active_clusters)?(&mut n, as_handle(l.function), &l.config)
+    })?;
+    Ok(Reply::outs(&[n as i64 as u64]))
+}
+
+thread_local! {
+    /// Each lane thread's scratch space for launches: the 8-byte-aligned
+    /// parameter copy and the pointer array. Reused, so a launch allocates
+    /// nothing once the lane has warmed up.
+    static LAUNCH_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<usize>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `launch` with `kernelParams` for `blob` laid out by `layout`: an
+/// aligned copy of the blob and one pointer per parameter (NULL when there
+/// are none). Every parameter must lie inside the blob.
+fn with_params(
+    layout: &Layout,
+    blob: &[u8],
+    launch: impl FnOnce(*mut *mut c_void) -> Status,
+) -> Result<(), Status> {
+    if layout
+        .iter()
+        .any(|&(off, sz)| off as usize + sz as usize > blob.len())
+    {
+        return Err(INVALID_VALUE);
+    }
+    LAUNCH_SCRATCH.with(|scratch| {
+        let (words, ptrs) = &mut *scratch.borrow_mut();
+        words.clear();
+        words.resize(blob.len().div_ceil(8), 0);
+        // SAFETY: `words` holds at least `blob.len()` bytes; no overlap.
+        unsafe {
+            ptr::copy_nonoverlapping(blob.as_ptr(), words.as_mut_ptr().cast::<u8>(), blob.len())
+        };
+        let base = words.as_mut_ptr().cast::<u8>() as usize;
+        ptrs.clear();
+        ptrs.extend(layout.iter().map(|&(off, _)| base + off as usize));
+        let kernel_params = if ptrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr().cast::<*mut c_void>()
+        };
+        ok(launch(kernel_params))
+    })
+}
+
+/// `cuLaunchKernel`: (function, gx, gy, gz, bx, by, bz, shared, stream) and
+/// the parameter bytes.
+pub fn launch(s: &Session, lane: &mut Translations, req: &Request) -> Result<Reply, Status> {
+    let a = &req.args;
+    let (real, layout, stream) = lane.get(s, a[0], a[8])?;
+    let mut dims = [0 as c_uint; 7];
+    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
+        *d = uint(v)?;
+    }
+    let f = entry(s.driver.launch_kernel)?;
+    with_params(layout, &req.blob, |kernel_params| {
+        // SAFETY: live function and stream; every parameter pointer points
+        // into the aligned copy, which outlives the call (the driver copies
+        // the values).
+        unsafe {
+            f(
+                as_handle(real),
+                dims[0],
+                dims[1],
+                dims[2],
+                dims[3],
+                dims[4],
+                dims[5],
+                dims[6],
+                as_handle(stream),
+                kernel_params,
+                ptr::null_mut(),
+            )
+        }
+    })?;
+    Ok(Reply::default())
+}
+
+/// `cuLaunchKernelEx`: the configuration as [`launch_config`] decodes it,
+/// then the parameter bytes.
+pub fn launch_ex(s: &Session, lane: &mut Translations, req: &Request) -> Result<Reply, Status> {
+    let mut l = launch_config(s, lane, req)?;
+    l.config.attrs = l.attrs.as_mut_ptr().cast();
+    let f = entry(s.driver.launch_kernel_ex)?;
+    let real = l.function;
+    with_params(l.params, l.rest, |kernel_params| {
+        // SAFETY: live function and stream; the attributes live in `l.attrs`
+        // and the parameters in the aligned copy for the duration of the call.
+        unsafe { f(&l.config, as_handle(real), kernel_params, ptr::null_mut()) }
+    })?;
+    Ok(Reply::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tables::{Function, Owned};
+    use super::*;
+
+    fn tables() -> (Mutex<Tables>, Arc<AtomicU64>) {
+        let mut t = Tables::default();
+        for (id, real, module) in [(10, 0x100, 5), (11, 0x110, 6)] {
+            t.insert_function(
+                id,
+                Function {
+                    real,
+                    module,
+                    params: vec![(0, 8)].into(),
+                },
+            );
+        }
+        for (id, real) in [(20, 0x200), (21, 0x210)] {
+            t.insert_stream(id, Owned { real, ctx: 1 });
+        }
+        let gone = t.gone_counter();
+        (Mutex::new(t), gone)
+    }
+
+    #[test]
+    fn translations_are_kept_until_a_stream_or_function_leaves() {
+        let (t, gone) = tables();
+        let mut lane = Translations::default();
+        let got = lane
+            .translate(&gone, &t, 10, 20)
+            .map(|(f, l, s)| (f, l.to_vec(), s));
+        assert_eq!(got, Ok((0x100, vec![(0, 8)], 0x200)));
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 1).map(|(_, _, s)| s),
+            Ok(1),
+            "a sentinel"
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 99, 20).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 99).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+
+        // Kept: a launch after a stream is destroyed finds it gone, though
+        // this lane translated it before.
+        t.lock().expect("tables").forget_stream(20);
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 20).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 21).map(|(f, _, s)| (f, s)),
+            Ok((0x100, 0x210))
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 11, 21).map(|(f, _, s)| (f, s)),
+            Ok((0x110, 0x210))
+        );
+
+        // The same for a module's functions, and for everything a context owned.
+        t.lock().expect("tables").forget_module(5);
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 21).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 11, 21).map(|(f, _, _)| f),
+            Ok(0x110)
+        );
+        t.lock().expect("tables").forget_context_resources(1);
+        assert_eq!(
+            lane.translate(&gone, &t, 11, 21).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+        assert_eq!(
+            lane.translate(&gone, &t, 11, 0).map(|(f, _, _)| f),
+            Ok(0x110)
+        );
+        t.lock().expect("tables").forget_library(6);
+        assert_eq!(
+            lane.translate(&gone, &t, 11, 0).map(|_| ()),
+            Err(INVALID_HANDLE)
+        );
+    }
+
+    #[test]
+    fn an_id_made_again_after_it_left_is_translated_afresh() {
+        let (t, gone) = tables();
+        let mut lane = Translations::default();
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 20).map(|(_, _, s)| s),
+            Ok(0x200)
+        );
+        let mut tables = t.lock().expect("tables");
+        tables.forget_stream(20);
+        tables.insert_stream(
+            20,
+            Owned {
+                real: 0x300,
+                ctx: 1,
+            },
+        );
+        drop(tables);
+        assert_eq!(
+            lane.translate(&gone, &t, 10, 20).map(|(_, _, s)| s),
+            Ok(0x300)
+        );
+    }
+}
