@@ -62,6 +62,8 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
             "launch_sync,memcpy_8b",
             "--transports",
             "socket",
+            "--rounds",
+            "2",
             "--json",
             json.to_str().expect("utf-8 path"),
             "--log-dir",
@@ -115,17 +117,29 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
     // The header names both sides' libraries: the sim directly, vgpu's client.
     assert!(out.stdout.contains("libvgpu_sim.so"), "{out}");
     assert!(out.stdout.contains("libvgpu_cuda.so"), "{out}");
-    // A progress line per (benchmark, side), in order.
+    // A progress line per (benchmark, round, side), in order: each round
+    // runs native, then every transport.
+    let progress: Vec<String> = out
+        .stderr
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let mut after = 0;
     for line in [
-        "[1/4] launch_sync   native",
-        "[2/4] launch_sync   vgpu/socket",
-        "[3/4] memcpy_8b     native",
-        "[4/4] memcpy_8b     vgpu/socket",
+        "[1/8] launch_sync 1/2 native",
+        "[2/8] launch_sync 1/2 vgpu/socket",
+        "[3/8] launch_sync 2/2 native",
+        "[4/8] launch_sync 2/2 vgpu/socket",
+        "[5/8] memcpy_8b 1/2 native",
+        "[6/8] memcpy_8b 1/2 vgpu/socket",
+        "[7/8] memcpy_8b 2/2 native",
+        "[8/8] memcpy_8b 2/2 vgpu/socket",
     ] {
-        assert!(
-            out.stderr.lines().any(|l| l.trim_start().starts_with(line)),
-            "no progress line {line:?}\n{out}"
-        );
+        let at = progress[after..]
+            .iter()
+            .position(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("no progress line {line:?} in order\n{out}"));
+        after += at + 1;
     }
 
     let report: serde_json::Value =
@@ -134,6 +148,7 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
     assert_eq!(report["quick"], true);
     assert_eq!(report["failed"], 0);
     assert_eq!(report["transports"], serde_json::json!(["socket"]));
+    assert_eq!(report["rounds"], 2);
     let rows = report["figures"].as_array().expect("figures");
     assert_eq!(rows.len(), figures.len());
     for (row, (figure, unit)) in rows.iter().zip(figures) {
@@ -144,6 +159,21 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
         assert_eq!(row["native_status"], "ok");
         for k in ["vgpu", "native", "ratio"] {
             assert!(row[k].as_f64().is_some_and(|v| v > 0.0), "{k}: {row}");
+        }
+        // The figure is the median (here: the mean) of the two rounds.
+        for side in ["vgpu", "native"] {
+            let runs: Vec<f64> = row[format!("{side}_runs")]
+                .as_array()
+                .expect("runs")
+                .iter()
+                .map(|v| v.as_f64().expect("number"))
+                .collect();
+            assert_eq!(runs.len(), 2, "{side}: {row}");
+            let mid = row[side].as_f64().expect("value");
+            assert!(
+                (mid - (runs[0] + runs[1]) / 2.0).abs() <= 1e-9 * mid,
+                "{side}: {row}"
+            );
         }
     }
     assert!(report["native"]["library"]

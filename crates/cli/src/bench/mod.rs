@@ -90,6 +90,13 @@ pub struct BenchArgs {
     /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
     #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
+    /// Rounds of each C benchmark. A round runs the native side, then each
+    /// transport, so a machine that drifts (clocks, other load) moves both
+    /// sides alike; each figure is the median over the rounds. Cold start
+    /// takes its own median over fresh processes and the PyTorch models run
+    /// once. Every round's value is in the JSON report.
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=50))]
+    pub rounds: u64,
     /// Also write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -597,9 +604,13 @@ fn torch_script(
 
 /// The progress line's start: which figure is being measured, on which side.
 /// The result is appended to the same line when the run ends.
-fn progress(step: usize, total: usize, b: &Benchmark, side: &Side) {
+fn progress(step: usize, total: usize, b: &Benchmark, side: &Side, round: (u64, u64)) {
     let w = total.to_string().len();
-    eprint!("[{step:>w$}/{total}] {:<13} {:<13} ", b.name, side.label());
+    let name = match round {
+        (_, 1) => b.name.to_owned(),
+        (k, n) => format!("{} {k}/{n}", b.name),
+    };
+    eprint!("[{step:>w$}/{total}] {name:<17} {:<13} ", side.label());
     let _ = std::io::stderr().flush();
 }
 
@@ -625,6 +636,10 @@ fn print_header(info: &RunInfo, mediator: &str, quick: bool) {
         } else {
             "full"
         }
+    );
+    println!(
+        "  {:<8} C benchmarks: median of {} round(s), each native then every transport",
+        "rounds", info.rounds
     );
     println!();
 }
@@ -710,6 +725,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         info: RunInfo {
             quick: args.quick,
             transports: args.transports.clone(),
+            rounds: args.rounds,
             native: SideInfo {
                 driver: native.description.clone(),
                 ..SideInfo::default()
@@ -738,41 +754,52 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     let sides: Vec<Side> = std::iter::once(Side::Native)
         .chain(args.transports.iter().cloned().map(Side::Vgpu))
         .collect();
-    let total = selected.len() * sides.len();
+    let rounds_of = |bench: &Benchmark| match bench.program {
+        Program::C { .. } => args.rounds,
+        Program::ColdStart { .. } | Program::Torch { .. } => 1,
+    };
+    let total: usize = selected
+        .iter()
+        .map(|bench| usize::try_from(rounds_of(bench)).unwrap_or(1) * sides.len())
+        .sum();
     let mut rows = Vec::new();
     let mut step = 0;
     for bench in &selected {
-        let mut native = Vec::new();
-        let mut vgpu = Vec::new();
-        for side in &sides {
-            step += 1;
-            progress(step, total, bench, side);
-            let t = Instant::now();
-            let out = b.run_side(bench, side);
-            eprintln!(
-                "{} ({:.1} s)",
-                summary(bench, &out),
-                t.elapsed().as_secs_f64()
-            );
-            match side {
-                Side::Native => native = out,
-                Side::Vgpu(tr) => vgpu.push((tr.clone(), out)),
+        let rounds = rounds_of(bench);
+        // Per side, per round, per figure.
+        let mut runs: Vec<Vec<Vec<Outcome>>> = vec![Vec::new(); sides.len()];
+        for round in 1..=rounds {
+            for (side, runs) in sides.iter().zip(&mut runs) {
+                step += 1;
+                if report::Rounds::settled(runs) {
+                    continue;
+                }
+                progress(step, total, bench, side, (round, rounds));
+                let t = Instant::now();
+                let out = b.run_side(bench, side);
+                eprintln!(
+                    "{} ({:.1} s)",
+                    summary(bench, &out),
+                    t.elapsed().as_secs_f64()
+                );
+                runs.push(out);
             }
         }
+        let mut combined = runs
+            .iter()
+            .map(|r| report::Rounds::of(r, bench.figures.len()));
+        let native = combined.next().unwrap_or_default();
+        let vgpu: Vec<_> = combined.collect();
         for (i, figure) in bench.figures.iter().enumerate() {
-            for (tr, out) in &vgpu {
+            for (tr, out) in args.transports.iter().zip(&vgpu) {
                 rows.push(Row {
                     benchmark: bench.name.to_owned(),
                     figure: *figure,
                     transport: tr.clone(),
-                    vgpu: out
-                        .get(i)
-                        .cloned()
-                        .unwrap_or(Outcome::Fail("no result".into())),
-                    native: native
-                        .get(i)
-                        .cloned()
-                        .unwrap_or(Outcome::Fail("no result".into())),
+                    vgpu: out.outcomes[i].clone(),
+                    native: native.outcomes[i].clone(),
+                    vgpu_runs: out.values[i].clone(),
+                    native_runs: native.values[i].clone(),
                 });
             }
         }

@@ -63,6 +63,64 @@ pub struct Row {
     pub vgpu: Outcome,
     /// The native side.
     pub native: Outcome,
+    /// Each round's vgpu value, in the order run (the figure is their median).
+    pub vgpu_runs: Vec<f64>,
+    /// Each round's native value, in the order run.
+    pub native_runs: Vec<f64>,
+}
+
+/// One side's outcome for each figure of a benchmark run over several rounds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rounds {
+    /// Per figure: the median of the rounds' values, or the first failure
+    /// (any failed round fails the figure), or the skip.
+    pub outcomes: Vec<Outcome>,
+    /// Per figure: every round's value, in order.
+    pub values: Vec<Vec<f64>>,
+}
+
+impl Rounds {
+    /// Combines `rounds` (each a run's outcome per figure) for `figures`
+    /// figures; a round with too few outcomes fails the missing figures.
+    pub fn of(rounds: &[Vec<Outcome>], figures: usize) -> Rounds {
+        let mut out = Rounds::default();
+        for i in 0..figures {
+            let mut values = Vec::new();
+            let mut first_bad = None;
+            for r in rounds {
+                match r.get(i) {
+                    Some(Outcome::Value(v)) => values.push(*v),
+                    Some(o @ Outcome::Fail(_)) => {
+                        first_bad = Some(o.clone());
+                        break;
+                    }
+                    Some(o @ Outcome::Skip(_)) => {
+                        first_bad.get_or_insert_with(|| o.clone());
+                    }
+                    None => {
+                        first_bad = Some(Outcome::Fail("no result".into()));
+                        break;
+                    }
+                }
+            }
+            let outcome = match first_bad {
+                Some(o) => o,
+                None if values.is_empty() => Outcome::Fail("no result".into()),
+                None => Outcome::Value(super::median(&mut values.clone())),
+            };
+            out.outcomes.push(outcome);
+            out.values.push(values);
+        }
+        out
+    }
+
+    /// Whether the last round failed or skipped any figure: later rounds of
+    /// this side would only repeat it.
+    pub fn settled(rounds: &[Vec<Outcome>]) -> bool {
+        rounds
+            .last()
+            .is_some_and(|r| r.iter().any(|o| !matches!(o, Outcome::Value(_))))
+    }
 }
 
 /// Whether a row met its target.
@@ -244,6 +302,8 @@ pub fn row_json(r: &Row) -> Value {
         "better": r.figure.better.as_str(),
         "vgpu": outcome_json(&r.vgpu),
         "native": outcome_json(&r.native),
+        "vgpu_runs": r.vgpu_runs,
+        "native_runs": r.native_runs,
         "ratio": r.ratio(),
         "vgpu_status": r.vgpu.status(),
         "native_status": r.native.status(),
@@ -261,6 +321,8 @@ pub struct RunInfo {
     pub quick: bool,
     /// The transports measured.
     pub transports: Vec<String>,
+    /// Rounds of each C benchmark (`--rounds`).
+    pub rounds: u64,
     /// The native side: driver choice, device, library, CUDA version.
     pub native: SideInfo,
     /// The vgpu side: the mediator's driver, device, library, CUDA version.
@@ -297,6 +359,7 @@ pub fn report_json(info: &RunInfo, rows: &[Row]) -> Value {
         "vgpu_version": env!("CARGO_PKG_VERSION"),
         "quick": info.quick,
         "transports": info.transports,
+        "rounds": info.rounds,
         "native": side_json(&info.native),
         "vgpu": side_json(&info.vgpu),
         "warnings": info.warnings,
@@ -336,7 +399,41 @@ mod tests {
             transport: "rings".into(),
             vgpu,
             native,
+            vgpu_runs: Vec::new(),
+            native_runs: Vec::new(),
         }
+    }
+
+    #[test]
+    fn rounds_give_the_median_or_the_first_failure() {
+        let v = Outcome::Value;
+        let fail = |r: &str| Outcome::Fail(r.into());
+        let skip = |r: &str| Outcome::Skip(r.into());
+        let runs = [
+            vec![v(3.0), v(10.0)],
+            vec![v(1.0), fail("timed out")],
+            vec![v(2.0), fail("crashed")],
+        ];
+        let r = Rounds::of(&runs, 2);
+        assert_eq!(r.outcomes, vec![v(2.0), fail("timed out")]);
+        assert_eq!(r.values, vec![vec![3.0, 1.0, 2.0], vec![10.0]]);
+        assert_eq!(
+            Rounds::of(&runs[..2], 1).outcomes,
+            vec![v(2.0)],
+            "even: the mean of the middle two"
+        );
+        assert_eq!(
+            Rounds::of(&[vec![skip("no torch")]], 1).outcomes,
+            vec![skip("no torch")]
+        );
+        assert_eq!(
+            Rounds::of(&[vec![v(1.0)]], 2).outcomes[1],
+            fail("no result")
+        );
+        assert_eq!(Rounds::of(&[], 1).outcomes, vec![fail("no result")]);
+        assert!(Rounds::settled(&runs[..2]));
+        assert!(!Rounds::settled(&runs[..1]));
+        assert!(!Rounds::settled(&[]));
     }
 
     #[test]
