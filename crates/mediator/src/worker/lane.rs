@@ -40,7 +40,7 @@ use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
 use super::exec::{self, Reply};
-use super::order::{Need, Ticket};
+use super::order::Ticket;
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -136,7 +136,7 @@ fn serve(s: &Session, mut io: LaneIo) {
             }
         }
         requests += 1;
-        if !s.order.wait(Need::of(&req), alive) {
+        if !s.order.wait_to_run(&req, alive) {
             break;
         }
         if req.posted() {

@@ -25,9 +25,8 @@
 //! taking a ticket and sending it leaves the later requests waiting; they
 //! give up when the session closes (`alive` turns false).
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::thread::{self, Thread};
 use std::time::Duration;
 
@@ -35,6 +34,10 @@ use vgpu_proto::{flags, order_reached, Request};
 
 /// How often a waiting lane re-checks that the session is alive.
 const CHECK: Duration = Duration::from_millis(100);
+/// Tickets at or above `below` whose completion [`Order`] can record: a
+/// posted request starts only once its ticket is inside this window
+/// ([`Order::wait_to_run`]). Divides 2^32, so the slots wrap with the tickets.
+const WINDOW: u32 = 1 << 18;
 
 /// What a request waits for before it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,29 +64,44 @@ impl Need {
     }
 }
 
-/// The tickets run so far, and the lanes waiting for more.
+/// The tickets run so far, and the lanes waiting for more. Lock-free but
+/// for the waiters' list.
 ///
-/// `below` says every ticket below it has run; tickets at or above it that
-/// ran out of turn wait in `above`. Only the ticket equal to `below` moves
-/// it, so the common case (tickets completing in order) is one
-/// compare-and-swap; the set is touched under its lock only when tickets
-/// complete out of turn.
-#[derive(Debug, Default)]
+/// `below` says every ticket below it has run. A ticket `t` at or above it
+/// that has run says so in its slot, `done[t % WINDOW] == t + 1`. A slot
+/// holds the last ticket of its residue class that ran, plus one, so a stale
+/// value never matches; it starts at its own index, which is one less than
+/// its class's values modulo WINDOW, so neither does a fresh one. Whoever finds the slot of `below` marked moves
+/// `below` on by a compare-and-swap; a ticket marks its slot *before* it
+/// looks at `below`, and a thread moving `below` looks at the slot *after*
+/// it moved it (all `SeqCst`), so one of the two always sees the other and
+/// no completed ticket is left behind.
+#[derive(Debug)]
 pub struct Order {
     below: AtomicU32,
-    /// Tickets at or above `below` that have run.
-    above: Mutex<HashSet<u32>>,
-    /// Entries in `above`, read without the lock.
-    out_of_turn: AtomicUsize,
+    /// Per ticket residue: the last ticket that ran, plus one.
+    done: Box<[AtomicU32]>,
     /// Entries in `waiters`, read without the lock by [`Order::complete`].
     waiting: AtomicUsize,
     /// (what each waits for, its thread).
     waiters: Mutex<Vec<(Need, Thread)>>,
 }
 
+impl Default for Order {
+    fn default() -> Order {
+        Order {
+            below: AtomicU32::new(0),
+            // 1 MiB per session.
+            done: (0..WINDOW).map(AtomicU32::new).collect(),
+            waiting: AtomicUsize::new(0),
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl Order {
-    fn above(&self) -> MutexGuard<'_, HashSet<u32>> {
-        self.above.lock().unwrap_or_else(|e| e.into_inner())
+    fn slot(&self, ticket: u32) -> &AtomicU32 {
+        &self.done[(ticket % WINDOW) as usize]
     }
 
     /// Whether `need` is met.
@@ -92,12 +110,27 @@ impl Order {
         match need {
             Need::Nothing => true,
             Need::Below(order) => order_reached(below, order),
-            Need::Ticket(t) if order_reached(below, t.wrapping_add(1)) => true,
             Need::Ticket(t) => {
-                self.out_of_turn.load(Ordering::SeqCst) != 0 && self.above().contains(&t)
-                    || order_reached(self.below.load(Ordering::SeqCst), t.wrapping_add(1))
+                order_reached(below, t.wrapping_add(1))
+                    || t.wrapping_sub(below) < WINDOW
+                        && self.slot(t).load(Ordering::SeqCst) == t.wrapping_add(1)
             }
         }
+    }
+
+    /// Waits until `req` may run: what it must follow has run and, for a
+    /// posted request, its ticket is inside the window [`Order::complete`]
+    /// needs. `false`: `alive` turned false first.
+    pub fn wait_to_run(&self, req: &Request, alive: impl Fn() -> bool) -> bool {
+        if req.posted() {
+            // The tickets below `order - WINDOW + 1` have run: `order` is
+            // less than WINDOW above `below`.
+            let window = Need::Below(req.order.wrapping_sub(WINDOW - 1));
+            if !self.wait(window, &alive) {
+                return false;
+            }
+        }
+        self.wait(Need::of(req), alive)
     }
 
     /// Waits until `need` is met. `false`: `alive` turned false first
@@ -131,25 +164,22 @@ impl Order {
         met
     }
 
-    /// Records that ticket `ticket` has run. A ticket that already ran (a
-    /// client that sent one twice) changes nothing.
+    /// Records that ticket `ticket` has run. It must be less than WINDOW
+    /// above `below` (its lane waited for that, [`Order::wait_to_run`]); a
+    /// ticket that already ran (a client that sent one twice) changes
+    /// nothing.
     pub fn complete(&self, ticket: u32) {
-        let next = ticket.wrapping_add(1);
-        let in_turn = self
-            .below
-            .compare_exchange(ticket, next, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok();
-        if !in_turn {
-            let mut above = self.above();
-            if !order_reached(self.below.load(Ordering::SeqCst), next) && above.insert(ticket) {
-                self.out_of_turn.fetch_add(1, Ordering::SeqCst);
-            }
-            self.close_up(&mut above);
-        } else if self.out_of_turn.load(Ordering::SeqCst) != 0 {
-            // Tickets above ran out of turn: `below` may now reach them. (A
-            // ticket put there after this load sees the new `below` itself.)
-            self.close_up(&mut self.above());
+        let below = self.below.load(Ordering::SeqCst);
+        if order_reached(below, ticket.wrapping_add(1)) {
+            return;
         }
+        debug_assert!(
+            ticket.wrapping_sub(below) < WINDOW,
+            "ticket outside the window"
+        );
+        self.slot(ticket)
+            .store(ticket.wrapping_add(1), Ordering::SeqCst);
+        self.close_up();
         if self.waiting.load(Ordering::SeqCst) == 0 {
             return;
         }
@@ -161,17 +191,18 @@ impl Order {
         }
     }
 
-    /// Moves `below` past the tickets in `above` that it reaches. Only the
-    /// ticket equal to `below` moves it, and one in `above` has run already,
-    /// so no other thread moves it meanwhile.
-    fn close_up(&self, above: &mut HashSet<u32>) {
+    /// Moves `below` past every ticket at it that has run.
+    fn close_up(&self) {
         loop {
             let below = self.below.load(Ordering::SeqCst);
-            if !above.remove(&below) {
+            let next = below.wrapping_add(1);
+            if self.slot(below).load(Ordering::SeqCst) != next {
                 return;
             }
-            self.out_of_turn.fetch_sub(1, Ordering::SeqCst);
-            self.below.store(below.wrapping_add(1), Ordering::SeqCst);
+            // Another thread may move it first; either way, look again.
+            let _ = self
+                .below
+                .compare_exchange(below, next, Ordering::SeqCst, Ordering::SeqCst);
         }
     }
 }
@@ -251,7 +282,6 @@ mod tests {
         assert_eq!(logs[0], (0..2000).step_by(2).collect::<Vec<_>>());
         assert_eq!(logs[1], (1..2000).step_by(2).collect::<Vec<_>>());
         assert!(order.meets(Need::Below(2000)));
-        assert!(order.above().is_empty());
     }
 
     #[test]
@@ -279,8 +309,6 @@ mod tests {
         }
         assert!(all.join().expect("join"));
         assert_eq!(order.below.load(Ordering::SeqCst), N);
-        assert!(order.above().is_empty());
-        assert_eq!(order.out_of_turn.load(Ordering::SeqCst), 0);
     }
 
     #[test]
@@ -294,7 +322,6 @@ mod tests {
             order.complete(t);
         }
         assert!(order.meets(Need::Below(4)), "the run below closes up");
-        assert!(order.above().is_empty());
     }
 
     #[test]
@@ -325,7 +352,6 @@ mod tests {
         // Repeated tickets change nothing.
         order.complete(1);
         assert!(!order.meets(Need::Below(3)));
-        assert!(order.above().is_empty());
     }
 
     #[test]
@@ -350,6 +376,11 @@ mod tests {
         order.below.store(u32::MAX, Ordering::SeqCst);
         order.complete(0);
         assert!(order.meets(Need::Ticket(0)));
+        assert!(
+            !order.meets(Need::Ticket(u32::MAX)),
+            "a fresh slot is not a run ticket"
+        );
+        assert!(!order.meets(Need::Below(1)), "nor does `below` pass it");
         order.complete(u32::MAX);
         assert!(
             order.meets(Need::Below(1)),
@@ -357,6 +388,44 @@ mod tests {
         );
         assert!(order.meets(Need::Below(u32::MAX)));
         assert!(!order.meets(Need::Below(2)));
+    }
+
+    #[test]
+    fn a_posted_ticket_far_ahead_waits_until_it_is_inside_the_window() {
+        use vgpu_proto::{read_request_into, request_prefix, Op, RequestMeta};
+        let posted = |ticket: u32| {
+            let meta = RequestMeta {
+                op: Op::Memset,
+                seq: 0,
+                ctx: 1,
+                flags: flags::POSTED,
+                order: ticket,
+                after: 0,
+            };
+            let bytes = request_prefix(&meta, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
+            let mut req = Request::empty();
+            read_request_into(&mut &bytes[..], &mut req).expect("decodes");
+            req
+        };
+        let order = Arc::new(Order::default());
+        assert!(order.wait_to_run(&posted(WINDOW - 1), || true), "inside");
+        let far = {
+            let order = Arc::clone(&order);
+            thread::spawn(move || {
+                assert!(order.wait_to_run(&posted(WINDOW + 2), || true));
+                order.below.load(Ordering::SeqCst)
+            })
+        };
+        thread::sleep(Duration::from_millis(20));
+        assert!(!far.is_finished(), "outside the window: it waits");
+        for t in 0..3 {
+            order.complete(t);
+        }
+        assert_eq!(far.join().expect("join"), 3, "runs once ticket 2 has run");
+        // Its completion is then recorded like any other.
+        order.complete(WINDOW + 2);
+        assert!(order.meets(Need::Ticket(WINDOW + 2)));
+        assert!(!order.meets(Need::Ticket(WINDOW + 1)));
     }
 
     #[test]
