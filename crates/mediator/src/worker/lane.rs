@@ -40,7 +40,7 @@ use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
 use super::exec::{self, Reply};
-use super::order::Ticket;
+use super::order::{LaneView, Ticket};
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -126,6 +126,8 @@ fn serve(s: &Session, mut io: LaneIo) {
     let alive = || !s.closing.load(Ordering::SeqCst);
     // One request, read into again and again: no allocation per request.
     let mut req = Request::empty();
+    // What this lane knows of the session's order by itself.
+    let mut view = LaneView::default();
     loop {
         match io.next(s, &mut req) {
             Ok(true) => {}
@@ -136,13 +138,14 @@ fn serve(s: &Session, mut io: LaneIo) {
             }
         }
         requests += 1;
-        if !s.order.wait_to_run(&req, alive) {
+        if !s.order.wait_to_run(&mut view, &req, alive) {
             break;
         }
         if req.posted() {
             posted += 1;
             let _done = Ticket {
                 order: &s.order,
+                view: &mut view,
                 ticket: req.order,
             };
             if let Err(st) = lane.execute(s, &req) {

@@ -34,10 +34,16 @@ use vgpu_proto::{flags, order_reached, Request};
 
 /// How often a waiting lane re-checks that the session is alive.
 const CHECK: Duration = Duration::from_millis(100);
+/// log2 of [`WINDOW`].
+const WINDOW_BITS: u32 = 18;
 /// Tickets at or above `below` whose completion [`Order`] can record: a
 /// posted request starts only once its ticket is inside this window
 /// ([`Order::wait_to_run`]). Divides 2^32, so the slots wrap with the tickets.
-const WINDOW: u32 = 1 << 18;
+const WINDOW: u32 = 1 << WINDOW_BITS;
+/// Consecutive tickets' slots lie this many bits apart (a rotation of the
+/// slot index): 2^6 slots of 4 bytes, so lanes completing neighbouring
+/// tickets never write one cache line.
+const SPREAD_BITS: u32 = 6;
 
 /// What a request waits for before it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,19 +73,24 @@ impl Need {
 /// The tickets run so far, and the lanes waiting for more. Lock-free but
 /// for the waiters' list.
 ///
-/// `below` says every ticket below it has run. A ticket `t` at or above it
-/// that has run says so in its slot, `done[t % WINDOW] == t + 1`. A slot
-/// holds the last ticket of its residue class that ran, plus one, so a stale
-/// value never matches; it starts at its own index, which is one less than
-/// its class's values modulo WINDOW, so neither does a fresh one. Whoever finds the slot of `below` marked moves
-/// `below` on by a compare-and-swap; a ticket marks its slot *before* it
-/// looks at `below`, and a thread moving `below` looks at the slot *after*
-/// it moved it (all `SeqCst`), so one of the two always sees the other and
-/// no completed ticket is left behind.
+/// A ticket `t` that has run says so in its slot: `slot(t) == t + 1`. A slot
+/// holds the last ticket of its residue class (modulo [`WINDOW`]) that ran,
+/// plus one, so a stale value never matches; it starts at its class's
+/// residue, which is one less than every value the class writes, modulo
+/// WINDOW, so neither does a fresh one.
+///
+/// `below` says every ticket below it has run. It is moved on lazily, only
+/// by a thread that needs it (a fence, a barrier, a ticket at the edge of the
+/// window): it scans the slots from `below` and moves it past the run it
+/// found with one compare-and-swap. Completing a ticket is one store to its
+/// own slot and one load, so lanes running side by side share no written
+/// cache line. A completion stores its slot *before* it looks for waiters,
+/// and a waiter registers *before* it scans (all `SeqCst`), so either the
+/// scan sees the slot or the completion sees the waiter and wakes it.
 #[derive(Debug)]
 pub struct Order {
     below: AtomicU32,
-    /// Per ticket residue: the last ticket that ran, plus one.
+    /// Slot of each ticket residue, spread ([`Order::slot`]).
     done: Box<[AtomicU32]>,
     /// Entries in `waiters`, read without the lock by [`Order::complete`].
     waiting: AtomicUsize,
@@ -87,50 +98,115 @@ pub struct Order {
     waiters: Mutex<Vec<(Need, Thread)>>,
 }
 
+/// Where ticket residue `i` keeps its slot: `i` rotated left by
+/// [`SPREAD_BITS`] within [`WINDOW_BITS`].
+const fn spread(i: u32) -> usize {
+    let i = i & (WINDOW - 1);
+    (((i << SPREAD_BITS) | (i >> (WINDOW_BITS - SPREAD_BITS))) & (WINDOW - 1)) as usize
+}
+
 impl Default for Order {
     fn default() -> Order {
+        let mut done: Vec<AtomicU32> = (0..WINDOW).map(|_| AtomicU32::new(0)).collect();
+        for i in 0..WINDOW {
+            done[spread(i)] = AtomicU32::new(i);
+        }
         Order {
             below: AtomicU32::new(0),
             // 1 MiB per session.
-            done: (0..WINDOW).map(AtomicU32::new).collect(),
+            done: done.into_boxed_slice(),
             waiting: AtomicUsize::new(0),
             waiters: Mutex::new(Vec::new()),
         }
     }
 }
 
+/// What one lane knows of the order without looking at shared memory: the
+/// last ticket it ran itself, and the last `below` it read.
+#[derive(Debug, Default)]
+pub struct LaneView {
+    last_run: Option<u32>,
+    below_seen: u32,
+}
+
 impl Order {
     fn slot(&self, ticket: u32) -> &AtomicU32 {
-        &self.done[(ticket % WINDOW) as usize]
+        &self.done[spread(ticket)]
+    }
+
+    fn has_run_by_slot(&self, t: u32) -> bool {
+        self.slot(t).load(Ordering::SeqCst) == t.wrapping_add(1)
+    }
+
+    fn has_run(&self, t: u32) -> bool {
+        // The slot first: a slot taken over by `t + WINDOW` means `below`
+        // had passed `t` before, and the later load of `below` sees that.
+        self.has_run_by_slot(t)
+            || order_reached(self.below.load(Ordering::SeqCst), t.wrapping_add(1))
+    }
+
+    /// Moves `below` past every ticket at it that has run; the new `below`.
+    fn advance(&self) -> u32 {
+        loop {
+            let below = self.below.load(Ordering::SeqCst);
+            let mut end = below;
+            while end.wrapping_sub(below) < WINDOW && self.has_run_by_slot(end) {
+                end = end.wrapping_add(1);
+            }
+            if end == below {
+                return below;
+            }
+            // Every slot in below..end was marked while `below` was below
+            // them, so none was taken over since: the run holds if `below`
+            // has not moved.
+            if self
+                .below
+                .compare_exchange(below, end, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return end;
+            }
+        }
     }
 
     /// Whether `need` is met.
     pub fn meets(&self, need: Need) -> bool {
-        let below = self.below.load(Ordering::SeqCst);
         match need {
             Need::Nothing => true,
-            Need::Below(order) => order_reached(below, order),
-            Need::Ticket(t) => {
-                order_reached(below, t.wrapping_add(1))
-                    || t.wrapping_sub(below) < WINDOW
-                        && self.slot(t).load(Ordering::SeqCst) == t.wrapping_add(1)
+            Need::Below(order) => {
+                order_reached(self.below.load(Ordering::SeqCst), order)
+                    || order_reached(self.advance(), order)
             }
+            Need::Ticket(t) => self.has_run(t),
         }
     }
 
     /// Waits until `req` may run: what it must follow has run and, for a
     /// posted request, its ticket is inside the window [`Order::complete`]
-    /// needs. `false`: `alive` turned false first.
-    pub fn wait_to_run(&self, req: &Request, alive: impl Fn() -> bool) -> bool {
+    /// needs. `view` answers what this lane knows by itself. `false`:
+    /// `alive` turned false first.
+    pub fn wait_to_run(
+        &self,
+        view: &mut LaneView,
+        req: &Request,
+        alive: impl Fn() -> bool,
+    ) -> bool {
         if req.posted() {
             // The tickets below `order - WINDOW + 1` have run: `order` is
             // less than WINDOW above `below`.
-            let window = Need::Below(req.order.wrapping_sub(WINDOW - 1));
-            if !self.wait(window, &alive) {
-                return false;
+            let edge = req.order.wrapping_sub(WINDOW - 1);
+            if !order_reached(view.below_seen, edge) {
+                if !self.wait(Need::Below(edge), &alive) {
+                    return false;
+                }
+                view.below_seen = self.below.load(Ordering::SeqCst);
             }
         }
-        self.wait(Need::of(req), alive)
+        match Need::of(req) {
+            // The lane ran that ticket itself: its stream's previous call.
+            Need::Ticket(t) if view.last_run == Some(t) => true,
+            need => self.wait(need, alive),
+        }
     }
 
     /// Waits until `need` is met. `false`: `alive` turned false first
@@ -165,21 +241,16 @@ impl Order {
     }
 
     /// Records that ticket `ticket` has run. It must be less than WINDOW
-    /// above `below` (its lane waited for that, [`Order::wait_to_run`]); a
-    /// ticket that already ran (a client that sent one twice) changes
-    /// nothing.
+    /// above `below` (its lane waited for that, [`Order::wait_to_run`]). A
+    /// ticket that already ran changes nothing, unless a misbehaving client
+    /// sends it again so late that its slot belongs to a later ticket: then
+    /// only that client's own session stalls, until it closes.
     pub fn complete(&self, ticket: u32) {
-        let below = self.below.load(Ordering::SeqCst);
-        if order_reached(below, ticket.wrapping_add(1)) {
+        if order_reached(self.below.load(Ordering::SeqCst), ticket.wrapping_add(1)) {
             return;
         }
-        debug_assert!(
-            ticket.wrapping_sub(below) < WINDOW,
-            "ticket outside the window"
-        );
         self.slot(ticket)
             .store(ticket.wrapping_add(1), Ordering::SeqCst);
-        self.close_up();
         if self.waiting.load(Ordering::SeqCst) == 0 {
             return;
         }
@@ -191,19 +262,10 @@ impl Order {
         }
     }
 
-    /// Moves `below` past every ticket at it that has run.
-    fn close_up(&self) {
-        loop {
-            let below = self.below.load(Ordering::SeqCst);
-            let next = below.wrapping_add(1);
-            if self.slot(below).load(Ordering::SeqCst) != next {
-                return;
-            }
-            // Another thread may move it first; either way, look again.
-            let _ = self
-                .below
-                .compare_exchange(below, next, Ordering::SeqCst, Ordering::SeqCst);
-        }
+    /// [`Order::complete`], remembered by the lane that ran it.
+    pub fn complete_on(&self, view: &mut LaneView, ticket: u32) {
+        self.complete(ticket);
+        view.last_run = Some(ticket);
     }
 }
 
@@ -211,12 +273,13 @@ impl Order {
 /// call still lets the later tickets run.
 pub struct Ticket<'a> {
     pub order: &'a Order,
+    pub view: &'a mut LaneView,
     pub ticket: u32,
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        self.order.complete(self.ticket);
+        self.order.complete_on(self.view, self.ticket);
     }
 }
 
@@ -390,29 +453,87 @@ mod tests {
         assert!(!order.meets(Need::Below(2)));
     }
 
+    /// A request as a lane reads it: `flags`, its ticket (or fence), and
+    /// the ticket it follows.
+    fn request(flags: u32, order: u32, after: u32) -> Request {
+        use vgpu_proto::{read_request_into, request_prefix, Op, RequestMeta};
+        let meta = RequestMeta {
+            op: Op::Memset,
+            seq: 0,
+            ctx: 1,
+            flags,
+            order,
+            after,
+        };
+        let bytes = request_prefix(&meta, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
+        let mut req = Request::empty();
+        read_request_into(&mut &bytes[..], &mut req).expect("decodes");
+        req
+    }
+
+    #[test]
+    fn neighbouring_tickets_never_share_a_cache_line() {
+        let mut seen = vec![false; WINDOW as usize];
+        for i in 0..WINDOW {
+            let at = spread(i);
+            assert!(!seen[at], "residue {i} collides");
+            seen[at] = true;
+            let next = spread(i.wrapping_add(1));
+            assert!(at.abs_diff(next) * 4 >= 64, "{i}: slots {at} and {next}");
+        }
+    }
+
+    #[test]
+    fn lanes_carry_chains_past_the_window_and_a_fence_sees_them_all() {
+        // Four lanes, each carrying one stream's chain (ticket t on lane
+        // t % 4, following t - 4), more tickets than the window holds and no
+        // fence until the end: the lanes answer their own chains' needs,
+        // wait at the window's edge for each other, and the fence finds
+        // every ticket run.
+        const N: u32 = WINDOW + WINDOW / 2;
+        let order = Arc::new(Order::default());
+        let lanes: Vec<_> = (0..4u32)
+            .map(|k| {
+                let order = Arc::clone(&order);
+                thread::spawn(move || {
+                    let mut view = LaneView::default();
+                    for t in (k..N).step_by(4) {
+                        let req = match t.checked_sub(4) {
+                            Some(prev) => request(flags::POSTED | flags::AFTER, t, prev),
+                            None => request(flags::POSTED, t, 0),
+                        };
+                        assert!(order.wait_to_run(&mut view, &req, || true));
+                        assert!(
+                            t < 4 || order.meets(Need::Ticket(t - 4)),
+                            "{t} ran after {}",
+                            t - 4
+                        );
+                        order.complete_on(&mut view, t);
+                    }
+                })
+            })
+            .collect();
+        let fence = request(0, N, 0);
+        assert!(order.wait_to_run(&mut LaneView::default(), &fence, || true));
+        for l in lanes {
+            l.join().expect("join");
+        }
+        assert_eq!(order.below.load(Ordering::SeqCst), N);
+        assert!(!order.meets(Need::Ticket(N)));
+    }
+
     #[test]
     fn a_posted_ticket_far_ahead_waits_until_it_is_inside_the_window() {
-        use vgpu_proto::{read_request_into, request_prefix, Op, RequestMeta};
-        let posted = |ticket: u32| {
-            let meta = RequestMeta {
-                op: Op::Memset,
-                seq: 0,
-                ctx: 1,
-                flags: flags::POSTED,
-                order: ticket,
-                after: 0,
-            };
-            let bytes = request_prefix(&meta, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
-            let mut req = Request::empty();
-            read_request_into(&mut &bytes[..], &mut req).expect("decodes");
-            req
-        };
+        let posted = |ticket| request(flags::POSTED, ticket, 0);
         let order = Arc::new(Order::default());
-        assert!(order.wait_to_run(&posted(WINDOW - 1), || true), "inside");
+        assert!(
+            order.wait_to_run(&mut LaneView::default(), &posted(WINDOW - 1), || true),
+            "inside"
+        );
         let far = {
             let order = Arc::clone(&order);
             thread::spawn(move || {
-                assert!(order.wait_to_run(&posted(WINDOW + 2), || true));
+                assert!(order.wait_to_run(&mut LaneView::default(), &posted(WINDOW + 2), || true));
                 order.below.load(Ordering::SeqCst)
             })
         };
@@ -432,8 +553,10 @@ mod tests {
     fn a_panicking_request_still_completes_its_ticket() {
         let order = Order::default();
         let r = std::panic::catch_unwind(|| {
+            let mut view = LaneView::default();
             let _t = Ticket {
                 order: &order,
+                view: &mut view,
                 ticket: 0,
             };
             panic!("driver call panicked");
