@@ -120,21 +120,35 @@ impl Bench<'_> {
     ) -> Vec<Outcome> {
         let title = format!("{} on {}", b.name, side.label());
         let shown = format!("{cmd:?}");
-        let f = match exec::run(cmd, timeout) {
-            Ok(f) => f,
-            Err(e) => {
-                self.write_log_text(&title, &shown, &e);
-                return fail_all(b, &e);
-            }
+        let run = exec::run(cmd, timeout);
+        let (f, parsed) = match self.logged(b, side, &title, &shown, run) {
+            Ok(r) => r,
+            Err(failed) => return failed,
         };
-        self.write_log_finished(&title, &shown, &f);
-        let parsed = exec::parse(&f.stdout);
-        self.note_warnings(side, &parsed);
-        if let Err(e) = self.check_library(side, &parsed) {
-            return fail_all(b, &e);
-        }
         let why = exec::failure(&f, &parsed, timeout);
         outcomes(b, &parsed, why.as_deref())
+    }
+
+    /// Logs a run and reads what it printed. `Err`: the outcomes to report
+    /// instead, when it could not run or mapped the wrong library.
+    fn logged(
+        &mut self,
+        b: &Benchmark,
+        side: &Side,
+        title: &str,
+        shown: &str,
+        run: Result<exec::Finished, String>,
+    ) -> Result<(exec::Finished, exec::Parsed), Vec<Outcome>> {
+        let f = run.map_err(|e| {
+            self.write_log_text(title, shown, &e);
+            fail_all(b, &e)
+        })?;
+        self.write_log_finished(title, shown, &f);
+        let parsed = exec::parse(&f.stdout);
+        self.note_warnings(side, &parsed);
+        self.check_library(side, &parsed)
+            .map_err(|e| fail_all(b, &e))?;
+        Ok((f, parsed))
     }
 
     fn write_log_text(&mut self, title: &str, shown: &str, err: &str) {
@@ -178,18 +192,14 @@ impl Bench<'_> {
             let shown = format!("{cmd:?}");
             let title = format!("{} on {} (run {i} of {runs})", b.name, side.label());
             let left = deadline.saturating_duration_since(Instant::now());
-            let (at, f) = match exec::time_to_line(cmd, "first_kernel_done", left) {
-                Ok(r) => r,
-                Err(e) => {
-                    self.write_log_text(&title, &shown, &e);
-                    return fail_all(b, &e);
-                }
+            let (at, run) = match exec::time_to_line(cmd, "first_kernel_done", left) {
+                Ok((at, f)) => (at, Ok(f)),
+                Err(e) => (None, Err(e)),
             };
-            self.write_log_finished(&title, &shown, &f);
-            let parsed = exec::parse(&f.stdout);
-            if let Err(e) = self.check_library(side, &parsed) {
-                return fail_all(b, &e);
-            }
+            let (f, parsed) = match self.logged(b, side, &title, &shown, run) {
+                Ok(r) => r,
+                Err(failed) => return failed,
+            };
             if let Some(why) = exec::failure(&f, &parsed, timeout) {
                 return fail_all(b, &why);
             }
