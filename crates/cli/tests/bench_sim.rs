@@ -195,7 +195,7 @@ fn tcp_is_measured_over_a_loopback_connection_to_the_same_mediator() {
         &[
             "--quick",
             "--only",
-            "launch_sync,memcpy_8b",
+            "launch_sync,memcpy_8b,cold_start",
             "--transports",
             "tcp,socket",
             "--log-dir",
@@ -204,12 +204,14 @@ fn tcp_is_measured_over_a_loopback_connection_to_the_same_mediator() {
         &[],
     );
     out.assert_success();
-    let r = rows(&out, "launch_sync");
-    assert_eq!(r.len(), 2, "one row per transport\n{out}");
-    assert_eq!((r[0][1], r[1][1]), ("tcp", "socket"), "{out}");
-    for row in &r {
-        number(row[2], "vgpu", &out);
-        number(row[3], "native", &out);
+    for figure in ["launch_sync", "cold_start"] {
+        let r = rows(&out, figure);
+        assert_eq!(r.len(), 2, "{figure}: one row per transport\n{out}");
+        assert_eq!((r[0][1], r[1][1]), ("tcp", "socket"), "{out}");
+        for row in &r {
+            number(row[2], "vgpu", &out);
+            number(row[3], "native", &out);
+        }
     }
     assert!(
         out.stdout.contains("and tcp://127.0.0.1:"),
