@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cu;
-use common::{is_alive, is_child, sigkill, wait_gone, Harness, Running};
+use common::{assert_same, is_alive, is_child, pattern, sigkill, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 
 const MODE_ENV: &str = "VGPU_E2E_MODE";
@@ -26,56 +26,10 @@ fn init_mode() -> bool {
     std::env::var(MODE_ENV).is_ok_and(|m| m == "init")
 }
 
-/// `len` pseudo-random bytes from `seed` (xorshift64, eight bytes a step):
-/// distinct per seed, never periodic at small powers of two.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.truncate(len);
-    v
-}
-
-/// Panics with the first differing byte unless `back == src`.
-fn assert_same(src: &[u8], back: &[u8], what: &str) {
-    if src != back {
-        let j = (0..src.len())
-            .find(|&j| src[j] != back[j])
-            .unwrap_or(src.len());
-        panic!(
-            "{what}: byte {j} of {} reads back as {:?}, wrote {:?}",
-            src.len(),
-            back.get(j),
-            src.get(j)
-        );
-    }
-}
-
 /// A short client: allocate, copy a pattern in and out, check, free.
 fn quick_client() {
     cu::init_context();
-    let len = 3 << 20;
-    let d = cu::alloc(len);
-    let src = pattern(99, len);
-    let mut back = vec![0u8; len];
-    // SAFETY: both host buffers hold len bytes; d holds len bytes.
-    unsafe {
-        cu::ok(
-            sys::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), len),
-            "cuMemcpyHtoD",
-        );
-        cu::ok(
-            sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, len),
-            "cuMemcpyDtoH",
-        );
-        cu::ok(sys::cuMemFree_v2(d), "cuMemFree");
-    }
-    assert_same(&src, &back, "a new client");
+    cu::round_trip(&pattern(99, 3 << 20), "a new client");
     println!("quick client ok");
 }
 

@@ -22,7 +22,7 @@ use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use common::cu;
-use common::{is_alive, is_child, wait_gone, Harness, Running};
+use common::{is_alive, is_child, pattern, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 use e2e_survive_support::{logged_workers, wait_log, Supervisor};
 
@@ -34,19 +34,6 @@ const QUICK: Duration = Duration::from_secs(2);
 
 fn mode() -> String {
     std::env::var(MODE_ENV).unwrap_or_default()
-}
-
-/// `len` bytes that depend on `seed` and the position.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()[4]
-        })
-        .collect()
 }
 
 fn htod(d: sys::CUdeviceptr, src: &[u8]) -> sys::CUresult {

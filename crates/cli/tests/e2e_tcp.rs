@@ -19,59 +19,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cu::{self, Cases};
-use common::{is_child, sigkill, wait_gone, Harness, Running};
+use common::{assert_same, is_child, pattern, sigkill, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 
 const INVALID_VALUE: u32 = 1;
 use common::SIM_MODULE;
 /// More than two 16 MiB socket pieces, and not a multiple of anything.
 const BIG: usize = (40 << 20) + 123;
-
-/// `len` pseudo-random bytes from `seed` (xorshift64).
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.truncate(len);
-    v
-}
-
-#[track_caller]
-fn assert_same(src: &[u8], back: &[u8], what: &str) {
-    assert_eq!(src.len(), back.len(), "{what}: lengths");
-    if let Some(j) = (0..src.len()).find(|&j| src[j] != back[j]) {
-        panic!(
-            "{what}: byte {j} of {} reads back as {}, wrote {}",
-            src.len(),
-            back[j],
-            src[j]
-        );
-    }
-}
-
-/// Copies `src` to fresh device memory and back, synchronously; checks it.
-fn round_trip(src: &[u8], what: &str) {
-    let d = cu::alloc(src.len());
-    let mut back = vec![0u8; src.len()];
-    // SAFETY: both host buffers and d hold src.len() bytes.
-    unsafe {
-        cu::ok(
-            sys::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), src.len()),
-            "cuMemcpyHtoD",
-        );
-        cu::ok(
-            sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, src.len()),
-            "cuMemcpyDtoH",
-        );
-        cu::ok(sys::cuMemFree_v2(d), "cuMemFree");
-    }
-    assert_same(src, &back, what);
-}
 
 fn log_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
     text.lines().filter(|l| l.contains(needle)).collect()
@@ -140,8 +94,8 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
 fn session_child() {
     cu::init_context();
     // Synchronous copies of several pieces each way.
-    round_trip(&pattern(1, BIG), "a 40 MiB synchronous round trip");
-    round_trip(&pattern(2, 1), "one byte");
+    cu::round_trip(&pattern(1, BIG), "a 40 MiB synchronous round trip");
+    cu::round_trip(&pattern(2, 1), "one byte");
 
     // Asynchronous host-to-device copy (posted pieces), then back.
     let mut stream: sys::CUstream = null_mut();
@@ -238,7 +192,7 @@ fn threads() {
                     .into_iter()
                     .enumerate()
                 {
-                    round_trip(
+                    cu::round_trip(
                         &pattern(100 + t * 10 + i as u64, len),
                         &format!("thread {t} copy {i}"),
                     );
@@ -441,7 +395,7 @@ fn lane_connections_with_a_wrong_token_are_refused() {
 
 fn wrong_token_child() {
     cu::init_context();
-    round_trip(&pattern(5, 1 << 20), "first lane");
+    cu::round_trip(&pattern(5, 1 << 20), "first lane");
     println!("ready");
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).expect("read stdin");
@@ -455,11 +409,11 @@ fn wrong_token_child() {
             unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) },
             "cuCtxSetCurrent",
         );
-        round_trip(&pattern(6, (20 << 20) + 1), "second lane");
+        cu::round_trip(&pattern(6, (20 << 20) + 1), "second lane");
     })
     .join()
     .expect("the second lane's thread");
-    round_trip(&pattern(7, 4096), "first lane again");
+    cu::round_trip(&pattern(7, 4096), "first lane again");
     println!("second lane ok");
 }
 
@@ -468,7 +422,7 @@ fn killed_worker_gives_device_unavailable_over_tcp() {
     if is_child() {
         if std::env::var("VGPU_E2E_MODE").is_ok_and(|m| m == "quick") {
             cu::init_context();
-            round_trip(&pattern(9, 3 << 20), "a new client");
+            cu::round_trip(&pattern(9, 3 << 20), "a new client");
             println!("quick client ok");
             return;
         }

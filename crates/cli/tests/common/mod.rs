@@ -658,6 +658,35 @@ pub const SIM_MODULE: &std::ffi::CStr =
 
 pub mod loss;
 
+/// `len` pseudo-random bytes from `seed` (xorshift64, eight bytes a step):
+/// distinct per seed, never periodic at small powers of two.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+/// Panics with the first differing byte unless `back == src`.
+#[track_caller]
+pub fn assert_same(src: &[u8], back: &[u8], what: &str) {
+    assert_eq!(src.len(), back.len(), "{what}: lengths");
+    if let Some(j) = (0..src.len()).find(|&j| src[j] != back[j]) {
+        panic!(
+            "{what}: byte {j} of {} reads back as {}, wrote {}",
+            src.len(),
+            back[j],
+            src[j]
+        );
+    }
+}
+
 pub mod cu {
     use cudarc::driver::sys;
 
@@ -694,6 +723,27 @@ pub mod cu {
             "cuMemAlloc_v2",
         );
         d
+    }
+
+    /// Copies `src` to fresh device memory and back synchronously, checks
+    /// the bytes, and frees the memory.
+    #[track_caller]
+    pub fn round_trip(src: &[u8], what: &str) {
+        let d = alloc(src.len());
+        let mut back = vec![0u8; src.len()];
+        // SAFETY: both host buffers and d hold src.len() bytes.
+        unsafe {
+            ok(
+                sys::cuMemcpyHtoD_v2(d, src.as_ptr().cast(), src.len()),
+                "cuMemcpyHtoD",
+            );
+            ok(
+                sys::cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), d, src.len()),
+                "cuMemcpyDtoH",
+            );
+            ok(sys::cuMemFree_v2(d), "cuMemFree");
+        }
+        super::assert_same(src, &back, what);
     }
 
     /// One bad-input case: a name, what the call returned, what the real
