@@ -47,7 +47,7 @@
 //! # Publish order
 //!
 //! - Producer: copy the payload, store the header word (Relaxed), then
-//!   `tail.store(Release)`, then [`wake::notify`] the consumer.
+//!   `tail.store(Release)`, then [`crate::wake::notify`] the consumer.
 //! - Consumer: `tail.load(Acquire)`, read the header word and payload, then
 //!   `head.store(Release)`, then notify the producer. The consumer publishes
 //!   `head` in batches: when it has taken every message it has seen (its
@@ -63,7 +63,7 @@
 //!   `head.load(Acquire)`, so the consumer's reads of a slot happen before the
 //!   producer overwrites it.
 //! - Closing (Drop): `state.store(CLOSED, Release)` after the last publish,
-//!   then [`wake::wake_always`]. A consumer that finds the ring empty loads the
+//!   then [`crate::wake::wake_always`]. A consumer that finds the ring empty loads the
 //!   producer's state (Acquire) and, if closed, reloads `tail`: messages
 //!   published before the close are still delivered, then [`PeerGone`].
 //!
