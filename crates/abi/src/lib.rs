@@ -7,6 +7,8 @@
 //! * [`FUNCTIONS`]: one [`FnDesc`] per symbol exported by the real 580 driver
 //!   (`libcuda.so.1`), sorted by name — no more, no fewer.
 //! * [`cuda_exports!`]: every export with its Rust signature, for `#[no_mangle]` stubs.
+//! * [`remote`]: what vgpu remotes and how, one line per entry point (hand-written,
+//!   reviewed); `cargo xtask gen-calls` generates the remoting code from it.
 //! * [`procaddr::resolve`]: the driver's `cuGetProcAddress` answer per (symbol,
 //!   version, flags).
 //!
@@ -15,6 +17,7 @@
 
 pub mod generated;
 pub mod procaddr;
+pub mod remote;
 pub mod table;
 
 pub use generated::functions::FUNCTIONS;

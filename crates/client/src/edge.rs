@@ -147,12 +147,6 @@ pub mod wire {
         v as u32
     }
 
-    /// A 32-bit signed driver value carried (sign-extended) as `u64`.
-    #[allow(clippy::cast_possible_truncation)]
-    pub const fn i32(v: u64) -> i32 {
-        v as i32
-    }
-
     /// An opaque handle value for the application, from its id.
     pub fn handle<T>(id: u64) -> *mut T {
         usize(id) as *mut T

@@ -36,7 +36,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use vgpu_proto::{
-    features, flags, lane_kind, read_response_head, request_prefix, write_request,
+    features, flags, lane_kind, open_lane, read_response_head, request_prefix, write_request,
     write_request_meta, Op, ProtoError, RequestHead, RequestMeta, ResponseHead,
 };
 use vgpu_transport::shm_ring::Ring;
@@ -178,13 +178,15 @@ impl Session {
         let mut control = self.control.lock().unwrap_or_else(|e| e.into_inner());
         let fail = |e: LaneError| self.fail("open lane", e);
         write_request(&mut *control, Op::OpenLane, 0, 0, &[], &[]).map_err(|e| fail(e.into()))?;
-        let (head, outs) = read_response_head(&mut *control).map_err(|e| fail(e.into()))?;
+        let (head, fixed) = read_response_head(&mut *control).map_err(|e| fail(e.into()))?;
         crate::edge::check(head.status.get())?;
-        let io = if outs.first() == Some(&lane_kind::RINGS) {
+        let reply = *vgpu_proto::message::decode::<open_lane::Reply>(&fixed, head.blob_len())
+            .map_err(|e| fail(e.into()))?;
+        let io = if reply.kind == lane_kind::RINGS {
             let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
             LaneIo::rings(fds, self.lanes.spin).map_err(fail)?
-        } else if outs.first() == Some(&lane_kind::TCP) {
-            let ch = crate::remote::open_lane(&control, &outs).map_err(|e| fail(e.into()))?;
+        } else if reply.kind == lane_kind::TCP {
+            let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
             LaneIo::Socket(ch)
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
@@ -240,16 +242,17 @@ impl Session {
     /// Sends one call on the calling thread's lane and waits for its reply.
     /// `sink`, if given, receives the reply's blob in place (it must be
     /// exactly as long); otherwise the blob is returned. `fd_out` receives
-    /// the descriptor that follows a successful reply.
+    /// the descriptor that follows a successful reply. Returns the reply's
+    /// fixed part, which the caller decodes ([`crate::call`]), and its blob.
     pub(crate) fn exchange(
         &self,
         ctx: u64,
         op: Op,
-        args: &[u64],
+        fixed: &[u8],
         blob: &[u8],
         sink: Option<&mut [u8]>,
         fd_out: Option<&mut Option<OwnedFd>>,
-    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
+    ) -> CuResult<(Vec<u8>, Vec<u8>)> {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
@@ -257,14 +260,15 @@ impl Session {
         self.on_lane(|lane, _| {
             let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.io
-                .send(&meta, args, blob)
+                .send(&meta, fixed, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
-            let (head, outs, owned) = lane.io.receive(sink).map_err(|e| self.fail(op.name(), e))?;
+            let (head, fixed, owned) =
+                lane.io.receive(sink).map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;
             if let Some(slot) = fd_out {
                 *slot = Some(lane.io.recv_fd().map_err(|e| self.fail(op.name(), e))?);
             }
-            Ok((outs, owned))
+            Ok((fixed, owned))
         })
     }
 
@@ -273,7 +277,7 @@ impl Session {
     /// back at this thread's next synchronizing call. Callers post only
     /// what they have checked locally as the driver would
     /// (`docs/adr/0004-async-errors.md`).
-    pub fn post(&self, op: Op, args: &[u64], blob: &[u8], follows: Follows) -> CuResult<()> {
+    pub fn post(&self, op: Op, fixed: &[u8], blob: &[u8], follows: Follows) -> CuResult<()> {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
@@ -283,7 +287,7 @@ impl Session {
                 // A lane for one call closes at once: wait for the reply.
                 return Ok(false);
             }
-            lane.post(&self.lanes, follows, ctx, op, args, blob)
+            lane.post(&self.lanes, follows, ctx, op, fixed, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
             Ok(true)
         })?;
@@ -291,27 +295,7 @@ impl Session {
             self.lanes.count(&self.lanes.posted, 1);
             Ok(())
         } else {
-            self.exchange(ctx, op, args, blob, None, None).map(drop)
-        }
-    }
-}
-
-impl Session {
-    /// [`Session::post`] when `postable` (the caller checked locally
-    /// everything the driver would refuse at once), else a call that waits
-    /// for the worker's answer.
-    pub fn post_or_call(
-        &self,
-        op: Op,
-        args: &[u64],
-        blob: &[u8],
-        postable: bool,
-        follows: Follows,
-    ) -> CuResult<()> {
-        if postable {
-            self.post(op, args, blob, follows)
-        } else {
-            self.call(op, args, blob, None).map(drop)
+            self.exchange(ctx, op, fixed, blob, None, None).map(drop)
         }
     }
 }
@@ -350,14 +334,14 @@ impl Lane {
         follows: Follows,
         ctx: u64,
         op: Op,
-        args: &[u64],
+        fixed: &[u8],
         blob: &[u8],
     ) -> Result<(), LaneError> {
         let mut meta = self.meta(op, ctx, 0);
         // Checked with the widest flags and numbers the ticket may bring.
         meta.flags = flags::POSTED | flags::AFTER;
         meta.after = 1;
-        let mut prefix = request_prefix(&meta, args, blob.len())?;
+        let mut prefix = request_prefix(&meta, fixed, blob.len())?;
         let issued = lanes.issue(follows);
         for (field, value) in [
             (offset_of!(RequestHead, flags), issued.flags),
@@ -425,11 +409,11 @@ impl LaneIo {
         }))
     }
 
-    fn send(&mut self, meta: &RequestMeta, args: &[u64], blob: &[u8]) -> Result<(), LaneError> {
+    fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
         match self {
-            LaneIo::Socket(ch) => Ok(write_request_meta(ch, meta, args, blob)?),
+            LaneIo::Socket(ch) => Ok(write_request_meta(ch, meta, fixed, blob)?),
             LaneIo::Rings(_) => {
-                let prefix = request_prefix(meta, args, blob.len())?;
+                let prefix = request_prefix(meta, fixed, blob.len())?;
                 self.send_prefixed(&prefix, blob)
             }
         }
@@ -463,18 +447,18 @@ impl LaneIo {
         }
     }
 
-    /// Reads one reply: its head, scalar results and, unless `sink` took
-    /// them, its bulk bytes.
+    /// Reads one reply: its head, fixed part and, unless `sink` took them,
+    /// its bulk bytes.
     fn receive(
         &mut self,
         sink: Option<&mut [u8]>,
-    ) -> Result<(ResponseHead, Vec<u64>, Vec<u8>), LaneError> {
+    ) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
         let ch = match self {
             LaneIo::Socket(ch) => ch,
             LaneIo::Rings(r) => {
                 let sink = match sink {
                     Some(dst) if !dst.is_empty() => match r.pop_reply_into(dst)? {
-                        Popped::Done(head, outs) => return Ok((head, outs, Vec::new())),
+                        Popped::Done(head, fixed) => return Ok((head, fixed, Vec::new())),
                         Popped::Buffered(dst) => Some(dst),
                         Popped::OnSocket(dst) => return Self::read_socket(&mut r.sock, dst),
                     },
@@ -485,7 +469,7 @@ impl LaneIo {
                 };
                 if !r.buf.is_empty() {
                     let mut rest = &r.buf[..];
-                    let (head, outs) = read_response_head(&mut rest)?;
+                    let (head, fixed) = read_response_head(&mut rest)?;
                     if rest.len() != head.blob_len() {
                         return Err(LaneError::Broken("reply blob length differs from its head"));
                     }
@@ -493,7 +477,7 @@ impl LaneIo {
                         dst.copy_from_slice(rest);
                         Ok(())
                     })?;
-                    return Ok((head, outs, owned));
+                    return Ok((head, fixed, owned));
                 }
                 // An empty message: the reply follows on the lane socket.
                 return Self::read_socket(&mut r.sock, sink);
@@ -506,10 +490,10 @@ impl LaneIo {
     fn read_socket(
         ch: &mut Channel,
         sink: Option<&mut [u8]>,
-    ) -> Result<(ResponseHead, Vec<u64>, Vec<u8>), LaneError> {
-        let (head, outs) = read_response_head(ch)?;
+    ) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
+        let (head, fixed) = read_response_head(ch)?;
         let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
-        Ok((head, outs, owned))
+        Ok((head, fixed, owned))
     }
 
     fn recv_fd(&mut self) -> Result<OwnedFd, LaneError> {
@@ -580,10 +564,10 @@ impl RingLane {
                     buf.resize(at, 0);
                     m.read(0, buf)?;
                     let mut rest = &buf[..];
-                    if let Ok((head, outs)) = read_response_head(&mut rest) {
+                    if let Ok((head, fixed)) = read_response_head(&mut rest) {
                         if rest.is_empty() && head.blob_len() == dst.len() {
                             m.read(at, dst)?;
-                            return Ok(Taken::Done(head, outs));
+                            return Ok(Taken::Done(head, fixed));
                         }
                     }
                 }
@@ -600,7 +584,7 @@ impl RingLane {
             }
         };
         Ok(match taken {
-            Taken::Done(head, outs) => Popped::Done(head, outs),
+            Taken::Done(head, fixed) => Popped::Done(head, fixed),
             Taken::Buffered => Popped::Buffered(dst),
             Taken::OnSocket => Popped::OnSocket(Some(dst)),
         })
@@ -618,7 +602,7 @@ impl RingLane {
 
 /// What [`RingLane::pop_reply_into`] took from the ring.
 enum Taken {
-    Done(ResponseHead, Vec<u64>),
+    Done(ResponseHead, Vec<u8>),
     Buffered,
     OnSocket,
 }
@@ -626,7 +610,7 @@ enum Taken {
 /// [`Taken`], with the destination handed back where it was not filled.
 enum Popped<'d> {
     /// The reply, its blob in the destination.
-    Done(ResponseHead, Vec<u64>),
+    Done(ResponseHead, Vec<u8>),
     /// The whole reply is in `buf`.
     Buffered(&'d mut [u8]),
     /// An empty message: the reply follows on the lane socket.

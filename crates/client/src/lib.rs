@@ -25,11 +25,13 @@
 //!   previous chunk runs (`staging.rs`).
 
 mod api;
+mod call;
 mod config;
 mod context;
 pub mod discovery;
 mod edge;
 mod exports;
+mod generated;
 mod image;
 mod lane;
 mod log;

@@ -16,7 +16,8 @@
 
 use std::time::Duration;
 
-use vgpu_transport::tcp::{Token, TOKEN_LEN};
+use vgpu_proto::{lane_kind, open_lane};
+use vgpu_transport::tcp::Token;
 use vgpu_transport::{Channel, TransportError};
 
 use crate::config::{Config, TransportChoice};
@@ -38,23 +39,17 @@ pub fn connect(cfg: &Config, host: &str, port: u16, shown: &str) -> Result<Chann
         .map_err(|e| ConnectError::Transport(shown.to_owned(), e))
 }
 
-/// The token of an `OpenLane` reply's `outs` (`[TCP, port, lo, hi]`).
-pub fn lane_token(outs: &[u64]) -> Option<(u16, Token)> {
-    let [_, port, lo, hi] = outs else {
-        return None;
-    };
-    let port = u16::try_from(*port).ok().filter(|p| *p != 0)?;
-    let mut token = [0u8; TOKEN_LEN];
-    token[..8].copy_from_slice(&lo.to_le_bytes());
-    token[8..].copy_from_slice(&hi.to_le_bytes());
-    Some((port, token))
+/// The port and token of an `OpenLane` reply for a TCP lane.
+pub fn lane_token(reply: &open_lane::Reply) -> Option<(u16, Token)> {
+    let port = reply.port.get();
+    (reply.kind == lane_kind::TCP && port != 0).then_some((port, reply.token))
 }
 
 /// Opens the TCP lane an `OpenLane` reply announced: connects to its port
 /// on the mediator's address of the control connection and sends its token.
-pub fn open_lane(control: &Channel, outs: &[u64]) -> Result<Channel, TransportError> {
-    let (port, token) = lane_token(outs).ok_or(TransportError::Io(std::io::Error::other(
-        "a TCP lane reply without a port and a token",
+pub fn open_lane(control: &Channel, reply: &open_lane::Reply) -> Result<Channel, TransportError> {
+    let (port, token) = lane_token(reply).ok_or(TransportError::Io(std::io::Error::other(
+        "a TCP lane reply without a port",
     )))?;
     let mut addr = control.peer_addr().ok_or(TransportError::NotLocal(
         "a TCP lane (the control connection is not TCP)",
@@ -66,19 +61,26 @@ pub fn open_lane(control: &Channel, outs: &[u64]) -> Result<Channel, TransportEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zerocopy::little_endian::U16;
 
     #[test]
     fn lane_replies() {
-        let outs = [2, 40001, 0x0807_0605_0403_0201, 0x100f_0e0d_0c0b_0a09];
-        let (port, token) = lane_token(&outs).expect("a lane reply");
-        assert_eq!(port, 40001);
-        assert_eq!(
+        let token = *b"\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10";
+        let reply = |kind, port| open_lane::Reply {
+            kind,
+            port: U16::new(port),
             token,
-            *b"\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"
+        };
+        assert_eq!(
+            lane_token(&reply(lane_kind::TCP, 40001)),
+            Some((40001, token))
         );
-        assert_eq!(lane_token(&[2, 0, 1, 2]), None, "port 0");
-        assert_eq!(lane_token(&[2, 70000, 1, 2]), None, "port out of range");
-        assert_eq!(lane_token(&[2, 1, 2]), None, "too short");
+        assert_eq!(lane_token(&reply(lane_kind::TCP, 0)), None, "port 0");
+        assert_eq!(
+            lane_token(&reply(lane_kind::RINGS, 1)),
+            None,
+            "not a TCP lane"
+        );
     }
 
     #[test]

@@ -8,11 +8,10 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use vgpu_proto::{DeviceSnapshot, Hello, Op, Welcome};
+use vgpu_proto::{DeviceSnapshot, Hello, Welcome};
 use vgpu_transport::Channel;
 
 use crate::config::Config;
@@ -306,47 +305,5 @@ impl Session {
             ));
         }
         CuError::DEVICE_UNAVAILABLE
-    }
-
-    /// Sends one call on the calling thread's lane and waits for its answer.
-    /// `sink`, if given, receives the reply's bulk bytes in place (it must be
-    /// exactly as long as the reply's blob); otherwise they are returned.
-    pub fn call(
-        &self,
-        op: Op,
-        args: &[u64],
-        blob: &[u8],
-        sink: Option<&mut [u8]>,
-    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
-        if self.dead.load(Ordering::SeqCst) {
-            return Err(CuError::DEVICE_UNAVAILABLE);
-        }
-        self.call_in(crate::context::current(), op, args, blob, sink)
-    }
-
-    /// [`Session::call`] with an explicit context instead of the thread's current one.
-    pub fn call_in(
-        &self,
-        ctx: u64,
-        op: Op,
-        args: &[u64],
-        blob: &[u8],
-        sink: Option<&mut [u8]>,
-    ) -> CuResult<(Vec<u64>, Vec<u8>)> {
-        self.exchange(ctx, op, args, blob, sink, None)
-    }
-
-    /// A call whose successful reply is followed by a descriptor (SCM_RIGHTS).
-    pub fn call_fd(&self, op: Op, args: &[u64]) -> CuResult<(Vec<u64>, OwnedFd)> {
-        let mut fd = None;
-        let (outs, _) = self.exchange(
-            crate::context::current(),
-            op,
-            args,
-            &[],
-            None,
-            Some(&mut fd),
-        )?;
-        Ok((outs, fd.ok_or(CuError::UNKNOWN)?))
     }
 }

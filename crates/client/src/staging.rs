@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
-use vgpu_proto::Op;
+use vgpu_proto::{memcpy_dtoh_shared, memcpy_htod_shared, Op};
+use zerocopy::little_endian::U64;
+use zerocopy::IntoBytes;
 
 use crate::edge::{CuError, CuResult};
 use crate::runtime::Session;
@@ -178,7 +180,14 @@ impl Stager {
                 // source is the application's buffer of `src.len()` bytes.
                 unsafe { self.copy(arena.at.add(slot), src.as_ptr().add(at), len) };
                 let to = dst.checked_add(at as u64).ok_or(CuError::INVALID_VALUE)?;
-                Ok(vec![to, arena.worker + slot as u64, len as u64, 0, 0])
+                let r = memcpy_htod_shared::Request {
+                    dst: U64::new(to),
+                    host: U64::new(arena.worker + slot as u64),
+                    bytes: U64::new(len as u64),
+                    stream: U64::new(0),
+                    is_async: 0,
+                };
+                Ok(r.as_bytes().to_vec())
             },
             |_| Ok(()),
         );
@@ -202,7 +211,14 @@ impl Stager {
                 let (at, len) = (i * chunk, chunk.min(n - i * chunk));
                 let slot = (i % SLOTS) * chunk;
                 let from = src.checked_add(at as u64).ok_or(CuError::INVALID_VALUE)?;
-                Ok(vec![arena.worker + slot as u64, from, len as u64, 0, 0])
+                let r = memcpy_dtoh_shared::Request {
+                    host: U64::new(arena.worker + slot as u64),
+                    src: U64::new(from),
+                    bytes: U64::new(len as u64),
+                    stream: U64::new(0),
+                    is_async: 0,
+                };
+                Ok(r.as_bytes().to_vec())
             },
             |i| {
                 let (at, len) = (i * chunk, chunk.min(n - i * chunk));

@@ -5,78 +5,44 @@
 //! same code. A library that exports the client's marker symbol is refused, so
 //! the worker can never load vgpu's own client library.
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
+
+use vgpu_abi::types::CUresult;
 
 use crate::MediatorError;
 
-/// `CUresult` as it crosses the C ABI.
-pub type Status = u32;
+/// `CUresult` as the driver returns it.
+pub type Status = CUresult;
 /// Any driver handle (`CUcontext`, `CUstream`, ...), opaque to the worker.
 pub type Handle = *mut c_void;
 /// `CUdeviceptr`.
 pub type DevPtr = u64;
 
-/// `CUlaunchConfig`, as the driver reads it.
-#[repr(C)]
-#[derive(Debug)]
-pub struct LaunchConfig {
-    pub grid: [c_uint; 3],
-    pub block: [c_uint; 3],
-    pub shared_mem_bytes: c_uint,
-    pub stream: Handle,
-    pub attrs: *mut u8,
-    pub num_attrs: c_uint,
-}
-
-/// `CUDA_MEMCPY2D`, as the driver reads it.
-#[repr(C)]
-#[derive(Debug)]
-pub struct Memcpy2D {
-    pub src_x_in_bytes: usize,
-    pub src_y: usize,
-    pub src_memory_type: c_uint,
-    pub src_host: *const c_void,
-    pub src_device: DevPtr,
-    pub src_array: Handle,
-    pub src_pitch: usize,
-    pub dst_x_in_bytes: usize,
-    pub dst_y: usize,
-    pub dst_memory_type: c_uint,
-    pub dst_host: *mut c_void,
-    pub dst_device: DevPtr,
-    pub dst_array: Handle,
-    pub dst_pitch: usize,
-    pub width_in_bytes: usize,
-    pub height: usize,
-}
-
-/// Size of one `CUlaunchAttribute`: id, padding, and a 64-byte value union.
-pub const LAUNCH_ATTRIBUTE_SIZE: usize = 72;
-
 /// The symbol every build of the vgpu client exports and no driver does.
 pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
 
-/// `CUDA_ERROR_NOT_SUPPORTED`, for entry points the loaded library lacks.
-pub const NOT_SUPPORTED: Status = 801;
-
+/// Builds [`Driver`] from the ABI table's list of exports: one field per
+/// export, named after it, with the prototype the ABI crate generated from
+/// NVIDIA's headers.
 macro_rules! driver_table {
-    ($( $field:ident = $sym:literal : fn($($arg:ty),* $(,)?); )*) => {
-        /// Entry points resolved from the loaded driver; `None` where it lacks one.
-        #[allow(clippy::type_complexity)]
+    ($( fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*) => {
+        /// Every export of the loaded driver, by its symbol name, with its
+        /// prototype; `None` where the library lacks it.
+        #[allow(non_snake_case, clippy::type_complexity)]
         pub struct Driver {
             path: PathBuf,
             _lib: libloading::Library,
-            $( pub $field: Option<unsafe extern "C" fn($($arg),*) -> Status>, )*
+            $( pub $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
         }
 
         impl Driver {
             fn resolve(path: PathBuf, lib: libloading::Library) -> Driver {
                 Driver {
-                    $( $field: {
+                    $( $name: {
                         // SAFETY: the symbol is looked up by its exported C name and
-                        // the pointer type is the CUDA Driver API prototype of that name.
-                        unsafe { lib.get::<unsafe extern "C" fn($($arg),*) -> Status>(concat!($sym, "\0").as_bytes()) }
+                        // the pointer type is the ABI table's prototype of that name.
+                        unsafe { lib.get::<unsafe extern "C" fn($($ty),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes()) }
                             .ok()
                             .map(|s| *s)
                     }, )*
@@ -88,101 +54,7 @@ macro_rules! driver_table {
     };
 }
 
-driver_table! {
-    init = "cuInit": fn(c_uint);
-    driver_get_version = "cuDriverGetVersion": fn(*mut c_int);
-    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
-    device_get = "cuDeviceGet": fn(*mut c_int, c_int);
-    device_get_name = "cuDeviceGetName": fn(*mut c_char, c_int, c_int);
-    device_get_uuid = "cuDeviceGetUuid_v2": fn(*mut [u8; 16], c_int);
-    device_get_pci_bus_id = "cuDeviceGetPCIBusId": fn(*mut c_char, c_int, c_int);
-    device_total_mem = "cuDeviceTotalMem_v2": fn(*mut usize, c_int);
-    device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, c_int);
-
-    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut Handle, c_int);
-    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(c_int);
-    primary_ctx_get_state = "cuDevicePrimaryCtxGetState": fn(c_int, *mut c_uint, *mut c_int);
-    primary_ctx_set_flags = "cuDevicePrimaryCtxSetFlags_v2": fn(c_int, c_uint);
-    primary_ctx_reset = "cuDevicePrimaryCtxReset_v2": fn(c_int);
-
-    ctx_create = "cuCtxCreate_v2": fn(*mut Handle, c_uint, c_int);
-    ctx_destroy = "cuCtxDestroy_v2": fn(Handle);
-    ctx_set_current = "cuCtxSetCurrent": fn(Handle);
-    ctx_synchronize = "cuCtxSynchronize": fn();
-    ctx_get_limit = "cuCtxGetLimit": fn(*mut usize, c_int);
-    ctx_set_limit = "cuCtxSetLimit": fn(c_int, usize);
-    ctx_get_stream_priority_range = "cuCtxGetStreamPriorityRange": fn(*mut c_int, *mut c_int);
-    ctx_get_flags = "cuCtxGetFlags": fn(*mut c_uint);
-    ctx_get_api_version = "cuCtxGetApiVersion": fn(Handle, *mut c_uint);
-
-    mem_alloc = "cuMemAlloc_v2": fn(*mut DevPtr, usize);
-    mem_free = "cuMemFree_v2": fn(DevPtr);
-    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
-    mem_get_address_range = "cuMemGetAddressRange_v2": fn(*mut DevPtr, *mut usize, DevPtr);
-    memcpy_htod = "cuMemcpyHtoD_v2": fn(DevPtr, *const c_void, usize);
-    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, DevPtr, usize);
-    memcpy_dtod = "cuMemcpyDtoD_v2": fn(DevPtr, DevPtr, usize);
-    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(DevPtr, *const c_void, usize, Handle);
-    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, DevPtr, usize, Handle);
-    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(DevPtr, DevPtr, usize, Handle);
-    memset_d8 = "cuMemsetD8_v2": fn(DevPtr, u8, usize);
-    memset_d16 = "cuMemsetD16_v2": fn(DevPtr, u16, usize);
-    memset_d32 = "cuMemsetD32_v2": fn(DevPtr, u32, usize);
-    memset_d8_async = "cuMemsetD8Async": fn(DevPtr, u8, usize, Handle);
-    memset_d16_async = "cuMemsetD16Async": fn(DevPtr, u16, usize, Handle);
-    memset_d32_async = "cuMemsetD32Async": fn(DevPtr, u32, usize, Handle);
-
-    stream_create_with_priority = "cuStreamCreateWithPriority": fn(*mut Handle, c_uint, c_int);
-    stream_destroy = "cuStreamDestroy_v2": fn(Handle);
-    stream_synchronize = "cuStreamSynchronize": fn(Handle);
-    stream_query = "cuStreamQuery": fn(Handle);
-    stream_wait_event = "cuStreamWaitEvent": fn(Handle, Handle, c_uint);
-    stream_get_flags = "cuStreamGetFlags": fn(Handle, *mut c_uint);
-    stream_get_priority = "cuStreamGetPriority": fn(Handle, *mut c_int);
-
-    event_create = "cuEventCreate": fn(*mut Handle, c_uint);
-    event_destroy = "cuEventDestroy_v2": fn(Handle);
-    event_record = "cuEventRecord": fn(Handle, Handle);
-    event_record_with_flags = "cuEventRecordWithFlags": fn(Handle, Handle, c_uint);
-    event_synchronize = "cuEventSynchronize": fn(Handle);
-    event_query = "cuEventQuery": fn(Handle);
-    event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle);
-
-    module_load_data_ex = "cuModuleLoadDataEx": fn(*mut Handle, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
-    module_unload = "cuModuleUnload": fn(Handle);
-    module_get_function = "cuModuleGetFunction": fn(*mut Handle, Handle, *const c_char);
-    module_get_global = "cuModuleGetGlobal_v2": fn(*mut DevPtr, *mut usize, Handle, *const c_char);
-    func_get_param_info = "cuFuncGetParamInfo": fn(Handle, usize, *mut usize, *mut usize);
-    launch_kernel = "cuLaunchKernel": fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void);
-    launch_kernel_ex = "cuLaunchKernelEx": fn(*const LaunchConfig, Handle, *mut *mut c_void, *mut *mut c_void);
-
-    library_load_data = "cuLibraryLoadData": fn(*mut Handle, *const c_void, *mut c_int, *mut *mut c_void, c_uint, *mut c_int, *mut *mut c_void, c_uint);
-    library_unload = "cuLibraryUnload": fn(Handle);
-    library_get_kernel = "cuLibraryGetKernel": fn(*mut Handle, Handle, *const c_char);
-    library_get_global = "cuLibraryGetGlobal": fn(*mut DevPtr, *mut usize, Handle, *const c_char);
-    library_get_module = "cuLibraryGetModule": fn(*mut Handle, Handle);
-    kernel_get_function = "cuKernelGetFunction": fn(*mut Handle, Handle);
-    kernel_get_param_info = "cuKernelGetParamInfo": fn(Handle, usize, *mut usize, *mut usize);
-    kernel_get_attribute = "cuKernelGetAttribute": fn(*mut c_int, c_int, Handle, c_int);
-    kernel_set_attribute = "cuKernelSetAttribute": fn(c_int, c_int, Handle, c_int);
-    func_get_attribute = "cuFuncGetAttribute": fn(*mut c_int, c_int, Handle);
-    func_set_attribute = "cuFuncSetAttribute": fn(Handle, c_int, c_int);
-    occupancy_max_active_blocks = "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": fn(*mut c_int, Handle, c_int, usize, c_uint);
-    occupancy_available_dynamic_smem = "cuOccupancyAvailableDynamicSMemPerBlock": fn(*mut usize, Handle, c_int, c_int);
-    occupancy_max_active_clusters = "cuOccupancyMaxActiveClusters": fn(*mut c_int, Handle, *const LaunchConfig);
-    stream_is_capturing = "cuStreamIsCapturing": fn(Handle, *mut c_int);
-    module_get_loading_mode = "cuModuleGetLoadingMode": fn(*mut c_int);
-    mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
-    mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void);
-    mem_host_get_device_pointer = "cuMemHostGetDevicePointer_v2": fn(*mut DevPtr, *mut c_void, c_uint);
-    get_export_table = "cuGetExportTable": fn(*mut *const c_void, *const [u8; 16]);
-    mem_alloc_async = "cuMemAllocAsync": fn(*mut DevPtr, usize, Handle);
-    mem_free_async = "cuMemFreeAsync": fn(DevPtr, Handle);
-    memcpy_2d = "cuMemcpy2D_v2": fn(*const Memcpy2D);
-    memcpy_2d_async = "cuMemcpy2DAsync_v2": fn(*const Memcpy2D, Handle);
-    pointer_get_attribute = "cuPointerGetAttribute": fn(*mut c_void, c_int, DevPtr);
-    pointer_get_attributes = "cuPointerGetAttributes": fn(c_uint, *mut c_int, *mut *mut c_void, DevPtr);
-}
+vgpu_abi::cuda_exports!(driver_table);
 
 /// The CUDA runtime's private interface table and the slot that returns a
 /// device's primary context without retaining it.
@@ -220,7 +92,7 @@ impl Driver {
     pub fn primary_context_unretained(&self, dev: c_int) -> Result<Handle, Status> {
         let (table, slots) = self.table(&CUDART_INTERFACE)?;
         if slots <= CUDART_INTERFACE_PRIMARY_CONTEXT {
-            return Err(NOT_SUPPORTED);
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
         }
         // SAFETY: the slot lies inside the table (checked) and holds
         // `fn(CUcontext *out, CUdevice dev) -> CUresult`.
@@ -229,7 +101,7 @@ impl Driver {
         let mut ctx: Handle = std::ptr::null_mut();
         // SAFETY: live out-pointer.
         match unsafe { slot(&mut ctx, dev) } {
-            0 => Ok(ctx),
+            CUresult::CUDA_SUCCESS => Ok(ctx),
             st => Err(st),
         }
     }
@@ -237,10 +109,16 @@ impl Driver {
     /// A private table of the driver, by UUID: its address and size in slots.
     fn table(&self, id: &[u8; 16]) -> Result<(*const *const c_void, usize), Status> {
         let mut table: *const c_void = std::ptr::null();
+        let uuid = vgpu_abi::types::CUuuid {
+            bytes: id.map(|b| b as c_char),
+        };
         // SAFETY: live out-pointer; the UUID is 16 bytes.
-        let st = unsafe { entry(self.get_export_table)?(&mut table, id) };
-        if st != 0 || table.is_null() {
-            return Err(if st != 0 { st } else { NOT_SUPPORTED });
+        let st = unsafe { entry(self.cuGetExportTable)?(&mut table, &uuid) };
+        if st != CUresult::CUDA_SUCCESS {
+            return Err(st);
+        }
+        if table.is_null() {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
         }
         // SAFETY: the table is sized: slot 0 holds its size in bytes.
         let size = unsafe { *table.cast::<usize>() };
@@ -255,7 +133,7 @@ impl Driver {
     pub unsafe fn module_kernels(&self, module: Handle) -> Result<Vec<(usize, String)>, Status> {
         let (table, slots) = self.table(&TOOLS_MODULE)?;
         if slots <= TOOLS_MODULE_KERNELS {
-            return Err(NOT_SUPPORTED);
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
         }
         type Walk = unsafe extern "C" fn(
             *mut c_void,
@@ -276,7 +154,7 @@ impl Driver {
             )
         };
         if n < 0 {
-            return Err(1);
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         Ok(found)
     }
@@ -313,7 +191,7 @@ impl Driver {
 
 /// Returns the entry point or `CUDA_ERROR_NOT_SUPPORTED` when the library lacks it.
 pub fn entry<F: Copy>(f: Option<F>) -> Result<F, Status> {
-    f.ok_or(NOT_SUPPORTED)
+    f.ok_or(CUresult::CUDA_ERROR_NOT_SUPPORTED)
 }
 
 /// Folders where NVIDIA's installers put `libcuda.so.1`, searched in order.

@@ -28,12 +28,26 @@ pub enum ProtoError {
     /// The peer was built from another op table.
     #[error("schema hash {peer:#018x} differs from ours {ours:#018x}")]
     Schema { peer: u64, ours: u64 },
-    /// The frame has the wrong number of arguments for its operation.
-    #[error("operation {op:?} takes {expected} arguments, frame has {found}")]
-    Arity {
+    /// The frame's fixed part is not the size of its operation's message.
+    #[error("operation {op:?} has a {expected}-byte fixed part, frame has {found}")]
+    FixedLen {
         op: crate::Op,
         expected: usize,
         found: usize,
+    },
+    /// The blob is not as long as the fixed part says.
+    #[error("operation {op:?} needs a {expected}-byte blob, frame has {found}")]
+    BlobLen {
+        op: crate::Op,
+        expected: u64,
+        found: usize,
+    },
+    /// A field holds a value its message does not allow.
+    #[error("operation {op:?}: field {field}: {why}")]
+    Field {
+        op: crate::Op,
+        field: &'static str,
+        why: &'static str,
     },
     /// The request head sets flag bits this build does not define.
     #[error("request flags {0:#x} set undefined bits")]

@@ -1,11 +1,12 @@
 //! Request and response frames.
 //!
 //! ```text
-//! request  = RequestHead (40 B) | args: nargs × u64 | blob: blob_len bytes
-//! response = ResponseHead (24 B) | outs: nouts × u64 | blob: blob_len bytes
+//! request  = RequestHead (40 B) | fixed: the op's Request struct | blob: blob_len bytes
+//! response = ResponseHead (24 B) | fixed: the op's Reply struct, or nothing on failure | blob
 //! ```
-//! The receiver validates the head (magic, op, arity, flags, bounds) before it
-//! reads or allocates anything behind it.
+//! The receiver validates the head (magic, op, fixed length, flags, bounds)
+//! and the fixed part (every field, and the blob length it implies) before it
+//! reads or allocates the blob ([`crate::message`]).
 //!
 //! # Request flags ([`flags`])
 //!
@@ -45,7 +46,7 @@ use std::io::{IoSlice, Read, Write};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::{Op, ProtoError, MAX_ARGS, MAX_BLOB};
+use crate::{Op, ProtoError, MAX_BLOB, MAX_FIXED};
 
 /// `"VGRQ"`, little-endian.
 pub const REQUEST_MAGIC: u32 = u32::from_le_bytes(*b"VGRQ");
@@ -58,7 +59,8 @@ pub const RESPONSE_MAGIC: u32 = u32::from_le_bytes(*b"VGRS");
 pub struct RequestHead {
     pub magic: U32,
     pub op: U16,
-    pub nargs: U16,
+    /// Bytes of the fixed part: the op's request struct.
+    pub fixed_len: U16,
     pub seq: U32,
     pub blob_len: U32,
     /// The calling thread's current context id (0: none).
@@ -103,7 +105,8 @@ pub struct ResponseHead {
     /// The `CUresult` of the call.
     pub status: U32,
     pub seq: U32,
-    pub nouts: U16,
+    /// Bytes of the fixed part: the op's reply struct on success, else 0.
+    pub fixed_len: U16,
     pub reserved: U16,
     pub blob_len: U32,
     pub reserved2: U32,
@@ -118,7 +121,8 @@ pub struct Request {
     pub flags: u32,
     pub order: u32,
     pub after: u32,
-    pub args: Vec<u64>,
+    /// The op's request struct, as bytes ([`Request::message`]).
+    pub fixed: Vec<u8>,
     pub blob: Vec<u8>,
 }
 
@@ -133,7 +137,7 @@ impl Request {
             flags: 0,
             order: 0,
             after: 0,
-            args: Vec::new(),
+            fixed: Vec::new(),
             blob: Vec::new(),
         }
     }
@@ -141,6 +145,23 @@ impl Request {
     /// Whether the sender waits for no reply ([`flags::POSTED`]).
     pub fn posted(&self) -> bool {
         self.flags & flags::POSTED != 0
+    }
+
+    /// The typed fixed part, checked on receipt (a mismatch is refused).
+    pub fn message<M: crate::Message>(&self) -> Result<&M, ProtoError> {
+        if M::OP != self.op {
+            return Err(ProtoError::Field {
+                op: self.op,
+                field: "op",
+                why: "read as another operation's message",
+            });
+        }
+        crate::message::decode(&self.fixed, self.blob.len())
+    }
+
+    /// Whether this request is a synchronizing call ([`Op::synchronizes`]).
+    pub fn synchronizes(&self) -> bool {
+        self.op.synchronizes(&self.fixed)
     }
 }
 
@@ -160,7 +181,8 @@ pub struct RequestMeta {
 pub struct Response {
     pub status: u32,
     pub seq: u32,
-    pub outs: Vec<u64>,
+    /// The op's reply struct as bytes, on success.
+    pub fixed: Vec<u8>,
     pub blob: Vec<u8>,
 }
 
@@ -180,15 +202,6 @@ fn len_u32(what: &'static str, len: usize) -> Result<U32, ProtoError> {
             max: MAX_BLOB,
         }
     })?))
-}
-
-fn read_u64s(r: &mut impl Read, n: usize) -> Result<Vec<u64>, ProtoError> {
-    let mut raw = vec![0u8; n * 8];
-    r.read_exact(&mut raw)?;
-    Ok(raw
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("chunks_exact yields 8 bytes")))
-        .collect())
 }
 
 fn write_all_vectored(w: &mut impl Write, parts: &[&[u8]]) -> Result<(), ProtoError> {
@@ -228,12 +241,12 @@ impl RequestHead {
             });
         }
         let op = Op::try_from(self.op.get())?;
-        let nargs = check_len("args", usize::from(self.nargs.get()), MAX_ARGS)?;
-        if nargs != op.nargs() {
-            return Err(ProtoError::Arity {
+        let fixed = usize::from(self.fixed_len.get());
+        if fixed != op.request_len() {
+            return Err(ProtoError::FixedLen {
                 op,
-                expected: op.nargs(),
-                found: nargs,
+                expected: op.request_len(),
+                found: fixed,
             });
         }
         let f = self.flags.get();
@@ -264,7 +277,7 @@ impl ResponseHead {
                 expected: RESPONSE_MAGIC,
             });
         }
-        check_len("outs", usize::from(self.nouts.get()), MAX_ARGS)?;
+        check_len("fixed part", usize::from(self.fixed_len.get()), MAX_FIXED)?;
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
         Ok(())
     }
@@ -281,7 +294,7 @@ pub fn write_request(
     op: Op,
     seq: u32,
     ctx: u64,
-    args: &[u64],
+    fixed: &[u8],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
     let meta = RequestMeta {
@@ -292,41 +305,39 @@ pub fn write_request(
         order: 0,
         after: 0,
     };
-    write_request_meta(w, &meta, args, blob)
+    write_request_meta(w, &meta, fixed, blob)
 }
 
 /// Writes one request frame with every head field given.
 pub fn write_request_meta(
     w: &mut impl Write,
     meta: &RequestMeta,
-    args: &[u64],
+    fixed: &[u8],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
-    let prefix = request_prefix(meta, args, blob.len())?;
+    let prefix = request_prefix(meta, fixed, blob.len())?;
     write_all_vectored(w, &[&prefix, blob])
 }
 
-/// The head and arguments of a request whose blob is `blob_len` bytes: the
+/// The head and fixed part of a request whose blob is `blob_len` bytes: the
 /// frame is this prefix followed by the blob, so a sender can hand the two
-/// to a vectored write or a ring as separate parts. Checks arity, flags and
-/// bounds as the receiver will.
+/// to a vectored write or a ring as separate parts. Checks the head, the
+/// fixed part and the blob length as the receiver will.
 pub fn request_prefix(
     meta: &RequestMeta,
-    args: &[u64],
+    fixed: &[u8],
     blob_len: usize,
 ) -> Result<Vec<u8>, ProtoError> {
     let op = meta.op;
-    if args.len() != op.nargs() {
-        return Err(ProtoError::Arity {
-            op,
-            expected: op.nargs(),
-            found: args.len(),
-        });
-    }
+    op.check_request(fixed, blob_len)?;
     let head = RequestHead {
         magic: U32::new(REQUEST_MAGIC),
         op: U16::new(op as u16),
-        nargs: U16::new(u16::try_from(args.len()).expect("arity is bounded by MAX_ARGS")),
+        fixed_len: U16::new(u16::try_from(fixed.len()).map_err(|_| ProtoError::TooLong {
+            what: "fixed part",
+            len: fixed.len(),
+            max: MAX_FIXED,
+        })?),
         seq: U32::new(meta.seq),
         blob_len: len_u32("blob", blob_len)?,
         ctx: U64::new(meta.ctx),
@@ -336,9 +347,9 @@ pub fn request_prefix(
         reserved: U32::new(0),
     };
     head.validate()?;
-    let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + 8 * args.len());
+    let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + fixed.len());
     out.extend_from_slice(head.as_bytes());
-    out.extend(args.iter().flat_map(|a| a.to_le_bytes()));
+    out.extend_from_slice(fixed);
     Ok(out)
 }
 
@@ -356,16 +367,13 @@ pub fn read_request_into(r: &mut impl Read, req: &mut Request) -> Result<(), Pro
     let mut head = RequestHead::default();
     r.read_exact(head.as_mut_bytes())?;
     let op = head.validate()?;
-    let mut raw = [0u8; 8 * MAX_ARGS];
-    let raw = &mut raw[..8 * op.nargs()];
-    r.read_exact(raw)?;
-    req.args.clear();
-    req.args.extend(
-        raw.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks_exact yields 8 bytes"))),
-    );
+    req.fixed.clear();
+    req.fixed.resize(op.request_len(), 0);
+    r.read_exact(&mut req.fixed)?;
+    let blob_len = head.blob_len.get() as usize;
+    op.check_request(&req.fixed, blob_len)?;
     req.blob.clear();
-    req.blob.resize(head.blob_len.get() as usize, 0);
+    req.blob.resize(blob_len, 0);
     r.read_exact(&mut req.blob)?;
     req.op = op;
     req.seq = head.seq.get();
@@ -381,57 +389,59 @@ pub fn write_response(
     w: &mut impl Write,
     status: u32,
     seq: u32,
-    outs: &[u64],
+    fixed: &[u8],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
-    let prefix = response_prefix(status, seq, outs, blob.len())?;
+    let prefix = response_prefix(status, seq, fixed, blob.len())?;
     write_all_vectored(w, &[&prefix, blob])
 }
 
-/// The head and scalar results of a response whose blob is `blob_len`
-/// bytes, as [`request_prefix`] is for requests.
+/// The head and fixed part of a response whose blob is `blob_len` bytes,
+/// as [`request_prefix`] is for requests.
 pub fn response_prefix(
     status: u32,
     seq: u32,
-    outs: &[u64],
+    fixed: &[u8],
     blob_len: usize,
 ) -> Result<Vec<u8>, ProtoError> {
-    let nouts = check_len("outs", outs.len(), MAX_ARGS)?;
+    let fixed_len = check_len("fixed part", fixed.len(), MAX_FIXED)?;
     let head = ResponseHead {
         magic: U32::new(RESPONSE_MAGIC),
         status: U32::new(status),
         seq: U32::new(seq),
-        nouts: U16::new(u16::try_from(nouts).expect("bounded by MAX_ARGS")),
+        fixed_len: U16::new(u16::try_from(fixed_len).expect("bounded by MAX_FIXED")),
         reserved: U16::new(0),
         blob_len: len_u32("blob", blob_len)?,
         reserved2: U32::new(0),
     };
-    let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + 8 * nouts);
+    let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + fixed_len);
     out.extend_from_slice(head.as_bytes());
-    out.extend(outs.iter().flat_map(|o| o.to_le_bytes()));
+    out.extend_from_slice(fixed);
     Ok(out)
 }
 
-/// Reads a response head and its scalar results, leaving the blob unread so
-/// the caller can read it straight into its destination.
-pub fn read_response_head(r: &mut impl Read) -> Result<(ResponseHead, Vec<u64>), ProtoError> {
+/// Reads a response head and its fixed part, leaving the blob unread so
+/// the caller can read it straight into its destination. The caller, who
+/// knows the operation, checks the fixed part ([`crate::message::decode`]).
+pub fn read_response_head(r: &mut impl Read) -> Result<(ResponseHead, Vec<u8>), ProtoError> {
     let mut head = ResponseHead::default();
     r.read_exact(head.as_mut_bytes())?;
     head.validate()?;
-    let outs = read_u64s(r, usize::from(head.nouts.get()))?;
-    Ok((head, outs))
+    let mut fixed = vec![0u8; usize::from(head.fixed_len.get())];
+    r.read_exact(&mut fixed)?;
+    Ok((head, fixed))
 }
 
 impl Response {
     /// Reads one whole response frame, blob included.
     pub fn read(r: &mut impl Read) -> Result<Response, ProtoError> {
-        let (head, outs) = read_response_head(r)?;
+        let (head, fixed) = read_response_head(r)?;
         let mut blob = vec![0u8; head.blob_len()];
         r.read_exact(&mut blob)?;
         Ok(Response {
             status: head.status.get(),
             seq: head.seq.get(),
-            outs,
+            fixed,
             blob,
         })
     }
@@ -439,7 +449,7 @@ impl Response {
     /// Encodes this response as bytes.
     pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
         let mut out = Vec::new();
-        write_response(&mut out, self.status, self.seq, &self.outs, &self.blob)?;
+        write_response(&mut out, self.status, self.seq, &self.fixed, &self.blob)?;
         Ok(out)
     }
 }
@@ -448,7 +458,7 @@ impl Request {
     /// Encodes this request as bytes.
     pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
         let mut out = Vec::new();
-        write_request_meta(&mut out, &self.meta(), &self.args, &self.blob)?;
+        write_request_meta(&mut out, &self.meta(), &self.fixed, &self.blob)?;
         Ok(out)
     }
 
@@ -482,6 +492,17 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{mem_free, mem_get_info_v2, memcpy_htod};
+
+    fn htod(dst: u64, is_async: u8) -> Vec<u8> {
+        memcpy_htod::Request {
+            dst: U64::new(dst),
+            stream: U64::new(0),
+            is_async,
+        }
+        .as_bytes()
+        .to_vec()
+    }
 
     #[test]
     fn head_sizes_are_fixed() {
@@ -494,7 +515,7 @@ mod tests {
         let mut head = RequestHead {
             magic: U32::new(REQUEST_MAGIC),
             op: U16::new(Op::MemFree as u16),
-            nargs: U16::new(1),
+            fixed_len: U16::new(8),
             ..Default::default()
         };
         head.blob_len = U32::new(u32::MAX);
@@ -510,7 +531,7 @@ mod tests {
         let head = |op: Op, flags: u32| RequestHead {
             magic: U32::new(REQUEST_MAGIC),
             op: U16::new(op as u16),
-            nargs: U16::new(u16::try_from(op.nargs()).expect("small")),
+            fixed_len: U16::new(u16::try_from(op.request_len()).expect("small")),
             flags: U32::new(flags),
             ..Default::default()
         };
@@ -524,15 +545,16 @@ mod tests {
             Err(ProtoError::Flags(0x80))
         ));
         let meta = RequestMeta {
-            op: Op::MemAlloc,
+            op: Op::MemFree,
             seq: 1,
             ctx: 0,
             flags: flags::POSTED,
             order: 0,
             after: 0,
         };
+        let free = mem_free::Request { dptr: U64::new(1) };
         assert!(
-            request_prefix(&meta, &[1], 0).is_err(),
+            request_prefix(&meta, free.as_bytes(), 0).is_err(),
             "the sender checks too"
         );
         let launch = |flags: u32, after: u32| {
@@ -571,20 +593,24 @@ mod tests {
             flags: flags::POSTED | flags::AFTER,
             order: 77,
             after: 75,
-            args: vec![0x1000, 0, 1],
+            fixed: htod(0x1000, 1),
             blob: b"bytes".to_vec(),
         };
-        let mut joined = request_prefix(&req.meta(), &req.args, req.blob.len()).expect("prefix");
+        let mut joined = request_prefix(&req.meta(), &req.fixed, req.blob.len()).expect("prefix");
         joined.extend_from_slice(&req.blob);
         assert_eq!(joined, req.encode().expect("encodes"));
         assert_eq!(Request::decode(&joined).expect("decodes"), req);
+        let info = mem_get_info_v2::Reply {
+            free: U64::new(1),
+            total: U64::new(2),
+        };
         let resp = Response {
             status: 0,
             seq: 9,
-            outs: vec![1, 2],
+            fixed: info.as_bytes().to_vec(),
             blob: b"xy".to_vec(),
         };
-        let mut joined = response_prefix(0, 9, &resp.outs, 2).expect("prefix");
+        let mut joined = response_prefix(0, 9, &resp.fixed, 2).expect("prefix");
         joined.extend_from_slice(&resp.blob);
         assert_eq!(joined, resp.encode().expect("encodes"));
     }
@@ -598,7 +624,7 @@ mod tests {
             flags: flags::POSTED | flags::AFTER,
             order: 9,
             after: 4,
-            args: vec![0x1000, 0, 1],
+            fixed: htod(0x1000, 1),
             blob: vec![7; 300],
         };
         let small = Request {
@@ -608,7 +634,11 @@ mod tests {
             flags: 0,
             order: 10,
             after: 0,
-            args: vec![0x2000],
+            fixed: mem_free::Request {
+                dptr: U64::new(0x2000),
+            }
+            .as_bytes()
+            .to_vec(),
             blob: Vec::new(),
         };
         let mut req = Request::empty();
@@ -620,16 +650,47 @@ mod tests {
     }
 
     #[test]
-    fn wrong_arity_is_rejected() {
+    fn wrong_fixed_length_is_rejected() {
         let head = RequestHead {
             magic: U32::new(REQUEST_MAGIC),
             op: U16::new(Op::MemFree as u16),
-            nargs: U16::new(3),
+            fixed_len: U16::new(3),
             ..Default::default()
         };
         assert!(matches!(
             Request::decode(head.as_bytes()),
-            Err(ProtoError::Arity { .. })
+            Err(ProtoError::FixedLen { .. })
+        ));
+    }
+
+    #[test]
+    fn fields_are_checked_before_the_blob_is_read() {
+        let meta = RequestMeta {
+            op: Op::MemcpyHtoD,
+            seq: 1,
+            ctx: 0,
+            flags: 0,
+            order: 0,
+            after: 0,
+        };
+        let bad = htod(0x1000, 2);
+        assert!(matches!(
+            request_prefix(&meta, &bad, 0),
+            Err(ProtoError::Field { .. })
+        ));
+        // The receiver refuses it too, with only the head and fixed part read.
+        let mut head = RequestHead {
+            magic: U32::new(REQUEST_MAGIC),
+            op: U16::new(Op::MemcpyHtoD as u16),
+            fixed_len: U16::new(u16::try_from(bad.len()).expect("small")),
+            ..Default::default()
+        };
+        head.blob_len = U32::new(1 << 20);
+        let mut frame = head.as_bytes().to_vec();
+        frame.extend_from_slice(&bad);
+        assert!(matches!(
+            Request::decode(&frame),
+            Err(ProtoError::Field { .. })
         ));
     }
 }

@@ -1,14 +1,17 @@
-//! vgpu wire protocol, version 1.
+//! vgpu wire protocol, version 3.
 //!
 //! Contract:
-//! - Every integer on the wire is little-endian; every header is a fixed-layout
-//!   `zerocopy` struct, so encoding is a byte copy and decoding cannot misread.
+//! - Every integer on the wire is little-endian; every header and every
+//!   operation's request and reply is a fixed-layout `zerocopy` struct
+//!   ([`message`]), so encoding is a byte copy and decoding cannot misread.
+//!   The operations and their messages are generated from the remoting table
+//!   (`crates/abi/src/remote/table.rs`, `cargo xtask gen-calls`).
 //! - Wire ids ([`Op`]) are explicit, append-only and never reused.
-//! - Every length is checked against a bound ([`MAX_ARGS`], [`MAX_BLOB`],
+//! - Every length is checked against a bound ([`MAX_FIXED`], [`MAX_BLOB`],
 //!   [`MAX_ENV_BYTES`], [`MAX_DEVICES`]) *before* anything is allocated.
 //! - A session starts with [`Hello`] / [`Welcome`] on the control connection,
-//!   which carry the protocol version, the schema hash of the op table and the
-//!   feature bits. After that every lane carries [`Request`] / [`Response`]
+//!   which carry the protocol version, the schema hash of the op table (its
+//!   ids, names, options and message layouts) and the feature bits. After that every lane carries [`Request`] / [`Response`]
 //!   frames in order: each request is answered by one response, in turn,
 //!   except requests marked [`flags::POSTED`], which are never answered (their
 //!   failures are deferred to the next synchronizing request of the lane:
@@ -24,8 +27,9 @@
 
 mod error;
 mod frame;
+mod generated;
 mod handshake;
-mod ops;
+pub mod message;
 
 pub use error::ProtoError;
 pub use frame::{
@@ -33,16 +37,17 @@ pub use frame::{
     response_prefix, write_request, write_request_meta, write_response, Request, RequestHead,
     RequestMeta, Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
 };
+pub use generated::*;
 pub use handshake::{
     env_allowed, fill_str, DeviceSnapshot, Hello, HelloHead, Welcome, WelcomeHead, ATTR_SLOTS,
     HELLO_MAGIC, WELCOME_MAGIC,
 };
-pub use ops::{Op, SCHEMA_HASH};
+pub use message::{Message, RequestMessage, SCHEMA_HASH};
 
 /// Protocol version spoken by this build.
-pub const PROTOCOL_VERSION: u16 = 2;
-/// Most scalar arguments (or results) one frame may carry.
-pub const MAX_ARGS: usize = 16;
+pub const PROTOCOL_VERSION: u16 = 3;
+/// Largest fixed part (an operation's request or reply struct) one frame may carry.
+pub const MAX_FIXED: usize = 1024;
 /// Largest blob one frame may carry. Larger copies are split by the sender.
 pub const MAX_BLOB: usize = 64 << 20;
 /// Largest environment block a [`Hello`] may carry.
@@ -54,7 +59,7 @@ pub const MAX_DEVICES: usize = 64;
 pub mod features {
     /// Lanes: one worker thread per client thread, opened on the control connection.
     pub const LANES: u64 = 1 << 0;
-    /// Lanes on shared-memory rings: `OpenLane` answers `outs[0] = 1` and
+    /// Lanes on shared-memory rings: `OpenLane` answers `kind = RINGS` and
     /// passes three descriptors (the lane socket, the submission ring, the
     /// completion ring) instead of one socket. See `docs/transports.md`.
     pub const RINGS: u64 = 1 << 1;
@@ -62,16 +67,50 @@ pub mod features {
     pub const ALL: u64 = LANES | RINGS;
 }
 
-/// What an `OpenLane` reply's `outs[0]` says the new lane is.
+/// What an `OpenLane` reply's `kind` says the new lane is.
 pub mod lane_kind {
-    /// A socket passed by `SCM_RIGHTS` (also: no outs at all).
-    pub const SOCKET: u64 = 0;
+    /// A socket passed by `SCM_RIGHTS`.
+    pub const SOCKET: u8 = 0;
     /// A socket and two ring memfds passed by `SCM_RIGHTS` (`features::RINGS`).
-    pub const RINGS: u64 = 1;
-    /// A TCP connection the client makes itself: `outs = [TCP, port,
-    /// token_lo, token_hi]`. The client connects to the port on the
-    /// worker's host and sends the token's 16 bytes (`token_lo` then
-    /// `token_hi`, each little-endian) before anything else
+    pub const RINGS: u8 = 1;
+    /// A TCP connection the client makes itself: the reply gives the port
+    /// and the token. The client connects to the port on the worker's host
+    /// and sends the token's 16 bytes before anything else
     /// (`docs/transports.md`).
-    pub const TCP: u64 = 2;
+    pub const TCP: u8 = 2;
+}
+
+/// Handle ids. The client mints the ids of what it creates; the worker mints
+/// ids for handles the driver hands out that the client never saw (the
+/// context of a stream, a module's texture reference), with [`ids::WORKER`]
+/// set so the two never collide. The kind sits in the top byte, bit 63 stays
+/// clear, and bits 47..62 are never all equal, so an id is a non-canonical
+/// address that faults if an application dereferences it.
+pub mod ids {
+    use vgpu_abi::HandleKind;
+
+    /// Set in every id the worker mints.
+    pub const WORKER: u64 = 1 << 47;
+
+    /// The kind tag in the top byte of an id of `kind`. Kernels share the
+    /// functions' tag: a kernel id is launchable like a function id.
+    pub const fn tag(kind: HandleKind) -> u8 {
+        match kind {
+            HandleKind::Context => 0x41,
+            HandleKind::Stream => 0x42,
+            HandleKind::Event => 0x43,
+            HandleKind::Module => 0x44,
+            HandleKind::Function | HandleKind::Kernel => 0x45,
+            HandleKind::Library => 0x46,
+            HandleKind::GreenCtx => 0x47,
+            HandleKind::TexRef => 0x48,
+            HandleKind::SurfRef => 0x49,
+            _ => 0x4f,
+        }
+    }
+
+    /// The `serial`-th id the worker mints for `kind`.
+    pub const fn worker(kind: HandleKind, serial: u64) -> u64 {
+        ((tag(kind) as u64) << 56) | WORKER | (serial & (WORKER - 1))
+    }
 }

@@ -3,7 +3,7 @@
 //! byte while the decoder must read it back to the same value.
 //!
 //! - `request-<Op>.hex`: a request of every operation in `Op::ALL`;
-//! - `response.hex`, `response-error.hex`: a reply with outs and blob, and a
+//! - `response.hex`, `response-error.hex`: a reply with a fixed part and a blob, and a
 //!   bare error status;
 //! - `hello.hex`: the client's hello with an allowlisted environment;
 //! - `welcome.hex`: the worker's welcome with two device snapshots;
@@ -215,12 +215,16 @@ fn fixtures_follow_the_documented_layout() {
         assert_eq!(&b[0..4], b"VGRQ", "{file}: magic");
         assert_eq!(u32_at(&b, 0), REQUEST_MAGIC);
         assert_eq!(u16_at(&b, 4), op as u16, "{file}: wire id");
-        assert_eq!(usize::from(u16_at(&b, 6)), op.nargs(), "{file}: nargs");
+        assert_eq!(
+            usize::from(u16_at(&b, 6)),
+            op.request_len(),
+            "{file}: fixed_len"
+        );
         let blob = len_at(&b, 12);
         assert_eq!(
             b.len(),
-            40 + 8 * op.nargs() + blob,
-            "{file}: head + args + blob"
+            40 + op.request_len() + blob,
+            "{file}: head + fixed part + blob"
         );
         let posted = u32_at(&b, 24) & vgpu_proto::flags::POSTED != 0;
         assert_eq!(
@@ -249,17 +253,17 @@ fn fixtures_follow_the_documented_layout() {
         let (_, b) = read_fixture(file);
         assert_eq!(&b[0..4], b"VGRS", "{file}: magic");
         assert_eq!(u32_at(&b, 0), RESPONSE_MAGIC);
-        let nouts = usize::from(u16_at(&b, 12));
+        let fixed = usize::from(u16_at(&b, 12));
         assert_eq!(
             b.len(),
-            24 + 8 * nouts + len_at(&b, 16),
-            "{file}: head + outs + blob"
+            24 + fixed + len_at(&b, 16),
+            "{file}: head + fixed part + blob"
         );
     }
     let (_, b) = read_fixture("response.hex");
     assert!(
         u16_at(&b, 12) > 0 && len_at(&b, 16) > 0,
-        "response.hex carries outs and a blob"
+        "response.hex carries a fixed part and a blob"
     );
 
     let (_, b) = read_fixture("hello.hex");

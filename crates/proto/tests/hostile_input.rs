@@ -4,8 +4,8 @@
 //!
 //! | decoder          | bound on what one decode may hold at once          |
 //! |------------------|----------------------------------------------------|
-//! | `Request`        | `MAX_BLOB` + the args (+ slack)                    |
-//! | `Response`       | `MAX_BLOB` + the outs (+ slack)                    |
+//! | `Request`        | `MAX_BLOB` + the fixed part (+ slack)              |
+//! | `Response`       | `MAX_BLOB` + the fixed part (+ slack)              |
 //! | `Hello`          | a small multiple of `MAX_ENV_BYTES` (raw + parsed) |
 //! | `Welcome`        | `MAX_DEVICES` snapshots (+ slack)                  |
 //!
@@ -24,7 +24,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use vgpu_proto::{
     DeviceSnapshot, Hello, HelloHead, Op, ProtoError, Request, RequestHead, Response, ResponseHead,
-    Welcome, WelcomeHead, HELLO_MAGIC, MAX_ARGS, MAX_BLOB, MAX_DEVICES, MAX_ENV_BYTES,
+    Welcome, WelcomeHead, HELLO_MAGIC, MAX_BLOB, MAX_DEVICES, MAX_ENV_BYTES, MAX_FIXED,
     PROTOCOL_VERSION, REQUEST_MAGIC, RESPONSE_MAGIC, SCHEMA_HASH, WELCOME_MAGIC,
 };
 use zerocopy::little_endian::{U16, U32, U64};
@@ -110,8 +110,8 @@ fn measure<R>(f: impl FnOnce() -> R) -> (R, Usage) {
 }
 
 const SLACK: usize = 4 << 10;
-const REQUEST_BOUND: usize = MAX_BLOB + 8 * MAX_ARGS + SLACK;
-const RESPONSE_BOUND: usize = MAX_BLOB + 8 * MAX_ARGS + SLACK;
+const REQUEST_BOUND: usize = MAX_BLOB + 8 * MAX_FIXED + SLACK;
+const RESPONSE_BOUND: usize = MAX_BLOB + 8 * MAX_FIXED + SLACK;
 const HELLO_BOUND: usize = 16 * MAX_ENV_BYTES;
 const WELCOME_BOUND: usize = MAX_DEVICES * size_of::<DeviceSnapshot>() + SLACK;
 
@@ -129,21 +129,21 @@ fn decode_all_bounded(data: &[u8]) {
 
 // ---- heads that pass the magic check --------------------------------------
 
-fn request_head(op: u16, nargs: u16, blob_len: u32) -> Vec<u8> {
+fn request_head(op: u16, fixed_len: u16, blob_len: u32) -> Vec<u8> {
     let head = RequestHead {
         magic: U32::new(REQUEST_MAGIC),
         op: U16::new(op),
-        nargs: U16::new(nargs),
+        fixed_len: U16::new(fixed_len),
         blob_len: U32::new(blob_len),
         ..Default::default()
     };
     head.as_bytes().to_vec()
 }
 
-fn response_head(nouts: u16, blob_len: u32) -> Vec<u8> {
+fn response_head(fixed_len: u16, blob_len: u32) -> Vec<u8> {
     let head = ResponseHead {
         magic: U32::new(RESPONSE_MAGIC),
-        nouts: U16::new(nouts),
+        fixed_len: U16::new(fixed_len),
         blob_len: U32::new(blob_len),
         ..Default::default()
     };
@@ -171,8 +171,8 @@ fn welcome_head(device_count: u32) -> Vec<u8> {
     head.as_bytes().to_vec()
 }
 
-fn max_args_u16() -> u16 {
-    u16::try_from(MAX_ARGS).expect("MAX_ARGS fits the u16 count field")
+fn max_fixed_u16() -> u16 {
+    u16::try_from(MAX_FIXED).expect("MAX_FIXED fits the u16 length field")
 }
 
 fn bound_u32(n: usize) -> u32 {
@@ -216,11 +216,11 @@ proptest! {
     #[test]
     fn request_lengths_are_bounded(
         op in prop_oneof![proptest::sample::select(Op::ALL).prop_map(|op| op as u16), any::<u16>()],
-        nargs in prop_oneof![0..=max_args_u16() + 1, any::<u16>()],
+        fixed_len in prop_oneof![0..=max_fixed_u16() + 1, any::<u16>()],
         blob_len in claimed_len(MAX_BLOB),
         tail in vec(any::<u8>(), 0..512),
     ) {
-        let data = [request_head(op, nargs, blob_len), tail].concat();
+        let data = [request_head(op, fixed_len, blob_len), tail].concat();
         let (result, u) = measure(|| Request::decode(&data));
         prop_assert!(u.peak <= REQUEST_BOUND, "{u:?}");
         let claimed = usize::try_from(blob_len).expect("u32 fits usize");
@@ -228,26 +228,26 @@ proptest! {
             prop_assert!(result.is_err());
             prop_assert!(u.largest < SLACK, "refused, yet allocated {u:?} for a claimed {claimed} B blob");
         } else {
-            prop_assert!(u.largest <= claimed.max(8 * MAX_ARGS), "{u:?} for a claimed {claimed} B blob");
+            prop_assert!(u.largest <= claimed.max(MAX_FIXED), "{u:?} for a claimed {claimed} B blob");
         }
         if let Ok(req) = result {
             prop_assert_eq!(req.op as u16, op);
-            prop_assert_eq!(req.args.len(), usize::from(nargs));
+            prop_assert_eq!(req.fixed.len(), usize::from(fixed_len));
             prop_assert_eq!(req.blob.len(), claimed);
         }
     }
 
     #[test]
     fn response_lengths_are_bounded(
-        nouts in prop_oneof![0..=max_args_u16() + 1, any::<u16>()],
+        fixed_len in prop_oneof![0..=max_fixed_u16() + 1, any::<u16>()],
         blob_len in claimed_len(MAX_BLOB),
         tail in vec(any::<u8>(), 0..512),
     ) {
-        let data = [response_head(nouts, blob_len), tail].concat();
+        let data = [response_head(fixed_len, blob_len), tail].concat();
         let (result, u) = measure(|| Response::read(&mut &data[..]));
         prop_assert!(u.peak <= RESPONSE_BOUND, "{u:?}");
         let claimed = usize::try_from(blob_len).expect("u32 fits usize");
-        if claimed > MAX_BLOB || usize::from(nouts) > MAX_ARGS {
+        if claimed > MAX_BLOB || usize::from(fixed_len) > MAX_FIXED {
             prop_assert!(matches!(result, Err(ProtoError::TooLong { .. })), "{:?}", result);
             prop_assert!(u.largest < SLACK, "refused, yet allocated {u:?}");
         }
@@ -309,14 +309,14 @@ fn maximal_claims_are_refused_before_allocation() {
     let claims: [(&str, Vec<u8>); 6] = [
         (
             "request blob",
-            request_head(Op::MemFree as u16, 1, u32::MAX),
+            request_head(Op::MemFree as u16, 8, u32::MAX),
         ),
         (
-            "request args",
+            "request fixed part",
             request_head(Op::MemFree as u16, u16::MAX, 0),
         ),
         ("response blob", response_head(0, u32::MAX)),
-        ("response outs", response_head(u16::MAX, 0)),
+        ("response fixed part", response_head(u16::MAX, 0)),
         ("hello env", hello_head(u32::MAX)),
         ("welcome devices", welcome_head(u32::MAX)),
     ];
@@ -341,7 +341,12 @@ fn the_allocation_counter_counts() {
     assert_eq!(u.largest, 1 << 20);
     assert!(u.peak >= 1 << 20);
     drop(v);
-    let data = [request_head(Op::MemcpyHtoD as u16, 3, 1 << 20), vec![0; 24]].concat();
+    let fixed = u16::try_from(Op::MemcpyHtoD.request_len()).expect("small");
+    let data = [
+        request_head(Op::MemcpyHtoD as u16, fixed, 1 << 20),
+        vec![0; usize::from(fixed)],
+    ]
+    .concat();
     let (result, u) = measure(|| Request::decode(&data));
     assert!(matches!(result, Err(ProtoError::Truncated { .. })));
     assert_eq!(

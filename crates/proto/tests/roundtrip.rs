@@ -11,8 +11,8 @@ use common::{arb, encode_hello, encode_welcome, welcome_key};
 use proptest::prelude::*;
 use vgpu_proto::{
     read_request, read_response_head, write_request, write_response, DeviceSnapshot, Hello, Op,
-    ProtoError, Request, RequestHead, Response, ResponseHead, Welcome, MAX_ARGS, MAX_BLOB,
-    MAX_DEVICES, MAX_ENV_BYTES,
+    ProtoError, Request, RequestHead, Response, ResponseHead, Welcome, MAX_BLOB, MAX_DEVICES,
+    MAX_ENV_BYTES, MAX_FIXED,
 };
 
 fn is_eof(e: &ProtoError) -> bool {
@@ -81,7 +81,7 @@ proptest! {
     #[test]
     fn request_round_trips(req in arb::request()) {
         let bytes = req.encode().expect("a request of the op's arity encodes");
-        prop_assert_eq!(bytes.len(), std::mem::size_of::<RequestHead>() + 8 * req.args.len() + req.blob.len());
+        prop_assert_eq!(bytes.len(), std::mem::size_of::<RequestHead>() + req.fixed.len() + req.blob.len());
         prop_assert_eq!(Request::decode(&bytes).expect("decodes"), req.clone());
         let mut rest = &bytes[..];
         prop_assert_eq!(read_request(&mut rest).expect("reads"), req);
@@ -94,14 +94,14 @@ proptest! {
         req.order = 0;
         req.after = 0;
         let mut written = Vec::new();
-        write_request(&mut written, req.op, req.seq, req.ctx, &req.args, &req.blob).expect("writes");
+        write_request(&mut written, req.op, req.seq, req.ctx, &req.fixed, &req.blob).expect("writes");
         prop_assert_eq!(written, req.encode().expect("encodes"));
     }
 
     #[test]
     fn response_round_trips(resp in arb::response()) {
         let bytes = resp.encode().expect("a response within bounds encodes");
-        prop_assert_eq!(bytes.len(), std::mem::size_of::<ResponseHead>() + 8 * resp.outs.len() + resp.blob.len());
+        prop_assert_eq!(bytes.len(), std::mem::size_of::<ResponseHead>() + resp.fixed.len() + resp.blob.len());
         let mut rest = &bytes[..];
         prop_assert_eq!(Response::read(&mut rest).expect("reads"), resp.clone());
         prop_assert!(rest.is_empty());
@@ -109,12 +109,12 @@ proptest! {
         // The head reader leaves exactly the blob for the caller.
         let mut rest = &bytes[..];
         let (head, outs) = read_response_head(&mut rest).expect("reads the head");
-        prop_assert_eq!(outs, resp.outs.clone());
+        prop_assert_eq!(outs, resp.fixed.clone());
         prop_assert_eq!(head.blob_len(), resp.blob.len());
         prop_assert_eq!(rest, &resp.blob[..]);
 
         let mut written = Vec::new();
-        write_response(&mut written, resp.status, resp.seq, &resp.outs, &resp.blob).expect("writes");
+        write_response(&mut written, resp.status, resp.seq, &resp.fixed, &resp.blob).expect("writes");
         prop_assert_eq!(written, bytes);
     }
 
@@ -207,12 +207,12 @@ proptest! {
         step in 1usize..64,
     ) {
         let mut w = Choppy::new(Vec::new(), step);
-        write_request(&mut w, req.op, req.seq, req.ctx, &req.args, &req.blob).expect("writes through EINTR");
-        write_response(&mut w, resp.status, resp.seq, &resp.outs, &resp.blob).expect("writes through EINTR");
+        write_request(&mut w, req.op, req.seq, req.ctx, &req.fixed, &req.blob).expect("writes through EINTR");
+        write_response(&mut w, resp.status, resp.seq, &resp.fixed, &resp.blob).expect("writes through EINTR");
         hello.write(&mut w).expect("writes through EINTR");
         welcome.write(&mut w).expect("writes through EINTR");
         let mut whole = Vec::new();
-        write_request(&mut whole, req.op, req.seq, req.ctx, &req.args, &req.blob).expect("writes");
+        write_request(&mut whole, req.op, req.seq, req.ctx, &req.fixed, &req.blob).expect("writes");
         whole.extend(resp.encode().expect("encodes"));
         whole.extend(encode_hello(&hello));
         whole.extend(encode_welcome(&welcome));
@@ -220,7 +220,7 @@ proptest! {
 
         let mut r = Choppy::new(&whole[..], step);
         let got = read_request(&mut r).expect("reads through EINTR");
-        prop_assert_eq!((got.op, got.seq, got.ctx, &got.args, &got.blob), (req.op, req.seq, req.ctx, &req.args, &req.blob));
+        prop_assert_eq!((got.op, got.seq, got.ctx, &got.fixed, &got.blob), (req.op, req.seq, req.ctx, &req.fixed, &req.blob));
         prop_assert_eq!(Response::read(&mut r).expect("reads through EINTR"), resp);
         prop_assert_eq!(Hello::read(&mut r).expect("reads through EINTR"), hello);
         prop_assert_eq!(welcome_key(&Welcome::read(&mut r).expect("reads through EINTR")), welcome_key(&welcome));
@@ -268,7 +268,18 @@ fn writer_that_accepts_nothing_is_an_error() {
             Ok(())
         }
     }
-    let err = write_request(&mut Full, Op::MemFree, 1, 1, &[0x1000], &[]).expect_err("no progress");
+    let free = vgpu_proto::mem_free::Request {
+        dptr: zerocopy::little_endian::U64::new(0x1000),
+    };
+    let err = write_request(
+        &mut Full,
+        Op::MemFree,
+        1,
+        1,
+        zerocopy::IntoBytes::as_bytes(&free),
+        &[],
+    )
+    .expect_err("no progress");
     assert!(
         matches!(err, ProtoError::Io(ref e) if e.kind() == io::ErrorKind::WriteZero),
         "{err}"
@@ -279,28 +290,31 @@ fn writer_that_accepts_nothing_is_an_error() {
 fn encoders_refuse_what_decoders_would_refuse() {
     for &op in Op::ALL {
         let mut req = common::sample_request(op);
-        req.args.push(0);
-        let err = req.encode().expect_err("one argument too many");
+        req.fixed.push(0);
+        let err = req.encode().expect_err("one byte too many");
         assert!(
-            matches!(err, ProtoError::Arity { op: o, expected, found } if o == op && expected == op.nargs() && found == op.nargs() + 1),
+            matches!(err, ProtoError::FixedLen { op: o, expected, found } if o == op && expected == op.request_len() && found == op.request_len() + 1),
             "{}: {err}",
             op.name()
         );
     }
 
     let mut resp = Response {
-        outs: vec![7; MAX_ARGS],
+        fixed: vec![7; MAX_FIXED],
         ..Default::default()
     };
-    let bytes = resp.encode().expect("MAX_ARGS outs are allowed");
+    let bytes = resp.encode().expect("MAX_FIXED bytes are allowed");
     assert_eq!(
-        Response::read(&mut &bytes[..]).expect("reads").outs.len(),
-        MAX_ARGS
+        Response::read(&mut &bytes[..]).expect("reads").fixed.len(),
+        MAX_FIXED
     );
-    resp.outs.push(7);
+    resp.fixed.push(7);
     assert!(matches!(
         resp.encode(),
-        Err(ProtoError::TooLong { what: "outs", .. })
+        Err(ProtoError::TooLong {
+            what: "fixed part",
+            ..
+        })
     ));
 
     let mut welcome = common::sample_welcome();

@@ -1,5 +1,7 @@
 //! Contexts: primary-context reference counts, created contexts, the per-thread
-//! current-context stack, limits and sticky errors.
+//! current-context stack, limits, sticky errors, the legacy usage count of
+//! `cuCtxAttach`/`cuCtxDetach`, the preferred cache configuration and the implicit
+//! streams' identities.
 
 use std::cell::RefCell;
 
@@ -34,6 +36,14 @@ pub(crate) struct Context {
     /// The first asynchronous error; once set, the context is unusable.
     pub sticky: Option<CUresult>,
     pub limits: [usize; LIMITS],
+    /// `cuCtxAttach` usage count: 1 for a created context (its creator's reference), 0 for
+    /// a primary context; `cuCtxDetach` drops it and destroys a created context at 0.
+    pub usage: u32,
+    /// `cuCtxSetCacheConfig`'s `CUfunc_cache` (`CU_FUNC_CACHE_PREFER_NONE` at creation).
+    pub cache_config: u32,
+    /// The legacy (index 0) and per-thread (index 1) default streams' id, priority and
+    /// attributes; they live and die with the context.
+    pub implicit: [crate::stream::Implicit; 2],
 }
 
 /// Number of `CUlimit` values the simulator knows (`CU_LIMIT_STACK_SIZE` ..=
@@ -60,6 +70,9 @@ impl Context {
             active: true,
             sticky: None,
             limits: DEFAULT_LIMITS,
+            usage: u32::from(!primary),
+            cache_config: 0,
+            implicit: Default::default(),
         }
     }
 
@@ -349,5 +362,108 @@ pub(crate) fn set_limit(st: &mut State, limit: u32, value: usize) -> Res<()> {
         _ => value,
     };
     live_mut(st, ctx)?.limits[idx] = value;
+    Ok(())
+}
+
+/// The context a `CUcontext` argument names: NULL means the calling thread's current
+/// one. It must be live.
+pub(crate) fn given_or_current(st: &State, key: usize) -> Res<usize> {
+    match key {
+        0 => current(st),
+        k => live(st, k).map(|_| k),
+    }
+}
+
+/// `cuCtxAttach`: counts one more use of the current context (`flags` must be 0).
+pub(crate) fn attach(st: &mut State, flags: u32) -> Res<usize> {
+    if flags != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuCtxAttach flags must be 0, got {flags:#x}"),
+        );
+    }
+    let key = current(st)?;
+    live_mut(st, key)?.usage += 1;
+    Ok(key)
+}
+
+/// `cuCtxDetach`: drops one use of `key`, which must be current on this thread; the last
+/// use of a created context destroys it. A primary context is never destroyed here, and
+/// detaching it more often than it was attached fails.
+pub(crate) fn detach(st: &mut State, key: usize) -> Res<()> {
+    if key == 0 || top() != Some(key) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            format!("context {key:#x} is not current on this thread"),
+        );
+    }
+    let ctx = live_mut(st, key)?;
+    if ctx.usage == 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            "the primary context was not attached with cuCtxAttach",
+        );
+    }
+    ctx.usage -= 1;
+    if ctx.usage == 0 && !ctx.primary {
+        destroy(st, key)?;
+    }
+    Ok(())
+}
+
+/// `CU_FUNC_CACHE_PREFER_EQUAL`: the largest `CUfunc_cache`.
+const CACHE_PREFER_EQUAL: u32 = 3;
+/// `CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE`: the largest `CUsharedconfig`.
+const SHARED_EIGHT_BYTE: u32 = 2;
+/// `CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE`: the fixed bank size of compute capability 9.0.
+pub(crate) const SHARED_FOUR_BYTE: u32 = 1;
+
+/// Checks a `CUfunc_cache` value.
+pub(crate) fn check_cache_config(config: u32) -> Res<()> {
+    if config > CACHE_PREFER_EQUAL {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{config} is not a CUfunc_cache"),
+        );
+    }
+    Ok(())
+}
+
+/// Checks a `CUsharedconfig` value. Compute capability 9.0 has a fixed 4-byte bank size,
+/// so a valid value changes nothing, as the driver documents.
+pub(crate) fn check_shared_config(config: u32) -> Res<()> {
+    if config > SHARED_EIGHT_BYTE {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{config} is not a CUsharedconfig"),
+        );
+    }
+    Ok(())
+}
+
+/// `cuCtxSetCacheConfig` on the current context.
+pub(crate) fn set_cache_config(st: &mut State, config: u32) -> Res<()> {
+    check_cache_config(config)?;
+    let key = current(st)?;
+    live_mut(st, key)?.cache_config = config;
+    Ok(())
+}
+
+/// `cuCtxGetCacheConfig` on the current context.
+pub(crate) fn cache_config(st: &State) -> Res<u32> {
+    Ok(live(st, current(st)?)?.cache_config)
+}
+
+/// `cuCtxSetFlags`: replaces the current context's flags; for a primary context these are
+/// also the flags `cuDevicePrimaryCtxGetState` reports.
+pub(crate) fn set_flags(st: &mut State, flags: u32) -> Res<()> {
+    check_flags(flags)?;
+    let key = current(st)?;
+    let ctx = live_mut(st, key)?;
+    ctx.flags = flags;
+    if ctx.primary {
+        let dev = ctx.device;
+        st.primary[dev].flags = flags;
+    }
     Ok(())
 }

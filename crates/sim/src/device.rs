@@ -28,6 +28,40 @@ pub(crate) fn pci_bus_id(dev: usize) -> String {
     format!("0000:{:02X}:00.0", bus(dev))
 }
 
+/// A PCI address: (domain, bus, device, function).
+pub(crate) type PciAddress = (u32, u32, u32, u32);
+
+/// Device `dev`'s PCI address, as [`pci_bus_id`] writes it.
+pub(crate) fn pci_address(dev: usize) -> PciAddress {
+    (0, bus(dev), 0, 0)
+}
+
+fn hex(s: &str, max_digits: usize) -> Option<u32> {
+    if s.is_empty() || s.len() > max_digits || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// Parses a PCI bus id in the forms `cuDeviceGetByPCIBusId` accepts:
+/// `[domain]:[bus]:[device].[function]`, `[domain]:[bus]:[device]` and
+/// `[bus]:[device].[function]`, in hexadecimal of either case. A missing domain or
+/// function is 0.
+pub(crate) fn parse_pci_bus_id(s: &str) -> Option<PciAddress> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let (domain, bus, rest, needs_function) = match parts.as_slice() {
+        [d, b, rest] => (hex(d, 8)?, hex(b, 2)?, *rest, false),
+        [b, rest] => (0, hex(b, 2)?, *rest, true),
+        _ => return None,
+    };
+    let (device, function) = match rest.split_once('.') {
+        Some((d, f)) => (hex(d, 2)?, hex(f, 1)?),
+        None if !needs_function => (hex(rest, 2)?, 0),
+        None => return None,
+    };
+    (device < 32 && function < 8).then_some((domain, bus, device, function))
+}
+
 /// `cuDeviceGetAttribute`. Every id in `1..CU_DEVICE_ATTRIBUTE_MAX` answers.
 pub(crate) fn attribute(attr: A, dev: usize) -> Res<i32> {
     let v = match attr {
@@ -208,6 +242,37 @@ mod tests {
             let e = attribute(A(id), 0).expect_err("unknown attribute");
             assert_eq!(e.code, CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+    }
+
+    #[test]
+    fn pci_bus_ids_parse_in_every_accepted_form() {
+        let want = Some((0, 0x5E, 0, 0));
+        for s in [
+            "0000:5E:00.0",
+            "0000:5e:00.0",
+            "5e:00.0",
+            "00000000:5E:00.0",
+            "0:5e:0",
+            "0000:5E:00",
+        ] {
+            assert_eq!(parse_pci_bus_id(s), want, "{s}");
+        }
+        assert_eq!(parse_pci_bus_id("0001:3b:1f.7"), Some((1, 0x3B, 0x1F, 7)));
+        for s in [
+            "",
+            "5e",
+            "5e:00",
+            "0000:5E:00.0:1",
+            "0000:5G:00.0",
+            "0000:5E:20.0",
+            "0000:5E:00.8",
+            "000000000:5E:00.0",
+            " 0000:5E:00.0",
+            "0000:5E:00.00",
+        ] {
+            assert_eq!(parse_pci_bus_id(s), None, "{s:?}");
+        }
+        assert_eq!(parse_pci_bus_id(&pci_bus_id(3)), Some(pci_address(3)));
     }
 
     #[test]

@@ -78,6 +78,29 @@ pub(crate) fn record(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
     Ok(())
 }
 
+/// `cuCtxRecordEvent`: all earlier work of context `ctx` is done, so the event completes
+/// now. The event must belong to `ctx` (`CUDA_ERROR_INVALID_HANDLE` otherwise).
+pub(crate) fn record_context(st: &mut State, key: usize, ctx: usize) -> Res<()> {
+    context::live(st, ctx)?.usable()?;
+    if get(st, key)?.ctx != ctx {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "event and context differ",
+        );
+    }
+    if let Some(e) = st.events.get_mut(&key) {
+        e.stamp = Some(Instant::now());
+    }
+    Ok(())
+}
+
+/// `cuCtxWaitEvent`: checks its arguments; the event may belong to another context, and
+/// with synchronous execution its work has already completed.
+pub(crate) fn context_wait(st: &State, key: usize, ctx: usize) -> Res<()> {
+    context::live(st, ctx)?.usable()?;
+    get(st, key).map(|_| ())
+}
+
 /// `cuEventSynchronize` / `cuEventQuery`: recorded work is always complete, so this
 /// reports the event's context's sticky error, if any.
 pub(crate) fn synchronize(st: &State, key: usize) -> Res<()> {

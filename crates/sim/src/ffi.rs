@@ -119,3 +119,18 @@ pub(crate) unsafe fn read_c_str<'a>(p: *const c_char, what: &'static str) -> Res
     // SAFETY: non-NULL and NUL-terminated by the contract.
     Ok(unsafe { CStr::from_ptr(p) })
 }
+
+/// A NUL-terminated string the caller passes; NULL is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string that outlives the call.
+pub(crate) unsafe fn c_str<'a>(p: *const c_char, what: &'static str) -> Res<&'a CStr> {
+    if p.is_null() {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{what} is NULL"),
+        );
+    }
+    // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
+    Ok(unsafe { CStr::from_ptr(p) })
+}

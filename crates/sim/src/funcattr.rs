@@ -61,6 +61,12 @@ pub(crate) struct Settable {
     pub required_cluster: [i32; 3],
     pub non_portable_cluster: i32,
     pub cluster_policy: i32,
+    /// `cuFuncSetCacheConfig` / `cuKernelSetCacheConfig`: a `CUfunc_cache`.
+    pub cache_config: u32,
+    /// `cuFuncSetBlockShape` (deprecated): the block of legacy `cuLaunch*` launches.
+    pub block_shape: [i32; 3],
+    /// `cuFuncSetSharedSize` (deprecated): dynamic shared memory of legacy launches.
+    pub shared_size: u32,
 }
 
 impl Default for Settable {
@@ -71,6 +77,9 @@ impl Default for Settable {
             required_cluster: [0; 3],
             non_portable_cluster: 0,
             cluster_policy: 0,
+            cache_config: 0,
+            block_shape: [1, 1, 1],
+            shared_size: 0,
         }
     }
 }
@@ -221,6 +230,29 @@ pub(crate) fn set(st: &mut State, r: &Resolved, attr: i32, value: i32) -> Res<()
         _ => return bad(format!("function attribute {attr} is read-only")),
     }
     st.ext.attrs.set.insert(r.target.clone(), s);
+    Ok(())
+}
+
+/// Changes the settable state of a target (the legacy execution controls and the cache
+/// preference, which have no attribute id).
+pub(crate) fn update(st: &mut State, r: &Resolved, change: impl FnOnce(&mut Settable)) {
+    let mut s = settable(st, r);
+    change(&mut s);
+    st.ext.attrs.set.insert(r.target.clone(), s);
+}
+
+/// `cuFuncSetBlockShape`: each dimension positive, within (1024, 1024, 64), and at most
+/// 1024 threads in all (`CUDA_ERROR_INVALID_VALUE` otherwise).
+pub(crate) fn set_block_shape(st: &mut State, r: &Resolved, shape: [i32; 3]) -> Res<()> {
+    let [x, y, z] = shape;
+    let fits = (1..=1024).contains(&x) && (1..=1024).contains(&y) && (1..=64).contains(&z);
+    if !fits || i64::from(x) * i64::from(y) * i64::from(z) > i64::from(MAX_THREADS_PER_BLOCK) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("block shape {shape:?} exceeds 1024 threads or (1024, 1024, 64)"),
+        );
+    }
+    update(st, r, |s| s.block_shape = shape);
     Ok(())
 }
 

@@ -110,10 +110,7 @@ pub(crate) fn module_in_current(st: &mut State, key: usize) -> Res<usize> {
             return Ok(m);
         }
     }
-    let image = Image {
-        kernels: lib.image.kernels.clone(),
-        globals: lib.image.globals.clone(),
-    };
+    let image = lib.image.clone();
     let budget = state::sim()?.cfg.memory_bytes;
     let m = module::load(st, budget, &image)?;
     if let Some(lib) = st.ext.libraries.libs.get_mut(&key) {
@@ -155,6 +152,23 @@ pub(crate) fn get_kernel(st: &mut State, key: usize, name: &str) -> Res<usize> {
         lib.kernels.insert(name.to_string(), k);
     }
     Ok(k)
+}
+
+/// `cuLibraryGetKernelCount`: the library's kernels that the simulator can run.
+pub(crate) fn kernel_count(st: &State, key: usize) -> Res<u32> {
+    Ok(module::runnable(&library(st, key)?.image.kernels))
+}
+
+/// `cuLibraryGetManaged`: the module format has no `__managed__` variables (the simulator
+/// has no managed memory), so after the handle check every name gives
+/// `CUDA_ERROR_NOT_FOUND`, as the driver answers for a name that is not a managed
+/// variable of the library, a plain `global` included.
+pub(crate) fn get_managed(st: &State, key: usize, name: &str) -> Res<(CUdeviceptr, usize)> {
+    library(st, key)?;
+    err(
+        CUresult::CUDA_ERROR_NOT_FOUND,
+        format!("library has no managed variable {name:?}"),
+    )
 }
 
 /// Looks up a kernel handle (`CUDA_ERROR_INVALID_HANDLE` otherwise).

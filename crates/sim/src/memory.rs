@@ -212,6 +212,60 @@ pub(crate) fn memset(st: &State, dst: CUdeviceptr, pattern: &[u8], count: usize)
     Ok(())
 }
 
+/// `cuMemsetD2D{8,16,32}`: stores `height` rows of `width` elements of `pattern` (1, 2
+/// or 4 bytes), rows `pitch` bytes apart, at `dst`. `dst`, and `pitch` when there is more
+/// than one row, must be aligned to the element size, and the pitch must hold a row.
+/// The whole pitched span, from the first byte of row 0 to the last byte of the last
+/// row, must lie inside one live allocation; otherwise nothing is touched.
+pub(crate) fn memset_2d(
+    st: &State,
+    dst: CUdeviceptr,
+    pitch: usize,
+    pattern: &[u8],
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    let size = pattern.len();
+    let bad = |why: String| err(CUresult::CUDA_ERROR_INVALID_VALUE, why);
+    if !dst.is_multiple_of(size as u64) || (height > 1 && !pitch.is_multiple_of(size)) {
+        return bad(format!(
+            "2D memset destination {dst:#x} or pitch {pitch} is not {size}-byte aligned"
+        ));
+    }
+    let Some(row) = width.checked_mul(size) else {
+        return bad("2D memset row size overflows".into());
+    };
+    if row == 0 || height == 0 {
+        return Ok(());
+    }
+    if height > 1 && pitch < row {
+        return bad(format!(
+            "pitch {pitch} is smaller than a row of {row} bytes"
+        ));
+    }
+    let Some(span) = (height - 1)
+        .checked_mul(pitch)
+        .and_then(|s| s.checked_add(row))
+    else {
+        return bad("2D memset span overflows".into());
+    };
+    let p = range(st, dst, span)?;
+    for r in 0..height {
+        // SAFETY: `r * pitch + row <= span`, and `p..p+span` lies inside a live allocation.
+        let start = unsafe { p.add(r * pitch) };
+        if let [byte] = pattern {
+            // SAFETY: as above; the row's `row` bytes are inside the span.
+            unsafe { ptr::write_bytes(start, *byte, row) };
+            continue;
+        }
+        for i in 0..width {
+            // SAFETY: as above; `i * size + size <= row`.
+            unsafe { ptr::copy_nonoverlapping(pattern.as_ptr(), start.add(i * size), size) };
+        }
+    }
+    Ok(())
+}
+
 /// `cuMemGetInfo_v2` for `device`: (free, total).
 pub(crate) fn info(st: &State, budget: u64, device: usize) -> (u64, u64) {
     (budget - st.used[device], budget)

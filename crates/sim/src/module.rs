@@ -1,11 +1,11 @@
-//! Modules in the simulator's text format (see the crate header), functions, and
-//! `cuLaunchKernel`.
+//! Modules in the simulator's text format (see the crate header), functions, texture and
+//! surface references, and `cuLaunchKernel`.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
 
 use crate::context;
-use crate::cu::{CUdeviceptr, CUresult};
+use crate::cu::{CUdeviceptr, CUmoduleLoadingMode, CUresult};
 use crate::kernels::Kernel;
 use crate::memory;
 use crate::state::{err, Res, State};
@@ -27,6 +27,9 @@ pub(crate) struct Module {
     globals: HashMap<String, (CUdeviceptr, usize)>,
     /// Function handles already handed out, by kernel name.
     functions: HashMap<String, usize>,
+    /// Texture and surface reference handles, by name, minted at load.
+    texrefs: HashMap<String, usize>,
+    surfrefs: HashMap<String, usize>,
 }
 
 /// A function handle's target.
@@ -34,13 +37,29 @@ pub(crate) struct Module {
 pub(crate) struct Function {
     pub module: usize,
     pub kernel: Kernel,
+    /// `cuFuncIsLoaded`: set at creation under eager loading, else by `cuFuncLoad` or the
+    /// first launch.
+    pub loaded: bool,
 }
 
-/// A parsed image: kernel names and (global name, size).
-#[derive(Debug, Default, PartialEq, Eq)]
+/// A parsed image: kernel names, (global name, size), texture and surface reference
+/// names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Image {
     pub kernels: Vec<String>,
     pub globals: Vec<(String, usize)>,
+    pub texrefs: Vec<String>,
+    pub surfrefs: Vec<String>,
+}
+
+/// How many of the declared `kernels` the simulator can run: the ones a real image would
+/// contain (any other name behaves as a kernel missing from the image).
+pub(crate) fn runnable(kernels: &[String]) -> u32 {
+    let n = kernels
+        .iter()
+        .filter(|k| Kernel::by_name(k).is_some())
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn valid_name(s: &str) -> bool {
@@ -77,6 +96,17 @@ pub(crate) fn parse(text: &[u8]) -> Result<Image, String> {
                     return Err(format!("line {no}: global {name} declared twice"));
                 }
                 image.globals.push(((*name).to_string(), size));
+            }
+            [kind @ ("texref" | "surfref"), name] if valid_name(name) => {
+                let list = if *kind == "texref" {
+                    &mut image.texrefs
+                } else {
+                    &mut image.surfrefs
+                };
+                if list.iter().any(|t| t == name) {
+                    return Err(format!("line {no}: {kind} {name} declared twice"));
+                }
+                list.push((*name).to_string());
             }
             _ => return Err(format!("line {no}: cannot parse {line:?}")),
         }
@@ -128,6 +158,10 @@ pub(crate) fn load(st: &mut State, budget: u64, image: &Image) -> Res<usize> {
             }
         }
     }
+    let mut refs = |names: &[String]| -> HashMap<String, usize> {
+        names.iter().map(|n| (n.clone(), st.mint())).collect()
+    };
+    let (texrefs, surfrefs) = (refs(&image.texrefs), refs(&image.surfrefs));
     let key = st.mint();
     st.modules.insert(
         key,
@@ -136,6 +170,8 @@ pub(crate) fn load(st: &mut State, budget: u64, image: &Image) -> Res<usize> {
             kernels: image.kernels.clone(),
             globals,
             functions: HashMap::new(),
+            texrefs,
+            surfrefs,
         },
     );
     Ok(key)
@@ -182,11 +218,13 @@ pub(crate) fn get_function(st: &mut State, key: usize, name: &str) -> Res<usize>
         );
     };
     let f = st.mint();
+    let loaded = crate::loading::mode() == CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING;
     st.functions.insert(
         f,
         Function {
             module: key,
             kernel,
+            loaded,
         },
     );
     if let Some(m) = st.modules.get_mut(&key) {
@@ -204,6 +242,44 @@ pub(crate) fn get_global(st: &State, key: usize, name: &str) -> Res<(CUdeviceptr
             format!("module has no global {name:?}"),
         ),
     }
+}
+
+/// `cuModuleGetFunctionCount`: the module's kernels that the simulator can run.
+pub(crate) fn function_count(st: &State, key: usize) -> Res<u32> {
+    Ok(runnable(&module(st, key)?.kernels))
+}
+
+/// `cuModuleGetTexRef` / `cuModuleGetSurfRef`: the handle of a reference the image
+/// declared with `texref`/`surfref` (`surface` selects which); the same handle every
+/// time, invalid once the module is unloaded.
+pub(crate) fn get_ref(st: &State, key: usize, name: &str, surface: bool) -> Res<usize> {
+    let m = module(st, key)?;
+    let (refs, kind) = if surface {
+        (&m.surfrefs, "surface")
+    } else {
+        (&m.texrefs, "texture")
+    };
+    match refs.get(name) {
+        Some(&h) => Ok(h),
+        None => err(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!("module has no {kind} reference {name:?}"),
+        ),
+    }
+}
+
+/// `cuFuncGetModule`: the module a function belongs to.
+pub(crate) fn module_of(st: &State, func: usize) -> Res<usize> {
+    Ok(function(st, func)?.module)
+}
+
+/// `cuFuncLoad`: loads the function (a no-op once loaded).
+pub(crate) fn load_function(st: &mut State, func: usize) -> Res<()> {
+    function(st, func)?;
+    if let Some(f) = st.functions.get_mut(&func) {
+        f.loaded = true;
+    }
+    Ok(())
 }
 
 /// Looks up a function handle.
@@ -302,6 +378,9 @@ pub(crate) unsafe fn launch(
     }
     let (_, attrs) = crate::funcattr::for_launch(st, func)?;
     let threads = geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+    if let Some(f) = st.functions.get_mut(&func) {
+        f.loaded = true;
+    }
     // SAFETY: forwarded contract.
     let outcome = unsafe { kernel.launch(st, params, threads) }?;
     if let Err(fault) = outcome {
@@ -323,6 +402,10 @@ mod tests {
             .expect("valid image");
         assert_eq!(img.kernels, ["vector_add"]);
         assert_eq!(img.globals, [("counter".to_string(), 4)]);
+        let img = parse(b"VGPU-SIM-MODULE 1\ntexref tex\nsurfref tex\nsurfref surf\n")
+            .expect("valid image");
+        assert_eq!(img.texrefs, ["tex"]);
+        assert_eq!(img.surfrefs, ["tex", "surf"]);
     }
 
     #[test]
@@ -337,6 +420,9 @@ mod tests {
             b"VGPU-SIM-MODULE 1\nkernel a\nkernel a\n",
             b"VGPU-SIM-MODULE 1\nkernel a-b\n",
             b"VGPU-SIM-MODULE 1\nlaunch a\n",
+            b"VGPU-SIM-MODULE 1\ntexref t\ntexref t\n",
+            b"VGPU-SIM-MODULE 1\nsurfref\n",
+            b"VGPU-SIM-MODULE 1\ntexref a b\n",
         ] {
             assert!(parse(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
         }

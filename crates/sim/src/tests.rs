@@ -998,9 +998,20 @@ fn panics_become_unknown() {
 
 #[test]
 fn exports_are_driver_symbols() {
-    for name in EXPORTS {
+    let all: Vec<&str> = HAND_EXPORTS
+        .iter()
+        .chain(crate::exports::generated::EXPORTS)
+        .copied()
+        .collect();
+    for name in &all {
         let desc = vgpu_abi::find(name).unwrap_or_else(|| panic!("{name} is not a driver export"));
         assert!(desc.signature_known, "{name}");
     }
-    assert_eq!(EXPORTS.len(), 102);
+    let mut unique = all.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "an export is listed twice");
+    // Every remoting-table call has an export here.
+    let table = vgpu_abi::remote::CALLS.len();
+    assert_eq!(crate::exports::generated::EXPORTS.len(), table);
 }

@@ -2,10 +2,11 @@
 //! the implemented entry points by area and, for every other export, why it
 //! still returns `CUDA_ERROR_NOT_SUPPORTED`.
 //!
-//! The implemented set is read from the client's `implement!` table
-//! (`crates/client/src/api/mod.rs`), the export set from the fixture of the
-//! real driver's exports, so the page cannot drift from the code: CI runs
-//! `--check`.
+//! The implemented set is the remoting table (`crates/abi/src/remote/table.rs`:
+//! its calls and its hand-written entry points, which `cargo xtask gen-calls`
+//! checks against the client's `implement!` lines), the export set the
+//! fixture of the real driver's exports, so the page cannot drift from the
+//! code: CI runs `--check`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -78,8 +79,21 @@ fn area(name: &str) -> (&'static str, &'static str) {
         .map_or(("Other", GENERAL_REASON), |(_, a)| (a, GENERAL_REASON))
 }
 
-/// The names inside the client's `implement!` table.
-fn implemented(api_mod: &str) -> BTreeSet<String> {
+/// Every entry point the remoting table implements.
+fn implemented() -> BTreeSet<String> {
+    vgpu_abi::remote::CALLS
+        .iter()
+        .map(|c| c.name.to_string())
+        .chain(
+            vgpu_abi::remote::MANUAL
+                .iter()
+                .flat_map(|m| m.names.iter().map(|n| n.to_string())),
+        )
+        .collect()
+}
+
+/// The names inside the client's hand-written `implement!` lines.
+pub fn implement_lines(api_mod: &str) -> BTreeSet<String> {
     let start = api_mod.find("implement! {").unwrap_or(api_mod.len());
     api_mod[start..]
         .lines()
@@ -96,8 +110,7 @@ fn implemented(api_mod: &str) -> BTreeSet<String> {
 
 fn render(root: &Path) -> Result<String, Error> {
     let exports = std::fs::read_to_string(root.join("fixtures/libcuda-580-exports.txt"))?;
-    let api = std::fs::read_to_string(root.join("crates/client/src/api/mod.rs"))?;
-    let done = implemented(&api);
+    let done = implemented();
     let mut by_area: BTreeMap<&str, (Vec<&str>, Vec<&str>, &str)> = BTreeMap::new();
     let names: Vec<&str> = exports
         .lines()

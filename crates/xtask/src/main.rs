@@ -3,6 +3,8 @@
 //! Usage:
 //!   cargo xtask gen-abi           regenerate `crates/abi/src/generated/`
 //!   cargo xtask gen-abi --check   regenerate into a temporary folder and fail on any diff
+//!   cargo xtask gen-calls         regenerate the remoting code from crates/abi/src/remote/table.rs
+//!   cargo xtask gen-calls --check fail if any file it writes is out of date
 //!   cargo xtask compat            write docs/compatibility.md from the client's implement! table
 //!   cargo xtask compat --check    fail if docs/compatibility.md is out of date
 //!
@@ -10,6 +12,7 @@
 
 mod compat;
 mod gen_abi;
+mod gen_calls;
 
 use std::process::ExitCode;
 
@@ -17,7 +20,7 @@ use std::process::ExitCode;
 type Error = Box<dyn std::error::Error>;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask gen-abi [--check] | cargo xtask compat [--check]");
+    eprintln!("usage: cargo xtask gen-abi [--check] | cargo xtask gen-calls [--check] | cargo xtask compat [--check]");
     ExitCode::from(2)
 }
 
@@ -31,6 +34,8 @@ fn main() -> ExitCode {
     {
         ["gen-abi"] => gen_abi::run(false),
         ["gen-abi", "--check"] => gen_abi::run(true),
+        ["gen-calls"] => gen_calls::run(false),
+        ["gen-calls", "--check"] => gen_calls::run(true),
         ["compat"] => compat::run(false),
         ["compat", "--check"] => compat::run(true),
         _ => return usage(),

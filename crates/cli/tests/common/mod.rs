@@ -43,6 +43,8 @@ pub struct Build {
     pub sim: PathBuf,
     /// The `vgpu-mediator` binary.
     pub mediator: PathBuf,
+    /// `libvgpu_recorder.so`, the recording test driver.
+    pub recorder: PathBuf,
 }
 
 /// Finds `target/<profile>/` from the running test binary
@@ -60,9 +62,10 @@ pub fn build() -> Build {
         client: dir.join("libvgpu_cuda.so"),
         sim: dir.join("libvgpu_sim.so"),
         mediator: dir.join("vgpu-mediator"),
+        recorder: dir.join("libvgpu_recorder.so"),
         dir,
     };
-    for p in [&b.client, &b.sim, &b.mediator] {
+    for p in [&b.client, &b.sim, &b.mediator, &b.recorder] {
         assert!(
             p.is_file(),
             "{} is missing: run `cargo build --workspace` first (with the same profile \
@@ -114,6 +117,28 @@ impl Mediator {
     /// [`Mediator::start`] with `extra` flags after the usual ones (e.g. a
     /// second `--listen`).
     pub fn start_with(build: &Build, extra: &[&str]) -> Mediator {
+        let sim = [
+            "--driver".into(),
+            "sim".into(),
+            "--sim-lib".into(),
+            build.sim.clone().into_os_string(),
+        ];
+        Mediator::spawn(build, &sim, extra, &[])
+    }
+
+    /// A mediator whose workers load the driver library at `driver`, with
+    /// `env` added to its environment (and its workers').
+    pub fn start_driver(build: &Build, driver: &Path, env: &[(&str, &str)]) -> Mediator {
+        let args = ["--driver".into(), driver.as_os_str().to_owned()];
+        Mediator::spawn(build, &args, &[], env)
+    }
+
+    fn spawn(
+        build: &Build,
+        driver: &[std::ffi::OsString],
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Mediator {
         let dir = tempfile::Builder::new()
             .prefix("vgpu-e2e-med")
             .tempdir()
@@ -123,8 +148,8 @@ impl Mediator {
         let child = Command::new(&build.mediator)
             .arg("--listen")
             .arg(format!("unix:{}", socket.display()))
-            .args(["--driver", "sim", "--sim-lib"])
-            .arg(&build.sim)
+            .args(driver)
+            .envs(env.iter().copied())
             .arg("--log")
             .arg(&log)
             .args(extra)

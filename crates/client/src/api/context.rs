@@ -4,8 +4,12 @@
 
 use std::ffi::{c_int, c_uint};
 
-use vgpu_abi::types::{CUcontext, CUctxCreateParams, CUlimit};
-use vgpu_proto::Op;
+use vgpu_abi::types::{CUcontext, CUctxCreateParams, CUexecAffinityParam};
+use vgpu_proto::{
+    ctx_create, ctx_destroy, device_primary_ctx_get_state, device_primary_ctx_release_v2,
+    device_primary_ctx_reset_v2, device_primary_ctx_set_flags_v2, primary_ctx_retain,
+};
+use zerocopy::little_endian::{I32, U32, U64};
 
 use crate::context as stack;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
@@ -44,7 +48,11 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     non_null(pctx)?;
     s.device(dev)?;
     let id = primary_id(dev);
-    let retained = s.call(Op::PrimaryCtxRetain, &[id, dev as u64], &[], None);
+    let r = primary_ctx_retain::Request {
+        ctx: U64::new(id),
+        device: I32::new(dev),
+    };
+    let retained = s.request(&r, &[]);
     primary_state_changed(s);
     retained?;
     {
@@ -62,10 +70,12 @@ pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     unsafe { write_out(pctx, to_handle(id)) }
 }
 
-pub fn primary_release(dev: c_int) -> CuResult<()> {
+/// `cuDevicePrimaryCtxRelease_v2` (and its first version).
+pub fn device_primary_ctx_release_v2(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    let released = s.call(Op::PrimaryCtxRelease, &[dev as u64], &[], None);
+    let r = device_primary_ctx_release_v2::Request { dev: I32::new(dev) };
+    let released = s.request(&r, &[]);
     primary_state_changed(s);
     released?;
     let last = {
@@ -82,7 +92,14 @@ pub fn primary_release(dev: c_int) -> CuResult<()> {
 
 /// Answered from the session's answers after the first time: only this
 /// session's primary-context calls change the state, and each drops it.
-pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CuResult<()> {
+///
+/// # Safety
+/// `flags` and `active` must be NULL or valid for writes.
+pub unsafe fn device_primary_ctx_get_state(
+    dev: c_int,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(flags)?;
     non_null(active)?;
@@ -91,9 +108,9 @@ pub unsafe fn primary_state(dev: c_int, flags: *mut c_uint, active: *mut c_int) 
     let (f, a) = match known {
         Some(state) => state,
         None => {
-            let (outs, _) = s.call(Op::PrimaryCtxGetState, &[dev as u64], &[], None)?;
-            // The driver's own 32-bit values, widened on the wire.
-            let state = (wire::u32(outs[0]), wire::i32(outs[1]));
+            let r = device_primary_ctx_get_state::Request { dev: I32::new(dev) };
+            let (rep, _) = s.request(&r, &[])?;
+            let state = (rep.flags.get(), rep.active.get());
             s.objects().answers.primary_state.insert(dev, state);
             state
         }
@@ -112,23 +129,25 @@ pub fn primary_state_changed(s: &Session) {
     s.objects().answers.primary_state.clear();
 }
 
-pub fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult<()> {
+/// `cuDevicePrimaryCtxSetFlags_v2` (and its first version).
+pub fn device_primary_ctx_set_flags_v2(dev: c_int, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    let set = s.call(
-        Op::PrimaryCtxSetFlags,
-        &[dev as u64, u64::from(flags)],
-        &[],
-        None,
-    );
+    let r = device_primary_ctx_set_flags_v2::Request {
+        dev: I32::new(dev),
+        flags: U32::new(flags),
+    };
+    let set = s.request(&r, &[]);
     primary_state_changed(s);
     set.map(drop)
 }
 
-pub fn primary_reset(dev: c_int) -> CuResult<()> {
+/// `cuDevicePrimaryCtxReset_v2` (and its first version).
+pub fn device_primary_ctx_reset_v2(dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     s.device(dev)?;
-    let reset = s.call(Op::PrimaryCtxReset, &[dev as u64], &[], None);
+    let r = device_primary_ctx_reset_v2::Request { dev: I32::new(dev) };
+    let reset = s.request(&r, &[]);
     primary_state_changed(s);
     reset?;
     s.objects().primary_refs.insert(dev, 0);
@@ -136,17 +155,35 @@ pub fn primary_reset(dev: c_int) -> CuResult<()> {
     Ok(())
 }
 
-pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResult<()> {
+/// Creates a context on `dev`, with `affinity`'s execution-affinity
+/// parameters (none: `cuCtxCreate_v2`).
+///
+/// # Safety
+/// `pctx` must be NULL or valid for a write.
+pub unsafe fn create(
+    pctx: *mut CUcontext,
+    flags: c_uint,
+    dev: c_int,
+    affinity: &[CUexecAffinityParam],
+) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(pctx)?;
     s.device(dev)?;
     let id = runtime().mint(Kind::Context);
-    s.call(
-        Op::CtxCreate,
-        &[id, u64::from(flags), dev as u64],
-        &[],
-        None,
-    )?;
+    let r = ctx_create::Request {
+        ctx: U64::new(id),
+        flags: U32::new(flags),
+        device: I32::new(dev),
+    };
+    // SAFETY: `affinity` is a slice of plain C structs; all of their bytes
+    // travel (the worker reads them back as the same type).
+    let blob = unsafe {
+        std::slice::from_raw_parts(
+            affinity.as_ptr().cast::<u8>(),
+            std::mem::size_of_val(affinity),
+        )
+    };
+    s.request(&r, blob)?;
     s.objects().add_context(
         id,
         CtxInfo {
@@ -159,26 +196,75 @@ pub unsafe fn create(pctx: *mut CUcontext, flags: c_uint, dev: c_int) -> CuResul
     unsafe { write_out(pctx, to_handle(id)) }
 }
 
-/// The CUDA 12.5+ form; plain creation when no execution-affinity or CIG
-/// parameters are given.
+/// The `count` execution-affinity parameters at `params`.
+///
+/// # Safety
+/// `params` must be valid for `count` elements when `count` > 0.
+unsafe fn affinity<'a>(
+    params: *const CUexecAffinityParam,
+    count: c_int,
+) -> CuResult<&'a [CUexecAffinityParam]> {
+    let n = usize::try_from(count).map_err(|_| CuError::INVALID_VALUE)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    non_null(params)?;
+    // SAFETY: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts(params, n) })
+}
+
+/// `cuCtxCreate_v3`: with execution-affinity parameters.
+///
+/// # Safety
+/// `pctx` must be NULL or valid for a write; `params` valid for `count`
+/// elements.
+pub unsafe fn create_v3(
+    pctx: *mut CUcontext,
+    params: *mut CUexecAffinityParam,
+    count: c_int,
+    flags: c_uint,
+    dev: c_int,
+) -> CuResult<()> {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { create(pctx, flags, dev, affinity(params, count)?) }
+}
+
+/// The CUDA 12.5+ form: execution-affinity parameters as `cuCtxCreate_v3`
+/// takes them. CUDA-in-graphics parameters name a graphics API's context in
+/// the application's process, which the worker cannot reach: refused with
+/// `CUDA_ERROR_NOT_SUPPORTED`, logged.
+///
+/// # Safety
+/// `pctx` must be NULL or valid for a write; `params` NULL or a valid
+/// parameter struct.
 pub unsafe fn create_v4(
     pctx: *mut CUcontext,
     params: *mut CUctxCreateParams,
     flags: c_uint,
     dev: c_int,
 ) -> CuResult<()> {
-    if !params.is_null() {
-        // SAFETY: non-NULL, and the application passes a valid parameter struct.
-        let p = unsafe { &*params };
-        if p.numExecAffinityParams != 0 || !p.cigParams.is_null() {
-            crate::log::line(format_args!(
-                "cuCtxCreate_v4: execution affinity and CIG are not supported"
-            ));
-            return Err(CuError::NOT_SUPPORTED);
-        }
+    if params.is_null() {
+        // SAFETY: same contract as `create`.
+        return unsafe { create(pctx, flags, dev, &[]) };
     }
-    // SAFETY: same contract as `create`.
-    unsafe { create(pctx, flags, dev) }
+    // SAFETY: non-NULL, and the application passes a valid parameter struct.
+    let p = unsafe { &*params };
+    if !p.cigParams.is_null() {
+        crate::log::line(format_args!(
+            "cuCtxCreate_v4: CUDA-in-graphics parameters name a graphics context of this process, \
+             which the worker cannot reach (CUDA_ERROR_NOT_SUPPORTED)"
+        ));
+        return Err(CuError::NOT_SUPPORTED);
+    }
+    // SAFETY: the application's affinity array of `numExecAffinityParams` entries.
+    unsafe {
+        create(
+            pctx,
+            flags,
+            dev,
+            affinity(p.execAffinityParams, p.numExecAffinityParams)?,
+        )
+    }
 }
 
 pub fn destroy(ctx: CUcontext) -> CuResult<()> {
@@ -187,7 +273,7 @@ pub fn destroy(ctx: CUcontext) -> CuResult<()> {
     if info.primary {
         return Err(CuError::INVALID_CONTEXT);
     }
-    s.call(Op::CtxDestroy, &[id], &[], None)?;
+    s.request(&ctx_destroy::Request { ctx: U64::new(id) }, &[])?;
     s.objects().contexts.remove(&id);
     super::dark::run_storage_destructors(id);
     stack::forget_if_current(id);
@@ -246,71 +332,6 @@ pub unsafe fn get_device_of(dev: *mut c_int, ctx: CUcontext) -> CuResult<()> {
     };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(dev, info.device) }
-}
-
-pub fn synchronize() -> CuResult<()> {
-    let s = runtime().session()?;
-    s.call(Op::CtxSynchronize, &[], &[], None).map(drop)
-}
-
-pub fn synchronize_ctx(ctx: CUcontext) -> CuResult<()> {
-    let s = runtime().session()?;
-    let (id, _) = if ctx.is_null() {
-        current_info(s)?
-    } else {
-        live(s, ctx)?
-    };
-    s.call_in(id, Op::CtxSynchronize, &[], &[], None).map(drop)
-}
-
-pub unsafe fn get_flags(flags: *mut c_uint) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(flags)?;
-    let (outs, _) = s.call(Op::CtxGetFlags, &[], &[], None)?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(flags, wire::u32(outs[0])) }
-}
-
-pub unsafe fn api_version(ctx: CUcontext, v: *mut c_uint) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(v)?;
-    let (id, _) = if ctx.is_null() {
-        current_info(s)?
-    } else {
-        live(s, ctx)?
-    };
-    let (outs, _) = s.call_in(id, Op::CtxGetApiVersion, &[], &[], None)?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(v, wire::u32(outs[0])) }
-}
-
-pub unsafe fn get_limit(v: *mut usize, limit: CUlimit) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(v)?;
-    let (outs, _) = s.call(Op::CtxGetLimit, &[u64::from(limit.0)], &[], None)?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(v, wire::usize(outs[0])) }
-}
-
-pub fn set_limit(limit: CUlimit, v: usize) -> CuResult<()> {
-    let s = runtime().session()?;
-    s.call(Op::CtxSetLimit, &[u64::from(limit.0), v as u64], &[], None)
-        .map(drop)
-}
-
-pub unsafe fn priority_range(least: *mut c_int, greatest: *mut c_int) -> CuResult<()> {
-    let s = runtime().session()?;
-    let (outs, _) = s.call(Op::CtxGetStreamPriorityRange, &[], &[], None)?;
-    // SAFETY: each pointer is written only when non-NULL, as the driver does.
-    unsafe {
-        if !least.is_null() {
-            write_out(least, wire::i32(outs[0]))?;
-        }
-        if !greatest.is_null() {
-            write_out(greatest, wire::i32(outs[1]))?;
-        }
-    }
-    Ok(())
 }
 
 /// The context's unique id, as `cuCtxGetId` reports it.

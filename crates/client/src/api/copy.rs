@@ -5,7 +5,8 @@
 use std::ffi::c_void;
 
 use vgpu_abi::types::{CUdeviceptr, CUmemorytype, CUDA_MEMCPY2D};
-use vgpu_proto::Op;
+use vgpu_proto::{mem_alloc_async, mem_free_async, memcpy2d};
+use zerocopy::little_endian::U64;
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::runtime::runtime;
@@ -21,15 +22,24 @@ pub unsafe fn alloc_async(dptr: *mut CUdeviceptr, size: usize, sid: u64) -> CuRe
     if size == 0 {
         return Err(CuError::INVALID_VALUE);
     }
-    let (outs, _) = s.call(Op::MemAllocAsync, &[size as u64, sid], &[], None)?;
-    s.objects().device_ranges.insert(outs[0], size as u64);
+    let r = mem_alloc_async::Request {
+        bytes: U64::new(size as u64),
+        stream: U64::new(sid),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let p = rep.dptr.get();
+    s.objects().device_ranges.insert(p, size as u64);
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(dptr, outs[0]) }
+    unsafe { write_out(dptr, p) }
 }
 
 pub fn free_async(dptr: CUdeviceptr, sid: u64) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::MemFreeAsync, &[dptr, sid], &[], None)?;
+    let r = mem_free_async::Request {
+        dptr: U64::new(dptr),
+        stream: U64::new(sid),
+    };
+    s.request(&r, &[])?;
     s.objects().device_ranges.remove(&dptr);
     Ok(())
 }
@@ -99,17 +109,30 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     }
     let band = (CHUNK / w).max(1);
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
-    let dev =
-        |d: CUdeviceptr, pitch: usize, x: usize, y: usize| [d, pitch as u64, x as u64, y as u64];
-    let host = [0u64; 4];
-    match (src, dst) {
-        (Side::Device(sd), Side::Device(dd)) => {
-            let mut args = vec![0];
-            args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY));
-            args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY));
-            args.extend([w as u64, h as u64, stream, is_async]);
-            s.call(Op::Memcpy2D, &args, &[], None).map(drop)
+    let u = |v: usize| U64::new(v as u64);
+    // A request of `rows` rows from `first`: the host side of a direction
+    // other than 0 carries zeros (its rows are packed in the blob).
+    let request = |direction: u8, first: usize, rows: usize, sd: u64, dd: u64| {
+        let (src_dev, dst_dev) = (direction != 1, direction != 2);
+        let pick = |dev: bool, v: usize| if dev { u(v) } else { U64::new(0) };
+        memcpy2d::Request {
+            direction,
+            src: U64::new(sd),
+            src_pitch: pick(src_dev, c.srcPitch),
+            src_x: pick(src_dev, c.srcXInBytes),
+            src_y: pick(src_dev, c.srcY + first),
+            dst: U64::new(dd),
+            dst_pitch: pick(dst_dev, c.dstPitch),
+            dst_x: pick(dst_dev, c.dstXInBytes),
+            dst_y: pick(dst_dev, c.dstY + first),
+            width: u(w),
+            height: u(rows),
+            stream: U64::new(stream),
+            is_async,
         }
+    };
+    match (src, dst) {
+        (Side::Device(sd), Side::Device(dd)) => s.request(&request(0, 0, h, sd, dd), &[]).map(drop),
         (Side::Host(sh), Side::Device(dd)) => {
             non_null(sh)?;
             for first in (0..h).step_by(band) {
@@ -120,11 +143,7 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
                     // SAFETY: the application's host region holds every row.
                     rows.extend_from_slice(unsafe { std::slice::from_raw_parts(sh.add(at), w) });
                 }
-                let mut args = vec![1];
-                args.extend(host);
-                args.extend(dev(dd, c.dstPitch, c.dstXInBytes, c.dstY + first));
-                args.extend([w as u64, n as u64, stream, is_async]);
-                s.call(Op::Memcpy2D, &args, &rows, None)?;
+                s.request(&request(1, first, n, 0, dd), &rows)?;
             }
             Ok(())
         }
@@ -133,11 +152,7 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
             let dh = dh.cast_mut();
             for first in (0..h).step_by(band) {
                 let n = band.min(h - first);
-                let mut args = vec![2];
-                args.extend(dev(sd, c.srcPitch, c.srcXInBytes, c.srcY + first));
-                args.extend(host);
-                args.extend([w as u64, n as u64, stream, is_async]);
-                let (_, rows) = s.call(Op::Memcpy2D, &args, &[], None)?;
+                let (_, rows) = s.request(&request(2, first, n, sd, 0), &[])?;
                 if rows.len() != n * w {
                     return Err(CuError::UNKNOWN);
                 }
@@ -211,4 +226,86 @@ pub unsafe fn memcpy_3d(
         unsafe { memcpy_2d(&slice, sid)? };
     }
     Ok(())
+}
+
+/// The 32-bit first version of `CUDA_MEMCPY2D`, widened.
+fn widen_2d(c: &vgpu_abi::types::CUDA_MEMCPY2D_v1) -> CUDA_MEMCPY2D {
+    let w = |v: std::ffi::c_uint| v as usize;
+    CUDA_MEMCPY2D {
+        srcXInBytes: w(c.srcXInBytes),
+        srcY: w(c.srcY),
+        srcMemoryType: c.srcMemoryType,
+        srcHost: c.srcHost,
+        srcDevice: u64::from(c.srcDevice),
+        srcArray: c.srcArray,
+        srcPitch: w(c.srcPitch),
+        dstXInBytes: w(c.dstXInBytes),
+        dstY: w(c.dstY),
+        dstMemoryType: c.dstMemoryType,
+        dstHost: c.dstHost,
+        dstDevice: u64::from(c.dstDevice),
+        dstArray: c.dstArray,
+        dstPitch: w(c.dstPitch),
+        WidthInBytes: w(c.WidthInBytes),
+        Height: w(c.Height),
+    }
+}
+
+/// `cuMemcpy2D`, `cuMemcpy2DUnaligned` and `cuMemcpy2DAsync`, the first
+/// versions: 32-bit fields and device addresses, otherwise the same copy.
+///
+/// # Safety
+/// As for [`memcpy_2d`], with `p` a `CUDA_MEMCPY2D_v1`.
+pub unsafe fn memcpy_2d_v1(
+    p: *const vgpu_abi::types::CUDA_MEMCPY2D_v1,
+    sid: Option<u64>,
+) -> CuResult<()> {
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's descriptor.
+    let wide = widen_2d(unsafe { &*p });
+    // SAFETY: the same region, widened.
+    unsafe { memcpy_2d(&wide, sid) }
+}
+
+/// `cuMemcpy3D` and `cuMemcpy3DAsync`, the first versions, widened.
+///
+/// # Safety
+/// As for [`memcpy_3d`], with `p` a `CUDA_MEMCPY3D_v1`.
+pub unsafe fn memcpy_3d_v1(
+    p: *const vgpu_abi::types::CUDA_MEMCPY3D_v1,
+    sid: Option<u64>,
+) -> CuResult<()> {
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's descriptor.
+    let c = unsafe { &*p };
+    let w = |v: std::ffi::c_uint| v as usize;
+    let wide = vgpu_abi::types::CUDA_MEMCPY3D {
+        srcXInBytes: w(c.srcXInBytes),
+        srcY: w(c.srcY),
+        srcZ: w(c.srcZ),
+        srcLOD: w(c.srcLOD),
+        srcMemoryType: c.srcMemoryType,
+        srcHost: c.srcHost,
+        srcDevice: u64::from(c.srcDevice),
+        srcArray: c.srcArray,
+        reserved0: c.reserved0,
+        srcPitch: w(c.srcPitch),
+        srcHeight: w(c.srcHeight),
+        dstXInBytes: w(c.dstXInBytes),
+        dstY: w(c.dstY),
+        dstZ: w(c.dstZ),
+        dstLOD: w(c.dstLOD),
+        dstMemoryType: c.dstMemoryType,
+        dstHost: c.dstHost,
+        dstDevice: u64::from(c.dstDevice),
+        dstArray: c.dstArray,
+        reserved1: c.reserved1,
+        dstPitch: w(c.dstPitch),
+        dstHeight: w(c.dstHeight),
+        WidthInBytes: w(c.WidthInBytes),
+        Height: w(c.Height),
+        Depth: w(c.Depth),
+    };
+    // SAFETY: the same region, widened.
+    unsafe { memcpy_3d(&wide, sid) }
 }

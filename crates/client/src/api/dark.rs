@@ -10,7 +10,6 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 
 use vgpu_abi::types::CUuuid;
-use vgpu_proto::Op;
 
 use super::context::{primary_id, to_handle};
 use super::integrity::{self, DeviceId, Inputs};
@@ -287,7 +286,11 @@ unsafe extern "C" fn primary_context(out: *mut *mut c_void, dev: c_int) -> u32 {
             non_null(out)?;
             s.device(dev)?;
             let id = primary_id(dev);
-            let got = s.call(Op::PrimaryCtxGet, &[id, dev as i64 as u64], &[], None);
+            let r = vgpu_proto::primary_ctx_get::Request {
+                ctx: zerocopy::little_endian::U64::new(id),
+                device: zerocopy::little_endian::I32::new(dev),
+            };
+            let got = s.request(&r, &[]);
             super::context::primary_state_changed(s);
             match got {
                 // The simulated device has no runtime interface of its own:
@@ -507,7 +510,10 @@ unsafe extern "C" fn module_kernels(
 ) -> c_int {
     let walk = || -> CuResult<Vec<(u64, *const c_char)>> {
         let s = runtime().session()?;
-        let (_, blob) = s.call(Op::ModuleKernelNames, &[module as u64], &[], None)?;
+        let r = vgpu_proto::module_kernel_names::Request {
+            module: zerocopy::little_endian::U64::new(module as u64),
+        };
+        let (_, blob) = s.request(&r, &[])?;
         let mut found = Vec::new();
         for name in blob.split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let name = CString::new(name).map_err(|_| CuError::UNKNOWN)?;

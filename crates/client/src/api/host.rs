@@ -10,7 +10,8 @@ use std::ffi::{c_uint, c_void};
 use std::os::fd::AsRawFd;
 
 use vgpu_abi::types::CUdeviceptr;
-use vgpu_proto::Op;
+use vgpu_proto::{mem_free_host, mem_host_alloc};
+use zerocopy::little_endian::{U32, U64};
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::HostInfo;
@@ -43,6 +44,14 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     unsafe { write_out(pp, shared.at) }
 }
 
+/// Frees shared pinned memory at its worker address.
+fn free_shared(s: &Session, worker: u64) -> CuResult<()> {
+    let r = mem_free_host::Request {
+        address: U64::new(worker),
+    };
+    s.request(&r, &[]).map(drop)
+}
+
 /// Pinned pages shared with the worker, as mapped on each side.
 pub(crate) struct Shared {
     /// Where the client mapped them.
@@ -56,8 +65,12 @@ pub(crate) struct Shared {
 /// Asks the worker for `len` bytes of pinned memory (`MemHostAlloc` with
 /// `flags`) and maps them here, at the worker's address when it is free.
 pub(crate) fn map_shared(s: &Session, len: usize, flags: c_uint) -> CuResult<Shared> {
-    let (outs, fd) = s.call_fd(Op::MemHostAlloc, &[len as u64, u64::from(flags)])?;
-    let (worker, dptr) = (outs[0], outs[1]);
+    let r = mem_host_alloc::Request {
+        bytes: U64::new(len as u64),
+        flags: U32::new(flags),
+    };
+    let (rep, fd) = s.request_fd(&r)?;
+    let (worker, dptr) = (rep.address.get(), rep.dptr.get());
     let hint = wire::handle::<c_void>(worker);
     let prot = libc::PROT_READ | libc::PROT_WRITE;
     // SAFETY: a new shared mapping of the worker's memfd; MAP_FIXED_NOREPLACE
@@ -86,7 +99,7 @@ pub(crate) fn map_shared(s: &Session, len: usize, flags: c_uint) -> CuResult<Sha
         };
     }
     if p == libc::MAP_FAILED {
-        let _ = s.call(Op::MemFreeHost, &[worker], &[], None);
+        let _ = free_shared(s, worker);
         return Err(CuError::OUT_OF_MEMORY);
     }
     Ok(Shared {
@@ -107,7 +120,7 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
     let result = if info.local {
         Ok(())
     } else {
-        s.call(Op::MemFreeHost, &[info.worker], &[], None).map(drop)
+        free_shared(s, info.worker)
     };
     // SAFETY: the mapping made by `alloc`, of `info.len` bytes; the
     // application no longer uses it (it freed it).

@@ -8,16 +8,22 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use vgpu_abi::types::{
     CUdevice, CUfunction, CUfunction_attribute, CUjit_option, CUkernel, CUlaunchAttribute,
-    CUlaunchAttributeID, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule, CUmoduleLoadingMode,
-    CUstreamCaptureStatus,
+    CUlaunchAttributeID, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule,
 };
-use vgpu_proto::Op;
+use vgpu_proto::{
+    func_get_attribute as func_get, func_set_attribute as func_set,
+    kernel_get_attribute as kernel_get, kernel_get_function as kernel_function,
+    kernel_set_attribute as kernel_set, launch_kernel_ex as launch_op, library_get_kernel,
+    library_get_module, library_load_data, library_unload,
+    occupancy_max_active_clusters as clusters_op,
+};
+use zerocopy::little_endian::{I32, U32, U64};
 
 use super::module::{decode_layout, function, pack, packed_extra};
 use super::{options, stream};
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::{FunctionInfo, LaunchConfig};
-use crate::runtime::{runtime, Kind};
+use crate::runtime::{runtime, Kind, Session};
 
 /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
 const LAUNCH_ATTRIBUTE_COOPERATIVE: u32 = 2;
@@ -57,12 +63,13 @@ pub unsafe fn load_data(
     options::encode(&mut blob, lk.iter().map(|k| k.0), lv.as_deref());
     blob.extend_from_slice(inline);
     let lid = runtime().mint(Kind::Library);
-    let (_, reply) = s.call(
-        Op::LibraryLoadData,
-        &[lid, njit as u64, nlib as u64, stage],
-        &blob,
-        None,
-    )?;
+    let r = library_load_data::Request {
+        library: U64::new(lid),
+        jit_options: U32::new(super::call_len(njit)?),
+        library_options: U32::new(super::call_len(nlib)?),
+        stage: U64::new(stage),
+    };
+    let (_, reply) = s.request(&r, &blob)?;
     // SAFETY: the JIT option arrays are the application's, valid for `njit` entries.
     unsafe { options::write_back(&jit, jv, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -71,13 +78,18 @@ pub unsafe fn load_data(
 
 pub fn unload(lib: CUlibrary) -> CuResult<()> {
     let s = runtime().session()?;
-    s.call(Op::LibraryUnload, &[id(lib)], &[], None)?;
+    s.request(
+        &library_unload::Request {
+            library: U64::new(id(lib)),
+        },
+        &[],
+    )?;
     s.objects().forget_module(id(lib));
     Ok(())
 }
 
-/// Looks up (or fetches and caches) a launchable by (owner, name).
-unsafe fn launchable(owner: u64, name: *const c_char, op: Op) -> CuResult<u64> {
+/// Looks up (or fetches and caches) a library's kernel by name.
+unsafe fn launchable(owner: u64, name: *const c_char) -> CuResult<u64> {
     let s = runtime().session()?;
     non_null(name)?;
     // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
@@ -86,8 +98,12 @@ unsafe fn launchable(owner: u64, name: *const c_char, op: Op) -> CuResult<u64> {
         return Ok(fid);
     }
     let fid = runtime().mint(Kind::Function);
-    let (outs, layout) = s.call(op, &[owner, fid], &name, None)?;
-    let params = decode_layout(&outs, &layout)?;
+    let r = library_get_kernel::Request {
+        library: U64::new(owner),
+        kernel: U64::new(fid),
+    };
+    let (rep, layout) = s.request(&r, &name)?;
+    let params = decode_layout(rep.params.get(), &layout)?;
     let mut o = s.objects();
     o.functions.insert(
         fid,
@@ -103,7 +119,7 @@ unsafe fn launchable(owner: u64, name: *const c_char, op: Op) -> CuResult<u64> {
 pub unsafe fn get_kernel(k: *mut CUkernel, lib: CUlibrary, name: *const c_char) -> CuResult<()> {
     non_null(k)?;
     // SAFETY: the application passes a NUL-terminated name.
-    let kid = unsafe { launchable(id(lib), name, Op::LibraryGetKernel)? };
+    let kid = unsafe { launchable(id(lib), name)? };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(k, wire::handle(kid)) }
 }
@@ -112,7 +128,11 @@ pub unsafe fn get_module(m: *mut CUmodule, lib: CUlibrary) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(m)?;
     let mid = runtime().mint(Kind::Module);
-    s.call(Op::LibraryGetModule, &[id(lib), mid], &[], None)?;
+    let r = library_get_module::Request {
+        library: U64::new(id(lib)),
+        module: U64::new(mid),
+    };
+    s.request(&r, &[])?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(m, wire::handle(mid)) }
 }
@@ -127,8 +147,12 @@ pub unsafe fn kernel_get_function(f: *mut CUfunction, k: CUkernel) -> CuResult<(
         return unsafe { write_out(f, wire::handle(fid)) };
     }
     let fid = runtime().mint(Kind::Function);
-    let (outs, layout) = s.call(Op::KernelGetFunction, &[key.0, fid], &[], None)?;
-    let params = decode_layout(&outs, &layout)?;
+    let r = kernel_function::Request {
+        kernel: U64::new(key.0),
+        function: U64::new(fid),
+    };
+    let (rep, layout) = s.request(&r, &[])?;
+    let params = decode_layout(rep.params.get(), &layout)?;
     {
         let mut o = s.objects();
         o.functions.insert(
@@ -144,15 +168,11 @@ pub unsafe fn kernel_get_function(f: *mut CUfunction, k: CUkernel) -> CuResult<(
     unsafe { write_out(f, wire::handle(fid)) }
 }
 
-/// One scalar answer to an attribute or occupancy query.
-unsafe fn answer<T>(out: *mut T, op: Op, args: &[u64], conv: fn(u64) -> T) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(out)?;
-    let (outs, _) = s.call(op, args, &[], None)?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(out, conv(outs[0])) }
-}
-
+/// `cuFuncGetAttribute`, answered from the session's answers when the
+/// worker gave it before.
+///
+/// # Safety
+/// `pi` must be NULL or valid for a write.
 pub unsafe fn func_get_attribute(
     pi: *mut c_int,
     attr: CUfunction_attribute,
@@ -160,15 +180,34 @@ pub unsafe fn func_get_attribute(
 ) -> CuResult<()> {
     function(f)?;
     // SAFETY: the application's out-pointer.
-    unsafe { attribute(pi, Op::FuncGetAttribute, id(f), attr, None) }
+    unsafe {
+        attribute(pi, (id(f), attr.0, -1), |s| {
+            let r = func_get::Request {
+                attrib: U32::new(attr.0),
+                hfunc: U64::new(id(f)),
+            };
+            Ok(s.request(&r, &[])?.0.pi.get())
+        })
+    }
 }
 
+/// `cuFuncSetAttribute`.
 pub fn func_set_attribute(f: CUfunction, attr: CUfunction_attribute, v: c_int) -> CuResult<()> {
     function(f)?;
-    let args = [id(f), u64::from(attr.0), v as i64 as u64];
-    set_attribute(Op::FuncSetAttribute, &args, (id(f), attr.0, -1), v)
+    set_attribute((id(f), attr.0, -1), v, |s| {
+        let r = func_set::Request {
+            hfunc: U64::new(id(f)),
+            attrib: U32::new(attr.0),
+            value: I32::new(v),
+        };
+        s.request(&r, &[]).map(drop)
+    })
 }
 
+/// `cuKernelGetAttribute`, answered as `cuFuncGetAttribute` is.
+///
+/// # Safety
+/// `pi` must be NULL or valid for a write.
 pub unsafe fn kernel_get_attribute(
     pi: *mut c_int,
     attr: CUfunction_attribute,
@@ -177,9 +216,19 @@ pub unsafe fn kernel_get_attribute(
 ) -> CuResult<()> {
     function(k.cast())?;
     // SAFETY: the application's out-pointer.
-    unsafe { attribute(pi, Op::KernelGetAttribute, id(k), attr, Some(dev)) }
+    unsafe {
+        attribute(pi, (id(k), attr.0, i64::from(dev)), |s| {
+            let r = kernel_get::Request {
+                attrib: U32::new(attr.0),
+                kernel: U64::new(id(k)),
+                dev: I32::new(dev),
+            };
+            Ok(s.request(&r, &[])?.0.pi.get())
+        })
+    }
 }
 
+/// `cuKernelSetAttribute`.
 pub fn kernel_set_attribute(
     attr: CUfunction_attribute,
     v: c_int,
@@ -187,35 +236,32 @@ pub fn kernel_set_attribute(
     dev: CUdevice,
 ) -> CuResult<()> {
     function(k.cast())?;
-    let args = [id(k), u64::from(attr.0), v as i64 as u64, dev as i64 as u64];
-    set_attribute(
-        Op::KernelSetAttribute,
-        &args,
-        (id(k), attr.0, i64::from(dev)),
-        v,
-    )
+    set_attribute((id(k), attr.0, i64::from(dev)), v, |s| {
+        let r = kernel_set::Request {
+            attrib: U32::new(attr.0),
+            val: I32::new(v),
+            kernel: U64::new(id(k)),
+            dev: I32::new(dev),
+        };
+        s.request(&r, &[]).map(drop)
+    })
 }
 
-/// A function's or kernel's attribute (`dev`: the kernel form's device),
-/// from the session's answers when the worker gave it before.
+/// An attribute of a function or kernel, keyed by (handle, attribute,
+/// device or -1): from the session's answers when the worker gave it
+/// before, else asked with `ask` and kept.
 unsafe fn attribute(
     pi: *mut c_int,
-    op: Op,
-    handle: u64,
-    attr: CUfunction_attribute,
-    dev: Option<CUdevice>,
+    key: (u64, u32, i64),
+    ask: impl FnOnce(&Session) -> CuResult<c_int>,
 ) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(pi)?;
-    let key = (handle, attr.0, dev.map_or(-1, i64::from));
     let known = s.objects().answers.attributes.get(&key).copied();
     let value = match known {
         Some(v) => v,
         None => {
-            let mut args = vec![handle, u64::from(attr.0)];
-            args.extend(dev.map(|d| d as i64 as u64));
-            let (outs, _) = s.call(op, &args, &[], None)?;
-            let v = wire::i32(outs[0]);
+            let v = ask(s)?;
             s.objects().answers.keep_attribute(key, v);
             v
         }
@@ -224,15 +270,19 @@ unsafe fn attribute(
     unsafe { write_out(pi, value) }
 }
 
-/// Sets an attribute, unless the session knows it already has the value
-/// `v` (setting it again would change nothing); then drops what the set may
-/// have changed for the handle's family.
-fn set_attribute(op: Op, args: &[u64], key: (u64, u32, i64), v: c_int) -> CuResult<()> {
+/// Sets an attribute with `set`, unless the session knows it already has
+/// the value `v` (setting it again would change nothing); then drops what
+/// the set may have changed for the handle's family.
+fn set_attribute(
+    key: (u64, u32, i64),
+    v: c_int,
+    set: impl FnOnce(&Session) -> CuResult<()>,
+) -> CuResult<()> {
     let s = runtime().session()?;
     if s.objects().answers.attributes.get(&key) == Some(&v) {
         return Ok(());
     }
-    let result = s.call(op, args, &[], None).map(drop);
+    let result = set(s);
     let mut o = s.objects();
     let family = o.attribute_family(key.0);
     o.answers.attributes_changed(&family);
@@ -250,29 +300,14 @@ pub unsafe fn kernel_param_info(
     unsafe { super::module::param_info(k.cast(), i, off, size) }
 }
 
-pub unsafe fn occupancy_blocks(
-    n: *mut c_int,
-    f: CUfunction,
-    block: c_int,
-    smem: usize,
-    flags: c_uint,
-) -> CuResult<()> {
-    function(f)?;
-    let args = [id(f), block as i64 as u64, smem as u64, u64::from(flags)];
-    // SAFETY: the application's out-pointer.
-    unsafe { answer(n, Op::OccupancyMaxActiveBlocks, &args, wire::i32) }
-}
-
-pub unsafe fn occupancy_dynamic_smem(
-    out: *mut usize,
-    f: CUfunction,
-    blocks: c_int,
-    block: c_int,
-) -> CuResult<()> {
-    function(f)?;
-    let args = [id(f), blocks as i64 as u64, block as i64 as u64];
-    // SAFETY: the application's out-pointer.
-    unsafe { answer(out, Op::OccupancyAvailableDynamicSMem, &args, wire::usize) }
+/// The scalar part of a launch configuration, as the wire carries it.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    function: u64,
+    /// Grid, block, then dynamic shared memory.
+    dims: [u32; 7],
+    stream: u64,
+    attributes: u32,
 }
 
 /// The scalar part of a launch config and its attribute bytes.
@@ -283,7 +318,7 @@ unsafe fn config_args(
     f: CUfunction,
     config: *const CUlaunchConfig,
     stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
-) -> CuResult<([u64; 10], Vec<u8>)> {
+) -> CuResult<(Config, Vec<u8>)> {
     non_null(config)?;
     // SAFETY: checked non-NULL; the application's config.
     let c = unsafe { &*config };
@@ -307,14 +342,13 @@ unsafe fn config_args(
         c.blockDimZ,
         c.sharedMemBytes,
     ];
-    let mut args = [0u64; 10];
-    args[0] = id(f);
-    for (a, d) in args[1..8].iter_mut().zip(dims) {
-        *a = u64::from(d);
-    }
-    args[8] = stream_id(c.hStream);
-    args[9] = n as u64;
-    Ok((args, attrs))
+    let config = Config {
+        function: id(f),
+        dims,
+        stream: stream_id(c.hStream),
+        attributes: c.numAttrs,
+    };
+    Ok((config, attrs))
 }
 
 pub unsafe fn occupancy_clusters(
@@ -326,10 +360,22 @@ pub unsafe fn occupancy_clusters(
     non_null(n)?;
     function(f)?;
     // SAFETY: the application's config.
-    let (args, attrs) = unsafe { config_args(f, config, stream::id)? };
-    let (outs, _) = s.call(Op::OccupancyMaxActiveClusters, &args, &attrs, None)?;
+    let (c, attrs) = unsafe { config_args(f, config, stream::id)? };
+    let r = clusters_op::Request {
+        function: U64::new(c.function),
+        grid_x: U32::new(c.dims[0]),
+        grid_y: U32::new(c.dims[1]),
+        grid_z: U32::new(c.dims[2]),
+        block_x: U32::new(c.dims[3]),
+        block_y: U32::new(c.dims[4]),
+        block_z: U32::new(c.dims[5]),
+        shared: U32::new(c.dims[6]),
+        stream: U64::new(c.stream),
+        attributes: U32::new(c.attributes),
+    };
+    let (rep, _) = s.request(&r, &attrs)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(n, wire::i32(outs[0])) }
+    unsafe { write_out(n, rep.clusters.get()) }
 }
 
 /// `cuLaunchKernelEx` (and `_ptsz` through `stream_id`).
@@ -343,7 +389,7 @@ pub unsafe fn launch_ex(
     let s = runtime().session()?;
     let info = function(f)?;
     // SAFETY: the application's config.
-    let (args, mut blob) = unsafe { config_args(f, config, stream_id)? };
+    let (c, mut blob) = unsafe { config_args(f, config, stream_id)? };
     let packed = match (params.is_null(), extra.is_null()) {
         (false, false) => return Err(CuError::INVALID_VALUE),
         // SAFETY: the application's `extra` list.
@@ -355,23 +401,34 @@ pub unsafe fn launch_ex(
     // the driver: a launch with them is posted only in a configuration the
     // driver accepted before (the same function, dimensions, shared memory
     // and attributes), and never with attributes naming events.
-    let dims: [c_uint; 6] = std::array::from_fn(|i| wire::u32(args[1 + i]));
-    let checked =
-        extra.is_null() && super::module::launch_postable(s, args[8], dims, wire::u32(args[7]));
-    let config = (checked && args[9] != 0 && !names_events(&blob)).then(|| LaunchConfig {
-        function: args[0],
+    let dims: [c_uint; 6] = std::array::from_fn(|i| c.dims[i]);
+    let checked = extra.is_null() && super::module::launch_postable(s, c.stream, dims, c.dims[6]);
+    let config = (checked && c.attributes != 0 && !names_events(&blob)).then(|| LaunchConfig {
+        function: c.function,
         context: crate::context::current(),
-        dims: std::array::from_fn(|i| args[1 + i]),
+        dims: c.dims.map(u64::from),
         attributes: blob.clone(),
     });
     let post = checked
         && match &config {
-            None => args[9] == 0,
-            Some(c) => s.objects().answers.launches.contains(c),
+            None => c.attributes == 0,
+            Some(k) => s.objects().answers.launches.contains(k),
         };
     blob.extend_from_slice(&packed);
-    let follows = crate::lane::Follows::Stream(args[8]);
-    s.post_or_call(Op::LaunchKernelEx, &args, &blob, post, follows)?;
+    let follows = crate::lane::Follows::Stream(c.stream);
+    let r = launch_op::Request {
+        function: U64::new(c.function),
+        grid_x: U32::new(c.dims[0]),
+        grid_y: U32::new(c.dims[1]),
+        grid_z: U32::new(c.dims[2]),
+        block_x: U32::new(c.dims[3]),
+        block_y: U32::new(c.dims[4]),
+        block_z: U32::new(c.dims[5]),
+        shared: U32::new(c.dims[6]),
+        stream: U64::new(c.stream),
+        attributes: U32::new(c.attributes),
+    };
+    s.post_or_request(&r, &blob, post, follows)?;
     if let (Some(c), false) = (config, post) {
         s.objects().answers.keep_launch(c);
     }
@@ -423,22 +480,4 @@ pub unsafe fn launch_cooperative(
     };
     // SAFETY: a valid config built above; the application's parameters.
     unsafe { launch_ex(&config, f, params, std::ptr::null_mut(), stream_id) }
-}
-
-pub unsafe fn is_capturing(sid: u64, status: *mut CUstreamCaptureStatus) -> CuResult<()> {
-    // SAFETY: the application's out-pointer.
-    unsafe {
-        answer(status, Op::StreamIsCapturing, &[sid], |v| {
-            CUstreamCaptureStatus(wire::u32(v))
-        })
-    }
-}
-
-pub unsafe fn loading_mode(mode: *mut CUmoduleLoadingMode) -> CuResult<()> {
-    // SAFETY: the application's out-pointer.
-    unsafe {
-        answer(mode, Op::ModuleGetLoadingMode, &[], |v| {
-            CUmoduleLoadingMode(wire::u32(v))
-        })
-    }
 }

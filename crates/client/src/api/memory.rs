@@ -15,7 +15,12 @@
 use std::ffi::c_void;
 
 use vgpu_abi::types::CUdeviceptr;
-use vgpu_proto::Op;
+use vgpu_proto::{
+    mem_alloc, mem_free, memcpy_dtod, memcpy_dtoh, memcpy_dtoh_shared, memcpy_htod,
+    memcpy_htod_shared, memset as memset_op,
+};
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::IntoBytes;
 
 use super::stream::PER_THREAD_STREAM;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
@@ -36,7 +41,7 @@ pub enum Sync {
 
 impl Sync {
     /// (stream id, async flag) as the wire carries them.
-    fn wire(self) -> (u64, u64) {
+    fn wire(self) -> (u64, u8) {
         match self {
             Sync::Blocking => (0, 0),
             Sync::PerThread | Sync::Stream(_) => (self.stream(), 1),
@@ -52,11 +57,9 @@ impl Sync {
     }
 
     /// The `_ptds` forms are synchronous: wait for their stream.
-    fn finish(self, s: &Session) -> CuResult<()> {
+    fn finish(self) -> CuResult<()> {
         match self {
-            Sync::PerThread => s
-                .call(Op::StreamSynchronize, &[PER_THREAD_STREAM], &[], None)
-                .map(drop),
+            Sync::PerThread => super::stream::synchronize(PER_THREAD_STREAM),
             Sync::Blocking | Sync::Stream(_) => Ok(()),
         }
     }
@@ -77,10 +80,14 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
     if size == 0 {
         return Err(CuError::INVALID_VALUE);
     }
-    let (outs, _) = s.call(Op::MemAlloc, &[size as u64], &[], None)?;
-    s.objects().device_ranges.insert(outs[0], size as u64);
+    let r = mem_alloc::Request {
+        bytes: U64::new(size as u64),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let p = rep.dptr.get();
+    s.objects().device_ranges.insert(p, size as u64);
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(dptr, outs[0]) }
+    unsafe { write_out(dptr, p) }
 }
 
 pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
@@ -89,39 +96,13 @@ pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
         // The driver accepts freeing NULL; the runtime's `cudaFree(0)` relies on it.
         return Ok(());
     }
-    s.call(Op::MemFree, &[dptr], &[], None)?;
+    s.request(
+        &mem_free::Request {
+            dptr: U64::new(dptr),
+        },
+        &[],
+    )?;
     s.objects().device_ranges.remove(&dptr);
-    Ok(())
-}
-
-pub unsafe fn info(free: *mut usize, total: *mut usize) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(free)?;
-    non_null(total)?;
-    let (outs, _) = s.call(Op::MemGetInfo, &[], &[], None)?;
-    // SAFETY: both checked non-NULL; the application's out-pointers.
-    unsafe {
-        write_out(free, wire::usize(outs[0]))?;
-        write_out(total, wire::usize(outs[1]))
-    }
-}
-
-pub unsafe fn address_range(
-    base: *mut CUdeviceptr,
-    size: *mut usize,
-    dptr: CUdeviceptr,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let (outs, _) = s.call(Op::MemGetAddressRange, &[dptr], &[], None)?;
-    // SAFETY: each pointer is written only when non-NULL, as the driver does.
-    unsafe {
-        if !base.is_null() {
-            write_out(base, outs[0])?;
-        }
-        if !size.is_null() {
-            write_out(size, wire::usize(outs[1]))?;
-        }
-    }
     Ok(())
 }
 
@@ -139,16 +120,16 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
     let checked = sync.postable(s, &[(dst, n as u64)]);
     if let Some(worker) = super::host::shared(src, n) {
         // Pinned memory the worker maps too: no bytes on the wire.
-        let args = [dst, worker, n as u64, stream, is_async];
+        let r = memcpy_htod_shared::Request {
+            dst: U64::new(dst),
+            host: U64::new(worker),
+            bytes: U64::new(n as u64),
+            stream: U64::new(stream),
+            is_async,
+        };
         let post = checked && is_async == 1;
-        s.post_or_call(
-            Op::MemcpyHtoDShared,
-            &args,
-            &[],
-            post,
-            Follows::Stream(stream),
-        )?;
-        return sync.finish(s);
+        s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
+        return sync.finish();
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
@@ -164,14 +145,19 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
             let at = dst
                 .checked_add((i * chunk) as u64)
                 .ok_or(CuError::INVALID_VALUE)?;
+            let r = memcpy_htod::Request {
+                dst: U64::new(at),
+                stream: U64::new(stream),
+                is_async,
+            };
             s.post(
-                Op::MemcpyHtoD,
-                &[at, stream, is_async],
+                vgpu_proto::Op::MemcpyHtoD,
+                r.as_bytes(),
                 piece,
                 Follows::Stream(stream),
             )?;
         }
-        return sync.finish(s);
+        return sync.finish();
     }
     // Not posted (the synchronous form blocks in the driver, and a posted
     // call must not hold back other threads' calls), but pipelined.
@@ -180,14 +166,19 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
         let at = dst
             .checked_add((i * chunk) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
+        let r = memcpy_htod::Request {
+            dst: U64::new(at),
+            stream: U64::new(stream),
+            is_async,
+        };
         pieces.push(Piece {
-            args: vec![at, stream, is_async],
+            fixed: r.as_bytes().to_vec(),
             blob: piece,
             sink: None,
         });
     }
-    s.call_pieces(Op::MemcpyHtoD, pieces)?;
-    sync.finish(s)
+    s.call_pieces(vgpu_proto::Op::MemcpyHtoD, pieces)?;
+    sync.finish()
 }
 
 /// Device to host.
@@ -204,15 +195,15 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
     if let Some(worker) = super::host::shared(dst, n) {
         // Pinned memory the worker maps too: no bytes on the wire.
         let checked = is_async == 1 && sync.postable(s, &[(src, n as u64)]);
-        let args = [worker, src, n as u64, stream, is_async];
-        s.post_or_call(
-            Op::MemcpyDtoHShared,
-            &args,
-            &[],
-            checked,
-            Follows::Stream(stream),
-        )?;
-        return sync.finish(s);
+        let r = memcpy_dtoh_shared::Request {
+            host: U64::new(worker),
+            src: U64::new(src),
+            bytes: U64::new(n as u64),
+            stream: U64::new(stream),
+            is_async,
+        };
+        s.post_or_request(&r, &[], checked, Follows::Stream(stream))?;
+        return sync.finish();
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.
@@ -228,14 +219,20 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         let at = src
             .checked_add((i * chunk_len) as u64)
             .ok_or(CuError::INVALID_VALUE)?;
+        let r = memcpy_dtoh::Request {
+            src: U64::new(at),
+            bytes: U64::new(chunk.len() as u64),
+            stream: U64::new(stream),
+            is_async,
+        };
         pieces.push(Piece {
-            args: vec![at, chunk.len() as u64, stream, is_async],
+            fixed: r.as_bytes().to_vec(),
             blob: &[],
             sink: Some(chunk),
         });
     }
-    s.call_pieces(Op::MemcpyDtoH, pieces)?;
-    sync.finish(s)
+    s.call_pieces(vgpu_proto::Op::MemcpyDtoH, pieces)?;
+    sync.finish()
 }
 
 pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResult<()> {
@@ -245,9 +242,15 @@ pub fn dtod(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) -> CuResul
     }
     let (stream, is_async) = sync.wire();
     let post = is_async == 1 && sync.postable(s, &[(dst, n as u64), (src, n as u64)]);
-    let args = [dst, src, n as u64, stream, is_async];
-    s.post_or_call(Op::MemcpyDtoD, &args, &[], post, Follows::Stream(stream))?;
-    sync.finish(s)
+    let r = memcpy_dtod::Request {
+        dst: U64::new(dst),
+        src: U64::new(src),
+        bytes: U64::new(n as u64),
+        stream: U64::new(stream),
+        is_async,
+    };
+    s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
+    sync.finish()
 }
 
 /// `cuMemcpy`/`cuMemcpyAsync` with unified addressing: each side is device
@@ -280,20 +283,28 @@ pub unsafe fn unified(dst: CUdeviceptr, src: CUdeviceptr, n: usize, sync: Sync) 
     }
 }
 
-pub fn memset(dst: CUdeviceptr, value: u64, elem: u64, count: usize, sync: Sync) -> CuResult<()> {
+/// `count` elements of `elem` bytes (1, 2 or 4) set to `value`.
+pub fn memset(dst: CUdeviceptr, value: u32, elem: u8, count: usize, sync: Sync) -> CuResult<()> {
     let s = runtime().session()?;
     if count == 0 {
         return Ok(());
     }
-    if !dst.is_multiple_of(elem) {
+    if !dst.is_multiple_of(u64::from(elem)) {
         return Err(CuError::INVALID_VALUE);
     }
     let (stream, is_async) = sync.wire();
     let post = is_async == 1
-        && elem
+        && u64::from(elem)
             .checked_mul(count as u64)
             .is_some_and(|bytes| sync.postable(s, &[(dst, bytes)]));
-    let args = [dst, value, elem, count as u64, stream, is_async];
-    s.post_or_call(Op::Memset, &args, &[], post, Follows::Stream(stream))?;
-    sync.finish(s)
+    let r = memset_op::Request {
+        dst: U64::new(dst),
+        value: U32::new(value),
+        element: elem,
+        count: U64::new(count as u64),
+        stream: U64::new(stream),
+        is_async,
+    };
+    s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
+    sync.finish()
 }

@@ -8,7 +8,11 @@ use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::Arc;
 
 use vgpu_abi::types::{CUdeviceptr, CUfunction, CUjit_option, CUmodule};
-use vgpu_proto::Op;
+use vgpu_proto::{
+    launch_kernel, library_global, module_get_function, module_global, module_load_data,
+    module_unload, stage_blob,
+};
+use zerocopy::little_endian::{U32, U64};
 
 use super::options;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
@@ -46,7 +50,12 @@ pub unsafe fn load_data(
     options::encode(&mut blob, keys.iter().copied(), vals.as_deref());
     blob.extend_from_slice(inline);
     let id = runtime().mint(Kind::Module);
-    let (_, reply) = s.call(Op::ModuleLoadData, &[id, n as u64, stage], &blob, None)?;
+    let r = module_load_data::Request {
+        module: U64::new(id),
+        options: U32::new(super::call_len(n)?),
+        stage: U64::new(stage),
+    };
+    let (_, reply) = s.request(&r, &blob)?;
     // SAFETY: the option arrays are the application's, valid for `n` entries.
     unsafe { options::write_back(&keys, vals, &reply) };
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -56,7 +65,12 @@ pub unsafe fn load_data(
 pub fn unload(m: CUmodule) -> CuResult<()> {
     let s = runtime().session()?;
     let id = module_id(m);
-    s.call(Op::ModuleUnload, &[id], &[], None)?;
+    s.request(
+        &module_unload::Request {
+            module: U64::new(id),
+        },
+        &[],
+    )?;
     s.objects().forget_module(id);
     Ok(())
 }
@@ -78,8 +92,12 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
         return unsafe { write_out(f, wire::handle(id)) };
     }
     let id = runtime().mint(Kind::Function);
-    let (outs, layout) = s.call(Op::ModuleGetFunction, &[module, id], &name, None)?;
-    let params = decode_layout(&outs, &layout)?;
+    let r = module_get_function::Request {
+        module: U64::new(module),
+        function: U64::new(id),
+    };
+    let (rep, layout) = s.request(&r, &name)?;
+    let params = decode_layout(rep.params.get(), &layout)?;
     {
         let mut o = s.objects();
         o.functions.insert(id, FunctionInfo { module, params });
@@ -105,15 +123,19 @@ pub(super) fn stage_image<'a>(
     let total = image.len() as u64;
     for (i, piece) in image.chunks(INLINE_IMAGE).enumerate() {
         let offset = (i * INLINE_IMAGE) as u64;
-        s.call(Op::StageBlob, &[stage, offset, total], piece, None)?;
+        let r = stage_blob::Request {
+            stage: U64::new(stage),
+            offset: U64::new(offset),
+            total: U64::new(total),
+        };
+        s.request(&r, piece)?;
     }
     Ok((stage, &[]))
 }
 
-/// A parameter layout reply: (count) + (offset u32, size u32) pairs.
-pub(super) fn decode_layout(outs: &[u64], layout: &[u8]) -> CuResult<Arc<[(u32, u32)]>> {
-    let count = outs.first().map_or(0, |&c| wire::usize(c));
-    if layout.len() != count * 8 {
+/// A parameter layout reply: `count` (offset u32, size u32) pairs.
+pub(super) fn decode_layout(count: u32, layout: &[u8]) -> CuResult<Arc<[(u32, u32)]>> {
+    if layout.len() as u64 != u64::from(count) * 8 {
         return Err(CuError::UNKNOWN);
     }
     Ok(layout
@@ -126,28 +148,52 @@ pub(super) fn decode_layout(outs: &[u64], layout: &[u8]) -> CuResult<Arc<[(u32, 
         .collect())
 }
 
-/// `cuModuleGetGlobal` (`op` ModuleGetGlobal, `owner` a module) and
-/// `cuLibraryGetGlobal` (`op` LibraryGetGlobal, `owner` a library).
+/// What a global belongs to.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner {
+    Module(u64),
+    Library(u64),
+}
+
+/// `cuModuleGetGlobal_v2` and `cuLibraryGetGlobal`.
+///
+/// # Safety
+/// `name` must be NULL or NUL-terminated; `dptr` and `bytes` NULL or valid
+/// for writes.
 pub unsafe fn get_global(
     dptr: *mut CUdeviceptr,
     bytes: *mut usize,
-    owner: u64,
+    owner: Owner,
     name: *const c_char,
-    op: Op,
 ) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(name)?;
     // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    let (outs, _) = s.call(op, &[owner], name, None)?;
-    s.objects().device_ranges.insert(outs[0], outs[1]);
+    let (p, n) = match owner {
+        Owner::Module(id) => {
+            let r = module_global::Request {
+                module: U64::new(id),
+            };
+            let (rep, _) = s.request(&r, name)?;
+            (rep.dptr.get(), rep.bytes.get())
+        }
+        Owner::Library(id) => {
+            let r = library_global::Request {
+                library: U64::new(id),
+            };
+            let (rep, _) = s.request(&r, name)?;
+            (rep.dptr.get(), rep.bytes.get())
+        }
+    };
+    s.objects().device_ranges.insert(p, n);
     // SAFETY: each pointer is written only when non-NULL, as the driver does.
     unsafe {
         if !dptr.is_null() {
-            write_out(dptr, outs[0])?;
+            write_out(dptr, p)?;
         }
         if !bytes.is_null() {
-            write_out(bytes, wire::usize(outs[1]))?;
+            write_out(bytes, wire::usize(n))?;
         }
     }
     Ok(())
@@ -262,15 +308,19 @@ pub unsafe fn launch(
         // SAFETY: the application's parameter array.
         _ => unsafe { pack(&info.params, params)? },
     };
-    let mut args = [0u64; 9];
-    args[0] = f as usize as u64;
-    for (a, d) in args[1..7].iter_mut().zip(dims) {
-        *a = u64::from(d);
-    }
-    args[7] = u64::from(shmem);
-    args[8] = sid;
+    let r = launch_kernel::Request {
+        function: U64::new(f as usize as u64),
+        grid_x: U32::new(dims[0]),
+        grid_y: U32::new(dims[1]),
+        grid_z: U32::new(dims[2]),
+        block_x: U32::new(dims[3]),
+        block_y: U32::new(dims[4]),
+        block_z: U32::new(dims[5]),
+        shared: U32::new(shmem),
+        stream: U64::new(sid),
+    };
     let post = extra.is_null() && launch_postable(s, sid, dims, shmem);
-    s.post_or_call(Op::LaunchKernel, &args, &blob, post, Follows::Stream(sid))
+    s.post_or_request(&r, &blob, post, Follows::Stream(sid))
 }
 
 /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits
@@ -321,4 +371,87 @@ pub(super) fn launch_postable(
         && within(block, ATTR_MAX_BLOCK_DIM_X)
         && threads <= limit(ATTR_MAX_THREADS_PER_BLOCK)
         && u64::from(shmem) <= limit(ATTR_MAX_SHARED_MEMORY_PER_BLOCK)
+}
+
+/// `cuFuncGetName` (`kernel` false) and `cuKernelGetName`: the name, asked
+/// of the worker once and kept while the function lives, so the pointer
+/// stays valid as the driver's does.
+///
+/// # Safety
+/// `name` must be NULL or valid for a write.
+pub unsafe fn function_name(name: *mut *const c_char, id: u64, kernel: bool) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(name)?;
+    let known = s.objects().kernel_names.get(&id).map(|n| n.as_ptr());
+    let p = match known {
+        Some(p) => p,
+        None => {
+            let r = vgpu_proto::function_name::Request {
+                function: U64::new(id),
+                kernel: u8::from(kernel),
+            };
+            let (_, bytes) = s.request(&r, &[])?;
+            let text = std::ffi::CString::new(bytes).map_err(|_| CuError::UNKNOWN)?;
+            let mut o = s.objects();
+            o.kernel_names.entry(id).or_insert(text).as_ptr()
+        }
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(name, p) }
+}
+
+/// `cuModuleEnumerateFunctions` (`library` false) and
+/// `cuLibraryEnumerateKernels`: the worker asks the driver and registers
+/// every handle with its parameter layout; the client learns them all, so
+/// each is launchable here.
+///
+/// # Safety
+/// `out` must be NULL or valid for `count` writes.
+pub unsafe fn enumerate(
+    out: *mut *mut c_void,
+    count: c_uint,
+    owner: u64,
+    library: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    if count > 0 {
+        non_null(out)?;
+    }
+    let r = vgpu_proto::enumerate_functions::Request {
+        owner: U64::new(owner),
+        count: U32::new(count),
+        library: u8::from(library),
+    };
+    let (rep, blob) = s.request(&r, &[])?;
+    let mut rest = &blob[..];
+    let mut take = |n: usize| -> CuResult<&[u8]> {
+        if rest.len() < n {
+            return Err(s.fail("EnumerateFunctions", "a reply shorter than its entries"));
+        }
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Ok(head)
+    };
+    let mut ids = Vec::new();
+    for _ in 0..rep.found.get() {
+        let id = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes"));
+        let n = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes"));
+        let layout = decode_layout(n, take(n as usize * 8)?)?;
+        if id != 0 {
+            let info = FunctionInfo {
+                module: owner,
+                params: layout,
+            };
+            s.objects().functions.entry(id).or_insert(info);
+        }
+        ids.push(id);
+    }
+    if ids.len() > count as usize {
+        return Err(s.fail("EnumerateFunctions", "more entries than asked for"));
+    }
+    for (i, id) in ids.into_iter().enumerate() {
+        // SAFETY: the application's array of `count` entries; `i` < count.
+        unsafe { out.add(i).write_unaligned(wire::handle(id)) };
+    }
+    Ok(())
 }

@@ -5,7 +5,8 @@
 use std::ffi::{c_uint, c_void};
 
 use vgpu_abi::types::{CUdeviceptr, CUpointer_attribute};
-use vgpu_proto::Op;
+use vgpu_proto::pointer_get_attributes;
+use zerocopy::little_endian::U64;
 
 use crate::edge::{non_null, CuError, CuResult};
 use crate::runtime::runtime;
@@ -45,12 +46,11 @@ unsafe fn query(
     }
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
-    let (_, values) = s.call(
-        Op::PointerGetAttributes,
-        &[asked, u64::from(single)],
-        &ids,
-        None,
-    )?;
+    let r = pointer_get_attributes::Request {
+        pointer: U64::new(asked),
+        single: u8::from(single),
+    };
+    let (_, values) = s.request(&r, &ids)?;
     if values.len() != attrs.len() * 16 {
         return Err(CuError::UNKNOWN);
     }

@@ -13,7 +13,8 @@ use crate::runtime::Session;
 
 /// One piece of a synchronous copy for [`Session::call_pieces`].
 pub(crate) struct Piece<'a> {
-    pub args: Vec<u64>,
+    /// The request's fixed part.
+    pub fixed: Vec<u8>,
     /// Bytes sent with the request.
     pub blob: &'a [u8],
     /// Where the reply's bytes go (exactly as long as them).
@@ -48,7 +49,7 @@ impl Session {
                 while result.is_ok() && waiting.len() < window {
                     let Some(p) = pieces.next() else { break };
                     let meta = lane.meta(op, ctx, self.lanes.fence());
-                    lane.io.send(&meta, &p.args, p.blob).map_err(fail)?;
+                    lane.io.send(&meta, &p.fixed, p.blob).map_err(fail)?;
                     waiting.push_back(p.sink);
                 }
                 let Some(sink) = waiting.pop_front() else {
@@ -66,7 +67,7 @@ impl Session {
     /// Runs `count` calls of `op` on the calling thread's lane with up to
     /// `window` in flight, for copies staged through shared memory
     /// (`crate::staging`): `send(i)` prepares call `i` and gives its
-    /// arguments; `done(i)` runs once call `i` succeeded. Like
+    /// request's fixed part; `done(i)` runs once call `i` succeeded. Like
     /// [`Session::call_pieces`], nothing is posted, the first call goes
     /// alone, and after a failure (of a call, `send` or `done`) nothing more
     /// is sent, the replies in flight are read, and the first failure is
@@ -76,7 +77,7 @@ impl Session {
         op: Op,
         count: usize,
         window: usize,
-        mut send: impl FnMut(usize) -> CuResult<Vec<u64>>,
+        mut send: impl FnMut(usize) -> CuResult<Vec<u8>>,
         mut done: impl FnMut(usize) -> CuResult<()>,
     ) -> CuResult<()> {
         if self.dead.load(Ordering::SeqCst) {
@@ -92,9 +93,9 @@ impl Session {
             loop {
                 while result.is_ok() && sent < count && sent - answered < limit {
                     match send(sent) {
-                        Ok(args) => {
+                        Ok(fixed) => {
                             let meta = lane.meta(op, ctx, self.lanes.fence());
-                            lane.io.send(&meta, &args, &[]).map_err(fail)?;
+                            lane.io.send(&meta, &fixed, &[]).map_err(fail)?;
                             sent += 1;
                         }
                         Err(e) => result = Err(e),

@@ -1,26 +1,26 @@
-//! Stream-ordered allocation and 2D copies.
+//! Stream-ordered allocation and 2D copies. (3D copies are split into 2D
+//! ones by the client.)
 
-use std::ffi::c_void;
-use std::ptr;
+use vgpu_abi::types::{CUmemorytype, CUDA_MEMCPY2D};
+use vgpu_proto::{mem_alloc_async, mem_free_async, memcpy2d, Request, MAX_BLOB};
+use zerocopy::little_endian::U64;
 
-use vgpu_proto::{Request, MAX_BLOB};
-
-use super::exec::{ok, size, Reply};
+use super::calls::{message, ok, size, Reply};
+use super::exec::{checked, Lane};
 use super::status::INVALID_VALUE;
 use super::tables::{as_handle, Range, RangeOwner};
 use super::Session;
-use crate::driver::{entry, DevPtr, Memcpy2D, Status};
+use crate::driver::{entry, DevPtr, Status};
 
-/// `CU_MEMORYTYPE_HOST` and `CU_MEMORYTYPE_DEVICE`.
-const MEMORY_TYPE_HOST: u32 = 1;
-const MEMORY_TYPE_DEVICE: u32 = 2;
-
-pub fn alloc_async(s: &Session, req: &Request) -> Result<Reply, Status> {
-    let (bytes, stream) = (size(req.args[0])?, req.args[1]);
-    let st = as_handle(s.tables().stream(stream)?);
+/// Stream-ordered allocation from the device's pool; the range joins the
+/// session's live allocations.
+pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_alloc_async::Request = message(req)?;
+    let bytes = size(r.bytes.get())?;
+    let st = as_handle(s.tables().stream(r.stream.get())?);
     let mut p: DevPtr = 0;
     // SAFETY: live out-pointer; live stream of this session or a sentinel.
-    ok(unsafe { entry(s.driver.mem_alloc_async)?(&mut p, bytes, st) })?;
+    ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
     let owner = RangeOwner::Alloc { ctx: req.ctx };
     s.tables().ranges.insert(
         p,
@@ -29,11 +29,16 @@ pub fn alloc_async(s: &Session, req: &Request) -> Result<Reply, Status> {
             owner,
         },
     );
-    Ok(Reply::outs(&[p]))
+    Ok(Reply::new(
+        &mem_alloc_async::Reply { dptr: U64::new(p) },
+        Vec::new(),
+    ))
 }
 
-pub fn free_async(s: &Session, req: &Request) -> Result<Reply, Status> {
-    let (p, stream) = (req.args[0], req.args[1]);
+/// Stream-ordered free of the base of a live allocation.
+pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_free_async::Request = message(req)?;
+    let (p, stream) = (r.dptr.get(), r.stream.get());
     let known = matches!(
         s.tables().ranges.get(&p),
         Some(Range {
@@ -47,7 +52,7 @@ pub fn free_async(s: &Session, req: &Request) -> Result<Reply, Status> {
     }
     let st = as_handle(s.tables().stream(stream)?);
     // SAFETY: `p` is the base of a live allocation of this session.
-    ok(unsafe { entry(s.driver.mem_free_async)?(p, st) })?;
+    ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
     s.tables().ranges.remove(&p);
     Ok(Reply::default())
 }
@@ -62,63 +67,60 @@ fn span(pitch: u64, x: u64, y: u64, width: u64, height: u64) -> Option<(u64, u64
     Some((first, last_row.checked_add(width)? - first))
 }
 
-/// `Memcpy2D`: see the op's documentation for the argument order.
-pub fn memcpy_2d(
-    s: &Session,
-    req: &Request,
-    checked: impl Fn(&[(DevPtr, u64)], u64) -> Result<*mut c_void, Status>,
-) -> Result<Reply, Status> {
-    let a = &req.args;
-    let (direction, width, height) = (a[0], a[9], a[10]);
+/// A 2D copy: see the op's documentation.
+pub fn memcpy2d(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy2d::Request = message(req)?;
+    let (direction, width, height) = (r.direction, r.width.get(), r.height.get());
+    let (src, src_pitch, src_x, src_y) =
+        (r.src.get(), r.src_pitch.get(), r.src_x.get(), r.src_y.get());
+    let (dst, dst_pitch, dst_x, dst_y) =
+        (r.dst.get(), r.dst_pitch.get(), r.dst_x.get(), r.dst_y.get());
     let packed = width.checked_mul(height).ok_or(INVALID_VALUE)?;
-    if (direction != 0 && packed > MAX_BLOB as u64) || (width > a[2] && direction != 1 && a[2] != 0)
+    if (direction != 0 && packed > MAX_BLOB as u64)
+        || (width > src_pitch && direction != 1 && src_pitch != 0)
     {
         return Err(INVALID_VALUE);
     }
     let mut ranges = Vec::new();
     if direction != 1 {
-        let (off, len) = span(a[2], a[3], a[4], width, height).ok_or(INVALID_VALUE)?;
-        ranges.push((a[1].checked_add(off).ok_or(INVALID_VALUE)?, len));
+        let (off, len) = span(src_pitch, src_x, src_y, width, height).ok_or(INVALID_VALUE)?;
+        ranges.push((src.checked_add(off).ok_or(INVALID_VALUE)?, len));
     }
     if direction != 2 {
-        let (off, len) = span(a[6], a[7], a[8], width, height).ok_or(INVALID_VALUE)?;
-        ranges.push((a[5].checked_add(off).ok_or(INVALID_VALUE)?, len));
+        let (off, len) = span(dst_pitch, dst_x, dst_y, width, height).ok_or(INVALID_VALUE)?;
+        ranges.push((dst.checked_add(off).ok_or(INVALID_VALUE)?, len));
     }
-    let stream = checked(&ranges, a[11])?;
+    let stream = checked(s, &ranges, r.stream.get())?;
     let mut out = Vec::new();
-    let mut copy = Memcpy2D {
-        src_x_in_bytes: size(a[3])?,
-        src_y: size(a[4])?,
-        src_memory_type: MEMORY_TYPE_DEVICE,
-        src_host: ptr::null(),
-        src_device: a[1],
-        src_array: ptr::null_mut(),
-        src_pitch: size(a[2])?,
-        dst_x_in_bytes: size(a[7])?,
-        dst_y: size(a[8])?,
-        dst_memory_type: MEMORY_TYPE_DEVICE,
-        dst_host: ptr::null_mut(),
-        dst_device: a[5],
-        dst_array: ptr::null_mut(),
-        dst_pitch: size(a[6])?,
-        width_in_bytes: size(width)?,
-        height: size(height)?,
-    };
+    // SAFETY: all-zero bytes are a valid `CUDA_MEMCPY2D` (integers and NULL pointers).
+    let mut copy: CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+    copy.srcXInBytes = size(src_x)?;
+    copy.srcY = size(src_y)?;
+    copy.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = src;
+    copy.srcPitch = size(src_pitch)?;
+    copy.dstXInBytes = size(dst_x)?;
+    copy.dstY = size(dst_y)?;
+    copy.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = dst;
+    copy.dstPitch = size(dst_pitch)?;
+    copy.WidthInBytes = size(width)?;
+    copy.Height = size(height)?;
     match direction {
         0 => {}
         1 => {
             if req.blob.len() as u64 != packed {
                 return Err(INVALID_VALUE);
             }
-            copy.src_memory_type = MEMORY_TYPE_HOST;
-            copy.src_host = req.blob.as_ptr().cast();
-            (copy.src_x_in_bytes, copy.src_y, copy.src_pitch) = (0, 0, copy.width_in_bytes);
+            copy.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.srcHost = req.blob.as_ptr().cast();
+            (copy.srcXInBytes, copy.srcY, copy.srcPitch) = (0, 0, copy.WidthInBytes);
         }
         2 => {
             out.resize(size(packed)?, 0u8);
-            copy.dst_memory_type = MEMORY_TYPE_HOST;
-            copy.dst_host = out.as_mut_ptr().cast();
-            (copy.dst_x_in_bytes, copy.dst_y, copy.dst_pitch) = (0, 0, copy.width_in_bytes);
+            copy.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.dstHost = out.as_mut_ptr().cast();
+            (copy.dstXInBytes, copy.dstY, copy.dstPitch) = (0, 0, copy.WidthInBytes);
         }
         _ => return Err(INVALID_VALUE),
     }
@@ -127,10 +129,10 @@ pub fn memcpy_2d(
     // pageable host side makes the async form complete (D2H) or staged (H2D)
     // before it returns.
     ok(unsafe {
-        if a[12] != 0 {
-            entry(s.driver.memcpy_2d_async)?(&copy, stream)
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpy2DAsync_v2)?(&copy, stream.cast())
         } else {
-            entry(s.driver.memcpy_2d)?(&copy)
+            entry(s.driver.cuMemcpy2D_v2)?(&copy)
         }
     })?;
     Ok(Reply {

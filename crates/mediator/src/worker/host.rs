@@ -12,11 +12,12 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-use super::exec::{ok, size, uint, Reply};
-use super::status::{INVALID_VALUE, NOT_SUPPORTED, OUT_OF_MEMORY};
+use vgpu_proto::{mem_free_host, mem_host_alloc, memcpy_dtoh_shared, memcpy_htod_shared, Request};
+use zerocopy::little_endian::U64;
 
-/// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`: the registration went with its context.
-const HOST_MEMORY_NOT_REGISTERED: Status = 713;
+use super::calls::{message, ok, size, Reply};
+use super::exec::{checked, Lane};
+use super::status::{HOST_MEMORY_NOT_REGISTERED, INVALID_VALUE, NOT_SUPPORTED, OUT_OF_MEMORY};
 use super::tables::{Range, RangeOwner};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
@@ -36,14 +37,16 @@ pub struct HostAlloc {
     _fd: OwnedFd,
 }
 
-/// `MemHostAlloc`: returns the reply and the fd to send after it.
-pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
+/// Shared pinned memory: the reply gives its worker address and device
+/// pointer, and the memfd follows it.
+pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     if s.remote {
         // The client of a TCP session keeps its pinned memory to itself.
         tracing::warn!("MemHostAlloc refused: a TCP session cannot share pages");
         return Err(NOT_SUPPORTED);
     }
-    let (len, flags) = (size(a[0])?, uint(a[1])?);
+    let r: &mem_host_alloc::Request = message(req)?;
+    let (len, flags) = (size(r.bytes.get())?, r.flags.get());
     if len == 0 || len > MAX_PINNED {
         return Err(INVALID_VALUE);
     }
@@ -65,7 +68,7 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
         // SAFETY: `addr` is the mapping made above, of `len` bytes.
         let _ = unsafe { munmap(addr, len) };
     };
-    let register = entry(s.driver.mem_host_register)?;
+    let register = entry(s.driver.cuMemHostRegister_v2)?;
     // SAFETY: the pages are mapped and stay mapped until `free` unregisters them.
     let st = unsafe { register(addr, len, (flags & REGISTER_FLAGS) | 0x2) };
     if let Err(st) = ok(st) {
@@ -73,11 +76,11 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
         return Err(st);
     }
     let mut dptr: DevPtr = 0;
+    let device_pointer = entry(s.driver.cuMemHostGetDevicePointer_v2)?;
     // SAFETY: the pages were just registered; live out-pointer.
-    if let Err(st) = ok(unsafe { entry(s.driver.mem_host_get_device_pointer)?(&mut dptr, addr, 0) })
-    {
+    if let Err(st) = ok(unsafe { device_pointer(&mut dptr, addr, 0) }) {
         // SAFETY: registered above.
-        unsafe { entry(s.driver.mem_host_unregister).map(|f| f(addr)).ok() };
+        unsafe { entry(s.driver.cuMemHostUnregister).map(|f| f(addr)).ok() };
         unmap(addr);
         return Err(st);
     }
@@ -101,17 +104,26 @@ pub fn alloc(s: &Session, a: &[u64]) -> Result<(Reply, OwnedFd), Status> {
             },
         );
     }
-    Ok((Reply::outs(&[base, dptr]), sent))
+    let reply = mem_host_alloc::Reply {
+        address: U64::new(base),
+        dptr: U64::new(dptr),
+    };
+    Ok(Reply {
+        fd: Some(sent),
+        ..Reply::new(&reply, Vec::new())
+    })
 }
 
-/// `MemFreeHost`: unregisters and unmaps. The pages are unmapped and forgotten
-/// even when the driver already dropped the registration (its context was
-/// destroyed), so nothing leaks.
-pub fn free(s: &Session, base: u64) -> Result<Reply, Status> {
+/// Unregisters and unmaps shared pinned memory. The pages are unmapped and
+/// forgotten even when the driver already dropped the registration (its
+/// context was destroyed), so nothing leaks.
+pub fn mem_free_host(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_free_host::Request = message(req)?;
+    let base = r.address.get();
     let alloc = s.tables().host.remove(&base).ok_or(INVALID_VALUE)?;
     let addr = super::tables::as_handle(size(base)?);
     // SAFETY: `addr` is the base of a mapping registered by `alloc`.
-    let st = unsafe { entry(s.driver.mem_host_unregister)?(addr) };
+    let st = unsafe { entry(s.driver.cuMemHostUnregister)?(addr) };
     // SAFETY: the mapping of `alloc.len` bytes made by `alloc`, no longer registered.
     let _ = unsafe { munmap(addr, alloc.len) };
     s.tables()
@@ -121,6 +133,43 @@ pub fn free(s: &Session, base: u64) -> Result<Reply, Status> {
         HOST_MEMORY_NOT_REGISTERED => Ok(Reply::default()),
         st => ok(st).map(|()| Reply::default()),
     }
+}
+
+/// Device from shared pinned host memory at its worker address.
+pub fn memcpy_htod_shared(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy_htod_shared::Request = message(req)?;
+    let (dst, bytes) = (r.dst.get(), r.bytes.get());
+    let stream = checked(s, &[(dst, bytes)], r.stream.get())?.cast();
+    let src = check(s, r.host.get(), bytes)?;
+    let len = size(bytes)?;
+    // SAFETY: both ranges are checked: the device range is live and the
+    // source lies in a shared pinned allocation of this session.
+    ok(unsafe {
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpyHtoDAsync_v2)?(dst, src, len, stream)
+        } else {
+            entry(s.driver.cuMemcpyHtoD_v2)?(dst, src, len)
+        }
+    })?;
+    Ok(Reply::default())
+}
+
+/// Shared pinned host memory at its worker address from device.
+pub fn memcpy_dtoh_shared(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy_dtoh_shared::Request = message(req)?;
+    let (src, bytes) = (r.src.get(), r.bytes.get());
+    let stream = checked(s, &[(src, bytes)], r.stream.get())?.cast();
+    let dst = check(s, r.host.get(), bytes)?;
+    let len = size(bytes)?;
+    // SAFETY: as for `memcpy_htod_shared`, in the other direction.
+    ok(unsafe {
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpyDtoHAsync_v2)?(dst, src, len, stream)
+        } else {
+            entry(s.driver.cuMemcpyDtoH_v2)?(dst, src, len)
+        }
+    })?;
+    Ok(Reply::default())
 }
 
 /// Checks that `[addr, addr + len)` lies inside one shared pinned allocation.

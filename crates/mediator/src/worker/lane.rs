@@ -35,11 +35,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vgpu_proto::{read_request_into, response_prefix, write_response, ProtoError, Request};
+use vgpu_proto::{
+    lane_kind, open_lane, read_request_into, response_prefix, write_response, ProtoError, Request,
+};
 use vgpu_transport::shm_ring::Ring;
 use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
+use zerocopy::little_endian::U16;
+use zerocopy::IntoBytes;
 
-use super::exec::{self, Reply};
+use super::calls::Reply;
+use super::exec;
 use super::order::{LaneView, Ticket};
 use super::status;
 use super::Session;
@@ -75,14 +80,23 @@ pub fn open(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
     });
     match started {
         Ok(fds) => {
-            let kind = u64::from(fds.len() == 3);
+            let kind = if fds.len() == 3 {
+                lane_kind::RINGS
+            } else {
+                lane_kind::SOCKET
+            };
+            let reply = open_lane::Reply {
+                kind,
+                port: U16::new(0),
+                token: [0; 16],
+            };
             let borrowed: Vec<_> = fds.iter().map(AsFd::as_fd).collect();
-            write_response(control, status::SUCCESS, seq, &[kind], &[]).is_ok()
+            write_response(control, status::SUCCESS.0, seq, reply.as_bytes(), &[]).is_ok()
                 && control.send_fds(&borrowed).is_ok()
         }
         Err(e) => {
             tracing::error!("cannot open a lane: {e}");
-            write_response(control, status::INVALID_VALUE, seq, &[], &[]).is_ok()
+            write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok()
         }
     }
 }
@@ -149,17 +163,17 @@ fn serve(s: &Session, mut io: LaneIo) {
                 ticket: req.order,
             };
             if let Err(st) = lane.execute(s, &req) {
-                tracing::debug!(op = req.op.name(), status = st, "posted call failed");
+                tracing::debug!(op = req.op.name(), status = st.0, "posted call failed");
                 deferred.get_or_insert(st);
             }
             continue;
         }
         let (st, reply) = match deferred {
-            Some(st) if req.op.synchronizes(&req.args) => {
+            Some(st) if req.synchronizes() => {
                 deferred = None;
                 tracing::debug!(
                     op = req.op.name(),
-                    status = st,
+                    status = st.0,
                     "reporting a posted call's failure"
                 );
                 (st, Reply::default())
@@ -167,7 +181,7 @@ fn serve(s: &Session, mut io: LaneIo) {
             _ => match lane.execute(s, &req) {
                 Ok(reply) => (status::SUCCESS, reply),
                 Err(st) => {
-                    tracing::debug!(op = req.op.name(), status = st, "call failed");
+                    tracing::debug!(op = req.op.name(), status = st.0, "call failed");
                     (st, Reply::default())
                 }
             },
@@ -229,16 +243,16 @@ impl LaneIo {
     ) -> Result<(), MediatorError> {
         let ch = match self {
             LaneIo::Socket(ch) => {
-                write_response(ch, st, seq, &reply.outs, &reply.blob)?;
+                write_response(ch, st.0, seq, &reply.fixed, &reply.blob)?;
                 ch
             }
             LaneIo::Rings(r) => {
-                let prefix = response_prefix(st, seq, &reply.outs, reply.blob.len())?;
+                let prefix = response_prefix(st.0, seq, &reply.fixed, reply.blob.len())?;
                 if prefix.len() + reply.blob.len() <= r.comp.max_message() {
                     r.push(s, &[&prefix, &reply.blob])?;
                 } else {
                     r.push(s, &[])?;
-                    write_response(&mut r.sock, st, seq, &reply.outs, &reply.blob)?;
+                    write_response(&mut r.sock, st.0, seq, &reply.fixed, &reply.blob)?;
                 }
                 &mut r.sock
             }
@@ -286,6 +300,11 @@ impl RingLane {
     }
 }
 
+/// `OpenLane` belongs on the control connection; on a lane it is refused.
+pub fn open_lane(_: &mut exec::Lane, _: &Session, _: &Request) -> Result<Reply, Status> {
+    Err(status::INVALID_VALUE)
+}
+
 /// Reads into `req` a request that must fill the whole message.
 fn decode_exact(bytes: &[u8], req: &mut Request) -> Result<(), ProtoError> {
     let mut rest = bytes;
@@ -303,7 +322,8 @@ fn decode_exact(bytes: &[u8], req: &mut Request) -> Result<(), ProtoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vgpu_proto::{flags, request_prefix, Op, RequestMeta};
+    use vgpu_proto::{flags, mem_free, memset, request_prefix, Op, RequestMeta};
+    use zerocopy::little_endian::{U32, U64};
 
     #[test]
     fn ring_messages_are_exact_frames() {
@@ -315,10 +335,17 @@ mod tests {
             order: 3,
             after: 0,
         };
-        let mut bytes = request_prefix(&meta, &[0x1000], 0).expect("prefix");
+        let free = mem_free::Request {
+            dptr: U64::new(0x1000),
+        };
+        let mut bytes = request_prefix(&meta, free.as_bytes(), 0).expect("prefix");
         let mut req = Request::empty();
         decode_exact(&bytes, &mut req).expect("exact");
-        assert_eq!((req.op, req.order, req.args[0]), (Op::MemFree, 3, 0x1000));
+        let got: &mem_free::Request = req.message().expect("typed");
+        assert_eq!(
+            (req.op, req.order, got.dptr.get()),
+            (Op::MemFree, 3, 0x1000)
+        );
         bytes.push(0);
         assert!(
             decode_exact(&bytes, &mut req).is_err(),
@@ -329,9 +356,17 @@ mod tests {
             flags: flags::POSTED,
             ..meta
         };
-        let bytes = request_prefix(&posted, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
+        let set = memset::Request {
+            dst: U64::new(0x1000),
+            value: U32::new(0),
+            element: 1,
+            count: U64::new(4),
+            stream: U64::new(0),
+            is_async: 1,
+        };
+        let bytes = request_prefix(&posted, set.as_bytes(), 0).expect("prefix");
         decode_exact(&bytes, &mut req).expect("decodes");
         assert!(req.posted(), "read again into the same request");
-        assert_eq!(req.args.len(), 6);
+        assert_eq!(req.fixed.len(), std::mem::size_of::<memset::Request>());
     }
 }

@@ -9,28 +9,28 @@
 //! tables ([`super::Session::handles_gone`]). Four lanes launching the same
 //! kernel then share nothing but the driver.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
-use vgpu_proto::Request;
+use vgpu_abi::types::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+use vgpu_proto::{launch_kernel, launch_kernel_ex, occupancy_max_active_clusters, Request};
+use zerocopy::little_endian::{I32, U32, U64};
 
-use super::exec::{aligned, ok, size, uint, Reply};
-use super::library::split;
+use super::calls::{aligned, message, ok, size, split, Reply};
+use super::exec::Lane;
 use super::status::{INVALID_HANDLE, INVALID_VALUE, NOT_SUPPORTED};
 use super::tables::{as_handle, Raw, Tables};
 use super::Session;
-use crate::driver::{entry, LaunchConfig, Status, LAUNCH_ATTRIBUTE_SIZE};
+use crate::driver::{entry, Status};
 
 /// Most launch attributes one launch may carry.
 const MAX_LAUNCH_ATTRS: usize = 32;
-/// Launch attributes that carry an event handle at the start of their value.
-const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
-const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
-/// A launch attribute that writes a device-side node handle back.
-const LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
+/// Bytes of one `CUlaunchAttribute`: its id, padding, and a 64-byte value.
+const LAUNCH_ATTRIBUTE_SIZE: usize = std::mem::size_of::<CUlaunchAttribute>();
+const _: () = assert!(LAUNCH_ATTRIBUTE_SIZE == 72);
 
 /// Each kernel parameter's (offset, size), in order.
 type Layout = [(u32, u32)];
@@ -101,50 +101,90 @@ impl Translations {
 struct Launch<'a> {
     function: Raw,
     params: &'a Layout,
-    config: LaunchConfig,
+    config: CUlaunchConfig,
     /// The attribute records, 8-byte aligned, event handles translated.
     attrs: Vec<u64>,
     /// The blob after the attributes: the kernel parameters.
     rest: &'a [u8],
 }
 
-/// Decodes (function, gx, gy, gz, bx, by, bz, shared, stream, nattrs) and the
-/// attribute records at the head of the blob, translating event handles.
+/// The fields `cuLaunchKernelEx` and `cuOccupancyMaxActiveClusters`
+/// requests share.
+struct ConfigFields {
+    function: U64,
+    dims: [U32; 7],
+    stream: U64,
+    attributes: U32,
+}
+
+impl ConfigFields {
+    fn ex(r: &launch_kernel_ex::Request) -> ConfigFields {
+        ConfigFields {
+            function: r.function,
+            dims: [
+                r.grid_x, r.grid_y, r.grid_z, r.block_x, r.block_y, r.block_z, r.shared,
+            ],
+            stream: r.stream,
+            attributes: r.attributes,
+        }
+    }
+
+    fn clusters(r: &occupancy_max_active_clusters::Request) -> ConfigFields {
+        ConfigFields {
+            function: r.function,
+            dims: [
+                r.grid_x, r.grid_y, r.grid_z, r.block_x, r.block_y, r.block_z, r.shared,
+            ],
+            stream: r.stream,
+            attributes: r.attributes,
+        }
+    }
+}
+
+/// Decodes a launch configuration and the attribute records at the head of
+/// the blob, translating event handles.
 fn launch_config<'a>(
     s: &Session,
     lane: &'a mut Translations,
-    req: &'a Request,
+    c: &ConfigFields,
+    blob: &'a [u8],
 ) -> Result<Launch<'a>, Status> {
-    let a = &req.args;
-    let nattrs = size(a[9])?;
+    let nattrs = size(u64::from(c.attributes.get()))?;
     if nattrs > MAX_LAUNCH_ATTRS {
         return Err(INVALID_VALUE);
     }
-    let (attr_bytes, rest) = split(&req.blob, nattrs * LAUNCH_ATTRIBUTE_SIZE)?;
+    let (attr_bytes, rest) = split(blob, nattrs * LAUNCH_ATTRIBUTE_SIZE)?;
     let mut attrs = aligned(attr_bytes);
     for i in 0..nattrs {
         let word = i * LAUNCH_ATTRIBUTE_SIZE / 8;
-        let id = u32::try_from(attrs[word] & 0xFFFF_FFFF).expect("masked to 32 bits");
+        let id = CUlaunchAttributeID(
+            u32::try_from(attrs[word] & 0xFFFF_FFFF).expect("masked to 32 bits"),
+        );
         match id {
-            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT | LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+            | CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => {
                 attrs[word + 1] = s.tables().event(attrs[word + 1])? as u64;
             }
-            LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE => return Err(NOT_SUPPORTED),
+            // It writes a device-side node handle back into the attribute.
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE => {
+                return Err(NOT_SUPPORTED)
+            }
             _ => {}
         }
     }
-    let (function, params, stream) = lane.get(s, a[0], a[8])?;
-    let mut dims = [0 as c_uint; 7];
-    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
-        *d = uint(v)?;
-    }
-    let config = LaunchConfig {
-        grid: [dims[0], dims[1], dims[2]],
-        block: [dims[3], dims[4], dims[5]],
-        shared_mem_bytes: dims[6],
-        stream: as_handle(stream),
+    let (function, params, stream) = lane.get(s, c.function.get(), c.stream.get())?;
+    let d = c.dims.map(|v| v.get());
+    let config = CUlaunchConfig {
+        gridDimX: d[0],
+        gridDimY: d[1],
+        gridDimZ: d[2],
+        blockDimX: d[3],
+        blockDimY: d[4],
+        blockDimZ: d[5],
+        sharedMemBytes: d[6],
+        hStream: as_handle(stream).cast(),
         attrs: ptr::null_mut(),
-        num_attrs: c_uint::try_from(nattrs).map_err(|_| INVALID_VALUE)?,
+        numAttrs: c.attributes.get(),
     };
     Ok(Launch {
         function,
@@ -155,19 +195,28 @@ fn launch_config<'a>(
     })
 }
 
+/// `cuOccupancyMaxActiveClusters` for a launch configuration.
 pub fn occupancy_max_active_clusters(
+    lane: &mut Lane,
     s: &Session,
-    lane: &mut Translations,
     req: &Request,
 ) -> Result<Reply, Status> {
-    let mut l = launch_config(s, lane, req)?;
+    let r: &occupancy_max_active_clusters::Request = message(req)?;
+    let mut l = launch_config(s, &mut lane.launches, &ConfigFields::clusters(r), &req.blob)?;
     l.config.attrs = l.attrs.as_mut_ptr().cast();
     let mut n: std::ffi::c_int = 0;
     // SAFETY: live function; the config's attribute array lives in `l.attrs`.
     ok(unsafe {
-        entry(s.driver.occupancy_max_active_clusters)?(&mut n, as_handle(l.function), &l.config)
+        entry(s.driver.cuOccupancyMaxActiveClusters)?(
+            &mut n,
+            as_handle(l.function).cast(),
+            &l.config,
+        )
     })?;
-    Ok(Reply::outs(&[n as i64 as u64]))
+    let reply = occupancy_max_active_clusters::Reply {
+        clusters: I32::new(n),
+    };
+    Ok(Reply::new(&reply, Vec::new()))
 }
 
 thread_local! {
@@ -212,23 +261,22 @@ fn with_params(
     })
 }
 
-/// `cuLaunchKernel`: (function, gx, gy, gz, bx, by, bz, shared, stream) and
-/// the parameter bytes.
-pub fn launch(s: &Session, lane: &mut Translations, req: &Request) -> Result<Reply, Status> {
-    let a = &req.args;
-    let (real, layout, stream) = lane.get(s, a[0], a[8])?;
-    let mut dims = [0 as c_uint; 7];
-    for (d, &v) in dims.iter_mut().zip(&a[1..8]) {
-        *d = uint(v)?;
-    }
-    let f = entry(s.driver.launch_kernel)?;
+/// `cuLaunchKernel`: the configuration, and the parameter bytes as the blob.
+pub fn launch_kernel(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &launch_kernel::Request = message(req)?;
+    let (real, layout, stream) = lane.launches.get(s, r.function.get(), r.stream.get())?;
+    let dims = [
+        r.grid_x, r.grid_y, r.grid_z, r.block_x, r.block_y, r.block_z, r.shared,
+    ]
+    .map(|v| v.get());
+    let f = entry(s.driver.cuLaunchKernel)?;
     with_params(layout, &req.blob, |kernel_params| {
         // SAFETY: live function and stream; every parameter pointer points
         // into the aligned copy, which outlives the call (the driver copies
         // the values).
         unsafe {
             f(
-                as_handle(real),
+                as_handle(real).cast(),
                 dims[0],
                 dims[1],
                 dims[2],
@@ -236,7 +284,7 @@ pub fn launch(s: &Session, lane: &mut Translations, req: &Request) -> Result<Rep
                 dims[4],
                 dims[5],
                 dims[6],
-                as_handle(stream),
+                as_handle(stream).cast(),
                 kernel_params,
                 ptr::null_mut(),
             )
@@ -247,15 +295,23 @@ pub fn launch(s: &Session, lane: &mut Translations, req: &Request) -> Result<Rep
 
 /// `cuLaunchKernelEx`: the configuration as [`launch_config`] decodes it,
 /// then the parameter bytes.
-pub fn launch_ex(s: &Session, lane: &mut Translations, req: &Request) -> Result<Reply, Status> {
-    let mut l = launch_config(s, lane, req)?;
+pub fn launch_kernel_ex(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &launch_kernel_ex::Request = message(req)?;
+    let mut l = launch_config(s, &mut lane.launches, &ConfigFields::ex(r), &req.blob)?;
     l.config.attrs = l.attrs.as_mut_ptr().cast();
-    let f = entry(s.driver.launch_kernel_ex)?;
+    let f = entry(s.driver.cuLaunchKernelEx)?;
     let real = l.function;
     with_params(l.params, l.rest, |kernel_params| {
         // SAFETY: live function and stream; the attributes live in `l.attrs`
         // and the parameters in the aligned copy for the duration of the call.
-        unsafe { f(&l.config, as_handle(real), kernel_params, ptr::null_mut()) }
+        unsafe {
+            f(
+                &l.config,
+                as_handle(real).cast(),
+                kernel_params,
+                ptr::null_mut(),
+            )
+        }
     })?;
     Ok(Reply::default())
 }

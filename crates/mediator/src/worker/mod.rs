@@ -7,17 +7,24 @@
 //! When the control connection closes, the client is gone and the process
 //! exits; the driver frees everything the session held.
 
+mod calls;
+mod context;
 mod copy;
+mod event;
 mod exec;
+mod generated;
 mod host;
 mod lane;
 mod launch;
 mod library;
+mod memory;
+mod module;
 mod options;
 mod order;
 mod pointer;
 mod remote;
 mod snapshot;
+mod stream;
 mod tables;
 
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -31,18 +38,17 @@ use crate::config::{DriverChoice, ServeArgs};
 use crate::driver::{self, Driver};
 use crate::MediatorError;
 
-/// CUDA status codes the worker produces itself.
+/// CUDA status codes the worker produces itself, from the ABI's `CUresult`.
 pub mod status {
     use crate::driver::Status;
-    pub const SUCCESS: Status = 0;
-    pub const INVALID_VALUE: Status = 1;
-    pub const OUT_OF_MEMORY: Status = 2;
-    pub const NOT_INITIALIZED: Status = 3;
-    pub const NO_DEVICE: Status = 100;
-    pub const INVALID_CONTEXT: Status = 201;
-    pub const INVALID_HANDLE: Status = 400;
-    pub const CONTEXT_IS_DESTROYED: Status = 709;
-    pub const NOT_SUPPORTED: Status = 801;
+    pub const SUCCESS: Status = Status::CUDA_SUCCESS;
+    pub const INVALID_VALUE: Status = Status::CUDA_ERROR_INVALID_VALUE;
+    pub const OUT_OF_MEMORY: Status = Status::CUDA_ERROR_OUT_OF_MEMORY;
+    pub const INVALID_CONTEXT: Status = Status::CUDA_ERROR_INVALID_CONTEXT;
+    pub const INVALID_HANDLE: Status = Status::CUDA_ERROR_INVALID_HANDLE;
+    pub const CONTEXT_IS_DESTROYED: Status = Status::CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    pub const NOT_SUPPORTED: Status = Status::CUDA_ERROR_NOT_SUPPORTED;
+    pub const HOST_MEMORY_NOT_REGISTERED: Status = Status::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 /// State shared by every lane of one session.
@@ -120,7 +126,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     let driver = load_driver(args)?;
     tracing::info!(driver = %driver.path().display(), "driver loaded");
     let welcome = snapshot::welcome(&driver);
-    if welcome.init_status != status::SUCCESS {
+    if welcome.init_status != status::SUCCESS.0 {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
     // Rings need memory both sides map: never over TCP.
@@ -195,7 +201,7 @@ fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs)
             },
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
-                write_response(&mut control, status::INVALID_VALUE, req.seq, &[], &[]).is_ok()
+                write_response(&mut control, status::INVALID_VALUE.0, req.seq, &[], &[]).is_ok()
             }
         };
         if !ok {

@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::ptr;
 
-use super::exec::size;
+use super::calls::size;
 use super::status::INVALID_VALUE;
 use super::tables::as_handle;
 use crate::driver::Status;

@@ -456,7 +456,9 @@ mod tests {
     /// A request as a lane reads it: `flags`, its ticket (or fence), and
     /// the ticket it follows.
     fn request(flags: u32, order: u32, after: u32) -> Request {
-        use vgpu_proto::{read_request_into, request_prefix, Op, RequestMeta};
+        use vgpu_proto::{memset, read_request_into, request_prefix, Op, RequestMeta};
+        use zerocopy::little_endian::{U32, U64};
+        use zerocopy::IntoBytes;
         let meta = RequestMeta {
             op: Op::Memset,
             seq: 0,
@@ -465,7 +467,15 @@ mod tests {
             order,
             after,
         };
-        let bytes = request_prefix(&meta, &[0x1000, 0, 1, 4, 0, 1], 0).expect("prefix");
+        let set = memset::Request {
+            dst: U64::new(0x1000),
+            value: U32::new(0),
+            element: 1,
+            count: U64::new(4),
+            stream: U64::new(0),
+            is_async: 1,
+        };
+        let bytes = request_prefix(&meta, set.as_bytes(), 0).expect("prefix");
         let mut req = Request::empty();
         read_request_into(&mut &bytes[..], &mut req).expect("decodes");
         req

@@ -6,7 +6,7 @@
 //! reached), at a port the kernel picks or the first free one of
 //! `--lane-ports`, and keeps that listener for the session. For each
 //! `OpenLane` it draws a fresh 16-byte token, answers
-//! `outs = [lane_kind::TCP, port, token_lo, token_hi]`, and then waits up to
+//! `kind = lane_kind::TCP` with the port and the token, and then waits up to
 //! [`ACCEPT_TIMEOUT`] for a connection that sends that token first
 //! ([`vgpu_transport::Listener::accept_lane`]). Connections with a wrong
 //! token, or none, are logged and closed while the wait goes on. The lane
@@ -21,9 +21,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vgpu_proto::{lane_kind, write_response};
+use vgpu_proto::{lane_kind, open_lane, write_response};
 use vgpu_transport::tcp::new_token;
 use vgpu_transport::{Channel, Listener};
+use zerocopy::little_endian::U16;
+use zerocopy::IntoBytes;
 
 use super::status;
 use super::Session;
@@ -88,13 +90,15 @@ impl TcpLanes {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!("cannot open a TCP lane: {e}");
-                return write_response(control, status::INVALID_VALUE, seq, &[], &[]).is_ok();
+                return write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok();
             }
         };
-        let (lo, hi) = token.split_at(8);
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-        let outs = [lane_kind::TCP, u64::from(port), word(lo), word(hi)];
-        if write_response(control, status::SUCCESS, seq, &outs, &[]).is_err() {
+        let reply = open_lane::Reply {
+            kind: lane_kind::TCP,
+            port: U16::new(port),
+            token,
+        };
+        if write_response(control, status::SUCCESS.0, seq, reply.as_bytes(), &[]).is_err() {
             return false;
         }
         let Some(listener) = self.listener.as_ref() else {

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::status::{INVALID_HANDLE, INVALID_VALUE};
+use vgpu_abi::HandleKind;
+
+use super::status::{INVALID_CONTEXT, INVALID_HANDLE, INVALID_VALUE};
 use crate::driver::{DevPtr, Handle, Status};
 
 /// A raw driver handle stored as an integer so tables are `Send`.
@@ -75,6 +77,18 @@ pub struct Tables {
     pub staged: HashMap<u64, Vec<u8>>,
     /// Shared pinned host allocations by worker address.
     pub host: BTreeMap<u64, super::host::HostAlloc>,
+    /// Handles of the other kinds, by id (the kind is in the id's tag).
+    others: HashMap<u64, Other>,
+    /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
+    minted: u64,
+}
+
+/// A handle of a kind without a table of its own.
+#[derive(Debug, Clone, Copy)]
+struct Other {
+    kind: HandleKind,
+    real: Raw,
+    ctx: u64,
 }
 
 impl Tables {
@@ -140,6 +154,105 @@ impl Tables {
 
     pub fn function(&self, id: u64) -> Result<&Function, Status> {
         self.functions.get(&id).ok_or(INVALID_HANDLE)
+    }
+
+    /// The real handle behind the id of a `kind` handle the application
+    /// passed. 0 is NULL, which the driver itself judges (for streams it is
+    /// the legacy default stream). An unknown id is
+    /// `CUDA_ERROR_INVALID_CONTEXT` for contexts, `CUDA_ERROR_INVALID_HANDLE`
+    /// otherwise, as the driver answers for a handle it does not know.
+    pub fn handle(&self, kind: HandleKind, id: u64) -> Result<Raw, Status> {
+        match kind {
+            HandleKind::Stream => self.stream(id),
+            _ if id == 0 => Ok(0),
+            HandleKind::Context => self.ctx(id).ok_or(INVALID_CONTEXT),
+            HandleKind::Event => self.event(id),
+            HandleKind::Module => self.module(id),
+            HandleKind::Library => self.library(id),
+            HandleKind::Function | HandleKind::Kernel => self.function(id).map(|f| f.real),
+            _ => self
+                .others
+                .get(&id)
+                .filter(|o| o.kind == kind)
+                .map(|o| o.real)
+                .ok_or(INVALID_HANDLE),
+        }
+    }
+
+    /// The id of a real `kind` handle the driver handed out: the id it
+    /// already has, or a new one minted here and owned by context `ctx`.
+    /// NULL is 0.
+    pub fn id_of(&mut self, kind: HandleKind, real: Raw, ctx: u64) -> u64 {
+        if real == 0 {
+            return 0;
+        }
+        let owned =
+            |m: &HashMap<u64, Owned>| m.iter().find(|(_, o)| o.real == real).map(|(&id, _)| id);
+        let known = match kind {
+            HandleKind::Context => self
+                .ctxs
+                .iter()
+                .find(|(_, &r)| r == real)
+                .map(|(&id, _)| id),
+            HandleKind::Stream => owned(&self.streams),
+            HandleKind::Event => owned(&self.events),
+            HandleKind::Module => owned(&self.modules),
+            HandleKind::Library => owned(&self.libraries),
+            _ => self
+                .others
+                .iter()
+                .find(|(_, o)| o.kind == kind && o.real == real)
+                .map(|(&id, _)| id),
+        };
+        if let Some(id) = known {
+            return id;
+        }
+        let id = self.mint(kind);
+        let o = Owned { real, ctx };
+        match kind {
+            HandleKind::Context => {
+                self.ctxs.insert(id, real);
+            }
+            HandleKind::Stream => {
+                self.streams.insert(id, o);
+            }
+            HandleKind::Event => {
+                self.events.insert(id, o);
+            }
+            HandleKind::Module => {
+                self.modules.insert(id, o);
+            }
+            HandleKind::Library => {
+                self.libraries.insert(id, o);
+            }
+            _ => {
+                self.others.insert(id, Other { kind, real, ctx });
+            }
+        }
+        id
+    }
+
+    /// The id of function or kernel `real`, if the table has it.
+    pub fn function_id(&self, real: Raw) -> Option<u64> {
+        self.functions
+            .iter()
+            .find(|(_, f)| f.real == real)
+            .map(|(&id, _)| id)
+    }
+
+    /// A fresh id of `kind`, minted here.
+    pub fn mint(&mut self, kind: HandleKind) -> u64 {
+        self.minted += 1;
+        vgpu_proto::ids::worker(kind, self.minted)
+    }
+
+    /// Checks a device range an operation touches; refused ranges are
+    /// logged with the reason.
+    pub fn check(&self, ptr: DevPtr, len: u64) -> Result<(), Status> {
+        self.check_range(ptr, len).map_err(|why| {
+            tracing::warn!("memory operation refused: {why}");
+            INVALID_VALUE
+        })
     }
 
     /// A new id must not already name a live object of its kind.
@@ -221,6 +334,7 @@ impl Tables {
         }
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
+        self.others.retain(|_, o| o.ctx != ctx);
     }
 }
 

@@ -5,18 +5,40 @@ use std::mem::size_of;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
-use vgpu_proto::{env_allowed, DeviceSnapshot, Hello, Op, Request, Response, Welcome, MAX_ARGS};
+use vgpu_proto::{env_allowed, DeviceSnapshot, Hello, Op, Request, Response, Welcome, MAX_FIXED};
 use zerocopy::FromBytes;
 
 /// Largest blob the round-trip strategies generate.
 pub const BLOB: usize = 4 << 10;
 
-/// Any op of `Op::ALL`, with exactly its arity of arguments, and flags its
-/// op allows (posted or not).
+/// A fixed part and blob of `op` that its checks accept: the op's sample,
+/// with every byte that may take any value (without the checks refusing
+/// it) replaced by one of `noise`, and a blob of `blob` when the op takes a
+/// blob of any length.
+fn message(op: Op, noise: &[u8], blob: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+    let sample = super::sample_request(op);
+    let mut fixed = sample.fixed;
+    let blob = if op.check_request(&fixed, blob.len()).is_ok() {
+        blob
+    } else {
+        sample.blob
+    };
+    for (i, &b) in noise.iter().enumerate().take(fixed.len()) {
+        let keep = fixed[i];
+        fixed[i] = b;
+        if op.check_request(&fixed, blob.len()).is_err() {
+            fixed[i] = keep;
+        }
+    }
+    (fixed, blob)
+}
+
+/// Any op of `Op::ALL`, with a fixed part and blob its checks accept, and
+/// flags its op allows (posted or not).
 pub fn request() -> impl Strategy<Value = Request> {
     select(Op::ALL)
         .prop_flat_map(|op| {
-            let args = vec(any::<u64>(), op.nargs());
+            let noise = vec(any::<u8>(), op.request_len());
             let posted = if op.postable() {
                 any::<bool>().boxed()
             } else {
@@ -28,44 +50,47 @@ pub fn request() -> impl Strategy<Value = Request> {
                 any::<u64>(),
                 (posted, 0..3u8, any::<u32>()),
                 any::<u32>(),
-                args,
+                noise,
                 vec(any::<u8>(), 0..=BLOB),
             )
         })
-        .prop_map(|(op, seq, ctx, (posted, wait, after), order, args, blob)| {
-            use vgpu_proto::flags;
-            // A posted request waits for nothing, for every lower ticket, or
-            // for one ticket; any other request waits for its fence.
-            let (flags, after) = match (posted, wait) {
-                (false, _) => (0, 0),
-                (true, 0) => (flags::POSTED, 0),
-                (true, 1) => (flags::POSTED | flags::AFTER_ALL, 0),
-                (true, _) => (flags::POSTED | flags::AFTER, after),
-            };
-            Request {
-                op,
-                seq,
-                ctx,
-                flags,
-                order,
-                after,
-                args,
-                blob,
-            }
-        })
+        .prop_map(
+            |(op, seq, ctx, (posted, wait, after), order, noise, blob)| {
+                let (fixed, blob) = message(op, &noise, blob);
+                use vgpu_proto::flags;
+                // A posted request waits for nothing, for every lower ticket, or
+                // for one ticket; any other request waits for its fence.
+                let (flags, after) = match (posted, wait) {
+                    (false, _) => (0, 0),
+                    (true, 0) => (flags::POSTED, 0),
+                    (true, 1) => (flags::POSTED | flags::AFTER_ALL, 0),
+                    (true, _) => (flags::POSTED | flags::AFTER, after),
+                };
+                Request {
+                    op,
+                    seq,
+                    ctx,
+                    flags,
+                    order,
+                    after,
+                    fixed,
+                    blob,
+                }
+            },
+        )
 }
 
 pub fn response() -> impl Strategy<Value = Response> {
     (
         any::<u32>(),
         any::<u32>(),
-        vec(any::<u64>(), 0..=MAX_ARGS),
+        vec(any::<u8>(), 0..=MAX_FIXED),
         vec(any::<u8>(), 0..=BLOB),
     )
-        .prop_map(|(status, seq, outs, blob)| Response {
+        .prop_map(|(status, seq, fixed, blob)| Response {
             status,
             seq,
-            outs,
+            fixed,
             blob,
         })
 }

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 
 use vgpu_proto::{
     features, fill_str, DeviceSnapshot, Hello, HelloHead, Op, ProtoError, Request, RequestHead,
-    Response, ResponseHead, Welcome, WelcomeHead, HELLO_MAGIC, MAX_ARGS, MAX_BLOB, MAX_DEVICES,
-    MAX_ENV_BYTES, PROTOCOL_VERSION, SCHEMA_HASH,
+    Response, ResponseHead, Welcome, WelcomeHead, HELLO_MAGIC, MAX_BLOB, MAX_DEVICES,
+    MAX_ENV_BYTES, MAX_FIXED, PROTOCOL_VERSION, SCHEMA_HASH,
 };
-use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::little_endian::{I32, U16, U32, U64};
 use zerocopy::IntoBytes;
 
 /// The fuzz targets, one per decoder.
@@ -49,11 +49,15 @@ pub fn blessing() -> bool {
 
 // ---- sample messages -------------------------------------------------------
 
-/// A representative request of `op`: plausible handles, sizes and blobs.
+/// The fixed part and blob of a representative request of a hand-written
+/// operation: plausible handles, sizes and blobs. Table calls have
+/// generated samples (`vgpu_proto::sample_request`).
 ///
-/// The match is exhaustive on purpose: a new op fails to compile here until
-/// it has a sample, and then `VGPU_BLESS=1` writes its fixture.
-pub fn sample_request(op: Op) -> Request {
+/// The match is exhaustive over the hand-written operations on purpose: a
+/// new one fails here until it has a sample, and then `VGPU_BLESS=1`
+/// writes its fixture.
+fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
+    use vgpu_proto::*;
     const STREAM: u64 = 3;
     const EVENT: u64 = 4;
     const MODULE: u64 = 6;
@@ -61,47 +65,97 @@ pub fn sample_request(op: Op) -> Request {
     const LIBRARY: u64 = 8;
     const KERNEL: u64 = 9;
     const HOST: u64 = 0x7f00_0000_0000;
-    let (args, blob): (Vec<u64>, Vec<u8>) = match op {
-        Op::OpenLane => (vec![], vec![]),
+    let u = U64::new;
+    let w = U32::new;
+    fn b<M: IntoBytes + zerocopy::Immutable>(m: M) -> Vec<u8> {
+        m.as_bytes().to_vec()
+    }
+    let none = Vec::new;
+    match op {
+        Op::OpenLane => (b(open_lane::Request {}), none()),
         // ctx_id 1, CU_CTX_SCHED_AUTO, device 0
-        Op::CtxCreate => (vec![CTX, 0, 0], vec![]),
-        Op::CtxDestroy => (vec![CTX], vec![]),
-        Op::CtxSynchronize => (vec![], vec![]),
-        // CU_LIMIT_MALLOC_HEAP_SIZE
-        Op::CtxGetLimit => (vec![2], vec![]),
-        Op::CtxSetLimit => (vec![2, 8 << 20], vec![]),
-        Op::CtxGetStreamPriorityRange => (vec![], vec![]),
-        Op::CtxGetFlags => (vec![], vec![]),
-        Op::CtxGetApiVersion => (vec![], vec![]),
-        Op::PrimaryCtxRetain => (vec![2, 0], vec![]),
-        Op::PrimaryCtxRelease => (vec![0], vec![]),
-        Op::PrimaryCtxGetState => (vec![0], vec![]),
-        // CU_CTX_SCHED_BLOCKING_SYNC
-        Op::PrimaryCtxSetFlags => (vec![0, 4], vec![]),
-        Op::PrimaryCtxReset => (vec![0], vec![]),
-        Op::MemAlloc => (vec![1 << 20], vec![]),
-        Op::MemFree => (vec![DPTR], vec![]),
-        Op::MemGetInfo => (vec![], vec![]),
-        Op::MemGetAddressRange => (vec![DPTR + 0x100], vec![]),
-        Op::MemcpyHtoD => (vec![DPTR, 0, 0], b"hello, device!\0".to_vec()),
-        Op::MemcpyDtoH => (vec![DPTR, 64, STREAM, 1], vec![]),
-        Op::MemcpyDtoD => (vec![DPTR + 0x1000, DPTR, 0x1000, 0, 0], vec![]),
-        Op::Memset => (vec![DPTR, 0xab, 1, 0x1000, STREAM, 1], vec![]),
-        // CU_STREAM_NON_BLOCKING, priority -1 (two's complement)
-        Op::StreamCreate => (vec![STREAM, 1, u64::MAX], vec![]),
-        Op::StreamDestroy => (vec![STREAM], vec![]),
-        Op::StreamSynchronize => (vec![STREAM], vec![]),
-        Op::StreamQuery => (vec![STREAM], vec![]),
-        Op::StreamWaitEvent => (vec![STREAM, EVENT, 0], vec![]),
-        Op::StreamGetFlags => (vec![STREAM], vec![]),
-        Op::StreamGetPriority => (vec![STREAM], vec![]),
+        Op::CtxCreate => (
+            b(ctx_create::Request {
+                ctx: u(CTX),
+                flags: w(0),
+                device: I32::new(0),
+            }),
+            none(),
+        ),
+        Op::CtxDestroy => (b(ctx_destroy::Request { ctx: u(CTX) }), none()),
+        Op::PrimaryCtxRetain => (
+            b(primary_ctx_retain::Request {
+                ctx: u(2),
+                device: I32::new(0),
+            }),
+            none(),
+        ),
+        Op::PrimaryCtxGet => (
+            b(primary_ctx_get::Request {
+                ctx: u(2),
+                device: I32::new(0),
+            }),
+            none(),
+        ),
+        Op::MemAlloc => (b(mem_alloc::Request { bytes: u(1 << 20) }), none()),
+        Op::MemFree => (b(mem_free::Request { dptr: u(DPTR) }), none()),
+        Op::MemcpyHtoD => (
+            b(memcpy_htod::Request {
+                dst: u(DPTR),
+                stream: u(0),
+                is_async: 0,
+            }),
+            b"hello, device!\0".to_vec(),
+        ),
+        Op::MemcpyDtoH => (
+            b(memcpy_dtoh::Request {
+                src: u(DPTR),
+                bytes: u(64),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            none(),
+        ),
+        Op::MemcpyDtoD => (
+            b(memcpy_dtod::Request {
+                dst: u(DPTR + 0x1000),
+                src: u(DPTR),
+                bytes: u(0x1000),
+                stream: u(0),
+                is_async: 0,
+            }),
+            none(),
+        ),
+        Op::Memset => (
+            b(memset::Request {
+                dst: u(DPTR),
+                value: w(0xab),
+                element: 1,
+                count: u(0x1000),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            none(),
+        ),
+        // CU_STREAM_NON_BLOCKING, priority -1
+        Op::StreamCreate => (
+            b(stream_create::Request {
+                stream: u(STREAM),
+                flags: w(1),
+                priority: I32::new(-1),
+            }),
+            none(),
+        ),
+        Op::StreamDestroy => (b(stream_destroy::Request { stream: u(STREAM) }), none()),
         // CU_EVENT_DISABLE_TIMING
-        Op::EventCreate => (vec![EVENT, 2], vec![]),
-        Op::EventDestroy => (vec![EVENT], vec![]),
-        Op::EventRecord => (vec![EVENT, STREAM], vec![]),
-        Op::EventSynchronize => (vec![EVENT], vec![]),
-        Op::EventQuery => (vec![EVENT], vec![]),
-        Op::EventElapsedTime => (vec![EVENT, EVENT + 1], vec![]),
+        Op::EventCreate => (
+            b(event_create::Request {
+                event: u(EVENT),
+                flags: w(2),
+            }),
+            none(),
+        ),
+        Op::EventDestroy => (b(event_destroy::Request { event: u(EVENT) }), none()),
         Op::ModuleLoadData => {
             // Two JIT options (u32 option, u32 pad, u64 value), then the image:
             // CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES and CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES.
@@ -112,11 +166,55 @@ pub fn sample_request(op: Op) -> Request {
                 blob.extend_from_slice(&value.to_le_bytes());
             }
             blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
-            (vec![MODULE, 2, 0], blob)
+            (
+                b(module_load_data::Request {
+                    module: u(MODULE),
+                    options: w(2),
+                    stage: u(0),
+                }),
+                blob,
+            )
         }
-        Op::ModuleUnload => (vec![MODULE], vec![]),
-        Op::ModuleGetFunction => (vec![MODULE, FUNCTION], b"vector_add".to_vec()),
-        Op::ModuleGetGlobal => (vec![MODULE], b"d_scale".to_vec()),
+        Op::ModuleUnload => (b(module_unload::Request { module: u(MODULE) }), none()),
+        Op::ModuleGetFunction => (
+            b(module_get_function::Request {
+                module: u(MODULE),
+                function: u(FUNCTION),
+            }),
+            b"vector_add".to_vec(),
+        ),
+        Op::ModuleGlobal => (
+            b(module_global::Request { module: u(MODULE) }),
+            b"d_scale".to_vec(),
+        ),
+        Op::ModuleKernelNames => (
+            b(module_kernel_names::Request { module: u(MODULE) }),
+            none(),
+        ),
+        Op::FunctionName => (
+            b(function_name::Request {
+                function: u(KERNEL),
+                kernel: 1,
+            }),
+            none(),
+        ),
+        // The first 16 kernels of a library.
+        Op::EnumerateFunctions => (
+            b(enumerate_functions::Request {
+                owner: u(LIBRARY),
+                count: w(16),
+                library: 1,
+            }),
+            none(),
+        ),
+        Op::StageBlob => (
+            b(stage_blob::Request {
+                stage: u(0x77),
+                offset: u(16 << 20),
+                total: u(64 << 20),
+            }),
+            vec![0xa5; 256],
+        ),
         Op::LaunchKernel => {
             // vector_add(const float *a, const float *b, float *c, int n)
             let mut params = Vec::new();
@@ -124,7 +222,18 @@ pub fn sample_request(op: Op) -> Request {
                 params.extend_from_slice(&p.to_le_bytes());
             }
             params.extend_from_slice(&1024u32.to_le_bytes());
-            (vec![FUNCTION, 4, 1, 1, 256, 1, 1, 0, STREAM], params)
+            let r = launch_kernel::Request {
+                function: u(FUNCTION),
+                grid_x: w(4),
+                grid_y: w(1),
+                grid_z: w(1),
+                block_x: w(256),
+                block_y: w(1),
+                block_z: w(1),
+                shared: w(0),
+                stream: u(STREAM),
+            };
+            (b(r), params)
         }
         Op::LibraryLoadData => {
             // One library option (CU_LIBRARY_BINARY_IS_PRESERVED = 1), then the image.
@@ -133,20 +242,47 @@ pub fn sample_request(op: Op) -> Request {
             blob.extend_from_slice(&0u32.to_le_bytes());
             blob.extend_from_slice(&1u64.to_le_bytes());
             blob.extend_from_slice(b".version 8.0\n.target sm_90\n.address_size 64\n\0");
-            (vec![LIBRARY, 0, 1, 0], blob)
+            let r = library_load_data::Request {
+                library: u(LIBRARY),
+                jit_options: w(0),
+                library_options: w(1),
+                stage: u(0),
+            };
+            (b(r), blob)
         }
-        Op::LibraryUnload => (vec![LIBRARY], vec![]),
-        Op::LibraryGetKernel => (vec![LIBRARY, KERNEL], b"vector_add".to_vec()),
-        Op::LibraryGetGlobal => (vec![LIBRARY], b"d_scale".to_vec()),
-        Op::LibraryGetModule => (vec![LIBRARY, MODULE], vec![]),
-        Op::KernelGetFunction => (vec![KERNEL, FUNCTION], vec![]),
-        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-        Op::FuncGetAttribute => (vec![FUNCTION, 0], vec![]),
-        Op::FuncSetAttribute => (vec![FUNCTION, 8, 65536], vec![]),
-        Op::KernelGetAttribute => (vec![KERNEL, 0, 0], vec![]),
-        Op::KernelSetAttribute => (vec![KERNEL, 8, 65536, 0], vec![]),
-        Op::OccupancyMaxActiveBlocks => (vec![FUNCTION, 256, 0, 0], vec![]),
-        Op::OccupancyAvailableDynamicSMem => (vec![FUNCTION, 2, 256], vec![]),
+        Op::LibraryUnload => (
+            b(library_unload::Request {
+                library: u(LIBRARY),
+            }),
+            none(),
+        ),
+        Op::LibraryGetKernel => (
+            b(library_get_kernel::Request {
+                library: u(LIBRARY),
+                kernel: u(KERNEL),
+            }),
+            b"vector_add".to_vec(),
+        ),
+        Op::LibraryGlobal => (
+            b(library_global::Request {
+                library: u(LIBRARY),
+            }),
+            b"d_scale".to_vec(),
+        ),
+        Op::LibraryGetModule => (
+            b(library_get_module::Request {
+                library: u(LIBRARY),
+                module: u(MODULE),
+            }),
+            none(),
+        ),
+        Op::KernelGetFunction => (
+            b(kernel_get_function::Request {
+                kernel: u(KERNEL),
+                function: u(FUNCTION),
+            }),
+            none(),
+        ),
         Op::OccupancyMaxActiveClusters | Op::LaunchKernelEx => {
             // One CUlaunchAttribute (72 bytes): CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 2x1x1.
             let mut blob = vec![0u8; 72];
@@ -154,36 +290,115 @@ pub fn sample_request(op: Op) -> Request {
             for (i, d) in [2u32, 1, 1].iter().enumerate() {
                 blob[8 + 4 * i..12 + 4 * i].copy_from_slice(&d.to_le_bytes());
             }
-            if op == Op::LaunchKernelEx {
+            let fixed = if op == Op::LaunchKernelEx {
                 blob.extend_from_slice(&DPTR.to_le_bytes());
-            }
-            (vec![FUNCTION, 8, 1, 1, 128, 1, 1, 0, STREAM, 1], blob)
+                b(launch_kernel_ex::Request {
+                    function: u(FUNCTION),
+                    grid_x: w(8),
+                    grid_y: w(1),
+                    grid_z: w(1),
+                    block_x: w(128),
+                    block_y: w(1),
+                    block_z: w(1),
+                    shared: w(0),
+                    stream: u(STREAM),
+                    attributes: w(1),
+                })
+            } else {
+                b(occupancy_max_active_clusters::Request {
+                    function: u(FUNCTION),
+                    grid_x: w(8),
+                    grid_y: w(1),
+                    grid_z: w(1),
+                    block_x: w(128),
+                    block_y: w(1),
+                    block_z: w(1),
+                    shared: w(0),
+                    stream: u(STREAM),
+                    attributes: w(1),
+                })
+            };
+            (fixed, blob)
         }
-        Op::StreamIsCapturing => (vec![STREAM], vec![]),
-        Op::ModuleGetLoadingMode => (vec![], vec![]),
         // CU_MEMHOSTALLOC_DEVICEMAP
-        Op::MemHostAlloc => (vec![1 << 20, 2], vec![]),
-        Op::MemFreeHost => (vec![HOST], vec![]),
-        Op::MemcpyHtoDShared => (vec![DPTR, HOST, 4096, STREAM, 1], vec![]),
-        Op::MemcpyDtoHShared => (vec![HOST, DPTR, 4096, STREAM, 1], vec![]),
-        Op::PrimaryCtxGet => (vec![2, 0], vec![]),
-        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
-        // CU_EVENT_RECORD_EXTERNAL
-        Op::EventRecordWithFlags => (vec![EVENT, STREAM, 1], vec![]),
-        Op::ModuleKernelNames => (vec![MODULE], vec![]),
-        Op::StageBlob => (vec![0x77, 16 << 20, 64 << 20], vec![0xa5; 256]),
-        Op::MemAllocAsync => (vec![1 << 20, STREAM], vec![]),
-        Op::MemFreeAsync => (vec![DPTR, STREAM], vec![]),
-        // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
-        Op::Memcpy2D => (
-            vec![1, 0, 0, 0, 0, DPTR, 64, 8, 2, 16, 4, STREAM, 1],
-            vec![0x5a; 64],
+        Op::MemHostAlloc => (
+            b(mem_host_alloc::Request {
+                bytes: u(1 << 20),
+                flags: w(2),
+            }),
+            none(),
         ),
+        Op::MemFreeHost => (b(mem_free_host::Request { address: u(HOST) }), none()),
+        Op::MemcpyHtoDShared => (
+            b(memcpy_htod_shared::Request {
+                dst: u(DPTR),
+                host: u(HOST),
+                bytes: u(4096),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            none(),
+        ),
+        Op::MemcpyDtoHShared => (
+            b(memcpy_dtoh_shared::Request {
+                host: u(HOST),
+                src: u(DPTR),
+                bytes: u(4096),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            none(),
+        ),
+        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE and _DEVICE_ORDINAL
         Op::PointerGetAttributes => (
-            vec![DPTR, 0],
+            b(pointer_get_attributes::Request {
+                pointer: u(DPTR),
+                single: 0,
+            }),
             [2u32, 9].iter().flat_map(|a| a.to_le_bytes()).collect(),
         ),
-    };
+        Op::MemAllocAsync => (
+            b(mem_alloc_async::Request {
+                bytes: u(1 << 20),
+                stream: u(STREAM),
+            }),
+            none(),
+        ),
+        Op::MemFreeAsync => (
+            b(mem_free_async::Request {
+                dptr: u(DPTR),
+                stream: u(STREAM),
+            }),
+            none(),
+        ),
+        // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
+        Op::Memcpy2D => (
+            b(memcpy2d::Request {
+                direction: 1,
+                src: u(0),
+                src_pitch: u(0),
+                src_x: u(0),
+                src_y: u(0),
+                dst: u(DPTR),
+                dst_pitch: u(64),
+                dst_x: u(8),
+                dst_y: u(2),
+                width: u(16),
+                height: u(4),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            vec![0x5a; 64],
+        ),
+        other => vgpu_proto::sample_request(other)
+            .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),
+    }
+}
+
+/// A representative request of `op`: generated for table calls, hand-written
+/// for the hand-written operations.
+pub fn sample_request(op: Op) -> Request {
+    let (fixed, blob) = vgpu_proto::sample_request(op).unwrap_or_else(|| manual_sample(op));
     let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
         0
     } else {
@@ -210,7 +425,7 @@ pub fn sample_request(op: Op) -> Request {
         flags,
         order,
         after,
-        args,
+        fixed,
         blob,
     }
 }
@@ -225,7 +440,11 @@ pub fn sample_response() -> Response {
     Response {
         status: 0,
         seq: 0x100 + u32::from(Op::ModuleGetFunction as u16),
-        outs: vec![4],
+        fixed: vgpu_proto::module_get_function::Reply {
+            params: U32::new(4),
+        }
+        .as_bytes()
+        .to_vec(),
         blob,
     }
 }
@@ -235,7 +454,7 @@ pub fn sample_error_response() -> Response {
     Response {
         status: 2,
         seq: 0x100 + u32::from(Op::MemAlloc as u16),
-        outs: vec![],
+        fixed: vec![],
         blob: vec![],
     }
 }
@@ -457,9 +676,9 @@ fn blob_note(blob: &[u8]) -> String {
     }
 }
 
-fn hexes(values: &[u64]) -> String {
-    let v: Vec<String> = values.iter().map(|a| format!("{a:#x}")).collect();
-    format!("[{}]", v.join(", "))
+fn hexes(bytes: &[u8]) -> String {
+    let v: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    v.join("")
 }
 
 const REGEN: &str = "Regenerate (after a deliberate wire change): VGPU_BLESS=1 cargo test -p vgpu-proto --test golden";
@@ -511,7 +730,7 @@ impl Fixture {
 fn request_fixture(op: Op) -> Fixture {
     let req = sample_request(op);
     let bytes = req.encode().expect("the sample request encodes");
-    let n = op.nargs();
+    let n = op.request_len();
     let comment = vec![
         format!(
             "vgpu protocol v{PROTOCOL_VERSION} golden fixture: Request {} (wire id {})",
@@ -519,13 +738,13 @@ fn request_fixture(op: Op) -> Fixture {
             op as u16
         ),
         format!(
-            "seq={:#x} ctx={} flags={:#x} order={:#x} after={:#x} args={}",
+            "seq={:#x} ctx={} flags={:#x} order={:#x} after={:#x} fixed={}",
             req.seq,
             req.ctx,
             req.flags,
             req.order,
             req.after,
-            hexes(&req.args)
+            hexes(&req.fixed)
         ),
         blob_note(&req.blob),
         REGEN.to_owned(),
@@ -533,8 +752,11 @@ fn request_fixture(op: Op) -> Fixture {
     let head = size_of::<RequestHead>();
     let sections = vec![
         ("RequestHead".to_owned(), &bytes[..head]),
-        (format!("args: {n} x u64"), &bytes[head..head + 8 * n]),
-        ("blob".to_owned(), &bytes[head + 8 * n..]),
+        (
+            format!("fixed: {} request, {n} B", op.name()),
+            &bytes[head..head + n],
+        ),
+        ("blob".to_owned(), &bytes[head + n..]),
     ];
     let file = format!("request-{}.hex", op.name());
     Fixture::new(file, comment, sections, bytes.clone(), Sample::Request(req))
@@ -542,14 +764,14 @@ fn request_fixture(op: Op) -> Fixture {
 
 fn response_fixture(file: &str, what: &str, resp: Response) -> Fixture {
     let bytes = resp.encode().expect("the sample response encodes");
-    let n = resp.outs.len();
+    let n = resp.fixed.len();
     let comment = vec![
         format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: Response, {what}"),
         format!(
-            "status={} seq={:#x} outs={}",
+            "status={} seq={:#x} fixed={}",
             resp.status,
             resp.seq,
-            hexes(&resp.outs)
+            hexes(&resp.fixed)
         ),
         blob_note(&resp.blob),
         REGEN.to_owned(),
@@ -557,8 +779,8 @@ fn response_fixture(file: &str, what: &str, resp: Response) -> Fixture {
     let head = size_of::<ResponseHead>();
     let sections = vec![
         ("ResponseHead".to_owned(), &bytes[..head]),
-        (format!("outs: {n} x u64"), &bytes[head..head + 8 * n]),
-        ("blob".to_owned(), &bytes[head + 8 * n..]),
+        (format!("fixed: reply, {n} B"), &bytes[head..head + n]),
+        ("blob".to_owned(), &bytes[head + n..]),
     ];
     Fixture::new(
         file.to_owned(),
@@ -645,12 +867,12 @@ pub fn fixtures() -> Vec<Fixture> {
     let mut all: Vec<Fixture> = Op::ALL.iter().map(|&op| request_fixture(op)).collect();
     all.push(response_fixture(
         "response.hex",
-        "outs and blob (reply to ModuleGetFunction)",
+        "fixed part and blob (reply to ModuleGetFunction)",
         sample_response(),
     ));
     all.push(response_fixture(
         "response-error.hex",
-        "error status, no outs, no blob (failed MemAlloc)",
+        "error status, no fixed part, no blob (failed MemAlloc)",
         sample_error_response(),
     ));
     all.push(hello_fixture());
@@ -661,7 +883,7 @@ pub fn fixtures() -> Vec<Fixture> {
 /// The text of `fixtures/proto/schema-hash.txt`.
 pub fn schema_hash_text() -> String {
     format!(
-        "# SCHEMA_HASH of the protocol v{PROTOCOL_VERSION} op table (crates/proto/src/ops.rs, {} ops).\n\
+        "# SCHEMA_HASH of the protocol v{PROTOCOL_VERSION} op table (crates/abi/src/remote/table.rs, {} ops).\n\
          # A different value is a wire break: peers built from the two tables refuse each other.\n\
          # {REGEN}\n\
          {SCHEMA_HASH:#018x}\n",
@@ -741,12 +963,12 @@ fn request_seeds() -> Vec<Named> {
     let htod = sample_request(Op::MemcpyHtoD).encode().expect("encodes");
     let free = sample_request(Op::MemFree).encode().expect("encodes");
     let op_at = offset_of!(RequestHead, op);
-    let nargs_at = offset_of!(RequestHead, nargs);
+    let fixed_at = offset_of!(RequestHead, fixed_len);
     let blob_at = offset_of!(RequestHead, blob_len);
     s.push(("err-empty".into(), vec![]));
     s.push(("err-truncated-head".into(), cut(&alloc, 20)));
     s.push((
-        "err-truncated-args".into(),
+        "err-truncated-fixed".into(),
         cut(&alloc, size_of::<RequestHead>() + 4),
     ));
     s.push(("err-truncated-blob".into(), cut(&htod, htod.len() - 1)));
@@ -755,12 +977,18 @@ fn request_seeds() -> Vec<Named> {
         "err-unknown-op".into(),
         patched(alloc.clone(), op_at, &9999u16.to_le_bytes()),
     ));
-    let wrong_arity = [patched(free.clone(), nargs_at, &le16(2)), vec![0; 8]].concat();
-    s.push(("err-wrong-arity".into(), wrong_arity));
+    let wrong_fixed = [patched(free.clone(), fixed_at, &le16(16)), vec![0; 8]].concat();
+    s.push(("err-wrong-fixed-len".into(), wrong_fixed));
     s.push((
-        "err-too-many-args".into(),
-        patched(free, nargs_at, &le16(MAX_ARGS + 1)),
+        "err-fixed-over-bound".into(),
+        patched(free, fixed_at, &le16(MAX_FIXED + 1)),
     ));
+    // A bool field that is neither 0 nor 1.
+    let mut bad_bool = htod.clone();
+    let is_async_at =
+        size_of::<RequestHead>() + std::mem::offset_of!(vgpu_proto::memcpy_htod::Request, is_async);
+    bad_bool[is_async_at] = 2;
+    s.push(("err-bad-bool".into(), bad_bool));
     s.push((
         "err-blob-over-bound".into(),
         patched(alloc.clone(), blob_at, &le32(MAX_BLOB + 1)),
@@ -787,10 +1015,10 @@ fn request_seeds() -> Vec<Named> {
 
 fn response_seeds() -> Vec<Named> {
     let ok = sample_response().encode().expect("encodes");
-    let nouts_at = offset_of!(ResponseHead, nouts);
+    let fixed_at = offset_of!(ResponseHead, fixed_len);
     let blob_at = offset_of!(ResponseHead, blob_len);
     vec![
-        ("ok-outs-blob".into(), ok.clone()),
+        ("ok-fixed-blob".into(), ok.clone()),
         (
             "ok-error-status".into(),
             sample_error_response().encode().expect("encodes"),
@@ -798,14 +1026,14 @@ fn response_seeds() -> Vec<Named> {
         ("err-empty".into(), vec![]),
         ("err-truncated-head".into(), cut(&ok, 12)),
         (
-            "err-truncated-outs".into(),
+            "err-truncated-fixed".into(),
             cut(&ok, size_of::<ResponseHead>() + 3),
         ),
         ("err-truncated-blob".into(), cut(&ok, ok.len() - 1)),
         ("err-bad-magic".into(), patched(ok.clone(), 0, b"VGRQ")),
         (
-            "err-too-many-outs".into(),
-            patched(ok.clone(), nouts_at, &le16(MAX_ARGS + 1)),
+            "err-fixed-over-bound".into(),
+            patched(ok.clone(), fixed_at, &le16(MAX_FIXED + 1)),
         ),
         (
             "err-blob-over-bound".into(),

@@ -1,13 +1,17 @@
 //! Initialisation, version, devices, primary contexts and error strings.
 
-use std::ffi::{c_char, c_int, c_uint};
+use std::ffi::{c_char, c_int, c_uint, CStr};
 
 use crate::context;
-use crate::cu::{CUcontext, CUdevice, CUdevice_attribute, CUresult, CUuuid};
+use crate::cu::{
+    CUarray_format, CUatomicOperation, CUcontext, CUdevice, CUdevice_attribute as A, CUdevprop,
+    CUexecAffinityType, CUflushGPUDirectRDMAWritesScope as Scope,
+    CUflushGPUDirectRDMAWritesTarget as Target, CUresult, CUuuid,
+};
 use crate::device;
 use crate::errors;
 use crate::ffi::{handle, run, write_c_str, Out};
-use crate::state::{self, err};
+use crate::state::{self, err, Res};
 
 /// The CUDA version the simulator reports (13.0).
 pub const DRIVER_VERSION: c_int = 13000;
@@ -151,7 +155,7 @@ pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetAttribute(
     pi: *mut c_int,
-    attrib: CUdevice_attribute,
+    attrib: A,
     dev: CUdevice,
 ) -> CUresult {
     run("cuDeviceGetAttribute", || {
@@ -177,59 +181,6 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUd
         let d = sim.check_device(dev)?;
         let key = context::primary_retain(&mut sim.lock(), d)?;
         out.write(handle(key));
-        Ok(())
-    })
-}
-
-/// `cuDevicePrimaryCtxRelease_v2`.
-#[no_mangle]
-pub extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult {
-    run("cuDevicePrimaryCtxRelease_v2", || {
-        let sim = state::sim()?;
-        let d = sim.check_device(dev)?;
-        context::primary_release(&mut sim.lock(), d)
-    })
-}
-
-/// `cuDevicePrimaryCtxGetState`.
-///
-/// # Safety
-/// `flags` and `active` must each be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
-    dev: CUdevice,
-    flags: *mut c_uint,
-    active: *mut c_int,
-) -> CUresult {
-    run("cuDevicePrimaryCtxGetState", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let (f_out, a_out) = unsafe { (Out::new(flags, "flags")?, Out::new(active, "active")?) };
-        let d = sim.check_device(dev)?;
-        let (f, a) = context::primary_state(&sim.lock(), d);
-        f_out.write(f);
-        a_out.write(c_int::from(a));
-        Ok(())
-    })
-}
-
-/// `cuDevicePrimaryCtxSetFlags_v2`.
-#[no_mangle]
-pub extern "C" fn cuDevicePrimaryCtxSetFlags_v2(dev: CUdevice, flags: c_uint) -> CUresult {
-    run("cuDevicePrimaryCtxSetFlags_v2", || {
-        let sim = state::sim()?;
-        let d = sim.check_device(dev)?;
-        context::primary_set_flags(&mut sim.lock(), d, flags)
-    })
-}
-
-/// `cuDevicePrimaryCtxReset_v2`.
-#[no_mangle]
-pub extern "C" fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult {
-    run("cuDevicePrimaryCtxReset_v2", || {
-        let sim = state::sim()?;
-        let d = sim.check_device(dev)?;
-        context::primary_reset(&mut sim.lock(), d);
         Ok(())
     })
 }
@@ -278,4 +229,185 @@ fn describe(
             )
         }
     }
+}
+
+/// `cuDeviceGetByPCIBusId`: the visible device at the given PCI address. Accepts
+/// `domain:bus:device.function`, `domain:bus:device` and `bus:device.function` in
+/// hexadecimal of either case; a malformed id gives `CUDA_ERROR_INVALID_VALUE`, an
+/// address no visible device has `CUDA_ERROR_INVALID_DEVICE`.
+pub(crate) fn device_get_by_pci_bus_id(dev: Out<CUdevice>, pci_bus_id: &CStr) -> Res<()> {
+    let sim = state::sim()?;
+    let Some(addr) = pci_bus_id.to_str().ok().and_then(device::parse_pci_bus_id) else {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{pci_bus_id:?} is not a PCI bus id"),
+        );
+    };
+    let found = (0..sim.device_count())
+        .find(|&d| device::pci_address(sim.cfg.physical(d as usize)) == addr);
+    match found {
+        Some(d) => {
+            dev.write(d);
+            Ok(())
+        }
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_DEVICE,
+            format!("no visible device at PCI address {pci_bus_id:?}"),
+        ),
+    }
+}
+
+/// `cuDeviceGetExecAffinitySupport`: 0 for `CU_EXEC_AFFINITY_TYPE_SM_COUNT`, because
+/// SM-limited contexts need MPS, which the simulated device does not run
+/// (`CU_DEVICE_ATTRIBUTE_MPS_ENABLED` is 0).
+pub(crate) fn device_get_exec_affinity_support(
+    pi: Out<c_int>,
+    type_: CUexecAffinityType,
+    dev: CUdevice,
+) -> Res<()> {
+    state::sim()?.check_device(dev)?;
+    if type_ != CUexecAffinityType::CU_EXEC_AFFINITY_TYPE_SM_COUNT {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{} is not a CUexecAffinityType", type_.0),
+        );
+    }
+    pi.write(0);
+    Ok(())
+}
+
+/// `cuDeviceGetHostAtomicCapabilities`: the simulated link to the host has no native
+/// atomics (`CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED` is 0), so every valid
+/// operation's capability mask is 0. NULL arrays, a zero count or an invalid operation
+/// give `CUDA_ERROR_INVALID_VALUE`, and nothing is written.
+///
+/// # Safety
+/// `capabilities` and `operations` must each be NULL or valid for `count` elements.
+pub(crate) unsafe fn device_get_host_atomic_capabilities(
+    capabilities: *mut c_uint,
+    operations: *const CUatomicOperation,
+    count: c_uint,
+    dev: CUdevice,
+) -> Res<()> {
+    state::sim()?.check_device(dev)?;
+    if capabilities.is_null() || operations.is_null() || count == 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "NULL capabilities or operations, or a count of 0",
+        );
+    }
+    let n = count as usize;
+    for i in 0..n {
+        // SAFETY: `i < count` elements are readable by this function's contract.
+        let op = unsafe { operations.add(i).read_unaligned() };
+        if op.0 >= CUatomicOperation::CU_ATOMIC_OPERATION_MAX.0 {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("operation {i} ({}) is not a CUatomicOperation", op.0),
+            );
+        }
+    }
+    for i in 0..n {
+        // SAFETY: `i < count` elements are writable by this function's contract.
+        unsafe { capabilities.add(i).write_unaligned(0) };
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetLuid`: LUIDs exist only on Windows; the Linux driver answers
+/// `CUDA_ERROR_NOT_SUPPORTED` for a valid call and writes nothing.
+///
+/// # Safety
+/// `luid` must be NULL or valid for 8 bytes of writes (none are written).
+pub(crate) unsafe fn device_get_luid(
+    luid: *mut c_char,
+    _device_node_mask: Out<c_uint>,
+    dev: CUdevice,
+) -> Res<()> {
+    state::sim()?.check_device(dev)?;
+    if luid.is_null() {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "luid is NULL");
+    }
+    err(
+        CUresult::CUDA_ERROR_NOT_SUPPORTED,
+        "device LUIDs exist only on Windows",
+    )
+}
+
+/// `cuDeviceGetProperties` (deprecated): the legacy property block, from the attribute
+/// table.
+pub(crate) fn device_get_properties(prop: Out<CUdevprop>, dev: CUdevice) -> Res<()> {
+    let sim = state::sim()?;
+    let d = sim.cfg.physical(sim.check_device(dev)?);
+    let a = |attr: A| device::attribute(attr, d);
+    prop.write(CUdevprop {
+        maxThreadsPerBlock: a(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        maxThreadsDim: [
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ],
+        maxGridSize: [
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ],
+        sharedMemPerBlock: a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+        totalConstantMemory: a(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)?,
+        SIMDWidth: a(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        memPitch: a(A::CU_DEVICE_ATTRIBUTE_MAX_PITCH)?,
+        regsPerBlock: a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+        clockRate: a(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+        textureAlign: a(A::CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)?,
+    });
+    Ok(())
+}
+
+/// `cuDeviceGetTexture1DLinearMaxWidth`: 2^28 elements for every valid element type, the
+/// device's `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH`. The element must be
+/// 1, 2 or 4 channels of an 8/16/32-bit integer, half or float format.
+pub(crate) fn device_get_texture1d_linear_max_width(
+    max_width_in_elements: Out<usize>,
+    format: CUarray_format,
+    num_channels: c_uint,
+    dev: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let d = sim.cfg.physical(sim.check_device(dev)?);
+    // CU_AD_FORMAT_{UNSIGNED,SIGNED}_INT{8,16,32}, HALF, FLOAT
+    if !matches!(format.0, 1..=3 | 8..=10 | 16 | 32) || !matches!(num_channels, 1 | 2 | 4) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!(
+                "format {} with {num_channels} channels is not a linear texture element",
+                format.0
+            ),
+        );
+    }
+    let w = device::attribute(A::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, d)?;
+    max_width_in_elements.write(usize::try_from(w).unwrap_or(0));
+    Ok(())
+}
+
+/// `cuFlushGPUDirectRDMAWrites`: nothing writes into the simulated device from outside,
+/// so the flush has nothing to wait for. The target must be the current context (which
+/// must exist) and the scope `TO_OWNER` or `TO_ALL_DEVICES`.
+pub(crate) fn flush_gpu_direct_rdma_writes(target: Target, scope: Scope) -> Res<()> {
+    let sim = state::sim()?;
+    if target != Target::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX
+        || !matches!(
+            scope,
+            Scope::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER
+                | Scope::CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES
+        )
+    {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!(
+                "flush target {} / scope {} are not valid",
+                target.0, scope.0
+            ),
+        );
+    }
+    context::current(&sim.lock()).map(|_| ())
 }

@@ -97,83 +97,38 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
 }
 
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`, from the occupancy model.
-///
-/// # Safety
-/// `num_blocks` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-    num_blocks: *mut c_int,
+pub(crate) fn occupancy_max_active_blocks_per_multiprocessor_with_flags(
+    num_blocks: Out<c_int>,
     func: CUfunction,
     block_size: c_int,
     dynamic_smem: usize,
     flags: c_uint,
-) -> CUresult {
-    run(
-        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-        || {
-            let sim = state::sim()?;
-            // SAFETY: forwarded from this function's contract.
-            let out = unsafe { Out::new(num_blocks, "numBlocks") }?;
-            let st = sim.lock();
-            out.write(funcattr::max_active_blocks(
-                &st,
-                key(func),
-                block_size,
-                dynamic_smem,
-                flags,
-            )?);
-            Ok(())
-        },
-    )
+) -> Res<()> {
+    let st = state::sim()?.lock();
+    num_blocks.write(funcattr::max_active_blocks(
+        &st,
+        key(func),
+        block_size,
+        dynamic_smem,
+        flags,
+    )?);
+    Ok(())
 }
 
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: the same with flags 0.
-///
-/// # Safety
-/// `num_blocks` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
-    num_blocks: *mut c_int,
+pub(crate) fn occupancy_max_active_blocks_per_multiprocessor(
+    num_blocks: Out<c_int>,
     func: CUfunction,
     block_size: c_int,
     dynamic_smem: usize,
-) -> CUresult {
-    // SAFETY: forwarded from this function's contract.
-    unsafe {
-        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-            num_blocks,
-            func,
-            block_size,
-            dynamic_smem,
-            0,
-        )
-    }
-}
-
-/// `cuOccupancyAvailableDynamicSMemPerBlock`.
-///
-/// # Safety
-/// `dynamic_smem` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
-    dynamic_smem: *mut usize,
-    func: CUfunction,
-    num_blocks: c_int,
-    block_size: c_int,
-) -> CUresult {
-    run("cuOccupancyAvailableDynamicSMemPerBlock", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(dynamic_smem, "dynamicSmemSize") }?;
-        let st = sim.lock();
-        out.write(funcattr::available_dynamic_smem(
-            &st,
-            key(func),
-            num_blocks,
-            block_size,
-        )?);
-        Ok(())
-    })
+) -> Res<()> {
+    occupancy_max_active_blocks_per_multiprocessor_with_flags(
+        num_blocks,
+        func,
+        block_size,
+        dynamic_smem,
+        0,
+    )
 }
 
 /// `cuOccupancyMaxActiveClusters`: the cluster size comes from the configuration's
@@ -219,4 +174,23 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveClusters(
         ));
         Ok(())
     })
+}
+
+/// `cuOccupancyAvailableDynamicSMemPerBlock`.
+pub(crate) fn occupancy_available_dynamic_smem_per_block(
+    dynamic_smem: Out<usize>,
+    func: CUfunction,
+    num_blocks: c_int,
+    block_size: c_int,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let out = dynamic_smem;
+    let st = sim.lock();
+    out.write(funcattr::available_dynamic_smem(
+        &st,
+        key(func),
+        num_blocks,
+        block_size,
+    )?);
+    Ok(())
 }

@@ -1,17 +1,17 @@
 //! Libraries and kernels (the CUDA 12 loading API), function and kernel attributes, and
 //! the module loading mode.
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use super::module::{jit_logs, write_log};
+use crate::context;
 use crate::cu::{
-    CUdevice, CUdeviceptr, CUfunction, CUfunction_attribute, CUjit_option, CUkernel, CUlibrary,
-    CUlibraryOption, CUmodule, CUmoduleLoadingMode, CUresult,
+    CUdevice, CUdeviceptr, CUfunc_cache, CUfunction, CUfunction_attribute, CUjit_option, CUkernel,
+    CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
 use crate::ffi::{handle, key, read_c_str, run, Out};
 use crate::funcattr;
 use crate::library;
-use crate::loading;
 use crate::module;
 use crate::state::{self, err, Error, Res};
 
@@ -238,94 +238,108 @@ fn attribute(a: CUfunction_attribute) -> i32 {
     i32::try_from(a.0).unwrap_or(i32::MAX)
 }
 
-/// `cuKernelGetAttribute`: the kernel's attribute on device `dev`.
-///
-/// # Safety
-/// `pi` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuKernelGetAttribute(
-    pi: *mut c_int,
-    attrib: CUfunction_attribute,
-    kernel: CUkernel,
-    dev: CUdevice,
-) -> CUresult {
-    run("cuKernelGetAttribute", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(pi, "pi") }?;
-        let dev = sim.check_device(dev)?;
-        let st = sim.lock();
-        let r = funcattr::of_kernel(&st, key(kernel), dev)?;
-        out.write(funcattr::get(&st, &r, attribute(attrib))?);
-        Ok(())
-    })
-}
-
-/// `cuKernelSetAttribute`: sets a settable attribute of the kernel on device `dev`.
-#[no_mangle]
-pub extern "C" fn cuKernelSetAttribute(
-    attrib: CUfunction_attribute,
-    val: c_int,
-    kernel: CUkernel,
-    dev: CUdevice,
-) -> CUresult {
-    run("cuKernelSetAttribute", || {
-        let sim = state::sim()?;
-        let dev = sim.check_device(dev)?;
-        let mut st = sim.lock();
-        let r = funcattr::of_kernel(&st, key(kernel), dev)?;
-        funcattr::set(&mut st, &r, attribute(attrib), val)
-    })
-}
-
 /// `cuFuncGetAttribute`: a kernel handle means the kernel on the current device.
-///
-/// # Safety
-/// `pi` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuFuncGetAttribute(
-    pi: *mut c_int,
+pub(crate) fn func_get_attribute(
+    pi: Out<c_int>,
     attrib: CUfunction_attribute,
     hfunc: CUfunction,
-) -> CUresult {
-    run("cuFuncGetAttribute", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(pi, "pi") }?;
-        let st = sim.lock();
-        let r = funcattr::of_function(&st, key(hfunc))?;
-        out.write(funcattr::get(&st, &r, attribute(attrib))?);
-        Ok(())
-    })
+) -> Res<()> {
+    let sim = state::sim()?;
+    let out = pi;
+    let st = sim.lock();
+    let r = funcattr::of_function(&st, key(hfunc))?;
+    out.write(funcattr::get(&st, &r, attribute(attrib))?);
+    Ok(())
 }
 
 /// `cuFuncSetAttribute`: sets a settable attribute (dynamic shared memory, carveout,
 /// cluster attributes); the others give `CUDA_ERROR_INVALID_VALUE`.
-#[no_mangle]
-pub extern "C" fn cuFuncSetAttribute(
+pub(crate) fn func_set_attribute(
     hfunc: CUfunction,
     attrib: CUfunction_attribute,
     value: c_int,
-) -> CUresult {
-    run("cuFuncSetAttribute", || {
-        let sim = state::sim()?;
-        let mut st = sim.lock();
-        let r = funcattr::of_function(&st, key(hfunc))?;
-        funcattr::set(&mut st, &r, attribute(attrib), value)
-    })
+) -> Res<()> {
+    let sim = state::sim()?;
+    let mut st = sim.lock();
+    let r = funcattr::of_function(&st, key(hfunc))?;
+    funcattr::set(&mut st, &r, attribute(attrib), value)
 }
 
-/// `cuModuleGetLoadingMode`: from `CUDA_MODULE_LOADING` (`LAZY` unless it says `EAGER`).
-///
-/// # Safety
-/// `mode` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CUresult {
-    run("cuModuleGetLoadingMode", || {
-        state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(mode, "mode") }?;
-        out.write(loading::mode());
-        Ok(())
-    })
+/// `cuKernelGetAttribute`: the kernel's attribute on device `dev`.
+pub(crate) fn kernel_get_attribute(
+    pi: Out<c_int>,
+    attrib: CUfunction_attribute,
+    kernel: CUkernel,
+    dev: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let out = pi;
+    let dev = sim.check_device(dev)?;
+    let st = sim.lock();
+    let r = funcattr::of_kernel(&st, key(kernel), dev)?;
+    out.write(funcattr::get(&st, &r, attribute(attrib))?);
+    Ok(())
+}
+
+/// `cuKernelSetAttribute`: sets a settable attribute of the kernel on device `dev`.
+pub(crate) fn kernel_set_attribute(
+    attrib: CUfunction_attribute,
+    val: c_int,
+    kernel: CUkernel,
+    dev: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let dev = sim.check_device(dev)?;
+    let mut st = sim.lock();
+    let r = funcattr::of_kernel(&st, key(kernel), dev)?;
+    funcattr::set(&mut st, &r, attribute(attrib), val)
+}
+
+/// `cuKernelGetLibrary`: the library a kernel handle came from.
+pub(crate) fn kernel_get_library(p_lib: Out<CUlibrary>, kernel: CUkernel) -> Res<()> {
+    let st = state::sim()?.lock();
+    p_lib.write(handle(library::kernel(&st, key(kernel))?.library));
+    Ok(())
+}
+
+/// `cuKernelSetCacheConfig`: kept per kernel and device (shared with the kernel's
+/// function in a context on that device).
+pub(crate) fn kernel_set_cache_config(
+    kernel: CUkernel,
+    config: CUfunc_cache,
+    dev: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let dev = sim.check_device(dev)?;
+    let mut st = sim.lock();
+    let r = funcattr::of_kernel(&st, key(kernel), dev)?;
+    context::check_cache_config(config.0)?;
+    funcattr::update(&mut st, &r, |s| s.cache_config = config.0);
+    Ok(())
+}
+
+/// `cuLibraryGetKernelCount`: the library's kernels that the simulator can run.
+pub(crate) fn library_get_kernel_count(count: Out<c_uint>, lib: CUlibrary) -> Res<()> {
+    count.write(library::kernel_count(&state::sim()?.lock(), key(lib))?);
+    Ok(())
+}
+
+/// `cuLibraryGetManaged`: the simulator has no managed memory and its module format no
+/// `__managed__` variables, so a valid library answers `CUDA_ERROR_NOT_FOUND` for every
+/// name, as the driver does for a name that is not a managed variable.
+pub(crate) fn library_get_managed(
+    dptr: Option<Out<CUdeviceptr>>,
+    bytes: Option<Out<usize>>,
+    lib: CUlibrary,
+    name: &CStr,
+) -> Res<()> {
+    let st = state::sim()?.lock();
+    let (p, size) = library::get_managed(&st, key(lib), &name.to_string_lossy())?;
+    if let Some(o) = dptr {
+        o.write(p);
+    }
+    if let Some(o) = bytes {
+        o.write(size);
+    }
+    Ok(())
 }

@@ -1,9 +1,10 @@
-//! Device memory: allocation, copies (sync and async) and memsets.
+//! Device memory: allocation, copies (sync and async), memsets and 2D memsets.
 
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
+use super::stream::ptsz;
 use crate::context;
-use crate::cu::{CUdeviceptr, CUresult, CUstream};
+use crate::cu::{CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream};
 use crate::ffi::{key, run, us, Out};
 use crate::memory::{self, End};
 use crate::state::{self, err, Res, State};
@@ -34,58 +35,6 @@ pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
         let mut st = sim.lock();
         context::current_usable(&st)?;
         memory::free(&mut st, dptr)
-    })
-}
-
-/// `cuMemGetInfo_v2`: the budget minus live allocations of the current context's device.
-///
-/// # Safety
-/// `free` and `total` must each be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
-    run("cuMemGetInfo_v2", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let (f_out, t_out) = unsafe { (Out::new(free, "free")?, Out::new(total, "total")?) };
-        let st = sim.lock();
-        let device = context::live(&st, context::current(&st)?)?.device;
-        let (f, t) = memory::info(&st, sim.cfg.memory_bytes, device);
-        f_out.write(us(f));
-        t_out.write(us(t));
-        Ok(())
-    })
-}
-
-/// `cuMemGetAddressRange_v2`: base and size of the allocation containing `dptr`
-/// (`CUDA_ERROR_NOT_FOUND` if none). Either out-pointer may be NULL.
-///
-/// # Safety
-/// `pbase` and `psize` must each be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuMemGetAddressRange_v2(
-    pbase: *mut CUdeviceptr,
-    psize: *mut usize,
-    dptr: CUdeviceptr,
-) -> CUresult {
-    run("cuMemGetAddressRange_v2", || {
-        let sim = state::sim()?;
-        let st = sim.lock();
-        context::current(&st)?;
-        let Some((base, a)) = memory::containing(&st, dptr) else {
-            return err(
-                CUresult::CUDA_ERROR_NOT_FOUND,
-                format!("{dptr:#x} is not inside a live allocation"),
-            );
-        };
-        // SAFETY: forwarded from this function's contract.
-        let (b_out, s_out) = unsafe { (Out::optional(pbase), Out::optional(psize)) };
-        if let Some(o) = b_out {
-            o.write(base);
-        }
-        if let Some(o) = s_out {
-            o.write(a.size);
-        }
-        Ok(())
     })
 }
 
@@ -318,4 +267,267 @@ pub extern "C" fn cuMemsetD32Async(
     stream: CUstream,
 ) -> CUresult {
     memset_on("cuMemsetD32Async", Some(stream), dst, &ui.to_ne_bytes(), n)
+}
+
+/// `cuMemGetAddressRange_v2`: base and size of the allocation containing `dptr`
+/// (`CUDA_ERROR_NOT_FOUND` if none). Either out-pointer may be NULL.
+pub(crate) fn mem_get_address_range_v2(
+    pbase: Option<Out<CUdeviceptr>>,
+    psize: Option<Out<usize>>,
+    dptr: CUdeviceptr,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    let Some((base, a)) = memory::containing(&st, dptr) else {
+        return err(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!("{dptr:#x} is not inside a live allocation"),
+        );
+    };
+    let (b_out, s_out) = (pbase, psize);
+    if let Some(o) = b_out {
+        o.write(base);
+    }
+    if let Some(o) = s_out {
+        o.write(a.size);
+    }
+    Ok(())
+}
+
+/// `cuMemGetInfo_v2`: the budget minus live allocations of the current context's device.
+pub(crate) fn mem_get_info_v2(f_out: Out<usize>, t_out: Out<usize>) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    let device = context::live(&st, context::current(&st)?)?.device;
+    let (f, t) = memory::info(&st, sim.cfg.memory_bytes, device);
+    f_out.write(us(f));
+    t_out.write(us(t));
+    Ok(())
+}
+
+/// Runs a 2D memset on the current context (`queue == None`) or on stream `queue`.
+fn memset_2d_on(
+    queue: Option<usize>,
+    dst: CUdeviceptr,
+    pitch: usize,
+    pattern: &[u8],
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    match queue {
+        None => context::current_usable(&st).map(|_| ())?,
+        Some(k) => stream::usable(&st, k).map(|_| ())?,
+    }
+    memory::memset_2d(&st, dst, pitch, pattern, width, height)
+}
+
+/// `cuMemsetD2D8`: the 32-bit (`CUdeviceptr_v1`) form of `cuMemsetD2D8_v2`.
+pub(crate) fn memset_d2d8(
+    dst_device: CUdeviceptr_v1,
+    dst_pitch: c_uint,
+    uc: c_uchar,
+    width: c_uint,
+    height: c_uint,
+) -> Res<()> {
+    let (p, w, h) = (dst_pitch as usize, width as usize, height as usize);
+    memset_2d_on(None, u64::from(dst_device), p, &[uc], w, h)
+}
+
+/// `cuMemsetD2D8_v2`: `height` rows of `width` elements, `dst_pitch` bytes apart.
+pub(crate) fn memset_d2d8_v2(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    uc: c_uchar,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(None, dst_device, dst_pitch, &[uc], width, height)
+}
+
+/// `cuMemsetD2D8_v2_ptds`: as `cuMemsetD2D8_v2` (work is synchronous).
+pub(crate) fn memset_d2d8_v2_ptds(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    uc: c_uchar,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(None, dst_device, dst_pitch, &[uc], width, height)
+}
+
+/// `cuMemsetD2D8Async`: runs at once, in stream order.
+pub(crate) fn memset_d2d8_async(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    uc: c_uchar,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(key(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &[uc], width, height)
+}
+
+/// `cuMemsetD2D8Async_ptsz`: NULL is the per-thread default stream.
+pub(crate) fn memset_d2d8_async_ptsz(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    uc: c_uchar,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(ptsz(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &[uc], width, height)
+}
+
+/// `cuMemsetD2D16`: the 32-bit (`CUdeviceptr_v1`) form of `cuMemsetD2D16_v2`.
+pub(crate) fn memset_d2d16(
+    dst_device: CUdeviceptr_v1,
+    dst_pitch: c_uint,
+    us: c_ushort,
+    width: c_uint,
+    height: c_uint,
+) -> Res<()> {
+    let (p, w, h) = (dst_pitch as usize, width as usize, height as usize);
+    memset_2d_on(None, u64::from(dst_device), p, &us.to_ne_bytes(), w, h)
+}
+
+/// `cuMemsetD2D16_v2`: `height` rows of `width` elements, `dst_pitch` bytes apart.
+pub(crate) fn memset_d2d16_v2(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    us: c_ushort,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(
+        None,
+        dst_device,
+        dst_pitch,
+        &us.to_ne_bytes(),
+        width,
+        height,
+    )
+}
+
+/// `cuMemsetD2D16_v2_ptds`: as `cuMemsetD2D16_v2` (work is synchronous).
+pub(crate) fn memset_d2d16_v2_ptds(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    us: c_ushort,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(
+        None,
+        dst_device,
+        dst_pitch,
+        &us.to_ne_bytes(),
+        width,
+        height,
+    )
+}
+
+/// `cuMemsetD2D16Async`: runs at once, in stream order.
+pub(crate) fn memset_d2d16_async(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    us: c_ushort,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(key(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &us.to_ne_bytes(), width, height)
+}
+
+/// `cuMemsetD2D16Async_ptsz`: NULL is the per-thread default stream.
+pub(crate) fn memset_d2d16_async_ptsz(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    us: c_ushort,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(ptsz(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &us.to_ne_bytes(), width, height)
+}
+
+/// `cuMemsetD2D32`: the 32-bit (`CUdeviceptr_v1`) form of `cuMemsetD2D32_v2`.
+pub(crate) fn memset_d2d32(
+    dst_device: CUdeviceptr_v1,
+    dst_pitch: c_uint,
+    ui: c_uint,
+    width: c_uint,
+    height: c_uint,
+) -> Res<()> {
+    let (p, w, h) = (dst_pitch as usize, width as usize, height as usize);
+    memset_2d_on(None, u64::from(dst_device), p, &ui.to_ne_bytes(), w, h)
+}
+
+/// `cuMemsetD2D32_v2`: `height` rows of `width` elements, `dst_pitch` bytes apart.
+pub(crate) fn memset_d2d32_v2(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    ui: c_uint,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(
+        None,
+        dst_device,
+        dst_pitch,
+        &ui.to_ne_bytes(),
+        width,
+        height,
+    )
+}
+
+/// `cuMemsetD2D32_v2_ptds`: as `cuMemsetD2D32_v2` (work is synchronous).
+pub(crate) fn memset_d2d32_v2_ptds(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    ui: c_uint,
+    width: usize,
+    height: usize,
+) -> Res<()> {
+    memset_2d_on(
+        None,
+        dst_device,
+        dst_pitch,
+        &ui.to_ne_bytes(),
+        width,
+        height,
+    )
+}
+
+/// `cuMemsetD2D32Async`: runs at once, in stream order.
+pub(crate) fn memset_d2d32_async(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    ui: c_uint,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(key(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &ui.to_ne_bytes(), width, height)
+}
+
+/// `cuMemsetD2D32Async_ptsz`: NULL is the per-thread default stream.
+pub(crate) fn memset_d2d32_async_ptsz(
+    dst_device: CUdeviceptr,
+    dst_pitch: usize,
+    ui: c_uint,
+    width: usize,
+    height: usize,
+    h_stream: CUstream,
+) -> Res<()> {
+    let q = Some(ptsz(h_stream));
+    memset_2d_on(q, dst_device, dst_pitch, &ui.to_ne_bytes(), width, height)
 }

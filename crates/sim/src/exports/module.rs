@@ -1,10 +1,16 @@
 //! Modules, functions and kernel launches.
 
-use std::ffi::{c_char, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr;
 
-use crate::cu::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUresult, CUstream};
+use crate::context;
+use crate::cu::{
+    CUdeviceptr, CUdeviceptr_v1, CUfunc_cache, CUfunction, CUfunctionLoadingState, CUjit_option,
+    CUmodule, CUresult, CUsharedconfig, CUstream, CUsurfref, CUtexref,
+};
 use crate::ffi::{handle, key, read_c_str, run, write_c_str, Out};
+use crate::funcattr;
+use crate::library;
 use crate::module::{self, Launch};
 use crate::state::{self, err, Error, Res};
 
@@ -263,4 +269,128 @@ pub unsafe extern "C" fn cuLaunchKernel(
         // SAFETY: forwarded from this function's contract.
         unsafe { module::launch(&mut sim.lock(), key(f), geometry, key(h_stream), params) }
     })
+}
+
+/// `cuModuleGetLoadingMode`: from `CUDA_MODULE_LOADING` (`LAZY` unless it says `EAGER`).
+pub(crate) fn module_get_loading_mode(mode: Out<crate::cu::CUmoduleLoadingMode>) -> Res<()> {
+    state::sim()?;
+    mode.write(crate::loading::mode());
+    Ok(())
+}
+
+/// `cuModuleGetFunctionCount`: the module's kernels that the simulator can run (a
+/// declared name that is not a built-in is missing from the image, as for
+/// `cuModuleGetFunction`).
+pub(crate) fn module_get_function_count(count: Out<c_uint>, hmod: CUmodule) -> Res<()> {
+    count.write(module::function_count(&state::sim()?.lock(), key(hmod))?);
+    Ok(())
+}
+
+/// `cuModuleGetGlobal`: the 32-bit (`CUdeviceptr_v1`) form of `cuModuleGetGlobal_v2`.
+/// Simulated device memory lives at 64-bit host addresses, so a global whose address
+/// does not fit 32 bits gives `CUDA_ERROR_INVALID_VALUE` and nothing is written.
+pub(crate) fn module_get_global(
+    dptr: Option<Out<CUdeviceptr_v1>>,
+    bytes: Option<Out<c_uint>>,
+    hmod: CUmodule,
+    name: &CStr,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let (p, size) = module::get_global(&sim.lock(), key(hmod), &name.to_string_lossy())?;
+    let (Ok(p), Ok(size)) = (CUdeviceptr_v1::try_from(p), c_uint::try_from(size)) else {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("global {name:?} at {p:#x} does not fit a 32-bit CUdeviceptr_v1"),
+        );
+    };
+    if let Some(o) = dptr {
+        o.write(p);
+    }
+    if let Some(o) = bytes {
+        o.write(size);
+    }
+    Ok(())
+}
+
+/// `cuModuleGetTexRef`: a reference the image declared with `texref NAME`.
+pub(crate) fn module_get_tex_ref(p_tex_ref: Out<CUtexref>, hmod: CUmodule, name: &CStr) -> Res<()> {
+    let st = state::sim()?.lock();
+    let h = module::get_ref(&st, key(hmod), &name.to_string_lossy(), false)?;
+    p_tex_ref.write(handle(h));
+    Ok(())
+}
+
+/// `cuModuleGetSurfRef`: a reference the image declared with `surfref NAME`.
+pub(crate) fn module_get_surf_ref(
+    p_surf_ref: Out<CUsurfref>,
+    hmod: CUmodule,
+    name: &CStr,
+) -> Res<()> {
+    let st = state::sim()?.lock();
+    let h = module::get_ref(&st, key(hmod), &name.to_string_lossy(), true)?;
+    p_surf_ref.write(handle(h));
+    Ok(())
+}
+
+/// `cuFuncGetModule`: a kernel handle means its function in the current context.
+pub(crate) fn func_get_module(hmod: Out<CUmodule>, hfunc: CUfunction) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let f = library::resolve(&mut st, key(hfunc))?;
+    hmod.write(handle(module::module_of(&st, f)?));
+    Ok(())
+}
+
+/// `cuFuncIsLoaded`: loaded at creation under eager loading (`CUDA_MODULE_LOADING`),
+/// otherwise once `cuFuncLoad` or a launch loaded it.
+pub(crate) fn func_is_loaded(out: Out<CUfunctionLoadingState>, hfunc: CUfunction) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let f = library::resolve(&mut st, key(hfunc))?;
+    let loaded = module::function(&st, f)?.loaded;
+    out.write(if loaded {
+        CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_LOADED
+    } else {
+        CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_UNLOADED
+    });
+    Ok(())
+}
+
+/// `cuFuncLoad`: loads the function now.
+pub(crate) fn func_load(hfunc: CUfunction) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let f = library::resolve(&mut st, key(hfunc))?;
+    module::load_function(&mut st, f)
+}
+
+/// `cuFuncSetBlockShape` (deprecated): kept per function for legacy launches.
+pub(crate) fn func_set_block_shape(hfunc: CUfunction, x: c_int, y: c_int, z: c_int) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let r = funcattr::of_function(&st, key(hfunc))?;
+    funcattr::set_block_shape(&mut st, &r, [x, y, z])
+}
+
+/// `cuFuncSetCacheConfig`: kept per function (shared with its kernel on the device when
+/// the function comes from a library).
+pub(crate) fn func_set_cache_config(hfunc: CUfunction, config: CUfunc_cache) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let r = funcattr::of_function(&st, key(hfunc))?;
+    context::check_cache_config(config.0)?;
+    funcattr::update(&mut st, &r, |s| s.cache_config = config.0);
+    Ok(())
+}
+
+/// `cuFuncSetSharedMemConfig` (deprecated): checks its arguments; compute capability 9.0
+/// has fixed 4-byte banks, so, as the driver documents, it changes nothing.
+pub(crate) fn func_set_shared_mem_config(hfunc: CUfunction, config: CUsharedconfig) -> Res<()> {
+    let st = state::sim()?.lock();
+    funcattr::of_function(&st, key(hfunc))?;
+    context::check_shared_config(config.0)
+}
+
+/// `cuFuncSetSharedSize` (deprecated): kept per function for legacy launches (which the
+/// simulator does not export); any size is accepted here.
+pub(crate) fn func_set_shared_size(hfunc: CUfunction, bytes: c_uint) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    let r = funcattr::of_function(&st, key(hfunc))?;
+    funcattr::update(&mut st, &r, |s| s.shared_size = bytes);
+    Ok(())
 }

@@ -1,10 +1,9 @@
 //! Stream-ordered allocation and stream capture queries.
 
-use crate::cu::{CUdeviceptr, CUresult, CUstream, CUstreamCaptureStatus};
+use crate::cu::{CUdeviceptr, CUresult, CUstream};
 use crate::ffi::{key, run, Out};
 use crate::pool;
 use crate::state;
-use crate::stream;
 
 /// `cuMemAllocAsync`: a zeroed, 256-byte aligned allocation in the stream's context, made
 /// at once (every stream is always idle).
@@ -37,24 +36,5 @@ pub unsafe extern "C" fn cuMemAllocAsync(
 pub extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
     run("cuMemFreeAsync", || {
         pool::free(&mut state::sim()?.lock(), dptr, key(h_stream))
-    })
-}
-
-/// `cuStreamIsCapturing`: the simulator has no graphs, so no stream is ever capturing.
-///
-/// # Safety
-/// `capture_status` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuStreamIsCapturing(
-    h_stream: CUstream,
-    capture_status: *mut CUstreamCaptureStatus,
-) -> CUresult {
-    run("cuStreamIsCapturing", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(capture_status, "captureStatus") }?;
-        stream::context_of(&sim.lock(), key(h_stream))?;
-        out.write(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-        Ok(())
     })
 }

@@ -111,7 +111,11 @@ pub fn run(check: bool) -> Result<(), Error> {
 }
 
 /// Formats the generated files as `cargo fmt` would, so that it leaves them unchanged.
-fn rustfmt<'a>(root: &Path, dir: &Path, names: impl Iterator<Item = &'a str>) -> Result<(), Error> {
+pub(crate) fn rustfmt<'a>(
+    root: &Path,
+    dir: &Path,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<(), Error> {
     let mut cmd = Command::new("rustfmt");
     cmd.current_dir(root).args(["--edition", "2021"]);
     if root.join("rustfmt.toml").is_file() || root.join(".rustfmt.toml").is_file() {

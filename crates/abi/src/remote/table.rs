@@ -1,0 +1,316 @@
+//! The remoting table. One line per entry point; see the parent module for
+//! what each part means, and `docs/adding-an-entry-point.md` for how to add
+//! one. Wire ids are explicit and append-only: never renumber or reuse one.
+//!
+//! `cargo xtask gen-calls` generates the code that carries these calls;
+//! CI regenerates it and fails on any difference.
+
+use super::remote_table;
+
+remote_table! {
+    calls {
+        // ---- contexts ----
+        context: cuCtxSynchronize = 12 gen (sync);
+        context: cuCtxGetLimit = 13 gen;
+        context: cuCtxSetLimit = 14 gen;
+        context: cuCtxGetStreamPriorityRange = 15 gen [leastPriority: optional, greatestPriority: optional];
+        context: cuCtxGetFlags = 16 gen;
+        context: cuCtxGetApiVersion = 17 gen;
+        context: cuDevicePrimaryCtxRelease_v2 = 21 client (sync, nocontext);
+        context: cuDevicePrimaryCtxGetState = 22 client (nocontext);
+        context: cuDevicePrimaryCtxSetFlags_v2 = 23 client (nocontext);
+        context: cuDevicePrimaryCtxReset_v2 = 24 client (sync, nocontext);
+        context: cuCtxSynchronize_v2 = 130 gen (sync);
+        context: cuCtxAttach = 131 gen;
+        context: cuCtxDetach = 132 gen (sync);
+        context: cuCtxGetCacheConfig = 133 gen;
+        context: cuCtxSetCacheConfig = 134 gen;
+        context: cuCtxGetSharedMemConfig = 135 gen;
+        context: cuCtxSetSharedMemConfig = 136 gen;
+        context: cuCtxGetExecAffinity = 137 gen;
+        context: cuCtxSetFlags = 138 gen;
+        context: cuCtxResetPersistingL2Cache = 139 gen;
+        context: cuCtxRecordEvent = 140 gen (posted);
+        context: cuCtxWaitEvent = 141 gen (posted);
+
+        // ---- memory ----
+        memory: cuMemGetInfo_v2 = 32 gen;
+        memory: cuMemGetAddressRange_v2 = 33 gen [pbase: optional, psize: optional];
+        memory: cuMemsetD2D8 = 150 gen (sync) [dstDevice: pitched(dstPitch, Width, Height)];
+        memory: cuMemsetD2D16 = 151 gen (sync) [dstDevice: pitched(dstPitch, Width * 2, Height)];
+        memory: cuMemsetD2D32 = 152 gen (sync) [dstDevice: pitched(dstPitch, Width * 4, Height)];
+        memory: cuMemsetD2D8_v2 = 153 gen (sync) [dstDevice: pitched(dstPitch, Width, Height)];
+        memory: cuMemsetD2D16_v2 = 154 gen (sync) [dstDevice: pitched(dstPitch, Width * 2, Height)];
+        memory: cuMemsetD2D32_v2 = 155 gen (sync) [dstDevice: pitched(dstPitch, Width * 4, Height)];
+        memory: cuMemsetD2D8_v2_ptds = 156 gen (sync) [dstDevice: pitched(dstPitch, Width, Height)];
+        memory: cuMemsetD2D16_v2_ptds = 157 gen (sync) [dstDevice: pitched(dstPitch, Width * 2, Height)];
+        memory: cuMemsetD2D32_v2_ptds = 158 gen (sync) [dstDevice: pitched(dstPitch, Width * 4, Height)];
+        memory: cuMemsetD2D8Async = 159 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width, Height)];
+        memory: cuMemsetD2D16Async = 160 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width * 2, Height)];
+        memory: cuMemsetD2D32Async = 161 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width * 4, Height)];
+        memory: cuMemsetD2D8Async_ptsz = 162 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width, Height)];
+        memory: cuMemsetD2D16Async_ptsz = 163 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width * 2, Height)];
+        memory: cuMemsetD2D32Async_ptsz = 164 gen (posted(stream)) [dstDevice: pitched(dstPitch, Width * 4, Height)];
+
+        // ---- devices (answered by the worker; the snapshot answers the rest) ----
+        device: cuDeviceGetByPCIBusId = 170 gen (nocontext);
+        device: cuDeviceGetExecAffinitySupport = 171 gen (nocontext);
+        device: cuDeviceGetHostAtomicCapabilities = 172 gen (nocontext) [capabilities: array(count), operations: array(count)];
+        device: cuDeviceGetLuid = 173 gen (nocontext) [luid: string(8)];
+        device: cuDeviceGetProperties = 174 gen (nocontext);
+        device: cuDeviceGetTexture1DLinearMaxWidth = 175 gen (nocontext);
+        device: cuFlushGPUDirectRDMAWrites = 176 gen;
+
+        // ---- streams ----
+        stream: cuStreamSynchronize = 52 gen (sync);
+        stream: cuStreamQuery = 53 gen (sync);
+        stream: cuStreamWaitEvent = 54 client (posted);
+        stream: cuStreamGetFlags = 55 gen;
+        stream: cuStreamGetPriority = 56 gen;
+        stream: cuStreamIsCapturing = 94 gen;
+        stream: cuStreamSynchronize_ptsz = 120 gen (sync);
+        stream: cuStreamQuery_ptsz = 121 gen (sync);
+        stream: cuStreamWaitEvent_ptsz = 122 client (posted);
+        stream: cuStreamGetFlags_ptsz = 123 gen;
+        stream: cuStreamGetPriority_ptsz = 124 gen;
+        stream: cuStreamIsCapturing_ptsz = 125 gen;
+        stream: cuStreamAttachMemAsync = 180 gen;
+        stream: cuStreamAttachMemAsync_ptsz = 181 gen;
+        stream: cuStreamCopyAttributes = 182 gen;
+        stream: cuStreamCopyAttributes_ptsz = 183 gen;
+        stream: cuStreamGetAttribute = 184 gen [value: bytes];
+        stream: cuStreamGetAttribute_ptsz = 185 gen [value_out: bytes];
+        stream: cuStreamSetAttribute = 186 gen [param: bytes];
+        stream: cuStreamSetAttribute_ptsz = 187 gen [value: bytes];
+        stream: cuStreamGetCtx = 188 gen;
+        stream: cuStreamGetCtx_ptsz = 189 gen;
+        stream: cuStreamGetCtx_v2 = 190 gen;
+        stream: cuStreamGetCtx_v2_ptsz = 191 gen;
+        stream: cuStreamGetDevice = 192 gen;
+        stream: cuStreamGetDevice_ptsz = 193 gen;
+        stream: cuStreamGetId = 194 gen;
+        stream: cuStreamGetId_ptsz = 195 gen;
+
+        // ---- events ----
+        event: cuEventRecord = 62 client (posted);
+        event: cuEventSynchronize = 63 gen (sync);
+        event: cuEventQuery = 64 gen (sync);
+        event: cuEventElapsedTime = 65 gen;
+        event: cuEventRecordWithFlags = 106 client (posted);
+        event: cuEventRecord_ptsz = 126 client (posted);
+        event: cuEventRecordWithFlags_ptsz = 127 client (posted);
+        event: cuEventElapsedTime_v2 = 128 gen;
+
+        // ---- modules, libraries, kernels and functions ----
+        module: cuModuleGetLoadingMode = 95 gen (nocontext);
+        library: cuFuncGetAttribute = 86 client;
+        library: cuFuncSetAttribute = 87 client;
+        library: cuKernelGetAttribute = 88 client;
+        library: cuKernelSetAttribute = 89 client;
+        module: cuModuleGetFunctionCount = 200 gen;
+        module: cuModuleGetGlobal = 201 gen [dptr: optional, bytes: optional];
+        module: cuModuleGetTexRef = 202 gen;
+        module: cuModuleGetSurfRef = 203 gen;
+        module: cuFuncGetModule = 204 gen;
+        module: cuFuncIsLoaded = 205 gen;
+        module: cuFuncLoad = 206 gen;
+        module: cuFuncSetBlockShape = 207 gen;
+        module: cuFuncSetCacheConfig = 208 gen;
+        module: cuFuncSetSharedMemConfig = 209 gen;
+        module: cuFuncSetSharedSize = 210 gen;
+        library: cuKernelGetLibrary = 211 gen;
+        library: cuKernelSetCacheConfig = 212 gen;
+        library: cuLibraryGetKernelCount = 213 gen;
+        library: cuLibraryGetManaged = 214 gen [dptr: optional, bytes: optional];
+
+        // ---- launches and occupancy ----
+        launch: cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = 90 gen;
+        launch: cuOccupancyAvailableDynamicSMemPerBlock = 91 gen;
+        launch: cuOccupancyMaxActiveBlocksPerMultiprocessor = 129 gen;
+
+        // ---- profiler control ----
+        profiler: cuProfilerInitialize = 220 gen;
+        profiler: cuProfilerStart = 221 gen;
+        profiler: cuProfilerStop = 222 gen;
+    }
+
+    manual {
+        init: cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString, cuGetExportTable,
+            cuGetProcAddress, cuGetProcAddress_v2;
+        device: cuDeviceGet, cuDeviceGetCount, cuDeviceGetName, cuDeviceGetUuid,
+            cuDeviceGetUuid_v2, cuDeviceGetPCIBusId, cuDeviceTotalMem_v2, cuDeviceTotalMem,
+            cuDeviceGetAttribute, cuDeviceComputeCapability;
+        context: cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxSetFlags,
+            cuDevicePrimaryCtxReset, cuCtxCreate_v2, cuCtxCreate_v4, cuCtxDestroy_v2,
+            cuCtxPushCurrent_v2, cuCtxPopCurrent_v2, cuCtxSetCurrent, cuCtxGetCurrent,
+            cuCtxGetDevice, cuCtxGetDevice_v2, cuCtxGetId, cuCtxCreate, cuCtxCreate_v3, cuCtxDestroy,
+            cuCtxPushCurrent, cuCtxPopCurrent;
+        memory: cuMemAlloc_v2, cuMemFree_v2, cuMemcpyHtoD_v2, cuMemcpyDtoH_v2, cuMemcpyDtoD_v2,
+            cuMemcpyHtoD_v2_ptds, cuMemcpyDtoH_v2_ptds, cuMemcpyDtoD_v2_ptds,
+            cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2, cuMemcpyDtoDAsync_v2,
+            cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoDAsync_v2_ptsz,
+            cuMemcpy, cuMemcpy_ptds, cuMemcpyAsync, cuMemcpyAsync_ptsz,
+            cuMemsetD8_v2, cuMemsetD16_v2, cuMemsetD32_v2,
+            cuMemsetD8_v2_ptds, cuMemsetD16_v2_ptds, cuMemsetD32_v2_ptds,
+            cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async,
+            cuMemsetD8Async_ptsz, cuMemsetD16Async_ptsz, cuMemsetD32Async_ptsz,
+            cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync,
+            cuMemcpyDtoDAsync, cuMemsetD8, cuMemsetD16, cuMemsetD32;
+        copy: cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+            cuMemAllocAsync, cuMemAllocAsync_ptsz, cuMemFreeAsync, cuMemFreeAsync_ptsz,
+            cuMemcpy2D_v2, cuMemcpy2DUnaligned_v2, cuMemcpy2D_v2_ptds, cuMemcpy2DUnaligned_v2_ptds,
+            cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, cuMemcpy2D, cuMemcpy2DUnaligned,
+            cuMemcpy2DAsync, cuMemcpy3D, cuMemcpy3DAsync;
+        stream: cuStreamCreate, cuStreamCreateWithPriority, cuStreamDestroy_v2, cuStreamDestroy;
+        event: cuEventCreate, cuEventDestroy_v2, cuEventDestroy;
+        module: cuModuleLoadData, cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction,
+            cuModuleGetGlobal_v2, cuModuleLoad, cuModuleLoadFatBinary, cuFuncGetParamInfo,
+            cuFuncGetName, cuKernelGetName, cuModuleEnumerateFunctions, cuLibraryEnumerateKernels;
+        library: cuLibraryLoadFromFile, cuLibraryLoadData, cuLibraryUnload, cuLibraryGetKernel,
+            cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
+        launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+            cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters;
+        pointer: cuPointerGetAttribute, cuPointerGetAttributes;
+        host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
+            cuMemHostGetFlags;
+    }
+
+    ops {
+        /// Control connection: opens a new lane. `kind` is a `lane_kind`. With
+        /// `RINGS` three descriptors follow the reply (the lane socket, the
+        /// submission ring, the completion ring); with `SOCKET` one, the lane
+        /// socket. With `TCP` none: the client connects to `port` on the
+        /// worker's host and sends `token`.
+        lane: OpenLane = 1 {} => { kind: u8, port: u16, token: bytes(16) };
+
+        /// Creates a context under the client's id; it becomes current on the
+        /// lane. The blob holds its `CUexecAffinityParam`s, if any.
+        context: CtxCreate = 10 { ctx: handle(Context), flags: u32, device: i32 } + blob => {} (nocontext);
+        /// Destroys a context and forgets everything it owned.
+        context: CtxDestroy = 11 { ctx: handle(Context) } => {} (sync, nocontext);
+        /// Retains a device's primary context under the client's id.
+        context: PrimaryCtxRetain = 20 { ctx: handle(Context), device: i32 } => {} (nocontext);
+        /// Maps the client's id to a device's primary context without
+        /// retaining it, as the CUDA runtime's private interface does.
+        context: PrimaryCtxGet = 100 { ctx: handle(Context), device: i32 } => {} (nocontext);
+
+        /// `cuMemAlloc`; the range joins the session's live allocations.
+        memory: MemAlloc = 30 { bytes: u64 } => { dptr: devptr };
+        /// `cuMemFree` of the base of a live allocation.
+        memory: MemFree = 31 { dptr: devptr } => {} (sync);
+        /// Host to device: the bytes are the blob.
+        memory: MemcpyHtoD = 40 { dst: devptr, stream: handle(Stream), is_async: bool } + blob => {}
+            (posted, sync_unless(is_async));
+        /// Device to host: the bytes come back as the reply's blob.
+        memory: MemcpyDtoH = 41 { src: devptr, bytes: u64, stream: handle(Stream), is_async: bool } => {} + blob
+            (sync);
+        /// Device to device.
+        memory: MemcpyDtoD = 42 { dst: devptr, src: devptr, bytes: u64, stream: handle(Stream), is_async: bool } => {}
+            (posted, sync_unless(is_async));
+        /// `count` elements of `element` bytes (1, 2 or 4) set to `value`.
+        memory: Memset = 43 { dst: devptr, value: u32, element: u8, count: u64, stream: handle(Stream), is_async: bool } => {}
+            (posted, sync_unless(is_async));
+
+        /// Creates a stream under the client's id.
+        stream: StreamCreate = 50 { stream: handle(Stream), flags: u32, priority: i32 } => {} (posted);
+        /// Destroys a stream.
+        stream: StreamDestroy = 51 { stream: handle(Stream) } => {} (posted);
+        /// Creates an event under the client's id.
+        event: EventCreate = 60 { event: handle(Event), flags: u32 } => {} (posted);
+        /// Destroys an event.
+        event: EventDestroy = 61 { event: handle(Event) } => {} (posted);
+
+        /// Loads a module under the client's id. The blob holds `options`
+        /// JIT options (u32 option, u32 pad, u64 value each), then the image
+        /// unless it was staged under `stage` (StageBlob). The reply's blob
+        /// holds the options' final values (u64 each), then the info log and
+        /// the error log, each NUL-terminated.
+        module: ModuleLoadData = 70 { module: handle(Module), options: u32, stage: u64 } + blob => {} + blob;
+        /// Unloads a module and forgets its functions and globals.
+        module: ModuleUnload = 71 { module: handle(Module) } => {};
+        /// A function by name (the blob) under the client's id; the reply's
+        /// blob is the (offset u32, size u32) of each of its `params`.
+        module: ModuleGetFunction = 72 { module: handle(Module), function: handle(Function) } + blob
+            => { params: u32 } + blob;
+        /// A module global by name (the blob).
+        module: ModuleGlobal = 73 { module: handle(Module) } + blob => { dptr: devptr, bytes: u64 };
+        /// The module's kernel names, each NUL-terminated, in the driver's
+        /// order; the worker loads every function of the module.
+        module: ModuleKernelNames = 107 { module: handle(Module) } => {} + blob;
+        /// The name of a function (or, with `kernel`, a kernel), as the blob.
+        module: FunctionName = 108 { function: handle(Function), kernel: bool } => {} + blob;
+        /// The functions of a module (or, with `library`, the kernels of a
+        /// library): the reply's blob holds `found` entries, each its id
+        /// (u64; the worker mints ids for those the client never saw), its
+        /// parameter count (u32) and each parameter's (offset u32, size u32).
+        module: EnumerateFunctions = 109 { owner: u64, count: u32, library: bool } => { found: u32 } + blob;
+        /// Builds up a large image in the worker, piece by piece (the blob);
+        /// the load that names the stage id consumes it.
+        module: StageBlob = 105 { stage: u64, offset: u64, total: u64 } + blob => {} (nocontext);
+
+        /// Loads a library under the client's id: the blob holds `jit_options`
+        /// JIT options then `library_options` library options (16 bytes each,
+        /// as for ModuleLoadData), then the image unless staged; the reply
+        /// as for ModuleLoadData.
+        library: LibraryLoadData = 80 { library: handle(Library), jit_options: u32, library_options: u32, stage: u64 } + blob
+            => {} + blob;
+        /// Unloads a library.
+        library: LibraryUnload = 81 { library: handle(Library) } => {};
+        /// A kernel by name (the blob) under the client's id; the reply as for
+        /// ModuleGetFunction. A kernel id is launchable like a function id.
+        library: LibraryGetKernel = 82 { library: handle(Library), kernel: handle(Kernel) } + blob
+            => { params: u32 } + blob;
+        /// A library global by name (the blob).
+        library: LibraryGlobal = 83 { library: handle(Library) } + blob => { dptr: devptr, bytes: u64 };
+        /// The library's module in the current context, under the client's id.
+        library: LibraryGetModule = 84 { library: handle(Library), module: handle(Module) } => {};
+        /// The kernel's function in the current context, under the client's
+        /// id; the reply as for ModuleGetFunction.
+        library: KernelGetFunction = 85 { kernel: handle(Kernel), function: handle(Function) } => { params: u32 } + blob;
+
+        /// A launch: the blob is the packed parameter buffer.
+        launch: LaunchKernel = 74 { function: handle(Function), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream) } + blob => {} (posted);
+        /// `cuOccupancyMaxActiveClusters`: the blob holds `attributes` `CUlaunchAttribute`s.
+        launch: OccupancyMaxActiveClusters = 92 { function: handle(Function), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream), attributes: u32 } + blob
+            => { clusters: i32 };
+        /// `cuLaunchKernelEx`: the blob holds `attributes` `CUlaunchAttribute`s,
+        /// then the packed parameter buffer.
+        launch: LaunchKernelEx = 93 { function: handle(Function), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream), attributes: u32 } + blob
+            => {} (posted);
+
+        /// Shared pinned host memory: the worker maps and registers the pages
+        /// and passes the memfd after the reply; the client maps the same
+        /// pages at `address` when it can.
+        host: MemHostAlloc = 96 { bytes: u64, flags: u32 } => { address: u64, dptr: devptr } (fd);
+        /// Frees shared pinned host memory at its worker address.
+        host: MemFreeHost = 97 { address: u64 } => {} (sync);
+        /// Device from shared pinned host memory at its worker address.
+        host: MemcpyHtoDShared = 98 { dst: devptr, host: u64, bytes: u64, stream: handle(Stream), is_async: bool } => {}
+            (posted, sync_unless(is_async));
+        /// Shared pinned host memory at its worker address from device.
+        host: MemcpyDtoHShared = 99 { host: u64, src: devptr, bytes: u64, stream: handle(Stream), is_async: bool } => {}
+            (posted, sync_unless(is_async));
+
+        /// The blob holds attribute ids (u32 each); the reply's blob 16 bytes
+        /// per attribute, its value zero-padded (context values as the
+        /// client's ids). `single` asks as `cuPointerGetAttribute` does (an
+        /// error for a pointer the driver does not know), otherwise as
+        /// `cuPointerGetAttributes` (defaults and success).
+        pointer: PointerGetAttributes = 101 { pointer: devptr, single: bool } + blob => {} + blob (nocontext);
+
+        /// Stream-ordered allocation from the device's pool.
+        copy: MemAllocAsync = 102 { bytes: u64, stream: handle(Stream) } => { dptr: devptr };
+        /// Stream-ordered free.
+        copy: MemFreeAsync = 103 { dptr: devptr, stream: handle(Stream) } => {};
+        /// A 2D copy. `direction` 0: device to device; 1: host to device, the
+        /// rows packed in the blob; 2: device to host, the rows come back
+        /// packed in the reply's blob. Host sides carry 0 for their address,
+        /// pitch and offsets.
+        copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
+            dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
+            stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+    }
+}

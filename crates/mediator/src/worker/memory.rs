@@ -1,0 +1,146 @@
+//! Device memory: allocation, and the copies and memsets whose bytes travel
+//! in the frames. Every device range is checked against the session's live
+//! allocations before the driver sees it.
+
+use std::ffi::c_void;
+
+use vgpu_proto::{
+    mem_alloc, mem_free, memcpy_dtod, memcpy_dtoh, memcpy_htod, memset, Request, MAX_BLOB,
+};
+
+use super::calls::{message, ok, size, Reply};
+use super::exec::{checked, Lane};
+use super::status::INVALID_VALUE;
+use super::tables::{Range, RangeOwner};
+use super::Session;
+use crate::driver::{entry, Status};
+
+/// `cuMemAlloc_v2`; the range joins the session's live allocations.
+pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_alloc::Request = message(req)?;
+    let bytes = r.bytes.get();
+    let mut p = 0;
+    // SAFETY: the out-pointer is a live local.
+    ok(unsafe { entry(s.driver.cuMemAlloc_v2)?(&mut p, size(bytes)?) })?;
+    let owner = RangeOwner::Alloc { ctx: req.ctx };
+    s.tables().ranges.insert(p, Range { size: bytes, owner });
+    Ok(Reply::new(&mem_alloc::Reply { dptr: p.into() }, Vec::new()))
+}
+
+/// `cuMemFree_v2` of the base of a live allocation (0 is accepted, as the
+/// driver does).
+pub fn mem_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_free::Request = message(req)?;
+    let p = r.dptr.get();
+    if p == 0 {
+        return Ok(Reply::default());
+    }
+    let known = matches!(
+        s.tables().ranges.get(&p),
+        Some(Range {
+            owner: RangeOwner::Alloc { .. },
+            ..
+        })
+    );
+    if !known {
+        tracing::info!("cuMemFree({p:#x}): not the base of a live allocation");
+        return Err(INVALID_VALUE);
+    }
+    // SAFETY: `p` is the base of a live allocation of this session.
+    ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) })?;
+    s.tables().ranges.remove(&p);
+    Ok(Reply::default())
+}
+
+/// Host to device; the bytes are the request's blob.
+pub fn memcpy_htod(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy_htod::Request = message(req)?;
+    let (dst, len) = (r.dst.get(), req.blob.len());
+    let stream = checked(s, &[(dst, len as u64)], r.stream.get())?;
+    let src = req.blob.as_ptr().cast::<c_void>();
+    // SAFETY: `dst..dst+len` lies in a live allocation (checked) and the
+    // source is the request's own buffer of `len` bytes. A pageable source
+    // is staged by the driver before the call returns.
+    ok(unsafe {
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpyHtoDAsync_v2)?(dst, src, len, stream.cast())
+        } else {
+            entry(s.driver.cuMemcpyHtoD_v2)?(dst, src, len)
+        }
+    })?;
+    Ok(Reply::default())
+}
+
+/// Device to host; the bytes come back as the reply's blob.
+pub fn memcpy_dtoh(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy_dtoh::Request = message(req)?;
+    let (src, len) = (r.src.get(), size(r.bytes.get())?);
+    if len > MAX_BLOB {
+        return Err(INVALID_VALUE);
+    }
+    let stream = checked(s, &[(src, r.bytes.get())], r.stream.get())?;
+    let mut out = vec![0u8; len];
+    let dst = out.as_mut_ptr().cast::<c_void>();
+    // SAFETY: the source range is live (checked); `out` holds `len` bytes. A
+    // pageable destination makes the async form complete before it returns.
+    ok(unsafe {
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpyDtoHAsync_v2)?(dst, src, len, stream.cast())
+        } else {
+            entry(s.driver.cuMemcpyDtoH_v2)?(dst, src, len)
+        }
+    })?;
+    Ok(Reply {
+        blob: out,
+        ..Reply::default()
+    })
+}
+
+/// Device to device.
+pub fn memcpy_dtod(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memcpy_dtod::Request = message(req)?;
+    let (dst, src, bytes) = (r.dst.get(), r.src.get(), r.bytes.get());
+    let stream = checked(s, &[(dst, bytes), (src, bytes)], r.stream.get())?;
+    let len = size(bytes)?;
+    // SAFETY: both ranges lie in live allocations (checked).
+    ok(unsafe {
+        if r.is_async != 0 {
+            entry(s.driver.cuMemcpyDtoDAsync_v2)?(dst, src, len, stream.cast())
+        } else {
+            entry(s.driver.cuMemcpyDtoD_v2)?(dst, src, len)
+        }
+    })?;
+    Ok(Reply::default())
+}
+
+/// Narrows a memset value to its element width, as the C API's parameter
+/// types do.
+#[allow(clippy::cast_possible_truncation)]
+fn narrow(value: u32) -> (u8, u16, u32) {
+    (value as u8, value as u16, value)
+}
+
+/// `count` elements of 1, 2 or 4 bytes set to `value`.
+pub fn memset(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &memset::Request = message(req)?;
+    let (dst, elem, count) = (r.dst.get(), r.element, r.count.get());
+    let bytes = u64::from(elem).checked_mul(count).ok_or(INVALID_VALUE)?;
+    let stream = checked(s, &[(dst, bytes)], r.stream.get())?.cast();
+    let n = size(count)?;
+    let (v8, v16, v32) = narrow(r.value.get());
+    let d = &s.driver;
+    // SAFETY: the range lies in a live allocation (checked); the value is
+    // truncated to the element width as the C API does.
+    ok(unsafe {
+        match (elem, r.is_async != 0) {
+            (1, false) => entry(d.cuMemsetD8_v2)?(dst, v8, n),
+            (2, false) => entry(d.cuMemsetD16_v2)?(dst, v16, n),
+            (4, false) => entry(d.cuMemsetD32_v2)?(dst, v32, n),
+            (1, true) => entry(d.cuMemsetD8Async)?(dst, v8, n, stream),
+            (2, true) => entry(d.cuMemsetD16Async)?(dst, v16, n, stream),
+            (4, true) => entry(d.cuMemsetD32Async)?(dst, v32, n, stream),
+            _ => INVALID_VALUE,
+        }
+    })?;
+    Ok(Reply::default())
+}
