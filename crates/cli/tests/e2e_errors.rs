@@ -17,11 +17,11 @@ use common::cu::{self, Cases};
 use common::{is_child, Harness};
 use cudarc::driver::sys;
 
-const INVALID_VALUE: u32 = 1;
-const NOT_INITIALIZED: u32 = 3;
-const NO_DEVICE: u32 = 100;
-const INVALID_HANDLE: u32 = 400;
-const NOT_SUPPORTED: u32 = 801;
+const INVALID_VALUE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_VALUE.0;
+const NOT_INITIALIZED: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NOT_INITIALIZED.0;
+const NO_DEVICE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NO_DEVICE.0;
+const INVALID_HANDLE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_HANDLE.0;
+const NOT_SUPPORTED: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NOT_SUPPORTED.0;
 
 use common::SIM_MODULE;
 

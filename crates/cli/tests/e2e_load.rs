@@ -30,8 +30,8 @@ use common::{is_child, Harness};
 use cudarc::driver::sys;
 
 use common::SIM_MODULE;
-const INVALID_HANDLE: u32 = 400;
-const ILLEGAL_ADDRESS: u32 = 700;
+const INVALID_HANDLE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_HANDLE.0;
+const ILLEGAL_ADDRESS: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS.0;
 
 /// The per-thread operation count of the load test, from the test runner's
 /// environment (the harness passes it on to the child).

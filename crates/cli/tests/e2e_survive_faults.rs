@@ -26,8 +26,8 @@ use common::{is_alive, is_child, pattern, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 use e2e_survive_support::{logged_workers, wait_log, Supervisor};
 
-const DEVICE_UNAVAILABLE: u32 = 46;
-const NO_DEVICE: u32 = 100;
+const DEVICE_UNAVAILABLE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE.0;
+const NO_DEVICE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NO_DEVICE.0;
 const MODE_ENV: &str = "VGPU_E2E_MODE";
 /// How long any call may take once the worker is gone.
 const QUICK: Duration = Duration::from_secs(2);

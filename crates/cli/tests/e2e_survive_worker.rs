@@ -23,8 +23,8 @@ use common::{is_child, Harness, Output, Running};
 use cudarc::driver::sys;
 use e2e_survive_support::Supervisor;
 
-const INVALID_VALUE: u32 = 1;
-const NO_DEVICE: u32 = 100;
+const INVALID_VALUE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_VALUE.0;
+const NO_DEVICE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NO_DEVICE.0;
 const MODE_ENV: &str = "VGPU_E2E_MODE";
 /// A UUID of the simulated devices, as `nvidia-smi -L` writes it.
 fn sim_uuid(physical: u8) -> String {

@@ -22,7 +22,7 @@ use common::cu::{self, Cases};
 use common::{assert_same, is_child, pattern, sigkill, wait_gone, Harness, Running};
 use cudarc::driver::sys;
 
-const INVALID_VALUE: u32 = 1;
+const INVALID_VALUE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_VALUE.0;
 use common::SIM_MODULE;
 /// More than two 16 MiB socket pieces, and not a multiple of anything.
 const BIG: usize = (40 << 20) + 123;

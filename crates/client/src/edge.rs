@@ -17,35 +17,47 @@ const _: () = assert!(std::mem::size_of::<Result<(), CuError>>() == std::mem::si
 /// Result of every typed implementation function.
 pub type CuResult<T> = Result<T, CuError>;
 
+/// Names the `CUresult`s the client returns itself, by the ABI crate's
+/// constants (`INVALID_VALUE` is `CUresult::CUDA_ERROR_INVALID_VALUE`).
 macro_rules! codes {
-    ($($name:ident = $v:literal),* $(,)?) => {
-        #[allow(dead_code)] // the full set, whether or not an entry point returns it yet
+    ($($name:ident = $code:ident),* $(,)?) => {
         impl CuError {
-            $(pub const $name: CuError = CuError(match NonZeroU32::new($v) {
-                Some(v) => v,
-                None => panic!("error codes are non-zero"),
-            });)*
+            $(pub const $name: CuError = CuError::of(CUresult::$code);)*
         }
     };
 }
 
 codes! {
-    INVALID_VALUE = 1,
-    OUT_OF_MEMORY = 2,
-    NOT_INITIALIZED = 3,
-    DEINITIALIZED = 4,
-    NO_DEVICE = 100,
-    INVALID_DEVICE = 101,
-    INVALID_IMAGE = 200,
-    INVALID_CONTEXT = 201,
-    INVALID_HANDLE = 400,
-    FILE_NOT_FOUND = 301,
-    NOT_FOUND = 500,
-    NOT_READY = 600,
-    CONTEXT_IS_DESTROYED = 709,
-    DEVICE_UNAVAILABLE = 46,
-    NOT_SUPPORTED = 801,
-    UNKNOWN = 999,
+    INVALID_VALUE = CUDA_ERROR_INVALID_VALUE,
+    OUT_OF_MEMORY = CUDA_ERROR_OUT_OF_MEMORY,
+    NOT_INITIALIZED = CUDA_ERROR_NOT_INITIALIZED,
+    NO_DEVICE = CUDA_ERROR_NO_DEVICE,
+    INVALID_DEVICE = CUDA_ERROR_INVALID_DEVICE,
+    INVALID_IMAGE = CUDA_ERROR_INVALID_IMAGE,
+    INVALID_CONTEXT = CUDA_ERROR_INVALID_CONTEXT,
+    INVALID_HANDLE = CUDA_ERROR_INVALID_HANDLE,
+    FILE_NOT_FOUND = CUDA_ERROR_FILE_NOT_FOUND,
+    NOT_FOUND = CUDA_ERROR_NOT_FOUND,
+    CONTEXT_IS_DESTROYED = CUDA_ERROR_CONTEXT_IS_DESTROYED,
+    DEVICE_UNAVAILABLE = CUDA_ERROR_DEVICE_UNAVAILABLE,
+    NOT_SUPPORTED = CUDA_ERROR_NOT_SUPPORTED,
+    UNKNOWN = CUDA_ERROR_UNKNOWN,
+}
+
+impl CuError {
+    /// The error of a failing `CUresult`; `CUDA_SUCCESS` is none (a
+    /// compile-time error where used in a constant).
+    pub const fn of(code: CUresult) -> CuError {
+        match NonZeroU32::new(code.0) {
+            Some(v) => CuError(v),
+            None => panic!("CUDA_SUCCESS is not an error"),
+        }
+    }
+
+    /// The `CUresult` the application sees.
+    pub const fn code(self) -> CUresult {
+        CUresult(self.0.get())
+    }
 }
 
 impl CuError {
@@ -66,8 +78,8 @@ pub fn check(st: u32) -> CuResult<()> {
 /// Maps a result to the `CUresult` the application sees.
 pub fn to_curesult(r: CuResult<()>) -> CUresult {
     match r {
-        Ok(()) => CUresult(0),
-        Err(CuError(code)) => CUresult(code.get()),
+        Ok(()) => CUresult::CUDA_SUCCESS,
+        Err(e) => e.code(),
     }
 }
 
@@ -88,7 +100,7 @@ pub fn guard_traced(
             crate::log::always(format_args!(
                 "{name}: internal panic; returning CUDA_ERROR_UNKNOWN"
             ));
-            CUresult(CuError::UNKNOWN.0.get())
+            CuError::UNKNOWN.code()
         }
     }
 }
@@ -99,7 +111,7 @@ pub fn not_supported(name: &'static str) -> CUresult {
         name,
         format_args!("{name} is not implemented by vgpu (CUDA_ERROR_NOT_SUPPORTED)"),
     );
-    CUresult(CuError::NOT_SUPPORTED.0.get())
+    CuError::NOT_SUPPORTED.code()
 }
 
 /// Writes `value` through an application out-pointer, or fails with

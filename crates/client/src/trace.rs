@@ -38,7 +38,8 @@ impl Trace {
     fn record(&self, name: &'static str, args: &str, result: u32, micros: u128) {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        let what = crate::api::error_name(result).map_or("?".into(), |c| c.to_string_lossy());
+        let what = vgpu_abi::errors::name(vgpu_abi::types::CUresult(result))
+            .map_or("?".into(), |c| c.to_string_lossy());
         let line = format!("{name} -> {result} {what} {micros}us tid={tid} args=({args})\n");
         if let Ok(mut f) = self.file.lock() {
             let _ = f.write_all(line.as_bytes());

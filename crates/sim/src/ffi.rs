@@ -5,8 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use crate::cu::CUresult;
-use crate::errors;
 use crate::state::{err, log_enabled, Res};
+use vgpu_abi::errors;
 
 /// Runs the body of export `name`, mapping its result to a `CUresult`. A panic becomes
 /// `CUDA_ERROR_UNKNOWN`; with `VGPU_LOG` set each error is logged as one line.
@@ -17,7 +17,7 @@ pub(crate) fn run(name: &str, body: impl FnOnce() -> Res<()>) -> CUresult {
             if log_enabled() {
                 eprintln!(
                     "vgpu-sim: {name} -> {}: {}",
-                    errors::name(e.code).unwrap_or("?"),
+                    errors::name(e.code).map_or("?".into(), CStr::to_string_lossy),
                     e.why
                 );
             }

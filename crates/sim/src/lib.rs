@@ -88,7 +88,6 @@ mod context;
 mod copy2d;
 mod cu;
 mod device;
-mod errors;
 mod event;
 pub mod exports;
 mod extensions;

@@ -986,7 +986,7 @@ fn error_names_and_strings() {
         ),
         (CUresult::CUDA_ERROR_UNKNOWN, c"CUDA_ERROR_UNKNOWN"),
     ] {
-        assert_eq!(crate::errors::name_c(code), Some(name));
+        assert_eq!(vgpu_abi::errors::name(code), Some(name));
     }
 }
 

@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 use super::cu::{self, Cases};
 use super::SIM_MODULE;
 
-const DEVICE_UNAVAILABLE: u32 = 46;
+const DEVICE_UNAVAILABLE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE.0;
 
 /// How long a call may take once the mediator is gone.
 pub const QUICK: Duration = Duration::from_secs(2);

@@ -46,7 +46,7 @@ unsafe extern "C" fn unknown_slot() -> u32 {
         "export-table-slot",
         format_args!("an unknown export-table slot was called"),
     );
-    CuError::NOT_SUPPORTED.0.get()
+    CuError::NOT_SUPPORTED.code().0
 }
 const UNKNOWN: Slot = slot!(unknown_slot, unsafe extern "C" fn() -> u32);
 
@@ -169,7 +169,7 @@ static CLUSTER_PROTOTYPE: SizedTable<16> = {
 /// Slot 4: no TPC mapping is exposed (the driver's own answer on devices
 /// without one). Not logged: cuBLASLt calls it once per heuristic key.
 unsafe extern "C" fn cluster_tpc_mapping(_a: *mut *mut u8, _b: *mut *mut u8) -> u32 {
-    CuError::NOT_SUPPORTED.0.get()
+    CuError::NOT_SUPPORTED.code().0
 }
 
 /// Slot 13: frees what slot 4 handed out, which is never anything.

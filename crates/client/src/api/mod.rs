@@ -20,8 +20,6 @@ mod pointer;
 mod procaddr;
 pub(crate) mod stream;
 
-pub use errors::error_name;
-
 /// A count as the wire's u32; more is `CUDA_ERROR_INVALID_VALUE`.
 fn call_len(n: usize) -> crate::edge::CuResult<u32> {
     u32::try_from(n).map_err(|_| crate::edge::CuError::INVALID_VALUE)

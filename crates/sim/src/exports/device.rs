@@ -9,9 +9,9 @@ use crate::cu::{
     CUflushGPUDirectRDMAWritesTarget as Target, CUresult, CUuuid,
 };
 use crate::device;
-use crate::errors;
 use crate::ffi::{handle, run, write_c_str, Out};
 use crate::state::{self, err, Res};
+use vgpu_abi::errors;
 
 /// The CUDA version the simulator reports (13.0).
 pub const DRIVER_VERSION: c_int = 13000;
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn cuGetErrorName(error: CUresult, p_str: *mut *const c_ch
     run("cuGetErrorName", || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { Out::new(p_str, "pStr") }?;
-        describe(out, errors::name_c(error), error)
+        describe(out, errors::name(error), error)
     })
 }
 
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn cuGetErrorString(error: CUresult, p_str: *mut *const c_
     run("cuGetErrorString", || {
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { Out::new(p_str, "pStr") }?;
-        describe(out, errors::string_c(error), error)
+        describe(out, errors::description(error), error)
     })
 }
 
