@@ -185,25 +185,6 @@ pub struct MediatorArgs {
     pub mediator: Option<String>,
 }
 
-/// The driver choice of `vgpu demo --driver`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DriverChoice {
-    /// The simulated device, libvgpu-sim.so.
-    Sim,
-    /// The NVIDIA driver if one is installed, else the simulated device.
-    Auto,
-    /// The driver library at this path.
-    Path(PathBuf),
-}
-
-impl std::str::FromStr for DriverChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "sim" => Ok(DriverChoice::Sim),
-            "auto" => Ok(DriverChoice::Auto),
-            "" => Err("expected sim, auto or the path of a libcuda.so.1".into()),
-            p => Ok(DriverChoice::Path(p.into())),
-        }
-    }
-}
+/// The driver choice of `vgpu demo --driver` and `vgpu bench --driver`:
+/// `sim`, `auto` or an absolute path, as for `vgpu-mediator --driver`.
+pub use vgpu_abi::driver::DriverChoice;

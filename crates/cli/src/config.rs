@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use vgpu_cuda::discovery::{self, PciCache, Settings};
+use vgpu_transport::discovery::{self, PciCache, Settings};
 
 /// The default mediator socket, as searched by the client library.
 pub const DEFAULT_MEDIATOR: &str = "unix:/run/vgpu/mediator.sock";
@@ -107,31 +107,5 @@ impl Env {
             parts.extend(std::env::split_paths(old).filter(|p| p != dir));
         }
         std::env::join_paths(parts).unwrap_or_else(|_| dir.as_os_str().to_owned())
-    }
-}
-
-/// A mediator address, as far as the CLI needs to understand it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Address {
-    /// `unix:PATH` or a bare absolute path.
-    Unix(PathBuf),
-    /// `tcp://HOST:PORT`, as the client library understands it (`host`
-    /// keeps an IPv6 literal's brackets).
-    Tcp { host: String, port: u16 },
-    /// Any other form (`pci:…`, or not an address); passed on, not checked here.
-    Other(String),
-}
-
-impl Address {
-    /// Classifies an address string.
-    pub fn parse(s: &str) -> Address {
-        if let Some(discovery::Target::Tcp { host, port }) = discovery::Target::parse(s) {
-            return Address::Tcp { host, port };
-        }
-        match s.strip_prefix("unix:") {
-            Some(p) if !p.is_empty() => Address::Unix(p.into()),
-            _ if s.starts_with('/') => Address::Unix(s.into()),
-            _ => Address::Other(s.to_owned()),
-        }
     }
 }

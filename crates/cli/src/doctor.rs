@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::args::{MediatorArgs, PathArgs};
-use crate::config::{Address, Env};
+use crate::config::Env;
 use crate::driver::{self, Candidate, CLIENT_MARKER};
 use crate::error::CliError;
 use crate::install::manifest::{self, Manifest};
@@ -23,6 +23,7 @@ use crate::install::{rooted::Root, LIBRARY};
 use crate::loader::{self, Loaded};
 use crate::probe::{self, Probe};
 use crate::{elf, layout, ldconfig};
+use vgpu_transport::discovery::Target;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -415,7 +416,7 @@ fn check_mediator(r: &mut Report, env: &Env, flag: Option<&str>) {
         "mediator address",
         format!("{address} ({})", choice.source),
     );
-    if let Address::Unix(path) = Address::parse(&address) {
+    if let Some(Target::Unix(path)) = Target::parse(&address) {
         if !check_socket(r, &path) {
             return;
         }

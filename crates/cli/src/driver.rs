@@ -4,18 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::elf;
 
-/// Folders where NVIDIA's installers put `libcuda.so.1`, searched in this
-/// order by the mediator's worker (`crates/mediator/src/driver.rs`) before
-/// the loader cache.
-pub const KNOWN_DRIVER_DIRS: &[&str] = &[
-    "/usr/local/nvidia/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/lib64",
-    "/usr/lib/wsl/lib",
-    "/usr/local/cuda/compat",
-];
-/// The symbol every vgpu client library exports and no NVIDIA driver does.
-pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
+pub use vgpu_abi::driver::CLIENT_MARKER;
 
 /// What a candidate `libcuda.so.1` turned out to be.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,24 +27,10 @@ pub fn classify(path: &Path) -> Candidate {
     }
 }
 
-/// Paths of `libcuda.so.1` in the dynamic loader's cache (`ldconfig -p`).
-pub fn ldconfig_candidates() -> Vec<PathBuf> {
-    crate::ldconfig::cache_entries("libcuda.so.1")
-}
-
-/// Extracts the `libcuda.so.1` paths from `ldconfig -p` output.
-pub fn parse_ldconfig(text: &str) -> Vec<PathBuf> {
-    crate::ldconfig::parse_entries(text, "libcuda.so.1")
-}
-
 /// Every candidate on this machine, classified, in the worker's order: the
 /// known folders, then the loader cache.
 pub fn candidates() -> Vec<Candidate> {
-    let mut paths: Vec<PathBuf> = KNOWN_DRIVER_DIRS
-        .iter()
-        .map(|d| Path::new(d).join("libcuda.so.1"))
-        .collect();
-    paths.extend(ldconfig_candidates());
+    let paths = vgpu_abi::driver::search_order(&crate::ldconfig::cache_text());
     let mut seen = Vec::new();
     paths
         .into_iter()

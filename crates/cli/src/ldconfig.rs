@@ -70,52 +70,25 @@ pub fn rebuild(root: &Root) -> Rebuild {
     }
 }
 
-/// The paths the running system's cache gives for `name`, in the order the
-/// loader tries them (`ldconfig -p`); empty when there is no `ldconfig`.
-pub fn cache_entries(name: &str) -> Vec<PathBuf> {
+/// The loader cache's listing (`ldconfig -p`); empty without one.
+pub fn cache_text() -> String {
     let Some(ldconfig) = find() else {
-        return Vec::new();
+        return String::new();
     };
     match Command::new(ldconfig).arg("-p").output() {
-        Ok(o) if o.status.success() => parse_entries(&String::from_utf8_lossy(&o.stdout), name),
-        _ => Vec::new(),
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => String::new(),
     }
 }
 
-/// Extracts the paths for `name` from `ldconfig -p` output.
-pub fn parse_entries(text: &str, name: &str) -> Vec<PathBuf> {
-    text.lines()
-        .filter(|l| {
-            l.trim_start()
-                .strip_prefix(name)
-                .is_some_and(|r| r.starts_with(' '))
-        })
-        .filter_map(|l| l.rsplit_once("=> ").map(|(_, p)| PathBuf::from(p.trim())))
-        .collect()
+/// The files the loader cache gives for library `name`.
+pub fn cache_entries(name: &str) -> Vec<PathBuf> {
+    vgpu_abi::driver::ldconfig_entries(&cache_text(), name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_cache_listing_in_order() {
-        let text = "3 libs found in cache `/etc/ld.so.cache'\n\
-            \tlibcuda.so.1 (libc6,x86-64) => /usr/lib/vgpu/libcuda.so.1\n\
-            \tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n\
-            \tlibcuda.so (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so\n";
-        assert_eq!(
-            parse_entries(text, "libcuda.so.1"),
-            vec![
-                PathBuf::from("/usr/lib/vgpu/libcuda.so.1"),
-                PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.1")
-            ]
-        );
-        assert_eq!(
-            parse_entries(text, "libcuda.so"),
-            vec![PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so")]
-        );
-    }
 
     #[test]
     fn never_touches_links_and_roots_with_r() {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use vgpu_proto::{features, Hello, Welcome, PROTOCOL_VERSION};
 
-use crate::config::Address;
+use vgpu_transport::discovery::Target;
 
 /// What a probe found.
 #[derive(Debug)]
@@ -27,11 +27,11 @@ pub enum Probe {
 
 /// Probes the mediator at `address`, waiting at most `timeout` for each step.
 pub fn probe(address: &str, timeout: Duration) -> Probe {
-    match Address::parse(address) {
-        Address::Unix(path) => probe_unix(&path, timeout),
-        Address::Tcp { host, port } => probe_tcp(&host, port, timeout),
-        Address::Other(a) => Probe::NotChecked(format!(
-            "{a}: only unix: and tcp:// addresses can be checked by this version of vgpu"
+    match Target::parse(address) {
+        Some(Target::Unix(path)) => probe_unix(&path, timeout),
+        Some(Target::Tcp { host, port }) => probe_tcp(&host, port, timeout),
+        Some(Target::Pci(_)) | None => Probe::NotChecked(format!(
+            "{address}: only unix: and tcp:// addresses can be checked by this version of vgpu"
         )),
     }
 }

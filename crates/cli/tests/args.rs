@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use vgpu_cli::args::{Cli, Command, DriverChoice};
-use vgpu_cli::config::{Address, Env};
+use vgpu_cli::config::Env;
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("vgpu").chain(args.iter().copied()))
@@ -116,37 +116,6 @@ fn mediator_address_precedence() {
         Env::default().mediator_address(None),
         "unix:/run/vgpu/mediator.sock"
     );
-}
-
-#[test]
-fn addresses_are_classified() {
-    assert_eq!(
-        Address::parse("unix:/a/b.sock"),
-        Address::Unix("/a/b.sock".into())
-    );
-    assert_eq!(
-        Address::parse("/a/b.sock"),
-        Address::Unix("/a/b.sock".into())
-    );
-    assert_eq!(
-        Address::parse("tcp://h:1"),
-        Address::Tcp {
-            host: "h".into(),
-            port: 1
-        }
-    );
-    assert_eq!(
-        Address::parse("tcp://[::1]:7011"),
-        Address::Tcp {
-            host: "[::1]".into(),
-            port: 7011
-        }
-    );
-    assert_eq!(
-        Address::parse("tcp://h:0"),
-        Address::Other("tcp://h:0".into())
-    );
-    assert_eq!(Address::parse("unix:"), Address::Other("unix:".into()));
 }
 
 #[test]

@@ -98,18 +98,6 @@ fn classification_tells_vgpu_from_a_driver() {
 }
 
 #[test]
-fn ldconfig_output_is_parsed() {
-    let text = "3 libs found in cache `/etc/ld.so.cache'\n\
-        \tlibcudart.so.12 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudart.so.12\n\
-        \tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n\
-        \tlibcuda.so (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so\n";
-    assert_eq!(
-        driver::parse_ldconfig(text),
-        vec![PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.1")]
-    );
-}
-
-#[test]
 fn embedded_example_compiles_cleanly_and_fails_cleanly_without_a_driver() {
     let t = scratch("example");
     fs::write(t.path().join("vad.c"), vgpu_cli::example::SOURCE).expect("write");

@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use vgpu_cuda::discovery::{self, ClientFile, DEFAULT_SOCKET};
+use vgpu_transport::discovery::{self, ClientFile, DEFAULT_SOCKET};
 
 fn packaging(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

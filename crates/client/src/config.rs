@@ -2,12 +2,12 @@
 //! CUDA call (never at load). Documented in `docs/config.md`.
 //!
 //! Only the environment is read here; the client file and sysfs are read by
-//! [`crate::discovery`] when `cuInit` looks for the mediator.
+//! [`vgpu_transport::discovery`] when `cuInit` looks for the mediator.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::discovery::{PciCache, Settings};
+use vgpu_transport::discovery::{PciCache, Settings};
 
 /// Where diagnostics go.
 #[derive(Debug, Clone, PartialEq, Eq)]

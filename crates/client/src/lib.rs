@@ -28,7 +28,6 @@ mod api;
 mod call;
 mod config;
 mod context;
-pub mod discovery;
 mod edge;
 mod exports;
 mod generated;

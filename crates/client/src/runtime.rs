@@ -15,9 +15,9 @@ use vgpu_proto::{DeviceSnapshot, Hello, Welcome};
 use vgpu_transport::Channel;
 
 use crate::config::Config;
-use crate::discovery::Target;
 use crate::edge::{CuError, CuResult};
 use crate::objects::Objects;
+use vgpu_transport::discovery::Target;
 
 /// The process-wide state of the client.
 pub struct Runtime {
@@ -208,7 +208,7 @@ pub struct Session {
 pub enum ConnectError {
     /// No usable mediator address was found.
     #[error("{0}")]
-    Discovery(#[from] crate::discovery::DiscoveryError),
+    Discovery(#[from] vgpu_transport::discovery::DiscoveryError),
     /// Nothing answered at the address.
     #[error("cannot reach the mediator at {0}: {1}")]
     Transport(String, vgpu_transport::TransportError),
@@ -225,7 +225,7 @@ pub enum ConnectError {
 
 impl Session {
     fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
-        let found = crate::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
+        let found = vgpu_transport::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
         let mut control = match &found.target {
             Target::Tcp { host, port } => {
                 crate::remote::connect(cfg, host, *port, &found.to_string())?

@@ -3,39 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-
-/// Which driver the worker loads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DriverChoice {
-    /// The simulated device (`libvgpu-sim.so`), a test double.
-    Sim,
-    /// The real driver if one is found, otherwise the simulated device.
-    Auto,
-    /// The library at this absolute path.
-    Path(PathBuf),
-}
-
-impl std::str::FromStr for DriverChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "sim" => Ok(DriverChoice::Sim),
-            "auto" => Ok(DriverChoice::Auto),
-            p if p.starts_with('/') => Ok(DriverChoice::Path(p.into())),
-            other => Err(format!("{other:?}: expected sim, auto or an absolute path")),
-        }
-    }
-}
-
-impl std::fmt::Display for DriverChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DriverChoice::Sim => f.write_str("sim"),
-            DriverChoice::Auto => f.write_str("auto"),
-            DriverChoice::Path(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
+pub use vgpu_abi::driver::DriverChoice;
 
 /// vgpu-mediator runs CUDA calls for vgpu clients on the real GPU.
 ///

@@ -19,8 +19,7 @@ pub type Handle = *mut c_void;
 /// `CUdeviceptr`.
 pub type DevPtr = u64;
 
-/// The symbol every build of the vgpu client exports and no driver does.
-pub const CLIENT_MARKER: &str = "vgpu_shim_marker";
+pub use vgpu_abi::driver::CLIENT_MARKER;
 
 /// Builds [`Driver`] from the ABI table's list of exports: one field per
 /// export, named after it, with the prototype the ABI crate generated from
@@ -194,39 +193,21 @@ pub fn entry<F: Copy>(f: Option<F>) -> Result<F, Status> {
     f.ok_or(CUresult::CUDA_ERROR_NOT_SUPPORTED)
 }
 
-/// Folders where NVIDIA's installers put `libcuda.so.1`, searched in order.
-const KNOWN_DRIVER_DIRS: &[&str] = &[
-    "/usr/local/nvidia/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-    "/usr/lib64",
-    "/usr/lib/wsl/lib",
-    "/usr/local/cuda/compat",
-];
-
-/// Loads the real driver: the known driver folders, then the `ldconfig`
-/// cache. Candidates that are vgpu's client are skipped and logged.
+/// Loads the real driver, trying each candidate of
+/// [`vgpu_abi::driver::search_order`]. Candidates that are vgpu's client
+/// are skipped and logged.
 pub fn load_real_driver() -> Option<Driver> {
-    let known = KNOWN_DRIVER_DIRS
+    let ldconfig = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
         .iter()
-        .map(|d| Path::new(d).join("libcuda.so.1"));
-    known
-        .chain(ldconfig_candidates())
+        .find_map(|cmd| std::process::Command::new(cmd).arg("-p").output().ok())
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    vgpu_abi::driver::search_order(&ldconfig)
+        .into_iter()
         .filter(|p| p.is_file())
         .find_map(|p| {
             Driver::load(&p)
                 .map_err(|e| tracing::warn!("skipping driver candidate: {e}"))
                 .ok()
         })
-}
-
-fn ldconfig_candidates() -> Vec<PathBuf> {
-    let out = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
-        .iter()
-        .find_map(|cmd| std::process::Command::new(cmd).arg("-p").output().ok());
-    let Some(out) = out else { return Vec::new() };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.trim_start().starts_with("libcuda.so.1 "))
-        .filter_map(|l| l.rsplit_once("=> ").map(|(_, p)| PathBuf::from(p.trim())))
-        .collect()
 }

@@ -15,7 +15,13 @@
 //! networks (TLS is not built). A TCP [`Channel`] behaves as a Unix one
 //! except that it has no peer credentials and passes no descriptors; its
 //! lanes are separate connections that prove themselves with a token.
+//!
+//! [`discovery`] finds the mediator a client connects to ([`Address`] and
+//! the other places it may be named); the client library and the `vgpu`
+//! command share it, so `vgpu status` and `vgpu doctor` check the address
+//! the client would use.
 
+pub mod discovery;
 pub mod shm_ring;
 pub mod tcp;
 pub mod unix;

@@ -15,12 +15,14 @@
 //!
 //! Everything here is a function of its inputs (the variable's value, the
 //! file's text, the sysfs root), so tests run against a fake tree. Nothing
-//! here connects; `runtime` does, at `cuInit`.
+//! here connects; the client does, at `cuInit`.
 
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use crate::Address;
 
 /// The default mediator socket.
 pub const DEFAULT_SOCKET: &str = "/run/vgpu/mediator.sock";
@@ -86,51 +88,42 @@ impl fmt::Display for Bdf {
 pub enum Target {
     /// `unix:PATH` (or a bare absolute path).
     Unix(PathBuf),
-    /// `tcp://HOST:PORT`; `host` keeps an IPv6 literal's brackets.
+    /// `tcp://HOST:PORT`: `host` as [`Address::Tcp`] keeps it (an IPv6
+    /// literal without its brackets); the port is never 0.
     Tcp { host: String, port: u16 },
     /// `pci:BDF`: an ivshmem-style device shared with the host.
     Pci(Bdf),
 }
 
 impl Target {
-    /// Parses a mediator address; `None` when it has none of the known forms.
+    /// Parses a mediator address: an [`Address`] a client can connect to
+    /// (a `tcp://` one may end in `/`), or `pci:BDF`; `None` when it has
+    /// none of the known forms.
     pub fn parse(s: &str) -> Option<Target> {
-        if let Some(path) = s.strip_prefix("unix:") {
-            return (!path.is_empty()).then(|| Target::Unix(path.into()));
-        }
-        if s.starts_with('/') {
-            return Some(Target::Unix(s.into()));
-        }
         if let Some(bdf) = s.strip_prefix("pci:") {
             return Bdf::parse(bdf).map(Target::Pci);
         }
-        let rest = s.strip_prefix("tcp://")?;
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        let (host, port) = rest.rsplit_once(':')?;
-        let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
-        let host_ok = match host.strip_prefix('[') {
-            Some(v6) => v6
-                .strip_suffix(']')
-                .is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok()),
-            None => {
-                !host.is_empty()
-                    && host
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
-            }
+        let s = match s.strip_suffix('/') {
+            Some(t) if t.starts_with("tcp://") => t,
+            _ => s,
         };
-        host_ok.then(|| Target::Tcp {
-            host: host.to_owned(),
-            port,
-        })
+        match s.parse::<Address>().ok()? {
+            Address::Unix(path) => Some(Target::Unix(path)),
+            Address::Tcp { port: 0, .. } => None,
+            Address::Tcp { host, port } => Some(Target::Tcp { host, port }),
+        }
     }
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Unix(p) => write!(f, "unix:{}", p.display()),
-            Target::Tcp { host, port } => write!(f, "tcp://{host}:{port}"),
+            Target::Unix(p) => Address::Unix(p.clone()).fmt(f),
+            Target::Tcp { host, port } => Address::Tcp {
+                host: host.clone(),
+                port: *port,
+            }
+            .fmt(f),
             Target::Pci(bdf) => write!(f, "pci:{bdf}"),
         }
     }
@@ -173,7 +166,7 @@ pub struct Found {
 
 impl Found {
     /// The socket path of a `unix:` address, or why this client cannot use
-    /// the address that way: `tcp://` connects elsewhere (`crate::remote`),
+    /// the address that way: `tcp://` connects over TCP (`crate::tcp`),
     /// `pci:` needs a transport this client lacks.
     pub fn unix_path(&self) -> Result<&Path, DiscoveryError> {
         let transport = match &self.target {
@@ -477,11 +470,14 @@ mod tests {
         fs::write(dev.join("vendor"), format!("{vendor}\n")).expect("vendor");
         fs::write(dev.join("device"), format!("{device}\n")).expect("device");
         fs::write(dev.join("class"), format!("{class}\n")).expect("class");
-        let fifo =
-            std::ffi::CString::new(dev.join("resource0").into_os_string().into_encoded_bytes())
-                .expect("path");
-        // SAFETY: `fifo` is a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dev.join("resource0"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
         let links = root.join("sys/bus/pci/devices");
         fs::create_dir_all(&links).expect("mkdir");
         std::os::unix::fs::symlink(&dev, links.join(bdf)).expect("link");
@@ -514,7 +510,7 @@ mod tests {
         assert_eq!(
             Target::parse("tcp://[::1]:7011"),
             Some(Target::Tcp {
-                host: "[::1]".into(),
+                host: "::1".into(),
                 port: 7011
             })
         );
@@ -537,7 +533,7 @@ mod tests {
         assert_eq!(
             Target::parse("tcp://[fe80::1]:65535"),
             Some(Target::Tcp {
-                host: "[fe80::1]".into(),
+                host: "fe80::1".into(),
                 port: 65535
             })
         );
