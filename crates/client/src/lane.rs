@@ -28,7 +28,7 @@
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
 
 use std::cell::RefCell;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::mem::offset_of;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -36,11 +36,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use vgpu_proto::{
-    features, flags, lane_kind, open_lane, read_response_head, request_prefix, write_request,
-    write_request_meta, Op, ProtoError, RequestHead, RequestMeta, ResponseHead,
+    features, flags, lane_kind, open_lane, read_response_head, request_prefix, write_request, Op,
+    ProtoError, RequestHead, RequestMeta, ResponseHead,
 };
-use vgpu_transport::shm_ring::Ring;
-use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
+use vgpu_transport::{Channel, FrameLane, Incoming, Split, TransportError, WaitPolicy};
 
 use crate::config::{Config, TransportChoice};
 use crate::edge::{CuError, CuResult};
@@ -65,8 +64,6 @@ const RING_CHUNK: usize = 2 << 20;
 const WINDOW: usize = 4;
 /// Largest piece of a copy in one frame on socket lanes.
 const SOCKET_CHUNK: usize = 16 << 20;
-/// Blobs up to this size are joined to their head for one socket write.
-const SMALL_BLOB: usize = 64 << 10;
 
 /// The feature bits this client asks for.
 pub fn hello_features(cfg: &Config) -> u64 {
@@ -184,10 +181,14 @@ impl Session {
             .map_err(|e| fail(e.into()))?;
         let io = if reply.kind == lane_kind::RINGS {
             let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
-            LaneIo::rings(fds, self.lanes.spin).map_err(fail)?
+            let wait = WaitPolicy {
+                spin: self.lanes.spin,
+                timeout: Some(CHECK),
+            };
+            FrameLane::map_rings(fds, wait).map_err(|e| fail(e.into()))?
         } else if reply.kind == lane_kind::TCP {
             let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
-            LaneIo::Socket(ch)
+            FrameLane::socket(ch)
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
             if self.lanes.rings_only {
@@ -196,7 +197,7 @@ impl Session {
                 ));
                 return Err(CuError::DEVICE_UNAVAILABLE);
             }
-            LaneIo::Socket(Channel::from_fd(fd))
+            FrameLane::socket(Channel::from_fd(fd))
         };
         self.lanes.opened.fetch_add(1, Ordering::Relaxed);
         Ok(Lane {
@@ -259,14 +260,17 @@ impl Session {
         self.lanes.count(&self.lanes.round_trips, 1);
         self.on_lane(|lane, _| {
             let meta = lane.meta(op, ctx, self.lanes.fence());
-            lane.io
-                .send(&meta, fixed, blob)
+            lane.send(&meta, fixed, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
             let (head, fixed, owned) =
-                lane.io.receive(sink).map_err(|e| self.fail(op.name(), e))?;
+                receive(&mut lane.io, sink).map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;
             if let Some(slot) = fd_out {
-                *slot = Some(lane.io.recv_fd().map_err(|e| self.fail(op.name(), e))?);
+                *slot = Some(
+                    lane.io
+                        .recv_fd()
+                        .map_err(|e| self.fail(op.name(), LaneError::from(e)))?,
+                );
             }
             Ok((fixed, owned))
         })
@@ -302,7 +306,7 @@ impl Session {
 
 /// A thread's connection to its worker thread.
 struct Lane {
-    io: LaneIo,
+    io: FrameLane,
     /// The session it belongs to.
     serial: u64,
     /// The process that opened it: a forked child inherits the parent's
@@ -353,156 +357,81 @@ impl Lane {
                 .ok_or(LaneError::Broken("request head too short"))?
                 .copy_from_slice(&value.to_le_bytes());
         }
-        self.io.send_prefixed(&prefix, blob)
+        Ok(self.io.send(&[&prefix, blob], || true)?)
+    }
+
+    /// Sends a request that waits for its reply.
+    fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
+        let prefix = request_prefix(meta, fixed, blob.len())?;
+        Ok(self.io.send(&[&prefix, blob], || true)?)
     }
 
     /// Lets go of a lane of an ended session. One inherited across `fork` is
     /// forgotten, not closed: its rings are shared with the parent, and
     /// closing them would close the parent's lane.
     fn retire(self) {
-        if self.pid == std::process::id() {
-            return;
-        }
-        match self.io {
-            LaneIo::Socket(_) => {}
-            LaneIo::Rings(r) => {
-                let RingLane { sub, comp, .. } = r;
-                std::mem::forget(sub);
-                std::mem::forget(comp);
-            }
+        if self.pid != std::process::id() {
+            self.io.abandon();
         }
     }
 }
 
-/// How a lane moves frames.
-enum LaneIo {
-    Socket(Channel),
-    Rings(RingLane),
-}
-
-struct RingLane {
-    sub: Producer,
-    comp: Consumer,
-    /// Oversized frames, descriptors, and the worker's hang-up.
-    sock: Channel,
-    /// The last completion message, reused.
-    buf: Vec<u8>,
-    policy: WaitPolicy,
-}
-
-impl LaneIo {
-    /// Maps the rings of `fds` (lane socket, submission, completion).
-    fn rings(fds: Vec<OwnedFd>, spin: Duration) -> Result<LaneIo, LaneError> {
-        let mut fds = fds.into_iter();
-        let (Some(sock), Some(sub), Some(comp)) = (fds.next(), fds.next(), fds.next()) else {
-            return Err(LaneError::Broken("the worker sent too few descriptors"));
-        };
-        Ok(LaneIo::Rings(RingLane {
-            sub: Ring::map(&sub)?.into_producer()?,
-            comp: Ring::map(&comp)?.into_consumer()?,
-            sock: Channel::from_fd(sock),
-            buf: Vec::new(),
-            policy: WaitPolicy {
-                spin,
-                timeout: Some(CHECK),
-            },
-        }))
-    }
-
-    fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
-        match self {
-            LaneIo::Socket(ch) => Ok(write_request_meta(ch, meta, fixed, blob)?),
-            LaneIo::Rings(_) => {
-                let prefix = request_prefix(meta, fixed, blob.len())?;
-                self.send_prefixed(&prefix, blob)
-            }
-        }
-    }
-
-    /// Sends a frame given as its head and arguments, then its blob.
-    fn send_prefixed(&mut self, prefix: &[u8], blob: &[u8]) -> Result<(), LaneError> {
-        match self {
-            LaneIo::Socket(ch) if blob.len() <= SMALL_BLOB => {
-                // One write: posted calls are many and small.
-                let mut frame = Vec::with_capacity(prefix.len() + blob.len());
-                frame.extend_from_slice(prefix);
-                frame.extend_from_slice(blob);
-                Ok(ch.write_all(&frame)?)
-            }
-            LaneIo::Socket(ch) => {
-                ch.write_all(prefix)?;
-                ch.write_all(blob)?;
-                Ok(())
-            }
-            LaneIo::Rings(r) => {
-                if prefix.len().saturating_add(blob.len()) <= r.sub.max_message() {
-                    r.push(&[prefix, blob])
-                } else {
-                    r.push(&[])?;
-                    r.sock.write_all(prefix)?;
-                    r.sock.write_all(blob)?;
-                    Ok(())
+/// Reads one reply: its head, fixed part and, unless `sink` took them,
+/// its bulk bytes. On rings, a reply whose blob is exactly as long as
+/// `sink` is copied from the ring straight into it.
+fn receive(
+    io: &mut FrameLane,
+    sink: Option<&mut [u8]>,
+) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
+    match sink {
+        Some(dst) if !dst.is_empty() => {
+            let want = dst.len();
+            let fits = |head: &[u8]| {
+                let mut rest = head;
+                read_response_head(&mut rest)
+                    .is_ok_and(|(h, _)| rest.is_empty() && h.blob_len() == want)
+            };
+            match io.recv_split(dst, fits, || true)? {
+                Split::Split(head) => {
+                    let (head, fixed) = read_response_head(&mut &head[..])?;
+                    Ok((head, fixed, Vec::new()))
                 }
+                Split::Whole(frame) => from_frame(frame, Some(dst)),
+                Split::Socket(ch) => read_socket(ch, Some(dst)),
             }
         }
+        sink => match io.recv(|| true)? {
+            Incoming::Buffered(frame) => from_frame(frame, sink),
+            Incoming::Socket(ch) => read_socket(ch, sink),
+        },
     }
+}
 
-    /// Reads one reply: its head, fixed part and, unless `sink` took them,
-    /// its bulk bytes.
-    fn receive(
-        &mut self,
-        sink: Option<&mut [u8]>,
-    ) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
-        let ch = match self {
-            LaneIo::Socket(ch) => ch,
-            LaneIo::Rings(r) => {
-                let sink = match sink {
-                    Some(dst) if !dst.is_empty() => match r.pop_reply_into(dst)? {
-                        Popped::Done(head, fixed) => return Ok((head, fixed, Vec::new())),
-                        Popped::Buffered(dst) => Some(dst),
-                        Popped::OnSocket(dst) => return Self::read_socket(&mut r.sock, dst),
-                    },
-                    other => {
-                        r.pop()?;
-                        other
-                    }
-                };
-                if !r.buf.is_empty() {
-                    let mut rest = &r.buf[..];
-                    let (head, fixed) = read_response_head(&mut rest)?;
-                    if rest.len() != head.blob_len() {
-                        return Err(LaneError::Broken("reply blob length differs from its head"));
-                    }
-                    let owned = take_blob(rest.len(), sink, |dst| {
-                        dst.copy_from_slice(rest);
-                        Ok(())
-                    })?;
-                    return Ok((head, fixed, owned));
-                }
-                // An empty message: the reply follows on the lane socket.
-                return Self::read_socket(&mut r.sock, sink);
-            }
-        };
-        Self::read_socket(ch, sink)
+/// A reply that came whole in one ring message.
+fn from_frame(
+    frame: &[u8],
+    sink: Option<&mut [u8]>,
+) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
+    let mut rest = frame;
+    let (head, fixed) = read_response_head(&mut rest)?;
+    if rest.len() != head.blob_len() {
+        return Err(LaneError::Broken("reply blob length differs from its head"));
     }
+    let owned = take_blob(rest.len(), sink, |dst| {
+        dst.copy_from_slice(rest);
+        Ok(())
+    })?;
+    Ok((head, fixed, owned))
+}
 
-    /// Reads one reply from a socket.
-    fn read_socket(
-        ch: &mut Channel,
-        sink: Option<&mut [u8]>,
-    ) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
-        let (head, fixed) = read_response_head(ch)?;
-        let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
-        Ok((head, fixed, owned))
-    }
-
-    fn recv_fd(&mut self) -> Result<OwnedFd, LaneError> {
-        let ch = match self {
-            LaneIo::Socket(ch) => ch,
-            LaneIo::Rings(r) => &mut r.sock,
-        };
-        Ok(ch.recv_fd()?)
-    }
+/// Reads one reply from a socket.
+fn read_socket(
+    ch: &mut Channel,
+    sink: Option<&mut [u8]>,
+) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
+    let (head, fixed) = read_response_head(ch)?;
+    let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
+    Ok((head, fixed, owned))
 }
 
 /// Fills `sink` (when it is exactly `len` long) or a new buffer through
@@ -524,97 +453,6 @@ fn take_blob(
             Ok(owned)
         }
     }
-}
-
-impl RingLane {
-    fn gone(&self) -> Result<(), LaneError> {
-        if self.sock.hung_up() {
-            return Err(LaneError::Broken("the worker closed the lane"));
-        }
-        Ok(())
-    }
-
-    fn push(&self, parts: &[&[u8]]) -> Result<(), LaneError> {
-        loop {
-            match self.sub.push(parts, &self.policy) {
-                Err(TransportError::Timeout) => self.gone()?,
-                other => return Ok(other?),
-            }
-        }
-    }
-
-    /// Takes the next reply, expecting a blob of `dst.len()` bytes: its
-    /// head is read first and, when it announces exactly that blob, the
-    /// blob is copied from the ring straight into `dst`. Any other reply
-    /// (a failure, an unexpected length) is left whole in `buf`.
-    fn pop_reply_into<'d>(&mut self, dst: &'d mut [u8]) -> Result<Popped<'d>, LaneError> {
-        let RingLane {
-            comp,
-            sock,
-            buf,
-            policy,
-            ..
-        } = self;
-        let taken = loop {
-            let got = comp.pop_with(policy, |m| {
-                if m.is_empty() {
-                    return Ok(Taken::OnSocket);
-                }
-                if let Some(at) = m.len().checked_sub(dst.len()) {
-                    buf.resize(at, 0);
-                    m.read(0, buf)?;
-                    let mut rest = &buf[..];
-                    if let Ok((head, fixed)) = read_response_head(&mut rest) {
-                        if rest.is_empty() && head.blob_len() == dst.len() {
-                            m.read(at, dst)?;
-                            return Ok(Taken::Done(head, fixed));
-                        }
-                    }
-                }
-                buf.resize(m.len(), 0);
-                m.read(0, buf)?;
-                Ok(Taken::Buffered)
-            });
-            match got {
-                Err(TransportError::Timeout) if sock.hung_up() => {
-                    return Err(LaneError::Broken("the worker closed the lane"))
-                }
-                Err(TransportError::Timeout) => {}
-                other => break other?,
-            }
-        };
-        Ok(match taken {
-            Taken::Done(head, fixed) => Popped::Done(head, fixed),
-            Taken::Buffered => Popped::Buffered(dst),
-            Taken::OnSocket => Popped::OnSocket(Some(dst)),
-        })
-    }
-
-    fn pop(&mut self) -> Result<(), LaneError> {
-        loop {
-            match self.comp.pop_into(&mut self.buf, &self.policy) {
-                Err(TransportError::Timeout) => self.gone()?,
-                other => return Ok(other?),
-            }
-        }
-    }
-}
-
-/// What [`RingLane::pop_reply_into`] took from the ring.
-enum Taken {
-    Done(ResponseHead, Vec<u8>),
-    Buffered,
-    OnSocket,
-}
-
-/// [`Taken`], with the destination handed back where it was not filled.
-enum Popped<'d> {
-    /// The reply, its blob in the destination.
-    Done(ResponseHead, Vec<u8>),
-    /// The whole reply is in `buf`.
-    Buffered(&'d mut [u8]),
-    /// An empty message: the reply follows on the lane socket.
-    OnSocket(Option<&'d mut [u8]>),
 }
 
 thread_local! {

@@ -7,9 +7,9 @@
 //! [`shm_ring`] is the same-host fast path: single-producer/single-consumer
 //! message rings in a sealed memfd, with spin-then-futex wake-ups
 //! ([`wake`]); its module header documents the memory layout, publish order
-//! and wake-up protocol. A lane on rings pairs a submission and a completion
-//! ring with a Unix socket for oversized frames, descriptors and hang-up
-//! detection (`docs/transports.md`).
+//! and wake-up protocol. [`lane`] is the one frame lane both ends use: a
+//! socket, or a pair of rings with a Unix socket for oversized frames,
+//! descriptors and hang-up detection (`docs/transports.md`).
 //!
 //! [`tcp`] carries the same frames between hosts: plain TCP, for trusted
 //! networks (TLS is not built). A TCP [`Channel`] behaves as a Unix one
@@ -22,6 +22,7 @@
 //! the client would use.
 
 pub mod discovery;
+pub mod lane;
 pub mod shm_ring;
 pub mod tcp;
 pub mod unix;
@@ -31,6 +32,7 @@ mod wake_model;
 
 use thiserror::Error;
 
+pub use lane::{FrameLane, Incoming, Split};
 pub use shm_ring::{Consumer, Message, Producer, Ring};
 pub use unix::{Channel, Listener};
 pub use wake::WaitPolicy;

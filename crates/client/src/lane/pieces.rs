@@ -49,13 +49,13 @@ impl Session {
                 while result.is_ok() && waiting.len() < window {
                     let Some(p) = pieces.next() else { break };
                     let meta = lane.meta(op, ctx, self.lanes.fence());
-                    lane.io.send(&meta, &p.fixed, p.blob).map_err(fail)?;
+                    lane.send(&meta, &p.fixed, p.blob).map_err(fail)?;
                     waiting.push_back(p.sink);
                 }
                 let Some(sink) = waiting.pop_front() else {
                     return result;
                 };
-                let (head, _, _) = lane.io.receive(sink).map_err(fail)?;
+                let (head, _, _) = super::receive(&mut lane.io, sink).map_err(fail)?;
                 if result.is_ok() {
                     result = crate::edge::check(head.status.get());
                 }
@@ -95,7 +95,7 @@ impl Session {
                     match send(sent) {
                         Ok(fixed) => {
                             let meta = lane.meta(op, ctx, self.lanes.fence());
-                            lane.io.send(&meta, &fixed, &[]).map_err(fail)?;
+                            lane.send(&meta, &fixed, &[]).map_err(fail)?;
                             sent += 1;
                         }
                         Err(e) => result = Err(e),
@@ -104,7 +104,7 @@ impl Session {
                 if answered == sent {
                     return result;
                 }
-                let (head, _, _) = lane.io.receive(None).map_err(fail)?;
+                let (head, _, _) = super::receive(&mut lane.io, None).map_err(fail)?;
                 if result.is_ok() {
                     result = crate::edge::check(head.status.get()).and_then(|()| done(answered));
                 }

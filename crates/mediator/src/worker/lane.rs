@@ -3,17 +3,14 @@
 //!
 //! # Transports
 //!
-//! - **Rings** (when `features::RINGS` was negotiated): a submission ring
-//!   (client → worker) and a completion ring (worker → client), each
-//!   [`RING_BYTES`] of data in a sealed memfd ([`vgpu_transport::shm_ring`]),
-//!   plus a lane socket. One ring message is one whole frame, byte for byte
-//!   as on a socket. A frame larger than the ring's largest message goes on
-//!   the lane socket instead, announced by an empty ring message in its
-//!   place, so the ring keeps the order. The lane socket also carries the
-//!   descriptors some replies pass (`MemHostAlloc`), and its hang-up tells
-//!   the worker that the client is gone.
+//! Each lane is a [`vgpu_transport::FrameLane`], the same implementation
+//! the client uses for its end:
+//! - **Rings** (when `features::RINGS` was negotiated): a submission and a
+//!   completion ring of [`RING_BYTES`] each, plus the lane socket, which
+//!   also carries oversized frames, the descriptors some replies pass
+//!   (`MemHostAlloc`), and the client's hang-up.
 //! - **Socket**: the lane socket alone carries the frames. The fallback when
-//!   rings were not negotiated or cannot be made.
+//!   rings were not negotiated or cannot be made, and TCP lanes.
 //!
 //! # Requests
 //!
@@ -25,10 +22,9 @@
 //!
 //! # Liveness
 //!
-//! A lane waiting on its ring polls for [`SPIN`], sleeps on the futex, and
-//! wakes every [`CHECK`] to see whether the session is closing or the lane
-//! socket hung up; a client that closed its end of the ring (its thread
-//! ended) ends the lane at once.
+//! A lane waiting on its ring waits as [`WAIT`] says and stops when the
+//! session is closing or the lane socket hung up; a client that closed its
+//! end of the ring (its thread ended) ends the lane at once.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -38,8 +34,7 @@ use std::time::Duration;
 use vgpu_proto::{
     lane_kind, open_lane, read_request_into, response_prefix, write_response, ProtoError, Request,
 };
-use vgpu_transport::shm_ring::Ring;
-use vgpu_transport::{Channel, Consumer, Producer, TransportError, WaitPolicy};
+use vgpu_transport::{Channel, FrameLane, Incoming, TransportError, WaitPolicy};
 use zerocopy::little_endian::U16;
 use zerocopy::IntoBytes;
 
@@ -54,10 +49,12 @@ use crate::MediatorError;
 /// Data bytes of each ring of a lane. The client chunks copies to fit
 /// several chunks in flight; larger frames go on the lane socket.
 pub const RING_BYTES: usize = 4 << 20;
-/// How long a lane polls its ring before it sleeps on the futex.
-const SPIN: Duration = Duration::from_micros(50);
-/// How often a sleeping lane checks that its client is still there.
-const CHECK: Duration = Duration::from_millis(100);
+/// How a lane waits on its rings: it polls for 50 µs before it sleeps on
+/// the futex, and checks every 100 ms that its client is still there.
+const WAIT: WaitPolicy = WaitPolicy {
+    spin: Duration::from_micros(50),
+    timeout: Some(Duration::from_millis(100)),
+};
 
 /// Opens a lane for the client on the control connection: answers the
 /// `OpenLane` request `seq` and starts the lane's thread. `false`: the
@@ -107,32 +104,24 @@ pub fn start_socket(session: &Arc<Session>, ch: Channel) -> std::io::Result<()> 
     let s = Arc::clone(session);
     std::thread::Builder::new()
         .name("lane".into())
-        .spawn(move || serve(&s, LaneIo::Socket(ch)))?;
+        .spawn(move || serve(&s, FrameLane::socket(ch)))?;
     Ok(())
 }
 
 /// A socket lane: our end, and the client's end to pass.
-fn socket() -> Result<(LaneIo, Vec<OwnedFd>), MediatorError> {
+fn socket() -> Result<(FrameLane, Vec<OwnedFd>), MediatorError> {
     let (ours, theirs) = Channel::pair()?;
-    Ok((LaneIo::Socket(ours), vec![theirs.into_fd()]))
+    Ok((FrameLane::socket(ours), vec![theirs.into_fd()]))
 }
 
-/// A ring lane: our ends, and the client's lane socket and ring memfds.
-fn rings() -> Result<(LaneIo, Vec<OwnedFd>), MediatorError> {
-    let (ours, theirs) = Channel::pair()?;
-    let (sub, sub_fd) = Ring::create(RING_BYTES)?;
-    let (comp, comp_fd) = Ring::create(RING_BYTES)?;
-    let io = LaneIo::Rings(RingLane {
-        sub: sub.into_consumer()?,
-        comp: comp.into_producer()?,
-        sock: ours,
-        buf: Vec::new(),
-    });
-    Ok((io, vec![theirs.into_fd(), sub_fd, comp_fd]))
+/// A ring lane: our end, and the client's lane socket and ring memfds.
+fn rings() -> Result<(FrameLane, Vec<OwnedFd>), MediatorError> {
+    let (lane, fds) = FrameLane::create_rings(RING_BYTES, WAIT)?;
+    Ok((lane, fds.into()))
 }
 
 /// One lane until the client closes it or the session ends.
-fn serve(s: &Session, mut io: LaneIo) {
+fn serve(s: &Session, mut io: FrameLane) {
     let mut lane = exec::Lane::default();
     // The first failure of a posted request, not yet reported.
     let mut deferred: Option<Status> = None;
@@ -143,7 +132,7 @@ fn serve(s: &Session, mut io: LaneIo) {
     // What this lane knows of the session's order by itself.
     let mut view = LaneView::default();
     loop {
-        match io.next(s, &mut req) {
+        match next(&mut io, s, &mut req) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
@@ -186,7 +175,7 @@ fn serve(s: &Session, mut io: LaneIo) {
                 }
             },
         };
-        if let Err(e) = io.reply(s, st, req.seq, &reply) {
+        if let Err(e) = send_reply(&mut io, s, st, req.seq, &reply) {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
@@ -194,110 +183,37 @@ fn serve(s: &Session, mut io: LaneIo) {
     tracing::debug!(requests, posted, "lane closed");
 }
 
-/// The two ways a lane moves frames.
-enum LaneIo {
-    Socket(Channel),
-    Rings(RingLane),
-}
-
-struct RingLane {
-    sub: Consumer,
-    comp: Producer,
-    /// Frames too large for a ring, descriptors, and the client's hang-up.
-    sock: Channel,
-    /// The last ring message, reused.
-    buf: Vec<u8>,
-}
-
-impl LaneIo {
-    /// Reads the next request into `req`; `false` when the client closed
-    /// the lane or left.
-    fn next(&mut self, s: &Session, req: &mut Request) -> Result<bool, ProtoError> {
-        let ch = match self {
-            LaneIo::Socket(ch) => ch,
-            LaneIo::Rings(r) => {
-                if !r.pop(s)? {
-                    return Ok(false);
-                }
-                if !r.buf.is_empty() {
-                    return decode_exact(&r.buf, req).map(|()| true);
-                }
-                // An empty message: the frame follows on the socket.
-                &mut r.sock
-            }
-        };
-        match read_request_into(ch, req) {
+/// Reads the next request into `req`; `false` when the client closed the
+/// lane or left, or the session is closing.
+fn next(io: &mut FrameLane, s: &Session, req: &mut Request) -> Result<bool, ProtoError> {
+    match io.recv(|| !s.closing.load(Ordering::SeqCst)) {
+        Ok(Incoming::Buffered(frame)) => decode_exact(frame, req).map(|()| true),
+        Ok(Incoming::Socket(ch)) => match read_request_into(ch, req) {
             Ok(()) => Ok(true),
             Err(ProtoError::Io(_)) => Ok(false),
             Err(e) => Err(e),
-        }
-    }
-
-    /// Sends the reply to request `seq`, then its descriptor, if any.
-    fn reply(
-        &mut self,
-        s: &Session,
-        st: Status,
-        seq: u32,
-        reply: &Reply,
-    ) -> Result<(), MediatorError> {
-        let ch = match self {
-            LaneIo::Socket(ch) => {
-                write_response(ch, st.0, seq, &reply.fixed, &reply.blob)?;
-                ch
-            }
-            LaneIo::Rings(r) => {
-                let prefix = response_prefix(st.0, seq, &reply.fixed, reply.blob.len())?;
-                if prefix.len() + reply.blob.len() <= r.comp.max_message() {
-                    r.push(s, &[&prefix, &reply.blob])?;
-                } else {
-                    r.push(s, &[])?;
-                    write_response(&mut r.sock, st.0, seq, &reply.fixed, &reply.blob)?;
-                }
-                &mut r.sock
-            }
-        };
-        if let Some(fd) = &reply.fd {
-            ch.send_fd(fd.as_fd())?;
-        }
-        Ok(())
+        },
+        Err(TransportError::PeerGone) => Ok(false),
+        Err(e) => Err(ProtoError::Io(std::io::Error::other(e))),
     }
 }
 
-impl RingLane {
-    fn gone(&self, s: &Session) -> bool {
-        s.closing.load(Ordering::SeqCst) || self.sock.hung_up()
+/// Sends the reply to request `seq`, then its descriptor, if any.
+fn send_reply(
+    io: &mut FrameLane,
+    s: &Session,
+    st: Status,
+    seq: u32,
+    reply: &Reply,
+) -> Result<(), MediatorError> {
+    let prefix = response_prefix(st.0, seq, &reply.fixed, reply.blob.len())?;
+    io.send(&[&prefix, &reply.blob], || {
+        !s.closing.load(Ordering::SeqCst)
+    })?;
+    if let Some(fd) = &reply.fd {
+        io.send_fd(fd.as_fd())?;
     }
-
-    /// Takes the next ring message into `buf`; `false` when the client is gone.
-    fn pop(&mut self, s: &Session) -> Result<bool, ProtoError> {
-        let policy = WaitPolicy {
-            spin: SPIN,
-            timeout: Some(CHECK),
-        };
-        loop {
-            match self.sub.pop_into(&mut self.buf, &policy) {
-                Ok(()) => return Ok(true),
-                Err(TransportError::Timeout) if !self.gone(s) => {}
-                Err(TransportError::Timeout | TransportError::PeerGone) => return Ok(false),
-                Err(e) => return Err(ProtoError::Io(std::io::Error::other(e))),
-            }
-        }
-    }
-
-    /// Pushes one message, waiting for space while the client is there.
-    fn push(&self, s: &Session, parts: &[&[u8]]) -> Result<(), MediatorError> {
-        let policy = WaitPolicy {
-            spin: SPIN,
-            timeout: Some(CHECK),
-        };
-        loop {
-            match self.comp.push(parts, &policy) {
-                Err(TransportError::Timeout) if !self.gone(s) => {}
-                other => return other.map_err(MediatorError::from),
-            }
-        }
-    }
+    Ok(())
 }
 
 /// `OpenLane` belongs on the control connection; on a lane it is refused.

@@ -1,0 +1,416 @@
+//! A frame lane: one ordered, two-way stream of frames between a client
+//! thread and its worker thread, used by both ends.
+//!
+//! # Two ways to move frames
+//!
+//! - **Socket** ([`FrameLane::socket`]): the lane's [`Channel`] (Unix or
+//!   TCP) carries the frames' bytes.
+//! - **Rings** ([`FrameLane::create_rings`] on the worker,
+//!   [`FrameLane::map_rings`] on the client): an outgoing and an incoming
+//!   ring in shared memory ([`crate::shm_ring`]) plus the lane socket. A
+//!   frame that fits in a ring message travels as exactly one message,
+//!   byte for byte as on a socket. A larger one travels on the lane socket,
+//!   announced by an empty ring message in its place, so the ring keeps the
+//!   order. The socket also carries descriptors, and its hang-up tells a
+//!   waiting end that the peer is gone.
+//!
+//! # Waiting
+//!
+//! An end waiting on a ring (for a message, or for space) polls for the
+//! policy's `spin`, sleeps on the futex, and wakes every `timeout` to see
+//! whether the peer's socket hung up or the caller's `alive` check says to
+//! stop; either ends the wait with [`TransportError::PeerGone`]. A peer that
+//! closed its end of the ring ends it at once.
+//!
+//! The lane knows nothing of what a frame means: the caller encodes and
+//! decodes (`vgpu-proto`), and reads a frame that comes on the socket
+//! itself ([`Incoming::Socket`]).
+
+use std::io::{IoSlice, Write};
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use crate::shm_ring::Ring;
+use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
+
+/// Frames up to this size are gathered into one write on a socket lane.
+const SMALL_FRAME: usize = 64 << 10;
+
+/// A lane's end: see the module documentation.
+#[derive(Debug)]
+pub struct FrameLane {
+    io: Io,
+}
+
+#[derive(Debug)]
+enum Io {
+    Socket(Channel),
+    Rings(Rings),
+}
+
+#[derive(Debug)]
+struct Rings {
+    out: Producer,
+    inp: Consumer,
+    /// Oversized frames, descriptors and the peer's hang-up.
+    sock: Channel,
+    /// The last ring message, reused.
+    buf: Vec<u8>,
+    policy: WaitPolicy,
+}
+
+/// Where the next incoming frame is.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// The whole frame, in the lane's buffer.
+    Buffered(&'a [u8]),
+    /// The frame is to be read from this socket.
+    Socket(&'a mut Channel),
+}
+
+/// What [`FrameLane::recv_split`] did with the next frame.
+#[derive(Debug)]
+pub enum Split<'a> {
+    /// The frame's last `tail.len()` bytes went straight into the tail;
+    /// these are the bytes before them.
+    Split(&'a [u8]),
+    /// The whole frame, in the lane's buffer; the tail is untouched.
+    Whole(&'a [u8]),
+    /// The frame is to be read from this socket; the tail is untouched.
+    Socket(&'a mut Channel),
+}
+
+impl FrameLane {
+    /// A lane whose frames travel on `ch`.
+    pub fn socket(ch: Channel) -> FrameLane {
+        FrameLane { io: Io::Socket(ch) }
+    }
+
+    /// The worker's end of a new ring lane whose rings have `ring_bytes` of
+    /// data each, and the descriptors to pass to the client, in the order
+    /// [`FrameLane::map_rings`] takes them: the client's lane socket, its
+    /// outgoing ring (this end's incoming one), its incoming ring.
+    pub fn create_rings(
+        ring_bytes: usize,
+        policy: WaitPolicy,
+    ) -> Result<(FrameLane, [OwnedFd; 3]), TransportError> {
+        let (ours, theirs) = Channel::pair()?;
+        let (inp, inp_fd) = Ring::create(ring_bytes)?;
+        let (out, out_fd) = Ring::create(ring_bytes)?;
+        let lane = FrameLane {
+            io: Io::Rings(Rings {
+                out: out.into_producer()?,
+                inp: inp.into_consumer()?,
+                sock: ours,
+                buf: Vec::new(),
+                policy,
+            }),
+        };
+        Ok((lane, [theirs.into_fd(), inp_fd, out_fd]))
+    }
+
+    /// The client's end of a ring lane from the descriptors
+    /// [`FrameLane::create_rings`] made.
+    pub fn map_rings(fds: Vec<OwnedFd>, policy: WaitPolicy) -> Result<FrameLane, TransportError> {
+        let [sock, out, inp]: [OwnedFd; 3] = fds.try_into().map_err(|_| TransportError::NoFd)?;
+        Ok(FrameLane {
+            io: Io::Rings(Rings {
+                out: Ring::map(&out)?.into_producer()?,
+                inp: Ring::map(&inp)?.into_consumer()?,
+                sock: Channel::from_fd(sock),
+                buf: Vec::new(),
+                policy,
+            }),
+        })
+    }
+
+    /// Whether frames travel on rings.
+    pub fn is_rings(&self) -> bool {
+        matches!(self.io, Io::Rings(_))
+    }
+
+    /// The socket: the whole lane, or a ring lane's side channel.
+    fn sock(&self) -> &Channel {
+        match &self.io {
+            Io::Socket(ch) => ch,
+            Io::Rings(r) => &r.sock,
+        }
+    }
+
+    /// Sends one frame, the concatenation of `parts`. Waiting for ring
+    /// space ends with [`TransportError::PeerGone`] once the peer hung up
+    /// or `alive` says to stop.
+    pub fn send(
+        &mut self,
+        parts: &[&[u8]],
+        alive: impl Fn() -> bool,
+    ) -> Result<(), TransportError> {
+        match &mut self.io {
+            Io::Socket(ch) => write_parts(ch, parts),
+            Io::Rings(r) => {
+                let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+                if len <= r.out.max_message() {
+                    r.push(parts, &alive)
+                } else {
+                    r.push(&[], &alive)?;
+                    write_parts(&mut r.sock, parts)
+                }
+            }
+        }
+    }
+
+    /// Waits for the next frame. [`TransportError::PeerGone`]: the peer
+    /// closed its end, hung up, or `alive` said to stop.
+    pub fn recv(&mut self, alive: impl Fn() -> bool) -> Result<Incoming<'_>, TransportError> {
+        match &mut self.io {
+            Io::Socket(ch) => Ok(Incoming::Socket(ch)),
+            Io::Rings(r) => {
+                loop {
+                    match r.inp.pop_into(&mut r.buf, &r.policy) {
+                        Err(TransportError::Timeout) => r.check(&alive)?,
+                        other => break other?,
+                    }
+                }
+                if r.buf.is_empty() {
+                    Ok(Incoming::Socket(&mut r.sock))
+                } else {
+                    Ok(Incoming::Buffered(&r.buf))
+                }
+            }
+        }
+    }
+
+    /// [`FrameLane::recv`] for a frame whose last bytes the caller wants in
+    /// `tail` (a reply's bulk bytes, straight into the application's
+    /// buffer): when the next ring message is at least `tail.len()` long and
+    /// `fits` accepts the bytes before its last `tail.len()`, those last
+    /// bytes are copied into `tail` and nowhere else. An empty `tail` is
+    /// never split into.
+    pub fn recv_split(
+        &mut self,
+        tail: &mut [u8],
+        fits: impl Fn(&[u8]) -> bool,
+        alive: impl Fn() -> bool,
+    ) -> Result<Split<'_>, TransportError> {
+        if tail.is_empty() || !self.is_rings() {
+            return Ok(match self.recv(alive)? {
+                Incoming::Buffered(b) => Split::Whole(b),
+                Incoming::Socket(ch) => Split::Socket(ch),
+            });
+        }
+        let Io::Rings(r) = &mut self.io else {
+            return Err(TransportError::Corrupt("a ring lane without rings"));
+        };
+        let Rings {
+            inp,
+            sock,
+            buf,
+            policy,
+            ..
+        } = r;
+        let split = loop {
+            let got = inp.pop_with(policy, |m| {
+                if m.is_empty() {
+                    buf.clear();
+                    return Ok(false);
+                }
+                if let Some(at) = m.len().checked_sub(tail.len()) {
+                    buf.resize(at, 0);
+                    m.read(0, buf)?;
+                    if fits(buf) {
+                        m.read(at, tail)?;
+                        return Ok(true);
+                    }
+                }
+                buf.resize(m.len(), 0);
+                m.read(0, buf)?;
+                Ok(false)
+            });
+            match got {
+                Err(TransportError::Timeout) => {
+                    if sock.hung_up() || !alive() {
+                        return Err(TransportError::PeerGone);
+                    }
+                }
+                other => break other?,
+            }
+        };
+        Ok(if split {
+            Split::Split(buf)
+        } else if buf.is_empty() {
+            Split::Socket(sock)
+        } else {
+            Split::Whole(buf)
+        })
+    }
+
+    /// Passes a descriptor on the lane's socket.
+    pub fn send_fd(&self, fd: BorrowedFd<'_>) -> Result<(), TransportError> {
+        self.sock().send_fd(fd)
+    }
+
+    /// Receives a descriptor from the lane's socket.
+    pub fn recv_fd(&self) -> Result<OwnedFd, TransportError> {
+        self.sock().recv_fd()
+    }
+
+    /// Lets go of a lane inherited across `fork` without closing its rings:
+    /// they are shared with the parent, whose lane would close with them.
+    /// The socket is this process's own descriptor and closes.
+    pub fn abandon(self) {
+        if let Io::Rings(r) = self.io {
+            let Rings { out, inp, .. } = r;
+            std::mem::forget(out);
+            std::mem::forget(inp);
+        }
+    }
+}
+
+impl Rings {
+    /// Whether to go on waiting after a timeout.
+    fn check(&self, alive: &impl Fn() -> bool) -> Result<(), TransportError> {
+        if self.sock.hung_up() || !alive() {
+            return Err(TransportError::PeerGone);
+        }
+        Ok(())
+    }
+
+    fn push(&self, parts: &[&[u8]], alive: &impl Fn() -> bool) -> Result<(), TransportError> {
+        loop {
+            match self.out.push(parts, &self.policy) {
+                Err(TransportError::Timeout) => self.check(alive)?,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Writes the concatenation of `parts`: a small frame in one write (posted
+/// calls are many and small), a large one part by part.
+fn write_parts(ch: &mut Channel, parts: &[&[u8]]) -> Result<(), TransportError> {
+    let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+    if len > SMALL_FRAME {
+        for p in parts {
+            ch.write_all(p)?;
+        }
+        return Ok(());
+    }
+    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = ch.write_vectored(rest)?;
+        if n == 0 {
+            return Err(TransportError::Io(std::io::ErrorKind::WriteZero.into()));
+        }
+        IoSlice::advance_slices(&mut rest, n);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::time::Duration;
+
+    use super::*;
+
+    const POLICY: WaitPolicy = WaitPolicy {
+        spin: Duration::from_micros(10),
+        timeout: Some(Duration::from_millis(20)),
+    };
+
+    /// A worker end and a client end of one ring lane, in one process.
+    fn ring_pair(bytes: usize) -> (FrameLane, FrameLane) {
+        let (worker, fds) = FrameLane::create_rings(bytes, POLICY).expect("rings");
+        let client = FrameLane::map_rings(fds.into(), POLICY).expect("mapped");
+        (worker, client)
+    }
+
+    fn socket_pair() -> (FrameLane, FrameLane) {
+        let (a, b) = Channel::pair().expect("pair");
+        (FrameLane::socket(a), FrameLane::socket(b))
+    }
+
+    /// The next frame, `len` bytes long, however it came.
+    fn take(lane: &mut FrameLane, len: usize) -> Vec<u8> {
+        match lane.recv(|| true).expect("a frame") {
+            Incoming::Buffered(b) => b.to_vec(),
+            Incoming::Socket(ch) => {
+                let mut v = vec![0; len];
+                ch.read_exact(&mut v).expect("read");
+                v
+            }
+        }
+    }
+
+    #[test]
+    fn frames_keep_their_order_on_rings_and_sockets_whatever_their_size() {
+        for (mut a, mut b) in [ring_pair(4096), socket_pair()] {
+            let big = vec![7u8; 10_000];
+            let frames: Vec<Vec<u8>> = vec![b"head".to_vec(), big.clone(), b"tail".to_vec()];
+            for f in &frames {
+                let (x, y) = f.split_at(f.len() / 2);
+                a.send(&[x, y], || true).expect("sent");
+            }
+            for f in &frames {
+                assert_eq!(&take(&mut b, f.len()), f);
+            }
+            // And back the other way.
+            b.send(&[&big], || true).expect("sent back");
+            assert_eq!(take(&mut a, big.len()), big);
+        }
+    }
+
+    #[test]
+    fn a_split_frame_puts_its_tail_straight_into_the_destination() {
+        let (mut worker, mut client) = ring_pair(4096);
+        worker
+            .send(&[b"HEAD", b"0123456789"], || true)
+            .expect("sent");
+        let mut tail = [0u8; 10];
+        match client
+            .recv_split(&mut tail, |head| head == b"HEAD", || true)
+            .expect("a frame")
+        {
+            Split::Split(head) => assert_eq!(head, b"HEAD"),
+            other => panic!("not split: {other:?}"),
+        }
+        assert_eq!(&tail, b"0123456789");
+        // A frame the check refuses comes back whole.
+        worker
+            .send(&[b"FAIL", b"0123456789"], || true)
+            .expect("sent");
+        let mut tail = [0u8; 10];
+        match client
+            .recv_split(&mut tail, |head| head == b"HEAD", || true)
+            .expect("a frame")
+        {
+            Split::Whole(all) => assert_eq!(all, b"FAIL0123456789"),
+            other => panic!("not whole: {other:?}"),
+        }
+        assert_eq!(tail, [0; 10], "the tail is untouched");
+    }
+
+    #[test]
+    fn a_waiting_end_stops_when_the_peer_hangs_up_or_it_is_told_to() {
+        let (mut worker, client) = ring_pair(4096);
+        assert!(matches!(
+            worker.recv(|| false),
+            Err(TransportError::PeerGone)
+        ));
+        drop(client);
+        assert!(matches!(
+            worker.recv(|| true),
+            Err(TransportError::PeerGone)
+        ));
+    }
+
+    #[test]
+    fn descriptors_travel_on_the_lane_socket() {
+        let (worker, client) = ring_pair(4096);
+        let (x, _y) = Channel::pair().expect("pair");
+        let fd = x.into_fd();
+        use std::os::fd::AsFd;
+        worker.send_fd(fd.as_fd()).expect("sent");
+        client.recv_fd().expect("received");
+    }
+}
