@@ -1,4 +1,4 @@
-"""Training throughput of two PyTorch models, for `vgpu bench`.
+"""Training throughput of three PyTorch models, for `vgpu bench`.
 
 `vgpu bench` runs this script twice, on the native driver and through vgpu,
 and compares the figures. The source is built into the vgpu binary and
@@ -13,6 +13,12 @@ written to a private folder at run time.
         positions, 50257-token vocabulary) in plain torch.nn, random init,
         bf16 autocast, batch 8 of 1024 random tokens, AdamW
         -> gpt2_train <tokens/s> tokens/s  (steps/s = tokens/s / 8192)
+    python3 torch_train.py small_transformer [--warmup N] [--steps N]
+        a small decoder (4 layers, 256 wide, 4 heads, 64 positions, 4096-token
+        vocabulary), fp32, batch 16 of 64 random tokens, Adam (one kernel per
+        parameter and operation, not fused): hundreds of short kernels per
+        step, so the step is bound by launching them, not by the GPU
+        -> small_transformer_train <tokens/s> tokens/s  (steps/s = tokens/s / 1024)
 
 Output: `name value unit` lines for figures, `# key text` lines about the
 run, `FAIL reason` and exit 1 when CUDA is unusable. Timing starts after the
@@ -167,7 +173,7 @@ def report_library():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model", choices=["resnet50", "gpt2"])
+    ap.add_argument("model", choices=["resnet50", "gpt2", "small_transformer"])
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=50)
     a = ap.parse_args()
@@ -194,6 +200,19 @@ def main():
         def loss_fn():
             return F.cross_entropy(model(x), y)
 
+    elif a.model == "small_transformer":
+        batch, seq, vocab = 16, 64, 4096
+        model = GPT2(vocab=vocab, positions=seq, width=256, layers=4, heads=4).to(dev)
+        # foreach=False: one kernel per parameter, as many optimizers do.
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+        tokens = torch.randint(0, vocab, (batch, seq + 1), device=dev)
+        x, y = tokens[:, :-1], tokens[:, 1:]
+        per_step, name, unit = batch * seq, "small_transformer_train", "tokens/s"
+        print(f"# parameters {sum(p.numel() for p in model.parameters())}")
+
+        def loss_fn():
+            return F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+
     else:
         batch, seq = 8, 1024
         model = GPT2().to(dev)
@@ -208,8 +227,11 @@ def main():
 
     model.train()
 
+    # The small model runs in fp32: autocast's casts would only add kernels.
+    autocast = a.model != "small_transformer"
+
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             loss = loss_fn()
         opt.zero_grad(set_to_none=True)
         loss.backward()
