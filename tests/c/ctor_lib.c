@@ -15,18 +15,11 @@
  * Build:  cc -std=c11 -O2 -Wall -shared -fPIC -o libctor_lib.so ctor_lib.c \
  *             -L DIR_WITH_LIBCUDA_SO -lcuda -lpthread
  */
-#define _GNU_SOURCE
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include "cuda_prelude.h"
+
 #include <sys/syscall.h>
-#include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-
+/* The entry points it calls, linked directly rather than resolved with dlsym(). */
 CUresult cuInit(unsigned int);
 CUresult cuDeviceGet(CUdevice *, int);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice);

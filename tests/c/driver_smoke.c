@@ -5,7 +5,7 @@
  *
  * It is written for vgpu's simulated device: the module it loads is the
  * simulator's text format. It needs no CUDA headers; the few types it uses
- * are declared below and every entry point is resolved with dlsym().
+ * come from cuda_prelude.h and every entry point is resolved with dlsym().
  *
  * Build:  cc -std=c11 -O2 -Wall -o driver_smoke driver_smoke.c -ldl
  * Usage:  driver_smoke [LIBRARY]      (default: libcuda.so.1)
@@ -13,35 +13,8 @@
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "cuda_prelude.h"
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef struct {
-    char bytes[16];
-} CUuuid;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_NOT_INITIALIZED = 3,
-    CUDA_ERROR_INVALID_DEVICE = 101,
-    CUDA_ERROR_INVALID_IMAGE = 200,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_INVALID_HANDLE = 400,
-    CUDA_ERROR_NOT_FOUND = 500,
-};
 enum { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1 };
 
 static struct {
@@ -87,11 +60,7 @@ static struct {
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
-#define ENTRY(field, symbol) { (void **)&cu.field, symbol }
-static const struct {
-    void **slot;
-    const char *symbol;
-} entries[] = {
+static const struct cu_entry entries[] = {
     ENTRY(Init, "cuInit"),
     ENTRY(DriverGetVersion, "cuDriverGetVersion"),
     ENTRY(DeviceGetCount, "cuDeviceGetCount"),
@@ -134,45 +103,6 @@ static const struct {
 };
 
 static const char SIM_MODULE[] = "VGPU-SIM-MODULE 1\nkernel vector_add\n";
-
-static int checks, failures;
-
-static const char *error_name(CUresult r)
-{
-    const char *name = NULL;
-    if (cu.GetErrorName == NULL || cu.GetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
-        return "?";
-    return name;
-}
-
-/* Records one check: a CUDA call that must return `want`. */
-static int expect_result(const char *name, CUresult got, CUresult want)
-{
-    checks++;
-    if (got == want) {
-        printf("ok %s\n", name);
-        return 1;
-    }
-    failures++;
-    printf("FAIL %s: returned %s (%d), expected %s (%d)\n", name, error_name(got), got,
-           error_name(want), want);
-    return 0;
-}
-
-/* Records one check: a condition on results. */
-static int expect_true(const char *name, int cond, const char *what)
-{
-    checks++;
-    if (cond) {
-        printf("ok %s\n", name);
-        return 1;
-    }
-    failures++;
-    printf("FAIL %s: %s\n", name, what);
-    return 0;
-}
-
-#define EXPECT(name, call, want) expect_result(name, (call), (want))
 
 static void before_init(void)
 {
@@ -360,22 +290,8 @@ static void module_and_launch(void)
 
 int main(int argc, char **argv)
 {
-    const char *library = argc > 1 ? argv[1] : "libcuda.so.1";
     setvbuf(stdout, NULL, _IOLBF, 0);
-
-    void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        printf("FAIL load: %s\n", dlerror());
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        *entries[i].slot = dlsym(lib, entries[i].symbol);
-        if (*entries[i].slot == NULL) {
-            printf("FAIL resolve: %s does not export %s\n", library, entries[i].symbol);
-            return 2;
-        }
-    }
-    printf("ok load %s\n", library);
+    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
 
     before_init();
     if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS))
@@ -400,6 +316,5 @@ int main(int argc, char **argv)
     EXPECT("mem_alloc_without_context", cu.MemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
 
 done:
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures == 0 ? 0 : 1;
+    return checks_summary();
 }

@@ -9,7 +9,8 @@
  *
  * It is written for vgpu's simulated device (an H100-like model: 132 SMs,
  * built-in kernels vector_add, saxpy and fill_u32 in a text module format).
- * It needs no CUDA headers; every entry point is resolved with dlsym().
+ * It needs no CUDA headers (its types come from cuda_prelude.h); every entry
+ * point is resolved with dlsym().
  *
  * The loading mode it expects is the one CUDA_MODULE_LOADING selects (EAGER,
  * or LAZY by default), so running it with that variable set checks that the
@@ -21,80 +22,8 @@
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "cuda_prelude.h"
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUlib_st *CUlibrary;
-typedef struct CUkern_st *CUkernel;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-
-typedef struct {
-    unsigned int id;
-    char pad[4];
-    union {
-        char raw[64];
-        int cooperative;
-        int priority;
-        struct {
-            unsigned int x, y, z;
-        } clusterDim;
-        struct {
-            CUevent event;
-            int flags;
-        } launchCompletionEvent;
-    } value;
-} CUlaunchAttribute;
-
-typedef struct {
-    unsigned int gridDimX, gridDimY, gridDimZ;
-    unsigned int blockDimX, blockDimY, blockDimZ;
-    unsigned int sharedMemBytes;
-    CUstream hStream;
-    CUlaunchAttribute *attrs;
-    unsigned int numAttrs;
-} CUlaunchConfig;
-
-typedef struct {
-    size_t srcXInBytes, srcY;
-    unsigned int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    size_t srcPitch;
-    size_t dstXInBytes, dstY;
-    unsigned int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    size_t dstPitch;
-    size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
-
-_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
-_Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig is 56 bytes");
-_Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D is 128 bytes");
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_INVALID_IMAGE = 200,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_INVALID_HANDLE = 400,
-    CUDA_ERROR_NOT_FOUND = 500,
-    CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
-    CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
-};
 enum {
     FUNC_MAX_THREADS_PER_BLOCK = 0,
     FUNC_NUM_REGS = 4,
@@ -189,11 +118,7 @@ static struct {
     CUresult (*DevicePrimaryCtxSetFlags)(CUdevice, unsigned int);
 } cu;
 
-#define ENTRY(field, symbol) { (void **)&cu.field, symbol }
-static const struct {
-    void **slot;
-    const char *symbol;
-} entries[] = {
+static const struct cu_entry entries[] = {
     ENTRY(Init, "cuInit"),
     ENTRY(DeviceGet, "cuDeviceGet"),
     ENTRY(CtxCreate, "cuCtxCreate_v2"),
@@ -260,59 +185,16 @@ static const char LIBRARY_IMAGE[] = "VGPU-SIM-MODULE 1\n"
                                     "kernel not_builtin\n"
                                     "global counter 4\n";
 
-static int checks, failures;
 static CUcontext ctx;
 static CUdevice dev;
-
-static const char *error_name(CUresult r)
-{
-    const char *name = NULL;
-    if (cu.GetErrorName == NULL || cu.GetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
-        return "?";
-    return name;
-}
-
-/* Records one check: a CUDA call that must return `want`. */
-static int expect_result(const char *name, CUresult got, CUresult want)
-{
-    checks++;
-    if (got == want) {
-        printf("ok %s\n", name);
-        return 1;
-    }
-    failures++;
-    printf("FAIL %s: returned %s (%d), expected %s (%d)\n", name, error_name(got), got,
-           error_name(want), want);
-    return 0;
-}
-
-/* Records one check: a condition on results. */
-static int expect_true(const char *name, int cond, const char *what)
-{
-    checks++;
-    if (cond) {
-        printf("ok %s\n", name);
-        return 1;
-    }
-    failures++;
-    printf("FAIL %s: %s\n", name, what);
-    return 0;
-}
 
 /* Records one check: an integer result. */
 static int expect_eq(const char *name, long long got, long long want)
 {
-    checks++;
-    if (got == want) {
-        printf("ok %s\n", name);
-        return 1;
-    }
-    failures++;
-    printf("FAIL %s: got %lld, expected %lld\n", name, got, want);
-    return 0;
+    char what[80];
+    snprintf(what, sizeof what, "got %lld, expected %lld", got, want);
+    return expect_true(name, got == want, what);
 }
-
-#define EXPECT(name, call, want) expect_result(name, (call), (want))
 
 /* A launch's outcome: its own result, or the next synchronization's when the
  * launch itself was accepted (a pipelined launch reports its error there). */
@@ -970,22 +852,8 @@ static void pointer_attributes(void)
 
 int main(int argc, char **argv)
 {
-    const char *library = argc > 1 ? argv[1] : "libcuda.so.1";
     setvbuf(stdout, NULL, _IOLBF, 0);
-
-    void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        printf("FAIL load: %s\n", dlerror());
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        *entries[i].slot = dlsym(lib, entries[i].symbol);
-        if (*entries[i].slot == NULL) {
-            printf("FAIL resolve: %s does not export %s\n", library, entries[i].symbol);
-            return 2;
-        }
-    }
-    printf("ok load %s\n", library);
+    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
 
     if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS) || !EXPECT("device_get", cu.DeviceGet(&dev, 0), CUDA_SUCCESS) ||
         !EXPECT("ctx_create", cu.CtxCreate(&ctx, 0, dev), CUDA_SUCCESS))
@@ -1020,6 +888,5 @@ int main(int argc, char **argv)
     EXPECT("ctx_destroy", cu.CtxDestroy(ctx), CUDA_SUCCESS);
 
 done:
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures == 0 ? 0 : 1;
+    return checks_summary();
 }

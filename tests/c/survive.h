@@ -1,37 +1,16 @@
 /*
- * survive.h: the few CUDA Driver API types and entry points that the
- * "survive" programs (fork_session.c, exit_paths.c) use, resolved with
- * dlsym() from whatever libcuda.so.1 the loader finds, and a CHECK helper
- * that prints `FAIL ...` and exits 1 on a wrong result.
+ * survive.h: what the "survive" programs (fork_session.c, exit_paths.c,
+ * worker_loss.c) share over cuda_prelude.h: the entry points they use,
+ * resolved with dlsym() from whatever libcuda.so.1 the loader finds, a CHECK
+ * helper that prints `FAIL ...` and exits 1 on a wrong result, and helpers
+ * that write and check patterns in device memory.
  *
- * No CUDA headers are needed. Include it in exactly one .c file.
+ * No CUDA headers are needed. Include it in exactly one .c file per program.
  */
 #ifndef VGPU_SURVIVE_H
 #define VGPU_SURVIVE_H
 
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_NOT_INITIALIZED = 3,
-    CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_INVALID_HANDLE = 400,
-    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
-};
+#include "cuda_prelude.h"
 
 static struct {
     void *lib;
@@ -59,48 +38,41 @@ static struct {
     CUresult (*MemFreeHost)(void *);
 } cu;
 
-#define SURVIVE_ENTRY(field, symbol) { (void **)&cu.field, symbol }
-static const struct {
-    void **slot;
-    const char *symbol;
-} survive_entries[] = {
-    SURVIVE_ENTRY(Init, "cuInit"),
-    SURVIVE_ENTRY(DeviceGet, "cuDeviceGet"),
-    SURVIVE_ENTRY(DeviceGetCount, "cuDeviceGetCount"),
-    SURVIVE_ENTRY(CtxCreate, "cuCtxCreate_v2"),
-    SURVIVE_ENTRY(CtxDestroy, "cuCtxDestroy_v2"),
-    SURVIVE_ENTRY(CtxGetCurrent, "cuCtxGetCurrent"),
-    SURVIVE_ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
-    SURVIVE_ENTRY(CtxPushCurrent, "cuCtxPushCurrent_v2"),
-    SURVIVE_ENTRY(CtxSynchronize, "cuCtxSynchronize"),
-    SURVIVE_ENTRY(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-    SURVIVE_ENTRY(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
-    SURVIVE_ENTRY(MemAlloc, "cuMemAlloc_v2"),
-    SURVIVE_ENTRY(MemFree, "cuMemFree_v2"),
-    SURVIVE_ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
-    SURVIVE_ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
-    SURVIVE_ENTRY(MemcpyDtoD, "cuMemcpyDtoD_v2"),
-    SURVIVE_ENTRY(MemsetD8, "cuMemsetD8_v2"),
-    SURVIVE_ENTRY(StreamCreate, "cuStreamCreate"),
-    SURVIVE_ENTRY(StreamSynchronize, "cuStreamSynchronize"),
-    SURVIVE_ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
-    SURVIVE_ENTRY(MemHostAlloc, "cuMemHostAlloc"),
-    SURVIVE_ENTRY(MemFreeHost, "cuMemFreeHost"),
+static const struct cu_entry survive_entries[] = {
+    ENTRY(Init, "cuInit"),
+    ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DeviceGetCount, "cuDeviceGetCount"),
+    ENTRY(CtxCreate, "cuCtxCreate_v2"),
+    ENTRY(CtxDestroy, "cuCtxDestroy_v2"),
+    ENTRY(CtxGetCurrent, "cuCtxGetCurrent"),
+    ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(CtxPushCurrent, "cuCtxPushCurrent_v2"),
+    ENTRY(CtxSynchronize, "cuCtxSynchronize"),
+    ENTRY(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"),
+    ENTRY(MemFree, "cuMemFree_v2"),
+    ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+    ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(MemcpyDtoD, "cuMemcpyDtoD_v2"),
+    ENTRY(MemsetD8, "cuMemsetD8_v2"),
+    ENTRY(StreamCreate, "cuStreamCreate"),
+    ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+    ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    ENTRY(MemHostAlloc, "cuMemHostAlloc"),
+    ENTRY(MemFreeHost, "cuMemFreeHost"),
 };
 
 /* Loads libcuda.so.1 and every entry point; exits 2 if it cannot. */
 static void survive_load(void) {
-    cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *missing;
+    cu.lib = cu_open(CU_LIBRARY, survive_entries, CU_COUNT(survive_entries), &missing);
     if (!cu.lib) {
-        printf("FAIL load libcuda.so.1: %s\n", dlerror());
+        if (missing)
+            printf("FAIL load %s: missing\n", missing);
+        else
+            printf("FAIL load " CU_LIBRARY ": %s\n", dlerror());
         exit(2);
-    }
-    for (size_t i = 0; i < sizeof survive_entries / sizeof survive_entries[0]; i++) {
-        *survive_entries[i].slot = dlsym(cu.lib, survive_entries[i].symbol);
-        if (!*survive_entries[i].slot) {
-            printf("FAIL load %s: missing\n", survive_entries[i].symbol);
-            exit(2);
-        }
     }
 }
 
