@@ -57,9 +57,14 @@ fn with<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
     r
 }
 
-/// The calling thread's current context id, 0 when there is none.
+/// The calling thread's current context id, 0 when there is none. Read
+/// from `TOP`, which every change of the stack keeps equal to its top: one
+/// thread-local read, on every call.
 pub fn current() -> u64 {
-    with(|s| s.last().copied().unwrap_or(0))
+    match TOP.try_with(Cell::get) {
+        Ok((epoch, top)) if epoch == crate::runtime::fork_epoch() => top,
+        _ => 0,
+    }
 }
 
 /// `cuCtxPushCurrent`.

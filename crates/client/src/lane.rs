@@ -36,8 +36,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use vgpu_proto::{
-    features, flags, lane_kind, open_lane, read_response_head, request_prefix, write_request, Op,
-    ProtoError, RequestHead, RequestMeta, ResponseHead,
+    features, flags, lane_kind, open_lane, read_response_head, request_prefix_into, write_request,
+    Op, ProtoError, RequestHead, RequestMeta, ResponseHead,
 };
 use vgpu_transport::{Channel, FrameLane, Incoming, Split, TransportError, WaitPolicy};
 
@@ -205,6 +205,7 @@ impl Session {
             serial: self.serial,
             pid: std::process::id(),
             seq: 0,
+            prefix: Vec::new(),
         })
     }
 
@@ -313,6 +314,9 @@ struct Lane {
     /// lanes and must not touch them.
     pid: u32,
     seq: u32,
+    /// The head and fixed part of the request being sent, reused: no
+    /// allocation per request.
+    prefix: Vec<u8>,
 }
 
 impl Lane {
@@ -345,7 +349,8 @@ impl Lane {
         // Checked with the widest flags and numbers the ticket may bring.
         meta.flags = flags::POSTED | flags::AFTER;
         meta.after = 1;
-        let mut prefix = request_prefix(&meta, fixed, blob.len())?;
+        let mut prefix = std::mem::take(&mut self.prefix);
+        request_prefix_into(&mut prefix, &meta, fixed, blob.len())?;
         let issued = lanes.issue(follows);
         for (field, value) in [
             (offset_of!(RequestHead, flags), issued.flags),
@@ -357,13 +362,18 @@ impl Lane {
                 .ok_or(LaneError::Broken("request head too short"))?
                 .copy_from_slice(&value.to_le_bytes());
         }
-        Ok(self.io.send(&[&prefix, blob], || true)?)
+        let sent = self.io.send(&[&prefix, blob], || true);
+        self.prefix = prefix;
+        Ok(sent?)
     }
 
     /// Sends a request that waits for its reply.
     fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
-        let prefix = request_prefix(meta, fixed, blob.len())?;
-        Ok(self.io.send(&[&prefix, blob], || true)?)
+        let mut prefix = std::mem::take(&mut self.prefix);
+        request_prefix_into(&mut prefix, meta, fixed, blob.len())?;
+        let sent = self.io.send(&[&prefix, blob], || true);
+        self.prefix = prefix;
+        Ok(sent?)
     }
 
     /// Lets go of a lane of an ended session. One inherited across `fork` is

@@ -2,7 +2,9 @@
 //! locally: which ids are live contexts and on which device, each function's
 //! parameter layout, and which device ranges exist (to route `cuMemcpy`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 /// A live context.

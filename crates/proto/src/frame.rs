@@ -328,6 +328,19 @@ pub fn request_prefix(
     fixed: &[u8],
     blob_len: usize,
 ) -> Result<Vec<u8>, ProtoError> {
+    let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + fixed.len());
+    request_prefix_into(&mut out, meta, fixed, blob_len)?;
+    Ok(out)
+}
+
+/// [`request_prefix`] into `out` (replacing its contents), so that a sender
+/// that keeps one buffer allocates nothing per request.
+pub fn request_prefix_into(
+    out: &mut Vec<u8>,
+    meta: &RequestMeta,
+    fixed: &[u8],
+    blob_len: usize,
+) -> Result<(), ProtoError> {
     let op = meta.op;
     op.check_request(fixed, blob_len)?;
     let head = RequestHead {
@@ -347,10 +360,10 @@ pub fn request_prefix(
         reserved: U32::new(0),
     };
     head.validate()?;
-    let mut out = Vec::with_capacity(std::mem::size_of::<RequestHead>() + fixed.len());
+    out.clear();
     out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(fixed);
-    Ok(out)
+    Ok(())
 }
 
 /// Reads and validates one request frame.

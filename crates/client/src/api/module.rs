@@ -231,14 +231,30 @@ pub unsafe fn param_info(
 /// # Safety
 /// `params` must hold one valid pointer per kernel parameter.
 pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
+    let mut buf = Vec::new();
+    // SAFETY: the caller's promise.
+    unsafe { pack_into(&mut buf, layout, params)? };
+    Ok(buf)
+}
+
+/// [`pack`] into `buf`, replacing its contents.
+///
+/// # Safety
+/// As for [`pack`].
+unsafe fn pack_into(
+    buf: &mut Vec<u8>,
+    layout: &[(u32, u32)],
+    params: *mut *mut c_void,
+) -> CuResult<()> {
     let total = layout
         .iter()
         .map(|&(o, s)| o as usize + s as usize)
         .max()
         .unwrap_or(0);
-    let mut buf = vec![0u8; total];
+    buf.clear();
+    buf.resize(total, 0);
     if layout.is_empty() {
-        return Ok(buf);
+        return Ok(());
     }
     non_null(params)?;
     for (i, &(off, size)) in layout.iter().enumerate() {
@@ -255,7 +271,7 @@ pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> Cu
             )
         };
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// Reads the packed buffer of the `extra` launch form.
@@ -300,14 +316,20 @@ pub unsafe fn launch(
     extra: *mut *mut c_void,
 ) -> CuResult<()> {
     let s = runtime().session()?;
-    let info = function(f)?;
-    let blob = match (params.is_null(), extra.is_null()) {
-        (false, false) => return Err(CuError::INVALID_VALUE),
-        // SAFETY: the application's `extra` list.
-        (true, false) => unsafe { packed_extra(extra)? },
-        // SAFETY: the application's parameter array.
-        _ => unsafe { pack(&info.params, params)? },
+    let ctx = crate::context::current();
+    // One look at the objects: the function's layout, and the device of a
+    // live context whose stream this is.
+    let (layout, device) = {
+        let o = s.objects();
+        let info = o
+            .functions
+            .get(&(f as usize as u64))
+            .ok_or(CuError::INVALID_HANDLE)?;
+        (info.params.clone(), launch_device(&o, ctx, sid))
     };
+    if !params.is_null() && !extra.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
     let r = launch_kernel::Request {
         function: U64::new(f as usize as u64),
         grid_x: U32::new(dims[0]),
@@ -319,8 +341,31 @@ pub unsafe fn launch(
         shared: U32::new(shmem),
         stream: U64::new(sid),
     };
-    let post = extra.is_null() && launch_postable(s, sid, dims, shmem);
-    s.post_or_request(&r, &blob, post, Follows::Stream(sid))
+    let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem));
+    if !extra.is_null() {
+        // SAFETY: the application's `extra` list.
+        let blob = unsafe { packed_extra(extra)? };
+        return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
+    }
+    with_scratch(|blob| {
+        // SAFETY: the application's parameter array.
+        unsafe { pack_into(blob, &layout, params)? };
+        s.post_or_request(&r, blob, post, Follows::Stream(sid))
+    })
+}
+
+/// Runs `f` with this thread's reusable buffer, taken out for the call and
+/// put back after it (a nested call, or one while the thread's locals are
+/// torn down, gets a fresh one): a launch packs its parameters without
+/// allocating.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.try_with(std::cell::Cell::take).unwrap_or_default();
+    let r = f(&mut buf);
+    let _ = SCRATCH.try_with(|c| c.set(buf));
+    r
 }
 
 /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits
@@ -342,16 +387,22 @@ pub(super) fn launch_postable(
     shmem: c_uint,
 ) -> bool {
     let ctx = crate::context::current();
-    let device = {
-        let o = s.objects();
-        if !o.stream_ok(ctx, sid) {
-            return false;
-        }
-        match o.contexts.get(&ctx) {
-            Some(c) => c.device,
-            None => return false,
-        }
-    };
+    let device = launch_device(&s.objects(), ctx, sid);
+    device.is_some_and(|d| geometry_ok(s, d, dims, shmem))
+}
+
+/// The device of context `ctx` when it is live and `sid` is a stream
+/// usable in it: what a posted launch needs besides its geometry.
+fn launch_device(o: &crate::objects::Objects, ctx: u64, sid: u64) -> Option<i32> {
+    if !o.stream_ok(ctx, sid) {
+        return None;
+    }
+    o.contexts.get(&ctx).map(|c| c.device)
+}
+
+/// Whether a launch's geometry and dynamic shared memory are within
+/// `device`'s limits.
+fn geometry_ok(s: &crate::runtime::Session, device: i32, dims: [c_uint; 6], shmem: c_uint) -> bool {
     let Ok(snap) = s.device(device) else {
         return false;
     };

@@ -2,7 +2,7 @@
 //! (`docs/adr/0004-async-errors.md`, "Order across threads";
 //! `crates/mediator/src/worker/order.rs` is the other side).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use vgpu_proto::flags;
 
