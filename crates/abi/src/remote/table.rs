@@ -135,8 +135,10 @@ remote_table! {
     }
 
     manual {
-        init: cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString, cuGetExportTable,
-            cuGetProcAddress, cuGetProcAddress_v2;
+        init: cuInit, cuDriverGetVersion;
+        errors: cuGetErrorName, cuGetErrorString;
+        dark: cuGetExportTable;
+        procaddr: cuGetProcAddress, cuGetProcAddress_v2;
         device: cuDeviceGet, cuDeviceGetCount, cuDeviceGetName, cuDeviceGetUuid,
             cuDeviceGetUuid_v2, cuDeviceGetPCIBusId, cuDeviceTotalMem_v2, cuDeviceTotalMem,
             cuDeviceGetAttribute, cuDeviceComputeCapability;
@@ -155,9 +157,9 @@ remote_table! {
             cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async,
             cuMemsetD8Async_ptsz, cuMemsetD16Async_ptsz, cuMemsetD32Async_ptsz,
             cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync,
-            cuMemcpyDtoDAsync, cuMemsetD8, cuMemsetD16, cuMemsetD32;
+            cuMemcpyDtoDAsync, cuMemsetD8, cuMemsetD16, cuMemsetD32,
+            cuMemAllocAsync, cuMemAllocAsync_ptsz, cuMemFreeAsync, cuMemFreeAsync_ptsz;
         copy: cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
-            cuMemAllocAsync, cuMemAllocAsync_ptsz, cuMemFreeAsync, cuMemFreeAsync_ptsz,
             cuMemcpy2D_v2, cuMemcpy2DUnaligned_v2, cuMemcpy2D_v2_ptds, cuMemcpy2DUnaligned_v2_ptds,
             cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, cuMemcpy2D, cuMemcpy2DUnaligned,
             cuMemcpy2DAsync, cuMemcpy3D, cuMemcpy3DAsync;
@@ -302,9 +304,9 @@ remote_table! {
         pointer: PointerGetAttributes = 101 { pointer: devptr, single: bool } + blob => {} + blob (nocontext);
 
         /// Stream-ordered allocation from the device's pool.
-        copy: MemAllocAsync = 102 { bytes: u64, stream: handle(Stream) } => { dptr: devptr };
+        memory: MemAllocAsync = 102 { bytes: u64, stream: handle(Stream) } => { dptr: devptr };
         /// Stream-ordered free.
-        copy: MemFreeAsync = 103 { dptr: devptr, stream: handle(Stream) } => {};
+        memory: MemFreeAsync = 103 { dptr: devptr, stream: handle(Stream) } => {};
         /// A 2D copy. `direction` 0: device to device; 1: host to device, the
         /// rows packed in the blob; 2: device to host, the rows come back
         /// packed in the reply's blob. Host sides carry 0 for their address,

@@ -1,48 +1,19 @@
-//! Stream-ordered allocation (`cuMemAllocAsync`/`cuMemFreeAsync`) and 2D
-//! copies. Host sides of a 2D copy travel packed, one row after another; the
+//! 2D copies. Host sides of a 2D copy travel packed, one row after another; the
 //! worker copies between the packed rows and the device region.
 
 use std::ffi::c_void;
 
 use vgpu_abi::types::{CUdeviceptr, CUmemorytype, CUDA_MEMCPY2D};
-use vgpu_proto::{mem_alloc_async, mem_free_async, memcpy2d};
+use vgpu_proto::memcpy2d;
 use zerocopy::little_endian::U64;
 
-use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::edge::{non_null, wire, CuError, CuResult};
 use crate::runtime::runtime;
 
 const MEMORY_TYPE_HOST: u32 = 1;
 const MEMORY_TYPE_DEVICE: u32 = 2;
 const MEMORY_TYPE_ARRAY: u32 = 3;
 const MEMORY_TYPE_UNIFIED: u32 = 4;
-
-pub unsafe fn alloc_async(dptr: *mut CUdeviceptr, size: usize, sid: u64) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(dptr)?;
-    if size == 0 {
-        return Err(CuError::INVALID_VALUE);
-    }
-    let r = mem_alloc_async::Request {
-        bytes: U64::new(size as u64),
-        stream: U64::new(sid),
-    };
-    let (rep, _) = s.request(&r, &[])?;
-    let p = rep.dptr.get();
-    s.objects().device_ranges.insert(p, size as u64);
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(dptr, p) }
-}
-
-pub fn free_async(dptr: CUdeviceptr, sid: u64) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = mem_free_async::Request {
-        dptr: U64::new(dptr),
-        stream: U64::new(sid),
-    };
-    s.request(&r, &[])?;
-    s.objects().device_ranges.remove(&dptr);
-    Ok(())
-}
 
 /// Where one side of a copy lives.
 enum Side {

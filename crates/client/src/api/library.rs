@@ -1,5 +1,5 @@
-//! Libraries and kernels (the CUDA 12 loading API that cudart uses), function
-//! and kernel attributes, occupancy queries, and `cuLaunchKernelEx`.
+//! Libraries and kernels (the CUDA 12 loading API that cudart uses), and
+//! function and kernel attributes.
 //!
 //! A kernel id is launchable like a function id: CUDA lets a `CUkernel`
 //! stand where a `CUfunction` is expected, and cudart relies on it.
@@ -7,28 +7,22 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use vgpu_abi::types::{
-    CUdevice, CUfunction, CUfunction_attribute, CUjit_option, CUkernel, CUlaunchAttribute,
-    CUlaunchAttributeID, CUlaunchConfig, CUlibrary, CUlibraryOption, CUmodule,
+    CUdevice, CUfunction, CUfunction_attribute, CUjit_option, CUkernel, CUlibrary, CUlibraryOption,
+    CUmodule,
 };
 use vgpu_proto::{
     func_get_attribute as func_get, func_set_attribute as func_set,
     kernel_get_attribute as kernel_get, kernel_get_function as kernel_function,
-    kernel_set_attribute as kernel_set, launch_kernel_ex as launch_op, library_get_kernel,
-    library_get_module, library_load_data, library_unload,
-    occupancy_max_active_clusters as clusters_op,
+    kernel_set_attribute as kernel_set, library_get_kernel, library_get_module, library_load_data,
+    library_unload,
 };
 use zerocopy::little_endian::{I32, U32, U64};
 
-use super::module::{decode_layout, function, pack, packed_extra};
-use super::{options, stream};
-use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::objects::{FunctionInfo, LaunchConfig};
+use super::module::{decode_layout, function};
+use super::options;
+use crate::edge::{non_null, wire, write_out, CuResult};
+use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind, Session};
-
-/// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
-const LAUNCH_ATTRIBUTE_COOPERATIVE: u32 = 2;
-const MAX_LAUNCH_ATTRS: usize = 32;
-const _: () = assert!(std::mem::size_of::<CUlaunchAttribute>() == 72);
 
 fn id<T>(h: *mut T) -> u64 {
     h as usize as u64
@@ -300,184 +294,46 @@ pub unsafe fn kernel_param_info(
     unsafe { super::module::param_info(k.cast(), i, off, size) }
 }
 
-/// The scalar part of a launch configuration, as the wire carries it.
-#[derive(Clone, Copy, Debug)]
-struct Config {
-    function: u64,
-    /// Grid, block, then dynamic shared memory.
-    dims: [u32; 7],
-    stream: u64,
-    attributes: u32,
+/// `cuLibraryLoadFromFile`: the file is read here and loaded like an image
+/// in memory.
+#[allow(clippy::too_many_arguments)] // the C signature
+pub unsafe fn library_load_from_file(
+    lib: *mut CUlibrary,
+    name: *const c_char,
+    jit_keys: *mut CUjit_option,
+    jit_vals: *mut *mut c_void,
+    njit: c_uint,
+    lib_keys: *mut CUlibraryOption,
+    lib_vals: *mut *mut c_void,
+    nlib: c_uint,
+) -> CuResult<()> {
+    // SAFETY: the application's path.
+    let image = unsafe { super::module::read_file(name)? };
+    // SAFETY: `image` lives for the call; the option arrays are the application's.
+    unsafe {
+        load_data(
+            lib,
+            image.as_ptr().cast(),
+            jit_keys,
+            jit_vals,
+            njit,
+            lib_keys,
+            lib_vals,
+            nlib,
+        )
+    }
 }
 
-/// The scalar part of a launch config and its attribute bytes.
+/// `cuLibraryGetGlobal`: as a module's global (`module::get_global`).
 ///
 /// # Safety
-/// `config` must be NULL or a valid `CUlaunchConfig` whose `attrs` holds `numAttrs` entries.
-unsafe fn config_args(
-    f: CUfunction,
-    config: *const CUlaunchConfig,
-    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
-) -> CuResult<(Config, Vec<u8>)> {
-    non_null(config)?;
-    // SAFETY: checked non-NULL; the application's config.
-    let c = unsafe { &*config };
-    let n = c.numAttrs as usize;
-    if n > MAX_LAUNCH_ATTRS || (n > 0 && c.attrs.is_null()) {
-        return Err(CuError::INVALID_VALUE);
-    }
-    let bytes = n * std::mem::size_of::<CUlaunchAttribute>();
-    let attrs = if n == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `attrs` holds `n` plain-data records.
-        unsafe { std::slice::from_raw_parts(c.attrs.cast::<u8>(), bytes) }.to_vec()
-    };
-    let dims = [
-        c.gridDimX,
-        c.gridDimY,
-        c.gridDimZ,
-        c.blockDimX,
-        c.blockDimY,
-        c.blockDimZ,
-        c.sharedMemBytes,
-    ];
-    let config = Config {
-        function: id(f),
-        dims,
-        stream: stream_id(c.hStream),
-        attributes: c.numAttrs,
-    };
-    Ok((config, attrs))
-}
-
-pub unsafe fn occupancy_clusters(
-    n: *mut c_int,
-    f: CUfunction,
-    config: *const CUlaunchConfig,
+/// As for `module::get_global`.
+pub unsafe fn get_global(
+    dptr: *mut vgpu_abi::types::CUdeviceptr,
+    bytes: *mut usize,
+    lib: CUlibrary,
+    name: *const c_char,
 ) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(n)?;
-    function(f)?;
-    // SAFETY: the application's config.
-    let (c, attrs) = unsafe { config_args(f, config, stream::id)? };
-    let r = clusters_op::Request {
-        function: U64::new(c.function),
-        grid_x: U32::new(c.dims[0]),
-        grid_y: U32::new(c.dims[1]),
-        grid_z: U32::new(c.dims[2]),
-        block_x: U32::new(c.dims[3]),
-        block_y: U32::new(c.dims[4]),
-        block_z: U32::new(c.dims[5]),
-        shared: U32::new(c.dims[6]),
-        stream: U64::new(c.stream),
-        attributes: U32::new(c.attributes),
-    };
-    let (rep, _) = s.request(&r, &attrs)?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(n, rep.clusters.get()) }
-}
-
-/// `cuLaunchKernelEx` (and `_ptsz` through `stream_id`).
-pub unsafe fn launch_ex(
-    config: *const CUlaunchConfig,
-    f: CUfunction,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let info = function(f)?;
-    // SAFETY: the application's config.
-    let (c, mut blob) = unsafe { config_args(f, config, stream_id)? };
-    let packed = match (params.is_null(), extra.is_null()) {
-        (false, false) => return Err(CuError::INVALID_VALUE),
-        // SAFETY: the application's `extra` list.
-        (true, false) => unsafe { packed_extra(extra)? },
-        // SAFETY: the application's parameter array.
-        _ => unsafe { pack(&info.params, params)? },
-    };
-    // Launch attributes (clusters, cooperative, priorities…) are checked by
-    // the driver: a launch with them is posted only in a configuration the
-    // driver accepted before (the same function, dimensions, shared memory
-    // and attributes), and never with attributes naming events.
-    let dims: [c_uint; 6] = std::array::from_fn(|i| c.dims[i]);
-    let checked = extra.is_null() && super::module::launch_postable(s, c.stream, dims, c.dims[6]);
-    let config = (checked && c.attributes != 0 && !names_events(&blob)).then(|| LaunchConfig {
-        function: c.function,
-        context: crate::context::current(),
-        dims: c.dims.map(u64::from),
-        attributes: blob.clone(),
-    });
-    let post = checked
-        && match &config {
-            None => c.attributes == 0,
-            Some(k) => s.objects().answers.launches.contains(k),
-        };
-    blob.extend_from_slice(&packed);
-    let follows = crate::lane::Follows::Stream(c.stream);
-    let r = launch_op::Request {
-        function: U64::new(c.function),
-        grid_x: U32::new(c.dims[0]),
-        grid_y: U32::new(c.dims[1]),
-        grid_z: U32::new(c.dims[2]),
-        block_x: U32::new(c.dims[3]),
-        block_y: U32::new(c.dims[4]),
-        block_z: U32::new(c.dims[5]),
-        shared: U32::new(c.dims[6]),
-        stream: U64::new(c.stream),
-        attributes: U32::new(c.attributes),
-    };
-    s.post_or_request(&r, &blob, post, follows)?;
-    if let (Some(c), false) = (config, post) {
-        s.objects().answers.keep_launch(c);
-    }
-    Ok(())
-}
-
-/// Launch attributes that carry an event handle, or write a result back.
-const UNPOSTABLE_ATTRIBUTES: [CUlaunchAttributeID; 3] = [
-    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
-    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
-    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE,
-];
-
-/// Whether any of the attribute records in `attrs` carries an event or
-/// writes a result back.
-fn names_events(attrs: &[u8]) -> bool {
-    attrs
-        .chunks_exact(std::mem::size_of::<CUlaunchAttribute>())
-        .any(|a| {
-            let id = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
-            UNPOSTABLE_ATTRIBUTES.iter().any(|u| u.0 == id)
-        })
-}
-
-/// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.
-pub unsafe fn launch_cooperative(
-    f: CUfunction,
-    dims: [c_uint; 6],
-    shmem: c_uint,
-    st: vgpu_abi::types::CUstream,
-    params: *mut *mut c_void,
-    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
-) -> CuResult<()> {
-    // SAFETY: CUlaunchAttribute is plain data; all-zero is a valid value.
-    let mut attr: CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id.0 = LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attr.value.cooperative = 1;
-    let config = CUlaunchConfig {
-        gridDimX: dims[0],
-        gridDimY: dims[1],
-        gridDimZ: dims[2],
-        blockDimX: dims[3],
-        blockDimY: dims[4],
-        blockDimZ: dims[5],
-        sharedMemBytes: shmem,
-        hStream: st,
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    // SAFETY: a valid config built above; the application's parameters.
-    unsafe { launch_ex(&config, f, params, std::ptr::null_mut(), stream_id) }
+    // SAFETY: the caller's promise.
+    unsafe { super::module::get_global(dptr, bytes, super::module::Owner::Library(id(lib)), name) }
 }

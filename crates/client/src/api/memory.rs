@@ -308,3 +308,33 @@ pub fn memset(dst: CUdeviceptr, value: u32, elem: u8, count: usize, sync: Sync) 
     s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
     sync.finish()
 }
+
+/// `cuMemAllocAsync`: stream-ordered allocation from the device's pool.
+pub unsafe fn alloc_async(dptr: *mut CUdeviceptr, size: usize, sid: u64) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr)?;
+    if size == 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let r = vgpu_proto::mem_alloc_async::Request {
+        bytes: U64::new(size as u64),
+        stream: U64::new(sid),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let p = rep.dptr.get();
+    s.objects().device_ranges.insert(p, size as u64);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(dptr, p) }
+}
+
+/// `cuMemFreeAsync`.
+pub fn free_async(dptr: CUdeviceptr, sid: u64) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::mem_free_async::Request {
+        dptr: U64::new(dptr),
+        stream: U64::new(sid),
+    };
+    s.request(&r, &[])?;
+    s.objects().device_ranges.remove(&dptr);
+    Ok(())
+}

@@ -7,11 +7,11 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
-mod files;
 mod host;
 mod host_local;
 mod init;
 mod integrity;
+mod launch;
 pub(crate) mod library;
 mod memory;
 mod module;
@@ -142,9 +142,9 @@ implement! {
     cuModuleUnload(m) => module::unload(m);
     cuModuleGetFunction(f, m, name) => module::get_function(f, m, name);
     cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, module::Owner::Module(module::module_id(m)), name);
-    cuModuleLoad(m, name) => files::module_load(m, name);
-    cuModuleLoadFatBinary(m, fat) => files::module_load_fat_binary(m, fat);
-    cuLibraryLoadFromFile(l, name, jk, jv, nj, lk, lv, nl) => files::library_load_from_file(l, name, jk, jv, nj, lk, lv, nl);
+    cuModuleLoad(m, name) => module::module_load(m, name);
+    cuModuleLoadFatBinary(m, fat) => module::module_load_fat_binary(m, fat);
+    cuLibraryLoadFromFile(l, name, jk, jv, nj, lk, lv, nl) => library::library_load_from_file(l, name, jk, jv, nj, lk, lv, nl);
     cuMemcpy3D_v2(p) => copy::memcpy_3d(p, None);
     cuMemcpy3D_v2_ptds(p) => copy::memcpy_3d(p, Some(2));
     cuMemcpy3DAsync_v2(p, s) => copy::memcpy_3d(p, Some(stream::id(s)));
@@ -154,21 +154,21 @@ implement! {
     cuLibraryUnload(l) => library::unload(l);
     cuLibraryGetKernel(k, l, name) => library::get_kernel(k, l, name);
     cuLibraryGetModule(m, l) => library::get_module(m, l);
-    cuLibraryGetGlobal(dptr, bytes, l, name) => module::get_global(dptr, bytes, module::Owner::Library(l as usize as u64), name);
+    cuLibraryGetGlobal(dptr, bytes, l, name) => library::get_global(dptr, bytes, l, name);
     cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
-    cuOccupancyMaxActiveClusters(n, f, config) => library::occupancy_clusters(n, f, config);
-    cuLaunchKernelEx(config, f, params, extra) => library::launch_ex(config, f, params, extra, stream::id);
-    cuLaunchKernelEx_ptsz(config, f, params, extra) => library::launch_ex(config, f, params, extra, stream::id_ptsz);
+    cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);
+    cuLaunchKernelEx(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id);
+    cuLaunchKernelEx_ptsz(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id_ptsz);
     cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
-        library::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id);
+        launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id);
     cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
-        library::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id_ptsz);
+        launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id_ptsz);
 
-    cuMemAllocAsync(dptr, size, s) => copy::alloc_async(dptr, size, stream::id(s));
-    cuMemAllocAsync_ptsz(dptr, size, s) => copy::alloc_async(dptr, size, stream::id_ptsz(s));
-    cuMemFreeAsync(dptr, s) => copy::free_async(dptr, stream::id(s));
-    cuMemFreeAsync_ptsz(dptr, s) => copy::free_async(dptr, stream::id_ptsz(s));
+    cuMemAllocAsync(dptr, size, s) => memory::alloc_async(dptr, size, stream::id(s));
+    cuMemAllocAsync_ptsz(dptr, size, s) => memory::alloc_async(dptr, size, stream::id_ptsz(s));
+    cuMemFreeAsync(dptr, s) => memory::free_async(dptr, stream::id(s));
+    cuMemFreeAsync_ptsz(dptr, s) => memory::free_async(dptr, stream::id_ptsz(s));
     cuMemcpy2D_v2(p) => copy::memcpy_2d(p, None);
     cuMemcpy2D(p) => copy::memcpy_2d_v1(p, None);
     cuMemcpy2DUnaligned(p) => copy::memcpy_2d_v1(p, None);
@@ -193,7 +193,7 @@ implement! {
     cuModuleEnumerateFunctions(fns, n, m) => module::enumerate(fns.cast(), n, module::module_id(m), false);
     cuLibraryEnumerateKernels(ks, n, l) => module::enumerate(ks.cast(), n, l as usize as u64, true);
     cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
-        module::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);
+        launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);
     cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
-        module::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
+        launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
 }

@@ -1,28 +1,22 @@
-//! Modules, functions and kernel launches.
+//! Modules and functions.
 //!
 //! The worker tells each function's parameter layout once (from
 //! `cuFuncGetParamInfo`); the client caches it, answers `cuFuncGetParamInfo`
-//! itself and packs `kernelParams` into one buffer by that layout.
+//! itself, and launches pack `kernelParams` by it (`api::launch`).
 
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::Arc;
 
 use vgpu_abi::types::{CUdeviceptr, CUfunction, CUjit_option, CUmodule};
 use vgpu_proto::{
-    launch_kernel, library_global, module_get_function, module_global, module_load_data,
-    module_unload, stage_blob,
+    library_global, module_get_function, module_global, module_load_data, module_unload, stage_blob,
 };
 use zerocopy::little_endian::{U32, U64};
 
 use super::options;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::lane::Follows;
 use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind};
-
-const LAUNCH_PARAM_END: usize = 0x00;
-const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
-const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
 
 pub(super) fn module_id(m: CUmodule) -> u64 {
     m as usize as u64
@@ -226,204 +220,6 @@ pub unsafe fn param_info(
     Ok(())
 }
 
-/// Packs `kernelParams` (one pointer per parameter) by the cached layout.
-///
-/// # Safety
-/// `params` must hold one valid pointer per kernel parameter.
-pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
-    let mut buf = Vec::new();
-    // SAFETY: the caller's promise.
-    unsafe { pack_into(&mut buf, layout, params)? };
-    Ok(buf)
-}
-
-/// [`pack`] into `buf`, replacing its contents.
-///
-/// # Safety
-/// As for [`pack`].
-unsafe fn pack_into(
-    buf: &mut Vec<u8>,
-    layout: &[(u32, u32)],
-    params: *mut *mut c_void,
-) -> CuResult<()> {
-    let total = layout
-        .iter()
-        .map(|&(o, s)| o as usize + s as usize)
-        .max()
-        .unwrap_or(0);
-    buf.clear();
-    buf.resize(total, 0);
-    if layout.is_empty() {
-        return Ok(());
-    }
-    non_null(params)?;
-    for (i, &(off, size)) in layout.iter().enumerate() {
-        // SAFETY: the application passes one pointer per parameter.
-        let arg = unsafe { *params.add(i) };
-        non_null(arg)?;
-        // SAFETY: `arg` points at a value of `size` bytes; `buf` holds
-        // `off + size` bytes by construction.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                arg.cast::<u8>(),
-                buf.as_mut_ptr().add(off as usize),
-                size as usize,
-            )
-        };
-    }
-    Ok(())
-}
-
-/// Reads the packed buffer of the `extra` launch form.
-///
-/// # Safety
-/// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
-pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
-    let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
-    for i in (0..64).step_by(2) {
-        // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.
-        let key = unsafe { *extra.add(i) } as usize;
-        if key == LAUNCH_PARAM_END {
-            break;
-        }
-        // SAFETY: every non-END key is followed by its value.
-        let value = unsafe { *extra.add(i + 1) };
-        match key {
-            LAUNCH_PARAM_BUFFER_POINTER => buf = value.cast(),
-            // SAFETY: the size value points at a size_t.
-            LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => {
-                // SAFETY: the size value points at a size_t.
-                size = Some(unsafe { *value.cast::<usize>() })
-            }
-            _ => return Err(CuError::INVALID_VALUE),
-        }
-    }
-    match size {
-        Some(n) if !buf.is_null() && n <= vgpu_proto::MAX_BLOB => {
-            // SAFETY: the application's buffer holds `n` bytes.
-            Ok(unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
-        }
-        _ => Err(CuError::INVALID_VALUE),
-    }
-}
-
-pub unsafe fn launch(
-    f: CUfunction,
-    dims: [c_uint; 6],
-    shmem: c_uint,
-    sid: u64,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let ctx = crate::context::current();
-    // One look at the objects: the function's layout, and the device of a
-    // live context whose stream this is.
-    let (layout, device) = {
-        let o = s.objects();
-        let info = o
-            .functions
-            .get(&(f as usize as u64))
-            .ok_or(CuError::INVALID_HANDLE)?;
-        (info.params.clone(), launch_device(&o, ctx, sid))
-    };
-    if !params.is_null() && !extra.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
-    let r = launch_kernel::Request {
-        function: U64::new(f as usize as u64),
-        grid_x: U32::new(dims[0]),
-        grid_y: U32::new(dims[1]),
-        grid_z: U32::new(dims[2]),
-        block_x: U32::new(dims[3]),
-        block_y: U32::new(dims[4]),
-        block_z: U32::new(dims[5]),
-        shared: U32::new(shmem),
-        stream: U64::new(sid),
-    };
-    let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem));
-    if !extra.is_null() {
-        // SAFETY: the application's `extra` list.
-        let blob = unsafe { packed_extra(extra)? };
-        return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
-    }
-    with_scratch(|blob| {
-        // SAFETY: the application's parameter array.
-        unsafe { pack_into(blob, &layout, params)? };
-        s.post_or_request(&r, blob, post, Follows::Stream(sid))
-    })
-}
-
-/// Runs `f` with this thread's reusable buffer, taken out for the call and
-/// put back after it (a nested call, or one while the thread's locals are
-/// torn down, gets a fresh one): a launch packs its parameters without
-/// allocating.
-fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    thread_local! {
-        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    }
-    let mut buf = SCRATCH.try_with(std::cell::Cell::take).unwrap_or_default();
-    let r = f(&mut buf);
-    let _ = SCRATCH.try_with(|c| c.set(buf));
-    r
-}
-
-/// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits
-/// follow (x, y, z each), then `MAX_SHARED_MEMORY_PER_BLOCK`.
-const ATTR_MAX_THREADS_PER_BLOCK: usize = 1;
-const ATTR_MAX_BLOCK_DIM_X: usize = 2;
-const ATTR_MAX_GRID_DIM_X: usize = 5;
-const ATTR_MAX_SHARED_MEMORY_PER_BLOCK: usize = 8;
-
-/// Whether a launch may be posted: the client has checked here what the
-/// driver refuses at once (a live current context, a stream usable in it,
-/// the geometry within the device's limits, dynamic shared memory within
-/// the default per-block limit). A launch that fails any check, or that the
-/// client cannot check, waits for the driver's answer.
-pub(super) fn launch_postable(
-    s: &crate::runtime::Session,
-    sid: u64,
-    dims: [c_uint; 6],
-    shmem: c_uint,
-) -> bool {
-    let ctx = crate::context::current();
-    let device = launch_device(&s.objects(), ctx, sid);
-    device.is_some_and(|d| geometry_ok(s, d, dims, shmem))
-}
-
-/// The device of context `ctx` when it is live and `sid` is a stream
-/// usable in it: what a posted launch needs besides its geometry.
-fn launch_device(o: &crate::objects::Objects, ctx: u64, sid: u64) -> Option<i32> {
-    if !o.stream_ok(ctx, sid) {
-        return None;
-    }
-    o.contexts.get(&ctx).map(|c| c.device)
-}
-
-/// Whether a launch's geometry and dynamic shared memory are within
-/// `device`'s limits.
-fn geometry_ok(s: &crate::runtime::Session, device: i32, dims: [c_uint; 6], shmem: c_uint) -> bool {
-    let Ok(snap) = s.device(device) else {
-        return false;
-    };
-    let limit = |id: usize| {
-        snap.attr(id)
-            .and_then(|v| u64::try_from(v).ok())
-            .unwrap_or(0)
-    };
-    let (grid, block) = (&dims[..3], &dims[3..]);
-    let within = |dims: &[c_uint], first: usize| {
-        dims.iter()
-            .enumerate()
-            .all(|(i, &d)| d >= 1 && u64::from(d) <= limit(first + i))
-    };
-    let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
-    within(grid, ATTR_MAX_GRID_DIM_X)
-        && within(block, ATTR_MAX_BLOCK_DIM_X)
-        && threads <= limit(ATTR_MAX_THREADS_PER_BLOCK)
-        && u64::from(shmem) <= limit(ATTR_MAX_SHARED_MEMORY_PER_BLOCK)
-}
-
 /// `cuFuncGetName` (`kernel` false) and `cuKernelGetName`: the name, asked
 /// of the worker once and kept while the function lives, so the pointer
 /// stays valid as the driver's does.
@@ -505,4 +301,45 @@ pub unsafe fn enumerate(
         unsafe { out.add(i).write_unaligned(wire::handle(id)) };
     }
     Ok(())
+}
+
+/// The file's bytes, NUL-terminated so a PTX file is a valid image too.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated path.
+pub(super) unsafe fn read_file(name: *const c_char) -> CuResult<Vec<u8>> {
+    non_null(name)?;
+    // SAFETY: checked non-NULL; the application's NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let mut bytes = std::fs::read(&path).map_err(|e| {
+        crate::log::line(format_args!("cannot read module file {path}: {e}"));
+        CuError::FILE_NOT_FOUND
+    })?;
+    bytes.push(0);
+    Ok(bytes)
+}
+
+/// `cuModuleLoad`: the file is read here (it is the application's) and
+/// loaded like an image in memory.
+pub unsafe fn module_load(m: *mut CUmodule, name: *const c_char) -> CuResult<()> {
+    // SAFETY: the application's path.
+    let image = unsafe { read_file(name)? };
+    // SAFETY: `image` is a complete image in memory for the call's duration.
+    unsafe {
+        load_data(
+            m,
+            image.as_ptr().cast(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `cuModuleLoadFatBinary`.
+pub unsafe fn module_load_fat_binary(m: *mut CUmodule, fat: *const c_void) -> CuResult<()> {
+    // SAFETY: a fat binary is a module image the loader recognises.
+    unsafe { load_data(m, fat, 0, std::ptr::null_mut(), std::ptr::null_mut()) }
 }

@@ -1,61 +1,15 @@
-//! Stream-ordered allocation and 2D copies. (3D copies are split into 2D
+//! 2D copies. (3D copies are split into 2D
 //! ones by the client.)
 
 use vgpu_abi::types::{CUmemorytype, CUDA_MEMCPY2D};
-use vgpu_proto::{mem_alloc_async, mem_free_async, memcpy2d, Request, MAX_BLOB};
-use zerocopy::little_endian::U64;
+use vgpu_proto::{memcpy2d, Request, MAX_BLOB};
 
 use super::calls::{message, ok, size, Reply};
 use super::exec::{checked, Lane};
 use super::status::INVALID_VALUE;
-use super::tables::{as_handle, Range, RangeOwner};
+
 use super::Session;
-use crate::driver::{entry, DevPtr, Status};
-
-/// Stream-ordered allocation from the device's pool; the range joins the
-/// session's live allocations.
-pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
-    let r: &mem_alloc_async::Request = message(req)?;
-    let bytes = size(r.bytes.get())?;
-    let st = as_handle(s.tables().stream(r.stream.get())?);
-    let mut p: DevPtr = 0;
-    // SAFETY: live out-pointer; live stream of this session or a sentinel.
-    ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
-    let owner = RangeOwner::Alloc { ctx: req.ctx };
-    s.tables().ranges.insert(
-        p,
-        Range {
-            size: bytes as u64,
-            owner,
-        },
-    );
-    Ok(Reply::new(
-        &mem_alloc_async::Reply { dptr: U64::new(p) },
-        Vec::new(),
-    ))
-}
-
-/// Stream-ordered free of the base of a live allocation.
-pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
-    let r: &mem_free_async::Request = message(req)?;
-    let (p, stream) = (r.dptr.get(), r.stream.get());
-    let known = matches!(
-        s.tables().ranges.get(&p),
-        Some(Range {
-            owner: RangeOwner::Alloc { .. },
-            ..
-        })
-    );
-    if !known {
-        tracing::info!("cuMemFreeAsync({p:#x}): not the base of a live allocation");
-        return Err(INVALID_VALUE);
-    }
-    let st = as_handle(s.tables().stream(stream)?);
-    // SAFETY: `p` is the base of a live allocation of this session.
-    ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
-    s.tables().ranges.remove(&p);
-    Ok(Reply::default())
-}
+use crate::driver::{entry, Status};
 
 /// The bytes a 2D region touches from its first to its last byte.
 fn span(pitch: u64, x: u64, y: u64, width: u64, height: u64) -> Option<(u64, u64)> {

@@ -1,19 +1,21 @@
-//! Device memory: allocation, and the copies and memsets whose bytes travel
+//! Device memory: allocation (stream-ordered too), and the copies and memsets whose bytes travel
 //! in the frames. Every device range is checked against the session's live
 //! allocations before the driver sees it.
 
 use std::ffi::c_void;
 
 use vgpu_proto::{
-    mem_alloc, mem_free, memcpy_dtod, memcpy_dtoh, memcpy_htod, memset, Request, MAX_BLOB,
+    mem_alloc, mem_alloc_async, mem_free, mem_free_async, memcpy_dtod, memcpy_dtoh, memcpy_htod,
+    memset, Request, MAX_BLOB,
 };
+use zerocopy::little_endian::U64;
 
 use super::calls::{message, ok, size, Reply};
 use super::exec::{checked, Lane};
 use super::status::INVALID_VALUE;
-use super::tables::{Range, RangeOwner};
+use super::tables::{as_handle, Range, RangeOwner};
 use super::Session;
-use crate::driver::{entry, Status};
+use crate::driver::{entry, DevPtr, Status};
 
 /// `cuMemAlloc_v2`; the range joins the session's live allocations.
 pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
@@ -142,5 +144,50 @@ pub fn memset(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status>
             _ => INVALID_VALUE,
         }
     })?;
+    Ok(Reply::default())
+}
+
+/// Stream-ordered allocation from the device's pool; the range joins the
+/// session's live allocations.
+pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_alloc_async::Request = message(req)?;
+    let bytes = size(r.bytes.get())?;
+    let st = as_handle(s.tables().stream(r.stream.get())?);
+    let mut p: DevPtr = 0;
+    // SAFETY: live out-pointer; live stream of this session or a sentinel.
+    ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
+    let owner = RangeOwner::Alloc { ctx: req.ctx };
+    s.tables().ranges.insert(
+        p,
+        Range {
+            size: bytes as u64,
+            owner,
+        },
+    );
+    Ok(Reply::new(
+        &mem_alloc_async::Reply { dptr: U64::new(p) },
+        Vec::new(),
+    ))
+}
+
+/// Stream-ordered free of the base of a live allocation.
+pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_free_async::Request = message(req)?;
+    let (p, stream) = (r.dptr.get(), r.stream.get());
+    let known = matches!(
+        s.tables().ranges.get(&p),
+        Some(Range {
+            owner: RangeOwner::Alloc { .. },
+            ..
+        })
+    );
+    if !known {
+        tracing::info!("cuMemFreeAsync({p:#x}): not the base of a live allocation");
+        return Err(INVALID_VALUE);
+    }
+    let st = as_handle(s.tables().stream(stream)?);
+    // SAFETY: `p` is the base of a live allocation of this session.
+    ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
+    s.tables().ranges.remove(&p);
     Ok(Reply::default())
 }

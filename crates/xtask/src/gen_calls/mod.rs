@@ -128,5 +128,46 @@ fn check_hand_written(root: &std::path::Path, model: &model::Model) -> Result<()
         )
         .into());
     }
+    // Each hand-written entry point is implemented in its area's module.
+    let bodies = implement_bodies(&api);
+    let misplaced: Vec<String> = model
+        .manual
+        .iter()
+        .flat_map(|(area, names)| names.iter().map(move |n| (area, n)))
+        .filter_map(|(area, name)| {
+            let module = bodies.get(name.as_str())?;
+            (module != area).then(|| format!("{name} (table: {area}, client: {module})"))
+        })
+        .collect();
+    if !misplaced.is_empty() {
+        return Err(format!(
+            "hand-written entry points implemented outside their table area's module \
+             (crates/client/src/api/<area>.rs): {}",
+            misplaced.join(", ")
+        )
+        .into());
+    }
     Ok(())
+}
+
+/// Each `implement!` line's entry point and the module its body calls into
+/// (`cuMemAlloc_v2(dptr, size) => memory::alloc(dptr, size);` → `memory`).
+fn implement_bodies(api_mod: &str) -> std::collections::BTreeMap<&str, &str> {
+    let start = api_mod.find("implement! {").unwrap_or(api_mod.len());
+    let text = &api_mod[start..];
+    let mut out = std::collections::BTreeMap::new();
+    let mut rest = text;
+    while let Some(arrow) = rest.find("=>") {
+        // The entry point starts the line that holds its `=>`.
+        let before = &rest[..arrow];
+        let line = before.rfind('\n').map_or(before, |i| &before[i + 1..]);
+        let name = line.split('(').next().unwrap_or("").trim();
+        let after = rest[arrow + 2..].trim_start();
+        let module = after.split("::").next().unwrap_or("").trim();
+        if name.starts_with("cu") {
+            out.insert(name, module);
+        }
+        rest = &rest[arrow + 2..];
+    }
+    out
 }

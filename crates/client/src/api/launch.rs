@@ -1,0 +1,415 @@
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`, cooperative
+//! launches) and the occupancy query that takes a launch configuration.
+//!
+//! Parameters are packed into one buffer by the function's layout, which
+//! the client keeps (`api::module`). A launch is posted without waiting when
+//! the client has checked what the driver would refuse at once (a live
+//! context, a stream usable in it, the geometry and shared memory within the
+//! device's limits); its failure then comes back at the thread's next
+//! synchronizing call (`docs/adr/0004-async-errors.md`).
+
+use std::ffi::{c_int, c_uint, c_void};
+
+use vgpu_abi::types::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+use vgpu_proto::{
+    launch_kernel, launch_kernel_ex as launch_op, occupancy_max_active_clusters as clusters_op,
+};
+use zerocopy::little_endian::{U32, U64};
+
+use super::stream;
+use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::lane::Follows;
+use crate::objects::LaunchConfig;
+use crate::runtime::runtime;
+
+/// The keys of `cuLaunchKernel`'s `extra` list.
+const LAUNCH_PARAM_END: usize = 0x00;
+const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
+const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
+
+/// Packs `kernelParams` (one pointer per parameter) by the cached layout.
+///
+/// # Safety
+/// `params` must hold one valid pointer per kernel parameter.
+pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> CuResult<Vec<u8>> {
+    let mut buf = Vec::new();
+    // SAFETY: the caller's promise.
+    unsafe { pack_into(&mut buf, layout, params)? };
+    Ok(buf)
+}
+
+/// [`pack`] into `buf`, replacing its contents.
+///
+/// # Safety
+/// As for [`pack`].
+unsafe fn pack_into(
+    buf: &mut Vec<u8>,
+    layout: &[(u32, u32)],
+    params: *mut *mut c_void,
+) -> CuResult<()> {
+    let total = layout
+        .iter()
+        .map(|&(o, s)| o as usize + s as usize)
+        .max()
+        .unwrap_or(0);
+    buf.clear();
+    buf.resize(total, 0);
+    if layout.is_empty() {
+        return Ok(());
+    }
+    non_null(params)?;
+    for (i, &(off, size)) in layout.iter().enumerate() {
+        // SAFETY: the application passes one pointer per parameter.
+        let arg = unsafe { *params.add(i) };
+        non_null(arg)?;
+        // SAFETY: `arg` points at a value of `size` bytes; `buf` holds
+        // `off + size` bytes by construction.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                arg.cast::<u8>(),
+                buf.as_mut_ptr().add(off as usize),
+                size as usize,
+            )
+        };
+    }
+    Ok(())
+}
+
+/// Reads the packed buffer of the `extra` launch form.
+///
+/// # Safety
+/// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
+pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
+    let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
+    for i in (0..64).step_by(2) {
+        // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.
+        let key = unsafe { *extra.add(i) } as usize;
+        if key == LAUNCH_PARAM_END {
+            break;
+        }
+        // SAFETY: every non-END key is followed by its value.
+        let value = unsafe { *extra.add(i + 1) };
+        match key {
+            LAUNCH_PARAM_BUFFER_POINTER => buf = value.cast(),
+            // SAFETY: the size value points at a size_t.
+            LAUNCH_PARAM_BUFFER_SIZE if !value.is_null() => {
+                // SAFETY: the size value points at a size_t.
+                size = Some(unsafe { *value.cast::<usize>() })
+            }
+            _ => return Err(CuError::INVALID_VALUE),
+        }
+    }
+    match size {
+        Some(n) if !buf.is_null() && n <= vgpu_proto::MAX_BLOB => {
+            // SAFETY: the application's buffer holds `n` bytes.
+            Ok(unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
+        }
+        _ => Err(CuError::INVALID_VALUE),
+    }
+}
+
+pub unsafe fn launch(
+    f: CUfunction,
+    dims: [c_uint; 6],
+    shmem: c_uint,
+    sid: u64,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let ctx = crate::context::current();
+    // One look at the objects: the function's layout, and the device of a
+    // live context whose stream this is.
+    let (layout, device) = {
+        let o = s.objects();
+        let info = o
+            .functions
+            .get(&(f as usize as u64))
+            .ok_or(CuError::INVALID_HANDLE)?;
+        (info.params.clone(), launch_device(&o, ctx, sid))
+    };
+    if !params.is_null() && !extra.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let r = launch_kernel::Request {
+        function: U64::new(f as usize as u64),
+        grid_x: U32::new(dims[0]),
+        grid_y: U32::new(dims[1]),
+        grid_z: U32::new(dims[2]),
+        block_x: U32::new(dims[3]),
+        block_y: U32::new(dims[4]),
+        block_z: U32::new(dims[5]),
+        shared: U32::new(shmem),
+        stream: U64::new(sid),
+    };
+    let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem));
+    if !extra.is_null() {
+        // SAFETY: the application's `extra` list.
+        let blob = unsafe { packed_extra(extra)? };
+        return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
+    }
+    with_scratch(|blob| {
+        // SAFETY: the application's parameter array.
+        unsafe { pack_into(blob, &layout, params)? };
+        s.post_or_request(&r, blob, post, Follows::Stream(sid))
+    })
+}
+
+/// Runs `f` with this thread's reusable buffer, taken out for the call and
+/// put back after it (a nested call, or one while the thread's locals are
+/// torn down, gets a fresh one): a launch packs its parameters without
+/// allocating.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.try_with(std::cell::Cell::take).unwrap_or_default();
+    let r = f(&mut buf);
+    let _ = SCRATCH.try_with(|c| c.set(buf));
+    r
+}
+
+/// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; the block and grid limits
+/// follow (x, y, z each), then `MAX_SHARED_MEMORY_PER_BLOCK`.
+const ATTR_MAX_THREADS_PER_BLOCK: usize = 1;
+
+const ATTR_MAX_BLOCK_DIM_X: usize = 2;
+const ATTR_MAX_GRID_DIM_X: usize = 5;
+
+const ATTR_MAX_SHARED_MEMORY_PER_BLOCK: usize = 8;
+/// Whether a launch may be posted: the client has checked here what the
+/// driver refuses at once (a live current context, a stream usable in it,
+/// the geometry within the device's limits, dynamic shared memory within
+/// the default per-block limit). A launch that fails any check, or that the
+/// client cannot check, waits for the driver's answer.
+pub(super) fn launch_postable(
+    s: &crate::runtime::Session,
+    sid: u64,
+    dims: [c_uint; 6],
+    shmem: c_uint,
+) -> bool {
+    let ctx = crate::context::current();
+    let device = launch_device(&s.objects(), ctx, sid);
+    device.is_some_and(|d| geometry_ok(s, d, dims, shmem))
+}
+
+/// The device of context `ctx` when it is live and `sid` is a stream
+/// usable in it: what a posted launch needs besides its geometry.
+fn launch_device(o: &crate::objects::Objects, ctx: u64, sid: u64) -> Option<i32> {
+    if !o.stream_ok(ctx, sid) {
+        return None;
+    }
+    o.contexts.get(&ctx).map(|c| c.device)
+}
+
+/// Whether a launch's geometry and dynamic shared memory are within
+/// `device`'s limits.
+fn geometry_ok(s: &crate::runtime::Session, device: i32, dims: [c_uint; 6], shmem: c_uint) -> bool {
+    let Ok(snap) = s.device(device) else {
+        return false;
+    };
+    let limit = |id: usize| {
+        snap.attr(id)
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    let (grid, block) = (&dims[..3], &dims[3..]);
+    let within = |dims: &[c_uint], first: usize| {
+        dims.iter()
+            .enumerate()
+            .all(|(i, &d)| d >= 1 && u64::from(d) <= limit(first + i))
+    };
+    let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+    within(grid, ATTR_MAX_GRID_DIM_X)
+        && within(block, ATTR_MAX_BLOCK_DIM_X)
+        && threads <= limit(ATTR_MAX_THREADS_PER_BLOCK)
+        && u64::from(shmem) <= limit(ATTR_MAX_SHARED_MEMORY_PER_BLOCK)
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
+const LAUNCH_ATTRIBUTE_COOPERATIVE: u32 = 2;
+
+const MAX_LAUNCH_ATTRS: usize = 32;
+const _: () = assert!(std::mem::size_of::<CUlaunchAttribute>() == 72);
+
+/// The scalar part of a launch configuration, as the wire carries it.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    function: u64,
+    /// Grid, block, then dynamic shared memory.
+    dims: [u32; 7],
+    stream: u64,
+    attributes: u32,
+}
+
+/// The scalar part of a launch config and its attribute bytes.
+///
+/// # Safety
+/// `config` must be NULL or a valid `CUlaunchConfig` whose `attrs` holds `numAttrs` entries.
+unsafe fn config_args(
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
+) -> CuResult<(Config, Vec<u8>)> {
+    non_null(config)?;
+    // SAFETY: checked non-NULL; the application's config.
+    let c = unsafe { &*config };
+    let n = c.numAttrs as usize;
+    if n > MAX_LAUNCH_ATTRS || (n > 0 && c.attrs.is_null()) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let bytes = n * std::mem::size_of::<CUlaunchAttribute>();
+    let attrs = if n == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `attrs` holds `n` plain-data records.
+        unsafe { std::slice::from_raw_parts(c.attrs.cast::<u8>(), bytes) }.to_vec()
+    };
+    let dims = [
+        c.gridDimX,
+        c.gridDimY,
+        c.gridDimZ,
+        c.blockDimX,
+        c.blockDimY,
+        c.blockDimZ,
+        c.sharedMemBytes,
+    ];
+    let config = Config {
+        function: f as usize as u64,
+        dims,
+        stream: stream_id(c.hStream),
+        attributes: c.numAttrs,
+    };
+    Ok((config, attrs))
+}
+
+pub unsafe fn occupancy_clusters(
+    n: *mut c_int,
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(n)?;
+    super::module::function(f)?;
+    // SAFETY: the application's config.
+    let (c, attrs) = unsafe { config_args(f, config, stream::id)? };
+    let r = clusters_op::Request {
+        function: U64::new(c.function),
+        grid_x: U32::new(c.dims[0]),
+        grid_y: U32::new(c.dims[1]),
+        grid_z: U32::new(c.dims[2]),
+        block_x: U32::new(c.dims[3]),
+        block_y: U32::new(c.dims[4]),
+        block_z: U32::new(c.dims[5]),
+        shared: U32::new(c.dims[6]),
+        stream: U64::new(c.stream),
+        attributes: U32::new(c.attributes),
+    };
+    let (rep, _) = s.request(&r, &attrs)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(n, rep.clusters.get()) }
+}
+
+/// `cuLaunchKernelEx` (and `_ptsz` through `stream_id`).
+pub unsafe fn launch_ex(
+    config: *const CUlaunchConfig,
+    f: CUfunction,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let info = super::module::function(f)?;
+    // SAFETY: the application's config.
+    let (c, mut blob) = unsafe { config_args(f, config, stream_id)? };
+    let packed = match (params.is_null(), extra.is_null()) {
+        (false, false) => return Err(CuError::INVALID_VALUE),
+        // SAFETY: the application's `extra` list.
+        (true, false) => unsafe { packed_extra(extra)? },
+        // SAFETY: the application's parameter array.
+        _ => unsafe { pack(&info.params, params)? },
+    };
+    // Launch attributes (clusters, cooperative, priorities…) are checked by
+    // the driver: a launch with them is posted only in a configuration the
+    // driver accepted before (the same function, dimensions, shared memory
+    // and attributes), and never with attributes naming events.
+    let dims: [c_uint; 6] = std::array::from_fn(|i| c.dims[i]);
+    let checked = extra.is_null() && launch_postable(s, c.stream, dims, c.dims[6]);
+    let config = (checked && c.attributes != 0 && !names_events(&blob)).then(|| LaunchConfig {
+        function: c.function,
+        context: crate::context::current(),
+        dims: c.dims.map(u64::from),
+        attributes: blob.clone(),
+    });
+    let post = checked
+        && match &config {
+            None => c.attributes == 0,
+            Some(k) => s.objects().answers.launches.contains(k),
+        };
+    blob.extend_from_slice(&packed);
+    let follows = crate::lane::Follows::Stream(c.stream);
+    let r = launch_op::Request {
+        function: U64::new(c.function),
+        grid_x: U32::new(c.dims[0]),
+        grid_y: U32::new(c.dims[1]),
+        grid_z: U32::new(c.dims[2]),
+        block_x: U32::new(c.dims[3]),
+        block_y: U32::new(c.dims[4]),
+        block_z: U32::new(c.dims[5]),
+        shared: U32::new(c.dims[6]),
+        stream: U64::new(c.stream),
+        attributes: U32::new(c.attributes),
+    };
+    s.post_or_request(&r, &blob, post, follows)?;
+    if let (Some(c), false) = (config, post) {
+        s.objects().answers.keep_launch(c);
+    }
+    Ok(())
+}
+
+/// Launch attributes that carry an event handle, or write a result back.
+const UNPOSTABLE_ATTRIBUTES: [CUlaunchAttributeID; 3] = [
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+    CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE,
+];
+
+/// Whether any of the attribute records in `attrs` carries an event or
+/// writes a result back.
+fn names_events(attrs: &[u8]) -> bool {
+    attrs
+        .chunks_exact(std::mem::size_of::<CUlaunchAttribute>())
+        .any(|a| {
+            let id = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+            UNPOSTABLE_ATTRIBUTES.iter().any(|u| u.0 == id)
+        })
+}
+
+/// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.
+pub unsafe fn launch_cooperative(
+    f: CUfunction,
+    dims: [c_uint; 6],
+    shmem: c_uint,
+    st: vgpu_abi::types::CUstream,
+    params: *mut *mut c_void,
+    stream_id: fn(*mut vgpu_abi::types::CUstream_st) -> u64,
+) -> CuResult<()> {
+    // SAFETY: CUlaunchAttribute is plain data; all-zero is a valid value.
+    let mut attr: CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id.0 = LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    let config = CUlaunchConfig {
+        gridDimX: dims[0],
+        gridDimY: dims[1],
+        gridDimZ: dims[2],
+        blockDimX: dims[3],
+        blockDimY: dims[4],
+        blockDimZ: dims[5],
+        sharedMemBytes: shmem,
+        hStream: st,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: a valid config built above; the application's parameters.
+    unsafe { launch_ex(&config, f, params, std::ptr::null_mut(), stream_id) }
+}
