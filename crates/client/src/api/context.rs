@@ -85,7 +85,7 @@ pub fn device_primary_ctx_release_v2(dev: c_int) -> CuResult<()> {
         *refs == 0
     };
     if last {
-        super::dark::run_storage_destructors(primary_id(dev));
+        run_storage_destructors(primary_id(dev));
     }
     Ok(())
 }
@@ -151,7 +151,7 @@ pub fn device_primary_ctx_reset_v2(dev: c_int) -> CuResult<()> {
     primary_state_changed(s);
     reset?;
     s.objects().primary_refs.insert(dev, 0);
-    super::dark::run_storage_destructors(primary_id(dev));
+    run_storage_destructors(primary_id(dev));
     Ok(())
 }
 
@@ -275,7 +275,7 @@ pub fn destroy(ctx: CUcontext) -> CuResult<()> {
     }
     s.request(&ctx_destroy::Request { ctx: U64::new(id) }, &[])?;
     s.objects().contexts.remove(&id);
-    super::dark::run_storage_destructors(id);
+    run_storage_destructors(id);
     stack::forget_if_current(id);
     Ok(())
 }
@@ -358,4 +358,23 @@ pub unsafe fn get_id(ctx: CUcontext, out: *mut std::ffi::c_ulonglong) -> CuResul
     let uid = unique_id(id)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(out, uid) }
+}
+
+/// Runs and forgets the storage destructors of `ctx` (destroyed, reset, or
+/// its primary context released to zero).
+pub fn run_storage_destructors(ctx: u64) {
+    let Ok(s) = runtime().session() else { return };
+    let entries = s.objects().take_storage(ctx);
+    for (key, e) in entries {
+        if let Some(dtor) = e.dtor {
+            // SAFETY: the runtime registered this destructor for this entry.
+            unsafe {
+                dtor(
+                    to_handle(ctx).cast(),
+                    key as *mut std::ffi::c_void,
+                    e.value as *mut std::ffi::c_void,
+                )
+            };
+        }
+    }
 }

@@ -420,25 +420,6 @@ unsafe extern "C" fn storage_get(
     .0
 }
 
-/// Runs and forgets the storage destructors of `ctx` (destroyed, reset, or
-/// its primary context released to zero).
-pub fn run_storage_destructors(ctx: u64) {
-    let Ok(s) = runtime().session() else { return };
-    let entries = s.objects().take_storage(ctx);
-    for (key, e) in entries {
-        if let Some(dtor) = e.dtor {
-            // SAFETY: the runtime registered this destructor for this entry.
-            unsafe {
-                dtor(
-                    to_handle(ctx).cast(),
-                    key as *mut c_void,
-                    e.value as *mut c_void,
-                )
-            };
-        }
-    }
-}
-
 /// TOOLS_TLS slot 1: `cuCtxSetCurrent` without validation.
 unsafe extern "C" fn tls_set_current(ctx: *mut c_void) -> u32 {
     guard("tools_tls.set_current", || {

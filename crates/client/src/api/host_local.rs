@@ -79,7 +79,7 @@ pub fn no_device_address(what: &str, p: u64) -> CuError {
 
 /// The value of pointer attribute `attr` for `ptr` in the local pages at
 /// `base`; `None` when there is none to give.
-fn value(s: &Session, attr: u32, ptr: u64, base: u64, info: &HostInfo) -> Option<u64> {
+pub(super) fn value(s: &Session, attr: u32, ptr: u64, base: u64, info: &HostInfo) -> Option<u64> {
     Some(match attr {
         1 => info.ctx,
         2 => MEMORY_TYPE_HOST,
@@ -94,48 +94,4 @@ fn value(s: &Session, attr: u32, ptr: u64, base: u64, info: &HostInfo) -> Option
         13 => 1,
         _ => return None,
     })
-}
-
-/// `cuPointerGetAttribute(s)` for a pointer into local pages, answered
-/// here: the worker knows nothing of them. One attribute alone
-/// (`single`) that has no value here fails with `CUDA_ERROR_INVALID_VALUE`
-/// and a logged reason; in a list it reads as zeros, the driver's value for
-/// memory it does not know.
-///
-/// # Safety
-/// Each non-NULL data pointer must be writable for its attribute's value.
-pub unsafe fn attributes(
-    s: &Session,
-    ptr: u64,
-    (base, info): (u64, HostInfo),
-    attrs: &[u32],
-    data: &[*mut c_void],
-    single: bool,
-) -> CuResult<()> {
-    for (&attr, &out) in attrs.iter().zip(data) {
-        let n = super::pointer::value_size(attr)?;
-        let v = match value(s, attr, ptr, base, &info) {
-            Some(v) => v,
-            None if single && attr == 3 => {
-                return Err(no_device_address("cuPointerGetAttribute", ptr))
-            }
-            None if single => {
-                crate::log::line(format_args!(
-                    "cuPointerGetAttribute: attribute {attr} has no value for {ptr:#x}, pinned \
-                     host memory of a TCP session that lives only in this process"
-                ));
-                return Err(CuError::INVALID_VALUE);
-            }
-            None => 0,
-        };
-        if out.is_null() {
-            continue;
-        }
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&v.to_le_bytes());
-        // SAFETY: the application's data pointer holds this attribute's
-        // value of `n` (at most 16) bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), n) };
-    }
-    Ok(())
 }

@@ -42,7 +42,7 @@ unsafe fn query(
     let shared = s.objects().host_range(ptr, 1);
     if let Some(local) = shared.filter(|(_, info)| info.local) {
         // SAFETY: each data pointer holds its attribute's value.
-        return unsafe { super::host_local::attributes(s, ptr, local, attrs, data, single) };
+        return unsafe { local_attributes(s, ptr, local, attrs, data, single) };
     }
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
@@ -110,4 +110,51 @@ pub unsafe fn get_attributes(
     }
     // SAFETY: each data pointer holds its attribute's value.
     unsafe { query(ptr, &ids, data, false) }
+}
+
+/// `cuPointerGetAttribute(s)` for a pointer into local pages, answered
+/// here: the worker knows nothing of them. One attribute alone
+/// (`single`) that has no value here fails with `CUDA_ERROR_INVALID_VALUE`
+/// and a logged reason; in a list it reads as zeros, the driver's value for
+/// memory it does not know.
+///
+/// # Safety
+/// Each non-NULL data pointer must be writable for its attribute's value.
+unsafe fn local_attributes(
+    s: &crate::runtime::Session,
+    ptr: u64,
+    (base, info): (u64, crate::objects::HostInfo),
+    attrs: &[u32],
+    data: &[*mut c_void],
+    single: bool,
+) -> CuResult<()> {
+    for (&attr, &out) in attrs.iter().zip(data) {
+        let n = value_size(attr)?;
+        let v = match super::host_local::value(s, attr, ptr, base, &info) {
+            Some(v) => v,
+            None if single && attr == 3 => {
+                return Err(super::host_local::no_device_address(
+                    "cuPointerGetAttribute",
+                    ptr,
+                ))
+            }
+            None if single => {
+                crate::log::line(format_args!(
+                    "cuPointerGetAttribute: attribute {attr} has no value for {ptr:#x}, pinned \
+                     host memory of a TCP session that lives only in this process"
+                ));
+                return Err(CuError::INVALID_VALUE);
+            }
+            None => 0,
+        };
+        if out.is_null() {
+            continue;
+        }
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&v.to_le_bytes());
+        // SAFETY: the application's data pointer holds this attribute's
+        // value of `n` (at most 16) bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), n) };
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@
 //! pointer of the pages is the one the driver reports in the worker.
 
 use std::ffi::{c_uint, c_void};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 
 use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
@@ -18,7 +18,7 @@ use zerocopy::little_endian::U64;
 use super::calls::{message, ok, size, Reply};
 use super::exec::{checked, Lane};
 use super::status::{HOST_MEMORY_NOT_REGISTERED, INVALID_VALUE, NOT_SUPPORTED, OUT_OF_MEMORY};
-use super::tables::{Range, RangeOwner};
+use super::tables::{HostAlloc, Range, RangeOwner};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
 
@@ -27,15 +27,6 @@ use crate::driver::{entry, DevPtr, Status};
 const REGISTER_FLAGS: c_uint = 0x1 | 0x2;
 /// Largest pinned allocation one call may make.
 const MAX_PINNED: usize = 1 << 40;
-
-/// A live shared pinned allocation.
-#[derive(Debug)]
-pub struct HostAlloc {
-    pub len: usize,
-    pub dptr: DevPtr,
-    /// Keeps the pages' file alive for the life of the mapping.
-    _fd: OwnedFd,
-}
 
 /// Shared pinned memory: the reply gives its worker address and device
 /// pointer, and the memfd follows it.
@@ -87,7 +78,7 @@ pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     let base = addr as u64;
     let sent = fd.as_fd().try_clone_to_owned().map_err(|_| OUT_OF_MEMORY)?;
     let mut t = s.tables();
-    t.host.insert(base, HostAlloc { len, dptr, _fd: fd });
+    t.host.insert(base, HostAlloc { len, dptr, fd });
     t.ranges.insert(
         dptr,
         Range {

@@ -52,6 +52,15 @@ pub enum RangeOwner {
     Host { base: u64 },
 }
 
+/// A live shared pinned allocation (`worker::host`), by its worker address.
+#[derive(Debug)]
+pub struct HostAlloc {
+    pub len: usize,
+    pub dptr: DevPtr,
+    /// Keeps the pages' file alive for the life of the mapping.
+    pub fd: std::os::fd::OwnedFd,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Range {
     pub size: u64,
@@ -76,7 +85,7 @@ pub struct Tables {
     /// Large images being uploaded in pieces (StageBlob), by stage id.
     pub staged: HashMap<u64, Vec<u8>>,
     /// Shared pinned host allocations by worker address.
-    pub host: BTreeMap<u64, super::host::HostAlloc>,
+    pub host: BTreeMap<u64, HostAlloc>,
     /// Handles of the other kinds, by id (the kind is in the id's tag).
     others: HashMap<u64, Other>,
     /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
