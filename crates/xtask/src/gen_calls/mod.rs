@@ -16,6 +16,7 @@
 
 mod abi_types;
 mod model;
+mod plan;
 mod render_client;
 mod render_conformance;
 mod render_proto;
