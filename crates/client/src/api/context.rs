@@ -43,6 +43,8 @@ fn current_info(s: &Session) -> CuResult<(u64, CtxInfo)> {
     }
 }
 
+/// # Safety
+/// `pctx` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn primary_retain(pctx: *mut CUcontext, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(pctx)?;
@@ -287,6 +289,8 @@ pub fn push(ctx: CUcontext) -> CuResult<()> {
     Ok(())
 }
 
+/// # Safety
+/// `pctx` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn pop(pctx: *mut CUcontext) -> CuResult<()> {
     runtime().session()?;
     let id = stack::pop().ok_or(CuError::INVALID_CONTEXT)?;
@@ -308,12 +312,16 @@ pub fn set_current(ctx: CUcontext) -> CuResult<()> {
     Ok(())
 }
 
+/// # Safety
+/// `pctx` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_current(pctx: *mut CUcontext) -> CuResult<()> {
     runtime().session()?;
     // SAFETY: the application's out-pointer (NULL is rejected).
     unsafe { write_out(pctx, to_handle(stack::current())) }
 }
 
+/// # Safety
+/// `dev` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_device(dev: *mut c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dev)?;
@@ -322,6 +330,8 @@ pub unsafe fn get_device(dev: *mut c_int) -> CuResult<()> {
     unsafe { write_out(dev, info.device) }
 }
 
+/// # Safety
+/// `dev` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_device_of(dev: *mut c_int, ctx: CUcontext) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dev)?;
@@ -345,6 +355,8 @@ pub fn unique_id(ctx: u64) -> CuResult<u64> {
         .ok_or(CuError::INVALID_CONTEXT)
 }
 
+/// # Safety
+/// `out` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_id(ctx: CUcontext, out: *mut std::ffi::c_ulonglong) -> CuResult<()> {
     non_null(out)?;
     let id = if ctx.is_null() {

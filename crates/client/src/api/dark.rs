@@ -260,6 +260,10 @@ fn tables() -> [([u8; 16], *const c_void); 9] {
 }
 
 /// `cuGetExportTable`.
+///
+/// # Safety
+/// `table` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `id` must be NULL or point to what the CUDA API says the caller passes there.
 pub unsafe fn get(table: *mut *const c_void, id: *const CUuuid) -> CuResult<()> {
     non_null(table)?;
     non_null(id)?;

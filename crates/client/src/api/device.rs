@@ -10,6 +10,8 @@ use crate::runtime::runtime;
 const ATTR_COMPUTE_CAPABILITY_MAJOR: usize = 75;
 const ATTR_COMPUTE_CAPABILITY_MINOR: usize = 76;
 
+/// # Safety
+/// `d` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get(d: *mut c_int, ordinal: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(d)?;
@@ -18,6 +20,8 @@ pub unsafe fn get(d: *mut c_int, ordinal: c_int) -> CuResult<()> {
     unsafe { write_out(d, ordinal) }
 }
 
+/// # Safety
+/// `n` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn count(n: *mut c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let count = c_int::try_from(s.devices.len()).map_err(|_| CuError::UNKNOWN)?;
@@ -44,6 +48,8 @@ unsafe fn copy_c_string(buf: *mut c_char, len: c_int, text: &str) -> CuResult<()
     Ok(())
 }
 
+/// # Safety
+/// `buf` must be NULL or writable for the length passed with it.
 pub unsafe fn name(buf: *mut c_char, len: c_int, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let d = s.device(dev)?;
@@ -51,6 +57,8 @@ pub unsafe fn name(buf: *mut c_char, len: c_int, dev: c_int) -> CuResult<()> {
     unsafe { copy_c_string(buf, len, d.name_str()) }
 }
 
+/// # Safety
+/// `buf` must be NULL or writable for the length passed with it.
 pub unsafe fn pci_bus_id(buf: *mut c_char, len: c_int, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let d = s.device(dev)?;
@@ -58,6 +66,8 @@ pub unsafe fn pci_bus_id(buf: *mut c_char, len: c_int, dev: c_int) -> CuResult<(
     unsafe { copy_c_string(buf, len, d.pci_bus_id_str()) }
 }
 
+/// # Safety
+/// `out` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn uuid(out: *mut CUuuid, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let d = s.device(dev)?;
@@ -66,6 +76,8 @@ pub unsafe fn uuid(out: *mut CUuuid, dev: c_int) -> CuResult<()> {
     unsafe { write_out(out, CUuuid { bytes }) }
 }
 
+/// # Safety
+/// `out` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn total_mem(out: *mut usize, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let total = usize::try_from(s.device(dev)?.total_mem.get()).map_err(|_| CuError::UNKNOWN)?;
@@ -74,6 +86,9 @@ pub unsafe fn total_mem(out: *mut usize, dev: c_int) -> CuResult<()> {
 }
 
 /// The CUDA 2.0 form with a 32-bit result, saturated.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn total_mem_v1(out: *mut c_uint, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     let total = c_uint::try_from(s.device(dev)?.total_mem.get()).unwrap_or(c_uint::MAX);
@@ -81,6 +96,8 @@ pub unsafe fn total_mem_v1(out: *mut c_uint, dev: c_int) -> CuResult<()> {
     unsafe { write_out(out, total) }
 }
 
+/// # Safety
+/// `pi` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn attribute(pi: *mut c_int, attr: CUdevice_attribute, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(pi)?;
@@ -90,6 +107,8 @@ pub unsafe fn attribute(pi: *mut c_int, attr: CUdevice_attribute, dev: c_int) ->
     unsafe { write_out(pi, value) }
 }
 
+/// # Safety
+/// `major`, `minor` must each be NULL or valid for a write of its pointee, as the CUDA API defines them.
 pub unsafe fn compute_capability(major: *mut c_int, minor: *mut c_int, dev: c_int) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(major)?;

@@ -20,6 +20,8 @@ use crate::runtime::{runtime, Session};
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
 const KNOWN_FLAGS: c_uint = 0x7;
 
+/// # Safety
+/// `pp` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(pp)?;
@@ -134,6 +136,9 @@ fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
     found.ok_or(CuError::INVALID_VALUE)
 }
 
+/// # Safety
+/// `pdptr` must be NULL or valid for a write; `p` is only looked up, never
+/// dereferenced.
 pub unsafe fn device_pointer(
     pdptr: *mut CUdeviceptr,
     p: *mut c_void,
@@ -154,6 +159,9 @@ pub unsafe fn device_pointer(
     unsafe { write_out(pdptr, info.dptr + (p as u64 - base)) }
 }
 
+/// # Safety
+/// `pflags` must be NULL or valid for a write; `p` is only looked up, never
+/// dereferenced.
 pub unsafe fn get_flags(pflags: *mut c_uint, p: *mut c_void) -> CuResult<()> {
     non_null(pflags)?;
     let (_, info) = lookup(p)?;

@@ -9,6 +9,8 @@ use crate::runtime::runtime;
 /// `cuDriverGetVersion` before a session exists.
 const ABI_CUDA_VERSION: c_int = 13000;
 
+/// # Safety
+/// The arguments must be what the CUDA API requires of its caller.
 pub unsafe fn init(flags: c_uint) -> CuResult<()> {
     if flags != 0 {
         return Err(CuError::INVALID_VALUE);
@@ -16,6 +18,8 @@ pub unsafe fn init(flags: c_uint) -> CuResult<()> {
     runtime().init()
 }
 
+/// # Safety
+/// `v` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn driver_version(v: *mut c_int) -> CuResult<()> {
     let version = runtime()
         .session()

@@ -108,6 +108,10 @@ pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> 
     }
 }
 
+/// # Safety
+/// `params` must be NULL or hold one valid pointer per kernel parameter, each
+/// to a value of that parameter's size; `extra` must be NULL or a
+/// `CU_LAUNCH_PARAM_END`-terminated list, as the CUDA API defines them.
 pub unsafe fn launch(
     f: CUfunction,
     dims: [c_uint; 6],
@@ -283,6 +287,9 @@ unsafe fn config_args(
     Ok((config, attrs))
 }
 
+/// # Safety
+/// `n` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `config` must be NULL or point to what the CUDA API says the caller passes there.
 pub unsafe fn occupancy_clusters(
     n: *mut c_int,
     f: CUfunction,
@@ -311,6 +318,12 @@ pub unsafe fn occupancy_clusters(
 }
 
 /// `cuLaunchKernelEx` (and `_ptsz` through `stream_id`).
+///
+/// # Safety
+/// `params` must be NULL or hold one valid pointer per kernel parameter, each
+/// to a value of that parameter's size; `extra` must be NULL or a
+/// `CU_LAUNCH_PARAM_END`-terminated list, as the CUDA API defines them.
+/// `config` must be NULL or point to what the CUDA API says the caller passes there.
 pub unsafe fn launch_ex(
     config: *const CUlaunchConfig,
     f: CUfunction,
@@ -386,6 +399,10 @@ fn names_events(attrs: &[u8]) -> bool {
 }
 
 /// `cuLaunchCooperativeKernel`: a `cuLaunchKernelEx` with the cooperative attribute.
+///
+/// # Safety
+/// `params` must be NULL or hold one valid pointer per kernel parameter, each
+/// to a value of that parameter's size.
 pub unsafe fn launch_cooperative(
     f: CUfunction,
     dims: [c_uint; 6],

@@ -28,6 +28,11 @@ fn id<T>(h: *mut T) -> u64 {
     h as usize as u64
 }
 
+/// # Safety
+/// `lib` must be NULL or valid for a write; `jit_keys`/`jit_vals` must hold
+/// `njit` options and `lib_keys`/`lib_vals` `nlib` options as the CUDA API
+/// defines them (log buffers writable for the sizes given with them).
+/// `code` must be NULL or point to what the CUDA API says the caller passes there.
 #[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn load_data(
     lib: *mut CUlibrary,
@@ -83,6 +88,9 @@ pub fn unload(lib: CUlibrary) -> CuResult<()> {
 }
 
 /// Looks up (or fetches and caches) a library's kernel by name.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string.
 unsafe fn launchable(owner: u64, name: *const c_char) -> CuResult<u64> {
     let s = runtime().session()?;
     non_null(name)?;
@@ -110,6 +118,9 @@ unsafe fn launchable(owner: u64, name: *const c_char) -> CuResult<u64> {
     Ok(fid)
 }
 
+/// # Safety
+/// `k` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `name` must be NULL or a NUL-terminated string.
 pub unsafe fn get_kernel(k: *mut CUkernel, lib: CUlibrary, name: *const c_char) -> CuResult<()> {
     non_null(k)?;
     // SAFETY: the application passes a NUL-terminated name.
@@ -118,6 +129,8 @@ pub unsafe fn get_kernel(k: *mut CUkernel, lib: CUlibrary, name: *const c_char) 
     unsafe { write_out(k, wire::handle(kid)) }
 }
 
+/// # Safety
+/// `m` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_module(m: *mut CUmodule, lib: CUlibrary) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(m)?;
@@ -131,6 +144,8 @@ pub unsafe fn get_module(m: *mut CUmodule, lib: CUlibrary) -> CuResult<()> {
     unsafe { write_out(m, wire::handle(mid)) }
 }
 
+/// # Safety
+/// `f` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn kernel_get_function(f: *mut CUfunction, k: CUkernel) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(f)?;
@@ -244,6 +259,9 @@ pub fn kernel_set_attribute(
 /// An attribute of a function or kernel, keyed by (handle, attribute,
 /// device or -1): from the session's answers when the worker gave it
 /// before, else asked with `ask` and kept.
+///
+/// # Safety
+/// `pi` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 unsafe fn attribute(
     pi: *mut c_int,
     key: (u64, u32, i64),
@@ -284,6 +302,9 @@ fn set_attribute(
 }
 
 /// Answered from the cached layout: no round trip.
+///
+/// # Safety
+/// `off`, `size` must each be NULL or valid for a write of its pointee, as the CUDA API defines them.
 pub unsafe fn kernel_param_info(
     k: CUkernel,
     i: usize,
@@ -296,6 +317,12 @@ pub unsafe fn kernel_param_info(
 
 /// `cuLibraryLoadFromFile`: the file is read here and loaded like an image
 /// in memory.
+///
+/// # Safety
+/// `lib` must be NULL or valid for a write; `jit_keys`/`jit_vals` must hold
+/// `njit` options and `lib_keys`/`lib_vals` `nlib` options as the CUDA API
+/// defines them (log buffers writable for the sizes given with them).
+/// `name` must be NULL or a NUL-terminated string.
 #[allow(clippy::too_many_arguments)] // the C signature
 pub unsafe fn library_load_from_file(
     lib: *mut CUlibrary,

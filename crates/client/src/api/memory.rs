@@ -74,6 +74,8 @@ impl Sync {
     }
 }
 
+/// # Safety
+/// `dptr` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dptr)?;
@@ -310,6 +312,9 @@ pub fn memset(dst: CUdeviceptr, value: u32, elem: u8, count: usize, sync: Sync) 
 }
 
 /// `cuMemAllocAsync`: stream-ordered allocation from the device's pool.
+///
+/// # Safety
+/// `dptr` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn alloc_async(dptr: *mut CUdeviceptr, size: usize, sid: u64) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(dptr)?;

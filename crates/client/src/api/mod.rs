@@ -37,6 +37,8 @@ macro_rules! implement {
     ($( $name:ident ( $($arg:ident),* ) => $body:expr; )*) => {
         $(
             impl crate::exports::$name::Probe {
+                /// # Safety
+                /// The arguments must be what the CUDA API requires of its caller.
                 #[allow(non_snake_case, unused_parens, unused_unsafe)]
                 pub unsafe fn call(self, ($($arg,)*): crate::exports::$name::Args) -> CUresult {
                     // SAFETY: the arguments come straight from the application,

@@ -24,6 +24,12 @@ pub(super) fn module_id(m: CUmodule) -> u64 {
 
 /// `cuModuleLoadData` and `cuModuleLoadDataEx`: scalar options travel as they
 /// are; log buffers are filled from the worker's logs.
+///
+/// # Safety
+/// `m` must be NULL or valid for a write; `opts`/`vals` must hold `n` JIT
+/// options as the CUDA API defines them (log buffers writable for the sizes
+/// given with them).
+/// `image` must be NULL or point to what the CUDA API says the caller passes there.
 pub unsafe fn load_data(
     m: *mut CUmodule,
     image: *const c_void,
@@ -69,6 +75,9 @@ pub fn unload(m: CUmodule) -> CuResult<()> {
     Ok(())
 }
 
+/// # Safety
+/// `f` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `name` must be NULL or a NUL-terminated string.
 pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(f)?;
@@ -200,6 +209,9 @@ pub(super) fn function(f: CUfunction) -> CuResult<FunctionInfo> {
 }
 
 /// Answered from the cached layout: no round trip.
+///
+/// # Safety
+/// `off`, `size` must each be NULL or valid for a write of its pointee, as the CUDA API defines them.
 pub unsafe fn param_info(
     f: CUfunction,
     i: usize,
@@ -323,6 +335,10 @@ pub(super) unsafe fn read_file(name: *const c_char) -> CuResult<Vec<u8>> {
 
 /// `cuModuleLoad`: the file is read here (it is the application's) and
 /// loaded like an image in memory.
+///
+/// # Safety
+/// `m` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `name` must be NULL or a NUL-terminated string.
 pub unsafe fn module_load(m: *mut CUmodule, name: *const c_char) -> CuResult<()> {
     // SAFETY: the application's path.
     let image = unsafe { read_file(name)? };
@@ -339,6 +355,10 @@ pub unsafe fn module_load(m: *mut CUmodule, name: *const c_char) -> CuResult<()>
 }
 
 /// `cuModuleLoadFatBinary`.
+///
+/// # Safety
+/// `m` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+/// `fat` must be NULL or point to what the CUDA API says the caller passes there.
 pub unsafe fn module_load_fat_binary(m: *mut CUmodule, fat: *const c_void) -> CuResult<()> {
     // SAFETY: a fat binary is a module image the loader recognises.
     unsafe { load_data(m, fat, 0, std::ptr::null_mut(), std::ptr::null_mut()) }

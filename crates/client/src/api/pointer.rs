@@ -74,6 +74,8 @@ unsafe fn query(
     Ok(())
 }
 
+/// # Safety
+/// `data` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
 pub unsafe fn get_attribute(
     data: *mut c_void,
     attr: CUpointer_attribute,
@@ -85,6 +87,9 @@ pub unsafe fn get_attribute(
     unsafe { query(ptr, &[attr.0], &[data], true) }
 }
 
+/// # Safety
+/// `attrs` must hold `n` attribute ids and `data` `n` pointers, each NULL or
+/// writable for its attribute's value.
 pub unsafe fn get_attributes(
     n: c_uint,
     attrs: *mut CUpointer_attribute,
