@@ -858,6 +858,27 @@ fn cuMemGetAddressRange_v2() {
     });
 }
 
+/// `cuMemGetInfo` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemGetInfo() {
+    case("generated::cuMemGetInfo", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_uint,
+            *mut ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemGetInfo");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_free: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_total: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_free, &mut o_total) };
+        f.ok("cuMemGetInfo", st);
+        assert_eq!(o_free, 1050776450u32, "cuMemGetInfo: free");
+        assert_eq!(o_total, 3993549603u32, "cuMemGetInfo: total");
+    });
+}
+
 /// `cuMemGetInfo_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemGetInfo_v2() {

@@ -83,6 +83,7 @@ crate::api::implement! {
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
     cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
+    cuMemGetInfo(free, total) => self::mem_get_info(free, total);
     cuMemGetInfo_v2(free, total) => self::mem_get_info_v2(free, total);
     cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) => self::memset_d2d16(dstDevice, dstPitch, us, Width, Height);
     cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async(dstDevice, dstPitch, us, Width, Height, hStream);
@@ -971,6 +972,28 @@ pub unsafe fn mem_get_address_range_v2(
         if !psize.is_null() {
             write_out(psize, wire::usize(rep.psize.get()))?;
         }
+    }
+    Ok(())
+}
+
+/// `cuMemGetInfo`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_get_info(
+    free: *mut ::core::ffi::c_uint,
+    total: *mut ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(free)?;
+    non_null(total)?;
+    let r = vgpu_proto::mem_get_info::Request {};
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(free, rep.free.get())?;
+        write_out(total, rep.total.get())?;
     }
     Ok(())
 }

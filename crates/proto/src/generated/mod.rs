@@ -354,6 +354,8 @@ pub enum Op {
     ProfilerStart = 221,
     /// `cuProfilerStop`.
     ProfilerStop = 222,
+    /// `cuMemGetInfo`.
+    MemGetInfo = 230,
 }
 
 impl Op {
@@ -507,6 +509,7 @@ impl Op {
         Op::ProfilerInitialize,
         Op::ProfilerStart,
         Op::ProfilerStop,
+        Op::MemGetInfo,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -664,6 +667,7 @@ impl Op {
             Op::ProfilerInitialize => "ProfilerInitialize",
             Op::ProfilerStart => "ProfilerStart",
             Op::ProfilerStop => "ProfilerStop",
+            Op::MemGetInfo => "MemGetInfo",
         }
     }
 
@@ -818,6 +822,7 @@ impl Op {
             Op::ProfilerInitialize => false,
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
+            Op::MemGetInfo => false,
         }
     }
 
@@ -972,6 +977,7 @@ impl Op {
             Op::ProfilerInitialize => true,
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
+            Op::MemGetInfo => true,
         }
     }
 
@@ -1126,6 +1132,7 @@ impl Op {
             Op::ProfilerInitialize => false,
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
+            Op::MemGetInfo => false,
         }
     }
 
@@ -1322,6 +1329,7 @@ impl Op {
             Op::ProfilerInitialize => core::mem::size_of::<profiler_initialize::Request>(),
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Request>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Request>(),
+            Op::MemGetInfo => core::mem::size_of::<mem_get_info::Request>(),
         }
     }
 
@@ -1510,6 +1518,7 @@ impl Op {
             Op::ProfilerInitialize => core::mem::size_of::<profiler_initialize::Reply>(),
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Reply>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Reply>(),
+            Op::MemGetInfo => core::mem::size_of::<mem_get_info::Reply>(),
         }
     }
 
@@ -1844,6 +1853,7 @@ impl Op {
             }
             Op::ProfilerStart => message::check::<profiler_start::Request>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Request>(fixed, blob_len),
+            Op::MemGetInfo => message::check::<mem_get_info::Request>(fixed, blob_len),
         }
     }
 
@@ -2103,6 +2113,7 @@ impl Op {
             Op::ProfilerInitialize => message::check::<profiler_initialize::Reply>(fixed, blob_len),
             Op::ProfilerStart => message::check::<profiler_start::Reply>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Reply>(fixed, blob_len),
+            Op::MemGetInfo => message::check::<mem_get_info::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2259,6 +2270,7 @@ impl TryFrom<u16> for Op {
             220 => Ok(Op::ProfilerInitialize),
             221 => Ok(Op::ProfilerStart),
             222 => Ok(Op::ProfilerStop),
+            230 => Ok(Op::MemGetInfo),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2415,6 +2427,7 @@ pub const SCHEMA: &str = concat!(
     "220 ProfilerInitialize {config_file_len:u32,output_file_len:u32,output_mode:u32}+blob(config_file_len,output_file_len) => {}\n",
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
+    "230 MemGetInfo {} => {free:u32,total:u32}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -8597,6 +8610,46 @@ pub mod profiler_stop {
     }
 }
 
+/// `cuMemGetInfo`: wire id 230.
+pub mod mem_get_info {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub free: U32,
+        pub total: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -9388,6 +9441,11 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
         }
         Op::ProfilerStop => {
             let mut r = profiler_stop::Request::new_zeroed();
+            let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemGetInfo => {
+            let mut r = mem_get_info::Request::new_zeroed();
             let mut blob = Vec::new();
             Some((r.as_bytes().to_vec(), blob))
         }

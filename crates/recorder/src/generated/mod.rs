@@ -823,6 +823,28 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemGetInfo`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo(
+    free: *mut ::core::ffi::c_uint,
+    total: *mut ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMemGetInfo");
+    c.non_null("free", free);
+    c.non_null("total", total);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { free.write_unaligned(1050776450u32) };
+    // SAFETY: checked non-NULL.
+    unsafe { total.write_unaligned(3993549603u32) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemGetInfo_v2`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1971,6 +1993,7 @@ pub const EXPORTS: &[&str] = &[
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAddressRange_v2",
+    "cuMemGetInfo",
     "cuMemGetInfo_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
@@ -2068,6 +2091,7 @@ const _: crate::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: crate::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: crate::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: crate::signature::cuMemGetInfo = cuMemGetInfo;
 const _: crate::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
 const _: crate::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: crate::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;

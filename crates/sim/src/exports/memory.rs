@@ -306,6 +306,19 @@ pub(crate) fn mem_get_info_v2(f_out: Out<usize>, t_out: Out<usize>) -> Res<()> {
     Ok(())
 }
 
+/// `cuMemGetInfo`, the 32-bit form: as `cuMemGetInfo_v2`, each value
+/// clamped to `u32::MAX` (the simulated device's choice; its default budget
+/// fits).
+pub(crate) fn mem_get_info(f_out: Out<c_uint>, t_out: Out<c_uint>) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    let device = context::live(&st, context::current(&st)?)?.device;
+    let (f, t) = memory::info(&st, sim.cfg.memory_bytes, device);
+    f_out.write(c_uint::try_from(f).unwrap_or(c_uint::MAX));
+    t_out.write(c_uint::try_from(t).unwrap_or(c_uint::MAX));
+    Ok(())
+}
+
 /// Runs a 2D memset on the current context (`queue == None`) or on stream `queue`.
 fn memset_2d_on(
     queue: Option<usize>,

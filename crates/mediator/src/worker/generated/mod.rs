@@ -187,6 +187,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::ProfilerInitialize => profiler_initialize(s, req),
         Op::ProfilerStart => profiler_start(s, req),
         Op::ProfilerStop => profiler_stop(s, req),
+        Op::MemGetInfo => mem_get_info(s, req),
     }
 }
 
@@ -2586,4 +2587,25 @@ fn profiler_stop(s: &Session, req: &Request) -> Result<Reply, Status> {
     // where the application passed NULL; handles are this session's own.
     ok(unsafe { f() })?;
     Ok(Reply::new(&vgpu_proto::profiler_stop::Reply {}, Vec::new()))
+}
+
+/// `cuMemGetInfo`.
+fn mem_get_info(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_get_info::Request = calls::message(req)?;
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_free: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_total: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemGetInfo)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_free, &mut o_total) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_get_info::Reply {
+            free: U32::new(o_free),
+            total: U32::new(o_total),
+        },
+        Vec::new(),
+    ))
 }

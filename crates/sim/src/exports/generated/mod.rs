@@ -715,6 +715,24 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     })
 }
 
+/// `cuMemGetInfo`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo(
+    free: *mut ::core::ffi::c_uint,
+    total: *mut ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMemGetInfo", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let free = unsafe { Out::new(free, "free") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let total = unsafe { Out::new(total, "total") }?;
+        super::memory::mem_get_info(free, total)
+    })
+}
+
 /// `cuMemGetInfo_v2`.
 ///
 /// # Safety
@@ -1595,6 +1613,7 @@ pub const EXPORTS: &[&str] = &[
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAddressRange_v2",
+    "cuMemGetInfo",
     "cuMemGetInfo_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
@@ -1706,6 +1725,7 @@ const _: super::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: super::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: super::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: super::signature::cuMemGetInfo = cuMemGetInfo;
 const _: super::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
 const _: super::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: super::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
