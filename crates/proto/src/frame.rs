@@ -417,6 +417,20 @@ pub fn response_prefix(
     fixed: &[u8],
     blob_len: usize,
 ) -> Result<Vec<u8>, ProtoError> {
+    let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + fixed.len());
+    response_prefix_into(&mut out, status, seq, fixed, blob_len)?;
+    Ok(out)
+}
+
+/// [`response_prefix`] into `out` (replacing its contents): a lane that
+/// keeps one buffer allocates nothing per reply.
+pub fn response_prefix_into(
+    out: &mut Vec<u8>,
+    status: u32,
+    seq: u32,
+    fixed: &[u8],
+    blob_len: usize,
+) -> Result<(), ProtoError> {
     let fixed_len = check_len("fixed part", fixed.len(), MAX_FIXED)?;
     let head = ResponseHead {
         magic: U32::new(RESPONSE_MAGIC),
@@ -427,10 +441,10 @@ pub fn response_prefix(
         blob_len: len_u32("blob", blob_len)?,
         reserved2: U32::new(0),
     };
-    let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + fixed_len);
+    out.clear();
     out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(fixed);
-    Ok(out)
+    Ok(())
 }
 
 /// Reads a response head and its fixed part, leaving the blob unread so

@@ -34,8 +34,9 @@ pub mod message;
 pub use error::ProtoError;
 pub use frame::{
     flags, order_reached, read_request, read_request_into, read_response_head, request_prefix,
-    request_prefix_into, response_prefix, write_request, write_request_meta, write_response,
-    Request, RequestHead, RequestMeta, Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
+    request_prefix_into, response_prefix, response_prefix_into, write_request, write_request_meta,
+    write_response, Request, RequestHead, RequestMeta, Response, ResponseHead, REQUEST_MAGIC,
+    RESPONSE_MAGIC,
 };
 pub use generated::*;
 pub use handshake::{

@@ -32,7 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vgpu_proto::{
-    lane_kind, open_lane, read_request_into, response_prefix, write_response, ProtoError, Request,
+    lane_kind, open_lane, read_request_into, response_prefix_into, write_response, ProtoError,
+    Request,
 };
 use vgpu_transport::{Channel, FrameLane, Incoming, TransportError, WaitPolicy};
 use zerocopy::little_endian::U16;
@@ -127,8 +128,10 @@ fn serve(s: &Session, mut io: FrameLane) {
     let mut deferred: Option<Status> = None;
     let (mut requests, mut posted) = (0u64, 0u64);
     let alive = || !s.closing.load(Ordering::SeqCst);
-    // One request, read into again and again: no allocation per request.
+    // One request, read into again and again, and one reply head: no
+    // allocation per request.
     let mut req = Request::empty();
+    let mut prefix = Vec::new();
     // What this lane knows of the session's order by itself.
     let mut view = LaneView::default();
     loop {
@@ -175,7 +178,7 @@ fn serve(s: &Session, mut io: FrameLane) {
                 }
             },
         };
-        if let Err(e) = send_reply(&mut io, s, st, req.seq, &reply) {
+        if let Err(e) = send_reply(&mut io, &mut prefix, s, st, req.seq, &reply) {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
@@ -201,15 +204,14 @@ fn next(io: &mut FrameLane, s: &Session, req: &mut Request) -> Result<bool, Prot
 /// Sends the reply to request `seq`, then its descriptor, if any.
 fn send_reply(
     io: &mut FrameLane,
+    prefix: &mut Vec<u8>,
     s: &Session,
     st: Status,
     seq: u32,
     reply: &Reply,
 ) -> Result<(), MediatorError> {
-    let prefix = response_prefix(st.0, seq, &reply.fixed, reply.blob.len())?;
-    io.send(&[&prefix, &reply.blob], || {
-        !s.closing.load(Ordering::SeqCst)
-    })?;
+    response_prefix_into(prefix, st.0, seq, &reply.fixed, reply.blob.len())?;
+    io.send(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
     if let Some(fd) = &reply.fd {
         io.send_fd(fd.as_fd())?;
     }
