@@ -1,4 +1,4 @@
-//! Conformance of every generated table call, end to end: one test per call
+//! Conformance of every table call, end to end: one test per call
 //! (`conformance/generated.rs`, written by `cargo xtask gen-calls`, so adding
 //! a table line adds its test).
 //!

@@ -201,27 +201,31 @@ pub unsafe extern "C" fn cuDriverGetVersion(v: *mut c_int) -> CUresult {
     unsafe { put(v, 13000) }
 }
 
-/// `cuDeviceGetCount`: one device.
+/// Devices the recording driver has: two, so that the tests can pass a
+/// device ordinal other than a default 0.
+const DEVICES: c_int = 2;
+
+/// `cuDeviceGetCount`.
 ///
 /// # Safety
 /// `n` must be NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetCount(n: *mut c_int) -> CUresult {
     // SAFETY: the caller's out-pointer.
-    unsafe { put(n, 1) }
+    unsafe { put(n, DEVICES) }
 }
 
-/// `cuDeviceGet`: ordinal 0.
+/// `cuDeviceGet`: the device is its ordinal.
 ///
 /// # Safety
 /// `d` must be NULL or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGet(d: *mut CUdevice, ordinal: c_int) -> CUresult {
-    if ordinal != 0 {
+    if !(0..DEVICES).contains(&ordinal) {
         return CUresult::CUDA_ERROR_INVALID_DEVICE;
     }
     // SAFETY: the caller's out-pointer.
-    unsafe { put(d, 0) }
+    unsafe { put(d, ordinal) }
 }
 
 /// Copies `text` and a NUL into a buffer of `len` bytes.

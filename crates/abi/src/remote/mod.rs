@@ -32,7 +32,7 @@
 //! `cargo xtask gen-calls` reads this table and writes the typed wire
 //! structs (`proto`), the client stubs, the worker's dispatch and calls, the
 //! simulated device's exports, the recording test driver and one
-//! conformance test per generated entry point. See
+//! conformance test per table call. See
 //! `docs/adding-an-entry-point.md`.
 
 mod table;

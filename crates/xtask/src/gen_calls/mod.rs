@@ -8,7 +8,7 @@
 //! | `crates/mediator/src/worker/generated/mod.rs` | the worker's dispatch and its generated calls |
 //! | `crates/sim/src/exports/generated/mod.rs` | the simulated device's exports of the table calls |
 //! | `crates/recorder/src/generated/mod.rs` | the recording test driver |
-//! | `crates/cli/tests/conformance/generated.rs` | one conformance test per generated call |
+//! | `crates/cli/tests/conformance/generated.rs` | one conformance test per table call (generated or client-written) |
 //!
 //! It reads the table and the generated ABI crate (types and signatures);
 //! it needs no network and no headers. `--check` regenerates into a

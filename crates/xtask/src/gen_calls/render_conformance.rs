@@ -1,5 +1,5 @@
 //! `crates/cli/tests/conformance/generated.rs`: one conformance test per
-//! generated table call. Each runs in a client child against a mediator
+//! table call (generated or client-written). Each runs in a client child against a mediator
 //! whose worker loads the recording driver: it calls the entry point through
 //! `libvgpu-cuda.so` with the values `values.rs` derives, the recorder
 //! checks they arrived (handles translated), and the test checks that the
@@ -13,7 +13,7 @@ use super::values::{self, count_value, fixture, sizing};
 
 pub fn render(model: &Model) -> String {
     let mut s = String::from(
-        "//! One conformance test per generated table call, from the remoting table\n\
+        "//! One conformance test per table call, from the remoting table\n\
          //! by `cargo xtask gen-calls` (the harness is `../conformance.rs`).\n\n\
          #![allow(non_snake_case, unused_mut, clippy::unreadable_literal, clippy::too_many_lines, clippy::redundant_field_names, clippy::needless_borrow, clippy::unnecessary_cast, clippy::redundant_slicing, clippy::useless_conversion, clippy::identity_op)]\n\n\
          use vgpu_abi::HandleKind;\n\n\
@@ -39,7 +39,9 @@ fn render_test(s: &mut String, op: &Op) {
         let mutable = a.rust.starts_with("*mut");
         let ptr = if mutable { "as_mut_ptr" } else { "as_ptr" };
         match &a.plan {
-            Plan::Scalar { ty, .. } => args.push(values::scalar(ty, op.id, i, small.contains(n))),
+            Plan::Scalar { ty, .. } => {
+                args.push(values::arg_scalar(a, ty, op.id, i, small.contains(n)))
+            }
             Plan::Handle { kind, .. } => {
                 let (_, var) = fixture(*kind).expect("the recorder checked there is a fixture");
                 args.push(format!("handle(f.{var})"));

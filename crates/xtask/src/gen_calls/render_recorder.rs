@@ -1,23 +1,17 @@
 //! `crates/recorder/src/generated/mod.rs`: the recording test driver's
-//! export of every generated table call. Each checks that its arguments are
+//! export of every table call. Each checks that its arguments are
 //! the values the conformance test passed (handles translated to the
 //! recorder's own, strings, structs and arrays byte for byte), then writes
 //! known values into every output (`values.rs` derives both).
 
 use std::fmt::Write;
 
-use vgpu_abi::remote::Mode;
-
 use super::model::{Model, Op, Plan};
 use super::values::{self, count_value, fixture, sizing, FOREIGN};
 
 /// The generated calls the conformance tests drive.
 pub fn tested(model: &Model) -> Vec<&Op> {
-    let mut ops: Vec<&Op> = model
-        .ops
-        .iter()
-        .filter(|o| o.call.as_ref().is_some_and(|c| c.mode == Mode::Generated))
-        .collect();
+    let mut ops: Vec<&Op> = model.ops.iter().filter(|o| o.call.is_some()).collect();
     ops.sort_by_key(|o| o.call.as_ref().map(|c| c.export.name));
     ops
 }
@@ -29,7 +23,7 @@ pub fn element_bytes(elem: &str) -> String {
 
 pub fn render(model: &Model) -> String {
     let mut s = String::from(
-        "//! The recording driver's exports of the generated table calls, from the\n\
+        "//! The recording driver's exports of the table calls, from the\n\
          //! remoting table by `cargo xtask gen-calls`: each checks its arguments\n\
          //! against the values the conformance test passes and writes known\n\
          //! values into its outputs.\n\n\
@@ -75,7 +69,11 @@ fn render_export(s: &mut String, op: &Op) {
         let n = &a.name;
         match &a.plan {
             Plan::Scalar { ty, .. } | Plan::InScalar { ty, .. } => {
-                let want = values::scalar(ty, op.id, i, small.contains(n));
+                let want = if matches!(a.plan, Plan::Scalar { .. }) {
+                    values::arg_scalar(a, ty, op.id, i, small.contains(n))
+                } else {
+                    values::scalar(ty, op.id, i, small.contains(n))
+                };
                 let got = if matches!(a.plan, Plan::InScalar { .. }) {
                     let _ = writeln!(checks, "    c.non_null(\"{n}\", {n});");
                     format!("if {n}.is_null() {{ {want} }} else {{ unsafe {{ {n}.read_unaligned() }} }}")

@@ -6,7 +6,7 @@
 use vgpu_abi::HandleKind;
 
 use super::abi_types::{Prim, Ty};
-use super::model::{CallModel, Op, Plan, Range};
+use super::model::{Arg, CallModel, Op, Plan, Range};
 
 /// The recording driver's fixture objects: the real handle it hands out
 /// when the test creates one of each kind, and the client-side variable
@@ -73,6 +73,20 @@ pub fn sizing(call: &CallModel) -> Vec<String> {
         }
     }
     v
+}
+
+/// The ordinal a device parameter takes: the recording driver's second
+/// device, so that it cannot pass for a default 0 (the client checks
+/// ordinals against the devices it knows).
+pub const DEVICE: i32 = 1;
+
+/// The literal argument `a` (a scalar of `ty`) takes for (operation, slot):
+/// [`DEVICE`] for a device ordinal, else [`scalar`].
+pub fn arg_scalar(a: &Arg, ty: &Ty, id: u16, slot: usize, small: bool) -> String {
+    if a.rust.ends_with("::CUdevice") || a.rust.ends_with("::CUdevice_v1") {
+        return format!("{DEVICE}i32");
+    }
+    scalar(ty, id, slot, small)
 }
 
 /// The literal a scalar of `ty` takes for (operation, slot); `small` for
