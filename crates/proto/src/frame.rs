@@ -397,6 +397,40 @@ pub fn read_request_into(r: &mut impl Read, req: &mut Request) -> Result<(), Pro
     Ok(())
 }
 
+/// Decodes into `req` the one request frame that fills `bytes` (a ring
+/// message), reusing `req`'s buffers as [`read_request_into`] does, and
+/// checking the same. Bytes beyond the frame are an error.
+pub fn decode_request_into(bytes: &[u8], req: &mut Request) -> Result<(), ProtoError> {
+    let short = || ProtoError::Io(std::io::ErrorKind::UnexpectedEof.into());
+    let (head, rest) = RequestHead::read_from_prefix(bytes).map_err(|_| short())?;
+    let op = head.validate()?;
+    let blob_len = head.blob_len.get() as usize;
+    let fixed = rest.get(..op.request_len()).ok_or_else(short)?;
+    let blob = &rest[fixed.len()..];
+    if blob.len() != blob_len {
+        if blob.len() < blob_len {
+            return Err(short());
+        }
+        return Err(ProtoError::TooLong {
+            what: "ring message beyond its frame",
+            len: bytes.len(),
+            max: bytes.len() - (blob.len() - blob_len),
+        });
+    }
+    op.check_request(fixed, blob_len)?;
+    req.fixed.clear();
+    req.fixed.extend_from_slice(fixed);
+    req.blob.clear();
+    req.blob.extend_from_slice(blob);
+    req.op = op;
+    req.seq = head.seq.get();
+    req.ctx = head.ctx.get();
+    req.flags = head.flags.get();
+    req.order = head.order.get();
+    req.after = head.after.get();
+    Ok(())
+}
+
 /// Writes one response frame.
 pub fn write_response(
     w: &mut impl Write,

@@ -10,9 +10,9 @@ use std::io::{self, IoSlice, Read, Write};
 use common::{arb, encode_hello, encode_welcome, welcome_key};
 use proptest::prelude::*;
 use vgpu_proto::{
-    read_request, read_response_head, write_request, write_response, DeviceSnapshot, Hello, Op,
-    ProtoError, Request, RequestHead, Response, ResponseHead, Welcome, MAX_BLOB, MAX_DEVICES,
-    MAX_ENV_BYTES, MAX_FIXED,
+    decode_request_into, read_request, read_response_head, write_request, write_response,
+    DeviceSnapshot, Hello, Op, ProtoError, Request, RequestHead, Response, ResponseHead, Welcome,
+    MAX_BLOB, MAX_DEVICES, MAX_ENV_BYTES, MAX_FIXED,
 };
 
 fn is_eof(e: &ProtoError) -> bool {
@@ -255,6 +255,44 @@ fn every_prefix_of_every_golden_message_is_an_error() {
             );
         }
     }
+}
+
+/// The ring path's decoder (a frame that fills a message) agrees with the
+/// stream decoder on every golden request, refuses every strict prefix and
+/// a trailing byte, and leaves nothing of an earlier request behind.
+#[test]
+fn ring_messages_decode_as_streams_do() {
+    let mut req = Request::empty();
+    let mut seen = 0;
+    for f in common::fixtures() {
+        let common::Sample::Request(want) = &f.sample else {
+            continue;
+        };
+        seen += 1;
+        decode_request_into(&f.bytes, &mut req).unwrap_or_else(|e| panic!("{}: {e}", f.file));
+        assert_eq!(&req, want, "{}", f.file);
+        assert_eq!(
+            Request::decode(&f.bytes).ok().as_ref(),
+            Some(want),
+            "{}",
+            f.file
+        );
+        for cut in 0..f.bytes.len() {
+            assert!(
+                decode_request_into(&f.bytes[..cut], &mut req).is_err(),
+                "{}: the {cut}-byte prefix must be refused",
+                f.file
+            );
+        }
+        let mut longer = f.bytes.clone();
+        longer.push(0);
+        assert!(
+            decode_request_into(&longer, &mut req).is_err(),
+            "{}: a trailing byte must be refused",
+            f.file
+        );
+    }
+    assert!(seen > 100, "only {seen} request fixtures");
 }
 
 #[test]

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vgpu_proto::{
-    lane_kind, open_lane, read_request_into, response_prefix_into, write_response, ProtoError,
-    Request,
+    decode_request_into, lane_kind, open_lane, read_request_into, response_prefix_into,
+    write_response, ProtoError, Request,
 };
 use vgpu_transport::{Channel, FrameLane, Incoming, TransportError, WaitPolicy};
 use zerocopy::little_endian::U16;
@@ -190,7 +190,7 @@ fn serve(s: &Session, mut io: FrameLane) {
 /// lane or left, or the session is closing.
 fn next(io: &mut FrameLane, s: &Session, req: &mut Request) -> Result<bool, ProtoError> {
     match io.recv(|| !s.closing.load(Ordering::SeqCst)) {
-        Ok(Incoming::Buffered(frame)) => decode_exact(frame, req).map(|()| true),
+        Ok(Incoming::Buffered(frame)) => decode_request_into(frame, req).map(|()| true),
         Ok(Incoming::Socket(ch)) => match read_request_into(ch, req) {
             Ok(()) => Ok(true),
             Err(ProtoError::Io(_)) => Ok(false),
@@ -223,20 +223,6 @@ pub fn open_lane(_: &mut exec::Lane, _: &Session, _: &Request) -> Result<Reply, 
     Err(status::INVALID_VALUE)
 }
 
-/// Reads into `req` a request that must fill the whole message.
-fn decode_exact(bytes: &[u8], req: &mut Request) -> Result<(), ProtoError> {
-    let mut rest = bytes;
-    read_request_into(&mut rest, req)?;
-    if !rest.is_empty() {
-        return Err(ProtoError::TooLong {
-            what: "ring message beyond its frame",
-            len: bytes.len(),
-            max: bytes.len() - rest.len(),
-        });
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,7 +244,7 @@ mod tests {
         };
         let mut bytes = request_prefix(&meta, free.as_bytes(), 0).expect("prefix");
         let mut req = Request::empty();
-        decode_exact(&bytes, &mut req).expect("exact");
+        decode_request_into(&bytes, &mut req).expect("exact");
         let got: &mem_free::Request = req.message().expect("typed");
         assert_eq!(
             (req.op, req.order, got.dptr.get()),
@@ -266,7 +252,7 @@ mod tests {
         );
         bytes.push(0);
         assert!(
-            decode_exact(&bytes, &mut req).is_err(),
+            decode_request_into(&bytes, &mut req).is_err(),
             "a trailing byte is refused"
         );
         let posted = RequestMeta {
@@ -283,7 +269,7 @@ mod tests {
             is_async: 1,
         };
         let bytes = request_prefix(&posted, set.as_bytes(), 0).expect("prefix");
-        decode_exact(&bytes, &mut req).expect("decodes");
+        decode_request_into(&bytes, &mut req).expect("decodes");
         assert!(req.posted(), "read again into the same request");
         assert_eq!(req.fixed.len(), std::mem::size_of::<memset::Request>());
     }

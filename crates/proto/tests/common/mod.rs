@@ -586,6 +586,14 @@ pub fn welcome_key(w: &Welcome) -> (u32, i32, u64, Vec<Vec<u8>>) {
 pub fn fuzz_check(target: &str, data: &[u8]) -> Result<(), ProtoError> {
     match target {
         "request" => {
+            // The ring path's decoder takes exactly the frames the stream
+            // decoder takes that fill the input, and decodes them alike.
+            let mut ring = Request::empty();
+            if vgpu_proto::decode_request_into(data, &mut ring).is_ok() {
+                let req = Request::decode(data).expect("a ring frame decodes as a stream");
+                assert_eq!(req, ring);
+                assert_eq!(req.encode().expect("re-encodes").len(), data.len());
+            }
             let req = Request::decode(data)?;
             let bytes = req.encode().expect("a decoded request re-encodes");
             let again = Request::decode(&bytes).expect("a re-encoded request decodes");
