@@ -16,11 +16,13 @@
 //!
 //! # Waiting
 //!
-//! An end waiting on a ring (for a message, or for space) polls for the
-//! policy's `spin`, sleeps on the futex, and wakes every `timeout` to see
-//! whether the peer's socket hung up or the caller's `alive` check says to
-//! stop; either ends the wait with [`TransportError::PeerGone`]. A peer that
-//! closed its end of the ring ends it at once.
+//! An end waiting for a message polls for the policy's `spin`, sleeps on
+//! the futex, and wakes every `timeout` to see whether the peer's socket
+//! hung up or the caller's `alive` check says to stop; either ends the wait
+//! with [`TransportError::PeerGone`]. An end waiting for space in a full ring
+//! sleeps at once (same checks): space comes back at the pace of the peer's
+//! work, in batches, and a spinning sender would only take CPU from that
+//! work. A peer that closed its end of the ring ends either wait at once.
 //!
 //! The lane knows nothing of what a frame means: the caller encodes and
 //! decodes (`vgpu-proto`), and reads a frame that comes on the socket
@@ -275,8 +277,12 @@ impl Rings {
     }
 
     fn push(&self, parts: &[&[u8]], alive: &impl Fn() -> bool) -> Result<(), TransportError> {
+        let space = WaitPolicy {
+            spin: std::time::Duration::ZERO,
+            ..self.policy
+        };
         loop {
-            match self.out.push(parts, &self.policy) {
+            match self.out.push(parts, &space) {
                 Err(TransportError::Timeout) => self.check(alive)?,
                 other => return other,
             }
