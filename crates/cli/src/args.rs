@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::bench::catalog;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    success
@@ -102,7 +104,7 @@ pub enum Command {
     /// Starts a private mediator, runs each benchmark program on the native
     /// driver and through vgpu once per transport, and prints every figure
     /// with the ratio vgpu/native (docs/bench.md).
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
     /// Internal: load libcuda.so.1 and print what got mapped (used by doctor).
     #[command(hide = true, name = "__loader-probe")]
     LoaderProbe,
@@ -185,6 +187,99 @@ pub struct MediatorArgs {
     pub mediator: Option<String>,
 }
 
+const BENCH_AFTER_HELP: &str = "\
+Examples:
+  vgpu bench --driver /usr/local/nvidia/lib64/libcuda.so.1 --json bench.json
+  vgpu bench --quick --only launch,memcpy_8b --transports rings
+  vgpu bench --list
+
+The ratio is vgpu/native: above 1 is better for throughput (/s), worse for
+times (us, ms). See docs/bench.md. The CPU-only ring benchmark is
+`cargo bench -p vgpu-transport --bench ring`.";
+
+/// Arguments of `vgpu bench`.
+#[derive(Debug, Args)]
+#[command(after_help = BENCH_AFTER_HELP)]
+pub struct BenchArgs {
+    /// Fewer iterations: a smoke run, not figures to quote.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run only these benchmarks (names or groups, comma-separated; see --list).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = catalog::check_name)]
+    pub only: Vec<String>,
+    /// The driver vgpu's mediator runs the calls on: `auto` (the NVIDIA
+    /// driver if this machine has one, else the simulated device), `sim`, or
+    /// the path of a libcuda.so.1.
+    #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
+    pub driver: DriverChoice,
+    /// The native side: `auto` (the libcuda.so.1 the dynamic loader finds,
+    /// in a plain environment), `sim` (vgpu's simulated device, loaded
+    /// directly: for testing the harness without a GPU), or the path of a
+    /// libcuda.so.1.
+    #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
+    pub native_driver: DriverChoice,
+    /// The transports to measure vgpu with (comma-separated): `rings` and
+    /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
+    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
+    #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
+    pub transports: Vec<String>,
+    /// Rounds of each C benchmark. A round runs the native side, then each
+    /// transport, so a machine that drifts (clocks, other load) moves both
+    /// sides alike; each figure is the median over the rounds. Cold start
+    /// takes its own median over fresh processes and the PyTorch models run
+    /// once. Every round's value is in the JSON report.
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=50))]
+    pub rounds: u64,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Time limit of each program run in seconds (default: 120 per C
+    /// benchmark, 600 per PyTorch model; halved with --quick).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: Option<u64>,
+    /// Write every program's output (runs.log) and the mediator's log here.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// The Python interpreter for the PyTorch benchmarks.
+    #[arg(long, default_value = "python3", value_name = "PATH")]
+    pub python: PathBuf,
+    /// Seconds to wait for the mediator's socket.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub socket_timeout: u64,
+    /// List the benchmarks and their figures, then exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// Checks one `--transports` value: a VGPU_TRANSPORT word.
+pub fn check_transport(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a transport name (e.g. rings, socket)"
+        ))
+    }
+}
+
 /// The driver choice of `vgpu demo --driver` and `vgpu bench --driver`:
 /// `sim`, `auto` or an absolute path, as for `vgpu-mediator --driver`.
 pub use vgpu_abi::driver::DriverChoice;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transports_are_plain_words() {
+        assert_eq!(check_transport(" rings ").as_deref(), Ok("rings"));
+        assert!(check_transport("").is_err());
+        assert!(check_transport("a b").is_err());
+        assert!(check_transport("x;rm").is_err());
+    }
+}

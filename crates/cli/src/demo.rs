@@ -3,95 +3,17 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::args::{DemoArgs, DriverChoice, PathArgs};
+use crate::args::{DemoArgs, PathArgs};
 use crate::config::Env;
-use crate::driver::{self, Candidate};
+use crate::driver;
 use crate::error::CliError;
 use crate::example::{self, Origin};
 use crate::layout::{self, ClientLayout};
 use crate::mediator::{self, Mediator};
 use crate::privdir::TempDir;
-
-/// The driver the demo's mediator will load, and how to say so.
-#[derive(Debug, PartialEq, Eq)]
-pub struct DriverPlan {
-    /// Flags for the mediator.
-    pub args: Vec<OsString>,
-    /// One line for the transcript.
-    pub description: String,
-    /// A few words for the verdict: where the calls ran.
-    pub short: String,
-    /// True for the simulated device.
-    pub simulated: bool,
-}
-
-fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverPlan, CliError> {
-    let sim = sim.ok_or_else(|| CliError::Missing {
-        what: format!(
-            "the simulated device library ({})",
-            layout::SIM_NAMES.join(" or ")
-        ),
-        looked: dirs.to_vec(),
-        hint: "; build it with `cargo build --release` or pass --lib-dir".into(),
-    })?;
-    Ok(DriverPlan {
-        args: vec![
-            "--driver".into(),
-            "sim".into(),
-            "--sim-lib".into(),
-            sim.clone().into(),
-        ],
-        description: format!(
-            "SIMULATED device ({}): host memory and CPU kernels, a test double, not a GPU{why}",
-            sim.display()
-        ),
-        short: "the SIMULATED device (not a GPU)".into(),
-        simulated: true,
-    })
-}
-
-fn driver_plan_for(path: &Path) -> Result<DriverPlan, CliError> {
-    let path = path.canonicalize().map_err(CliError::io(format!(
-        "resolving the driver path {}",
-        path.display()
-    )))?;
-    match driver::classify(&path) {
-        Candidate::Driver(p) => Ok(DriverPlan {
-            args: vec!["--driver".into(), p.clone().into()],
-            description: format!("NVIDIA driver {}", p.display()),
-            short: "the GPU, through the NVIDIA driver".into(),
-            simulated: false,
-        }),
-        Candidate::Vgpu(p) => Err(CliError::Check(format!(
-            "{} is vgpu's own client library, not a driver",
-            p.display()
-        ))),
-        Candidate::Unusable(p, why) => Err(CliError::Check(format!(
-            "{} is not a CUDA driver: {why}",
-            p.display()
-        ))),
-    }
-}
-
-/// Decides which driver the mediator loads for `choice`.
-pub fn plan(
-    choice: &DriverChoice,
-    sim: Option<PathBuf>,
-    dirs: &[PathBuf],
-) -> Result<DriverPlan, CliError> {
-    match choice {
-        DriverChoice::Sim => sim_plan(sim, dirs, ""),
-        DriverChoice::Path(p) => driver_plan_for(p),
-        DriverChoice::Auto => match driver::find_real_driver() {
-            Some(p) => driver_plan_for(&p),
-            None => sim_plan(sim, dirs, "; no NVIDIA driver on this machine"),
-        },
-    }
-}
 
 fn step(n: u32, text: impl AsRef<str>) {
     println!("[{n}/6] {}", text.as_ref());
@@ -118,7 +40,7 @@ pub fn demo(env: &Env, paths: &PathArgs, args: &DemoArgs) -> Result<(), CliError
     );
     detail("mediator", mediator_bin.display());
 
-    let driver = plan(&args.driver, layout::find_sim(&dirs), &dirs)?;
+    let driver = driver::plan(&args.driver, layout::find_sim(&dirs), &dirs)?;
     step(2, "driver the mediator will load");
     detail("driver", &driver.description);
 

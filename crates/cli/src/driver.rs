@@ -1,8 +1,13 @@
-//! Finding NVIDIA's driver library on this machine without loading it.
+//! Finding NVIDIA's driver library on this machine without loading it, and
+//! choosing the driver a private mediator loads (`vgpu demo`, `vgpu bench`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::args::DriverChoice;
 use crate::elf;
+use crate::error::CliError;
+use crate::layout;
 
 pub use vgpu_abi::driver::CLIENT_MARKER;
 
@@ -51,4 +56,82 @@ pub fn find_real_driver() -> Option<PathBuf> {
         Candidate::Driver(p) => Some(p),
         _ => None,
     })
+}
+
+/// The driver a private mediator (`vgpu demo`, `vgpu bench`) will load, and
+/// how to say so.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DriverPlan {
+    /// Flags for the mediator.
+    pub args: Vec<OsString>,
+    /// One line for the transcript.
+    pub description: String,
+    /// A few words for the verdict: where the calls ran.
+    pub short: String,
+    /// True for the simulated device.
+    pub simulated: bool,
+}
+
+fn sim_plan(sim: Option<PathBuf>, dirs: &[PathBuf], why: &str) -> Result<DriverPlan, CliError> {
+    let sim = sim.ok_or_else(|| CliError::Missing {
+        what: format!(
+            "the simulated device library ({})",
+            layout::SIM_NAMES.join(" or ")
+        ),
+        looked: dirs.to_vec(),
+        hint: "; build it with `cargo build --release` or pass --lib-dir".into(),
+    })?;
+    Ok(DriverPlan {
+        args: vec![
+            "--driver".into(),
+            "sim".into(),
+            "--sim-lib".into(),
+            sim.clone().into(),
+        ],
+        description: format!(
+            "SIMULATED device ({}): host memory and CPU kernels, a test double, not a GPU{why}",
+            sim.display()
+        ),
+        short: "the SIMULATED device (not a GPU)".into(),
+        simulated: true,
+    })
+}
+
+fn driver_plan_for(path: &Path) -> Result<DriverPlan, CliError> {
+    let path = path.canonicalize().map_err(CliError::io(format!(
+        "resolving the driver path {}",
+        path.display()
+    )))?;
+    match classify(&path) {
+        Candidate::Driver(p) => Ok(DriverPlan {
+            args: vec!["--driver".into(), p.clone().into()],
+            description: format!("NVIDIA driver {}", p.display()),
+            short: "the GPU, through the NVIDIA driver".into(),
+            simulated: false,
+        }),
+        Candidate::Vgpu(p) => Err(CliError::Check(format!(
+            "{} is vgpu's own client library, not a driver",
+            p.display()
+        ))),
+        Candidate::Unusable(p, why) => Err(CliError::Check(format!(
+            "{} is not a CUDA driver: {why}",
+            p.display()
+        ))),
+    }
+}
+
+/// Decides which driver the mediator loads for `choice`.
+pub fn plan(
+    choice: &DriverChoice,
+    sim: Option<PathBuf>,
+    dirs: &[PathBuf],
+) -> Result<DriverPlan, CliError> {
+    match choice {
+        DriverChoice::Sim => sim_plan(sim, dirs, ""),
+        DriverChoice::Path(p) => driver_plan_for(p),
+        DriverChoice::Auto => match find_real_driver() {
+            Some(p) => driver_plan_for(&p),
+            None => sim_plan(sim, dirs, "; no NVIDIA driver on this machine"),
+        },
+    }
 }

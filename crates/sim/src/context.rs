@@ -6,7 +6,10 @@
 use std::cell::RefCell;
 
 use crate::cu::CUresult;
-use crate::state::{err, Res, State};
+use crate::device::MAX_PERSISTING_L2;
+use crate::error::{err, Res};
+use crate::state::context::{Context, LIMITS};
+use crate::state::State;
 
 /// `CU_CTX_SCHED_MASK`: the scheduling bits of the context flags.
 const SCHED_MASK: u32 = 0x07;
@@ -16,39 +19,6 @@ const FLAGS_MASK: u32 = 0xFF;
 /// The API version every context reports (`cuCtxGetApiVersion`).
 pub(crate) const API_VERSION: u32 = 3020;
 
-/// Per-device primary-context bookkeeping.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PrimaryCtx {
-    /// The handle, minted at the first retain and kept for the life of the process.
-    pub key: Option<usize>,
-    pub refcount: u32,
-    pub flags: u32,
-}
-
-/// One context, primary or created.
-#[derive(Debug)]
-pub(crate) struct Context {
-    pub device: usize,
-    pub flags: u32,
-    pub primary: bool,
-    /// False for a primary context whose refcount dropped to zero (or that was reset).
-    pub active: bool,
-    /// The first asynchronous error; once set, the context is unusable.
-    pub sticky: Option<CUresult>,
-    pub limits: [usize; LIMITS],
-    /// `cuCtxAttach` usage count: 1 for a created context (its creator's reference), 0 for
-    /// a primary context; `cuCtxDetach` drops it and destroys a created context at 0.
-    pub usage: u32,
-    /// `cuCtxSetCacheConfig`'s `CUfunc_cache` (`CU_FUNC_CACHE_PREFER_NONE` at creation).
-    pub cache_config: u32,
-    /// The legacy (index 0) and per-thread (index 1) default streams' id, priority and
-    /// attributes; they live and die with the context.
-    pub implicit: [crate::stream::Implicit; 2],
-}
-
-/// Number of `CUlimit` values the simulator knows (`CU_LIMIT_STACK_SIZE` ..=
-/// `CU_LIMIT_PERSISTING_L2_CACHE_SIZE`).
-pub(crate) const LIMITS: usize = 7;
 /// `CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH`: not supported on compute capability 9.0.
 const LIMIT_SYNC_DEPTH: usize = 3;
 /// `CU_LIMIT_MAX_L2_FETCH_GRANULARITY`.
@@ -57,36 +27,6 @@ const LIMIT_L2_FETCH: usize = 5;
 const LIMIT_PERSISTING_L2: usize = 6;
 /// `CU_LIMIT_MAX`: limits at or above this are invalid.
 const LIMIT_MAX: u32 = 10;
-/// Largest persisting-L2 size (`CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE`).
-pub(crate) const MAX_PERSISTING_L2: usize = 82 << 19;
-const DEFAULT_LIMITS: [usize; LIMITS] = [1024, 1 << 20, 8 << 20, 2, 2048, 64, 0];
-
-impl Context {
-    fn new(device: usize, flags: u32, primary: bool) -> Self {
-        Self {
-            device,
-            flags,
-            primary,
-            active: true,
-            sticky: None,
-            limits: DEFAULT_LIMITS,
-            usage: u32::from(!primary),
-            cache_config: 0,
-            implicit: Default::default(),
-        }
-    }
-
-    /// Fails with the sticky error, if any.
-    pub fn usable(&self) -> Res<()> {
-        match self.sticky {
-            Some(code) => err(
-                code,
-                "the context has a sticky error from an earlier launch",
-            ),
-            None => Ok(()),
-        }
-    }
-}
 
 thread_local! {
     /// The calling thread's current-context stack (keys; the top is current).
@@ -179,7 +119,19 @@ fn release_resources(st: &mut State, ctx: usize) {
     st.modules.retain(|_, m| m.ctx != ctx);
     let modules = &st.modules;
     st.functions.retain(|_, f| modules.contains_key(&f.module));
-    crate::extensions::release_context(st, ctx);
+    release_ext(st, ctx);
+}
+
+/// Forgets what context `ctx` owned once its resources are released: registered and
+/// allocated host memory, facts about freed allocations, attributes of dead functions.
+fn release_ext(st: &mut State, ctx: usize) {
+    st.ext.host.release_context(ctx);
+    let allocs = &st.allocs;
+    st.ext.facts.retain(|base| allocs.contains_key(&base));
+    let functions = &st.functions;
+    st.ext
+        .attrs
+        .retain_functions(|f| functions.contains_key(&f));
 }
 
 /// `cuDevicePrimaryCtxRetain`: activates the primary context if needed and counts a

@@ -9,8 +9,9 @@
 use std::ptr;
 
 use crate::cu::{CUresult, CUDA_MEMCPY2D};
+use crate::error::{err, Res};
 use crate::memory::{self, End};
-use crate::state::{err, Res, State};
+use crate::state::State;
 
 const MEMORY_TYPE_HOST: u32 = 1;
 const MEMORY_TYPE_DEVICE: u32 = 2;

@@ -2,12 +2,15 @@
 //! attribute table of an H100-class GPU (compute capability 9.0, 132 SMs).
 
 use crate::cu::{CUdevice_attribute as A, CUresult};
-use crate::state::{err, Res};
+use crate::error::{err, Res};
 
 /// The name every simulated device reports.
 pub(crate) const NAME: &str = "vgpu simulated device (not a GPU)";
 /// PCI bus number of device 0; device `n` sits on bus `BUS0 + n`.
 const BUS0: u32 = 0x5E;
+
+/// Largest persisting-L2 size (`CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE`).
+pub(crate) const MAX_PERSISTING_L2: usize = 82 << 19;
 
 /// The device's UUID: `vgpu-sim` in ASCII, zeros, then the ordinal. Fixed per ordinal.
 pub(crate) fn uuid(dev: usize) -> [u8; 16] {
@@ -173,7 +176,7 @@ pub(crate) fn attribute(attr: A, dev: usize) -> Res<i32> {
         A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR => 32,
         A::CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED => 1,
         A::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE => {
-            i32::try_from(crate::context::MAX_PERSISTING_L2).unwrap_or(0)
+            i32::try_from(MAX_PERSISTING_L2).unwrap_or(0)
         }
         A::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE => 134_213_632,
         A::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED => 1,

@@ -1,10 +1,14 @@
-//! Events with real timing: `cuEventRecord` stamps a monotonic clock.
+//! Events with real timing: `cuEventRecord` stamps a monotonic clock. Waiting on an event
+//! (`cuStreamWaitEvent`, `cuCtxWaitEvent`) only checks its arguments: recorded work has
+//! always completed.
 
 use std::time::Instant;
 
 use crate::context;
 use crate::cu::CUresult;
-use crate::state::{err, Res, State};
+use crate::error::{err, Res};
+use crate::state::event::Event;
+use crate::state::State;
 use crate::stream;
 
 /// `CU_EVENT_BLOCKING_SYNC`.
@@ -14,14 +18,8 @@ const DISABLE_TIMING: u32 = 0x2;
 /// `CU_EVENT_INTERPROCESS`: requires `CU_EVENT_DISABLE_TIMING`.
 const INTERPROCESS: u32 = 0x4;
 
-/// One event.
-#[derive(Debug)]
-pub(crate) struct Event {
-    pub ctx: usize,
-    pub flags: u32,
-    /// When it was last recorded; `None` until the first `cuEventRecord`.
-    pub stamp: Option<Instant>,
-}
+/// `CU_EVENT_WAIT_EXTERNAL`: the only `cuStreamWaitEvent` flag.
+const WAIT_EXTERNAL: u32 = 0x1;
 
 /// Looks up an event (`CUDA_ERROR_INVALID_HANDLE` if unknown).
 pub(crate) fn get(st: &State, key: usize) -> Res<&Event> {
@@ -99,6 +97,20 @@ pub(crate) fn record_context(st: &mut State, key: usize, ctx: usize) -> Res<()> 
 pub(crate) fn context_wait(st: &State, key: usize, ctx: usize) -> Res<()> {
     context::live(st, ctx)?.usable()?;
     get(st, key).map(|_| ())
+}
+
+/// `cuStreamWaitEvent`: checks its arguments; with synchronous execution every event has
+/// already completed.
+pub(crate) fn stream_wait(st: &State, stream: usize, ev: usize, flags: u32) -> Res<()> {
+    if flags & !WAIT_EXTERNAL != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuStreamWaitEvent flags {flags:#x} are not valid"),
+        );
+    }
+    stream::usable(st, stream)?;
+    get(st, ev)?;
+    Ok(())
 }
 
 /// `cuEventSynchronize` / `cuEventQuery`: recorded work is always complete, so this

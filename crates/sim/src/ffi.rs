@@ -5,7 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use crate::cu::CUresult;
-use crate::state::{err, log_enabled, Res};
+use crate::error::{err, Res};
+use crate::state::log_enabled;
 use vgpu_abi::errors;
 
 /// Runs the body of export `name`, mapping its result to a `CUresult`. A panic becomes

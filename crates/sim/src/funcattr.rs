@@ -9,12 +9,12 @@
 //! registers (allocated per warp in units of 256) and 233472 bytes of shared memory, with
 //! 1 KiB reserved per block.
 
-use std::collections::HashMap;
-
 use crate::context;
 use crate::cu::CUresult;
+use crate::error::{err, Res};
 use crate::kernels::Kernel;
-use crate::state::{err, Res, State};
+use crate::state::funcattr::{Settable, Target};
+use crate::state::State;
 
 /// Streaming multiprocessors of the simulated device.
 pub(crate) const SMS: u32 = 132;
@@ -27,8 +27,6 @@ const SMEM_RESERVED_PER_BLOCK: u64 = 1024;
 const SMEM_GRANULARITY: u64 = 128;
 /// Largest dynamic shared memory a block may opt into.
 pub(crate) const SMEM_OPTIN: i32 = 232_448;
-/// Dynamic shared memory a block may use without opting in.
-const SMEM_DEFAULT: i32 = 48 << 10;
 const MAX_THREADS_PER_BLOCK: i32 = 1024;
 /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` / `BINARY_VERSION`: compute capability 9.0.
 const VERSION: i32 = 90;
@@ -41,70 +39,6 @@ const MAX_CLUSTER_DIM: i32 = 16;
 /// Clusters are placed within one GPC: 8 GPCs of 16 usable SMs.
 const GPCS: u32 = 8;
 const SMS_PER_GPC: u32 = 16;
-
-/// Who an attribute belongs to.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Target {
-    Function(usize),
-    Kernel {
-        library: usize,
-        name: String,
-        device: usize,
-    },
-}
-
-/// The attributes a program may set; everything else is fixed per kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Settable {
-    pub max_dynamic_shared: i32,
-    pub carveout: i32,
-    pub required_cluster: [i32; 3],
-    pub non_portable_cluster: i32,
-    pub cluster_policy: i32,
-    /// `cuFuncSetCacheConfig` / `cuKernelSetCacheConfig`: a `CUfunc_cache`.
-    pub cache_config: u32,
-    /// `cuFuncSetBlockShape` (deprecated): the block of legacy `cuLaunch*` launches.
-    pub block_shape: [i32; 3],
-    /// `cuFuncSetSharedSize` (deprecated): dynamic shared memory of legacy launches.
-    pub shared_size: u32,
-}
-
-impl Default for Settable {
-    fn default() -> Self {
-        Self {
-            max_dynamic_shared: SMEM_DEFAULT,
-            carveout: -1,
-            required_cluster: [0; 3],
-            non_portable_cluster: 0,
-            cluster_policy: 0,
-            cache_config: 0,
-            block_shape: [1, 1, 1],
-            shared_size: 0,
-        }
-    }
-}
-
-/// The attribute table.
-#[derive(Debug, Default)]
-pub(crate) struct Attrs {
-    set: HashMap<Target, Settable>,
-}
-
-impl Attrs {
-    /// Drops the attributes of functions for which `keep` is false.
-    pub fn retain_functions(&mut self, keep: impl Fn(usize) -> bool) {
-        self.set.retain(|t, _| match t {
-            Target::Function(f) => keep(*f),
-            Target::Kernel { .. } => true,
-        });
-    }
-
-    /// Drops the attributes of a library's kernels.
-    pub fn forget_library(&mut self, lib: usize) {
-        self.set
-            .retain(|t, _| !matches!(t, Target::Kernel { library, .. } if *library == lib));
-    }
-}
 
 /// Registers per thread of each built-in kernel, as a compiler would report them.
 fn registers(k: Kernel) -> i32 {
@@ -369,12 +303,5 @@ mod tests {
         assert_eq!(cooperative_limit(Kernel::VectorAdd, 256, 0), 8 * 132);
         assert_eq!(max_active_clusters(Kernel::VectorAdd, 1024, 0, 2), 8 * 16);
         assert_eq!(max_active_clusters(Kernel::VectorAdd, 1024, 0, 16), 16);
-    }
-
-    #[test]
-    fn settable_defaults() {
-        let s = Settable::default();
-        assert_eq!(s.max_dynamic_shared, 48 << 10);
-        assert_eq!(s.carveout, -1);
     }
 }

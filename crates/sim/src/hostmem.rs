@@ -6,15 +6,15 @@
 //! (see [`try_range`], consulted by [`crate::memory::try_range`]). Ranges belong to the
 //! context that was current when they were made and vanish with it.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::ptr::{self, NonNull};
+use std::ptr;
 
 use crate::context;
 use crate::cu::CUresult;
+use crate::error::{err, Res};
 use crate::ffi::us;
-use crate::state::{err, Res, State};
+use crate::state::hostmem::{Block, Region};
+use crate::state::State;
 
 /// `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
 const REGISTER_FLAGS: u32 = 0xF;
@@ -22,58 +22,6 @@ const REGISTER_FLAGS: u32 = 0xF;
 const REGISTER_IOMEMORY: u32 = 0x4;
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
 const ALLOC_FLAGS: u32 = 0x7;
-/// Alignment of host allocations: a page.
-const PAGE: usize = 4096;
-
-/// A page-aligned, zeroed host block owned by the simulator.
-#[derive(Debug)]
-struct Block {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-// SAFETY: the block is plain bytes owned by exactly one `Block`; the simulator touches it
-// only under the state mutex.
-unsafe impl Send for Block {}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `alloc_zeroed` with this very layout and is freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-/// One page-locked range.
-#[derive(Debug)]
-pub(crate) struct Region {
-    pub ctx: usize,
-    pub device: usize,
-    pub len: usize,
-    /// `CU_MEMHOSTREGISTER_*` or `CU_MEMHOSTALLOC_*` flags, as given.
-    pub flags: u32,
-    /// The memory, when the simulator allocated it (`cuMemHostAlloc`).
-    block: Option<Block>,
-}
-
-impl Region {
-    /// Whether the simulator allocated this range (rather than the caller registering it).
-    pub fn allocated(&self) -> bool {
-        self.block.is_some()
-    }
-}
-
-/// Every page-locked range, by base address.
-#[derive(Debug, Default)]
-pub(crate) struct Host {
-    regions: BTreeMap<u64, Region>,
-}
-
-impl Host {
-    /// Drops the ranges of context `ctx`, freeing the ones the simulator allocated.
-    pub fn release_context(&mut self, ctx: usize) {
-        self.regions.retain(|_, r| r.ctx != ctx);
-    }
-}
 
 /// The range containing `addr`: (base, region).
 pub(crate) fn containing(st: &State, addr: u64) -> Option<(u64, &Region)> {
@@ -88,9 +36,9 @@ pub(crate) fn try_range(st: &State, addr: u64, len: usize) -> Option<*mut u8> {
     if len > r.len - off {
         return None;
     }
-    Some(match &r.block {
+    Some(match r.block_ptr() {
         // SAFETY: `off < r.len`, so the result stays inside the block.
-        Some(b) => unsafe { b.ptr.as_ptr().add(off) },
+        Some(p) => unsafe { p.add(off) },
         // The caller registered this memory and exposed its address by doing so.
         None => ptr::with_exposed_provenance_mut(us(addr)),
     })
@@ -141,16 +89,10 @@ pub(crate) fn register(st: &mut State, p: *mut c_void, len: usize, flags: u32) -
     }
     check_free(st, base, len)?;
     let device = context::live(st, ctx)?.device;
-    st.ext.host.regions.insert(
-        base,
-        Region {
-            ctx,
-            device,
-            len,
-            flags,
-            block: None,
-        },
-    );
+    st.ext
+        .host
+        .regions
+        .insert(base, Region::registered(ctx, device, len, flags));
     Ok(())
 }
 
@@ -198,30 +140,15 @@ pub(crate) fn alloc(st: &mut State, len: usize, flags: u32) -> Res<*mut c_void> 
             format!("cuMemHostAlloc of {len} bytes with flags {flags:#x}"),
         );
     }
-    let Ok(layout) = Layout::from_size_align(len, PAGE) else {
-        return err(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "size too large");
-    };
-    // SAFETY: `len > 0`, so the layout has a nonzero size.
-    let Some(ptr) = NonNull::new(unsafe { alloc_zeroed(layout) }) else {
-        return err(
-            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-            format!("host allocation of {len} bytes failed"),
-        );
-    };
-    let block = Block { ptr, layout };
-    let base = ptr.as_ptr().expose_provenance() as u64;
+    let block = Block::new(len)?;
+    let ptr = block.ptr();
+    let base = ptr.expose_provenance() as u64;
     let device = context::live(st, ctx)?.device;
-    st.ext.host.regions.insert(
-        base,
-        Region {
-            ctx,
-            device,
-            len,
-            flags,
-            block: Some(block),
-        },
-    );
-    Ok(ptr.as_ptr().cast())
+    st.ext
+        .host
+        .regions
+        .insert(base, Region::with_block(ctx, device, flags, block));
+    Ok(ptr.cast())
 }
 
 /// `cuMemFreeHost`: `p` must be the base of a block from `cuMemHostAlloc`.

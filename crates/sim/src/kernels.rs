@@ -3,8 +3,7 @@
 use std::ffi::c_void;
 
 use crate::cu::{CUdeviceptr, CUresult};
-use crate::memory;
-use crate::state::{err, Res, State};
+use crate::error::{err, Res};
 
 /// A built-in kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,23 +156,34 @@ impl Kernel {
     }
 
     /// Reads the arguments and runs the kernel for thread indices `0..min(n, threads)`.
-    /// Argument errors are returned at once; memory faults come back as `Ok(Err(fault))`
-    /// with no memory touched.
+    /// `range(addr, len)` resolves the device memory the kernel touches. Argument errors
+    /// are returned at once; memory faults come back as `Ok(Err(fault))` with no memory
+    /// touched.
     ///
     /// # Safety
-    /// As for [`Kernel::read_args`].
+    /// `params` as for [`Kernel::read_args`]; a pointer `range(addr, len)` returns must
+    /// point at address `addr` and be valid for reads and writes of `len` bytes until this
+    /// call returns.
     pub unsafe fn launch(
         self,
-        st: &State,
+        range: impl Fn(CUdeviceptr, usize) -> Option<*mut u8>,
         params: *const *const c_void,
         threads: u128,
     ) -> Res<Result<(), Fault>> {
         // SAFETY: forwarded contract.
         let args = unsafe { self.read_args(params) }?;
-        Ok(self.execute(st, &args, threads))
+        // SAFETY: forwarded contract.
+        Ok(unsafe { self.execute(&range, &args, threads) })
     }
 
-    fn execute(self, st: &State, args: &[Arg], threads: u128) -> Result<(), Fault> {
+    /// # Safety
+    /// As for [`Kernel::launch`] about `range`.
+    unsafe fn execute(
+        self,
+        range: &impl Fn(CUdeviceptr, usize) -> Option<*mut u8>,
+        args: &[Arg],
+        threads: u128,
+    ) -> Result<(), Fault> {
         let n_arg = match self {
             Kernel::VectorAdd | Kernel::Saxpy => args[3].i32(),
             Kernel::FillU32 => args[2].i32(),
@@ -186,29 +196,30 @@ impl Kernel {
         }
         match self {
             Kernel::VectorAdd => {
-                let a = span(st, args[0].ptr(), n, "a")?.cast::<f32>();
-                let b = span(st, args[1].ptr(), n, "b")?.cast::<f32>();
-                let c = span(st, args[2].ptr(), n, "c")?.cast::<f32>();
+                let a = span(range, args[0].ptr(), n, "a")?.cast::<f32>();
+                let b = span(range, args[1].ptr(), n, "b")?.cast::<f32>();
+                let c = span(range, args[2].ptr(), n, "c")?.cast::<f32>();
                 for i in 0..n {
-                    // SAFETY: each of a, b, c spans `n` 4-byte elements inside a live
-                    // allocation (checked by `span`); they may alias, so raw accesses only.
+                    // SAFETY: each of a, b, c spans `n` 4-byte elements that `range` resolved
+                    // (checked by `span`), valid by this function's contract; they may alias,
+                    // so raw accesses only.
                     unsafe { c.add(i).write(a.add(i).read() + b.add(i).read()) };
                 }
             }
             Kernel::Saxpy => {
                 let a = args[0].f32();
-                let x = span(st, args[1].ptr(), n, "x")?.cast::<f32>();
-                let y = span(st, args[2].ptr(), n, "y")?.cast::<f32>();
+                let x = span(range, args[1].ptr(), n, "x")?.cast::<f32>();
+                let y = span(range, args[2].ptr(), n, "y")?.cast::<f32>();
                 for i in 0..n {
-                    // SAFETY: x and y span `n` 4-byte elements inside live allocations.
+                    // SAFETY: x and y span `n` 4-byte elements that `range` resolved.
                     unsafe { y.add(i).write(a * x.add(i).read() + y.add(i).read()) };
                 }
             }
             Kernel::FillU32 => {
                 let v = args[1].u32();
-                let p = span(st, args[0].ptr(), n, "p")?.cast::<u32>();
+                let p = span(range, args[0].ptr(), n, "p")?.cast::<u32>();
                 for i in 0..n {
-                    // SAFETY: p spans `n` 4-byte elements inside a live allocation.
+                    // SAFETY: p spans `n` 4-byte elements that `range` resolved.
                     unsafe { p.add(i).write(v) };
                 }
             }
@@ -217,8 +228,13 @@ impl Kernel {
     }
 }
 
-/// Checks that `n` 4-byte elements at `addr` are aligned and inside one live allocation.
-fn span(st: &State, addr: CUdeviceptr, n: usize, what: &str) -> Result<*mut u8, Fault> {
+/// Checks that `n` 4-byte elements at `addr` are aligned and that `range` resolves them.
+fn span(
+    range: &impl Fn(CUdeviceptr, usize) -> Option<*mut u8>,
+    addr: CUdeviceptr,
+    n: usize,
+    what: &str,
+) -> Result<*mut u8, Fault> {
     if !addr.is_multiple_of(4) {
         return Err(Fault {
             code: CUresult::CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -226,7 +242,7 @@ fn span(st: &State, addr: CUdeviceptr, n: usize, what: &str) -> Result<*mut u8, 
         });
     }
     let len = n.checked_mul(4);
-    match len.and_then(|len| memory::try_range(st, addr, len)) {
+    match len.and_then(|len| range(addr, len)) {
         Some(p) => Ok(p),
         None => Err(Fault {
             code: CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,

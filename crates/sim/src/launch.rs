@@ -1,5 +1,6 @@
-//! `cuLaunchKernelEx` and cooperative launches: launch attributes, cluster checks and
-//! the cooperative residency limit, on top of [`module::launch`].
+//! Kernel launches: `cuLaunchKernel` (geometry, stream and function checks, sticky faults),
+//! and on top of it `cuLaunchKernelEx` and cooperative launches (launch attributes, cluster
+//! checks and the cooperative residency limit).
 //!
 //! - **Clusters** (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`): every dimension at least 1,
 //!   each grid dimension a multiple of it, at most 8 blocks (16 once the function allows
@@ -12,13 +13,17 @@
 
 use std::ffi::c_void;
 
+use crate::context;
 use crate::cu::{CUlaunchAttribute, CUresult};
+use crate::error::{err, Res};
 use crate::event;
 use crate::ffi::key;
 use crate::funcattr::{self, MAX_CLUSTER, MAX_PORTABLE_CLUSTER};
 use crate::library;
-use crate::module::{self, Launch};
-use crate::state::{err, Res, State};
+use crate::memory;
+use crate::module;
+use crate::state::{self, State};
+use crate::stream;
 
 const ATTR_IGNORE: u32 = 0;
 const ATTR_COOPERATIVE: u32 = 2;
@@ -29,6 +34,93 @@ const ATTR_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
 /// Ids 1..=16 except 15 are `CUlaunchAttributeID` values.
 const ATTR_UNUSED: u32 = 15;
 const ATTR_MAX: u32 = 17;
+
+/// Launch geometry and resources of one `cuLaunchKernel`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+}
+
+impl Launch {
+    /// Checks the geometry against the simulated device's limits and the function's
+    /// dynamic shared memory limit (`max_shared`); returns the total number of threads.
+    pub(crate) fn threads(&self, max_shared: u32) -> Res<u128> {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        let bad = |why: String| err(CUresult::CUDA_ERROR_INVALID_VALUE, why);
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return bad(format!(
+                "zero dimension in grid {:?} / block {:?}",
+                self.grid, self.block
+            ));
+        }
+        if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+            return bad(format!(
+                "grid {:?} exceeds (2^31-1, 65535, 65535)",
+                self.grid
+            ));
+        }
+        let per_block = u64::from(bx) * u64::from(by) * u64::from(bz);
+        if bx > 1024 || by > 1024 || bz > 64 || per_block > 1024 {
+            return bad(format!(
+                "block {:?} exceeds 1024 threads or (1024, 1024, 64)",
+                self.block
+            ));
+        }
+        if self.shared_bytes > max_shared {
+            return bad(format!(
+                "{} bytes of dynamic shared memory requested; the function allows {max_shared}",
+                self.shared_bytes
+            ));
+        }
+        let blocks = u128::from(gx) * u128::from(gy) * u128::from(gz);
+        Ok(blocks * u128::from(per_block))
+    }
+}
+
+/// `cuLaunchKernel`: runs the kernel now. A memory fault does not fail the launch; it
+/// becomes the context's sticky error, as an asynchronous fault on a GPU does.
+///
+/// # Safety
+/// `params` must satisfy the `kernelParams` contract of `cuLaunchKernel` for the kernel.
+pub(crate) unsafe fn launch_kernel(
+    st: &mut State,
+    func: usize,
+    geometry: Launch,
+    stream_key: usize,
+    params: *const *const c_void,
+) -> Res<()> {
+    let func = library::resolve(st, func)?;
+    let f = module::function(st, func)?;
+    let kernel = f.kernel;
+    let fctx = module::module(st, f.module)?.ctx;
+    let ctx = stream::usable(st, stream_key)?;
+    if fctx != ctx {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "function belongs to a module of another context",
+        );
+    }
+    let (_, attrs) = funcattr::for_launch(st, func)?;
+    let threads = geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+    if let Some(f) = st.functions.get_mut(&func) {
+        f.loaded = true;
+    }
+    let range = |addr, len| memory::try_range(st, addr, len);
+    // SAFETY: `params` by this function's contract; `memory::try_range` gives only
+    // pointers at `addr` itself to `len` bytes inside one live allocation or page-locked
+    // range, and nothing frees memory while the kernel runs (`st` is borrowed).
+    let outcome = unsafe { kernel.launch(range, params, threads) }?;
+    if let Err(fault) = outcome {
+        if state::log_enabled() {
+            eprintln!("vgpu-sim: {} faulted: {}", kernel.name(), fault.why);
+        }
+        context::live_mut(st, ctx)?.sticky = Some(fault.code);
+    }
+    Ok(())
+}
 
 /// What the launch attributes ask for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -131,7 +223,7 @@ pub(crate) fn check_cluster(st: &State, f: usize, grid: [u32; 3], cluster: [u32;
 }
 
 /// `cuLaunchKernelEx` / `cuLaunchCooperativeKernel`: checks the options, then runs the
-/// kernel as [`module::launch`] does and records the requested events.
+/// kernel as [`launch_kernel`] does and records the requested events.
 ///
 /// # Safety
 /// `params` must satisfy the `kernelParams` contract of `cuLaunchKernel` for the kernel.
@@ -165,7 +257,7 @@ pub(crate) unsafe fn launch(
         event::get(st, ev)?;
     }
     // SAFETY: forwarded contract.
-    unsafe { module::launch(st, f, geometry, stream, params) }?;
+    unsafe { launch_kernel(st, f, geometry, stream, params) }?;
     for &ev in &options.events {
         event::record(st, ev, stream)?;
     }

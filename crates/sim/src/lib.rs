@@ -79,6 +79,20 @@
 //!   copies, memsets and kernels at its own address, as with unified addressing
 //!   (`hostmem.rs`); `cuPointerGetAttribute(s)` describes it and device allocations.
 //! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
+//!
+//! ## Layout
+//! Dependencies point one way, from the C edge down:
+//! - `exports/`: the C edge, one file per area of the remoting table (as the client's
+//!   `api/` and the worker's `worker/`), with the model functions the generated stubs call;
+//! - the area modules (`context.rs`, `stream.rs`, `event.rs`, `memory.rs`, `hostmem.rs`,
+//!   `module.rs`, `library.rs`, `funcattr.rs`, `launch.rs`, `pointer.rs`, `pool.rs`,
+//!   `copy2d.rs`): the driver's semantics, as operations on the whole state;
+//! - `ffi.rs`: the C boundary's helpers (panic containment, out-pointers, handle and address
+//!   conversions), which read only the logging switch of the state;
+//! - `state/`: the one global and the tables it composes, each table's entry type with
+//!   the operations on it alone;
+//! - leaves: `error.rs`, `cu.rs`, `config.rs`, `device.rs`, `loading.rs`, `image.rs` (the
+//!   module format) and `kernels.rs` (the built-in kernels).
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("vgpu-sim requires a 64-bit target");
@@ -88,12 +102,13 @@ mod context;
 mod copy2d;
 mod cu;
 mod device;
+mod error;
 mod event;
 pub mod exports;
-mod extensions;
 mod ffi;
 mod funcattr;
 mod hostmem;
+mod image;
 mod kernels;
 mod launch;
 mod library;

@@ -12,48 +12,12 @@ use std::collections::HashMap;
 
 use crate::context;
 use crate::cu::{CUdeviceptr, CUresult};
+use crate::error::{err, Res};
+use crate::image::Image;
 use crate::kernels::Kernel;
-use crate::module::{self, Image};
-use crate::state::{self, err, Res, State};
-
-/// One loaded library.
-#[derive(Debug)]
-struct Library {
-    image: Image,
-    /// Context key -> the module holding this library in that context.
-    modules: HashMap<usize, usize>,
-    /// Kernel handles already handed out, by name.
-    kernels: HashMap<String, usize>,
-}
-
-/// What a kernel handle names.
-#[derive(Clone, Debug)]
-pub(crate) struct KernelRef {
-    pub library: usize,
-    pub name: String,
-    pub kernel: Kernel,
-}
-
-/// The library and kernel tables.
-#[derive(Debug, Default)]
-pub(crate) struct Libraries {
-    libs: HashMap<usize, Library>,
-    kernels: HashMap<usize, KernelRef>,
-    /// Module key -> the library it was loaded for.
-    owners: HashMap<usize, usize>,
-}
-
-impl Libraries {
-    /// The kernel behind a kernel handle, if `key` is one.
-    pub fn kernel(&self, key: usize) -> Option<&KernelRef> {
-        self.kernels.get(&key)
-    }
-
-    /// The library a module was loaded for, if it was loaded for one.
-    pub fn owner(&self, module: usize) -> Option<usize> {
-        self.owners.get(&module).copied()
-    }
-}
+use crate::module;
+use crate::state::library::{KernelRef, Library};
+use crate::state::{self, State};
 
 fn library(st: &State, key: usize) -> Res<&Library> {
     match st.ext.libraries.libs.get(&key) {

@@ -1,52 +1,14 @@
 //! "Device" memory: real host allocations, 256-byte aligned, tracked per context, with
 //! every access checked against the live allocations.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::ptr::{self, NonNull};
+use std::ptr;
 
 use crate::context;
 use crate::cu::{CUdeviceptr, CUresult};
+use crate::error::{err, Res};
 use crate::ffi::us;
-use crate::state::{err, Res, State};
-
-/// Alignment of every allocation, as `cuMemAlloc` guarantees.
-pub(crate) const ALIGN: usize = 256;
-
-/// An owned, zeroed, 256-byte aligned block of host memory.
-#[derive(Debug)]
-struct Block {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-// SAFETY: the block is plain bytes owned by exactly one `Block`; all access goes through
-// the state mutex.
-unsafe impl Send for Block {}
-
-impl Block {
-    fn new(size: usize) -> Option<Self> {
-        let layout = Layout::from_size_align(size, ALIGN).ok()?;
-        // SAFETY: callers never ask for size 0, so the layout has a nonzero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
-        Some(Self { ptr, layout })
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` came from `alloc_zeroed` with this very layout and is freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-/// One live device allocation.
-#[derive(Debug)]
-pub(crate) struct Allocation {
-    pub ctx: usize,
-    pub device: usize,
-    pub size: usize,
-    block: Block,
-}
+use crate::state::memory::Allocation;
+use crate::state::State;
 
 /// Allocates `size` bytes for context `ctx`, charging its device's budget.
 pub(crate) fn alloc(st: &mut State, budget: u64, ctx: usize, size: usize) -> Res<CUdeviceptr> {
@@ -64,22 +26,14 @@ pub(crate) fn alloc(st: &mut State, budget: u64, ctx: usize, size: usize) -> Res
             ),
         );
     }
-    let Some(block) = Block::new(size) else {
+    let Some(a) = Allocation::new(ctx, device, size) else {
         return err(
             CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             format!("host allocation of {size} bytes failed"),
         );
     };
-    let base = block.ptr.as_ptr().expose_provenance() as u64;
-    st.allocs.insert(
-        base,
-        Allocation {
-            ctx,
-            device,
-            size,
-            block,
-        },
-    );
+    let base = a.base();
+    st.allocs.insert(base, a);
     st.used[device] += size as u64;
     Ok(base)
 }
@@ -93,7 +47,8 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     match st.allocs.remove(&base) {
         Some(a) => {
             st.used[a.device] -= a.size as u64;
-            crate::extensions::forget_alloc(st, base);
+            // Forget what was known about the allocation (pointer facts).
+            st.ext.facts.forget(base);
             Ok(())
         }
         None => err(
@@ -132,7 +87,7 @@ pub(crate) fn try_range(st: &State, addr: CUdeviceptr, len: usize) -> Option<*mu
         return None;
     }
     // SAFETY: `off < a.size`, so the result stays inside the block.
-    Some(unsafe { a.block.ptr.as_ptr().add(off) })
+    Some(unsafe { a.ptr().add(off) })
 }
 
 /// One end of a copy.

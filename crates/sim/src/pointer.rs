@@ -1,12 +1,11 @@
 //! `cuPointerGetAttribute(s)`: what the simulator knows about an address: a device
 //! allocation, a page-locked host range, or nothing.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::cu::CUresult;
+use crate::error::{err, Res};
 use crate::hostmem;
 use crate::memory;
-use crate::state::{err, Res, State};
+use crate::state::State;
 
 /// `CU_MEMORYTYPE_HOST` and `CU_MEMORYTYPE_DEVICE`.
 const MEMORY_TYPE_HOST: u32 = 1;
@@ -18,45 +17,6 @@ const NO_DEVICE: i32 = -2;
 /// Attributes run from `CU_POINTER_ATTRIBUTE_CONTEXT` (1) to
 /// `CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE` (21).
 const ATTRIBUTE_LAST: u32 = 21;
-
-/// Facts about live allocations that the allocation table does not hold.
-#[derive(Debug, Default)]
-pub(crate) struct Facts {
-    next_id: u64,
-    /// Base -> process-wide unique buffer id, handed out on first query.
-    ids: HashMap<u64, u64>,
-    /// Bases of allocations made by `cuMemAllocAsync`.
-    stream_ordered: HashSet<u64>,
-    /// Per-device default memory pool handles, minted on first query.
-    pools: HashMap<usize, usize>,
-}
-
-impl Facts {
-    /// Keeps the facts of allocations for which `live` is true.
-    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
-        self.ids.retain(|b, _| live(*b));
-        self.stream_ordered.retain(|b| live(*b));
-    }
-
-    /// Forgets a freed allocation.
-    pub fn forget(&mut self, base: u64) {
-        self.ids.remove(&base);
-        self.stream_ordered.remove(&base);
-    }
-
-    /// Records that the allocation at `base` came from the stream-ordered allocator.
-    pub fn mark_stream_ordered(&mut self, base: u64) {
-        self.stream_ordered.insert(base);
-    }
-
-    fn id(&mut self, base: u64) -> u64 {
-        let next = &mut self.next_id;
-        *self.ids.entry(base).or_insert_with(|| {
-            *next += 1;
-            *next
-        })
-    }
-}
 
 /// What an address is.
 #[derive(Clone, Copy, Debug)]
@@ -84,7 +44,7 @@ fn find(st: &State, ptr: u64) -> Found {
             size: a.size as u64,
             ctx: a.ctx,
             device: a.device,
-            stream_ordered: st.ext.facts.stream_ordered.contains(&base),
+            stream_ordered: st.ext.facts.is_stream_ordered(base),
         };
     }
     if let Some((base, r)) = hostmem::containing(st, ptr) {

@@ -4,8 +4,9 @@
 //! made in the stream's context from the device's default pool.
 
 use crate::cu::{CUdeviceptr, CUresult};
+use crate::error::{err, Res};
 use crate::memory;
-use crate::state::{err, Res, State};
+use crate::state::State;
 use crate::stream;
 
 /// `cuMemAllocAsync`: `size` bytes in the context of stream `stream_key`.

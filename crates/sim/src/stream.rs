@@ -3,13 +3,11 @@
 //! (`cuStreamSetAttribute`). The implicit streams (legacy and per-thread) keep theirs in
 //! their context; the per-thread stream's are shared by every thread of the context.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use crate::context;
 use crate::cu::{CUlaunchMemSyncDomainMap, CUresult, CUstreamAttrValue, CUsynchronizationPolicy};
-use crate::event;
-use crate::state::{err, Res, State};
+use crate::error::{err, Res};
+use crate::state::stream::{AttrValue, Attrs, Stream};
+use crate::state::State;
 
 /// `CU_STREAM_LEGACY`.
 pub(crate) const LEGACY: usize = 0x1;
@@ -21,46 +19,6 @@ const NON_BLOCKING: u32 = 0x1;
 pub(crate) const LEAST_PRIORITY: i32 = 0;
 /// Greatest (numerically least) stream priority, as on an H100.
 pub(crate) const GREATEST_PRIORITY: i32 = -5;
-/// `CU_EVENT_WAIT_EXTERNAL`: the only `cuStreamWaitEvent` flag.
-const WAIT_EXTERNAL: u32 = 0x1;
-
-/// One created stream.
-#[derive(Debug)]
-pub(crate) struct Stream {
-    pub ctx: usize,
-    pub flags: u32,
-    pub priority: i32,
-    /// Attributes other than the priority, by `CUstreamAttrID`.
-    pub attrs: Attrs,
-}
-
-/// What an implicit stream (legacy or per-thread) keeps, in its context.
-#[derive(Debug, Default)]
-pub(crate) struct Implicit {
-    /// Its `cuStreamGetId`, minted on first request; 0 until then.
-    pub id: u64,
-    pub priority: i32,
-    pub attrs: Attrs,
-}
-
-/// One stream attribute's 64-byte value, holding only the field its id selects (the rest
-/// zero).
-#[derive(Clone, Copy)]
-pub(crate) struct AttrValue(pub CUstreamAttrValue);
-
-// SAFETY: the value is plain data; its pointer fields (an access policy window's base,
-// event and node handles) are never dereferenced, and all access goes through the state
-// mutex.
-unsafe impl Send for AttrValue {}
-
-impl fmt::Debug for AttrValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CUstreamAttrValue")
-    }
-}
-
-/// A stream's attributes other than the priority, by `CUstreamAttrID`.
-pub(crate) type Attrs = BTreeMap<u32, AttrValue>;
 
 /// Whether `key` names one of the implicit streams (NULL, legacy, per-thread).
 fn implicit(key: usize) -> bool {
@@ -142,22 +100,9 @@ pub(crate) fn priority(st: &State, key: usize) -> Res<i32> {
     props(st, key).map(|(p, _)| p)
 }
 
-/// `cuStreamWaitEvent`: checks its arguments; with synchronous execution every event has
-/// already completed.
-pub(crate) fn wait_event(st: &State, stream: usize, ev: usize, flags: u32) -> Res<()> {
-    if flags & !WAIT_EXTERNAL != 0 {
-        return err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            format!("cuStreamWaitEvent flags {flags:#x} are not valid"),
-        );
-    }
-    usable(st, stream)?;
-    event::get(st, ev)?;
-    Ok(())
-}
-
-/// Index of an implicit stream in [`context::Context::implicit`]: 0 for the NULL and
-/// legacy streams, 1 for the per-thread stream.
+/// Index of an implicit stream in its context's
+/// [`implicit`](crate::state::context::Context::implicit) streams: 0 for the NULL and legacy
+/// streams, 1 for the per-thread stream.
 fn implicit_index(key: usize) -> usize {
     usize::from(key == PER_THREAD)
 }

@@ -34,11 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-
 use crate::args::{DriverChoice, PathArgs};
 use crate::config::Env;
-use crate::demo;
 use crate::driver::{self, Candidate};
 use crate::error::CliError;
 use crate::layout::{self, ClientLayout};
@@ -49,76 +46,16 @@ use catalog::{Benchmark, Program};
 use report::{Outcome, Row, RunInfo, SideInfo};
 use runner::Bench;
 
+/// `vgpu bench`'s arguments, declared in [`crate::args`] with the rest of
+/// the command line.
+pub use crate::args::BenchArgs;
+
 /// The C benchmark program, compiled at run time.
 pub const C_SOURCE: &str = include_str!("../../../../gpu/bench/vgpu_bench.c");
 /// The PyTorch training benchmark.
 pub const TORCH_SOURCE: &str = include_str!("../../../../gpu/bench/torch_train.py");
 /// The variable the C program reads for the library to load.
 pub const LIBCUDA_ENV: &str = "VGPU_BENCH_LIBCUDA";
-
-const AFTER_HELP: &str = "\
-Examples:
-  vgpu bench --driver /usr/local/nvidia/lib64/libcuda.so.1 --json bench.json
-  vgpu bench --quick --only launch,memcpy_8b --transports rings
-  vgpu bench --list
-
-The ratio is vgpu/native: above 1 is better for throughput (/s), worse for
-times (us, ms). See docs/bench.md. The CPU-only ring benchmark is
-`cargo bench -p vgpu-transport --bench ring`.";
-
-/// Arguments of `vgpu bench`.
-#[derive(Debug, Args)]
-#[command(after_help = AFTER_HELP)]
-pub struct BenchArgs {
-    /// Fewer iterations: a smoke run, not figures to quote.
-    #[arg(long)]
-    pub quick: bool,
-    /// Run only these benchmarks (names or groups, comma-separated; see --list).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = catalog::check_name)]
-    pub only: Vec<String>,
-    /// The driver vgpu's mediator runs the calls on: `auto` (the NVIDIA
-    /// driver if this machine has one, else the simulated device), `sim`, or
-    /// the path of a libcuda.so.1.
-    #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
-    pub driver: DriverChoice,
-    /// The native side: `auto` (the libcuda.so.1 the dynamic loader finds,
-    /// in a plain environment), `sim` (vgpu's simulated device, loaded
-    /// directly: for testing the harness without a GPU), or the path of a
-    /// libcuda.so.1.
-    #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
-    pub native_driver: DriverChoice,
-    /// The transports to measure vgpu with (comma-separated): `rings` and
-    /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
-    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
-    #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
-    pub transports: Vec<String>,
-    /// Rounds of each C benchmark. A round runs the native side, then each
-    /// transport, so a machine that drifts (clocks, other load) moves both
-    /// sides alike; each figure is the median over the rounds. Cold start
-    /// takes its own median over fresh processes and the PyTorch models run
-    /// once. Every round's value is in the JSON report.
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=50))]
-    pub rounds: u64,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Time limit of each program run in seconds (default: 120 per C
-    /// benchmark, 600 per PyTorch model; halved with --quick).
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub timeout: Option<u64>,
-    /// Write every program's output (runs.log) and the mediator's log here.
-    #[arg(long, value_name = "DIR")]
-    pub log_dir: Option<PathBuf>,
-    /// The Python interpreter for the PyTorch benchmarks.
-    #[arg(long, default_value = "python3", value_name = "PATH")]
-    pub python: PathBuf,
-    /// Seconds to wait for the mediator's socket.
-    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=600))]
-    pub socket_timeout: u64,
-    /// List the benchmarks and their figures, then exit.
-    #[arg(long)]
-    pub list: bool,
-}
 
 /// The `--transports` name of a loopback TCP connection to the mediator.
 const TCP: &str = "tcp";
@@ -132,22 +69,6 @@ fn free_loopback_port() -> Result<u16, CliError> {
         .map_err(CliError::io("finding a free loopback port"))?
         .port();
     Ok(port)
-}
-
-/// Checks one `--transports` value: a VGPU_TRANSPORT word.
-pub fn check_transport(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    if !s.is_empty()
-        && s.len() <= 32
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(s.to_owned())
-    } else {
-        Err(format!(
-            "{s:?} is not a transport name (e.g. rings, socket)"
-        ))
-    }
 }
 
 /// Where one program run happens.
@@ -378,7 +299,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     let dirs = layout::lib_search_dirs(&exe_dir, paths);
     let client = ClientLayout::discover(&exe_dir, paths, &env.tmp_dir)?;
     let mediator_bin = layout::find_mediator(&exe_dir, paths)?;
-    let vgpu_plan = demo::plan(&args.driver, layout::find_sim(&dirs), &dirs)?;
+    let vgpu_plan = driver::plan(&args.driver, layout::find_sim(&dirs), &dirs)?;
     let native = native_plan(&args.native_driver, &dirs, &env.tmp_dir)?;
 
     let work = TempDir::new(&env.tmp_dir, "bench")
@@ -566,14 +487,6 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&mut []).is_nan());
-    }
-
-    #[test]
-    fn transports_are_plain_words() {
-        assert_eq!(check_transport(" rings ").as_deref(), Ok("rings"));
-        assert!(check_transport("").is_err());
-        assert!(check_transport("a b").is_err());
-        assert!(check_transport("x;rm").is_err());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Contexts and the per-thread current-context stack.
+//! Contexts, primary contexts and the per-thread current-context stack.
 
 use std::ffi::{c_int, c_uint};
 
@@ -7,11 +7,29 @@ use crate::cu::{
     CUcontext, CUdevice, CUevent, CUexecAffinityParam, CUexecAffinityParam_st__bindgen_ty_1,
     CUexecAffinitySmCount, CUexecAffinityType, CUfunc_cache, CUlimit, CUresult, CUsharedconfig,
 };
+use crate::error::{err, Res};
 use crate::event;
 use crate::ffi::{handle, key, run, Out};
 use crate::funcattr::SMS;
-use crate::state::{self, err, Res};
+use crate::state;
 use crate::stream::{GREATEST_PRIORITY, LEAST_PRIORITY};
+
+/// `cuDevicePrimaryCtxRetain`.
+///
+/// # Safety
+/// `pctx` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
+    run("cuDevicePrimaryCtxRetain", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(pctx, "pctx") }?;
+        let d = sim.check_device(dev)?;
+        let key = context::primary_retain(&mut sim.lock(), d)?;
+        out.write(handle(key));
+        Ok(())
+    })
+}
 
 /// `cuCtxCreate_v2`: creates a context on `dev` and makes it current.
 ///

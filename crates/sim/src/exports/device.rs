@@ -1,47 +1,17 @@
-//! Initialisation, version, devices, primary contexts and error strings.
+//! Devices: count, identity, memory size, attributes and PCI addresses.
 
 use std::ffi::{c_char, c_int, c_uint, CStr};
 
 use crate::context;
 use crate::cu::{
-    CUarray_format, CUatomicOperation, CUcontext, CUdevice, CUdevice_attribute as A, CUdevprop,
+    CUarray_format, CUatomicOperation, CUdevice, CUdevice_attribute as A, CUdevprop,
     CUexecAffinityType, CUflushGPUDirectRDMAWritesScope as Scope,
     CUflushGPUDirectRDMAWritesTarget as Target, CUresult, CUuuid,
 };
 use crate::device;
-use crate::ffi::{handle, run, write_c_str, Out};
-use crate::state::{self, err, Res};
-use vgpu_abi::errors;
-
-/// The CUDA version the simulator reports (13.0).
-pub const DRIVER_VERSION: c_int = 13000;
-
-/// `cuInit`: reads the configuration and announces the simulator, once.
-#[no_mangle]
-pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
-    run("cuInit", || {
-        if flags != 0 {
-            return err(
-                CUresult::CUDA_ERROR_INVALID_VALUE,
-                format!("cuInit flags must be 0, got {flags:#x}"),
-            );
-        }
-        state::init()
-    })
-}
-
-/// `cuDriverGetVersion`: 13000. Works before `cuInit`, as the driver's does.
-///
-/// # Safety
-/// `version` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
-    run("cuDriverGetVersion", || {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { Out::new(version, "driverVersion") }?.write(DRIVER_VERSION);
-        Ok(())
-    })
-}
+use crate::error::{err, Res};
+use crate::ffi::{run, write_c_str, Out};
+use crate::state;
 
 /// `cuDeviceGetCount`.
 ///
@@ -166,69 +136,6 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
         out.write(device::attribute(attrib, d)?);
         Ok(())
     })
-}
-
-/// `cuDevicePrimaryCtxRetain`.
-///
-/// # Safety
-/// `pctx` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
-    run("cuDevicePrimaryCtxRetain", || {
-        let sim = state::sim()?;
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(pctx, "pctx") }?;
-        let d = sim.check_device(dev)?;
-        let key = context::primary_retain(&mut sim.lock(), d)?;
-        out.write(handle(key));
-        Ok(())
-    })
-}
-
-/// `cuGetErrorName`. Unknown codes give `CUDA_ERROR_INVALID_VALUE` and `*p_str = NULL`.
-///
-/// # Safety
-/// `p_str` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuGetErrorName(error: CUresult, p_str: *mut *const c_char) -> CUresult {
-    run("cuGetErrorName", || {
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(p_str, "pStr") }?;
-        describe(out, errors::name(error), error)
-    })
-}
-
-/// `cuGetErrorString`. Unknown codes give `CUDA_ERROR_INVALID_VALUE` and `*p_str = NULL`.
-///
-/// # Safety
-/// `p_str` must be NULL or valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn cuGetErrorString(error: CUresult, p_str: *mut *const c_char) -> CUresult {
-    run("cuGetErrorString", || {
-        // SAFETY: forwarded from this function's contract.
-        let out = unsafe { Out::new(p_str, "pStr") }?;
-        describe(out, errors::description(error), error)
-    })
-}
-
-fn describe(
-    out: Out<*const c_char>,
-    text: Option<&'static std::ffi::CStr>,
-    code: CUresult,
-) -> state::Res<()> {
-    match text {
-        Some(s) => {
-            out.write(s.as_ptr());
-            Ok(())
-        }
-        None => {
-            out.write(std::ptr::null());
-            err(
-                CUresult::CUDA_ERROR_INVALID_VALUE,
-                format!("unknown CUresult {}", code.0),
-            )
-        }
-    }
 }
 
 /// `cuDeviceGetByPCIBusId`: the visible device at the given PCI address. Accepts

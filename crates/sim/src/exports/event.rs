@@ -5,9 +5,10 @@ use std::ffi::c_uint;
 
 use super::stream::ptsz;
 use crate::cu::{CUevent, CUresult, CUstream};
+use crate::error::{err, Res};
 use crate::event;
 use crate::ffi::{handle, key, run, Out};
-use crate::state::{self, err, Res};
+use crate::state;
 
 /// `CU_EVENT_RECORD_EXTERNAL`, the only record flag.
 const RECORD_FLAGS: c_uint = 1;

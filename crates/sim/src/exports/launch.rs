@@ -1,13 +1,55 @@
-//! `cuLaunchKernelEx`, cooperative launches and the occupancy calculator.
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`, cooperative launches) and the
+//! occupancy calculator.
 
 use std::ffi::{c_int, c_uint, c_void};
 
 use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream};
+use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
 use crate::funcattr;
-use crate::launch::{self, Options};
-use crate::module::Launch;
-use crate::state::{self, err, Res};
+use crate::launch::{self, Launch, Options};
+use crate::state;
+
+/// `cuLaunchKernel`: runs the built-in kernel now, in stream order. Arguments come from
+/// `kernelParams`; a non-NULL `extra` gives `CUDA_ERROR_INVALID_VALUE`. A kernel that
+/// would touch memory outside the live allocations touches nothing and leaves the
+/// context's sticky error set.
+///
+/// # Safety
+/// `kernel_params` must be NULL or hold one pointer per kernel parameter, each NULL or
+/// pointing to a value of that parameter's type.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: CUfunction,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    h_stream: CUstream,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    run("cuLaunchKernel", || {
+        let sim = state::sim()?;
+        if !extra.is_null() {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "the simulator takes arguments through kernelParams only, not extra",
+            );
+        }
+        let geometry = Launch {
+            grid: [grid_x, grid_y, grid_z],
+            block: [block_x, block_y, block_z],
+            shared_bytes,
+        };
+        let params = kernel_params.cast_const().cast::<*const c_void>();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { launch::launch_kernel(&mut sim.lock(), key(f), geometry, key(h_stream), params) }
+    })
+}
 
 /// Reads a launch configuration: geometry, stream and options.
 ///

@@ -9,11 +9,12 @@ use crate::cu::{
     CUdevice, CUdeviceptr, CUfunc_cache, CUfunction, CUfunction_attribute, CUjit_option, CUkernel,
     CUlibrary, CUlibraryOption, CUmodule, CUresult,
 };
+use crate::error::{err, Error, Res};
 use crate::ffi::{handle, key, read_c_str, run, Out};
 use crate::funcattr;
+use crate::image;
 use crate::library;
-use crate::module;
-use crate::state::{self, err, Error, Res};
+use crate::state;
 
 /// `CU_LIBRARY_NUM_OPTIONS`: library options at or above it are invalid.
 const LIBRARY_NUM_OPTIONS: u32 = 2;
@@ -83,7 +84,7 @@ pub unsafe extern "C" fn cuLibraryLoadData(
             return err(CUresult::CUDA_ERROR_INVALID_VALUE, "code is NULL");
         }
         // SAFETY: non-NULL and NUL-terminated by the contract.
-        let parsed = unsafe { module::read_image(code.cast()) }.and_then(|b| module::parse(&b));
+        let parsed = unsafe { image::read_image(code.cast()) }.and_then(|b| image::parse(&b));
         match parsed {
             Ok(image) => {
                 // SAFETY: forwarded from this function's contract.

@@ -1,13 +1,16 @@
-//! Device memory: allocation, copies (sync and async), memsets and 2D memsets.
+//! Device memory: allocation (stream-ordered included), copies (sync and async), memsets
+//! and 2D memsets.
 
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 
 use super::stream::ptsz;
 use crate::context;
 use crate::cu::{CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream};
+use crate::error::{err, Res};
 use crate::ffi::{key, run, us, Out};
 use crate::memory::{self, End};
-use crate::state::{self, err, Res, State};
+use crate::pool;
+use crate::state::{self, State};
 use crate::stream;
 
 /// `cuMemAlloc_v2`: a zeroed, 256-byte aligned allocation in the current context.
@@ -267,6 +270,40 @@ pub extern "C" fn cuMemsetD32Async(
     stream: CUstream,
 ) -> CUresult {
     memset_on("cuMemsetD32Async", Some(stream), dst, &ui.to_ne_bytes(), n)
+}
+
+/// `cuMemAllocAsync`: a zeroed, 256-byte aligned allocation in the stream's context, made
+/// at once (every stream is always idle).
+///
+/// # Safety
+/// `dptr` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    h_stream: CUstream,
+) -> CUresult {
+    run("cuMemAllocAsync", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(dptr, "dptr") }?;
+        let mut st = sim.lock();
+        out.write(pool::alloc(
+            &mut st,
+            sim.cfg.memory_bytes,
+            bytesize,
+            key(h_stream),
+        )?);
+        Ok(())
+    })
+}
+
+/// `cuMemFreeAsync`: frees at once; `dptr` must be the base of a live allocation.
+#[no_mangle]
+pub extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, h_stream: CUstream) -> CUresult {
+    run("cuMemFreeAsync", || {
+        pool::free(&mut state::sim()?.lock(), dptr, key(h_stream))
+    })
 }
 
 /// `cuMemGetAddressRange_v2`: base and size of the allocation containing `dptr`

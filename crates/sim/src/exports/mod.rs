@@ -3,37 +3,45 @@
 //! Each export checks initialisation, converts raw arguments (out-pointers, handles),
 //! calls the typed implementation in the crate's area modules, and maps the result to a
 //! `CUresult` inside [`crate::ffi::run`], which also contains panics.
+//!
+//! Each file is named after an area of the remoting table (`crates/abi/src/remote/table.rs`),
+//! as in the client's `api/` and the worker's `worker/`: every export of an entry point the
+//! table lists is in its area's file, where the generated stubs (`generated/mod.rs`) also
+//! find their model functions. Exports the table does not list sit in the area they belong
+//! to (`cuMemHostRegister_v2` and `cuMemHostUnregister` in `host`).
 
 mod context;
-mod copy2d;
+mod copy;
 mod device;
+mod errors;
 mod event;
 // The generator writes zero-argument calls as closures (`|| f()`); until it emits this
 // allow itself, it is granted here, for the generated module only.
 #[allow(clippy::redundant_closure)]
 pub(crate) mod generated;
 mod host;
+mod init;
 mod launch;
 mod library;
 mod memory;
 mod module;
 mod pointer;
-mod pool;
 mod profiler;
 mod stream;
 
 pub use context::*;
-pub use copy2d::*;
+pub use copy::*;
 pub use device::*;
+pub use errors::*;
 pub use event::*;
 pub use generated::*;
 pub use host::*;
+pub use init::*;
 pub use launch::*;
 pub use library::*;
 pub use memory::*;
 pub use module::*;
 pub use pointer::*;
-pub use pool::*;
 pub use stream::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after

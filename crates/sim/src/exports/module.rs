@@ -1,4 +1,4 @@
-//! Modules, functions and kernel launches.
+//! Modules and functions.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr;
@@ -6,26 +6,28 @@ use std::ptr;
 use crate::context;
 use crate::cu::{
     CUdeviceptr, CUdeviceptr_v1, CUfunc_cache, CUfunction, CUfunctionLoadingState, CUjit_option,
-    CUmodule, CUresult, CUsharedconfig, CUstream, CUsurfref, CUtexref,
+    CUmodule, CUresult, CUsharedconfig, CUsurfref, CUtexref,
 };
+use crate::error::{err, Error, Res};
 use crate::ffi::{handle, key, read_c_str, run, write_c_str, Out};
 use crate::funcattr;
+use crate::image;
 use crate::library;
-use crate::module::{self, Launch};
-use crate::state::{self, err, Error, Res};
+use crate::module;
+use crate::state;
 
 /// Reads, parses and loads an image into the current context.
 ///
 /// # Safety
-/// As for [`module::read_image`], when `image` is non-NULL.
+/// As for [`image::read_image`], when `image` is non-NULL.
 unsafe fn load(image: *const c_void) -> Res<usize> {
     let sim = state::sim()?;
     if image.is_null() {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "image is NULL");
     }
     // SAFETY: forwarded from this function's contract.
-    let parsed = unsafe { module::read_image(image.cast()) }
-        .and_then(|bytes| module::parse(&bytes))
+    let parsed = unsafe { image::read_image(image.cast()) }
+        .and_then(|bytes| image::parse(&bytes))
         .map_err(|why| Error {
             code: CUresult::CUDA_ERROR_INVALID_IMAGE,
             why: why.into(),
@@ -227,47 +229,6 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
             out.write(s);
         }
         Ok(())
-    })
-}
-
-/// `cuLaunchKernel`: runs the built-in kernel now, in stream order. Arguments come from
-/// `kernelParams`; a non-NULL `extra` gives `CUDA_ERROR_INVALID_VALUE`. A kernel that
-/// would touch memory outside the live allocations touches nothing and leaves the
-/// context's sticky error set.
-///
-/// # Safety
-/// `kernel_params` must be NULL or hold one pointer per kernel parameter, each NULL or
-/// pointing to a value of that parameter's type.
-#[no_mangle]
-pub unsafe extern "C" fn cuLaunchKernel(
-    f: CUfunction,
-    grid_x: c_uint,
-    grid_y: c_uint,
-    grid_z: c_uint,
-    block_x: c_uint,
-    block_y: c_uint,
-    block_z: c_uint,
-    shared_bytes: c_uint,
-    h_stream: CUstream,
-    kernel_params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> CUresult {
-    run("cuLaunchKernel", || {
-        let sim = state::sim()?;
-        if !extra.is_null() {
-            return err(
-                CUresult::CUDA_ERROR_INVALID_VALUE,
-                "the simulator takes arguments through kernelParams only, not extra",
-            );
-        }
-        let geometry = Launch {
-            grid: [grid_x, grid_y, grid_z],
-            block: [block_x, block_y, block_z],
-            shared_bytes,
-        };
-        let params = kernel_params.cast_const().cast::<*const c_void>();
-        // SAFETY: forwarded from this function's contract.
-        unsafe { module::launch(&mut sim.lock(), key(f), geometry, key(h_stream), params) }
     })
 }
 

@@ -4,9 +4,10 @@ use std::ffi::{c_uint, c_void};
 use std::ptr;
 
 use crate::cu::{CUdeviceptr, CUpointer_attribute, CUresult};
+use crate::error::err;
 use crate::ffi::run;
 use crate::pointer::{self, Value};
-use crate::state::{self, err};
+use crate::state;
 
 /// Writes a value's bytes through a caller's data pointer.
 ///

@@ -6,7 +6,8 @@ use std::ffi::CStr;
 
 use crate::context;
 use crate::cu::{CUoutput_mode, CUresult};
-use crate::state::{self, err, Res};
+use crate::error::{err, Res};
+use crate::state;
 
 /// `cuProfilerInitialize` (deprecated): "Starting with CUDA 12.0, it always returns error
 /// code CUDA_ERROR_NOT_SUPPORTED", and so does the simulator (a CUDA 13 driver).

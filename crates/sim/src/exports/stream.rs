@@ -9,8 +9,10 @@ use crate::cu::{
     CUcontext, CUdevice, CUdeviceptr, CUevent, CUgreenCtx, CUresult, CUstream, CUstreamAttrID,
     CUstreamAttrValue, CUstreamCaptureStatus,
 };
+use crate::error::{err, Res};
+use crate::event;
 use crate::ffi::{handle, key, run, Out};
-use crate::state::{self, err, Res};
+use crate::state;
 use crate::stream;
 
 /// The stream key a `_ptsz` form means: NULL is the per-thread default
@@ -106,7 +108,7 @@ pub(crate) fn stream_synchronize(h_stream: CUstream) -> Res<()> {
 
 /// `cuStreamWaitEvent`.
 pub(crate) fn stream_wait_event(h_stream: CUstream, h_event: CUevent, flags: c_uint) -> Res<()> {
-    stream::wait_event(&state::sim()?.lock(), key(h_stream), key(h_event), flags)
+    event::stream_wait(&state::sim()?.lock(), key(h_stream), key(h_event), flags)
 }
 
 /// `cuStreamSynchronize_ptsz`.
@@ -125,7 +127,7 @@ pub(crate) fn stream_wait_event_ptsz(
     h_event: CUevent,
     flags: c_uint,
 ) -> Res<()> {
-    stream::wait_event(&state::sim()?.lock(), ptsz(h_stream), key(h_event), flags)
+    event::stream_wait(&state::sim()?.lock(), ptsz(h_stream), key(h_event), flags)
 }
 
 /// `cuStreamGetFlags_ptsz`.

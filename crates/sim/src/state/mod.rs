@@ -1,34 +1,35 @@
 //! The simulator's one global: the configuration and the tables behind one mutex.
+//!
+//! [`State`] composes the tables. Each submodule owns one kind of entry: its data type and
+//! the operations on that entry alone; none of them reaches back up to `State`. Operations
+//! that need several tables, the current context or a fresh handle live above, in the area
+//! modules (`crate::context`, `crate::stream`, …), which take the `State`.
 
-use std::borrow::Cow;
+pub(crate) mod context;
+pub(crate) mod event;
+pub(crate) mod funcattr;
+pub(crate) mod hostmem;
+pub(crate) mod library;
+pub(crate) mod memory;
+pub(crate) mod module;
+pub(crate) mod pointer;
+pub(crate) mod stream;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::config::Config;
-use crate::context::{Context, PrimaryCtx};
 use crate::cu::CUresult;
-use crate::event::Event;
-use crate::extensions::Ext;
-use crate::memory::Allocation;
-use crate::module::{Function, Module};
-use crate::stream::Stream;
-
-/// An error on its way to becoming a `CUresult`, with a reason for the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Error {
-    pub code: CUresult,
-    pub why: Cow<'static, str>,
-}
-
-pub(crate) type Res<T> = Result<T, Error>;
-
-/// Fails with `code`, giving `why` as the reason logged under `VGPU_LOG`.
-pub(crate) fn err<T>(code: CUresult, why: impl Into<Cow<'static, str>>) -> Res<T> {
-    Err(Error {
-        code,
-        why: why.into(),
-    })
-}
+use crate::error::{err, Res};
+use context::{Context, PrimaryCtx};
+use event::Event;
+use funcattr::Attrs;
+use hostmem::Host;
+use library::Libraries;
+use memory::Allocation;
+use module::{Function, Module};
+use pointer::Facts;
+use stream::Stream;
 
 /// Every table of the simulator. Handles are keys into these maps.
 pub(crate) struct State {
@@ -46,6 +47,17 @@ pub(crate) struct State {
     pub functions: HashMap<usize, Function>,
     /// Libraries, kernels, attributes, page-locked host memory, pointer facts.
     pub ext: Ext,
+}
+
+/// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
+/// registered and allocated host memory, and per-allocation pointer facts (buffer ids,
+/// stream-ordered origin).
+#[derive(Debug, Default)]
+pub(crate) struct Ext {
+    pub libraries: Libraries,
+    pub attrs: Attrs,
+    pub host: Host,
+    pub facts: Facts,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -3,8 +3,9 @@
 use crate::context;
 use crate::copy2d;
 use crate::cu::{CUresult, CUstream, CUDA_MEMCPY2D};
+use crate::error::{err, Res};
 use crate::ffi::{key, run};
-use crate::state::{self, err, Res};
+use crate::state;
 use crate::stream;
 
 /// Reads the descriptor and runs the copy on the current context (`stream == None`) or on

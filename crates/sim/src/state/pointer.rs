@@ -1,0 +1,50 @@
+//! Pointer facts for `cuPointerGetAttribute(s)`: what is known about live allocations
+//! beyond the allocation table (buffer ids, stream-ordered origin), and the devices'
+//! default memory pools.
+
+use std::collections::{HashMap, HashSet};
+
+/// Facts about live allocations that the allocation table does not hold.
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    next_id: u64,
+    /// Base -> process-wide unique buffer id, handed out on first query.
+    ids: HashMap<u64, u64>,
+    /// Bases of allocations made by `cuMemAllocAsync`.
+    stream_ordered: HashSet<u64>,
+    /// Per-device default memory pool handles, minted on first query.
+    pub pools: HashMap<usize, usize>,
+}
+
+impl Facts {
+    /// Keeps the facts of allocations for which `live` is true.
+    pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
+        self.ids.retain(|b, _| live(*b));
+        self.stream_ordered.retain(|b| live(*b));
+    }
+
+    /// Forgets a freed allocation.
+    pub fn forget(&mut self, base: u64) {
+        self.ids.remove(&base);
+        self.stream_ordered.remove(&base);
+    }
+
+    /// Records that the allocation at `base` came from the stream-ordered allocator.
+    pub fn mark_stream_ordered(&mut self, base: u64) {
+        self.stream_ordered.insert(base);
+    }
+
+    /// Whether the allocation at `base` came from the stream-ordered allocator.
+    pub fn is_stream_ordered(&self, base: u64) -> bool {
+        self.stream_ordered.contains(&base)
+    }
+
+    /// The allocation's process-wide unique buffer id, handed out on first query.
+    pub fn id(&mut self, base: u64) -> u64 {
+        let next = &mut self.next_id;
+        *self.ids.entry(base).or_insert_with(|| {
+            *next += 1;
+            *next
+        })
+    }
+}
