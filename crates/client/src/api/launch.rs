@@ -22,6 +22,27 @@ use crate::lane::Follows;
 use crate::objects::LaunchConfig;
 use crate::runtime::runtime;
 
+/// The fixed part of a request that carries a launch configuration
+/// (`cuLaunchKernelEx`, `cuOccupancyMaxActiveClusters`: the same fields)
+/// from its [`Config`].
+macro_rules! config_request {
+    ($request:path, $c:expr) => {{
+        let c = &$c;
+        $request {
+            function: U64::new(c.function),
+            grid_x: U32::new(c.dims[0]),
+            grid_y: U32::new(c.dims[1]),
+            grid_z: U32::new(c.dims[2]),
+            block_x: U32::new(c.dims[3]),
+            block_y: U32::new(c.dims[4]),
+            block_z: U32::new(c.dims[5]),
+            shared: U32::new(c.dims[6]),
+            stream: U64::new(c.stream),
+            attributes: U32::new(c.attributes),
+        }
+    }};
+}
+
 /// The keys of `cuLaunchKernel`'s `extra` list.
 const LAUNCH_PARAM_END: usize = 0x00;
 const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
@@ -300,18 +321,7 @@ pub unsafe fn occupancy_clusters(
     super::module::function(f)?;
     // SAFETY: the application's config.
     let (c, attrs) = unsafe { config_args(f, config, stream::id)? };
-    let r = clusters_op::Request {
-        function: U64::new(c.function),
-        grid_x: U32::new(c.dims[0]),
-        grid_y: U32::new(c.dims[1]),
-        grid_z: U32::new(c.dims[2]),
-        block_x: U32::new(c.dims[3]),
-        block_y: U32::new(c.dims[4]),
-        block_z: U32::new(c.dims[5]),
-        shared: U32::new(c.dims[6]),
-        stream: U64::new(c.stream),
-        attributes: U32::new(c.attributes),
-    };
+    let r = config_request!(clusters_op::Request, c);
     let (rep, _) = s.request(&r, &attrs)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(n, rep.clusters.get()) }
@@ -361,18 +371,7 @@ pub unsafe fn launch_ex(
         };
     blob.extend_from_slice(&packed);
     let follows = crate::lane::Follows::Stream(c.stream);
-    let r = launch_op::Request {
-        function: U64::new(c.function),
-        grid_x: U32::new(c.dims[0]),
-        grid_y: U32::new(c.dims[1]),
-        grid_z: U32::new(c.dims[2]),
-        block_x: U32::new(c.dims[3]),
-        block_y: U32::new(c.dims[4]),
-        block_z: U32::new(c.dims[5]),
-        shared: U32::new(c.dims[6]),
-        stream: U64::new(c.stream),
-        attributes: U32::new(c.attributes),
-    };
+    let r = config_request!(launch_op::Request, c);
     s.post_or_request(&r, &blob, post, follows)?;
     if let (Some(c), false) = (config, post) {
         s.objects().answers.keep_launch(c);
