@@ -162,8 +162,8 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Which driver the mediator runs the calls on: `auto` (the NVIDIA driver
-    /// if this machine has one, else the simulated device), `sim`, or the path
-    /// of a libcuda.so.1.
+    /// if this machine has one, else the simulated device), `sim`, or the
+    /// absolute path of a libcuda.so.1.
     #[arg(long, default_value = "auto", value_name = "sim|auto|PATH")]
     pub driver: DriverChoice,
     /// Number of float elements in the vector add.
@@ -209,13 +209,13 @@ pub struct BenchArgs {
     pub only: Vec<String>,
     /// The driver vgpu's mediator runs the calls on: `auto` (the NVIDIA
     /// driver if this machine has one, else the simulated device), `sim`, or
-    /// the path of a libcuda.so.1.
+    /// the absolute path of a libcuda.so.1.
     #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
     pub driver: DriverChoice,
     /// The native side: `auto` (the libcuda.so.1 the dynamic loader finds,
     /// in a plain environment), `sim` (vgpu's simulated device, loaded
-    /// directly: for testing the harness without a GPU), or the path of a
-    /// libcuda.so.1.
+    /// directly: for testing the harness without a GPU), or the absolute path
+    /// of a libcuda.so.1.
     #[arg(long, default_value = "auto", value_name = "auto|sim|PATH")]
     pub native_driver: DriverChoice,
     /// The transports to measure vgpu with (comma-separated): `rings` and
