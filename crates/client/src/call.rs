@@ -110,19 +110,12 @@ pub unsafe fn elements_at<'a, T>(p: *const T, n: usize) -> CuResult<&'a [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
-/// The product of range factors; `None` on overflow.
-pub fn product(factors: &[u64]) -> Option<u64> {
-    factors.iter().try_fold(1u64, |acc, &f| acc.checked_mul(f))
-}
+pub use vgpu_proto::span::product;
 
-/// The bytes `height` rows of `width` bytes at `pitch` span; `None` on
-/// overflow.
+/// [`vgpu_proto::span::pitched`] of a width that may itself have
+/// overflowed (`None`).
 pub fn pitched(pitch: u64, width: Option<u64>, height: u64) -> Option<u64> {
-    let width = width?;
-    if width == 0 || height == 0 {
-        return Some(0);
-    }
-    pitch.checked_mul(height - 1)?.checked_add(width)
+    vgpu_proto::span::pitched(pitch, width?, height)
 }
 
 /// The next `len` bytes of a reply's blob; a shorter blob loses the session.

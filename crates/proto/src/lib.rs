@@ -30,6 +30,7 @@ mod frame;
 mod generated;
 mod handshake;
 pub mod message;
+pub mod span;
 
 pub use error::ProtoError;
 pub use frame::{

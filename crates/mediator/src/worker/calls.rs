@@ -154,24 +154,14 @@ pub fn wanted<T>(want: u8, slot: &mut T) -> *mut T {
     }
 }
 
-/// The product of range factors; `CUDA_ERROR_INVALID_VALUE` on overflow.
+/// [`vgpu_proto::span::product`]; `CUDA_ERROR_INVALID_VALUE` on overflow.
 pub fn product(factors: &[u64]) -> Result<u64, Status> {
-    factors
-        .iter()
-        .try_fold(1u64, |acc, &f| acc.checked_mul(f))
-        .ok_or(INVALID_VALUE)
+    vgpu_proto::span::product(factors).ok_or(INVALID_VALUE)
 }
 
-/// The bytes `height` rows of `width` bytes at `pitch` span: from the first
-/// row's start to the last row's end.
+/// [`vgpu_proto::span::pitched`]; `CUDA_ERROR_INVALID_VALUE` on overflow.
 pub fn pitched(pitch: u64, width: u64, height: u64) -> Result<u64, Status> {
-    if width == 0 || height == 0 {
-        return Ok(0);
-    }
-    pitch
-        .checked_mul(height - 1)
-        .and_then(|n| n.checked_add(width))
-        .ok_or(INVALID_VALUE)
+    vgpu_proto::span::pitched(pitch, width, height).ok_or(INVALID_VALUE)
 }
 
 /// Copies `bytes` into 8-byte-aligned storage, as driver images and kernel
