@@ -51,13 +51,10 @@ fn probe_unix(path: &Path, timeout: Duration) -> Probe {
 }
 
 /// Connects to `host:port` (each address it resolves to, `timeout` each),
-/// as the client library does.
+/// as the client library does. `host` is as `Target::Tcp` holds it: an IPv6
+/// literal without brackets.
 fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Probe {
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    let addrs = match (bare, port).to_socket_addrs() {
+    let addrs = match (host, port).to_socket_addrs() {
         Ok(a) => a.collect::<Vec<_>>(),
         Err(e) => return Probe::Unreachable(format!("cannot resolve {host}: {e}")),
     };

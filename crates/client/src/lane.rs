@@ -349,31 +349,44 @@ impl Lane {
         // Checked with the widest flags and numbers the ticket may bring.
         meta.flags = flags::POSTED | flags::AFTER;
         meta.after = 1;
-        let mut prefix = std::mem::take(&mut self.prefix);
-        request_prefix_into(&mut prefix, &meta, fixed, blob.len())?;
-        let issued = lanes.issue(follows);
-        for (field, value) in [
-            (offset_of!(RequestHead, flags), issued.flags),
-            (offset_of!(RequestHead, order), issued.ticket),
-            (offset_of!(RequestHead, after), issued.after),
-        ] {
-            prefix
-                .get_mut(field..field + 4)
-                .ok_or(LaneError::Broken("request head too short"))?
-                .copy_from_slice(&value.to_le_bytes());
-        }
-        let sent = self.io.send(&[&prefix, blob], || true);
-        self.prefix = prefix;
-        Ok(sent?)
+        self.send_with(&meta, fixed, blob, |prefix| {
+            let issued = lanes.issue(follows);
+            for (field, value) in [
+                (offset_of!(RequestHead, flags), issued.flags),
+                (offset_of!(RequestHead, order), issued.ticket),
+                (offset_of!(RequestHead, after), issued.after),
+            ] {
+                prefix
+                    .get_mut(field..field + 4)
+                    .ok_or(LaneError::Broken("request head too short"))?
+                    .copy_from_slice(&value.to_le_bytes());
+            }
+            Ok(())
+        })
     }
 
     /// Sends a request that waits for its reply.
     fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
+        self.send_with(meta, fixed, blob, |_| Ok(()))
+    }
+
+    /// Builds the request's head and fixed part in the lane's reused buffer
+    /// (checked as the worker will check them), lets `finish` fill in what
+    /// is decided last, and sends it with `blob`.
+    fn send_with(
+        &mut self,
+        meta: &RequestMeta,
+        fixed: &[u8],
+        blob: &[u8],
+        finish: impl FnOnce(&mut Vec<u8>) -> Result<(), LaneError>,
+    ) -> Result<(), LaneError> {
         let mut prefix = std::mem::take(&mut self.prefix);
-        request_prefix_into(&mut prefix, meta, fixed, blob.len())?;
-        let sent = self.io.send(&[&prefix, blob], || true);
+        let sent = request_prefix_into(&mut prefix, meta, fixed, blob.len())
+            .map_err(LaneError::from)
+            .and_then(|()| finish(&mut prefix))
+            .and_then(|()| Ok(self.io.send(&[&prefix, blob], || true)?));
         self.prefix = prefix;
-        Ok(sent?)
+        sent
     }
 
     /// Lets go of a lane of an ended session. One inherited across `fork` is

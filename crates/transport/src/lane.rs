@@ -228,11 +228,7 @@ impl FrameLane {
                 Ok(false)
             });
             match got {
-                Err(TransportError::Timeout) => {
-                    if sock.hung_up() || !alive() {
-                        return Err(TransportError::PeerGone);
-                    }
-                }
+                Err(TransportError::Timeout) => still_there(sock, &alive)?,
                 other => break other?,
             }
         };
@@ -267,13 +263,19 @@ impl FrameLane {
     }
 }
 
+/// Whether to go on waiting after a timeout: not once the peer's socket
+/// hung up or `alive` says to stop.
+fn still_there(sock: &Channel, alive: &impl Fn() -> bool) -> Result<(), TransportError> {
+    if sock.hung_up() || !alive() {
+        return Err(TransportError::PeerGone);
+    }
+    Ok(())
+}
+
 impl Rings {
-    /// Whether to go on waiting after a timeout.
+    /// [`still_there`] for this lane's socket.
     fn check(&self, alive: &impl Fn() -> bool) -> Result<(), TransportError> {
-        if self.sock.hung_up() || !alive() {
-            return Err(TransportError::PeerGone);
-        }
-        Ok(())
+        still_there(&self.sock, alive)
     }
 
     fn push(&self, parts: &[&[u8]], alive: &impl Fn() -> bool) -> Result<(), TransportError> {
