@@ -48,21 +48,29 @@ fn python_ctypes_smoke() {
     assert_all_checks_passed(&out);
 }
 
+/// Compiles `tests/c/<name>.c` into `dir`.
+fn build_c(dir: &std::path::Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let mut cc = Command::new("cc");
+    cc.args([
+        "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o",
+    ])
+    .arg(&exe)
+    .arg(repo_root().join(format!("tests/c/{name}.c")))
+    .arg("-ldl");
+    let cc = common::run(cc, Duration::from_secs(120));
+    assert!(
+        cc.status.success(),
+        "cc {name}.c failed (CI installs gcc):\n{cc}"
+    );
+    exe
+}
+
 #[test]
 fn c_driver_smoke() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = dir.path().join("driver_smoke");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo_root().join("tests/c/driver_smoke.c"))
-        .arg("-ldl");
-    let cc = common::run(cc, Duration::from_secs(120));
-    assert!(
-        cc.status.success(),
-        "cc driver_smoke.c failed (CI installs gcc):\n{cc}"
-    );
+    let exe = build_c(dir.path(), "driver_smoke");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok load libcuda.so.1")
@@ -73,6 +81,26 @@ fn c_driver_smoke() {
         .assert_line("ok launch_result")
         .assert_line("ok mem_alloc_without_context");
     assert_all_checks_passed(&out);
+}
+
+/// A thread that makes a context current with `cuCtxSetCurrent` alone (no
+/// round trip) sees it in its next call, even one that takes no context:
+/// torch.compile's backward thread failed there with
+/// `CUDA_ERROR_INVALID_CONTEXT` from `cuPointerGetAttribute`.
+#[test]
+fn c_thread_set_current_then_context_free_call() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "thread_context");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok bare_thread_pointer_attribute")
+        .assert_line("ok thread_set_current")
+        .assert_line("ok thread_pointer_attribute")
+        .assert_line("ok thread_pointer_attribute_value")
+        .assert_line("ok thread_memset_data")
+        .assert_line("ok main_sees_thread_memset")
+        .assert_line("21 checks, 0 failed");
 }
 
 #[test]

@@ -12,6 +12,8 @@ const MEMORY_TYPE_HOST: u32 = 1;
 const MEMORY_TYPE_DEVICE: u32 = 2;
 /// `CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE`.
 const ACCESS_READWRITE: u32 = 3;
+/// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
+const ATTRIBUTE_DEVICE_POINTER: u32 = 3;
 /// The device ordinal reported for an address no device knows (`cudaInvalidDeviceId`).
 const NO_DEVICE: i32 = -2;
 /// Attributes run from `CU_POINTER_ATTRIBUTE_CONTEXT` (1) to
@@ -107,9 +109,14 @@ fn pool(st: &mut State, device: usize) -> u64 {
 }
 
 /// The value of `attr` for `ptr`. `single` is `cuPointerGetAttribute`, which fails where
-/// the plural form reports a default.
+/// the plural form reports a default. The single form's device pointer is the one
+/// valid in the calling thread's current context, so with no context current it fails
+/// with `CUDA_ERROR_INVALID_CONTEXT`, as driver 580 does.
 pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Res<Value> {
     value_size(attr)?;
+    if single && attr == ATTRIBUTE_DEVICE_POINTER {
+        crate::context::current(st)?;
+    }
     let found = find(st, ptr);
     let no_value = |why: &str| -> Res<Value> {
         if single {
@@ -132,7 +139,7 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
         } => match attr {
             1 => Value::u64(ctx as u64),
             2 => Value::u32(MEMORY_TYPE_DEVICE),
-            3 => Value::u64(ptr),
+            ATTRIBUTE_DEVICE_POINTER => Value::u64(ptr),
             4 => return no_value("device memory has no host pointer"),
             7 | 20 => Value::u64(st.ext.facts.id(base)),
             9 => Value::i32(i32::try_from(device).unwrap_or(NO_DEVICE)),

@@ -5,8 +5,11 @@
 //! `launch`, `copy`, `host`, `pointer`).
 //!
 //! Each lane keeps the driver's current context in step with the calling
-//! client thread's: the request carries that thread's context id, and the
-//! lane calls `cuCtxSetCurrent` only when it changes.
+//! client thread's, for every request: the request carries that thread's
+//! context id, and the lane calls `cuCtxSetCurrent` only when it changes.
+//! A thread that makes a context current with `cuCtxSetCurrent` alone costs
+//! no round trip, so its lane learns the context from its next request,
+//! whatever that request is.
 
 use std::sync::atomic::Ordering;
 
@@ -34,8 +37,20 @@ impl Lane {
     pub fn execute(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
         if req.op.needs_context() {
             self.bind(s, req.ctx)?;
+        } else {
+            self.follow(s, req.ctx);
         }
         super::generated::dispatch(self, s, req)
+    }
+
+    /// Binds the client thread's context for a call that needs none: such a
+    /// call still runs under it, as on the driver, where some answers
+    /// depend on it (`cuPointerGetAttribute` of a device pointer fails with
+    /// no context current). If the context is gone, the call runs with none.
+    fn follow(&mut self, s: &Session, ctx: u64) {
+        if self.bind(s, ctx).is_err() && self.bind(s, 0).is_err() {
+            tracing::debug!(ctx, "context-free call: no context bound");
+        }
     }
 
     /// Makes the client thread's context current on this lane.
