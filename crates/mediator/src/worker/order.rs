@@ -251,6 +251,9 @@ impl Order {
         }
         self.slot(ticket)
             .store(ticket.wrapping_add(1), Ordering::SeqCst);
+        // The lane's next ticket is most often the next one: its slot's line
+        // comes in while the lane runs that request.
+        vgpu_transport::prefetch(self.slot(ticket.wrapping_add(1)));
         if self.waiting.load(Ordering::SeqCst) == 0 {
             return;
         }

@@ -141,6 +141,14 @@ const OFF_CONSUMER_STATE: usize = 0x284;
 const OFF_END: usize = 0x288;
 const _: () = assert!(OFF_END <= HEADER_LEN && HEADER_LEN.is_multiple_of(8));
 
+/// Bytes of a cache line.
+const CACHE_LINE: u64 = 64;
+/// Published bytes past the message being taken that the consumer
+/// prefetches: the next few requests' lines come over from the producer's
+/// core while the caller works on this one (a kernel launch takes
+/// microseconds in the driver).
+const PREFETCH_AHEAD: u64 = 512;
+
 const STATE_FREE: u32 = 0;
 const STATE_ATTACHED: u32 = 1;
 const STATE_CLOSED: u32 = 2;
@@ -408,6 +416,17 @@ impl Ring {
                 .add(HEADER_LEN + off)
                 .cast::<AtomicU64>()
         })
+    }
+
+    /// Prefetches the data-area lines of counters `from..to` (see
+    /// [`crate::prefetch`]).
+    fn prefetch(&self, from: u64, to: u64) {
+        let data = self.map.base.as_ptr().wrapping_add(HEADER_LEN);
+        let mut pos = from & !(CACHE_LINE - 1);
+        while pos < to {
+            crate::prefetch(data.wrapping_add(self.offset(pos)));
+            pos = pos.wrapping_add(CACHE_LINE);
+        }
     }
 
     /// Copies `src` into the data area from counter `pos` on, wrapping at the
