@@ -23,6 +23,10 @@
  *                 in us, else GB/s (1e9 bytes/s) -> memcpy_<size>_<kind>_<dir>
  *   alloc         median cuMemAlloc and cuMemFree of BYTES, ITERS allocations made
  *                 in batches (at most 8 GiB live) then freed -> alloc_<size>, free_<size> us
+ *   graph         a graph of 100 empty-kernel launches captured on a stream
+ *                 (cuStreamBeginCapture_v2 .. cuStreamEndCapture) and
+ *                 instantiated once; median of ITERS (cuGraphLaunch;
+ *                 cuStreamSynchronize)                     -> graph_100 us
  *   first_kernel  cold start: init, context, module, one kernel, synchronize,
  *                 then print "first_kernel_done" (the parent times the process)
  *
@@ -51,6 +55,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define CU_STREAM_NON_BLOCKING 0x1u
 
@@ -77,6 +83,13 @@ static struct {
     /* Optional: vgpu's simulated device has no pinned host memory. */
     CUresult (*MemHostAlloc)(void **, size_t, unsigned int);
     CUresult (*MemFreeHost)(void *);
+    /* Needed by the graph mode only. */
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 } cu;
 
 #define ENTRY(field, symbol, required) { (void **)&cu.field, symbol, required }
@@ -105,6 +118,12 @@ static const struct {
     ENTRY(GetErrorName, "cuGetErrorName", 1),
     ENTRY(MemHostAlloc, "cuMemHostAlloc", 0),
     ENTRY(MemFreeHost, "cuMemFreeHost", 0),
+    ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2", 0),
+    ENTRY(StreamEndCapture, "cuStreamEndCapture", 0),
+    ENTRY(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0),
+    ENTRY(GraphLaunch, "cuGraphLaunch", 0),
+    ENTRY(GraphExecDestroy, "cuGraphExecDestroy", 0),
+    ENTRY(GraphDestroy, "cuGraphDestroy", 0),
 };
 
 static const char PTX_MODULE[] = ".version 7.0\n"
@@ -330,6 +349,42 @@ static void mode_launch_sync(long iters, long warmup)
     printf("launch_sync %.3f us\n", median(v, iters));
 }
 
+/* The kernels of the graph mode's graph. */
+enum { GRAPH_KERNELS = 100, CU_STREAM_CAPTURE_MODE_GLOBAL = 0 };
+
+static void mode_graph(long iters, long warmup)
+{
+    if (cu.StreamBeginCapture == NULL || cu.StreamEndCapture == NULL ||
+        cu.GraphInstantiateWithFlags == NULL || cu.GraphLaunch == NULL ||
+        cu.GraphExecDestroy == NULL || cu.GraphDestroy == NULL) {
+        printf("FAIL the library lacks the stream-capture and graph entry points\n");
+        exit(3);
+    }
+    load_kernel();
+    CUstream s = new_stream();
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cu.StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < GRAPH_KERNELS; i++)
+        CHECK(launch(s));
+    CHECK(cu.StreamEndCapture(s, &graph));
+    CHECK(cu.GraphInstantiateWithFlags(&exec, graph, 0));
+    for (long i = 0; i < warmup; i++) {
+        CHECK(cu.GraphLaunch(exec, s));
+        CHECK(cu.StreamSynchronize(s));
+    }
+    double *v = samples(iters);
+    for (long i = 0; i < iters; i++) {
+        double t0 = now_us();
+        CHECK(cu.GraphLaunch(exec, s));
+        CHECK(cu.StreamSynchronize(s));
+        v[i] = now_us() - t0;
+    }
+    CHECK(cu.GraphExecDestroy(exec));
+    CHECK(cu.GraphDestroy(graph));
+    printf("graph_%d %.3f us\n", GRAPH_KERNELS, median(v, iters));
+}
+
 static void mode_sync_idle(long iters, long warmup)
 {
     CUstream s = new_stream();
@@ -469,7 +524,7 @@ static void mode_first_kernel(void)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s info|launch|launch_sync|sync_idle|memcpy|alloc|first_kernel "
+            "usage: %s info|launch|launch_sync|sync_idle|graph|memcpy|alloc|first_kernel "
             "[-n ITERS] [-w WARMUP] [-t THREADS] [-b BYTES]\n",
             argv0);
 }
@@ -546,6 +601,8 @@ int main(int argc, char **argv)
         mode_launch_sync(iters, warmup);
     else if (strcmp(mode, "sync_idle") == 0)
         mode_sync_idle(iters, warmup);
+    else if (strcmp(mode, "graph") == 0)
+        mode_graph(iters, warmup);
     else if (strcmp(mode, "memcpy") == 0)
         mode_memcpy(bytes, iters, warmup);
     else if (strcmp(mode, "alloc") == 0)

@@ -308,6 +308,7 @@ fn list_names_every_benchmark() {
         "launch_1t",
         "launch_4t",
         "launch_sync",
+        "graph_100",
         "sync_idle",
         "memcpy_8b",
         "memcpy_256mb",

@@ -31,6 +31,8 @@ impl Better {
 pub enum Target {
     /// vgpu/native must be at least this.
     RatioAtLeast(f64),
+    /// vgpu/native must be at most this (a time).
+    RatioAtMost(f64),
     /// vgpu may exceed native by at most this, in the figure's unit.
     PlusAtMost(f64),
 }
@@ -154,7 +156,7 @@ const fn c(mode: &'static str, threads: u64, bytes: u64, iters: Counts, warmup: 
 }
 
 use Better::{Higher, Lower};
-use Target::{PlusAtMost, RatioAtLeast};
+use Target::{PlusAtMost, RatioAtLeast, RatioAtMost};
 
 /// One thread's launches: a posted launch must cost the application no
 /// more than the driver's own (issue 10).
@@ -185,6 +187,14 @@ pub const BENCHMARKS: &[Benchmark] = &[
         about: "median latency of one empty-kernel launch plus cuStreamSynchronize",
         figures: &[with(fig("launch_sync", "us", Lower), PlusAtMost(1.0))],
         program: c("launch_sync", 1, 0, n(20_000, 500), n(200, 20)),
+        timeout_s: C_TIMEOUT,
+    },
+    Benchmark {
+        name: "graph_100",
+        about: "median replay of a captured graph of 100 empty kernels (cuGraphLaunch + \
+                cuStreamSynchronize)",
+        figures: &[with(fig("graph_100", "us", Lower), RatioAtMost(1.05))],
+        program: c("graph", 1, 0, n(2_000, 100), n(50, 5)),
         timeout_s: C_TIMEOUT,
     },
     Benchmark {

@@ -162,6 +162,14 @@ impl Row {
                     Verdict::Missed(format!("{:.3} below", min - r))
                 }
             }
+            Target::RatioAtMost(max) => {
+                let r = ratio(v, n)?;
+                if r <= max {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed(format!("{:.3} above", r - max))
+                }
+            }
             Target::PlusAtMost(max) => {
                 let over = v - n - max;
                 if over <= 0.0 {
@@ -210,6 +218,7 @@ pub fn ratio(vgpu: f64, native: f64) -> Option<f64> {
 pub fn target_text(t: Target, unit: &str) -> String {
     match t {
         Target::RatioAtLeast(r) => format!("target >= {r:.2}x native"),
+        Target::RatioAtMost(r) => format!("target <= {r:.2}x native"),
         Target::PlusAtMost(d) => format!("target <= native + {} {unit}", format_value(d)),
     }
 }
@@ -292,6 +301,7 @@ fn outcome_json(o: &Outcome) -> Value {
 pub fn row_json(r: &Row) -> Value {
     let target = r.figure.target.map(|t| match t {
         Target::RatioAtLeast(x) => json!({"kind": "ratio_at_least", "value": x}),
+        Target::RatioAtMost(x) => json!({"kind": "ratio_at_most", "value": x}),
         Target::PlusAtMost(x) => json!({"kind": "native_plus_at_most", "value": x}),
     });
     json!({
@@ -470,6 +480,14 @@ mod tests {
         assert_eq!(lat.note(), "target <= native + 1.50 us: met");
         let lat = row(LAT, Outcome::Value(10.0), Outcome::Value(7.6));
         assert_eq!(lat.verdict(), Some(Verdict::Missed("0.900 us over".into())));
+        let graph = Figure {
+            target: Some(Target::RatioAtMost(1.05)),
+            ..LAT
+        };
+        let g = row(graph, Outcome::Value(10.4), Outcome::Value(10.0));
+        assert_eq!(g.note(), "target <= 1.05x native: met");
+        let g = row(graph, Outcome::Value(11.0), Outcome::Value(10.0));
+        assert_eq!(g.verdict(), Some(Verdict::Missed("0.050 above".into())));
         assert_eq!(
             row(PLAIN, Outcome::Value(1.0), Outcome::Value(1.0)).note(),
             ""
