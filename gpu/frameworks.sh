@@ -33,9 +33,13 @@ declare -A CMD=(
     [runtime_api]="$WORK/runtime_api"
     [thread_context]="$WORK/thread_context"
     [compile]="python3 gpu/compile_smoke.py"
+    [cudagraph]="python3 gpu/cudagraph_smoke.py"
+    [expandable]="python3 gpu/expandable_smoke.py"
+    [jax]="python3 gpu/jax_smoke.py"
+    [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context compile)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do
