@@ -78,10 +78,8 @@ fn peer_access_and_devices() {
     let mut flags = CUmemAccess_flags(9);
     let mut peer = location(1);
     // SAFETY: valid out-pointer and location.
-    assert_eq!(
-        unsafe { cuMemPoolGetAccess(&mut flags, pool, &mut peer) },
-        OK
-    );
+    let r = unsafe { cuMemPoolGetAccess(&mut flags, pool, &mut peer) };
+    assert_eq!(r, OK);
     assert_eq!(flags, CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE);
     let grant = |dev, f| CUmemAccessDesc {
         location: location(dev),
