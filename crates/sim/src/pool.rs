@@ -20,8 +20,8 @@ use crate::stream;
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, the only shareable handle type on Linux.
 const HANDLE_POSIX_FD: u32 = 1;
 /// `CU_MEM_ACCESS_FLAGS_PROT_NONE` and `_PROT_READWRITE`.
-pub(crate) const ACCESS_NONE: u32 = 0;
-pub(crate) const ACCESS_READWRITE: u32 = 3;
+const ACCESS_NONE: u32 = 0;
+const ACCESS_READWRITE: u32 = 3;
 
 /// The pool behind handle `key`, or `CUDA_ERROR_INVALID_VALUE` if it is not a live pool.
 pub(crate) fn live(st: &State, key: usize) -> Res<&Pool> {
@@ -184,26 +184,31 @@ pub(crate) fn trim(st: &mut State, pool: usize, keep: u64) -> Res<()> {
     Ok(())
 }
 
-/// `cuMemPoolSetAccess` for device `device`: the pool's own device keeps read-write
-/// access; another may get read-write or none.
-pub(crate) fn set_access(st: &mut State, pool: usize, device: usize, flags: u32) -> Res<()> {
+/// `cuMemPoolSetAccess` of each (device, flags): the pool's own device keeps read-write
+/// access; another may get read-write or none. Every entry is checked before any is
+/// applied, so a refused list changes nothing.
+pub(crate) fn set_access(st: &mut State, pool: usize, wanted: &[(usize, u32)]) -> Res<()> {
     let p = live_mut(st, pool)?;
-    let fine = if device == p.device {
-        flags == ACCESS_READWRITE
-    } else {
-        flags == ACCESS_READWRITE || flags == ACCESS_NONE
-    };
-    if !fine {
-        return err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            format!(
-                "access {flags} of device {device} to a pool of device {}",
-                p.device
-            ),
-        );
+    for &(device, flags) in wanted {
+        let fine = if device == p.device {
+            flags == ACCESS_READWRITE
+        } else {
+            flags == ACCESS_READWRITE || flags == ACCESS_NONE
+        };
+        if !fine {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!(
+                    "access {flags} of device {device} to a pool of device {}",
+                    p.device
+                ),
+            );
+        }
     }
-    if device != p.device {
-        p.access.insert(device, flags);
+    for &(device, flags) in wanted {
+        if device != p.device {
+            p.access.insert(device, flags);
+        }
     }
     Ok(())
 }

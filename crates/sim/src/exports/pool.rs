@@ -97,7 +97,7 @@ pub(crate) fn mem_pool_trim_to(p: CUmemoryPool, keep: usize) -> Res<()> {
     pool::trim(&mut state::sim()?.lock(), key(p), keep as u64)
 }
 
-/// `cuMemPoolSetAccess`: each descriptor is checked before any is applied.
+/// `cuMemPoolSetAccess`: every descriptor is read and checked before any is applied.
 ///
 /// # Safety
 /// `map` must be NULL or valid for reads of `count` descriptors.
@@ -112,7 +112,7 @@ pub(crate) unsafe fn mem_pool_set_access(
     if count != 0 && map.is_null() {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "map is NULL");
     }
-    let mut wanted = Vec::with_capacity(count);
+    let mut wanted = Vec::new();
     for i in 0..count {
         // SAFETY: `i < count`, and the caller's array holds `count` descriptors.
         let d = unsafe { map.add(i).read_unaligned() };
@@ -120,25 +120,7 @@ pub(crate) unsafe fn mem_pool_set_access(
         let device = unsafe { location_device(&d.location) }?;
         wanted.push((device, d.flags.0));
     }
-    // Check every descriptor on a copy first, so a bad one changes nothing.
-    for &(device, flags) in &wanted {
-        let own = pool::live(&st, key(p))?.device;
-        let fine = if device == own {
-            flags == pool::ACCESS_READWRITE
-        } else {
-            flags == pool::ACCESS_READWRITE || flags == pool::ACCESS_NONE
-        };
-        if !fine {
-            return err(
-                CUresult::CUDA_ERROR_INVALID_VALUE,
-                format!("access {flags} of device {device} to a pool of device {own}"),
-            );
-        }
-    }
-    for (device, flags) in wanted {
-        pool::set_access(&mut st, key(p), device, flags)?;
-    }
-    Ok(())
+    pool::set_access(&mut st, key(p), &wanted)
 }
 
 /// `cuMemPoolGetAccess`.
