@@ -401,6 +401,37 @@ mod tests {
     }
 
     #[test]
+    fn pools_are_device_owned_handles() {
+        let mut t = Tables::default();
+        let id = t.id_of(HandleKind::MemPool, 0x7000, 5);
+        assert_eq!(
+            t.id_of(HandleKind::MemPool, 0x7000, 6),
+            id,
+            "one id per pool"
+        );
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        // A context's end leaves pools alone.
+        t.forget_context_resources(5);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        // A forged or destroyed pool is the driver's CUDA_ERROR_INVALID_VALUE.
+        assert_eq!(t.handle(HandleKind::MemPool, id + 1), Err(INVALID_VALUE));
+        t.forget_other(HandleKind::Event, id);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        t.forget_other(HandleKind::MemPool, id);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Err(INVALID_VALUE));
+        assert_eq!(
+            t.handle(HandleKind::MemPool, 0),
+            Ok(0),
+            "NULL is the driver's to judge"
+        );
+        assert_ne!(
+            t.id_of(HandleKind::MemPool, 0x7000, 5),
+            id,
+            "a new pool at the same address"
+        );
+    }
+
+    #[test]
     fn stream_sentinels_pass_through() {
         let t = Tables::default();
         assert_eq!(t.stream(0), Ok(0));
