@@ -14,16 +14,17 @@ use crate::ffi::{handle, key, run, Out};
 use crate::pool;
 use crate::state;
 
-/// `CU_MEM_LOCATION_TYPE_DEVICE`; 2 to 4 are the host and its NUMA nodes.
+/// `CU_MEM_LOCATION_TYPE_DEVICE`, `_HOST` and `_HOST_NUMA`.
 const LOCATION_DEVICE: u32 = 1;
-const LOCATION_HOST_LAST: u32 = 4;
+const LOCATION_HOST: u32 = 2;
+const LOCATION_HOST_NUMA: u32 = 3;
 /// `CU_MEM_ALLOCATION_TYPE_PINNED` and `_MANAGED`.
 const ALLOCATION_PINNED: u32 = 1;
 const ALLOCATION_MANAGED: u32 = 2;
 
 /// The device a memory location names. The simulated device has no host-memory pools
-/// (`CUDA_ERROR_NOT_SUPPORTED`); anything but a device or the host is
-/// `CUDA_ERROR_INVALID_VALUE`.
+/// (`CUDA_ERROR_NOT_SUPPORTED`); anything but a device, the host or a host NUMA node
+/// (`_HOST_NUMA_CURRENT` included, which names no pool) is `CUDA_ERROR_INVALID_VALUE`.
 ///
 /// # Safety
 /// `loc` must be NULL or valid for a read.
@@ -43,7 +44,7 @@ unsafe fn location_device(loc: *const CUmemLocation) -> Res<usize> {
                 )
             })
         }
-        2..=LOCATION_HOST_LAST => err(
+        LOCATION_HOST | LOCATION_HOST_NUMA => err(
             CUresult::CUDA_ERROR_NOT_SUPPORTED,
             "the simulated device has no host-memory pools",
         ),
