@@ -11,6 +11,7 @@
 //! * [`errors`]: the driver's name and description of every `CUresult`.
 //! * [`remote`]: what vgpu remotes and how, one line per entry point (hand-written,
 //!   reviewed); `cargo xtask gen-calls` generates the remoting code from it.
+//! * [`values`]: the size rules of values passed through `void *` by attribute.
 //! * [`procaddr::resolve`]: the driver's `cuGetProcAddress` answer per (symbol,
 //!   version, flags).
 //!
@@ -23,6 +24,7 @@ pub mod generated;
 pub mod procaddr;
 pub mod remote;
 pub mod table;
+pub mod values;
 
 pub use generated::functions::FUNCTIONS;
 pub use generated::types;

@@ -5,8 +5,8 @@
 //! Each test starts a real mediator whose workers load the recording test
 //! driver (`crates/recorder`), re-runs itself as a client child, makes one
 //! of each fixture object through `libvgpu-cuda.so` (a context, stream,
-//! event, allocation, module, function, library and kernel), and calls the
-//! entry point with known values. The recorder's export checks that every
+//! event, allocation, module, function, library, kernel and memory pool),
+//! and calls the entry point with known values. The recorder's export checks that every
 //! argument arrived as passed, handles translated to its own, and writes
 //! known values into every output; the test then checks that they came back
 //! (handles as the test's own ids, or worker-minted ids for kinds the test
@@ -69,6 +69,7 @@ pub struct Fixture {
     pub function: u64,
     pub library: u64,
     pub kernel: u64,
+    pub pool: u64,
     pub dptr: u64,
 }
 
@@ -86,6 +87,7 @@ impl Fixture {
             function: 0,
             library: 0,
             kernel: 0,
+            pool: 0,
             dptr: 0,
         };
         let init: unsafe extern "C" fn(c_uint) -> CUresult = f.sym("cuInit");
@@ -151,6 +153,12 @@ impl Fixture {
                 get_kernel(&mut h, f.library as *mut c_void, c"k".as_ptr()),
             );
             f.kernel = h as u64;
+            // The recorder hands out its one pool from the generated
+            // export, for the device ordinal every generated test passes.
+            let default_pool: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CUresult =
+                f.sym("cuDeviceGetDefaultMemPool");
+            f.ok("cuDeviceGetDefaultMemPool", default_pool(&mut h, 1));
+            f.pool = h as u64;
         }
         f
     }

@@ -103,6 +103,44 @@ fn c_thread_set_current_then_context_free_call() {
         .assert_line("21 checks, 0 failed");
 }
 
+/// The memory-pool family through a real client and mediator: the device's
+/// default and current pool, a created pool's attributes of both value
+/// types, allocation from it and through `cuMemAllocAsync` once current,
+/// trim, destruction with an allocation outstanding, and the driver's code
+/// for a forged pool, a pool destroyed twice, a bad or read-only attribute
+/// and a pointer freed twice (`tests/c/pools.c`, which a GPU machine also
+/// runs natively).
+#[test]
+fn c_memory_pools() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "pools");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok current_is_default")
+        .assert_line("ok destroy_default_pool")
+        .assert_line("ok reuse_1_default_enabled")
+        .assert_line("ok release_threshold_64_bits")
+        .assert_line("ok set_reserved_current_read_only")
+        .assert_line("ok get_attribute_99")
+        .assert_line("ok alloc_from_pool_data")
+        .assert_line("ok pointer_pool_is_pool")
+        .assert_line("ok freed_memory_kept")
+        .assert_line("ok free_async_twice")
+        .assert_line("ok trim_releases")
+        .assert_line("ok alloc_async_from_current")
+        .assert_line("ok destroy_resets_current")
+        .assert_line("ok outstanding_alloc_lives")
+        .assert_line("ok free_after_destroy")
+        .assert_line("ok destroy_twice")
+        .assert_line("ok forged_alloc")
+        .assert_line("ok forged_set_current");
+    assert!(
+        out.stdout.lines().any(|l| l.ends_with(" checks, 0 failed")),
+        "{out}"
+    );
+}
+
 #[test]
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();

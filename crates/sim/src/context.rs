@@ -112,6 +112,7 @@ fn release_resources(st: &mut State, ctx: usize) {
     for base in dead {
         if let Some(a) = st.allocs.remove(&base) {
             st.used[a.device] -= a.size as u64;
+            crate::pool::released(st, base);
         }
     }
     st.streams.retain(|_, s| s.ctx != ctx);

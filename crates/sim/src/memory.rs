@@ -47,8 +47,9 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     match st.allocs.remove(&base) {
         Some(a) => {
             st.used[a.device] -= a.size as u64;
-            // Forget what was known about the allocation (pointer facts).
+            // Forget what was known about the allocation (pointer facts, its pool).
             st.ext.facts.forget(base);
+            crate::pool::released(st, base);
             Ok(())
         }
         None => err(

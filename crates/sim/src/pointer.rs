@@ -99,12 +99,9 @@ pub(crate) fn value_size(attr: u32) -> Res<usize> {
     }
 }
 
-fn pool(st: &mut State, device: usize) -> u64 {
-    if let Some(&p) = st.ext.facts.pools.get(&device) {
-        return p as u64;
-    }
-    let p = st.mint();
-    st.ext.facts.pools.insert(device, p);
+/// The pool a stream-ordered allocation came from.
+fn pool(st: &mut State, base: u64, device: usize) -> u64 {
+    let p = crate::pool::origin(st, base).unwrap_or_else(|| crate::pool::default_pool(st, device));
     p as u64
 }
 
@@ -148,7 +145,7 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             12 | 18 => Value::u64(size),
             13 | 15 => Value::flag(true),
             16 => Value::u32(ACCESS_READWRITE),
-            17 if stream_ordered => Value::u64(pool(st, device)),
+            17 if stream_ordered => Value::u64(pool(st, base, device)),
             // P2P tokens, SYNC_MEMOPS, IS_MANAGED, handle types, pool of a plain
             // allocation, HW decompression.
             _ => default(attr),

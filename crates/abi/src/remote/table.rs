@@ -133,6 +133,18 @@ remote_table! {
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
         profiler: cuProfilerStop = 222 gen;
+
+        // ---- memory pools ----
+        pool: cuMemPoolCreate = 340 gen [poolProps: bytes];
+        pool: cuMemPoolTrimTo = 341 gen;
+        pool: cuMemPoolSetAccess = 342 gen [map: array(count)];
+        pool: cuMemPoolGetAccess = 343 gen [location: in];
+        pool: cuDeviceGetDefaultMemPool = 344 gen (nocontext);
+        pool: cuDeviceGetMemPool = 345 gen (nocontext);
+        pool: cuDeviceSetMemPool = 346 gen (nocontext);
+        pool: cuMemGetDefaultMemPool = 347 gen (nocontext) [location: in];
+        pool: cuMemGetMemPool = 348 gen (nocontext) [location: in];
+        pool: cuMemSetMemPool = 349 gen (nocontext) [location: in];
     }
 
     manual {
@@ -176,6 +188,8 @@ remote_table! {
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
+        pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
+            cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
     }
 
     ops {
@@ -315,5 +329,19 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
+        /// has destroyed it (its outstanding allocations stay live).
+        pool: PoolDestroy = 360 { pool: handle(MemPool) } => {};
+        /// `cuMemPoolGetAttribute`: the value zero-extended to 64 bits; the
+        /// client writes back as many bytes as
+        /// `vgpu_abi::values::mem_pool_attribute_size` gives the attribute.
+        pool: PoolGetAttribute = 361 { pool: handle(MemPool), attr: u32 } => { value: u64 };
+        /// `cuMemPoolSetAttribute`: the value as the client read it, 4 or 8
+        /// bytes by `vgpu_abi::values::mem_pool_attribute_size`, zero-extended.
+        pool: PoolSetAttribute = 362 { pool: handle(MemPool), attr: u32, value: u64 } => {};
+        /// `cuMemAllocFromPoolAsync`; the range joins the session's live
+        /// allocations.
+        pool: PoolAllocAsync = 363 { bytes: u64, pool: handle(MemPool), stream: handle(Stream) } => { dptr: devptr };
     }
 }

@@ -367,6 +367,26 @@ fn cuDeviceGetByPCIBusId() {
     });
 }
 
+/// `cuDeviceGetDefaultMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetDefaultMemPool() {
+    case("generated::cuDeviceGetDefaultMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemoryPool,
+            vgpu_abi::types::CUdevice_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetDefaultMemPool");
+        let mut o_pool_out: vgpu_abi::types::CUmemoryPool = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pool_out, 1i32) };
+        f.ok("cuDeviceGetDefaultMemPool", st);
+        assert_eq!(
+            o_pool_out as usize as u64, f.pool,
+            "cuDeviceGetDefaultMemPool: pool_out is the test's own handle"
+        );
+    });
+}
+
 /// `cuDeviceGetExecAffinitySupport` arrives with the values passed and its outputs come back.
 #[test]
 fn cuDeviceGetExecAffinitySupport() {
@@ -447,6 +467,26 @@ fn cuDeviceGetLuid() {
         assert_eq!(
             o_deviceNodeMask, 3629299196u32,
             "cuDeviceGetLuid: deviceNodeMask"
+        );
+    });
+}
+
+/// `cuDeviceGetMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetMemPool() {
+    case("generated::cuDeviceGetMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemoryPool,
+            vgpu_abi::types::CUdevice_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetMemPool");
+        let mut o_pool: vgpu_abi::types::CUmemoryPool = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pool, 1i32) };
+        f.ok("cuDeviceGetMemPool", st);
+        assert_eq!(
+            o_pool as usize as u64, f.pool,
+            "cuDeviceGetMemPool: pool is the test's own handle"
         );
     });
 }
@@ -566,6 +606,21 @@ fn cuDevicePrimaryCtxSetFlags_v2() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(1i32, 3409127269u32) };
         f.ok("cuDevicePrimaryCtxSetFlags_v2", st);
+    });
+}
+
+/// `cuDeviceSetMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceSetMemPool() {
+    case("generated::cuDeviceSetMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdevice_v1,
+            vgpu_abi::types::CUmemoryPool,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceSetMemPool");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(1i32, handle(f.pool)) };
+        f.ok("cuDeviceSetMemPool", st);
     });
 }
 
@@ -1075,6 +1130,38 @@ fn cuMemGetAddressRange_v2() {
     });
 }
 
+/// `cuMemGetDefaultMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemGetDefaultMemPool() {
+    case("generated::cuMemGetDefaultMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemoryPool,
+            *mut vgpu_abi::types::CUmemLocation,
+            vgpu_abi::types::CUmemAllocationType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemGetDefaultMemPool");
+        let mut o_pool_out: vgpu_abi::types::CUmemoryPool = core::ptr::null_mut();
+        let mut i_location = Record::<vgpu_abi::types::CUmemLocation>::from_bytes(&pattern(
+            347,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pool_out,
+                i_location.as_mut_ptr(),
+                vgpu_abi::types::CUmemAllocationType(3050564578u32),
+            )
+        };
+        f.ok("cuMemGetDefaultMemPool", st);
+        assert_eq!(
+            o_pool_out as usize as u64, f.pool,
+            "cuMemGetDefaultMemPool: pool_out is the test's own handle"
+        );
+    });
+}
+
 /// `cuMemGetInfo` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemGetInfo() {
@@ -1112,6 +1199,154 @@ fn cuMemGetInfo_v2() {
         f.ok("cuMemGetInfo_v2", st);
         assert_eq!(o_free, 7006753546337808900usize, "cuMemGetInfo_v2: free");
         assert_eq!(o_total, 3850197174831174729usize, "cuMemGetInfo_v2: total");
+    });
+}
+
+/// `cuMemGetMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemGetMemPool() {
+    case("generated::cuMemGetMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemoryPool,
+            *mut vgpu_abi::types::CUmemLocation,
+            vgpu_abi::types::CUmemAllocationType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemGetMemPool");
+        let mut o_pool_out: vgpu_abi::types::CUmemoryPool = core::ptr::null_mut();
+        let mut i_location = Record::<vgpu_abi::types::CUmemLocation>::from_bytes(&pattern(
+            348,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pool_out,
+                i_location.as_mut_ptr(),
+                vgpu_abi::types::CUmemAllocationType(1365957492u32),
+            )
+        };
+        f.ok("cuMemGetMemPool", st);
+        assert_eq!(
+            o_pool_out as usize as u64, f.pool,
+            "cuMemGetMemPool: pool_out is the test's own handle"
+        );
+    });
+}
+
+/// `cuMemPoolCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemPoolCreate() {
+    case("generated::cuMemPoolCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemoryPool,
+            *const vgpu_abi::types::CUmemPoolProps_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemPoolCreate");
+        let mut o_pool: vgpu_abi::types::CUmemoryPool = core::ptr::null_mut();
+        let mut i_poolProps = Record::<vgpu_abi::types::CUmemPoolProps_v1>::from_bytes(&pattern(
+            340,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pool, i_poolProps.as_ptr()) };
+        f.ok("cuMemPoolCreate", st);
+        assert_eq!(
+            o_pool as usize as u64, f.pool,
+            "cuMemPoolCreate: pool is the test's own handle"
+        );
+    });
+}
+
+/// `cuMemPoolGetAccess` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemPoolGetAccess() {
+    case("generated::cuMemPoolGetAccess", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemAccess_flags,
+            vgpu_abi::types::CUmemoryPool,
+            *mut vgpu_abi::types::CUmemLocation_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemPoolGetAccess");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_flags: vgpu_abi::types::CUmemAccess_flags = unsafe { core::mem::zeroed() };
+        let mut i_location = Record::<vgpu_abi::types::CUmemLocation_v1>::from_bytes(&pattern(
+            343,
+            2,
+            core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_flags, handle(f.pool), i_location.as_mut_ptr()) };
+        f.ok("cuMemPoolGetAccess", st);
+        assert_eq!(
+            o_flags,
+            vgpu_abi::types::CUmemAccess_flags(3980315576u32),
+            "cuMemPoolGetAccess: flags"
+        );
+    });
+}
+
+/// `cuMemPoolSetAccess` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemPoolSetAccess() {
+    case("generated::cuMemPoolSetAccess", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUmemoryPool,
+            *const vgpu_abi::types::CUmemAccessDesc_v1,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemPoolSetAccess");
+        let mut i_map = pattern(
+            342,
+            1,
+            7 * core::mem::size_of::<vgpu_abi::types::CUmemAccessDesc_v1>(),
+        );
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.pool), i_map.as_ptr().cast(), 7usize) };
+        f.ok("cuMemPoolSetAccess", st);
+    });
+}
+
+/// `cuMemPoolTrimTo` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemPoolTrimTo() {
+    case("generated::cuMemPoolTrimTo", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUmemoryPool,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemPoolTrimTo");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.pool), 558163336733563307usize) };
+        f.ok("cuMemPoolTrimTo", st);
+    });
+}
+
+/// `cuMemSetMemPool` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemSetMemPool() {
+    case("generated::cuMemSetMemPool", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmemLocation,
+            vgpu_abi::types::CUmemAllocationType,
+            vgpu_abi::types::CUmemoryPool,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemSetMemPool");
+        let mut i_location = Record::<vgpu_abi::types::CUmemLocation>::from_bytes(&pattern(
+            349,
+            0,
+            core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                i_location.as_mut_ptr(),
+                vgpu_abi::types::CUmemAllocationType(1084688306u32),
+                handle(f.pool),
+            )
+        };
+        f.ok("cuMemSetMemPool", st);
     });
 }
 

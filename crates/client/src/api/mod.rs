@@ -17,6 +17,7 @@ mod memory;
 mod module;
 mod options;
 mod pointer;
+mod pool;
 mod procaddr;
 pub(crate) mod stream;
 
@@ -171,6 +172,11 @@ implement! {
     cuMemAllocAsync_ptsz(dptr, size, s) => memory::alloc_async(dptr, size, stream::id_ptsz(s));
     cuMemFreeAsync(dptr, s) => memory::free_async(dptr, stream::id(s));
     cuMemFreeAsync_ptsz(dptr, s) => memory::free_async(dptr, stream::id_ptsz(s));
+    cuMemPoolDestroy(p) => pool::destroy(pool::id(p));
+    cuMemPoolGetAttribute(p, attr, v) => pool::get_attribute(pool::id(p), attr, v);
+    cuMemPoolSetAttribute(p, attr, v) => pool::set_attribute(pool::id(p), attr, v);
+    cuMemAllocFromPoolAsync(dptr, size, p, s) => pool::alloc_async(dptr, size, pool::id(p), stream::id(s));
+    cuMemAllocFromPoolAsync_ptsz(dptr, size, p, s) => pool::alloc_async(dptr, size, pool::id(p), stream::id_ptsz(s));
     cuMemcpy2D_v2(p) => copy::memcpy_2d(p, None);
     cuMemcpy2D(p) => copy::memcpy_2d_v1(p, None);
     cuMemcpy2DUnaligned(p) => copy::memcpy_2d_v1(p, None);

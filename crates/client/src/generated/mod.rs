@@ -49,15 +49,18 @@ crate::api::implement! {
     cuCtxSynchronize_v2(ctx) => self::ctx_synchronize_v2(ctx);
     cuCtxWaitEvent(hCtx, hEvent) => self::ctx_wait_event(hCtx, hEvent);
     cuDeviceGetByPCIBusId(dev, pciBusId) => self::device_get_by_pci_bus_id(dev, pciBusId);
+    cuDeviceGetDefaultMemPool(pool_out, dev) => self::device_get_default_mem_pool(pool_out, dev);
     cuDeviceGetExecAffinitySupport(pi, type_, dev) => self::device_get_exec_affinity_support(pi, type_, dev);
     cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) => self::device_get_host_atomic_capabilities(capabilities, operations, count, dev);
     cuDeviceGetLuid(luid, deviceNodeMask, dev) => self::device_get_luid(luid, deviceNodeMask, dev);
+    cuDeviceGetMemPool(pool, dev) => self::device_get_mem_pool(pool, dev);
     cuDeviceGetProperties(prop, dev) => self::device_get_properties(prop, dev);
     cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) => self::device_get_texture1d_linear_max_width(maxWidthInElements, format, numChannels, dev);
     cuDevicePrimaryCtxGetState(dev, flags, active) => crate::api::context::device_primary_ctx_get_state(dev, flags, active);
     cuDevicePrimaryCtxRelease_v2(dev) => crate::api::context::device_primary_ctx_release_v2(dev);
     cuDevicePrimaryCtxReset_v2(dev) => crate::api::context::device_primary_ctx_reset_v2(dev);
     cuDevicePrimaryCtxSetFlags_v2(dev, flags) => crate::api::context::device_primary_ctx_set_flags_v2(dev, flags);
+    cuDeviceSetMemPool(dev, pool) => self::device_set_mem_pool(dev, pool);
     cuEventElapsedTime(pMilliseconds, hStart, hEnd) => self::event_elapsed_time(pMilliseconds, hStart, hEnd);
     cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd) => self::event_elapsed_time_v2(pMilliseconds, hStart, hEnd);
     cuEventQuery(hEvent) => self::event_query(hEvent);
@@ -83,8 +86,15 @@ crate::api::implement! {
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
     cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
+    cuMemGetDefaultMemPool(pool_out, location, type_) => self::mem_get_default_mem_pool(pool_out, location, type_);
     cuMemGetInfo(free, total) => self::mem_get_info(free, total);
     cuMemGetInfo_v2(free, total) => self::mem_get_info_v2(free, total);
+    cuMemGetMemPool(pool_out, location, type_) => self::mem_get_mem_pool(pool_out, location, type_);
+    cuMemPoolCreate(pool, poolProps) => self::mem_pool_create(pool, poolProps);
+    cuMemPoolGetAccess(flags, memPool, location) => self::mem_pool_get_access(flags, memPool, location);
+    cuMemPoolSetAccess(pool, map, count) => self::mem_pool_set_access(pool, map, count);
+    cuMemPoolTrimTo(pool, minBytesToKeep) => self::mem_pool_trim_to(pool, minBytesToKeep);
+    cuMemSetMemPool(location, type_, pool) => self::mem_set_mem_pool(location, type_, pool);
     cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) => self::memset_d2d16(dstDevice, dstPitch, us, Width, Height);
     cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async(dstDevice, dstPitch, us, Width, Height, hStream);
     cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream);
@@ -488,6 +498,26 @@ pub unsafe fn device_get_by_pci_bus_id(
     Ok(())
 }
 
+/// `cuDeviceGetDefaultMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_default_mem_pool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pool_out)?;
+    let r = vgpu_proto::device_get_default_mem_pool::Request { dev: I32::new(dev) };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pool_out, wire::handle(rep.pool_out.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuDeviceGetExecAffinitySupport`, generated.
 ///
 /// # Safety
@@ -572,6 +602,26 @@ pub unsafe fn device_get_luid(
     Ok(())
 }
 
+/// `cuDeviceGetMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_mem_pool(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pool)?;
+    let r = vgpu_proto::device_get_mem_pool::Request { dev: I32::new(dev) };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pool, wire::handle(rep.pool.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuDeviceGetProperties`, generated.
 ///
 /// # Safety
@@ -618,6 +668,24 @@ pub unsafe fn device_get_texture1d_linear_max_width(
             wire::usize(rep.max_width_in_elements.get()),
         )?;
     }
+    Ok(())
+}
+
+/// `cuDeviceSetMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_set_mem_pool(
+    dev: vgpu_abi::types::CUdevice_v1,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::device_set_mem_pool::Request {
+        dev: I32::new(dev),
+        pool: U64::new(pool as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -976,6 +1044,33 @@ pub unsafe fn mem_get_address_range_v2(
     Ok(())
 }
 
+/// `cuMemGetDefaultMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_get_default_mem_pool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pool_out)?;
+    non_null(location)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_location = unsafe { call::record_bytes_at(location) };
+    let r = vgpu_proto::mem_get_default_mem_pool::Request {
+        location: b_location,
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pool_out, wire::handle(rep.pool_out.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuMemGetInfo`, generated.
 ///
 /// # Safety
@@ -1014,6 +1109,148 @@ pub unsafe fn mem_get_info_v2(free: *mut usize, total: *mut usize) -> CuResult<(
         write_out(free, wire::usize(rep.free.get()))?;
         write_out(total, wire::usize(rep.total.get()))?;
     }
+    Ok(())
+}
+
+/// `cuMemGetMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_get_mem_pool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pool_out)?;
+    non_null(location)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_location = unsafe { call::record_bytes_at(location) };
+    let r = vgpu_proto::mem_get_mem_pool::Request {
+        location: b_location,
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pool_out, wire::handle(rep.pool_out.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMemPoolCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_pool_create(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    poolProps: *const vgpu_abi::types::CUmemPoolProps_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pool)?;
+    non_null(poolProps)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_poolProps = unsafe { call::record_bytes_at(poolProps) };
+    let r = vgpu_proto::mem_pool_create::Request {
+        pool_props: b_poolProps,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pool, wire::handle(rep.pool.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMemPoolGetAccess`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_pool_get_access(
+    flags: *mut vgpu_abi::types::CUmemAccess_flags,
+    memPool: vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    non_null(location)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_location = unsafe { call::record_bytes_at(location) };
+    let r = vgpu_proto::mem_pool_get_access::Request {
+        mem_pool: U64::new(memPool as usize as u64),
+        location: b_location,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(flags, CUmemAccess_flags(rep.flags.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMemPoolSetAccess`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_pool_set_access(
+    pool: vgpu_abi::types::CUmemoryPool,
+    map: *const vgpu_abi::types::CUmemAccessDesc_v1,
+    count: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `count` elements.
+    let b_map =
+        unsafe { call::elements_at::<vgpu_abi::types::CUmemAccessDesc_v1>(map, count as usize) }?;
+    let r = vgpu_proto::mem_pool_set_access::Request {
+        pool: U64::new(pool as usize as u64),
+        count: U64::new(count as u64),
+    };
+    let (rep, back) = s.request(&r, &b_map)?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemPoolTrimTo`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_pool_trim_to(
+    pool: vgpu_abi::types::CUmemoryPool,
+    minBytesToKeep: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::mem_pool_trim_to::Request {
+        pool: U64::new(pool as usize as u64),
+        min_bytes_to_keep: U64::new(minBytesToKeep as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemSetMemPool`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_set_mem_pool(
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(location)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_location = unsafe { call::record_bytes_at(location) };
+    let r = vgpu_proto::mem_set_mem_pool::Request {
+        location: b_location,
+        type_: U32::new(type_.0),
+        pool: U64::new(pool as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! current on the lane, then dispatches by operation (`generated/mod.rs`):
 //! table calls are generated, hand-written operations live in their area's
 //! module (`context`, `memory`, `stream`, `event`, `module`, `library`,
-//! `launch`, `copy`, `host`, `pointer`).
+//! `launch`, `copy`, `host`, `pointer`, `pool`).
 //!
 //! Each lane keeps the driver's current context in step with the calling
 //! client thread's, for every request: the request carries that thread's

@@ -22,6 +22,7 @@ mod module;
 mod options;
 mod order;
 mod pointer;
+mod pool;
 mod remote;
 mod snapshot;
 mod stream;

@@ -1,9 +1,11 @@
 //! `cuPointerGetAttribute(s)` in the worker: the driver's answer, with context
-//! handles translated back to the client's context ids.
+//! handles translated back to the client's context ids and memory-pool
+//! handles to the session's pool ids.
 
 use std::ffi::{c_uint, c_void};
 
 use vgpu_abi::types::CUpointer_attribute;
+use vgpu_abi::HandleKind;
 use vgpu_proto::{pointer_get_attributes, Request};
 
 use super::calls::{message, ok, Reply};
@@ -40,15 +42,17 @@ pub fn pointer_get_attributes(_: &mut Lane, s: &Session, req: &Request) -> Resul
             entry(s.driver.cuPointerGetAttributes)?(n, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr)
         }
     })?;
-    let t = s.tables();
+    let mut t = s.tables();
     for (a, v) in attrs.iter().zip(values.iter_mut()) {
+        let real = usize::try_from(v[0]).unwrap_or(0);
         if *a == CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT && v[0] != 0 {
-            let real = usize::try_from(v[0]).unwrap_or(0);
             v[0] = t
                 .ctxs
                 .iter()
                 .find(|(_, &r)| r == real)
                 .map_or(0, |(&id, _)| id);
+        } else if *a == CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE && v[0] != 0 {
+            v[0] = t.id_of(HandleKind::MemPool, real, req.ctx);
         }
     }
     Ok(Reply {

@@ -21,6 +21,20 @@ pub type Raw = usize;
 /// Ids below this are the CUDA stream sentinels: 0 (NULL), 1 (legacy), 2 (per-thread).
 const STREAM_SENTINELS: u64 = 3;
 
+/// The owner recorded for handles that belong to a device rather than a
+/// context (memory pools): no context's destruction forgets them.
+const NO_CONTEXT: u64 = 0;
+
+/// The driver's answer for a handle of `kind` it does not know: every
+/// memory-pool call documents `CUDA_ERROR_INVALID_VALUE` for a bad pool;
+/// other handles are `CUDA_ERROR_INVALID_HANDLE`.
+fn unknown(kind: HandleKind) -> Status {
+    match kind {
+        HandleKind::MemPool => INVALID_VALUE,
+        _ => INVALID_HANDLE,
+    }
+}
+
 /// Converts a stored handle back to the driver's pointer type.
 pub fn as_handle(raw: Raw) -> Handle {
     raw as Handle
@@ -168,8 +182,9 @@ impl Tables {
     /// The real handle behind the id of a `kind` handle the application
     /// passed. 0 is NULL, which the driver itself judges (for streams it is
     /// the legacy default stream). An unknown id is
-    /// `CUDA_ERROR_INVALID_CONTEXT` for contexts, `CUDA_ERROR_INVALID_HANDLE`
-    /// otherwise, as the driver answers for a handle it does not know.
+    /// `CUDA_ERROR_INVALID_CONTEXT` for contexts, `CUDA_ERROR_INVALID_VALUE`
+    /// for memory pools, `CUDA_ERROR_INVALID_HANDLE` otherwise, as the driver
+    /// answers for a handle it does not know.
     pub fn handle(&self, kind: HandleKind, id: u64) -> Result<Raw, Status> {
         match kind {
             HandleKind::Stream => self.stream(id),
@@ -184,17 +199,23 @@ impl Tables {
                 .get(&id)
                 .filter(|o| o.kind == kind)
                 .map(|o| o.real)
-                .ok_or(INVALID_HANDLE),
+                .ok_or_else(|| unknown(kind)),
         }
     }
 
     /// The id of a real `kind` handle the driver handed out: the id it
-    /// already has, or a new one minted here and owned by context `ctx`.
+    /// already has, or a new one minted here and owned by context `ctx`
+    /// (a memory pool belongs to its device, and outlives any context).
     /// NULL is 0.
     pub fn id_of(&mut self, kind: HandleKind, real: Raw, ctx: u64) -> u64 {
         if real == 0 {
             return 0;
         }
+        let ctx = if kind == HandleKind::MemPool {
+            NO_CONTEXT
+        } else {
+            ctx
+        };
         let owned =
             |m: &HashMap<u64, Owned>| m.iter().find(|(_, o)| o.real == real).map(|(&id, _)| id);
         let known = match kind {
@@ -239,6 +260,14 @@ impl Tables {
             }
         }
         id
+    }
+
+    /// Forgets the id of a handle of a kind without a table of its own
+    /// (destroyed by the driver).
+    pub fn forget_other(&mut self, kind: HandleKind, id: u64) {
+        if self.others.get(&id).is_some_and(|o| o.kind == kind) {
+            self.others.remove(&id);
+        }
     }
 
     /// The id of function or kernel `real`, if the table has it.
@@ -369,6 +398,37 @@ mod tests {
         assert!(t.check_range(0x5000, 0).is_ok());
         t.forget_context_resources(7);
         assert!(t.check_range(0x1000, 1).is_err());
+    }
+
+    #[test]
+    fn pools_are_device_owned_handles() {
+        let mut t = Tables::default();
+        let id = t.id_of(HandleKind::MemPool, 0x7000, 5);
+        assert_eq!(
+            t.id_of(HandleKind::MemPool, 0x7000, 6),
+            id,
+            "one id per pool"
+        );
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        // A context's end leaves pools alone.
+        t.forget_context_resources(5);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        // A forged or destroyed pool is the driver's CUDA_ERROR_INVALID_VALUE.
+        assert_eq!(t.handle(HandleKind::MemPool, id + 1), Err(INVALID_VALUE));
+        t.forget_other(HandleKind::Event, id);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Ok(0x7000));
+        t.forget_other(HandleKind::MemPool, id);
+        assert_eq!(t.handle(HandleKind::MemPool, id), Err(INVALID_VALUE));
+        assert_eq!(
+            t.handle(HandleKind::MemPool, 0),
+            Ok(0),
+            "NULL is the driver's to judge"
+        );
+        assert_ne!(
+            t.id_of(HandleKind::MemPool, 0x7000, 5),
+            id,
+            "a new pool at the same address"
+        );
     }
 
     #[test]

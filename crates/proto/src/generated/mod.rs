@@ -356,6 +356,39 @@ pub enum Op {
     ProfilerStop = 222,
     /// `cuMemGetInfo`.
     MemGetInfo = 230,
+    /// `cuMemPoolCreate`.
+    MemPoolCreate = 340,
+    /// `cuMemPoolTrimTo`.
+    MemPoolTrimTo = 341,
+    /// `cuMemPoolSetAccess`.
+    MemPoolSetAccess = 342,
+    /// `cuMemPoolGetAccess`.
+    MemPoolGetAccess = 343,
+    /// `cuDeviceGetDefaultMemPool`.
+    DeviceGetDefaultMemPool = 344,
+    /// `cuDeviceGetMemPool`.
+    DeviceGetMemPool = 345,
+    /// `cuDeviceSetMemPool`.
+    DeviceSetMemPool = 346,
+    /// `cuMemGetDefaultMemPool`.
+    MemGetDefaultMemPool = 347,
+    /// `cuMemGetMemPool`.
+    MemGetMemPool = 348,
+    /// `cuMemSetMemPool`.
+    MemSetMemPool = 349,
+    /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
+    /// has destroyed it (its outstanding allocations stay live).
+    PoolDestroy = 360,
+    /// `cuMemPoolGetAttribute`: the value zero-extended to 64 bits; the
+    /// client writes back as many bytes as
+    /// `vgpu_abi::values::mem_pool_attribute_size` gives the attribute.
+    PoolGetAttribute = 361,
+    /// `cuMemPoolSetAttribute`: the value as the client read it, 4 or 8
+    /// bytes by `vgpu_abi::values::mem_pool_attribute_size`, zero-extended.
+    PoolSetAttribute = 362,
+    /// `cuMemAllocFromPoolAsync`; the range joins the session's live
+    /// allocations.
+    PoolAllocAsync = 363,
 }
 
 impl Op {
@@ -510,6 +543,20 @@ impl Op {
         Op::ProfilerStart,
         Op::ProfilerStop,
         Op::MemGetInfo,
+        Op::MemPoolCreate,
+        Op::MemPoolTrimTo,
+        Op::MemPoolSetAccess,
+        Op::MemPoolGetAccess,
+        Op::DeviceGetDefaultMemPool,
+        Op::DeviceGetMemPool,
+        Op::DeviceSetMemPool,
+        Op::MemGetDefaultMemPool,
+        Op::MemGetMemPool,
+        Op::MemSetMemPool,
+        Op::PoolDestroy,
+        Op::PoolGetAttribute,
+        Op::PoolSetAttribute,
+        Op::PoolAllocAsync,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -668,6 +715,20 @@ impl Op {
             Op::ProfilerStart => "ProfilerStart",
             Op::ProfilerStop => "ProfilerStop",
             Op::MemGetInfo => "MemGetInfo",
+            Op::MemPoolCreate => "MemPoolCreate",
+            Op::MemPoolTrimTo => "MemPoolTrimTo",
+            Op::MemPoolSetAccess => "MemPoolSetAccess",
+            Op::MemPoolGetAccess => "MemPoolGetAccess",
+            Op::DeviceGetDefaultMemPool => "DeviceGetDefaultMemPool",
+            Op::DeviceGetMemPool => "DeviceGetMemPool",
+            Op::DeviceSetMemPool => "DeviceSetMemPool",
+            Op::MemGetDefaultMemPool => "MemGetDefaultMemPool",
+            Op::MemGetMemPool => "MemGetMemPool",
+            Op::MemSetMemPool => "MemSetMemPool",
+            Op::PoolDestroy => "PoolDestroy",
+            Op::PoolGetAttribute => "PoolGetAttribute",
+            Op::PoolSetAttribute => "PoolSetAttribute",
+            Op::PoolAllocAsync => "PoolAllocAsync",
         }
     }
 
@@ -823,6 +884,20 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::MemPoolCreate => false,
+            Op::MemPoolTrimTo => false,
+            Op::MemPoolSetAccess => false,
+            Op::MemPoolGetAccess => false,
+            Op::DeviceGetDefaultMemPool => false,
+            Op::DeviceGetMemPool => false,
+            Op::DeviceSetMemPool => false,
+            Op::MemGetDefaultMemPool => false,
+            Op::MemGetMemPool => false,
+            Op::MemSetMemPool => false,
+            Op::PoolDestroy => false,
+            Op::PoolGetAttribute => false,
+            Op::PoolSetAttribute => false,
+            Op::PoolAllocAsync => false,
         }
     }
 
@@ -978,6 +1053,20 @@ impl Op {
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
             Op::MemGetInfo => true,
+            Op::MemPoolCreate => true,
+            Op::MemPoolTrimTo => true,
+            Op::MemPoolSetAccess => true,
+            Op::MemPoolGetAccess => true,
+            Op::DeviceGetDefaultMemPool => false,
+            Op::DeviceGetMemPool => false,
+            Op::DeviceSetMemPool => false,
+            Op::MemGetDefaultMemPool => false,
+            Op::MemGetMemPool => false,
+            Op::MemSetMemPool => false,
+            Op::PoolDestroy => true,
+            Op::PoolGetAttribute => true,
+            Op::PoolSetAttribute => true,
+            Op::PoolAllocAsync => true,
         }
     }
 
@@ -1133,6 +1222,20 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::MemPoolCreate => false,
+            Op::MemPoolTrimTo => false,
+            Op::MemPoolSetAccess => false,
+            Op::MemPoolGetAccess => false,
+            Op::DeviceGetDefaultMemPool => false,
+            Op::DeviceGetMemPool => false,
+            Op::DeviceSetMemPool => false,
+            Op::MemGetDefaultMemPool => false,
+            Op::MemGetMemPool => false,
+            Op::MemSetMemPool => false,
+            Op::PoolDestroy => false,
+            Op::PoolGetAttribute => false,
+            Op::PoolSetAttribute => false,
+            Op::PoolAllocAsync => false,
         }
     }
 
@@ -1330,6 +1433,22 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Request>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Request>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Request>(),
+            Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
+            Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
+            Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
+            Op::MemPoolGetAccess => core::mem::size_of::<mem_pool_get_access::Request>(),
+            Op::DeviceGetDefaultMemPool => {
+                core::mem::size_of::<device_get_default_mem_pool::Request>()
+            }
+            Op::DeviceGetMemPool => core::mem::size_of::<device_get_mem_pool::Request>(),
+            Op::DeviceSetMemPool => core::mem::size_of::<device_set_mem_pool::Request>(),
+            Op::MemGetDefaultMemPool => core::mem::size_of::<mem_get_default_mem_pool::Request>(),
+            Op::MemGetMemPool => core::mem::size_of::<mem_get_mem_pool::Request>(),
+            Op::MemSetMemPool => core::mem::size_of::<mem_set_mem_pool::Request>(),
+            Op::PoolDestroy => core::mem::size_of::<pool_destroy::Request>(),
+            Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Request>(),
+            Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Request>(),
+            Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Request>(),
         }
     }
 
@@ -1519,6 +1638,22 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Reply>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Reply>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Reply>(),
+            Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
+            Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
+            Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
+            Op::MemPoolGetAccess => core::mem::size_of::<mem_pool_get_access::Reply>(),
+            Op::DeviceGetDefaultMemPool => {
+                core::mem::size_of::<device_get_default_mem_pool::Reply>()
+            }
+            Op::DeviceGetMemPool => core::mem::size_of::<device_get_mem_pool::Reply>(),
+            Op::DeviceSetMemPool => core::mem::size_of::<device_set_mem_pool::Reply>(),
+            Op::MemGetDefaultMemPool => core::mem::size_of::<mem_get_default_mem_pool::Reply>(),
+            Op::MemGetMemPool => core::mem::size_of::<mem_get_mem_pool::Reply>(),
+            Op::MemSetMemPool => core::mem::size_of::<mem_set_mem_pool::Reply>(),
+            Op::PoolDestroy => core::mem::size_of::<pool_destroy::Reply>(),
+            Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Reply>(),
+            Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Reply>(),
+            Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Reply>(),
         }
     }
 
@@ -1854,6 +1989,24 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Request>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Request>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Request>(fixed, blob_len),
+            Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
+            Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
+            Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Request>(fixed, blob_len),
+            Op::MemPoolGetAccess => message::check::<mem_pool_get_access::Request>(fixed, blob_len),
+            Op::DeviceGetDefaultMemPool => {
+                message::check::<device_get_default_mem_pool::Request>(fixed, blob_len)
+            }
+            Op::DeviceGetMemPool => message::check::<device_get_mem_pool::Request>(fixed, blob_len),
+            Op::DeviceSetMemPool => message::check::<device_set_mem_pool::Request>(fixed, blob_len),
+            Op::MemGetDefaultMemPool => {
+                message::check::<mem_get_default_mem_pool::Request>(fixed, blob_len)
+            }
+            Op::MemGetMemPool => message::check::<mem_get_mem_pool::Request>(fixed, blob_len),
+            Op::MemSetMemPool => message::check::<mem_set_mem_pool::Request>(fixed, blob_len),
+            Op::PoolDestroy => message::check::<pool_destroy::Request>(fixed, blob_len),
+            Op::PoolGetAttribute => message::check::<pool_get_attribute::Request>(fixed, blob_len),
+            Op::PoolSetAttribute => message::check::<pool_set_attribute::Request>(fixed, blob_len),
+            Op::PoolAllocAsync => message::check::<pool_alloc_async::Request>(fixed, blob_len),
         }
     }
 
@@ -2114,6 +2267,24 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Reply>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Reply>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Reply>(fixed, blob_len),
+            Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
+            Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
+            Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
+            Op::MemPoolGetAccess => message::check::<mem_pool_get_access::Reply>(fixed, blob_len),
+            Op::DeviceGetDefaultMemPool => {
+                message::check::<device_get_default_mem_pool::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGetMemPool => message::check::<device_get_mem_pool::Reply>(fixed, blob_len),
+            Op::DeviceSetMemPool => message::check::<device_set_mem_pool::Reply>(fixed, blob_len),
+            Op::MemGetDefaultMemPool => {
+                message::check::<mem_get_default_mem_pool::Reply>(fixed, blob_len)
+            }
+            Op::MemGetMemPool => message::check::<mem_get_mem_pool::Reply>(fixed, blob_len),
+            Op::MemSetMemPool => message::check::<mem_set_mem_pool::Reply>(fixed, blob_len),
+            Op::PoolDestroy => message::check::<pool_destroy::Reply>(fixed, blob_len),
+            Op::PoolGetAttribute => message::check::<pool_get_attribute::Reply>(fixed, blob_len),
+            Op::PoolSetAttribute => message::check::<pool_set_attribute::Reply>(fixed, blob_len),
+            Op::PoolAllocAsync => message::check::<pool_alloc_async::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2271,6 +2442,20 @@ impl TryFrom<u16> for Op {
             221 => Ok(Op::ProfilerStart),
             222 => Ok(Op::ProfilerStop),
             230 => Ok(Op::MemGetInfo),
+            340 => Ok(Op::MemPoolCreate),
+            341 => Ok(Op::MemPoolTrimTo),
+            342 => Ok(Op::MemPoolSetAccess),
+            343 => Ok(Op::MemPoolGetAccess),
+            344 => Ok(Op::DeviceGetDefaultMemPool),
+            345 => Ok(Op::DeviceGetMemPool),
+            346 => Ok(Op::DeviceSetMemPool),
+            347 => Ok(Op::MemGetDefaultMemPool),
+            348 => Ok(Op::MemGetMemPool),
+            349 => Ok(Op::MemSetMemPool),
+            360 => Ok(Op::PoolDestroy),
+            361 => Ok(Op::PoolGetAttribute),
+            362 => Ok(Op::PoolSetAttribute),
+            363 => Ok(Op::PoolAllocAsync),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2428,6 +2613,20 @@ pub const SCHEMA: &str = concat!(
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
     "230 MemGetInfo {} => {free:u32,total:u32}\n",
+    "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
+    "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
+    "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
+    "343 MemPoolGetAccess {mem_pool:handle(MemPool),location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>())} => {flags:u32}\n",
+    "344 DeviceGetDefaultMemPool {dev:i32} => {pool_out:handle(MemPool)} nocontext\n",
+    "345 DeviceGetMemPool {dev:i32} => {pool:handle(MemPool)} nocontext\n",
+    "346 DeviceSetMemPool {dev:i32,pool:handle(MemPool)} => {} nocontext\n",
+    "347 MemGetDefaultMemPool {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation>()),type_:u32} => {pool_out:handle(MemPool)} nocontext\n",
+    "348 MemGetMemPool {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation>()),type_:u32} => {pool_out:handle(MemPool)} nocontext\n",
+    "349 MemSetMemPool {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation>()),type_:u32,pool:handle(MemPool)} => {} nocontext\n",
+    "360 PoolDestroy {pool:handle(MemPool)} => {}\n",
+    "361 PoolGetAttribute {pool:handle(MemPool),attr:u32} => {value:u64}\n",
+    "362 PoolSetAttribute {pool:handle(MemPool),attr:u32,value:u64} => {}\n",
+    "363 PoolAllocAsync {bytes:u64,pool:handle(MemPool),stream:handle(Stream)} => {dptr:devptr}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -8650,6 +8849,591 @@ pub mod mem_get_info {
     }
 }
 
+/// `cuMemPoolCreate`: wire id 340.
+pub mod mem_pool_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool_props: [u8; core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemPoolCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemPoolCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemPoolTrimTo`: wire id 341.
+pub mod mem_pool_trim_to {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub min_bytes_to_keep: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemPoolTrimTo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemPoolTrimTo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemPoolSetAccess`: wire id 342.
+pub mod mem_pool_set_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemPoolSetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.count.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUmemAccessDesc_v1>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemPoolSetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemPoolGetAccess`: wire id 343.
+pub mod mem_pool_get_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mem_pool: U64,
+        pub location: [u8; core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub flags: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemPoolGetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemPoolGetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGetDefaultMemPool`: wire id 344.
+pub mod device_get_default_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetDefaultMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetDefaultMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGetMemPool`: wire id 345.
+pub mod device_get_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceSetMemPool`: wire id 346.
+pub mod device_set_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+        pub pool: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceSetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceSetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemGetDefaultMemPool`: wire id 347.
+pub mod mem_get_default_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub location: [u8; core::mem::size_of::<vgpu_abi::types::CUmemLocation>()],
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetDefaultMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetDefaultMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemGetMemPool`: wire id 348.
+pub mod mem_get_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub location: [u8; core::mem::size_of::<vgpu_abi::types::CUmemLocation>()],
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemSetMemPool`: wire id 349.
+pub mod mem_set_mem_pool {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub location: [u8; core::mem::size_of::<vgpu_abi::types::CUmemLocation>()],
+        pub type_: U32,
+        pub pool: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemSetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemSetMemPool;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolDestroy: wire id 360.
+pub mod pool_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PoolDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolGetAttribute: wire id 361.
+pub mod pool_get_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub attr: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub value: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolGetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolGetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolSetAttribute: wire id 362.
+pub mod pool_set_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub attr: U32,
+        pub value: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PoolSetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolSetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolAllocAsync: wire id 363.
+pub mod pool_alloc_async {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub bytes: U64,
+        pub pool: U64,
+        pub stream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolAllocAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolAllocAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -9447,6 +10231,78 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
         Op::MemGetInfo => {
             let mut r = mem_get_info::Request::new_zeroed();
             let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemPoolCreate => {
+            let mut r = mem_pool_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pool_props.fill(127);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemPoolTrimTo => {
+            let mut r = mem_pool_trim_to::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pool = U64::new(0x4100_0000_0000_0002);
+            r.min_bytes_to_keep = U64::new(19);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemPoolSetAccess => {
+            let mut r = mem_pool_set_access::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pool = U64::new(0x4100_0000_0000_0005);
+            r.count = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUmemAccessDesc_v1>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemPoolGetAccess => {
+            let mut r = mem_pool_get_access::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.mem_pool = U64::new(0x4100_0000_0000_0008);
+            r.location.fill(25);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetDefaultMemPool => {
+            let mut r = device_get_default_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(11);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetMemPool => {
+            let mut r = device_get_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(14);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceSetMemPool => {
+            let mut r = device_set_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(17);
+            r.pool = U64::new(0x4100_0000_0000_0022);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemGetDefaultMemPool => {
+            let mut r = mem_get_default_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.location.fill(20);
+            r.type_ = U32::new(37);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemGetMemPool => {
+            let mut r = mem_get_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.location.fill(23);
+            r.type_ = U32::new(40);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemSetMemPool => {
+            let mut r = mem_set_mem_pool::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.location.fill(26);
+            r.type_ = U32::new(43);
+            r.pool = U64::new(0x4100_0000_0000_003c);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

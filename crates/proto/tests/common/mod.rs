@@ -64,6 +64,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     const FUNCTION: u64 = 7;
     const LIBRARY: u64 = 8;
     const KERNEL: u64 = 9;
+    const POOL: u64 = 10;
     const HOST: u64 = 0x7f00_0000_0000;
     let u = U64::new;
     let w = U32::new;
@@ -389,6 +390,31 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 is_async: 1,
             }),
             vec![0x5a; 64],
+        ),
+        Op::PoolDestroy => (b(pool_destroy::Request { pool: u(POOL) }), none()),
+        // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+        Op::PoolGetAttribute => (
+            b(pool_get_attribute::Request {
+                pool: u(POOL),
+                attr: w(4),
+            }),
+            none(),
+        ),
+        Op::PoolSetAttribute => (
+            b(pool_set_attribute::Request {
+                pool: u(POOL),
+                attr: w(4),
+                value: u(1 << 30),
+            }),
+            none(),
+        ),
+        Op::PoolAllocAsync => (
+            b(pool_alloc_async::Request {
+                bytes: u(1 << 20),
+                pool: u(POOL),
+                stream: u(STREAM),
+            }),
+            none(),
         ),
         other => vgpu_proto::sample_request(other)
             .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),

@@ -352,6 +352,26 @@ pub unsafe extern "C" fn cuDeviceGetByPCIBusId(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuDeviceGetDefaultMemPool`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetDefaultMemPool");
+    c.non_null("pool_out", pool_out);
+    c.eq("dev", dev, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pool_out.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuDeviceGetExecAffinitySupport`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -439,6 +459,26 @@ pub unsafe extern "C" fn cuDeviceGetLuid(
     unsafe { crate::write(luid.cast(), &pattern(173, 100, 8)) };
     // SAFETY: checked non-NULL.
     unsafe { deviceNodeMask.write_unaligned(3629299196u32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceGetMemPool`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetMemPool(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetMemPool");
+    c.non_null("pool", pool);
+    c.eq("dev", dev, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pool.write_unaligned(0x580000000008usize as _) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -554,6 +594,21 @@ pub extern "C" fn cuDevicePrimaryCtxSetFlags_v2(
     let mut c = Check::new("cuDevicePrimaryCtxSetFlags_v2");
     c.eq("dev", dev, 1i32);
     c.eq("flags", flags, 3409127269u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceSetMemPool`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuDeviceSetMemPool(
+    dev: vgpu_abi::types::CUdevice_v1,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceSetMemPool");
+    c.eq("dev", dev, 1i32);
+    c.eq("pool", pool as usize as u64, 0x580000000008u64);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -1046,6 +1101,43 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemGetDefaultMemPool`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetDefaultMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CUresult {
+    let mut c = Check::new("cuMemGetDefaultMemPool");
+    c.non_null("pool_out", pool_out);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemLocation`.
+    unsafe {
+        c.bytes(
+            "location",
+            location.cast(),
+            &pattern(
+                347,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+            ),
+        )
+    };
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUmemAllocationType(3050564578u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pool_out.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemGetInfo`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1084,6 +1176,188 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
     unsafe { free.write_unaligned(7006753546337808900usize) };
     // SAFETY: checked non-NULL.
     unsafe { total.write_unaligned(3850197174831174729usize) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemGetMemPool`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CUresult {
+    let mut c = Check::new("cuMemGetMemPool");
+    c.non_null("pool_out", pool_out);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemLocation`.
+    unsafe {
+        c.bytes(
+            "location",
+            location.cast(),
+            &pattern(
+                348,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+            ),
+        )
+    };
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUmemAllocationType(1365957492u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pool_out.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemPoolCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolCreate(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    poolProps: *const vgpu_abi::types::CUmemPoolProps_v1,
+) -> CUresult {
+    let mut c = Check::new("cuMemPoolCreate");
+    c.non_null("pool", pool);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemPoolProps_v1`.
+    unsafe {
+        c.bytes(
+            "poolProps",
+            poolProps.cast(),
+            &pattern(
+                340,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pool.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemPoolGetAccess`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolGetAccess(
+    flags: *mut vgpu_abi::types::CUmemAccess_flags,
+    memPool: vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation_v1,
+) -> CUresult {
+    let mut c = Check::new("cuMemPoolGetAccess");
+    c.non_null("flags", flags);
+    c.eq("memPool", memPool as usize as u64, 0x580000000008u64);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemLocation_v1`.
+    unsafe {
+        c.bytes(
+            "location",
+            location.cast(),
+            &pattern(
+                343,
+                2,
+                core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { flags.write_unaligned(vgpu_abi::types::CUmemAccess_flags(3980315576u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemPoolSetAccess`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolSetAccess(
+    pool: vgpu_abi::types::CUmemoryPool,
+    map: *const vgpu_abi::types::CUmemAccessDesc_v1,
+    count: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemPoolSetAccess");
+    c.eq("pool", pool as usize as u64, 0x580000000008u64);
+    // SAFETY: checked non-NULL first; `count` elements.
+    unsafe {
+        c.bytes(
+            "map",
+            map.cast(),
+            &pattern(
+                342,
+                1,
+                7 * core::mem::size_of::<vgpu_abi::types::CUmemAccessDesc_v1>(),
+            ),
+        )
+    };
+    c.eq("count", count, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemPoolTrimTo`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemPoolTrimTo(
+    pool: vgpu_abi::types::CUmemoryPool,
+    minBytesToKeep: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemPoolTrimTo");
+    c.eq("pool", pool as usize as u64, 0x580000000008u64);
+    c.eq("minBytesToKeep", minBytesToKeep, 558163336733563307usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemSetMemPool`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemSetMemPool(
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CUresult {
+    let mut c = Check::new("cuMemSetMemPool");
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemLocation`.
+    unsafe {
+        c.bytes(
+            "location",
+            location.cast(),
+            &pattern(
+                349,
+                0,
+                core::mem::size_of::<vgpu_abi::types::CUmemLocation>(),
+            ),
+        )
+    };
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUmemAllocationType(1084688306u32),
+    );
+    c.eq("pool", pool as usize as u64, 0x580000000008u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -2228,15 +2502,18 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
     "cuDeviceGetByPCIBusId",
+    "cuDeviceGetDefaultMemPool",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
+    "cuDeviceGetMemPool",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
     "cuDevicePrimaryCtxSetFlags_v2",
+    "cuDeviceSetMemPool",
     "cuEventElapsedTime",
     "cuEventElapsedTime_v2",
     "cuEventQuery",
@@ -2262,8 +2539,15 @@ pub const EXPORTS: &[&str] = &[
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAddressRange_v2",
+    "cuMemGetDefaultMemPool",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
+    "cuMemGetMemPool",
+    "cuMemPoolCreate",
+    "cuMemPoolGetAccess",
+    "cuMemPoolSetAccess",
+    "cuMemPoolTrimTo",
+    "cuMemSetMemPool",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -2340,15 +2624,18 @@ const _: crate::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: crate::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: crate::signature::cuCtxWaitEvent = cuCtxWaitEvent;
 const _: crate::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
+const _: crate::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
 const _: crate::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: crate::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: crate::signature::cuDeviceGetLuid = cuDeviceGetLuid;
+const _: crate::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
 const _: crate::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: crate::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
 const _: crate::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: crate::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: crate::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;
 const _: crate::signature::cuDevicePrimaryCtxSetFlags_v2 = cuDevicePrimaryCtxSetFlags_v2;
+const _: crate::signature::cuDeviceSetMemPool = cuDeviceSetMemPool;
 const _: crate::signature::cuEventElapsedTime = cuEventElapsedTime;
 const _: crate::signature::cuEventElapsedTime_v2 = cuEventElapsedTime_v2;
 const _: crate::signature::cuEventQuery = cuEventQuery;
@@ -2374,8 +2661,15 @@ const _: crate::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: crate::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: crate::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: crate::signature::cuMemGetDefaultMemPool = cuMemGetDefaultMemPool;
 const _: crate::signature::cuMemGetInfo = cuMemGetInfo;
 const _: crate::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
+const _: crate::signature::cuMemGetMemPool = cuMemGetMemPool;
+const _: crate::signature::cuMemPoolCreate = cuMemPoolCreate;
+const _: crate::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
+const _: crate::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
+const _: crate::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
+const _: crate::signature::cuMemSetMemPool = cuMemSetMemPool;
 const _: crate::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: crate::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: crate::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;

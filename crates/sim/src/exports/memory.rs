@@ -292,6 +292,7 @@ pub unsafe extern "C" fn cuMemAllocAsync(
             &mut st,
             sim.cfg.memory_bytes,
             bytesize,
+            None,
             key(h_stream),
         )?);
         Ok(())

@@ -26,6 +26,7 @@ mod library;
 mod memory;
 mod module;
 mod pointer;
+mod pool;
 mod profiler;
 mod stream;
 
@@ -42,6 +43,7 @@ pub use library::*;
 pub use memory::*;
 pub use module::*;
 pub use pointer::*;
+pub use pool::*;
 pub use stream::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
@@ -138,4 +140,9 @@ exports!(
     cuMemHostGetFlags,
     cuPointerGetAttribute,
     cuPointerGetAttributes,
+    cuMemPoolDestroy,
+    cuMemPoolGetAttribute,
+    cuMemPoolSetAttribute,
+    cuMemAllocFromPoolAsync,
+    cuMemAllocFromPoolAsync_ptsz,
 );

@@ -13,6 +13,7 @@ pub(crate) mod library;
 pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod pointer;
+pub(crate) mod pool;
 pub(crate) mod stream;
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,6 +30,7 @@ use library::Libraries;
 use memory::Allocation;
 use module::{Function, Module};
 use pointer::Facts;
+use pool::Pools;
 use stream::Stream;
 
 /// Every table of the simulator. Handles are keys into these maps.
@@ -50,14 +52,15 @@ pub(crate) struct State {
 }
 
 /// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
-/// registered and allocated host memory, and per-allocation pointer facts (buffer ids,
-/// stream-ordered origin).
+/// registered and allocated host memory, per-allocation pointer facts (buffer ids,
+/// stream-ordered origin), and memory pools.
 #[derive(Debug, Default)]
 pub(crate) struct Ext {
     pub libraries: Libraries,
     pub attrs: Attrs,
     pub host: Host,
     pub facts: Facts,
+    pub pools: Pools,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

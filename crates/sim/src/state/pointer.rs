@@ -1,6 +1,5 @@
 //! Pointer facts for `cuPointerGetAttribute(s)`: what is known about live allocations
-//! beyond the allocation table (buffer ids, stream-ordered origin), and the devices'
-//! default memory pools.
+//! beyond the allocation table (buffer ids, stream-ordered origin).
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,8 +11,6 @@ pub(crate) struct Facts {
     ids: HashMap<u64, u64>,
     /// Bases of allocations made by `cuMemAllocAsync`.
     stream_ordered: HashSet<u64>,
-    /// Per-device default memory pool handles, minted on first query.
-    pub pools: HashMap<usize, usize>,
 }
 
 impl Facts {

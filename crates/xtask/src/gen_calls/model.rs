@@ -279,6 +279,7 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "Kernel" => HandleKind::Kernel,
         "GreenCtx" => HandleKind::GreenCtx,
         "TexRef" => HandleKind::TexRef,
+        "MemPool" => HandleKind::MemPool,
         "SurfRef" => HandleKind::SurfRef,
         other => return Err(format!("handle kind {other} is not known to the generator").into()),
     })

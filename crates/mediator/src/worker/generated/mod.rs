@@ -188,6 +188,20 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::ProfilerStart => profiler_start(s, req),
         Op::ProfilerStop => profiler_stop(s, req),
         Op::MemGetInfo => mem_get_info(s, req),
+        Op::MemPoolCreate => mem_pool_create(s, req),
+        Op::MemPoolTrimTo => mem_pool_trim_to(s, req),
+        Op::MemPoolSetAccess => mem_pool_set_access(s, req),
+        Op::MemPoolGetAccess => mem_pool_get_access(s, req),
+        Op::DeviceGetDefaultMemPool => device_get_default_mem_pool(s, req),
+        Op::DeviceGetMemPool => device_get_mem_pool(s, req),
+        Op::DeviceSetMemPool => device_set_mem_pool(s, req),
+        Op::MemGetDefaultMemPool => mem_get_default_mem_pool(s, req),
+        Op::MemGetMemPool => mem_get_mem_pool(s, req),
+        Op::MemSetMemPool => mem_set_mem_pool(s, req),
+        Op::PoolDestroy => super::pool::pool_destroy(lane, s, req),
+        Op::PoolGetAttribute => super::pool::pool_get_attribute(lane, s, req),
+        Op::PoolSetAttribute => super::pool::pool_set_attribute(lane, s, req),
+        Op::PoolAllocAsync => super::pool::pool_alloc_async(lane, s, req),
     }
 }
 
@@ -2606,6 +2620,235 @@ fn mem_get_info(s: &Session, req: &Request) -> Result<Reply, Status> {
             free: U32::new(o_free),
             total: U32::new(o_total),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemPoolCreate`.
+fn mem_pool_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_pool_create::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUmemPoolProps_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pool_props: vgpu_abi::types::CUmemPoolProps_v1 =
+        unsafe { calls::record(&r.pool_props) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pool: vgpu_abi::types::CUmemoryPool = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemPoolCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pool, &a_pool_props) })?;
+    let mut t = s.tables();
+    let id_pool = t.id_of(HandleKind::MemPool, o_pool as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mem_pool_create::Reply {
+            pool: U64::new(id_pool),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemPoolTrimTo`.
+fn mem_pool_trim_to(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_pool_trim_to::Request = calls::message(req)?;
+    let a_min_bytes_to_keep = calls::size(r.min_bytes_to_keep.get())?;
+    let t = s.tables();
+    let a_pool = t.handle(HandleKind::MemPool, r.pool.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemPoolTrimTo)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_pool), a_min_bytes_to_keep) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_pool_trim_to::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemPoolSetAccess`.
+fn mem_pool_set_access(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_pool_set_access::Request = calls::message(req)?;
+    let a_count = calls::size(r.count.get())?;
+    let t = s.tables();
+    let a_pool = t.handle(HandleKind::MemPool, r.pool.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_map = calls::size(a_count as u64)?;
+    // SAFETY: `vgpu_abi::types::CUmemAccessDesc_v1` is a plain C value, valid for any bytes.
+    let mut a_map: Vec<vgpu_abi::types::CUmemAccessDesc_v1> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_map * core::mem::size_of::<vgpu_abi::types::CUmemAccessDesc_v1>(),
+        )?)
+    };
+    let f = entry(s.driver.cuMemPoolSetAccess)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_pool), a_map.as_ptr(), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_pool_set_access::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemPoolGetAccess`.
+fn mem_pool_get_access(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_pool_get_access::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_mem_pool = t.handle(HandleKind::MemPool, r.mem_pool.get())?;
+    // SAFETY: `CUmemLocation_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_location: vgpu_abi::types::CUmemLocation_v1 = unsafe { calls::record(&r.location) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_flags: vgpu_abi::types::CUmemAccess_flags = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemPoolGetAccess)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_flags, calls::as_ptr(a_mem_pool), &mut a_location) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_pool_get_access::Reply {
+            flags: U32::new(o_flags.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetDefaultMemPool`.
+fn device_get_default_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_default_mem_pool::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pool_out: vgpu_abi::types::CUmemoryPool = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceGetDefaultMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pool_out, a_dev) })?;
+    let mut t = s.tables();
+    let id_pool_out = t.id_of(HandleKind::MemPool, o_pool_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::device_get_default_mem_pool::Reply {
+            pool_out: U64::new(id_pool_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetMemPool`.
+fn device_get_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_mem_pool::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pool: vgpu_abi::types::CUmemoryPool = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceGetMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pool, a_dev) })?;
+    let mut t = s.tables();
+    let id_pool = t.id_of(HandleKind::MemPool, o_pool as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::device_get_mem_pool::Reply {
+            pool: U64::new(id_pool),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceSetMemPool`.
+fn device_set_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_set_mem_pool::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let t = s.tables();
+    let a_pool = t.handle(HandleKind::MemPool, r.pool.get())?;
+    drop(t);
+    let f = entry(s.driver.cuDeviceSetMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(a_dev, calls::as_ptr(a_pool)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_set_mem_pool::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemGetDefaultMemPool`.
+fn mem_get_default_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_get_default_mem_pool::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUmemAllocationType(r.type_.get());
+    let t = s.tables();
+    // SAFETY: `CUmemLocation` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_location: vgpu_abi::types::CUmemLocation = unsafe { calls::record(&r.location) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pool_out: vgpu_abi::types::CUmemoryPool = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemGetDefaultMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pool_out, &mut a_location, a_type_) })?;
+    let mut t = s.tables();
+    let id_pool_out = t.id_of(HandleKind::MemPool, o_pool_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mem_get_default_mem_pool::Reply {
+            pool_out: U64::new(id_pool_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemGetMemPool`.
+fn mem_get_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_get_mem_pool::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUmemAllocationType(r.type_.get());
+    let t = s.tables();
+    // SAFETY: `CUmemLocation` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_location: vgpu_abi::types::CUmemLocation = unsafe { calls::record(&r.location) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pool_out: vgpu_abi::types::CUmemoryPool = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemGetMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pool_out, &mut a_location, a_type_) })?;
+    let mut t = s.tables();
+    let id_pool_out = t.id_of(HandleKind::MemPool, o_pool_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mem_get_mem_pool::Reply {
+            pool_out: U64::new(id_pool_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemSetMemPool`.
+fn mem_set_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_set_mem_pool::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUmemAllocationType(r.type_.get());
+    let t = s.tables();
+    // SAFETY: `CUmemLocation` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_location: vgpu_abi::types::CUmemLocation = unsafe { calls::record(&r.location) };
+    let a_pool = t.handle(HandleKind::MemPool, r.pool.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemSetMemPool)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut a_location, a_type_, calls::as_ptr(a_pool)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_set_mem_pool::Reply {},
         Vec::new(),
     ))
 }

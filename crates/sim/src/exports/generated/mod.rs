@@ -242,6 +242,22 @@ pub unsafe extern "C" fn cuDeviceGetByPCIBusId(
     })
 }
 
+/// `cuDeviceGetDefaultMemPool`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    run("cuDeviceGetDefaultMemPool", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pool_out = unsafe { Out::new(pool_out, "pool_out") }?;
+        super::pool::device_get_default_mem_pool(pool_out, dev)
+    })
+}
+
 /// `cuDeviceGetExecAffinitySupport`.
 ///
 /// # Safety
@@ -293,6 +309,22 @@ pub unsafe extern "C" fn cuDeviceGetLuid(
         let deviceNodeMask = unsafe { Out::new(deviceNodeMask, "deviceNodeMask") }?;
         // SAFETY: the caller's pointers, valid as the CUDA API requires.
         unsafe { super::device::device_get_luid(luid, deviceNodeMask, dev) }
+    })
+}
+
+/// `cuDeviceGetMemPool`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetMemPool(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    dev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    run("cuDeviceGetMemPool", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pool = unsafe { Out::new(pool, "pool") }?;
+        super::pool::device_get_mem_pool(pool, dev)
     })
 }
 
@@ -378,6 +410,17 @@ pub extern "C" fn cuDevicePrimaryCtxSetFlags_v2(
 ) -> CUresult {
     run("cuDevicePrimaryCtxSetFlags_v2", || {
         super::context::device_primary_ctx_set_flags_v2(dev, flags)
+    })
+}
+
+/// `cuDeviceSetMemPool`.
+#[no_mangle]
+pub extern "C" fn cuDeviceSetMemPool(
+    dev: vgpu_abi::types::CUdevice_v1,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CUresult {
+    run("cuDeviceSetMemPool", || {
+        super::pool::device_set_mem_pool(dev, pool)
     })
 }
 
@@ -715,6 +758,24 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     })
 }
 
+/// `cuMemGetDefaultMemPool`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetDefaultMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CUresult {
+    run("cuMemGetDefaultMemPool", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pool_out = unsafe { Out::new(pool_out, "pool_out") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_get_default_mem_pool(pool_out, location, type_) }
+    })
+}
+
 /// `cuMemGetInfo`.
 ///
 /// # Safety
@@ -745,6 +806,102 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let total = unsafe { Out::new(total, "total") }?;
         super::memory::mem_get_info_v2(free, total)
+    })
+}
+
+/// `cuMemGetMemPool`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetMemPool(
+    pool_out: *mut vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+) -> CUresult {
+    run("cuMemGetMemPool", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pool_out = unsafe { Out::new(pool_out, "pool_out") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_get_mem_pool(pool_out, location, type_) }
+    })
+}
+
+/// `cuMemPoolCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolCreate(
+    pool: *mut vgpu_abi::types::CUmemoryPool,
+    poolProps: *const vgpu_abi::types::CUmemPoolProps_v1,
+) -> CUresult {
+    run("cuMemPoolCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pool = unsafe { Out::new(pool, "pool") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_pool_create(pool, poolProps) }
+    })
+}
+
+/// `cuMemPoolGetAccess`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolGetAccess(
+    flags: *mut vgpu_abi::types::CUmemAccess_flags,
+    memPool: vgpu_abi::types::CUmemoryPool,
+    location: *mut vgpu_abi::types::CUmemLocation_v1,
+) -> CUresult {
+    run("cuMemPoolGetAccess", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let flags = unsafe { Out::new(flags, "flags") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_pool_get_access(flags, memPool, location) }
+    })
+}
+
+/// `cuMemPoolSetAccess`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolSetAccess(
+    pool: vgpu_abi::types::CUmemoryPool,
+    map: *const vgpu_abi::types::CUmemAccessDesc_v1,
+    count: usize,
+) -> CUresult {
+    run("cuMemPoolSetAccess", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_pool_set_access(pool, map, count) }
+    })
+}
+
+/// `cuMemPoolTrimTo`.
+#[no_mangle]
+pub extern "C" fn cuMemPoolTrimTo(
+    pool: vgpu_abi::types::CUmemoryPool,
+    minBytesToKeep: usize,
+) -> CUresult {
+    run("cuMemPoolTrimTo", || {
+        super::pool::mem_pool_trim_to(pool, minBytesToKeep)
+    })
+}
+
+/// `cuMemSetMemPool`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemSetMemPool(
+    location: *mut vgpu_abi::types::CUmemLocation,
+    type_: vgpu_abi::types::CUmemAllocationType,
+    pool: vgpu_abi::types::CUmemoryPool,
+) -> CUresult {
+    run("cuMemSetMemPool", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::pool::mem_set_mem_pool(location, type_, pool) }
     })
 }
 
@@ -1579,15 +1736,18 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
     "cuDeviceGetByPCIBusId",
+    "cuDeviceGetDefaultMemPool",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
+    "cuDeviceGetMemPool",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
     "cuDevicePrimaryCtxSetFlags_v2",
+    "cuDeviceSetMemPool",
     "cuEventElapsedTime",
     "cuEventElapsedTime_v2",
     "cuEventQuery",
@@ -1613,8 +1773,15 @@ pub const EXPORTS: &[&str] = &[
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAddressRange_v2",
+    "cuMemGetDefaultMemPool",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
+    "cuMemGetMemPool",
+    "cuMemPoolCreate",
+    "cuMemPoolGetAccess",
+    "cuMemPoolSetAccess",
+    "cuMemPoolTrimTo",
+    "cuMemSetMemPool",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -1691,15 +1858,18 @@ const _: super::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: super::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: super::signature::cuCtxWaitEvent = cuCtxWaitEvent;
 const _: super::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
+const _: super::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
 const _: super::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: super::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: super::signature::cuDeviceGetLuid = cuDeviceGetLuid;
+const _: super::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
 const _: super::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: super::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
 const _: super::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: super::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: super::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;
 const _: super::signature::cuDevicePrimaryCtxSetFlags_v2 = cuDevicePrimaryCtxSetFlags_v2;
+const _: super::signature::cuDeviceSetMemPool = cuDeviceSetMemPool;
 const _: super::signature::cuEventElapsedTime = cuEventElapsedTime;
 const _: super::signature::cuEventElapsedTime_v2 = cuEventElapsedTime_v2;
 const _: super::signature::cuEventQuery = cuEventQuery;
@@ -1725,8 +1895,15 @@ const _: super::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: super::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: super::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: super::signature::cuMemGetDefaultMemPool = cuMemGetDefaultMemPool;
 const _: super::signature::cuMemGetInfo = cuMemGetInfo;
 const _: super::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
+const _: super::signature::cuMemGetMemPool = cuMemGetMemPool;
+const _: super::signature::cuMemPoolCreate = cuMemPoolCreate;
+const _: super::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
+const _: super::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
+const _: super::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
+const _: super::signature::cuMemSetMemPool = cuMemSetMemPool;
 const _: super::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: super::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: super::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
