@@ -133,6 +133,10 @@ remote_table! {
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
         profiler: cuProfilerStop = 222 gen;
+
+        // ---- virtual memory management ----
+        vmm: cuMemGetAllocationGranularity = 300 gen [prop: bytes];
+        vmm: cuMemGetAccess = 301 gen;
     }
 
     manual {
@@ -176,6 +180,8 @@ remote_table! {
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
+        vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
+            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
     }
 
     ops {
@@ -315,5 +321,30 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// `cuMemAddressReserve`; the range joins the session's reservations.
+        vmm: MemAddressReserve = 302 { size: u64, alignment: u64, addr: devptr, flags: u64 } => { ptr: devptr };
+        /// `cuMemAddressFree` of a whole reservation of this session with
+        /// nothing mapped in it.
+        vmm: MemAddressFree = 303 { ptr: devptr, size: u64 } => {} (sync);
+        /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
+        /// `handle` is an id the worker minted for the driver's handle.
+        vmm: MemCreate = 304 { size: u64, flags: u64, prop: bytes(32) } => { handle: u64 };
+        /// `cuMemRelease` of an allocation handle id: one reference fewer.
+        vmm: MemRelease = 305 { handle: u64 } => {} (sync);
+        /// `cuMemMap` of an allocation handle id into a reservation of this
+        /// session where nothing is mapped yet.
+        vmm: MemMap = 306 { ptr: devptr, size: u64, offset: u64, handle: u64, flags: u64 } => {};
+        /// `cuMemUnmap` of whole mappings of this session; their access ends.
+        vmm: MemUnmap = 307 { ptr: devptr, size: u64 } => {} (sync);
+        /// `cuMemSetAccess` over mapped memory of this session: the blob holds
+        /// `count` `CUmemAccessDesc`s.
+        vmm: MemSetAccess = 308 { ptr: devptr, size: u64, count: u32 } + blob => {} (sync);
+        /// `cuMemRetainAllocationHandle` of a mapped address: the handle's id,
+        /// with one reference more.
+        vmm: MemRetainAllocationHandle = 309 { addr: u64 } => { handle: u64 };
+        /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
+        /// `CUmemAllocationProp`.
+        vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
     }
 }

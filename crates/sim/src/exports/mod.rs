@@ -28,6 +28,7 @@ mod module;
 mod pointer;
 mod profiler;
 mod stream;
+mod vmm;
 
 pub use context::*;
 pub use copy::*;
@@ -43,6 +44,7 @@ pub use memory::*;
 pub use module::*;
 pub use pointer::*;
 pub use stream::*;
+pub use vmm::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
 /// it, from the generated ABI table.
@@ -138,4 +140,13 @@ exports!(
     cuMemHostGetFlags,
     cuPointerGetAttribute,
     cuPointerGetAttributes,
+    cuMemAddressReserve,
+    cuMemAddressFree,
+    cuMemCreate,
+    cuMemRelease,
+    cuMemMap,
+    cuMemUnmap,
+    cuMemSetAccess,
+    cuMemRetainAllocationHandle,
+    cuMemGetAllocationPropertiesFromHandle,
 );

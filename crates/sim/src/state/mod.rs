@@ -14,6 +14,7 @@ pub(crate) mod memory;
 pub(crate) mod module;
 pub(crate) mod pointer;
 pub(crate) mod stream;
+pub(crate) mod vmm;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -50,14 +51,16 @@ pub(crate) struct State {
 }
 
 /// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
-/// registered and allocated host memory, and per-allocation pointer facts (buffer ids,
-/// stream-ordered origin).
+/// registered and allocated host memory, per-allocation pointer facts (buffer ids,
+/// stream-ordered origin), and virtual memory management.
 #[derive(Debug, Default)]
 pub(crate) struct Ext {
     pub libraries: Libraries,
     pub attrs: Attrs,
     pub host: Host,
     pub facts: Facts,
+    /// Reservations, physical allocations and mappings (`cuMemMap`).
+    pub vmm: vmm::Vmm,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
