@@ -34,6 +34,10 @@ pub struct Objects {
     pub kernel_functions: HashMap<(u64, u64), u64>,
     /// Device ranges this session handed out: base → size.
     pub device_ranges: BTreeMap<u64, u64>,
+    /// Address reservations (`cuMemAddressReserve`): base → size. Device
+    /// memory for unified addressing; copies into them are never posted,
+    /// since only the worker knows what is mapped.
+    pub reserved: BTreeMap<u64, u64>,
     /// Pinned host memory (shared, or local on a TCP session): client
     /// address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
@@ -139,12 +143,15 @@ pub struct HostInfo {
 }
 
 impl Objects {
-    /// Whether `ptr` lies in a device range this session knows.
+    /// Whether `ptr` lies in a device range or a reservation this session
+    /// knows.
     pub fn is_device(&self, ptr: u64) -> bool {
-        self.device_ranges
-            .range(..=ptr)
-            .next_back()
-            .is_some_and(|(&base, &size)| ptr - base < size)
+        let inside = |m: &BTreeMap<u64, u64>| {
+            m.range(..=ptr)
+                .next_back()
+                .is_some_and(|(&base, &size)| ptr - base < size)
+        };
+        inside(&self.device_ranges) || inside(&self.reserved)
     }
 
     /// Whether `[ptr, ptr + len)` lies inside one device range this session
