@@ -21,6 +21,7 @@ for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$NVCC" -O2 -o "$WORK/runtime_api" gpu/runtime_api.cu >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/thread_context" tests/c/thread_context.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/vmm" tests/c/vmm.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -32,10 +33,11 @@ declare -A CMD=(
     [cuda_python]="python3 gpu/driver_api.py"
     [runtime_api]="$WORK/runtime_api"
     [thread_context]="$WORK/thread_context"
+    [vmm]="$WORK/vmm"
     [compile]="python3 gpu/compile_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context compile)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context vmm compile)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do
