@@ -124,7 +124,10 @@ pub(crate) fn create(
     if size > budget - st.used[device] {
         return err(
             CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-            format!("{size} bytes requested, {} of the simulated budget left", budget - st.used[device]),
+            format!(
+                "{size} bytes requested, {} of the simulated budget left",
+                budget - st.used[device]
+            ),
         );
     }
     let Some(block) = Allocation::new(0, device, us(size)) else {
@@ -186,7 +189,10 @@ pub(crate) fn map(
             "map {ptr:#x}+{size:#x} at offset {offset:#x} (flags {flags:#x}): not granularity-aligned"
         ));
     }
-    if offset.checked_add(size).is_none_or(|e| e > p.block.size as u64) {
+    if offset
+        .checked_add(size)
+        .is_none_or(|e| e > p.block.size as u64)
+    {
         return bad(format!(
             "offset {offset:#x} + size {size:#x} exceeds the allocation's {:#x} bytes",
             p.block.size

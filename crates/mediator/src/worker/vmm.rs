@@ -240,13 +240,7 @@ pub fn mem_map(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status
     // SAFETY: the range lies inside a reservation of this session; the
     // handle is one it holds.
     ok(unsafe {
-        entry(s.driver.cuMemMap)?(
-            p,
-            size(bytes)?,
-            size(r.offset.get())?,
-            real,
-            r.flags.get(),
-        )
+        entry(s.driver.cuMemMap)?(p, size(bytes)?, size(r.offset.get())?, real, r.flags.get())
     })?;
     let m = Mapping {
         size: bytes,
@@ -312,7 +306,9 @@ pub fn mem_retain_allocation_handle(
     let r: &mem_retain_allocation_handle::Request = message(req)?;
     let addr = r.addr.get();
     if !s.tables().vmm.reserved(addr, 1) {
-        tracing::info!("cuMemRetainAllocationHandle({addr:#x}): not in a reservation of this session");
+        tracing::info!(
+            "cuMemRetainAllocationHandle({addr:#x}): not in a reservation of this session"
+        );
         return Err(INVALID_VALUE);
     }
     let mut h = 0;
@@ -386,7 +382,10 @@ mod tests {
         assert!(v.accessible(0x2f_ff00, 0x200), "across adjacent mappings");
         assert!(!v.accessible(0x2f_ff00, 0x20_0200), "past the last mapping");
         assert!(!v.accessible(u64::MAX, 2), "wraps");
-        assert_eq!(v.overlapping(0x20_0000, 0x30_0001), vec![0x10_0000, 0x30_0000]);
+        assert_eq!(
+            v.overlapping(0x20_0000, 0x30_0001),
+            vec![0x10_0000, 0x30_0000]
+        );
         v.mappings.remove(&0x10_0000);
         assert!(!v.accessible(0x10_0000, 1), "unmapped");
         assert!(v.reserved(0x40_0000, 0x10_0000));
@@ -396,7 +395,13 @@ mod tests {
     #[test]
     fn unknown_handle_ids_are_refused() {
         let mut v = Vmm::default();
-        v.handles.insert(7, Allocation { real: 0x99, refs: 1 });
+        v.handles.insert(
+            7,
+            Allocation {
+                real: 0x99,
+                refs: 1,
+            },
+        );
         assert_eq!(v.real(7), Ok(0x99));
         assert_eq!(v.real(8), Err(INVALID_VALUE));
     }

@@ -423,7 +423,12 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 none(),
             )
         }
-        Op::MemRelease => (b(mem_release::Request { handle: u(VMM_HANDLE) }), none()),
+        Op::MemRelease => (
+            b(mem_release::Request {
+                handle: u(VMM_HANDLE),
+            }),
+            none(),
+        ),
         Op::MemMap => (
             b(mem_map::Request {
                 ptr: u(DPTR),

@@ -18,7 +18,10 @@ use crate::vmm;
 /// `p` must be NULL or valid for a read of a `T`.
 unsafe fn read<T: Copy>(p: *const T, what: &str) -> Res<T> {
     if p.is_null() {
-        return err(CUresult::CUDA_ERROR_INVALID_VALUE, format!("{what} is NULL"));
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{what} is NULL"),
+        );
     }
     // SAFETY: non-NULL, and valid for a read by this function's contract.
     Ok(unsafe { p.read_unaligned() })
@@ -31,11 +34,7 @@ fn prop_bytes(prop: &CUmemAllocationProp) -> [u8; 32] {
     let mut out = [0u8; 32];
     // SAFETY: `out` holds exactly the struct's 32 bytes; the copy reads a live value.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            std::ptr::from_ref(prop).cast::<u8>(),
-            out.as_mut_ptr(),
-            32,
-        );
+        std::ptr::copy_nonoverlapping(std::ptr::from_ref(prop).cast::<u8>(), out.as_mut_ptr(), 32);
     }
     // The Windows metadata pointer means nothing here: it is not kept.
     out[16..24].fill(0);
@@ -180,8 +179,9 @@ pub unsafe extern "C" fn cuMemSetAccess(
             return err(CUresult::CUDA_ERROR_INVALID_VALUE, "no access descriptor");
         }
         // SAFETY: non-NULL, and valid for `count` reads by this function's contract.
-        let descs: Vec<CUmemAccessDesc> =
-            (0..count).map(|i| unsafe { desc.add(i).read_unaligned() }).collect();
+        let descs: Vec<CUmemAccessDesc> = (0..count)
+            .map(|i| unsafe { desc.add(i).read_unaligned() })
+            .collect();
         vmm::set_access(sim, &mut sim.lock(), ptr, size as u64, &descs)
     })
 }
@@ -199,7 +199,10 @@ pub unsafe extern "C" fn cuMemRetainAllocationHandle(
         let sim = state::sim()?;
         // SAFETY: forwarded from this function's contract.
         let out = unsafe { Out::new(handle, "handle") }?;
-        out.write(vmm::retain(&mut sim.lock(), addr.expose_provenance() as u64)?);
+        out.write(vmm::retain(
+            &mut sim.lock(),
+            addr.expose_provenance() as u64,
+        )?);
         Ok(())
     })
 }
