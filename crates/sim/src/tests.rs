@@ -15,6 +15,7 @@ use crate::exports::*;
 use crate::state;
 
 mod runtime_api;
+mod vmm;
 
 const BUDGET: usize = 64 << 20;
 static LOCK: Mutex<()> = Mutex::new(());
