@@ -108,16 +108,10 @@ fn released_memory_lives_while_mapped() {
     assert_eq!(cuMemRelease(h), INVALID_VALUE);
     // Retaining through the mapping brings the handle back.
     let mut again = 0;
+    let inside = ptr::with_exposed_provenance_mut(usize::try_from(va + 8).expect("64-bit"));
     // SAFETY: valid out-pointer; the address is only looked up.
-    assert_eq!(
-        unsafe {
-            cuMemRetainAllocationHandle(
-                &mut again,
-                ptr::with_exposed_provenance_mut(va as usize + 8),
-            )
-        },
-        OK
-    );
+    let r = unsafe { cuMemRetainAllocationHandle(&mut again, inside) };
+    assert_eq!(r, OK);
     assert_eq!(again, h);
     assert_eq!(cuMemRelease(h), OK);
     assert_eq!(cuMemUnmap(va, GRAN), OK);
