@@ -95,6 +95,8 @@ static struct {
     CUresult (*MemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*CtxSynchronize)(void);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
@@ -121,6 +123,8 @@ static const struct cu_entry entries[] = {
     ENTRY(MemGetAddressRange, "cuMemGetAddressRange_v2"),
     ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
     ENTRY(MemsetD32, "cuMemsetD32_v2"),
+    ENTRY(MemsetD32Async, "cuMemsetD32Async"),
+    ENTRY(CtxSynchronize, "cuCtxSynchronize"),
     ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     ENTRY(MemcpyDtoD, "cuMemcpyDtoD_v2"),
@@ -300,6 +304,12 @@ int main(int argc, char **argv)
     expect_true("htod_reads_back", reads_back(across, pattern), "the bytes differ");
     EXPECT("dtod_between_mappings", cu.MemcpyDtoD(va + 2 * gran, across, CHUNK), CUDA_SUCCESS);
     expect_true("dtod_reads_back", reads_back(va + 2 * gran, pattern), "the bytes differ");
+    static unsigned char fill2[CHUNK];
+    for (int i = 0; i < CHUNK; i += 4)
+        memcpy(fill2 + i, &(unsigned int){0x01020304u}, 4);
+    EXPECT("memset_async_mapping", cu.MemsetD32Async(va, 0x01020304u, CHUNK / 4, NULL), CUDA_SUCCESS);
+    EXPECT("memset_async_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    expect_true("memset_async_reads_back", reads_back(va, fill2), "the start does not hold the fill");
 
     queries(dev, va, 2 * gran, big);
     bad_input(dev, gran, va, big);

@@ -119,6 +119,7 @@ fn c_virtual_memory_management() {
     out.assert_success()
         .assert_line("ok htod_reads_back")
         .assert_line("ok dtod_reads_back")
+        .assert_line("ok memset_async_reads_back")
         .assert_line("ok address_range_is_the_mapping")
         .assert_line("ok attribute_range_is_the_mapping")
         .assert_line("ok get_access_read_write")
@@ -134,7 +135,7 @@ fn c_virtual_memory_management() {
         .assert_line("ok htod_after_unmap: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok dtoh_after_unmap: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok small_still_mapped")
-        .assert_line("60 checks, 0 failed");
+        .assert_line("63 checks, 0 failed");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Virtual memory management: reservations, physical allocations, mappings
 //! and access, each a round trip to the worker, which keeps the session's
-//! view of them (`worker::vmm`).
+//! view of them (`worker::vmm`). The client follows the mappings and their
+//! access as the worker does, so an asynchronous copy into mapped memory is
+//! posted when the worker would accept it.
 //!
 //! Allocation handles are ids the worker minted, never the driver's values.
 //! A reservation is device memory here from the start: `cuMemcpy` never
@@ -63,7 +65,9 @@ pub fn address_free(ptr: CUdeviceptr, size: usize) -> CuResult<()> {
         size: U64::new(size as u64),
     };
     s.request(&r, &[])?;
-    s.objects().reserved.remove(&ptr);
+    let mut o = s.objects();
+    o.reserved.remove(&ptr);
+    o.mapped.unmap(ptr, size as u64);
     Ok(())
 }
 
@@ -112,7 +116,9 @@ pub fn map(
         handle: U64::new(handle),
         flags: U64::new(flags),
     };
-    s.request(&r, &[]).map(drop)
+    s.request(&r, &[])?;
+    s.objects().mapped.map(ptr, size as u64);
+    Ok(())
 }
 
 pub fn unmap(ptr: CUdeviceptr, size: usize) -> CuResult<()> {
@@ -121,7 +127,9 @@ pub fn unmap(ptr: CUdeviceptr, size: usize) -> CuResult<()> {
         ptr: U64::new(ptr),
         size: U64::new(size as u64),
     };
-    s.request(&r, &[]).map(drop)
+    s.request(&r, &[])?;
+    s.objects().mapped.unmap(ptr, size as u64);
+    Ok(())
 }
 
 /// # Safety
@@ -149,7 +157,14 @@ pub unsafe fn set_access(
         size: U64::new(size as u64),
         count: U32::new(n),
     };
-    s.request(&r, &blob).map(drop)
+    s.request(&r, &blob)?;
+    // Access is set when some descriptor's flags are not PROT_NONE (0).
+    let flags = std::mem::offset_of!(CUmemAccessDesc, flags);
+    let access = blob
+        .chunks_exact(size_of::<CUmemAccessDesc>())
+        .any(|d| d[flags..flags + 4] != [0; 4]);
+    s.objects().mapped.set_access(ptr, size as u64, access);
+    Ok(())
 }
 
 /// # Safety

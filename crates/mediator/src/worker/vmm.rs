@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use vgpu_abi::types::{CUmemAccessDesc, CUmemAllocationProp};
 use vgpu_abi::HandleKind;
+use vgpu_proto::vmm::Mappings;
 use vgpu_proto::{
     mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
     mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap, Request,
@@ -42,14 +43,6 @@ struct Allocation {
     refs: u64,
 }
 
-/// A mapped range.
-#[derive(Debug, Clone, Copy)]
-struct Mapping {
-    size: u64,
-    /// `cuMemSetAccess` gave some device read or read-write access.
-    access: bool,
-}
-
 /// The session's virtual memory: reservations, handles and mappings.
 #[derive(Debug, Default)]
 pub struct Vmm {
@@ -57,8 +50,8 @@ pub struct Vmm {
     reserved: BTreeMap<DevPtr, u64>,
     /// Allocation handles by id.
     handles: HashMap<u64, Allocation>,
-    /// Mappings by base.
-    mappings: BTreeMap<DevPtr, Mapping>,
+    /// Mapped ranges and whether their access was set.
+    mappings: Mappings,
 }
 
 impl Vmm {
@@ -70,34 +63,10 @@ impl Vmm {
         ptr.checked_add(len).is_some_and(|end| end <= base + size)
     }
 
-    /// The bases of the mappings overlapping `[ptr, end)`.
-    fn overlapping(&self, ptr: DevPtr, end: DevPtr) -> Vec<DevPtr> {
-        let first = self
-            .mappings
-            .range(..=ptr)
-            .next_back()
-            .map_or(ptr, |(&b, _)| b);
-        self.mappings
-            .range(first..end)
-            .filter(|(&b, m)| b + m.size > ptr)
-            .map(|(&b, _)| b)
-            .collect()
-    }
-
     /// Whether `[ptr, ptr + len)` is mapped throughout, by adjacent
     /// mappings whose access was set.
     pub fn accessible(&self, ptr: DevPtr, len: u64) -> bool {
-        let Some(end) = ptr.checked_add(len) else {
-            return false;
-        };
-        let mut at = ptr;
-        while at < end {
-            match self.mappings.range(..=at).next_back() {
-                Some((&b, m)) if m.access && at < b + m.size => at = b + m.size,
-                _ => return false,
-            }
-        }
-        true
+        self.mappings.accessible(ptr, len)
     }
 
     /// The driver's handle behind id `id`.
@@ -117,8 +86,8 @@ impl Vmm {
                 tracing::warn!(?st, "session end: {what} failed");
             }
         };
-        for (base, m) in std::mem::take(&mut self.mappings) {
-            if let (Ok(f), Ok(n)) = (entry(driver.cuMemUnmap), size(m.size)) {
+        for (base, len) in std::mem::take(&mut self.mappings).ranges() {
+            if let (Ok(f), Ok(n)) = (entry(driver.cuMemUnmap), size(len)) {
                 // SAFETY: a range this session mapped and has not unmapped.
                 report("cuMemUnmap", unsafe { f(base, n) });
             }
@@ -180,10 +149,7 @@ pub fn mem_address_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Repl
     // SAFETY: the range lies inside a reservation of this session.
     ok(unsafe { entry(s.driver.cuMemAddressFree)?(p, size(bytes)?) })?;
     let mut t = s.tables();
-    let end = p.saturating_add(bytes);
-    for base in t.vmm.overlapping(p, end) {
-        t.vmm.mappings.remove(&base);
-    }
+    t.vmm.mappings.unmap(p, bytes);
     t.vmm.reserved.remove(&p);
     Ok(Reply::default())
 }
@@ -242,11 +208,8 @@ pub fn mem_map(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status
     ok(unsafe {
         entry(s.driver.cuMemMap)?(p, size(bytes)?, size(r.offset.get())?, real, r.flags.get())
     })?;
-    let m = Mapping {
-        size: bytes,
-        access: false,
-    };
-    s.tables().vmm.mappings.insert(p, m);
+    let mut t = s.tables();
+    t.vmm.mappings.map(p, bytes);
     Ok(Reply::default())
 }
 
@@ -258,10 +221,7 @@ pub fn mem_unmap(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Stat
     inside(&s.tables().vmm, "cuMemUnmap", p, bytes)?;
     // SAFETY: the range lies inside a reservation of this session.
     ok(unsafe { entry(s.driver.cuMemUnmap)?(p, size(bytes)?) })?;
-    let mut t = s.tables();
-    for base in t.vmm.overlapping(p, p + bytes) {
-        t.vmm.mappings.remove(&base);
-    }
+    s.tables().vmm.mappings.unmap(p, bytes);
     Ok(Reply::default())
 }
 
@@ -287,12 +247,7 @@ pub fn mem_set_access(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     // holds `count` descriptors (or is NULL for none, which the driver judges).
     ok(unsafe { entry(s.driver.cuMemSetAccess)?(p, size(bytes)?, desc, count) })?;
     let access = descs.iter().any(|d| d.flags.0 != 0);
-    let mut t = s.tables();
-    for base in t.vmm.overlapping(p, p + bytes) {
-        if let Some(m) = t.vmm.mappings.get_mut(&base) {
-            m.access = access;
-        }
-    }
+    s.tables().vmm.mappings.set_access(p, bytes, access);
     Ok(Reply::default())
 }
 
@@ -363,33 +318,26 @@ pub fn mem_get_allocation_properties(
 mod tests {
     use super::*;
 
-    fn mapped(v: &mut Vmm, base: u64, size: u64, access: bool) {
-        let m = Mapping { size, access };
-        v.mappings.insert(base, m);
+    #[test]
+    fn reservations_bound_every_range() {
+        let mut v = Vmm::default();
+        v.reserved.insert(0x10_0000, 0x40_0000);
+        assert!(v.reserved(0x40_0000, 0x10_0000));
+        assert!(!v.reserved(0x40_0000, 0x10_0001), "past the reservation");
+        assert!(!v.reserved(0xf_ffff, 1), "below it");
+        assert!(!v.reserved(u64::MAX, 2), "wraps");
     }
 
     #[test]
-    fn only_mapped_ranges_with_access_serve_copies() {
+    fn unmapping_revokes_and_forgets() {
         let mut v = Vmm::default();
-        v.reserved.insert(0x10_0000, 0x40_0000);
-        assert!(!v.accessible(0x10_0000, 1), "reserved but unmapped");
-        mapped(&mut v, 0x10_0000, 0x20_0000, false);
-        assert!(!v.accessible(0x10_0000, 1), "mapped without access");
-        v.mappings.get_mut(&0x10_0000).expect("mapped").access = true;
+        v.mappings.map(0x10_0000, 0x20_0000);
+        assert!(!v.accessible(0x10_0000, 1), "no access yet");
+        v.mappings.set_access(0x10_0000, 0x20_0000, true);
         assert!(v.accessible(0x10_0000, 0x20_0000));
-        assert!(!v.accessible(0x10_0000, 0x20_0001), "past the mapping");
-        mapped(&mut v, 0x30_0000, 0x20_0000, true);
-        assert!(v.accessible(0x2f_ff00, 0x200), "across adjacent mappings");
-        assert!(!v.accessible(0x2f_ff00, 0x20_0200), "past the last mapping");
-        assert!(!v.accessible(u64::MAX, 2), "wraps");
-        assert_eq!(
-            v.overlapping(0x20_0000, 0x30_0001),
-            vec![0x10_0000, 0x30_0000]
-        );
-        v.mappings.remove(&0x10_0000);
-        assert!(!v.accessible(0x10_0000, 1), "unmapped");
-        assert!(v.reserved(0x40_0000, 0x10_0000));
-        assert!(!v.reserved(0x40_0000, 0x10_0001));
+        v.mappings.unmap(0x10_0000, 0x20_0000);
+        assert!(!v.accessible(0x10_0000, 1));
+        assert_eq!(v.mappings.ranges().count(), 0, "nothing left to give back");
     }
 
     #[test]
