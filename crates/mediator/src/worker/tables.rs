@@ -280,6 +280,12 @@ impl Tables {
         if len == 0 || self.vmm.accessible(ptr, len) {
             return Ok(());
         }
+        if self.vmm.reserved(ptr, 1) {
+            return Err(format!(
+                "{len} bytes at {ptr:#x}: reserved (cuMemAddressReserve), but not mapped \
+                 with access set throughout"
+            ));
+        }
         let Some((&base, r)) = self.ranges.range(..=ptr).next_back() else {
             return Err(format!(
                 "{len} bytes at {ptr:#x}: no live allocation at or below this address"

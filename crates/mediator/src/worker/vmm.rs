@@ -56,7 +56,7 @@ pub struct Vmm {
 
 impl Vmm {
     /// Whether `[ptr, ptr + len)` lies inside one reservation.
-    fn reserved(&self, ptr: DevPtr, len: u64) -> bool {
+    pub fn reserved(&self, ptr: DevPtr, len: u64) -> bool {
         let Some((&base, &size)) = self.reserved.range(..=ptr).next_back() else {
             return false;
         };
@@ -81,6 +81,16 @@ impl Vmm {
     /// mappings, the handles' references, the reservations. Failures are
     /// logged; the worker is ending anyway.
     pub fn release_all(&mut self, driver: &Driver) {
+        let refs: u64 = self.handles.values().map(|a| a.refs).sum();
+        let mappings = self.mappings.ranges().count();
+        if mappings + self.reserved.len() != 0 || refs != 0 {
+            tracing::info!(
+                mappings,
+                references = refs,
+                reservations = self.reserved.len(),
+                "session end: giving back the virtual memory the client left"
+            );
+        }
         let report = |what: &str, st: Status| {
             if ok(st).is_err() {
                 tracing::warn!(?st, "session end: {what} failed");
