@@ -324,9 +324,19 @@ int main(int argc, char **argv)
     expect_true("small_still_mapped", reads_back(va + 2 * gran, pattern),
                 "the second mapping lost its bytes");
 
-    EXPECT("unmap_small", cu.MemUnmap(va + 2 * gran, gran), CUDA_SUCCESS);
+    /* The second mapping goes as NCCL frees its buffers: handle and size
+     * found from the address alone. */
+    CUmemGenericAllocationHandle found = 0;
+    size_t found_size = 0;
+    CUdeviceptr second = va + 2 * gran;
+    EXPECT("teardown_retain", cu.MemRetainAllocationHandle(&found, (void *)(uintptr_t)second),
+           CUDA_SUCCESS);
+    EXPECT("teardown_release_retained", cu.MemRelease(found), CUDA_SUCCESS);
+    EXPECT("teardown_size", cu.MemGetAddressRange(NULL, &found_size, second), CUDA_SUCCESS);
+    expect_true("teardown_size_value", found_size == gran, "not the mapping's size");
+    EXPECT("unmap_small", cu.MemUnmap(second, found_size), CUDA_SUCCESS);
     EXPECT("release_big", cu.MemRelease(big), CUDA_SUCCESS);
-    EXPECT("release_small", cu.MemRelease(small), CUDA_SUCCESS);
+    EXPECT("release_small", cu.MemRelease(found), CUDA_SUCCESS);
     EXPECT("address_free", cu.MemAddressFree(va, 4 * gran), CUDA_SUCCESS);
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();

@@ -135,7 +135,8 @@ fn c_virtual_memory_management() {
         .assert_line("ok htod_after_unmap: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok dtoh_after_unmap: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok small_still_mapped")
-        .assert_line("63 checks, 0 failed");
+        .assert_line("ok teardown_size_value")
+        .assert_line("67 checks, 0 failed");
 }
 
 #[test]

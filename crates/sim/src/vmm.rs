@@ -5,9 +5,11 @@
 //!
 //! Every size, address and offset must be a multiple of [`GRANULARITY`], as on the real
 //! driver (whose minimum granularity for device memory is also 2 MiB); bad input gives
-//! `CUDA_ERROR_INVALID_VALUE`. The simulator's own choices, where the documentation says
-//! nothing: `cuMemAddressFree` of a range with mappings left in it, and `cuMemSetAccess`
-//! or `cuMemUnmap` of a range that is not a run of whole mappings, are refused.
+//! `CUDA_ERROR_INVALID_VALUE`. `cuMemAddressFree` of a reservation with mappings left in
+//! it unmaps them, as the real driver lets it (applications release and free without
+//! unmapping). The simulator's own choice, where the documentation says nothing:
+//! `cuMemSetAccess` or `cuMemUnmap` of a range that is not a run of whole mappings is
+//! refused.
 
 use crate::cu::{
     CUmemAccessDesc, CUmemAllocationHandleType, CUmemAllocationProp, CUmemAllocationType,
@@ -91,17 +93,24 @@ pub(crate) fn reserve(st: &mut State, size: u64, align: u64, flags: u64) -> Res<
     Ok(base)
 }
 
-/// `cuMemAddressFree`: a whole reservation with nothing mapped in it.
+/// `cuMemAddressFree`: a whole reservation; what is still mapped in it is unmapped.
 pub(crate) fn address_free(st: &mut State, ptr: u64, size: u64) -> Res<()> {
-    let vmm = &mut st.ext.vmm;
-    if vmm.reserved.get(&ptr) != Some(&size) {
+    if st.ext.vmm.reserved.get(&ptr) != Some(&size) {
         return bad(format!("{ptr:#x}+{size:#x} is not a reservation"));
     }
-    if !vmm.overlapping(ptr, ptr + size).is_empty() {
-        return bad(format!("{ptr:#x}+{size:#x} still has mappings"));
+    for base in st.ext.vmm.overlapping(ptr, ptr + size) {
+        drop_mapping(st, base);
     }
-    vmm.reserved.remove(&ptr);
+    st.ext.vmm.reserved.remove(&ptr);
     Ok(())
+}
+
+/// Removes the mapping at `base`; its physical memory is freed if already released.
+fn drop_mapping(st: &mut State, base: u64) {
+    if let Some(m) = st.ext.vmm.mappings.remove(&base) {
+        st.ext.facts.forget(base);
+        reap(st, m.handle);
+    }
 }
 
 /// `cuMemCreate`: a zeroed physical allocation of `size` bytes (a multiple of the
@@ -232,10 +241,7 @@ fn whole(st: &State, ptr: u64, size: u64, what: &str) -> Res<u64> {
 pub(crate) fn unmap(st: &mut State, ptr: u64, size: u64) -> Res<()> {
     let end = whole(st, ptr, size, "unmap")?;
     for base in st.ext.vmm.overlapping(ptr, end) {
-        if let Some(m) = st.ext.vmm.mappings.remove(&base) {
-            st.ext.facts.forget(base);
-            reap(st, m.handle);
-        }
+        drop_mapping(st, base);
     }
     Ok(())
 }

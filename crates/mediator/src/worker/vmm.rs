@@ -151,7 +151,7 @@ pub fn mem_address_reserve(_: &mut Lane, s: &Session, req: &Request) -> Result<R
 }
 
 /// `cuMemAddressFree` of a reservation of this session; mappings left in it
-/// (if the driver allows that) stop serving copies.
+/// (the driver unmaps them) stop serving copies.
 pub fn mem_address_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &mem_address_free::Request = message(req)?;
     let (p, bytes) = (r.ptr.get(), r.size.get());

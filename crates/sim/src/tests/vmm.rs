@@ -158,16 +158,36 @@ fn mappings_and_access_follow_the_driver() {
     assert_eq!(access(va, GRAN, 0, 2), INVALID_VALUE);
     assert_eq!(access(va, GRAN, 5, 3), CUresult::CUDA_ERROR_INVALID_DEVICE);
     assert_eq!(cuMemUnmap(va, GRAN / 2), INVALID_VALUE);
-    assert_eq!(
-        cuMemAddressFree(va, 4 * GRAN),
-        INVALID_VALUE,
-        "still mapped"
-    );
     assert_eq!(cuMemAddressFree(va + 1, 4 * GRAN), INVALID_VALUE);
+    assert_eq!(
+        cuMemAddressFree(va, 2 * GRAN),
+        INVALID_VALUE,
+        "not the whole reservation"
+    );
     assert_eq!(cuMemUnmap(va, 2 * GRAN), OK, "both mappings at once");
     assert_eq!(cuMemRelease(h), OK);
     assert_eq!(cuMemAddressFree(va, 4 * GRAN), OK);
     assert_eq!(cuMemAddressFree(va, 4 * GRAN), INVALID_VALUE);
+}
+
+#[test]
+fn freeing_a_reservation_unmaps_what_is_left() {
+    let _g = setup();
+    primary(0);
+    let before = free_bytes();
+    let va = reserve(2 * GRAN);
+    let h = create(GRAN).expect("created");
+    assert_eq!(cuMemMap(va, GRAN, 0, h, 0), OK);
+    assert_eq!(access(va, GRAN, 0, 3), OK);
+    assert_eq!(cuMemRelease(h), OK);
+    assert_eq!(free_bytes(), before - GRAN, "still mapped");
+    assert_eq!(cuMemAddressFree(va, 2 * GRAN), OK);
+    assert_eq!(
+        free_bytes(),
+        before,
+        "unmapped and freed with the reservation"
+    );
+    assert_eq!(htod(va, &[1u8]), INVALID_VALUE);
 }
 
 #[test]
