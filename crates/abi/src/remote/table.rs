@@ -326,20 +326,21 @@ remote_table! {
         vmm: MemAddressReserve = 302 { size: u64, alignment: u64, addr: devptr, flags: u64 } => { ptr: devptr };
         /// `cuMemAddressFree` of a whole reservation of this session with
         /// nothing mapped in it.
-        vmm: MemAddressFree = 303 { ptr: devptr, size: u64 } => {} (sync);
+        vmm: MemAddressFree = 303 { ptr: devptr, size: u64 } => {};
         /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
         /// `handle` is an id the worker minted for the driver's handle.
         vmm: MemCreate = 304 { size: u64, flags: u64, prop: bytes(32) } => { handle: u64 };
         /// `cuMemRelease` of an allocation handle id: one reference fewer.
-        vmm: MemRelease = 305 { handle: u64 } => {} (sync);
+        vmm: MemRelease = 305 { handle: u64 } => {};
         /// `cuMemMap` of an allocation handle id into a reservation of this
         /// session where nothing is mapped yet.
         vmm: MemMap = 306 { ptr: devptr, size: u64, offset: u64, handle: u64, flags: u64 } => {};
         /// `cuMemUnmap` of whole mappings of this session; their access ends.
+        /// Synchronizing, as `cuMemFree` is: memory goes away.
         vmm: MemUnmap = 307 { ptr: devptr, size: u64 } => {} (sync);
         /// `cuMemSetAccess` over mapped memory of this session: the blob holds
         /// `count` `CUmemAccessDesc`s.
-        vmm: MemSetAccess = 308 { ptr: devptr, size: u64, count: u32 } + blob => {} (sync);
+        vmm: MemSetAccess = 308 { ptr: devptr, size: u64, count: u32 } + blob => {};
         /// `cuMemRetainAllocationHandle` of a mapped address: the handle's id,
         /// with one reference more.
         vmm: MemRetainAllocationHandle = 309 { addr: u64 } => { handle: u64 };

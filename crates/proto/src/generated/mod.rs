@@ -374,6 +374,7 @@ pub enum Op {
     /// session where nothing is mapped yet.
     MemMap = 306,
     /// `cuMemUnmap` of whole mappings of this session; their access ends.
+    /// Synchronizing, as `cuMemFree` is: memory goes away.
     MemUnmap = 307,
     /// `cuMemSetAccess` over mapped memory of this session: the blob holds
     /// `count` `CUmemAccessDesc`s.
@@ -1682,10 +1683,7 @@ impl Op {
             Op::MemsetD2D8_v2_ptds => true,
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
-            Op::MemAddressFree => true,
-            Op::MemRelease => true,
             Op::MemUnmap => true,
-            Op::MemSetAccess => true,
             _ => false,
         }
     }
@@ -2599,12 +2597,12 @@ pub const SCHEMA: &str = concat!(
     "300 MemGetAllocationGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>()),option:u32} => {granularity:u64}\n",
     "301 MemGetAccess {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>()),ptr:devptr} => {flags:u64}\n",
     "302 MemAddressReserve {size:u64,alignment:u64,addr:devptr,flags:u64} => {ptr:devptr}\n",
-    "303 MemAddressFree {ptr:devptr,size:u64} => {} sync\n",
+    "303 MemAddressFree {ptr:devptr,size:u64} => {}\n",
     "304 MemCreate {size:u64,flags:u64,prop:bytes(32)} => {handle:u64}\n",
-    "305 MemRelease {handle:u64} => {} sync\n",
+    "305 MemRelease {handle:u64} => {}\n",
     "306 MemMap {ptr:devptr,size:u64,offset:u64,handle:u64,flags:u64} => {}\n",
     "307 MemUnmap {ptr:devptr,size:u64} => {} sync\n",
-    "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {} sync\n",
+    "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {}\n",
     "309 MemRetainAllocationHandle {addr:u64} => {handle:u64}\n",
     "310 MemGetAllocationProperties {handle:u64} => {prop:bytes(32)}\n",
 );
