@@ -21,7 +21,7 @@ use vgpu_proto::{
 };
 use zerocopy::little_endian::U64;
 
-use super::calls::{elements, message, ok, record, record_bytes, size, Reply};
+use super::calls::{as_ptr, elements, message, ok, record, record_bytes, size, Reply};
 use super::exec::Lane;
 use super::status::INVALID_VALUE;
 use super::Session;
@@ -195,7 +195,7 @@ pub fn mem_release(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
     ok(unsafe { entry(s.driver.cuMemRelease)?(real) })?;
     let mut t = s.tables();
     if let Some(a) = t.vmm.handles.get_mut(&id) {
-        a.refs -= 1;
+        a.refs = a.refs.saturating_sub(1);
         if a.refs == 0 {
             t.vmm.handles.remove(&id);
         }
@@ -277,7 +277,7 @@ pub fn mem_retain_allocation_handle(
         return Err(INVALID_VALUE);
     }
     let mut h = 0;
-    let p = usize::try_from(addr).map_err(|_| INVALID_VALUE)? as *mut std::ffi::c_void;
+    let p = as_ptr::<std::ffi::c_void>(size(addr)?);
     // SAFETY: live out-pointer; the driver only looks the address up.
     ok(unsafe { entry(s.driver.cuMemRetainAllocationHandle)?(&mut h, p) })?;
     let mut t = s.tables();
