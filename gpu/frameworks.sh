@@ -22,6 +22,7 @@ NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$NVCC" -O2 -o "$WORK/runtime_api" gpu/runtime_api.cu >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/thread_context" tests/c/thread_context.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/pools" tests/c/pools.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/vmm" tests/c/vmm.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -34,6 +35,7 @@ declare -A CMD=(
     [runtime_api]="$WORK/runtime_api"
     [thread_context]="$WORK/thread_context"
     [pools]="$WORK/pools"
+    [vmm]="$WORK/vmm"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -41,7 +43,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -141,6 +141,42 @@ fn c_memory_pools() {
     );
 }
 
+/// Virtual memory management through a real mediator: reserve, create, map,
+/// set access, fill and copy through the mappings, the driver's answers about
+/// a mapped address, and bad input refused as the driver refuses it:
+/// mapping over a mapping, sizes off the granularity, a forged allocation
+/// handle, a second release, and copies into reserved memory that is not
+/// mapped, past a mapping and after an unmap (the worker's check follows the
+/// mappings).
+#[test]
+fn c_virtual_memory_management() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "vmm");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok htod_reads_back")
+        .assert_line("ok dtod_reads_back")
+        .assert_line("ok memset_async_reads_back")
+        .assert_line("ok address_range_is_the_mapping")
+        .assert_line("ok attribute_range_is_the_mapping")
+        .assert_line("ok get_access_read_write")
+        .assert_line("ok retain_handle_same")
+        .assert_line("ok map_over_mapped: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok reserve_misaligned_size: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok create_misaligned_size: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok map_forged_handle: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok release_forged_handle: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok release_second: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok htod_reserved_unmapped: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok htod_past_mapping: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok htod_after_unmap: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok dtoh_after_unmap: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok small_still_mapped")
+        .assert_line("ok teardown_size_value")
+        .assert_line("67 checks, 0 failed");
+}
+
 #[test]
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();

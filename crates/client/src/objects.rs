@@ -34,6 +34,12 @@ pub struct Objects {
     pub kernel_functions: HashMap<(u64, u64), u64>,
     /// Device ranges this session handed out: base → size.
     pub device_ranges: BTreeMap<u64, u64>,
+    /// Address reservations (`cuMemAddressReserve`): base → size. Device
+    /// memory for unified addressing.
+    pub reserved: BTreeMap<u64, u64>,
+    /// Mapped ranges and whether their access was set, as the worker keeps
+    /// them: a copy into them may be posted once they serve copies.
+    pub mapped: vgpu_proto::vmm::Mappings,
     /// Pinned host memory (shared, or local on a TCP session): client
     /// address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
@@ -139,17 +145,23 @@ pub struct HostInfo {
 }
 
 impl Objects {
-    /// Whether `ptr` lies in a device range this session knows.
+    /// Whether `ptr` lies in a device range or a reservation this session
+    /// knows.
     pub fn is_device(&self, ptr: u64) -> bool {
-        self.device_ranges
-            .range(..=ptr)
-            .next_back()
-            .is_some_and(|(&base, &size)| ptr - base < size)
+        let inside = |m: &BTreeMap<u64, u64>| {
+            m.range(..=ptr)
+                .next_back()
+                .is_some_and(|(&base, &size)| ptr - base < size)
+        };
+        inside(&self.device_ranges) || inside(&self.reserved)
     }
 
     /// Whether `[ptr, ptr + len)` lies inside one device range this session
     /// knows: the check the worker makes, made before a copy is posted.
     pub fn range_ok(&self, ptr: u64, len: u64) -> bool {
+        if self.mapped.contains(ptr) {
+            return self.mapped.accessible(ptr, len);
+        }
         let Some((&base, &size)) = self.device_ranges.range(..=ptr).next_back() else {
             return false;
         };
@@ -245,6 +257,22 @@ mod tests {
         assert!(!o.range_ok(0x10f0, 0x11));
         assert!(!o.range_ok(0xff0, 0x20));
         assert!(!o.range_ok(0x10ff, u64::MAX));
+    }
+
+    #[test]
+    fn reservations_are_device_memory_and_mappings_post_once_accessible() {
+        let mut o = Objects::default();
+        o.reserved.insert(0x20_0000, 0x80_0000);
+        assert!(o.is_device(0x20_0000) && o.is_device(0x9f_ffff));
+        assert!(!o.is_device(0xa0_0000));
+        assert!(!o.range_ok(0x20_0000, 0x10), "reserved, not mapped");
+        o.mapped.map(0x20_0000, 0x20_0000);
+        assert!(!o.range_ok(0x20_0000, 0x10), "mapped, no access");
+        o.mapped.set_access(0x20_0000, 0x20_0000, true);
+        assert!(o.range_ok(0x20_0000, 0x20_0000));
+        assert!(!o.range_ok(0x3f_fff0, 0x20), "past the mapping");
+        o.mapped.unmap(0x20_0000, 0x20_0000);
+        assert!(!o.range_ok(0x20_0000, 0x10), "unmapped");
     }
 
     #[test]

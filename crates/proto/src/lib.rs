@@ -31,6 +31,7 @@ mod generated;
 mod handshake;
 pub mod message;
 pub mod span;
+pub mod vmm;
 
 pub use error::ProtoError;
 pub use frame::{

@@ -119,6 +119,7 @@ mod pointer;
 mod pool;
 mod state;
 mod stream;
+mod vmm;
 
 #[cfg(test)]
 mod tests;

@@ -78,9 +78,13 @@ pub(crate) fn range(st: &State, addr: CUdeviceptr, len: usize) -> Res<*mut u8> {
 }
 
 /// Like [`range`], without an error value. Page-locked host ranges count as device memory
-/// at their own address (unified addressing).
+/// at their own address (unified addressing); a mapped range counts once its access is
+/// set (`crate::vmm`).
 pub(crate) fn try_range(st: &State, addr: CUdeviceptr, len: usize) -> Option<*mut u8> {
     let Some((base, a)) = containing(st, addr) else {
+        if crate::vmm::reserved(st, addr) {
+            return crate::vmm::try_range(st, addr, len);
+        }
         return crate::hostmem::try_range(st, addr, len);
     };
     let off = us(addr - base);
@@ -101,9 +105,10 @@ pub(crate) enum End {
 }
 
 impl End {
-    /// Classifies a unified address: device if it lies in a live allocation, else host.
+    /// Classifies a unified address: device if it lies in a live allocation or a
+    /// reservation, else host.
     pub fn unified(st: &State, addr: CUdeviceptr) -> Self {
-        if containing(st, addr).is_some() {
+        if containing(st, addr).is_some() || crate::vmm::reserved(st, addr) {
             End::Device(addr)
         } else {
             End::Host(ptr::with_exposed_provenance_mut(us(addr)))

@@ -6,6 +6,7 @@ use crate::error::{err, Res};
 use crate::hostmem;
 use crate::memory;
 use crate::state::State;
+use crate::vmm;
 
 /// `CU_MEMORYTYPE_HOST` and `CU_MEMORYTYPE_DEVICE`.
 const MEMORY_TYPE_HOST: u32 = 1;
@@ -36,6 +37,15 @@ enum Found {
         ctx: usize,
         device: usize,
     },
+    /// A `cuMemMap`ped range: no context owns it.
+    Mapped {
+        base: u64,
+        size: u64,
+        device: usize,
+        access: u32,
+        buffer_id: u64,
+        handle_types: u32,
+    },
     Unknown,
 }
 
@@ -47,6 +57,16 @@ fn find(st: &State, ptr: u64) -> Found {
             ctx: a.ctx,
             device: a.device,
             stream_ordered: st.ext.facts.is_stream_ordered(base),
+        };
+    }
+    if let Some((base, size, device, access, buffer_id, handle_types)) = vmm::facts(st, ptr) {
+        return Found::Mapped {
+            base,
+            size,
+            device,
+            access,
+            buffer_id,
+            handle_types,
         };
     }
     if let Some((base, r)) = hostmem::containing(st, ptr) {
@@ -148,6 +168,27 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             17 if stream_ordered => Value::u64(pool(st, base, device)),
             // P2P tokens, SYNC_MEMOPS, IS_MANAGED, handle types, pool of a plain
             // allocation, HW decompression.
+            _ => default(attr),
+        },
+        Found::Mapped {
+            base,
+            size,
+            device,
+            access,
+            buffer_id,
+            handle_types,
+        } => match attr {
+            1 => Value::u64(0),
+            2 => Value::u32(MEMORY_TYPE_DEVICE),
+            ATTRIBUTE_DEVICE_POINTER => Value::u64(ptr),
+            4 => return no_value("device memory has no host pointer"),
+            7 | 20 => Value::u64(buffer_id),
+            9 => Value::i32(i32::try_from(device).unwrap_or(NO_DEVICE)),
+            11 | 19 => Value::u64(base),
+            12 | 18 => Value::u64(size),
+            13 => Value::flag(true),
+            14 => Value::u64(u64::from(handle_types)),
+            16 => Value::u32(access),
             _ => default(attr),
         },
         Found::Host {

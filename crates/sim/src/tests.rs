@@ -16,6 +16,7 @@ use crate::state;
 
 mod pool;
 mod runtime_api;
+mod vmm;
 
 const BUDGET: usize = 64 << 20;
 static LOCK: Mutex<()> = Mutex::new(());

@@ -145,6 +145,9 @@ remote_table! {
         pool: cuMemGetDefaultMemPool = 347 gen (nocontext) [location: in];
         pool: cuMemGetMemPool = 348 gen (nocontext) [location: in];
         pool: cuMemSetMemPool = 349 gen (nocontext) [location: in];
+        // ---- virtual memory management ----
+        vmm: cuMemGetAllocationGranularity = 300 gen [prop: bytes];
+        vmm: cuMemGetAccess = 301 gen;
     }
 
     manual {
@@ -190,6 +193,8 @@ remote_table! {
             cuMemHostGetFlags;
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
+        vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
+            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
     }
 
     ops {
@@ -343,5 +348,30 @@ remote_table! {
         /// `cuMemAllocFromPoolAsync`; the range joins the session's live
         /// allocations.
         pool: PoolAllocAsync = 363 { bytes: u64, pool: handle(MemPool), stream: handle(Stream) } => { dptr: devptr };
+        /// `cuMemAddressReserve`; the range joins the session's reservations.
+        vmm: MemAddressReserve = 302 { size: u64, alignment: u64, addr: devptr, flags: u64 } => { ptr: devptr };
+        /// `cuMemAddressFree` of a whole reservation of this session with
+        /// nothing mapped in it.
+        vmm: MemAddressFree = 303 { ptr: devptr, size: u64 } => {};
+        /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
+        /// `handle` is an id the worker minted for the driver's handle.
+        vmm: MemCreate = 304 { size: u64, flags: u64, prop: bytes(32) } => { handle: u64 };
+        /// `cuMemRelease` of an allocation handle id: one reference fewer.
+        vmm: MemRelease = 305 { handle: u64 } => {};
+        /// `cuMemMap` of an allocation handle id into a reservation of this
+        /// session where nothing is mapped yet.
+        vmm: MemMap = 306 { ptr: devptr, size: u64, offset: u64, handle: u64, flags: u64 } => {};
+        /// `cuMemUnmap` of whole mappings of this session; their access ends.
+        /// Synchronizing, as `cuMemFree` is: memory goes away.
+        vmm: MemUnmap = 307 { ptr: devptr, size: u64 } => {} (sync);
+        /// `cuMemSetAccess` over mapped memory of this session: the blob holds
+        /// `count` `CUmemAccessDesc`s.
+        vmm: MemSetAccess = 308 { ptr: devptr, size: u64, count: u32 } + blob => {};
+        /// `cuMemRetainAllocationHandle` of a mapped address: the handle's id,
+        /// with one reference more.
+        vmm: MemRetainAllocationHandle = 309 { addr: u64 } => { handle: u64 };
+        /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
+        /// `CUmemAllocationProp`.
+        vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
     }
 }

@@ -1102,6 +1102,30 @@ fn cuLibraryGetManaged() {
     });
 }
 
+/// `cuMemGetAccess` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemGetAccess() {
+    case("generated::cuMemGetAccess", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_ulonglong,
+            *const vgpu_abi::types::CUmemLocation_v1,
+            vgpu_abi::types::CUdeviceptr_v2,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemGetAccess");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_flags: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+        let mut i_location = Record::<vgpu_abi::types::CUmemLocation_v1>::from_bytes(&pattern(
+            301,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_flags, i_location.as_ptr(), f.dptr + 128) };
+        f.ok("cuMemGetAccess", st);
+        assert_eq!(o_flags, 5894922989317682813u64, "cuMemGetAccess: flags");
+    });
+}
+
 /// `cuMemGetAddressRange_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemGetAddressRange_v2() {
@@ -1126,6 +1150,39 @@ fn cuMemGetAddressRange_v2() {
         assert_eq!(
             o_psize, 1630644585752263573usize,
             "cuMemGetAddressRange_v2: psize"
+        );
+    });
+}
+
+/// `cuMemGetAllocationGranularity` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemGetAllocationGranularity() {
+    case("generated::cuMemGetAllocationGranularity", |f| {
+        let call: unsafe extern "C" fn(
+            *mut usize,
+            *const vgpu_abi::types::CUmemAllocationProp_v1,
+            vgpu_abi::types::CUmemAllocationGranularity_flags,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemGetAllocationGranularity");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+        let mut i_prop = Record::<vgpu_abi::types::CUmemAllocationProp_v1>::from_bytes(&pattern(
+            300,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_granularity,
+                i_prop.as_ptr(),
+                vgpu_abi::types::CUmemAllocationGranularity_flags(1287223909u32),
+            )
+        };
+        f.ok("cuMemGetAllocationGranularity", st);
+        assert_eq!(
+            o_granularity, 9294171511625182910usize,
+            "cuMemGetAllocationGranularity: granularity"
         );
     });
 }

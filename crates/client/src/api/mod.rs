@@ -20,6 +20,7 @@ mod pointer;
 mod pool;
 mod procaddr;
 pub(crate) mod stream;
+mod vmm;
 
 /// A count as the wire's u32; more is `CUDA_ERROR_INVALID_VALUE`.
 fn call_len(n: usize) -> crate::edge::CuResult<u32> {
@@ -204,4 +205,14 @@ implement! {
         launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);
     cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
         launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
+
+    cuMemAddressReserve(ptr, size, align, addr, flags) => vmm::address_reserve(ptr, size, align, addr, flags);
+    cuMemAddressFree(ptr, size) => vmm::address_free(ptr, size);
+    cuMemCreate(handle, size, prop, flags) => vmm::create(handle, size, prop, flags);
+    cuMemRelease(handle) => vmm::release(handle);
+    cuMemMap(ptr, size, offset, handle, flags) => vmm::map(ptr, size, offset, handle, flags);
+    cuMemUnmap(ptr, size) => vmm::unmap(ptr, size);
+    cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
+    cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
+    cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
 }

@@ -85,7 +85,9 @@ crate::api::implement! {
     cuKernelSetCacheConfig(kernel, config, dev) => self::kernel_set_cache_config(kernel, config, dev);
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
+    cuMemGetAccess(flags, location, ptr) => self::mem_get_access(flags, location, ptr);
     cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
+    cuMemGetAllocationGranularity(granularity, prop, option) => self::mem_get_allocation_granularity(granularity, prop, option);
     cuMemGetDefaultMemPool(pool_out, location, type_) => self::mem_get_default_mem_pool(pool_out, location, type_);
     cuMemGetInfo(free, total) => self::mem_get_info(free, total);
     cuMemGetInfo_v2(free, total) => self::mem_get_info_v2(free, total);
@@ -1015,6 +1017,33 @@ pub unsafe fn library_get_managed(
     Ok(())
 }
 
+/// `cuMemGetAccess`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_get_access(
+    flags: *mut ::core::ffi::c_ulonglong,
+    location: *const vgpu_abi::types::CUmemLocation_v1,
+    ptr: vgpu_abi::types::CUdeviceptr_v2,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    non_null(location)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_location = unsafe { call::record_bytes_at(location) };
+    let r = vgpu_proto::mem_get_access::Request {
+        location: b_location,
+        ptr: U64::new(ptr),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
 /// `cuMemGetAddressRange_v2`, generated.
 ///
 /// # Safety
@@ -1040,6 +1069,33 @@ pub unsafe fn mem_get_address_range_v2(
         if !psize.is_null() {
             write_out(psize, wire::usize(rep.psize.get()))?;
         }
+    }
+    Ok(())
+}
+
+/// `cuMemGetAllocationGranularity`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mem_get_allocation_granularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmemAllocationProp_v1,
+    option: vgpu_abi::types::CUmemAllocationGranularity_flags,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(granularity)?;
+    non_null(prop)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_prop = unsafe { call::record_bytes_at(prop) };
+    let r = vgpu_proto::mem_get_allocation_granularity::Request {
+        prop: b_prop,
+        option: U32::new(option.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(granularity, wire::usize(rep.granularity.get()))?;
     }
     Ok(())
 }

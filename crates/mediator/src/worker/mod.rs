@@ -27,6 +27,7 @@ mod remote;
 mod snapshot;
 mod stream;
 mod tables;
+mod vmm;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -156,6 +157,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
+    session.tables().vmm.release_all(&session.driver);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
 }

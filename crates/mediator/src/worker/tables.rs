@@ -104,6 +104,8 @@ pub struct Tables {
     others: HashMap<u64, Other>,
     /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
     minted: u64,
+    /// Reservations, allocation handles and mappings (`cuMemMap`).
+    pub vmm: super::vmm::Vmm,
 }
 
 /// A handle of a kind without a table of its own.
@@ -301,10 +303,17 @@ impl Tables {
         Ok(())
     }
 
-    /// Checks that `[ptr, ptr + len)` lies inside one live device range.
+    /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
+    /// in mapped memory whose access was set.
     pub fn check_range(&self, ptr: DevPtr, len: u64) -> Result<(), String> {
-        if len == 0 {
+        if len == 0 || self.vmm.accessible(ptr, len) {
             return Ok(());
+        }
+        if self.vmm.reserved(ptr, 1) {
+            return Err(format!(
+                "{len} bytes at {ptr:#x}: reserved (cuMemAddressReserve), but not mapped \
+                 with access set throughout"
+            ));
         }
         let Some((&base, r)) = self.ranges.range(..=ptr).next_back() else {
             return Err(format!(

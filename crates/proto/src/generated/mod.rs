@@ -356,6 +356,35 @@ pub enum Op {
     ProfilerStop = 222,
     /// `cuMemGetInfo`.
     MemGetInfo = 230,
+    /// `cuMemGetAllocationGranularity`.
+    MemGetAllocationGranularity = 300,
+    /// `cuMemGetAccess`.
+    MemGetAccess = 301,
+    /// `cuMemAddressReserve`; the range joins the session's reservations.
+    MemAddressReserve = 302,
+    /// `cuMemAddressFree` of a whole reservation of this session with
+    /// nothing mapped in it.
+    MemAddressFree = 303,
+    /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
+    /// `handle` is an id the worker minted for the driver's handle.
+    MemCreate = 304,
+    /// `cuMemRelease` of an allocation handle id: one reference fewer.
+    MemRelease = 305,
+    /// `cuMemMap` of an allocation handle id into a reservation of this
+    /// session where nothing is mapped yet.
+    MemMap = 306,
+    /// `cuMemUnmap` of whole mappings of this session; their access ends.
+    /// Synchronizing, as `cuMemFree` is: memory goes away.
+    MemUnmap = 307,
+    /// `cuMemSetAccess` over mapped memory of this session: the blob holds
+    /// `count` `CUmemAccessDesc`s.
+    MemSetAccess = 308,
+    /// `cuMemRetainAllocationHandle` of a mapped address: the handle's id,
+    /// with one reference more.
+    MemRetainAllocationHandle = 309,
+    /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
+    /// `CUmemAllocationProp`.
+    MemGetAllocationProperties = 310,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -543,6 +572,17 @@ impl Op {
         Op::ProfilerStart,
         Op::ProfilerStop,
         Op::MemGetInfo,
+        Op::MemGetAllocationGranularity,
+        Op::MemGetAccess,
+        Op::MemAddressReserve,
+        Op::MemAddressFree,
+        Op::MemCreate,
+        Op::MemRelease,
+        Op::MemMap,
+        Op::MemUnmap,
+        Op::MemSetAccess,
+        Op::MemRetainAllocationHandle,
+        Op::MemGetAllocationProperties,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -715,6 +755,17 @@ impl Op {
             Op::ProfilerStart => "ProfilerStart",
             Op::ProfilerStop => "ProfilerStop",
             Op::MemGetInfo => "MemGetInfo",
+            Op::MemGetAllocationGranularity => "MemGetAllocationGranularity",
+            Op::MemGetAccess => "MemGetAccess",
+            Op::MemAddressReserve => "MemAddressReserve",
+            Op::MemAddressFree => "MemAddressFree",
+            Op::MemCreate => "MemCreate",
+            Op::MemRelease => "MemRelease",
+            Op::MemMap => "MemMap",
+            Op::MemUnmap => "MemUnmap",
+            Op::MemSetAccess => "MemSetAccess",
+            Op::MemRetainAllocationHandle => "MemRetainAllocationHandle",
+            Op::MemGetAllocationProperties => "MemGetAllocationProperties",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -884,6 +935,17 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::MemGetAllocationGranularity => false,
+            Op::MemGetAccess => false,
+            Op::MemAddressReserve => false,
+            Op::MemAddressFree => false,
+            Op::MemCreate => false,
+            Op::MemRelease => false,
+            Op::MemMap => false,
+            Op::MemUnmap => false,
+            Op::MemSetAccess => false,
+            Op::MemRetainAllocationHandle => false,
+            Op::MemGetAllocationProperties => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1053,6 +1115,17 @@ impl Op {
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
             Op::MemGetInfo => true,
+            Op::MemGetAllocationGranularity => true,
+            Op::MemGetAccess => true,
+            Op::MemAddressReserve => true,
+            Op::MemAddressFree => true,
+            Op::MemCreate => true,
+            Op::MemRelease => true,
+            Op::MemMap => true,
+            Op::MemUnmap => true,
+            Op::MemSetAccess => true,
+            Op::MemRetainAllocationHandle => true,
+            Op::MemGetAllocationProperties => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -1222,6 +1295,17 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::MemGetAllocationGranularity => false,
+            Op::MemGetAccess => false,
+            Op::MemAddressReserve => false,
+            Op::MemAddressFree => false,
+            Op::MemCreate => false,
+            Op::MemRelease => false,
+            Op::MemMap => false,
+            Op::MemUnmap => false,
+            Op::MemSetAccess => false,
+            Op::MemRetainAllocationHandle => false,
+            Op::MemGetAllocationProperties => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1433,6 +1517,23 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Request>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Request>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Request>(),
+            Op::MemGetAllocationGranularity => {
+                core::mem::size_of::<mem_get_allocation_granularity::Request>()
+            }
+            Op::MemGetAccess => core::mem::size_of::<mem_get_access::Request>(),
+            Op::MemAddressReserve => core::mem::size_of::<mem_address_reserve::Request>(),
+            Op::MemAddressFree => core::mem::size_of::<mem_address_free::Request>(),
+            Op::MemCreate => core::mem::size_of::<mem_create::Request>(),
+            Op::MemRelease => core::mem::size_of::<mem_release::Request>(),
+            Op::MemMap => core::mem::size_of::<mem_map::Request>(),
+            Op::MemUnmap => core::mem::size_of::<mem_unmap::Request>(),
+            Op::MemSetAccess => core::mem::size_of::<mem_set_access::Request>(),
+            Op::MemRetainAllocationHandle => {
+                core::mem::size_of::<mem_retain_allocation_handle::Request>()
+            }
+            Op::MemGetAllocationProperties => {
+                core::mem::size_of::<mem_get_allocation_properties::Request>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -1638,6 +1739,23 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Reply>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Reply>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Reply>(),
+            Op::MemGetAllocationGranularity => {
+                core::mem::size_of::<mem_get_allocation_granularity::Reply>()
+            }
+            Op::MemGetAccess => core::mem::size_of::<mem_get_access::Reply>(),
+            Op::MemAddressReserve => core::mem::size_of::<mem_address_reserve::Reply>(),
+            Op::MemAddressFree => core::mem::size_of::<mem_address_free::Reply>(),
+            Op::MemCreate => core::mem::size_of::<mem_create::Reply>(),
+            Op::MemRelease => core::mem::size_of::<mem_release::Reply>(),
+            Op::MemMap => core::mem::size_of::<mem_map::Reply>(),
+            Op::MemUnmap => core::mem::size_of::<mem_unmap::Reply>(),
+            Op::MemSetAccess => core::mem::size_of::<mem_set_access::Reply>(),
+            Op::MemRetainAllocationHandle => {
+                core::mem::size_of::<mem_retain_allocation_handle::Reply>()
+            }
+            Op::MemGetAllocationProperties => {
+                core::mem::size_of::<mem_get_allocation_properties::Reply>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -1700,6 +1818,7 @@ impl Op {
             Op::MemsetD2D8_v2_ptds => true,
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
+            Op::MemUnmap => true,
             _ => false,
         }
     }
@@ -1989,6 +2108,25 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Request>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Request>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Request>(fixed, blob_len),
+            Op::MemGetAllocationGranularity => {
+                message::check::<mem_get_allocation_granularity::Request>(fixed, blob_len)
+            }
+            Op::MemGetAccess => message::check::<mem_get_access::Request>(fixed, blob_len),
+            Op::MemAddressReserve => {
+                message::check::<mem_address_reserve::Request>(fixed, blob_len)
+            }
+            Op::MemAddressFree => message::check::<mem_address_free::Request>(fixed, blob_len),
+            Op::MemCreate => message::check::<mem_create::Request>(fixed, blob_len),
+            Op::MemRelease => message::check::<mem_release::Request>(fixed, blob_len),
+            Op::MemMap => message::check::<mem_map::Request>(fixed, blob_len),
+            Op::MemUnmap => message::check::<mem_unmap::Request>(fixed, blob_len),
+            Op::MemSetAccess => message::check::<mem_set_access::Request>(fixed, blob_len),
+            Op::MemRetainAllocationHandle => {
+                message::check::<mem_retain_allocation_handle::Request>(fixed, blob_len)
+            }
+            Op::MemGetAllocationProperties => {
+                message::check::<mem_get_allocation_properties::Request>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Request>(fixed, blob_len),
@@ -2267,6 +2405,23 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Reply>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Reply>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Reply>(fixed, blob_len),
+            Op::MemGetAllocationGranularity => {
+                message::check::<mem_get_allocation_granularity::Reply>(fixed, blob_len)
+            }
+            Op::MemGetAccess => message::check::<mem_get_access::Reply>(fixed, blob_len),
+            Op::MemAddressReserve => message::check::<mem_address_reserve::Reply>(fixed, blob_len),
+            Op::MemAddressFree => message::check::<mem_address_free::Reply>(fixed, blob_len),
+            Op::MemCreate => message::check::<mem_create::Reply>(fixed, blob_len),
+            Op::MemRelease => message::check::<mem_release::Reply>(fixed, blob_len),
+            Op::MemMap => message::check::<mem_map::Reply>(fixed, blob_len),
+            Op::MemUnmap => message::check::<mem_unmap::Reply>(fixed, blob_len),
+            Op::MemSetAccess => message::check::<mem_set_access::Reply>(fixed, blob_len),
+            Op::MemRetainAllocationHandle => {
+                message::check::<mem_retain_allocation_handle::Reply>(fixed, blob_len)
+            }
+            Op::MemGetAllocationProperties => {
+                message::check::<mem_get_allocation_properties::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -2442,6 +2597,17 @@ impl TryFrom<u16> for Op {
             221 => Ok(Op::ProfilerStart),
             222 => Ok(Op::ProfilerStop),
             230 => Ok(Op::MemGetInfo),
+            300 => Ok(Op::MemGetAllocationGranularity),
+            301 => Ok(Op::MemGetAccess),
+            302 => Ok(Op::MemAddressReserve),
+            303 => Ok(Op::MemAddressFree),
+            304 => Ok(Op::MemCreate),
+            305 => Ok(Op::MemRelease),
+            306 => Ok(Op::MemMap),
+            307 => Ok(Op::MemUnmap),
+            308 => Ok(Op::MemSetAccess),
+            309 => Ok(Op::MemRetainAllocationHandle),
+            310 => Ok(Op::MemGetAllocationProperties),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -2613,6 +2779,17 @@ pub const SCHEMA: &str = concat!(
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
     "230 MemGetInfo {} => {free:u32,total:u32}\n",
+    "300 MemGetAllocationGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>()),option:u32} => {granularity:u64}\n",
+    "301 MemGetAccess {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>()),ptr:devptr} => {flags:u64}\n",
+    "302 MemAddressReserve {size:u64,alignment:u64,addr:devptr,flags:u64} => {ptr:devptr}\n",
+    "303 MemAddressFree {ptr:devptr,size:u64} => {}\n",
+    "304 MemCreate {size:u64,flags:u64,prop:bytes(32)} => {handle:u64}\n",
+    "305 MemRelease {handle:u64} => {}\n",
+    "306 MemMap {ptr:devptr,size:u64,offset:u64,handle:u64,flags:u64} => {}\n",
+    "307 MemUnmap {ptr:devptr,size:u64} => {} sync\n",
+    "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {}\n",
+    "309 MemRetainAllocationHandle {addr:u64} => {handle:u64}\n",
+    "310 MemGetAllocationProperties {handle:u64} => {prop:bytes(32)}\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -8849,6 +9026,462 @@ pub mod mem_get_info {
     }
 }
 
+/// `cuMemGetAllocationGranularity`: wire id 300.
+pub mod mem_get_allocation_granularity {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub prop: [u8; core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>()],
+        pub option: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub granularity: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetAllocationGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetAllocationGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemGetAccess`: wire id 301.
+pub mod mem_get_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub location: [u8; core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>()],
+        pub ptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub flags: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemAddressReserve: wire id 302.
+pub mod mem_address_reserve {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub size: U64,
+        pub alignment: U64,
+        pub addr: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemAddressReserve;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemAddressReserve;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemAddressFree: wire id 303.
+pub mod mem_address_free {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub ptr: U64,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemAddressFree;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemAddressFree;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemCreate: wire id 304.
+pub mod mem_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub size: U64,
+        pub flags: U64,
+        pub prop: [u8; 32],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemRelease: wire id 305.
+pub mod mem_release {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemMap: wire id 306.
+pub mod mem_map {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub ptr: U64,
+        pub size: U64,
+        pub offset: U64,
+        pub handle: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemMap;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemMap;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemUnmap: wire id 307.
+pub mod mem_unmap {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub ptr: U64,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemUnmap;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemUnmap;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemSetAccess: wire id 308.
+pub mod mem_set_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub ptr: U64,
+        pub size: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemSetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemSetAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemRetainAllocationHandle: wire id 309.
+pub mod mem_retain_allocation_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub addr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemRetainAllocationHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemRetainAllocationHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemGetAllocationProperties: wire id 310.
+pub mod mem_get_allocation_properties {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub prop: [u8; 32],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemGetAllocationProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemGetAllocationProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuMemPoolCreate`: wire id 340.
 pub mod mem_pool_create {
     use super::*;
@@ -10231,6 +10864,20 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
         Op::MemGetInfo => {
             let mut r = mem_get_info::Request::new_zeroed();
             let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemGetAllocationGranularity => {
+            let mut r = mem_get_allocation_granularity::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.prop.fill(7);
+            r.option = U32::new(24);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemGetAccess => {
+            let mut r = mem_get_access::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.location.fill(10);
+            r.ptr = U64::new(0x4100_0000_0000_001b);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::MemPoolCreate => {

@@ -66,6 +66,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     const KERNEL: u64 = 9;
     const POOL: u64 = 10;
     const HOST: u64 = 0x7f00_0000_0000;
+    const VMM_HANDLE: u64 = 0x11;
     let u = U64::new;
     let w = U32::new;
     fn b<M: IntoBytes + zerocopy::Immutable>(m: M) -> Vec<u8> {
@@ -413,6 +414,80 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 bytes: u(1 << 20),
                 pool: u(POOL),
                 stream: u(STREAM),
+            }),
+            none(),
+        ),
+        // 64 MiB reserved, 2 MiB granularity, no hint.
+        Op::MemAddressReserve => (
+            b(mem_address_reserve::Request {
+                size: u(64 << 20),
+                alignment: u(2 << 20),
+                addr: u(0),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MemAddressFree => (
+            b(mem_address_free::Request {
+                ptr: u(DPTR),
+                size: u(64 << 20),
+            }),
+            none(),
+        ),
+        // Pinned memory on device 0, shareable as a POSIX descriptor.
+        Op::MemCreate => {
+            let mut prop = [0u8; 32];
+            prop[0] = 1;
+            prop[4] = 1;
+            prop[8] = 1;
+            (
+                b(mem_create::Request {
+                    size: u(2 << 20),
+                    flags: u(0),
+                    prop,
+                }),
+                none(),
+            )
+        }
+        Op::MemRelease => (
+            b(mem_release::Request {
+                handle: u(VMM_HANDLE),
+            }),
+            none(),
+        ),
+        Op::MemMap => (
+            b(mem_map::Request {
+                ptr: u(DPTR),
+                size: u(2 << 20),
+                offset: u(0),
+                handle: u(VMM_HANDLE),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MemUnmap => (
+            b(mem_unmap::Request {
+                ptr: u(DPTR),
+                size: u(2 << 20),
+            }),
+            none(),
+        ),
+        // Device 0 (CU_MEM_LOCATION_TYPE_DEVICE), read-write.
+        Op::MemSetAccess => (
+            b(mem_set_access::Request {
+                ptr: u(DPTR),
+                size: u(2 << 20),
+                count: w(1),
+            }),
+            [1u32, 0, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        Op::MemRetainAllocationHandle => (
+            b(mem_retain_allocation_handle::Request { addr: u(DPTR) }),
+            none(),
+        ),
+        Op::MemGetAllocationProperties => (
+            b(mem_get_allocation_properties::Request {
+                handle: u(VMM_HANDLE),
             }),
             none(),
         ),

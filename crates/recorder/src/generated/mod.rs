@@ -1077,6 +1077,39 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemGetAccess`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAccess(
+    flags: *mut ::core::ffi::c_ulonglong,
+    location: *const vgpu_abi::types::CUmemLocation_v1,
+    ptr: vgpu_abi::types::CUdeviceptr_v2,
+) -> CUresult {
+    let mut c = Check::new("cuMemGetAccess");
+    c.non_null("flags", flags);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemLocation_v1`.
+    unsafe {
+        c.bytes(
+            "location",
+            location.cast(),
+            &pattern(
+                301,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>(),
+            ),
+        )
+    };
+    c.eq("ptr", ptr, 0x10000080u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { flags.write_unaligned(5894922989317682813u64) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemGetAddressRange_v2`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1098,6 +1131,43 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     unsafe { pbase.write_unaligned(17139365386678011584u64) };
     // SAFETY: checked non-NULL.
     unsafe { psize.write_unaligned(1630644585752263573usize) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemGetAllocationGranularity`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAllocationGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmemAllocationProp_v1,
+    option: vgpu_abi::types::CUmemAllocationGranularity_flags,
+) -> CUresult {
+    let mut c = Check::new("cuMemGetAllocationGranularity");
+    c.non_null("granularity", granularity);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmemAllocationProp_v1`.
+    unsafe {
+        c.bytes(
+            "prop",
+            prop.cast(),
+            &pattern(
+                300,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>(),
+            ),
+        )
+    };
+    c.eq(
+        "option",
+        option,
+        vgpu_abi::types::CUmemAllocationGranularity_flags(1287223909u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { granularity.write_unaligned(9294171511625182910usize) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2538,7 +2608,9 @@ pub const EXPORTS: &[&str] = &[
     "cuKernelSetCacheConfig",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
+    "cuMemGetAccess",
     "cuMemGetAddressRange_v2",
+    "cuMemGetAllocationGranularity",
     "cuMemGetDefaultMemPool",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
@@ -2660,7 +2732,9 @@ const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
 const _: crate::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: crate::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
+const _: crate::signature::cuMemGetAccess = cuMemGetAccess;
 const _: crate::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: crate::signature::cuMemGetAllocationGranularity = cuMemGetAllocationGranularity;
 const _: crate::signature::cuMemGetDefaultMemPool = cuMemGetDefaultMemPool;
 const _: crate::signature::cuMemGetInfo = cuMemGetInfo;
 const _: crate::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;

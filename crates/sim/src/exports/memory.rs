@@ -317,7 +317,12 @@ pub(crate) fn mem_get_address_range_v2(
     let sim = state::sim()?;
     let st = sim.lock();
     context::current(&st)?;
-    let Some((base, a)) = memory::containing(&st, dptr) else {
+    let found = match memory::containing(&st, dptr) {
+        Some((base, a)) => Some((base, a.size)),
+        // A mapped range: the mapping holding the address.
+        None => crate::vmm::facts(&st, dptr).map(|(base, size, ..)| (base, crate::ffi::us(size))),
+    };
+    let Some((base, size)) = found else {
         return err(
             CUresult::CUDA_ERROR_NOT_FOUND,
             format!("{dptr:#x} is not inside a live allocation"),
@@ -328,7 +333,7 @@ pub(crate) fn mem_get_address_range_v2(
         o.write(base);
     }
     if let Some(o) = s_out {
-        o.write(a.size);
+        o.write(size);
     }
     Ok(())
 }

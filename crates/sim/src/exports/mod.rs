@@ -29,6 +29,7 @@ mod pointer;
 mod pool;
 mod profiler;
 mod stream;
+mod vmm;
 
 pub use context::*;
 pub use copy::*;
@@ -45,6 +46,7 @@ pub use module::*;
 pub use pointer::*;
 pub use pool::*;
 pub use stream::*;
+pub use vmm::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
 /// it, from the generated ABI table.
@@ -145,4 +147,13 @@ exports!(
     cuMemPoolSetAttribute,
     cuMemAllocFromPoolAsync,
     cuMemAllocFromPoolAsync_ptsz,
+    cuMemAddressReserve,
+    cuMemAddressFree,
+    cuMemCreate,
+    cuMemRelease,
+    cuMemMap,
+    cuMemUnmap,
+    cuMemSetAccess,
+    cuMemRetainAllocationHandle,
+    cuMemGetAllocationPropertiesFromHandle,
 );

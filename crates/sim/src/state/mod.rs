@@ -15,6 +15,7 @@ pub(crate) mod module;
 pub(crate) mod pointer;
 pub(crate) mod pool;
 pub(crate) mod stream;
+pub(crate) mod vmm;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -53,7 +54,7 @@ pub(crate) struct State {
 
 /// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
 /// registered and allocated host memory, per-allocation pointer facts (buffer ids,
-/// stream-ordered origin), and memory pools.
+/// stream-ordered origin), memory pools, and virtual memory management.
 #[derive(Debug, Default)]
 pub(crate) struct Ext {
     pub libraries: Libraries,
@@ -61,6 +62,8 @@ pub(crate) struct Ext {
     pub host: Host,
     pub facts: Facts,
     pub pools: Pools,
+    /// Reservations, physical allocations and mappings (`cuMemMap`).
+    pub vmm: vmm::Vmm,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

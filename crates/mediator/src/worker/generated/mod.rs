@@ -188,6 +188,17 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::ProfilerStart => profiler_start(s, req),
         Op::ProfilerStop => profiler_stop(s, req),
         Op::MemGetInfo => mem_get_info(s, req),
+        Op::MemGetAllocationGranularity => mem_get_allocation_granularity(s, req),
+        Op::MemGetAccess => mem_get_access(s, req),
+        Op::MemAddressReserve => super::vmm::mem_address_reserve(lane, s, req),
+        Op::MemAddressFree => super::vmm::mem_address_free(lane, s, req),
+        Op::MemCreate => super::vmm::mem_create(lane, s, req),
+        Op::MemRelease => super::vmm::mem_release(lane, s, req),
+        Op::MemMap => super::vmm::mem_map(lane, s, req),
+        Op::MemUnmap => super::vmm::mem_unmap(lane, s, req),
+        Op::MemSetAccess => super::vmm::mem_set_access(lane, s, req),
+        Op::MemRetainAllocationHandle => super::vmm::mem_retain_allocation_handle(lane, s, req),
+        Op::MemGetAllocationProperties => super::vmm::mem_get_allocation_properties(lane, s, req),
         Op::MemPoolCreate => mem_pool_create(s, req),
         Op::MemPoolTrimTo => mem_pool_trim_to(s, req),
         Op::MemPoolSetAccess => mem_pool_set_access(s, req),
@@ -2619,6 +2630,52 @@ fn mem_get_info(s: &Session, req: &Request) -> Result<Reply, Status> {
         &vgpu_proto::mem_get_info::Reply {
             free: U32::new(o_free),
             total: U32::new(o_total),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemGetAllocationGranularity`.
+fn mem_get_allocation_granularity(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_get_allocation_granularity::Request = calls::message(req)?;
+    let a_option = vgpu_abi::types::CUmemAllocationGranularity_flags(r.option.get());
+    let t = s.tables();
+    // SAFETY: `CUmemAllocationProp_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_prop: vgpu_abi::types::CUmemAllocationProp_v1 = unsafe { calls::record(&r.prop) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemGetAllocationGranularity)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_granularity, &a_prop, a_option) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_get_allocation_granularity::Reply {
+            granularity: U64::new(o_granularity as u64),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemGetAccess`.
+fn mem_get_access(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mem_get_access::Request = calls::message(req)?;
+    let a_ptr = r.ptr.get();
+    let t = s.tables();
+    // SAFETY: `CUmemLocation_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_location: vgpu_abi::types::CUmemLocation_v1 = unsafe { calls::record(&r.location) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_flags: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMemGetAccess)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_flags, &a_location, a_ptr) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mem_get_access::Reply {
+            flags: U64::new(o_flags),
         },
         Vec::new(),
     ))

@@ -739,6 +739,24 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     })
 }
 
+/// `cuMemGetAccess`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAccess(
+    flags: *mut ::core::ffi::c_ulonglong,
+    location: *const vgpu_abi::types::CUmemLocation_v1,
+    ptr: vgpu_abi::types::CUdeviceptr_v2,
+) -> CUresult {
+    run("cuMemGetAccess", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let flags = unsafe { Out::new(flags, "flags") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::vmm::mem_get_access(flags, location, ptr) }
+    })
+}
+
 /// `cuMemGetAddressRange_v2`.
 ///
 /// # Safety
@@ -755,6 +773,24 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let psize = unsafe { Out::optional(psize) };
         super::memory::mem_get_address_range_v2(pbase, psize, dptr)
+    })
+}
+
+/// `cuMemGetAllocationGranularity`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetAllocationGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmemAllocationProp_v1,
+    option: vgpu_abi::types::CUmemAllocationGranularity_flags,
+) -> CUresult {
+    run("cuMemGetAllocationGranularity", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let granularity = unsafe { Out::new(granularity, "granularity") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::vmm::mem_get_allocation_granularity(granularity, prop, option) }
     })
 }
 
@@ -1772,7 +1808,9 @@ pub const EXPORTS: &[&str] = &[
     "cuKernelSetCacheConfig",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
+    "cuMemGetAccess",
     "cuMemGetAddressRange_v2",
+    "cuMemGetAllocationGranularity",
     "cuMemGetDefaultMemPool",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
@@ -1894,7 +1932,9 @@ const _: super::signature::cuKernelSetAttribute = cuKernelSetAttribute;
 const _: super::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
 const _: super::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
+const _: super::signature::cuMemGetAccess = cuMemGetAccess;
 const _: super::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
+const _: super::signature::cuMemGetAllocationGranularity = cuMemGetAllocationGranularity;
 const _: super::signature::cuMemGetDefaultMemPool = cuMemGetDefaultMemPool;
 const _: super::signature::cuMemGetInfo = cuMemGetInfo;
 const _: super::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;

@@ -1,0 +1,205 @@
+//! Virtual memory management: reservations, physical allocations, mappings
+//! and access, each a round trip to the worker, which keeps the session's
+//! view of them (`worker::vmm`). The client follows the mappings and their
+//! access as the worker does, so an asynchronous copy into mapped memory is
+//! posted when the worker would accept it.
+//!
+//! Allocation handles are ids the worker minted, never the driver's values.
+//! A reservation is device memory here from the start: `cuMemcpy` never
+//! takes an address in one for a host pointer, mapped or not.
+
+use std::ffi::{c_ulonglong, c_void};
+
+use vgpu_abi::types::{
+    CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle,
+};
+use vgpu_proto::{
+    mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
+    mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+};
+use zerocopy::little_endian::{U32, U64};
+
+use crate::edge::{non_null, write_out, CuError, CuResult};
+use crate::runtime::runtime;
+
+/// The bytes of a C struct the application passes by pointer.
+///
+/// # Safety
+/// `p` must be non-NULL and valid for a read of a `T`.
+unsafe fn bytes_of<T, const N: usize>(p: *const T) -> [u8; N] {
+    const { assert!(N == size_of::<T>()) };
+    let mut out = [0u8; N];
+    // SAFETY: `p` is readable for `N` bytes by this function's contract.
+    unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), out.as_mut_ptr(), N) };
+    out
+}
+
+/// # Safety
+/// `ptr` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+pub unsafe fn address_reserve(
+    ptr: *mut CUdeviceptr,
+    size: usize,
+    alignment: usize,
+    addr: CUdeviceptr,
+    flags: c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ptr)?;
+    let r = mem_address_reserve::Request {
+        size: U64::new(size as u64),
+        alignment: U64::new(alignment as u64),
+        addr: U64::new(addr),
+        flags: U64::new(flags),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let p = rep.ptr.get();
+    s.objects().reserved.insert(p, size as u64);
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ptr, p) }
+}
+
+pub fn address_free(ptr: CUdeviceptr, size: usize) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = mem_address_free::Request {
+        ptr: U64::new(ptr),
+        size: U64::new(size as u64),
+    };
+    s.request(&r, &[])?;
+    let mut o = s.objects();
+    o.reserved.remove(&ptr);
+    o.mapped.unmap(ptr, size as u64);
+    Ok(())
+}
+
+/// # Safety
+/// `handle` must be NULL or writable, `prop` NULL or readable, as the CUDA API defines them.
+pub unsafe fn create(
+    handle: *mut CUmemGenericAllocationHandle,
+    size: usize,
+    prop: *const CUmemAllocationProp,
+    flags: c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(handle)?;
+    non_null(prop)?;
+    let r = mem_create::Request {
+        size: U64::new(size as u64),
+        flags: U64::new(flags),
+        // SAFETY: checked non-NULL; the application's property struct.
+        prop: unsafe { bytes_of(prop) },
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(handle, rep.handle.get()) }
+}
+
+pub fn release(handle: CUmemGenericAllocationHandle) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = mem_release::Request {
+        handle: U64::new(handle),
+    };
+    s.request(&r, &[]).map(drop)
+}
+
+pub fn map(
+    ptr: CUdeviceptr,
+    size: usize,
+    offset: usize,
+    handle: CUmemGenericAllocationHandle,
+    flags: c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = mem_map::Request {
+        ptr: U64::new(ptr),
+        size: U64::new(size as u64),
+        offset: U64::new(offset as u64),
+        handle: U64::new(handle),
+        flags: U64::new(flags),
+    };
+    s.request(&r, &[])?;
+    s.objects().mapped.map(ptr, size as u64);
+    Ok(())
+}
+
+pub fn unmap(ptr: CUdeviceptr, size: usize) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = mem_unmap::Request {
+        ptr: U64::new(ptr),
+        size: U64::new(size as u64),
+    };
+    s.request(&r, &[])?;
+    s.objects().mapped.unmap(ptr, size as u64);
+    Ok(())
+}
+
+/// # Safety
+/// `desc` must be NULL or readable for `count` descriptors, as the CUDA API defines it.
+pub unsafe fn set_access(
+    ptr: CUdeviceptr,
+    size: usize,
+    desc: *const CUmemAccessDesc,
+    count: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let n = super::call_len(count)?;
+    let blob: Vec<u8> = if count == 0 {
+        Vec::new()
+    } else {
+        non_null(desc)?;
+        let len = count
+            .checked_mul(size_of::<CUmemAccessDesc>())
+            .ok_or(CuError::INVALID_VALUE)?;
+        // SAFETY: checked non-NULL; the application promises `count` descriptors.
+        unsafe { std::slice::from_raw_parts(desc.cast::<u8>(), len) }.to_vec()
+    };
+    let r = mem_set_access::Request {
+        ptr: U64::new(ptr),
+        size: U64::new(size as u64),
+        count: U32::new(n),
+    };
+    s.request(&r, &blob)?;
+    // Access is set when some descriptor's flags are not PROT_NONE (0).
+    let flags = std::mem::offset_of!(CUmemAccessDesc, flags);
+    let access = blob
+        .chunks_exact(size_of::<CUmemAccessDesc>())
+        .any(|d| d[flags..flags + 4] != [0; 4]);
+    s.objects().mapped.set_access(ptr, size as u64, access);
+    Ok(())
+}
+
+/// # Safety
+/// `handle` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+pub unsafe fn retain_allocation_handle(
+    handle: *mut CUmemGenericAllocationHandle,
+    addr: *mut c_void,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(handle)?;
+    let r = mem_retain_allocation_handle::Request {
+        addr: U64::new(addr as usize as u64),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(handle, rep.handle.get()) }
+}
+
+/// # Safety
+/// `prop` must be NULL or valid for a write of its pointee, as the CUDA API defines it.
+pub unsafe fn allocation_properties(
+    prop: *mut CUmemAllocationProp,
+    handle: CUmemGenericAllocationHandle,
+) -> CuResult<()> {
+    const { assert!(size_of::<CUmemAllocationProp>() == 32) };
+    let s = runtime().session()?;
+    non_null(prop)?;
+    let r = mem_get_allocation_properties::Request {
+        handle: U64::new(handle),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    // SAFETY: checked non-NULL; the application's struct of exactly these
+    // 32 bytes (the wire field's size is the struct's).
+    unsafe {
+        std::ptr::copy_nonoverlapping(rep.prop.as_ptr(), prop.cast::<u8>(), rep.prop.len());
+    }
+    Ok(())
+}
