@@ -5,7 +5,7 @@
 //! Each test starts a real mediator whose workers load the recording test
 //! driver (`crates/recorder`), re-runs itself as a client child, makes one
 //! of each fixture object through `libvgpu-cuda.so` (a context, stream,
-//! event, allocation, module, function, library and kernel), and calls the
+//! event, allocation, module, function, library, kernel and array), and calls the
 //! entry point with known values. The recorder's export checks that every
 //! argument arrived as passed, handles translated to its own, and writes
 //! known values into every output; the test then checks that they came back
@@ -69,6 +69,7 @@ pub struct Fixture {
     pub function: u64,
     pub library: u64,
     pub kernel: u64,
+    pub array: u64,
     pub dptr: u64,
 }
 
@@ -86,6 +87,7 @@ impl Fixture {
             function: 0,
             library: 0,
             kernel: 0,
+            array: 0,
             dptr: 0,
         };
         let init: unsafe extern "C" fn(c_uint) -> CUresult = f.sym("cuInit");
@@ -151,6 +153,21 @@ impl Fixture {
                 get_kernel(&mut h, f.library as *mut c_void, c"k".as_ptr()),
             );
             f.kernel = h as u64;
+            // The recorder's generated `cuArray3DCreate_v2` accepts only the
+            // descriptor its own conformance test passes, and hands out the
+            // fixture array.
+            let array_create: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CUresult =
+                f.sym("cuArray3DCreate_v2");
+            let descriptor = generated::pattern(
+                vgpu_proto::Op::Array3DCreate_v2 as u16,
+                1,
+                std::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR>(),
+            );
+            f.ok(
+                "cuArray3DCreate_v2",
+                array_create(&mut h, descriptor.as_ptr().cast()),
+            );
+            f.array = h as u64;
         }
         f
     }

@@ -97,6 +97,7 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("vgpu-sim requires a 64-bit target");
 
+mod array;
 pub mod config;
 mod context;
 mod copy2d;

@@ -133,6 +133,15 @@ remote_table! {
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
         profiler: cuProfilerStop = 222 gen;
+
+        // ---- CUDA arrays ----
+        array: cuArrayCreate_v2 = 460 gen;
+        array: cuArray3DCreate_v2 = 461 gen;
+        array: cuArrayGetDescriptor_v2 = 462 gen;
+        array: cuArray3DGetDescriptor_v2 = 463 gen;
+        array: cuMemcpyAtoD_v2 = 464 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA_v2 = 465 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA_v2 = 466 gen (sync);
     }
 
     manual {
@@ -176,6 +185,8 @@ remote_table! {
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
+        array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
+            cuMemcpyAtoHAsync_v2;
     }
 
     ops {
@@ -315,5 +326,27 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// Destroys a CUDA array and forgets its id.
+        array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
+        /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
+        /// and `cuMemcpy3D` forms). Each side's `kind` is a `CUmemorytype`:
+        /// device (`addr`, `pitch`, `height` rows a slice), array (`array`)
+        /// or host, whose rows travel packed in the request's blob (source)
+        /// or the reply's blob (destination), `width` bytes each, `height`
+        /// rows a slice; host sides carry 0 for their address, offsets and
+        /// pitches. `x` is in bytes, `y` in rows, `z` in slices.
+        array: MemcpyArray = 471 { src_kind: u8, src: devptr, src_array: handle(Array), src_x: u64,
+            src_y: u64, src_z: u64, src_pitch: u64, src_height: u64, dst_kind: u8, dst: devptr,
+            dst_array: handle(Array), dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64,
+            dst_height: u64, width: u64, height: u64, depth: u64, stream: handle(Stream),
+            is_async: bool } + blob => {} + blob (sync_unless(is_async));
+        /// Host to array at byte `offset` (`cuMemcpyHtoA`): the bytes are the blob.
+        array: MemcpyHtoA = 472 { array: handle(Array), offset: u64, stream: handle(Stream), is_async: bool } + blob
+            => {} (sync_unless(is_async));
+        /// Array at byte `offset` to host (`cuMemcpyAtoH`): the bytes come
+        /// back as the reply's blob.
+        array: MemcpyAtoH = 473 { array: handle(Array), offset: u64, bytes: u64, stream: handle(Stream), is_async: bool }
+            => {} + blob (sync);
     }
 }

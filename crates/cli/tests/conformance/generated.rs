@@ -22,7 +22,7 @@ use super::{case, handle, minted, Record};
 
 /// `n` bytes for (operation, slot): what the test passes and the
 /// recorder expects, or what the recorder writes and the test expects.
-fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
+pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
     let word = |k: u64| {
         let mut z = (u64::from(id) << 32 | (slot as u64 * 64 + k + 1001))
             .wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -34,6 +34,109 @@ fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .flat_map(|k| word(k).to_le_bytes())
         .take(n)
         .collect()
+}
+
+/// `cuArray3DCreate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DCreate_v2() {
+    case("generated::cuArray3DCreate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DCreate_v2");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::from_bytes(&pattern(
+                461,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArray3DCreate_v2", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArray3DCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArray3DGetDescriptor_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DGetDescriptor_v2() {
+    case("generated::cuArray3DGetDescriptor_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DGetDescriptor_v2");
+        let mut o_pArrayDescriptor =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArray3DGetDescriptor_v2", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                463,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()
+            ),
+            "cuArray3DGetDescriptor_v2: pArrayDescriptor"
+        );
+    });
+}
+
+/// `cuArrayCreate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayCreate_v2() {
+    case("generated::cuArrayCreate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayCreate_v2");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::from_bytes(&pattern(
+                460,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArrayCreate_v2", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArrayCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArrayGetDescriptor_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetDescriptor_v2() {
+    case("generated::cuArrayGetDescriptor_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetDescriptor_v2");
+        let mut o_pArrayDescriptor = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArrayGetDescriptor_v2", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                462,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()
+            ),
+            "cuArrayGetDescriptor_v2: pArrayDescriptor"
+        );
+    });
 }
 
 /// `cuCtxAttach` arrives with the values passed and its outputs come back.
@@ -1112,6 +1215,80 @@ fn cuMemGetInfo_v2() {
         f.ok("cuMemGetInfo_v2", st);
         assert_eq!(o_free, 7006753546337808900usize, "cuMemGetInfo_v2: free");
         assert_eq!(o_total, 3850197174831174729usize, "cuMemGetInfo_v2: total");
+    });
+}
+
+/// `cuMemcpyAtoA_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoA_v2() {
+    case("generated::cuMemcpyAtoA_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoA_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                6307122985768911467usize,
+                handle(f.array),
+                9933286067706388354usize,
+                12050070669077545163usize,
+            )
+        };
+        f.ok("cuMemcpyAtoA_v2", st);
+    });
+}
+
+/// `cuMemcpyAtoD_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoD_v2() {
+    case("generated::cuMemcpyAtoD_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoD_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.array),
+                13192178319736662974usize,
+                5usize,
+            )
+        };
+        f.ok("cuMemcpyAtoD_v2", st);
+    });
+}
+
+/// `cuMemcpyDtoA_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyDtoA_v2() {
+    case("generated::cuMemcpyDtoA_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyDtoA_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                3314864610797794134usize,
+                f.dptr + 128,
+                3usize,
+            )
+        };
+        f.ok("cuMemcpyDtoA_v2", st);
     });
 }
 

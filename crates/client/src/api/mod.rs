@@ -1,6 +1,7 @@
 //! The implemented entry points: one `implement!` line each, mapping the raw
 //! export to a typed function in its area module.
 
+mod array;
 pub(crate) mod context;
 mod copy;
 mod dark;
@@ -198,4 +199,9 @@ implement! {
         launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id(s), params, extra);
     cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
         launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
+    cuArrayDestroy(a) => array::destroy(a);
+    cuMemcpyHtoA_v2(a, off, src, n) => array::htoa(a, off, src, n, None);
+    cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
+    cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
+    cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
 }

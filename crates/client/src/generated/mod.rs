@@ -30,6 +30,10 @@ use crate::lane::Follows;
 use crate::runtime::runtime;
 
 crate::api::implement! {
+    cuArray3DCreate_v2(pHandle, pAllocateArray) => self::array3d_create_v2(pHandle, pAllocateArray);
+    cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) => self::array3d_get_descriptor_v2(pArrayDescriptor, hArray);
+    cuArrayCreate_v2(pHandle, pAllocateArray) => self::array_create_v2(pHandle, pAllocateArray);
+    cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) => self::array_get_descriptor_v2(pArrayDescriptor, hArray);
     cuCtxAttach(pctx, flags) => self::ctx_attach(pctx, flags);
     cuCtxDetach(ctx) => self::ctx_detach(ctx);
     cuCtxGetApiVersion(ctx, version) => self::ctx_get_api_version(ctx, version);
@@ -85,6 +89,9 @@ crate::api::implement! {
     cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
     cuMemGetInfo(free, total) => self::mem_get_info(free, total);
     cuMemGetInfo_v2(free, total) => self::mem_get_info_v2(free, total);
+    cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) => self::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+    cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) => self::memcpy_atod_v2(dstDevice, srcArray, srcOffset, ByteCount);
+    cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) => self::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount);
     cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) => self::memset_d2d16(dstDevice, dstPitch, us, Width, Height);
     cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async(dstDevice, dstPitch, us, Width, Height, hStream);
     cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream);
@@ -139,6 +146,100 @@ crate::api::implement! {
     cuStreamSynchronize_ptsz(hStream) => self::stream_synchronize_ptsz(hStream);
     cuStreamWaitEvent(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event(hStream, hEvent, Flags);
     cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event_ptsz(hStream, hEvent, Flags);
+}
+
+/// `cuArray3DCreate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_create_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array3d_create_v2::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArray3DGetDescriptor_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_get_descriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array3d_get_descriptor_v2::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
+}
+
+/// `cuArrayCreate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_create_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array_create_v2::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetDescriptor_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_descriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array_get_descriptor_v2::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
 }
 
 /// `cuCtxAttach`, generated.
@@ -1014,6 +1115,74 @@ pub unsafe fn mem_get_info_v2(free: *mut usize, total: *mut usize) -> CuResult<(
         write_out(free, wire::usize(rep.free.get()))?;
         write_out(total, wire::usize(rep.total.get()))?;
     }
+    Ok(())
+}
+
+/// `cuMemcpyAtoA_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atoa_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atoa_v2::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyAtoD_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atod_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atod_v2::Request {
+        dst_device: U64::new(dstDevice),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyDtoA_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_dtoa_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_dtoa_v2::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_device: U64::new(srcDevice),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

@@ -241,6 +241,15 @@ impl Tables {
         id
     }
 
+    /// Forgets the `kind` handle `id` of a kind without a table of its own
+    /// (destroyed); whether it was known.
+    pub fn forget_other(&mut self, kind: HandleKind, id: u64) -> bool {
+        match self.others.get(&id) {
+            Some(o) if o.kind == kind => self.others.remove(&id).is_some(),
+            _ => false,
+        }
+    }
+
     /// The id of function or kernel `real`, if the table has it.
     pub fn function_id(&self, real: Raw) -> Option<u64> {
         self.functions

@@ -356,6 +356,35 @@ pub enum Op {
     ProfilerStop = 222,
     /// `cuMemGetInfo`.
     MemGetInfo = 230,
+    /// `cuArrayCreate_v2`.
+    ArrayCreate_v2 = 460,
+    /// `cuArray3DCreate_v2`.
+    Array3DCreate_v2 = 461,
+    /// `cuArrayGetDescriptor_v2`.
+    ArrayGetDescriptor_v2 = 462,
+    /// `cuArray3DGetDescriptor_v2`.
+    Array3DGetDescriptor_v2 = 463,
+    /// `cuMemcpyAtoD_v2`.
+    MemcpyAtoD_v2 = 464,
+    /// `cuMemcpyDtoA_v2`.
+    MemcpyDtoA_v2 = 465,
+    /// `cuMemcpyAtoA_v2`.
+    MemcpyAtoA_v2 = 466,
+    /// Destroys a CUDA array and forgets its id.
+    ArrayDestroy = 470,
+    /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
+    /// and `cuMemcpy3D` forms). Each side's `kind` is a `CUmemorytype`:
+    /// device (`addr`, `pitch`, `height` rows a slice), array (`array`)
+    /// or host, whose rows travel packed in the request's blob (source)
+    /// or the reply's blob (destination), `width` bytes each, `height`
+    /// rows a slice; host sides carry 0 for their address, offsets and
+    /// pitches. `x` is in bytes, `y` in rows, `z` in slices.
+    MemcpyArray = 471,
+    /// Host to array at byte `offset` (`cuMemcpyHtoA`): the bytes are the blob.
+    MemcpyHtoA = 472,
+    /// Array at byte `offset` to host (`cuMemcpyAtoH`): the bytes come
+    /// back as the reply's blob.
+    MemcpyAtoH = 473,
 }
 
 impl Op {
@@ -510,6 +539,17 @@ impl Op {
         Op::ProfilerStart,
         Op::ProfilerStop,
         Op::MemGetInfo,
+        Op::ArrayCreate_v2,
+        Op::Array3DCreate_v2,
+        Op::ArrayGetDescriptor_v2,
+        Op::Array3DGetDescriptor_v2,
+        Op::MemcpyAtoD_v2,
+        Op::MemcpyDtoA_v2,
+        Op::MemcpyAtoA_v2,
+        Op::ArrayDestroy,
+        Op::MemcpyArray,
+        Op::MemcpyHtoA,
+        Op::MemcpyAtoH,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -668,6 +708,17 @@ impl Op {
             Op::ProfilerStart => "ProfilerStart",
             Op::ProfilerStop => "ProfilerStop",
             Op::MemGetInfo => "MemGetInfo",
+            Op::ArrayCreate_v2 => "ArrayCreate_v2",
+            Op::Array3DCreate_v2 => "Array3DCreate_v2",
+            Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
+            Op::Array3DGetDescriptor_v2 => "Array3DGetDescriptor_v2",
+            Op::MemcpyAtoD_v2 => "MemcpyAtoD_v2",
+            Op::MemcpyDtoA_v2 => "MemcpyDtoA_v2",
+            Op::MemcpyAtoA_v2 => "MemcpyAtoA_v2",
+            Op::ArrayDestroy => "ArrayDestroy",
+            Op::MemcpyArray => "MemcpyArray",
+            Op::MemcpyHtoA => "MemcpyHtoA",
+            Op::MemcpyAtoH => "MemcpyAtoH",
         }
     }
 
@@ -823,6 +874,17 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
         }
     }
 
@@ -978,6 +1040,17 @@ impl Op {
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
             Op::MemGetInfo => true,
+            Op::ArrayCreate_v2 => true,
+            Op::Array3DCreate_v2 => true,
+            Op::ArrayGetDescriptor_v2 => true,
+            Op::Array3DGetDescriptor_v2 => true,
+            Op::MemcpyAtoD_v2 => true,
+            Op::MemcpyDtoA_v2 => true,
+            Op::MemcpyAtoA_v2 => true,
+            Op::ArrayDestroy => true,
+            Op::MemcpyArray => true,
+            Op::MemcpyHtoA => true,
+            Op::MemcpyAtoH => true,
         }
     }
 
@@ -1133,6 +1206,17 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
         }
     }
 
@@ -1330,6 +1414,19 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Request>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Request>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Request>(),
+            Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
+            Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
+            Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
+            Op::Array3DGetDescriptor_v2 => {
+                core::mem::size_of::<array3d_get_descriptor_v2::Request>()
+            }
+            Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Request>(),
+            Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Request>(),
+            Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Request>(),
+            Op::ArrayDestroy => core::mem::size_of::<array_destroy::Request>(),
+            Op::MemcpyArray => core::mem::size_of::<memcpy_array::Request>(),
+            Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Request>(),
+            Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Request>(),
         }
     }
 
@@ -1519,6 +1616,17 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Reply>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Reply>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Reply>(),
+            Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
+            Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
+            Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
+            Op::Array3DGetDescriptor_v2 => core::mem::size_of::<array3d_get_descriptor_v2::Reply>(),
+            Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Reply>(),
+            Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Reply>(),
+            Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Reply>(),
+            Op::ArrayDestroy => core::mem::size_of::<array_destroy::Reply>(),
+            Op::MemcpyArray => core::mem::size_of::<memcpy_array::Reply>(),
+            Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Reply>(),
+            Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Reply>(),
         }
     }
 
@@ -1565,6 +1673,17 @@ impl Op {
             Op::MemsetD2D8_v2_ptds => true,
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
+            Op::MemcpyAtoD_v2 => true,
+            Op::MemcpyDtoA_v2 => true,
+            Op::MemcpyAtoA_v2 => true,
+            Op::ArrayDestroy => true,
+            Op::MemcpyArray => {
+                memcpy_array::Request::ref_from_bytes(fixed).is_ok_and(|r| r.is_async == 0)
+            }
+            Op::MemcpyHtoA => {
+                memcpy_htoa::Request::ref_from_bytes(fixed).is_ok_and(|r| r.is_async == 0)
+            }
+            Op::MemcpyAtoH => true,
             _ => false,
         }
     }
@@ -1854,6 +1973,21 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Request>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Request>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Request>(fixed, blob_len),
+            Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
+            Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
+            Op::ArrayGetDescriptor_v2 => {
+                message::check::<array_get_descriptor_v2::Request>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor_v2 => {
+                message::check::<array3d_get_descriptor_v2::Request>(fixed, blob_len)
+            }
+            Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Request>(fixed, blob_len),
+            Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Request>(fixed, blob_len),
+            Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Request>(fixed, blob_len),
+            Op::ArrayDestroy => message::check::<array_destroy::Request>(fixed, blob_len),
+            Op::MemcpyArray => message::check::<memcpy_array::Request>(fixed, blob_len),
+            Op::MemcpyHtoA => message::check::<memcpy_htoa::Request>(fixed, blob_len),
+            Op::MemcpyAtoH => message::check::<memcpy_atoh::Request>(fixed, blob_len),
         }
     }
 
@@ -2114,6 +2248,21 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Reply>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Reply>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Reply>(fixed, blob_len),
+            Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
+            Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
+            Op::ArrayGetDescriptor_v2 => {
+                message::check::<array_get_descriptor_v2::Reply>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor_v2 => {
+                message::check::<array3d_get_descriptor_v2::Reply>(fixed, blob_len)
+            }
+            Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Reply>(fixed, blob_len),
+            Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Reply>(fixed, blob_len),
+            Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Reply>(fixed, blob_len),
+            Op::ArrayDestroy => message::check::<array_destroy::Reply>(fixed, blob_len),
+            Op::MemcpyArray => message::check::<memcpy_array::Reply>(fixed, blob_len),
+            Op::MemcpyHtoA => message::check::<memcpy_htoa::Reply>(fixed, blob_len),
+            Op::MemcpyAtoH => message::check::<memcpy_atoh::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2271,6 +2420,17 @@ impl TryFrom<u16> for Op {
             221 => Ok(Op::ProfilerStart),
             222 => Ok(Op::ProfilerStop),
             230 => Ok(Op::MemGetInfo),
+            460 => Ok(Op::ArrayCreate_v2),
+            461 => Ok(Op::Array3DCreate_v2),
+            462 => Ok(Op::ArrayGetDescriptor_v2),
+            463 => Ok(Op::Array3DGetDescriptor_v2),
+            464 => Ok(Op::MemcpyAtoD_v2),
+            465 => Ok(Op::MemcpyDtoA_v2),
+            466 => Ok(Op::MemcpyAtoA_v2),
+            470 => Ok(Op::ArrayDestroy),
+            471 => Ok(Op::MemcpyArray),
+            472 => Ok(Op::MemcpyHtoA),
+            473 => Ok(Op::MemcpyAtoH),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2428,6 +2588,17 @@ pub const SCHEMA: &str = concat!(
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
     "230 MemGetInfo {} => {free:u32,total:u32}\n",
+    "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
+    "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
+    "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
+    "463 Array3DGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())}\n",
+    "464 MemcpyAtoD_v2 {dst_device:devptr,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "465 MemcpyDtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_device:devptr,byte_count:u64} => {} sync\n",
+    "466 MemcpyAtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "470 ArrayDestroy {array:handle(Array)} => {} sync\n",
+    "471 MemcpyArray {src_kind:u8,src:devptr,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst:devptr,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64,stream:handle(Stream),is_async:bool}+blob => {}+blob sync_unless(is_async)\n",
+    "472 MemcpyHtoA {array:handle(Array),offset:u64,stream:handle(Stream),is_async:bool}+blob => {} sync_unless(is_async)\n",
+    "473 MemcpyAtoH {array:handle(Array),offset:u64,bytes:u64,stream:handle(Stream),is_async:bool} => {}+blob sync\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -8650,6 +8821,487 @@ pub mod mem_get_info {
     }
 }
 
+/// `cuArrayCreate_v2`: wire id 460.
+pub mod array_create_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DCreate_v2`: wire id 461.
+pub mod array3d_create_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetDescriptor_v2`: wire id 462.
+pub mod array_get_descriptor_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DGetDescriptor_v2`: wire id 463.
+pub mod array3d_get_descriptor_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoD_v2`: wire id 464.
+pub mod memcpy_atod_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoD_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoD_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyDtoA_v2`: wire id 465.
+pub mod memcpy_dtoa_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_device: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyDtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyDtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoA_v2`: wire id 466.
+pub mod memcpy_atoa_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ArrayDestroy: wire id 470.
+pub mod array_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyArray: wire id 471.
+pub mod memcpy_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub src_kind: u8,
+        pub src: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyHtoA: wire id 472.
+pub mod memcpy_htoa {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub offset: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyHtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyHtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyAtoH: wire id 473.
+pub mod memcpy_atoh {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub offset: U64,
+        pub bytes: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoH;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoH;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -9447,6 +10099,58 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
         Op::MemGetInfo => {
             let mut r = mem_get_info::Request::new_zeroed();
             let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayCreate_v2 => {
+            let mut r = array_create_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(103);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DCreate_v2 => {
+            let mut r = array3d_create_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(106);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetDescriptor_v2 => {
+            let mut r = array_get_descriptor_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_006d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DGetDescriptor_v2 => {
+            let mut r = array3d_get_descriptor_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_0070);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoD_v2 => {
+            let mut r = memcpy_atod_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_0073);
+            r.src_array = U64::new(0x4100_0000_0000_0004);
+            r.src_offset = U64::new(21);
+            r.byte_count = U64::new(38);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyDtoA_v2 => {
+            let mut r = memcpy_dtoa_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0076);
+            r.dst_offset = U64::new(7);
+            r.src_device = U64::new(0x4100_0000_0000_0018);
+            r.byte_count = U64::new(41);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoA_v2 => {
+            let mut r = memcpy_atoa_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0079);
+            r.dst_offset = U64::new(10);
+            r.src_array = U64::new(0x4100_0000_0000_001b);
+            r.src_offset = U64::new(44);
+            r.byte_count = U64::new(61);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

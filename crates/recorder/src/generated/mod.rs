@@ -25,7 +25,7 @@ use crate::Check;
 
 /// `n` bytes for (operation, slot): what the test passes and the
 /// recorder expects, or what the recorder writes and the test expects.
-fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
+pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
     let word = |k: u64| {
         let mut z = (u64::from(id) << 32 | (slot as u64 * 64 + k + 1001))
             .wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -37,6 +37,126 @@ fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .flat_map(|k| word(k).to_le_bytes())
         .take(n)
         .collect()
+}
+
+/// `cuArray3DCreate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DCreate_v2");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                461,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArray3DGetDescriptor_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DGetDescriptor_v2");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x580000000008u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                463,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayCreate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CUresult {
+    let mut c = Check::new("cuArrayCreate_v2");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                460,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetDescriptor_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetDescriptor_v2");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x580000000008u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                462,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
 }
 
 /// `cuCtxAttach`: checks the arguments, writes the outputs.
@@ -1084,6 +1204,65 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
     unsafe { free.write_unaligned(7006753546337808900usize) };
     // SAFETY: checked non-NULL.
     unsafe { total.write_unaligned(3850197174831174729usize) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyAtoA_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoA_v2");
+    c.eq("dstArray", dstArray as usize as u64, 0x580000000008u64);
+    c.eq("dstOffset", dstOffset, 6307122985768911467usize);
+    c.eq("srcArray", srcArray as usize as u64, 0x580000000008u64);
+    c.eq("srcOffset", srcOffset, 9933286067706388354usize);
+    c.eq("ByteCount", ByteCount, 12050070669077545163usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyAtoD_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoD_v2");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("srcArray", srcArray as usize as u64, 0x580000000008u64);
+    c.eq("srcOffset", srcOffset, 13192178319736662974usize);
+    c.eq("ByteCount", ByteCount, 5usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyDtoA_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyDtoA_v2");
+    c.eq("dstArray", dstArray as usize as u64, 0x580000000008u64);
+    c.eq("dstOffset", dstOffset, 3314864610797794134usize);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("ByteCount", ByteCount, 3usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -2209,6 +2388,10 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
 
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate_v2",
+    "cuArrayGetDescriptor_v2",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -2264,6 +2447,9 @@ pub const EXPORTS: &[&str] = &[
     "cuMemGetAddressRange_v2",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
+    "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoD_v2",
+    "cuMemcpyDtoA_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -2321,6 +2507,10 @@ pub const EXPORTS: &[&str] = &[
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: crate::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: crate::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: crate::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: crate::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
 const _: crate::signature::cuCtxAttach = cuCtxAttach;
 const _: crate::signature::cuCtxDetach = cuCtxDetach;
 const _: crate::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -2376,6 +2566,9 @@ const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: crate::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
 const _: crate::signature::cuMemGetInfo = cuMemGetInfo;
 const _: crate::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
+const _: crate::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: crate::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: crate::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
 const _: crate::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: crate::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: crate::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;

@@ -10,6 +10,7 @@
 //! find their model functions. Exports the table does not list sit in the area they belong
 //! to (`cuMemHostRegister_v2` and `cuMemHostUnregister` in `host`).
 
+mod array;
 mod context;
 mod copy;
 mod device;
@@ -29,6 +30,7 @@ mod pointer;
 mod profiler;
 mod stream;
 
+pub use array::*;
 pub use context::*;
 pub use copy::*;
 pub use device::*;
@@ -138,4 +140,11 @@ exports!(
     cuMemHostGetFlags,
     cuPointerGetAttribute,
     cuPointerGetAttributes,
+    cuArrayDestroy,
+    cuMemcpyHtoA_v2,
+    cuMemcpyHtoAAsync_v2,
+    cuMemcpyAtoH_v2,
+    cuMemcpyAtoHAsync_v2,
+    cuMemcpy3D_v2,
+    cuMemcpy3DAsync_v2,
 );

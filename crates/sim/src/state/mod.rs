@@ -5,6 +5,7 @@
 //! that need several tables, the current context or a fresh handle live above, in the area
 //! modules (`crate::context`, `crate::stream`, …), which take the `State`.
 
+pub(crate) mod array;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
@@ -21,6 +22,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
+use array::Array;
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -50,14 +52,16 @@ pub(crate) struct State {
 }
 
 /// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
-/// registered and allocated host memory, and per-allocation pointer facts (buffer ids,
-/// stream-ordered origin).
+/// registered and allocated host memory, per-allocation pointer facts (buffer ids,
+/// stream-ordered origin) and CUDA arrays.
 #[derive(Debug, Default)]
 pub(crate) struct Ext {
     pub libraries: Libraries,
     pub attrs: Attrs,
     pub host: Host,
     pub facts: Facts,
+    /// Live CUDA arrays by handle.
+    pub arrays: HashMap<usize, Array>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

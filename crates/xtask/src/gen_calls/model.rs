@@ -280,6 +280,8 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "GreenCtx" => HandleKind::GreenCtx,
         "TexRef" => HandleKind::TexRef,
         "SurfRef" => HandleKind::SurfRef,
+        "Array" => HandleKind::Array,
+        "MipmappedArray" => HandleKind::MipmappedArray,
         other => return Err(format!("handle kind {other} is not known to the generator").into()),
     })
 }

@@ -19,6 +19,7 @@ pub const FIXTURES: &[(HandleKind, u64, &str)] = &[
     (HandleKind::Function, 0x0000_5500_0000_0005, "function"),
     (HandleKind::Library, 0x0000_5600_0000_0006, "library"),
     (HandleKind::Kernel, 0x0000_5700_0000_0007, "kernel"),
+    (HandleKind::Array, 0x0000_5800_0000_0008, "array"),
 ];
 
 /// The recording driver's one device allocation: below 4 GiB, so the

@@ -188,6 +188,17 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::ProfilerStart => profiler_start(s, req),
         Op::ProfilerStop => profiler_stop(s, req),
         Op::MemGetInfo => mem_get_info(s, req),
+        Op::ArrayCreate_v2 => array_create_v2(s, req),
+        Op::Array3DCreate_v2 => array3d_create_v2(s, req),
+        Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
+        Op::Array3DGetDescriptor_v2 => array3d_get_descriptor_v2(s, req),
+        Op::MemcpyAtoD_v2 => memcpy_atod_v2(s, req),
+        Op::MemcpyDtoA_v2 => memcpy_dtoa_v2(s, req),
+        Op::MemcpyAtoA_v2 => memcpy_atoa_v2(s, req),
+        Op::ArrayDestroy => super::array::array_destroy(lane, s, req),
+        Op::MemcpyArray => super::array::memcpy_array(lane, s, req),
+        Op::MemcpyHtoA => super::array::memcpy_htoa(lane, s, req),
+        Op::MemcpyAtoH => super::array::memcpy_atoh(lane, s, req),
     }
 }
 
@@ -2606,6 +2617,187 @@ fn mem_get_info(s: &Session, req: &Request) -> Result<Reply, Status> {
             free: U32::new(o_free),
             total: U32::new(o_total),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayCreate_v2`.
+fn array_create_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_create_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayCreate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array_create_v2::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DCreate_v2`.
+fn array3d_create_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_create_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY3D_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DCreate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array3d_create_v2::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetDescriptor_v2`.
+fn array_get_descriptor_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_descriptor_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetDescriptor_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_descriptor_v2::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DGetDescriptor_v2`.
+fn array3d_get_descriptor_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_get_descriptor_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DGetDescriptor_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array3d_get_descriptor_v2::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoD_v2`.
+fn memcpy_atod_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atod_v2::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoD_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atod_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyDtoA_v2`.
+fn memcpy_dtoa_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_dtoa_v2::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyDtoA_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            a_src_device,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_dtoa_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoA_v2`.
+fn memcpy_atoa_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atoa_v2::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoA_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atoa_v2::Reply {},
         Vec::new(),
     ))
 }

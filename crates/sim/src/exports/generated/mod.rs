@@ -19,6 +19,72 @@
 use crate::cu::*;
 use crate::ffi::{c_str, run, Out};
 
+/// `cuArray3DCreate_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CUresult {
+    run("cuArray3DCreate_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array3d_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArray3DGetDescriptor_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArray3DGetDescriptor_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array3d_get_descriptor_v2(pArrayDescriptor, hArray)
+    })
+}
+
+/// `cuArrayCreate_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CUresult {
+    run("cuArrayCreate_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArrayGetDescriptor_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArrayGetDescriptor_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array_get_descriptor_v2(pArrayDescriptor, hArray)
+    })
+}
+
 /// `cuCtxAttach`.
 ///
 /// # Safety
@@ -745,6 +811,46 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let total = unsafe { Out::new(total, "total") }?;
         super::memory::mem_get_info_v2(free, total)
+    })
+}
+
+/// `cuMemcpyAtoA_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoA_v2", || {
+        super::array::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyAtoD_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoD_v2", || {
+        super::array::memcpy_atod_v2(dstDevice, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyDtoA_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyDtoA_v2", || {
+        super::array::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount)
     })
 }
 
@@ -1560,6 +1666,10 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
 
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate_v2",
+    "cuArrayGetDescriptor_v2",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -1615,6 +1725,9 @@ pub const EXPORTS: &[&str] = &[
     "cuMemGetAddressRange_v2",
     "cuMemGetInfo",
     "cuMemGetInfo_v2",
+    "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoD_v2",
+    "cuMemcpyDtoA_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -1672,6 +1785,10 @@ pub const EXPORTS: &[&str] = &[
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: super::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: super::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: super::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: super::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
 const _: super::signature::cuCtxAttach = cuCtxAttach;
 const _: super::signature::cuCtxDetach = cuCtxDetach;
 const _: super::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -1727,6 +1844,9 @@ const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: super::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
 const _: super::signature::cuMemGetInfo = cuMemGetInfo;
 const _: super::signature::cuMemGetInfo_v2 = cuMemGetInfo_v2;
+const _: super::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: super::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: super::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
 const _: super::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: super::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: super::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
