@@ -103,6 +103,34 @@ fn c_thread_set_current_then_context_free_call() {
         .assert_line("21 checks, 0 failed");
 }
 
+/// CUDA arrays through vgpu: descriptors, data through every copy form with
+/// an array on one side, copies outside an array and a destroyed array
+/// refused with the driver's errors (`tests/c/arrays.c`).
+#[test]
+fn c_arrays_and_their_copies() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "arrays");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok descriptor_1d_values")
+        .assert_line("ok atoa_1d_data")
+        .assert_line("ok async_1d_data")
+        .assert_line("ok htoa_1d_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok atod_1d_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok htoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok destroy_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok memcpy2d_round_trip_data")
+        .assert_line("ok memcpy2d_array_rect_data")
+        .assert_line("ok memcpy2d_rows_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy2d_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok memcpy3d_round_trip_data")
+        .assert_line("ok memcpy3d_box_data")
+        .assert_line("ok memcpy3d_slices_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok create_three_channels")
+        .assert_line("67 checks, 0 failed");
+}
+
 #[test]
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();
