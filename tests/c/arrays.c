@@ -4,7 +4,9 @@
  * tests): 1D, 2D and 3D arrays of a few formats, their descriptors, data
  * carried host -> array -> device -> host by the 2D and 3D copies and by the
  * HtoA/AtoH/AtoD/DtoA/AtoA forms, copies that fall outside an array, and a
- * destroyed array.
+ * destroyed array; then texture objects over an array, linear and pitched
+ * memory and a surface object, their descriptors read back, and a destroyed
+ * array in a texture's resource.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
  * alike. Where the driver's exact error is not documented the check accepts
@@ -51,6 +53,52 @@ typedef struct {
     size_t WidthInBytes, Height, Depth;
 } CUDA_MEMCPY3D;
 
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
+
+typedef struct {
+    int resType;
+    union {
+        struct {
+            CUarray hArray;
+        } array;
+        struct {
+            CUdeviceptr devPtr;
+            int format;
+            unsigned int numChannels;
+            size_t sizeInBytes;
+        } linear;
+        struct {
+            CUdeviceptr devPtr;
+            int format;
+            unsigned int numChannels;
+            size_t width, height, pitchInBytes;
+        } pitch2D;
+        int reserved[32];
+    } res;
+    unsigned int flags;
+} CUDA_RESOURCE_DESC;
+
+typedef struct {
+    int addressMode[3];
+    int filterMode;
+    unsigned int flags, maxAnisotropy;
+    int mipmapFilterMode;
+    float mipmapLevelBias, minMipmapLevelClamp, maxMipmapLevelClamp;
+    float borderColor[4];
+    int reserved[12];
+} CUDA_TEXTURE_DESC;
+
+typedef struct {
+    int format;
+    size_t width, height, depth;
+    unsigned int firstMipmapLevel, lastMipmapLevel, firstLayer, lastLayer;
+    unsigned int reserved[16];
+} CUDA_RESOURCE_VIEW_DESC;
+
+_Static_assert(sizeof(CUDA_RESOURCE_DESC) == 144, "CUDA_RESOURCE_DESC is 144 bytes");
+_Static_assert(sizeof(CUDA_TEXTURE_DESC) == 104, "CUDA_TEXTURE_DESC is 104 bytes");
+_Static_assert(sizeof(CUDA_RESOURCE_VIEW_DESC) == 112, "CUDA_RESOURCE_VIEW_DESC is 112 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24, "CUDA_ARRAY_DESCRIPTOR is 24 bytes");
 _Static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40, "CUDA_ARRAY3D_DESCRIPTOR is 40 bytes");
 _Static_assert(sizeof(CUDA_MEMCPY3D) == 200, "CUDA_MEMCPY3D is 200 bytes");
@@ -63,6 +111,11 @@ enum {
     FORMAT_UNSIGNED_INT16 = 0x02,
     FORMAT_FLOAT = 0x20,
     ARRAY3D_SURFACE_LDST = 0x02,
+    RESOURCE_TYPE_ARRAY = 0,
+    RESOURCE_TYPE_LINEAR = 2,
+    RESOURCE_TYPE_PITCH2D = 3,
+    ADDRESS_MODE_CLAMP = 1,
+    TRSF_READ_AS_INTEGER = 0x01,
 };
 
 static struct {
@@ -94,6 +147,15 @@ static struct {
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamDestroy)(CUstream);
+    CUresult (*TexObjectCreate)(CUtexObject *, const CUDA_RESOURCE_DESC *,
+                                const CUDA_TEXTURE_DESC *, const CUDA_RESOURCE_VIEW_DESC *);
+    CUresult (*TexObjectDestroy)(CUtexObject);
+    CUresult (*TexObjectGetResourceDesc)(CUDA_RESOURCE_DESC *, CUtexObject);
+    CUresult (*TexObjectGetTextureDesc)(CUDA_TEXTURE_DESC *, CUtexObject);
+    CUresult (*TexObjectGetResourceViewDesc)(CUDA_RESOURCE_VIEW_DESC *, CUtexObject);
+    CUresult (*SurfObjectCreate)(CUsurfObject *, const CUDA_RESOURCE_DESC *);
+    CUresult (*SurfObjectDestroy)(CUsurfObject);
+    CUresult (*SurfObjectGetResourceDesc)(CUDA_RESOURCE_DESC *, CUsurfObject);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -126,6 +188,14 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamCreate, "cuStreamCreate"),
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    ENTRY(TexObjectCreate, "cuTexObjectCreate"),
+    ENTRY(TexObjectDestroy, "cuTexObjectDestroy"),
+    ENTRY(TexObjectGetResourceDesc, "cuTexObjectGetResourceDesc"),
+    ENTRY(TexObjectGetTextureDesc, "cuTexObjectGetTextureDesc"),
+    ENTRY(TexObjectGetResourceViewDesc, "cuTexObjectGetResourceViewDesc"),
+    ENTRY(SurfObjectCreate, "cuSurfObjectCreate"),
+    ENTRY(SurfObjectDestroy, "cuSurfObjectDestroy"),
+    ENTRY(SurfObjectGetResourceDesc, "cuSurfObjectGetResourceDesc"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -389,6 +459,112 @@ static void three_d(void)
     cu.MemFree(dev);
 }
 
+static void textures(void)
+{
+    /* A texture over a 2D array. */
+    CUDA_ARRAY_DESCRIPTOR d2 = {32, 16, FORMAT_UNSIGNED_INT8, 4};
+    CUarray a = NULL;
+    if (!EXPECT("tex_array_create", cu.ArrayCreate(&a, &d2), CUDA_SUCCESS))
+        return;
+    CUDA_RESOURCE_DESC res, got_res;
+    memset(&res, 0, sizeof(res));
+    res.resType = RESOURCE_TYPE_ARRAY;
+    res.res.array.hArray = a;
+    CUDA_TEXTURE_DESC tex, got_tex;
+    memset(&tex, 0, sizeof(tex));
+    tex.addressMode[0] = tex.addressMode[1] = ADDRESS_MODE_CLAMP;
+    tex.flags = TRSF_READ_AS_INTEGER;
+    CUtexObject t = 0;
+    EXPECT("tex_object_create_array", cu.TexObjectCreate(&t, &res, &tex, NULL), CUDA_SUCCESS);
+    expect_true("tex_object_nonzero", t != 0, "the texture object is 0");
+    memset(&got_res, 0xff, sizeof(got_res));
+    EXPECT("tex_resource_desc", cu.TexObjectGetResourceDesc(&got_res, t), CUDA_SUCCESS);
+    expect_true("tex_resource_desc_values",
+                got_res.resType == RESOURCE_TYPE_ARRAY && got_res.res.array.hArray == a,
+                "the resource is not the array");
+    memset(&got_tex, 0xff, sizeof(got_tex));
+    EXPECT("tex_texture_desc", cu.TexObjectGetTextureDesc(&got_tex, t), CUDA_SUCCESS);
+    expect_true("tex_texture_desc_values",
+                got_tex.addressMode[0] == ADDRESS_MODE_CLAMP &&
+                    got_tex.addressMode[1] == ADDRESS_MODE_CLAMP &&
+                    (got_tex.flags & TRSF_READ_AS_INTEGER) != 0 && got_tex.filterMode == 0,
+                "the texture descriptor is not the one created with");
+    CUDA_RESOURCE_VIEW_DESC view;
+    expect_failure("tex_view_desc_without_view", cu.TexObjectGetResourceViewDesc(&view, t));
+
+    /* A texture over linear device memory, one over pitched memory. */
+    CUdeviceptr dev = 0;
+    EXPECT("tex_alloc", cu.MemAlloc(&dev, 1 << 16), CUDA_SUCCESS);
+    memset(&res, 0, sizeof(res));
+    res.resType = RESOURCE_TYPE_LINEAR;
+    res.res.linear.devPtr = dev;
+    res.res.linear.format = FORMAT_FLOAT;
+    res.res.linear.numChannels = 1;
+    res.res.linear.sizeInBytes = 4096;
+    memset(&tex, 0, sizeof(tex));
+    CUtexObject lin = 0;
+    EXPECT("tex_object_create_linear", cu.TexObjectCreate(&lin, &res, &tex, NULL), CUDA_SUCCESS);
+    memset(&got_res, 0, sizeof(got_res));
+    EXPECT("tex_linear_resource_desc", cu.TexObjectGetResourceDesc(&got_res, lin), CUDA_SUCCESS);
+    expect_true("tex_linear_resource_values",
+                got_res.resType == RESOURCE_TYPE_LINEAR && got_res.res.linear.devPtr == dev &&
+                    got_res.res.linear.sizeInBytes == 4096 &&
+                    got_res.res.linear.format == FORMAT_FLOAT,
+                "the linear resource is not the one created with");
+    memset(&res, 0, sizeof(res));
+    res.resType = RESOURCE_TYPE_PITCH2D;
+    res.res.pitch2D.devPtr = dev;
+    res.res.pitch2D.format = FORMAT_FLOAT;
+    res.res.pitch2D.numChannels = 1;
+    res.res.pitch2D.width = 64;
+    res.res.pitch2D.height = 16;
+    res.res.pitch2D.pitchInBytes = 512;
+    CUtexObject pitched = 0;
+    EXPECT("tex_object_create_pitch2d", cu.TexObjectCreate(&pitched, &res, &tex, NULL),
+           CUDA_SUCCESS);
+    expect_true("tex_objects_distinct", t != lin && lin != pitched && t != pitched,
+                "two live objects share a value");
+
+    /* Surfaces need an array made for them. */
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {16, 16, 0, FORMAT_FLOAT, 1, ARRAY3D_SURFACE_LDST};
+    CUarray sa = NULL;
+    EXPECT("surf_array_create", cu.Array3DCreate(&sa, &d3), CUDA_SUCCESS);
+    memset(&res, 0, sizeof(res));
+    res.resType = RESOURCE_TYPE_ARRAY;
+    res.res.array.hArray = sa;
+    CUsurfObject surf = 0;
+    EXPECT("surf_object_create", cu.SurfObjectCreate(&surf, &res), CUDA_SUCCESS);
+    memset(&got_res, 0, sizeof(got_res));
+    EXPECT("surf_resource_desc", cu.SurfObjectGetResourceDesc(&got_res, surf), CUDA_SUCCESS);
+    expect_true("surf_resource_desc_values",
+                got_res.resType == RESOURCE_TYPE_ARRAY && got_res.res.array.hArray == sa,
+                "the resource is not the array");
+    res.res.array.hArray = a;
+    CUsurfObject plain = 0;
+    expect_failure("surf_object_on_plain_array", cu.SurfObjectCreate(&plain, &res));
+
+    /* A destroyed array in a texture descriptor. */
+    CUDA_ARRAY_DESCRIPTOR d1 = {64, 0, FORMAT_FLOAT, 1};
+    CUarray gone = NULL;
+    EXPECT("tex_gone_array_create", cu.ArrayCreate(&gone, &d1), CUDA_SUCCESS);
+    EXPECT("tex_gone_array_destroy", cu.ArrayDestroy(gone), CUDA_SUCCESS);
+    res.res.array.hArray = gone;
+    CUtexObject never = 0;
+    expect_failure("tex_object_on_destroyed_array", cu.TexObjectCreate(&never, &res, &tex, NULL));
+    EXPECT("tex_object_null_resource", cu.TexObjectCreate(&never, NULL, &tex, NULL),
+           CUDA_ERROR_INVALID_VALUE);
+
+    /* Destroy, then use again. */
+    EXPECT("tex_object_destroy", cu.TexObjectDestroy(t), CUDA_SUCCESS);
+    EXPECT("tex_object_destroy_linear", cu.TexObjectDestroy(lin), CUDA_SUCCESS);
+    EXPECT("tex_object_destroy_pitch2d", cu.TexObjectDestroy(pitched), CUDA_SUCCESS);
+    EXPECT("surf_object_destroy", cu.SurfObjectDestroy(surf), CUDA_SUCCESS);
+    expect_failure("tex_object_destroy_again", cu.TexObjectDestroy(t));
+    expect_failure("surf_object_destroy_again", cu.SurfObjectDestroy(surf));
+    EXPECT("tex_arrays_destroy", cu.ArrayDestroy(a) | cu.ArrayDestroy(sa), CUDA_SUCCESS);
+    cu.MemFree(dev);
+}
+
 static void invalid(void)
 {
     CUDA_ARRAY_DESCRIPTOR d = {0, 4, FORMAT_FLOAT, 1};
@@ -416,6 +592,7 @@ int main(int argc, char **argv)
     one_d();
     two_d();
     three_d();
+    textures();
     invalid();
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();

@@ -105,7 +105,8 @@ fn c_thread_set_current_then_context_free_call() {
 
 /// CUDA arrays through vgpu: descriptors, data through every copy form with
 /// an array on one side, copies outside an array and a destroyed array
-/// refused with the driver's errors (`tests/c/arrays.c`).
+/// refused with the driver's errors, texture and surface objects and their
+/// descriptors (`tests/c/arrays.c`).
 #[test]
 fn c_arrays_and_their_copies() {
     let h = Harness::start();
@@ -128,7 +129,16 @@ fn c_arrays_and_their_copies() {
         .assert_line("ok memcpy3d_box_data")
         .assert_line("ok memcpy3d_slices_past_end: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok create_three_channels")
-        .assert_line("67 checks, 0 failed");
+        .assert_line("ok tex_resource_desc_values")
+        .assert_line("ok tex_texture_desc_values")
+        .assert_line("ok tex_view_desc_without_view: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok tex_linear_resource_values")
+        .assert_line("ok tex_objects_distinct")
+        .assert_line("ok surf_resource_desc_values")
+        .assert_line("ok surf_object_on_plain_array: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok tex_object_on_destroyed_array: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok tex_object_destroy_again: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("97 checks, 0 failed");
 }
 
 #[test]

@@ -120,6 +120,7 @@ mod pointer;
 mod pool;
 mod state;
 mod stream;
+mod texture;
 
 #[cfg(test)]
 mod tests;

@@ -187,6 +187,9 @@ remote_table! {
             cuMemHostGetFlags;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2;
+        texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
+            cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
+            cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
     }
 
     ops {
@@ -348,5 +351,18 @@ remote_table! {
         /// back as the reply's blob.
         array: MemcpyAtoH = 473 { array: handle(Array), offset: u64, bytes: u64, stream: handle(Stream), is_async: bool }
             => {} + blob (sync);
+        /// Creates a texture object (`surface` false) or a surface object.
+        /// The blob holds the `CUDA_RESOURCE_DESC` (array handles as the
+        /// client's ids), then, for a texture, its `CUDA_TEXTURE_DESC` and,
+        /// with `view`, its `CUDA_RESOURCE_VIEW_DESC`. The reply carries the
+        /// driver's own value, which kernels take as a parameter.
+        texture: TexObjectCreate = 474 { surface: bool, view: bool } + blob => { object: u64 };
+        /// Destroys a texture or surface object this session created.
+        texture: TexObjectDestroy = 475 { object: u64, surface: bool } => {} (sync);
+        /// A descriptor of a texture or surface object: `what` 0 its
+        /// `CUDA_RESOURCE_DESC` (array handles as ids), 1 its
+        /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
+        /// reply's blob.
+        texture: TexObjectDescribe = 476 { object: u64, surface: bool, what: u8 } => {} + blob;
     }
 }

@@ -20,6 +20,7 @@ mod options;
 mod pointer;
 mod procaddr;
 pub(crate) mod stream;
+mod texture;
 
 /// A count as the wire's u32; more is `CUDA_ERROR_INVALID_VALUE`.
 fn call_len(n: usize) -> crate::edge::CuResult<u32> {
@@ -204,4 +205,12 @@ implement! {
     cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
     cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
     cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
+    cuTexObjectCreate(p, res, tex, view) => texture::create(p, res, tex, view);
+    cuTexObjectDestroy(t) => texture::destroy(t, false);
+    cuTexObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::Resource);
+    cuTexObjectGetTextureDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::Texture);
+    cuTexObjectGetResourceViewDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::View);
+    cuSurfObjectCreate(p, res) => texture::create_surface(p, res);
+    cuSurfObjectDestroy(t) => texture::destroy(t, true);
+    cuSurfObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, true, texture::What::Resource);
 }

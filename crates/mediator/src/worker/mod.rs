@@ -27,6 +27,7 @@ mod remote;
 mod snapshot;
 mod stream;
 mod tables;
+mod texture;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

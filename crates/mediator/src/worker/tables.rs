@@ -90,6 +90,16 @@ pub struct Tables {
     others: HashMap<u64, Other>,
     /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
     minted: u64,
+    /// Texture and surface objects the session created, by the driver's
+    /// own value (applications pass it to kernels, so it is not translated).
+    pub tex_objects: HashMap<u64, TexObject>,
+}
+
+/// A texture or surface object the session created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TexObject {
+    pub surface: bool,
+    pub ctx: u64,
 }
 
 /// A handle of a kind without a table of its own.
@@ -353,6 +363,7 @@ impl Tables {
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
         self.others.retain(|_, o| o.ctx != ctx);
+        self.tex_objects.retain(|_, o| o.ctx != ctx);
     }
 }
 

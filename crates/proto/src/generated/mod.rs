@@ -385,6 +385,19 @@ pub enum Op {
     /// Array at byte `offset` to host (`cuMemcpyAtoH`): the bytes come
     /// back as the reply's blob.
     MemcpyAtoH = 473,
+    /// Creates a texture object (`surface` false) or a surface object.
+    /// The blob holds the `CUDA_RESOURCE_DESC` (array handles as the
+    /// client's ids), then, for a texture, its `CUDA_TEXTURE_DESC` and,
+    /// with `view`, its `CUDA_RESOURCE_VIEW_DESC`. The reply carries the
+    /// driver's own value, which kernels take as a parameter.
+    TexObjectCreate = 474,
+    /// Destroys a texture or surface object this session created.
+    TexObjectDestroy = 475,
+    /// A descriptor of a texture or surface object: `what` 0 its
+    /// `CUDA_RESOURCE_DESC` (array handles as ids), 1 its
+    /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
+    /// reply's blob.
+    TexObjectDescribe = 476,
 }
 
 impl Op {
@@ -550,6 +563,9 @@ impl Op {
         Op::MemcpyArray,
         Op::MemcpyHtoA,
         Op::MemcpyAtoH,
+        Op::TexObjectCreate,
+        Op::TexObjectDestroy,
+        Op::TexObjectDescribe,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -719,6 +735,9 @@ impl Op {
             Op::MemcpyArray => "MemcpyArray",
             Op::MemcpyHtoA => "MemcpyHtoA",
             Op::MemcpyAtoH => "MemcpyAtoH",
+            Op::TexObjectCreate => "TexObjectCreate",
+            Op::TexObjectDestroy => "TexObjectDestroy",
+            Op::TexObjectDescribe => "TexObjectDescribe",
         }
     }
 
@@ -885,6 +904,9 @@ impl Op {
             Op::MemcpyArray => false,
             Op::MemcpyHtoA => false,
             Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
         }
     }
 
@@ -1051,6 +1073,9 @@ impl Op {
             Op::MemcpyArray => true,
             Op::MemcpyHtoA => true,
             Op::MemcpyAtoH => true,
+            Op::TexObjectCreate => true,
+            Op::TexObjectDestroy => true,
+            Op::TexObjectDescribe => true,
         }
     }
 
@@ -1217,6 +1242,9 @@ impl Op {
             Op::MemcpyArray => false,
             Op::MemcpyHtoA => false,
             Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
         }
     }
 
@@ -1427,6 +1455,9 @@ impl Op {
             Op::MemcpyArray => core::mem::size_of::<memcpy_array::Request>(),
             Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Request>(),
             Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Request>(),
+            Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Request>(),
+            Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Request>(),
+            Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Request>(),
         }
     }
 
@@ -1627,6 +1658,9 @@ impl Op {
             Op::MemcpyArray => core::mem::size_of::<memcpy_array::Reply>(),
             Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Reply>(),
             Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Reply>(),
+            Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Reply>(),
+            Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Reply>(),
+            Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Reply>(),
         }
     }
 
@@ -1684,6 +1718,7 @@ impl Op {
                 memcpy_htoa::Request::ref_from_bytes(fixed).is_ok_and(|r| r.is_async == 0)
             }
             Op::MemcpyAtoH => true,
+            Op::TexObjectDestroy => true,
             _ => false,
         }
     }
@@ -1988,6 +2023,11 @@ impl Op {
             Op::MemcpyArray => message::check::<memcpy_array::Request>(fixed, blob_len),
             Op::MemcpyHtoA => message::check::<memcpy_htoa::Request>(fixed, blob_len),
             Op::MemcpyAtoH => message::check::<memcpy_atoh::Request>(fixed, blob_len),
+            Op::TexObjectCreate => message::check::<tex_object_create::Request>(fixed, blob_len),
+            Op::TexObjectDestroy => message::check::<tex_object_destroy::Request>(fixed, blob_len),
+            Op::TexObjectDescribe => {
+                message::check::<tex_object_describe::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2263,6 +2303,9 @@ impl Op {
             Op::MemcpyArray => message::check::<memcpy_array::Reply>(fixed, blob_len),
             Op::MemcpyHtoA => message::check::<memcpy_htoa::Reply>(fixed, blob_len),
             Op::MemcpyAtoH => message::check::<memcpy_atoh::Reply>(fixed, blob_len),
+            Op::TexObjectCreate => message::check::<tex_object_create::Reply>(fixed, blob_len),
+            Op::TexObjectDestroy => message::check::<tex_object_destroy::Reply>(fixed, blob_len),
+            Op::TexObjectDescribe => message::check::<tex_object_describe::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2431,6 +2474,9 @@ impl TryFrom<u16> for Op {
             471 => Ok(Op::MemcpyArray),
             472 => Ok(Op::MemcpyHtoA),
             473 => Ok(Op::MemcpyAtoH),
+            474 => Ok(Op::TexObjectCreate),
+            475 => Ok(Op::TexObjectDestroy),
+            476 => Ok(Op::TexObjectDescribe),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2599,6 +2645,9 @@ pub const SCHEMA: &str = concat!(
     "471 MemcpyArray {src_kind:u8,src:devptr,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst:devptr,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64,stream:handle(Stream),is_async:bool}+blob => {}+blob sync_unless(is_async)\n",
     "472 MemcpyHtoA {array:handle(Array),offset:u64,stream:handle(Stream),is_async:bool}+blob => {} sync_unless(is_async)\n",
     "473 MemcpyAtoH {array:handle(Array),offset:u64,bytes:u64,stream:handle(Stream),is_async:bool} => {}+blob sync\n",
+    "474 TexObjectCreate {surface:bool,view:bool}+blob => {object:u64}\n",
+    "475 TexObjectDestroy {object:u64,surface:bool} => {} sync\n",
+    "476 TexObjectDescribe {object:u64,surface:bool,what:u8} => {}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -9292,6 +9341,133 @@ pub mod memcpy_atoh {
 
     impl Message for Reply {
         const OP: Op = Op::MemcpyAtoH;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectCreate: wire id 474.
+pub mod tex_object_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub surface: u8,
+        pub view: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub object: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::check_bool(Self::OP, "view", self.view)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectDestroy: wire id 475.
+pub mod tex_object_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub surface: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectDescribe: wire id 476.
+pub mod tex_object_describe {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub surface: u8,
+        pub what: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectDescribe;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectDescribe;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
         }

@@ -438,6 +438,29 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // A texture over an array: resource (144 bytes) then texture (104) descriptors.
+        Op::TexObjectCreate => (
+            b(tex_object_create::Request {
+                surface: 0,
+                view: 0,
+            }),
+            vec![0x11; 144 + 104],
+        ),
+        Op::TexObjectDestroy => (
+            b(tex_object_destroy::Request {
+                object: u(1),
+                surface: 0,
+            }),
+            none(),
+        ),
+        Op::TexObjectDescribe => (
+            b(tex_object_describe::Request {
+                object: u(1),
+                surface: 1,
+                what: 0,
+            }),
+            none(),
+        ),
         other => vgpu_proto::sample_request(other)
             .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),
     }

@@ -29,6 +29,7 @@ mod module;
 mod pointer;
 mod profiler;
 mod stream;
+mod texture;
 
 pub use array::*;
 pub use context::*;
@@ -45,6 +46,7 @@ pub use memory::*;
 pub use module::*;
 pub use pointer::*;
 pub use stream::*;
+pub use texture::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
 /// it, from the generated ABI table.
@@ -147,4 +149,12 @@ exports!(
     cuMemcpyAtoHAsync_v2,
     cuMemcpy3D_v2,
     cuMemcpy3DAsync_v2,
+    cuTexObjectCreate,
+    cuTexObjectDestroy,
+    cuTexObjectGetResourceDesc,
+    cuTexObjectGetTextureDesc,
+    cuTexObjectGetResourceViewDesc,
+    cuSurfObjectCreate,
+    cuSurfObjectDestroy,
+    cuSurfObjectGetResourceDesc,
 );

@@ -20,3 +20,27 @@ pub(crate) struct Array {
     /// The bytes: `extent.bytes()` of them.
     pub block: Allocation,
 }
+
+/// One live texture or surface object: what it was created with.
+#[derive(Clone, Copy)]
+pub(crate) struct TexObject {
+    pub ctx: usize,
+    pub surface: bool,
+    pub resource: crate::cu::CUDA_RESOURCE_DESC,
+    pub texture: Option<crate::cu::CUDA_TEXTURE_DESC>,
+    pub view: Option<crate::cu::CUDA_RESOURCE_VIEW_DESC>,
+}
+
+impl std::fmt::Debug for TexObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TexObject")
+            .field("ctx", &self.ctx)
+            .field("surface", &self.surface)
+            .field("resType", &self.resource.resType.0)
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the handles inside the resource descriptor are table keys of the simulated
+// device, never dereferenced; all access goes through the state mutex.
+unsafe impl Send for TexObject {}

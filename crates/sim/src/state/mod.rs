@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
-use array::Array;
+use array::{Array, TexObject};
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -62,6 +62,9 @@ pub(crate) struct Ext {
     pub facts: Facts,
     /// Live CUDA arrays by handle.
     pub arrays: HashMap<usize, Array>,
+    /// Live texture and surface objects by value, and the last value handed out.
+    pub tex_objects: BTreeMap<u64, TexObject>,
+    pub last_tex_object: u64,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

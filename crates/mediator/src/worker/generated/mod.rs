@@ -199,6 +199,9 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemcpyArray => super::array::memcpy_array(lane, s, req),
         Op::MemcpyHtoA => super::array::memcpy_htoa(lane, s, req),
         Op::MemcpyAtoH => super::array::memcpy_atoh(lane, s, req),
+        Op::TexObjectCreate => super::texture::tex_object_create(lane, s, req),
+        Op::TexObjectDestroy => super::texture::tex_object_destroy(lane, s, req),
+        Op::TexObjectDescribe => super::texture::tex_object_describe(lane, s, req),
     }
 }
 
