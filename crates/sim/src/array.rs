@@ -180,16 +180,15 @@ fn resolve(st: &State, s: &Side, (w, h, d): (usize, usize, usize), what: &str) -
                 s.x, s.y, s.z, a.extent
             ));
         }
-        // The extent fits in memory, so these products do not overflow.
-        let row = a.extent.row_bytes as usize;
-        let slice = row * a.extent.rows as usize;
+        // The array's block holds `extent.bytes()` bytes, so these sizes fit
+        // a usize and the products below do not overflow.
+        let fit = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let row = fit(a.extent.row_bytes);
+        let slice = row * fit(a.extent.rows);
         let at = s.z * slice + s.y * row + s.x;
         // SAFETY: the box lies inside the array's block (checked above).
-        return Ok(Resolved {
-            first: unsafe { a.block.ptr().add(at) },
-            row,
-            slice,
-        });
+        let first = unsafe { a.block.ptr().add(at) };
+        return Ok(Resolved { first, row, slice });
     }
     if (h > 1 || d > 1) && s.x.checked_add(w).is_none_or(|e| e > s.pitch) {
         return bad(format!(
@@ -217,7 +216,7 @@ fn resolve(st: &State, s: &Side, (w, h, d): (usize, usize, usize), what: &str) -
     ) else {
         return bad(format!("{what}: the region's offsets overflow"));
     };
-    let (row, slice) = (s.pitch, s.pitch.checked_mul(s.height).unwrap_or(usize::MAX));
+    let (row, slice) = (s.pitch, s.pitch.saturating_mul(s.height));
     let end = match s.memory_type {
         MEMORY_TYPE_HOST => End::Host(s.host),
         MEMORY_TYPE_DEVICE => End::Device(s.device),

@@ -131,11 +131,12 @@ struct Side {
 }
 
 impl Side {
+    /// The side's `CUmemorytype`, as the wire's byte.
     fn wire_kind(&self) -> u8 {
         match self.end {
-            End::Host(_) => MEMORY_TYPE_HOST as u8,
-            End::Device(_) => MEMORY_TYPE_DEVICE as u8,
-            End::Array(_) => MEMORY_TYPE_ARRAY as u8,
+            End::Host(_) => 1,
+            End::Device(_) => 2,
+            End::Array(_) => 3,
         }
     }
 

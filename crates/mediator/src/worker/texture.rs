@@ -93,22 +93,24 @@ fn translate_in(s: &Session, d: &mut CUDA_RESOURCE_DESC) -> Result<(), Status> {
 
 /// Translates the handle in a resource descriptor the driver wrote back to
 /// the session's id.
-fn translate_out(s: &Session, d: &mut CUDA_RESOURCE_DESC, ctx: u64) {
+fn translate_out(s: &Session, d: &mut CUDA_RESOURCE_DESC, ctx: u64) -> Result<(), Status> {
     let mut t = s.tables();
+    let raw = |id: u64| usize::try_from(id).map_err(|_| INVALID_VALUE);
     match d.resType {
         CUresourcetype::CU_RESOURCE_TYPE_ARRAY => {
             // SAFETY: `resType` says the union holds `array`.
             let real = unsafe { d.res.array.hArray } as usize;
-            d.res.array.hArray = as_ptr(t.id_of(HandleKind::Array, real, ctx) as usize);
+            d.res.array.hArray = as_ptr(raw(t.id_of(HandleKind::Array, real, ctx))?);
         }
         CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY => {
             // SAFETY: `resType` says the union holds `mipmap`.
             let real = unsafe { d.res.mipmap.hMipmappedArray } as usize;
             let id = t.id_of(HandleKind::MipmappedArray, real, ctx);
-            d.res.mipmap.hMipmappedArray = as_ptr(id as usize);
+            d.res.mipmap.hMipmappedArray = as_ptr(raw(id)?);
         }
         _ => {}
     }
+    Ok(())
 }
 
 /// Creates a texture or surface object: see the op's documentation.
@@ -197,7 +199,7 @@ pub fn tex_object_describe(_: &mut Lane, s: &Session, req: &Request) -> Result<R
                     entry(s.driver.cuTexObjectGetResourceDesc)?(&mut d, object)
                 }
             })?;
-            translate_out(s, &mut d, req.ctx);
+            translate_out(s, &mut d, req.ctx)?;
             bytes_of(&d)
         }
         (1, false) => {
