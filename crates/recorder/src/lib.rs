@@ -44,6 +44,8 @@ pub mod real {
     pub const KERNEL: u64 = 0x0000_5700_0000_0007;
     /// The CUDA array the generated `cuArray3DCreate_v2` hands out.
     pub const ARRAY: u64 = 0x0000_5800_0000_0008;
+    /// The mipmapped array the generated `cuMipmappedArrayCreate` hands out.
+    pub const MIPMAP: u64 = 0x0000_5900_0000_0009;
     /// The one device allocation: below 4 GiB, so 32-bit forms reach it.
     pub const DPTR: u64 = 0x1000_0000;
 }

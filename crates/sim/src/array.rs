@@ -14,7 +14,7 @@ use crate::context;
 use crate::cu::{CUresult, CUDA_ARRAY3D_DESCRIPTOR, CUDA_MEMCPY3D};
 use crate::error::{err, Res};
 use crate::memory::{self, End};
-use crate::state::array::Array;
+use crate::state::array::{Array, MipmappedArray};
 use crate::state::memory::Allocation;
 use crate::state::State;
 
@@ -93,6 +93,65 @@ pub(crate) fn create(st: &mut State, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> 
         },
     );
     Ok(key)
+}
+
+/// Creates a mipmapped array of `levels` levels in the current context.
+pub(crate) fn create_mipmapped(
+    st: &mut State,
+    d: &CUDA_ARRAY3D_DESCRIPTOR,
+    levels: u32,
+) -> Res<usize> {
+    let ctx = context::current_usable(st)?;
+    let largest = d.Width.max(d.Height).max(d.Depth).max(1);
+    let most = usize::BITS - largest.leading_zeros();
+    if levels == 0 || levels > most {
+        return bad(format!(
+            "{levels} levels for an extent of {largest} (at most {most})"
+        ));
+    }
+    let mut keys = Vec::new();
+    for level in 0..levels {
+        let shrink = |v: usize| if v == 0 { 0 } else { (v >> level).max(1) };
+        let mut one = *d;
+        (one.Width, one.Height, one.Depth) = (shrink(d.Width), shrink(d.Height), shrink(d.Depth));
+        match create(st, &one) {
+            Ok(k) => keys.push(k),
+            Err(e) => {
+                for k in keys {
+                    st.ext.arrays.remove(&k);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let key = st.mint();
+    st.ext
+        .mipmaps
+        .insert(key, MipmappedArray { ctx, levels: keys });
+    Ok(key)
+}
+
+/// A live mipmapped array (`CUDA_ERROR_INVALID_HANDLE` otherwise).
+pub(crate) fn get_mipmapped(st: &State, key: usize) -> Res<&MipmappedArray> {
+    match st.ext.mipmaps.get(&key) {
+        Some(m) => Ok(m),
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            format!("mipmapped array {key:#x} does not exist"),
+        ),
+    }
+}
+
+/// `cuMipmappedArrayDestroy`: the levels go with it.
+pub(crate) fn destroy_mipmapped(st: &mut State, key: usize) -> Res<()> {
+    context::current(st)?;
+    get_mipmapped(st, key)?;
+    if let Some(m) = st.ext.mipmaps.remove(&key) {
+        for k in m.levels {
+            st.ext.arrays.remove(&k);
+        }
+    }
+    Ok(())
 }
 
 /// A live array (`CUDA_ERROR_INVALID_VALUE` for NULL, `CUDA_ERROR_INVALID_HANDLE`

@@ -142,6 +142,13 @@ remote_table! {
         array: cuMemcpyAtoD_v2 = 464 gen (sync) [dstDevice: range(ByteCount)];
         array: cuMemcpyDtoA_v2 = 465 gen (sync) [srcDevice: range(ByteCount)];
         array: cuMemcpyAtoA_v2 = 466 gen (sync);
+        array: cuArrayGetMemoryRequirements = 467 gen;
+        array: cuArrayGetPlane = 468 gen;
+        array: cuArrayGetSparseProperties = 469 gen;
+        array: cuMipmappedArrayCreate = 477 gen;
+        array: cuMipmappedArrayGetLevel = 478 gen;
+        array: cuMipmappedArrayGetMemoryRequirements = 479 gen;
+        array: cuMipmappedArrayGetSparseProperties = 480 gen;
     }
 
     manual {
@@ -186,7 +193,7 @@ remote_table! {
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
-            cuMemcpyAtoHAsync_v2;
+            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy;
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
@@ -332,6 +339,8 @@ remote_table! {
 
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
+        /// Destroys a mipmapped array and forgets its id and its levels' ids.
+        array: MipmappedArrayDestroy = 481 { mipmap: handle(MipmappedArray) } => {} (sync);
         /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
         /// and `cuMemcpy3D` forms). Each side's `kind` is a `CUmemorytype`:
         /// device (`addr`, `pitch`, `height` rows a slice), array (`array`)

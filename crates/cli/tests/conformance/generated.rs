@@ -139,6 +139,80 @@ fn cuArrayGetDescriptor_v2() {
     });
 }
 
+/// `cuArrayGetMemoryRequirements` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetMemoryRequirements() {
+    case("generated::cuArrayGetMemoryRequirements", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+            vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUdevice,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetMemoryRequirements");
+        let mut o_memoryRequirements =
+            Record::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_memoryRequirements.as_mut_ptr(), handle(f.array), 1i32) };
+        f.ok("cuArrayGetMemoryRequirements", st);
+        assert_eq!(
+            o_memoryRequirements.bytes(),
+            pattern(
+                467,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()
+            ),
+            "cuArrayGetMemoryRequirements: memoryRequirements"
+        );
+    });
+}
+
+/// `cuArrayGetPlane` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetPlane() {
+    case("generated::cuArrayGetPlane", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetPlane");
+        let mut o_pPlaneArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pPlaneArray, handle(f.array), 1121339219u32) };
+        f.ok("cuArrayGetPlane", st);
+        assert_eq!(
+            o_pPlaneArray as usize as u64, f.array,
+            "cuArrayGetPlane: pPlaneArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuArrayGetSparseProperties` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetSparseProperties() {
+    case("generated::cuArrayGetSparseProperties", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetSparseProperties");
+        let mut o_sparseProperties =
+            Record::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_sparseProperties.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArrayGetSparseProperties", st);
+        assert_eq!(
+            o_sparseProperties.bytes(),
+            pattern(
+                469,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()
+            ),
+            "cuArrayGetSparseProperties: sparseProperties"
+        );
+    });
+}
+
 /// `cuCtxAttach` arrives with the values passed and its outputs come back.
 #[test]
 fn cuCtxAttach() {
@@ -1625,6 +1699,113 @@ fn cuMemsetD2D8_v2_ptds() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(f.dptr + 0, 6usize, 76u8, 5usize, 2usize) };
         f.ok("cuMemsetD2D8_v2_ptds", st);
+    });
+}
+
+/// `cuMipmappedArrayCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayCreate() {
+    case("generated::cuMipmappedArrayCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmipmappedArray,
+            *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayCreate");
+        let mut o_pHandle: vgpu_abi::types::CUmipmappedArray = core::ptr::null_mut();
+        let mut i_pMipmappedArrayDesc =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::from_bytes(&pattern(
+                477,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pHandle,
+                i_pMipmappedArrayDesc.as_ptr(),
+                2680467020u32,
+            )
+        };
+        f.ok("cuMipmappedArrayCreate", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.mipmap,
+            "cuMipmappedArrayCreate: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetLevel` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetLevel() {
+    case("generated::cuMipmappedArrayGetLevel", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUmipmappedArray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetLevel");
+        let mut o_pLevelArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pLevelArray, handle(f.mipmap), 1941809886u32) };
+        f.ok("cuMipmappedArrayGetLevel", st);
+        assert_eq!(
+            o_pLevelArray as usize as u64, f.array,
+            "cuMipmappedArrayGetLevel: pLevelArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetMemoryRequirements() {
+    case("generated::cuMipmappedArrayGetMemoryRequirements", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+            vgpu_abi::types::CUmipmappedArray,
+            vgpu_abi::types::CUdevice,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetMemoryRequirements");
+        let mut o_memoryRequirements =
+            Record::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_memoryRequirements.as_mut_ptr(), handle(f.mipmap), 1i32) };
+        f.ok("cuMipmappedArrayGetMemoryRequirements", st);
+        assert_eq!(
+            o_memoryRequirements.bytes(),
+            pattern(
+                479,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()
+            ),
+            "cuMipmappedArrayGetMemoryRequirements: memoryRequirements"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetSparseProperties` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetSparseProperties() {
+    case("generated::cuMipmappedArrayGetSparseProperties", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+            vgpu_abi::types::CUmipmappedArray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetSparseProperties");
+        let mut o_sparseProperties =
+            Record::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_sparseProperties.as_mut_ptr(), handle(f.mipmap)) };
+        f.ok("cuMipmappedArrayGetSparseProperties", st);
+        assert_eq!(
+            o_sparseProperties.bytes(),
+            pattern(
+                480,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()
+            ),
+            "cuMipmappedArrayGetSparseProperties: sparseProperties"
+        );
     });
 }
 

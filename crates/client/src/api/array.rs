@@ -4,8 +4,8 @@
 
 use std::ffi::c_void;
 
-use vgpu_abi::types::{CUarray, CUdeviceptr, CUDA_MEMCPY3D};
-use vgpu_proto::{array_destroy, memcpy_array, memcpy_atoh, memcpy_htoa};
+use vgpu_abi::types::{CUarray, CUdeviceptr, CUmipmappedArray, CUDA_MEMCPY3D};
+use vgpu_proto::{array_destroy, memcpy_array, memcpy_atoh, memcpy_htoa, mipmapped_array_destroy};
 use zerocopy::little_endian::U64;
 
 use super::copy::CHUNK;
@@ -32,6 +32,15 @@ pub fn destroy(a: CUarray) -> CuResult<()> {
     let s = runtime().session()?;
     let r = array_destroy::Request {
         array: U64::new(id(a)),
+    };
+    s.request(&r, &[]).map(drop)
+}
+
+/// `cuMipmappedArrayDestroy`.
+pub fn destroy_mipmapped(m: CUmipmappedArray) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = mipmapped_array_destroy::Request {
+        mipmap: U64::new(m as usize as u64),
     };
     s.request(&r, &[]).map(drop)
 }

@@ -201,6 +201,7 @@ implement! {
     cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra) =>
         launch::launch(f, [gx, gy, gz, bx, by, bz], shmem, stream::id_ptsz(s), params, extra);
     cuArrayDestroy(a) => array::destroy(a);
+    cuMipmappedArrayDestroy(m) => array::destroy_mipmapped(m);
     cuMemcpyHtoA_v2(a, off, src, n) => array::htoa(a, off, src, n, None);
     cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
     cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));

@@ -9,7 +9,10 @@ use std::ffi::c_void;
 use vgpu_abi::array::{element_bytes, Extent};
 use vgpu_abi::types::{CUarray, CUmemorytype, CUDA_ARRAY3D_DESCRIPTOR, CUDA_MEMCPY3D};
 use vgpu_abi::HandleKind;
-use vgpu_proto::{array_destroy, memcpy_array, memcpy_atoh, memcpy_htoa, Request, MAX_BLOB};
+use vgpu_proto::{
+    array_destroy, memcpy_array, memcpy_atoh, memcpy_htoa, mipmapped_array_destroy, Request,
+    MAX_BLOB,
+};
 
 use super::calls::{as_ptr, message, ok, size, Reply};
 use super::exec::{checked, Lane};
@@ -69,6 +72,37 @@ pub fn array_destroy(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, 
     // SAFETY: `array` is NULL (the driver refuses it) or a live array of this session.
     ok(unsafe { entry(s.driver.cuArrayDestroy)?(as_ptr(array)) })?;
     s.tables().forget_other(HandleKind::Array, id);
+    Ok(Reply::default())
+}
+
+/// The most levels a mipmapped array can have (a 2^31 extent).
+const MAX_LEVELS: u32 = 32;
+
+/// `cuMipmappedArrayDestroy`: the ids of its levels (minted when the
+/// session asked for them) leave the tables with its own.
+pub fn mipmapped_array_destroy(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mipmapped_array_destroy::Request = message(req)?;
+    let id = r.mipmap.get();
+    let mipmap = s.tables().handle(HandleKind::MipmappedArray, id)?;
+    let mut levels = Vec::new();
+    if mipmap != 0 {
+        let get_level = entry(s.driver.cuMipmappedArrayGetLevel)?;
+        for level in 0..MAX_LEVELS {
+            let mut a: CUarray = std::ptr::null_mut();
+            // SAFETY: a live mipmapped array of this session; `a` is a local.
+            if ok(unsafe { get_level(&mut a, as_ptr(mipmap), level) }).is_err() {
+                break;
+            }
+            levels.push(a as Raw);
+        }
+    }
+    // SAFETY: NULL (the driver refuses it) or a live mipmapped array of this session.
+    ok(unsafe { entry(s.driver.cuMipmappedArrayDestroy)?(as_ptr(mipmap)) })?;
+    let mut t = s.tables();
+    t.forget_other(HandleKind::MipmappedArray, id);
+    for real in levels {
+        t.forget_real(HandleKind::Array, real);
+    }
     Ok(Reply::default())
 }
 

@@ -260,6 +260,12 @@ impl Tables {
         }
     }
 
+    /// Forgets every id of a kind without a table of its own that names
+    /// the real handle `real` (destroyed with its owner).
+    pub fn forget_real(&mut self, kind: HandleKind, real: Raw) {
+        self.others.retain(|_, o| o.kind != kind || o.real != real);
+    }
+
     /// The id of function or kernel `real`, if the table has it.
     pub fn function_id(&self, real: Raw) -> Option<u64> {
         self.functions

@@ -370,6 +370,12 @@ pub enum Op {
     MemcpyDtoA_v2 = 465,
     /// `cuMemcpyAtoA_v2`.
     MemcpyAtoA_v2 = 466,
+    /// `cuArrayGetMemoryRequirements`.
+    ArrayGetMemoryRequirements = 467,
+    /// `cuArrayGetPlane`.
+    ArrayGetPlane = 468,
+    /// `cuArrayGetSparseProperties`.
+    ArrayGetSparseProperties = 469,
     /// Destroys a CUDA array and forgets its id.
     ArrayDestroy = 470,
     /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
@@ -398,6 +404,16 @@ pub enum Op {
     /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
     /// reply's blob.
     TexObjectDescribe = 476,
+    /// `cuMipmappedArrayCreate`.
+    MipmappedArrayCreate = 477,
+    /// `cuMipmappedArrayGetLevel`.
+    MipmappedArrayGetLevel = 478,
+    /// `cuMipmappedArrayGetMemoryRequirements`.
+    MipmappedArrayGetMemoryRequirements = 479,
+    /// `cuMipmappedArrayGetSparseProperties`.
+    MipmappedArrayGetSparseProperties = 480,
+    /// Destroys a mipmapped array and forgets its id and its levels' ids.
+    MipmappedArrayDestroy = 481,
 }
 
 impl Op {
@@ -559,6 +575,9 @@ impl Op {
         Op::MemcpyAtoD_v2,
         Op::MemcpyDtoA_v2,
         Op::MemcpyAtoA_v2,
+        Op::ArrayGetMemoryRequirements,
+        Op::ArrayGetPlane,
+        Op::ArrayGetSparseProperties,
         Op::ArrayDestroy,
         Op::MemcpyArray,
         Op::MemcpyHtoA,
@@ -566,6 +585,11 @@ impl Op {
         Op::TexObjectCreate,
         Op::TexObjectDestroy,
         Op::TexObjectDescribe,
+        Op::MipmappedArrayCreate,
+        Op::MipmappedArrayGetLevel,
+        Op::MipmappedArrayGetMemoryRequirements,
+        Op::MipmappedArrayGetSparseProperties,
+        Op::MipmappedArrayDestroy,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -731,6 +755,9 @@ impl Op {
             Op::MemcpyAtoD_v2 => "MemcpyAtoD_v2",
             Op::MemcpyDtoA_v2 => "MemcpyDtoA_v2",
             Op::MemcpyAtoA_v2 => "MemcpyAtoA_v2",
+            Op::ArrayGetMemoryRequirements => "ArrayGetMemoryRequirements",
+            Op::ArrayGetPlane => "ArrayGetPlane",
+            Op::ArrayGetSparseProperties => "ArrayGetSparseProperties",
             Op::ArrayDestroy => "ArrayDestroy",
             Op::MemcpyArray => "MemcpyArray",
             Op::MemcpyHtoA => "MemcpyHtoA",
@@ -738,6 +765,11 @@ impl Op {
             Op::TexObjectCreate => "TexObjectCreate",
             Op::TexObjectDestroy => "TexObjectDestroy",
             Op::TexObjectDescribe => "TexObjectDescribe",
+            Op::MipmappedArrayCreate => "MipmappedArrayCreate",
+            Op::MipmappedArrayGetLevel => "MipmappedArrayGetLevel",
+            Op::MipmappedArrayGetMemoryRequirements => "MipmappedArrayGetMemoryRequirements",
+            Op::MipmappedArrayGetSparseProperties => "MipmappedArrayGetSparseProperties",
+            Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
         }
     }
 
@@ -900,6 +932,9 @@ impl Op {
             Op::MemcpyAtoD_v2 => false,
             Op::MemcpyDtoA_v2 => false,
             Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
             Op::ArrayDestroy => false,
             Op::MemcpyArray => false,
             Op::MemcpyHtoA => false,
@@ -907,6 +942,11 @@ impl Op {
             Op::TexObjectCreate => false,
             Op::TexObjectDestroy => false,
             Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
         }
     }
 
@@ -1069,6 +1109,9 @@ impl Op {
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
+            Op::ArrayGetMemoryRequirements => true,
+            Op::ArrayGetPlane => true,
+            Op::ArrayGetSparseProperties => true,
             Op::ArrayDestroy => true,
             Op::MemcpyArray => true,
             Op::MemcpyHtoA => true,
@@ -1076,6 +1119,11 @@ impl Op {
             Op::TexObjectCreate => true,
             Op::TexObjectDestroy => true,
             Op::TexObjectDescribe => true,
+            Op::MipmappedArrayCreate => true,
+            Op::MipmappedArrayGetLevel => true,
+            Op::MipmappedArrayGetMemoryRequirements => true,
+            Op::MipmappedArrayGetSparseProperties => true,
+            Op::MipmappedArrayDestroy => true,
         }
     }
 
@@ -1238,6 +1286,9 @@ impl Op {
             Op::MemcpyAtoD_v2 => false,
             Op::MemcpyDtoA_v2 => false,
             Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
             Op::ArrayDestroy => false,
             Op::MemcpyArray => false,
             Op::MemcpyHtoA => false,
@@ -1245,6 +1296,11 @@ impl Op {
             Op::TexObjectCreate => false,
             Op::TexObjectDestroy => false,
             Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
         }
     }
 
@@ -1451,6 +1507,13 @@ impl Op {
             Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Request>(),
             Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Request>(),
             Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Request>(),
+            Op::ArrayGetMemoryRequirements => {
+                core::mem::size_of::<array_get_memory_requirements::Request>()
+            }
+            Op::ArrayGetPlane => core::mem::size_of::<array_get_plane::Request>(),
+            Op::ArrayGetSparseProperties => {
+                core::mem::size_of::<array_get_sparse_properties::Request>()
+            }
             Op::ArrayDestroy => core::mem::size_of::<array_destroy::Request>(),
             Op::MemcpyArray => core::mem::size_of::<memcpy_array::Request>(),
             Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Request>(),
@@ -1458,6 +1521,17 @@ impl Op {
             Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Request>(),
             Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Request>(),
             Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Request>(),
+            Op::MipmappedArrayCreate => core::mem::size_of::<mipmapped_array_create::Request>(),
+            Op::MipmappedArrayGetLevel => {
+                core::mem::size_of::<mipmapped_array_get_level::Request>()
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                core::mem::size_of::<mipmapped_array_get_memory_requirements::Request>()
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                core::mem::size_of::<mipmapped_array_get_sparse_properties::Request>()
+            }
+            Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
         }
     }
 
@@ -1654,6 +1728,13 @@ impl Op {
             Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Reply>(),
             Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Reply>(),
             Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Reply>(),
+            Op::ArrayGetMemoryRequirements => {
+                core::mem::size_of::<array_get_memory_requirements::Reply>()
+            }
+            Op::ArrayGetPlane => core::mem::size_of::<array_get_plane::Reply>(),
+            Op::ArrayGetSparseProperties => {
+                core::mem::size_of::<array_get_sparse_properties::Reply>()
+            }
             Op::ArrayDestroy => core::mem::size_of::<array_destroy::Reply>(),
             Op::MemcpyArray => core::mem::size_of::<memcpy_array::Reply>(),
             Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Reply>(),
@@ -1661,6 +1742,15 @@ impl Op {
             Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Reply>(),
             Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Reply>(),
             Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Reply>(),
+            Op::MipmappedArrayCreate => core::mem::size_of::<mipmapped_array_create::Reply>(),
+            Op::MipmappedArrayGetLevel => core::mem::size_of::<mipmapped_array_get_level::Reply>(),
+            Op::MipmappedArrayGetMemoryRequirements => {
+                core::mem::size_of::<mipmapped_array_get_memory_requirements::Reply>()
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                core::mem::size_of::<mipmapped_array_get_sparse_properties::Reply>()
+            }
+            Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
         }
     }
 
@@ -1719,6 +1809,7 @@ impl Op {
             }
             Op::MemcpyAtoH => true,
             Op::TexObjectDestroy => true,
+            Op::MipmappedArrayDestroy => true,
             _ => false,
         }
     }
@@ -2019,6 +2110,13 @@ impl Op {
             Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Request>(fixed, blob_len),
             Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Request>(fixed, blob_len),
             Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Request>(fixed, blob_len),
+            Op::ArrayGetMemoryRequirements => {
+                message::check::<array_get_memory_requirements::Request>(fixed, blob_len)
+            }
+            Op::ArrayGetPlane => message::check::<array_get_plane::Request>(fixed, blob_len),
+            Op::ArrayGetSparseProperties => {
+                message::check::<array_get_sparse_properties::Request>(fixed, blob_len)
+            }
             Op::ArrayDestroy => message::check::<array_destroy::Request>(fixed, blob_len),
             Op::MemcpyArray => message::check::<memcpy_array::Request>(fixed, blob_len),
             Op::MemcpyHtoA => message::check::<memcpy_htoa::Request>(fixed, blob_len),
@@ -2027,6 +2125,21 @@ impl Op {
             Op::TexObjectDestroy => message::check::<tex_object_destroy::Request>(fixed, blob_len),
             Op::TexObjectDescribe => {
                 message::check::<tex_object_describe::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayCreate => {
+                message::check::<mipmapped_array_create::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetLevel => {
+                message::check::<mipmapped_array_get_level::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                message::check::<mipmapped_array_get_memory_requirements::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                message::check::<mipmapped_array_get_sparse_properties::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayDestroy => {
+                message::check::<mipmapped_array_destroy::Request>(fixed, blob_len)
             }
         }
     }
@@ -2299,6 +2412,13 @@ impl Op {
             Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Reply>(fixed, blob_len),
             Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Reply>(fixed, blob_len),
             Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Reply>(fixed, blob_len),
+            Op::ArrayGetMemoryRequirements => {
+                message::check::<array_get_memory_requirements::Reply>(fixed, blob_len)
+            }
+            Op::ArrayGetPlane => message::check::<array_get_plane::Reply>(fixed, blob_len),
+            Op::ArrayGetSparseProperties => {
+                message::check::<array_get_sparse_properties::Reply>(fixed, blob_len)
+            }
             Op::ArrayDestroy => message::check::<array_destroy::Reply>(fixed, blob_len),
             Op::MemcpyArray => message::check::<memcpy_array::Reply>(fixed, blob_len),
             Op::MemcpyHtoA => message::check::<memcpy_htoa::Reply>(fixed, blob_len),
@@ -2306,6 +2426,21 @@ impl Op {
             Op::TexObjectCreate => message::check::<tex_object_create::Reply>(fixed, blob_len),
             Op::TexObjectDestroy => message::check::<tex_object_destroy::Reply>(fixed, blob_len),
             Op::TexObjectDescribe => message::check::<tex_object_describe::Reply>(fixed, blob_len),
+            Op::MipmappedArrayCreate => {
+                message::check::<mipmapped_array_create::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetLevel => {
+                message::check::<mipmapped_array_get_level::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                message::check::<mipmapped_array_get_memory_requirements::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                message::check::<mipmapped_array_get_sparse_properties::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayDestroy => {
+                message::check::<mipmapped_array_destroy::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2470,6 +2605,9 @@ impl TryFrom<u16> for Op {
             464 => Ok(Op::MemcpyAtoD_v2),
             465 => Ok(Op::MemcpyDtoA_v2),
             466 => Ok(Op::MemcpyAtoA_v2),
+            467 => Ok(Op::ArrayGetMemoryRequirements),
+            468 => Ok(Op::ArrayGetPlane),
+            469 => Ok(Op::ArrayGetSparseProperties),
             470 => Ok(Op::ArrayDestroy),
             471 => Ok(Op::MemcpyArray),
             472 => Ok(Op::MemcpyHtoA),
@@ -2477,6 +2615,11 @@ impl TryFrom<u16> for Op {
             474 => Ok(Op::TexObjectCreate),
             475 => Ok(Op::TexObjectDestroy),
             476 => Ok(Op::TexObjectDescribe),
+            477 => Ok(Op::MipmappedArrayCreate),
+            478 => Ok(Op::MipmappedArrayGetLevel),
+            479 => Ok(Op::MipmappedArrayGetMemoryRequirements),
+            480 => Ok(Op::MipmappedArrayGetSparseProperties),
+            481 => Ok(Op::MipmappedArrayDestroy),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2641,6 +2784,9 @@ pub const SCHEMA: &str = concat!(
     "464 MemcpyAtoD_v2 {dst_device:devptr,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
     "465 MemcpyDtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_device:devptr,byte_count:u64} => {} sync\n",
     "466 MemcpyAtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "467 ArrayGetMemoryRequirements {array:handle(Array),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
+    "468 ArrayGetPlane {harray:handle(Array),plane_idx:u32} => {pplane_array:handle(Array)}\n",
+    "469 ArrayGetSparseProperties {array:handle(Array)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
     "470 ArrayDestroy {array:handle(Array)} => {} sync\n",
     "471 MemcpyArray {src_kind:u8,src:devptr,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst:devptr,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64,stream:handle(Stream),is_async:bool}+blob => {}+blob sync_unless(is_async)\n",
     "472 MemcpyHtoA {array:handle(Array),offset:u64,stream:handle(Stream),is_async:bool}+blob => {} sync_unless(is_async)\n",
@@ -2648,6 +2794,11 @@ pub const SCHEMA: &str = concat!(
     "474 TexObjectCreate {surface:bool,view:bool}+blob => {object:u64}\n",
     "475 TexObjectDestroy {object:u64,surface:bool} => {} sync\n",
     "476 TexObjectDescribe {object:u64,surface:bool,what:u8} => {}+blob\n",
+    "477 MipmappedArrayCreate {pmipmapped_array_desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()),num_mipmap_levels:u32} => {phandle:handle(MipmappedArray)}\n",
+    "478 MipmappedArrayGetLevel {hmipmapped_array:handle(MipmappedArray),level:u32} => {plevel_array:handle(Array)}\n",
+    "479 MipmappedArrayGetMemoryRequirements {mipmap:handle(MipmappedArray),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
+    "480 MipmappedArrayGetSparseProperties {mipmap:handle(MipmappedArray)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
+    "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -9165,6 +9316,133 @@ pub mod memcpy_atoa_v2 {
     }
 }
 
+/// `cuArrayGetMemoryRequirements`: wire id 467.
+pub mod array_get_memory_requirements {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub memory_requirements:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetPlane`: wire id 468.
+pub mod array_get_plane {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+        pub plane_idx: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pplane_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetPlane;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetPlane;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetSparseProperties`: wire id 469.
+pub mod array_get_sparse_properties {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sparse_properties:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// The hand-written operation ArrayDestroy: wire id 470.
 pub mod array_destroy {
     use super::*;
@@ -9470,6 +9748,215 @@ pub mod tex_object_describe {
         const OP: Op = Op::TexObjectDescribe;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayCreate`: wire id 477.
+pub mod mipmapped_array_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pmipmapped_array_desc:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+        pub num_mipmap_levels: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetLevel`: wire id 478.
+pub mod mipmapped_array_get_level {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hmipmapped_array: U64,
+        pub level: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub plevel_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetLevel;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetLevel;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`: wire id 479.
+pub mod mipmapped_array_get_memory_requirements {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub memory_requirements:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetSparseProperties`: wire id 480.
+pub mod mipmapped_array_get_sparse_properties {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sparse_properties:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MipmappedArrayDestroy: wire id 481.
+pub mod mipmapped_array_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 
@@ -10327,6 +10814,53 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.src_array = U64::new(0x4100_0000_0000_001b);
             r.src_offset = U64::new(44);
             r.byte_count = U64::new(61);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetMemoryRequirements => {
+            let mut r = array_get_memory_requirements::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.array = U64::new(0x4100_0000_0000_007c);
+            r.device = I32::new(13);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetPlane => {
+            let mut r = array_get_plane::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_007f);
+            r.plane_idx = U32::new(16);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetSparseProperties => {
+            let mut r = array_get_sparse_properties::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.array = U64::new(0x4100_0000_0000_0002);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayCreate => {
+            let mut r = mipmapped_array_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pmipmapped_array_desc.fill(26);
+            r.num_mipmap_levels = U32::new(43);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetLevel => {
+            let mut r = mipmapped_array_get_level::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hmipmapped_array = U64::new(0x4100_0000_0000_001d);
+            r.level = U32::new(46);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetMemoryRequirements => {
+            let mut r = mipmapped_array_get_memory_requirements::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.mipmap = U64::new(0x4100_0000_0000_0020);
+            r.device = I32::new(49);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetSparseProperties => {
+            let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.mipmap = U64::new(0x4100_0000_0000_0023);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -392,6 +392,12 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             vec![0x5a; 64],
         ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
+        Op::MipmappedArrayDestroy => (
+            b(mipmapped_array_destroy::Request {
+                mipmap: u(ARRAY + 1),
+            }),
+            none(),
+        ),
         // Host to array: 2 rows of 8 bytes packed, into a 2D array at (4, 1).
         Op::MemcpyArray => (
             b(memcpy_array::Request {

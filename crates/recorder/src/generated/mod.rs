@@ -159,6 +159,88 @@ pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuArrayGetMemoryRequirements`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    array: vgpu_abi::types::CUarray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetMemoryRequirements");
+    c.non_null("memoryRequirements", memoryRequirements);
+    c.eq("array", array as usize as u64, 0x580000000008u64);
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_MEMORY_REQUIREMENTS_v1`.
+    unsafe {
+        crate::write(
+            memoryRequirements.cast(),
+            &pattern(
+                467,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetPlane`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetPlane(
+    pPlaneArray: *mut vgpu_abi::types::CUarray,
+    hArray: vgpu_abi::types::CUarray,
+    planeIdx: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetPlane");
+    c.non_null("pPlaneArray", pPlaneArray);
+    c.eq("hArray", hArray as usize as u64, 0x580000000008u64);
+    c.eq("planeIdx", planeIdx, 1121339219u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pPlaneArray.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetSparseProperties`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    array: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetSparseProperties");
+    c.non_null("sparseProperties", sparseProperties);
+    c.eq("array", array as usize as u64, 0x580000000008u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_SPARSE_PROPERTIES_v1`.
+    unsafe {
+        crate::write(
+            sparseProperties.cast(),
+            &pattern(
+                469,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuCtxAttach`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1593,6 +1675,125 @@ pub extern "C" fn cuMemsetD2D8_v2_ptds(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMipmappedArrayCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUmipmappedArray,
+    pMipmappedArrayDesc: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    numMipmapLevels: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayCreate");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pMipmappedArrayDesc",
+            pMipmappedArrayDesc.cast(),
+            &pattern(
+                477,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    c.eq("numMipmapLevels", numMipmapLevels, 2680467020u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetLevel`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
+    pLevelArray: *mut vgpu_abi::types::CUarray,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    level: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetLevel");
+    c.non_null("pLevelArray", pLevelArray);
+    c.eq(
+        "hMipmappedArray",
+        hMipmappedArray as usize as u64,
+        0x590000000009u64,
+    );
+    c.eq("level", level, 1941809886u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pLevelArray.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetMemoryRequirements");
+    c.non_null("memoryRequirements", memoryRequirements);
+    c.eq("mipmap", mipmap as usize as u64, 0x590000000009u64);
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_MEMORY_REQUIREMENTS_v1`.
+    unsafe {
+        crate::write(
+            memoryRequirements.cast(),
+            &pattern(
+                479,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetSparseProperties`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetSparseProperties");
+    c.non_null("sparseProperties", sparseProperties);
+    c.eq("mipmap", mipmap as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_SPARSE_PROPERTIES_v1`.
+    unsafe {
+        crate::write(
+            sparseProperties.cast(),
+            &pattern(
+                480,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuModuleGetFunctionCount`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2392,6 +2593,9 @@ pub const EXPORTS: &[&str] = &[
     "cuArray3DGetDescriptor_v2",
     "cuArrayCreate_v2",
     "cuArrayGetDescriptor_v2",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetPlane",
+    "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -2465,6 +2669,10 @@ pub const EXPORTS: &[&str] = &[
     "cuMemsetD2D8Async_ptsz",
     "cuMemsetD2D8_v2",
     "cuMemsetD2D8_v2_ptds",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunctionCount",
     "cuModuleGetGlobal",
     "cuModuleGetLoadingMode",
@@ -2511,6 +2719,9 @@ const _: crate::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
 const _: crate::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
 const _: crate::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
 const _: crate::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
+const _: crate::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
+const _: crate::signature::cuArrayGetPlane = cuArrayGetPlane;
+const _: crate::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: crate::signature::cuCtxAttach = cuCtxAttach;
 const _: crate::signature::cuCtxDetach = cuCtxDetach;
 const _: crate::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -2584,6 +2795,12 @@ const _: crate::signature::cuMemsetD2D8Async = cuMemsetD2D8Async;
 const _: crate::signature::cuMemsetD2D8Async_ptsz = cuMemsetD2D8Async_ptsz;
 const _: crate::signature::cuMemsetD2D8_v2 = cuMemsetD2D8_v2;
 const _: crate::signature::cuMemsetD2D8_v2_ptds = cuMemsetD2D8_v2_ptds;
+const _: crate::signature::cuMipmappedArrayCreate = cuMipmappedArrayCreate;
+const _: crate::signature::cuMipmappedArrayGetLevel = cuMipmappedArrayGetLevel;
+const _: crate::signature::cuMipmappedArrayGetMemoryRequirements =
+    cuMipmappedArrayGetMemoryRequirements;
+const _: crate::signature::cuMipmappedArrayGetSparseProperties =
+    cuMipmappedArrayGetSparseProperties;
 const _: crate::signature::cuModuleGetFunctionCount = cuModuleGetFunctionCount;
 const _: crate::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: crate::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;

@@ -6,8 +6,9 @@ use std::ffi::c_void;
 use crate::array::{self, Run};
 use crate::context;
 use crate::cu::{
-    CUarray, CUarray_format, CUdeviceptr, CUresult, CUstream, CUDA_ARRAY3D_DESCRIPTOR,
-    CUDA_ARRAY_DESCRIPTOR, CUDA_MEMCPY3D,
+    CUarray, CUarray_format, CUdevice, CUdeviceptr, CUmipmappedArray, CUresult, CUstream,
+    CUDA_ARRAY3D_DESCRIPTOR, CUDA_ARRAY_DESCRIPTOR, CUDA_ARRAY_MEMORY_REQUIREMENTS,
+    CUDA_ARRAY_SPARSE_PROPERTIES, CUDA_MEMCPY3D,
 };
 use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
@@ -142,6 +143,123 @@ pub(crate) fn memcpy_atoa_v2(
     );
     // SAFETY: no host side.
     unsafe { run_copy(d, s, n, None) }
+}
+
+/// Why the simulated device refuses a sparse or deferred-mapping query: it
+/// makes neither kind of array (the driver answers `CUDA_ERROR_INVALID_VALUE`
+/// for arrays of other kinds).
+const NOT_SPARSE: &str = "the simulated device makes no sparse or deferred-mapping arrays";
+
+/// `cuArrayGetMemoryRequirements`: only for deferred-mapping arrays.
+pub(crate) fn array_get_memory_requirements(
+    _out: Out<CUDA_ARRAY_MEMORY_REQUIREMENTS>,
+    h: CUarray,
+    device: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    sim.check_device(device)?;
+    let st = sim.lock();
+    context::current(&st)?;
+    array::get(&st, key(h))?;
+    err(CUresult::CUDA_ERROR_INVALID_VALUE, NOT_SPARSE)
+}
+
+/// `cuArrayGetPlane`: the simulated formats have one plane, which is no plane.
+pub(crate) fn array_get_plane(_out: Out<CUarray>, h: CUarray, plane: std::ffi::c_uint) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    array::get(&st, key(h))?;
+    err(
+        CUresult::CUDA_ERROR_INVALID_VALUE,
+        format!("plane {plane}: the array's format is not multi-planar"),
+    )
+}
+
+/// `cuArrayGetSparseProperties`: only for sparse arrays.
+pub(crate) fn array_get_sparse_properties(
+    _out: Out<CUDA_ARRAY_SPARSE_PROPERTIES>,
+    h: CUarray,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    array::get(&st, key(h))?;
+    err(CUresult::CUDA_ERROR_INVALID_VALUE, NOT_SPARSE)
+}
+
+/// `cuMipmappedArrayCreate`.
+///
+/// # Safety
+/// `p` must be NULL or readable.
+pub(crate) unsafe fn mipmapped_array_create(
+    out: Out<CUmipmappedArray>,
+    p: *const CUDA_ARRAY3D_DESCRIPTOR,
+    levels: std::ffi::c_uint,
+) -> Res<()> {
+    // SAFETY: forwarded from this function's contract.
+    let d = unsafe { read(p, "pMipmappedArrayDesc") }?;
+    let sim = state::sim()?;
+    let k = array::create_mipmapped(&mut sim.lock(), &d, levels)?;
+    out.write(k as CUmipmappedArray);
+    Ok(())
+}
+
+/// `cuMipmappedArrayGetLevel`.
+pub(crate) fn mipmapped_array_get_level(
+    out: Out<CUarray>,
+    h: CUmipmappedArray,
+    level: std::ffi::c_uint,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    let m = array::get_mipmapped(&st, key(h))?;
+    match m.levels.get(level as usize) {
+        Some(&k) => {
+            out.write(k as CUarray);
+            Ok(())
+        }
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("level {level} of {}", m.levels.len()),
+        ),
+    }
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`: only for deferred-mapping arrays.
+pub(crate) fn mipmapped_array_get_memory_requirements(
+    _out: Out<CUDA_ARRAY_MEMORY_REQUIREMENTS>,
+    h: CUmipmappedArray,
+    device: CUdevice,
+) -> Res<()> {
+    let sim = state::sim()?;
+    sim.check_device(device)?;
+    let st = sim.lock();
+    context::current(&st)?;
+    array::get_mipmapped(&st, key(h))?;
+    err(CUresult::CUDA_ERROR_INVALID_VALUE, NOT_SPARSE)
+}
+
+/// `cuMipmappedArrayGetSparseProperties`: only for sparse arrays.
+pub(crate) fn mipmapped_array_get_sparse_properties(
+    _out: Out<CUDA_ARRAY_SPARSE_PROPERTIES>,
+    h: CUmipmappedArray,
+) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    array::get_mipmapped(&st, key(h))?;
+    err(CUresult::CUDA_ERROR_INVALID_VALUE, NOT_SPARSE)
+}
+
+/// `cuMipmappedArrayDestroy`.
+#[no_mangle]
+pub extern "C" fn cuMipmappedArrayDestroy(h: CUmipmappedArray) -> CUresult {
+    run("cuMipmappedArrayDestroy", || {
+        let sim = state::sim()?;
+        array::destroy_mipmapped(&mut sim.lock(), key(h))
+    })
 }
 
 /// `cuArrayDestroy`.

@@ -143,6 +143,7 @@ exports!(
     cuPointerGetAttribute,
     cuPointerGetAttributes,
     cuArrayDestroy,
+    cuMipmappedArrayDestroy,
     cuMemcpyHtoA_v2,
     cuMemcpyHtoAAsync_v2,
     cuMemcpyAtoH_v2,

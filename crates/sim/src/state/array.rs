@@ -44,3 +44,11 @@ impl std::fmt::Debug for TexObject {
 // SAFETY: the handles inside the resource descriptor are table keys of the simulated
 // device, never dereferenced; all access goes through the state mutex.
 unsafe impl Send for TexObject {}
+
+/// One live mipmapped array: its levels are arrays of their own, halving
+/// each present dimension (down to 1) from level to level.
+#[derive(Debug)]
+pub(crate) struct MipmappedArray {
+    pub ctx: usize,
+    pub levels: Vec<usize>,
+}

@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
-use array::{Array, TexObject};
+use array::{Array, MipmappedArray, TexObject};
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -62,6 +62,8 @@ pub(crate) struct Ext {
     pub facts: Facts,
     /// Live CUDA arrays by handle.
     pub arrays: HashMap<usize, Array>,
+    /// Live mipmapped arrays by handle.
+    pub mipmaps: HashMap<usize, MipmappedArray>,
     /// Live texture and surface objects by value, and the last value handed out.
     pub tex_objects: BTreeMap<u64, TexObject>,
     pub last_tex_object: u64,

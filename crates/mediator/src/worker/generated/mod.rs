@@ -195,6 +195,9 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemcpyAtoD_v2 => memcpy_atod_v2(s, req),
         Op::MemcpyDtoA_v2 => memcpy_dtoa_v2(s, req),
         Op::MemcpyAtoA_v2 => memcpy_atoa_v2(s, req),
+        Op::ArrayGetMemoryRequirements => array_get_memory_requirements(s, req),
+        Op::ArrayGetPlane => array_get_plane(s, req),
+        Op::ArrayGetSparseProperties => array_get_sparse_properties(s, req),
         Op::ArrayDestroy => super::array::array_destroy(lane, s, req),
         Op::MemcpyArray => super::array::memcpy_array(lane, s, req),
         Op::MemcpyHtoA => super::array::memcpy_htoa(lane, s, req),
@@ -202,6 +205,11 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::TexObjectCreate => super::texture::tex_object_create(lane, s, req),
         Op::TexObjectDestroy => super::texture::tex_object_destroy(lane, s, req),
         Op::TexObjectDescribe => super::texture::tex_object_describe(lane, s, req),
+        Op::MipmappedArrayCreate => mipmapped_array_create(s, req),
+        Op::MipmappedArrayGetLevel => mipmapped_array_get_level(s, req),
+        Op::MipmappedArrayGetMemoryRequirements => mipmapped_array_get_memory_requirements(s, req),
+        Op::MipmappedArrayGetSparseProperties => mipmapped_array_get_sparse_properties(s, req),
+        Op::MipmappedArrayDestroy => super::array::mipmapped_array_destroy(lane, s, req),
     }
 }
 
@@ -2801,6 +2809,191 @@ fn memcpy_atoa_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
     })?;
     Ok(Reply::new(
         &vgpu_proto::memcpy_atoa_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetMemoryRequirements`.
+fn array_get_memory_requirements(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_memory_requirements::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let t = s.tables();
+    let a_array = t.handle(HandleKind::Array, r.array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_memory_requirements: vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetMemoryRequirements)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_memory_requirements, calls::as_ptr(a_array), a_device) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_memory_requirements::Reply {
+            memory_requirements: calls::record_bytes(&o_memory_requirements),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetPlane`.
+fn array_get_plane(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_plane::Request = calls::message(req)?;
+    let a_plane_idx = r.plane_idx.get();
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pplane_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetPlane)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pplane_array, calls::as_ptr(a_harray), a_plane_idx) })?;
+    let mut t = s.tables();
+    let id_pplane_array = t.id_of(HandleKind::Array, o_pplane_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array_get_plane::Reply {
+            pplane_array: U64::new(id_pplane_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetSparseProperties`.
+fn array_get_sparse_properties(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_sparse_properties::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_array = t.handle(HandleKind::Array, r.array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_sparse_properties: vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetSparseProperties)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_sparse_properties, calls::as_ptr(a_array)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_sparse_properties::Reply {
+            sparse_properties: calls::record_bytes(&o_sparse_properties),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayCreate`.
+fn mipmapped_array_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_create::Request = calls::message(req)?;
+    let a_num_mipmap_levels = r.num_mipmap_levels.get();
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY3D_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pmipmapped_array_desc: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pmipmapped_array_desc) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUmipmappedArray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_phandle,
+            &a_pmipmapped_array_desc,
+            a_num_mipmap_levels,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::MipmappedArray, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_create::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetLevel`.
+fn mipmapped_array_get_level(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_level::Request = calls::message(req)?;
+    let a_level = r.level.get();
+    let t = s.tables();
+    let a_hmipmapped_array = t.handle(HandleKind::MipmappedArray, r.hmipmapped_array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_plevel_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetLevel)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_plevel_array,
+            calls::as_ptr(a_hmipmapped_array),
+            a_level,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_plevel_array = t.id_of(HandleKind::Array, o_plevel_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_level::Reply {
+            plevel_array: U64::new(id_plevel_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`.
+fn mipmapped_array_get_memory_requirements(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_memory_requirements::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let t = s.tables();
+    let a_mipmap = t.handle(HandleKind::MipmappedArray, r.mipmap.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_memory_requirements: vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetMemoryRequirements)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_memory_requirements,
+            calls::as_ptr(a_mipmap),
+            a_device,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_memory_requirements::Reply {
+            memory_requirements: calls::record_bytes(&o_memory_requirements),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetSparseProperties`.
+fn mipmapped_array_get_sparse_properties(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_sparse_properties::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_mipmap = t.handle(HandleKind::MipmappedArray, r.mipmap.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_sparse_properties: vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetSparseProperties)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_sparse_properties, calls::as_ptr(a_mipmap)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_sparse_properties::Reply {
+            sparse_properties: calls::record_bytes(&o_sparse_properties),
+        },
         Vec::new(),
     ))
 }

@@ -85,6 +85,56 @@ pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
     })
 }
 
+/// `cuArrayGetMemoryRequirements`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    array: vgpu_abi::types::CUarray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    run("cuArrayGetMemoryRequirements", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let memoryRequirements = unsafe { Out::new(memoryRequirements, "memoryRequirements") }?;
+        super::array::array_get_memory_requirements(memoryRequirements, array, device)
+    })
+}
+
+/// `cuArrayGetPlane`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetPlane(
+    pPlaneArray: *mut vgpu_abi::types::CUarray,
+    hArray: vgpu_abi::types::CUarray,
+    planeIdx: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuArrayGetPlane", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pPlaneArray = unsafe { Out::new(pPlaneArray, "pPlaneArray") }?;
+        super::array::array_get_plane(pPlaneArray, hArray, planeIdx)
+    })
+}
+
+/// `cuArrayGetSparseProperties`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    array: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArrayGetSparseProperties", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let sparseProperties = unsafe { Out::new(sparseProperties, "sparseProperties") }?;
+        super::array::array_get_sparse_properties(sparseProperties, array)
+    })
+}
+
 /// `cuCtxAttach`.
 ///
 /// # Safety
@@ -1070,6 +1120,76 @@ pub extern "C" fn cuMemsetD2D8_v2_ptds(
     })
 }
 
+/// `cuMipmappedArrayCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUmipmappedArray,
+    pMipmappedArrayDesc: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    numMipmapLevels: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMipmappedArrayCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::array::mipmapped_array_create(pHandle, pMipmappedArrayDesc, numMipmapLevels)
+        }
+    })
+}
+
+/// `cuMipmappedArrayGetLevel`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
+    pLevelArray: *mut vgpu_abi::types::CUarray,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    level: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMipmappedArrayGetLevel", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pLevelArray = unsafe { Out::new(pLevelArray, "pLevelArray") }?;
+        super::array::mipmapped_array_get_level(pLevelArray, hMipmappedArray, level)
+    })
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    run("cuMipmappedArrayGetMemoryRequirements", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let memoryRequirements = unsafe { Out::new(memoryRequirements, "memoryRequirements") }?;
+        super::array::mipmapped_array_get_memory_requirements(memoryRequirements, mipmap, device)
+    })
+}
+
+/// `cuMipmappedArrayGetSparseProperties`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+) -> CUresult {
+    run("cuMipmappedArrayGetSparseProperties", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let sparseProperties = unsafe { Out::new(sparseProperties, "sparseProperties") }?;
+        super::array::mipmapped_array_get_sparse_properties(sparseProperties, mipmap)
+    })
+}
+
 /// `cuModuleGetFunctionCount`.
 ///
 /// # Safety
@@ -1670,6 +1790,9 @@ pub const EXPORTS: &[&str] = &[
     "cuArray3DGetDescriptor_v2",
     "cuArrayCreate_v2",
     "cuArrayGetDescriptor_v2",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetPlane",
+    "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -1743,6 +1866,10 @@ pub const EXPORTS: &[&str] = &[
     "cuMemsetD2D8Async_ptsz",
     "cuMemsetD2D8_v2",
     "cuMemsetD2D8_v2_ptds",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunctionCount",
     "cuModuleGetGlobal",
     "cuModuleGetLoadingMode",
@@ -1789,6 +1916,9 @@ const _: super::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
 const _: super::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
 const _: super::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
 const _: super::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
+const _: super::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
+const _: super::signature::cuArrayGetPlane = cuArrayGetPlane;
+const _: super::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: super::signature::cuCtxAttach = cuCtxAttach;
 const _: super::signature::cuCtxDetach = cuCtxDetach;
 const _: super::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -1862,6 +1992,12 @@ const _: super::signature::cuMemsetD2D8Async = cuMemsetD2D8Async;
 const _: super::signature::cuMemsetD2D8Async_ptsz = cuMemsetD2D8Async_ptsz;
 const _: super::signature::cuMemsetD2D8_v2 = cuMemsetD2D8_v2;
 const _: super::signature::cuMemsetD2D8_v2_ptds = cuMemsetD2D8_v2_ptds;
+const _: super::signature::cuMipmappedArrayCreate = cuMipmappedArrayCreate;
+const _: super::signature::cuMipmappedArrayGetLevel = cuMipmappedArrayGetLevel;
+const _: super::signature::cuMipmappedArrayGetMemoryRequirements =
+    cuMipmappedArrayGetMemoryRequirements;
+const _: super::signature::cuMipmappedArrayGetSparseProperties =
+    cuMipmappedArrayGetSparseProperties;
 const _: super::signature::cuModuleGetFunctionCount = cuModuleGetFunctionCount;
 const _: super::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: super::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
