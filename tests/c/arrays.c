@@ -6,7 +6,8 @@
  * HtoA/AtoH/AtoD/DtoA/AtoA forms, copies that fall outside an array, and a
  * destroyed array; then texture objects over an array, linear and pitched
  * memory and a surface object, their descriptors read back, and a destroyed
- * array in a texture's resource.
+ * array in a texture's resource; a mipmapped array, its levels and a texture
+ * over it.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
  * alike. Where the driver's exact error is not documented the check accepts
@@ -22,6 +23,7 @@
 #include "cuda_prelude.h"
 
 typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 
 typedef struct {
     size_t Width, Height;
@@ -62,6 +64,9 @@ typedef struct {
         struct {
             CUarray hArray;
         } array;
+        struct {
+            CUmipmappedArray hMipmappedArray;
+        } mipmap;
         struct {
             CUdeviceptr devPtr;
             int format;
@@ -112,6 +117,7 @@ enum {
     FORMAT_FLOAT = 0x20,
     ARRAY3D_SURFACE_LDST = 0x02,
     RESOURCE_TYPE_ARRAY = 0,
+    RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
     RESOURCE_TYPE_LINEAR = 2,
     RESOURCE_TYPE_PITCH2D = 3,
     ADDRESS_MODE_CLAMP = 1,
@@ -156,6 +162,12 @@ static struct {
     CUresult (*SurfObjectCreate)(CUsurfObject *, const CUDA_RESOURCE_DESC *);
     CUresult (*SurfObjectDestroy)(CUsurfObject);
     CUresult (*SurfObjectGetResourceDesc)(CUDA_RESOURCE_DESC *, CUsurfObject);
+    CUresult (*MipmappedArrayCreate)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *,
+                                     unsigned int);
+    CUresult (*MipmappedArrayGetLevel)(CUarray *, CUmipmappedArray, unsigned int);
+    CUresult (*MipmappedArrayDestroy)(CUmipmappedArray);
+    CUresult (*ArrayGetSparseProperties)(void *, CUarray);
+    CUresult (*ArrayGetPlane)(CUarray *, CUarray, unsigned int);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -196,6 +208,11 @@ static const struct cu_entry entries[] = {
     ENTRY(SurfObjectCreate, "cuSurfObjectCreate"),
     ENTRY(SurfObjectDestroy, "cuSurfObjectDestroy"),
     ENTRY(SurfObjectGetResourceDesc, "cuSurfObjectGetResourceDesc"),
+    ENTRY(MipmappedArrayCreate, "cuMipmappedArrayCreate"),
+    ENTRY(MipmappedArrayGetLevel, "cuMipmappedArrayGetLevel"),
+    ENTRY(MipmappedArrayDestroy, "cuMipmappedArrayDestroy"),
+    ENTRY(ArrayGetSparseProperties, "cuArrayGetSparseProperties"),
+    ENTRY(ArrayGetPlane, "cuArrayGetPlane"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -565,6 +582,81 @@ static void textures(void)
     cu.MemFree(dev);
 }
 
+static void mipmapped(void)
+{
+    enum { W = 64, H = 32, LEVELS = 3 };
+    CUDA_ARRAY3D_DESCRIPTOR d = {W, H, 0, FORMAT_FLOAT, 1, 0}, got;
+    CUmipmappedArray m = NULL;
+    if (!EXPECT("mipmap_create", cu.MipmappedArrayCreate(&m, &d, LEVELS), CUDA_SUCCESS))
+        return;
+    CUarray level[LEVELS];
+    int shapes = 1;
+    for (unsigned i = 0; i < LEVELS; i++) {
+        level[i] = NULL;
+        EXPECT("mipmap_get_level", cu.MipmappedArrayGetLevel(&level[i], m, i), CUDA_SUCCESS);
+        memset(&got, 0, sizeof(got));
+        EXPECT("mipmap_level_descriptor", cu.Array3DGetDescriptor(&got, level[i]), CUDA_SUCCESS);
+        shapes &= got.Width == (size_t)(W >> i) && got.Height == (size_t)(H >> i) &&
+                  got.Depth == 0 && got.Format == FORMAT_FLOAT;
+    }
+    expect_true("mipmap_level_shapes", shapes, "a level's extent is not half the one above");
+    CUarray past = NULL;
+    expect_failure("mipmap_level_past_last", cu.MipmappedArrayGetLevel(&past, m, LEVELS));
+
+    /* Data through level 1. */
+    enum { LW = W / 2, LH = H / 2, ROW = LW * 4 };
+    static unsigned char in[ROW * LH], out[ROW * LH];
+    fill(in, sizeof(in), 5);
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = HOST;
+    c.srcHost = in;
+    c.srcPitch = ROW;
+    c.dstMemoryType = ARRAY;
+    c.dstArray = level[1];
+    c.WidthInBytes = ROW;
+    c.Height = LH;
+    EXPECT("mipmap_level_upload", cu.Memcpy2D(&c), CUDA_SUCCESS);
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = ARRAY;
+    c.srcArray = level[1];
+    c.dstMemoryType = HOST;
+    c.dstHost = out;
+    c.dstPitch = ROW;
+    c.WidthInBytes = ROW;
+    c.Height = LH;
+    EXPECT("mipmap_level_download", cu.Memcpy2D(&c), CUDA_SUCCESS);
+    expect_true("mipmap_level_data", memcmp(in, out, sizeof(in)) == 0, "the bytes differ");
+
+    /* A texture over the whole mipmapped array. */
+    CUDA_RESOURCE_DESC res, got_res;
+    memset(&res, 0, sizeof(res));
+    res.resType = RESOURCE_TYPE_MIPMAPPED_ARRAY;
+    res.res.mipmap.hMipmappedArray = m;
+    CUDA_TEXTURE_DESC tex;
+    memset(&tex, 0, sizeof(tex));
+    tex.maxMipmapLevelClamp = LEVELS - 1;
+    CUtexObject t = 0;
+    EXPECT("mipmap_tex_object_create", cu.TexObjectCreate(&t, &res, &tex, NULL), CUDA_SUCCESS);
+    memset(&got_res, 0, sizeof(got_res));
+    EXPECT("mipmap_tex_resource_desc", cu.TexObjectGetResourceDesc(&got_res, t), CUDA_SUCCESS);
+    expect_true("mipmap_tex_resource_values",
+                got_res.resType == RESOURCE_TYPE_MIPMAPPED_ARRAY &&
+                    got_res.res.mipmap.hMipmappedArray == m,
+                "the resource is not the mipmapped array");
+    EXPECT("mipmap_tex_object_destroy", cu.TexObjectDestroy(t), CUDA_SUCCESS);
+
+    /* Plain arrays are neither sparse nor multi-planar. */
+    char props[64];
+    expect_failure("sparse_properties_of_plain_array", cu.ArrayGetSparseProperties(props, level[0]));
+    CUarray plane = NULL;
+    expect_failure("plane_of_plain_array", cu.ArrayGetPlane(&plane, level[0], 0));
+
+    EXPECT("mipmap_destroy", cu.MipmappedArrayDestroy(m), CUDA_SUCCESS);
+    expect_failure("mipmap_destroy_again", cu.MipmappedArrayDestroy(m));
+    expect_failure("mipmap_level_after_destroy", cu.Memcpy2D(&c));
+}
+
 static void invalid(void)
 {
     CUDA_ARRAY_DESCRIPTOR d = {0, 4, FORMAT_FLOAT, 1};
@@ -593,6 +685,7 @@ int main(int argc, char **argv)
     two_d();
     three_d();
     textures();
+    mipmapped();
     invalid();
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();

@@ -106,7 +106,7 @@ fn c_thread_set_current_then_context_free_call() {
 /// CUDA arrays through vgpu: descriptors, data through every copy form with
 /// an array on one side, copies outside an array and a destroyed array
 /// refused with the driver's errors, texture and surface objects and their
-/// descriptors (`tests/c/arrays.c`).
+/// descriptors, mipmapped arrays and their levels (`tests/c/arrays.c`).
 #[test]
 fn c_arrays_and_their_copies() {
     let h = Harness::start();
@@ -138,7 +138,13 @@ fn c_arrays_and_their_copies() {
         .assert_line("ok surf_object_on_plain_array: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok tex_object_on_destroyed_array: CUDA_ERROR_INVALID_HANDLE")
         .assert_line("ok tex_object_destroy_again: CUDA_ERROR_INVALID_HANDLE")
-        .assert_line("97 checks, 0 failed");
+        .assert_line("ok mipmap_level_shapes")
+        .assert_line("ok mipmap_level_data")
+        .assert_line("ok mipmap_tex_resource_values")
+        .assert_line("ok mipmap_level_past_last: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_destroy_again: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok mipmap_level_after_destroy: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("118 checks, 0 failed");
 }
 
 #[test]

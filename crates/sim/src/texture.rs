@@ -1,7 +1,7 @@
 //! Texture and surface objects: bookkeeping only (nothing samples them).
 //!
 //! Creation checks what the driver checks at once: the resource (a live
-//! array, surface objects only on arrays made with `CUDA_ARRAY3D_SURFACE_LDST`;
+//! array or mipmapped array, surface objects only on arrays made with `CUDA_ARRAY3D_SURFACE_LDST`;
 //! linear and pitched ranges inside one live allocation), and hands out a
 //! fresh nonzero value, as the driver's objects are. The getters return what
 //! the object was created with.
@@ -66,10 +66,11 @@ fn check_resource(st: &State, r: &CUDA_RESOURCE_DESC, surface: bool) -> Res<()> 
                 _ => bad("pitch2D resource: extent not valid".into()),
             }
         }
-        CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY => err(
-            CUresult::CUDA_ERROR_INVALID_HANDLE,
-            "mipmapped arrays are not simulated",
-        ),
+        CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY => {
+            // SAFETY: `resType` says the union holds `mipmap`.
+            let key = unsafe { r.res.mipmap.hMipmappedArray }.addr();
+            array::get_mipmapped(st, key).map(drop)
+        }
         t => bad(format!("{} is not a CUresourcetype", t.0)),
     }
 }
