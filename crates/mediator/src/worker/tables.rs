@@ -398,6 +398,33 @@ mod tests {
     }
 
     #[test]
+    fn destroyed_arrays_leave_the_tables() {
+        let mut t = Tables::default();
+        let a = t.id_of(HandleKind::Array, 0xa000, 7);
+        let level = t.id_of(HandleKind::Array, 0xb000, 7);
+        let m = t.id_of(HandleKind::MipmappedArray, 0xc000, 7);
+        assert_eq!(t.handle(HandleKind::Array, a), Ok(0xa000));
+        // An array id is not a mipmapped array's.
+        assert_eq!(t.handle(HandleKind::MipmappedArray, a), Err(INVALID_HANDLE));
+        assert!(!t.forget_other(HandleKind::MipmappedArray, a));
+        assert!(t.forget_other(HandleKind::Array, a));
+        assert_eq!(t.handle(HandleKind::Array, a), Err(INVALID_HANDLE));
+        t.forget_real(HandleKind::Array, 0xb000);
+        assert_eq!(t.handle(HandleKind::Array, level), Err(INVALID_HANDLE));
+        assert_eq!(t.handle(HandleKind::MipmappedArray, m), Ok(0xc000));
+        t.tex_objects.insert(
+            5,
+            TexObject {
+                surface: false,
+                ctx: 7,
+            },
+        );
+        t.forget_context_resources(7);
+        assert_eq!(t.handle(HandleKind::MipmappedArray, m), Err(INVALID_HANDLE));
+        assert!(t.tex_objects.is_empty());
+    }
+
+    #[test]
     fn stream_sentinels_pass_through() {
         let t = Tables::default();
         assert_eq!(t.stream(0), Ok(0));
