@@ -21,6 +21,7 @@ for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$NVCC" -O2 -o "$WORK/runtime_api" gpu/runtime_api.cu >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/thread_context" tests/c/thread_context.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/arrays" tests/c/arrays.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -32,6 +33,7 @@ declare -A CMD=(
     [cuda_python]="python3 gpu/driver_api.py"
     [runtime_api]="$WORK/runtime_api"
     [thread_context]="$WORK/thread_context"
+    [arrays]="$WORK/arrays"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -39,7 +41,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context arrays compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do
