@@ -37,8 +37,9 @@ fn bad<T>(why: String) -> Res<T> {
     err(CUresult::CUDA_ERROR_INVALID_VALUE, why)
 }
 
-/// Creates an array in the current context from a 3D descriptor.
-pub(crate) fn create(st: &mut State, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> {
+/// Creates an array in the current context from a 3D descriptor; its bytes
+/// count against the device's `budget`, as allocations do.
+pub(crate) fn create(st: &mut State, budget: u64, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> {
     let ctx = context::current_usable(st)?;
     let (w, h, depth, flags) = (d.Width, d.Height, d.Depth, d.Flags);
     let Some(element) = element_bytes(d.Format.0, d.NumChannels) else {
@@ -71,12 +72,20 @@ pub(crate) fn create(st: &mut State, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> 
         return bad(format!("array extent {w}x{h}x{depth} overflows"));
     };
     let device = context::live(st, ctx)?.device;
+    let left = budget.saturating_sub(st.used[device]);
+    if bytes as u64 > left {
+        return err(
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            format!("an array of {bytes} bytes, {left} of the simulated budget left"),
+        );
+    }
     let Some(block) = Allocation::new(ctx, device, bytes) else {
         return err(
             CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             format!("no host memory for an array of {bytes} bytes"),
         );
     };
+    st.used[device] += bytes as u64;
     let key = st.mint();
     st.ext.arrays.insert(
         key,
@@ -98,6 +107,7 @@ pub(crate) fn create(st: &mut State, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> 
 /// Creates a mipmapped array of `levels` levels in the current context.
 pub(crate) fn create_mipmapped(
     st: &mut State,
+    budget: u64,
     d: &CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,
 ) -> Res<usize> {
@@ -114,11 +124,11 @@ pub(crate) fn create_mipmapped(
         let shrink = |v: usize| if v == 0 { 0 } else { (v >> level).max(1) };
         let mut one = *d;
         (one.Width, one.Height, one.Depth) = (shrink(d.Width), shrink(d.Height), shrink(d.Depth));
-        match create(st, &one) {
+        match create(st, budget, &one) {
             Ok(k) => keys.push(k),
             Err(e) => {
                 for k in keys {
-                    st.ext.arrays.remove(&k);
+                    forget(st, k);
                 }
                 return Err(e);
             }
@@ -148,10 +158,32 @@ pub(crate) fn destroy_mipmapped(st: &mut State, key: usize) -> Res<()> {
     get_mipmapped(st, key)?;
     if let Some(m) = st.ext.mipmaps.remove(&key) {
         for k in m.levels {
-            st.ext.arrays.remove(&k);
+            forget(st, k);
         }
     }
     Ok(())
+}
+
+/// Removes array `key`, giving its bytes back to the device's budget.
+fn forget(st: &mut State, key: usize) {
+    if let Some(a) = st.ext.arrays.remove(&key) {
+        st.used[a.block.device] -= a.block.size as u64;
+    }
+}
+
+/// Removes every array and mipmapped array of context `ctx` (destroyed or reset).
+pub(crate) fn release_context(st: &mut State, ctx: usize) {
+    st.ext.mipmaps.retain(|_, m| m.ctx != ctx);
+    let dead: Vec<usize> = st
+        .ext
+        .arrays
+        .iter()
+        .filter(|(_, a)| a.ctx == ctx)
+        .map(|(&k, _)| k)
+        .collect();
+    for k in dead {
+        forget(st, k);
+    }
 }
 
 /// A live array (`CUDA_ERROR_INVALID_VALUE` for NULL, `CUDA_ERROR_INVALID_HANDLE`
@@ -176,7 +208,7 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
         return err(CUresult::CUDA_ERROR_INVALID_HANDLE, "the array is NULL");
     }
     get(st, key)?;
-    st.ext.arrays.remove(&key);
+    forget(st, key);
     Ok(())
 }
 

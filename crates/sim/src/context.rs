@@ -126,8 +126,7 @@ fn release_resources(st: &mut State, ctx: usize) {
 /// allocated host memory, facts about freed allocations, attributes of dead functions.
 fn release_ext(st: &mut State, ctx: usize) {
     st.ext.host.release_context(ctx);
-    st.ext.arrays.retain(|_, a| a.ctx != ctx);
-    st.ext.mipmaps.retain(|_, m| m.ctx != ctx);
+    crate::array::release_context(st, ctx);
     st.ext.tex_objects.retain(|_, t| t.ctx != ctx);
     let allocs = &st.allocs;
     st.ext.facts.retain(|base| allocs.contains_key(&base));

@@ -14,6 +14,7 @@ use crate::cu::*;
 use crate::exports::*;
 use crate::state;
 
+mod arrays;
 mod runtime_api;
 
 const BUDGET: usize = 64 << 20;

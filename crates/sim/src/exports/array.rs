@@ -47,7 +47,7 @@ pub(crate) unsafe fn array_create_v2(
         Flags: 0,
     };
     let sim = state::sim()?;
-    let k = array::create(&mut sim.lock(), &d3)?;
+    let k = array::create(&mut sim.lock(), sim.cfg.memory_bytes, &d3)?;
     out.write(k as CUarray);
     Ok(())
 }
@@ -63,7 +63,7 @@ pub(crate) unsafe fn array3d_create_v2(
     // SAFETY: forwarded from this function's contract.
     let d = unsafe { read(p, "pAllocateArray") }?;
     let sim = state::sim()?;
-    let k = array::create(&mut sim.lock(), &d)?;
+    let k = array::create(&mut sim.lock(), sim.cfg.memory_bytes, &d)?;
     out.write(k as CUarray);
     Ok(())
 }
@@ -200,7 +200,7 @@ pub(crate) unsafe fn mipmapped_array_create(
     // SAFETY: forwarded from this function's contract.
     let d = unsafe { read(p, "pMipmappedArrayDesc") }?;
     let sim = state::sim()?;
-    let k = array::create_mipmapped(&mut sim.lock(), &d, levels)?;
+    let k = array::create_mipmapped(&mut sim.lock(), sim.cfg.memory_bytes, &d, levels)?;
     out.write(k as CUmipmappedArray);
     Ok(())
 }
