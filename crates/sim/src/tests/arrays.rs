@@ -58,7 +58,7 @@ fn arrays_lay_out_rows_and_layers_and_bound_copies() {
     primary(0);
     // 8 x 4 x 3 elements of 2 x u16: rows of 32 bytes.
     let a = create(&descriptor(8, 4, 3, 0x02, 2)).expect("a 3D array");
-    let mut all: Vec<u8> = (0..32 * 4 * 3).map(|i| i as u8).collect();
+    let mut all: Vec<u8> = (0..32 * 4 * 3u32).map(|i| (i % 251) as u8).collect();
     assert_eq!(
         copy_box(a, all.as_mut_ptr(), (0, 0, 0), (32, 4, 3), true),
         OK
@@ -88,10 +88,8 @@ fn arrays_lay_out_rows_and_layers_and_bound_copies() {
     // The run forms see the array as its bytes.
     let mut run = [0u8; 4];
     // SAFETY: `run` holds 4 bytes.
-    assert_eq!(
-        unsafe { cuMemcpyAtoH_v2(run.as_mut_ptr().cast(), a, 32 * 4 * 3 - 4, 4) },
-        OK
-    );
+    let st = unsafe { cuMemcpyAtoH_v2(run.as_mut_ptr().cast(), a, 32 * 4 * 3 - 4, 4) };
+    assert_eq!(st, OK);
     assert_eq!(run, all[all.len() - 4..]);
     // SAFETY: as above.
     let past = unsafe { cuMemcpyAtoH_v2(run.as_mut_ptr().cast(), a, 32 * 4 * 3 - 3, 4) };
@@ -134,10 +132,8 @@ fn mipmapped_levels_halve_and_leave_with_their_array() {
     let d = descriptor(64, 16, 0, 0x01, 1);
     let mut m = null_mut();
     // SAFETY: valid out-pointer and descriptor.
-    assert_eq!(
-        unsafe { cuMipmappedArrayCreate(&mut m, &d, 8) },
-        INVALID_VALUE
-    );
+    let st = unsafe { cuMipmappedArrayCreate(&mut m, &d, 8) };
+    assert_eq!(st, INVALID_VALUE);
     // SAFETY: as above.
     assert_eq!(unsafe { cuMipmappedArrayCreate(&mut m, &d, 3) }, OK);
     let mut level = null_mut();
@@ -152,10 +148,8 @@ fn mipmapped_levels_halve_and_leave_with_their_array() {
     assert_eq!(cuMipmappedArrayDestroy(m), OK);
     assert_eq!(mem_info().0, free);
     // SAFETY: valid out-pointer.
-    assert_eq!(
-        unsafe { cuArray3DGetDescriptor_v2(&mut got, level) },
-        INVALID_HANDLE
-    );
+    let st = unsafe { cuArray3DGetDescriptor_v2(&mut got, level) };
+    assert_eq!(st, INVALID_HANDLE);
 }
 
 #[test]
@@ -171,10 +165,8 @@ fn texture_objects_keep_what_they_were_made_with() {
     tex.flags = 1;
     let mut t = 0;
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { cuTexObjectCreate(&mut t, &res, &tex, ptr::null()) },
-        OK
-    );
+    let st = unsafe { cuTexObjectCreate(&mut t, &res, &tex, ptr::null()) };
+    assert_eq!(st, OK);
     assert_ne!(t, 0);
     // A surface needs a SURFACE_LDST array.
     let mut s = 0;
@@ -193,10 +185,8 @@ fn texture_objects_keep_what_they_were_made_with() {
     res.res.linear.sizeInBytes = 64;
     let mut bad = 0;
     // SAFETY: valid pointers.
-    assert_eq!(
-        unsafe { cuTexObjectCreate(&mut bad, &res, &tex, ptr::null()) },
-        INVALID_VALUE
-    );
+    let st = unsafe { cuTexObjectCreate(&mut bad, &res, &tex, ptr::null()) };
+    assert_eq!(st, INVALID_VALUE);
     assert_eq!(cuTexObjectDestroy(t), OK);
     assert_eq!(cuTexObjectDestroy(t), INVALID_HANDLE);
     assert_eq!(cuArrayDestroy(a), OK);
