@@ -145,6 +145,14 @@ fn c_arrays_and_their_copies() {
         .assert_line("ok mipmap_destroy_again: CUDA_ERROR_INVALID_HANDLE")
         .assert_line("ok mipmap_level_after_destroy: CUDA_ERROR_INVALID_HANDLE")
         .assert_line("118 checks, 0 failed");
+    // The same program on the simulated device itself, without vgpu: every
+    // line after the library's name is the same (the worker's checks answer
+    // as the driver does).
+    let mut direct = h.command(&exe);
+    direct.arg(common::build().sim);
+    let native = h.run(direct);
+    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(body(&native.stdout), body(&out.stdout), "{native}");
 }
 
 #[test]
