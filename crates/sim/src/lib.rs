@@ -20,7 +20,7 @@
 //!   arrays are small nonzero integers cast to pointers, looked up in tables and never
 //!   dereferenced. An array's bytes are a host block of its own, outside the device
 //!   address space; every copy into or out of it is bounded by its extent
-//!   ([`mod@array`]).
+//!   (`array.rs`).
 //! - **Device pointers** are addresses of real, 256-byte aligned host allocations. Every
 //!   copy, memset and kernel access is checked against the live allocations: a range not
 //!   fully inside one live allocation is rejected before any byte is touched. Host
