@@ -7,6 +7,7 @@
 //! * [`FUNCTIONS`]: one [`FnDesc`] per symbol exported by the real 580 driver
 //!   (`libcuda.so.1`), sorted by name — no more, no fewer.
 //! * [`cuda_exports!`]: every export with its Rust signature, for `#[no_mangle]` stubs.
+//! * [`array`]: the element size of array formats and the extent a copy may touch.
 //! * [`driver`]: which driver library a worker loads, and where drivers are.
 //! * [`errors`]: the driver's name and description of every `CUresult`.
 //! * [`remote`]: what vgpu remotes and how, one line per entry point (hand-written,
@@ -18,6 +19,7 @@
 //! `generated/` is written by `cargo xtask gen-abi` from pinned NVIDIA header wheels and
 //! checked by `cargo xtask gen-abi --check`; never edit it by hand.
 
+pub mod array;
 pub mod driver;
 pub mod errors;
 pub mod generated;

@@ -5,8 +5,8 @@
 //! Each test starts a real mediator whose workers load the recording test
 //! driver (`crates/recorder`), re-runs itself as a client child, makes one
 //! of each fixture object through `libvgpu-cuda.so` (a context, stream,
-//! event, allocation, module, function, library, kernel and memory pool),
-//! and calls the entry point with known values. The recorder's export checks that every
+//! event, allocation, module, function, library, kernel, memory pool, array
+//! and mipmapped array), and calls the entry point with known values. The recorder's export checks that every
 //! argument arrived as passed, handles translated to its own, and writes
 //! known values into every output; the test then checks that they came back
 //! (handles as the test's own ids, or worker-minted ids for kinds the test
@@ -70,6 +70,8 @@ pub struct Fixture {
     pub library: u64,
     pub kernel: u64,
     pub pool: u64,
+    pub array: u64,
+    pub mipmap: u64,
     pub dptr: u64,
 }
 
@@ -88,6 +90,8 @@ impl Fixture {
             library: 0,
             kernel: 0,
             pool: 0,
+            array: 0,
+            mipmap: 0,
             dptr: 0,
         };
         let init: unsafe extern "C" fn(c_uint) -> CUresult = f.sym("cuInit");
@@ -159,6 +163,38 @@ impl Fixture {
                 f.sym("cuDeviceGetDefaultMemPool");
             f.ok("cuDeviceGetDefaultMemPool", default_pool(&mut h, 1));
             f.pool = h as u64;
+            // The recorder's generated `cuArray3DCreate_v2` accepts only the
+            // descriptor its own conformance test passes, and hands out the
+            // fixture array.
+            let array_create: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CUresult =
+                f.sym("cuArray3DCreate_v2");
+            let descriptor = generated::pattern(
+                vgpu_proto::Op::Array3DCreate_v2 as u16,
+                1,
+                std::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR>(),
+            );
+            f.ok(
+                "cuArray3DCreate_v2",
+                array_create(&mut h, descriptor.as_ptr().cast()),
+            );
+            f.array = h as u64;
+            // Likewise for `cuMipmappedArrayCreate`: its descriptor and its
+            // level count are those its generated test passes.
+            let mipmap_create: unsafe extern "C" fn(
+                *mut *mut c_void,
+                *const c_void,
+                c_uint,
+            ) -> CUresult = f.sym("cuMipmappedArrayCreate");
+            let descriptor = generated::pattern(
+                vgpu_proto::Op::MipmappedArrayCreate as u16,
+                1,
+                std::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR>(),
+            );
+            f.ok(
+                "cuMipmappedArrayCreate",
+                mipmap_create(&mut h, descriptor.as_ptr().cast(), 2_680_467_020),
+            );
+            f.mipmap = h as u64;
         }
         f
     }

@@ -177,6 +177,58 @@ fn c_virtual_memory_management() {
         .assert_line("67 checks, 0 failed");
 }
 
+/// CUDA arrays through vgpu: descriptors, data through every copy form with
+/// an array on one side, copies outside an array and a destroyed array
+/// refused with the driver's errors, texture and surface objects and their
+/// descriptors, mipmapped arrays and their levels (`tests/c/arrays.c`).
+#[test]
+fn c_arrays_and_their_copies() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "arrays");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok descriptor_1d_values")
+        .assert_line("ok atoa_1d_data")
+        .assert_line("ok async_1d_data")
+        .assert_line("ok htoa_1d_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok atod_1d_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok htoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok destroy_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok memcpy2d_round_trip_data")
+        .assert_line("ok memcpy2d_array_rect_data")
+        .assert_line("ok memcpy2d_rows_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy2d_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok memcpy3d_round_trip_data")
+        .assert_line("ok memcpy3d_box_data")
+        .assert_line("ok memcpy3d_slices_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok create_three_channels")
+        .assert_line("ok tex_resource_desc_values")
+        .assert_line("ok tex_texture_desc_values")
+        .assert_line("ok tex_view_desc_without_view: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok tex_linear_resource_values")
+        .assert_line("ok tex_objects_distinct")
+        .assert_line("ok surf_resource_desc_values")
+        .assert_line("ok surf_object_on_plain_array: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok tex_object_on_destroyed_array: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok tex_object_destroy_again: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok mipmap_level_shapes")
+        .assert_line("ok mipmap_level_data")
+        .assert_line("ok mipmap_tex_resource_values")
+        .assert_line("ok mipmap_level_past_last: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_destroy_again: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok mipmap_level_after_destroy: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("118 checks, 0 failed");
+    // The same program on the simulated device itself, without vgpu: every
+    // line after the library's name is the same (the worker's checks answer
+    // as the driver does).
+    let mut direct = h.command(&exe);
+    direct.arg(common::build().sim);
+    let native = h.run(direct);
+    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(body(&native.stdout), body(&out.stdout), "{native}");
+}
+
 #[test]
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();

@@ -45,6 +45,10 @@ pub mod real {
     /// Every memory pool the generated exports hand out (the tests take
     /// theirs from `cuDeviceGetDefaultMemPool`).
     pub const MEMPOOL: u64 = 0x0000_5800_0000_0008;
+    /// The CUDA array the generated `cuArray3DCreate_v2` hands out.
+    pub const ARRAY: u64 = 0x0000_5900_0000_0009;
+    /// The mipmapped array the generated `cuMipmappedArrayCreate` hands out.
+    pub const MIPMAP: u64 = 0x0000_5A00_0000_000A;
     /// The one device allocation: below 4 GiB, so 32-bit forms reach it.
     pub const DPTR: u64 = 0x1000_0000;
 }

@@ -127,6 +127,8 @@ fn release_resources(st: &mut State, ctx: usize) {
 /// allocated host memory, facts about freed allocations, attributes of dead functions.
 fn release_ext(st: &mut State, ctx: usize) {
     st.ext.host.release_context(ctx);
+    crate::array::release_context(st, ctx);
+    st.ext.tex_objects.retain(|_, t| t.ctx != ctx);
     let allocs = &st.allocs;
     st.ext.facts.retain(|base| allocs.contains_key(&base));
     let functions = &st.functions;

@@ -87,7 +87,8 @@ fn resolve(st: &State, s: &Side, width: usize, height: usize, what: &str) -> Res
         MEMORY_TYPE_HOST => End::Host(s.host),
         MEMORY_TYPE_DEVICE => End::Device(s.device),
         MEMORY_TYPE_UNIFIED => End::unified(st, s.device),
-        MEMORY_TYPE_ARRAY => return bad(format!("{what}: CUDA arrays are not simulated")),
+        // The exports send copies with an array side to `crate::array::copy_3d`.
+        MEMORY_TYPE_ARRAY => return bad(format!("{what}: an array side is not a pitched region")),
         t => return bad(format!("{what}: {t} is not a CUmemorytype")),
     };
     match end {

@@ -16,8 +16,11 @@
 //!   a missing current context `CUDA_ERROR_INVALID_CONTEXT`, unknown handles
 //!   `CUDA_ERROR_INVALID_HANDLE` (`CUDA_ERROR_INVALID_CONTEXT` for contexts). Every export
 //!   catches panics and returns `CUDA_ERROR_UNKNOWN`.
-//! - **Handles are table keys.** Contexts, streams, events, modules and functions are small
-//!   nonzero integers cast to pointers, looked up in tables and never dereferenced.
+//! - **Handles are table keys.** Contexts, streams, events, modules, functions and CUDA
+//!   arrays are small nonzero integers cast to pointers, looked up in tables and never
+//!   dereferenced. An array's bytes are a host block of its own, outside the device
+//!   address space; every copy into or out of it is bounded by its extent
+//!   (`array.rs`).
 //! - **Device pointers** are addresses of real, 256-byte aligned host allocations. Every
 //!   copy, memset and kernel access is checked against the live allocations: a range not
 //!   fully inside one live allocation is rejected before any byte is touched. Host
@@ -97,6 +100,7 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("vgpu-sim requires a 64-bit target");
 
+mod array;
 pub mod config;
 mod context;
 mod copy2d;
@@ -119,6 +123,7 @@ mod pointer;
 mod pool;
 mod state;
 mod stream;
+mod texture;
 mod vmm;
 
 #[cfg(test)]

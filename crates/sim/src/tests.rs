@@ -14,6 +14,7 @@ use crate::cu::*;
 use crate::exports::*;
 use crate::state;
 
+mod arrays;
 mod pool;
 mod runtime_api;
 mod vmm;

@@ -148,6 +148,21 @@ remote_table! {
         // ---- virtual memory management ----
         vmm: cuMemGetAllocationGranularity = 300 gen [prop: bytes];
         vmm: cuMemGetAccess = 301 gen;
+        // ---- CUDA arrays ----
+        array: cuArrayCreate_v2 = 460 gen;
+        array: cuArray3DCreate_v2 = 461 gen;
+        array: cuArrayGetDescriptor_v2 = 462 gen;
+        array: cuArray3DGetDescriptor_v2 = 463 gen;
+        array: cuMemcpyAtoD_v2 = 464 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA_v2 = 465 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA_v2 = 466 gen (sync);
+        array: cuArrayGetMemoryRequirements = 467 gen;
+        array: cuArrayGetPlane = 468 gen;
+        array: cuArrayGetSparseProperties = 469 gen;
+        array: cuMipmappedArrayCreate = 477 gen;
+        array: cuMipmappedArrayGetLevel = 478 gen;
+        array: cuMipmappedArrayGetMemoryRequirements = 479 gen;
+        array: cuMipmappedArrayGetSparseProperties = 480 gen;
     }
 
     manual {
@@ -195,6 +210,11 @@ remote_table! {
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
+        array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
+            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy;
+        texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
+            cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
+            cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
     }
 
     ops {
@@ -373,5 +393,41 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// Destroys a CUDA array and forgets its id.
+        array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
+        /// Destroys a mipmapped array and forgets its id and its levels' ids.
+        array: MipmappedArrayDestroy = 481 { mipmap: handle(MipmappedArray) } => {} (sync);
+        /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
+        /// and `cuMemcpy3D` forms). Each side's `kind` is a `CUmemorytype`:
+        /// device (`addr`, `pitch`, `height` rows a slice), array (`array`)
+        /// or host, whose rows travel packed in the request's blob (source)
+        /// or the reply's blob (destination), `width` bytes each, `height`
+        /// rows a slice; host sides carry 0 for their address, offsets and
+        /// pitches. `x` is in bytes, `y` in rows, `z` in slices.
+        array: MemcpyArray = 471 { src_kind: u8, src: devptr, src_array: handle(Array), src_x: u64,
+            src_y: u64, src_z: u64, src_pitch: u64, src_height: u64, dst_kind: u8, dst: devptr,
+            dst_array: handle(Array), dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64,
+            dst_height: u64, width: u64, height: u64, depth: u64, stream: handle(Stream),
+            is_async: bool } + blob => {} + blob (sync_unless(is_async));
+        /// Host to array at byte `offset` (`cuMemcpyHtoA`): the bytes are the blob.
+        array: MemcpyHtoA = 472 { array: handle(Array), offset: u64, stream: handle(Stream), is_async: bool } + blob
+            => {} (sync_unless(is_async));
+        /// Array at byte `offset` to host (`cuMemcpyAtoH`): the bytes come
+        /// back as the reply's blob.
+        array: MemcpyAtoH = 473 { array: handle(Array), offset: u64, bytes: u64, stream: handle(Stream), is_async: bool }
+            => {} + blob (sync);
+        /// Creates a texture object (`surface` false) or a surface object.
+        /// The blob holds the `CUDA_RESOURCE_DESC` (array handles as the
+        /// client's ids), then, for a texture, its `CUDA_TEXTURE_DESC` and,
+        /// with `view`, its `CUDA_RESOURCE_VIEW_DESC`. The reply carries the
+        /// driver's own value, which kernels take as a parameter.
+        texture: TexObjectCreate = 474 { surface: bool, view: bool } + blob => { object: u64 };
+        /// Destroys a texture or surface object this session created.
+        texture: TexObjectDestroy = 475 { object: u64, surface: bool } => {} (sync);
+        /// A descriptor of a texture or surface object: `what` 0 its
+        /// `CUDA_RESOURCE_DESC` (array handles as ids), 1 its
+        /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
+        /// reply's blob.
+        texture: TexObjectDescribe = 476 { object: u64, surface: bool, what: u8 } => {} + blob;
     }
 }

@@ -22,7 +22,7 @@ use super::{case, handle, minted, Record};
 
 /// `n` bytes for (operation, slot): what the test passes and the
 /// recorder expects, or what the recorder writes and the test expects.
-fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
+pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
     let word = |k: u64| {
         let mut z = (u64::from(id) << 32 | (slot as u64 * 64 + k + 1001))
             .wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -34,6 +34,183 @@ fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .flat_map(|k| word(k).to_le_bytes())
         .take(n)
         .collect()
+}
+
+/// `cuArray3DCreate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DCreate_v2() {
+    case("generated::cuArray3DCreate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DCreate_v2");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::from_bytes(&pattern(
+                461,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArray3DCreate_v2", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArray3DCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArray3DGetDescriptor_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DGetDescriptor_v2() {
+    case("generated::cuArray3DGetDescriptor_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DGetDescriptor_v2");
+        let mut o_pArrayDescriptor =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArray3DGetDescriptor_v2", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                463,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()
+            ),
+            "cuArray3DGetDescriptor_v2: pArrayDescriptor"
+        );
+    });
+}
+
+/// `cuArrayCreate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayCreate_v2() {
+    case("generated::cuArrayCreate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayCreate_v2");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::from_bytes(&pattern(
+                460,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArrayCreate_v2", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArrayCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArrayGetDescriptor_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetDescriptor_v2() {
+    case("generated::cuArrayGetDescriptor_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetDescriptor_v2");
+        let mut o_pArrayDescriptor = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArrayGetDescriptor_v2", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                462,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()
+            ),
+            "cuArrayGetDescriptor_v2: pArrayDescriptor"
+        );
+    });
+}
+
+/// `cuArrayGetMemoryRequirements` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetMemoryRequirements() {
+    case("generated::cuArrayGetMemoryRequirements", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+            vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUdevice,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetMemoryRequirements");
+        let mut o_memoryRequirements =
+            Record::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_memoryRequirements.as_mut_ptr(), handle(f.array), 1i32) };
+        f.ok("cuArrayGetMemoryRequirements", st);
+        assert_eq!(
+            o_memoryRequirements.bytes(),
+            pattern(
+                467,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()
+            ),
+            "cuArrayGetMemoryRequirements: memoryRequirements"
+        );
+    });
+}
+
+/// `cuArrayGetPlane` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetPlane() {
+    case("generated::cuArrayGetPlane", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetPlane");
+        let mut o_pPlaneArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pPlaneArray, handle(f.array), 1121339219u32) };
+        f.ok("cuArrayGetPlane", st);
+        assert_eq!(
+            o_pPlaneArray as usize as u64, f.array,
+            "cuArrayGetPlane: pPlaneArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuArrayGetSparseProperties` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetSparseProperties() {
+    case("generated::cuArrayGetSparseProperties", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetSparseProperties");
+        let mut o_sparseProperties =
+            Record::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_sparseProperties.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArrayGetSparseProperties", st);
+        assert_eq!(
+            o_sparseProperties.bytes(),
+            pattern(
+                469,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()
+            ),
+            "cuArrayGetSparseProperties: sparseProperties"
+        );
+    });
 }
 
 /// `cuCtxAttach` arrives with the values passed and its outputs come back.
@@ -1407,6 +1584,80 @@ fn cuMemSetMemPool() {
     });
 }
 
+/// `cuMemcpyAtoA_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoA_v2() {
+    case("generated::cuMemcpyAtoA_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoA_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                6307122985768911467usize,
+                handle(f.array),
+                9933286067706388354usize,
+                12050070669077545163usize,
+            )
+        };
+        f.ok("cuMemcpyAtoA_v2", st);
+    });
+}
+
+/// `cuMemcpyAtoD_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoD_v2() {
+    case("generated::cuMemcpyAtoD_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoD_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.array),
+                13192178319736662974usize,
+                5usize,
+            )
+        };
+        f.ok("cuMemcpyAtoD_v2", st);
+    });
+}
+
+/// `cuMemcpyDtoA_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyDtoA_v2() {
+    case("generated::cuMemcpyDtoA_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyDtoA_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                3314864610797794134usize,
+                f.dptr + 128,
+                3usize,
+            )
+        };
+        f.ok("cuMemcpyDtoA_v2", st);
+    });
+}
+
 /// `cuMemsetD2D16` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemsetD2D16() {
@@ -1740,6 +1991,113 @@ fn cuMemsetD2D8_v2_ptds() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(f.dptr + 0, 6usize, 76u8, 5usize, 2usize) };
         f.ok("cuMemsetD2D8_v2_ptds", st);
+    });
+}
+
+/// `cuMipmappedArrayCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayCreate() {
+    case("generated::cuMipmappedArrayCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmipmappedArray,
+            *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayCreate");
+        let mut o_pHandle: vgpu_abi::types::CUmipmappedArray = core::ptr::null_mut();
+        let mut i_pMipmappedArrayDesc =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>::from_bytes(&pattern(
+                477,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pHandle,
+                i_pMipmappedArrayDesc.as_ptr(),
+                2680467020u32,
+            )
+        };
+        f.ok("cuMipmappedArrayCreate", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.mipmap,
+            "cuMipmappedArrayCreate: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetLevel` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetLevel() {
+    case("generated::cuMipmappedArrayGetLevel", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUmipmappedArray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetLevel");
+        let mut o_pLevelArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pLevelArray, handle(f.mipmap), 1941809886u32) };
+        f.ok("cuMipmappedArrayGetLevel", st);
+        assert_eq!(
+            o_pLevelArray as usize as u64, f.array,
+            "cuMipmappedArrayGetLevel: pLevelArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetMemoryRequirements() {
+    case("generated::cuMipmappedArrayGetMemoryRequirements", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+            vgpu_abi::types::CUmipmappedArray,
+            vgpu_abi::types::CUdevice,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetMemoryRequirements");
+        let mut o_memoryRequirements =
+            Record::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_memoryRequirements.as_mut_ptr(), handle(f.mipmap), 1i32) };
+        f.ok("cuMipmappedArrayGetMemoryRequirements", st);
+        assert_eq!(
+            o_memoryRequirements.bytes(),
+            pattern(
+                479,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()
+            ),
+            "cuMipmappedArrayGetMemoryRequirements: memoryRequirements"
+        );
+    });
+}
+
+/// `cuMipmappedArrayGetSparseProperties` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMipmappedArrayGetSparseProperties() {
+    case("generated::cuMipmappedArrayGetSparseProperties", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+            vgpu_abi::types::CUmipmappedArray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMipmappedArrayGetSparseProperties");
+        let mut o_sparseProperties =
+            Record::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_sparseProperties.as_mut_ptr(), handle(f.mipmap)) };
+        f.ok("cuMipmappedArrayGetSparseProperties", st);
+        assert_eq!(
+            o_sparseProperties.bytes(),
+            pattern(
+                480,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()
+            ),
+            "cuMipmappedArrayGetSparseProperties: sparseProperties"
+        );
     });
 }
 

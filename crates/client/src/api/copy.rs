@@ -1,5 +1,6 @@
 //! 2D copies. Host sides of a 2D copy travel packed, one row after another; the
-//! worker copies between the packed rows and the device region.
+//! worker copies between the packed rows and the device region. Copies with a
+//! CUDA array on either side are [`super::array::copy`]'s.
 
 use std::ffi::c_void;
 
@@ -36,18 +37,14 @@ fn side(kind: CUmemorytype, host: *const c_void, device: CUdeviceptr) -> CuResul
                 Side::Host(wire::handle::<u8>(device))
             })
         }
-        MEMORY_TYPE_ARRAY => {
-            crate::log::line(format_args!(
-                "cuMemcpy2D: CUDA arrays are not supported by vgpu yet"
-            ));
-            Err(CuError::NOT_SUPPORTED)
-        }
+        // Copies with an array go through `array::copy` before sides are resolved.
+        MEMORY_TYPE_ARRAY => Err(CuError::INVALID_VALUE),
         _ => Err(CuError::INVALID_VALUE),
     }
 }
 
 /// Largest packed band of host rows one message carries.
-const CHUNK: usize = 16 << 20;
+pub(super) const CHUNK: usize = 16 << 20;
 
 /// Byte offset of row `y` at `x` in a pitched host region.
 fn row_offset(y: usize, pitch: usize, x: usize) -> CuResult<usize> {
@@ -65,6 +62,37 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     non_null(p)?;
     // SAFETY: checked non-NULL; the application's descriptor.
     let c = unsafe { &*p };
+    if super::array::touches_array(c.srcMemoryType.0, c.dstMemoryType.0) {
+        let whole = vgpu_abi::types::CUDA_MEMCPY3D {
+            srcXInBytes: c.srcXInBytes,
+            srcY: c.srcY,
+            srcZ: 0,
+            srcLOD: 0,
+            srcMemoryType: c.srcMemoryType,
+            srcHost: c.srcHost,
+            srcDevice: c.srcDevice,
+            srcArray: c.srcArray,
+            reserved0: std::ptr::null_mut(),
+            srcPitch: c.srcPitch,
+            srcHeight: 0,
+            dstXInBytes: c.dstXInBytes,
+            dstY: c.dstY,
+            dstZ: 0,
+            dstLOD: 0,
+            dstMemoryType: c.dstMemoryType,
+            dstHost: c.dstHost,
+            dstDevice: c.dstDevice,
+            dstArray: c.dstArray,
+            reserved1: std::ptr::null_mut(),
+            dstPitch: c.dstPitch,
+            dstHeight: 0,
+            WidthInBytes: c.WidthInBytes,
+            Height: c.Height,
+            Depth: 1,
+        };
+        // SAFETY: the same region, as one slice.
+        return unsafe { super::array::copy(&whole, sid) };
+    }
     let (w, h) = (c.WidthInBytes, c.Height);
     if w == 0 || h == 0 {
         return Ok(());
@@ -149,9 +177,9 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     }
 }
 
-/// `cuMemcpy3D` (`sid` None) and `cuMemcpy3DAsync` (`sid` Some): linear
-/// memory only, as one 2D copy per slice (slice `z` starts `z * height`
-/// rows further on each side).
+/// `cuMemcpy3D` (`sid` None) and `cuMemcpy3DAsync` (`sid` Some): with an
+/// array on either side, [`super::array::copy`]; linear memory as one 2D
+/// copy per slice (slice `z` starts `z * height` rows further on each side).
 ///
 /// # Safety
 /// `p` must be a valid `CUDA_MEMCPY3D` whose host sides hold the region.
@@ -164,6 +192,10 @@ pub unsafe fn memcpy_3d(
     let c = unsafe { &*p };
     if c.srcLOD != 0 || c.dstLOD != 0 {
         return Err(CuError::INVALID_VALUE);
+    }
+    if super::array::touches_array(c.srcMemoryType.0, c.dstMemoryType.0) {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { super::array::copy(c, sid) };
     }
     for z in 0..c.Depth {
         let src_y = (c.srcZ + z)

@@ -1,6 +1,7 @@
 //! The implemented entry points: one `implement!` line each, mapping the raw
 //! export to a typed function in its area module.
 
+mod array;
 pub(crate) mod context;
 mod copy;
 mod dark;
@@ -20,6 +21,7 @@ mod pointer;
 mod pool;
 mod procaddr;
 pub(crate) mod stream;
+mod texture;
 mod vmm;
 
 /// A count as the wire's u32; more is `CUDA_ERROR_INVALID_VALUE`.
@@ -215,4 +217,18 @@ implement! {
     cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
     cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
     cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
+    cuArrayDestroy(a) => array::destroy(a);
+    cuMipmappedArrayDestroy(m) => array::destroy_mipmapped(m);
+    cuMemcpyHtoA_v2(a, off, src, n) => array::htoa(a, off, src, n, None);
+    cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
+    cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
+    cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
+    cuTexObjectCreate(p, res, tex, view) => texture::create(p, res, tex, view);
+    cuTexObjectDestroy(t) => texture::destroy(t, false);
+    cuTexObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::Resource);
+    cuTexObjectGetTextureDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::Texture);
+    cuTexObjectGetResourceViewDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::View);
+    cuSurfObjectCreate(p, res) => texture::create_surface(p, res);
+    cuSurfObjectDestroy(t) => texture::destroy(t, true);
+    cuSurfObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, true, texture::What::Resource);
 }

@@ -30,6 +30,13 @@ use crate::lane::Follows;
 use crate::runtime::runtime;
 
 crate::api::implement! {
+    cuArray3DCreate_v2(pHandle, pAllocateArray) => self::array3d_create_v2(pHandle, pAllocateArray);
+    cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) => self::array3d_get_descriptor_v2(pArrayDescriptor, hArray);
+    cuArrayCreate_v2(pHandle, pAllocateArray) => self::array_create_v2(pHandle, pAllocateArray);
+    cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) => self::array_get_descriptor_v2(pArrayDescriptor, hArray);
+    cuArrayGetMemoryRequirements(memoryRequirements, array, device) => self::array_get_memory_requirements(memoryRequirements, array, device);
+    cuArrayGetPlane(pPlaneArray, hArray, planeIdx) => self::array_get_plane(pPlaneArray, hArray, planeIdx);
+    cuArrayGetSparseProperties(sparseProperties, array) => self::array_get_sparse_properties(sparseProperties, array);
     cuCtxAttach(pctx, flags) => self::ctx_attach(pctx, flags);
     cuCtxDetach(ctx) => self::ctx_detach(ctx);
     cuCtxGetApiVersion(ctx, version) => self::ctx_get_api_version(ctx, version);
@@ -97,6 +104,9 @@ crate::api::implement! {
     cuMemPoolSetAccess(pool, map, count) => self::mem_pool_set_access(pool, map, count);
     cuMemPoolTrimTo(pool, minBytesToKeep) => self::mem_pool_trim_to(pool, minBytesToKeep);
     cuMemSetMemPool(location, type_, pool) => self::mem_set_mem_pool(location, type_, pool);
+    cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) => self::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+    cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) => self::memcpy_atod_v2(dstDevice, srcArray, srcOffset, ByteCount);
+    cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) => self::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount);
     cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) => self::memset_d2d16(dstDevice, dstPitch, us, Width, Height);
     cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async(dstDevice, dstPitch, us, Width, Height, hStream);
     cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream);
@@ -112,6 +122,10 @@ crate::api::implement! {
     cuMemsetD2D8Async_ptsz(dstDevice, dstPitch, uc, Width, Height, hStream) => self::memset_d2d8_async_ptsz(dstDevice, dstPitch, uc, Width, Height, hStream);
     cuMemsetD2D8_v2(dstDevice, dstPitch, uc, Width, Height) => self::memset_d2d8_v2(dstDevice, dstPitch, uc, Width, Height);
     cuMemsetD2D8_v2_ptds(dstDevice, dstPitch, uc, Width, Height) => self::memset_d2d8_v2_ptds(dstDevice, dstPitch, uc, Width, Height);
+    cuMipmappedArrayCreate(pHandle, pMipmappedArrayDesc, numMipmapLevels) => self::mipmapped_array_create(pHandle, pMipmappedArrayDesc, numMipmapLevels);
+    cuMipmappedArrayGetLevel(pLevelArray, hMipmappedArray, level) => self::mipmapped_array_get_level(pLevelArray, hMipmappedArray, level);
+    cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) => self::mipmapped_array_get_memory_requirements(memoryRequirements, mipmap, device);
+    cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) => self::mipmapped_array_get_sparse_properties(sparseProperties, mipmap);
     cuModuleGetFunctionCount(count, hmod) => self::module_get_function_count(count, hmod);
     cuModuleGetGlobal(dptr, bytes, hmod, name) => self::module_get_global(dptr, bytes, hmod, name);
     cuModuleGetLoadingMode(mode) => self::module_get_loading_mode(mode);
@@ -151,6 +165,170 @@ crate::api::implement! {
     cuStreamSynchronize_ptsz(hStream) => self::stream_synchronize_ptsz(hStream);
     cuStreamWaitEvent(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event(hStream, hEvent, Flags);
     cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event_ptsz(hStream, hEvent, Flags);
+}
+
+/// `cuArray3DCreate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_create_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array3d_create_v2::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArray3DGetDescriptor_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_get_descriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array3d_get_descriptor_v2::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
+}
+
+/// `cuArrayCreate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_create_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array_create_v2::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetDescriptor_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_descriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array_get_descriptor_v2::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetMemoryRequirements`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_memory_requirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    array: vgpu_abi::types::CUarray,
+    device: vgpu_abi::types::CUdevice,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(memoryRequirements)?;
+    let r = vgpu_proto::array_get_memory_requirements::Request {
+        array: U64::new(array as usize as u64),
+        device: I32::new(device),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(memoryRequirements, &rep.memory_requirements)?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetPlane`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_plane(
+    pPlaneArray: *mut vgpu_abi::types::CUarray,
+    hArray: vgpu_abi::types::CUarray,
+    planeIdx: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pPlaneArray)?;
+    let r = vgpu_proto::array_get_plane::Request {
+        harray: U64::new(hArray as usize as u64),
+        plane_idx: U32::new(planeIdx),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pPlaneArray, wire::handle(rep.pplane_array.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetSparseProperties`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_sparse_properties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    array: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(sparseProperties)?;
+    let r = vgpu_proto::array_get_sparse_properties::Request {
+        array: U64::new(array as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(sparseProperties, &rep.sparse_properties)?;
+    }
+    Ok(())
 }
 
 /// `cuCtxAttach`, generated.
@@ -1310,6 +1488,74 @@ pub unsafe fn mem_set_mem_pool(
     Ok(())
 }
 
+/// `cuMemcpyAtoA_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atoa_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atoa_v2::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyAtoD_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atod_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atod_v2::Request {
+        dst_device: U64::new(dstDevice),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyDtoA_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_dtoa_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_dtoa_v2::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_device: U64::new(srcDevice),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuMemsetD2D16`, generated.
 ///
 /// # Safety
@@ -1745,6 +1991,103 @@ pub unsafe fn memset_d2d8_v2_ptds(
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMipmappedArrayCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mipmapped_array_create(
+    pHandle: *mut vgpu_abi::types::CUmipmappedArray,
+    pMipmappedArrayDesc: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    numMipmapLevels: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pMipmappedArrayDesc)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pMipmappedArrayDesc = unsafe { call::record_bytes_at(pMipmappedArrayDesc) };
+    let r = vgpu_proto::mipmapped_array_create::Request {
+        pmipmapped_array_desc: b_pMipmappedArrayDesc,
+        num_mipmap_levels: U32::new(numMipmapLevels),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMipmappedArrayGetLevel`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mipmapped_array_get_level(
+    pLevelArray: *mut vgpu_abi::types::CUarray,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    level: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pLevelArray)?;
+    let r = vgpu_proto::mipmapped_array_get_level::Request {
+        hmipmapped_array: U64::new(hMipmappedArray as usize as u64),
+        level: U32::new(level),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pLevelArray, wire::handle(rep.plevel_array.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mipmapped_array_get_memory_requirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+    device: vgpu_abi::types::CUdevice,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(memoryRequirements)?;
+    let r = vgpu_proto::mipmapped_array_get_memory_requirements::Request {
+        mipmap: U64::new(mipmap as usize as u64),
+        device: I32::new(device),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(memoryRequirements, &rep.memory_requirements)?;
+    }
+    Ok(())
+}
+
+/// `cuMipmappedArrayGetSparseProperties`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn mipmapped_array_get_sparse_properties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(sparseProperties)?;
+    let r = vgpu_proto::mipmapped_array_get_sparse_properties::Request {
+        mipmap: U64::new(mipmap as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(sparseProperties, &rep.sparse_properties)?;
+    }
     Ok(())
 }
 

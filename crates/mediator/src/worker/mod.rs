@@ -7,6 +7,7 @@
 //! When the control connection closes, the client is gone and the process
 //! exits; the driver frees everything the session held.
 
+mod array;
 mod calls;
 mod context;
 mod copy;
@@ -27,6 +28,7 @@ mod remote;
 mod snapshot;
 mod stream;
 mod tables;
+mod texture;
 mod vmm;
 
 use std::os::fd::{FromRawFd, OwnedFd};

@@ -106,6 +106,16 @@ pub struct Tables {
     minted: u64,
     /// Reservations, allocation handles and mappings (`cuMemMap`).
     pub vmm: super::vmm::Vmm,
+    /// Texture and surface objects the session created, by the driver's
+    /// own value (applications pass it to kernels, so it is not translated).
+    pub tex_objects: HashMap<u64, TexObject>,
+}
+
+/// A texture or surface object the session created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TexObject {
+    pub surface: bool,
+    pub ctx: u64,
 }
 
 /// A handle of a kind without a table of its own.
@@ -264,12 +274,19 @@ impl Tables {
         id
     }
 
-    /// Forgets the id of a handle of a kind without a table of its own
-    /// (destroyed by the driver).
-    pub fn forget_other(&mut self, kind: HandleKind, id: u64) {
-        if self.others.get(&id).is_some_and(|o| o.kind == kind) {
-            self.others.remove(&id);
+    /// Forgets the `kind` handle `id` of a kind without a table of its own
+    /// (destroyed); whether it was known.
+    pub fn forget_other(&mut self, kind: HandleKind, id: u64) -> bool {
+        match self.others.get(&id) {
+            Some(o) if o.kind == kind => self.others.remove(&id).is_some(),
+            _ => false,
         }
+    }
+
+    /// Forgets every id of a kind without a table of its own that names
+    /// the real handle `real` (destroyed with its owner).
+    pub fn forget_real(&mut self, kind: HandleKind, real: Raw) {
+        self.others.retain(|_, o| o.kind != kind || o.real != real);
     }
 
     /// The id of function or kernel `real`, if the table has it.
@@ -382,6 +399,7 @@ impl Tables {
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
         self.others.retain(|_, o| o.ctx != ctx);
+        self.tex_objects.retain(|_, o| o.ctx != ctx);
     }
 }
 
@@ -438,6 +456,33 @@ mod tests {
             id,
             "a new pool at the same address"
         );
+    }
+
+    #[test]
+    fn destroyed_arrays_leave_the_tables() {
+        let mut t = Tables::default();
+        let a = t.id_of(HandleKind::Array, 0xa000, 7);
+        let level = t.id_of(HandleKind::Array, 0xb000, 7);
+        let m = t.id_of(HandleKind::MipmappedArray, 0xc000, 7);
+        assert_eq!(t.handle(HandleKind::Array, a), Ok(0xa000));
+        // An array id is not a mipmapped array's.
+        assert_eq!(t.handle(HandleKind::MipmappedArray, a), Err(INVALID_HANDLE));
+        assert!(!t.forget_other(HandleKind::MipmappedArray, a));
+        assert!(t.forget_other(HandleKind::Array, a));
+        assert_eq!(t.handle(HandleKind::Array, a), Err(INVALID_HANDLE));
+        t.forget_real(HandleKind::Array, 0xb000);
+        assert_eq!(t.handle(HandleKind::Array, level), Err(INVALID_HANDLE));
+        assert_eq!(t.handle(HandleKind::MipmappedArray, m), Ok(0xc000));
+        t.tex_objects.insert(
+            5,
+            TexObject {
+                surface: false,
+                ctx: 7,
+            },
+        );
+        t.forget_context_resources(7);
+        assert_eq!(t.handle(HandleKind::MipmappedArray, m), Err(INVALID_HANDLE));
+        assert!(t.tex_objects.is_empty());
     }
 
     #[test]

@@ -418,6 +418,64 @@ pub enum Op {
     /// `cuMemAllocFromPoolAsync`; the range joins the session's live
     /// allocations.
     PoolAllocAsync = 363,
+    /// `cuArrayCreate_v2`.
+    ArrayCreate_v2 = 460,
+    /// `cuArray3DCreate_v2`.
+    Array3DCreate_v2 = 461,
+    /// `cuArrayGetDescriptor_v2`.
+    ArrayGetDescriptor_v2 = 462,
+    /// `cuArray3DGetDescriptor_v2`.
+    Array3DGetDescriptor_v2 = 463,
+    /// `cuMemcpyAtoD_v2`.
+    MemcpyAtoD_v2 = 464,
+    /// `cuMemcpyDtoA_v2`.
+    MemcpyDtoA_v2 = 465,
+    /// `cuMemcpyAtoA_v2`.
+    MemcpyAtoA_v2 = 466,
+    /// `cuArrayGetMemoryRequirements`.
+    ArrayGetMemoryRequirements = 467,
+    /// `cuArrayGetPlane`.
+    ArrayGetPlane = 468,
+    /// `cuArrayGetSparseProperties`.
+    ArrayGetSparseProperties = 469,
+    /// Destroys a CUDA array and forgets its id.
+    ArrayDestroy = 470,
+    /// A 3D copy with a CUDA array on at least one side (`cuMemcpy2D`
+    /// and `cuMemcpy3D` forms). Each side's `kind` is a `CUmemorytype`:
+    /// device (`addr`, `pitch`, `height` rows a slice), array (`array`)
+    /// or host, whose rows travel packed in the request's blob (source)
+    /// or the reply's blob (destination), `width` bytes each, `height`
+    /// rows a slice; host sides carry 0 for their address, offsets and
+    /// pitches. `x` is in bytes, `y` in rows, `z` in slices.
+    MemcpyArray = 471,
+    /// Host to array at byte `offset` (`cuMemcpyHtoA`): the bytes are the blob.
+    MemcpyHtoA = 472,
+    /// Array at byte `offset` to host (`cuMemcpyAtoH`): the bytes come
+    /// back as the reply's blob.
+    MemcpyAtoH = 473,
+    /// Creates a texture object (`surface` false) or a surface object.
+    /// The blob holds the `CUDA_RESOURCE_DESC` (array handles as the
+    /// client's ids), then, for a texture, its `CUDA_TEXTURE_DESC` and,
+    /// with `view`, its `CUDA_RESOURCE_VIEW_DESC`. The reply carries the
+    /// driver's own value, which kernels take as a parameter.
+    TexObjectCreate = 474,
+    /// Destroys a texture or surface object this session created.
+    TexObjectDestroy = 475,
+    /// A descriptor of a texture or surface object: `what` 0 its
+    /// `CUDA_RESOURCE_DESC` (array handles as ids), 1 its
+    /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
+    /// reply's blob.
+    TexObjectDescribe = 476,
+    /// `cuMipmappedArrayCreate`.
+    MipmappedArrayCreate = 477,
+    /// `cuMipmappedArrayGetLevel`.
+    MipmappedArrayGetLevel = 478,
+    /// `cuMipmappedArrayGetMemoryRequirements`.
+    MipmappedArrayGetMemoryRequirements = 479,
+    /// `cuMipmappedArrayGetSparseProperties`.
+    MipmappedArrayGetSparseProperties = 480,
+    /// Destroys a mipmapped array and forgets its id and its levels' ids.
+    MipmappedArrayDestroy = 481,
 }
 
 impl Op {
@@ -597,6 +655,28 @@ impl Op {
         Op::PoolGetAttribute,
         Op::PoolSetAttribute,
         Op::PoolAllocAsync,
+        Op::ArrayCreate_v2,
+        Op::Array3DCreate_v2,
+        Op::ArrayGetDescriptor_v2,
+        Op::Array3DGetDescriptor_v2,
+        Op::MemcpyAtoD_v2,
+        Op::MemcpyDtoA_v2,
+        Op::MemcpyAtoA_v2,
+        Op::ArrayGetMemoryRequirements,
+        Op::ArrayGetPlane,
+        Op::ArrayGetSparseProperties,
+        Op::ArrayDestroy,
+        Op::MemcpyArray,
+        Op::MemcpyHtoA,
+        Op::MemcpyAtoH,
+        Op::TexObjectCreate,
+        Op::TexObjectDestroy,
+        Op::TexObjectDescribe,
+        Op::MipmappedArrayCreate,
+        Op::MipmappedArrayGetLevel,
+        Op::MipmappedArrayGetMemoryRequirements,
+        Op::MipmappedArrayGetSparseProperties,
+        Op::MipmappedArrayDestroy,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -780,6 +860,28 @@ impl Op {
             Op::PoolGetAttribute => "PoolGetAttribute",
             Op::PoolSetAttribute => "PoolSetAttribute",
             Op::PoolAllocAsync => "PoolAllocAsync",
+            Op::ArrayCreate_v2 => "ArrayCreate_v2",
+            Op::Array3DCreate_v2 => "Array3DCreate_v2",
+            Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
+            Op::Array3DGetDescriptor_v2 => "Array3DGetDescriptor_v2",
+            Op::MemcpyAtoD_v2 => "MemcpyAtoD_v2",
+            Op::MemcpyDtoA_v2 => "MemcpyDtoA_v2",
+            Op::MemcpyAtoA_v2 => "MemcpyAtoA_v2",
+            Op::ArrayGetMemoryRequirements => "ArrayGetMemoryRequirements",
+            Op::ArrayGetPlane => "ArrayGetPlane",
+            Op::ArrayGetSparseProperties => "ArrayGetSparseProperties",
+            Op::ArrayDestroy => "ArrayDestroy",
+            Op::MemcpyArray => "MemcpyArray",
+            Op::MemcpyHtoA => "MemcpyHtoA",
+            Op::MemcpyAtoH => "MemcpyAtoH",
+            Op::TexObjectCreate => "TexObjectCreate",
+            Op::TexObjectDestroy => "TexObjectDestroy",
+            Op::TexObjectDescribe => "TexObjectDescribe",
+            Op::MipmappedArrayCreate => "MipmappedArrayCreate",
+            Op::MipmappedArrayGetLevel => "MipmappedArrayGetLevel",
+            Op::MipmappedArrayGetMemoryRequirements => "MipmappedArrayGetMemoryRequirements",
+            Op::MipmappedArrayGetSparseProperties => "MipmappedArrayGetSparseProperties",
+            Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
         }
     }
 
@@ -960,6 +1062,28 @@ impl Op {
             Op::PoolGetAttribute => false,
             Op::PoolSetAttribute => false,
             Op::PoolAllocAsync => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
         }
     }
 
@@ -1140,6 +1264,28 @@ impl Op {
             Op::PoolGetAttribute => true,
             Op::PoolSetAttribute => true,
             Op::PoolAllocAsync => true,
+            Op::ArrayCreate_v2 => true,
+            Op::Array3DCreate_v2 => true,
+            Op::ArrayGetDescriptor_v2 => true,
+            Op::Array3DGetDescriptor_v2 => true,
+            Op::MemcpyAtoD_v2 => true,
+            Op::MemcpyDtoA_v2 => true,
+            Op::MemcpyAtoA_v2 => true,
+            Op::ArrayGetMemoryRequirements => true,
+            Op::ArrayGetPlane => true,
+            Op::ArrayGetSparseProperties => true,
+            Op::ArrayDestroy => true,
+            Op::MemcpyArray => true,
+            Op::MemcpyHtoA => true,
+            Op::MemcpyAtoH => true,
+            Op::TexObjectCreate => true,
+            Op::TexObjectDestroy => true,
+            Op::TexObjectDescribe => true,
+            Op::MipmappedArrayCreate => true,
+            Op::MipmappedArrayGetLevel => true,
+            Op::MipmappedArrayGetMemoryRequirements => true,
+            Op::MipmappedArrayGetSparseProperties => true,
+            Op::MipmappedArrayDestroy => true,
         }
     }
 
@@ -1320,6 +1466,28 @@ impl Op {
             Op::PoolGetAttribute => false,
             Op::PoolSetAttribute => false,
             Op::PoolAllocAsync => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
         }
     }
 
@@ -1550,6 +1718,40 @@ impl Op {
             Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Request>(),
             Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Request>(),
             Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Request>(),
+            Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
+            Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
+            Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
+            Op::Array3DGetDescriptor_v2 => {
+                core::mem::size_of::<array3d_get_descriptor_v2::Request>()
+            }
+            Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Request>(),
+            Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Request>(),
+            Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Request>(),
+            Op::ArrayGetMemoryRequirements => {
+                core::mem::size_of::<array_get_memory_requirements::Request>()
+            }
+            Op::ArrayGetPlane => core::mem::size_of::<array_get_plane::Request>(),
+            Op::ArrayGetSparseProperties => {
+                core::mem::size_of::<array_get_sparse_properties::Request>()
+            }
+            Op::ArrayDestroy => core::mem::size_of::<array_destroy::Request>(),
+            Op::MemcpyArray => core::mem::size_of::<memcpy_array::Request>(),
+            Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Request>(),
+            Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Request>(),
+            Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Request>(),
+            Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Request>(),
+            Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Request>(),
+            Op::MipmappedArrayCreate => core::mem::size_of::<mipmapped_array_create::Request>(),
+            Op::MipmappedArrayGetLevel => {
+                core::mem::size_of::<mipmapped_array_get_level::Request>()
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                core::mem::size_of::<mipmapped_array_get_memory_requirements::Request>()
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                core::mem::size_of::<mipmapped_array_get_sparse_properties::Request>()
+            }
+            Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
         }
     }
 
@@ -1772,6 +1974,36 @@ impl Op {
             Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Reply>(),
             Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Reply>(),
             Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Reply>(),
+            Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
+            Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
+            Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
+            Op::Array3DGetDescriptor_v2 => core::mem::size_of::<array3d_get_descriptor_v2::Reply>(),
+            Op::MemcpyAtoD_v2 => core::mem::size_of::<memcpy_atod_v2::Reply>(),
+            Op::MemcpyDtoA_v2 => core::mem::size_of::<memcpy_dtoa_v2::Reply>(),
+            Op::MemcpyAtoA_v2 => core::mem::size_of::<memcpy_atoa_v2::Reply>(),
+            Op::ArrayGetMemoryRequirements => {
+                core::mem::size_of::<array_get_memory_requirements::Reply>()
+            }
+            Op::ArrayGetPlane => core::mem::size_of::<array_get_plane::Reply>(),
+            Op::ArrayGetSparseProperties => {
+                core::mem::size_of::<array_get_sparse_properties::Reply>()
+            }
+            Op::ArrayDestroy => core::mem::size_of::<array_destroy::Reply>(),
+            Op::MemcpyArray => core::mem::size_of::<memcpy_array::Reply>(),
+            Op::MemcpyHtoA => core::mem::size_of::<memcpy_htoa::Reply>(),
+            Op::MemcpyAtoH => core::mem::size_of::<memcpy_atoh::Reply>(),
+            Op::TexObjectCreate => core::mem::size_of::<tex_object_create::Reply>(),
+            Op::TexObjectDestroy => core::mem::size_of::<tex_object_destroy::Reply>(),
+            Op::TexObjectDescribe => core::mem::size_of::<tex_object_describe::Reply>(),
+            Op::MipmappedArrayCreate => core::mem::size_of::<mipmapped_array_create::Reply>(),
+            Op::MipmappedArrayGetLevel => core::mem::size_of::<mipmapped_array_get_level::Reply>(),
+            Op::MipmappedArrayGetMemoryRequirements => {
+                core::mem::size_of::<mipmapped_array_get_memory_requirements::Reply>()
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                core::mem::size_of::<mipmapped_array_get_sparse_properties::Reply>()
+            }
+            Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
         }
     }
 
@@ -1819,6 +2051,19 @@ impl Op {
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
             Op::MemUnmap => true,
+            Op::MemcpyAtoD_v2 => true,
+            Op::MemcpyDtoA_v2 => true,
+            Op::MemcpyAtoA_v2 => true,
+            Op::ArrayDestroy => true,
+            Op::MemcpyArray => {
+                memcpy_array::Request::ref_from_bytes(fixed).is_ok_and(|r| r.is_async == 0)
+            }
+            Op::MemcpyHtoA => {
+                memcpy_htoa::Request::ref_from_bytes(fixed).is_ok_and(|r| r.is_async == 0)
+            }
+            Op::MemcpyAtoH => true,
+            Op::TexObjectDestroy => true,
+            Op::MipmappedArrayDestroy => true,
             _ => false,
         }
     }
@@ -2145,6 +2390,48 @@ impl Op {
             Op::PoolGetAttribute => message::check::<pool_get_attribute::Request>(fixed, blob_len),
             Op::PoolSetAttribute => message::check::<pool_set_attribute::Request>(fixed, blob_len),
             Op::PoolAllocAsync => message::check::<pool_alloc_async::Request>(fixed, blob_len),
+            Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
+            Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
+            Op::ArrayGetDescriptor_v2 => {
+                message::check::<array_get_descriptor_v2::Request>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor_v2 => {
+                message::check::<array3d_get_descriptor_v2::Request>(fixed, blob_len)
+            }
+            Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Request>(fixed, blob_len),
+            Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Request>(fixed, blob_len),
+            Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Request>(fixed, blob_len),
+            Op::ArrayGetMemoryRequirements => {
+                message::check::<array_get_memory_requirements::Request>(fixed, blob_len)
+            }
+            Op::ArrayGetPlane => message::check::<array_get_plane::Request>(fixed, blob_len),
+            Op::ArrayGetSparseProperties => {
+                message::check::<array_get_sparse_properties::Request>(fixed, blob_len)
+            }
+            Op::ArrayDestroy => message::check::<array_destroy::Request>(fixed, blob_len),
+            Op::MemcpyArray => message::check::<memcpy_array::Request>(fixed, blob_len),
+            Op::MemcpyHtoA => message::check::<memcpy_htoa::Request>(fixed, blob_len),
+            Op::MemcpyAtoH => message::check::<memcpy_atoh::Request>(fixed, blob_len),
+            Op::TexObjectCreate => message::check::<tex_object_create::Request>(fixed, blob_len),
+            Op::TexObjectDestroy => message::check::<tex_object_destroy::Request>(fixed, blob_len),
+            Op::TexObjectDescribe => {
+                message::check::<tex_object_describe::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayCreate => {
+                message::check::<mipmapped_array_create::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetLevel => {
+                message::check::<mipmapped_array_get_level::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                message::check::<mipmapped_array_get_memory_requirements::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                message::check::<mipmapped_array_get_sparse_properties::Request>(fixed, blob_len)
+            }
+            Op::MipmappedArrayDestroy => {
+                message::check::<mipmapped_array_destroy::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2440,6 +2727,46 @@ impl Op {
             Op::PoolGetAttribute => message::check::<pool_get_attribute::Reply>(fixed, blob_len),
             Op::PoolSetAttribute => message::check::<pool_set_attribute::Reply>(fixed, blob_len),
             Op::PoolAllocAsync => message::check::<pool_alloc_async::Reply>(fixed, blob_len),
+            Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
+            Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
+            Op::ArrayGetDescriptor_v2 => {
+                message::check::<array_get_descriptor_v2::Reply>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor_v2 => {
+                message::check::<array3d_get_descriptor_v2::Reply>(fixed, blob_len)
+            }
+            Op::MemcpyAtoD_v2 => message::check::<memcpy_atod_v2::Reply>(fixed, blob_len),
+            Op::MemcpyDtoA_v2 => message::check::<memcpy_dtoa_v2::Reply>(fixed, blob_len),
+            Op::MemcpyAtoA_v2 => message::check::<memcpy_atoa_v2::Reply>(fixed, blob_len),
+            Op::ArrayGetMemoryRequirements => {
+                message::check::<array_get_memory_requirements::Reply>(fixed, blob_len)
+            }
+            Op::ArrayGetPlane => message::check::<array_get_plane::Reply>(fixed, blob_len),
+            Op::ArrayGetSparseProperties => {
+                message::check::<array_get_sparse_properties::Reply>(fixed, blob_len)
+            }
+            Op::ArrayDestroy => message::check::<array_destroy::Reply>(fixed, blob_len),
+            Op::MemcpyArray => message::check::<memcpy_array::Reply>(fixed, blob_len),
+            Op::MemcpyHtoA => message::check::<memcpy_htoa::Reply>(fixed, blob_len),
+            Op::MemcpyAtoH => message::check::<memcpy_atoh::Reply>(fixed, blob_len),
+            Op::TexObjectCreate => message::check::<tex_object_create::Reply>(fixed, blob_len),
+            Op::TexObjectDestroy => message::check::<tex_object_destroy::Reply>(fixed, blob_len),
+            Op::TexObjectDescribe => message::check::<tex_object_describe::Reply>(fixed, blob_len),
+            Op::MipmappedArrayCreate => {
+                message::check::<mipmapped_array_create::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetLevel => {
+                message::check::<mipmapped_array_get_level::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetMemoryRequirements => {
+                message::check::<mipmapped_array_get_memory_requirements::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayGetSparseProperties => {
+                message::check::<mipmapped_array_get_sparse_properties::Reply>(fixed, blob_len)
+            }
+            Op::MipmappedArrayDestroy => {
+                message::check::<mipmapped_array_destroy::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2622,6 +2949,28 @@ impl TryFrom<u16> for Op {
             361 => Ok(Op::PoolGetAttribute),
             362 => Ok(Op::PoolSetAttribute),
             363 => Ok(Op::PoolAllocAsync),
+            460 => Ok(Op::ArrayCreate_v2),
+            461 => Ok(Op::Array3DCreate_v2),
+            462 => Ok(Op::ArrayGetDescriptor_v2),
+            463 => Ok(Op::Array3DGetDescriptor_v2),
+            464 => Ok(Op::MemcpyAtoD_v2),
+            465 => Ok(Op::MemcpyDtoA_v2),
+            466 => Ok(Op::MemcpyAtoA_v2),
+            467 => Ok(Op::ArrayGetMemoryRequirements),
+            468 => Ok(Op::ArrayGetPlane),
+            469 => Ok(Op::ArrayGetSparseProperties),
+            470 => Ok(Op::ArrayDestroy),
+            471 => Ok(Op::MemcpyArray),
+            472 => Ok(Op::MemcpyHtoA),
+            473 => Ok(Op::MemcpyAtoH),
+            474 => Ok(Op::TexObjectCreate),
+            475 => Ok(Op::TexObjectDestroy),
+            476 => Ok(Op::TexObjectDescribe),
+            477 => Ok(Op::MipmappedArrayCreate),
+            478 => Ok(Op::MipmappedArrayGetLevel),
+            479 => Ok(Op::MipmappedArrayGetMemoryRequirements),
+            480 => Ok(Op::MipmappedArrayGetSparseProperties),
+            481 => Ok(Op::MipmappedArrayDestroy),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2804,6 +3153,28 @@ pub const SCHEMA: &str = concat!(
     "361 PoolGetAttribute {pool:handle(MemPool),attr:u32} => {value:u64}\n",
     "362 PoolSetAttribute {pool:handle(MemPool),attr:u32,value:u64} => {}\n",
     "363 PoolAllocAsync {bytes:u64,pool:handle(MemPool),stream:handle(Stream)} => {dptr:devptr}\n",
+    "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
+    "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
+    "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
+    "463 Array3DGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())}\n",
+    "464 MemcpyAtoD_v2 {dst_device:devptr,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "465 MemcpyDtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_device:devptr,byte_count:u64} => {} sync\n",
+    "466 MemcpyAtoA_v2 {dst_array:handle(Array),dst_offset:u64,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "467 ArrayGetMemoryRequirements {array:handle(Array),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
+    "468 ArrayGetPlane {harray:handle(Array),plane_idx:u32} => {pplane_array:handle(Array)}\n",
+    "469 ArrayGetSparseProperties {array:handle(Array)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
+    "470 ArrayDestroy {array:handle(Array)} => {} sync\n",
+    "471 MemcpyArray {src_kind:u8,src:devptr,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst:devptr,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64,stream:handle(Stream),is_async:bool}+blob => {}+blob sync_unless(is_async)\n",
+    "472 MemcpyHtoA {array:handle(Array),offset:u64,stream:handle(Stream),is_async:bool}+blob => {} sync_unless(is_async)\n",
+    "473 MemcpyAtoH {array:handle(Array),offset:u64,bytes:u64,stream:handle(Stream),is_async:bool} => {}+blob sync\n",
+    "474 TexObjectCreate {surface:bool,view:bool}+blob => {object:u64}\n",
+    "475 TexObjectDestroy {object:u64,surface:bool} => {} sync\n",
+    "476 TexObjectDescribe {object:u64,surface:bool,what:u8} => {}+blob\n",
+    "477 MipmappedArrayCreate {pmipmapped_array_desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()),num_mipmap_levels:u32} => {phandle:handle(MipmappedArray)}\n",
+    "478 MipmappedArrayGetLevel {hmipmapped_array:handle(MipmappedArray),level:u32} => {plevel_array:handle(Array)}\n",
+    "479 MipmappedArrayGetMemoryRequirements {mipmap:handle(MipmappedArray),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
+    "480 MipmappedArrayGetSparseProperties {mipmap:handle(MipmappedArray)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
+    "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10067,6 +10438,950 @@ pub mod pool_alloc_async {
     }
 }
 
+/// `cuArrayCreate_v2`: wire id 460.
+pub mod array_create_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DCreate_v2`: wire id 461.
+pub mod array3d_create_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DCreate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetDescriptor_v2`: wire id 462.
+pub mod array_get_descriptor_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DGetDescriptor_v2`: wire id 463.
+pub mod array3d_get_descriptor_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DGetDescriptor_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoD_v2`: wire id 464.
+pub mod memcpy_atod_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoD_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoD_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyDtoA_v2`: wire id 465.
+pub mod memcpy_dtoa_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_device: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyDtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyDtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoA_v2`: wire id 466.
+pub mod memcpy_atoa_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoA_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetMemoryRequirements`: wire id 467.
+pub mod array_get_memory_requirements {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub memory_requirements:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetPlane`: wire id 468.
+pub mod array_get_plane {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+        pub plane_idx: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pplane_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetPlane;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetPlane;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetSparseProperties`: wire id 469.
+pub mod array_get_sparse_properties {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sparse_properties:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ArrayDestroy: wire id 470.
+pub mod array_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyArray: wire id 471.
+pub mod memcpy_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub src_kind: u8,
+        pub src: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyHtoA: wire id 472.
+pub mod memcpy_htoa {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub offset: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyHtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyHtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemcpyAtoH: wire id 473.
+pub mod memcpy_atoh {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub array: U64,
+        pub offset: U64,
+        pub bytes: U64,
+        pub stream: U64,
+        pub is_async: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoH;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "is_async", self.is_async)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoH;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectCreate: wire id 474.
+pub mod tex_object_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub surface: u8,
+        pub view: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub object: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::check_bool(Self::OP, "view", self.view)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectDestroy: wire id 475.
+pub mod tex_object_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub surface: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TexObjectDescribe: wire id 476.
+pub mod tex_object_describe {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub surface: u8,
+        pub what: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexObjectDescribe;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "surface", self.surface)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexObjectDescribe;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayCreate`: wire id 477.
+pub mod mipmapped_array_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pmipmapped_array_desc:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>()],
+        pub num_mipmap_levels: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetLevel`: wire id 478.
+pub mod mipmapped_array_get_level {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hmipmapped_array: U64,
+        pub level: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub plevel_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetLevel;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetLevel;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`: wire id 479.
+pub mod mipmapped_array_get_memory_requirements {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub memory_requirements:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetMemoryRequirements;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMipmappedArrayGetSparseProperties`: wire id 480.
+pub mod mipmapped_array_get_sparse_properties {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sparse_properties:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayGetSparseProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MipmappedArrayDestroy: wire id 481.
+pub mod mipmapped_array_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mipmap: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -10950,6 +12265,105 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.location.fill(26);
             r.type_ = U32::new(43);
             r.pool = U64::new(0x4100_0000_0000_003c);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayCreate_v2 => {
+            let mut r = array_create_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(103);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DCreate_v2 => {
+            let mut r = array3d_create_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(106);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetDescriptor_v2 => {
+            let mut r = array_get_descriptor_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_006d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DGetDescriptor_v2 => {
+            let mut r = array3d_get_descriptor_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_0070);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoD_v2 => {
+            let mut r = memcpy_atod_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_0073);
+            r.src_array = U64::new(0x4100_0000_0000_0004);
+            r.src_offset = U64::new(21);
+            r.byte_count = U64::new(38);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyDtoA_v2 => {
+            let mut r = memcpy_dtoa_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0076);
+            r.dst_offset = U64::new(7);
+            r.src_device = U64::new(0x4100_0000_0000_0018);
+            r.byte_count = U64::new(41);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoA_v2 => {
+            let mut r = memcpy_atoa_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0079);
+            r.dst_offset = U64::new(10);
+            r.src_array = U64::new(0x4100_0000_0000_001b);
+            r.src_offset = U64::new(44);
+            r.byte_count = U64::new(61);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetMemoryRequirements => {
+            let mut r = array_get_memory_requirements::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.array = U64::new(0x4100_0000_0000_007c);
+            r.device = I32::new(13);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetPlane => {
+            let mut r = array_get_plane::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_007f);
+            r.plane_idx = U32::new(16);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetSparseProperties => {
+            let mut r = array_get_sparse_properties::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.array = U64::new(0x4100_0000_0000_0002);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayCreate => {
+            let mut r = mipmapped_array_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pmipmapped_array_desc.fill(26);
+            r.num_mipmap_levels = U32::new(43);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetLevel => {
+            let mut r = mipmapped_array_get_level::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hmipmapped_array = U64::new(0x4100_0000_0000_001d);
+            r.level = U32::new(46);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetMemoryRequirements => {
+            let mut r = mipmapped_array_get_memory_requirements::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.mipmap = U64::new(0x4100_0000_0000_0020);
+            r.device = I32::new(49);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MipmappedArrayGetSparseProperties => {
+            let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.mipmap = U64::new(0x4100_0000_0000_0023);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -59,6 +59,7 @@ pub fn blessing() -> bool {
 fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     use vgpu_proto::*;
     const STREAM: u64 = 3;
+    const ARRAY: u64 = 10;
     const EVENT: u64 = 4;
     const MODULE: u64 = 6;
     const FUNCTION: u64 = 7;
@@ -488,6 +489,82 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         Op::MemGetAllocationProperties => (
             b(mem_get_allocation_properties::Request {
                 handle: u(VMM_HANDLE),
+            }),
+            none(),
+        ),
+        Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
+        Op::MipmappedArrayDestroy => (
+            b(mipmapped_array_destroy::Request {
+                mipmap: u(ARRAY + 1),
+            }),
+            none(),
+        ),
+        // Host to array: 2 rows of 8 bytes packed, into a 2D array at (4, 1).
+        Op::MemcpyArray => (
+            b(memcpy_array::Request {
+                src_kind: 1,
+                src: u(0),
+                src_array: u(0),
+                src_x: u(0),
+                src_y: u(0),
+                src_z: u(0),
+                src_pitch: u(0),
+                src_height: u(0),
+                dst_kind: 3,
+                dst: u(0),
+                dst_array: u(ARRAY),
+                dst_x: u(4),
+                dst_y: u(1),
+                dst_z: u(0),
+                dst_pitch: u(0),
+                dst_height: u(0),
+                width: u(8),
+                height: u(2),
+                depth: u(1),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            vec![0x3c; 16],
+        ),
+        Op::MemcpyHtoA => (
+            b(memcpy_htoa::Request {
+                array: u(ARRAY),
+                offset: u(16),
+                stream: u(0),
+                is_async: 0,
+            }),
+            vec![0xa5; 32],
+        ),
+        Op::MemcpyAtoH => (
+            b(memcpy_atoh::Request {
+                array: u(ARRAY),
+                offset: u(16),
+                bytes: u(32),
+                stream: u(STREAM),
+                is_async: 1,
+            }),
+            none(),
+        ),
+        // A texture over an array: resource (144 bytes) then texture (104) descriptors.
+        Op::TexObjectCreate => (
+            b(tex_object_create::Request {
+                surface: 0,
+                view: 0,
+            }),
+            vec![0x11; 144 + 104],
+        ),
+        Op::TexObjectDestroy => (
+            b(tex_object_destroy::Request {
+                object: u(1),
+                surface: 0,
+            }),
+            none(),
+        ),
+        Op::TexObjectDescribe => (
+            b(tex_object_describe::Request {
+                object: u(1),
+                surface: 1,
+                what: 0,
             }),
             none(),
         ),

@@ -25,7 +25,7 @@ use crate::Check;
 
 /// `n` bytes for (operation, slot): what the test passes and the
 /// recorder expects, or what the recorder writes and the test expects.
-fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
+pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
     let word = |k: u64| {
         let mut z = (u64::from(id) << 32 | (slot as u64 * 64 + k + 1001))
             .wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -37,6 +37,208 @@ fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .flat_map(|k| word(k).to_le_bytes())
         .take(n)
         .collect()
+}
+
+/// `cuArray3DCreate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DCreate_v2");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                461,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArray3DGetDescriptor_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DGetDescriptor_v2");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                463,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayCreate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CUresult {
+    let mut c = Check::new("cuArrayCreate_v2");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                460,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetDescriptor_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetDescriptor_v2");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                462,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetMemoryRequirements`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    array: vgpu_abi::types::CUarray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetMemoryRequirements");
+    c.non_null("memoryRequirements", memoryRequirements);
+    c.eq("array", array as usize as u64, 0x590000000009u64);
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_MEMORY_REQUIREMENTS_v1`.
+    unsafe {
+        crate::write(
+            memoryRequirements.cast(),
+            &pattern(
+                467,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetPlane`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetPlane(
+    pPlaneArray: *mut vgpu_abi::types::CUarray,
+    hArray: vgpu_abi::types::CUarray,
+    planeIdx: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetPlane");
+    c.non_null("pPlaneArray", pPlaneArray);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    c.eq("planeIdx", planeIdx, 1121339219u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pPlaneArray.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetSparseProperties`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    array: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetSparseProperties");
+    c.non_null("sparseProperties", sparseProperties);
+    c.eq("array", array as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_SPARSE_PROPERTIES_v1`.
+    unsafe {
+        crate::write(
+            sparseProperties.cast(),
+            &pattern(
+                469,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
 }
 
 /// `cuCtxAttach`: checks the arguments, writes the outputs.
@@ -1431,6 +1633,65 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemcpyAtoA_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoA_v2");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 6307122985768911467usize);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 9933286067706388354usize);
+    c.eq("ByteCount", ByteCount, 12050070669077545163usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyAtoD_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoD_v2");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 13192178319736662974usize);
+    c.eq("ByteCount", ByteCount, 5usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyDtoA_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyDtoA_v2");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 3314864610797794134usize);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("ByteCount", ByteCount, 3usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemsetD2D16`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuMemsetD2D16(
@@ -1755,6 +2016,125 @@ pub extern "C" fn cuMemsetD2D8_v2_ptds(
     if let Some(e) = c.failed() {
         return e;
     }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUmipmappedArray,
+    pMipmappedArrayDesc: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    numMipmapLevels: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayCreate");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY3D_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "pMipmappedArrayDesc",
+            pMipmappedArrayDesc.cast(),
+            &pattern(
+                477,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    c.eq("numMipmapLevels", numMipmapLevels, 2680467020u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x5a000000000ausize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetLevel`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
+    pLevelArray: *mut vgpu_abi::types::CUarray,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    level: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetLevel");
+    c.non_null("pLevelArray", pLevelArray);
+    c.eq(
+        "hMipmappedArray",
+        hMipmappedArray as usize as u64,
+        0x5a000000000au64,
+    );
+    c.eq("level", level, 1941809886u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pLevelArray.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetMemoryRequirements");
+    c.non_null("memoryRequirements", memoryRequirements);
+    c.eq("mipmap", mipmap as usize as u64, 0x5a000000000au64);
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_MEMORY_REQUIREMENTS_v1`.
+    unsafe {
+        crate::write(
+            memoryRequirements.cast(),
+            &pattern(
+                479,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMipmappedArrayGetSparseProperties`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+) -> CUresult {
+    let mut c = Check::new("cuMipmappedArrayGetSparseProperties");
+    c.non_null("sparseProperties", sparseProperties);
+    c.eq("mipmap", mipmap as usize as u64, 0x5a000000000au64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_SPARSE_PROPERTIES_v1`.
+    unsafe {
+        crate::write(
+            sparseProperties.cast(),
+            &pattern(
+                480,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2553,6 +2933,13 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
 
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate_v2",
+    "cuArrayGetDescriptor_v2",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetPlane",
+    "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -2620,6 +3007,9 @@ pub const EXPORTS: &[&str] = &[
     "cuMemPoolSetAccess",
     "cuMemPoolTrimTo",
     "cuMemSetMemPool",
+    "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoD_v2",
+    "cuMemcpyDtoA_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -2635,6 +3025,10 @@ pub const EXPORTS: &[&str] = &[
     "cuMemsetD2D8Async_ptsz",
     "cuMemsetD2D8_v2",
     "cuMemsetD2D8_v2_ptds",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunctionCount",
     "cuModuleGetGlobal",
     "cuModuleGetLoadingMode",
@@ -2677,6 +3071,13 @@ pub const EXPORTS: &[&str] = &[
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: crate::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: crate::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: crate::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: crate::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
+const _: crate::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
+const _: crate::signature::cuArrayGetPlane = cuArrayGetPlane;
+const _: crate::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: crate::signature::cuCtxAttach = cuCtxAttach;
 const _: crate::signature::cuCtxDetach = cuCtxDetach;
 const _: crate::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -2744,6 +3145,9 @@ const _: crate::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
 const _: crate::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
 const _: crate::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
 const _: crate::signature::cuMemSetMemPool = cuMemSetMemPool;
+const _: crate::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: crate::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: crate::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
 const _: crate::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: crate::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: crate::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
@@ -2759,6 +3163,12 @@ const _: crate::signature::cuMemsetD2D8Async = cuMemsetD2D8Async;
 const _: crate::signature::cuMemsetD2D8Async_ptsz = cuMemsetD2D8Async_ptsz;
 const _: crate::signature::cuMemsetD2D8_v2 = cuMemsetD2D8_v2;
 const _: crate::signature::cuMemsetD2D8_v2_ptds = cuMemsetD2D8_v2_ptds;
+const _: crate::signature::cuMipmappedArrayCreate = cuMipmappedArrayCreate;
+const _: crate::signature::cuMipmappedArrayGetLevel = cuMipmappedArrayGetLevel;
+const _: crate::signature::cuMipmappedArrayGetMemoryRequirements =
+    cuMipmappedArrayGetMemoryRequirements;
+const _: crate::signature::cuMipmappedArrayGetSparseProperties =
+    cuMipmappedArrayGetSparseProperties;
 const _: crate::signature::cuModuleGetFunctionCount = cuModuleGetFunctionCount;
 const _: crate::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: crate::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;

@@ -1,8 +1,12 @@
 //! `cuMemcpy2D_v2` and `cuMemcpy2DAsync_v2`.
 
+/// `CU_MEMORYTYPE_ARRAY`.
+const MEMORY_TYPE_ARRAY: u32 = 3;
+
+use crate::array;
 use crate::context;
 use crate::copy2d;
-use crate::cu::{CUresult, CUstream, CUDA_MEMCPY2D};
+use crate::cu::{CUresult, CUstream, CUDA_MEMCPY2D, CUDA_MEMCPY3D};
 use crate::error::{err, Res};
 use crate::ffi::{key, run};
 use crate::state;
@@ -23,9 +27,44 @@ unsafe fn copy_on(name: &str, p: *const CUDA_MEMCPY2D, stream_h: Option<CUstream
         }
         // SAFETY: forwarded from this function's contract.
         let c = unsafe { read(p) }?;
+        if c.srcMemoryType.0 == MEMORY_TYPE_ARRAY || c.dstMemoryType.0 == MEMORY_TYPE_ARRAY {
+            // SAFETY: forwarded from this function's contract: the same region, one slice.
+            return unsafe { array::copy_3d(&st, &as_3d(&c)) };
+        }
         // SAFETY: forwarded from this function's contract.
         unsafe { copy2d::copy(&st, &c) }
     })
+}
+
+/// A 2D copy as the one-slice 3D copy it is.
+fn as_3d(c: &CUDA_MEMCPY2D) -> CUDA_MEMCPY3D {
+    CUDA_MEMCPY3D {
+        srcXInBytes: c.srcXInBytes,
+        srcY: c.srcY,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: c.srcMemoryType,
+        srcHost: c.srcHost,
+        srcDevice: c.srcDevice,
+        srcArray: c.srcArray,
+        reserved0: std::ptr::null_mut(),
+        srcPitch: c.srcPitch,
+        srcHeight: c.Height,
+        dstXInBytes: c.dstXInBytes,
+        dstY: c.dstY,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: c.dstMemoryType,
+        dstHost: c.dstHost,
+        dstDevice: c.dstDevice,
+        dstArray: c.dstArray,
+        reserved1: std::ptr::null_mut(),
+        dstPitch: c.dstPitch,
+        dstHeight: c.Height,
+        WidthInBytes: c.WidthInBytes,
+        Height: c.Height,
+        Depth: 1,
+    }
 }
 
 /// # Safety
@@ -38,8 +77,8 @@ unsafe fn read(p: *const CUDA_MEMCPY2D) -> Res<CUDA_MEMCPY2D> {
     Ok(unsafe { p.read_unaligned() })
 }
 
-/// `cuMemcpy2D_v2`: host, device and unified sides; CUDA arrays are not simulated. Every
-/// bound is checked before a byte moves.
+/// `cuMemcpy2D_v2`: host, device and unified sides, and CUDA arrays (as a one-slice 3D
+/// copy). Every bound is checked before a byte moves.
 ///
 /// # Safety
 /// `p_copy` must be NULL or a readable descriptor whose host sides hold the region.

@@ -10,6 +10,7 @@
 //! find their model functions. Exports the table does not list sit in the area they belong
 //! to (`cuMemHostRegister_v2` and `cuMemHostUnregister` in `host`).
 
+mod array;
 mod context;
 mod copy;
 mod device;
@@ -29,8 +30,10 @@ mod pointer;
 mod pool;
 mod profiler;
 mod stream;
+mod texture;
 mod vmm;
 
+pub use array::*;
 pub use context::*;
 pub use copy::*;
 pub use device::*;
@@ -46,6 +49,7 @@ pub use module::*;
 pub use pointer::*;
 pub use pool::*;
 pub use stream::*;
+pub use texture::*;
 pub use vmm::*;
 
 /// The real driver's C signature of every export, as a function-pointer type named after
@@ -156,4 +160,20 @@ exports!(
     cuMemSetAccess,
     cuMemRetainAllocationHandle,
     cuMemGetAllocationPropertiesFromHandle,
+    cuArrayDestroy,
+    cuMipmappedArrayDestroy,
+    cuMemcpyHtoA_v2,
+    cuMemcpyHtoAAsync_v2,
+    cuMemcpyAtoH_v2,
+    cuMemcpyAtoHAsync_v2,
+    cuMemcpy3D_v2,
+    cuMemcpy3DAsync_v2,
+    cuTexObjectCreate,
+    cuTexObjectDestroy,
+    cuTexObjectGetResourceDesc,
+    cuTexObjectGetTextureDesc,
+    cuTexObjectGetResourceViewDesc,
+    cuSurfObjectCreate,
+    cuSurfObjectDestroy,
+    cuSurfObjectGetResourceDesc,
 );

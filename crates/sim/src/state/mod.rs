@@ -5,6 +5,7 @@
 //! that need several tables, the current context or a fresh handle live above, in the area
 //! modules (`crate::context`, `crate::stream`, …), which take the `State`.
 
+pub(crate) mod array;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
@@ -23,6 +24,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
+use array::{Array, MipmappedArray, TexObject};
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -54,7 +56,7 @@ pub(crate) struct State {
 
 /// Every table of the CUDA 12 entry points: libraries and kernels, function attributes,
 /// registered and allocated host memory, per-allocation pointer facts (buffer ids,
-/// stream-ordered origin), memory pools, and virtual memory management.
+/// stream-ordered origin), memory pools, virtual memory management and CUDA arrays.
 #[derive(Debug, Default)]
 pub(crate) struct Ext {
     pub libraries: Libraries,
@@ -64,6 +66,13 @@ pub(crate) struct Ext {
     pub pools: Pools,
     /// Reservations, physical allocations and mappings (`cuMemMap`).
     pub vmm: vmm::Vmm,
+    /// Live CUDA arrays by handle.
+    pub arrays: HashMap<usize, Array>,
+    /// Live mipmapped arrays by handle.
+    pub mipmaps: HashMap<usize, MipmappedArray>,
+    /// Live texture and surface objects by value, and the last value handed out.
+    pub tex_objects: BTreeMap<u64, TexObject>,
+    pub last_tex_object: u64,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

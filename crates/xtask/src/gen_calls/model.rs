@@ -281,6 +281,8 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "TexRef" => HandleKind::TexRef,
         "MemPool" => HandleKind::MemPool,
         "SurfRef" => HandleKind::SurfRef,
+        "Array" => HandleKind::Array,
+        "MipmappedArray" => HandleKind::MipmappedArray,
         other => return Err(format!("handle kind {other} is not known to the generator").into()),
     })
 }

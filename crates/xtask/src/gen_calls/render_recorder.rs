@@ -204,7 +204,7 @@ fn render_export(s: &mut String, op: &Op) {
 pub fn pattern_fn() -> String {
     "/// `n` bytes for (operation, slot): what the test passes and the\n\
      /// recorder expects, or what the recorder writes and the test expects.\n\
-     fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {\n\
+     pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {\n\
      \x20   let word = |k: u64| {\n\
      \x20       let mut z = (u64::from(id) << 32 | (slot as u64 * 64 + k + 1001)).wrapping_add(0x9E37_79B9_7F4A_7C15);\n\
      \x20       z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);\n\

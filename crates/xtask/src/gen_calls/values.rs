@@ -20,6 +20,8 @@ pub const FIXTURES: &[(HandleKind, u64, &str)] = &[
     (HandleKind::Library, 0x0000_5600_0000_0006, "library"),
     (HandleKind::Kernel, 0x0000_5700_0000_0007, "kernel"),
     (HandleKind::MemPool, 0x0000_5800_0000_0008, "pool"),
+    (HandleKind::Array, 0x0000_5900_0000_0009, "array"),
+    (HandleKind::MipmappedArray, 0x0000_5A00_0000_000A, "mipmap"),
 ];
 
 /// The recording driver's one device allocation: below 4 GiB, so the

@@ -213,6 +213,28 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::PoolGetAttribute => super::pool::pool_get_attribute(lane, s, req),
         Op::PoolSetAttribute => super::pool::pool_set_attribute(lane, s, req),
         Op::PoolAllocAsync => super::pool::pool_alloc_async(lane, s, req),
+        Op::ArrayCreate_v2 => array_create_v2(s, req),
+        Op::Array3DCreate_v2 => array3d_create_v2(s, req),
+        Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
+        Op::Array3DGetDescriptor_v2 => array3d_get_descriptor_v2(s, req),
+        Op::MemcpyAtoD_v2 => memcpy_atod_v2(s, req),
+        Op::MemcpyDtoA_v2 => memcpy_dtoa_v2(s, req),
+        Op::MemcpyAtoA_v2 => memcpy_atoa_v2(s, req),
+        Op::ArrayGetMemoryRequirements => array_get_memory_requirements(s, req),
+        Op::ArrayGetPlane => array_get_plane(s, req),
+        Op::ArrayGetSparseProperties => array_get_sparse_properties(s, req),
+        Op::ArrayDestroy => super::array::array_destroy(lane, s, req),
+        Op::MemcpyArray => super::array::memcpy_array(lane, s, req),
+        Op::MemcpyHtoA => super::array::memcpy_htoa(lane, s, req),
+        Op::MemcpyAtoH => super::array::memcpy_atoh(lane, s, req),
+        Op::TexObjectCreate => super::texture::tex_object_create(lane, s, req),
+        Op::TexObjectDestroy => super::texture::tex_object_destroy(lane, s, req),
+        Op::TexObjectDescribe => super::texture::tex_object_describe(lane, s, req),
+        Op::MipmappedArrayCreate => mipmapped_array_create(s, req),
+        Op::MipmappedArrayGetLevel => mipmapped_array_get_level(s, req),
+        Op::MipmappedArrayGetMemoryRequirements => mipmapped_array_get_memory_requirements(s, req),
+        Op::MipmappedArrayGetSparseProperties => mipmapped_array_get_sparse_properties(s, req),
+        Op::MipmappedArrayDestroy => super::array::mipmapped_array_destroy(lane, s, req),
     }
 }
 
@@ -2906,6 +2928,372 @@ fn mem_set_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
     ok(unsafe { f(&mut a_location, a_type_, calls::as_ptr(a_pool)) })?;
     Ok(Reply::new(
         &vgpu_proto::mem_set_mem_pool::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayCreate_v2`.
+fn array_create_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_create_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayCreate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array_create_v2::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DCreate_v2`.
+fn array3d_create_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_create_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY3D_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DCreate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array3d_create_v2::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetDescriptor_v2`.
+fn array_get_descriptor_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_descriptor_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetDescriptor_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_descriptor_v2::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DGetDescriptor_v2`.
+fn array3d_get_descriptor_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_get_descriptor_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DGetDescriptor_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array3d_get_descriptor_v2::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoD_v2`.
+fn memcpy_atod_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atod_v2::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoD_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atod_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyDtoA_v2`.
+fn memcpy_dtoa_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_dtoa_v2::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyDtoA_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            a_src_device,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_dtoa_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoA_v2`.
+fn memcpy_atoa_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atoa_v2::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoA_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atoa_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetMemoryRequirements`.
+fn array_get_memory_requirements(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_memory_requirements::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let t = s.tables();
+    let a_array = t.handle(HandleKind::Array, r.array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_memory_requirements: vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetMemoryRequirements)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_memory_requirements, calls::as_ptr(a_array), a_device) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_memory_requirements::Reply {
+            memory_requirements: calls::record_bytes(&o_memory_requirements),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetPlane`.
+fn array_get_plane(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_plane::Request = calls::message(req)?;
+    let a_plane_idx = r.plane_idx.get();
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pplane_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetPlane)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pplane_array, calls::as_ptr(a_harray), a_plane_idx) })?;
+    let mut t = s.tables();
+    let id_pplane_array = t.id_of(HandleKind::Array, o_pplane_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array_get_plane::Reply {
+            pplane_array: U64::new(id_pplane_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetSparseProperties`.
+fn array_get_sparse_properties(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_sparse_properties::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_array = t.handle(HandleKind::Array, r.array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_sparse_properties: vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetSparseProperties)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_sparse_properties, calls::as_ptr(a_array)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_sparse_properties::Reply {
+            sparse_properties: calls::record_bytes(&o_sparse_properties),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayCreate`.
+fn mipmapped_array_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_create::Request = calls::message(req)?;
+    let a_num_mipmap_levels = r.num_mipmap_levels.get();
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY3D_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pmipmapped_array_desc: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2 =
+        unsafe { calls::record(&r.pmipmapped_array_desc) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUmipmappedArray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_phandle,
+            &a_pmipmapped_array_desc,
+            a_num_mipmap_levels,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::MipmappedArray, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_create::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetLevel`.
+fn mipmapped_array_get_level(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_level::Request = calls::message(req)?;
+    let a_level = r.level.get();
+    let t = s.tables();
+    let a_hmipmapped_array = t.handle(HandleKind::MipmappedArray, r.hmipmapped_array.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_plevel_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetLevel)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_plevel_array,
+            calls::as_ptr(a_hmipmapped_array),
+            a_level,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_plevel_array = t.id_of(HandleKind::Array, o_plevel_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_level::Reply {
+            plevel_array: U64::new(id_plevel_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`.
+fn mipmapped_array_get_memory_requirements(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_memory_requirements::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let t = s.tables();
+    let a_mipmap = t.handle(HandleKind::MipmappedArray, r.mipmap.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_memory_requirements: vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetMemoryRequirements)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_memory_requirements,
+            calls::as_ptr(a_mipmap),
+            a_device,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_memory_requirements::Reply {
+            memory_requirements: calls::record_bytes(&o_memory_requirements),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMipmappedArrayGetSparseProperties`.
+fn mipmapped_array_get_sparse_properties(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::mipmapped_array_get_sparse_properties::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_mipmap = t.handle(HandleKind::MipmappedArray, r.mipmap.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_sparse_properties: vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMipmappedArrayGetSparseProperties)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_sparse_properties, calls::as_ptr(a_mipmap)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::mipmapped_array_get_sparse_properties::Reply {
+            sparse_properties: calls::record_bytes(&o_sparse_properties),
+        },
         Vec::new(),
     ))
 }

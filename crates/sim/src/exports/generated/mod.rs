@@ -19,6 +19,122 @@
 use crate::cu::*;
 use crate::ffi::{c_str, run, Out};
 
+/// `cuArray3DCreate_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+) -> CUresult {
+    run("cuArray3DCreate_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array3d_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArray3DGetDescriptor_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArray3DGetDescriptor_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array3d_get_descriptor_v2(pArrayDescriptor, hArray)
+    })
+}
+
+/// `cuArrayCreate_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate_v2(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+) -> CUresult {
+    run("cuArrayCreate_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArrayGetDescriptor_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor_v2(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArrayGetDescriptor_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array_get_descriptor_v2(pArrayDescriptor, hArray)
+    })
+}
+
+/// `cuArrayGetMemoryRequirements`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    array: vgpu_abi::types::CUarray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    run("cuArrayGetMemoryRequirements", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let memoryRequirements = unsafe { Out::new(memoryRequirements, "memoryRequirements") }?;
+        super::array::array_get_memory_requirements(memoryRequirements, array, device)
+    })
+}
+
+/// `cuArrayGetPlane`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetPlane(
+    pPlaneArray: *mut vgpu_abi::types::CUarray,
+    hArray: vgpu_abi::types::CUarray,
+    planeIdx: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuArrayGetPlane", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pPlaneArray = unsafe { Out::new(pPlaneArray, "pPlaneArray") }?;
+        super::array::array_get_plane(pPlaneArray, hArray, planeIdx)
+    })
+}
+
+/// `cuArrayGetSparseProperties`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    array: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArrayGetSparseProperties", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let sparseProperties = unsafe { Out::new(sparseProperties, "sparseProperties") }?;
+        super::array::array_get_sparse_properties(sparseProperties, array)
+    })
+}
+
 /// `cuCtxAttach`.
 ///
 /// # Safety
@@ -941,6 +1057,46 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     })
 }
 
+/// `cuMemcpyAtoA_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoA_v2", || {
+        super::array::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyAtoD_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoD_v2", || {
+        super::array::memcpy_atod_v2(dstDevice, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyDtoA_v2`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyDtoA_v2", || {
+        super::array::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount)
+    })
+}
+
 /// `cuMemsetD2D16`.
 #[no_mangle]
 pub extern "C" fn cuMemsetD2D16(
@@ -1154,6 +1310,76 @@ pub extern "C" fn cuMemsetD2D8_v2_ptds(
 ) -> CUresult {
     run("cuMemsetD2D8_v2_ptds", || {
         super::memory::memset_d2d8_v2_ptds(dstDevice, dstPitch, uc, Width, Height)
+    })
+}
+
+/// `cuMipmappedArrayCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUmipmappedArray,
+    pMipmappedArrayDesc: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2,
+    numMipmapLevels: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMipmappedArrayCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::array::mipmapped_array_create(pHandle, pMipmappedArrayDesc, numMipmapLevels)
+        }
+    })
+}
+
+/// `cuMipmappedArrayGetLevel`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetLevel(
+    pLevelArray: *mut vgpu_abi::types::CUarray,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    level: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMipmappedArrayGetLevel", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pLevelArray = unsafe { Out::new(pLevelArray, "pLevelArray") }?;
+        super::array::mipmapped_array_get_level(pLevelArray, hMipmappedArray, level)
+    })
+}
+
+/// `cuMipmappedArrayGetMemoryRequirements`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetMemoryRequirements(
+    memoryRequirements: *mut vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+    device: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    run("cuMipmappedArrayGetMemoryRequirements", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let memoryRequirements = unsafe { Out::new(memoryRequirements, "memoryRequirements") }?;
+        super::array::mipmapped_array_get_memory_requirements(memoryRequirements, mipmap, device)
+    })
+}
+
+/// `cuMipmappedArrayGetSparseProperties`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMipmappedArrayGetSparseProperties(
+    sparseProperties: *mut vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1,
+    mipmap: vgpu_abi::types::CUmipmappedArray,
+) -> CUresult {
+    run("cuMipmappedArrayGetSparseProperties", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let sparseProperties = unsafe { Out::new(sparseProperties, "sparseProperties") }?;
+        super::array::mipmapped_array_get_sparse_properties(sparseProperties, mipmap)
     })
 }
 
@@ -1753,6 +1979,13 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
 
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate_v2",
+    "cuArrayGetDescriptor_v2",
+    "cuArrayGetMemoryRequirements",
+    "cuArrayGetPlane",
+    "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
     "cuCtxGetApiVersion",
@@ -1820,6 +2053,9 @@ pub const EXPORTS: &[&str] = &[
     "cuMemPoolSetAccess",
     "cuMemPoolTrimTo",
     "cuMemSetMemPool",
+    "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoD_v2",
+    "cuMemcpyDtoA_v2",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -1835,6 +2071,10 @@ pub const EXPORTS: &[&str] = &[
     "cuMemsetD2D8Async_ptsz",
     "cuMemsetD2D8_v2",
     "cuMemsetD2D8_v2_ptds",
+    "cuMipmappedArrayCreate",
+    "cuMipmappedArrayGetLevel",
+    "cuMipmappedArrayGetMemoryRequirements",
+    "cuMipmappedArrayGetSparseProperties",
     "cuModuleGetFunctionCount",
     "cuModuleGetGlobal",
     "cuModuleGetLoadingMode",
@@ -1877,6 +2117,13 @@ pub const EXPORTS: &[&str] = &[
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: super::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: super::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: super::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: super::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
+const _: super::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
+const _: super::signature::cuArrayGetPlane = cuArrayGetPlane;
+const _: super::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: super::signature::cuCtxAttach = cuCtxAttach;
 const _: super::signature::cuCtxDetach = cuCtxDetach;
 const _: super::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
@@ -1944,6 +2191,9 @@ const _: super::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
 const _: super::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
 const _: super::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
 const _: super::signature::cuMemSetMemPool = cuMemSetMemPool;
+const _: super::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: super::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: super::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
 const _: super::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: super::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: super::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
@@ -1959,6 +2209,12 @@ const _: super::signature::cuMemsetD2D8Async = cuMemsetD2D8Async;
 const _: super::signature::cuMemsetD2D8Async_ptsz = cuMemsetD2D8Async_ptsz;
 const _: super::signature::cuMemsetD2D8_v2 = cuMemsetD2D8_v2;
 const _: super::signature::cuMemsetD2D8_v2_ptds = cuMemsetD2D8_v2_ptds;
+const _: super::signature::cuMipmappedArrayCreate = cuMipmappedArrayCreate;
+const _: super::signature::cuMipmappedArrayGetLevel = cuMipmappedArrayGetLevel;
+const _: super::signature::cuMipmappedArrayGetMemoryRequirements =
+    cuMipmappedArrayGetMemoryRequirements;
+const _: super::signature::cuMipmappedArrayGetSparseProperties =
+    cuMipmappedArrayGetSparseProperties;
 const _: super::signature::cuModuleGetFunctionCount = cuModuleGetFunctionCount;
 const _: super::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: super::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
