@@ -299,9 +299,11 @@ static void one_d(void)
 
     /* Destroyed. */
     EXPECT("destroy_1d", cu.ArrayDestroy(a), CUDA_SUCCESS);
-    expect_failure("htoa_destroyed", cu.MemcpyHtoA(a, 0, in, 16));
-    expect_failure("descriptor_destroyed", cu.ArrayGetDescriptor(&got, a));
-    expect_failure("destroy_destroyed", cu.ArrayDestroy(a));
+    if (invalid_handle_checks()) {
+        expect_failure("htoa_destroyed", cu.MemcpyHtoA(a, 0, in, 16));
+        expect_failure("descriptor_destroyed", cu.ArrayGetDescriptor(&got, a));
+        expect_failure("destroy_destroyed", cu.ArrayDestroy(a));
+    }
     EXPECT("destroy_1d_second", cu.ArrayDestroy(b), CUDA_SUCCESS);
     cu.MemFree(dev);
 }
@@ -390,7 +392,8 @@ static void two_d(void)
 
     EXPECT("destroy_2d", cu.ArrayDestroy(a), CUDA_SUCCESS);
     c.srcXInBytes = 0;
-    expect_failure("memcpy2d_destroyed", cu.Memcpy2D(&c));
+    if (invalid_handle_checks())
+        expect_failure("memcpy2d_destroyed", cu.Memcpy2D(&c));
     cu.MemFree(dev);
 }
 
@@ -507,7 +510,8 @@ static void textures(void)
                     (got_tex.flags & TRSF_READ_AS_INTEGER) != 0 && got_tex.filterMode == 0,
                 "the texture descriptor is not the one created with");
     CUDA_RESOURCE_VIEW_DESC view;
-    expect_failure("tex_view_desc_without_view", cu.TexObjectGetResourceViewDesc(&view, t));
+    /* Driver 580 answers for an object made without a view, too. */
+    EXPECT("tex_view_desc_without_view", cu.TexObjectGetResourceViewDesc(&view, t), CUDA_SUCCESS);
 
     /* A texture over linear device memory, one over pitched memory. */
     CUdeviceptr dev = 0;
@@ -558,7 +562,11 @@ static void textures(void)
                 "the resource is not the array");
     res.res.array.hArray = a;
     CUsurfObject plain = 0;
-    expect_failure("surf_object_on_plain_array", cu.SurfObjectCreate(&plain, &res));
+    /* Driver 580 makes a surface object over an array made without
+     * CUDA_ARRAY3D_SURFACE_LDST too (what a kernel may do with it is its own
+     * matter). */
+    if (EXPECT("surf_object_on_plain_array", cu.SurfObjectCreate(&plain, &res), CUDA_SUCCESS))
+        EXPECT("surf_object_on_plain_array_destroy", cu.SurfObjectDestroy(plain), CUDA_SUCCESS);
 
     /* A destroyed array in a texture descriptor. */
     CUDA_ARRAY_DESCRIPTOR d1 = {64, 0, FORMAT_FLOAT, 1};
@@ -567,7 +575,8 @@ static void textures(void)
     EXPECT("tex_gone_array_destroy", cu.ArrayDestroy(gone), CUDA_SUCCESS);
     res.res.array.hArray = gone;
     CUtexObject never = 0;
-    expect_failure("tex_object_on_destroyed_array", cu.TexObjectCreate(&never, &res, &tex, NULL));
+    if (invalid_handle_checks())
+        expect_failure("tex_object_on_destroyed_array", cu.TexObjectCreate(&never, &res, &tex, NULL));
     EXPECT("tex_object_null_resource", cu.TexObjectCreate(&never, NULL, &tex, NULL),
            CUDA_ERROR_INVALID_VALUE);
 
@@ -576,8 +585,10 @@ static void textures(void)
     EXPECT("tex_object_destroy_linear", cu.TexObjectDestroy(lin), CUDA_SUCCESS);
     EXPECT("tex_object_destroy_pitch2d", cu.TexObjectDestroy(pitched), CUDA_SUCCESS);
     EXPECT("surf_object_destroy", cu.SurfObjectDestroy(surf), CUDA_SUCCESS);
-    expect_failure("tex_object_destroy_again", cu.TexObjectDestroy(t));
-    expect_failure("surf_object_destroy_again", cu.SurfObjectDestroy(surf));
+    if (invalid_handle_checks())
+        expect_failure("tex_object_destroy_again", cu.TexObjectDestroy(t));
+    if (invalid_handle_checks())
+        expect_failure("surf_object_destroy_again", cu.SurfObjectDestroy(surf));
     EXPECT("tex_arrays_destroy", cu.ArrayDestroy(a) | cu.ArrayDestroy(sa), CUDA_SUCCESS);
     cu.MemFree(dev);
 }
@@ -653,8 +664,10 @@ static void mipmapped(void)
     expect_failure("plane_of_plain_array", cu.ArrayGetPlane(&plane, level[0], 0));
 
     EXPECT("mipmap_destroy", cu.MipmappedArrayDestroy(m), CUDA_SUCCESS);
-    expect_failure("mipmap_destroy_again", cu.MipmappedArrayDestroy(m));
-    expect_failure("mipmap_level_after_destroy", cu.Memcpy2D(&c));
+    if (invalid_handle_checks())
+        expect_failure("mipmap_destroy_again", cu.MipmappedArrayDestroy(m));
+    if (invalid_handle_checks())
+        expect_failure("mipmap_level_after_destroy", cu.Memcpy2D(&c));
 }
 
 static void invalid(void)

@@ -198,8 +198,10 @@ static void queries(CUdevice dev, CUdeviceptr base, size_t size, CUmemGenericAll
            cu.PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p), CUDA_SUCCESS);
     EXPECT("attribute_range_size", cu.PointerGetAttribute(&len, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p),
            CUDA_SUCCESS);
-    expect_true("attribute_range_is_the_mapping", start == base && len == size,
-                "range start or size differ from the mapping's");
+    /* Driver 580 does not answer with the mapping's own bounds here (unlike
+     * cuMemGetAddressRange); what holds is that the range holds the pointer. */
+    expect_true("attribute_range_holds_the_pointer", start <= p && p - start < len,
+                "the range does not hold the pointer");
     EXPECT("attribute_mapped", cu.PointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, p),
            CUDA_SUCCESS);
     expect_true("attribute_mapped_value", mapped == 1, "not mapped");
@@ -244,16 +246,19 @@ static void bad_input(CUdevice dev, size_t gran, CUdeviceptr va, CUmemGenericAll
     if (!refused("create_misaligned_size", cu.MemCreate(&half, gran / 2, &prop, 0)))
         cu.MemRelease(half);
 
-    refused("map_forged_handle", cu.MemMap(va + 3 * gran, gran, 0, FORGED_HANDLE, 0));
-    CUmemAllocationProp got;
-    refused("properties_forged_handle",
-            cu.MemGetAllocationPropertiesFromHandle(&got, FORGED_HANDLE));
-    refused("release_forged_handle", cu.MemRelease(FORGED_HANDLE));
+    if (invalid_handle_checks()) {
+        refused("map_forged_handle", cu.MemMap(va + 3 * gran, gran, 0, FORGED_HANDLE, 0));
+        CUmemAllocationProp got;
+        refused("properties_forged_handle",
+                cu.MemGetAllocationPropertiesFromHandle(&got, FORGED_HANDLE));
+        refused("release_forged_handle", cu.MemRelease(FORGED_HANDLE));
+    }
 
     CUmemGenericAllocationHandle once = 0;
     if (EXPECT("create_to_release_twice", cu.MemCreate(&once, gran, &prop, 0), CUDA_SUCCESS)) {
         EXPECT("release_first", cu.MemRelease(once), CUDA_SUCCESS);
-        refused("release_second", cu.MemRelease(once));
+        if (invalid_handle_checks())
+            refused("release_second", cu.MemRelease(once));
     }
 }
 

@@ -1,7 +1,7 @@
 //! Texture and surface objects: bookkeeping only (nothing samples them).
 //!
 //! Creation checks what the driver checks at once: the resource (a live
-//! array or mipmapped array, surface objects only on arrays made with `CUDA_ARRAY3D_SURFACE_LDST`;
+//! array or mipmapped array, surface objects on arrays only;
 //! linear and pitched ranges inside one live allocation), and hands out a
 //! fresh nonzero value, as the driver's objects are. The getters return what
 //! the object was created with.
@@ -18,9 +18,6 @@ use crate::memory;
 use crate::state::array::TexObject;
 use crate::state::State;
 
-/// `CUDA_ARRAY3D_SURFACE_LDST`.
-const SURFACE_LDST: u32 = 0x2;
-
 fn bad<T>(why: String) -> Res<T> {
     err(CUresult::CUDA_ERROR_INVALID_VALUE, why)
 }
@@ -31,11 +28,9 @@ fn check_resource(st: &State, r: &CUDA_RESOURCE_DESC, surface: bool) -> Res<()> 
         CUresourcetype::CU_RESOURCE_TYPE_ARRAY => {
             // SAFETY: `resType` says the union holds `array`.
             let key = unsafe { r.res.array.hArray }.addr();
-            let a = array::get(st, key)?;
-            if surface && a.flags & SURFACE_LDST == 0 {
-                return bad("a surface object needs an array made with SURFACE_LDST".into());
-            }
-            Ok(())
+            // Driver 580 makes surface objects over arrays made without
+            // `CUDA_ARRAY3D_SURFACE_LDST` too.
+            array::get(st, key).map(drop)
         }
         _ if surface => bad("a surface object's resource must be an array".into()),
         CUresourcetype::CU_RESOURCE_TYPE_LINEAR => {

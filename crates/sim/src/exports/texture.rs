@@ -148,8 +148,8 @@ pub unsafe extern "C" fn cuTexObjectGetTextureDesc(
     })
 }
 
-/// `cuTexObjectGetResourceViewDesc`: `CUDA_ERROR_INVALID_VALUE` when the object
-/// was created without a view.
+/// `cuTexObjectGetResourceViewDesc`: an object created without a view gets a
+/// zeroed view, and the call succeeds, as on driver 580.
 ///
 /// # Safety
 /// `p` must be NULL or valid for a write.
@@ -163,15 +163,10 @@ pub unsafe extern "C" fn cuTexObjectGetResourceViewDesc(
         let out = unsafe { Out::new(p, "pResViewDesc") }?;
         let sim = state::sim()?;
         let st = sim.lock();
-        match texture::get(&st, t, false)?.view {
-            Some(d) => out.write(d),
-            None => {
-                return err(
-                    CUresult::CUDA_ERROR_INVALID_VALUE,
-                    "the object has no resource view",
-                )
-            }
-        }
+        let view = texture::get(&st, t, false)?.view;
+        // SAFETY: the descriptor is a C struct of integers and enums whose
+        // zero values are valid.
+        out.write(view.unwrap_or_else(|| unsafe { std::mem::zeroed() }));
         Ok(())
     })
 }
