@@ -49,6 +49,9 @@ pub struct Objects {
     pub streams: HashMap<u64, u64>,
     /// Live events this session created: id → context.
     pub events: HashMap<u64, u64>,
+    /// Streams (wire ids) on which a capture this session began is open:
+    /// id → how many (the per-thread stream of several threads shares an id).
+    pub capturing: HashMap<u64, u32>,
     /// Answers the worker gave that only this session's own calls change
     /// (see [`Answers`]).
     pub answers: Answers,

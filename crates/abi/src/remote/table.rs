@@ -129,6 +129,26 @@ remote_table! {
         launch: cuOccupancyAvailableDynamicSMemPerBlock = 91 gen;
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessor = 129 gen;
 
+        // ---- stream capture and graphs ----
+        graph: cuStreamBeginCapture_v2 = 380 client;
+        graph: cuStreamBeginCapture = 381 client;
+        graph: cuStreamBeginCapture_v2_ptsz = 382 client;
+        graph: cuStreamEndCapture = 383 client;
+        graph: cuStreamEndCapture_ptsz = 384 client;
+        graph: cuGraphCreate = 390 gen;
+        graph: cuGraphDestroy = 391 gen [hGraph: destroys];
+        graph: cuGraphInstantiateWithFlags = 392 gen;
+        graph: cuGraphInstantiate_v2 = 393 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
+        graph: cuGraphLaunch = 394 gen;
+        graph: cuGraphUpload = 395 gen;
+        graph: cuGraphExecDestroy = 396 gen [hGraphExec: destroys];
+        graph: cuGraphClone = 397 gen;
+        graph: cuGraphExecGetFlags = 398 gen;
+        graph: cuGraphLaunch_ptsz = 399 gen;
+        graph: cuGraphUpload_ptsz = 400 gen;
+        graph: cuGraphNodeGetType = 401 gen;
+        graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
+
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
@@ -176,6 +196,7 @@ remote_table! {
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
+        graph: cuThreadExchangeStreamCaptureMode;
     }
 
     ops {
@@ -315,5 +336,9 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
+        /// the lane's thread takes `mode` and answers its previous mode.
+        graph: ExchangeCaptureMode = 385 { mode: u32 } => { mode: u32 } (nocontext);
     }
 }

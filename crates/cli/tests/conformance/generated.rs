@@ -902,6 +902,262 @@ fn cuFuncSetSharedSize() {
     });
 }
 
+/// `cuGraphClone` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphClone() {
+    case("generated::cuGraphClone", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphClone");
+        let mut o_phGraphClone: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phGraphClone, core::ptr::null_mut()) };
+        f.ok("cuGraphClone", st);
+        assert!(
+            minted(o_phGraphClone as usize as u64, HandleKind::Graph),
+            "cuGraphClone: phGraphClone: {:#x} is not a worker-minted id",
+            o_phGraphClone as usize
+        );
+    });
+}
+
+/// `cuGraphCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphCreate() {
+    case("generated::cuGraphCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraph,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphCreate");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phGraph, 2518744559u32) };
+        f.ok("cuGraphCreate", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuGraphCreate: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
+    });
+}
+
+/// `cuGraphDestroy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphDestroy() {
+    case("generated::cuGraphDestroy", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraph) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphDestroy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphDestroy", st);
+    });
+}
+
+/// `cuGraphDestroyNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphDestroyNode() {
+    case("generated::cuGraphDestroyNode", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraphNode) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphDestroyNode");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphDestroyNode", st);
+    });
+}
+
+/// `cuGraphExecDestroy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecDestroy() {
+    case("generated::cuGraphExecDestroy", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraphExec) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphExecDestroy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphExecDestroy", st);
+    });
+}
+
+/// `cuGraphExecGetFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecGetFlags() {
+    case("generated::cuGraphExecGetFlags", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecGetFlags");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_flags: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_flags) };
+        f.ok("cuGraphExecGetFlags", st);
+        assert_eq!(
+            o_flags, 15803071678323843653u64,
+            "cuGraphExecGetFlags: flags"
+        );
+    });
+}
+
+/// `cuGraphInstantiateWithFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiateWithFlags() {
+    case("generated::cuGraphInstantiateWithFlags", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            ::core::ffi::c_ulonglong,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiateWithFlags");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                17880351443732248243u64,
+            )
+        };
+        f.ok("cuGraphInstantiateWithFlags", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiateWithFlags: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+    });
+}
+
+/// `cuGraphInstantiate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiate_v2() {
+    case("generated::cuGraphInstantiate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            *mut vgpu_abi::types::CUgraphNode,
+            *mut ::core::ffi::c_char,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiate_v2");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        let mut o_phErrorNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut o_logBuffer = vec![0u8; 7];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                &mut o_phErrorNode,
+                o_logBuffer.as_mut_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphInstantiate_v2", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiate_v2: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+        assert!(
+            minted(o_phErrorNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphInstantiate_v2: phErrorNode: {:#x} is not a worker-minted id",
+            o_phErrorNode as usize
+        );
+        assert_eq!(
+            o_logBuffer,
+            pattern(393, 103, 7),
+            "cuGraphInstantiate_v2: logBuffer"
+        );
+    });
+}
+
+/// `cuGraphLaunch` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphLaunch() {
+    case("generated::cuGraphLaunch", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphLaunch");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphLaunch", st);
+    });
+}
+
+/// `cuGraphLaunch_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphLaunch_ptsz() {
+    case("generated::cuGraphLaunch_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphLaunch_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphLaunch_ptsz", st);
+    });
+}
+
+/// `cuGraphNodeGetType` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphNodeGetType() {
+    case("generated::cuGraphNodeGetType", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUgraphNodeType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphNodeGetType");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_type_: vgpu_abi::types::CUgraphNodeType = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_type_) };
+        f.ok("cuGraphNodeGetType", st);
+        assert_eq!(
+            o_type_,
+            vgpu_abi::types::CUgraphNodeType(802110132u32),
+            "cuGraphNodeGetType: type_"
+        );
+    });
+}
+
+/// `cuGraphUpload` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphUpload() {
+    case("generated::cuGraphUpload", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphUpload");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphUpload", st);
+    });
+}
+
+/// `cuGraphUpload_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphUpload_ptsz() {
+    case("generated::cuGraphUpload_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphUpload_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphUpload_ptsz", st);
+    });
+}
+
 /// `cuKernelGetAttribute` arrives with the values passed and its outputs come back.
 #[test]
 fn cuKernelGetAttribute() {
@@ -1755,6 +2011,59 @@ fn cuStreamAttachMemAsync_ptsz() {
     });
 }
 
+/// `cuStreamBeginCapture` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture() {
+    case("generated::cuStreamBeginCapture", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUstream) -> vgpu_abi::types::CUresult =
+            f.sym("cuStreamBeginCapture");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream)) };
+        f.ok("cuStreamBeginCapture", st);
+    });
+}
+
+/// `cuStreamBeginCapture_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_v2() {
+    case("generated::cuStreamBeginCapture_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUstreamCaptureMode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamBeginCapture_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                vgpu_abi::types::CUstreamCaptureMode(2444554912u32),
+            )
+        };
+        f.ok("cuStreamBeginCapture_v2", st);
+    });
+}
+
+/// `cuStreamBeginCapture_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_v2_ptsz() {
+    case("generated::cuStreamBeginCapture_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUstreamCaptureMode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamBeginCapture_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                vgpu_abi::types::CUstreamCaptureMode(316486210u32),
+            )
+        };
+        f.ok("cuStreamBeginCapture_v2_ptsz", st);
+    });
+}
+
 /// `cuStreamCopyAttributes` arrives with the values passed and its outputs come back.
 #[test]
 fn cuStreamCopyAttributes() {
@@ -1782,6 +2091,48 @@ fn cuStreamCopyAttributes_ptsz() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(handle(f.stream), handle(f.stream)) };
         f.ok("cuStreamCopyAttributes_ptsz", st);
+    });
+}
+
+/// `cuStreamEndCapture` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamEndCapture() {
+    case("generated::cuStreamEndCapture", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamEndCapture");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phGraph) };
+        f.ok("cuStreamEndCapture", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuStreamEndCapture: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
+    });
+}
+
+/// `cuStreamEndCapture_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamEndCapture_ptsz() {
+    case("generated::cuStreamEndCapture_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamEndCapture_ptsz");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phGraph) };
+        f.ok("cuStreamEndCapture_ptsz", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuStreamEndCapture_ptsz: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
     });
 }
 

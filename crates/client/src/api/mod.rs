@@ -7,6 +7,7 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
+pub(crate) mod graph;
 mod host;
 mod host_local;
 mod init;
@@ -189,6 +190,7 @@ implement! {
     cuMemFreeHost(p) => host::free(p);
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
+    cuThreadExchangeStreamCaptureMode(mode) => graph::exchange_capture_mode(mode);
     cuFuncGetParamInfo(f, i, off, size) => module::param_info(f, i, off, size);
     cuFuncGetName(name, f) => module::function_name(name, f as usize as u64, false);
     cuKernelGetName(name, k) => module::function_name(name, k as usize as u64, true);

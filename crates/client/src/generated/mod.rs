@@ -76,6 +76,19 @@ crate::api::implement! {
     cuFuncSetCacheConfig(hfunc, config) => self::func_set_cache_config(hfunc, config);
     cuFuncSetSharedMemConfig(hfunc, config) => self::func_set_shared_mem_config(hfunc, config);
     cuFuncSetSharedSize(hfunc, bytes) => self::func_set_shared_size(hfunc, bytes);
+    cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
+    cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
+    cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
+    cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
+    cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
+    cuGraphExecGetFlags(hGraphExec, flags) => self::graph_exec_get_flags(hGraphExec, flags);
+    cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) => self::graph_instantiate_with_flags(phGraphExec, hGraph, flags);
+    cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
+    cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
+    cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
+    cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
     cuKernelGetLibrary(pLib, kernel) => self::kernel_get_library(pLib, kernel);
     cuKernelSetAttribute(attrib, val, kernel, dev) => crate::api::library::kernel_set_attribute(attrib, val, kernel, dev);
@@ -113,8 +126,13 @@ crate::api::implement! {
     cuProfilerStop() => self::profiler_stop();
     cuStreamAttachMemAsync(hStream, dptr, length, flags) => self::stream_attach_mem_async(hStream, dptr, length, flags);
     cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => self::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
+    cuStreamBeginCapture(hStream) => crate::api::graph::stream_begin_capture(hStream);
+    cuStreamBeginCapture_v2(hStream, mode) => crate::api::graph::stream_begin_capture_v2(hStream, mode);
+    cuStreamBeginCapture_v2_ptsz(hStream, mode) => crate::api::graph::stream_begin_capture_v2_ptsz(hStream, mode);
     cuStreamCopyAttributes(dstStream, srcStream) => self::stream_copy_attributes(dstStream, srcStream);
     cuStreamCopyAttributes_ptsz(dst, src) => self::stream_copy_attributes_ptsz(dst, src);
+    cuStreamEndCapture(hStream, phGraph) => crate::api::graph::stream_end_capture(hStream, phGraph);
+    cuStreamEndCapture_ptsz(hStream, phGraph) => crate::api::graph::stream_end_capture_ptsz(hStream, phGraph);
     cuStreamGetAttribute(hStream, attr, value) => self::stream_get_attribute(hStream, attr, value);
     cuStreamGetAttribute_ptsz(hStream, attr, value_out) => self::stream_get_attribute_ptsz(hStream, attr, value_out);
     cuStreamGetCtx(hStream, pctx) => self::stream_get_ctx(hStream, pctx);
@@ -843,6 +861,266 @@ pub unsafe fn func_set_shared_size(
     let r = vgpu_proto::func_set_shared_size::Request {
         hfunc: U64::new(hfunc as usize as u64),
         bytes: U32::new(bytes),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphClone`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_clone(
+    phGraphClone: *mut vgpu_abi::types::CUgraph,
+    originalGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphClone)?;
+    let r = vgpu_proto::graph_clone::Request {
+        original_graph: U64::new(originalGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphClone, wire::handle(rep.ph_graph_clone.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_create(
+    phGraph: *mut vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraph)?;
+    let r = vgpu_proto::graph_create::Request {
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraph, wire::handle(rep.ph_graph.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphDestroy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy(hGraph: vgpu_abi::types::CUgraph) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphDestroyNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy_node(hNode: vgpu_abi::types::CUgraphNode) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy_node::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecDestroy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_destroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_destroy::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecGetFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_get_flags(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    flags: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    let r = vgpu_proto::graph_exec_get_flags::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiateWithFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate_with_flags(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    let r = vgpu_proto::graph_instantiate_with_flags::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        flags: U64::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate_v2(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    non_null(logBuffer)?;
+    let r = vgpu_proto::graph_instantiate_v2::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        want_ph_error_node: u8::from(!phErrorNode.is_null()),
+        buffer_size: U64::new(bufferSize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let mut at = 0usize;
+    let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
+    call::all_read(s, &back, at)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+        if !phErrorNode.is_null() {
+            write_out(phErrorNode, wire::handle(rep.ph_error_node.get()))?;
+        }
+        call::write_bytes(logBuffer.cast(), p_logBuffer)?;
+    }
+    Ok(())
+}
+
+/// `cuGraphLaunch`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_launch(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_launch::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphLaunch_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_launch_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_launch_ptsz::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphNodeGetType`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_node_get_type(
+    hNode: vgpu_abi::types::CUgraphNode,
+    type_: *mut vgpu_abi::types::CUgraphNodeType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(type_)?;
+    let r = vgpu_proto::graph_node_get_type::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(type_, CUgraphNodeType(rep.type_.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphUpload`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_upload(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_upload::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphUpload_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_upload_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_upload_ptsz::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

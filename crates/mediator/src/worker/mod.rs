@@ -13,6 +13,7 @@ mod copy;
 mod event;
 mod exec;
 mod generated;
+mod graph;
 mod host;
 mod lane;
 mod launch;

@@ -169,7 +169,9 @@ impl Tables {
     /// passed. 0 is NULL, which the driver itself judges (for streams it is
     /// the legacy default stream). An unknown id is
     /// `CUDA_ERROR_INVALID_CONTEXT` for contexts, `CUDA_ERROR_INVALID_HANDLE`
-    /// otherwise, as the driver answers for a handle it does not know.
+    /// for graphs, their nodes and executable graphs
+    /// `CUDA_ERROR_INVALID_VALUE`, otherwise `CUDA_ERROR_INVALID_HANDLE`, as
+    /// the driver answers for a handle it does not know.
     pub fn handle(&self, kind: HandleKind, id: u64) -> Result<Raw, Status> {
         match kind {
             HandleKind::Stream => self.stream(id),
@@ -184,7 +186,14 @@ impl Tables {
                 .get(&id)
                 .filter(|o| o.kind == kind)
                 .map(|o| o.real)
-                .ok_or(INVALID_HANDLE),
+                .ok_or(match kind {
+                    // The graph calls answer CUDA_ERROR_INVALID_VALUE for a
+                    // handle they do not know.
+                    HandleKind::Graph | HandleKind::GraphNode | HandleKind::GraphExec => {
+                        INVALID_VALUE
+                    }
+                    _ => INVALID_HANDLE,
+                }),
         }
     }
 
@@ -239,6 +248,14 @@ impl Tables {
             }
         }
         id
+    }
+
+    /// Forgets handle `id` of a kind without a table of its own (the
+    /// driver destroyed it): a later use is `CUDA_ERROR_INVALID_HANDLE`.
+    pub fn forget(&mut self, kind: HandleKind, id: u64) {
+        if self.others.get(&id).is_some_and(|o| o.kind == kind) {
+            self.others.remove(&id);
+        }
     }
 
     /// The id of function or kernel `real`, if the table has it.

@@ -356,6 +356,45 @@ pub enum Op {
     ProfilerStop = 222,
     /// `cuMemGetInfo`.
     MemGetInfo = 230,
+    /// `cuStreamBeginCapture_v2`.
+    StreamBeginCapture_v2 = 380,
+    /// `cuStreamBeginCapture`.
+    StreamBeginCapture = 381,
+    /// `cuStreamBeginCapture_v2_ptsz`.
+    StreamBeginCapture_v2_ptsz = 382,
+    /// `cuStreamEndCapture`.
+    StreamEndCapture = 383,
+    /// `cuStreamEndCapture_ptsz`.
+    StreamEndCapture_ptsz = 384,
+    /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
+    /// the lane's thread takes `mode` and answers its previous mode.
+    ExchangeCaptureMode = 385,
+    /// `cuGraphCreate`.
+    GraphCreate = 390,
+    /// `cuGraphDestroy`.
+    GraphDestroy = 391,
+    /// `cuGraphInstantiateWithFlags`.
+    GraphInstantiateWithFlags = 392,
+    /// `cuGraphInstantiate_v2`.
+    GraphInstantiate_v2 = 393,
+    /// `cuGraphLaunch`.
+    GraphLaunch = 394,
+    /// `cuGraphUpload`.
+    GraphUpload = 395,
+    /// `cuGraphExecDestroy`.
+    GraphExecDestroy = 396,
+    /// `cuGraphClone`.
+    GraphClone = 397,
+    /// `cuGraphExecGetFlags`.
+    GraphExecGetFlags = 398,
+    /// `cuGraphLaunch_ptsz`.
+    GraphLaunch_ptsz = 399,
+    /// `cuGraphUpload_ptsz`.
+    GraphUpload_ptsz = 400,
+    /// `cuGraphNodeGetType`.
+    GraphNodeGetType = 401,
+    /// `cuGraphDestroyNode`.
+    GraphDestroyNode = 402,
 }
 
 impl Op {
@@ -510,6 +549,25 @@ impl Op {
         Op::ProfilerStart,
         Op::ProfilerStop,
         Op::MemGetInfo,
+        Op::StreamBeginCapture_v2,
+        Op::StreamBeginCapture,
+        Op::StreamBeginCapture_v2_ptsz,
+        Op::StreamEndCapture,
+        Op::StreamEndCapture_ptsz,
+        Op::ExchangeCaptureMode,
+        Op::GraphCreate,
+        Op::GraphDestroy,
+        Op::GraphInstantiateWithFlags,
+        Op::GraphInstantiate_v2,
+        Op::GraphLaunch,
+        Op::GraphUpload,
+        Op::GraphExecDestroy,
+        Op::GraphClone,
+        Op::GraphExecGetFlags,
+        Op::GraphLaunch_ptsz,
+        Op::GraphUpload_ptsz,
+        Op::GraphNodeGetType,
+        Op::GraphDestroyNode,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -668,6 +726,25 @@ impl Op {
             Op::ProfilerStart => "ProfilerStart",
             Op::ProfilerStop => "ProfilerStop",
             Op::MemGetInfo => "MemGetInfo",
+            Op::StreamBeginCapture_v2 => "StreamBeginCapture_v2",
+            Op::StreamBeginCapture => "StreamBeginCapture",
+            Op::StreamBeginCapture_v2_ptsz => "StreamBeginCapture_v2_ptsz",
+            Op::StreamEndCapture => "StreamEndCapture",
+            Op::StreamEndCapture_ptsz => "StreamEndCapture_ptsz",
+            Op::ExchangeCaptureMode => "ExchangeCaptureMode",
+            Op::GraphCreate => "GraphCreate",
+            Op::GraphDestroy => "GraphDestroy",
+            Op::GraphInstantiateWithFlags => "GraphInstantiateWithFlags",
+            Op::GraphInstantiate_v2 => "GraphInstantiate_v2",
+            Op::GraphLaunch => "GraphLaunch",
+            Op::GraphUpload => "GraphUpload",
+            Op::GraphExecDestroy => "GraphExecDestroy",
+            Op::GraphClone => "GraphClone",
+            Op::GraphExecGetFlags => "GraphExecGetFlags",
+            Op::GraphLaunch_ptsz => "GraphLaunch_ptsz",
+            Op::GraphUpload_ptsz => "GraphUpload_ptsz",
+            Op::GraphNodeGetType => "GraphNodeGetType",
+            Op::GraphDestroyNode => "GraphDestroyNode",
         }
     }
 
@@ -823,6 +900,25 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => false,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => false,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
         }
     }
 
@@ -978,6 +1074,25 @@ impl Op {
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
             Op::MemGetInfo => true,
+            Op::StreamBeginCapture_v2 => true,
+            Op::StreamBeginCapture => true,
+            Op::StreamBeginCapture_v2_ptsz => true,
+            Op::StreamEndCapture => true,
+            Op::StreamEndCapture_ptsz => true,
+            Op::ExchangeCaptureMode => false,
+            Op::GraphCreate => true,
+            Op::GraphDestroy => true,
+            Op::GraphInstantiateWithFlags => true,
+            Op::GraphInstantiate_v2 => true,
+            Op::GraphLaunch => true,
+            Op::GraphUpload => true,
+            Op::GraphExecDestroy => true,
+            Op::GraphClone => true,
+            Op::GraphExecGetFlags => true,
+            Op::GraphLaunch_ptsz => true,
+            Op::GraphUpload_ptsz => true,
+            Op::GraphNodeGetType => true,
+            Op::GraphDestroyNode => true,
         }
     }
 
@@ -1133,6 +1248,25 @@ impl Op {
             Op::ProfilerStart => false,
             Op::ProfilerStop => false,
             Op::MemGetInfo => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => false,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => false,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
         }
     }
 
@@ -1330,6 +1464,29 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Request>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Request>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Request>(),
+            Op::StreamBeginCapture_v2 => core::mem::size_of::<stream_begin_capture_v2::Request>(),
+            Op::StreamBeginCapture => core::mem::size_of::<stream_begin_capture::Request>(),
+            Op::StreamBeginCapture_v2_ptsz => {
+                core::mem::size_of::<stream_begin_capture_v2_ptsz::Request>()
+            }
+            Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Request>(),
+            Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Request>(),
+            Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Request>(),
+            Op::GraphCreate => core::mem::size_of::<graph_create::Request>(),
+            Op::GraphDestroy => core::mem::size_of::<graph_destroy::Request>(),
+            Op::GraphInstantiateWithFlags => {
+                core::mem::size_of::<graph_instantiate_with_flags::Request>()
+            }
+            Op::GraphInstantiate_v2 => core::mem::size_of::<graph_instantiate_v2::Request>(),
+            Op::GraphLaunch => core::mem::size_of::<graph_launch::Request>(),
+            Op::GraphUpload => core::mem::size_of::<graph_upload::Request>(),
+            Op::GraphExecDestroy => core::mem::size_of::<graph_exec_destroy::Request>(),
+            Op::GraphClone => core::mem::size_of::<graph_clone::Request>(),
+            Op::GraphExecGetFlags => core::mem::size_of::<graph_exec_get_flags::Request>(),
+            Op::GraphLaunch_ptsz => core::mem::size_of::<graph_launch_ptsz::Request>(),
+            Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Request>(),
+            Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Request>(),
+            Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Request>(),
         }
     }
 
@@ -1519,6 +1676,29 @@ impl Op {
             Op::ProfilerStart => core::mem::size_of::<profiler_start::Reply>(),
             Op::ProfilerStop => core::mem::size_of::<profiler_stop::Reply>(),
             Op::MemGetInfo => core::mem::size_of::<mem_get_info::Reply>(),
+            Op::StreamBeginCapture_v2 => core::mem::size_of::<stream_begin_capture_v2::Reply>(),
+            Op::StreamBeginCapture => core::mem::size_of::<stream_begin_capture::Reply>(),
+            Op::StreamBeginCapture_v2_ptsz => {
+                core::mem::size_of::<stream_begin_capture_v2_ptsz::Reply>()
+            }
+            Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Reply>(),
+            Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Reply>(),
+            Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Reply>(),
+            Op::GraphCreate => core::mem::size_of::<graph_create::Reply>(),
+            Op::GraphDestroy => core::mem::size_of::<graph_destroy::Reply>(),
+            Op::GraphInstantiateWithFlags => {
+                core::mem::size_of::<graph_instantiate_with_flags::Reply>()
+            }
+            Op::GraphInstantiate_v2 => core::mem::size_of::<graph_instantiate_v2::Reply>(),
+            Op::GraphLaunch => core::mem::size_of::<graph_launch::Reply>(),
+            Op::GraphUpload => core::mem::size_of::<graph_upload::Reply>(),
+            Op::GraphExecDestroy => core::mem::size_of::<graph_exec_destroy::Reply>(),
+            Op::GraphClone => core::mem::size_of::<graph_clone::Reply>(),
+            Op::GraphExecGetFlags => core::mem::size_of::<graph_exec_get_flags::Reply>(),
+            Op::GraphLaunch_ptsz => core::mem::size_of::<graph_launch_ptsz::Reply>(),
+            Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Reply>(),
+            Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Reply>(),
+            Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Reply>(),
         }
     }
 
@@ -1854,6 +2034,41 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Request>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Request>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Request>(fixed, blob_len),
+            Op::StreamBeginCapture_v2 => {
+                message::check::<stream_begin_capture_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture => {
+                message::check::<stream_begin_capture::Request>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture_v2_ptsz => {
+                message::check::<stream_begin_capture_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamEndCapture => message::check::<stream_end_capture::Request>(fixed, blob_len),
+            Op::StreamEndCapture_ptsz => {
+                message::check::<stream_end_capture_ptsz::Request>(fixed, blob_len)
+            }
+            Op::ExchangeCaptureMode => {
+                message::check::<exchange_capture_mode::Request>(fixed, blob_len)
+            }
+            Op::GraphCreate => message::check::<graph_create::Request>(fixed, blob_len),
+            Op::GraphDestroy => message::check::<graph_destroy::Request>(fixed, blob_len),
+            Op::GraphInstantiateWithFlags => {
+                message::check::<graph_instantiate_with_flags::Request>(fixed, blob_len)
+            }
+            Op::GraphInstantiate_v2 => {
+                message::check::<graph_instantiate_v2::Request>(fixed, blob_len)
+            }
+            Op::GraphLaunch => message::check::<graph_launch::Request>(fixed, blob_len),
+            Op::GraphUpload => message::check::<graph_upload::Request>(fixed, blob_len),
+            Op::GraphExecDestroy => message::check::<graph_exec_destroy::Request>(fixed, blob_len),
+            Op::GraphClone => message::check::<graph_clone::Request>(fixed, blob_len),
+            Op::GraphExecGetFlags => {
+                message::check::<graph_exec_get_flags::Request>(fixed, blob_len)
+            }
+            Op::GraphLaunch_ptsz => message::check::<graph_launch_ptsz::Request>(fixed, blob_len),
+            Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Request>(fixed, blob_len),
+            Op::GraphNodeGetType => message::check::<graph_node_get_type::Request>(fixed, blob_len),
+            Op::GraphDestroyNode => message::check::<graph_destroy_node::Request>(fixed, blob_len),
         }
     }
 
@@ -2114,6 +2329,39 @@ impl Op {
             Op::ProfilerStart => message::check::<profiler_start::Reply>(fixed, blob_len),
             Op::ProfilerStop => message::check::<profiler_stop::Reply>(fixed, blob_len),
             Op::MemGetInfo => message::check::<mem_get_info::Reply>(fixed, blob_len),
+            Op::StreamBeginCapture_v2 => {
+                message::check::<stream_begin_capture_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture => {
+                message::check::<stream_begin_capture::Reply>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture_v2_ptsz => {
+                message::check::<stream_begin_capture_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamEndCapture => message::check::<stream_end_capture::Reply>(fixed, blob_len),
+            Op::StreamEndCapture_ptsz => {
+                message::check::<stream_end_capture_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::ExchangeCaptureMode => {
+                message::check::<exchange_capture_mode::Reply>(fixed, blob_len)
+            }
+            Op::GraphCreate => message::check::<graph_create::Reply>(fixed, blob_len),
+            Op::GraphDestroy => message::check::<graph_destroy::Reply>(fixed, blob_len),
+            Op::GraphInstantiateWithFlags => {
+                message::check::<graph_instantiate_with_flags::Reply>(fixed, blob_len)
+            }
+            Op::GraphInstantiate_v2 => {
+                message::check::<graph_instantiate_v2::Reply>(fixed, blob_len)
+            }
+            Op::GraphLaunch => message::check::<graph_launch::Reply>(fixed, blob_len),
+            Op::GraphUpload => message::check::<graph_upload::Reply>(fixed, blob_len),
+            Op::GraphExecDestroy => message::check::<graph_exec_destroy::Reply>(fixed, blob_len),
+            Op::GraphClone => message::check::<graph_clone::Reply>(fixed, blob_len),
+            Op::GraphExecGetFlags => message::check::<graph_exec_get_flags::Reply>(fixed, blob_len),
+            Op::GraphLaunch_ptsz => message::check::<graph_launch_ptsz::Reply>(fixed, blob_len),
+            Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Reply>(fixed, blob_len),
+            Op::GraphNodeGetType => message::check::<graph_node_get_type::Reply>(fixed, blob_len),
+            Op::GraphDestroyNode => message::check::<graph_destroy_node::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2271,6 +2519,25 @@ impl TryFrom<u16> for Op {
             221 => Ok(Op::ProfilerStart),
             222 => Ok(Op::ProfilerStop),
             230 => Ok(Op::MemGetInfo),
+            380 => Ok(Op::StreamBeginCapture_v2),
+            381 => Ok(Op::StreamBeginCapture),
+            382 => Ok(Op::StreamBeginCapture_v2_ptsz),
+            383 => Ok(Op::StreamEndCapture),
+            384 => Ok(Op::StreamEndCapture_ptsz),
+            385 => Ok(Op::ExchangeCaptureMode),
+            390 => Ok(Op::GraphCreate),
+            391 => Ok(Op::GraphDestroy),
+            392 => Ok(Op::GraphInstantiateWithFlags),
+            393 => Ok(Op::GraphInstantiate_v2),
+            394 => Ok(Op::GraphLaunch),
+            395 => Ok(Op::GraphUpload),
+            396 => Ok(Op::GraphExecDestroy),
+            397 => Ok(Op::GraphClone),
+            398 => Ok(Op::GraphExecGetFlags),
+            399 => Ok(Op::GraphLaunch_ptsz),
+            400 => Ok(Op::GraphUpload_ptsz),
+            401 => Ok(Op::GraphNodeGetType),
+            402 => Ok(Op::GraphDestroyNode),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2428,6 +2695,25 @@ pub const SCHEMA: &str = concat!(
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
     "230 MemGetInfo {} => {free:u32,total:u32}\n",
+    "380 StreamBeginCapture_v2 {hstream:handle(Stream),mode:u32} => {}\n",
+    "381 StreamBeginCapture {hstream:handle(Stream)} => {}\n",
+    "382 StreamBeginCapture_v2_ptsz {hstream:handle(Stream),mode:u32} => {}\n",
+    "383 StreamEndCapture {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
+    "384 StreamEndCapture_ptsz {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
+    "385 ExchangeCaptureMode {mode:u32} => {mode:u32} nocontext\n",
+    "390 GraphCreate {flags:u32} => {ph_graph:handle(Graph)}\n",
+    "391 GraphDestroy {hgraph:handle(Graph)} => {}\n",
+    "392 GraphInstantiateWithFlags {hgraph:handle(Graph),flags:u64} => {ph_graph_exec:handle(GraphExec)}\n",
+    "393 GraphInstantiate_v2 {hgraph:handle(Graph),want_ph_error_node:bool,buffer_size:u64} => {ph_graph_exec:handle(GraphExec),ph_error_node:handle(GraphNode)}+blob(string(bufferSize))\n",
+    "394 GraphLaunch {hgraph:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "395 GraphUpload {hgraph:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "396 GraphExecDestroy {hgraph_exec:handle(GraphExec)} => {}\n",
+    "397 GraphClone {original_graph:handle(Graph)} => {ph_graph_clone:handle(Graph)}\n",
+    "398 GraphExecGetFlags {hgraph_exec:handle(GraphExec)} => {flags:u64}\n",
+    "399 GraphLaunch_ptsz {hgraph_exec:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "400 GraphUpload_ptsz {hgraph_exec:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "401 GraphNodeGetType {hnode:handle(GraphNode)} => {type_:u32}\n",
+    "402 GraphDestroyNode {hnode:handle(GraphNode)} => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -8650,6 +8936,776 @@ pub mod mem_get_info {
     }
 }
 
+/// `cuStreamBeginCapture_v2`: wire id 380.
+pub mod stream_begin_capture_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture`: wire id 381.
+pub mod stream_begin_capture {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`: wire id 382.
+pub mod stream_begin_capture_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamEndCapture`: wire id 383.
+pub mod stream_end_capture {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamEndCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamEndCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamEndCapture_ptsz`: wire id 384.
+pub mod stream_end_capture_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamEndCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamEndCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExchangeCaptureMode: wire id 385.
+pub mod exchange_capture_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mode: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ExchangeCaptureMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExchangeCaptureMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphCreate`: wire id 390.
+pub mod graph_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphDestroy`: wire id 391.
+pub mod graph_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiateWithFlags`: wire id 392.
+pub mod graph_instantiate_with_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiateWithFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiateWithFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiate_v2`: wire id 393.
+pub mod graph_instantiate_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub want_ph_error_node: u8,
+        pub buffer_size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+        pub ph_error_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_ph_error_node", self.want_ph_error_node)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphLaunch`: wire id 394.
+pub mod graph_launch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphLaunch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphLaunch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphUpload`: wire id 395.
+pub mod graph_upload {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphUpload;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphUpload;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecDestroy`: wire id 396.
+pub mod graph_exec_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphClone`: wire id 397.
+pub mod graph_clone {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub original_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_clone: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecGetFlags`: wire id 398.
+pub mod graph_exec_get_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub flags: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphLaunch_ptsz`: wire id 399.
+pub mod graph_launch_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphLaunch_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphLaunch_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphUpload_ptsz`: wire id 400.
+pub mod graph_upload_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphUpload_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphUpload_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphNodeGetType`: wire id 401.
+pub mod graph_node_get_type {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub type_: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeGetType;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeGetType;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphDestroyNode`: wire id 402.
+pub mod graph_destroy_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDestroyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDestroyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -9447,6 +10503,123 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
         Op::MemGetInfo => {
             let mut r = mem_get_info::Request::new_zeroed();
             let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_v2 => {
+            let mut r = stream_begin_capture_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0077);
+            r.mode = U32::new(8);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture => {
+            let mut r = stream_begin_capture::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_007a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_v2_ptsz => {
+            let mut r = stream_begin_capture_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_007d);
+            r.mode = U32::new(14);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamEndCapture => {
+            let mut r = stream_end_capture::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0000);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamEndCapture_ptsz => {
+            let mut r = stream_end_capture_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0003);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphCreate => {
+            let mut r = graph_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.flags = U32::new(21);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphDestroy => {
+            let mut r = graph_destroy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0018);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiateWithFlags => {
+            let mut r = graph_instantiate_with_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_001b);
+            r.flags = U64::new(44);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiate_v2 => {
+            let mut r = graph_instantiate_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_001e);
+            r.want_ph_error_node = 1;
+            r.buffer_size = U64::new(64);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphLaunch => {
+            let mut r = graph_launch::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0021);
+            r.hstream = U64::new(0x4100_0000_0000_0032);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphUpload => {
+            let mut r = graph_upload::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0024);
+            r.hstream = U64::new(0x4100_0000_0000_0035);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecDestroy => {
+            let mut r = graph_exec_destroy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0027);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphClone => {
+            let mut r = graph_clone::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.original_graph = U64::new(0x4100_0000_0000_002a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecGetFlags => {
+            let mut r = graph_exec_get_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_002d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphLaunch_ptsz => {
+            let mut r = graph_launch_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0030);
+            r.hstream = U64::new(0x4100_0000_0000_0041);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphUpload_ptsz => {
+            let mut r = graph_upload_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0033);
+            r.hstream = U64::new(0x4100_0000_0000_0044);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphNodeGetType => {
+            let mut r = graph_node_get_type::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0036);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphDestroyNode => {
+            let mut r = graph_destroy_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0039);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -371,6 +371,11 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // CU_STREAM_CAPTURE_MODE_RELAXED.
+        Op::ExchangeCaptureMode => (
+            b(exchange_capture_mode::Request { mode: U32::new(2) }),
+            none(),
+        ),
         // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
         Op::Memcpy2D => (
             b(memcpy2d::Request {

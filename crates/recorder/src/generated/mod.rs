@@ -883,6 +883,231 @@ pub extern "C" fn cuFuncSetSharedSize(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphClone`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphClone(
+    phGraphClone: *mut vgpu_abi::types::CUgraph,
+    originalGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphClone");
+    c.non_null("phGraphClone", phGraphClone);
+    c.eq("originalGraph", originalGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphClone.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphCreate(
+    phGraph: *mut vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphCreate");
+    c.non_null("phGraph", phGraph);
+    c.eq("flags", flags, 2518744559u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphDestroy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroy(hGraph: vgpu_abi::types::CUgraph) -> CUresult {
+    let mut c = Check::new("cuGraphDestroy");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphDestroyNode`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroyNode(hNode: vgpu_abi::types::CUgraphNode) -> CUresult {
+    let mut c = Check::new("cuGraphDestroyNode");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecDestroy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
+    let mut c = Check::new("cuGraphExecDestroy");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecGetFlags`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecGetFlags(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    flags: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecGetFlags");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.non_null("flags", flags);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { flags.write_unaligned(15803071678323843653u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphInstantiateWithFlags`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_ulonglong,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiateWithFlags");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("flags", flags, 17880351443732248243u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphInstantiate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate_v2(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiate_v2");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.non_null("phErrorNode", phErrorNode);
+    c.non_null("logBuffer", logBuffer);
+    c.eq("bufferSize", bufferSize, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL.
+    unsafe { phErrorNode.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL; `bufferSize` bytes.
+    unsafe { crate::write(logBuffer.cast(), &pattern(393, 103, 7)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphLaunch`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphLaunch");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphLaunch_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphLaunch_ptsz");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphNodeGetType`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetType(
+    hNode: vgpu_abi::types::CUgraphNode,
+    type_: *mut vgpu_abi::types::CUgraphNodeType,
+) -> CUresult {
+    let mut c = Check::new("cuGraphNodeGetType");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("type_", type_);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { type_.write_unaligned(vgpu_abi::types::CUgraphNodeType(802110132u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphUpload`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphUpload");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphUpload_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphUpload_ptsz");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuKernelGetAttribute`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1687,6 +1912,55 @@ pub extern "C" fn cuStreamAttachMemAsync_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamBeginCapture`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamBeginCapture_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_v2");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.eq(
+        "mode",
+        mode,
+        vgpu_abi::types::CUstreamCaptureMode(2444554912u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_v2_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.eq(
+        "mode",
+        mode,
+        vgpu_abi::types::CUstreamCaptureMode(316486210u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuStreamCopyAttributes`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuStreamCopyAttributes(
@@ -1714,6 +1988,46 @@ pub extern "C" fn cuStreamCopyAttributes_ptsz(
     if let Some(e) = c.failed() {
         return e;
     }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamEndCapture`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuStreamEndCapture");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phGraph", phGraph);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamEndCapture_ptsz`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuStreamEndCapture_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phGraph", phGraph);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2255,6 +2569,19 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphClone",
+    "cuGraphCreate",
+    "cuGraphDestroy",
+    "cuGraphDestroyNode",
+    "cuGraphExecDestroy",
+    "cuGraphExecGetFlags",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphInstantiate_v2",
+    "cuGraphLaunch",
+    "cuGraphLaunch_ptsz",
+    "cuGraphNodeGetType",
+    "cuGraphUpload",
+    "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -2292,8 +2619,13 @@ pub const EXPORTS: &[&str] = &[
     "cuProfilerStop",
     "cuStreamAttachMemAsync",
     "cuStreamAttachMemAsync_ptsz",
+    "cuStreamBeginCapture",
+    "cuStreamBeginCapture_v2",
+    "cuStreamBeginCapture_v2_ptsz",
     "cuStreamCopyAttributes",
     "cuStreamCopyAttributes_ptsz",
+    "cuStreamEndCapture",
+    "cuStreamEndCapture_ptsz",
     "cuStreamGetAttribute",
     "cuStreamGetAttribute_ptsz",
     "cuStreamGetCtx",
@@ -2367,6 +2699,19 @@ const _: crate::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: crate::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: crate::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: crate::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: crate::signature::cuGraphClone = cuGraphClone;
+const _: crate::signature::cuGraphCreate = cuGraphCreate;
+const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
+const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;
+const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
+const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
+const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
+const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
+const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: crate::signature::cuGraphUpload = cuGraphUpload;
+const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: crate::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -2407,8 +2752,13 @@ const _: crate::signature::cuProfilerStart = cuProfilerStart;
 const _: crate::signature::cuProfilerStop = cuProfilerStop;
 const _: crate::signature::cuStreamAttachMemAsync = cuStreamAttachMemAsync;
 const _: crate::signature::cuStreamAttachMemAsync_ptsz = cuStreamAttachMemAsync_ptsz;
+const _: crate::signature::cuStreamBeginCapture = cuStreamBeginCapture;
+const _: crate::signature::cuStreamBeginCapture_v2 = cuStreamBeginCapture_v2;
+const _: crate::signature::cuStreamBeginCapture_v2_ptsz = cuStreamBeginCapture_v2_ptsz;
 const _: crate::signature::cuStreamCopyAttributes = cuStreamCopyAttributes;
 const _: crate::signature::cuStreamCopyAttributes_ptsz = cuStreamCopyAttributes_ptsz;
+const _: crate::signature::cuStreamEndCapture = cuStreamEndCapture;
+const _: crate::signature::cuStreamEndCapture_ptsz = cuStreamEndCapture_ptsz;
 const _: crate::signature::cuStreamGetAttribute = cuStreamGetAttribute;
 const _: crate::signature::cuStreamGetAttribute_ptsz = cuStreamGetAttribute_ptsz;
 const _: crate::signature::cuStreamGetCtx = cuStreamGetCtx;

@@ -58,6 +58,8 @@ pub(crate) struct Ext {
     pub attrs: Attrs,
     pub host: Host,
     pub facts: Facts,
+    /// Graphs, executable graphs and open stream captures.
+    pub graphs: crate::graph::Graphs,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

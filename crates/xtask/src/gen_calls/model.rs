@@ -132,6 +132,9 @@ pub struct CallModel {
     /// `posted(stream)`: the stream parameter whose work it follows;
     /// `posted(all)` / `posted`: `None`.
     pub follows_stream: Option<String>,
+    /// Handle parameters noted `destroys`: the worker forgets their ids
+    /// once the driver destroyed the object (request field, kind).
+    pub destroys: Vec<(String, HandleKind)>,
 }
 
 /// What a synchronizing check looks at.
@@ -277,6 +280,9 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "Function" => HandleKind::Function,
         "Library" => HandleKind::Library,
         "Kernel" => HandleKind::Kernel,
+        "Graph" => HandleKind::Graph,
+        "GraphNode" => HandleKind::GraphNode,
+        "GraphExec" => HandleKind::GraphExec,
         "GreenCtx" => HandleKind::GreenCtx,
         "TexRef" => HandleKind::TexRef,
         "SurfRef" => HandleKind::SurfRef,

@@ -75,6 +75,7 @@ pub(super) fn call_op(
         }
     }
     let mut args = Vec::new();
+    let mut destroys = Vec::new();
     let mut ranges = Vec::new();
     let mut req_parts = Vec::new();
     let mut rep_parts = Vec::new();
@@ -121,6 +122,9 @@ pub(super) fn call_op(
                 }
             }
             (ParamKind::Handle(k), Ty::Ptr { .. }) => {
+                if has("destroys") {
+                    destroys.push((field.clone(), *k));
+                }
                 op.request.push(Field {
                     name: field.clone(),
                     wire: Wire::Handle(*k),
@@ -303,6 +307,7 @@ pub(super) fn call_op(
         args,
         ranges,
         follows_stream,
+        destroys,
     });
     Ok(op)
 }

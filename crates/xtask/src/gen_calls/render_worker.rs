@@ -291,6 +291,9 @@ fn render_call(s: &mut String, op: &Op) {
         call.export.name,
         args.join(", ")
     );
+    for (field, k) in &call.destroys {
+        let _ = writeln!(s, "    s.tables().forget({}, r.{field}.get());", kind(k));
+    }
     // The reply.
     let out_handles: Vec<&Arg> = call
         .args

@@ -188,6 +188,25 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::ProfilerStart => profiler_start(s, req),
         Op::ProfilerStop => profiler_stop(s, req),
         Op::MemGetInfo => mem_get_info(s, req),
+        Op::StreamBeginCapture_v2 => stream_begin_capture_v2(s, req),
+        Op::StreamBeginCapture => stream_begin_capture(s, req),
+        Op::StreamBeginCapture_v2_ptsz => stream_begin_capture_v2_ptsz(s, req),
+        Op::StreamEndCapture => stream_end_capture(s, req),
+        Op::StreamEndCapture_ptsz => stream_end_capture_ptsz(s, req),
+        Op::ExchangeCaptureMode => super::graph::exchange_capture_mode(lane, s, req),
+        Op::GraphCreate => graph_create(s, req),
+        Op::GraphDestroy => graph_destroy(s, req),
+        Op::GraphInstantiateWithFlags => graph_instantiate_with_flags(s, req),
+        Op::GraphInstantiate_v2 => graph_instantiate_v2(s, req),
+        Op::GraphLaunch => graph_launch(s, req),
+        Op::GraphUpload => graph_upload(s, req),
+        Op::GraphExecDestroy => graph_exec_destroy(s, req),
+        Op::GraphClone => graph_clone(s, req),
+        Op::GraphExecGetFlags => graph_exec_get_flags(s, req),
+        Op::GraphLaunch_ptsz => graph_launch_ptsz(s, req),
+        Op::GraphUpload_ptsz => graph_upload_ptsz(s, req),
+        Op::GraphNodeGetType => graph_node_get_type(s, req),
+        Op::GraphDestroyNode => graph_destroy_node(s, req),
     }
 }
 
@@ -2606,6 +2625,376 @@ fn mem_get_info(s: &Session, req: &Request) -> Result<Reply, Status> {
             free: U32::new(o_free),
             total: U32::new(o_total),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_v2`.
+fn stream_begin_capture_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_v2::Request = calls::message(req)?;
+    let a_mode = vgpu_abi::types::CUstreamCaptureMode(r.mode.get());
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), a_mode) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture`.
+fn stream_begin_capture(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`.
+fn stream_begin_capture_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_v2_ptsz::Request = calls::message(req)?;
+    let a_mode = vgpu_abi::types::CUstreamCaptureMode(r.mode.get());
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), a_mode) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamEndCapture`.
+fn stream_end_capture(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_end_capture::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamEndCapture)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_graph) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_end_capture::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamEndCapture_ptsz`.
+fn stream_end_capture_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_end_capture_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamEndCapture_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_graph) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_end_capture_ptsz::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphCreate`.
+fn graph_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_create::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph, a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_create::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphDestroy`.
+fn graph_destroy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_destroy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphDestroy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph)) })?;
+    s.tables().forget(HandleKind::Graph, r.hgraph.get());
+    Ok(Reply::new(&vgpu_proto::graph_destroy::Reply {}, Vec::new()))
+}
+
+/// `cuGraphInstantiateWithFlags`.
+fn graph_instantiate_with_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate_with_flags::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphInstantiateWithFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph_exec, calls::as_ptr(a_hgraph), a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate_with_flags::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphInstantiate_v2`.
+fn graph_instantiate_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate_v2::Request = calls::message(req)?;
+    let a_buffer_size = calls::size(r.buffer_size.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_error_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let mut o_logBuffer = calls::buffer::<u8>(calls::size(a_buffer_size as u64)?)?;
+    let f = entry(s.driver.cuGraphInstantiate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_exec,
+            calls::as_ptr(a_hgraph),
+            calls::wanted(r.want_ph_error_node, &mut o_ph_error_node),
+            o_logBuffer.as_mut_ptr().cast(),
+            a_buffer_size,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    let id_ph_error_node = t.id_of(HandleKind::GraphNode, o_ph_error_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate_v2::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+            ph_error_node: U64::new(id_ph_error_node),
+        },
+        o_logBuffer,
+    ))
+}
+
+/// `cuGraphLaunch`.
+fn graph_launch(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_launch::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::GraphExec, r.hgraph.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphLaunch)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(&vgpu_proto::graph_launch::Reply {}, Vec::new()))
+}
+
+/// `cuGraphUpload`.
+fn graph_upload(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_upload::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::GraphExec, r.hgraph.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphUpload)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(&vgpu_proto::graph_upload::Reply {}, Vec::new()))
+}
+
+/// `cuGraphExecDestroy`.
+fn graph_exec_destroy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_destroy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecDestroy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec)) })?;
+    s.tables()
+        .forget(HandleKind::GraphExec, r.hgraph_exec.get());
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_destroy::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphClone`.
+fn graph_clone(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_clone::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_original_graph = t.handle(HandleKind::Graph, r.original_graph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_clone: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphClone)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph_clone, calls::as_ptr(a_original_graph)) })?;
+    let mut t = s.tables();
+    let id_ph_graph_clone = t.id_of(HandleKind::Graph, o_ph_graph_clone as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_clone::Reply {
+            ph_graph_clone: U64::new(id_ph_graph_clone),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecGetFlags`.
+fn graph_exec_get_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_get_flags::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_flags: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphExecGetFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), &mut o_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_get_flags::Reply {
+            flags: U64::new(o_flags),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphLaunch_ptsz`.
+fn graph_launch_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_launch_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphLaunch_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_launch_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphUpload_ptsz`.
+fn graph_upload_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_upload_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphUpload_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_upload_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphNodeGetType`.
+fn graph_node_get_type(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_node_get_type::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_type_: vgpu_abi::types::CUgraphNodeType = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphNodeGetType)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_node_get_type::Reply {
+            type_: U32::new(o_type_.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphDestroyNode`.
+fn graph_destroy_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_destroy_node::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphDestroyNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode)) })?;
+    s.tables().forget(HandleKind::GraphNode, r.hnode.get());
+    Ok(Reply::new(
+        &vgpu_proto::graph_destroy_node::Reply {},
         Vec::new(),
     ))
 }
