@@ -103,6 +103,47 @@ fn c_thread_set_current_then_context_free_call() {
         .assert_line("21 checks, 0 failed");
 }
 
+/// Stream capture and graphs through vgpu: captured memsets, a copy, an
+/// event record and a kernel launch run only when the instantiated graph is
+/// launched, each time; a forbidden call during a global capture and the
+/// invalidated end of capture come back with the driver's codes; destroyed
+/// and forged graph handles are refused. The same program run straight on
+/// the simulated device (the driver vgpu carries) prints the same lines, as
+/// gpu runs compare it natively and through vgpu.
+#[test]
+fn c_stream_capture_and_graphs() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "graphs");
+    let mut through = h.command(&exe);
+    through.args(["--kernel", "--handles"]);
+    let out = h.run(through);
+    out.assert_success()
+        .assert_line("ok capture_ran_nothing_a")
+        .assert_line("ok capture_ran_nothing_b")
+        .assert_line("ok replay_2_a")
+        .assert_line("ok replay_2_b")
+        .assert_line("ok forbid_mem_alloc")
+        .assert_line("ok forbid_is_capturing_invalidated")
+        .assert_line("ok forbid_end_invalidated")
+        .assert_line("ok sync_end_invalidated")
+        .assert_line("ok relaxed_mem_alloc")
+        .assert_line("ok destroyed_exec_launch")
+        .assert_line("ok destroyed_graph_destroy")
+        .assert_line("ok kernel_capture_ran_nothing")
+        .assert_line("ok kernel_replay_data");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim).args(["--kernel", "--handles"]);
+    let native = h.run(direct);
+    native.assert_success();
+    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        body(&out.stdout),
+        body(&native.stdout),
+        "through vgpu and straight on the simulated device differ"
+    );
+}
+
 #[test]
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();

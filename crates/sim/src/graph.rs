@@ -242,10 +242,7 @@ pub(crate) fn instantiate(st: &mut State, key: usize, flags: u64) -> Res<usize> 
     let ctx = crate::context::current(st)?;
     let work = work_of(st, key)?;
     let exec = st.mint();
-    st.ext
-        .graphs
-        .execs
-        .insert(exec, Exec { ctx, flags, work });
+    st.ext.graphs.execs.insert(exec, Exec { ctx, flags, work });
     Ok(exec)
 }
 
@@ -333,9 +330,7 @@ fn unsafe_forbidden(st: &State) -> bool {
     let me = thread::current().id();
     let mode = MODE.with(Cell::get);
     st.ext.graphs.captures.values().any(|c| match mode {
-        MODE_GLOBAL => {
-            (c.thread == me && c.mode != MODE_RELAXED) || c.mode == MODE_GLOBAL
-        }
+        MODE_GLOBAL => (c.thread == me && c.mode != MODE_RELAXED) || c.mode == MODE_GLOBAL,
         MODE_THREAD_LOCAL => c.thread == me && c.mode != MODE_RELAXED,
         _ => false,
     })
@@ -455,7 +450,10 @@ pub(crate) fn end(st: &mut State, stream_key: usize) -> Res<usize> {
         );
     }
     let Some(c) = g.captures.remove(&stream_key) else {
-        return err(CUresult::CUDA_ERROR_ILLEGAL_STATE, "the stream is not capturing");
+        return err(
+            CUresult::CUDA_ERROR_ILLEGAL_STATE,
+            "the stream is not capturing",
+        );
     };
     if c.invalidated {
         destroy(st, c.graph)?;

@@ -17,7 +17,7 @@ use vgpu_abi::types::{CUgraph, CUstream, CUstreamCaptureMode};
 
 use vgpu_proto::{
     exchange_capture_mode, stream_begin_capture, stream_begin_capture_v2,
-    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz,
+    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -88,16 +88,11 @@ pub fn stream_begin_capture(st: CUstream) -> CuResult<()> {
 /// # Safety
 /// `ph` must be NULL or valid for a write.
 pub unsafe fn stream_end_capture(st: CUstream, ph: *mut CUgraph) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(ph)?;
     let r = stream_end_capture::Request {
         hstream: U64::new(id(st)),
     };
-    let result = s.request(&r, &[]);
-    closed(s, id(st), &result.as_ref().map(drop).map_err(|e| *e));
-    let (rep, _) = result?;
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ph, wire::handle(rep.ph_graph.get())) }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { end_capture(&r, id(st), ph, |rep| rep.ph_graph.get()) }
 }
 
 /// `cuStreamEndCapture_ptsz`.
@@ -105,16 +100,39 @@ pub unsafe fn stream_end_capture(st: CUstream, ph: *mut CUgraph) -> CuResult<()>
 /// # Safety
 /// As for [`stream_end_capture`].
 pub unsafe fn stream_end_capture_ptsz(st: CUstream, ph: *mut CUgraph) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(ph)?;
     let r = stream_end_capture_ptsz::Request {
         hstream: U64::new(id(st)),
     };
-    let result = s.request(&r, &[]);
-    closed(s, id_ptsz(st), &result.as_ref().map(drop).map_err(|e| *e));
-    let (rep, _) = result?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { end_capture(&r, id_ptsz(st), ph, |rep| rep.ph_graph.get()) }
+}
+
+/// Ends the capture on stream `sid` with request `r`; the graph's id is
+/// `graph(reply)`. An invalidated capture writes NULL, as the driver does.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write.
+unsafe fn end_capture<M: RequestMessage>(
+    r: &M,
+    sid: u64,
+    ph: *mut CUgraph,
+    graph: impl FnOnce(&M::Reply) -> u64,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    let result = s.request(r, &[]);
+    closed(s, sid, &result.as_ref().map(drop).map_err(|e| *e));
+    let id = match result {
+        Ok((rep, _)) => graph(&rep),
+        Err(e) if e == CuError::STREAM_CAPTURE_INVALIDATED => {
+            // SAFETY: checked non-NULL; the application's out-pointer.
+            unsafe { write_out(ph, std::ptr::null_mut()) }?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ph, wire::handle(rep.ph_graph.get())) }
+    unsafe { write_out(ph, wire::handle(id)) }
 }
 
 /// `cuThreadExchangeStreamCaptureMode`: the thread's lane keeps the mode,

@@ -1,0 +1,344 @@
+/*
+ * graphs: stream capture and CUDA graphs as torch.cuda.CUDAGraph uses them.
+ *
+ * Work enqueued on a capturing stream (memsets, a device-to-device copy, an
+ * event record) is captured, not run; the captured graph, instantiated,
+ * replays it at each launch. The capture state is visible through
+ * cuStreamIsCapturing; a synchronous allocation or a synchronization of the
+ * capturing stream under global mode is refused with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose
+ * cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and
+ * no graph; a thread in relaxed mode may allocate during another capture.
+ *
+ * Without options it uses no module, so it runs on the simulated device and
+ * on a real GPU alike, and the outputs can be compared. Options:
+ *   --kernel   also captures a launch of the simulated device's fill_u32
+ *              kernel (a simulator module: sim only);
+ *   --handles  also uses destroyed graphs and executable graphs, which the
+ *              driver documents as undefined behaviour: only through vgpu,
+ *              which answers CUDA_ERROR_INVALID_VALUE.
+ *
+ * Build:  cc -std=c11 -O2 -Wall -o graphs graphs.c -ldl
+ * Usage:  graphs [LIBRARY] [--kernel] [--handles]   (default: libcuda.so.1)
+ * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
+ * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
+ *         loaded or lacks an entry point.
+ */
+#include "cuda_prelude.h"
+
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+
+enum {
+    WORDS = 1024,
+    CU_STREAM_NON_BLOCKING = 1,
+    CAPTURE_MODE_GLOBAL = 0,
+    CAPTURE_MODE_RELAXED = 2,
+    CAPTURE_STATUS_NONE = 0,
+    CAPTURE_STATUS_ACTIVE = 1,
+    CAPTURE_STATUS_INVALIDATED = 2,
+    ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+};
+
+static struct {
+    CUresult (*Init)(unsigned int);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*StreamCreate)(CUstream *, unsigned int);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamIsCapturing)(CUstream, int *);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*ThreadExchangeStreamCaptureMode)(int *);
+    CUresult (*EventCreate)(CUevent *, unsigned int);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*GraphCreate)(CUgraph *, unsigned int);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphUpload)(CUgraphExec, CUstream);
+    CUresult (*GraphExecGetFlags)(CUgraphExec, unsigned long long *);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static const struct cu_entry entries[] = {
+    ENTRY(Init, "cuInit"),
+    ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"),
+    ENTRY(MemFree, "cuMemFree_v2"),
+    ENTRY(MemsetD32, "cuMemsetD32_v2"),
+    ENTRY(MemsetD32Async, "cuMemsetD32Async"),
+    ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+    ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(StreamCreate, "cuStreamCreate"),
+    ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+    ENTRY(StreamIsCapturing, "cuStreamIsCapturing"),
+    ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    ENTRY(StreamEndCapture, "cuStreamEndCapture"),
+    ENTRY(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode"),
+    ENTRY(EventCreate, "cuEventCreate"),
+    ENTRY(EventDestroy, "cuEventDestroy_v2"),
+    ENTRY(EventRecord, "cuEventRecord"),
+    ENTRY(EventSynchronize, "cuEventSynchronize"),
+    ENTRY(GraphCreate, "cuGraphCreate"),
+    ENTRY(GraphDestroy, "cuGraphDestroy"),
+    ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+    ENTRY(GraphLaunch, "cuGraphLaunch"),
+    ENTRY(GraphUpload, "cuGraphUpload"),
+    ENTRY(GraphExecGetFlags, "cuGraphExecGetFlags"),
+    ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
+    ENTRY(ModuleLoadData, "cuModuleLoadData"),
+    ENTRY(ModuleUnload, "cuModuleUnload"),
+    ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
+    ENTRY(LaunchKernel, "cuLaunchKernel"),
+    ENTRY(GetErrorName, "cuGetErrorName"),
+};
+
+static CUstream stream;
+/* Two buffers of WORDS words: a (memsets) and b (a copy of a). */
+static CUdeviceptr a, b;
+
+/* Whether words [from, to) of `p` all hold `value`. */
+static int holds(CUdeviceptr p, int from, int to, unsigned int value)
+{
+    static unsigned int host[WORDS];
+    if (cu.MemcpyDtoH(host, p, sizeof host) != CUDA_SUCCESS)
+        return 0;
+    for (int i = from; i < to; i++)
+        if (host[i] != value)
+            return 0;
+    return 1;
+}
+
+/* Sets both buffers to their values before a launch: a = 1, b = 2. */
+static int reset(void)
+{
+    return cu.MemsetD32(a, 1, WORDS) == CUDA_SUCCESS && cu.MemsetD32(b, 2, WORDS) == CUDA_SUCCESS;
+}
+
+static int capture_status(void)
+{
+    int status = -1;
+    if (cu.StreamIsCapturing(stream, &status) != CUDA_SUCCESS)
+        return -1;
+    return status;
+}
+
+/* Captures memsets, a copy and an event record; checks nothing ran; returns
+ * the graph (NULL on failure). */
+static CUgraph capture_memsets(CUevent done)
+{
+    CUgraph graph = NULL;
+    if (!EXPECT("begin_capture", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS))
+        return NULL;
+    expect_true("is_capturing_active", capture_status() == CAPTURE_STATUS_ACTIVE,
+                "cuStreamIsCapturing is not ACTIVE");
+    EXPECT("capture_memset_a", cu.MemsetD32Async(a, 5, WORDS, stream), CUDA_SUCCESS);
+    EXPECT("capture_copy_a_to_b", cu.MemcpyDtoDAsync(b, a, WORDS * 4, stream), CUDA_SUCCESS);
+    EXPECT("capture_memset_a_upper", cu.MemsetD32Async(a + WORDS * 2, 8, WORDS / 2, stream),
+           CUDA_SUCCESS);
+    EXPECT("capture_event_record", cu.EventRecord(done, stream), CUDA_SUCCESS);
+    EXPECT("end_capture", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    expect_true("end_capture_graph", graph != NULL, "cuStreamEndCapture gave no graph");
+    expect_true("is_capturing_none_after", capture_status() == CAPTURE_STATUS_NONE,
+                "cuStreamIsCapturing is not NONE after the capture");
+    expect_true("capture_ran_nothing_a", holds(a, 0, WORDS, 1), "a changed during capture");
+    expect_true("capture_ran_nothing_b", holds(b, 0, WORDS, 2), "b changed during capture");
+    return graph;
+}
+
+/* Launches `exec` three times, checking the memory after each. */
+static void replay(CUgraphExec exec, CUevent done)
+{
+    char name[64];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "replay_%d_reset", i);
+        expect_true(name, reset(), "resetting the buffers failed");
+        snprintf(name, sizeof name, "replay_%d_launch", i);
+        EXPECT(name, cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        snprintf(name, sizeof name, "replay_%d_event", i);
+        EXPECT(name, cu.EventSynchronize(done), CUDA_SUCCESS);
+        snprintf(name, sizeof name, "replay_%d_sync", i);
+        EXPECT(name, cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        snprintf(name, sizeof name, "replay_%d_a", i);
+        expect_true(name, holds(a, 0, WORDS / 2, 5) && holds(a, WORDS / 2, WORDS, 8),
+                    "a is not 5s then 8s");
+        snprintf(name, sizeof name, "replay_%d_b", i);
+        expect_true(name, holds(b, 0, WORDS, 5), "b is not 5s");
+    }
+}
+
+/* A synchronous allocation and a synchronization of the capturing stream
+ * under global mode; relaxed mode on this thread. */
+static void forbidden_calls(void)
+{
+    CUgraph graph = (CUgraph)1;
+    CUdeviceptr p = 0;
+    EXPECT("forbid_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT("forbid_mem_alloc", cu.MemAlloc(&p, 4096), ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    expect_true("forbid_is_capturing_invalidated", capture_status() == CAPTURE_STATUS_INVALIDATED,
+                "cuStreamIsCapturing is not INVALIDATED");
+    EXPECT("forbid_end_invalidated", cu.StreamEndCapture(stream, &graph),
+           ERROR_STREAM_CAPTURE_INVALIDATED);
+    expect_true("forbid_end_no_graph", graph == NULL, "an invalidated capture gave a graph");
+    expect_true("forbid_not_capturing_after", capture_status() == CAPTURE_STATUS_NONE,
+                "cuStreamIsCapturing is not NONE after the invalidated capture");
+
+    graph = (CUgraph)1;
+    EXPECT("sync_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT("sync_capturing_stream", cu.StreamSynchronize(stream), ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT("sync_end_invalidated", cu.StreamEndCapture(stream, &graph),
+           ERROR_STREAM_CAPTURE_INVALIDATED);
+    expect_true("sync_end_no_graph", graph == NULL, "an invalidated capture gave a graph");
+
+    int mode = CAPTURE_MODE_RELAXED;
+    EXPECT("relaxed_exchange", cu.ThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    expect_true("relaxed_previous_global", mode == CAPTURE_MODE_GLOBAL,
+                "the thread's mode was not global");
+    EXPECT("relaxed_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    p = 0;
+    EXPECT("relaxed_mem_alloc", cu.MemAlloc(&p, 4096), CUDA_SUCCESS);
+    graph = NULL;
+    EXPECT("relaxed_end", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    if (p != 0)
+        EXPECT("relaxed_mem_free", cu.MemFree(p), CUDA_SUCCESS);
+    if (expect_true("relaxed_end_graph", graph != NULL, "cuStreamEndCapture gave no graph"))
+        EXPECT("relaxed_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+    mode = CAPTURE_MODE_GLOBAL;
+    EXPECT("relaxed_restore", cu.ThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    expect_true("relaxed_previous_relaxed", mode == CAPTURE_MODE_RELAXED,
+                "the thread's mode was not relaxed");
+
+    EXPECT("legacy_stream_capture", cu.StreamBeginCapture(NULL, CAPTURE_MODE_GLOBAL),
+           ERROR_STREAM_CAPTURE_UNSUPPORTED);
+}
+
+/* Captures a fill_u32 launch (a simulator kernel) and replays it twice. */
+static void kernel_graph(void)
+{
+    static const char image[] = "VGPU-SIM-MODULE 1\nkernel fill_u32\n";
+    CUmodule mod = NULL;
+    CUfunction fill = NULL;
+    if (!EXPECT("kernel_module_load", cu.ModuleLoadData(&mod, image), CUDA_SUCCESS) ||
+        !EXPECT("kernel_get_function", cu.ModuleGetFunction(&fill, mod, "fill_u32"), CUDA_SUCCESS))
+        return;
+    CUdeviceptr p = b;
+    unsigned int v = 42;
+    int n = WORDS;
+    void *args[] = {&p, &v, &n};
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    EXPECT("kernel_reset", cu.MemsetD32(b, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("kernel_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT("kernel_capture_launch", cu.LaunchKernel(fill, 4, 1, 1, 256, 1, 1, 0, stream, args, NULL),
+           CUDA_SUCCESS);
+    v = 0; /* the captured launch keeps the arguments it was given */
+    EXPECT("kernel_end", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    expect_true("kernel_capture_ran_nothing", holds(b, 0, WORDS, 0), "the kernel ran during capture");
+    if (!EXPECT("kernel_instantiate", cu.GraphInstantiate(&exec, graph, 0), CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < 2; i++) {
+        EXPECT("kernel_replay_reset", cu.MemsetD32(b, 0, WORDS), CUDA_SUCCESS);
+        EXPECT("kernel_replay_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT("kernel_replay_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        expect_true("kernel_replay_data", holds(b, 0, WORDS, 42), "b is not 42s after the replay");
+    }
+    EXPECT("kernel_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    EXPECT("kernel_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+    EXPECT("kernel_module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    const char *library = NULL;
+    int kernel = 0, handles = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--kernel") == 0)
+            kernel = 1;
+        else if (strcmp(argv[i], "--handles") == 0)
+            handles = 1;
+        else
+            library = argv[i];
+    }
+    cu_load(library, entries, CU_COUNT(entries));
+    CUdevice dev = 0;
+    CUcontext primary = NULL;
+    CUevent done = NULL;
+    if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS) ||
+        !EXPECT("device_get", cu.DeviceGet(&dev, 0), CUDA_SUCCESS) ||
+        !EXPECT("primary_retain", cu.DevicePrimaryCtxRetain(&primary, dev), CUDA_SUCCESS) ||
+        !EXPECT("set_current", cu.CtxSetCurrent(primary), CUDA_SUCCESS) ||
+        !EXPECT("mem_alloc_a", cu.MemAlloc(&a, WORDS * 4), CUDA_SUCCESS) ||
+        !EXPECT("mem_alloc_b", cu.MemAlloc(&b, WORDS * 4), CUDA_SUCCESS) ||
+        !EXPECT("stream_create", cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS) ||
+        !EXPECT("event_create", cu.EventCreate(&done, 0), CUDA_SUCCESS))
+        return checks_summary();
+    expect_true("reset", reset(), "resetting the buffers failed");
+    expect_true("is_capturing_none", capture_status() == CAPTURE_STATUS_NONE,
+                "cuStreamIsCapturing is not NONE before any capture");
+
+    CUgraph graph = capture_memsets(done);
+    CUgraphExec exec = NULL;
+    if (graph != NULL && EXPECT("instantiate", cu.GraphInstantiate(&exec, graph, 0), CUDA_SUCCESS)) {
+        unsigned long long flags = 1;
+        EXPECT("exec_get_flags", cu.GraphExecGetFlags(exec, &flags), CUDA_SUCCESS);
+        expect_true("exec_flags_zero", flags == 0, "the executable graph's flags are not 0");
+        EXPECT("upload", cu.GraphUpload(exec, stream), CUDA_SUCCESS);
+        replay(exec, done);
+        EXPECT("exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+    if (graph != NULL)
+        EXPECT("graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+    forbidden_calls();
+
+    CUgraph empty = NULL;
+    EXPECT("graph_create", cu.GraphCreate(&empty, 0), CUDA_SUCCESS);
+    EXPECT("graph_create_bad_flags", cu.GraphCreate(&graph, 1), CUDA_ERROR_INVALID_VALUE);
+    if (handles) {
+        CUgraphExec gone = NULL;
+        EXPECT("empty_instantiate", cu.GraphInstantiate(&gone, empty, 0), CUDA_SUCCESS);
+        EXPECT("empty_exec_destroy", cu.GraphExecDestroy(gone), CUDA_SUCCESS);
+        EXPECT("destroyed_exec_launch", cu.GraphLaunch(gone, stream), CUDA_ERROR_INVALID_VALUE);
+        EXPECT("destroyed_exec_destroy", cu.GraphExecDestroy(gone), CUDA_ERROR_INVALID_VALUE);
+        EXPECT("empty_graph_destroy", cu.GraphDestroy(empty), CUDA_SUCCESS);
+        EXPECT("destroyed_graph_destroy", cu.GraphDestroy(empty), CUDA_ERROR_INVALID_VALUE);
+        EXPECT("destroyed_graph_instantiate", cu.GraphInstantiate(&gone, empty, 0),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT("forged_exec_launch", cu.GraphLaunch((CUgraphExec)0x5eed0, stream),
+               CUDA_ERROR_INVALID_VALUE);
+    } else {
+        EXPECT("empty_graph_destroy", cu.GraphDestroy(empty), CUDA_SUCCESS);
+    }
+    if (kernel)
+        kernel_graph();
+
+    EXPECT("stream_sync_end", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+    EXPECT("event_destroy", cu.EventDestroy(done), CUDA_SUCCESS);
+    EXPECT("stream_destroy", cu.StreamDestroy(stream), CUDA_SUCCESS);
+    EXPECT("mem_free_a", cu.MemFree(a), CUDA_SUCCESS);
+    EXPECT("mem_free_b", cu.MemFree(b), CUDA_SUCCESS);
+    EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    return checks_summary();
+}
