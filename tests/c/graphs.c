@@ -16,10 +16,16 @@
  *              kernel (a simulator module: sim only);
  *   --handles  also uses destroyed graphs and executable graphs, which the
  *              driver documents as undefined behaviour: only through vgpu,
- *              which answers CUDA_ERROR_INVALID_VALUE.
+ *              which answers CUDA_ERROR_INVALID_VALUE;
+ *   --pageable also makes an asynchronous copy from pageable memory on the
+ *              capturing stream, which the driver captures and vgpu refuses
+ *              with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the worker cannot
+ *              read the application's pageable memory at each launch): only
+ *              through vgpu.
  *
  * Build:  cc -std=c11 -O2 -Wall -o graphs graphs.c -ldl
- * Usage:  graphs [LIBRARY] [--kernel] [--handles]   (default: libcuda.so.1)
+ * Usage:  graphs [LIBRARY] [--kernel] [--handles] [--pageable]
+ *         (default library: libcuda.so.1)
  * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
@@ -53,6 +59,7 @@ static struct {
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
@@ -91,6 +98,7 @@ static const struct cu_entry entries[] = {
     ENTRY(MemsetD32Async, "cuMemsetD32Async"),
     ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     ENTRY(StreamCreate, "cuStreamCreate"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
@@ -235,6 +243,20 @@ static void forbidden_calls(void)
            ERROR_STREAM_CAPTURE_UNSUPPORTED);
 }
 
+/* An asynchronous copy from pageable memory on the capturing stream: vgpu
+ * refuses it and the capture goes on. */
+static void pageable_copy(void)
+{
+    static unsigned int host[WORDS];
+    CUgraph graph = NULL;
+    EXPECT("pageable_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT("pageable_copy_refused", cu.MemcpyHtoDAsync(a, host, sizeof host, stream),
+           ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT("pageable_end", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    if (graph != NULL)
+        EXPECT("pageable_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+}
+
 /* Captures a fill_u32 launch (a simulator kernel) and replays it twice. */
 static void kernel_graph(void)
 {
@@ -273,12 +295,14 @@ static void kernel_graph(void)
 int main(int argc, char **argv)
 {
     const char *library = NULL;
-    int kernel = 0, handles = 0;
+    int kernel = 0, handles = 0, pageable = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kernel") == 0)
             kernel = 1;
         else if (strcmp(argv[i], "--handles") == 0)
             handles = 1;
+        else if (strcmp(argv[i], "--pageable") == 0)
+            pageable = 1;
         else
             library = argv[i];
     }
@@ -333,6 +357,8 @@ int main(int argc, char **argv)
     }
     if (kernel)
         kernel_graph();
+    if (pageable)
+        pageable_copy();
 
     EXPECT("stream_sync_end", cu.StreamSynchronize(stream), CUDA_SUCCESS);
     EXPECT("event_destroy", cu.EventDestroy(done), CUDA_SUCCESS);

@@ -142,6 +142,14 @@ fn c_stream_capture_and_graphs() {
         body(&native.stdout),
         "through vgpu and straight on the simulated device differ"
     );
+    // vgpu's one refusal the driver does not make: a copy through the
+    // worker's own buffer into a captured graph.
+    let mut pageable = h.command(&exe);
+    pageable.arg("--pageable");
+    h.run(pageable)
+        .assert_success()
+        .assert_line("ok pageable_copy_refused")
+        .assert_line("ok pageable_end");
 }
 
 #[test]

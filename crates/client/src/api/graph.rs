@@ -17,7 +17,7 @@ use vgpu_abi::types::{CUgraph, CUstream, CUstreamCaptureMode};
 
 use vgpu_proto::{
     exchange_capture_mode, stream_begin_capture, stream_begin_capture_v2,
-    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, RequestMessage,
+    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -46,6 +46,31 @@ fn closed(s: &Session, sid: u64, result: &CuResult<()>) {
         }
         s.captures.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Refuses an asynchronous copy between device memory and pageable host
+/// memory on stream `sid` while it is capturing: such a copy goes through a
+/// buffer of the worker that lives only for the call, which a captured node
+/// would name at every launch. The driver would capture it and read or
+/// write the application's memory at each launch, which the worker cannot
+/// reach; the application can use pinned memory (`cuMemHostAlloc`), which
+/// both processes map. Costs a round trip only while a capture is open.
+pub(crate) fn refuse_pageable_capture(s: &Session, sid: u64) -> CuResult<()> {
+    if s.captures.load(Ordering::SeqCst) == 0 {
+        return Ok(());
+    }
+    let r = stream_is_capturing::Request {
+        hstream: U64::new(sid),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    if rep.capture_status.get() != 0 {
+        crate::log::line(format_args!(
+            "an asynchronous copy to or from pageable host memory on a capturing stream \
+             is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
+        ));
+        return Err(CuError::STREAM_CAPTURE_UNSUPPORTED);
+    }
+    Ok(())
 }
 
 /// `cuStreamBeginCapture_v2`.
