@@ -17,7 +17,8 @@ use vgpu_abi::types::{CUgraph, CUstream, CUstreamCaptureMode};
 
 use vgpu_proto::{
     exchange_capture_mode, stream_begin_capture, stream_begin_capture_v2,
-    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing, RequestMessage,
+    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing,
+    RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
