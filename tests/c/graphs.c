@@ -34,6 +34,10 @@
 
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
 
 enum {
     WORDS = 1024,
@@ -45,6 +49,8 @@ enum {
     CAPTURE_STATUS_INVALIDATED = 2,
     ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
     ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    GRAPH_NODE_TYPE_MEMSET = 2,
+    SET_CAPTURE_DEPENDENCIES = 1,
 };
 
 static struct {
@@ -67,6 +73,15 @@ static struct {
     CUresult (*StreamBeginCapture)(CUstream, int);
     CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*ThreadExchangeStreamCaptureMode)(int *);
+    CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *);
+    CUresult (*StreamGetCaptureInfoV2)(CUstream, int *, unsigned long long *, CUgraph *,
+                                       const CUgraphNode **, size_t *);
+    CUresult (*StreamGetCaptureInfoV3)(CUstream, int *, unsigned long long *, CUgraph *,
+                                       const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+    CUresult (*StreamUpdateCaptureDependencies)(CUstream, CUgraphNode *, size_t, unsigned int);
+    CUresult (*StreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode *,
+                                          const CUgraphEdgeData *, size_t, int);
+    CUresult (*GraphNodeGetType)(CUgraphNode, int *);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -106,6 +121,12 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
     ENTRY(StreamEndCapture, "cuStreamEndCapture"),
     ENTRY(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode"),
+    ENTRY(StreamGetCaptureInfo, "cuStreamGetCaptureInfo"),
+    ENTRY(StreamGetCaptureInfoV2, "cuStreamGetCaptureInfo_v2"),
+    ENTRY(StreamGetCaptureInfoV3, "cuStreamGetCaptureInfo_v3"),
+    ENTRY(StreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies"),
+    ENTRY(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph"),
+    ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
     ENTRY(EventCreate, "cuEventCreate"),
     ENTRY(EventDestroy, "cuEventDestroy_v2"),
     ENTRY(EventRecord, "cuEventRecord"),
@@ -163,7 +184,32 @@ static CUgraph capture_memsets(CUevent done)
         return NULL;
     expect_true("is_capturing_active", capture_status() == CAPTURE_STATUS_ACTIVE,
                 "cuStreamIsCapturing is not ACTIVE");
+    int status = -1;
+    unsigned long long id = 0, id_again = 0;
+    CUgraph during = NULL;
+    const CUgraphNode *deps = NULL;
+    const CUgraphEdgeData *edges = NULL;
+    size_t n = 99;
+    EXPECT("info_v2_start", cu.StreamGetCaptureInfoV2(stream, &status, &id, &during, &deps, &n),
+           CUDA_SUCCESS);
+    expect_true("info_v2_start_values", status == CAPTURE_STATUS_ACTIVE && during != NULL && n == 0,
+                "not active, no graph, or dependencies at the start");
     EXPECT("capture_memset_a", cu.MemsetD32Async(a, 5, WORDS, stream), CUDA_SUCCESS);
+    n = 99;
+    EXPECT("info_v3_after_memset",
+           cu.StreamGetCaptureInfoV3(stream, &status, &id_again, NULL, &deps, &edges, &n),
+           CUDA_SUCCESS);
+    int type = -1;
+    if (expect_true("info_v3_one_dependency", n == 1 && deps != NULL && id_again == id,
+                    "not one dependency, or another capture id")) {
+        CUgraphNode last = deps[0];
+        EXPECT("dependency_node_type", cu.GraphNodeGetType(last, &type), CUDA_SUCCESS);
+        expect_true("dependency_is_memset", type == GRAPH_NODE_TYPE_MEMSET,
+                    "the dependency is not a memset node");
+        EXPECT("update_dependencies",
+               cu.StreamUpdateCaptureDependencies(stream, &last, 1, SET_CAPTURE_DEPENDENCIES),
+               CUDA_SUCCESS);
+    }
     EXPECT("capture_copy_a_to_b", cu.MemcpyDtoDAsync(b, a, WORDS * 4, stream), CUDA_SUCCESS);
     EXPECT("capture_memset_a_upper", cu.MemsetD32Async(a + WORDS * 2, 8, WORDS / 2, stream),
            CUDA_SUCCESS);
@@ -172,6 +218,9 @@ static CUgraph capture_memsets(CUevent done)
     expect_true("end_capture_graph", graph != NULL, "cuStreamEndCapture gave no graph");
     expect_true("is_capturing_none_after", capture_status() == CAPTURE_STATUS_NONE,
                 "cuStreamIsCapturing is not NONE after the capture");
+    status = -1;
+    EXPECT("info_after", cu.StreamGetCaptureInfo(stream, &status, &id), CUDA_SUCCESS);
+    expect_true("info_after_none", status == CAPTURE_STATUS_NONE, "the capture status is not NONE");
     expect_true("capture_ran_nothing_a", holds(a, 0, WORDS, 1), "a changed during capture");
     expect_true("capture_ran_nothing_b", holds(b, 0, WORDS, 2), "b changed during capture");
     return graph;
@@ -241,6 +290,30 @@ static void forbidden_calls(void)
 
     EXPECT("legacy_stream_capture", cu.StreamBeginCapture(NULL, CAPTURE_MODE_GLOBAL),
            ERROR_STREAM_CAPTURE_UNSUPPORTED);
+}
+
+/* Captures a memset into an existing graph and replays it. */
+static void capture_to_graph(void)
+{
+    CUgraph into = NULL, got = NULL;
+    CUgraphExec exec = NULL;
+    if (!EXPECT("to_graph_create", cu.GraphCreate(&into, 0), CUDA_SUCCESS))
+        return;
+    EXPECT("to_graph_begin",
+           cu.StreamBeginCaptureToGraph(stream, into, NULL, NULL, 0, CAPTURE_MODE_GLOBAL),
+           CUDA_SUCCESS);
+    EXPECT("to_graph_memset", cu.MemsetD32Async(b, 9, WORDS, stream), CUDA_SUCCESS);
+    EXPECT("to_graph_end", cu.StreamEndCapture(stream, &got), CUDA_SUCCESS);
+    expect_true("to_graph_same_graph", got == into, "the capture gave another graph");
+    if (EXPECT("to_graph_instantiate", cu.GraphInstantiate(&exec, into, 0), CUDA_SUCCESS)) {
+        expect_true("to_graph_reset", reset(), "resetting the buffers failed");
+        EXPECT("to_graph_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT("to_graph_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        expect_true("to_graph_data", holds(b, 0, WORDS, 9) && holds(a, 0, WORDS, 1),
+                    "b is not 9s or a changed");
+        EXPECT("to_graph_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+    EXPECT("to_graph_destroy", cu.GraphDestroy(into), CUDA_SUCCESS);
 }
 
 /* An asynchronous copy from pageable memory on the capturing stream: vgpu
@@ -336,6 +409,7 @@ int main(int argc, char **argv)
     if (graph != NULL)
         EXPECT("graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
     forbidden_calls();
+    capture_to_graph();
 
     CUgraph empty = NULL;
     EXPECT("graph_create", cu.GraphCreate(&empty, 0), CUDA_SUCCESS);

@@ -52,6 +52,10 @@ pub struct Objects {
     /// Streams (wire ids) on which a capture this session began is open:
     /// id → how many (the per-thread stream of several threads shares an id).
     pub capturing: HashMap<u64, u32>,
+    /// The last dependency list `cuStreamGetCaptureInfo` returned for each
+    /// stream (wire id), kept until the next such call on that stream: the
+    /// application reads it through the pointers it was given.
+    pub capture_lists: HashMap<u64, CaptureList>,
     /// Answers the worker gave that only this session's own calls change
     /// (see [`Answers`]).
     pub answers: Answers,
@@ -74,6 +78,14 @@ pub struct Answers {
     /// bytes): the same configuration again is posted. Dropped for the
     /// function's family by an attribute set.
     pub launches: HashSet<LaunchConfig>,
+}
+
+/// A capture's dependency list as the application sees it.
+#[derive(Debug, Default)]
+pub struct CaptureList {
+    /// Node handles (the worker's ids).
+    pub nodes: Vec<usize>,
+    pub edges: Vec<vgpu_abi::types::CUgraphEdgeData>,
 }
 
 /// A launch configuration, as [`Answers::launches`] keys it.

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::thread::{self, ThreadId};
 
-use crate::cu::CUresult;
+use crate::cu::{CUgraphEdgeData, CUresult};
 use crate::error::{err, Res};
 use crate::launch::Launch;
 use crate::memory::End;
@@ -130,9 +130,17 @@ pub(crate) struct Exec {
 #[derive(Debug)]
 pub(crate) struct Capture {
     pub graph: usize,
+    /// The graph was made by the capture (`cuStreamBeginCapture`), not given
+    /// (`cuStreamBeginCaptureToGraph`): an invalidated capture destroys it.
+    pub owned: bool,
     pub mode: u32,
+    /// Unique among the process's captures (`cuStreamGetCaptureInfo`).
+    pub id: u64,
     pub thread: ThreadId,
     pub invalidated: bool,
+    /// The nodes the next captured work will depend on, and their edges.
+    pub deps: Vec<usize>,
+    pub edges: Vec<CUgraphEdgeData>,
 }
 
 /// Graphs, nodes, executable graphs and open captures.
@@ -142,6 +150,8 @@ pub(crate) struct Graphs {
     pub nodes: HashMap<usize, Node>,
     pub execs: HashMap<usize, Exec>,
     pub captures: HashMap<usize, Capture>,
+    /// Capture ids handed out so far.
+    pub capture_ids: u64,
 }
 
 fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -387,12 +397,37 @@ pub(crate) fn captured(
         );
     }
     let graph = c.graph;
-    add_node(st, graph, work())?;
+    let node = add_node(st, graph, work())?;
+    if let Some(c) = st.ext.graphs.captures.get_mut(&stream_key) {
+        c.deps = vec![node];
+        c.edges = vec![no_edge()];
+    }
     Ok(true)
 }
 
-/// `cuStreamBeginCapture_v2`.
+fn no_edge() -> CUgraphEdgeData {
+    CUgraphEdgeData {
+        from_port: 0,
+        to_port: 0,
+        type_: 0,
+        reserved: [0; 5],
+    }
+}
+
+/// `cuStreamBeginCapture_v2`: into a new graph.
 pub(crate) fn begin(st: &mut State, stream_key: usize, mode: u32) -> Res<()> {
+    begin_into(st, stream_key, mode, None, Vec::new())
+}
+
+/// `cuStreamBeginCaptureToGraph`: into graph `into` after `deps`, which must be its
+/// nodes.
+pub(crate) fn begin_into(
+    st: &mut State,
+    stream_key: usize,
+    mode: u32,
+    into: Option<usize>,
+    deps: Vec<usize>,
+) -> Res<()> {
     if mode > MODE_RELAXED {
         return invalid(format!("{mode} is not a CUstreamCaptureMode"));
     }
@@ -420,16 +455,96 @@ pub(crate) fn begin(st: &mut State, stream_key: usize, mode: u32) -> Res<()> {
             "the stream is already capturing",
         );
     }
-    let graph = create(st);
-    st.ext.graphs.captures.insert(
+    if let Some(g) = into {
+        if !st.ext.graphs.graphs.contains_key(&g) {
+            return invalid(format!("graph {g:#x} does not exist"));
+        }
+    }
+    check_nodes(st, into, &deps)?;
+    let (graph, owned) = match into {
+        Some(g) => (g, false),
+        None => (create(st), true),
+    };
+    let g = &mut st.ext.graphs;
+    g.capture_ids += 1;
+    let id = g.capture_ids;
+    let edges = vec![no_edge(); deps.len()];
+    g.captures.insert(
         stream_key,
         Capture {
             graph,
+            owned,
             mode,
+            id,
             thread: thread::current().id(),
             invalidated: false,
+            deps,
+            edges,
         },
     );
+    Ok(())
+}
+
+/// Every node of `deps` belongs to graph `graph` (none may be given without one).
+fn check_nodes(st: &State, graph: Option<usize>, deps: &[usize]) -> Res<()> {
+    let g = &st.ext.graphs;
+    for n in deps {
+        match g.nodes.get(n) {
+            Some(node) if Some(node.graph) == graph => {}
+            _ => return invalid(format!("node {n:#x} is not a node of the capture's graph")),
+        }
+    }
+    Ok(())
+}
+
+/// `cuStreamGetCaptureInfo`: status, then (while capturing) the capture's id, graph and
+/// current dependencies.
+pub(crate) fn info(
+    st: &State,
+    stream_key: usize,
+) -> Res<(u32, Option<(u64, usize, &[usize], &[CUgraphEdgeData])>)> {
+    let status = status(st, stream_key)?;
+    Ok((
+        status,
+        st.ext
+            .graphs
+            .captures
+            .get(&stream_key)
+            .map(|c| (c.id, c.graph, c.deps.as_slice(), c.edges.as_slice())),
+    ))
+}
+
+/// `cuStreamUpdateCaptureDependencies`: `flags` 0 adds `deps` to the current set, 1
+/// replaces it.
+pub(crate) fn update_deps(
+    st: &mut State,
+    stream_key: usize,
+    deps: Vec<usize>,
+    edges: Vec<CUgraphEdgeData>,
+    flags: u32,
+) -> Res<()> {
+    stream::context_of(st, stream_key)?;
+    if flags > 1 {
+        return invalid(format!(
+            "{flags:#x} is not a CUstreamUpdateCaptureDependencies_flags"
+        ));
+    }
+    let Some(c) = st.ext.graphs.captures.get(&stream_key) else {
+        return err(
+            CUresult::CUDA_ERROR_ILLEGAL_STATE,
+            "the stream is not capturing",
+        );
+    };
+    let graph = c.graph;
+    check_nodes(st, Some(graph), &deps)?;
+    if let Some(c) = st.ext.graphs.captures.get_mut(&stream_key) {
+        if flags == 1 {
+            c.deps.clear();
+            c.edges.clear();
+        }
+        c.deps.extend(deps);
+        c.edges.extend(edges);
+    }
     Ok(())
 }
 
@@ -456,7 +571,9 @@ pub(crate) fn end(st: &mut State, stream_key: usize) -> Res<usize> {
         );
     };
     if c.invalidated {
-        destroy(st, c.graph)?;
+        if c.owned {
+            destroy(st, c.graph)?;
+        }
         return err(
             CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
             "the capture was invalidated by an earlier error",

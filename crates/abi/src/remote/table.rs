@@ -148,6 +148,10 @@ remote_table! {
         graph: cuGraphUpload_ptsz = 400 gen;
         graph: cuGraphNodeGetType = 401 gen;
         graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
+        graph: cuStreamBeginCapture_ptsz = 403 client;
+        graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
+        graph: cuStreamGetCaptureInfo = 405 gen [id_out: optional];
+        graph: cuStreamGetCaptureInfo_ptsz = 406 gen [id_out: optional];
 
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
@@ -196,7 +200,11 @@ remote_table! {
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
-        graph: cuThreadExchangeStreamCaptureMode;
+        graph: cuThreadExchangeStreamCaptureMode, cuStreamGetCaptureInfo_v2,
+            cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
+            cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
+            cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
+            cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz;
     }
 
     ops {
@@ -340,5 +348,20 @@ remote_table! {
         /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
         /// the lane's thread takes `mode` and answers its previous mode.
         graph: ExchangeCaptureMode = 385 { mode: u32 } => { mode: u32 } (nocontext);
+        /// `cuStreamGetCaptureInfo_v2` (`_v3` with `edges`; the `_ptsz`
+        /// forms with `per_thread`). When `status` is active the reply's blob
+        /// holds the `count` current dependencies (node ids, u64 each), then
+        /// with `edges` their `CUgraphEdgeData` (8 bytes each).
+        graph: StreamCaptureInfo = 386 { stream: handle(Stream), per_thread: bool, edges: bool }
+            => { status: u32, id: u64, graph: handle(Graph), count: u32 } + blob;
+        /// `cuStreamUpdateCaptureDependencies` (`_v2` with `edges`): the blob
+        /// holds `count` node ids (u64 each), then with `edges` their
+        /// `CUgraphEdgeData` (8 bytes each).
+        graph: UpdateCaptureDependencies = 387 { stream: handle(Stream), per_thread: bool, edges: bool,
+            flags: u32, count: u32 } + blob => {};
+        /// `cuStreamBeginCaptureToGraph`: the blob as for
+        /// UpdateCaptureDependencies (edge data always present when `edges`).
+        graph: BeginCaptureToGraph = 388 { stream: handle(Stream), per_thread: bool, graph: handle(Graph),
+            mode: u32, count: u32, edges: bool } + blob => {};
     }
 }

@@ -1004,6 +1004,50 @@ fn cuGraphExecGetFlags() {
     });
 }
 
+/// `cuGraphInstantiate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiate() {
+    case("generated::cuGraphInstantiate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            *mut vgpu_abi::types::CUgraphNode,
+            *mut ::core::ffi::c_char,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiate");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        let mut o_phErrorNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut o_logBuffer = vec![0u8; 7];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                &mut o_phErrorNode,
+                o_logBuffer.as_mut_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphInstantiate", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiate: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+        assert!(
+            minted(o_phErrorNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphInstantiate: phErrorNode: {:#x} is not a worker-minted id",
+            o_phErrorNode as usize
+        );
+        assert_eq!(
+            o_logBuffer,
+            pattern(404, 103, 7),
+            "cuGraphInstantiate: logBuffer"
+        );
+    });
+}
+
 /// `cuGraphInstantiateWithFlags` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphInstantiateWithFlags() {
@@ -2024,6 +2068,19 @@ fn cuStreamBeginCapture() {
     });
 }
 
+/// `cuStreamBeginCapture_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_ptsz() {
+    case("generated::cuStreamBeginCapture_ptsz", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUstream) -> vgpu_abi::types::CUresult =
+            f.sym("cuStreamBeginCapture_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream)) };
+        f.ok("cuStreamBeginCapture_ptsz", st);
+    });
+}
+
 /// `cuStreamBeginCapture_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuStreamBeginCapture_v2() {
@@ -2196,6 +2253,66 @@ fn cuStreamGetAttribute_ptsz() {
                 core::mem::size_of::<vgpu_abi::types::CUstreamAttrValue_v1>()
             ),
             "cuStreamGetAttribute_ptsz: value_out"
+        );
+    });
+}
+
+/// `cuStreamGetCaptureInfo` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetCaptureInfo() {
+    case("generated::cuStreamGetCaptureInfo", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUstreamCaptureStatus,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetCaptureInfo");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_captureStatus_out: vgpu_abi::types::CUstreamCaptureStatus =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_captureStatus_out, &mut o_id_out) };
+        f.ok("cuStreamGetCaptureInfo", st);
+        assert_eq!(
+            o_captureStatus_out,
+            vgpu_abi::types::CUstreamCaptureStatus(4249376706u32),
+            "cuStreamGetCaptureInfo: captureStatus_out"
+        );
+        assert_eq!(
+            o_id_out, 7613731782638202520u64,
+            "cuStreamGetCaptureInfo: id_out"
+        );
+    });
+}
+
+/// `cuStreamGetCaptureInfo_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetCaptureInfo_ptsz() {
+    case("generated::cuStreamGetCaptureInfo_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUstreamCaptureStatus,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetCaptureInfo_ptsz");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_captureStatus_out: vgpu_abi::types::CUstreamCaptureStatus =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_captureStatus_out, &mut o_id_out) };
+        f.ok("cuStreamGetCaptureInfo_ptsz", st);
+        assert_eq!(
+            o_captureStatus_out,
+            vgpu_abi::types::CUstreamCaptureStatus(4214639939u32),
+            "cuStreamGetCaptureInfo_ptsz: captureStatus_out"
+        );
+        assert_eq!(
+            o_id_out, 8387855333815852481u64,
+            "cuStreamGetCaptureInfo_ptsz: id_out"
         );
     });
 }

@@ -11,19 +11,23 @@
 //! mode, so thread-local, global and relaxed captures behave as natively.
 //! Graph creation, instantiation, launch and destruction are table calls.
 
+use std::ffi::{c_uint, c_void};
+use std::ptr;
 use std::sync::atomic::Ordering;
 
-use vgpu_abi::types::{CUgraph, CUstream, CUstreamCaptureMode};
-
+use vgpu_abi::types::{
+    CUgraph, CUgraphEdgeData, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+};
 use vgpu_proto::{
-    exchange_capture_mode, stream_begin_capture, stream_begin_capture_v2,
-    stream_begin_capture_v2_ptsz, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing,
-    RequestMessage,
+    exchange_capture_mode, stream_begin_capture, stream_begin_capture_ptsz,
+    stream_begin_capture_v2, stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture,
+    stream_end_capture_ptsz, stream_is_capturing, update_capture_dependencies, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
 use super::stream::{id, id_ptsz};
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::objects::CaptureList;
 use crate::runtime::{runtime, Session};
 
 /// Notes a capture begun on stream `sid`.
@@ -109,6 +113,17 @@ pub fn stream_begin_capture(st: CUstream) -> CuResult<()> {
     Ok(())
 }
 
+/// `cuStreamBeginCapture_ptsz`, the first form: global mode.
+pub fn stream_begin_capture_ptsz(st: CUstream) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = stream_begin_capture_ptsz::Request {
+        hstream: U64::new(id(st)),
+    };
+    s.request(&r, &[])?;
+    opened(s, id_ptsz(st));
+    Ok(())
+}
+
 /// `cuStreamEndCapture`.
 ///
 /// # Safety
@@ -177,4 +192,180 @@ pub unsafe fn exchange_capture_mode(mode: *mut CUstreamCaptureMode) -> CuResult<
     let (rep, _) = s.request(&r, &[])?;
     // SAFETY: checked non-NULL; the application's pointer.
     unsafe { write_out(mode, CUstreamCaptureMode(rep.mode.get())) }
+}
+
+/// Bytes of one `CUgraphEdgeData` on the wire.
+const EDGE: usize = core::mem::size_of::<CUgraphEdgeData>();
+
+/// `cuStreamGetCaptureInfo_v2` / `_v3` and their `_ptsz` forms. `outs` are
+/// the status, id, graph, dependency list, edge list and count pointers (the
+/// edge list NULL for `_v2`); the status is required, the rest optional and
+/// written only while the stream is capturing. The lists stay valid until
+/// the next such call on the same stream.
+///
+/// # Safety
+/// Each pointer of `outs` must be NULL or valid for a write of its type.
+pub unsafe fn capture_info(
+    st: CUstream,
+    per_thread: bool,
+    edges: bool,
+    outs: [*mut c_void; 6],
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let [status_out, id_out, graph_out, deps_out, edges_out, n_out] = outs;
+    non_null(status_out)?;
+    let r = stream_capture_info::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        edges: u8::from(edges),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let status = rep.status.get();
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(status_out.cast(), CUstreamCaptureStatus(status)) }?;
+    if status == 0 {
+        return Ok(());
+    }
+    let n = rep.count.get() as usize;
+    let want = n * (8 + if edges { EDGE } else { 0 });
+    if back.len() != want {
+        return Err(CuError::UNKNOWN);
+    }
+    let (ids, rest) = back.split_at(n * 8);
+    let list = CaptureList {
+        nodes: ids
+            .chunks_exact(8)
+            .map(|c| usize::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect(),
+        edges: rest
+            .chunks_exact(EDGE)
+            .map(|c| CUgraphEdgeData {
+                from_port: c[0],
+                to_port: c[1],
+                type_: c[2],
+                reserved: [0; 5],
+            })
+            .collect(),
+    };
+    let sid = if per_thread { id_ptsz(st) } else { id(st) };
+    let (nodes, edge_list) = {
+        let mut o = s.objects();
+        let kept = o.capture_lists.entry(sid).or_default();
+        *kept = list;
+        let at = |empty: bool, p: *const c_void| if empty { ptr::null() } else { p };
+        (
+            at(kept.nodes.is_empty(), kept.nodes.as_ptr().cast()),
+            at(kept.edges.is_empty(), kept.edges.as_ptr().cast()),
+        )
+    };
+    // SAFETY: each pointer NULL or the application's out-pointer of its
+    // type; the lists live in the session until the next call on `sid`.
+    unsafe {
+        if !id_out.is_null() {
+            write_out(id_out.cast::<u64>(), rep.id.get())?;
+        }
+        if !graph_out.is_null() {
+            write_out(graph_out.cast::<CUgraph>(), wire::handle(rep.graph.get()))?;
+        }
+        if !deps_out.is_null() {
+            write_out(deps_out.cast::<*const c_void>(), nodes)?;
+        }
+        if !edges_out.is_null() {
+            write_out(edges_out.cast::<*const c_void>(), edge_list)?;
+        }
+        if !n_out.is_null() {
+            write_out(n_out.cast::<usize>(), n)?;
+        }
+    }
+    Ok(())
+}
+
+/// A dependency list for the wire: node ids, then (with `edges`) the edge
+/// data, 8 bytes each.
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+unsafe fn dependency_blob(
+    nodes: *const CUgraphNode,
+    edges: Option<*const CUgraphEdgeData>,
+    n: usize,
+) -> CuResult<(u32, Vec<u8>)> {
+    let count = super::call_len(n)?;
+    if n > 0 && nodes.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let mut blob = Vec::with_capacity(n * (8 + EDGE));
+    for i in 0..n {
+        // SAFETY: `n` readable elements by the contract.
+        let node = unsafe { nodes.add(i).read() };
+        blob.extend_from_slice(&(node as usize as u64).to_le_bytes());
+    }
+    if let Some(e) = edges {
+        for i in 0..n {
+            let bytes = if e.is_null() {
+                [0; EDGE]
+            } else {
+                // SAFETY: `n` readable elements by the contract.
+                unsafe { e.add(i).cast::<[u8; EDGE]>().read_unaligned() }
+            };
+            blob.extend_from_slice(&bytes);
+        }
+    }
+    Ok((count, blob))
+}
+
+/// `cuStreamUpdateCaptureDependencies` (`_v2` with edge data; `_ptsz`).
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+pub unsafe fn update_dependencies(
+    st: CUstream,
+    per_thread: bool,
+    nodes: *mut CUgraphNode,
+    edges: Option<*const CUgraphEdgeData>,
+    n: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(nodes, edges, n) }?;
+    let r = update_capture_dependencies::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        edges: u8::from(edges.is_some()),
+        flags: U32::new(flags),
+        count: U32::new(count),
+    };
+    s.request(&r, &blob).map(drop)
+}
+
+/// `cuStreamBeginCaptureToGraph` (`_ptsz`): captures into an existing graph
+/// after the given dependencies.
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+pub unsafe fn begin_capture_to_graph(
+    st: CUstream,
+    per_thread: bool,
+    graph: CUgraph,
+    nodes: *const CUgraphNode,
+    edges: *const CUgraphEdgeData,
+    n: usize,
+    mode: CUstreamCaptureMode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let edge_list = (!edges.is_null()).then_some(edges);
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(nodes, edge_list, n) }?;
+    let r = vgpu_proto::begin_capture_to_graph::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        graph: U64::new(graph as usize as u64),
+        mode: U32::new(mode.0),
+        count: U32::new(count),
+        edges: u8::from(edge_list.is_some()),
+    };
+    s.request(&r, &blob)?;
+    opened(s, if per_thread { id_ptsz(st) } else { id(st) });
+    Ok(())
 }

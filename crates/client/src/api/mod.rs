@@ -191,6 +191,26 @@ implement! {
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
     cuThreadExchangeStreamCaptureMode(mode) => graph::exchange_capture_mode(mode);
+    cuStreamGetCaptureInfo_v2(s, st, id, g, deps, n) =>
+        graph::capture_info(s, false, false, [st.cast(), id.cast(), g.cast(), deps.cast(), std::ptr::null_mut(), n.cast()]);
+    cuStreamGetCaptureInfo_v2_ptsz(s, st, id, g, deps, n) =>
+        graph::capture_info(s, true, false, [st.cast(), id.cast(), g.cast(), deps.cast(), std::ptr::null_mut(), n.cast()]);
+    cuStreamGetCaptureInfo_v3(s, st, id, g, deps, e, n) =>
+        graph::capture_info(s, false, true, [st.cast(), id.cast(), g.cast(), deps.cast(), e.cast(), n.cast()]);
+    cuStreamGetCaptureInfo_v3_ptsz(s, st, id, g, deps, e, n) =>
+        graph::capture_info(s, true, true, [st.cast(), id.cast(), g.cast(), deps.cast(), e.cast(), n.cast()]);
+    cuStreamUpdateCaptureDependencies(s, deps, n, flags) =>
+        graph::update_dependencies(s, false, deps, None, n, flags);
+    cuStreamUpdateCaptureDependencies_ptsz(s, deps, n, flags) =>
+        graph::update_dependencies(s, true, deps, None, n, flags);
+    cuStreamUpdateCaptureDependencies_v2(s, deps, e, n, flags) =>
+        graph::update_dependencies(s, false, deps, Some(e), n, flags);
+    cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
+        graph::update_dependencies(s, true, deps, Some(e), n, flags);
+    cuStreamBeginCaptureToGraph(s, g, deps, e, n, mode) =>
+        graph::begin_capture_to_graph(s, false, g, deps, e, n, mode);
+    cuStreamBeginCaptureToGraph_ptsz(s, g, deps, e, n, mode) =>
+        graph::begin_capture_to_graph(s, true, g, deps, e, n, mode);
     cuFuncGetParamInfo(f, i, off, size) => module::param_info(f, i, off, size);
     cuFuncGetName(name, f) => module::function_name(name, f as usize as u64, false);
     cuKernelGetName(name, k) => module::function_name(name, k as usize as u64, true);

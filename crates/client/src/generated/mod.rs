@@ -82,6 +82,7 @@ crate::api::implement! {
     cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
     cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
     cuGraphExecGetFlags(hGraphExec, flags) => self::graph_exec_get_flags(hGraphExec, flags);
+    cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) => self::graph_instantiate_with_flags(phGraphExec, hGraph, flags);
     cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
@@ -127,6 +128,7 @@ crate::api::implement! {
     cuStreamAttachMemAsync(hStream, dptr, length, flags) => self::stream_attach_mem_async(hStream, dptr, length, flags);
     cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => self::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
     cuStreamBeginCapture(hStream) => crate::api::graph::stream_begin_capture(hStream);
+    cuStreamBeginCapture_ptsz(hStream) => crate::api::graph::stream_begin_capture_ptsz(hStream);
     cuStreamBeginCapture_v2(hStream, mode) => crate::api::graph::stream_begin_capture_v2(hStream, mode);
     cuStreamBeginCapture_v2_ptsz(hStream, mode) => crate::api::graph::stream_begin_capture_v2_ptsz(hStream, mode);
     cuStreamCopyAttributes(dstStream, srcStream) => self::stream_copy_attributes(dstStream, srcStream);
@@ -135,6 +137,8 @@ crate::api::implement! {
     cuStreamEndCapture_ptsz(hStream, phGraph) => crate::api::graph::stream_end_capture_ptsz(hStream, phGraph);
     cuStreamGetAttribute(hStream, attr, value) => self::stream_get_attribute(hStream, attr, value);
     cuStreamGetAttribute_ptsz(hStream, attr, value_out) => self::stream_get_attribute_ptsz(hStream, attr, value_out);
+    cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out) => self::stream_get_capture_info(hStream, captureStatus_out, id_out);
+    cuStreamGetCaptureInfo_ptsz(hStream, captureStatus_out, id_out) => self::stream_get_capture_info_ptsz(hStream, captureStatus_out, id_out);
     cuStreamGetCtx(hStream, pctx) => self::stream_get_ctx(hStream, pctx);
     cuStreamGetCtx_ptsz(hStream, pctx) => self::stream_get_ctx_ptsz(hStream, pctx);
     cuStreamGetCtx_v2(hStream, pctx, pGreenCtx) => self::stream_get_ctx_v2(hStream, pctx, pGreenCtx);
@@ -971,6 +975,40 @@ pub unsafe fn graph_exec_get_flags(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    non_null(logBuffer)?;
+    let r = vgpu_proto::graph_instantiate::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        want_ph_error_node: u8::from(!phErrorNode.is_null()),
+        buffer_size: U64::new(bufferSize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let mut at = 0usize;
+    let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
+    call::all_read(s, &back, at)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+        if !phErrorNode.is_null() {
+            write_out(phErrorNode, wire::handle(rep.ph_error_node.get()))?;
+        }
+        call::write_bytes(logBuffer.cast(), p_logBuffer)?;
     }
     Ok(())
 }
@@ -2116,6 +2154,66 @@ pub unsafe fn stream_get_attribute_ptsz(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         call::write_record(value_out, &rep.value_out)?;
+    }
+    Ok(())
+}
+
+/// `cuStreamGetCaptureInfo`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_capture_info(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(captureStatus_out)?;
+    let r = vgpu_proto::stream_get_capture_info::Request {
+        hstream: U64::new(hStream as usize as u64),
+        want_id_out: u8::from(!id_out.is_null()),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(
+            captureStatus_out,
+            CUstreamCaptureStatus(rep.capture_status_out.get()),
+        )?;
+        if !id_out.is_null() {
+            write_out(id_out, rep.id_out.get())?;
+        }
+    }
+    Ok(())
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_capture_info_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(captureStatus_out)?;
+    let r = vgpu_proto::stream_get_capture_info_ptsz::Request {
+        hstream: U64::new(hStream as usize as u64),
+        want_id_out: u8::from(!id_out.is_null()),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(
+            captureStatus_out,
+            CUstreamCaptureStatus(rep.capture_status_out.get()),
+        )?;
+        if !id_out.is_null() {
+            write_out(id_out, rep.id_out.get())?;
+        }
     }
     Ok(())
 }

@@ -5,12 +5,22 @@
 //! Each call runs on the calling client thread's lane, whose thread keeps
 //! that thread's capture mode.
 
-use vgpu_abi::types::CUstreamCaptureMode;
-use vgpu_proto::{exchange_capture_mode, Request};
-use zerocopy::little_endian::U32;
+use std::ptr;
 
-use super::calls::{message, ok, Reply};
+use vgpu_abi::types::{
+    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphNode, CUstream, CUstreamCaptureMode,
+    CUstreamCaptureStatus,
+};
+use vgpu_abi::HandleKind;
+use vgpu_proto::{
+    begin_capture_to_graph, exchange_capture_mode, stream_capture_info,
+    update_capture_dependencies, Request,
+};
+use zerocopy::little_endian::{U32, U64};
+
+use super::calls::{as_ptr, message, ok, Reply};
 use super::exec::Lane;
+use super::status::INVALID_VALUE;
 use super::Session;
 use crate::driver::{entry, Status};
 
@@ -27,4 +37,229 @@ pub fn exchange_capture_mode(_: &mut Lane, s: &Session, req: &Request) -> Result
         },
         Vec::new(),
     ))
+}
+
+/// Bytes of one `CUgraphEdgeData` on the wire.
+const EDGE: usize = core::mem::size_of::<CUgraphEdgeData>();
+
+/// `cuStreamGetCaptureInfo_v2` / `_v3` (and their `_ptsz` forms). The
+/// driver's dependency array goes back as node ids, minted here for nodes
+/// the session has not seen.
+pub fn stream_capture_info(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &stream_capture_info::Request = message(req)?;
+    let st: CUstream = as_ptr(s.tables().stream(r.stream.get())?);
+    let mut status = CUstreamCaptureStatus(0);
+    let mut id: cuuint64_t = 0;
+    let mut graph: CUgraph = ptr::null_mut();
+    let mut deps: *const CUgraphNode = ptr::null();
+    let mut edges: *const CUgraphEdgeData = ptr::null();
+    let mut n: usize = 0;
+    let (per_thread, with_edges) = (r.per_thread != 0, r.edges != 0);
+    // SAFETY: every out-pointer is a live local; the stream is this
+    // session's own (or a sentinel the driver judges).
+    ok(unsafe {
+        match (with_edges, per_thread) {
+            (true, false) => entry(s.driver.cuStreamGetCaptureInfo_v3)?(
+                st,
+                &mut status,
+                &mut id,
+                &mut graph,
+                &mut deps,
+                &mut edges,
+                &mut n,
+            ),
+            (true, true) => entry(s.driver.cuStreamGetCaptureInfo_v3_ptsz)?(
+                st,
+                &mut status,
+                &mut id,
+                &mut graph,
+                &mut deps,
+                &mut edges,
+                &mut n,
+            ),
+            (false, false) => entry(s.driver.cuStreamGetCaptureInfo_v2)?(
+                st,
+                &mut status,
+                &mut id,
+                &mut graph,
+                &mut deps,
+                &mut n,
+            ),
+            (false, true) => entry(s.driver.cuStreamGetCaptureInfo_v2_ptsz)?(
+                st,
+                &mut status,
+                &mut id,
+                &mut graph,
+                &mut deps,
+                &mut n,
+            ),
+        }
+    })?;
+    let mut blob = Vec::new();
+    let mut t = s.tables();
+    let graph_id = t.id_of(HandleKind::Graph, graph as usize, req.ctx);
+    if deps.is_null() {
+        n = 0;
+    }
+    let count = u32::try_from(n).map_err(|_| INVALID_VALUE)?;
+    for i in 0..n {
+        // SAFETY: the driver returned `n` nodes at `deps`, valid until the
+        // next call on the stream; this lane makes none before reading them.
+        let node = unsafe { deps.add(i).read() };
+        blob.extend_from_slice(
+            &t.id_of(HandleKind::GraphNode, node as usize, req.ctx)
+                .to_le_bytes(),
+        );
+    }
+    drop(t);
+    if with_edges {
+        for i in 0..n {
+            // SAFETY: as for `deps`; NULL means every edge is the default one.
+            let e = if edges.is_null() {
+                [0; EDGE]
+            } else {
+                unsafe { edges.add(i).cast::<[u8; EDGE]>().read_unaligned() }
+            };
+            blob.extend_from_slice(&e);
+        }
+    }
+    Ok(Reply::new(
+        &stream_capture_info::Reply {
+            status: U32::new(status.0),
+            id: U64::new(id),
+            graph: U64::new(graph_id),
+            count: U32::new(count),
+        },
+        blob,
+    ))
+}
+
+/// The node handles and edge data of a dependency list on the wire:
+/// `count` node ids (u64 each), then with `edges` 8 bytes per edge.
+fn dependencies(
+    s: &Session,
+    blob: &[u8],
+    count: u32,
+    edges: bool,
+) -> Result<(Vec<CUgraphNode>, Vec<CUgraphEdgeData>), Status> {
+    let n = count as usize;
+    let want = n * (8 + if edges { EDGE } else { 0 });
+    if blob.len() != want {
+        return Err(INVALID_VALUE);
+    }
+    let (ids, rest) = blob.split_at(n * 8);
+    let t = s.tables();
+    let nodes = ids
+        .chunks_exact(8)
+        .map(|c| {
+            let id = u64::from_le_bytes(c.try_into().map_err(|_| INVALID_VALUE)?);
+            t.handle(HandleKind::GraphNode, id).map(as_ptr)
+        })
+        .collect::<Result<Vec<CUgraphNode>, Status>>()?;
+    let data = rest
+        .chunks_exact(EDGE)
+        .map(|c| CUgraphEdgeData {
+            from_port: c[0],
+            to_port: c[1],
+            type_: c[2],
+            reserved: [0; 5],
+        })
+        .collect();
+    Ok((nodes, data))
+}
+
+/// A list's pointer for the driver: NULL when empty.
+fn list<T>(v: &[T]) -> *const T {
+    if v.is_empty() {
+        ptr::null()
+    } else {
+        v.as_ptr()
+    }
+}
+
+/// `cuStreamUpdateCaptureDependencies` (`_v2` with edges; `_ptsz`).
+pub fn update_capture_dependencies(
+    _: &mut Lane,
+    s: &Session,
+    req: &Request,
+) -> Result<Reply, Status> {
+    let r: &update_capture_dependencies::Request = message(req)?;
+    let st: CUstream = as_ptr(s.tables().stream(r.stream.get())?);
+    let (mut nodes, data) = dependencies(s, &req.blob, r.count.get(), r.edges != 0)?;
+    let (n, flags) = (nodes.len(), r.flags.get());
+    let deps = if nodes.is_empty() {
+        ptr::null_mut()
+    } else {
+        nodes.as_mut_ptr()
+    };
+    // SAFETY: `deps` and the edge data hold `n` elements each (or are NULL
+    // for none); the stream and nodes are this session's own.
+    ok(unsafe {
+        match (r.edges != 0, r.per_thread != 0) {
+            (true, false) => entry(s.driver.cuStreamUpdateCaptureDependencies_v2)?(
+                st,
+                deps,
+                list(&data),
+                n,
+                flags,
+            ),
+            (true, true) => entry(s.driver.cuStreamUpdateCaptureDependencies_v2_ptsz)?(
+                st,
+                deps,
+                list(&data),
+                n,
+                flags,
+            ),
+            (false, false) => {
+                entry(s.driver.cuStreamUpdateCaptureDependencies)?(st, deps, n, flags)
+            }
+            (false, true) => {
+                entry(s.driver.cuStreamUpdateCaptureDependencies_ptsz)?(st, deps, n, flags)
+            }
+        }
+    })?;
+    Ok(Reply::default())
+}
+
+/// `cuStreamBeginCaptureToGraph` (`_ptsz`).
+pub fn begin_capture_to_graph(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &begin_capture_to_graph::Request = message(req)?;
+    let (st, graph): (CUstream, CUgraph) = {
+        let t = s.tables();
+        (
+            as_ptr(t.stream(r.stream.get())?),
+            as_ptr(t.handle(HandleKind::Graph, r.graph.get())?),
+        )
+    };
+    let (nodes, data) = dependencies(s, &req.blob, r.count.get(), r.edges != 0)?;
+    let mode = CUstreamCaptureMode(r.mode.get());
+    let edge_data = if r.edges != 0 {
+        list(&data)
+    } else {
+        ptr::null()
+    };
+    // SAFETY: the node and edge lists hold `nodes.len()` elements each (or
+    // are NULL); the stream and graph are this session's own.
+    ok(unsafe {
+        if r.per_thread != 0 {
+            entry(s.driver.cuStreamBeginCaptureToGraph_ptsz)?(
+                st,
+                graph,
+                list(&nodes),
+                edge_data,
+                nodes.len(),
+                mode,
+            )
+        } else {
+            entry(s.driver.cuStreamBeginCaptureToGraph)?(
+                st,
+                graph,
+                list(&nodes),
+                edge_data,
+                nodes.len(),
+                mode,
+            )
+        }
+    })?;
+    Ok(Reply::default())
 }

@@ -369,6 +369,18 @@ pub enum Op {
     /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
     /// the lane's thread takes `mode` and answers its previous mode.
     ExchangeCaptureMode = 385,
+    /// `cuStreamGetCaptureInfo_v2` (`_v3` with `edges`; the `_ptsz`
+    /// forms with `per_thread`). When `status` is active the reply's blob
+    /// holds the `count` current dependencies (node ids, u64 each), then
+    /// with `edges` their `CUgraphEdgeData` (8 bytes each).
+    StreamCaptureInfo = 386,
+    /// `cuStreamUpdateCaptureDependencies` (`_v2` with `edges`): the blob
+    /// holds `count` node ids (u64 each), then with `edges` their
+    /// `CUgraphEdgeData` (8 bytes each).
+    UpdateCaptureDependencies = 387,
+    /// `cuStreamBeginCaptureToGraph`: the blob as for
+    /// UpdateCaptureDependencies (edge data always present when `edges`).
+    BeginCaptureToGraph = 388,
     /// `cuGraphCreate`.
     GraphCreate = 390,
     /// `cuGraphDestroy`.
@@ -395,6 +407,14 @@ pub enum Op {
     GraphNodeGetType = 401,
     /// `cuGraphDestroyNode`.
     GraphDestroyNode = 402,
+    /// `cuStreamBeginCapture_ptsz`.
+    StreamBeginCapture_ptsz = 403,
+    /// `cuGraphInstantiate`.
+    GraphInstantiate = 404,
+    /// `cuStreamGetCaptureInfo`.
+    StreamGetCaptureInfo = 405,
+    /// `cuStreamGetCaptureInfo_ptsz`.
+    StreamGetCaptureInfo_ptsz = 406,
 }
 
 impl Op {
@@ -555,6 +575,9 @@ impl Op {
         Op::StreamEndCapture,
         Op::StreamEndCapture_ptsz,
         Op::ExchangeCaptureMode,
+        Op::StreamCaptureInfo,
+        Op::UpdateCaptureDependencies,
+        Op::BeginCaptureToGraph,
         Op::GraphCreate,
         Op::GraphDestroy,
         Op::GraphInstantiateWithFlags,
@@ -568,6 +591,10 @@ impl Op {
         Op::GraphUpload_ptsz,
         Op::GraphNodeGetType,
         Op::GraphDestroyNode,
+        Op::StreamBeginCapture_ptsz,
+        Op::GraphInstantiate,
+        Op::StreamGetCaptureInfo,
+        Op::StreamGetCaptureInfo_ptsz,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -732,6 +759,9 @@ impl Op {
             Op::StreamEndCapture => "StreamEndCapture",
             Op::StreamEndCapture_ptsz => "StreamEndCapture_ptsz",
             Op::ExchangeCaptureMode => "ExchangeCaptureMode",
+            Op::StreamCaptureInfo => "StreamCaptureInfo",
+            Op::UpdateCaptureDependencies => "UpdateCaptureDependencies",
+            Op::BeginCaptureToGraph => "BeginCaptureToGraph",
             Op::GraphCreate => "GraphCreate",
             Op::GraphDestroy => "GraphDestroy",
             Op::GraphInstantiateWithFlags => "GraphInstantiateWithFlags",
@@ -745,6 +775,10 @@ impl Op {
             Op::GraphUpload_ptsz => "GraphUpload_ptsz",
             Op::GraphNodeGetType => "GraphNodeGetType",
             Op::GraphDestroyNode => "GraphDestroyNode",
+            Op::StreamBeginCapture_ptsz => "StreamBeginCapture_ptsz",
+            Op::GraphInstantiate => "GraphInstantiate",
+            Op::StreamGetCaptureInfo => "StreamGetCaptureInfo",
+            Op::StreamGetCaptureInfo_ptsz => "StreamGetCaptureInfo_ptsz",
         }
     }
 
@@ -906,6 +940,9 @@ impl Op {
             Op::StreamEndCapture => false,
             Op::StreamEndCapture_ptsz => false,
             Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
             Op::GraphCreate => false,
             Op::GraphDestroy => false,
             Op::GraphInstantiateWithFlags => false,
@@ -919,6 +956,10 @@ impl Op {
             Op::GraphUpload_ptsz => false,
             Op::GraphNodeGetType => false,
             Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
         }
     }
 
@@ -1080,6 +1121,9 @@ impl Op {
             Op::StreamEndCapture => true,
             Op::StreamEndCapture_ptsz => true,
             Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => true,
+            Op::UpdateCaptureDependencies => true,
+            Op::BeginCaptureToGraph => true,
             Op::GraphCreate => true,
             Op::GraphDestroy => true,
             Op::GraphInstantiateWithFlags => true,
@@ -1093,6 +1137,10 @@ impl Op {
             Op::GraphUpload_ptsz => true,
             Op::GraphNodeGetType => true,
             Op::GraphDestroyNode => true,
+            Op::StreamBeginCapture_ptsz => true,
+            Op::GraphInstantiate => true,
+            Op::StreamGetCaptureInfo => true,
+            Op::StreamGetCaptureInfo_ptsz => true,
         }
     }
 
@@ -1254,6 +1302,9 @@ impl Op {
             Op::StreamEndCapture => false,
             Op::StreamEndCapture_ptsz => false,
             Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
             Op::GraphCreate => false,
             Op::GraphDestroy => false,
             Op::GraphInstantiateWithFlags => false,
@@ -1267,6 +1318,10 @@ impl Op {
             Op::GraphUpload_ptsz => false,
             Op::GraphNodeGetType => false,
             Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
         }
     }
 
@@ -1472,6 +1527,11 @@ impl Op {
             Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Request>(),
             Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Request>(),
             Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Request>(),
+            Op::StreamCaptureInfo => core::mem::size_of::<stream_capture_info::Request>(),
+            Op::UpdateCaptureDependencies => {
+                core::mem::size_of::<update_capture_dependencies::Request>()
+            }
+            Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Request>(),
             Op::GraphCreate => core::mem::size_of::<graph_create::Request>(),
             Op::GraphDestroy => core::mem::size_of::<graph_destroy::Request>(),
             Op::GraphInstantiateWithFlags => {
@@ -1487,6 +1547,14 @@ impl Op {
             Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Request>(),
             Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Request>(),
             Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Request>(),
+            Op::StreamBeginCapture_ptsz => {
+                core::mem::size_of::<stream_begin_capture_ptsz::Request>()
+            }
+            Op::GraphInstantiate => core::mem::size_of::<graph_instantiate::Request>(),
+            Op::StreamGetCaptureInfo => core::mem::size_of::<stream_get_capture_info::Request>(),
+            Op::StreamGetCaptureInfo_ptsz => {
+                core::mem::size_of::<stream_get_capture_info_ptsz::Request>()
+            }
         }
     }
 
@@ -1684,6 +1752,11 @@ impl Op {
             Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Reply>(),
             Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Reply>(),
             Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Reply>(),
+            Op::StreamCaptureInfo => core::mem::size_of::<stream_capture_info::Reply>(),
+            Op::UpdateCaptureDependencies => {
+                core::mem::size_of::<update_capture_dependencies::Reply>()
+            }
+            Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Reply>(),
             Op::GraphCreate => core::mem::size_of::<graph_create::Reply>(),
             Op::GraphDestroy => core::mem::size_of::<graph_destroy::Reply>(),
             Op::GraphInstantiateWithFlags => {
@@ -1699,6 +1772,12 @@ impl Op {
             Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Reply>(),
             Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Reply>(),
             Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Reply>(),
+            Op::StreamBeginCapture_ptsz => core::mem::size_of::<stream_begin_capture_ptsz::Reply>(),
+            Op::GraphInstantiate => core::mem::size_of::<graph_instantiate::Reply>(),
+            Op::StreamGetCaptureInfo => core::mem::size_of::<stream_get_capture_info::Reply>(),
+            Op::StreamGetCaptureInfo_ptsz => {
+                core::mem::size_of::<stream_get_capture_info_ptsz::Reply>()
+            }
         }
     }
 
@@ -2050,6 +2129,15 @@ impl Op {
             Op::ExchangeCaptureMode => {
                 message::check::<exchange_capture_mode::Request>(fixed, blob_len)
             }
+            Op::StreamCaptureInfo => {
+                message::check::<stream_capture_info::Request>(fixed, blob_len)
+            }
+            Op::UpdateCaptureDependencies => {
+                message::check::<update_capture_dependencies::Request>(fixed, blob_len)
+            }
+            Op::BeginCaptureToGraph => {
+                message::check::<begin_capture_to_graph::Request>(fixed, blob_len)
+            }
             Op::GraphCreate => message::check::<graph_create::Request>(fixed, blob_len),
             Op::GraphDestroy => message::check::<graph_destroy::Request>(fixed, blob_len),
             Op::GraphInstantiateWithFlags => {
@@ -2069,6 +2157,16 @@ impl Op {
             Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Request>(fixed, blob_len),
             Op::GraphNodeGetType => message::check::<graph_node_get_type::Request>(fixed, blob_len),
             Op::GraphDestroyNode => message::check::<graph_destroy_node::Request>(fixed, blob_len),
+            Op::StreamBeginCapture_ptsz => {
+                message::check::<stream_begin_capture_ptsz::Request>(fixed, blob_len)
+            }
+            Op::GraphInstantiate => message::check::<graph_instantiate::Request>(fixed, blob_len),
+            Op::StreamGetCaptureInfo => {
+                message::check::<stream_get_capture_info::Request>(fixed, blob_len)
+            }
+            Op::StreamGetCaptureInfo_ptsz => {
+                message::check::<stream_get_capture_info_ptsz::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2345,6 +2443,13 @@ impl Op {
             Op::ExchangeCaptureMode => {
                 message::check::<exchange_capture_mode::Reply>(fixed, blob_len)
             }
+            Op::StreamCaptureInfo => message::check::<stream_capture_info::Reply>(fixed, blob_len),
+            Op::UpdateCaptureDependencies => {
+                message::check::<update_capture_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::BeginCaptureToGraph => {
+                message::check::<begin_capture_to_graph::Reply>(fixed, blob_len)
+            }
             Op::GraphCreate => message::check::<graph_create::Reply>(fixed, blob_len),
             Op::GraphDestroy => message::check::<graph_destroy::Reply>(fixed, blob_len),
             Op::GraphInstantiateWithFlags => {
@@ -2362,6 +2467,16 @@ impl Op {
             Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Reply>(fixed, blob_len),
             Op::GraphNodeGetType => message::check::<graph_node_get_type::Reply>(fixed, blob_len),
             Op::GraphDestroyNode => message::check::<graph_destroy_node::Reply>(fixed, blob_len),
+            Op::StreamBeginCapture_ptsz => {
+                message::check::<stream_begin_capture_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::GraphInstantiate => message::check::<graph_instantiate::Reply>(fixed, blob_len),
+            Op::StreamGetCaptureInfo => {
+                message::check::<stream_get_capture_info::Reply>(fixed, blob_len)
+            }
+            Op::StreamGetCaptureInfo_ptsz => {
+                message::check::<stream_get_capture_info_ptsz::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2525,6 +2640,9 @@ impl TryFrom<u16> for Op {
             383 => Ok(Op::StreamEndCapture),
             384 => Ok(Op::StreamEndCapture_ptsz),
             385 => Ok(Op::ExchangeCaptureMode),
+            386 => Ok(Op::StreamCaptureInfo),
+            387 => Ok(Op::UpdateCaptureDependencies),
+            388 => Ok(Op::BeginCaptureToGraph),
             390 => Ok(Op::GraphCreate),
             391 => Ok(Op::GraphDestroy),
             392 => Ok(Op::GraphInstantiateWithFlags),
@@ -2538,6 +2656,10 @@ impl TryFrom<u16> for Op {
             400 => Ok(Op::GraphUpload_ptsz),
             401 => Ok(Op::GraphNodeGetType),
             402 => Ok(Op::GraphDestroyNode),
+            403 => Ok(Op::StreamBeginCapture_ptsz),
+            404 => Ok(Op::GraphInstantiate),
+            405 => Ok(Op::StreamGetCaptureInfo),
+            406 => Ok(Op::StreamGetCaptureInfo_ptsz),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2701,6 +2823,9 @@ pub const SCHEMA: &str = concat!(
     "383 StreamEndCapture {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
     "384 StreamEndCapture_ptsz {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
     "385 ExchangeCaptureMode {mode:u32} => {mode:u32} nocontext\n",
+    "386 StreamCaptureInfo {stream:handle(Stream),per_thread:bool,edges:bool} => {status:u32,id:u64,graph:handle(Graph),count:u32}+blob\n",
+    "387 UpdateCaptureDependencies {stream:handle(Stream),per_thread:bool,edges:bool,flags:u32,count:u32}+blob => {}\n",
+    "388 BeginCaptureToGraph {stream:handle(Stream),per_thread:bool,graph:handle(Graph),mode:u32,count:u32,edges:bool}+blob => {}\n",
     "390 GraphCreate {flags:u32} => {ph_graph:handle(Graph)}\n",
     "391 GraphDestroy {hgraph:handle(Graph)} => {}\n",
     "392 GraphInstantiateWithFlags {hgraph:handle(Graph),flags:u64} => {ph_graph_exec:handle(GraphExec)}\n",
@@ -2714,6 +2839,10 @@ pub const SCHEMA: &str = concat!(
     "400 GraphUpload_ptsz {hgraph_exec:handle(GraphExec),hstream:handle(Stream)} => {}\n",
     "401 GraphNodeGetType {hnode:handle(GraphNode)} => {type_:u32}\n",
     "402 GraphDestroyNode {hnode:handle(GraphNode)} => {}\n",
+    "403 StreamBeginCapture_ptsz {hstream:handle(Stream)} => {}\n",
+    "404 GraphInstantiate {hgraph:handle(Graph),want_ph_error_node:bool,buffer_size:u64} => {ph_graph_exec:handle(GraphExec),ph_error_node:handle(GraphNode)}+blob(string(bufferSize))\n",
+    "405 StreamGetCaptureInfo {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
+    "406 StreamGetCaptureInfo_ptsz {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -9178,6 +9307,145 @@ pub mod exchange_capture_mode {
     }
 }
 
+/// The hand-written operation StreamCaptureInfo: wire id 386.
+pub mod stream_capture_info {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub edges: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub id: U64,
+        pub graph: U64,
+        pub count: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation UpdateCaptureDependencies: wire id 387.
+pub mod update_capture_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub edges: u8,
+        pub flags: U32,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UpdateCaptureDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UpdateCaptureDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation BeginCaptureToGraph: wire id 388.
+pub mod begin_capture_to_graph {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub graph: U64,
+        pub mode: U32,
+        pub count: U32,
+        pub edges: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::BeginCaptureToGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::BeginCaptureToGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuGraphCreate`: wire id 390.
 pub mod graph_create {
     use super::*;
@@ -9696,6 +9964,178 @@ pub mod graph_destroy_node {
 
     impl Message for Reply {
         const OP: Op = Op::GraphDestroyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture_ptsz`: wire id 403.
+pub mod stream_begin_capture_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiate`: wire id 404.
+pub mod graph_instantiate {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub want_ph_error_node: u8,
+        pub buffer_size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+        pub ph_error_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_ph_error_node", self.want_ph_error_node)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetCaptureInfo`: wire id 405.
+pub mod stream_get_capture_info {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub want_id_out: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub capture_status_out: U32,
+        pub id_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_id_out", self.want_id_out)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`: wire id 406.
+pub mod stream_get_capture_info_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub want_id_out: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub capture_status_out: U32,
+        pub id_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetCaptureInfo_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_id_out", self.want_id_out)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetCaptureInfo_ptsz;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }
@@ -10620,6 +11060,34 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = graph_destroy_node::Request::new_zeroed();
             let mut blob = Vec::new();
             r.hnode = U64::new(0x4100_0000_0000_0039);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_ptsz => {
+            let mut r = stream_begin_capture_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_003c);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiate => {
+            let mut r = graph_instantiate::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_003f);
+            r.want_ph_error_node = 1;
+            r.buffer_size = U64::new(97);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetCaptureInfo => {
+            let mut r = stream_get_capture_info::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0042);
+            r.want_id_out = 1;
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetCaptureInfo_ptsz => {
+            let mut r = stream_get_capture_info_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0045);
+            r.want_id_out = 1;
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

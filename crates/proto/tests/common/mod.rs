@@ -376,6 +376,37 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(exchange_capture_mode::Request { mode: U32::new(2) }),
             none(),
         ),
+        Op::StreamCaptureInfo => (
+            b(stream_capture_info::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                edges: 1,
+            }),
+            none(),
+        ),
+        // Two nodes (ids), no edge data: set them as the dependencies.
+        Op::UpdateCaptureDependencies => (
+            b(update_capture_dependencies::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                edges: 0,
+                flags: U32::new(1),
+                count: U32::new(2),
+            }),
+            [7u64, 9].iter().flat_map(|n| n.to_le_bytes()).collect(),
+        ),
+        // Into graph 5 after no node, relaxed.
+        Op::BeginCaptureToGraph => (
+            b(begin_capture_to_graph::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                graph: u(5),
+                mode: U32::new(2),
+                count: U32::new(0),
+                edges: 0,
+            }),
+            none(),
+        ),
         // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
         Op::Memcpy2D => (
             b(memcpy2d::Request {

@@ -976,6 +976,36 @@ pub unsafe extern "C" fn cuGraphExecGetFlags(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphInstantiate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiate");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.non_null("phErrorNode", phErrorNode);
+    c.non_null("logBuffer", logBuffer);
+    c.eq("bufferSize", bufferSize, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL.
+    unsafe { phErrorNode.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL; `bufferSize` bytes.
+    unsafe { crate::write(logBuffer.cast(), &pattern(404, 103, 7)) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphInstantiateWithFlags`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1923,6 +1953,17 @@ pub extern "C" fn cuStreamBeginCapture(hStream: vgpu_abi::types::CUstream) -> CU
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamBeginCapture_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_ptsz(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuStreamBeginCapture_v2`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuStreamBeginCapture_v2(
@@ -2090,6 +2131,58 @@ pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
             ),
         )
     };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamGetCaptureInfo`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetCaptureInfo");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("captureStatus_out", captureStatus_out);
+    c.non_null("id_out", id_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe {
+        captureStatus_out.write_unaligned(vgpu_abi::types::CUstreamCaptureStatus(4249376706u32))
+    };
+    // SAFETY: checked non-NULL.
+    unsafe { id_out.write_unaligned(7613731782638202520u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetCaptureInfo_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("captureStatus_out", captureStatus_out);
+    c.non_null("id_out", id_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe {
+        captureStatus_out.write_unaligned(vgpu_abi::types::CUstreamCaptureStatus(4214639939u32))
+    };
+    // SAFETY: checked non-NULL.
+    unsafe { id_out.write_unaligned(8387855333815852481u64) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2575,6 +2668,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphDestroyNode",
     "cuGraphExecDestroy",
     "cuGraphExecGetFlags",
+    "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
@@ -2620,6 +2714,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamAttachMemAsync",
     "cuStreamAttachMemAsync_ptsz",
     "cuStreamBeginCapture",
+    "cuStreamBeginCapture_ptsz",
     "cuStreamBeginCapture_v2",
     "cuStreamBeginCapture_v2_ptsz",
     "cuStreamCopyAttributes",
@@ -2628,6 +2723,8 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamEndCapture_ptsz",
     "cuStreamGetAttribute",
     "cuStreamGetAttribute_ptsz",
+    "cuStreamGetCaptureInfo",
+    "cuStreamGetCaptureInfo_ptsz",
     "cuStreamGetCtx",
     "cuStreamGetCtx_ptsz",
     "cuStreamGetCtx_v2",
@@ -2705,6 +2802,7 @@ const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
 const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;
 const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
+const _: crate::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
@@ -2753,6 +2851,7 @@ const _: crate::signature::cuProfilerStop = cuProfilerStop;
 const _: crate::signature::cuStreamAttachMemAsync = cuStreamAttachMemAsync;
 const _: crate::signature::cuStreamAttachMemAsync_ptsz = cuStreamAttachMemAsync_ptsz;
 const _: crate::signature::cuStreamBeginCapture = cuStreamBeginCapture;
+const _: crate::signature::cuStreamBeginCapture_ptsz = cuStreamBeginCapture_ptsz;
 const _: crate::signature::cuStreamBeginCapture_v2 = cuStreamBeginCapture_v2;
 const _: crate::signature::cuStreamBeginCapture_v2_ptsz = cuStreamBeginCapture_v2_ptsz;
 const _: crate::signature::cuStreamCopyAttributes = cuStreamCopyAttributes;
@@ -2761,6 +2860,8 @@ const _: crate::signature::cuStreamEndCapture = cuStreamEndCapture;
 const _: crate::signature::cuStreamEndCapture_ptsz = cuStreamEndCapture_ptsz;
 const _: crate::signature::cuStreamGetAttribute = cuStreamGetAttribute;
 const _: crate::signature::cuStreamGetAttribute_ptsz = cuStreamGetAttribute_ptsz;
+const _: crate::signature::cuStreamGetCaptureInfo = cuStreamGetCaptureInfo;
+const _: crate::signature::cuStreamGetCaptureInfo_ptsz = cuStreamGetCaptureInfo_ptsz;
 const _: crate::signature::cuStreamGetCtx = cuStreamGetCtx;
 const _: crate::signature::cuStreamGetCtx_ptsz = cuStreamGetCtx_ptsz;
 const _: crate::signature::cuStreamGetCtx_v2 = cuStreamGetCtx_v2;

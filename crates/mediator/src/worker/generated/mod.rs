@@ -194,6 +194,9 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::StreamEndCapture => stream_end_capture(s, req),
         Op::StreamEndCapture_ptsz => stream_end_capture_ptsz(s, req),
         Op::ExchangeCaptureMode => super::graph::exchange_capture_mode(lane, s, req),
+        Op::StreamCaptureInfo => super::graph::stream_capture_info(lane, s, req),
+        Op::UpdateCaptureDependencies => super::graph::update_capture_dependencies(lane, s, req),
+        Op::BeginCaptureToGraph => super::graph::begin_capture_to_graph(lane, s, req),
         Op::GraphCreate => graph_create(s, req),
         Op::GraphDestroy => graph_destroy(s, req),
         Op::GraphInstantiateWithFlags => graph_instantiate_with_flags(s, req),
@@ -207,6 +210,10 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphUpload_ptsz => graph_upload_ptsz(s, req),
         Op::GraphNodeGetType => graph_node_get_type(s, req),
         Op::GraphDestroyNode => graph_destroy_node(s, req),
+        Op::StreamBeginCapture_ptsz => stream_begin_capture_ptsz(s, req),
+        Op::GraphInstantiate => graph_instantiate(s, req),
+        Op::StreamGetCaptureInfo => stream_get_capture_info(s, req),
+        Op::StreamGetCaptureInfo_ptsz => stream_get_capture_info_ptsz(s, req),
     }
 }
 
@@ -2995,6 +3002,123 @@ fn graph_destroy_node(s: &Session, req: &Request) -> Result<Reply, Status> {
     s.tables().forget(HandleKind::GraphNode, r.hnode.get());
     Ok(Reply::new(
         &vgpu_proto::graph_destroy_node::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_ptsz`.
+fn stream_begin_capture_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphInstantiate`.
+fn graph_instantiate(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate::Request = calls::message(req)?;
+    let a_buffer_size = calls::size(r.buffer_size.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_error_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let mut o_logBuffer = calls::buffer::<u8>(calls::size(a_buffer_size as u64)?)?;
+    let f = entry(s.driver.cuGraphInstantiate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_exec,
+            calls::as_ptr(a_hgraph),
+            calls::wanted(r.want_ph_error_node, &mut o_ph_error_node),
+            o_logBuffer.as_mut_ptr().cast(),
+            a_buffer_size,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    let id_ph_error_node = t.id_of(HandleKind::GraphNode, o_ph_error_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+            ph_error_node: U64::new(id_ph_error_node),
+        },
+        o_logBuffer,
+    ))
+}
+
+/// `cuStreamGetCaptureInfo`.
+fn stream_get_capture_info(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_capture_info::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_capture_status_out: vgpu_abi::types::CUstreamCaptureStatus =
+        unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetCaptureInfo)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hstream),
+            &mut o_capture_status_out,
+            calls::wanted(r.want_id_out, &mut o_id_out),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_capture_info::Reply {
+            capture_status_out: U32::new(o_capture_status_out.0),
+            id_out: U64::new(o_id_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`.
+fn stream_get_capture_info_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_capture_info_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_capture_status_out: vgpu_abi::types::CUstreamCaptureStatus =
+        unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetCaptureInfo_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hstream),
+            &mut o_capture_status_out,
+            calls::wanted(r.want_id_out, &mut o_id_out),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_capture_info_ptsz::Reply {
+            capture_status_out: U32::new(o_capture_status_out.0),
+            id_out: U64::new(o_id_out),
+        },
         Vec::new(),
     ))
 }

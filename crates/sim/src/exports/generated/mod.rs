@@ -669,6 +669,30 @@ pub unsafe extern "C" fn cuGraphExecGetFlags(
     })
 }
 
+/// `cuGraphInstantiate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    run("cuGraphInstantiate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphExec = unsafe { Out::new(phGraphExec, "phGraphExec") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phErrorNode = unsafe { Out::optional(phErrorNode) };
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize)
+        }
+    })
+}
+
 /// `cuGraphInstantiateWithFlags`.
 ///
 /// # Safety
@@ -1371,6 +1395,14 @@ pub extern "C" fn cuStreamBeginCapture(hStream: vgpu_abi::types::CUstream) -> CU
     })
 }
 
+/// `cuStreamBeginCapture_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_ptsz(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    run("cuStreamBeginCapture_ptsz", || {
+        super::graph::stream_begin_capture_ptsz(hStream)
+    })
+}
+
 /// `cuStreamBeginCapture_v2`.
 #[no_mangle]
 pub extern "C" fn cuStreamBeginCapture_v2(
@@ -1478,6 +1510,44 @@ pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let value_out = unsafe { Out::new(value_out, "value_out") }?;
         super::stream::stream_get_attribute_ptsz(hStream, attr, value_out)
+    })
+}
+
+/// `cuStreamGetCaptureInfo`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    run("cuStreamGetCaptureInfo", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let captureStatus_out = unsafe { Out::new(captureStatus_out, "captureStatus_out") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let id_out = unsafe { Out::optional(id_out) };
+        super::graph::stream_get_capture_info(hStream, captureStatus_out, id_out)
+    })
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    run("cuStreamGetCaptureInfo_ptsz", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let captureStatus_out = unsafe { Out::new(captureStatus_out, "captureStatus_out") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let id_out = unsafe { Out::optional(id_out) };
+        super::graph::stream_get_capture_info_ptsz(hStream, captureStatus_out, id_out)
     })
 }
 
@@ -1851,6 +1921,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphDestroyNode",
     "cuGraphExecDestroy",
     "cuGraphExecGetFlags",
+    "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
@@ -1896,6 +1967,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamAttachMemAsync",
     "cuStreamAttachMemAsync_ptsz",
     "cuStreamBeginCapture",
+    "cuStreamBeginCapture_ptsz",
     "cuStreamBeginCapture_v2",
     "cuStreamBeginCapture_v2_ptsz",
     "cuStreamCopyAttributes",
@@ -1904,6 +1976,8 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamEndCapture_ptsz",
     "cuStreamGetAttribute",
     "cuStreamGetAttribute_ptsz",
+    "cuStreamGetCaptureInfo",
+    "cuStreamGetCaptureInfo_ptsz",
     "cuStreamGetCtx",
     "cuStreamGetCtx_ptsz",
     "cuStreamGetCtx_v2",
@@ -1981,6 +2055,7 @@ const _: super::signature::cuGraphDestroy = cuGraphDestroy;
 const _: super::signature::cuGraphDestroyNode = cuGraphDestroyNode;
 const _: super::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: super::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
+const _: super::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
@@ -2029,6 +2104,7 @@ const _: super::signature::cuProfilerStop = cuProfilerStop;
 const _: super::signature::cuStreamAttachMemAsync = cuStreamAttachMemAsync;
 const _: super::signature::cuStreamAttachMemAsync_ptsz = cuStreamAttachMemAsync_ptsz;
 const _: super::signature::cuStreamBeginCapture = cuStreamBeginCapture;
+const _: super::signature::cuStreamBeginCapture_ptsz = cuStreamBeginCapture_ptsz;
 const _: super::signature::cuStreamBeginCapture_v2 = cuStreamBeginCapture_v2;
 const _: super::signature::cuStreamBeginCapture_v2_ptsz = cuStreamBeginCapture_v2_ptsz;
 const _: super::signature::cuStreamCopyAttributes = cuStreamCopyAttributes;
@@ -2037,6 +2113,8 @@ const _: super::signature::cuStreamEndCapture = cuStreamEndCapture;
 const _: super::signature::cuStreamEndCapture_ptsz = cuStreamEndCapture_ptsz;
 const _: super::signature::cuStreamGetAttribute = cuStreamGetAttribute;
 const _: super::signature::cuStreamGetAttribute_ptsz = cuStreamGetAttribute_ptsz;
+const _: super::signature::cuStreamGetCaptureInfo = cuStreamGetCaptureInfo;
+const _: super::signature::cuStreamGetCaptureInfo_ptsz = cuStreamGetCaptureInfo_ptsz;
 const _: super::signature::cuStreamGetCtx = cuStreamGetCtx;
 const _: super::signature::cuStreamGetCtx_ptsz = cuStreamGetCtx_ptsz;
 const _: super::signature::cuStreamGetCtx_v2 = cuStreamGetCtx_v2;
