@@ -115,8 +115,11 @@ fn c_stream_capture_and_graphs() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "graphs");
+    let trace = dir.path().join("trace.txt");
     let mut through = h.command(&exe);
-    through.args(["--kernel", "--handles"]);
+    through
+        .args(["--kernel", "--handles"])
+        .env("VGPU_TRACE", &trace);
     let out = h.run(through);
     out.assert_success()
         .assert_line("ok capture_ran_nothing_a")
@@ -139,6 +142,20 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok destroyed_graph_destroy")
         .assert_line("ok kernel_capture_ran_nothing")
         .assert_line("ok kernel_replay_data");
+    // Launches of a live executable graph outside capture are posted (6 of
+    // them), as are the stream's and the event's creation and destruction.
+    let text = std::fs::read_to_string(&trace).expect("the trace file");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("== vgpu lanes:"))
+        .unwrap_or_else(|| panic!("no lane summary in the trace:\n{text}"));
+    let posted: u64 = summary
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" posted"))
+        .and_then(|n| n.trim().rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no posted count in {summary:?}"));
+    assert!(posted >= 6 + 4, "{posted} posted: {summary}");
     let mut direct = h.command(&exe);
     direct.arg(&h.build.sim).args(["--kernel", "--handles"]);
     let native = h.run(direct);

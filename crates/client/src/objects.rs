@@ -49,6 +49,8 @@ pub struct Objects {
     pub streams: HashMap<u64, u64>,
     /// Live events this session created: id → context.
     pub events: HashMap<u64, u64>,
+    /// Live executable graphs this session instantiated: id → context.
+    pub graph_execs: HashMap<u64, u64>,
     /// Streams (wire ids) on which a capture this session began is open:
     /// id → how many (the per-thread stream of several threads shares an id).
     pub capturing: HashMap<u64, u32>,
@@ -176,6 +178,12 @@ impl Objects {
     /// a sentinel (NULL, legacy, per-thread) or a live stream created in it.
     pub fn stream_ok(&self, ctx: u64, sid: u64) -> bool {
         self.contexts.contains_key(&ctx) && (sid < 3 || self.streams.get(&sid) == Some(&ctx))
+    }
+
+    /// Whether `ctx` is a live context and `id` a live executable graph
+    /// instantiated in it.
+    pub fn graph_exec_ok(&self, ctx: u64, id: u64) -> bool {
+        self.contexts.contains_key(&ctx) && self.graph_execs.get(&id) == Some(&ctx)
     }
 
     /// Whether `ctx` is a live context and `eid` a live event created in it.

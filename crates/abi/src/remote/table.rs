@@ -139,12 +139,12 @@ remote_table! {
         graph: cuGraphDestroy = 391 gen [hGraph: destroys];
         graph: cuGraphInstantiateWithFlags = 392 gen;
         graph: cuGraphInstantiate_v2 = 393 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
-        graph: cuGraphLaunch = 394 gen;
+        graph: cuGraphLaunch = 394 gen (posted(stream));
         graph: cuGraphUpload = 395 gen;
         graph: cuGraphExecDestroy = 396 gen [hGraphExec: destroys];
         graph: cuGraphClone = 397 gen;
         graph: cuGraphExecGetFlags = 398 gen;
-        graph: cuGraphLaunch_ptsz = 399 gen;
+        graph: cuGraphLaunch_ptsz = 399 gen (posted(stream));
         graph: cuGraphUpload_ptsz = 400 gen;
         graph: cuGraphNodeGetType = 401 gen;
         graph: cuGraphDestroyNode = 402 gen [hNode: destroys];

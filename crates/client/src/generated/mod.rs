@@ -954,6 +954,7 @@ pub unsafe fn graph_exec_destroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> Cu
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
+    s.objects().graph_execs.remove(&r.hgraph_exec.get());
     Ok(())
 }
 
@@ -1002,6 +1003,9 @@ pub unsafe fn graph_instantiate(
     let mut at = 0usize;
     let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
     call::all_read(s, &back, at)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
@@ -1030,6 +1034,9 @@ pub unsafe fn graph_instantiate_with_flags(
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
@@ -1060,6 +1067,9 @@ pub unsafe fn graph_instantiate_v2(
     let mut at = 0usize;
     let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
     call::all_read(s, &back, at)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
@@ -1084,8 +1094,14 @@ pub unsafe fn graph_launch(
         hgraph: U64::new(hGraph as usize as u64),
         hstream: U64::new(hStream as usize as u64),
     };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.graph_exec_ok(ctx, hGraph as usize as u64)
+            && o.stream_ok(ctx, stream::id(hStream))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(hStream)))?;
     Ok(())
 }
 
@@ -1102,8 +1118,14 @@ pub unsafe fn graph_launch_ptsz(
         hgraph_exec: U64::new(hGraphExec as usize as u64),
         hstream: U64::new(hStream as usize as u64),
     };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.graph_exec_ok(ctx, hGraphExec as usize as u64)
+            && o.stream_ok(ctx, stream::id_ptsz(hStream))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(hStream)))?;
     Ok(())
 }
 
