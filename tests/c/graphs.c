@@ -38,6 +38,12 @@ typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct {
     unsigned char from_port, to_port, type, reserved[5];
 } CUgraphEdgeData;
+typedef struct {
+    unsigned long long flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    int result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 
 enum {
     WORDS = 1024,
@@ -51,6 +57,7 @@ enum {
     ERROR_STREAM_CAPTURE_INVALIDATED = 901,
     GRAPH_NODE_TYPE_MEMSET = 2,
     SET_CAPTURE_DEPENDENCIES = 1,
+    INSTANTIATE_FLAG_UPLOAD = 2,
 };
 
 static struct {
@@ -89,6 +96,7 @@ static struct {
     CUresult (*GraphCreate)(CUgraph *, unsigned int);
     CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphInstantiateWithParams)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphUpload)(CUgraphExec, CUstream);
     CUresult (*GraphExecGetFlags)(CUgraphExec, unsigned long long *);
@@ -134,6 +142,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphCreate, "cuGraphCreate"),
     ENTRY(GraphDestroy, "cuGraphDestroy"),
     ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+    ENTRY(GraphInstantiateWithParams, "cuGraphInstantiateWithParams"),
     ENTRY(GraphLaunch, "cuGraphLaunch"),
     ENTRY(GraphUpload, "cuGraphUpload"),
     ENTRY(GraphExecGetFlags, "cuGraphExecGetFlags"),
@@ -305,7 +314,11 @@ static void capture_to_graph(void)
     EXPECT("to_graph_memset", cu.MemsetD32Async(b, 9, WORDS, stream), CUDA_SUCCESS);
     EXPECT("to_graph_end", cu.StreamEndCapture(stream, &got), CUDA_SUCCESS);
     expect_true("to_graph_same_graph", got == into, "the capture gave another graph");
-    if (EXPECT("to_graph_instantiate", cu.GraphInstantiate(&exec, into, 0), CUDA_SUCCESS)) {
+    CUDA_GRAPH_INSTANTIATE_PARAMS params = {INSTANTIATE_FLAG_UPLOAD, stream, (CUgraphNode)1, -1};
+    if (EXPECT("to_graph_instantiate", cu.GraphInstantiateWithParams(&exec, into, &params),
+               CUDA_SUCCESS)) {
+        expect_true("to_graph_instantiate_result", params.result_out == 0,
+                    "the instantiate result is not CUDA_GRAPH_INSTANTIATE_SUCCESS");
         expect_true("to_graph_reset", reset(), "resetting the buffers failed");
         EXPECT("to_graph_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
         EXPECT("to_graph_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);

@@ -132,6 +132,7 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok update_dependencies")
         .assert_line("ok info_after_none")
         .assert_line("ok to_graph_same_graph")
+        .assert_line("ok to_graph_instantiate_result")
         .assert_line("ok to_graph_data")
         .assert_line("ok forbid_mem_alloc")
         .assert_line("ok forbid_is_capturing_invalidated")

@@ -204,7 +204,8 @@ remote_table! {
             cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
             cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
             cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
-            cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz;
+            cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
+            cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz;
     }
 
     ops {
@@ -363,5 +364,10 @@ remote_table! {
         /// UpdateCaptureDependencies (edge data always present when `edges`).
         graph: BeginCaptureToGraph = 388 { stream: handle(Stream), per_thread: bool, graph: handle(Graph),
             mode: u32, count: u32, edges: bool } + blob => {};
+        /// `cuGraphInstantiateWithParams` (`_ptsz` with `per_thread`): the
+        /// executable graph, the node the driver blames and its
+        /// `CUgraphInstantiateResult`.
+        graph: InstantiateWithParams = 389 { graph: handle(Graph), flags: u64, upload_stream: handle(Stream),
+            per_thread: bool } => { exec: handle(GraphExec), error_node: handle(GraphNode), result: u32 };
     }
 }

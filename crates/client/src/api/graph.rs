@@ -16,7 +16,8 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use vgpu_abi::types::{
-    CUgraph, CUgraphEdgeData, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use vgpu_proto::{
     exchange_capture_mode, stream_begin_capture, stream_begin_capture_ptsz,
@@ -368,4 +369,47 @@ pub unsafe fn begin_capture_to_graph(
     s.request(&r, &blob)?;
     opened(s, if per_thread { id_ptsz(st) } else { id(st) });
     Ok(())
+}
+
+/// `cuGraphInstantiateWithParams` (`_ptsz`): the parameters' upload stream
+/// goes as its id; the blamed node and the result come back into them. A
+/// failure returns the driver's code without them.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `params` NULL or valid for a
+/// read and a write.
+pub unsafe fn instantiate_with_params(
+    ph: *mut CUgraphExec,
+    graph: CUgraph,
+    params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+    per_thread: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    non_null(params)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { params.read() };
+    let r = vgpu_proto::instantiate_with_params::Request {
+        graph: U64::new(graph as usize as u64),
+        flags: U64::new(p.flags),
+        upload_stream: U64::new(id(p.hUploadStream)),
+        per_thread: u8::from(per_thread),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let exec = rep.exec.get();
+    s.objects()
+        .graph_execs
+        .insert(exec, crate::context::current());
+    // SAFETY: checked non-NULL; the application's pointers.
+    unsafe {
+        write_out(
+            ptr::addr_of_mut!((*params).hErrNode_out),
+            wire::handle(rep.error_node.get()),
+        )?;
+        write_out(
+            ptr::addr_of_mut!((*params).result_out),
+            CUgraphInstantiateResult(rep.result.get()),
+        )?;
+        write_out(ph, wire::handle(exec))
+    }
 }

@@ -207,6 +207,8 @@ implement! {
         graph::update_dependencies(s, false, deps, Some(e), n, flags);
     cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
         graph::update_dependencies(s, true, deps, Some(e), n, flags);
+    cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
+    cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);
     cuStreamBeginCaptureToGraph(s, g, deps, e, n, mode) =>
         graph::begin_capture_to_graph(s, false, g, deps, e, n, mode);
     cuStreamBeginCaptureToGraph_ptsz(s, g, deps, e, n, mode) =>

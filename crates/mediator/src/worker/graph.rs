@@ -8,12 +8,12 @@
 use std::ptr;
 
 use vgpu_abi::types::{
-    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphNode, CUstream, CUstreamCaptureMode,
-    CUstreamCaptureStatus,
+    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode,
+    CUstream, CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, stream_capture_info,
+    begin_capture_to_graph, exchange_capture_mode, instantiate_with_params, stream_capture_info,
     update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
@@ -262,4 +262,44 @@ pub fn begin_capture_to_graph(_: &mut Lane, s: &Session, req: &Request) -> Resul
         }
     })?;
     Ok(Reply::default())
+}
+
+/// `cuGraphInstantiateWithParams` (`_ptsz`).
+pub fn instantiate_with_params(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &instantiate_with_params::Request = message(req)?;
+    let (graph, upload): (CUgraph, CUstream) = {
+        let t = s.tables();
+        (
+            as_ptr(t.handle(HandleKind::Graph, r.graph.get())?),
+            as_ptr(t.stream(r.upload_stream.get())?),
+        )
+    };
+    let mut params = CUDA_GRAPH_INSTANTIATE_PARAMS {
+        flags: r.flags.get(),
+        hUploadStream: upload,
+        hErrNode_out: ptr::null_mut(),
+        result_out: CUgraphInstantiateResult(0),
+    };
+    let mut exec: CUgraphExec = ptr::null_mut();
+    // SAFETY: the out-pointers are live locals; the graph and stream are
+    // this session's own.
+    ok(unsafe {
+        if r.per_thread != 0 {
+            entry(s.driver.cuGraphInstantiateWithParams_ptsz)?(&mut exec, graph, &mut params)
+        } else {
+            entry(s.driver.cuGraphInstantiateWithParams)?(&mut exec, graph, &mut params)
+        }
+    })?;
+    let mut t = s.tables();
+    let exec_id = t.id_of(HandleKind::GraphExec, exec as usize, req.ctx);
+    let node_id = t.id_of(HandleKind::GraphNode, params.hErrNode_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &instantiate_with_params::Reply {
+            exec: U64::new(exec_id),
+            error_node: U64::new(node_id),
+            result: U32::new(params.result_out.0),
+        },
+        Vec::new(),
+    ))
 }

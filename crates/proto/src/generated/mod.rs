@@ -381,6 +381,10 @@ pub enum Op {
     /// `cuStreamBeginCaptureToGraph`: the blob as for
     /// UpdateCaptureDependencies (edge data always present when `edges`).
     BeginCaptureToGraph = 388,
+    /// `cuGraphInstantiateWithParams` (`_ptsz` with `per_thread`): the
+    /// executable graph, the node the driver blames and its
+    /// `CUgraphInstantiateResult`.
+    InstantiateWithParams = 389,
     /// `cuGraphCreate`.
     GraphCreate = 390,
     /// `cuGraphDestroy`.
@@ -578,6 +582,7 @@ impl Op {
         Op::StreamCaptureInfo,
         Op::UpdateCaptureDependencies,
         Op::BeginCaptureToGraph,
+        Op::InstantiateWithParams,
         Op::GraphCreate,
         Op::GraphDestroy,
         Op::GraphInstantiateWithFlags,
@@ -762,6 +767,7 @@ impl Op {
             Op::StreamCaptureInfo => "StreamCaptureInfo",
             Op::UpdateCaptureDependencies => "UpdateCaptureDependencies",
             Op::BeginCaptureToGraph => "BeginCaptureToGraph",
+            Op::InstantiateWithParams => "InstantiateWithParams",
             Op::GraphCreate => "GraphCreate",
             Op::GraphDestroy => "GraphDestroy",
             Op::GraphInstantiateWithFlags => "GraphInstantiateWithFlags",
@@ -943,6 +949,7 @@ impl Op {
             Op::StreamCaptureInfo => false,
             Op::UpdateCaptureDependencies => false,
             Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
             Op::GraphCreate => false,
             Op::GraphDestroy => false,
             Op::GraphInstantiateWithFlags => false,
@@ -1124,6 +1131,7 @@ impl Op {
             Op::StreamCaptureInfo => true,
             Op::UpdateCaptureDependencies => true,
             Op::BeginCaptureToGraph => true,
+            Op::InstantiateWithParams => true,
             Op::GraphCreate => true,
             Op::GraphDestroy => true,
             Op::GraphInstantiateWithFlags => true,
@@ -1305,6 +1313,7 @@ impl Op {
             Op::StreamCaptureInfo => false,
             Op::UpdateCaptureDependencies => false,
             Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
             Op::GraphCreate => false,
             Op::GraphDestroy => false,
             Op::GraphInstantiateWithFlags => false,
@@ -1532,6 +1541,7 @@ impl Op {
                 core::mem::size_of::<update_capture_dependencies::Request>()
             }
             Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Request>(),
+            Op::InstantiateWithParams => core::mem::size_of::<instantiate_with_params::Request>(),
             Op::GraphCreate => core::mem::size_of::<graph_create::Request>(),
             Op::GraphDestroy => core::mem::size_of::<graph_destroy::Request>(),
             Op::GraphInstantiateWithFlags => {
@@ -1757,6 +1767,7 @@ impl Op {
                 core::mem::size_of::<update_capture_dependencies::Reply>()
             }
             Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Reply>(),
+            Op::InstantiateWithParams => core::mem::size_of::<instantiate_with_params::Reply>(),
             Op::GraphCreate => core::mem::size_of::<graph_create::Reply>(),
             Op::GraphDestroy => core::mem::size_of::<graph_destroy::Reply>(),
             Op::GraphInstantiateWithFlags => {
@@ -2138,6 +2149,9 @@ impl Op {
             Op::BeginCaptureToGraph => {
                 message::check::<begin_capture_to_graph::Request>(fixed, blob_len)
             }
+            Op::InstantiateWithParams => {
+                message::check::<instantiate_with_params::Request>(fixed, blob_len)
+            }
             Op::GraphCreate => message::check::<graph_create::Request>(fixed, blob_len),
             Op::GraphDestroy => message::check::<graph_destroy::Request>(fixed, blob_len),
             Op::GraphInstantiateWithFlags => {
@@ -2450,6 +2464,9 @@ impl Op {
             Op::BeginCaptureToGraph => {
                 message::check::<begin_capture_to_graph::Reply>(fixed, blob_len)
             }
+            Op::InstantiateWithParams => {
+                message::check::<instantiate_with_params::Reply>(fixed, blob_len)
+            }
             Op::GraphCreate => message::check::<graph_create::Reply>(fixed, blob_len),
             Op::GraphDestroy => message::check::<graph_destroy::Reply>(fixed, blob_len),
             Op::GraphInstantiateWithFlags => {
@@ -2643,6 +2660,7 @@ impl TryFrom<u16> for Op {
             386 => Ok(Op::StreamCaptureInfo),
             387 => Ok(Op::UpdateCaptureDependencies),
             388 => Ok(Op::BeginCaptureToGraph),
+            389 => Ok(Op::InstantiateWithParams),
             390 => Ok(Op::GraphCreate),
             391 => Ok(Op::GraphDestroy),
             392 => Ok(Op::GraphInstantiateWithFlags),
@@ -2826,6 +2844,7 @@ pub const SCHEMA: &str = concat!(
     "386 StreamCaptureInfo {stream:handle(Stream),per_thread:bool,edges:bool} => {status:u32,id:u64,graph:handle(Graph),count:u32}+blob\n",
     "387 UpdateCaptureDependencies {stream:handle(Stream),per_thread:bool,edges:bool,flags:u32,count:u32}+blob => {}\n",
     "388 BeginCaptureToGraph {stream:handle(Stream),per_thread:bool,graph:handle(Graph),mode:u32,count:u32,edges:bool}+blob => {}\n",
+    "389 InstantiateWithParams {graph:handle(Graph),flags:u64,upload_stream:handle(Stream),per_thread:bool} => {exec:handle(GraphExec),error_node:handle(GraphNode),result:u32}\n",
     "390 GraphCreate {flags:u32} => {ph_graph:handle(Graph)}\n",
     "391 GraphDestroy {hgraph:handle(Graph)} => {}\n",
     "392 GraphInstantiateWithFlags {hgraph:handle(Graph),flags:u64} => {ph_graph_exec:handle(GraphExec)}\n",
@@ -9436,6 +9455,53 @@ pub mod begin_capture_to_graph {
 
     impl Message for Reply {
         const OP: Op = Op::BeginCaptureToGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation InstantiateWithParams: wire id 389.
+pub mod instantiate_with_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub flags: U64,
+        pub upload_stream: U64,
+        pub per_thread: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub exec: U64,
+        pub error_node: U64,
+        pub result: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::InstantiateWithParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::InstantiateWithParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -407,6 +407,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // Upload on the stream.
+        Op::InstantiateWithParams => (
+            b(instantiate_with_params::Request {
+                graph: u(5),
+                flags: u(2),
+                upload_stream: u(STREAM),
+                per_thread: 0,
+            }),
+            none(),
+        ),
         // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
         Op::Memcpy2D => (
             b(memcpy2d::Request {

@@ -6,8 +6,9 @@ use std::ffi::{c_char, c_uint, c_ulonglong};
 
 use super::stream::ptsz;
 use crate::cu::{
-    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgraphNodeType, CUresult,
-    CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode,
+    CUgraphNodeType, CUresult, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+    CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
@@ -560,4 +561,73 @@ pub unsafe extern "C" fn cuStreamBeginCaptureToGraph_ptsz(
     let name = "cuStreamBeginCaptureToGraph_ptsz";
     // SAFETY: forwarded from this function's contract.
     unsafe { begin_to_graph(name, ptsz(h), g, nodes, edges, n, mode) }
+}
+
+/// # Safety
+/// `ph` and `params` must be NULL or valid as `cuGraphInstantiateWithParams` requires.
+unsafe fn instantiate_params(
+    name: &str,
+    per_thread: bool,
+    ph: *mut CUgraphExec,
+    g: CUgraph,
+    params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+) -> CUresult {
+    run(name, || {
+        if ph.is_null() || params.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a NULL pointer");
+        }
+        // SAFETY: checked non-NULL; valid by the contract.
+        let p = unsafe { params.read_unaligned() };
+        let mut st = state::sim()?.lock();
+        let e = graph::instantiate(&mut st, key(g), p.flags)?;
+        // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: checks the stream as an upload does.
+        if p.flags & 2 != 0 {
+            let s = if per_thread {
+                ptsz(p.hUploadStream)
+            } else {
+                key(p.hUploadStream)
+            };
+            if let Err(e2) = graph::upload(&st, e, s) {
+                graph::exec_destroy(&mut st, e)?;
+                return Err(e2);
+            }
+        }
+        // SAFETY: checked non-NULL; valid for writes by the contract.
+        unsafe {
+            let mut out = p;
+            out.hErrNode_out = handle(0);
+            out.result_out = CUgraphInstantiateResult(0);
+            params.write_unaligned(out);
+            ph.write_unaligned(handle(e));
+        }
+        Ok(())
+    })
+}
+
+/// `cuGraphInstantiateWithParams`.
+///
+/// # Safety
+/// `ph` and `params` must be NULL or valid for their reads and writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithParams(
+    ph: *mut CUgraphExec,
+    g: CUgraph,
+    params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+) -> CUresult {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { instantiate_params("cuGraphInstantiateWithParams", false, ph, g, params) }
+}
+
+/// `cuGraphInstantiateWithParams_ptsz`.
+///
+/// # Safety
+/// As for [`cuGraphInstantiateWithParams`].
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithParams_ptsz(
+    ph: *mut CUgraphExec,
+    g: CUgraph,
+    params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+) -> CUresult {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { instantiate_params("cuGraphInstantiateWithParams_ptsz", true, ph, g, params) }
 }

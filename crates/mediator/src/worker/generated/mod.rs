@@ -197,6 +197,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::StreamCaptureInfo => super::graph::stream_capture_info(lane, s, req),
         Op::UpdateCaptureDependencies => super::graph::update_capture_dependencies(lane, s, req),
         Op::BeginCaptureToGraph => super::graph::begin_capture_to_graph(lane, s, req),
+        Op::InstantiateWithParams => super::graph::instantiate_with_params(lane, s, req),
         Op::GraphCreate => graph_create(s, req),
         Op::GraphDestroy => graph_destroy(s, req),
         Op::GraphInstantiateWithFlags => graph_instantiate_with_flags(s, req),
