@@ -152,6 +152,11 @@ remote_table! {
         graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
         graph: cuStreamGetCaptureInfo = 405 gen [id_out: optional];
         graph: cuStreamGetCaptureInfo_ptsz = 406 gen [id_out: optional];
+        graph: cuGraphAddEmptyNode = 407 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddDependencies = 408 gen [from: array(numDependencies), to: array(numDependencies)];
+        graph: cuGraphRemoveDependencies = 409 gen [from: array(numDependencies), to: array(numDependencies)];
+        graph: cuGraphAddEventRecordNode = 410 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddEventWaitNode = 411 gen [dependencies: array(numDependencies)];
 
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;

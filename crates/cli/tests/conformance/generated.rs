@@ -902,6 +902,132 @@ fn cuFuncSetSharedSize() {
     });
 }
 
+/// `cuGraphAddDependencies` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddDependencies() {
+    case("generated::cuGraphAddDependencies", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddDependencies");
+        let mut i_from = vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        let mut i_to = vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_from.as_ptr().cast(),
+                i_to.as_ptr().cast(),
+                6usize,
+            )
+        };
+        f.ok("cuGraphAddDependencies", st);
+    });
+}
+
+/// `cuGraphAddEmptyNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEmptyNode() {
+    case("generated::cuGraphAddEmptyNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEmptyNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphAddEmptyNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEmptyNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
+/// `cuGraphAddEventRecordNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEventRecordNode() {
+    case("generated::cuGraphAddEventRecordNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEventRecordNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                7usize,
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphAddEventRecordNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEventRecordNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
+/// `cuGraphAddEventWaitNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEventWaitNode() {
+    case("generated::cuGraphAddEventWaitNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEventWaitNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                2usize,
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphAddEventWaitNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEventWaitNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
 /// `cuGraphClone` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphClone() {
@@ -1169,6 +1295,32 @@ fn cuGraphNodeGetType() {
             vgpu_abi::types::CUgraphNodeType(802110132u32),
             "cuGraphNodeGetType: type_"
         );
+    });
+}
+
+/// `cuGraphRemoveDependencies` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphRemoveDependencies() {
+    case("generated::cuGraphRemoveDependencies", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphRemoveDependencies");
+        let mut i_from = vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        let mut i_to = vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_from.as_ptr().cast(),
+                i_to.as_ptr().cast(),
+                8usize,
+            )
+        };
+        f.ok("cuGraphRemoveDependencies", st);
     });
 }
 

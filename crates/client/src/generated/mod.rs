@@ -76,6 +76,10 @@ crate::api::implement! {
     cuFuncSetCacheConfig(hfunc, config) => self::func_set_cache_config(hfunc, config);
     cuFuncSetSharedMemConfig(hfunc, config) => self::func_set_shared_mem_config(hfunc, config);
     cuFuncSetSharedSize(hfunc, bytes) => self::func_set_shared_size(hfunc, bytes);
+    cuGraphAddDependencies(hGraph, from, to, numDependencies) => self::graph_add_dependencies(hGraph, from, to, numDependencies);
+    cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) => self::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies);
+    cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_record_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_wait_node(phGraphNode, hGraph, dependencies, numDependencies, event);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
     cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
@@ -88,6 +92,7 @@ crate::api::implement! {
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
     cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
@@ -871,6 +876,124 @@ pub unsafe fn func_set_shared_size(
     Ok(())
 }
 
+/// `cuGraphAddDependencies`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_dependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_from = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(from, numDependencies as usize)
+    }?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_to =
+        unsafe { call::elements_at::<vgpu_abi::types::CUgraphNode>(to, numDependencies as usize) }?;
+    let r = vgpu_proto::graph_add_dependencies::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphAddEmptyNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_empty_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_empty_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphAddEventRecordNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_event_record_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_event_record_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphAddEventWaitNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_event_wait_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_event_wait_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuGraphClone`, generated.
 ///
 /// # Safety
@@ -1148,6 +1271,33 @@ pub unsafe fn graph_node_get_type(
     unsafe {
         write_out(type_, CUgraphNodeType(rep.type_.get()))?;
     }
+    Ok(())
+}
+
+/// `cuGraphRemoveDependencies`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_remove_dependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_from = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(from, numDependencies as usize)
+    }?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_to =
+        unsafe { call::elements_at::<vgpu_abi::types::CUgraphNode>(to, numDependencies as usize) }?;
+    let r = vgpu_proto::graph_remove_dependencies::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

@@ -419,6 +419,16 @@ pub enum Op {
     StreamGetCaptureInfo = 405,
     /// `cuStreamGetCaptureInfo_ptsz`.
     StreamGetCaptureInfo_ptsz = 406,
+    /// `cuGraphAddEmptyNode`.
+    GraphAddEmptyNode = 407,
+    /// `cuGraphAddDependencies`.
+    GraphAddDependencies = 408,
+    /// `cuGraphRemoveDependencies`.
+    GraphRemoveDependencies = 409,
+    /// `cuGraphAddEventRecordNode`.
+    GraphAddEventRecordNode = 410,
+    /// `cuGraphAddEventWaitNode`.
+    GraphAddEventWaitNode = 411,
 }
 
 impl Op {
@@ -600,6 +610,11 @@ impl Op {
         Op::GraphInstantiate,
         Op::StreamGetCaptureInfo,
         Op::StreamGetCaptureInfo_ptsz,
+        Op::GraphAddEmptyNode,
+        Op::GraphAddDependencies,
+        Op::GraphRemoveDependencies,
+        Op::GraphAddEventRecordNode,
+        Op::GraphAddEventWaitNode,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -785,6 +800,11 @@ impl Op {
             Op::GraphInstantiate => "GraphInstantiate",
             Op::StreamGetCaptureInfo => "StreamGetCaptureInfo",
             Op::StreamGetCaptureInfo_ptsz => "StreamGetCaptureInfo_ptsz",
+            Op::GraphAddEmptyNode => "GraphAddEmptyNode",
+            Op::GraphAddDependencies => "GraphAddDependencies",
+            Op::GraphRemoveDependencies => "GraphRemoveDependencies",
+            Op::GraphAddEventRecordNode => "GraphAddEventRecordNode",
+            Op::GraphAddEventWaitNode => "GraphAddEventWaitNode",
         }
     }
 
@@ -967,6 +987,11 @@ impl Op {
             Op::GraphInstantiate => false,
             Op::StreamGetCaptureInfo => false,
             Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
         }
     }
 
@@ -1149,6 +1174,11 @@ impl Op {
             Op::GraphInstantiate => true,
             Op::StreamGetCaptureInfo => true,
             Op::StreamGetCaptureInfo_ptsz => true,
+            Op::GraphAddEmptyNode => true,
+            Op::GraphAddDependencies => true,
+            Op::GraphRemoveDependencies => true,
+            Op::GraphAddEventRecordNode => true,
+            Op::GraphAddEventWaitNode => true,
         }
     }
 
@@ -1331,6 +1361,11 @@ impl Op {
             Op::GraphInstantiate => false,
             Op::StreamGetCaptureInfo => false,
             Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
         }
     }
 
@@ -1565,6 +1600,15 @@ impl Op {
             Op::StreamGetCaptureInfo_ptsz => {
                 core::mem::size_of::<stream_get_capture_info_ptsz::Request>()
             }
+            Op::GraphAddEmptyNode => core::mem::size_of::<graph_add_empty_node::Request>(),
+            Op::GraphAddDependencies => core::mem::size_of::<graph_add_dependencies::Request>(),
+            Op::GraphRemoveDependencies => {
+                core::mem::size_of::<graph_remove_dependencies::Request>()
+            }
+            Op::GraphAddEventRecordNode => {
+                core::mem::size_of::<graph_add_event_record_node::Request>()
+            }
+            Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Request>(),
         }
     }
 
@@ -1789,6 +1833,13 @@ impl Op {
             Op::StreamGetCaptureInfo_ptsz => {
                 core::mem::size_of::<stream_get_capture_info_ptsz::Reply>()
             }
+            Op::GraphAddEmptyNode => core::mem::size_of::<graph_add_empty_node::Reply>(),
+            Op::GraphAddDependencies => core::mem::size_of::<graph_add_dependencies::Reply>(),
+            Op::GraphRemoveDependencies => core::mem::size_of::<graph_remove_dependencies::Reply>(),
+            Op::GraphAddEventRecordNode => {
+                core::mem::size_of::<graph_add_event_record_node::Reply>()
+            }
+            Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Reply>(),
         }
     }
 
@@ -2181,6 +2232,21 @@ impl Op {
             Op::StreamGetCaptureInfo_ptsz => {
                 message::check::<stream_get_capture_info_ptsz::Request>(fixed, blob_len)
             }
+            Op::GraphAddEmptyNode => {
+                message::check::<graph_add_empty_node::Request>(fixed, blob_len)
+            }
+            Op::GraphAddDependencies => {
+                message::check::<graph_add_dependencies::Request>(fixed, blob_len)
+            }
+            Op::GraphRemoveDependencies => {
+                message::check::<graph_remove_dependencies::Request>(fixed, blob_len)
+            }
+            Op::GraphAddEventRecordNode => {
+                message::check::<graph_add_event_record_node::Request>(fixed, blob_len)
+            }
+            Op::GraphAddEventWaitNode => {
+                message::check::<graph_add_event_wait_node::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2494,6 +2560,19 @@ impl Op {
             Op::StreamGetCaptureInfo_ptsz => {
                 message::check::<stream_get_capture_info_ptsz::Reply>(fixed, blob_len)
             }
+            Op::GraphAddEmptyNode => message::check::<graph_add_empty_node::Reply>(fixed, blob_len),
+            Op::GraphAddDependencies => {
+                message::check::<graph_add_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::GraphRemoveDependencies => {
+                message::check::<graph_remove_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddEventRecordNode => {
+                message::check::<graph_add_event_record_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddEventWaitNode => {
+                message::check::<graph_add_event_wait_node::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2678,6 +2757,11 @@ impl TryFrom<u16> for Op {
             404 => Ok(Op::GraphInstantiate),
             405 => Ok(Op::StreamGetCaptureInfo),
             406 => Ok(Op::StreamGetCaptureInfo_ptsz),
+            407 => Ok(Op::GraphAddEmptyNode),
+            408 => Ok(Op::GraphAddDependencies),
+            409 => Ok(Op::GraphRemoveDependencies),
+            410 => Ok(Op::GraphAddEventRecordNode),
+            411 => Ok(Op::GraphAddEventWaitNode),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2862,6 +2946,11 @@ pub const SCHEMA: &str = concat!(
     "404 GraphInstantiate {hgraph:handle(Graph),want_ph_error_node:bool,buffer_size:u64} => {ph_graph_exec:handle(GraphExec),ph_error_node:handle(GraphNode)}+blob(string(bufferSize))\n",
     "405 StreamGetCaptureInfo {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
     "406 StreamGetCaptureInfo_ptsz {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
+    "407 GraphAddEmptyNode {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "408 GraphAddDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
+    "409 GraphRemoveDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
+    "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10212,6 +10301,282 @@ pub mod stream_get_capture_info_ptsz {
     }
 }
 
+/// `cuGraphAddEmptyNode`: wire id 407.
+pub mod graph_add_empty_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEmptyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEmptyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddDependencies`: wire id 408.
+pub mod graph_add_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphRemoveDependencies`: wire id 409.
+pub mod graph_remove_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphRemoveDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphRemoveDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddEventRecordNode`: wire id 410.
+pub mod graph_add_event_record_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEventRecordNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEventRecordNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddEventWaitNode`: wire id 411.
+pub mod graph_add_event_wait_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEventWaitNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEventWaitNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -11154,6 +11519,71 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut blob = Vec::new();
             r.hstream = U64::new(0x4100_0000_0000_0045);
             r.want_id_out = 1;
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEmptyNode => {
+            let mut r = graph_add_empty_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0048);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddDependencies => {
+            let mut r = graph_add_dependencies::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_004b);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphRemoveDependencies => {
+            let mut r = graph_remove_dependencies::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_004e);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEventRecordNode => {
+            let mut r = graph_add_event_record_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0051);
+            r.num_dependencies = U64::new(2);
+            r.event = U64::new(0x4100_0000_0000_0073);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEventWaitNode => {
+            let mut r = graph_add_event_wait_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0054);
+            r.num_dependencies = U64::new(2);
+            r.event = U64::new(0x4100_0000_0000_0076);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -883,6 +883,139 @@ pub extern "C" fn cuFuncSetSharedSize(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphAddDependencies`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddDependencies");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "from",
+            from.cast(),
+            &vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "to",
+            to.cast(),
+            &vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 6usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEmptyNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEmptyNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEmptyNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEventRecordNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEventRecordNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 7usize);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEventWaitNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEventWaitNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 2usize);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphClone`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1105,6 +1238,42 @@ pub unsafe extern "C" fn cuGraphNodeGetType(
     }
     // SAFETY: checked non-NULL.
     unsafe { type_.write_unaligned(vgpu_abi::types::CUgraphNodeType(802110132u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphRemoveDependencies`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphRemoveDependencies");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "from",
+            from.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "to",
+            to.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 8usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -2662,6 +2831,10 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddDependencies",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddEventRecordNode",
+    "cuGraphAddEventWaitNode",
     "cuGraphClone",
     "cuGraphCreate",
     "cuGraphDestroy",
@@ -2674,6 +2847,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
     "cuGraphNodeGetType",
+    "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
@@ -2796,6 +2970,10 @@ const _: crate::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: crate::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: crate::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: crate::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: crate::signature::cuGraphAddDependencies = cuGraphAddDependencies;
+const _: crate::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
+const _: crate::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
+const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: crate::signature::cuGraphClone = cuGraphClone;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
 const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
@@ -2808,6 +2986,7 @@ const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
 const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;

@@ -72,8 +72,13 @@ pub enum Plan {
     /// A NUL-terminated string, in the request's blob (its length in
     /// `len_field`).
     InStr { len_field: String },
-    /// `count` elements read through a pointer, in the request's blob.
-    InArray { count: String, elem: String },
+    /// `count` elements read through a pointer, in the request's blob;
+    /// with `handle`, each a handle the worker translates.
+    InArray {
+        count: String,
+        elem: String,
+        handle: Option<HandleKind>,
+    },
     /// A value written through a pointer, in the reply.
     Out {
         field: String,

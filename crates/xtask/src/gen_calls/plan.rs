@@ -180,11 +180,21 @@ pub(super) fn call_op(
                     (true, inner) if has("array") => {
                         let count = arg_of("array").unwrap_or_default();
                         req_parts.push(format!("array({count})"));
-                        Plan::InArray {
-                            count,
-                            elem: elem_rust(&p.rust)?,
+                        let pointee = desc.c_type.trim_start_matches("const ");
+                        let pointee = pointee.trim_end_matches('*').trim();
+                        match (inner, handles.get(pointee)) {
+                            (Ty::Ptr { .. }, Some(k)) => Plan::InArray {
+                                count,
+                                elem: elem_rust(&p.rust)?,
+                                handle: Some(*k),
+                            },
+                            _ => Plan::InArray {
+                                count,
+                                elem: elem_rust(&p.rust)?,
+                                handle: None,
+                            }
+                            .checked(inner)?,
                         }
-                        .checked(inner)?
                     }
                     (false, inner) if has("array") => {
                         let count = arg_of("array").unwrap_or_default();

@@ -147,7 +147,7 @@ fn render_stub(s: &mut String, op: &Op) {
                 ));
                 blob.push(format!("b_{n}"));
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray { count, elem, .. } => {
                 let _ = writeln!(
                     s,
                     "    // SAFETY: the application's array of `{count}` elements.\n    let b_{n} = unsafe {{ call::elements_at::<{elem}>({n}, {count} as usize) }}?;"

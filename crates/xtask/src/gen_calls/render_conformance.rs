@@ -81,14 +81,18 @@ fn render_test(s: &mut String, op: &Op) {
                 let _ = writeln!(setup, "        let i_{n} = c\"{name}-{i}\";");
                 args.push(format!("i_{n}.as_ptr()"));
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray {
+                count,
+                elem,
+                handle,
+            } => {
                 let k = count_value(op, count);
-                let _ = writeln!(
-                    setup,
-                    "        let mut i_{n} = pattern({}, {i}, {k} * {});",
-                    op.id,
-                    element_bytes(elem)
-                );
+                // Handles travel as NULL, which every kind translates.
+                let value = match handle {
+                    Some(_) => format!("vec![0u8; {k} * {}]", element_bytes(elem)),
+                    None => format!("pattern({}, {i}, {k} * {})", op.id, element_bytes(elem)),
+                };
+                let _ = writeln!(setup, "        let mut i_{n} = {value};");
                 args.push(format!("i_{n}.{ptr}().cast()"));
             }
             Plan::Out { ty, .. } => {

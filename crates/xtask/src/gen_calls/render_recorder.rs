@@ -120,13 +120,19 @@ fn render_export(s: &mut String, op: &Op) {
                     name
                 );
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray {
+                count,
+                elem,
+                handle,
+            } => {
                 let k = count_value(op, count);
+                let want = match handle {
+                    Some(_) => format!("vec![0u8; {k} * {}]", element_bytes(elem)),
+                    None => format!("pattern({}, {i}, {k} * {})", op.id, element_bytes(elem)),
+                };
                 let _ = writeln!(
                     checks,
-                    "    // SAFETY: checked non-NULL first; `{count}` elements.\n    unsafe {{ c.bytes(\"{n}\", {n}.cast(), &pattern({}, {i}, {k} * {})) }};",
-                    op.id,
-                    element_bytes(elem)
+                    "    // SAFETY: checked non-NULL first; `{count}` elements.\n    unsafe {{ c.bytes(\"{n}\", {n}.cast(), &{want}) }};"
                 );
             }
             Plan::Out { ty, .. } => {

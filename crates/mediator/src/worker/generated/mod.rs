@@ -215,6 +215,11 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphInstantiate => graph_instantiate(s, req),
         Op::StreamGetCaptureInfo => stream_get_capture_info(s, req),
         Op::StreamGetCaptureInfo_ptsz => stream_get_capture_info_ptsz(s, req),
+        Op::GraphAddEmptyNode => graph_add_empty_node(s, req),
+        Op::GraphAddDependencies => graph_add_dependencies(s, req),
+        Op::GraphRemoveDependencies => graph_remove_dependencies(s, req),
+        Op::GraphAddEventRecordNode => graph_add_event_record_node(s, req),
+        Op::GraphAddEventWaitNode => graph_add_event_wait_node(s, req),
     }
 }
 
@@ -3119,6 +3124,266 @@ fn stream_get_capture_info_ptsz(s: &Session, req: &Request) -> Result<Reply, Sta
         &vgpu_proto::stream_get_capture_info_ptsz::Reply {
             capture_status_out: U32::new(o_capture_status_out.0),
             id_out: U64::new(o_id_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEmptyNode`.
+fn graph_add_empty_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_empty_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEmptyNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_empty_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddDependencies`.
+fn graph_add_dependencies(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_dependencies::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_from = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_from: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_from * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_from.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let n_to = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_to: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_to * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_to.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let f = entry(s.driver.cuGraphAddDependencies)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph),
+            a_from.as_ptr(),
+            a_to.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_dependencies::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphRemoveDependencies`.
+fn graph_remove_dependencies(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_remove_dependencies::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_from = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_from: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_from * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_from.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let n_to = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_to: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_to * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_to.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let f = entry(s.driver.cuGraphRemoveDependencies)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph),
+            a_from.as_ptr(),
+            a_to.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_remove_dependencies::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEventRecordNode`.
+fn graph_add_event_record_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_event_record_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEventRecordNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            calls::as_ptr(a_event),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_event_record_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEventWaitNode`.
+fn graph_add_event_wait_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_event_wait_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEventWaitNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            calls::as_ptr(a_event),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_event_wait_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
         },
         Vec::new(),
     ))

@@ -599,6 +599,100 @@ pub extern "C" fn cuFuncSetSharedSize(
     })
 }
 
+/// `cuGraphAddDependencies`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphAddDependencies", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::graph::graph_add_dependencies(hGraph, from, to, numDependencies) }
+    })
+}
+
+/// `cuGraphAddEmptyNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEmptyNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphAddEmptyNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies)
+        }
+    })
+}
+
+/// `cuGraphAddEventRecordNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphAddEventRecordNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_event_record_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                event,
+            )
+        }
+    })
+}
+
+/// `cuGraphAddEventWaitNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphAddEventWaitNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_event_wait_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                event,
+            )
+        }
+    })
+}
+
 /// `cuGraphClone`.
 ///
 /// # Safety
@@ -775,6 +869,23 @@ pub unsafe extern "C" fn cuGraphNodeGetType(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let type_ = unsafe { Out::new(type_, "type_") }?;
         super::graph::graph_node_get_type(hNode, type_)
+    })
+}
+
+/// `cuGraphRemoveDependencies`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphRemoveDependencies", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::graph::graph_remove_dependencies(hGraph, from, to, numDependencies) }
     })
 }
 
@@ -1915,6 +2026,10 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddDependencies",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddEventRecordNode",
+    "cuGraphAddEventWaitNode",
     "cuGraphClone",
     "cuGraphCreate",
     "cuGraphDestroy",
@@ -1927,6 +2042,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
     "cuGraphNodeGetType",
+    "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
@@ -2049,6 +2165,10 @@ const _: super::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: super::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: super::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: super::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: super::signature::cuGraphAddDependencies = cuGraphAddDependencies;
+const _: super::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
+const _: super::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
+const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: super::signature::cuGraphClone = cuGraphClone;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
 const _: super::signature::cuGraphDestroy = cuGraphDestroy;
@@ -2061,6 +2181,7 @@ const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
 const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
 const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
