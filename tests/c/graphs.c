@@ -56,6 +56,9 @@ enum {
     ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
     ERROR_STREAM_CAPTURE_INVALIDATED = 901,
     GRAPH_NODE_TYPE_MEMSET = 2,
+    GRAPH_NODE_TYPE_EMPTY = 5,
+    GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+    GRAPH_NODE_TYPE_EVENT_RECORD = 7,
     SET_CAPTURE_DEPENDENCIES = 1,
     INSTANTIATE_FLAG_UPLOAD = 2,
 };
@@ -89,6 +92,13 @@ static struct {
     CUresult (*StreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode *,
                                           const CUgraphEdgeData *, size_t, int);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
+    CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+    CUresult (*GraphAddEventRecordNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                        CUevent);
+    CUresult (*GraphAddEventWaitNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+    CUresult (*GraphAddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*GraphDestroyNode)(CUgraphNode);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -135,6 +145,12 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies"),
     ENTRY(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
+    ENTRY(GraphAddEmptyNode, "cuGraphAddEmptyNode"),
+    ENTRY(GraphAddEventRecordNode, "cuGraphAddEventRecordNode"),
+    ENTRY(GraphAddEventWaitNode, "cuGraphAddEventWaitNode"),
+    ENTRY(GraphAddDependencies, "cuGraphAddDependencies"),
+    ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
+    ENTRY(GraphDestroyNode, "cuGraphDestroyNode"),
     ENTRY(EventCreate, "cuEventCreate"),
     ENTRY(EventDestroy, "cuEventDestroy_v2"),
     ENTRY(EventRecord, "cuEventRecord"),
@@ -329,6 +345,42 @@ static void capture_to_graph(void)
     EXPECT("to_graph_destroy", cu.GraphDestroy(into), CUDA_SUCCESS);
 }
 
+/* Whether node `n` is of type `want`. */
+static int node_is(CUgraphNode n, int want)
+{
+    int type = -1;
+    return cu.GraphNodeGetType(n, &type) == CUDA_SUCCESS && type == want;
+}
+
+/* Builds a graph node by node: an empty root, an event record after it, an event
+ * wait after that; adds and removes an edge, destroys a node, launches it. */
+static void built_graph(CUevent done)
+{
+    CUgraph g = NULL;
+    CUgraphNode root = NULL, record = NULL, wait = NULL, extra = NULL;
+    CUgraphExec exec = NULL;
+    if (!EXPECT("built_create", cu.GraphCreate(&g, 0), CUDA_SUCCESS))
+        return;
+    EXPECT("built_empty", cu.GraphAddEmptyNode(&root, g, NULL, 0), CUDA_SUCCESS);
+    EXPECT("built_record", cu.GraphAddEventRecordNode(&record, g, &root, 1, done), CUDA_SUCCESS);
+    EXPECT("built_wait", cu.GraphAddEventWaitNode(&wait, g, &record, 1, done), CUDA_SUCCESS);
+    EXPECT("built_extra", cu.GraphAddEmptyNode(&extra, g, NULL, 0), CUDA_SUCCESS);
+    expect_true("built_types",
+                node_is(root, GRAPH_NODE_TYPE_EMPTY) &&
+                    node_is(record, GRAPH_NODE_TYPE_EVENT_RECORD) &&
+                    node_is(wait, GRAPH_NODE_TYPE_WAIT_EVENT),
+                "a node has another type");
+    EXPECT("built_add_edge", cu.GraphAddDependencies(g, &extra, &wait, 1), CUDA_SUCCESS);
+    EXPECT("built_remove_edge", cu.GraphRemoveDependencies(g, &extra, &wait, 1), CUDA_SUCCESS);
+    EXPECT("built_destroy_node", cu.GraphDestroyNode(extra), CUDA_SUCCESS);
+    if (EXPECT("built_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
+        EXPECT("built_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT("built_event_sync", cu.EventSynchronize(done), CUDA_SUCCESS);
+        EXPECT("built_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+    EXPECT("built_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 /* An asynchronous copy from pageable memory on the capturing stream: vgpu
  * refuses it and the capture goes on. */
 static void pageable_copy(void)
@@ -423,6 +475,7 @@ int main(int argc, char **argv)
         EXPECT("graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
     forbidden_calls();
     capture_to_graph();
+    built_graph(done);
 
     CUgraph empty = NULL;
     EXPECT("graph_create", cu.GraphCreate(&empty, 0), CUDA_SUCCESS);

@@ -134,6 +134,9 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok to_graph_same_graph")
         .assert_line("ok to_graph_instantiate_result")
         .assert_line("ok to_graph_data")
+        .assert_line("ok built_types")
+        .assert_line("ok built_add_edge")
+        .assert_line("ok built_event_sync")
         .assert_line("ok forbid_mem_alloc")
         .assert_line("ok forbid_is_capturing_invalidated")
         .assert_line("ok forbid_end_invalidated")
@@ -143,7 +146,7 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok destroyed_graph_destroy")
         .assert_line("ok kernel_capture_ran_nothing")
         .assert_line("ok kernel_replay_data");
-    // Launches of a live executable graph outside capture are posted (6 of
+    // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.
     let text = std::fs::read_to_string(&trace).expect("the trace file");
     let summary = text
@@ -156,7 +159,7 @@ fn c_stream_capture_and_graphs() {
         .and_then(|n| n.trim().rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no posted count in {summary:?}"));
-    assert!(posted >= 6 + 4, "{posted} posted: {summary}");
+    assert!(posted >= 7 + 4, "{posted} posted: {summary}");
     let mut direct = h.command(&exe);
     direct.arg(&h.build.sim).args(["--kernel", "--handles"]);
     let native = h.run(direct);
