@@ -99,6 +99,11 @@ static struct {
     CUresult (*GraphAddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
     CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
     CUresult (*GraphDestroyNode)(CUgraphNode);
+    CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphGetRootNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphGetEdges)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
+    CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
+    CUresult (*GraphNodeGetDependentNodes)(CUgraphNode, CUgraphNode *, size_t *);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -151,6 +156,11 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphAddDependencies, "cuGraphAddDependencies"),
     ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
     ENTRY(GraphDestroyNode, "cuGraphDestroyNode"),
+    ENTRY(GraphGetNodes, "cuGraphGetNodes"),
+    ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
+    ENTRY(GraphGetEdges, "cuGraphGetEdges"),
+    ENTRY(GraphNodeGetDependencies, "cuGraphNodeGetDependencies"),
+    ENTRY(GraphNodeGetDependentNodes, "cuGraphNodeGetDependentNodes"),
     ENTRY(EventCreate, "cuEventCreate"),
     ENTRY(EventDestroy, "cuEventDestroy_v2"),
     ENTRY(EventRecord, "cuEventRecord"),
@@ -370,7 +380,29 @@ static void built_graph(CUevent done)
                     node_is(record, GRAPH_NODE_TYPE_EVENT_RECORD) &&
                     node_is(wait, GRAPH_NODE_TYPE_WAIT_EVENT),
                 "a node has another type");
+    size_t n = 0;
+    EXPECT("built_get_nodes", cu.GraphGetNodes(g, NULL, &n), CUDA_SUCCESS);
+    expect_true("built_four_nodes", n == 4, "the graph does not have 4 nodes");
+    CUgraphNode roots[4] = {NULL, NULL, NULL, NULL};
+    n = 4;
+    EXPECT("built_get_roots", cu.GraphGetRootNodes(g, roots, &n), CUDA_SUCCESS);
+    expect_true("built_two_roots",
+                n == 2 && ((roots[0] == root && roots[1] == extra) ||
+                           (roots[0] == extra && roots[1] == root)) &&
+                    roots[2] == NULL,
+                "the roots are not the empty nodes");
     EXPECT("built_add_edge", cu.GraphAddDependencies(g, &extra, &wait, 1), CUDA_SUCCESS);
+    n = 0;
+    EXPECT("built_get_edges", cu.GraphGetEdges(g, NULL, NULL, &n), CUDA_SUCCESS);
+    expect_true("built_three_edges", n == 3, "the graph does not have 3 edges");
+    n = 0;
+    EXPECT("built_wait_deps", cu.GraphNodeGetDependencies(wait, NULL, &n), CUDA_SUCCESS);
+    expect_true("built_wait_two_deps", n == 2, "the wait node does not have 2 dependencies");
+    CUgraphNode after[2] = {NULL, NULL};
+    n = 2;
+    EXPECT("built_root_dependents", cu.GraphNodeGetDependentNodes(root, after, &n), CUDA_SUCCESS);
+    expect_true("built_root_one_dependent", n == 1 && after[0] == record,
+                "the root's dependent is not the record node");
     EXPECT("built_remove_edge", cu.GraphRemoveDependencies(g, &extra, &wait, 1), CUDA_SUCCESS);
     EXPECT("built_destroy_node", cu.GraphDestroyNode(extra), CUDA_SUCCESS);
     if (EXPECT("built_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {

@@ -210,7 +210,9 @@ remote_table! {
             cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
             cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
             cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
-            cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz;
+            cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+            cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
+            cuGraphNodeGetDependentNodes, cuGraphGetEdges;
     }
 
     ops {
@@ -374,5 +376,11 @@ remote_table! {
         /// `CUgraphInstantiateResult`.
         graph: InstantiateWithParams = 389 { graph: handle(Graph), flags: u64, upload_stream: handle(Stream),
             per_thread: bool } => { exec: handle(GraphExec), error_node: handle(GraphNode), result: u32 };
+        /// A graph's nodes (`what` 0), root nodes (1), a node's dependencies
+        /// (2) or dependent nodes (3), a graph's edges (4) of graph or node id
+        /// `handle`. With `want` the driver fills `capacity` entries (node ids,
+        /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
+        /// destinations), which are the reply's blob; `count` is the driver's.
+        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool } => { count: u64 } + blob;
     }
 }

@@ -20,7 +20,7 @@ use vgpu_abi::types::{
     CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use vgpu_proto::{
-    exchange_capture_mode, stream_begin_capture, stream_begin_capture_ptsz,
+    exchange_capture_mode, graph_query, stream_begin_capture, stream_begin_capture_ptsz,
     stream_begin_capture_v2, stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture,
     stream_end_capture_ptsz, stream_is_capturing, update_capture_dependencies, RequestMessage,
 };
@@ -411,5 +411,59 @@ pub unsafe fn instantiate_with_params(
             CUgraphInstantiateResult(rep.result.get()),
         )?;
         write_out(ph, wire::handle(exec))
+    }
+}
+
+/// `cuGraphGetNodes` (`what` 0), `cuGraphGetRootNodes` (1),
+/// `cuGraphNodeGetDependencies` (2), `cuGraphNodeGetDependentNodes` (3),
+/// `cuGraphGetEdges` (4, sources in `a` and destinations in `b`) of graph or
+/// node id `handle`. With arrays, `*n` is their capacity and the driver
+/// fills them; without, it gives the count.
+///
+/// # Safety
+/// `n` must be NULL or valid for a read and a write; `a` and `b` NULL or
+/// valid for `*n` writes.
+pub unsafe fn query(
+    what: u8,
+    handle: u64,
+    a: *mut CUgraphNode,
+    b: *mut CUgraphNode,
+    n: *mut usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(n)?;
+    let edges = what == 4;
+    if edges && a.is_null() != b.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let want = !a.is_null();
+    // SAFETY: checked non-NULL; the application's count.
+    let capacity = if want { unsafe { n.read() } } else { 0 };
+    let r = graph_query::Request {
+        what,
+        handle: U64::new(handle),
+        capacity: U64::new(capacity as u64),
+        want: u8::from(want),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let lists = if edges { 2 } else { 1 };
+    if want && back.len() != capacity * 8 * lists {
+        return Err(CuError::UNKNOWN);
+    }
+    let ids: Vec<u64> = back
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    // SAFETY: the application's arrays of `capacity` entries and its count.
+    unsafe {
+        for (i, &id) in ids.iter().enumerate() {
+            let (dst, at) = if i < capacity {
+                (a, i)
+            } else {
+                (b, i - capacity)
+            };
+            dst.add(at).write(wire::handle(id));
+        }
+        write_out(n, usize::try_from(rep.count.get()).unwrap_or(usize::MAX))
     }
 }

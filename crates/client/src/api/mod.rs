@@ -207,6 +207,13 @@ implement! {
         graph::update_dependencies(s, false, deps, Some(e), n, flags);
     cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
         graph::update_dependencies(s, true, deps, Some(e), n, flags);
+    cuGraphGetNodes(g, nodes, n) => graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphGetRootNodes(g, nodes, n) => graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphNodeGetDependencies(node, deps, n) =>
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), n);
+    cuGraphNodeGetDependentNodes(node, deps, n) =>
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
+    cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);
     cuStreamBeginCaptureToGraph(s, g, deps, e, n, mode) =>

@@ -13,8 +13,8 @@ use vgpu_abi::types::{
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, instantiate_with_params, stream_capture_info,
-    update_capture_dependencies, Request,
+    begin_capture_to_graph, exchange_capture_mode, graph_query, instantiate_with_params,
+    stream_capture_info, update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -22,7 +22,7 @@ use super::calls::{as_ptr, message, ok, Reply};
 use super::exec::Lane;
 use super::status::INVALID_VALUE;
 use super::Session;
-use crate::driver::{entry, Status};
+use crate::driver::{entry, Handle, Status};
 
 /// `cuThreadExchangeStreamCaptureMode` on the lane's thread, which stands
 /// for the client's thread.
@@ -301,5 +301,62 @@ pub fn instantiate_with_params(_: &mut Lane, s: &Session, req: &Request) -> Resu
             result: U32::new(params.result_out.0),
         },
         Vec::new(),
+    ))
+}
+
+/// Most entries a graph query returns (16 MiB of ids).
+const MAX_QUERY: usize = 1 << 21;
+
+/// `cuGraphGetNodes`, `…GetRootNodes`, `…NodeGetDependencies`,
+/// `…NodeGetDependentNodes`, `…GetEdges`: the driver fills arrays of the
+/// client's capacity; their nodes go back as ids.
+pub fn graph_query(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &graph_query::Request = message(req)?;
+    let kind = match r.what {
+        2 | 3 => HandleKind::GraphNode,
+        _ => HandleKind::Graph,
+    };
+    let h: Handle = as_ptr(s.tables().handle(kind, r.handle.get())?);
+    let want = r.want != 0;
+    let capacity = usize::try_from(r.capacity.get()).map_err(|_| INVALID_VALUE)?;
+    if capacity > MAX_QUERY {
+        return Err(INVALID_VALUE);
+    }
+    let len = if want { capacity } else { 0 };
+    let mut a: Vec<CUgraphNode> = vec![ptr::null_mut(); len];
+    let mut b: Vec<CUgraphNode> = vec![ptr::null_mut(); if r.what == 4 { len } else { 0 }];
+    let (pa, pb) = if want {
+        (a.as_mut_ptr(), b.as_mut_ptr())
+    } else {
+        (ptr::null_mut(), ptr::null_mut())
+    };
+    let mut n = len;
+    // SAFETY: the arrays hold `n` entries (or are NULL without `want`); the
+    // graph or node is this session's own.
+    ok(unsafe {
+        match r.what {
+            0 => entry(s.driver.cuGraphGetNodes)?(h.cast(), pa, &mut n),
+            1 => entry(s.driver.cuGraphGetRootNodes)?(h.cast(), pa, &mut n),
+            2 => entry(s.driver.cuGraphNodeGetDependencies)?(h.cast(), pa, &mut n),
+            3 => entry(s.driver.cuGraphNodeGetDependentNodes)?(h.cast(), pa, &mut n),
+            4 => entry(s.driver.cuGraphGetEdges)?(h.cast(), pa, pb, &mut n),
+            _ => return Err(INVALID_VALUE),
+        }
+    })?;
+    let mut t = s.tables();
+    let blob = a
+        .iter()
+        .chain(&b)
+        .flat_map(|&node| {
+            t.id_of(HandleKind::GraphNode, node as usize, req.ctx)
+                .to_le_bytes()
+        })
+        .collect();
+    drop(t);
+    Ok(Reply::new(
+        &graph_query::Reply {
+            count: U64::new(n as u64),
+        },
+        blob,
     ))
 }

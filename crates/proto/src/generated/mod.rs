@@ -429,6 +429,12 @@ pub enum Op {
     GraphAddEventRecordNode = 410,
     /// `cuGraphAddEventWaitNode`.
     GraphAddEventWaitNode = 411,
+    /// A graph's nodes (`what` 0), root nodes (1), a node's dependencies
+    /// (2) or dependent nodes (3), a graph's edges (4) of graph or node id
+    /// `handle`. With `want` the driver fills `capacity` entries (node ids,
+    /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
+    /// destinations), which are the reply's blob; `count` is the driver's.
+    GraphQuery = 412,
 }
 
 impl Op {
@@ -615,6 +621,7 @@ impl Op {
         Op::GraphRemoveDependencies,
         Op::GraphAddEventRecordNode,
         Op::GraphAddEventWaitNode,
+        Op::GraphQuery,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -805,6 +812,7 @@ impl Op {
             Op::GraphRemoveDependencies => "GraphRemoveDependencies",
             Op::GraphAddEventRecordNode => "GraphAddEventRecordNode",
             Op::GraphAddEventWaitNode => "GraphAddEventWaitNode",
+            Op::GraphQuery => "GraphQuery",
         }
     }
 
@@ -992,6 +1000,7 @@ impl Op {
             Op::GraphRemoveDependencies => false,
             Op::GraphAddEventRecordNode => false,
             Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
         }
     }
 
@@ -1179,6 +1188,7 @@ impl Op {
             Op::GraphRemoveDependencies => true,
             Op::GraphAddEventRecordNode => true,
             Op::GraphAddEventWaitNode => true,
+            Op::GraphQuery => true,
         }
     }
 
@@ -1366,6 +1376,7 @@ impl Op {
             Op::GraphRemoveDependencies => false,
             Op::GraphAddEventRecordNode => false,
             Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
         }
     }
 
@@ -1609,6 +1620,7 @@ impl Op {
                 core::mem::size_of::<graph_add_event_record_node::Request>()
             }
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Request>(),
+            Op::GraphQuery => core::mem::size_of::<graph_query::Request>(),
         }
     }
 
@@ -1840,6 +1852,7 @@ impl Op {
                 core::mem::size_of::<graph_add_event_record_node::Reply>()
             }
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Reply>(),
+            Op::GraphQuery => core::mem::size_of::<graph_query::Reply>(),
         }
     }
 
@@ -2247,6 +2260,7 @@ impl Op {
             Op::GraphAddEventWaitNode => {
                 message::check::<graph_add_event_wait_node::Request>(fixed, blob_len)
             }
+            Op::GraphQuery => message::check::<graph_query::Request>(fixed, blob_len),
         }
     }
 
@@ -2573,6 +2587,7 @@ impl Op {
             Op::GraphAddEventWaitNode => {
                 message::check::<graph_add_event_wait_node::Reply>(fixed, blob_len)
             }
+            Op::GraphQuery => message::check::<graph_query::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2762,6 +2777,7 @@ impl TryFrom<u16> for Op {
             409 => Ok(Op::GraphRemoveDependencies),
             410 => Ok(Op::GraphAddEventRecordNode),
             411 => Ok(Op::GraphAddEventWaitNode),
+            412 => Ok(Op::GraphQuery),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2951,6 +2967,7 @@ pub const SCHEMA: &str = concat!(
     "409 GraphRemoveDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
     "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10569,6 +10586,51 @@ pub mod graph_add_event_wait_node {
         const OP: Op = Op::GraphAddEventWaitNode;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphQuery: wire id 412.
+pub mod graph_query {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub handle: U64,
+        pub capacity: U64,
+        pub want: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub count: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want", self.want)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

@@ -407,6 +407,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // The first 8 nodes of graph 5.
+        Op::GraphQuery => (
+            b(graph_query::Request {
+                what: 0,
+                handle: u(5),
+                capacity: u(8),
+                want: 1,
+            }),
+            none(),
+        ),
         // Upload on the stream.
         Op::InstantiateWithParams => (
             b(instantiate_with_params::Request {

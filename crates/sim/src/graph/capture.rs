@@ -91,8 +91,8 @@ pub(crate) fn captured(
             "the stream's capture was invalidated by an earlier error",
         );
     }
-    let graph = c.graph;
-    let node = add_node(st, graph, work())?;
+    let (graph, deps) = (c.graph, c.deps.clone());
+    let node = add_node(st, graph, work(), deps)?;
     if let Some(c) = st.ext.graphs.captures.get_mut(&stream_key) {
         c.deps = vec![node];
         c.edges = vec![no_edge()];

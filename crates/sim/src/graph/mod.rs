@@ -108,6 +108,8 @@ impl Work {
 pub(crate) struct Node {
     pub graph: usize,
     pub work: Work,
+    /// The nodes it depends on.
+    pub deps: Vec<usize>,
 }
 
 /// One graph: its nodes in the order they were added.
@@ -179,14 +181,21 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
 }
 
 /// Adds a node doing `work` at the end of graph `key`.
-pub(crate) fn add_node(st: &mut State, key: usize, work: Work) -> Res<usize> {
+pub(crate) fn add_node(st: &mut State, key: usize, work: Work, deps: Vec<usize>) -> Res<usize> {
     let node = st.mint();
     let g = &mut st.ext.graphs;
     let Some(graph) = g.graphs.get_mut(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));
     };
     graph.nodes.push(node);
-    g.nodes.insert(node, Node { graph: key, work });
+    g.nodes.insert(
+        node,
+        Node {
+            graph: key,
+            work,
+            deps,
+        },
+    );
     Ok(node)
 }
 
@@ -194,18 +203,87 @@ pub(crate) fn add_node(st: &mut State, key: usize, work: Work) -> Res<usize> {
 /// nodes of that graph.
 pub(crate) fn add_node_after(st: &mut State, key: usize, deps: &[usize], work: Work) -> Res<usize> {
     check_nodes(st, Some(key), deps)?;
-    add_node(st, key, work)
+    add_node(st, key, work, deps.to_vec())
 }
 
 /// `cuGraphAddDependencies` / `cuGraphRemoveDependencies`: every node must belong to
 /// graph `key`. The graph runs its nodes in the order they were added, which satisfies
 /// any dependencies between them, so the edges themselves change nothing here.
-pub(crate) fn check_edges(st: &State, key: usize, from: &[usize], to: &[usize]) -> Res<()> {
+pub(crate) fn edges(
+    st: &mut State,
+    key: usize,
+    from: &[usize],
+    to: &[usize],
+    add: bool,
+) -> Res<()> {
     if !st.ext.graphs.graphs.contains_key(&key) {
         return invalid(format!("graph {key:#x} does not exist"));
     }
     check_nodes(st, Some(key), from)?;
-    check_nodes(st, Some(key), to)
+    check_nodes(st, Some(key), to)?;
+    for (&f, &t) in from.iter().zip(to) {
+        let Some(n) = st.ext.graphs.nodes.get_mut(&t) else {
+            continue;
+        };
+        let known = n.deps.contains(&f);
+        match (add, known) {
+            (true, true) => return invalid("the edge already exists"),
+            (false, false) => return invalid("the edge does not exist"),
+            (true, false) => n.deps.push(f),
+            (false, true) => n.deps.retain(|&d| d != f),
+        }
+    }
+    Ok(())
+}
+
+/// What [`query`] lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    Nodes,
+    RootNodes,
+    Dependencies,
+    DependentNodes,
+    /// (from, to) pairs.
+    Edges,
+}
+
+/// `cuGraphGetNodes`, `…GetRootNodes`, `…NodeGetDependencies`,
+/// `…NodeGetDependentNodes`, `…GetEdges` (pairs): of graph or node `key`, in the order
+/// the nodes were added.
+pub(crate) fn query(st: &State, q: Query, key: usize) -> Res<Vec<(usize, usize)>> {
+    let g = &st.ext.graphs;
+    let of_graph = |graph: usize| -> Res<Vec<(usize, &Node)>> {
+        match g.graphs.get(&graph) {
+            Some(gr) => Ok(gr
+                .nodes
+                .iter()
+                .filter_map(|n| g.nodes.get(n).map(|node| (*n, node)))
+                .collect()),
+            None => invalid(format!("graph {graph:#x} does not exist")),
+        }
+    };
+    let node = |n: usize| match g.nodes.get(&n) {
+        Some(node) => Ok(node),
+        None => invalid(format!("node {n:#x} does not exist")),
+    };
+    Ok(match q {
+        Query::Nodes => of_graph(key)?.iter().map(|&(n, _)| (n, 0)).collect(),
+        Query::RootNodes => of_graph(key)?
+            .iter()
+            .filter(|(_, node)| node.deps.is_empty())
+            .map(|&(n, _)| (n, 0))
+            .collect(),
+        Query::Dependencies => node(key)?.deps.iter().map(|&d| (d, 0)).collect(),
+        Query::DependentNodes => of_graph(node(key)?.graph)?
+            .iter()
+            .filter(|(_, other)| other.deps.contains(&key))
+            .map(|&(n, _)| (n, 0))
+            .collect(),
+        Query::Edges => of_graph(key)?
+            .iter()
+            .flat_map(|&(n, node)| node.deps.iter().map(move |&d| (d, n)))
+            .collect(),
+    })
 }
 
 /// `cuGraphDestroyNode`.
@@ -216,6 +294,9 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     };
     if let Some(graph) = g.graphs.get_mut(&n.graph) {
         graph.nodes.retain(|&k| k != node);
+    }
+    for other in g.nodes.values_mut() {
+        other.deps.retain(|&d| d != node);
     }
     Ok(())
 }
@@ -230,10 +311,24 @@ pub(crate) fn node_type(st: &State, node: usize) -> Res<u32> {
 
 /// `cuGraphClone`.
 pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
-    let work = work_of(st, key)?;
+    let g = &st.ext.graphs;
+    let Some(graph) = g.graphs.get(&key) else {
+        return invalid(format!("graph {key:#x} does not exist"));
+    };
+    let nodes: Vec<(usize, Work, Vec<usize>)> = graph
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            g.nodes
+                .get(n)
+                .map(|node| (*n, node.work.clone(), node.deps.clone()))
+        })
+        .collect();
     let copy = create(st);
-    for w in work {
-        add_node(st, copy, w)?;
+    let mut new_of = HashMap::new();
+    for (old, w, deps) in nodes {
+        let deps = deps.iter().filter_map(|d| new_of.get(d).copied()).collect();
+        new_of.insert(old, add_node(st, copy, w, deps)?);
     }
     Ok(copy)
 }

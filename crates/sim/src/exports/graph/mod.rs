@@ -395,7 +395,7 @@ pub(crate) unsafe fn graph_add_dependencies(
 ) -> Res<()> {
     // SAFETY: forwarded from this function's contract.
     let (from, to) = unsafe { (node_keys(from, n)?, node_keys(to, n)?) };
-    graph::check_edges(&state::sim()?.lock(), key(g), &from, &to)
+    graph::edges(&mut state::sim()?.lock(), key(g), &from, &to, true)
 }
 
 /// `cuGraphRemoveDependencies`.
@@ -409,5 +409,127 @@ pub(crate) unsafe fn graph_remove_dependencies(
     n: usize,
 ) -> Res<()> {
     // SAFETY: forwarded from this function's contract.
-    unsafe { graph_add_dependencies(g, from, to, n) }
+    let (from, to) = unsafe { (node_keys(from, n)?, node_keys(to, n)?) };
+    graph::edges(&mut state::sim()?.lock(), key(g), &from, &to, false)
+}
+
+/// A graph query into the caller's arrays: without arrays the count; with them the
+/// first `*n` entries (NULL past the end) and the number written.
+///
+/// # Safety
+/// `n` must be NULL or valid for a read and a write; `a` and `b` NULL or valid for `*n`
+/// writes.
+unsafe fn query_into(
+    name: &str,
+    q: graph::Query,
+    key: usize,
+    a: *mut CUgraphNode,
+    b: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    run(name, || {
+        if n.is_null() || (q == graph::Query::Edges && a.is_null() != b.is_null()) {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a NULL pointer");
+        }
+        let found = graph::query(&state::sim()?.lock(), q, key)?;
+        // SAFETY: the caller's pointers, checked non-NULL where read.
+        unsafe {
+            if a.is_null() {
+                n.write_unaligned(found.len());
+                return Ok(());
+            }
+            let cap = n.read_unaligned();
+            for i in 0..cap {
+                let (x, y) = found.get(i).copied().unwrap_or((0, 0));
+                a.add(i).write_unaligned(handle(x));
+                if !b.is_null() {
+                    b.add(i).write_unaligned(handle(y));
+                }
+            }
+            n.write_unaligned(cap.min(found.len()));
+        }
+        Ok(())
+    })
+}
+
+/// `cuGraphGetNodes`.
+///
+/// # Safety
+/// As `query_into` requires.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetNodes(
+    g: CUgraph,
+    nodes: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    let (name, q, b) = ("cuGraphGetNodes", graph::Query::Nodes, std::ptr::null_mut());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { query_into(name, q, key(g), nodes, b, n) }
+}
+
+/// `cuGraphGetRootNodes`: the nodes without dependencies.
+///
+/// # Safety
+/// As `query_into` requires.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetRootNodes(
+    g: CUgraph,
+    nodes: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    let (name, q, b) = (
+        "cuGraphGetRootNodes",
+        graph::Query::RootNodes,
+        std::ptr::null_mut(),
+    );
+    // SAFETY: forwarded from this function's contract.
+    unsafe { query_into(name, q, key(g), nodes, b, n) }
+}
+
+/// `cuGraphNodeGetDependencies`.
+///
+/// # Safety
+/// As `query_into` requires.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependencies(
+    node: CUgraphNode,
+    deps: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    let q = graph::Query::Dependencies;
+    let (name, b) = ("cuGraphNodeGetDependencies", std::ptr::null_mut());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { query_into(name, q, key(node), deps, b, n) }
+}
+
+/// `cuGraphNodeGetDependentNodes`.
+///
+/// # Safety
+/// As `query_into` requires.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetDependentNodes(
+    node: CUgraphNode,
+    deps: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    let q = graph::Query::DependentNodes;
+    let (name, b) = ("cuGraphNodeGetDependentNodes", std::ptr::null_mut());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { query_into(name, q, key(node), deps, b, n) }
+}
+
+/// `cuGraphGetEdges`: (source, destination) pairs.
+///
+/// # Safety
+/// As `query_into` requires.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphGetEdges(
+    g: CUgraph,
+    from: *mut CUgraphNode,
+    to: *mut CUgraphNode,
+    n: *mut usize,
+) -> CUresult {
+    let q = graph::Query::Edges;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { query_into("cuGraphGetEdges", q, key(g), from, to, n) }
 }
