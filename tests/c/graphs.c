@@ -100,6 +100,7 @@ static struct {
     CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
     CUresult (*GraphDestroyNode)(CUgraphNode);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphDebugDotPrint)(CUgraph, const char *, unsigned int);
     CUresult (*GraphGetRootNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphGetEdges)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
@@ -157,6 +158,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
     ENTRY(GraphDestroyNode, "cuGraphDestroyNode"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
+    ENTRY(GraphDebugDotPrint, "cuGraphDebugDotPrint"),
     ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
     ENTRY(GraphGetEdges, "cuGraphGetEdges"),
     ENTRY(GraphNodeGetDependencies, "cuGraphNodeGetDependencies"),
@@ -362,6 +364,18 @@ static int node_is(CUgraphNode n, int want)
     return cu.GraphNodeGetType(n, &type) == CUDA_SUCCESS && type == want;
 }
 
+/* Whether the file at `path` starts with "digraph". */
+static int is_dot_file(const char *path)
+{
+    char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return 0;
+    size_t got = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    return got == 7 && strcmp(head, "digraph") == 0;
+}
+
 /* Builds a graph node by node: an empty root, an event record after it, an event
  * wait after that; adds and removes an edge, destroys a node, launches it. */
 static void built_graph(CUevent done)
@@ -404,6 +418,11 @@ static void built_graph(CUevent done)
     expect_true("built_root_one_dependent", n == 1 && after[0] == record,
                 "the root's dependent is not the record node");
     EXPECT("built_remove_edge", cu.GraphRemoveDependencies(g, &extra, &wait, 1), CUDA_SUCCESS);
+    char dot[64];
+    snprintf(dot, sizeof dot, "/tmp/vgpu-graphs-%d.dot", (int)getpid());
+    if (EXPECT("built_dot_print", cu.GraphDebugDotPrint(g, dot, 0), CUDA_SUCCESS))
+        expect_true("built_dot_file", is_dot_file(dot), "the DOT file does not start with digraph");
+    unlink(dot);
     EXPECT("built_destroy_node", cu.GraphDestroyNode(extra), CUDA_SUCCESS);
     if (EXPECT("built_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
         EXPECT("built_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);

@@ -212,7 +212,7 @@ remote_table! {
             cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
             cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
-            cuGraphNodeGetDependentNodes, cuGraphGetEdges;
+            cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint;
     }
 
     ops {
@@ -382,5 +382,9 @@ remote_table! {
         /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
         /// destinations), which are the reply's blob; `count` is the driver's.
         graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool } => { count: u64 } + blob;
+        /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
+        /// whose bytes are the reply's blob; the client writes them at the
+        /// application's path.
+        graph: GraphDebugDotPrint = 413 { graph: handle(Graph), flags: u32 } => {} + blob;
     }
 }

@@ -11,7 +11,8 @@
 //! mode, so thread-local, global and relaxed captures behave as natively.
 //! Graph creation, instantiation, launch and destruction are table calls.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::os::unix::ffi::OsStrExt;
 use std::ptr;
 use std::sync::atomic::Ordering;
 
@@ -20,9 +21,10 @@ use vgpu_abi::types::{
     CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use vgpu_proto::{
-    exchange_capture_mode, graph_query, stream_begin_capture, stream_begin_capture_ptsz,
-    stream_begin_capture_v2, stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture,
-    stream_end_capture_ptsz, stream_is_capturing, update_capture_dependencies, RequestMessage,
+    exchange_capture_mode, graph_debug_dot_print, graph_query, stream_begin_capture,
+    stream_begin_capture_ptsz, stream_begin_capture_v2, stream_begin_capture_v2_ptsz,
+    stream_capture_info, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing,
+    update_capture_dependencies, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -466,4 +468,30 @@ pub unsafe fn query(
         }
         write_out(n, usize::try_from(rep.count.get()).unwrap_or(usize::MAX))
     }
+}
+
+/// `cuGraphDebugDotPrint`: the file is written here, where the application
+/// runs, with the bytes the driver wrote in the worker; a file that cannot
+/// be written is `CUDA_ERROR_OPERATING_SYSTEM`.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+pub unsafe fn debug_dot_print(graph: CUgraph, path: *const c_char, flags: c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(path)?;
+    // SAFETY: checked non-NULL; the application's NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(path) };
+    let r = graph_debug_dot_print::Request {
+        graph: U64::new(graph as usize as u64),
+        flags: U32::new(flags),
+    };
+    let (_, dot) = s.request(&r, &[])?;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    std::fs::write(path, dot).map_err(|e| {
+        crate::log::line(format_args!(
+            "cuGraphDebugDotPrint: {}: {e}",
+            path.display()
+        ));
+        CuError::OPERATING_SYSTEM
+    })
 }

@@ -214,6 +214,7 @@ implement! {
     cuGraphNodeGetDependentNodes(node, deps, n) =>
         graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
     cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
+    cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);
     cuStreamBeginCaptureToGraph(s, g, deps, e, n, mode) =>

@@ -435,6 +435,10 @@ pub enum Op {
     /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
     /// destinations), which are the reply's blob; `count` is the driver's.
     GraphQuery = 412,
+    /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
+    /// whose bytes are the reply's blob; the client writes them at the
+    /// application's path.
+    GraphDebugDotPrint = 413,
 }
 
 impl Op {
@@ -622,6 +626,7 @@ impl Op {
         Op::GraphAddEventRecordNode,
         Op::GraphAddEventWaitNode,
         Op::GraphQuery,
+        Op::GraphDebugDotPrint,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -813,6 +818,7 @@ impl Op {
             Op::GraphAddEventRecordNode => "GraphAddEventRecordNode",
             Op::GraphAddEventWaitNode => "GraphAddEventWaitNode",
             Op::GraphQuery => "GraphQuery",
+            Op::GraphDebugDotPrint => "GraphDebugDotPrint",
         }
     }
 
@@ -1001,6 +1007,7 @@ impl Op {
             Op::GraphAddEventRecordNode => false,
             Op::GraphAddEventWaitNode => false,
             Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
         }
     }
 
@@ -1189,6 +1196,7 @@ impl Op {
             Op::GraphAddEventRecordNode => true,
             Op::GraphAddEventWaitNode => true,
             Op::GraphQuery => true,
+            Op::GraphDebugDotPrint => true,
         }
     }
 
@@ -1377,6 +1385,7 @@ impl Op {
             Op::GraphAddEventRecordNode => false,
             Op::GraphAddEventWaitNode => false,
             Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
         }
     }
 
@@ -1621,6 +1630,7 @@ impl Op {
             }
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Request>(),
             Op::GraphQuery => core::mem::size_of::<graph_query::Request>(),
+            Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Request>(),
         }
     }
 
@@ -1853,6 +1863,7 @@ impl Op {
             }
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Reply>(),
             Op::GraphQuery => core::mem::size_of::<graph_query::Reply>(),
+            Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Reply>(),
         }
     }
 
@@ -2261,6 +2272,9 @@ impl Op {
                 message::check::<graph_add_event_wait_node::Request>(fixed, blob_len)
             }
             Op::GraphQuery => message::check::<graph_query::Request>(fixed, blob_len),
+            Op::GraphDebugDotPrint => {
+                message::check::<graph_debug_dot_print::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2588,6 +2602,9 @@ impl Op {
                 message::check::<graph_add_event_wait_node::Reply>(fixed, blob_len)
             }
             Op::GraphQuery => message::check::<graph_query::Reply>(fixed, blob_len),
+            Op::GraphDebugDotPrint => {
+                message::check::<graph_debug_dot_print::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2778,6 +2795,7 @@ impl TryFrom<u16> for Op {
             410 => Ok(Op::GraphAddEventRecordNode),
             411 => Ok(Op::GraphAddEventWaitNode),
             412 => Ok(Op::GraphQuery),
+            413 => Ok(Op::GraphDebugDotPrint),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2968,6 +2986,7 @@ pub const SCHEMA: &str = concat!(
     "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
+    "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10629,6 +10648,46 @@ pub mod graph_query {
 
     impl Message for Reply {
         const OP: Op = Op::GraphQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphDebugDotPrint: wire id 413.
+pub mod graph_debug_dot_print {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDebugDotPrint;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDebugDotPrint;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
         }

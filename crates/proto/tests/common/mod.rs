@@ -407,6 +407,14 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.
+        Op::GraphDebugDotPrint => (
+            b(graph_debug_dot_print::Request {
+                graph: u(5),
+                flags: U32::new(1),
+            }),
+            none(),
+        ),
         // The first 8 nodes of graph 5.
         Op::GraphQuery => (
             b(graph_query::Request {

@@ -286,6 +286,25 @@ pub(crate) fn query(st: &State, q: Query, key: usize) -> Res<Vec<(usize, usize)>
     })
 }
 
+/// `cuGraphDebugDotPrint`'s text: each node by its `CUgraphNodeType`, then each edge.
+pub(crate) fn dot(st: &State, key: usize) -> Res<String> {
+    let mut out = format!("digraph vgpu_sim_graph_{key:x} {{\n");
+    for (n, _) in query(st, Query::Nodes, key)? {
+        let t = st
+            .ext
+            .graphs
+            .nodes
+            .get(&n)
+            .map_or(0, |node| node.work.node_type());
+        out.push_str(&format!("  n{n:x} [label=\"type {t}\"];\n"));
+    }
+    for (from, to) in query(st, Query::Edges, key)? {
+        out.push_str(&format!("  n{from:x} -> n{to:x};\n"));
+    }
+    out.push_str("}\n");
+    Ok(out)
+}
+
 /// `cuGraphDestroyNode`.
 pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     let g = &mut st.ext.graphs;

@@ -221,6 +221,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphAddEventRecordNode => graph_add_event_record_node(s, req),
         Op::GraphAddEventWaitNode => graph_add_event_wait_node(s, req),
         Op::GraphQuery => super::graph::graph_query(lane, s, req),
+        Op::GraphDebugDotPrint => super::graph::graph_debug_dot_print(lane, s, req),
     }
 }
 

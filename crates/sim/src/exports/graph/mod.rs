@@ -3,6 +3,7 @@
 //! `crate::graph`.
 
 use std::ffi::{c_char, c_uint, c_ulonglong};
+use std::os::unix::ffi::OsStrExt;
 
 use super::stream::ptsz;
 use crate::cu::{
@@ -532,4 +533,32 @@ pub unsafe extern "C" fn cuGraphGetEdges(
     let q = graph::Query::Edges;
     // SAFETY: forwarded from this function's contract.
     unsafe { query_into("cuGraphGetEdges", q, key(g), from, to, n) }
+}
+
+/// `cuGraphDebugDotPrint`: a DOT description of the graph's nodes (by type) and edges;
+/// a file that cannot be written is `CUDA_ERROR_OPERATING_SYSTEM`.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphDebugDotPrint(
+    g: CUgraph,
+    path: *const std::ffi::c_char,
+    _flags: c_uint,
+) -> CUresult {
+    run("cuGraphDebugDotPrint", || {
+        if path.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "path is NULL");
+        }
+        // SAFETY: checked non-NULL; NUL-terminated by the contract.
+        let path = unsafe { std::ffi::CStr::from_ptr(path) };
+        let dot = graph::dot(&state::sim()?.lock(), key(g))?;
+        let path = std::ffi::OsStr::from_bytes(path.to_bytes());
+        std::fs::write(path, dot).or_else(|e| {
+            err(
+                CUresult::CUDA_ERROR_OPERATING_SYSTEM,
+                format!("cannot write {}: {e}", path.to_string_lossy()),
+            )
+        })
+    })
 }
