@@ -119,10 +119,12 @@ pub fn stream_capture_info(_: &mut Lane, s: &Session, req: &Request) -> Result<R
     drop(t);
     if with_edges {
         for i in 0..n {
-            // SAFETY: as for `deps`; NULL means every edge is the default one.
+            // NULL means every edge is the default one.
             let e = if edges.is_null() {
                 [0; EDGE]
             } else {
+                // SAFETY: the driver returned `n` edges at `edges`, valid as
+                // `deps` is.
                 unsafe { edges.add(i).cast::<[u8; EDGE]>().read_unaligned() }
             };
             blob.extend_from_slice(&e);

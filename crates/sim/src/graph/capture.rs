@@ -194,10 +194,7 @@ pub(super) fn check_nodes(st: &State, graph: Option<usize>, deps: &[usize]) -> R
 
 /// `cuStreamGetCaptureInfo`: status, then (while capturing) the capture's id, graph and
 /// current dependencies.
-pub(crate) fn info(
-    st: &State,
-    stream_key: usize,
-) -> Res<(u32, Option<(u64, usize, &[usize], &[CUgraphEdgeData])>)> {
+pub(crate) fn info(st: &State, stream_key: usize) -> Res<(u32, Option<CaptureView<'_>>)> {
     let status = status(st, stream_key)?;
     Ok((
         status,
@@ -205,8 +202,21 @@ pub(crate) fn info(
             .graphs
             .captures
             .get(&stream_key)
-            .map(|c| (c.id, c.graph, c.deps.as_slice(), c.edges.as_slice())),
+            .map(|c| CaptureView {
+                id: c.id,
+                graph: c.graph,
+                deps: &c.deps,
+                edges: &c.edges,
+            }),
     ))
+}
+
+/// An open capture as `cuStreamGetCaptureInfo` reports it.
+pub(crate) struct CaptureView<'a> {
+    pub id: u64,
+    pub graph: usize,
+    pub deps: &'a [usize],
+    pub edges: &'a [CUgraphEdgeData],
 }
 
 /// `cuStreamUpdateCaptureDependencies`: `flags` 0 adds `deps` to the current set, 1

@@ -42,7 +42,13 @@ unsafe fn capture_info(name: &str, stream_key: usize, o: InfoOuts) -> CUresult {
         // SAFETY: each write is to a non-NULL pointer the caller made valid.
         unsafe {
             o.status.write_unaligned(CUstreamCaptureStatus(s));
-            let Some((id, g, deps, edges)) = capture else {
+            let Some(graph::CaptureView {
+                id,
+                graph: g,
+                deps,
+                edges,
+            }) = capture
+            else {
                 return Ok(());
             };
             if !o.id.is_null() {

@@ -228,8 +228,8 @@ fn capture_status_and_id(
     let st = state::sim()?.lock();
     let (s, capture) = graph::info(&st, stream_key)?;
     status.write(CUstreamCaptureStatus(s));
-    if let (Some((cid, ..)), Some(out)) = (capture, id) {
-        out.write(cid);
+    if let (Some(c), Some(out)) = (capture, id) {
+        out.write(c.id);
     }
     Ok(())
 }
@@ -361,7 +361,7 @@ pub(crate) unsafe fn graph_add_event_record_node(
     n: usize,
     event: CUevent,
 ) -> Res<()> {
-    crate::event::get(&*state::sim()?.lock(), key(event))?;
+    crate::event::get(&state::sim()?.lock(), key(event))?;
     let work = graph::Work::EventRecord { event: key(event) };
     // SAFETY: forwarded from this function's contract.
     unsafe { add_node(out, g, deps, n, work) }
@@ -378,7 +378,7 @@ pub(crate) unsafe fn graph_add_event_wait_node(
     n: usize,
     event: CUevent,
 ) -> Res<()> {
-    crate::event::get(&*state::sim()?.lock(), key(event))?;
+    crate::event::get(&state::sim()?.lock(), key(event))?;
     let work = graph::Work::EventWait { event: key(event) };
     // SAFETY: forwarded from this function's contract.
     unsafe { add_node(out, g, deps, n, work) }
