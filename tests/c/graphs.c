@@ -39,6 +39,17 @@ typedef struct {
     unsigned char from_port, to_port, type, reserved[5];
 } CUgraphEdgeData;
 typedef struct {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 is 72 bytes");
+typedef struct {
     unsigned long long flags;
     CUstream hUploadStream;
     CUgraphNode hErrNode_out;
@@ -101,6 +112,9 @@ static struct {
     CUresult (*GraphDestroyNode)(CUgraphNode);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphDebugDotPrint)(CUgraph, const char *, unsigned int);
+    CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphGetRootNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphGetEdges)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
@@ -159,6 +173,8 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphDestroyNode, "cuGraphDestroyNode"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphDebugDotPrint, "cuGraphDebugDotPrint"),
+    ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
+    ENTRY(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2"),
     ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
     ENTRY(GraphGetEdges, "cuGraphGetEdges"),
     ENTRY(GraphNodeGetDependencies, "cuGraphNodeGetDependencies"),
@@ -478,6 +494,26 @@ static void kernel_graph(void)
     }
     EXPECT("kernel_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
     EXPECT("kernel_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+
+    /* The same launch as a kernel node, then with new parameters. */
+    CUgraphNode kn = NULL;
+    v = 11;
+    CUDA_KERNEL_NODE_PARAMS kp = {fill, 4, 1, 1, 256, 1, 1, 0, args, NULL, NULL, NULL};
+    EXPECT("kernel_node_graph", cu.GraphCreate(&graph, 0), CUDA_SUCCESS);
+    EXPECT("kernel_node_add", cu.GraphAddKernelNode(&kn, graph, NULL, 0, &kp), CUDA_SUCCESS);
+    for (unsigned int want = 11; want <= 12; want++) {
+        exec = NULL;
+        EXPECT("kernel_node_instantiate", cu.GraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+        EXPECT("kernel_node_reset", cu.MemsetD32(b, 0, WORDS), CUDA_SUCCESS);
+        EXPECT("kernel_node_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT("kernel_node_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        expect_true(want == 11 ? "kernel_node_data" : "kernel_node_set_data",
+                    holds(b, 0, WORDS, want), "b does not hold the node's value");
+        EXPECT("kernel_node_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+        v = 12;
+        EXPECT("kernel_node_set_params", cu.GraphKernelNodeSetParams(kn, &kp), CUDA_SUCCESS);
+    }
+    EXPECT("kernel_node_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
     EXPECT("kernel_module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
 }
 

@@ -212,7 +212,8 @@ remote_table! {
             cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
             cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
-            cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint;
+            cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
+            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2;
     }
 
     ops {
@@ -386,5 +387,13 @@ remote_table! {
         /// whose bytes are the reply's blob; the client writes them at the
         /// application's path.
         graph: GraphDebugDotPrint = 413 { graph: handle(Graph), flags: u32 } => {} + blob;
+        /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
+        /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+        /// dependencies (node ids, u64 each), then the packed parameter
+        /// buffer, laid out as the function's (or kernel's) parameters.
+        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), function: handle(Function),
+            kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32, deps: u32, set: bool } + blob
+            => { node: handle(GraphNode) };
     }
 }

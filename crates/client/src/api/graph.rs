@@ -19,12 +19,13 @@ use std::sync::atomic::Ordering;
 use vgpu_abi::types::{
     CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode, CUstream,
     CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    CUDA_KERNEL_NODE_PARAMS,
 };
 use vgpu_proto::{
-    exchange_capture_mode, graph_debug_dot_print, graph_query, stream_begin_capture,
-    stream_begin_capture_ptsz, stream_begin_capture_v2, stream_begin_capture_v2_ptsz,
-    stream_capture_info, stream_end_capture, stream_end_capture_ptsz, stream_is_capturing,
-    update_capture_dependencies, RequestMessage,
+    exchange_capture_mode, graph_debug_dot_print, graph_kernel_node, graph_query,
+    stream_begin_capture, stream_begin_capture_ptsz, stream_begin_capture_v2,
+    stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture, stream_end_capture_ptsz,
+    stream_is_capturing, update_capture_dependencies, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -494,4 +495,77 @@ pub unsafe fn debug_dot_print(graph: CUgraph, path: *const c_char, flags: c_uint
         ));
         CuError::OPERATING_SYSTEM
     })
+}
+
+/// `cuGraphAddKernelNode_v2` (with `ph`: a node in `graph` after `n`
+/// dependencies) and `cuGraphKernelNodeSetParams_v2` (without: `node`'s
+/// parameters). The arguments travel packed by the function's (or kernel's)
+/// parameter layout, as a launch's do.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `deps` NULL or `n` handles;
+/// `p` NULL or valid parameters as the CUDA API defines them.
+pub unsafe fn kernel_node(
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    node: CUgraphNode,
+    deps: *const CUgraphNode,
+    n: usize,
+    p: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let set = ph.is_null();
+    if !set {
+        non_null(ph)?;
+    }
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { p.read() };
+    let target = if p.func.is_null() {
+        p.kern as usize as u64
+    } else {
+        p.func as usize as u64
+    };
+    let layout = s
+        .objects()
+        .functions
+        .get(&target)
+        .map(|f| f.params.clone())
+        .ok_or(CuError::INVALID_VALUE)?;
+    if !p.kernelParams.is_null() && !p.extra.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: forwarded from this function's contract.
+    let (count, mut blob) = unsafe { dependency_blob(deps, None, n) }?;
+    let mut packed = Vec::new();
+    if p.extra.is_null() {
+        // SAFETY: the application's parameter array.
+        unsafe { super::launch::pack_into(&mut packed, &layout, p.kernelParams) }?;
+    } else {
+        // SAFETY: the application's `extra` list.
+        packed = unsafe { super::launch::packed_extra(p.extra) }?;
+    }
+    blob.extend_from_slice(&packed);
+    let r = graph_kernel_node::Request {
+        graph: U64::new(graph as usize as u64),
+        node: U64::new(node as usize as u64),
+        function: U64::new(p.func as usize as u64),
+        kernel: U64::new(p.kern as usize as u64),
+        ctx: U64::new(p.ctx as usize as u64),
+        grid_x: U32::new(p.gridDimX),
+        grid_y: U32::new(p.gridDimY),
+        grid_z: U32::new(p.gridDimZ),
+        block_x: U32::new(p.blockDimX),
+        block_y: U32::new(p.blockDimY),
+        block_z: U32::new(p.blockDimZ),
+        shared: U32::new(p.sharedMemBytes),
+        deps: U32::new(count),
+        set: u8::from(set),
+    };
+    let (rep, _) = s.request(&r, &blob)?;
+    if set {
+        return Ok(());
+    }
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ph, wire::handle(rep.node.get())) }
 }

@@ -214,6 +214,9 @@ implement! {
     cuGraphNodeGetDependentNodes(node, deps, n) =>
         graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
     cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
+    cuGraphAddKernelNode_v2(ph, g, deps, n, p) => graph::kernel_node(ph, g, std::ptr::null_mut(), deps, n, p);
+    cuGraphKernelNodeSetParams_v2(node, p) =>
+        graph::kernel_node(std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

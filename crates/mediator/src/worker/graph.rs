@@ -15,11 +15,13 @@ use rustix::fs::{memfd_create, MemfdFlags};
 use vgpu_abi::types::{
     cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode,
     CUstream, CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    CUDA_KERNEL_NODE_PARAMS,
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_query,
-    instantiate_with_params, stream_capture_info, update_capture_dependencies, Request,
+    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_kernel_node,
+    graph_query, instantiate_with_params, stream_capture_info, update_capture_dependencies,
+    Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -384,4 +386,75 @@ pub fn graph_debug_dot_print(_: &mut Lane, s: &Session, req: &Request) -> Result
         .and_then(|_| file.read_to_end(&mut dot))
         .map_err(|_| OPERATING_SYSTEM)?;
     Ok(Reply::new(&graph_debug_dot_print::Reply {}, dot))
+}
+
+/// `cuGraphAddKernelNode_v2` / `cuGraphKernelNodeSetParams_v2`: the
+/// function, kernel and context become real handles; the packed arguments
+/// become `kernelParams` by the function's parameter layout, as for a launch.
+pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &graph_kernel_node::Request = message(req)?;
+    let deps_len = usize::try_from(r.deps.get()).map_err(|_| INVALID_VALUE)? * 8;
+    if req.blob.len() < deps_len {
+        return Err(INVALID_VALUE);
+    }
+    let (dep_ids, packed) = req.blob.split_at(deps_len);
+    let (deps, _) = dependencies(s, dep_ids, r.deps.get(), false)?;
+    let (graph, node, func, kern, ctx, layout) = {
+        let t = s.tables();
+        let target = if r.function.get() != 0 {
+            r.function.get()
+        } else {
+            r.kernel.get()
+        };
+        (
+            t.handle(HandleKind::Graph, r.graph.get())?,
+            t.handle(HandleKind::GraphNode, r.node.get())?,
+            t.handle(HandleKind::Function, r.function.get())?,
+            t.handle(HandleKind::Kernel, r.kernel.get())?,
+            t.handle(HandleKind::Context, r.ctx.get())?,
+            t.function(target)?.params.clone(),
+        )
+    };
+    let mut made: CUgraphNode = ptr::null_mut();
+    super::launch::with_params(&layout, packed, |kernel_params| {
+        let p = CUDA_KERNEL_NODE_PARAMS {
+            func: as_ptr(func),
+            gridDimX: r.grid_x.get(),
+            gridDimY: r.grid_y.get(),
+            gridDimZ: r.grid_z.get(),
+            blockDimX: r.block_x.get(),
+            blockDimY: r.block_y.get(),
+            blockDimZ: r.block_z.get(),
+            sharedMemBytes: r.shared.get(),
+            kernelParams: kernel_params,
+            extra: ptr::null_mut(),
+            kern: as_ptr(kern),
+            ctx: as_ptr(ctx),
+        };
+        let mut call = || -> Result<Status, Status> {
+            // SAFETY: the parameters point at live locals and the packed
+            // arguments; every handle is this session's own.
+            Ok(unsafe {
+                if r.set != 0 {
+                    entry(s.driver.cuGraphKernelNodeSetParams_v2)?(as_ptr(node), &p)
+                } else {
+                    entry(s.driver.cuGraphAddKernelNode_v2)?(
+                        &mut made,
+                        as_ptr(graph),
+                        list(&deps),
+                        deps.len(),
+                        &p,
+                    )
+                }
+            })
+        };
+        call().unwrap_or_else(|e| e)
+    })?;
+    let id = s
+        .tables()
+        .id_of(HandleKind::GraphNode, made as usize, req.ctx);
+    Ok(Reply::new(
+        &graph_kernel_node::Reply { node: U64::new(id) },
+        Vec::new(),
+    ))
 }

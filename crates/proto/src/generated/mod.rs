@@ -439,6 +439,11 @@ pub enum Op {
     /// whose bytes are the reply's blob; the client writes them at the
     /// application's path.
     GraphDebugDotPrint = 413,
+    /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
+    /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+    /// dependencies (node ids, u64 each), then the packed parameter
+    /// buffer, laid out as the function's (or kernel's) parameters.
+    GraphKernelNode = 414,
 }
 
 impl Op {
@@ -627,6 +632,7 @@ impl Op {
         Op::GraphAddEventWaitNode,
         Op::GraphQuery,
         Op::GraphDebugDotPrint,
+        Op::GraphKernelNode,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -819,6 +825,7 @@ impl Op {
             Op::GraphAddEventWaitNode => "GraphAddEventWaitNode",
             Op::GraphQuery => "GraphQuery",
             Op::GraphDebugDotPrint => "GraphDebugDotPrint",
+            Op::GraphKernelNode => "GraphKernelNode",
         }
     }
 
@@ -1008,6 +1015,7 @@ impl Op {
             Op::GraphAddEventWaitNode => false,
             Op::GraphQuery => false,
             Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
         }
     }
 
@@ -1197,6 +1205,7 @@ impl Op {
             Op::GraphAddEventWaitNode => true,
             Op::GraphQuery => true,
             Op::GraphDebugDotPrint => true,
+            Op::GraphKernelNode => true,
         }
     }
 
@@ -1386,6 +1395,7 @@ impl Op {
             Op::GraphAddEventWaitNode => false,
             Op::GraphQuery => false,
             Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
         }
     }
 
@@ -1631,6 +1641,7 @@ impl Op {
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Request>(),
             Op::GraphQuery => core::mem::size_of::<graph_query::Request>(),
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Request>(),
+            Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Request>(),
         }
     }
 
@@ -1864,6 +1875,7 @@ impl Op {
             Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Reply>(),
             Op::GraphQuery => core::mem::size_of::<graph_query::Reply>(),
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Reply>(),
+            Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Reply>(),
         }
     }
 
@@ -2275,6 +2287,7 @@ impl Op {
             Op::GraphDebugDotPrint => {
                 message::check::<graph_debug_dot_print::Request>(fixed, blob_len)
             }
+            Op::GraphKernelNode => message::check::<graph_kernel_node::Request>(fixed, blob_len),
         }
     }
 
@@ -2605,6 +2618,7 @@ impl Op {
             Op::GraphDebugDotPrint => {
                 message::check::<graph_debug_dot_print::Reply>(fixed, blob_len)
             }
+            Op::GraphKernelNode => message::check::<graph_kernel_node::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2796,6 +2810,7 @@ impl TryFrom<u16> for Op {
             411 => Ok(Op::GraphAddEventWaitNode),
             412 => Ok(Op::GraphQuery),
             413 => Ok(Op::GraphDebugDotPrint),
+            414 => Ok(Op::GraphKernelNode),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -2987,6 +3002,7 @@ pub const SCHEMA: &str = concat!(
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
+    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10690,6 +10706,61 @@ pub mod graph_debug_dot_print {
         const OP: Op = Op::GraphDebugDotPrint;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphKernelNode: wire id 414.
+pub mod graph_kernel_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub node: U64,
+        pub function: U64,
+        pub kernel: U64,
+        pub ctx: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+        pub deps: U32,
+        pub set: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

@@ -407,6 +407,26 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // A kernel node of function 4 after no node, one 8-byte parameter.
+        Op::GraphKernelNode => (
+            b(graph_kernel_node::Request {
+                graph: u(5),
+                node: u(0),
+                function: u(4),
+                kernel: u(0),
+                ctx: u(0),
+                grid_x: U32::new(1),
+                grid_y: U32::new(1),
+                grid_z: U32::new(1),
+                block_x: U32::new(32),
+                block_y: U32::new(1),
+                block_z: U32::new(1),
+                shared: U32::new(0),
+                deps: U32::new(0),
+                set: 0,
+            }),
+            vec![0x5a; 8],
+        ),
         // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.
         Op::GraphDebugDotPrint => (
             b(graph_debug_dot_print::Request {

@@ -305,6 +305,17 @@ pub(crate) fn dot(st: &State, key: usize) -> Res<String> {
     Ok(out)
 }
 
+/// `cuGraphKernelNodeSetParams`: `node` must be a kernel node.
+pub(crate) fn set_kernel(st: &mut State, node: usize, work: Work) -> Res<()> {
+    match st.ext.graphs.nodes.get_mut(&node) {
+        Some(n) if matches!(n.work, Work::Kernel { .. }) => {
+            n.work = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {node:#x} is not a kernel node")),
+    }
+}
+
 /// `cuGraphDestroyNode`.
 pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     let g = &mut st.ext.graphs;
