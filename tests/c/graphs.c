@@ -48,6 +48,11 @@ typedef struct {
     CUkernel kern;
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+    int result;
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
 _Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 is 72 bytes");
 typedef struct {
     unsigned long long flags;
@@ -72,6 +77,8 @@ enum {
     GRAPH_NODE_TYPE_EVENT_RECORD = 7,
     SET_CAPTURE_DEPENDENCIES = 1,
     INSTANTIATE_FLAG_UPLOAD = 2,
+    EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
+    ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
 };
 
 static struct {
@@ -112,6 +119,8 @@ static struct {
     CUresult (*GraphDestroyNode)(CUgraphNode);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphDebugDotPrint)(CUgraph, const char *, unsigned int);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
@@ -173,6 +182,8 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphDestroyNode, "cuGraphDestroyNode"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphDebugDotPrint, "cuGraphDebugDotPrint"),
+    ENTRY(GraphClone, "cuGraphClone"),
+    ENTRY(GraphExecUpdate, "cuGraphExecUpdate_v2"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2"),
     ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
@@ -443,6 +454,20 @@ static void built_graph(CUevent done)
     if (EXPECT("built_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
         EXPECT("built_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
         EXPECT("built_event_sync", cu.EventSynchronize(done), CUDA_SUCCESS);
+        CUgraph copy = NULL;
+        CUgraphNode more = NULL;
+        CUgraphExecUpdateResultInfo info = {-1, NULL, NULL};
+        if (EXPECT("built_clone", cu.GraphClone(&copy, g), CUDA_SUCCESS)) {
+            EXPECT("built_update_same", cu.GraphExecUpdate(exec, copy, &info), CUDA_SUCCESS);
+            expect_true("built_update_same_result", info.result == 0, "the update result is not 0");
+            EXPECT("built_clone_more", cu.GraphAddEmptyNode(&more, copy, NULL, 0), CUDA_SUCCESS);
+            EXPECT("built_update_changed", cu.GraphExecUpdate(exec, copy, &info),
+                   ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+            expect_true("built_update_changed_result",
+                        info.result == EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+                        "the update result is not TOPOLOGY_CHANGED");
+            EXPECT("built_clone_destroy", cu.GraphDestroy(copy), CUDA_SUCCESS);
+        }
         EXPECT("built_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
     }
     EXPECT("built_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);

@@ -141,6 +141,8 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok built_wait_two_deps")
         .assert_line("ok built_root_one_dependent")
         .assert_line("ok built_dot_file")
+        .assert_line("ok built_update_same_result")
+        .assert_line("ok built_update_changed_result")
         .assert_line("ok built_event_sync")
         .assert_line("ok forbid_mem_alloc")
         .assert_line("ok forbid_is_capturing_invalidated")

@@ -213,7 +213,7 @@ remote_table! {
             cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
-            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2;
+            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2;
     }
 
     ops {
@@ -395,5 +395,10 @@ remote_table! {
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32, deps: u32, set: bool } + blob
             => { node: handle(GraphNode) };
+        /// `cuGraphExecUpdate_v2`. The driver's `status` is in the reply (the
+        /// operation itself succeeds), because a failed update still says why
+        /// in `result` and its nodes.
+        graph: GraphExecUpdate = 415 { exec: handle(GraphExec), graph: handle(Graph) }
+            => { status: u32, result: u32, error_node: handle(GraphNode), error_from_node: handle(GraphNode) };
     }
 }

@@ -17,13 +17,13 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use vgpu_abi::types::{
-    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode, CUstream,
-    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
-    CUDA_KERNEL_NODE_PARAMS,
+    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo,
+    CUgraphInstantiateResult, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+    CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_KERNEL_NODE_PARAMS,
 };
 use vgpu_proto::{
-    exchange_capture_mode, graph_debug_dot_print, graph_kernel_node, graph_query,
-    stream_begin_capture, stream_begin_capture_ptsz, stream_begin_capture_v2,
+    exchange_capture_mode, graph_debug_dot_print, graph_exec_update, graph_kernel_node,
+    graph_query, stream_begin_capture, stream_begin_capture_ptsz, stream_begin_capture_v2,
     stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture, stream_end_capture_ptsz,
     stream_is_capturing, update_capture_dependencies, RequestMessage,
 };
@@ -568,4 +568,31 @@ pub unsafe fn kernel_node(
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(rep.node.get())) }
+}
+
+/// `cuGraphExecUpdate_v2`: the result information is written whether the
+/// update succeeded or not, as the driver writes it.
+///
+/// # Safety
+/// `info` must be NULL or valid for a write.
+pub unsafe fn exec_update(
+    exec: CUgraphExec,
+    graph: CUgraph,
+    info: *mut CUgraphExecUpdateResultInfo,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(info)?;
+    let r = graph_exec_update::Request {
+        exec: U64::new(exec as usize as u64),
+        graph: U64::new(graph as usize as u64),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let out = CUgraphExecUpdateResultInfo {
+        result: CUgraphExecUpdateResult(rep.result.get()),
+        errorNode: wire::handle(rep.error_node.get()),
+        errorFromNode: wire::handle(rep.error_from_node.get()),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(info, out) }?;
+    crate::edge::check(rep.status.get())
 }

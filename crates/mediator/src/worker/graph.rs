@@ -13,15 +13,16 @@ use std::ptr;
 use rustix::fs::{memfd_create, MemfdFlags};
 
 use vgpu_abi::types::{
-    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphInstantiateResult, CUgraphNode,
-    CUstream, CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult,
+    CUgraphExecUpdateResultInfo, CUgraphInstantiateResult, CUgraphNode, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
     CUDA_KERNEL_NODE_PARAMS,
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_kernel_node,
-    graph_query, instantiate_with_params, stream_capture_info, update_capture_dependencies,
-    Request,
+    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_exec_update,
+    graph_kernel_node, graph_query, instantiate_with_params, stream_capture_info,
+    update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -455,6 +456,40 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
         .id_of(HandleKind::GraphNode, made as usize, req.ctx);
     Ok(Reply::new(
         &graph_kernel_node::Reply { node: U64::new(id) },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecUpdate_v2`: the driver's status travels in the reply with the
+/// result information it wrote.
+pub fn graph_exec_update(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &graph_exec_update::Request = message(req)?;
+    let (exec, graph) = {
+        let t = s.tables();
+        (
+            t.handle(HandleKind::GraphExec, r.exec.get())?,
+            t.handle(HandleKind::Graph, r.graph.get())?,
+        )
+    };
+    let mut info = CUgraphExecUpdateResultInfo {
+        result: CUgraphExecUpdateResult(0),
+        errorNode: ptr::null_mut(),
+        errorFromNode: ptr::null_mut(),
+    };
+    // SAFETY: the out-pointer is a live local; the handles are this session's own.
+    let status =
+        unsafe { entry(s.driver.cuGraphExecUpdate_v2)?(as_ptr(exec), as_ptr(graph), &mut info) };
+    let mut t = s.tables();
+    let node = t.id_of(HandleKind::GraphNode, info.errorNode as usize, req.ctx);
+    let from = t.id_of(HandleKind::GraphNode, info.errorFromNode as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &graph_exec_update::Reply {
+            status: U32::new(status.0),
+            result: U32::new(info.result.0),
+            error_node: U64::new(node),
+            error_from_node: U64::new(from),
+        },
         Vec::new(),
     ))
 }

@@ -444,6 +444,10 @@ pub enum Op {
     /// dependencies (node ids, u64 each), then the packed parameter
     /// buffer, laid out as the function's (or kernel's) parameters.
     GraphKernelNode = 414,
+    /// `cuGraphExecUpdate_v2`. The driver's `status` is in the reply (the
+    /// operation itself succeeds), because a failed update still says why
+    /// in `result` and its nodes.
+    GraphExecUpdate = 415,
 }
 
 impl Op {
@@ -633,6 +637,7 @@ impl Op {
         Op::GraphQuery,
         Op::GraphDebugDotPrint,
         Op::GraphKernelNode,
+        Op::GraphExecUpdate,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -826,6 +831,7 @@ impl Op {
             Op::GraphQuery => "GraphQuery",
             Op::GraphDebugDotPrint => "GraphDebugDotPrint",
             Op::GraphKernelNode => "GraphKernelNode",
+            Op::GraphExecUpdate => "GraphExecUpdate",
         }
     }
 
@@ -1016,6 +1022,7 @@ impl Op {
             Op::GraphQuery => false,
             Op::GraphDebugDotPrint => false,
             Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
         }
     }
 
@@ -1206,6 +1213,7 @@ impl Op {
             Op::GraphQuery => true,
             Op::GraphDebugDotPrint => true,
             Op::GraphKernelNode => true,
+            Op::GraphExecUpdate => true,
         }
     }
 
@@ -1396,6 +1404,7 @@ impl Op {
             Op::GraphQuery => false,
             Op::GraphDebugDotPrint => false,
             Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
         }
     }
 
@@ -1642,6 +1651,7 @@ impl Op {
             Op::GraphQuery => core::mem::size_of::<graph_query::Request>(),
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Request>(),
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Request>(),
+            Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Request>(),
         }
     }
 
@@ -1876,6 +1886,7 @@ impl Op {
             Op::GraphQuery => core::mem::size_of::<graph_query::Reply>(),
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Reply>(),
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Reply>(),
+            Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Reply>(),
         }
     }
 
@@ -2288,6 +2299,7 @@ impl Op {
                 message::check::<graph_debug_dot_print::Request>(fixed, blob_len)
             }
             Op::GraphKernelNode => message::check::<graph_kernel_node::Request>(fixed, blob_len),
+            Op::GraphExecUpdate => message::check::<graph_exec_update::Request>(fixed, blob_len),
         }
     }
 
@@ -2619,6 +2631,7 @@ impl Op {
                 message::check::<graph_debug_dot_print::Reply>(fixed, blob_len)
             }
             Op::GraphKernelNode => message::check::<graph_kernel_node::Reply>(fixed, blob_len),
+            Op::GraphExecUpdate => message::check::<graph_exec_update::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2811,6 +2824,7 @@ impl TryFrom<u16> for Op {
             412 => Ok(Op::GraphQuery),
             413 => Ok(Op::GraphDebugDotPrint),
             414 => Ok(Op::GraphKernelNode),
+            415 => Ok(Op::GraphExecUpdate),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3003,6 +3017,7 @@ pub const SCHEMA: &str = concat!(
     "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
+    "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10759,6 +10774,51 @@ pub mod graph_kernel_node {
 
     impl Message for Reply {
         const OP: Op = Op::GraphKernelNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphExecUpdate: wire id 415.
+pub mod graph_exec_update {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub exec: U64,
+        pub graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub result: U32,
+        pub error_node: U64,
+        pub error_from_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecUpdate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecUpdate;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

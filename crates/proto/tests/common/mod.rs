@@ -427,6 +427,13 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             vec![0x5a; 8],
         ),
+        Op::GraphExecUpdate => (
+            b(graph_exec_update::Request {
+                exec: u(6),
+                graph: u(5),
+            }),
+            none(),
+        ),
         // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.
         Op::GraphDebugDotPrint => (
             b(graph_debug_dot_print::Request {

@@ -396,6 +396,27 @@ fn exec(st: &State, key: usize) -> Res<&Exec> {
     }
 }
 
+/// `cuGraphExecUpdate`: the executable graph takes graph `key`'s work when both have
+/// nodes of the same types in the same order: `(0, 0)`; otherwise nothing changes and
+/// the result is `CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED` (2) or
+/// `…_NODE_TYPE_CHANGED` (3) with the node that differs (0 for none).
+pub(crate) fn exec_update(st: &mut State, exec_key: usize, key: usize) -> Res<(u32, usize)> {
+    exec(st, exec_key)?;
+    let work = work_of(st, key)?;
+    let nodes = query(st, Query::Nodes, key)?;
+    let old = &exec(st, exec_key)?.work;
+    if old.len() != work.len() {
+        return Ok((2, 0));
+    }
+    if let Some(i) = (0..work.len()).find(|&i| old[i].node_type() != work[i].node_type()) {
+        return Ok((3, nodes.get(i).map_or(0, |n| n.0)));
+    }
+    if let Some(e) = st.ext.graphs.execs.get_mut(&exec_key) {
+        e.work = work;
+    }
+    Ok((0, 0))
+}
+
 /// `cuGraphExecDestroy`.
 pub(crate) fn exec_destroy(st: &mut State, key: usize) -> Res<()> {
     match st.ext.graphs.execs.remove(&key) {

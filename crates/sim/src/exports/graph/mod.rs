@@ -6,8 +6,9 @@ use std::ffi::{c_char, c_uint, c_ulonglong};
 
 use super::stream::ptsz;
 use crate::cu::{
-    cuuint64_t, CUgraph, CUgraphExec, CUgraphInstantiateResult, CUgraphNode, CUgraphNodeType,
-    CUresult, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    cuuint64_t, CUgraph, CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo,
+    CUgraphInstantiateResult, CUgraphNode, CUgraphNodeType, CUresult, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
@@ -301,4 +302,37 @@ pub unsafe extern "C" fn cuGraphInstantiateWithParams_ptsz(
 ) -> CUresult {
     // SAFETY: forwarded from this function's contract.
     unsafe { instantiate_params("cuGraphInstantiateWithParams_ptsz", true, ph, g, params) }
+}
+
+/// `cuGraphExecUpdate_v2`: the result information is written whether the update
+/// succeeded or not.
+///
+/// # Safety
+/// `info` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecUpdate_v2(
+    e: CUgraphExec,
+    g: CUgraph,
+    info: *mut CUgraphExecUpdateResultInfo,
+) -> CUresult {
+    run("cuGraphExecUpdate_v2", || {
+        if info.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "resultInfo is NULL");
+        }
+        let (result, node) = graph::exec_update(&mut state::sim()?.lock(), key(e), key(g))?;
+        let out = CUgraphExecUpdateResultInfo {
+            result: CUgraphExecUpdateResult(result),
+            errorNode: handle(node),
+            errorFromNode: handle(0),
+        };
+        // SAFETY: checked non-NULL; valid for a write by the contract.
+        unsafe { info.write_unaligned(out) };
+        if result != 0 {
+            return err(
+                CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+                "the graph's nodes differ from the executable graph's",
+            );
+        }
+        Ok(())
+    })
 }
