@@ -15,8 +15,9 @@
  *   --kernel   also captures a launch of the simulated device's fill_u32
  *              kernel (a simulator module: sim only);
  *   --handles  also uses destroyed graphs and executable graphs, which the
- *              driver documents as undefined behaviour: only through vgpu,
- *              which answers CUDA_ERROR_INVALID_VALUE;
+ *              driver documents as undefined behaviour, and adds a memset
+ *              node outside every allocation: only through vgpu (and the
+ *              simulator), which answer CUDA_ERROR_INVALID_VALUE;
  *   --pageable also makes an asynchronous copy from pageable memory on the
  *              capturing stream, which the driver captures and vgpu refuses
  *              with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the worker cannot
@@ -48,6 +49,12 @@ typedef struct {
     CUkernel kern;
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value, elementSize;
+    size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
 typedef struct {
     int result;
     CUgraphNode errorNode;
@@ -120,6 +127,8 @@ static struct {
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphDebugDotPrint)(CUgraph, const char *, unsigned int);
     CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphAddMemsetNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
     CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const CUDA_KERNEL_NODE_PARAMS *);
@@ -183,6 +192,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphDebugDotPrint, "cuGraphDebugDotPrint"),
     ENTRY(GraphClone, "cuGraphClone"),
+    ENTRY(GraphAddMemsetNode, "cuGraphAddMemsetNode"),
     ENTRY(GraphExecUpdate, "cuGraphExecUpdate_v2"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2"),
@@ -210,6 +220,7 @@ static const struct cu_entry entries[] = {
 };
 
 static CUstream stream;
+static CUcontext primary;
 /* Two buffers of WORDS words: a (memsets) and b (a copy of a). */
 static CUdeviceptr a, b;
 
@@ -473,6 +484,33 @@ static void built_graph(CUevent done)
     EXPECT("built_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* A memset node of two rows that cover a; with `handles`, one outside every
+ * allocation, which vgpu refuses when it is added. */
+static void memset_node(int handles)
+{
+    CUgraph g = NULL;
+    CUgraphNode m = NULL;
+    CUgraphExec exec = NULL;
+    CUDA_MEMSET_NODE_PARAMS p = {a, WORDS * 2, 3, 4, WORDS / 2, 2};
+    if (!EXPECT("memset_node_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS))
+        return;
+    EXPECT("memset_node_add", cu.GraphAddMemsetNode(&m, g, NULL, 0, &p, primary), CUDA_SUCCESS);
+    if (EXPECT("memset_node_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
+        expect_true("memset_node_reset", reset(), "resetting the buffers failed");
+        EXPECT("memset_node_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT("memset_node_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        expect_true("memset_node_data", holds(a, 0, WORDS, 3) && holds(b, 0, WORDS, 2),
+                    "a is not 3s or b changed");
+        EXPECT("memset_node_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+    if (handles) {
+        CUDA_MEMSET_NODE_PARAMS wild = {a + WORDS * 4 * 64, 0, 3, 4, WORDS, 1};
+        EXPECT("memset_node_out_of_range", cu.GraphAddMemsetNode(&m, g, NULL, 0, &wild, primary),
+               CUDA_ERROR_INVALID_VALUE);
+    }
+    EXPECT("memset_node_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 /* An asynchronous copy from pageable memory on the capturing stream: vgpu
  * refuses it and the capture goes on. */
 static void pageable_copy(void)
@@ -558,7 +596,6 @@ int main(int argc, char **argv)
     }
     cu_load(library, entries, CU_COUNT(entries));
     CUdevice dev = 0;
-    CUcontext primary = NULL;
     CUevent done = NULL;
     if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS) ||
         !EXPECT("device_get", cu.DeviceGet(&dev, 0), CUDA_SUCCESS) ||
@@ -588,6 +625,7 @@ int main(int argc, char **argv)
     forbidden_calls();
     capture_to_graph();
     built_graph(done);
+    memset_node(handles);
 
     CUgraph empty = NULL;
     EXPECT("graph_create", cu.GraphCreate(&empty, 0), CUDA_SUCCESS);

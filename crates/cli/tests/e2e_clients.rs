@@ -143,6 +143,8 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok built_dot_file")
         .assert_line("ok built_update_same_result")
         .assert_line("ok built_update_changed_result")
+        .assert_line("ok memset_node_data")
+        .assert_line("ok memset_node_out_of_range")
         .assert_line("ok built_event_sync")
         .assert_line("ok forbid_mem_alloc")
         .assert_line("ok forbid_is_capturing_invalidated")

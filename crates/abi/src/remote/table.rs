@@ -213,7 +213,8 @@ remote_table! {
             cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
-            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2;
+            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
+            cuGraphAddMemsetNode;
     }
 
     ops {
@@ -400,5 +401,10 @@ remote_table! {
         /// in `result` and its nodes.
         graph: GraphExecUpdate = 415 { exec: handle(GraphExec), graph: handle(Graph) }
             => { status: u32, result: u32, error_node: handle(GraphNode), error_from_node: handle(GraphNode) };
+        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
+        /// u64 each); the worker checks the memset's range against the
+        /// session's allocations, as for a memset.
+        graph: GraphMemsetNode = 416 { graph: handle(Graph), ctx: handle(Context), dst: devptr, pitch: u64,
+            value: u32, element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
     }
 }

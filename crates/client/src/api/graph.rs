@@ -17,15 +17,16 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use vgpu_abi::types::{
-    CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo,
-    CUgraphInstantiateResult, CUgraphNode, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
-    CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_KERNEL_NODE_PARAMS,
+    CUcontext, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult,
+    CUgraphExecUpdateResultInfo, CUgraphInstantiateResult, CUgraphNode, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS,
 };
 use vgpu_proto::{
     exchange_capture_mode, graph_debug_dot_print, graph_exec_update, graph_kernel_node,
-    graph_query, stream_begin_capture, stream_begin_capture_ptsz, stream_begin_capture_v2,
-    stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture, stream_end_capture_ptsz,
-    stream_is_capturing, update_capture_dependencies, RequestMessage,
+    graph_memset_node, graph_query, stream_begin_capture, stream_begin_capture_ptsz,
+    stream_begin_capture_v2, stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture,
+    stream_end_capture_ptsz, stream_is_capturing, update_capture_dependencies, RequestMessage,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -595,4 +596,40 @@ pub unsafe fn exec_update(
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(info, out) }?;
     crate::edge::check(rep.status.get())
+}
+
+/// `cuGraphAddMemsetNode`.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `deps` NULL or `n` handles; `p`
+/// NULL or valid for a read.
+pub unsafe fn memset_node(
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    n: usize,
+    p: *const CUDA_MEMSET_NODE_PARAMS,
+    ctx: CUcontext,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { p.read() };
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(deps, None, n) }?;
+    let r = graph_memset_node::Request {
+        graph: U64::new(graph as usize as u64),
+        ctx: U64::new(ctx as usize as u64),
+        dst: U64::new(p.dst),
+        pitch: U64::new(p.pitch as u64),
+        value: U32::new(p.value),
+        element: U32::new(p.elementSize),
+        width: U64::new(p.width as u64),
+        height: U64::new(p.height as u64),
+        deps: U32::new(count),
+    };
+    let (rep, _) = s.request(&r, &blob)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ph, wire::handle(rep.node.get())) }
 }

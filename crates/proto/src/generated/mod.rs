@@ -448,6 +448,10 @@ pub enum Op {
     /// operation itself succeeds), because a failed update still says why
     /// in `result` and its nodes.
     GraphExecUpdate = 415,
+    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
+    /// u64 each); the worker checks the memset's range against the
+    /// session's allocations, as for a memset.
+    GraphMemsetNode = 416,
 }
 
 impl Op {
@@ -638,6 +642,7 @@ impl Op {
         Op::GraphDebugDotPrint,
         Op::GraphKernelNode,
         Op::GraphExecUpdate,
+        Op::GraphMemsetNode,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -832,6 +837,7 @@ impl Op {
             Op::GraphDebugDotPrint => "GraphDebugDotPrint",
             Op::GraphKernelNode => "GraphKernelNode",
             Op::GraphExecUpdate => "GraphExecUpdate",
+            Op::GraphMemsetNode => "GraphMemsetNode",
         }
     }
 
@@ -1023,6 +1029,7 @@ impl Op {
             Op::GraphDebugDotPrint => false,
             Op::GraphKernelNode => false,
             Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
         }
     }
 
@@ -1214,6 +1221,7 @@ impl Op {
             Op::GraphDebugDotPrint => true,
             Op::GraphKernelNode => true,
             Op::GraphExecUpdate => true,
+            Op::GraphMemsetNode => true,
         }
     }
 
@@ -1405,6 +1413,7 @@ impl Op {
             Op::GraphDebugDotPrint => false,
             Op::GraphKernelNode => false,
             Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
         }
     }
 
@@ -1652,6 +1661,7 @@ impl Op {
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Request>(),
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Request>(),
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Request>(),
+            Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Request>(),
         }
     }
 
@@ -1887,6 +1897,7 @@ impl Op {
             Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Reply>(),
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Reply>(),
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Reply>(),
+            Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Reply>(),
         }
     }
 
@@ -2300,6 +2311,7 @@ impl Op {
             }
             Op::GraphKernelNode => message::check::<graph_kernel_node::Request>(fixed, blob_len),
             Op::GraphExecUpdate => message::check::<graph_exec_update::Request>(fixed, blob_len),
+            Op::GraphMemsetNode => message::check::<graph_memset_node::Request>(fixed, blob_len),
         }
     }
 
@@ -2632,6 +2644,7 @@ impl Op {
             }
             Op::GraphKernelNode => message::check::<graph_kernel_node::Reply>(fixed, blob_len),
             Op::GraphExecUpdate => message::check::<graph_exec_update::Reply>(fixed, blob_len),
+            Op::GraphMemsetNode => message::check::<graph_memset_node::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2825,6 +2838,7 @@ impl TryFrom<u16> for Op {
             413 => Ok(Op::GraphDebugDotPrint),
             414 => Ok(Op::GraphKernelNode),
             415 => Ok(Op::GraphExecUpdate),
+            416 => Ok(Op::GraphMemsetNode),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3018,6 +3032,7 @@ pub const SCHEMA: &str = concat!(
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
+    "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10819,6 +10834,55 @@ pub mod graph_exec_update {
 
     impl Message for Reply {
         const OP: Op = Op::GraphExecUpdate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemsetNode: wire id 416.
+pub mod graph_memset_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub ctx: U64,
+        pub dst: U64,
+        pub pitch: U64,
+        pub value: U32,
+        pub element: U32,
+        pub width: U64,
+        pub height: U64,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemsetNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemsetNode;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

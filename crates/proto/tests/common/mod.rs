@@ -427,6 +427,21 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             vec![0x5a; 8],
         ),
+        // 4 rows of 16 4-byte elements at a 256-byte pitch, after no node.
+        Op::GraphMemsetNode => (
+            b(graph_memset_node::Request {
+                graph: u(5),
+                ctx: u(2),
+                dst: u(DPTR),
+                pitch: u(256),
+                value: U32::new(7),
+                element: U32::new(4),
+                width: u(16),
+                height: u(4),
+                deps: U32::new(0),
+            }),
+            none(),
+        ),
         Op::GraphExecUpdate => (
             b(graph_exec_update::Request {
                 exec: u(6),

@@ -69,6 +69,14 @@ pub(crate) enum Work {
         pattern: Vec<u8>,
         count: usize,
     },
+    /// `height` rows of `width` elements at `pitch` bytes (a memset node).
+    Memset2D {
+        dst: u64,
+        pitch: usize,
+        pattern: Vec<u8>,
+        width: usize,
+        height: usize,
+    },
     Copy {
         dst: CopyEnd,
         src: CopyEnd,
@@ -95,7 +103,7 @@ impl Work {
         match self {
             Work::Kernel { .. } => 0,
             Work::Copy { .. } => 1,
-            Work::Memset { .. } => 2,
+            Work::Memset { .. } | Work::Memset2D { .. } => 2,
             Work::Empty => 5,
             Work::EventWait { .. } => 6,
             Work::EventRecord { .. } => 7,
@@ -486,6 +494,26 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             unsafe { crate::launch::launch_kernel(st, func, geometry, stream_key, ptrs.as_ptr()) }
         }
         Work::EventRecord { event } => crate::event::record(st, event, stream_key),
+        Work::Memset2D {
+            dst,
+            pitch,
+            pattern,
+            width,
+            height,
+        } => {
+            stream::usable(st, stream_key)?;
+            let again = Work::Memset2D {
+                dst,
+                pitch,
+                pattern: pattern.clone(),
+                width,
+                height,
+            };
+            if captured(st, stream_key, || again)? {
+                return Ok(());
+            }
+            crate::memory::memset_2d(st, dst, pitch, &pattern, width, height)
+        }
         Work::Empty => {
             stream::usable(st, stream_key)?;
             captured(st, stream_key, || w).map(drop)

@@ -224,6 +224,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphDebugDotPrint => super::graph::graph_debug_dot_print(lane, s, req),
         Op::GraphKernelNode => super::graph::graph_kernel_node(lane, s, req),
         Op::GraphExecUpdate => super::graph::graph_exec_update(lane, s, req),
+        Op::GraphMemsetNode => super::graph::graph_memset_node(lane, s, req),
     }
 }
 
