@@ -88,6 +88,9 @@ pub struct Tables {
     pub host: BTreeMap<u64, HostAlloc>,
     /// Handles of the other kinds, by id (the kind is in the id's tag).
     others: HashMap<u64, Other>,
+    /// `others` by (kind, real handle): a capture's graph nodes are looked
+    /// up by handle once per call that returns them.
+    other_ids: HashMap<(HandleKind, Raw), u64>,
     /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
     minted: u64,
 }
@@ -216,11 +219,7 @@ impl Tables {
             HandleKind::Event => owned(&self.events),
             HandleKind::Module => owned(&self.modules),
             HandleKind::Library => owned(&self.libraries),
-            _ => self
-                .others
-                .iter()
-                .find(|(_, o)| o.kind == kind && o.real == real)
-                .map(|(&id, _)| id),
+            _ => self.other_ids.get(&(kind, real)).copied(),
         };
         if let Some(id) = known {
             return id;
@@ -245,6 +244,7 @@ impl Tables {
             }
             _ => {
                 self.others.insert(id, Other { kind, real, ctx });
+                self.other_ids.insert((kind, real), id);
             }
         }
         id
@@ -253,7 +253,8 @@ impl Tables {
     /// Forgets handle `id` of a kind without a table of its own (the
     /// driver destroyed it): a later use is `CUDA_ERROR_INVALID_HANDLE`.
     pub fn forget(&mut self, kind: HandleKind, id: u64) {
-        if self.others.get(&id).is_some_and(|o| o.kind == kind) {
+        if let Some(o) = self.others.get(&id).filter(|o| o.kind == kind) {
+            self.other_ids.remove(&(o.kind, o.real));
             self.others.remove(&id);
         }
     }
@@ -361,6 +362,8 @@ impl Tables {
         self.ranges
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
         self.others.retain(|_, o| o.ctx != ctx);
+        let others = &self.others;
+        self.other_ids.retain(|_, id| others.contains_key(id));
     }
 }
 
@@ -386,6 +389,22 @@ mod tests {
         assert!(t.check_range(0x5000, 0).is_ok());
         t.forget_context_resources(7);
         assert!(t.check_range(0x1000, 1).is_err());
+    }
+
+    #[test]
+    fn other_handles_are_found_by_handle_and_forgotten() {
+        let mut t = Tables::default();
+        let id = t.id_of(HandleKind::GraphNode, 0x50, 7);
+        assert_eq!(t.id_of(HandleKind::GraphNode, 0x50, 7), id);
+        assert_ne!(t.id_of(HandleKind::Graph, 0x50, 7), id);
+        assert_eq!(t.handle(HandleKind::GraphNode, id), Ok(0x50));
+        t.forget(HandleKind::GraphNode, id);
+        assert_eq!(t.handle(HandleKind::GraphNode, id), Err(INVALID_VALUE));
+        let again = t.id_of(HandleKind::GraphNode, 0x50, 7);
+        assert_ne!(again, id);
+        t.forget_context_resources(7);
+        assert_eq!(t.handle(HandleKind::GraphNode, again), Err(INVALID_VALUE));
+        assert_ne!(t.id_of(HandleKind::GraphNode, 0x50, 8), again);
     }
 
     #[test]
