@@ -133,6 +133,7 @@ static struct {
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphGetRootNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphGetEdges)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
@@ -196,6 +197,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphExecUpdate, "cuGraphExecUpdate_v2"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2"),
+    ENTRY(GraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2"),
     ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
     ENTRY(GraphGetEdges, "cuGraphGetEdges"),
     ENTRY(GraphNodeGetDependencies, "cuGraphNodeGetDependencies"),
@@ -576,6 +578,16 @@ static void kernel_graph(void)
         v = 12;
         EXPECT("kernel_node_set_params", cu.GraphKernelNodeSetParams(kn, &kp), CUDA_SUCCESS);
     }
+    CUDA_KERNEL_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    if (EXPECT("kernel_node_get_params", cu.GraphKernelNodeGetParams(kn, &got), CUDA_SUCCESS))
+        expect_true("kernel_node_params_back",
+                    got.func == fill && got.gridDimX == 4 && got.blockDimX == 256 &&
+                        got.kernelParams != NULL &&
+                        *(CUdeviceptr *)got.kernelParams[0] == b &&
+                        *(unsigned int *)got.kernelParams[1] == 12 &&
+                        *(int *)got.kernelParams[2] == WORDS,
+                    "the node's parameters are not the ones set");
     EXPECT("kernel_node_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
     EXPECT("kernel_module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
 }

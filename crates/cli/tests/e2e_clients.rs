@@ -156,7 +156,8 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok kernel_capture_ran_nothing")
         .assert_line("ok kernel_replay_data")
         .assert_line("ok kernel_node_data")
-        .assert_line("ok kernel_node_set_data");
+        .assert_line("ok kernel_node_set_data")
+        .assert_line("ok kernel_node_params_back");
     // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.
     let text = std::fs::read_to_string(&trace).expect("the trace file");

@@ -58,6 +58,10 @@ pub struct Objects {
     /// stream (wire id), kept until the next such call on that stream: the
     /// application reads it through the pointers it was given.
     pub capture_lists: HashMap<u64, CaptureList>,
+    /// The arguments `cuGraphKernelNodeGetParams` last returned for each
+    /// kernel node (id), kept until the next such call on that node: the
+    /// application reads them through the `kernelParams` it was given.
+    pub kernel_node_args: HashMap<u64, KernelArgs>,
     /// Answers the worker gave that only this session's own calls change
     /// (see [`Answers`]).
     pub answers: Answers,
@@ -88,6 +92,14 @@ pub struct CaptureList {
     /// Node handles (the worker's ids).
     pub nodes: Vec<usize>,
     pub edges: Vec<vgpu_abi::types::CUgraphEdgeData>,
+}
+
+/// A kernel node's arguments as the application sees them: the packed
+/// buffer (8-byte aligned) and one pointer into it per parameter.
+#[derive(Debug, Default)]
+pub struct KernelArgs {
+    pub words: Vec<u64>,
+    pub ptrs: Vec<usize>,
 }
 
 /// A launch configuration, as [`Answers::launches`] keys it.

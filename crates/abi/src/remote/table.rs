@@ -214,7 +214,7 @@ remote_table! {
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
             cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
-            cuGraphAddMemsetNode;
+            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
     }
 
     ops {
@@ -406,5 +406,10 @@ remote_table! {
         /// session's allocations, as for a memset.
         graph: GraphMemsetNode = 416 { graph: handle(Graph), ctx: handle(Context), dst: devptr, pitch: u64,
             value: u32, element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
+        /// packed by the function's parameter layout as the reply's blob.
+        graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),
+            kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32 } + blob;
     }
 }

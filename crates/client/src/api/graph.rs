@@ -32,7 +32,7 @@ use zerocopy::little_endian::{U32, U64};
 
 use super::stream::{id, id_ptsz};
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::objects::CaptureList;
+use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
 /// Notes a capture begun on stream `sid`.
@@ -632,4 +632,70 @@ pub unsafe fn memset_node(
     let (rep, _) = s.request(&r, &blob)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(rep.node.get())) }
+}
+
+/// `cuGraphKernelNodeGetParams_v2`: the arguments live in the session until
+/// the next such call on the same node.
+///
+/// # Safety
+/// `p` must be NULL or valid for a write.
+pub unsafe fn kernel_node_params(
+    node: CUgraphNode,
+    p: *mut CUDA_KERNEL_NODE_PARAMS,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(p)?;
+    let r = vgpu_proto::graph_kernel_node_params::Request {
+        node: U64::new(node as usize as u64),
+    };
+    let (rep, packed) = s.request(&r, &[])?;
+    let target = match rep.function.get() {
+        0 => rep.kernel.get(),
+        f => f,
+    };
+    let kernel_params = {
+        let mut o = s.objects();
+        let layout = o
+            .functions
+            .get(&target)
+            .map(|f| f.params.clone())
+            .ok_or(CuError::UNKNOWN)?;
+        let mut args = KernelArgs {
+            words: vec![0; packed.len().div_ceil(8)],
+            ptrs: Vec::new(),
+        };
+        // SAFETY: `words` holds at least `packed.len()` bytes.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                packed.as_ptr(),
+                args.words.as_mut_ptr().cast(),
+                packed.len(),
+            )
+        };
+        let base = args.words.as_ptr() as usize;
+        args.ptrs = layout.iter().map(|&(off, _)| base + off as usize).collect();
+        let kept = o.kernel_node_args.entry(node as usize as u64).or_default();
+        *kept = args;
+        if kept.ptrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            kept.ptrs.as_mut_ptr().cast::<*mut c_void>()
+        }
+    };
+    let out = CUDA_KERNEL_NODE_PARAMS {
+        func: wire::handle(rep.function.get()),
+        gridDimX: rep.grid_x.get(),
+        gridDimY: rep.grid_y.get(),
+        gridDimZ: rep.grid_z.get(),
+        blockDimX: rep.block_x.get(),
+        blockDimY: rep.block_y.get(),
+        blockDimZ: rep.block_z.get(),
+        sharedMemBytes: rep.shared.get(),
+        kernelParams: kernel_params,
+        extra: ptr::null_mut(),
+        kern: wire::handle(rep.kernel.get()),
+        ctx: wire::handle(rep.ctx.get()),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(p, out) }
 }

@@ -218,6 +218,7 @@ implement! {
     cuGraphKernelNodeSetParams_v2(node, p) =>
         graph::kernel_node(std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
+    cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(ph, g, deps, n, p, ctx);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);

@@ -21,8 +21,8 @@ use vgpu_abi::types::{
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
     begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_exec_update,
-    graph_kernel_node, graph_memset_node, graph_query, instantiate_with_params,
-    stream_capture_info, update_capture_dependencies, Request,
+    graph_kernel_node, graph_kernel_node_params, graph_memset_node, graph_query,
+    instantiate_with_params, stream_capture_info, update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -541,5 +541,60 @@ pub fn graph_memset_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     Ok(Reply::new(
         &graph_memset_node::Reply { node: U64::new(id) },
         Vec::new(),
+    ))
+}
+
+/// `cuGraphKernelNodeGetParams_v2`: the handles become the session's ids and
+/// the arguments are packed by the function's parameter layout.
+pub fn graph_kernel_node_params(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &graph_kernel_node_params::Request = message(req)?;
+    let node: CUgraphNode = as_ptr(s.tables().handle(HandleKind::GraphNode, r.node.get())?);
+    // SAFETY: the C struct is valid when all zero.
+    let mut p: CUDA_KERNEL_NODE_PARAMS = unsafe { core::mem::zeroed() };
+    // SAFETY: the out-pointer is a live local; the node is this session's own.
+    ok(unsafe { entry(s.driver.cuGraphKernelNodeGetParams_v2)?(node, &mut p) })?;
+    let mut t = s.tables();
+    let function = t.function_id(p.func as usize).unwrap_or(0);
+    let kernel = t.function_id(p.kern as usize).unwrap_or(0);
+    let ctx = t.id_of(HandleKind::Context, p.ctx as usize, req.ctx);
+    let target = if function != 0 { function } else { kernel };
+    let layout = t.function(target)?.params.clone();
+    drop(t);
+    let total = layout
+        .iter()
+        .map(|&(o, n)| o as usize + n as usize)
+        .max()
+        .unwrap_or(0);
+    let mut packed = vec![0u8; total];
+    if !p.kernelParams.is_null() {
+        for (i, &(off, size)) in layout.iter().enumerate() {
+            // SAFETY: the driver returned one pointer per parameter, each to
+            // a value of the parameter's size; `packed` holds `off + size`.
+            unsafe {
+                let arg = p.kernelParams.add(i).read();
+                if !arg.is_null() {
+                    ptr::copy_nonoverlapping(
+                        arg.cast::<u8>(),
+                        packed.as_mut_ptr().add(off as usize),
+                        size as usize,
+                    );
+                }
+            }
+        }
+    }
+    Ok(Reply::new(
+        &graph_kernel_node_params::Reply {
+            function: U64::new(function),
+            kernel: U64::new(kernel),
+            ctx: U64::new(ctx),
+            grid_x: U32::new(p.gridDimX),
+            grid_y: U32::new(p.gridDimY),
+            grid_z: U32::new(p.gridDimZ),
+            block_x: U32::new(p.blockDimX),
+            block_y: U32::new(p.blockDimY),
+            block_z: U32::new(p.blockDimZ),
+            shared: U32::new(p.sharedMemBytes),
+        },
+        packed,
     ))
 }

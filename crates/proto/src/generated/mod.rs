@@ -452,6 +452,9 @@ pub enum Op {
     /// u64 each); the worker checks the memset's range against the
     /// session's allocations, as for a memset.
     GraphMemsetNode = 416,
+    /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
+    /// packed by the function's parameter layout as the reply's blob.
+    GraphKernelNodeParams = 417,
 }
 
 impl Op {
@@ -643,6 +646,7 @@ impl Op {
         Op::GraphKernelNode,
         Op::GraphExecUpdate,
         Op::GraphMemsetNode,
+        Op::GraphKernelNodeParams,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -838,6 +842,7 @@ impl Op {
             Op::GraphKernelNode => "GraphKernelNode",
             Op::GraphExecUpdate => "GraphExecUpdate",
             Op::GraphMemsetNode => "GraphMemsetNode",
+            Op::GraphKernelNodeParams => "GraphKernelNodeParams",
         }
     }
 
@@ -1030,6 +1035,7 @@ impl Op {
             Op::GraphKernelNode => false,
             Op::GraphExecUpdate => false,
             Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
         }
     }
 
@@ -1222,6 +1228,7 @@ impl Op {
             Op::GraphKernelNode => true,
             Op::GraphExecUpdate => true,
             Op::GraphMemsetNode => true,
+            Op::GraphKernelNodeParams => true,
         }
     }
 
@@ -1414,6 +1421,7 @@ impl Op {
             Op::GraphKernelNode => false,
             Op::GraphExecUpdate => false,
             Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
         }
     }
 
@@ -1662,6 +1670,7 @@ impl Op {
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Request>(),
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Request>(),
             Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Request>(),
+            Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Request>(),
         }
     }
 
@@ -1898,6 +1907,7 @@ impl Op {
             Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Reply>(),
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Reply>(),
             Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Reply>(),
+            Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Reply>(),
         }
     }
 
@@ -2312,6 +2322,9 @@ impl Op {
             Op::GraphKernelNode => message::check::<graph_kernel_node::Request>(fixed, blob_len),
             Op::GraphExecUpdate => message::check::<graph_exec_update::Request>(fixed, blob_len),
             Op::GraphMemsetNode => message::check::<graph_memset_node::Request>(fixed, blob_len),
+            Op::GraphKernelNodeParams => {
+                message::check::<graph_kernel_node_params::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -2645,6 +2658,9 @@ impl Op {
             Op::GraphKernelNode => message::check::<graph_kernel_node::Reply>(fixed, blob_len),
             Op::GraphExecUpdate => message::check::<graph_exec_update::Reply>(fixed, blob_len),
             Op::GraphMemsetNode => message::check::<graph_memset_node::Reply>(fixed, blob_len),
+            Op::GraphKernelNodeParams => {
+                message::check::<graph_kernel_node_params::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -2839,6 +2855,7 @@ impl TryFrom<u16> for Op {
             414 => Ok(Op::GraphKernelNode),
             415 => Ok(Op::GraphExecUpdate),
             416 => Ok(Op::GraphMemsetNode),
+            417 => Ok(Op::GraphKernelNodeParams),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3033,6 +3050,7 @@ pub const SCHEMA: &str = concat!(
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
     "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "417 GraphKernelNodeParams {node:handle(GraphNode)} => {function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -10885,6 +10903,56 @@ pub mod graph_memset_node {
         const OP: Op = Op::GraphMemsetNode;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphKernelNodeParams: wire id 417.
+pub mod graph_kernel_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub function: U64,
+        pub kernel: U64,
+        pub ctx: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

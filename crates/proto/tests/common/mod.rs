@@ -442,6 +442,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::GraphKernelNodeParams => (b(graph_kernel_node_params::Request { node: u(9) }), none()),
         Op::GraphExecUpdate => (
             b(graph_exec_update::Request {
                 exec: u(6),

@@ -118,6 +118,9 @@ pub(crate) struct Node {
     pub work: Work,
     /// The nodes it depends on.
     pub deps: Vec<usize>,
+    /// A kernel node's argument pointers as `cuGraphKernelNodeGetParams` last
+    /// returned them (exposed addresses of `work`'s argument bytes).
+    pub arg_ptrs: Vec<usize>,
 }
 
 /// One graph: its nodes in the order they were added.
@@ -202,6 +205,7 @@ pub(crate) fn add_node(st: &mut State, key: usize, work: Work, deps: Vec<usize>)
             graph: key,
             work,
             deps,
+            arg_ptrs: Vec::new(),
         },
     );
     Ok(node)
@@ -319,6 +323,31 @@ pub(crate) fn set_kernel(st: &mut State, node: usize, work: Work) -> Res<()> {
         Some(n) if matches!(n.work, Work::Kernel { .. }) => {
             n.work = work;
             Ok(())
+        }
+        _ => invalid(format!("node {node:#x} is not a kernel node")),
+    }
+}
+
+/// `cuGraphKernelNodeGetParams`: a kernel node's function, geometry and the exposed
+/// address of its argument pointers (one per parameter), valid until its parameters
+/// change or it is destroyed.
+pub(crate) fn kernel_params(st: &mut State, node: usize) -> Res<(usize, Launch, usize)> {
+    match st.ext.graphs.nodes.get_mut(&node) {
+        Some(Node {
+            work:
+                Work::Kernel {
+                    func,
+                    geometry,
+                    args,
+                },
+            arg_ptrs,
+            ..
+        }) => {
+            *arg_ptrs = args
+                .iter()
+                .map(|a| a.as_ptr().expose_provenance())
+                .collect();
+            Ok((*func, *geometry, arg_ptrs.as_ptr().expose_provenance()))
         }
         _ => invalid(format!("node {node:#x} is not a kernel node")),
     }

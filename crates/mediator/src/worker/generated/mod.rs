@@ -225,6 +225,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphKernelNode => super::graph::graph_kernel_node(lane, s, req),
         Op::GraphExecUpdate => super::graph::graph_exec_update(lane, s, req),
         Op::GraphMemsetNode => super::graph::graph_memset_node(lane, s, req),
+        Op::GraphKernelNodeParams => super::graph::graph_kernel_node_params(lane, s, req),
     }
 }
 

@@ -417,3 +417,38 @@ pub unsafe extern "C" fn cuGraphAddMemsetNode(
         Ok(())
     })
 }
+
+/// `cuGraphKernelNodeGetParams_v2`: the arguments point into the node, valid until its
+/// parameters change.
+///
+/// # Safety
+/// `p` must be NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeGetParams_v2(
+    node: CUgraphNode,
+    p: *mut CUDA_KERNEL_NODE_PARAMS,
+) -> CUresult {
+    run("cuGraphKernelNodeGetParams_v2", || {
+        if p.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "nodeParams is NULL");
+        }
+        let (func, geometry, args) = graph::kernel_params(&mut state::sim()?.lock(), key(node))?;
+        let out = CUDA_KERNEL_NODE_PARAMS {
+            func: handle(func),
+            gridDimX: geometry.grid[0],
+            gridDimY: geometry.grid[1],
+            gridDimZ: geometry.grid[2],
+            blockDimX: geometry.block[0],
+            blockDimY: geometry.block[1],
+            blockDimZ: geometry.block[2],
+            sharedMemBytes: geometry.shared_bytes,
+            kernelParams: std::ptr::with_exposed_provenance_mut(args),
+            extra: std::ptr::null_mut(),
+            kern: handle(0),
+            ctx: handle(0),
+        };
+        // SAFETY: checked non-NULL; valid for a write by the contract.
+        unsafe { p.write_unaligned(out) };
+        Ok(())
+    })
+}
