@@ -617,17 +617,20 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     if is_child() {
         let mut c = Cases::default();
         cu::init_context();
-        let mut g: sys::CUgraph = null_mut();
-        // SAFETY: the out-pointer is a valid local.
+        // Host nodes (a host function run in the client) are not remoted.
+        let mut node: sys::CUgraphNode = null_mut();
+        let params = std::ptr::null();
+        // SAFETY: the out-pointer is a valid local; the call is refused
+        // before any argument is read.
         unsafe {
             c.add(
-                "first cuGraphCreate",
-                sys::cuGraphCreate(&mut g, 0),
+                "first cuGraphAddHostNode",
+                sys::cuGraphAddHostNode(&mut node, null_mut(), std::ptr::null(), 0, params),
                 NOT_SUPPORTED,
             );
             c.add(
-                "second cuGraphCreate",
-                sys::cuGraphCreate(&mut g, 0),
+                "second cuGraphAddHostNode",
+                sys::cuGraphAddHostNode(&mut node, null_mut(), std::ptr::null(), 0, params),
                 NOT_SUPPORTED,
             );
         }
@@ -638,10 +641,10 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     h.env("VGPU_LOG", "1");
     let out = h.run(h.self_test("unimplemented_export_gives_not_supported_and_names_itself_once"));
     out.assert_success();
-    // Whole-word matches only (not cuGraphCreateX).
+    // Whole-word matches only (not cuGraphAddHostNodeX).
     let mentions = out
         .stderr
-        .match_indices("cuGraphCreate")
+        .match_indices("cuGraphAddHostNode")
         .filter(|(i, m)| {
             !out.stderr[i + m.len()..]
                 .starts_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
@@ -649,6 +652,6 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
         .count();
     assert_eq!(
         mentions, 1,
-        "cuGraphCreate must be named exactly once:\n{out}"
+        "cuGraphAddHostNode must be named exactly once:\n{out}"
     );
 }

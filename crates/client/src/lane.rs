@@ -287,8 +287,12 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         let ctx = crate::context::current();
+        // During a stream capture the driver answers at once what it
+        // refuses (a call that breaks the capture's rules, one on a stream
+        // the capture forbids): wait for that answer.
+        let capturing = self.captures.load(Ordering::SeqCst) != 0;
         let posted = self.on_lane(|lane, persistent| {
-            if !persistent {
+            if !persistent || capturing {
                 // A lane for one call closes at once: wait for the reply.
                 return Ok(false);
             }

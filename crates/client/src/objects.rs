@@ -55,6 +55,19 @@ pub struct Objects {
     pub streams: HashMap<u64, u64>,
     /// Live events this session created: id → context.
     pub events: HashMap<u64, u64>,
+    /// Live executable graphs this session instantiated: id → context.
+    pub graph_execs: HashMap<u64, u64>,
+    /// Streams (wire ids) on which a capture this session began is open:
+    /// id → how many (the per-thread stream of several threads shares an id).
+    pub capturing: HashMap<u64, u32>,
+    /// The last dependency list `cuStreamGetCaptureInfo` returned for each
+    /// stream (wire id), kept until the next such call on that stream: the
+    /// application reads it through the pointers it was given.
+    pub capture_lists: HashMap<u64, CaptureList>,
+    /// The arguments `cuGraphKernelNodeGetParams` last returned for each
+    /// kernel node (id), kept until the next such call on that node: the
+    /// application reads them through the `kernelParams` it was given.
+    pub kernel_node_args: HashMap<u64, KernelArgs>,
     /// Answers the worker gave that only this session's own calls change
     /// (see [`Answers`]).
     pub answers: Answers,
@@ -77,6 +90,22 @@ pub struct Answers {
     /// bytes): the same configuration again is posted. Dropped for the
     /// function's family by an attribute set.
     pub launches: HashSet<LaunchConfig>,
+}
+
+/// A capture's dependency list as the application sees it.
+#[derive(Debug, Default)]
+pub struct CaptureList {
+    /// Node handles (the worker's ids).
+    pub nodes: Vec<usize>,
+    pub edges: Vec<vgpu_abi::types::CUgraphEdgeData>,
+}
+
+/// A kernel node's arguments as the application sees them: the packed
+/// buffer (8-byte aligned) and one pointer into it per parameter.
+#[derive(Debug, Default)]
+pub struct KernelArgs {
+    pub words: Vec<u64>,
+    pub ptrs: Vec<usize>,
 }
 
 /// A launch configuration, as [`Answers::launches`] keys it.
@@ -173,6 +202,12 @@ impl Objects {
     /// a sentinel (NULL, legacy, per-thread) or a live stream created in it.
     pub fn stream_ok(&self, ctx: u64, sid: u64) -> bool {
         self.contexts.contains_key(&ctx) && (sid < 3 || self.streams.get(&sid) == Some(&ctx))
+    }
+
+    /// Whether `ctx` is a live context and `id` a live executable graph
+    /// instantiated in it.
+    pub fn graph_exec_ok(&self, ctx: u64, id: u64) -> bool {
+        self.contexts.contains_key(&ctx) && self.graph_execs.get(&id) == Some(&ctx)
     }
 
     /// Whether `ctx` is a live context and `eid` a live event created in it.

@@ -201,6 +201,10 @@ pub struct Session {
     pub lanes: crate::lane::Lanes,
     /// Staging arenas for large pageable copies (`crate::staging`).
     pub staging: crate::staging::Stager,
+    /// Stream captures this session began and has not ended
+    /// (`api::graph`): while any is open nothing is posted, so the driver's
+    /// answer to each call during capture comes back from the call itself.
+    pub captures: std::sync::atomic::AtomicU32,
 }
 
 /// Errors while setting up a session.
@@ -276,6 +280,7 @@ impl Session {
             lanes,
             // Only on one host (a Unix socket) can the worker share pinned pages.
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
+            captures: std::sync::atomic::AtomicU32::new(0),
         })
     }
 

@@ -70,6 +70,11 @@ pub(crate) fn record(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
             "event and stream belong to different contexts",
         );
     }
+    if crate::graph::captured(st, stream_key, || crate::graph::Work::EventRecord {
+        event: key,
+    })? {
+        return Ok(());
+    }
     if let Some(e) = st.events.get_mut(&key) {
         e.stamp = Some(Instant::now());
     }

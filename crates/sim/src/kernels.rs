@@ -119,6 +119,25 @@ impl Kernel {
         None
     }
 
+    /// Each argument's bytes from `kernelParams`, to launch again later (a captured
+    /// launch).
+    ///
+    /// # Safety
+    /// As for [`Kernel::launch`]'s `params`.
+    pub unsafe fn arg_bytes(self, params: *const *const c_void) -> Res<Vec<Vec<u8>>> {
+        // SAFETY: forwarded from this function's contract.
+        let args = unsafe { self.read_args(params) }?;
+        Ok(args
+            .iter()
+            .map(|a| match *a {
+                Arg::Ptr(p) => p.to_ne_bytes().to_vec(),
+                Arg::F32(x) => x.to_ne_bytes().to_vec(),
+                Arg::I32(x) => x.to_ne_bytes().to_vec(),
+                Arg::U32(x) => x.to_ne_bytes().to_vec(),
+            })
+            .collect())
+    }
+
     /// Reads the arguments from `kernelParams`.
     ///
     /// # Safety

@@ -105,6 +105,15 @@ pub(crate) unsafe fn launch_kernel(
     }
     let (_, attrs) = funcattr::for_launch(st, func)?;
     let threads = geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+    // SAFETY: `params` by this function's contract.
+    let args = unsafe { kernel.arg_bytes(params) }?;
+    if crate::graph::captured(st, stream_key, || crate::graph::Work::Kernel {
+        func,
+        geometry,
+        args,
+    })? {
+        return Ok(());
+    }
     if let Some(f) = st.functions.get_mut(&func) {
         f.loaded = true;
     }

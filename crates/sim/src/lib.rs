@@ -111,6 +111,7 @@ mod event;
 pub mod exports;
 mod ffi;
 mod funcattr;
+mod graph;
 mod hostmem;
 mod image;
 mod kernels;

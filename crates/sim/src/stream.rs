@@ -83,10 +83,11 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     }
 }
 
-/// `cuStreamSynchronize` / `cuStreamQuery`: the stream is always idle, so this reports
-/// the context's sticky error, if any.
-pub(crate) fn synchronize(st: &State, key: usize) -> Res<()> {
-    usable(st, key).map(|_| ())
+/// `cuStreamSynchronize` / `cuStreamQuery` (`query`): the stream is always idle, so this
+/// reports the context's sticky error, if any, or what an open capture forbids.
+pub(crate) fn synchronize(st: &mut State, key: usize, query: bool) -> Res<()> {
+    usable(st, key)?;
+    crate::graph::forbid_sync(st, key, query)
 }
 
 /// `cuStreamGetFlags`.

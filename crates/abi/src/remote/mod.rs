@@ -23,7 +23,10 @@
 //!   character buffer of `LEN` bytes), `range(BYTES)` and
 //!   `pitched(PITCH, WIDTH_BYTES, HEIGHT)` (a device range the worker checks
 //!   against the session's live allocations before the driver sees it),
-//!   `handles(FIELD: Kind, …)` (handles inside a struct passed by pointer).
+//!   `handles(FIELD: Kind, …)` (handles inside a struct passed by pointer),
+//!   `destroys` (a handle the call destroys: once the driver succeeded, the
+//!   worker forgets its id, so a second use is `CUDA_ERROR_INVALID_HANDLE`
+//!   and never reaches the driver as a dangling pointer).
 //!
 //! Hand-written operations (copies and their fast paths, launches, module
 //! loading, host memory, lanes) declare their wire fields here too

@@ -129,6 +129,35 @@ remote_table! {
         launch: cuOccupancyAvailableDynamicSMemPerBlock = 91 gen;
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessor = 129 gen;
 
+        // ---- stream capture and graphs ----
+        graph: cuStreamBeginCapture_v2 = 380 client;
+        graph: cuStreamBeginCapture = 381 client;
+        graph: cuStreamBeginCapture_v2_ptsz = 382 client;
+        graph: cuStreamEndCapture = 383 client;
+        graph: cuStreamEndCapture_ptsz = 384 client;
+        graph: cuGraphCreate = 390 gen;
+        graph: cuGraphDestroy = 391 gen [hGraph: destroys];
+        graph: cuGraphInstantiateWithFlags = 392 gen;
+        graph: cuGraphInstantiate_v2 = 393 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
+        graph: cuGraphLaunch = 394 gen (posted(stream));
+        graph: cuGraphUpload = 395 gen;
+        graph: cuGraphExecDestroy = 396 gen [hGraphExec: destroys];
+        graph: cuGraphClone = 397 gen;
+        graph: cuGraphExecGetFlags = 398 gen;
+        graph: cuGraphLaunch_ptsz = 399 gen (posted(stream));
+        graph: cuGraphUpload_ptsz = 400 gen;
+        graph: cuGraphNodeGetType = 401 gen;
+        graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
+        graph: cuStreamBeginCapture_ptsz = 403 client;
+        graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
+        graph: cuStreamGetCaptureInfo = 405 gen [id_out: optional];
+        graph: cuStreamGetCaptureInfo_ptsz = 406 gen [id_out: optional];
+        graph: cuGraphAddEmptyNode = 407 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddDependencies = 408 gen [from: array(numDependencies), to: array(numDependencies)];
+        graph: cuGraphRemoveDependencies = 409 gen [from: array(numDependencies), to: array(numDependencies)];
+        graph: cuGraphAddEventRecordNode = 410 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddEventWaitNode = 411 gen [dependencies: array(numDependencies)];
+
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
@@ -215,6 +244,16 @@ remote_table! {
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
+        graph: cuThreadExchangeStreamCaptureMode, cuStreamGetCaptureInfo_v2,
+            cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz,
+            cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz,
+            cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz,
+            cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz,
+            cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+            cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
+            cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
+            cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
+            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
     }
 
     ops {
@@ -429,5 +468,61 @@ remote_table! {
         /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
         /// reply's blob.
         texture: TexObjectDescribe = 476 { object: u64, surface: bool, what: u8 } => {} + blob;
+        /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
+        /// the lane's thread takes `mode` and answers its previous mode.
+        graph: ExchangeCaptureMode = 385 { mode: u32 } => { mode: u32 } (nocontext);
+        /// `cuStreamGetCaptureInfo_v2` (`_v3` with `edges`; the `_ptsz`
+        /// forms with `per_thread`). When `status` is active the reply's blob
+        /// holds the `count` current dependencies (node ids, u64 each), then
+        /// with `edges` their `CUgraphEdgeData` (8 bytes each).
+        graph: StreamCaptureInfo = 386 { stream: handle(Stream), per_thread: bool, edges: bool }
+            => { status: u32, id: u64, graph: handle(Graph), count: u32 } + blob;
+        /// `cuStreamUpdateCaptureDependencies` (`_v2` with `edges`): the blob
+        /// holds `count` node ids (u64 each), then with `edges` their
+        /// `CUgraphEdgeData` (8 bytes each).
+        graph: UpdateCaptureDependencies = 387 { stream: handle(Stream), per_thread: bool, edges: bool,
+            flags: u32, count: u32 } + blob => {};
+        /// `cuStreamBeginCaptureToGraph`: the blob as for
+        /// UpdateCaptureDependencies (edge data always present when `edges`).
+        graph: BeginCaptureToGraph = 388 { stream: handle(Stream), per_thread: bool, graph: handle(Graph),
+            mode: u32, count: u32, edges: bool } + blob => {};
+        /// `cuGraphInstantiateWithParams` (`_ptsz` with `per_thread`): the
+        /// executable graph, the node the driver blames and its
+        /// `CUgraphInstantiateResult`.
+        graph: InstantiateWithParams = 389 { graph: handle(Graph), flags: u64, upload_stream: handle(Stream),
+            per_thread: bool } => { exec: handle(GraphExec), error_node: handle(GraphNode), result: u32 };
+        /// A graph's nodes (`what` 0), root nodes (1), a node's dependencies
+        /// (2) or dependent nodes (3), a graph's edges (4) of graph or node id
+        /// `handle`. With `want` the driver fills `capacity` entries (node ids,
+        /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
+        /// destinations), which are the reply's blob; `count` is the driver's.
+        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool } => { count: u64 } + blob;
+        /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
+        /// whose bytes are the reply's blob; the client writes them at the
+        /// application's path.
+        graph: GraphDebugDotPrint = 413 { graph: handle(Graph), flags: u32 } => {} + blob;
+        /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
+        /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+        /// dependencies (node ids, u64 each), then the packed parameter
+        /// buffer, laid out as the function's (or kernel's) parameters.
+        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), function: handle(Function),
+            kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32, deps: u32, set: bool } + blob
+            => { node: handle(GraphNode) };
+        /// `cuGraphExecUpdate_v2`. The driver's `status` is in the reply (the
+        /// operation itself succeeds), because a failed update still says why
+        /// in `result` and its nodes.
+        graph: GraphExecUpdate = 415 { exec: handle(GraphExec), graph: handle(Graph) }
+            => { status: u32, result: u32, error_node: handle(GraphNode), error_from_node: handle(GraphNode) };
+        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
+        /// u64 each); the worker checks the memset's range against the
+        /// session's allocations, as for a memset.
+        graph: GraphMemsetNode = 416 { graph: handle(Graph), ctx: handle(Context), dst: devptr, pitch: u64,
+            value: u32, element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
+        /// packed by the function's parameter layout as the reply's blob.
+        graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),
+            kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
+            block_x: u32, block_y: u32, block_z: u32, shared: u32 } + blob;
     }
 }

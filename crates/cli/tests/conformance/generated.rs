@@ -1134,6 +1134,458 @@ fn cuFuncSetSharedSize() {
     });
 }
 
+/// `cuGraphAddDependencies` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddDependencies() {
+    case("generated::cuGraphAddDependencies", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddDependencies");
+        let mut i_from = vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        let mut i_to = vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_from.as_ptr().cast(),
+                i_to.as_ptr().cast(),
+                6usize,
+            )
+        };
+        f.ok("cuGraphAddDependencies", st);
+    });
+}
+
+/// `cuGraphAddEmptyNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEmptyNode() {
+    case("generated::cuGraphAddEmptyNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEmptyNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphAddEmptyNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEmptyNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
+/// `cuGraphAddEventRecordNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEventRecordNode() {
+    case("generated::cuGraphAddEventRecordNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEventRecordNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                7usize,
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphAddEventRecordNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEventRecordNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
+/// `cuGraphAddEventWaitNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddEventWaitNode() {
+    case("generated::cuGraphAddEventWaitNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddEventWaitNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                2usize,
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphAddEventWaitNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddEventWaitNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
+/// `cuGraphClone` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphClone() {
+    case("generated::cuGraphClone", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphClone");
+        let mut o_phGraphClone: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phGraphClone, core::ptr::null_mut()) };
+        f.ok("cuGraphClone", st);
+        assert!(
+            minted(o_phGraphClone as usize as u64, HandleKind::Graph),
+            "cuGraphClone: phGraphClone: {:#x} is not a worker-minted id",
+            o_phGraphClone as usize
+        );
+    });
+}
+
+/// `cuGraphCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphCreate() {
+    case("generated::cuGraphCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraph,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphCreate");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phGraph, 2518744559u32) };
+        f.ok("cuGraphCreate", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuGraphCreate: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
+    });
+}
+
+/// `cuGraphDestroy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphDestroy() {
+    case("generated::cuGraphDestroy", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraph) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphDestroy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphDestroy", st);
+    });
+}
+
+/// `cuGraphDestroyNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphDestroyNode() {
+    case("generated::cuGraphDestroyNode", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraphNode) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphDestroyNode");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphDestroyNode", st);
+    });
+}
+
+/// `cuGraphExecDestroy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecDestroy() {
+    case("generated::cuGraphExecDestroy", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUgraphExec) -> vgpu_abi::types::CUresult =
+            f.sym("cuGraphExecDestroy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuGraphExecDestroy", st);
+    });
+}
+
+/// `cuGraphExecGetFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecGetFlags() {
+    case("generated::cuGraphExecGetFlags", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecGetFlags");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_flags: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_flags) };
+        f.ok("cuGraphExecGetFlags", st);
+        assert_eq!(
+            o_flags, 15803071678323843653u64,
+            "cuGraphExecGetFlags: flags"
+        );
+    });
+}
+
+/// `cuGraphInstantiate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiate() {
+    case("generated::cuGraphInstantiate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            *mut vgpu_abi::types::CUgraphNode,
+            *mut ::core::ffi::c_char,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiate");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        let mut o_phErrorNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut o_logBuffer = vec![0u8; 7];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                &mut o_phErrorNode,
+                o_logBuffer.as_mut_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphInstantiate", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiate: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+        assert!(
+            minted(o_phErrorNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphInstantiate: phErrorNode: {:#x} is not a worker-minted id",
+            o_phErrorNode as usize
+        );
+        assert_eq!(
+            o_logBuffer,
+            pattern(404, 103, 7),
+            "cuGraphInstantiate: logBuffer"
+        );
+    });
+}
+
+/// `cuGraphInstantiateWithFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiateWithFlags() {
+    case("generated::cuGraphInstantiateWithFlags", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            ::core::ffi::c_ulonglong,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiateWithFlags");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                17880351443732248243u64,
+            )
+        };
+        f.ok("cuGraphInstantiateWithFlags", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiateWithFlags: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+    });
+}
+
+/// `cuGraphInstantiate_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphInstantiate_v2() {
+    case("generated::cuGraphInstantiate_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraph,
+            *mut vgpu_abi::types::CUgraphNode,
+            *mut ::core::ffi::c_char,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphInstantiate_v2");
+        let mut o_phGraphExec: vgpu_abi::types::CUgraphExec = core::ptr::null_mut();
+        let mut o_phErrorNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut o_logBuffer = vec![0u8; 7];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphExec,
+                core::ptr::null_mut(),
+                &mut o_phErrorNode,
+                o_logBuffer.as_mut_ptr().cast(),
+                7usize,
+            )
+        };
+        f.ok("cuGraphInstantiate_v2", st);
+        assert!(
+            minted(o_phGraphExec as usize as u64, HandleKind::GraphExec),
+            "cuGraphInstantiate_v2: phGraphExec: {:#x} is not a worker-minted id",
+            o_phGraphExec as usize
+        );
+        assert!(
+            minted(o_phErrorNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphInstantiate_v2: phErrorNode: {:#x} is not a worker-minted id",
+            o_phErrorNode as usize
+        );
+        assert_eq!(
+            o_logBuffer,
+            pattern(393, 103, 7),
+            "cuGraphInstantiate_v2: logBuffer"
+        );
+    });
+}
+
+/// `cuGraphLaunch` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphLaunch() {
+    case("generated::cuGraphLaunch", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphLaunch");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphLaunch", st);
+    });
+}
+
+/// `cuGraphLaunch_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphLaunch_ptsz() {
+    case("generated::cuGraphLaunch_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphLaunch_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphLaunch_ptsz", st);
+    });
+}
+
+/// `cuGraphNodeGetType` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphNodeGetType() {
+    case("generated::cuGraphNodeGetType", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUgraphNodeType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphNodeGetType");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_type_: vgpu_abi::types::CUgraphNodeType = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_type_) };
+        f.ok("cuGraphNodeGetType", st);
+        assert_eq!(
+            o_type_,
+            vgpu_abi::types::CUgraphNodeType(802110132u32),
+            "cuGraphNodeGetType: type_"
+        );
+    });
+}
+
+/// `cuGraphRemoveDependencies` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphRemoveDependencies() {
+    case("generated::cuGraphRemoveDependencies", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphRemoveDependencies");
+        let mut i_from = vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        let mut i_to = vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_from.as_ptr().cast(),
+                i_to.as_ptr().cast(),
+                8usize,
+            )
+        };
+        f.ok("cuGraphRemoveDependencies", st);
+    });
+}
+
+/// `cuGraphUpload` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphUpload() {
+    case("generated::cuGraphUpload", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphUpload");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphUpload", st);
+    });
+}
+
+/// `cuGraphUpload_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphUpload_ptsz() {
+    case("generated::cuGraphUpload_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphUpload_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
+        f.ok("cuGraphUpload_ptsz", st);
+    });
+}
+
 /// `cuKernelGetAttribute` arrives with the values passed and its outputs come back.
 #[test]
 fn cuKernelGetAttribute() {
@@ -2405,6 +2857,72 @@ fn cuStreamAttachMemAsync_ptsz() {
     });
 }
 
+/// `cuStreamBeginCapture` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture() {
+    case("generated::cuStreamBeginCapture", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUstream) -> vgpu_abi::types::CUresult =
+            f.sym("cuStreamBeginCapture");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream)) };
+        f.ok("cuStreamBeginCapture", st);
+    });
+}
+
+/// `cuStreamBeginCapture_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_ptsz() {
+    case("generated::cuStreamBeginCapture_ptsz", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUstream) -> vgpu_abi::types::CUresult =
+            f.sym("cuStreamBeginCapture_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream)) };
+        f.ok("cuStreamBeginCapture_ptsz", st);
+    });
+}
+
+/// `cuStreamBeginCapture_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_v2() {
+    case("generated::cuStreamBeginCapture_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUstreamCaptureMode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamBeginCapture_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                vgpu_abi::types::CUstreamCaptureMode(2444554912u32),
+            )
+        };
+        f.ok("cuStreamBeginCapture_v2", st);
+    });
+}
+
+/// `cuStreamBeginCapture_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamBeginCapture_v2_ptsz() {
+    case("generated::cuStreamBeginCapture_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUstreamCaptureMode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamBeginCapture_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                vgpu_abi::types::CUstreamCaptureMode(316486210u32),
+            )
+        };
+        f.ok("cuStreamBeginCapture_v2_ptsz", st);
+    });
+}
+
 /// `cuStreamCopyAttributes` arrives with the values passed and its outputs come back.
 #[test]
 fn cuStreamCopyAttributes() {
@@ -2432,6 +2950,48 @@ fn cuStreamCopyAttributes_ptsz() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(handle(f.stream), handle(f.stream)) };
         f.ok("cuStreamCopyAttributes_ptsz", st);
+    });
+}
+
+/// `cuStreamEndCapture` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamEndCapture() {
+    case("generated::cuStreamEndCapture", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamEndCapture");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phGraph) };
+        f.ok("cuStreamEndCapture", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuStreamEndCapture: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
+    });
+}
+
+/// `cuStreamEndCapture_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamEndCapture_ptsz() {
+    case("generated::cuStreamEndCapture_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamEndCapture_ptsz");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phGraph) };
+        f.ok("cuStreamEndCapture_ptsz", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuStreamEndCapture_ptsz: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
     });
 }
 
@@ -2495,6 +3055,66 @@ fn cuStreamGetAttribute_ptsz() {
                 core::mem::size_of::<vgpu_abi::types::CUstreamAttrValue_v1>()
             ),
             "cuStreamGetAttribute_ptsz: value_out"
+        );
+    });
+}
+
+/// `cuStreamGetCaptureInfo` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetCaptureInfo() {
+    case("generated::cuStreamGetCaptureInfo", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUstreamCaptureStatus,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetCaptureInfo");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_captureStatus_out: vgpu_abi::types::CUstreamCaptureStatus =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_captureStatus_out, &mut o_id_out) };
+        f.ok("cuStreamGetCaptureInfo", st);
+        assert_eq!(
+            o_captureStatus_out,
+            vgpu_abi::types::CUstreamCaptureStatus(4249376706u32),
+            "cuStreamGetCaptureInfo: captureStatus_out"
+        );
+        assert_eq!(
+            o_id_out, 7613731782638202520u64,
+            "cuStreamGetCaptureInfo: id_out"
+        );
+    });
+}
+
+/// `cuStreamGetCaptureInfo_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetCaptureInfo_ptsz() {
+    case("generated::cuStreamGetCaptureInfo_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUstreamCaptureStatus,
+            *mut vgpu_abi::types::cuuint64_t,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetCaptureInfo_ptsz");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_captureStatus_out: vgpu_abi::types::CUstreamCaptureStatus =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_captureStatus_out, &mut o_id_out) };
+        f.ok("cuStreamGetCaptureInfo_ptsz", st);
+        assert_eq!(
+            o_captureStatus_out,
+            vgpu_abi::types::CUstreamCaptureStatus(4214639939u32),
+            "cuStreamGetCaptureInfo_ptsz: captureStatus_out"
+        );
+        assert_eq!(
+            o_id_out, 8387855333815852481u64,
+            "cuStreamGetCaptureInfo_ptsz: id_out"
         );
     });
 }

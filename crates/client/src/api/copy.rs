@@ -108,6 +108,9 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     }
     let band = (CHUNK / w).max(1);
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
+    if is_async == 1 && (matches!(src, Side::Host(_)) || matches!(dst, Side::Host(_))) {
+        super::graph::refuse_pageable_capture(s, stream)?;
+    }
     let u = |v: usize| U64::new(v as u64);
     // A request of `rows` rows from `first`: the host side of a direction
     // other than 0 carries zeros (its rows are packed in the blob).

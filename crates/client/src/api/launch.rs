@@ -63,7 +63,7 @@ pub(super) unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> Cu
 ///
 /// # Safety
 /// As for [`pack`].
-unsafe fn pack_into(
+pub(super) unsafe fn pack_into(
     buf: &mut Vec<u8>,
     layout: &[(u32, u32)],
     params: *mut *mut c_void,

@@ -133,6 +133,9 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
         s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
         return sync.finish();
     }
+    if is_async == 1 {
+        super::graph::refuse_pageable_capture(s, stream)?;
+    }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
     if matches!(sync, Sync::Blocking) && n >= MIN_STAGED {
@@ -206,6 +209,9 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         };
         s.post_or_request(&r, &[], checked, Follows::Stream(stream))?;
         return sync.finish();
+    }
+    if is_async == 1 {
+        super::graph::refuse_pageable_capture(s, stream)?;
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.

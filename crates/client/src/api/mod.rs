@@ -8,6 +8,7 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
+pub(crate) mod graph;
 mod host;
 mod host_local;
 mod init;
@@ -198,6 +199,43 @@ implement! {
     cuMemFreeHost(p) => host::free(p);
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
+    cuThreadExchangeStreamCaptureMode(mode) => graph::exchange_capture_mode(mode);
+    cuStreamGetCaptureInfo_v2(s, st, id, g, deps, n) =>
+        graph::capture_info(s, false, false, [st.cast(), id.cast(), g.cast(), deps.cast(), std::ptr::null_mut(), n.cast()]);
+    cuStreamGetCaptureInfo_v2_ptsz(s, st, id, g, deps, n) =>
+        graph::capture_info(s, true, false, [st.cast(), id.cast(), g.cast(), deps.cast(), std::ptr::null_mut(), n.cast()]);
+    cuStreamGetCaptureInfo_v3(s, st, id, g, deps, e, n) =>
+        graph::capture_info(s, false, true, [st.cast(), id.cast(), g.cast(), deps.cast(), e.cast(), n.cast()]);
+    cuStreamGetCaptureInfo_v3_ptsz(s, st, id, g, deps, e, n) =>
+        graph::capture_info(s, true, true, [st.cast(), id.cast(), g.cast(), deps.cast(), e.cast(), n.cast()]);
+    cuStreamUpdateCaptureDependencies(s, deps, n, flags) =>
+        graph::update_dependencies(s, false, deps, None, n, flags);
+    cuStreamUpdateCaptureDependencies_ptsz(s, deps, n, flags) =>
+        graph::update_dependencies(s, true, deps, None, n, flags);
+    cuStreamUpdateCaptureDependencies_v2(s, deps, e, n, flags) =>
+        graph::update_dependencies(s, false, deps, Some(e), n, flags);
+    cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
+        graph::update_dependencies(s, true, deps, Some(e), n, flags);
+    cuGraphGetNodes(g, nodes, n) => graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphGetRootNodes(g, nodes, n) => graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphNodeGetDependencies(node, deps, n) =>
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), n);
+    cuGraphNodeGetDependentNodes(node, deps, n) =>
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
+    cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
+    cuGraphAddKernelNode_v2(ph, g, deps, n, p) => graph::kernel_node(ph, g, std::ptr::null_mut(), deps, n, p);
+    cuGraphKernelNodeSetParams_v2(node, p) =>
+        graph::kernel_node(std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
+    cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
+    cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(ph, g, deps, n, p, ctx);
+    cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
+    cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
+    cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);
+    cuStreamBeginCaptureToGraph(s, g, deps, e, n, mode) =>
+        graph::begin_capture_to_graph(s, false, g, deps, e, n, mode);
+    cuStreamBeginCaptureToGraph_ptsz(s, g, deps, e, n, mode) =>
+        graph::begin_capture_to_graph(s, true, g, deps, e, n, mode);
     cuFuncGetParamInfo(f, i, off, size) => module::param_info(f, i, off, size);
     cuFuncGetName(name, f) => module::function_name(name, f as usize as u64, false);
     cuKernelGetName(name, k) => module::function_name(name, k as usize as u64, true);

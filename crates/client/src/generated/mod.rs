@@ -86,6 +86,25 @@ crate::api::implement! {
     cuFuncSetCacheConfig(hfunc, config) => self::func_set_cache_config(hfunc, config);
     cuFuncSetSharedMemConfig(hfunc, config) => self::func_set_shared_mem_config(hfunc, config);
     cuFuncSetSharedSize(hfunc, bytes) => self::func_set_shared_size(hfunc, bytes);
+    cuGraphAddDependencies(hGraph, from, to, numDependencies) => self::graph_add_dependencies(hGraph, from, to, numDependencies);
+    cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) => self::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies);
+    cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_record_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_wait_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
+    cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
+    cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
+    cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
+    cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
+    cuGraphExecGetFlags(hGraphExec, flags) => self::graph_exec_get_flags(hGraphExec, flags);
+    cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) => self::graph_instantiate_with_flags(phGraphExec, hGraph, flags);
+    cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
+    cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
+    cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
+    cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
+    cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
     cuKernelGetLibrary(pLib, kernel) => self::kernel_get_library(pLib, kernel);
     cuKernelSetAttribute(attrib, val, kernel, dev) => crate::api::library::kernel_set_attribute(attrib, val, kernel, dev);
@@ -139,10 +158,18 @@ crate::api::implement! {
     cuProfilerStop() => self::profiler_stop();
     cuStreamAttachMemAsync(hStream, dptr, length, flags) => self::stream_attach_mem_async(hStream, dptr, length, flags);
     cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => self::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
+    cuStreamBeginCapture(hStream) => crate::api::graph::stream_begin_capture(hStream);
+    cuStreamBeginCapture_ptsz(hStream) => crate::api::graph::stream_begin_capture_ptsz(hStream);
+    cuStreamBeginCapture_v2(hStream, mode) => crate::api::graph::stream_begin_capture_v2(hStream, mode);
+    cuStreamBeginCapture_v2_ptsz(hStream, mode) => crate::api::graph::stream_begin_capture_v2_ptsz(hStream, mode);
     cuStreamCopyAttributes(dstStream, srcStream) => self::stream_copy_attributes(dstStream, srcStream);
     cuStreamCopyAttributes_ptsz(dst, src) => self::stream_copy_attributes_ptsz(dst, src);
+    cuStreamEndCapture(hStream, phGraph) => crate::api::graph::stream_end_capture(hStream, phGraph);
+    cuStreamEndCapture_ptsz(hStream, phGraph) => crate::api::graph::stream_end_capture_ptsz(hStream, phGraph);
     cuStreamGetAttribute(hStream, attr, value) => self::stream_get_attribute(hStream, attr, value);
     cuStreamGetAttribute_ptsz(hStream, attr, value_out) => self::stream_get_attribute_ptsz(hStream, attr, value_out);
+    cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out) => self::stream_get_capture_info(hStream, captureStatus_out, id_out);
+    cuStreamGetCaptureInfo_ptsz(hStream, captureStatus_out, id_out) => self::stream_get_capture_info_ptsz(hStream, captureStatus_out, id_out);
     cuStreamGetCtx(hStream, pctx) => self::stream_get_ctx(hStream, pctx);
     cuStreamGetCtx_ptsz(hStream, pctx) => self::stream_get_ctx_ptsz(hStream, pctx);
     cuStreamGetCtx_v2(hStream, pctx, pGreenCtx) => self::stream_get_ctx_v2(hStream, pctx, pGreenCtx);
@@ -1091,6 +1118,467 @@ pub unsafe fn func_set_shared_size(
     let r = vgpu_proto::func_set_shared_size::Request {
         hfunc: U64::new(hfunc as usize as u64),
         bytes: U32::new(bytes),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphAddDependencies`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_dependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_from = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(from, numDependencies as usize)
+    }?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_to =
+        unsafe { call::elements_at::<vgpu_abi::types::CUgraphNode>(to, numDependencies as usize) }?;
+    let r = vgpu_proto::graph_add_dependencies::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphAddEmptyNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_empty_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_empty_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphAddEventRecordNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_event_record_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_event_record_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphAddEventWaitNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_event_wait_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_event_wait_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphClone`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_clone(
+    phGraphClone: *mut vgpu_abi::types::CUgraph,
+    originalGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphClone)?;
+    let r = vgpu_proto::graph_clone::Request {
+        original_graph: U64::new(originalGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphClone, wire::handle(rep.ph_graph_clone.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_create(
+    phGraph: *mut vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraph)?;
+    let r = vgpu_proto::graph_create::Request {
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraph, wire::handle(rep.ph_graph.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphDestroy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy(hGraph: vgpu_abi::types::CUgraph) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphDestroyNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy_node(hNode: vgpu_abi::types::CUgraphNode) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy_node::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecDestroy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_destroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_destroy::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    s.objects().graph_execs.remove(&r.hgraph_exec.get());
+    Ok(())
+}
+
+/// `cuGraphExecGetFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_get_flags(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    flags: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(flags)?;
+    let r = vgpu_proto::graph_exec_get_flags::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    non_null(logBuffer)?;
+    let r = vgpu_proto::graph_instantiate::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        want_ph_error_node: u8::from(!phErrorNode.is_null()),
+        buffer_size: U64::new(bufferSize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let mut at = 0usize;
+    let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
+    call::all_read(s, &back, at)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+        if !phErrorNode.is_null() {
+            write_out(phErrorNode, wire::handle(rep.ph_error_node.get()))?;
+        }
+        call::write_bytes(logBuffer.cast(), p_logBuffer)?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiateWithFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate_with_flags(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    let r = vgpu_proto::graph_instantiate_with_flags::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        flags: U64::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphInstantiate_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_instantiate_v2(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphExec)?;
+    non_null(logBuffer)?;
+    let r = vgpu_proto::graph_instantiate_v2::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        want_ph_error_node: u8::from(!phErrorNode.is_null()),
+        buffer_size: U64::new(bufferSize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let mut at = 0usize;
+    let p_logBuffer = call::part(s, &back, &mut at, bufferSize as usize)?;
+    call::all_read(s, &back, at)?;
+    s.objects()
+        .graph_execs
+        .insert(rep.ph_graph_exec.get(), crate::context::current());
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphExec, wire::handle(rep.ph_graph_exec.get()))?;
+        if !phErrorNode.is_null() {
+            write_out(phErrorNode, wire::handle(rep.ph_error_node.get()))?;
+        }
+        call::write_bytes(logBuffer.cast(), p_logBuffer)?;
+    }
+    Ok(())
+}
+
+/// `cuGraphLaunch`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_launch(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_launch::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.graph_exec_ok(ctx, hGraph as usize as u64)
+            && o.stream_ok(ctx, stream::id(hStream))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(hStream)))?;
+    Ok(())
+}
+
+/// `cuGraphLaunch_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_launch_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_launch_ptsz::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.graph_exec_ok(ctx, hGraphExec as usize as u64)
+            && o.stream_ok(ctx, stream::id_ptsz(hStream))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(hStream)))?;
+    Ok(())
+}
+
+/// `cuGraphNodeGetType`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_node_get_type(
+    hNode: vgpu_abi::types::CUgraphNode,
+    type_: *mut vgpu_abi::types::CUgraphNodeType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(type_)?;
+    let r = vgpu_proto::graph_node_get_type::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(type_, CUgraphNodeType(rep.type_.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphRemoveDependencies`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_remove_dependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_from = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(from, numDependencies as usize)
+    }?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_to =
+        unsafe { call::elements_at::<vgpu_abi::types::CUgraphNode>(to, numDependencies as usize) }?;
+    let r = vgpu_proto::graph_remove_dependencies::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+    };
+    let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphUpload`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_upload(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_upload::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphUpload_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_upload_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_upload_ptsz::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hstream: U64::new(hStream as usize as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
@@ -2474,6 +2962,66 @@ pub unsafe fn stream_get_attribute_ptsz(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         call::write_record(value_out, &rep.value_out)?;
+    }
+    Ok(())
+}
+
+/// `cuStreamGetCaptureInfo`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_capture_info(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(captureStatus_out)?;
+    let r = vgpu_proto::stream_get_capture_info::Request {
+        hstream: U64::new(hStream as usize as u64),
+        want_id_out: u8::from(!id_out.is_null()),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(
+            captureStatus_out,
+            CUstreamCaptureStatus(rep.capture_status_out.get()),
+        )?;
+        if !id_out.is_null() {
+            write_out(id_out, rep.id_out.get())?;
+        }
+    }
+    Ok(())
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_capture_info_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(captureStatus_out)?;
+    let r = vgpu_proto::stream_get_capture_info_ptsz::Request {
+        hstream: U64::new(hStream as usize as u64),
+        want_id_out: u8::from(!id_out.is_null()),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(
+            captureStatus_out,
+            CUstreamCaptureStatus(rep.capture_status_out.get()),
+        )?;
+        if !id_out.is_null() {
+            write_out(id_out, rep.id_out.get())?;
+        }
     }
     Ok(())
 }

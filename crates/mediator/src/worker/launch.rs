@@ -242,7 +242,7 @@ thread_local! {
 /// Runs `launch` with `kernelParams` for `blob` laid out by `layout`: an
 /// aligned copy of the blob and one pointer per parameter (NULL when there
 /// are none). Every parameter must lie inside the blob.
-fn with_params(
+pub(super) fn with_params(
     layout: &Layout,
     blob: &[u8],
     launch: impl FnOnce(*mut *mut c_void) -> Status,

@@ -26,11 +26,15 @@ const STREAM_SENTINELS: u64 = 3;
 const NO_CONTEXT: u64 = 0;
 
 /// The driver's answer for a handle of `kind` it does not know: every
-/// memory-pool call documents `CUDA_ERROR_INVALID_VALUE` for a bad pool;
-/// other handles are `CUDA_ERROR_INVALID_HANDLE`.
+/// memory-pool and graph call documents `CUDA_ERROR_INVALID_VALUE` for a
+/// bad pool or graph; other handles are `CUDA_ERROR_INVALID_HANDLE`.
 fn unknown(kind: HandleKind) -> Status {
     match kind {
-        HandleKind::MemPool => INVALID_VALUE,
+        // The pool and graph calls answer CUDA_ERROR_INVALID_VALUE for a
+        // handle they do not know.
+        HandleKind::MemPool | HandleKind::Graph | HandleKind::GraphNode | HandleKind::GraphExec => {
+            INVALID_VALUE
+        }
         _ => INVALID_HANDLE,
     }
 }
@@ -102,6 +106,9 @@ pub struct Tables {
     pub host: BTreeMap<u64, HostAlloc>,
     /// Handles of the other kinds, by id (the kind is in the id's tag).
     others: HashMap<u64, Other>,
+    /// `others` by (kind, real handle): a capture's graph nodes are looked
+    /// up by handle once per call that returns them.
+    other_ids: HashMap<(HandleKind, Raw), u64>,
     /// Ids minted here so far ([`vgpu_proto::ids::worker`]).
     minted: u64,
     /// Reservations, allocation handles and mappings (`cuMemMap`).
@@ -195,8 +202,9 @@ impl Tables {
     /// passed. 0 is NULL, which the driver itself judges (for streams it is
     /// the legacy default stream). An unknown id is
     /// `CUDA_ERROR_INVALID_CONTEXT` for contexts, `CUDA_ERROR_INVALID_VALUE`
-    /// for memory pools, `CUDA_ERROR_INVALID_HANDLE` otherwise, as the driver
-    /// answers for a handle it does not know.
+    /// for memory pools, graphs, their nodes and executable graphs,
+    /// `CUDA_ERROR_INVALID_HANDLE` otherwise, as the driver answers for a
+    /// handle it does not know.
     pub fn handle(&self, kind: HandleKind, id: u64) -> Result<Raw, Status> {
         match kind {
             HandleKind::Stream => self.stream(id),
@@ -240,11 +248,7 @@ impl Tables {
             HandleKind::Event => owned(&self.events),
             HandleKind::Module => owned(&self.modules),
             HandleKind::Library => owned(&self.libraries),
-            _ => self
-                .others
-                .iter()
-                .find(|(_, o)| o.kind == kind && o.real == real)
-                .map(|(&id, _)| id),
+            _ => self.other_ids.get(&(kind, real)).copied(),
         };
         if let Some(id) = known {
             return id;
@@ -269,6 +273,7 @@ impl Tables {
             }
             _ => {
                 self.others.insert(id, Other { kind, real, ctx });
+                self.other_ids.insert((kind, real), id);
             }
         }
         id
@@ -278,7 +283,10 @@ impl Tables {
     /// (destroyed); whether it was known.
     pub fn forget_other(&mut self, kind: HandleKind, id: u64) -> bool {
         match self.others.get(&id) {
-            Some(o) if o.kind == kind => self.others.remove(&id).is_some(),
+            Some(o) if o.kind == kind => {
+                self.other_ids.remove(&(o.kind, o.real));
+                self.others.remove(&id).is_some()
+            }
             _ => false,
         }
     }
@@ -287,6 +295,7 @@ impl Tables {
     /// the real handle `real` (destroyed with its owner).
     pub fn forget_real(&mut self, kind: HandleKind, real: Raw) {
         self.others.retain(|_, o| o.kind != kind || o.real != real);
+        self.other_ids.remove(&(kind, real));
     }
 
     /// The id of function or kernel `real`, if the table has it.
@@ -400,6 +409,8 @@ impl Tables {
             .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
         self.others.retain(|_, o| o.ctx != ctx);
         self.tex_objects.retain(|_, o| o.ctx != ctx);
+        let others = &self.others;
+        self.other_ids.retain(|_, id| others.contains_key(id));
     }
 }
 
@@ -483,6 +494,22 @@ mod tests {
         t.forget_context_resources(7);
         assert_eq!(t.handle(HandleKind::MipmappedArray, m), Err(INVALID_HANDLE));
         assert!(t.tex_objects.is_empty());
+    }
+
+    #[test]
+    fn other_handles_are_found_by_handle_and_forgotten() {
+        let mut t = Tables::default();
+        let id = t.id_of(HandleKind::GraphNode, 0x50, 7);
+        assert_eq!(t.id_of(HandleKind::GraphNode, 0x50, 7), id);
+        assert_ne!(t.id_of(HandleKind::Graph, 0x50, 7), id);
+        assert_eq!(t.handle(HandleKind::GraphNode, id), Ok(0x50));
+        t.forget_other(HandleKind::GraphNode, id);
+        assert_eq!(t.handle(HandleKind::GraphNode, id), Err(INVALID_VALUE));
+        let again = t.id_of(HandleKind::GraphNode, 0x50, 7);
+        assert_ne!(again, id);
+        t.forget_context_resources(7);
+        assert_eq!(t.handle(HandleKind::GraphNode, again), Err(INVALID_VALUE));
+        assert_ne!(t.id_of(HandleKind::GraphNode, 0x50, 8), again);
     }
 
     #[test]

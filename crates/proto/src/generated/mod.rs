@@ -418,6 +418,105 @@ pub enum Op {
     /// `cuMemAllocFromPoolAsync`; the range joins the session's live
     /// allocations.
     PoolAllocAsync = 363,
+    /// `cuStreamBeginCapture_v2`.
+    StreamBeginCapture_v2 = 380,
+    /// `cuStreamBeginCapture`.
+    StreamBeginCapture = 381,
+    /// `cuStreamBeginCapture_v2_ptsz`.
+    StreamBeginCapture_v2_ptsz = 382,
+    /// `cuStreamEndCapture`.
+    StreamEndCapture = 383,
+    /// `cuStreamEndCapture_ptsz`.
+    StreamEndCapture_ptsz = 384,
+    /// `cuThreadExchangeStreamCaptureMode` on the calling thread's lane:
+    /// the lane's thread takes `mode` and answers its previous mode.
+    ExchangeCaptureMode = 385,
+    /// `cuStreamGetCaptureInfo_v2` (`_v3` with `edges`; the `_ptsz`
+    /// forms with `per_thread`). When `status` is active the reply's blob
+    /// holds the `count` current dependencies (node ids, u64 each), then
+    /// with `edges` their `CUgraphEdgeData` (8 bytes each).
+    StreamCaptureInfo = 386,
+    /// `cuStreamUpdateCaptureDependencies` (`_v2` with `edges`): the blob
+    /// holds `count` node ids (u64 each), then with `edges` their
+    /// `CUgraphEdgeData` (8 bytes each).
+    UpdateCaptureDependencies = 387,
+    /// `cuStreamBeginCaptureToGraph`: the blob as for
+    /// UpdateCaptureDependencies (edge data always present when `edges`).
+    BeginCaptureToGraph = 388,
+    /// `cuGraphInstantiateWithParams` (`_ptsz` with `per_thread`): the
+    /// executable graph, the node the driver blames and its
+    /// `CUgraphInstantiateResult`.
+    InstantiateWithParams = 389,
+    /// `cuGraphCreate`.
+    GraphCreate = 390,
+    /// `cuGraphDestroy`.
+    GraphDestroy = 391,
+    /// `cuGraphInstantiateWithFlags`.
+    GraphInstantiateWithFlags = 392,
+    /// `cuGraphInstantiate_v2`.
+    GraphInstantiate_v2 = 393,
+    /// `cuGraphLaunch`.
+    GraphLaunch = 394,
+    /// `cuGraphUpload`.
+    GraphUpload = 395,
+    /// `cuGraphExecDestroy`.
+    GraphExecDestroy = 396,
+    /// `cuGraphClone`.
+    GraphClone = 397,
+    /// `cuGraphExecGetFlags`.
+    GraphExecGetFlags = 398,
+    /// `cuGraphLaunch_ptsz`.
+    GraphLaunch_ptsz = 399,
+    /// `cuGraphUpload_ptsz`.
+    GraphUpload_ptsz = 400,
+    /// `cuGraphNodeGetType`.
+    GraphNodeGetType = 401,
+    /// `cuGraphDestroyNode`.
+    GraphDestroyNode = 402,
+    /// `cuStreamBeginCapture_ptsz`.
+    StreamBeginCapture_ptsz = 403,
+    /// `cuGraphInstantiate`.
+    GraphInstantiate = 404,
+    /// `cuStreamGetCaptureInfo`.
+    StreamGetCaptureInfo = 405,
+    /// `cuStreamGetCaptureInfo_ptsz`.
+    StreamGetCaptureInfo_ptsz = 406,
+    /// `cuGraphAddEmptyNode`.
+    GraphAddEmptyNode = 407,
+    /// `cuGraphAddDependencies`.
+    GraphAddDependencies = 408,
+    /// `cuGraphRemoveDependencies`.
+    GraphRemoveDependencies = 409,
+    /// `cuGraphAddEventRecordNode`.
+    GraphAddEventRecordNode = 410,
+    /// `cuGraphAddEventWaitNode`.
+    GraphAddEventWaitNode = 411,
+    /// A graph's nodes (`what` 0), root nodes (1), a node's dependencies
+    /// (2) or dependent nodes (3), a graph's edges (4) of graph or node id
+    /// `handle`. With `want` the driver fills `capacity` entries (node ids,
+    /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
+    /// destinations), which are the reply's blob; `count` is the driver's.
+    GraphQuery = 412,
+    /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
+    /// whose bytes are the reply's blob; the client writes them at the
+    /// application's path.
+    GraphDebugDotPrint = 413,
+    /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
+    /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+    /// dependencies (node ids, u64 each), then the packed parameter
+    /// buffer, laid out as the function's (or kernel's) parameters.
+    GraphKernelNode = 414,
+    /// `cuGraphExecUpdate_v2`. The driver's `status` is in the reply (the
+    /// operation itself succeeds), because a failed update still says why
+    /// in `result` and its nodes.
+    GraphExecUpdate = 415,
+    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
+    /// u64 each); the worker checks the memset's range against the
+    /// session's allocations, as for a memset.
+    GraphMemsetNode = 416,
+    /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
+    /// packed by the function's parameter layout as the reply's blob.
+    GraphKernelNodeParams = 417,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -655,6 +754,44 @@ impl Op {
         Op::PoolGetAttribute,
         Op::PoolSetAttribute,
         Op::PoolAllocAsync,
+        Op::StreamBeginCapture_v2,
+        Op::StreamBeginCapture,
+        Op::StreamBeginCapture_v2_ptsz,
+        Op::StreamEndCapture,
+        Op::StreamEndCapture_ptsz,
+        Op::ExchangeCaptureMode,
+        Op::StreamCaptureInfo,
+        Op::UpdateCaptureDependencies,
+        Op::BeginCaptureToGraph,
+        Op::InstantiateWithParams,
+        Op::GraphCreate,
+        Op::GraphDestroy,
+        Op::GraphInstantiateWithFlags,
+        Op::GraphInstantiate_v2,
+        Op::GraphLaunch,
+        Op::GraphUpload,
+        Op::GraphExecDestroy,
+        Op::GraphClone,
+        Op::GraphExecGetFlags,
+        Op::GraphLaunch_ptsz,
+        Op::GraphUpload_ptsz,
+        Op::GraphNodeGetType,
+        Op::GraphDestroyNode,
+        Op::StreamBeginCapture_ptsz,
+        Op::GraphInstantiate,
+        Op::StreamGetCaptureInfo,
+        Op::StreamGetCaptureInfo_ptsz,
+        Op::GraphAddEmptyNode,
+        Op::GraphAddDependencies,
+        Op::GraphRemoveDependencies,
+        Op::GraphAddEventRecordNode,
+        Op::GraphAddEventWaitNode,
+        Op::GraphQuery,
+        Op::GraphDebugDotPrint,
+        Op::GraphKernelNode,
+        Op::GraphExecUpdate,
+        Op::GraphMemsetNode,
+        Op::GraphKernelNodeParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -860,6 +997,44 @@ impl Op {
             Op::PoolGetAttribute => "PoolGetAttribute",
             Op::PoolSetAttribute => "PoolSetAttribute",
             Op::PoolAllocAsync => "PoolAllocAsync",
+            Op::StreamBeginCapture_v2 => "StreamBeginCapture_v2",
+            Op::StreamBeginCapture => "StreamBeginCapture",
+            Op::StreamBeginCapture_v2_ptsz => "StreamBeginCapture_v2_ptsz",
+            Op::StreamEndCapture => "StreamEndCapture",
+            Op::StreamEndCapture_ptsz => "StreamEndCapture_ptsz",
+            Op::ExchangeCaptureMode => "ExchangeCaptureMode",
+            Op::StreamCaptureInfo => "StreamCaptureInfo",
+            Op::UpdateCaptureDependencies => "UpdateCaptureDependencies",
+            Op::BeginCaptureToGraph => "BeginCaptureToGraph",
+            Op::InstantiateWithParams => "InstantiateWithParams",
+            Op::GraphCreate => "GraphCreate",
+            Op::GraphDestroy => "GraphDestroy",
+            Op::GraphInstantiateWithFlags => "GraphInstantiateWithFlags",
+            Op::GraphInstantiate_v2 => "GraphInstantiate_v2",
+            Op::GraphLaunch => "GraphLaunch",
+            Op::GraphUpload => "GraphUpload",
+            Op::GraphExecDestroy => "GraphExecDestroy",
+            Op::GraphClone => "GraphClone",
+            Op::GraphExecGetFlags => "GraphExecGetFlags",
+            Op::GraphLaunch_ptsz => "GraphLaunch_ptsz",
+            Op::GraphUpload_ptsz => "GraphUpload_ptsz",
+            Op::GraphNodeGetType => "GraphNodeGetType",
+            Op::GraphDestroyNode => "GraphDestroyNode",
+            Op::StreamBeginCapture_ptsz => "StreamBeginCapture_ptsz",
+            Op::GraphInstantiate => "GraphInstantiate",
+            Op::StreamGetCaptureInfo => "StreamGetCaptureInfo",
+            Op::StreamGetCaptureInfo_ptsz => "StreamGetCaptureInfo_ptsz",
+            Op::GraphAddEmptyNode => "GraphAddEmptyNode",
+            Op::GraphAddDependencies => "GraphAddDependencies",
+            Op::GraphRemoveDependencies => "GraphRemoveDependencies",
+            Op::GraphAddEventRecordNode => "GraphAddEventRecordNode",
+            Op::GraphAddEventWaitNode => "GraphAddEventWaitNode",
+            Op::GraphQuery => "GraphQuery",
+            Op::GraphDebugDotPrint => "GraphDebugDotPrint",
+            Op::GraphKernelNode => "GraphKernelNode",
+            Op::GraphExecUpdate => "GraphExecUpdate",
+            Op::GraphMemsetNode => "GraphMemsetNode",
+            Op::GraphKernelNodeParams => "GraphKernelNodeParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1062,6 +1237,44 @@ impl Op {
             Op::PoolGetAttribute => false,
             Op::PoolSetAttribute => false,
             Op::PoolAllocAsync => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => true,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => true,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1264,6 +1477,44 @@ impl Op {
             Op::PoolGetAttribute => true,
             Op::PoolSetAttribute => true,
             Op::PoolAllocAsync => true,
+            Op::StreamBeginCapture_v2 => true,
+            Op::StreamBeginCapture => true,
+            Op::StreamBeginCapture_v2_ptsz => true,
+            Op::StreamEndCapture => true,
+            Op::StreamEndCapture_ptsz => true,
+            Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => true,
+            Op::UpdateCaptureDependencies => true,
+            Op::BeginCaptureToGraph => true,
+            Op::InstantiateWithParams => true,
+            Op::GraphCreate => true,
+            Op::GraphDestroy => true,
+            Op::GraphInstantiateWithFlags => true,
+            Op::GraphInstantiate_v2 => true,
+            Op::GraphLaunch => true,
+            Op::GraphUpload => true,
+            Op::GraphExecDestroy => true,
+            Op::GraphClone => true,
+            Op::GraphExecGetFlags => true,
+            Op::GraphLaunch_ptsz => true,
+            Op::GraphUpload_ptsz => true,
+            Op::GraphNodeGetType => true,
+            Op::GraphDestroyNode => true,
+            Op::StreamBeginCapture_ptsz => true,
+            Op::GraphInstantiate => true,
+            Op::StreamGetCaptureInfo => true,
+            Op::StreamGetCaptureInfo_ptsz => true,
+            Op::GraphAddEmptyNode => true,
+            Op::GraphAddDependencies => true,
+            Op::GraphRemoveDependencies => true,
+            Op::GraphAddEventRecordNode => true,
+            Op::GraphAddEventWaitNode => true,
+            Op::GraphQuery => true,
+            Op::GraphDebugDotPrint => true,
+            Op::GraphKernelNode => true,
+            Op::GraphExecUpdate => true,
+            Op::GraphMemsetNode => true,
+            Op::GraphKernelNodeParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -1466,6 +1717,44 @@ impl Op {
             Op::PoolGetAttribute => false,
             Op::PoolSetAttribute => false,
             Op::PoolAllocAsync => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => false,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => false,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1718,6 +2007,58 @@ impl Op {
             Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Request>(),
             Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Request>(),
             Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Request>(),
+            Op::StreamBeginCapture_v2 => core::mem::size_of::<stream_begin_capture_v2::Request>(),
+            Op::StreamBeginCapture => core::mem::size_of::<stream_begin_capture::Request>(),
+            Op::StreamBeginCapture_v2_ptsz => {
+                core::mem::size_of::<stream_begin_capture_v2_ptsz::Request>()
+            }
+            Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Request>(),
+            Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Request>(),
+            Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Request>(),
+            Op::StreamCaptureInfo => core::mem::size_of::<stream_capture_info::Request>(),
+            Op::UpdateCaptureDependencies => {
+                core::mem::size_of::<update_capture_dependencies::Request>()
+            }
+            Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Request>(),
+            Op::InstantiateWithParams => core::mem::size_of::<instantiate_with_params::Request>(),
+            Op::GraphCreate => core::mem::size_of::<graph_create::Request>(),
+            Op::GraphDestroy => core::mem::size_of::<graph_destroy::Request>(),
+            Op::GraphInstantiateWithFlags => {
+                core::mem::size_of::<graph_instantiate_with_flags::Request>()
+            }
+            Op::GraphInstantiate_v2 => core::mem::size_of::<graph_instantiate_v2::Request>(),
+            Op::GraphLaunch => core::mem::size_of::<graph_launch::Request>(),
+            Op::GraphUpload => core::mem::size_of::<graph_upload::Request>(),
+            Op::GraphExecDestroy => core::mem::size_of::<graph_exec_destroy::Request>(),
+            Op::GraphClone => core::mem::size_of::<graph_clone::Request>(),
+            Op::GraphExecGetFlags => core::mem::size_of::<graph_exec_get_flags::Request>(),
+            Op::GraphLaunch_ptsz => core::mem::size_of::<graph_launch_ptsz::Request>(),
+            Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Request>(),
+            Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Request>(),
+            Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Request>(),
+            Op::StreamBeginCapture_ptsz => {
+                core::mem::size_of::<stream_begin_capture_ptsz::Request>()
+            }
+            Op::GraphInstantiate => core::mem::size_of::<graph_instantiate::Request>(),
+            Op::StreamGetCaptureInfo => core::mem::size_of::<stream_get_capture_info::Request>(),
+            Op::StreamGetCaptureInfo_ptsz => {
+                core::mem::size_of::<stream_get_capture_info_ptsz::Request>()
+            }
+            Op::GraphAddEmptyNode => core::mem::size_of::<graph_add_empty_node::Request>(),
+            Op::GraphAddDependencies => core::mem::size_of::<graph_add_dependencies::Request>(),
+            Op::GraphRemoveDependencies => {
+                core::mem::size_of::<graph_remove_dependencies::Request>()
+            }
+            Op::GraphAddEventRecordNode => {
+                core::mem::size_of::<graph_add_event_record_node::Request>()
+            }
+            Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Request>(),
+            Op::GraphQuery => core::mem::size_of::<graph_query::Request>(),
+            Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Request>(),
+            Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Request>(),
+            Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Request>(),
+            Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Request>(),
+            Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -1974,6 +2315,54 @@ impl Op {
             Op::PoolGetAttribute => core::mem::size_of::<pool_get_attribute::Reply>(),
             Op::PoolSetAttribute => core::mem::size_of::<pool_set_attribute::Reply>(),
             Op::PoolAllocAsync => core::mem::size_of::<pool_alloc_async::Reply>(),
+            Op::StreamBeginCapture_v2 => core::mem::size_of::<stream_begin_capture_v2::Reply>(),
+            Op::StreamBeginCapture => core::mem::size_of::<stream_begin_capture::Reply>(),
+            Op::StreamBeginCapture_v2_ptsz => {
+                core::mem::size_of::<stream_begin_capture_v2_ptsz::Reply>()
+            }
+            Op::StreamEndCapture => core::mem::size_of::<stream_end_capture::Reply>(),
+            Op::StreamEndCapture_ptsz => core::mem::size_of::<stream_end_capture_ptsz::Reply>(),
+            Op::ExchangeCaptureMode => core::mem::size_of::<exchange_capture_mode::Reply>(),
+            Op::StreamCaptureInfo => core::mem::size_of::<stream_capture_info::Reply>(),
+            Op::UpdateCaptureDependencies => {
+                core::mem::size_of::<update_capture_dependencies::Reply>()
+            }
+            Op::BeginCaptureToGraph => core::mem::size_of::<begin_capture_to_graph::Reply>(),
+            Op::InstantiateWithParams => core::mem::size_of::<instantiate_with_params::Reply>(),
+            Op::GraphCreate => core::mem::size_of::<graph_create::Reply>(),
+            Op::GraphDestroy => core::mem::size_of::<graph_destroy::Reply>(),
+            Op::GraphInstantiateWithFlags => {
+                core::mem::size_of::<graph_instantiate_with_flags::Reply>()
+            }
+            Op::GraphInstantiate_v2 => core::mem::size_of::<graph_instantiate_v2::Reply>(),
+            Op::GraphLaunch => core::mem::size_of::<graph_launch::Reply>(),
+            Op::GraphUpload => core::mem::size_of::<graph_upload::Reply>(),
+            Op::GraphExecDestroy => core::mem::size_of::<graph_exec_destroy::Reply>(),
+            Op::GraphClone => core::mem::size_of::<graph_clone::Reply>(),
+            Op::GraphExecGetFlags => core::mem::size_of::<graph_exec_get_flags::Reply>(),
+            Op::GraphLaunch_ptsz => core::mem::size_of::<graph_launch_ptsz::Reply>(),
+            Op::GraphUpload_ptsz => core::mem::size_of::<graph_upload_ptsz::Reply>(),
+            Op::GraphNodeGetType => core::mem::size_of::<graph_node_get_type::Reply>(),
+            Op::GraphDestroyNode => core::mem::size_of::<graph_destroy_node::Reply>(),
+            Op::StreamBeginCapture_ptsz => core::mem::size_of::<stream_begin_capture_ptsz::Reply>(),
+            Op::GraphInstantiate => core::mem::size_of::<graph_instantiate::Reply>(),
+            Op::StreamGetCaptureInfo => core::mem::size_of::<stream_get_capture_info::Reply>(),
+            Op::StreamGetCaptureInfo_ptsz => {
+                core::mem::size_of::<stream_get_capture_info_ptsz::Reply>()
+            }
+            Op::GraphAddEmptyNode => core::mem::size_of::<graph_add_empty_node::Reply>(),
+            Op::GraphAddDependencies => core::mem::size_of::<graph_add_dependencies::Reply>(),
+            Op::GraphRemoveDependencies => core::mem::size_of::<graph_remove_dependencies::Reply>(),
+            Op::GraphAddEventRecordNode => {
+                core::mem::size_of::<graph_add_event_record_node::Reply>()
+            }
+            Op::GraphAddEventWaitNode => core::mem::size_of::<graph_add_event_wait_node::Reply>(),
+            Op::GraphQuery => core::mem::size_of::<graph_query::Reply>(),
+            Op::GraphDebugDotPrint => core::mem::size_of::<graph_debug_dot_print::Reply>(),
+            Op::GraphKernelNode => core::mem::size_of::<graph_kernel_node::Reply>(),
+            Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Reply>(),
+            Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Reply>(),
+            Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -2390,6 +2779,88 @@ impl Op {
             Op::PoolGetAttribute => message::check::<pool_get_attribute::Request>(fixed, blob_len),
             Op::PoolSetAttribute => message::check::<pool_set_attribute::Request>(fixed, blob_len),
             Op::PoolAllocAsync => message::check::<pool_alloc_async::Request>(fixed, blob_len),
+            Op::StreamBeginCapture_v2 => {
+                message::check::<stream_begin_capture_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture => {
+                message::check::<stream_begin_capture::Request>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture_v2_ptsz => {
+                message::check::<stream_begin_capture_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamEndCapture => message::check::<stream_end_capture::Request>(fixed, blob_len),
+            Op::StreamEndCapture_ptsz => {
+                message::check::<stream_end_capture_ptsz::Request>(fixed, blob_len)
+            }
+            Op::ExchangeCaptureMode => {
+                message::check::<exchange_capture_mode::Request>(fixed, blob_len)
+            }
+            Op::StreamCaptureInfo => {
+                message::check::<stream_capture_info::Request>(fixed, blob_len)
+            }
+            Op::UpdateCaptureDependencies => {
+                message::check::<update_capture_dependencies::Request>(fixed, blob_len)
+            }
+            Op::BeginCaptureToGraph => {
+                message::check::<begin_capture_to_graph::Request>(fixed, blob_len)
+            }
+            Op::InstantiateWithParams => {
+                message::check::<instantiate_with_params::Request>(fixed, blob_len)
+            }
+            Op::GraphCreate => message::check::<graph_create::Request>(fixed, blob_len),
+            Op::GraphDestroy => message::check::<graph_destroy::Request>(fixed, blob_len),
+            Op::GraphInstantiateWithFlags => {
+                message::check::<graph_instantiate_with_flags::Request>(fixed, blob_len)
+            }
+            Op::GraphInstantiate_v2 => {
+                message::check::<graph_instantiate_v2::Request>(fixed, blob_len)
+            }
+            Op::GraphLaunch => message::check::<graph_launch::Request>(fixed, blob_len),
+            Op::GraphUpload => message::check::<graph_upload::Request>(fixed, blob_len),
+            Op::GraphExecDestroy => message::check::<graph_exec_destroy::Request>(fixed, blob_len),
+            Op::GraphClone => message::check::<graph_clone::Request>(fixed, blob_len),
+            Op::GraphExecGetFlags => {
+                message::check::<graph_exec_get_flags::Request>(fixed, blob_len)
+            }
+            Op::GraphLaunch_ptsz => message::check::<graph_launch_ptsz::Request>(fixed, blob_len),
+            Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Request>(fixed, blob_len),
+            Op::GraphNodeGetType => message::check::<graph_node_get_type::Request>(fixed, blob_len),
+            Op::GraphDestroyNode => message::check::<graph_destroy_node::Request>(fixed, blob_len),
+            Op::StreamBeginCapture_ptsz => {
+                message::check::<stream_begin_capture_ptsz::Request>(fixed, blob_len)
+            }
+            Op::GraphInstantiate => message::check::<graph_instantiate::Request>(fixed, blob_len),
+            Op::StreamGetCaptureInfo => {
+                message::check::<stream_get_capture_info::Request>(fixed, blob_len)
+            }
+            Op::StreamGetCaptureInfo_ptsz => {
+                message::check::<stream_get_capture_info_ptsz::Request>(fixed, blob_len)
+            }
+            Op::GraphAddEmptyNode => {
+                message::check::<graph_add_empty_node::Request>(fixed, blob_len)
+            }
+            Op::GraphAddDependencies => {
+                message::check::<graph_add_dependencies::Request>(fixed, blob_len)
+            }
+            Op::GraphRemoveDependencies => {
+                message::check::<graph_remove_dependencies::Request>(fixed, blob_len)
+            }
+            Op::GraphAddEventRecordNode => {
+                message::check::<graph_add_event_record_node::Request>(fixed, blob_len)
+            }
+            Op::GraphAddEventWaitNode => {
+                message::check::<graph_add_event_wait_node::Request>(fixed, blob_len)
+            }
+            Op::GraphQuery => message::check::<graph_query::Request>(fixed, blob_len),
+            Op::GraphDebugDotPrint => {
+                message::check::<graph_debug_dot_print::Request>(fixed, blob_len)
+            }
+            Op::GraphKernelNode => message::check::<graph_kernel_node::Request>(fixed, blob_len),
+            Op::GraphExecUpdate => message::check::<graph_exec_update::Request>(fixed, blob_len),
+            Op::GraphMemsetNode => message::check::<graph_memset_node::Request>(fixed, blob_len),
+            Op::GraphKernelNodeParams => {
+                message::check::<graph_kernel_node_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -2727,6 +3198,82 @@ impl Op {
             Op::PoolGetAttribute => message::check::<pool_get_attribute::Reply>(fixed, blob_len),
             Op::PoolSetAttribute => message::check::<pool_set_attribute::Reply>(fixed, blob_len),
             Op::PoolAllocAsync => message::check::<pool_alloc_async::Reply>(fixed, blob_len),
+            Op::StreamBeginCapture_v2 => {
+                message::check::<stream_begin_capture_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture => {
+                message::check::<stream_begin_capture::Reply>(fixed, blob_len)
+            }
+            Op::StreamBeginCapture_v2_ptsz => {
+                message::check::<stream_begin_capture_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamEndCapture => message::check::<stream_end_capture::Reply>(fixed, blob_len),
+            Op::StreamEndCapture_ptsz => {
+                message::check::<stream_end_capture_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::ExchangeCaptureMode => {
+                message::check::<exchange_capture_mode::Reply>(fixed, blob_len)
+            }
+            Op::StreamCaptureInfo => message::check::<stream_capture_info::Reply>(fixed, blob_len),
+            Op::UpdateCaptureDependencies => {
+                message::check::<update_capture_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::BeginCaptureToGraph => {
+                message::check::<begin_capture_to_graph::Reply>(fixed, blob_len)
+            }
+            Op::InstantiateWithParams => {
+                message::check::<instantiate_with_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphCreate => message::check::<graph_create::Reply>(fixed, blob_len),
+            Op::GraphDestroy => message::check::<graph_destroy::Reply>(fixed, blob_len),
+            Op::GraphInstantiateWithFlags => {
+                message::check::<graph_instantiate_with_flags::Reply>(fixed, blob_len)
+            }
+            Op::GraphInstantiate_v2 => {
+                message::check::<graph_instantiate_v2::Reply>(fixed, blob_len)
+            }
+            Op::GraphLaunch => message::check::<graph_launch::Reply>(fixed, blob_len),
+            Op::GraphUpload => message::check::<graph_upload::Reply>(fixed, blob_len),
+            Op::GraphExecDestroy => message::check::<graph_exec_destroy::Reply>(fixed, blob_len),
+            Op::GraphClone => message::check::<graph_clone::Reply>(fixed, blob_len),
+            Op::GraphExecGetFlags => message::check::<graph_exec_get_flags::Reply>(fixed, blob_len),
+            Op::GraphLaunch_ptsz => message::check::<graph_launch_ptsz::Reply>(fixed, blob_len),
+            Op::GraphUpload_ptsz => message::check::<graph_upload_ptsz::Reply>(fixed, blob_len),
+            Op::GraphNodeGetType => message::check::<graph_node_get_type::Reply>(fixed, blob_len),
+            Op::GraphDestroyNode => message::check::<graph_destroy_node::Reply>(fixed, blob_len),
+            Op::StreamBeginCapture_ptsz => {
+                message::check::<stream_begin_capture_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::GraphInstantiate => message::check::<graph_instantiate::Reply>(fixed, blob_len),
+            Op::StreamGetCaptureInfo => {
+                message::check::<stream_get_capture_info::Reply>(fixed, blob_len)
+            }
+            Op::StreamGetCaptureInfo_ptsz => {
+                message::check::<stream_get_capture_info_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddEmptyNode => message::check::<graph_add_empty_node::Reply>(fixed, blob_len),
+            Op::GraphAddDependencies => {
+                message::check::<graph_add_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::GraphRemoveDependencies => {
+                message::check::<graph_remove_dependencies::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddEventRecordNode => {
+                message::check::<graph_add_event_record_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddEventWaitNode => {
+                message::check::<graph_add_event_wait_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphQuery => message::check::<graph_query::Reply>(fixed, blob_len),
+            Op::GraphDebugDotPrint => {
+                message::check::<graph_debug_dot_print::Reply>(fixed, blob_len)
+            }
+            Op::GraphKernelNode => message::check::<graph_kernel_node::Reply>(fixed, blob_len),
+            Op::GraphExecUpdate => message::check::<graph_exec_update::Reply>(fixed, blob_len),
+            Op::GraphMemsetNode => message::check::<graph_memset_node::Reply>(fixed, blob_len),
+            Op::GraphKernelNodeParams => {
+                message::check::<graph_kernel_node_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -2949,6 +3496,44 @@ impl TryFrom<u16> for Op {
             361 => Ok(Op::PoolGetAttribute),
             362 => Ok(Op::PoolSetAttribute),
             363 => Ok(Op::PoolAllocAsync),
+            380 => Ok(Op::StreamBeginCapture_v2),
+            381 => Ok(Op::StreamBeginCapture),
+            382 => Ok(Op::StreamBeginCapture_v2_ptsz),
+            383 => Ok(Op::StreamEndCapture),
+            384 => Ok(Op::StreamEndCapture_ptsz),
+            385 => Ok(Op::ExchangeCaptureMode),
+            386 => Ok(Op::StreamCaptureInfo),
+            387 => Ok(Op::UpdateCaptureDependencies),
+            388 => Ok(Op::BeginCaptureToGraph),
+            389 => Ok(Op::InstantiateWithParams),
+            390 => Ok(Op::GraphCreate),
+            391 => Ok(Op::GraphDestroy),
+            392 => Ok(Op::GraphInstantiateWithFlags),
+            393 => Ok(Op::GraphInstantiate_v2),
+            394 => Ok(Op::GraphLaunch),
+            395 => Ok(Op::GraphUpload),
+            396 => Ok(Op::GraphExecDestroy),
+            397 => Ok(Op::GraphClone),
+            398 => Ok(Op::GraphExecGetFlags),
+            399 => Ok(Op::GraphLaunch_ptsz),
+            400 => Ok(Op::GraphUpload_ptsz),
+            401 => Ok(Op::GraphNodeGetType),
+            402 => Ok(Op::GraphDestroyNode),
+            403 => Ok(Op::StreamBeginCapture_ptsz),
+            404 => Ok(Op::GraphInstantiate),
+            405 => Ok(Op::StreamGetCaptureInfo),
+            406 => Ok(Op::StreamGetCaptureInfo_ptsz),
+            407 => Ok(Op::GraphAddEmptyNode),
+            408 => Ok(Op::GraphAddDependencies),
+            409 => Ok(Op::GraphRemoveDependencies),
+            410 => Ok(Op::GraphAddEventRecordNode),
+            411 => Ok(Op::GraphAddEventWaitNode),
+            412 => Ok(Op::GraphQuery),
+            413 => Ok(Op::GraphDebugDotPrint),
+            414 => Ok(Op::GraphKernelNode),
+            415 => Ok(Op::GraphExecUpdate),
+            416 => Ok(Op::GraphMemsetNode),
+            417 => Ok(Op::GraphKernelNodeParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -3153,6 +3738,44 @@ pub const SCHEMA: &str = concat!(
     "361 PoolGetAttribute {pool:handle(MemPool),attr:u32} => {value:u64}\n",
     "362 PoolSetAttribute {pool:handle(MemPool),attr:u32,value:u64} => {}\n",
     "363 PoolAllocAsync {bytes:u64,pool:handle(MemPool),stream:handle(Stream)} => {dptr:devptr}\n",
+    "380 StreamBeginCapture_v2 {hstream:handle(Stream),mode:u32} => {}\n",
+    "381 StreamBeginCapture {hstream:handle(Stream)} => {}\n",
+    "382 StreamBeginCapture_v2_ptsz {hstream:handle(Stream),mode:u32} => {}\n",
+    "383 StreamEndCapture {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
+    "384 StreamEndCapture_ptsz {hstream:handle(Stream)} => {ph_graph:handle(Graph)}\n",
+    "385 ExchangeCaptureMode {mode:u32} => {mode:u32} nocontext\n",
+    "386 StreamCaptureInfo {stream:handle(Stream),per_thread:bool,edges:bool} => {status:u32,id:u64,graph:handle(Graph),count:u32}+blob\n",
+    "387 UpdateCaptureDependencies {stream:handle(Stream),per_thread:bool,edges:bool,flags:u32,count:u32}+blob => {}\n",
+    "388 BeginCaptureToGraph {stream:handle(Stream),per_thread:bool,graph:handle(Graph),mode:u32,count:u32,edges:bool}+blob => {}\n",
+    "389 InstantiateWithParams {graph:handle(Graph),flags:u64,upload_stream:handle(Stream),per_thread:bool} => {exec:handle(GraphExec),error_node:handle(GraphNode),result:u32}\n",
+    "390 GraphCreate {flags:u32} => {ph_graph:handle(Graph)}\n",
+    "391 GraphDestroy {hgraph:handle(Graph)} => {}\n",
+    "392 GraphInstantiateWithFlags {hgraph:handle(Graph),flags:u64} => {ph_graph_exec:handle(GraphExec)}\n",
+    "393 GraphInstantiate_v2 {hgraph:handle(Graph),want_ph_error_node:bool,buffer_size:u64} => {ph_graph_exec:handle(GraphExec),ph_error_node:handle(GraphNode)}+blob(string(bufferSize))\n",
+    "394 GraphLaunch {hgraph:handle(GraphExec),hstream:handle(Stream)} => {} posted\n",
+    "395 GraphUpload {hgraph:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "396 GraphExecDestroy {hgraph_exec:handle(GraphExec)} => {}\n",
+    "397 GraphClone {original_graph:handle(Graph)} => {ph_graph_clone:handle(Graph)}\n",
+    "398 GraphExecGetFlags {hgraph_exec:handle(GraphExec)} => {flags:u64}\n",
+    "399 GraphLaunch_ptsz {hgraph_exec:handle(GraphExec),hstream:handle(Stream)} => {} posted\n",
+    "400 GraphUpload_ptsz {hgraph_exec:handle(GraphExec),hstream:handle(Stream)} => {}\n",
+    "401 GraphNodeGetType {hnode:handle(GraphNode)} => {type_:u32}\n",
+    "402 GraphDestroyNode {hnode:handle(GraphNode)} => {}\n",
+    "403 StreamBeginCapture_ptsz {hstream:handle(Stream)} => {}\n",
+    "404 GraphInstantiate {hgraph:handle(Graph),want_ph_error_node:bool,buffer_size:u64} => {ph_graph_exec:handle(GraphExec),ph_error_node:handle(GraphNode)}+blob(string(bufferSize))\n",
+    "405 StreamGetCaptureInfo {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
+    "406 StreamGetCaptureInfo_ptsz {hstream:handle(Stream),want_id_out:bool} => {capture_status_out:u32,id_out:u64}\n",
+    "407 GraphAddEmptyNode {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "408 GraphAddDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
+    "409 GraphRemoveDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
+    "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
+    "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
+    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
+    "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
+    "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "417 GraphKernelNodeParams {node:handle(GraphNode)} => {function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32}+blob\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -10438,6 +11061,1694 @@ pub mod pool_alloc_async {
     }
 }
 
+/// `cuStreamBeginCapture_v2`: wire id 380.
+pub mod stream_begin_capture_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture`: wire id 381.
+pub mod stream_begin_capture {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`: wire id 382.
+pub mod stream_begin_capture_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamEndCapture`: wire id 383.
+pub mod stream_end_capture {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamEndCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamEndCapture;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamEndCapture_ptsz`: wire id 384.
+pub mod stream_end_capture_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamEndCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamEndCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExchangeCaptureMode: wire id 385.
+pub mod exchange_capture_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mode: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mode: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ExchangeCaptureMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExchangeCaptureMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation StreamCaptureInfo: wire id 386.
+pub mod stream_capture_info {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub edges: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub id: U64,
+        pub graph: U64,
+        pub count: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation UpdateCaptureDependencies: wire id 387.
+pub mod update_capture_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub edges: u8,
+        pub flags: U32,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UpdateCaptureDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UpdateCaptureDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation BeginCaptureToGraph: wire id 388.
+pub mod begin_capture_to_graph {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub per_thread: u8,
+        pub graph: U64,
+        pub mode: U32,
+        pub count: U32,
+        pub edges: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::BeginCaptureToGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::BeginCaptureToGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation InstantiateWithParams: wire id 389.
+pub mod instantiate_with_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub flags: U64,
+        pub upload_stream: U64,
+        pub per_thread: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub exec: U64,
+        pub error_node: U64,
+        pub result: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::InstantiateWithParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::InstantiateWithParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphCreate`: wire id 390.
+pub mod graph_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphDestroy`: wire id 391.
+pub mod graph_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiateWithFlags`: wire id 392.
+pub mod graph_instantiate_with_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiateWithFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiateWithFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiate_v2`: wire id 393.
+pub mod graph_instantiate_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub want_ph_error_node: u8,
+        pub buffer_size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+        pub ph_error_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_ph_error_node", self.want_ph_error_node)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiate_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphLaunch`: wire id 394.
+pub mod graph_launch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphLaunch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphLaunch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphUpload`: wire id 395.
+pub mod graph_upload {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphUpload;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphUpload;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecDestroy`: wire id 396.
+pub mod graph_exec_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphClone`: wire id 397.
+pub mod graph_clone {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub original_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_clone: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecGetFlags`: wire id 398.
+pub mod graph_exec_get_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub flags: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphLaunch_ptsz`: wire id 399.
+pub mod graph_launch_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphLaunch_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphLaunch_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphUpload_ptsz`: wire id 400.
+pub mod graph_upload_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphUpload_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphUpload_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphNodeGetType`: wire id 401.
+pub mod graph_node_get_type {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub type_: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeGetType;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeGetType;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphDestroyNode`: wire id 402.
+pub mod graph_destroy_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDestroyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDestroyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamBeginCapture_ptsz`: wire id 403.
+pub mod stream_begin_capture_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBeginCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBeginCapture_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphInstantiate`: wire id 404.
+pub mod graph_instantiate {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub want_ph_error_node: u8,
+        pub buffer_size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_exec: U64,
+        pub ph_error_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphInstantiate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_ph_error_node", self.want_ph_error_node)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphInstantiate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetCaptureInfo`: wire id 405.
+pub mod stream_get_capture_info {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub want_id_out: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub capture_status_out: U32,
+        pub id_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_id_out", self.want_id_out)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetCaptureInfo;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`: wire id 406.
+pub mod stream_get_capture_info_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+        pub want_id_out: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub capture_status_out: U32,
+        pub id_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetCaptureInfo_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_id_out", self.want_id_out)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetCaptureInfo_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddEmptyNode`: wire id 407.
+pub mod graph_add_empty_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEmptyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEmptyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddDependencies`: wire id 408.
+pub mod graph_add_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphRemoveDependencies`: wire id 409.
+pub mod graph_remove_dependencies {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphRemoveDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphRemoveDependencies;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddEventRecordNode`: wire id 410.
+pub mod graph_add_event_record_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEventRecordNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEventRecordNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddEventWaitNode`: wire id 411.
+pub mod graph_add_event_wait_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddEventWaitNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddEventWaitNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphQuery: wire id 412.
+pub mod graph_query {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub handle: U64,
+        pub capacity: U64,
+        pub want: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub count: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want", self.want)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphDebugDotPrint: wire id 413.
+pub mod graph_debug_dot_print {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphDebugDotPrint;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphDebugDotPrint;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphKernelNode: wire id 414.
+pub mod graph_kernel_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub node: U64,
+        pub function: U64,
+        pub kernel: U64,
+        pub ctx: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+        pub deps: U32,
+        pub set: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphExecUpdate: wire id 415.
+pub mod graph_exec_update {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub exec: U64,
+        pub graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub result: U32,
+        pub error_node: U64,
+        pub error_from_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecUpdate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecUpdate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemsetNode: wire id 416.
+pub mod graph_memset_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub ctx: U64,
+        pub dst: U64,
+        pub pitch: U64,
+        pub value: U32,
+        pub element: U32,
+        pub width: U64,
+        pub height: U64,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemsetNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemsetNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphKernelNodeParams: wire id 417.
+pub mod graph_kernel_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub function: U64,
+        pub kernel: U64,
+        pub ctx: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuArrayCreate_v2`: wire id 460.
 pub mod array_create_v2 {
     use super::*;
@@ -12265,6 +14576,216 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.location.fill(26);
             r.type_ = U32::new(43);
             r.pool = U64::new(0x4100_0000_0000_003c);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_v2 => {
+            let mut r = stream_begin_capture_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0077);
+            r.mode = U32::new(8);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture => {
+            let mut r = stream_begin_capture::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_007a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_v2_ptsz => {
+            let mut r = stream_begin_capture_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_007d);
+            r.mode = U32::new(14);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamEndCapture => {
+            let mut r = stream_end_capture::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0000);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamEndCapture_ptsz => {
+            let mut r = stream_end_capture_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0003);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphCreate => {
+            let mut r = graph_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.flags = U32::new(21);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphDestroy => {
+            let mut r = graph_destroy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0018);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiateWithFlags => {
+            let mut r = graph_instantiate_with_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_001b);
+            r.flags = U64::new(44);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiate_v2 => {
+            let mut r = graph_instantiate_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_001e);
+            r.want_ph_error_node = 1;
+            r.buffer_size = U64::new(64);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphLaunch => {
+            let mut r = graph_launch::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0021);
+            r.hstream = U64::new(0x4100_0000_0000_0032);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphUpload => {
+            let mut r = graph_upload::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0024);
+            r.hstream = U64::new(0x4100_0000_0000_0035);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecDestroy => {
+            let mut r = graph_exec_destroy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0027);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphClone => {
+            let mut r = graph_clone::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.original_graph = U64::new(0x4100_0000_0000_002a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecGetFlags => {
+            let mut r = graph_exec_get_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_002d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphLaunch_ptsz => {
+            let mut r = graph_launch_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0030);
+            r.hstream = U64::new(0x4100_0000_0000_0041);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphUpload_ptsz => {
+            let mut r = graph_upload_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0033);
+            r.hstream = U64::new(0x4100_0000_0000_0044);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphNodeGetType => {
+            let mut r = graph_node_get_type::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0036);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphDestroyNode => {
+            let mut r = graph_destroy_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0039);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamBeginCapture_ptsz => {
+            let mut r = stream_begin_capture_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_003c);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphInstantiate => {
+            let mut r = graph_instantiate::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_003f);
+            r.want_ph_error_node = 1;
+            r.buffer_size = U64::new(97);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetCaptureInfo => {
+            let mut r = stream_get_capture_info::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0042);
+            r.want_id_out = 1;
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetCaptureInfo_ptsz => {
+            let mut r = stream_get_capture_info_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_0045);
+            r.want_id_out = 1;
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEmptyNode => {
+            let mut r = graph_add_empty_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0048);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddDependencies => {
+            let mut r = graph_add_dependencies::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_004b);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphRemoveDependencies => {
+            let mut r = graph_remove_dependencies::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_004e);
+            r.num_dependencies = U64::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEventRecordNode => {
+            let mut r = graph_add_event_record_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0051);
+            r.num_dependencies = U64::new(2);
+            r.event = U64::new(0x4100_0000_0000_0073);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddEventWaitNode => {
+            let mut r = graph_add_event_wait_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0054);
+            r.num_dependencies = U64::new(2);
+            r.event = U64::new(0x4100_0000_0000_0076);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ArrayCreate_v2 => {

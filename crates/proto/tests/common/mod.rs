@@ -374,6 +374,113 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // CU_STREAM_CAPTURE_MODE_RELAXED.
+        Op::ExchangeCaptureMode => (
+            b(exchange_capture_mode::Request { mode: U32::new(2) }),
+            none(),
+        ),
+        Op::StreamCaptureInfo => (
+            b(stream_capture_info::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                edges: 1,
+            }),
+            none(),
+        ),
+        // Two nodes (ids), no edge data: set them as the dependencies.
+        Op::UpdateCaptureDependencies => (
+            b(update_capture_dependencies::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                edges: 0,
+                flags: U32::new(1),
+                count: U32::new(2),
+            }),
+            [7u64, 9].iter().flat_map(|n| n.to_le_bytes()).collect(),
+        ),
+        // Into graph 5 after no node, relaxed.
+        Op::BeginCaptureToGraph => (
+            b(begin_capture_to_graph::Request {
+                stream: u(STREAM),
+                per_thread: 0,
+                graph: u(5),
+                mode: U32::new(2),
+                count: U32::new(0),
+                edges: 0,
+            }),
+            none(),
+        ),
+        // A kernel node of function 4 after no node, one 8-byte parameter.
+        Op::GraphKernelNode => (
+            b(graph_kernel_node::Request {
+                graph: u(5),
+                node: u(0),
+                function: u(4),
+                kernel: u(0),
+                ctx: u(0),
+                grid_x: U32::new(1),
+                grid_y: U32::new(1),
+                grid_z: U32::new(1),
+                block_x: U32::new(32),
+                block_y: U32::new(1),
+                block_z: U32::new(1),
+                shared: U32::new(0),
+                deps: U32::new(0),
+                set: 0,
+            }),
+            vec![0x5a; 8],
+        ),
+        // 4 rows of 16 4-byte elements at a 256-byte pitch, after no node.
+        Op::GraphMemsetNode => (
+            b(graph_memset_node::Request {
+                graph: u(5),
+                ctx: u(2),
+                dst: u(DPTR),
+                pitch: u(256),
+                value: U32::new(7),
+                element: U32::new(4),
+                width: u(16),
+                height: u(4),
+                deps: U32::new(0),
+            }),
+            none(),
+        ),
+        Op::GraphKernelNodeParams => (b(graph_kernel_node_params::Request { node: u(9) }), none()),
+        Op::GraphExecUpdate => (
+            b(graph_exec_update::Request {
+                exec: u(6),
+                graph: u(5),
+            }),
+            none(),
+        ),
+        // CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.
+        Op::GraphDebugDotPrint => (
+            b(graph_debug_dot_print::Request {
+                graph: u(5),
+                flags: U32::new(1),
+            }),
+            none(),
+        ),
+        // The first 8 nodes of graph 5.
+        Op::GraphQuery => (
+            b(graph_query::Request {
+                what: 0,
+                handle: u(5),
+                capacity: u(8),
+                want: 1,
+            }),
+            none(),
+        ),
+        // Upload on the stream.
+        Op::InstantiateWithParams => (
+            b(instantiate_with_params::Request {
+                graph: u(5),
+                flags: u(2),
+                upload_stream: u(STREAM),
+                per_thread: 0,
+            }),
+            none(),
+        ),
         // Host to device: 4 rows of 16 bytes packed, into a 64-byte pitch.
         Op::Memcpy2D => (
             b(memcpy2d::Request {

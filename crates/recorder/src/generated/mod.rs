@@ -1140,6 +1140,430 @@ pub extern "C" fn cuFuncSetSharedSize(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphAddDependencies`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddDependencies");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "from",
+            from.cast(),
+            &vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "to",
+            to.cast(),
+            &vec![0u8; 6 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 6usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEmptyNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEmptyNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEmptyNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEventRecordNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEventRecordNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 7 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 7usize);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphAddEventWaitNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddEventWaitNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 2usize);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphClone`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphClone(
+    phGraphClone: *mut vgpu_abi::types::CUgraph,
+    originalGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphClone");
+    c.non_null("phGraphClone", phGraphClone);
+    c.eq("originalGraph", originalGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphClone.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphCreate(
+    phGraph: *mut vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphCreate");
+    c.non_null("phGraph", phGraph);
+    c.eq("flags", flags, 2518744559u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphDestroy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroy(hGraph: vgpu_abi::types::CUgraph) -> CUresult {
+    let mut c = Check::new("cuGraphDestroy");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphDestroyNode`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroyNode(hNode: vgpu_abi::types::CUgraphNode) -> CUresult {
+    let mut c = Check::new("cuGraphDestroyNode");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecDestroy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
+    let mut c = Check::new("cuGraphExecDestroy");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecGetFlags`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecGetFlags(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    flags: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecGetFlags");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.non_null("flags", flags);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { flags.write_unaligned(15803071678323843653u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphInstantiate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiate");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.non_null("phErrorNode", phErrorNode);
+    c.non_null("logBuffer", logBuffer);
+    c.eq("bufferSize", bufferSize, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL.
+    unsafe { phErrorNode.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL; `bufferSize` bytes.
+    unsafe { crate::write(logBuffer.cast(), &pattern(404, 103, 7)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphInstantiateWithFlags`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_ulonglong,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiateWithFlags");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("flags", flags, 17880351443732248243u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphInstantiate_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate_v2(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphInstantiate_v2");
+    c.non_null("phGraphExec", phGraphExec);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.non_null("phErrorNode", phErrorNode);
+    c.non_null("logBuffer", logBuffer);
+    c.eq("bufferSize", bufferSize, 7usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphExec.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL.
+    unsafe { phErrorNode.write_unaligned(0x5f00000000f0usize as _) };
+    // SAFETY: checked non-NULL; `bufferSize` bytes.
+    unsafe { crate::write(logBuffer.cast(), &pattern(393, 103, 7)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphLaunch`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphLaunch");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphLaunch_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphLaunch_ptsz");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphNodeGetType`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetType(
+    hNode: vgpu_abi::types::CUgraphNode,
+    type_: *mut vgpu_abi::types::CUgraphNodeType,
+) -> CUresult {
+    let mut c = Check::new("cuGraphNodeGetType");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("type_", type_);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { type_.write_unaligned(vgpu_abi::types::CUgraphNodeType(802110132u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphRemoveDependencies`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    let mut c = Check::new("cuGraphRemoveDependencies");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "from",
+            from.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "to",
+            to.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 8usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphUpload`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphUpload");
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphUpload_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuGraphUpload_ptsz");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuKernelGetAttribute`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2411,6 +2835,66 @@ pub extern "C" fn cuStreamAttachMemAsync_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamBeginCapture`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamBeginCapture_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_ptsz(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamBeginCapture_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_v2");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.eq(
+        "mode",
+        mode,
+        vgpu_abi::types::CUstreamCaptureMode(2444554912u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    let mut c = Check::new("cuStreamBeginCapture_v2_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.eq(
+        "mode",
+        mode,
+        vgpu_abi::types::CUstreamCaptureMode(316486210u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuStreamCopyAttributes`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuStreamCopyAttributes(
@@ -2438,6 +2922,46 @@ pub extern "C" fn cuStreamCopyAttributes_ptsz(
     if let Some(e) = c.failed() {
         return e;
     }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamEndCapture`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuStreamEndCapture");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phGraph", phGraph);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamEndCapture_ptsz`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuStreamEndCapture_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phGraph", phGraph);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2500,6 +3024,58 @@ pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
             ),
         )
     };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamGetCaptureInfo`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetCaptureInfo");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("captureStatus_out", captureStatus_out);
+    c.non_null("id_out", id_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe {
+        captureStatus_out.write_unaligned(vgpu_abi::types::CUstreamCaptureStatus(4249376706u32))
+    };
+    // SAFETY: checked non-NULL.
+    unsafe { id_out.write_unaligned(7613731782638202520u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetCaptureInfo_ptsz");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("captureStatus_out", captureStatus_out);
+    c.non_null("id_out", id_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe {
+        captureStatus_out.write_unaligned(vgpu_abi::types::CUstreamCaptureStatus(4214639939u32))
+    };
+    // SAFETY: checked non-NULL.
+    unsafe { id_out.write_unaligned(8387855333815852481u64) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -2989,6 +3565,25 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddDependencies",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddEventRecordNode",
+    "cuGraphAddEventWaitNode",
+    "cuGraphClone",
+    "cuGraphCreate",
+    "cuGraphDestroy",
+    "cuGraphDestroyNode",
+    "cuGraphExecDestroy",
+    "cuGraphExecGetFlags",
+    "cuGraphInstantiate",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphInstantiate_v2",
+    "cuGraphLaunch",
+    "cuGraphLaunch_ptsz",
+    "cuGraphNodeGetType",
+    "cuGraphRemoveDependencies",
+    "cuGraphUpload",
+    "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -3042,10 +3637,18 @@ pub const EXPORTS: &[&str] = &[
     "cuProfilerStop",
     "cuStreamAttachMemAsync",
     "cuStreamAttachMemAsync_ptsz",
+    "cuStreamBeginCapture",
+    "cuStreamBeginCapture_ptsz",
+    "cuStreamBeginCapture_v2",
+    "cuStreamBeginCapture_v2_ptsz",
     "cuStreamCopyAttributes",
     "cuStreamCopyAttributes_ptsz",
+    "cuStreamEndCapture",
+    "cuStreamEndCapture_ptsz",
     "cuStreamGetAttribute",
     "cuStreamGetAttribute_ptsz",
+    "cuStreamGetCaptureInfo",
+    "cuStreamGetCaptureInfo_ptsz",
     "cuStreamGetCtx",
     "cuStreamGetCtx_ptsz",
     "cuStreamGetCtx_v2",
@@ -3127,6 +3730,25 @@ const _: crate::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: crate::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: crate::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: crate::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: crate::signature::cuGraphAddDependencies = cuGraphAddDependencies;
+const _: crate::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
+const _: crate::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
+const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: crate::signature::cuGraphClone = cuGraphClone;
+const _: crate::signature::cuGraphCreate = cuGraphCreate;
+const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
+const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;
+const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
+const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
+const _: crate::signature::cuGraphInstantiate = cuGraphInstantiate;
+const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
+const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
+const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: crate::signature::cuGraphUpload = cuGraphUpload;
+const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: crate::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -3185,10 +3807,18 @@ const _: crate::signature::cuProfilerStart = cuProfilerStart;
 const _: crate::signature::cuProfilerStop = cuProfilerStop;
 const _: crate::signature::cuStreamAttachMemAsync = cuStreamAttachMemAsync;
 const _: crate::signature::cuStreamAttachMemAsync_ptsz = cuStreamAttachMemAsync_ptsz;
+const _: crate::signature::cuStreamBeginCapture = cuStreamBeginCapture;
+const _: crate::signature::cuStreamBeginCapture_ptsz = cuStreamBeginCapture_ptsz;
+const _: crate::signature::cuStreamBeginCapture_v2 = cuStreamBeginCapture_v2;
+const _: crate::signature::cuStreamBeginCapture_v2_ptsz = cuStreamBeginCapture_v2_ptsz;
 const _: crate::signature::cuStreamCopyAttributes = cuStreamCopyAttributes;
 const _: crate::signature::cuStreamCopyAttributes_ptsz = cuStreamCopyAttributes_ptsz;
+const _: crate::signature::cuStreamEndCapture = cuStreamEndCapture;
+const _: crate::signature::cuStreamEndCapture_ptsz = cuStreamEndCapture_ptsz;
 const _: crate::signature::cuStreamGetAttribute = cuStreamGetAttribute;
 const _: crate::signature::cuStreamGetAttribute_ptsz = cuStreamGetAttribute_ptsz;
+const _: crate::signature::cuStreamGetCaptureInfo = cuStreamGetCaptureInfo;
+const _: crate::signature::cuStreamGetCaptureInfo_ptsz = cuStreamGetCaptureInfo_ptsz;
 const _: crate::signature::cuStreamGetCtx = cuStreamGetCtx;
 const _: crate::signature::cuStreamGetCtx_ptsz = cuStreamGetCtx_ptsz;
 const _: crate::signature::cuStreamGetCtx_v2 = cuStreamGetCtx_v2;

@@ -187,7 +187,9 @@ pub(crate) fn ctx_set_limit(limit: CUlimit, value: usize) -> Res<()> {
 /// `cuCtxSynchronize`: all work already ran; reports the sticky error, if any.
 pub(crate) fn ctx_synchronize() -> Res<()> {
     let sim = state::sim()?;
-    context::current_usable(&sim.lock()).map(|_| ())
+    let mut st = sim.lock();
+    context::current_usable(&st)?;
+    crate::graph::forbid_unsafe(&mut st, "cuCtxSynchronize")
 }
 
 /// `cuDevicePrimaryCtxGetState`.

@@ -48,7 +48,7 @@ pub(crate) fn event_record_ptsz(h_event: CUevent, h_stream: CUstream) -> Res<()>
 }
 
 /// `cuEventRecordWithFlags`: the one flag (external) changes nothing
-/// outside stream capture, which the simulator does not have.
+/// in the simulator, captured or not.
 pub(crate) fn event_record_with_flags(
     h_event: CUevent,
     h_stream: CUstream,

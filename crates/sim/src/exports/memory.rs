@@ -8,6 +8,7 @@ use crate::context;
 use crate::cu::{CUdeviceptr, CUdeviceptr_v1, CUresult, CUstream};
 use crate::error::{err, Res};
 use crate::ffi::{key, run, us, Out};
+use crate::graph;
 use crate::memory::{self, End};
 use crate::pool;
 use crate::state::{self, State};
@@ -25,6 +26,7 @@ pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) 
         let out = unsafe { Out::new(dptr, "dptr") }?;
         let mut st = sim.lock();
         let ctx = context::current_usable(&st)?;
+        graph::forbid_unsafe(&mut st, "cuMemAlloc")?;
         out.write(memory::alloc(&mut st, sim.cfg.memory_bytes, ctx, bytesize)?);
         Ok(())
     })
@@ -54,12 +56,33 @@ unsafe fn copy_on(
 ) -> CUresult {
     run(name, || {
         let sim = state::sim()?;
-        let st = sim.lock();
+        let mut st = sim.lock();
         check_queue(&st, stream_h)?;
         let (d, s) = (dst(&st), src(&st));
+        if !capture_or_forbid(&mut st, stream_h, name, || graph::Work::Copy {
+            dst: graph::CopyEnd::of(&d),
+            src: graph::CopyEnd::of(&s),
+            len,
+        })? {
+            return Ok(());
+        }
         // SAFETY: forwarded from this function's contract.
         unsafe { memory::copy(&st, d, s, len) }
     })
+}
+
+/// Work on a capturing stream is recorded, not run (`Ok(false)`); a synchronous call is
+/// refused while an open capture forbids it.
+fn capture_or_forbid(
+    st: &mut State,
+    stream_h: Option<CUstream>,
+    name: &str,
+    work: impl FnOnce() -> graph::Work,
+) -> Res<bool> {
+    match stream_h {
+        Some(h) => Ok(!graph::captured(st, key(h), work)?),
+        None => graph::forbid_unsafe(st, name).map(|()| true),
+    }
 }
 
 /// Checks that work may be enqueued: on the current context, or on the given stream.
@@ -215,8 +238,15 @@ fn memset_on(
 ) -> CUresult {
     run(name, || {
         let sim = state::sim()?;
-        let st = sim.lock();
+        let mut st = sim.lock();
         check_queue(&st, stream_h)?;
+        if !capture_or_forbid(&mut st, stream_h, name, || graph::Work::Memset {
+            dst,
+            pattern: pattern.to_vec(),
+            count: n,
+        })? {
+            return Ok(());
+        }
         memory::memset(&st, dst, pattern, n)
     })
 }

@@ -20,6 +20,7 @@ mod event;
 // allow itself, it is granted here, for the generated module only.
 #[allow(clippy::redundant_closure)]
 pub(crate) mod generated;
+mod graph;
 mod host;
 mod init;
 mod launch;
@@ -40,6 +41,7 @@ pub use device::*;
 pub use errors::*;
 pub use event::*;
 pub use generated::*;
+pub use graph::*;
 pub use host::*;
 pub use init::*;
 pub use launch::*;

@@ -86,24 +86,24 @@ pub(crate) fn stream_get_priority(h_stream: CUstream, priority: Out<c_int>) -> R
     Ok(())
 }
 
-/// `cuStreamIsCapturing`: the simulator has no graphs, so no stream is ever capturing.
+/// `cuStreamIsCapturing`: none, active or invalidated (`crate::graph`).
 pub(crate) fn stream_is_capturing(
     h_stream: CUstream,
     capture_status: Out<CUstreamCaptureStatus>,
 ) -> Res<()> {
-    stream::context_of(&state::sim()?.lock(), key(h_stream))?;
-    capture_status.write(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+    let status = crate::graph::status(&state::sim()?.lock(), key(h_stream))?;
+    capture_status.write(CUstreamCaptureStatus(status));
     Ok(())
 }
 
 /// `cuStreamQuery`: always complete (`CUDA_SUCCESS`) unless the context has a sticky error.
 pub(crate) fn stream_query(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&state::sim()?.lock(), key(h_stream))
+    stream::synchronize(&mut state::sim()?.lock(), key(h_stream), true)
 }
 
 /// `cuStreamSynchronize`: work already ran; reports the sticky error, if any.
 pub(crate) fn stream_synchronize(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&state::sim()?.lock(), key(h_stream))
+    stream::synchronize(&mut state::sim()?.lock(), key(h_stream), false)
 }
 
 /// `cuStreamWaitEvent`.
@@ -113,12 +113,12 @@ pub(crate) fn stream_wait_event(h_stream: CUstream, h_event: CUevent, flags: c_u
 
 /// `cuStreamSynchronize_ptsz`.
 pub(crate) fn stream_synchronize_ptsz(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&state::sim()?.lock(), ptsz(h_stream))
+    stream::synchronize(&mut state::sim()?.lock(), ptsz(h_stream), false)
 }
 
 /// `cuStreamQuery_ptsz`.
 pub(crate) fn stream_query_ptsz(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&state::sim()?.lock(), ptsz(h_stream))
+    stream::synchronize(&mut state::sim()?.lock(), ptsz(h_stream), true)
 }
 
 /// `cuStreamWaitEvent_ptsz`.
@@ -142,13 +142,13 @@ pub(crate) fn stream_get_priority_ptsz(h_stream: CUstream, priority: Out<c_int>)
     Ok(())
 }
 
-/// `cuStreamIsCapturing_ptsz`: never capturing, as `cuStreamIsCapturing`.
+/// `cuStreamIsCapturing_ptsz`, as `cuStreamIsCapturing`.
 pub(crate) fn stream_is_capturing_ptsz(
     h_stream: CUstream,
     capture_status: Out<CUstreamCaptureStatus>,
 ) -> Res<()> {
-    stream::context_of(&state::sim()?.lock(), ptsz(h_stream))?;
-    capture_status.write(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+    let status = crate::graph::status(&state::sim()?.lock(), ptsz(h_stream))?;
+    capture_status.write(CUstreamCaptureStatus(status));
     Ok(())
 }
 

@@ -73,6 +73,8 @@ pub(crate) struct Ext {
     /// Live texture and surface objects by value, and the last value handed out.
     pub tex_objects: BTreeMap<u64, TexObject>,
     pub last_tex_object: u64,
+    /// Graphs, executable graphs and open stream captures.
+    pub graphs: crate::graph::Graphs,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -72,8 +72,13 @@ pub enum Plan {
     /// A NUL-terminated string, in the request's blob (its length in
     /// `len_field`).
     InStr { len_field: String },
-    /// `count` elements read through a pointer, in the request's blob.
-    InArray { count: String, elem: String },
+    /// `count` elements read through a pointer, in the request's blob;
+    /// with `handle`, each a handle the worker translates.
+    InArray {
+        count: String,
+        elem: String,
+        handle: Option<HandleKind>,
+    },
     /// A value written through a pointer, in the reply.
     Out {
         field: String,
@@ -132,6 +137,9 @@ pub struct CallModel {
     /// `posted(stream)`: the stream parameter whose work it follows;
     /// `posted(all)` / `posted`: `None`.
     pub follows_stream: Option<String>,
+    /// Handle parameters noted `destroys`: the worker forgets their ids
+    /// once the driver destroyed the object (request field, kind).
+    pub destroys: Vec<(String, HandleKind)>,
 }
 
 /// What a synchronizing check looks at.
@@ -277,6 +285,9 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "Function" => HandleKind::Function,
         "Library" => HandleKind::Library,
         "Kernel" => HandleKind::Kernel,
+        "Graph" => HandleKind::Graph,
+        "GraphNode" => HandleKind::GraphNode,
+        "GraphExec" => HandleKind::GraphExec,
         "GreenCtx" => HandleKind::GreenCtx,
         "TexRef" => HandleKind::TexRef,
         "MemPool" => HandleKind::MemPool,

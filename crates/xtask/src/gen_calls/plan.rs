@@ -75,6 +75,7 @@ pub(super) fn call_op(
         }
     }
     let mut args = Vec::new();
+    let mut destroys = Vec::new();
     let mut ranges = Vec::new();
     let mut req_parts = Vec::new();
     let mut rep_parts = Vec::new();
@@ -121,6 +122,9 @@ pub(super) fn call_op(
                 }
             }
             (ParamKind::Handle(k), Ty::Ptr { .. }) => {
+                if has("destroys") {
+                    destroys.push((field.clone(), *k));
+                }
                 op.request.push(Field {
                     name: field.clone(),
                     wire: Wire::Handle(*k),
@@ -176,11 +180,21 @@ pub(super) fn call_op(
                     (true, inner) if has("array") => {
                         let count = arg_of("array").unwrap_or_default();
                         req_parts.push(format!("array({count})"));
-                        Plan::InArray {
-                            count,
-                            elem: elem_rust(&p.rust)?,
+                        let pointee = desc.c_type.trim_start_matches("const ");
+                        let pointee = pointee.trim_end_matches('*').trim();
+                        match (inner, handles.get(pointee)) {
+                            (Ty::Ptr { .. }, Some(k)) => Plan::InArray {
+                                count,
+                                elem: elem_rust(&p.rust)?,
+                                handle: Some(*k),
+                            },
+                            _ => Plan::InArray {
+                                count,
+                                elem: elem_rust(&p.rust)?,
+                                handle: None,
+                            }
+                            .checked(inner)?,
                         }
-                        .checked(inner)?
                     }
                     (false, inner) if has("array") => {
                         let count = arg_of("array").unwrap_or_default();
@@ -303,6 +317,7 @@ pub(super) fn call_op(
         args,
         ranges,
         follows_stream,
+        destroys,
     });
     Ok(op)
 }

@@ -147,7 +147,7 @@ fn render_stub(s: &mut String, op: &Op) {
                 ));
                 blob.push(format!("b_{n}"));
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray { count, elem, .. } => {
                 let _ = writeln!(
                     s,
                     "    // SAFETY: the application's array of `{count}` elements.\n    let b_{n} = unsafe {{ call::elements_at::<{elem}>({n}, {count} as usize) }}?;"
@@ -196,6 +196,9 @@ fn render_stub(s: &mut String, op: &Op) {
                     }
                     HandleKind::Context => {
                         checks.push(format!("o.contexts.contains_key(&({n} as usize as u64))"))
+                    }
+                    HandleKind::GraphExec => {
+                        checks.push(format!("o.graph_exec_ok(ctx, {n} as usize as u64)"))
                     }
                     _ => checks.push("false".into()),
                 }
@@ -269,6 +272,25 @@ fn render_stub(s: &mut String, op: &Op) {
                 | Plan::OutArray { .. }
         )
     });
+    // Executable graphs are known here, so a launch of one may be posted.
+    for (field, kind) in &c.destroys {
+        if *kind == HandleKind::GraphExec {
+            let _ = writeln!(s, "    s.objects().graph_execs.remove(&r.{field}.get());");
+        }
+    }
+    for a in &c.args {
+        if let Plan::OutHandle {
+            field,
+            kind: HandleKind::GraphExec,
+            ..
+        } = &a.plan
+        {
+            let _ = writeln!(
+                s,
+                "    s.objects().graph_execs.insert(rep.{field}.get(), crate::context::current());"
+            );
+        }
+    }
     if !writes_back {
         s.push_str("    Ok(())\n}\n\n");
         return;

@@ -43,8 +43,11 @@ fn render_test(s: &mut String, op: &Op) {
                 args.push(values::arg_scalar(a, ty, op.id, i, small.contains(n)))
             }
             Plan::Handle { kind, .. } => {
-                let (_, var) = fixture(*kind).expect("the recorder checked there is a fixture");
-                args.push(format!("handle(f.{var})"));
+                args.push(match fixture(*kind) {
+                    Some((_, var)) => format!("handle(f.{var})"),
+                    // A kind without a fixture travels as NULL.
+                    None => "core::ptr::null_mut()".to_string(),
+                });
             }
             Plan::DevPtr { narrow, .. } => {
                 let off = 64 * i as u64;
@@ -78,14 +81,18 @@ fn render_test(s: &mut String, op: &Op) {
                 let _ = writeln!(setup, "        let i_{n} = c\"{name}-{i}\";");
                 args.push(format!("i_{n}.as_ptr()"));
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray {
+                count,
+                elem,
+                handle,
+            } => {
                 let k = count_value(op, count);
-                let _ = writeln!(
-                    setup,
-                    "        let mut i_{n} = pattern({}, {i}, {k} * {});",
-                    op.id,
-                    element_bytes(elem)
-                );
+                // Handles travel as NULL, which every kind translates.
+                let value = match handle {
+                    Some(_) => format!("vec![0u8; {k} * {}]", element_bytes(elem)),
+                    None => format!("pattern({}, {i}, {k} * {})", op.id, element_bytes(elem)),
+                };
+                let _ = writeln!(setup, "        let mut i_{n} = {value};");
                 args.push(format!("i_{n}.{ptr}().cast()"));
             }
             Plan::Out { ty, .. } => {

@@ -244,7 +244,7 @@ fn checks(op: &Op, fields: &[Field], parts: &Option<Vec<String>>, request: bool)
                             "            want = message::add(Self::OP, want, message::string_len(Self::OP, \"{len_field}\", self.{len_field}.get())?)?;"
                         );
                     }
-                    Plan::InArray { count, elem } => {
+                    Plan::InArray { count, elem, .. } => {
                         let _ = writeln!(
                             c,
                             "            want = message::add(Self::OP, want, message::array_len(Self::OP, u64::from(self.{}.get()), core::mem::size_of::<{elem}>())?)?;",

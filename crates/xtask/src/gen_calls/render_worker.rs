@@ -207,7 +207,11 @@ fn render_call(s: &mut String, op: &Op) {
                     a.name
                 );
             }
-            Plan::InArray { count, elem } => {
+            Plan::InArray {
+                count,
+                elem,
+                handle,
+            } => {
                 if !blob_at {
                     s.push_str("    let mut at = 0usize;\n");
                     blob_at = true;
@@ -218,6 +222,14 @@ fn render_call(s: &mut String, op: &Op) {
                     "    let n_{0} = calls::size({n})?;\n    // SAFETY: `{elem}` is a plain C value, valid for any bytes.\n    let mut a_{0}: Vec<{elem}> = unsafe {{ calls::elements(calls::part(&req.blob, &mut at, n_{0} * core::mem::size_of::<{elem}>())?) }};",
                     a.name
                 );
+                if let Some(k) = handle {
+                    let _ = writeln!(
+                        s,
+                        "    {{\n        let t = s.tables();\n        for h in a_{0}.iter_mut() {{\n            *h = calls::as_ptr(t.handle({1}, *h as usize as u64)?);\n        }}\n    }}",
+                        a.name,
+                        kind(k)
+                    );
+                }
             }
             _ => {}
         }
@@ -291,6 +303,13 @@ fn render_call(s: &mut String, op: &Op) {
         call.export.name,
         args.join(", ")
     );
+    for (field, k) in &call.destroys {
+        let _ = writeln!(
+            s,
+            "    s.tables().forget_other({}, r.{field}.get());",
+            kind(k)
+        );
+    }
     // The reply.
     let out_handles: Vec<&Arg> = call
         .args

@@ -213,6 +213,44 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::PoolGetAttribute => super::pool::pool_get_attribute(lane, s, req),
         Op::PoolSetAttribute => super::pool::pool_set_attribute(lane, s, req),
         Op::PoolAllocAsync => super::pool::pool_alloc_async(lane, s, req),
+        Op::StreamBeginCapture_v2 => stream_begin_capture_v2(s, req),
+        Op::StreamBeginCapture => stream_begin_capture(s, req),
+        Op::StreamBeginCapture_v2_ptsz => stream_begin_capture_v2_ptsz(s, req),
+        Op::StreamEndCapture => stream_end_capture(s, req),
+        Op::StreamEndCapture_ptsz => stream_end_capture_ptsz(s, req),
+        Op::ExchangeCaptureMode => super::graph::exchange_capture_mode(lane, s, req),
+        Op::StreamCaptureInfo => super::graph::stream_capture_info(lane, s, req),
+        Op::UpdateCaptureDependencies => super::graph::update_capture_dependencies(lane, s, req),
+        Op::BeginCaptureToGraph => super::graph::begin_capture_to_graph(lane, s, req),
+        Op::InstantiateWithParams => super::graph::instantiate_with_params(lane, s, req),
+        Op::GraphCreate => graph_create(s, req),
+        Op::GraphDestroy => graph_destroy(s, req),
+        Op::GraphInstantiateWithFlags => graph_instantiate_with_flags(s, req),
+        Op::GraphInstantiate_v2 => graph_instantiate_v2(s, req),
+        Op::GraphLaunch => graph_launch(s, req),
+        Op::GraphUpload => graph_upload(s, req),
+        Op::GraphExecDestroy => graph_exec_destroy(s, req),
+        Op::GraphClone => graph_clone(s, req),
+        Op::GraphExecGetFlags => graph_exec_get_flags(s, req),
+        Op::GraphLaunch_ptsz => graph_launch_ptsz(s, req),
+        Op::GraphUpload_ptsz => graph_upload_ptsz(s, req),
+        Op::GraphNodeGetType => graph_node_get_type(s, req),
+        Op::GraphDestroyNode => graph_destroy_node(s, req),
+        Op::StreamBeginCapture_ptsz => stream_begin_capture_ptsz(s, req),
+        Op::GraphInstantiate => graph_instantiate(s, req),
+        Op::StreamGetCaptureInfo => stream_get_capture_info(s, req),
+        Op::StreamGetCaptureInfo_ptsz => stream_get_capture_info_ptsz(s, req),
+        Op::GraphAddEmptyNode => graph_add_empty_node(s, req),
+        Op::GraphAddDependencies => graph_add_dependencies(s, req),
+        Op::GraphRemoveDependencies => graph_remove_dependencies(s, req),
+        Op::GraphAddEventRecordNode => graph_add_event_record_node(s, req),
+        Op::GraphAddEventWaitNode => graph_add_event_wait_node(s, req),
+        Op::GraphQuery => super::graph::graph_query(lane, s, req),
+        Op::GraphDebugDotPrint => super::graph::graph_debug_dot_print(lane, s, req),
+        Op::GraphKernelNode => super::graph::graph_kernel_node(lane, s, req),
+        Op::GraphExecUpdate => super::graph::graph_exec_update(lane, s, req),
+        Op::GraphMemsetNode => super::graph::graph_memset_node(lane, s, req),
+        Op::GraphKernelNodeParams => super::graph::graph_kernel_node_params(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
@@ -2928,6 +2966,754 @@ fn mem_set_mem_pool(s: &Session, req: &Request) -> Result<Reply, Status> {
     ok(unsafe { f(&mut a_location, a_type_, calls::as_ptr(a_pool)) })?;
     Ok(Reply::new(
         &vgpu_proto::mem_set_mem_pool::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_v2`.
+fn stream_begin_capture_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_v2::Request = calls::message(req)?;
+    let a_mode = vgpu_abi::types::CUstreamCaptureMode(r.mode.get());
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), a_mode) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture`.
+fn stream_begin_capture(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`.
+fn stream_begin_capture_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_v2_ptsz::Request = calls::message(req)?;
+    let a_mode = vgpu_abi::types::CUstreamCaptureMode(r.mode.get());
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), a_mode) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamEndCapture`.
+fn stream_end_capture(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_end_capture::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamEndCapture)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_graph) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_end_capture::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamEndCapture_ptsz`.
+fn stream_end_capture_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_end_capture_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamEndCapture_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_graph) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_end_capture_ptsz::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphCreate`.
+fn graph_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_create::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph, a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_create::Reply {
+            ph_graph: U64::new(id_ph_graph),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphDestroy`.
+fn graph_destroy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_destroy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphDestroy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph)) })?;
+    s.tables().forget_other(HandleKind::Graph, r.hgraph.get());
+    Ok(Reply::new(&vgpu_proto::graph_destroy::Reply {}, Vec::new()))
+}
+
+/// `cuGraphInstantiateWithFlags`.
+fn graph_instantiate_with_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate_with_flags::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphInstantiateWithFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph_exec, calls::as_ptr(a_hgraph), a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate_with_flags::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphInstantiate_v2`.
+fn graph_instantiate_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate_v2::Request = calls::message(req)?;
+    let a_buffer_size = calls::size(r.buffer_size.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_error_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let mut o_logBuffer = calls::buffer::<u8>(calls::size(a_buffer_size as u64)?)?;
+    let f = entry(s.driver.cuGraphInstantiate_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_exec,
+            calls::as_ptr(a_hgraph),
+            calls::wanted(r.want_ph_error_node, &mut o_ph_error_node),
+            o_logBuffer.as_mut_ptr().cast(),
+            a_buffer_size,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    let id_ph_error_node = t.id_of(HandleKind::GraphNode, o_ph_error_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate_v2::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+            ph_error_node: U64::new(id_ph_error_node),
+        },
+        o_logBuffer,
+    ))
+}
+
+/// `cuGraphLaunch`.
+fn graph_launch(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_launch::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::GraphExec, r.hgraph.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphLaunch)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(&vgpu_proto::graph_launch::Reply {}, Vec::new()))
+}
+
+/// `cuGraphUpload`.
+fn graph_upload(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_upload::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::GraphExec, r.hgraph.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphUpload)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(&vgpu_proto::graph_upload::Reply {}, Vec::new()))
+}
+
+/// `cuGraphExecDestroy`.
+fn graph_exec_destroy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_destroy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecDestroy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec)) })?;
+    s.tables()
+        .forget_other(HandleKind::GraphExec, r.hgraph_exec.get());
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_destroy::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphClone`.
+fn graph_clone(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_clone::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_original_graph = t.handle(HandleKind::Graph, r.original_graph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_clone: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphClone)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_graph_clone, calls::as_ptr(a_original_graph)) })?;
+    let mut t = s.tables();
+    let id_ph_graph_clone = t.id_of(HandleKind::Graph, o_ph_graph_clone as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_clone::Reply {
+            ph_graph_clone: U64::new(id_ph_graph_clone),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecGetFlags`.
+fn graph_exec_get_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_get_flags::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_flags: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphExecGetFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), &mut o_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_get_flags::Reply {
+            flags: U64::new(o_flags),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphLaunch_ptsz`.
+fn graph_launch_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_launch_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphLaunch_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_launch_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphUpload_ptsz`.
+fn graph_upload_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_upload_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphUpload_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hgraph_exec), calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_upload_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphNodeGetType`.
+fn graph_node_get_type(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_node_get_type::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_type_: vgpu_abi::types::CUgraphNodeType = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphNodeGetType)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_node_get_type::Reply {
+            type_: U32::new(o_type_.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphDestroyNode`.
+fn graph_destroy_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_destroy_node::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphDestroyNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode)) })?;
+    s.tables()
+        .forget_other(HandleKind::GraphNode, r.hnode.get());
+    Ok(Reply::new(
+        &vgpu_proto::graph_destroy_node::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamBeginCapture_ptsz`.
+fn stream_begin_capture_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_begin_capture_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuStreamBeginCapture_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_begin_capture_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphInstantiate`.
+fn graph_instantiate(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_instantiate::Request = calls::message(req)?;
+    let a_buffer_size = calls::size(r.buffer_size.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_exec: vgpu_abi::types::CUgraphExec = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_error_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let mut o_logBuffer = calls::buffer::<u8>(calls::size(a_buffer_size as u64)?)?;
+    let f = entry(s.driver.cuGraphInstantiate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_exec,
+            calls::as_ptr(a_hgraph),
+            calls::wanted(r.want_ph_error_node, &mut o_ph_error_node),
+            o_logBuffer.as_mut_ptr().cast(),
+            a_buffer_size,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_exec = t.id_of(HandleKind::GraphExec, o_ph_graph_exec as usize, req.ctx);
+    let id_ph_error_node = t.id_of(HandleKind::GraphNode, o_ph_error_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_instantiate::Reply {
+            ph_graph_exec: U64::new(id_ph_graph_exec),
+            ph_error_node: U64::new(id_ph_error_node),
+        },
+        o_logBuffer,
+    ))
+}
+
+/// `cuStreamGetCaptureInfo`.
+fn stream_get_capture_info(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_capture_info::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_capture_status_out: vgpu_abi::types::CUstreamCaptureStatus =
+        unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetCaptureInfo)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hstream),
+            &mut o_capture_status_out,
+            calls::wanted(r.want_id_out, &mut o_id_out),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_capture_info::Reply {
+            capture_status_out: U32::new(o_capture_status_out.0),
+            id_out: U64::new(o_id_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`.
+fn stream_get_capture_info_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_capture_info_ptsz::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_capture_status_out: vgpu_abi::types::CUstreamCaptureStatus =
+        unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_id_out: vgpu_abi::types::cuuint64_t = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetCaptureInfo_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hstream),
+            &mut o_capture_status_out,
+            calls::wanted(r.want_id_out, &mut o_id_out),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_capture_info_ptsz::Reply {
+            capture_status_out: U32::new(o_capture_status_out.0),
+            id_out: U64::new(o_id_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEmptyNode`.
+fn graph_add_empty_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_empty_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEmptyNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_empty_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddDependencies`.
+fn graph_add_dependencies(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_dependencies::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_from = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_from: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_from * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_from.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let n_to = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_to: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_to * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_to.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let f = entry(s.driver.cuGraphAddDependencies)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph),
+            a_from.as_ptr(),
+            a_to.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_dependencies::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphRemoveDependencies`.
+fn graph_remove_dependencies(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_remove_dependencies::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_from = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_from: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_from * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_from.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let n_to = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_to: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_to * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_to.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    let f = entry(s.driver.cuGraphRemoveDependencies)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph),
+            a_from.as_ptr(),
+            a_to.as_ptr(),
+            a_num_dependencies,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_remove_dependencies::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEventRecordNode`.
+fn graph_add_event_record_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_event_record_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEventRecordNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            calls::as_ptr(a_event),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_event_record_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddEventWaitNode`.
+fn graph_add_event_wait_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_event_wait_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddEventWaitNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            calls::as_ptr(a_event),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_event_wait_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
         Vec::new(),
     ))
 }

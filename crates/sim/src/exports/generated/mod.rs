@@ -758,6 +758,318 @@ pub extern "C" fn cuFuncSetSharedSize(
     })
 }
 
+/// `cuGraphAddDependencies`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphAddDependencies", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::graph::graph_add_dependencies(hGraph, from, to, numDependencies) }
+    })
+}
+
+/// `cuGraphAddEmptyNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEmptyNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphAddEmptyNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies)
+        }
+    })
+}
+
+/// `cuGraphAddEventRecordNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventRecordNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphAddEventRecordNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_event_record_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                event,
+            )
+        }
+    })
+}
+
+/// `cuGraphAddEventWaitNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddEventWaitNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphAddEventWaitNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_event_wait_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                event,
+            )
+        }
+    })
+}
+
+/// `cuGraphClone`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphClone(
+    phGraphClone: *mut vgpu_abi::types::CUgraph,
+    originalGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphClone", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphClone = unsafe { Out::new(phGraphClone, "phGraphClone") }?;
+        super::graph::graph_clone(phGraphClone, originalGraph)
+    })
+}
+
+/// `cuGraphCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphCreate(
+    phGraph: *mut vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraph = unsafe { Out::new(phGraph, "phGraph") }?;
+        super::graph::graph_create(phGraph, flags)
+    })
+}
+
+/// `cuGraphDestroy`.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroy(hGraph: vgpu_abi::types::CUgraph) -> CUresult {
+    run("cuGraphDestroy", || super::graph::graph_destroy(hGraph))
+}
+
+/// `cuGraphDestroyNode`.
+#[no_mangle]
+pub extern "C" fn cuGraphDestroyNode(hNode: vgpu_abi::types::CUgraphNode) -> CUresult {
+    run("cuGraphDestroyNode", || {
+        super::graph::graph_destroy_node(hNode)
+    })
+}
+
+/// `cuGraphExecDestroy`.
+#[no_mangle]
+pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
+    run("cuGraphExecDestroy", || {
+        super::graph::graph_exec_destroy(hGraphExec)
+    })
+}
+
+/// `cuGraphExecGetFlags`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecGetFlags(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    flags: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    run("cuGraphExecGetFlags", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let flags = unsafe { Out::new(flags, "flags") }?;
+        super::graph::graph_exec_get_flags(hGraphExec, flags)
+    })
+}
+
+/// `cuGraphInstantiate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    run("cuGraphInstantiate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphExec = unsafe { Out::new(phGraphExec, "phGraphExec") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phErrorNode = unsafe { Out::optional(phErrorNode) };
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize)
+        }
+    })
+}
+
+/// `cuGraphInstantiateWithFlags`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    flags: ::core::ffi::c_ulonglong,
+) -> CUresult {
+    run("cuGraphInstantiateWithFlags", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphExec = unsafe { Out::new(phGraphExec, "phGraphExec") }?;
+        super::graph::graph_instantiate_with_flags(phGraphExec, hGraph, flags)
+    })
+}
+
+/// `cuGraphInstantiate_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiate_v2(
+    phGraphExec: *mut vgpu_abi::types::CUgraphExec,
+    hGraph: vgpu_abi::types::CUgraph,
+    phErrorNode: *mut vgpu_abi::types::CUgraphNode,
+    logBuffer: *mut ::core::ffi::c_char,
+    bufferSize: usize,
+) -> CUresult {
+    run("cuGraphInstantiate_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphExec = unsafe { Out::new(phGraphExec, "phGraphExec") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phErrorNode = unsafe { Out::optional(phErrorNode) };
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_instantiate_v2(
+                phGraphExec,
+                hGraph,
+                phErrorNode,
+                logBuffer,
+                bufferSize,
+            )
+        }
+    })
+}
+
+/// `cuGraphLaunch`.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuGraphLaunch", || {
+        super::graph::graph_launch(hGraph, hStream)
+    })
+}
+
+/// `cuGraphLaunch_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuGraphLaunch_ptsz", || {
+        super::graph::graph_launch_ptsz(hGraphExec, hStream)
+    })
+}
+
+/// `cuGraphNodeGetType`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetType(
+    hNode: vgpu_abi::types::CUgraphNode,
+    type_: *mut vgpu_abi::types::CUgraphNodeType,
+) -> CUresult {
+    run("cuGraphNodeGetType", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let type_ = unsafe { Out::new(type_, "type_") }?;
+        super::graph::graph_node_get_type(hNode, type_)
+    })
+}
+
+/// `cuGraphRemoveDependencies`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphRemoveDependencies(
+    hGraph: vgpu_abi::types::CUgraph,
+    from: *const vgpu_abi::types::CUgraphNode,
+    to: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+) -> CUresult {
+    run("cuGraphRemoveDependencies", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::graph::graph_remove_dependencies(hGraph, from, to, numDependencies) }
+    })
+}
+
+/// `cuGraphUpload`.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload(
+    hGraph: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuGraphUpload", || {
+        super::graph::graph_upload(hGraph, hStream)
+    })
+}
+
+/// `cuGraphUpload_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuGraphUpload_ptsz(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuGraphUpload_ptsz", || {
+        super::graph::graph_upload_ptsz(hGraphExec, hStream)
+    })
+}
+
 /// `cuKernelGetAttribute`.
 ///
 /// # Safety
@@ -1605,6 +1917,44 @@ pub extern "C" fn cuStreamAttachMemAsync_ptsz(
     })
 }
 
+/// `cuStreamBeginCapture`.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    run("cuStreamBeginCapture", || {
+        super::graph::stream_begin_capture(hStream)
+    })
+}
+
+/// `cuStreamBeginCapture_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_ptsz(hStream: vgpu_abi::types::CUstream) -> CUresult {
+    run("cuStreamBeginCapture_ptsz", || {
+        super::graph::stream_begin_capture_ptsz(hStream)
+    })
+}
+
+/// `cuStreamBeginCapture_v2`.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    run("cuStreamBeginCapture_v2", || {
+        super::graph::stream_begin_capture_v2(hStream, mode)
+    })
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    mode: vgpu_abi::types::CUstreamCaptureMode,
+) -> CUresult {
+    run("cuStreamBeginCapture_v2_ptsz", || {
+        super::graph::stream_begin_capture_v2_ptsz(hStream, mode)
+    })
+}
+
 /// `cuStreamCopyAttributes`.
 #[no_mangle]
 pub extern "C" fn cuStreamCopyAttributes(
@@ -1624,6 +1974,38 @@ pub extern "C" fn cuStreamCopyAttributes_ptsz(
 ) -> CUresult {
     run("cuStreamCopyAttributes_ptsz", || {
         super::stream::stream_copy_attributes_ptsz(dst, src)
+    })
+}
+
+/// `cuStreamEndCapture`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuStreamEndCapture", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraph = unsafe { Out::new(phGraph, "phGraph") }?;
+        super::graph::stream_end_capture(hStream, phGraph)
+    })
+}
+
+/// `cuStreamEndCapture_ptsz`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuStreamEndCapture_ptsz", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraph = unsafe { Out::new(phGraph, "phGraph") }?;
+        super::graph::stream_end_capture_ptsz(hStream, phGraph)
     })
 }
 
@@ -1658,6 +2040,44 @@ pub unsafe extern "C" fn cuStreamGetAttribute_ptsz(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let value_out = unsafe { Out::new(value_out, "value_out") }?;
         super::stream::stream_get_attribute_ptsz(hStream, attr, value_out)
+    })
+}
+
+/// `cuStreamGetCaptureInfo`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    run("cuStreamGetCaptureInfo", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let captureStatus_out = unsafe { Out::new(captureStatus_out, "captureStatus_out") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let id_out = unsafe { Out::optional(id_out) };
+        super::graph::stream_get_capture_info(hStream, captureStatus_out, id_out)
+    })
+}
+
+/// `cuStreamGetCaptureInfo_ptsz`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCaptureInfo_ptsz(
+    hStream: vgpu_abi::types::CUstream,
+    captureStatus_out: *mut vgpu_abi::types::CUstreamCaptureStatus,
+    id_out: *mut vgpu_abi::types::cuuint64_t,
+) -> CUresult {
+    run("cuStreamGetCaptureInfo_ptsz", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let captureStatus_out = unsafe { Out::new(captureStatus_out, "captureStatus_out") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let id_out = unsafe { Out::optional(id_out) };
+        super::graph::stream_get_capture_info_ptsz(hStream, captureStatus_out, id_out)
     })
 }
 
@@ -2035,6 +2455,25 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddDependencies",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddEventRecordNode",
+    "cuGraphAddEventWaitNode",
+    "cuGraphClone",
+    "cuGraphCreate",
+    "cuGraphDestroy",
+    "cuGraphDestroyNode",
+    "cuGraphExecDestroy",
+    "cuGraphExecGetFlags",
+    "cuGraphInstantiate",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphInstantiate_v2",
+    "cuGraphLaunch",
+    "cuGraphLaunch_ptsz",
+    "cuGraphNodeGetType",
+    "cuGraphRemoveDependencies",
+    "cuGraphUpload",
+    "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -2088,10 +2527,18 @@ pub const EXPORTS: &[&str] = &[
     "cuProfilerStop",
     "cuStreamAttachMemAsync",
     "cuStreamAttachMemAsync_ptsz",
+    "cuStreamBeginCapture",
+    "cuStreamBeginCapture_ptsz",
+    "cuStreamBeginCapture_v2",
+    "cuStreamBeginCapture_v2_ptsz",
     "cuStreamCopyAttributes",
     "cuStreamCopyAttributes_ptsz",
+    "cuStreamEndCapture",
+    "cuStreamEndCapture_ptsz",
     "cuStreamGetAttribute",
     "cuStreamGetAttribute_ptsz",
+    "cuStreamGetCaptureInfo",
+    "cuStreamGetCaptureInfo_ptsz",
     "cuStreamGetCtx",
     "cuStreamGetCtx_ptsz",
     "cuStreamGetCtx_v2",
@@ -2173,6 +2620,25 @@ const _: super::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: super::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: super::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: super::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: super::signature::cuGraphAddDependencies = cuGraphAddDependencies;
+const _: super::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
+const _: super::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
+const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: super::signature::cuGraphClone = cuGraphClone;
+const _: super::signature::cuGraphCreate = cuGraphCreate;
+const _: super::signature::cuGraphDestroy = cuGraphDestroy;
+const _: super::signature::cuGraphDestroyNode = cuGraphDestroyNode;
+const _: super::signature::cuGraphExecDestroy = cuGraphExecDestroy;
+const _: super::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
+const _: super::signature::cuGraphInstantiate = cuGraphInstantiate;
+const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
+const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: super::signature::cuGraphLaunch = cuGraphLaunch;
+const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: super::signature::cuGraphUpload = cuGraphUpload;
+const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: super::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: super::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -2231,10 +2697,18 @@ const _: super::signature::cuProfilerStart = cuProfilerStart;
 const _: super::signature::cuProfilerStop = cuProfilerStop;
 const _: super::signature::cuStreamAttachMemAsync = cuStreamAttachMemAsync;
 const _: super::signature::cuStreamAttachMemAsync_ptsz = cuStreamAttachMemAsync_ptsz;
+const _: super::signature::cuStreamBeginCapture = cuStreamBeginCapture;
+const _: super::signature::cuStreamBeginCapture_ptsz = cuStreamBeginCapture_ptsz;
+const _: super::signature::cuStreamBeginCapture_v2 = cuStreamBeginCapture_v2;
+const _: super::signature::cuStreamBeginCapture_v2_ptsz = cuStreamBeginCapture_v2_ptsz;
 const _: super::signature::cuStreamCopyAttributes = cuStreamCopyAttributes;
 const _: super::signature::cuStreamCopyAttributes_ptsz = cuStreamCopyAttributes_ptsz;
+const _: super::signature::cuStreamEndCapture = cuStreamEndCapture;
+const _: super::signature::cuStreamEndCapture_ptsz = cuStreamEndCapture_ptsz;
 const _: super::signature::cuStreamGetAttribute = cuStreamGetAttribute;
 const _: super::signature::cuStreamGetAttribute_ptsz = cuStreamGetAttribute_ptsz;
+const _: super::signature::cuStreamGetCaptureInfo = cuStreamGetCaptureInfo;
+const _: super::signature::cuStreamGetCaptureInfo_ptsz = cuStreamGetCaptureInfo_ptsz;
 const _: super::signature::cuStreamGetCtx = cuStreamGetCtx;
 const _: super::signature::cuStreamGetCtx_ptsz = cuStreamGetCtx_ptsz;
 const _: super::signature::cuStreamGetCtx_v2 = cuStreamGetCtx_v2;

@@ -1,0 +1,701 @@
+//! Stream capture and graphs.
+//!
+//! The driver keeps every capture's state; the client only counts the
+//! captures it began and has not ended ([`Session::captures`]). While one is
+//! open nothing is posted: during capture the driver refuses at once what
+//! breaks the capture's rules (a synchronizing call under global mode, work
+//! on the legacy stream that would join a capturing stream, a call on an
+//! invalidated capture), and only a call that waits for its reply returns
+//! that answer where the application expects it. Each call runs on the
+//! calling thread's lane, whose worker thread keeps the thread's capture
+//! mode, so thread-local, global and relaxed captures behave as natively.
+//! Graph creation, instantiation, launch and destruction are table calls.
+
+use std::ffi::{c_char, c_uint, c_void, CStr};
+use std::os::unix::ffi::OsStrExt;
+use std::ptr;
+use std::sync::atomic::Ordering;
+
+use vgpu_abi::types::{
+    CUcontext, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult,
+    CUgraphExecUpdateResultInfo, CUgraphInstantiateResult, CUgraphNode, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
+    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS,
+};
+use vgpu_proto::{
+    exchange_capture_mode, graph_debug_dot_print, graph_exec_update, graph_kernel_node,
+    graph_memset_node, graph_query, stream_begin_capture, stream_begin_capture_ptsz,
+    stream_begin_capture_v2, stream_begin_capture_v2_ptsz, stream_capture_info, stream_end_capture,
+    stream_end_capture_ptsz, stream_is_capturing, update_capture_dependencies, RequestMessage,
+};
+use zerocopy::little_endian::{U32, U64};
+
+use super::stream::{id, id_ptsz};
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
+use crate::objects::{CaptureList, KernelArgs};
+use crate::runtime::{runtime, Session};
+
+/// Notes a capture begun on stream `sid`.
+fn opened(s: &Session, sid: u64) {
+    *s.objects().capturing.entry(sid).or_default() += 1;
+    s.captures.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Notes the end of a capture on stream `sid`: `cuStreamEndCapture` ends it
+/// whatever it returns (an invalidated or unjoined capture included),
+/// except on a thread that may not end it.
+fn closed(s: &Session, sid: u64, result: &CuResult<()>) {
+    if matches!(result, Err(e) if *e == CuError::STREAM_CAPTURE_WRONG_THREAD) {
+        return;
+    }
+    let mut o = s.objects();
+    if let Some(n) = o.capturing.get_mut(&sid) {
+        *n -= 1;
+        if *n == 0 {
+            o.capturing.remove(&sid);
+        }
+        s.captures.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Refuses an asynchronous copy between device memory and pageable host
+/// memory on stream `sid` while it is capturing: such a copy goes through a
+/// buffer of the worker that lives only for the call, which a captured node
+/// would name at every launch. The driver would capture it and read or
+/// write the application's memory at each launch, which the worker cannot
+/// reach; the application can use pinned memory (`cuMemHostAlloc`), which
+/// both processes map. Costs a round trip only while a capture is open.
+pub(crate) fn refuse_pageable_capture(s: &Session, sid: u64) -> CuResult<()> {
+    if s.captures.load(Ordering::SeqCst) == 0 {
+        return Ok(());
+    }
+    let r = stream_is_capturing::Request {
+        hstream: U64::new(sid),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    if rep.capture_status.get() != 0 {
+        crate::log::line(format_args!(
+            "an asynchronous copy to or from pageable host memory on a capturing stream \
+             is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
+        ));
+        return Err(CuError::STREAM_CAPTURE_UNSUPPORTED);
+    }
+    Ok(())
+}
+
+/// `cuStreamBeginCapture_v2`.
+pub fn stream_begin_capture_v2(st: CUstream, mode: CUstreamCaptureMode) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = stream_begin_capture_v2::Request {
+        hstream: U64::new(id(st)),
+        mode: U32::new(mode.0),
+    };
+    s.request(&r, &[])?;
+    opened(s, id(st));
+    Ok(())
+}
+
+/// `cuStreamBeginCapture_v2_ptsz`: the NULL stream is the thread's own.
+pub fn stream_begin_capture_v2_ptsz(st: CUstream, mode: CUstreamCaptureMode) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = stream_begin_capture_v2_ptsz::Request {
+        hstream: U64::new(id(st)),
+        mode: U32::new(mode.0),
+    };
+    s.request(&r, &[])?;
+    opened(s, id_ptsz(st));
+    Ok(())
+}
+
+/// `cuStreamBeginCapture`, the first form: global mode.
+pub fn stream_begin_capture(st: CUstream) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = stream_begin_capture::Request {
+        hstream: U64::new(id(st)),
+    };
+    s.request(&r, &[])?;
+    opened(s, id(st));
+    Ok(())
+}
+
+/// `cuStreamBeginCapture_ptsz`, the first form: global mode.
+pub fn stream_begin_capture_ptsz(st: CUstream) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = stream_begin_capture_ptsz::Request {
+        hstream: U64::new(id(st)),
+    };
+    s.request(&r, &[])?;
+    opened(s, id_ptsz(st));
+    Ok(())
+}
+
+/// `cuStreamEndCapture`.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write.
+pub unsafe fn stream_end_capture(st: CUstream, ph: *mut CUgraph) -> CuResult<()> {
+    let r = stream_end_capture::Request {
+        hstream: U64::new(id(st)),
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { end_capture(&r, id(st), ph, |rep| rep.ph_graph.get()) }
+}
+
+/// `cuStreamEndCapture_ptsz`.
+///
+/// # Safety
+/// As for [`stream_end_capture`].
+pub unsafe fn stream_end_capture_ptsz(st: CUstream, ph: *mut CUgraph) -> CuResult<()> {
+    let r = stream_end_capture_ptsz::Request {
+        hstream: U64::new(id(st)),
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { end_capture(&r, id_ptsz(st), ph, |rep| rep.ph_graph.get()) }
+}
+
+/// Ends the capture on stream `sid` with request `r`; the graph's id is
+/// `graph(reply)`. An invalidated capture writes NULL, as the driver does.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write.
+unsafe fn end_capture<M: RequestMessage>(
+    r: &M,
+    sid: u64,
+    ph: *mut CUgraph,
+    graph: impl FnOnce(&M::Reply) -> u64,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    let result = s.request(r, &[]);
+    closed(s, sid, &result.as_ref().map(drop).map_err(|e| *e));
+    let id = match result {
+        Ok((rep, _)) => graph(&rep),
+        Err(e) if e == CuError::STREAM_CAPTURE_INVALIDATED => {
+            // SAFETY: checked non-NULL; the application's out-pointer.
+            unsafe { write_out(ph, std::ptr::null_mut()) }?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ph, wire::handle(id)) }
+}
+
+/// `cuThreadExchangeStreamCaptureMode`: the thread's lane keeps the mode,
+/// as the driver keeps it per thread.
+///
+/// # Safety
+/// `mode` must be NULL or valid for a read and a write.
+pub unsafe fn exchange_capture_mode(mode: *mut CUstreamCaptureMode) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(mode)?;
+    // SAFETY: checked non-NULL; the application's pointer, valid for a read.
+    let want = unsafe { mode.read() };
+    let r = exchange_capture_mode::Request {
+        mode: U32::new(want.0),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    // SAFETY: checked non-NULL; the application's pointer.
+    unsafe { write_out(mode, CUstreamCaptureMode(rep.mode.get())) }
+}
+
+/// Bytes of one `CUgraphEdgeData` on the wire.
+const EDGE: usize = core::mem::size_of::<CUgraphEdgeData>();
+
+/// `cuStreamGetCaptureInfo_v2` / `_v3` and their `_ptsz` forms. `outs` are
+/// the status, id, graph, dependency list, edge list and count pointers (the
+/// edge list NULL for `_v2`); the status is required, the rest optional and
+/// written only while the stream is capturing. The lists stay valid until
+/// the next such call on the same stream.
+///
+/// # Safety
+/// Each pointer of `outs` must be NULL or valid for a write of its type.
+pub unsafe fn capture_info(
+    st: CUstream,
+    per_thread: bool,
+    edges: bool,
+    outs: [*mut c_void; 6],
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let [status_out, id_out, graph_out, deps_out, edges_out, n_out] = outs;
+    non_null(status_out)?;
+    let r = stream_capture_info::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        edges: u8::from(edges),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let status = rep.status.get();
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(status_out.cast(), CUstreamCaptureStatus(status)) }?;
+    if status == 0 {
+        return Ok(());
+    }
+    let n = rep.count.get() as usize;
+    let want = n * (8 + if edges { EDGE } else { 0 });
+    if back.len() != want {
+        return Err(CuError::UNKNOWN);
+    }
+    let (ids, rest) = back.split_at(n * 8);
+    let list = CaptureList {
+        nodes: ids
+            .chunks_exact(8)
+            .map(|c| usize::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect(),
+        edges: rest
+            .chunks_exact(EDGE)
+            .map(|c| CUgraphEdgeData {
+                from_port: c[0],
+                to_port: c[1],
+                type_: c[2],
+                reserved: [0; 5],
+            })
+            .collect(),
+    };
+    let sid = if per_thread { id_ptsz(st) } else { id(st) };
+    let (nodes, edge_list) = {
+        let mut o = s.objects();
+        let kept = o.capture_lists.entry(sid).or_default();
+        *kept = list;
+        let at = |empty: bool, p: *const c_void| if empty { ptr::null() } else { p };
+        (
+            at(kept.nodes.is_empty(), kept.nodes.as_ptr().cast()),
+            at(kept.edges.is_empty(), kept.edges.as_ptr().cast()),
+        )
+    };
+    // SAFETY: each pointer NULL or the application's out-pointer of its
+    // type; the lists live in the session until the next call on `sid`.
+    unsafe {
+        if !id_out.is_null() {
+            write_out(id_out.cast::<u64>(), rep.id.get())?;
+        }
+        if !graph_out.is_null() {
+            write_out(graph_out.cast::<CUgraph>(), wire::handle(rep.graph.get()))?;
+        }
+        if !deps_out.is_null() {
+            write_out(deps_out.cast::<*const c_void>(), nodes)?;
+        }
+        if !edges_out.is_null() {
+            write_out(edges_out.cast::<*const c_void>(), edge_list)?;
+        }
+        if !n_out.is_null() {
+            write_out(n_out.cast::<usize>(), n)?;
+        }
+    }
+    Ok(())
+}
+
+/// A dependency list for the wire: node ids, then (with `edges`) the edge
+/// data, 8 bytes each.
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+unsafe fn dependency_blob(
+    nodes: *const CUgraphNode,
+    edges: Option<*const CUgraphEdgeData>,
+    n: usize,
+) -> CuResult<(u32, Vec<u8>)> {
+    let count = super::call_len(n)?;
+    if n > 0 && nodes.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let mut blob = Vec::with_capacity(n * (8 + EDGE));
+    for i in 0..n {
+        // SAFETY: `n` readable elements by the contract.
+        let node = unsafe { nodes.add(i).read() };
+        blob.extend_from_slice(&(node as usize as u64).to_le_bytes());
+    }
+    if let Some(e) = edges {
+        for i in 0..n {
+            let bytes = if e.is_null() {
+                [0; EDGE]
+            } else {
+                // SAFETY: `n` readable elements by the contract.
+                unsafe { e.add(i).cast::<[u8; EDGE]>().read_unaligned() }
+            };
+            blob.extend_from_slice(&bytes);
+        }
+    }
+    Ok((count, blob))
+}
+
+/// `cuStreamUpdateCaptureDependencies` (`_v2` with edge data; `_ptsz`).
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+pub unsafe fn update_dependencies(
+    st: CUstream,
+    per_thread: bool,
+    nodes: *mut CUgraphNode,
+    edges: Option<*const CUgraphEdgeData>,
+    n: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(nodes, edges, n) }?;
+    let r = update_capture_dependencies::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        edges: u8::from(edges.is_some()),
+        flags: U32::new(flags),
+        count: U32::new(count),
+    };
+    s.request(&r, &blob).map(drop)
+}
+
+/// `cuStreamBeginCaptureToGraph` (`_ptsz`): captures into an existing graph
+/// after the given dependencies.
+///
+/// # Safety
+/// `nodes` and `edges` must be NULL or hold `n` elements.
+pub unsafe fn begin_capture_to_graph(
+    st: CUstream,
+    per_thread: bool,
+    graph: CUgraph,
+    nodes: *const CUgraphNode,
+    edges: *const CUgraphEdgeData,
+    n: usize,
+    mode: CUstreamCaptureMode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let edge_list = (!edges.is_null()).then_some(edges);
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(nodes, edge_list, n) }?;
+    let r = vgpu_proto::begin_capture_to_graph::Request {
+        stream: U64::new(id(st)),
+        per_thread: u8::from(per_thread),
+        graph: U64::new(graph as usize as u64),
+        mode: U32::new(mode.0),
+        count: U32::new(count),
+        edges: u8::from(edge_list.is_some()),
+    };
+    s.request(&r, &blob)?;
+    opened(s, if per_thread { id_ptsz(st) } else { id(st) });
+    Ok(())
+}
+
+/// `cuGraphInstantiateWithParams` (`_ptsz`): the parameters' upload stream
+/// goes as its id; the blamed node and the result come back into them. A
+/// failure returns the driver's code without them.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `params` NULL or valid for a
+/// read and a write.
+pub unsafe fn instantiate_with_params(
+    ph: *mut CUgraphExec,
+    graph: CUgraph,
+    params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
+    per_thread: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    non_null(params)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { params.read() };
+    let r = vgpu_proto::instantiate_with_params::Request {
+        graph: U64::new(graph as usize as u64),
+        flags: U64::new(p.flags),
+        upload_stream: U64::new(id(p.hUploadStream)),
+        per_thread: u8::from(per_thread),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let exec = rep.exec.get();
+    s.objects()
+        .graph_execs
+        .insert(exec, crate::context::current());
+    // SAFETY: checked non-NULL; the application's pointers.
+    unsafe {
+        write_out(
+            ptr::addr_of_mut!((*params).hErrNode_out),
+            wire::handle(rep.error_node.get()),
+        )?;
+        write_out(
+            ptr::addr_of_mut!((*params).result_out),
+            CUgraphInstantiateResult(rep.result.get()),
+        )?;
+        write_out(ph, wire::handle(exec))
+    }
+}
+
+/// `cuGraphGetNodes` (`what` 0), `cuGraphGetRootNodes` (1),
+/// `cuGraphNodeGetDependencies` (2), `cuGraphNodeGetDependentNodes` (3),
+/// `cuGraphGetEdges` (4, sources in `a` and destinations in `b`) of graph or
+/// node id `handle`. With arrays, `*n` is their capacity and the driver
+/// fills them; without, it gives the count.
+///
+/// # Safety
+/// `n` must be NULL or valid for a read and a write; `a` and `b` NULL or
+/// valid for `*n` writes.
+pub unsafe fn query(
+    what: u8,
+    handle: u64,
+    a: *mut CUgraphNode,
+    b: *mut CUgraphNode,
+    n: *mut usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(n)?;
+    let edges = what == 4;
+    if edges && a.is_null() != b.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let want = !a.is_null();
+    // SAFETY: checked non-NULL; the application's count.
+    let capacity = if want { unsafe { n.read() } } else { 0 };
+    let r = graph_query::Request {
+        what,
+        handle: U64::new(handle),
+        capacity: U64::new(capacity as u64),
+        want: u8::from(want),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let lists = if edges { 2 } else { 1 };
+    if want && back.len() != capacity * 8 * lists {
+        return Err(CuError::UNKNOWN);
+    }
+    let ids: Vec<u64> = back
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    // SAFETY: the application's arrays of `capacity` entries and its count.
+    unsafe {
+        for (i, &id) in ids.iter().enumerate() {
+            let (dst, at) = if i < capacity {
+                (a, i)
+            } else {
+                (b, i - capacity)
+            };
+            dst.add(at).write(wire::handle(id));
+        }
+        write_out(n, usize::try_from(rep.count.get()).unwrap_or(usize::MAX))
+    }
+}
+
+/// `cuGraphDebugDotPrint`: the file is written here, where the application
+/// runs, with the bytes the driver wrote in the worker; a file that cannot
+/// be written is `CUDA_ERROR_OPERATING_SYSTEM`.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+pub unsafe fn debug_dot_print(graph: CUgraph, path: *const c_char, flags: c_uint) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(path)?;
+    // SAFETY: checked non-NULL; the application's NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(path) };
+    let r = graph_debug_dot_print::Request {
+        graph: U64::new(graph as usize as u64),
+        flags: U32::new(flags),
+    };
+    let (_, dot) = s.request(&r, &[])?;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    std::fs::write(path, dot).map_err(|e| {
+        crate::log::line(format_args!(
+            "cuGraphDebugDotPrint: {}: {e}",
+            path.display()
+        ));
+        CuError::OPERATING_SYSTEM
+    })
+}
+
+/// `cuGraphAddKernelNode_v2` (with `ph`: a node in `graph` after `n`
+/// dependencies) and `cuGraphKernelNodeSetParams_v2` (without: `node`'s
+/// parameters). The arguments travel packed by the function's (or kernel's)
+/// parameter layout, as a launch's do.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `deps` NULL or `n` handles;
+/// `p` NULL or valid parameters as the CUDA API defines them.
+pub unsafe fn kernel_node(
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    node: CUgraphNode,
+    deps: *const CUgraphNode,
+    n: usize,
+    p: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let set = ph.is_null();
+    if !set {
+        non_null(ph)?;
+    }
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { p.read() };
+    let target = if p.func.is_null() {
+        p.kern as usize as u64
+    } else {
+        p.func as usize as u64
+    };
+    let layout = s
+        .objects()
+        .functions
+        .get(&target)
+        .map(|f| f.params.clone())
+        .ok_or(CuError::INVALID_VALUE)?;
+    if !p.kernelParams.is_null() && !p.extra.is_null() {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: forwarded from this function's contract.
+    let (count, mut blob) = unsafe { dependency_blob(deps, None, n) }?;
+    let mut packed = Vec::new();
+    if p.extra.is_null() {
+        // SAFETY: the application's parameter array.
+        unsafe { super::launch::pack_into(&mut packed, &layout, p.kernelParams) }?;
+    } else {
+        // SAFETY: the application's `extra` list.
+        packed = unsafe { super::launch::packed_extra(p.extra) }?;
+    }
+    blob.extend_from_slice(&packed);
+    let r = graph_kernel_node::Request {
+        graph: U64::new(graph as usize as u64),
+        node: U64::new(node as usize as u64),
+        function: U64::new(p.func as usize as u64),
+        kernel: U64::new(p.kern as usize as u64),
+        ctx: U64::new(p.ctx as usize as u64),
+        grid_x: U32::new(p.gridDimX),
+        grid_y: U32::new(p.gridDimY),
+        grid_z: U32::new(p.gridDimZ),
+        block_x: U32::new(p.blockDimX),
+        block_y: U32::new(p.blockDimY),
+        block_z: U32::new(p.blockDimZ),
+        shared: U32::new(p.sharedMemBytes),
+        deps: U32::new(count),
+        set: u8::from(set),
+    };
+    let (rep, _) = s.request(&r, &blob)?;
+    if set {
+        return Ok(());
+    }
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ph, wire::handle(rep.node.get())) }
+}
+
+/// `cuGraphExecUpdate_v2`: the result information is written whether the
+/// update succeeded or not, as the driver writes it.
+///
+/// # Safety
+/// `info` must be NULL or valid for a write.
+pub unsafe fn exec_update(
+    exec: CUgraphExec,
+    graph: CUgraph,
+    info: *mut CUgraphExecUpdateResultInfo,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(info)?;
+    let r = graph_exec_update::Request {
+        exec: U64::new(exec as usize as u64),
+        graph: U64::new(graph as usize as u64),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let out = CUgraphExecUpdateResultInfo {
+        result: CUgraphExecUpdateResult(rep.result.get()),
+        errorNode: wire::handle(rep.error_node.get()),
+        errorFromNode: wire::handle(rep.error_from_node.get()),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(info, out) }?;
+    crate::edge::check(rep.status.get())
+}
+
+/// `cuGraphAddMemsetNode`.
+///
+/// # Safety
+/// `ph` must be NULL or valid for a write; `deps` NULL or `n` handles; `p`
+/// NULL or valid for a read.
+pub unsafe fn memset_node(
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    n: usize,
+    p: *const CUDA_MEMSET_NODE_PARAMS,
+    ctx: CUcontext,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ph)?;
+    non_null(p)?;
+    // SAFETY: checked non-NULL; the application's parameters.
+    let p = unsafe { p.read() };
+    // SAFETY: forwarded from this function's contract.
+    let (count, blob) = unsafe { dependency_blob(deps, None, n) }?;
+    let r = graph_memset_node::Request {
+        graph: U64::new(graph as usize as u64),
+        ctx: U64::new(ctx as usize as u64),
+        dst: U64::new(p.dst),
+        pitch: U64::new(p.pitch as u64),
+        value: U32::new(p.value),
+        element: U32::new(p.elementSize),
+        width: U64::new(p.width as u64),
+        height: U64::new(p.height as u64),
+        deps: U32::new(count),
+    };
+    let (rep, _) = s.request(&r, &blob)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(ph, wire::handle(rep.node.get())) }
+}
+
+/// `cuGraphKernelNodeGetParams_v2`: the arguments live in the session until
+/// the next such call on the same node.
+///
+/// # Safety
+/// `p` must be NULL or valid for a write.
+pub unsafe fn kernel_node_params(
+    node: CUgraphNode,
+    p: *mut CUDA_KERNEL_NODE_PARAMS,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(p)?;
+    let r = vgpu_proto::graph_kernel_node_params::Request {
+        node: U64::new(node as usize as u64),
+    };
+    let (rep, packed) = s.request(&r, &[])?;
+    let target = match rep.function.get() {
+        0 => rep.kernel.get(),
+        f => f,
+    };
+    let kernel_params = {
+        let mut o = s.objects();
+        let layout = o
+            .functions
+            .get(&target)
+            .map(|f| f.params.clone())
+            .ok_or(CuError::UNKNOWN)?;
+        let mut args = KernelArgs {
+            words: vec![0; packed.len().div_ceil(8)],
+            ptrs: Vec::new(),
+        };
+        // SAFETY: `words` holds at least `packed.len()` bytes.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                packed.as_ptr(),
+                args.words.as_mut_ptr().cast(),
+                packed.len(),
+            )
+        };
+        let base = args.words.as_ptr() as usize;
+        args.ptrs = layout.iter().map(|&(off, _)| base + off as usize).collect();
+        let kept = o.kernel_node_args.entry(node as usize as u64).or_default();
+        *kept = args;
+        if kept.ptrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            kept.ptrs.as_mut_ptr().cast::<*mut c_void>()
+        }
+    };
+    let out = CUDA_KERNEL_NODE_PARAMS {
+        func: wire::handle(rep.function.get()),
+        gridDimX: rep.grid_x.get(),
+        gridDimY: rep.grid_y.get(),
+        gridDimZ: rep.grid_z.get(),
+        blockDimX: rep.block_x.get(),
+        blockDimY: rep.block_y.get(),
+        blockDimZ: rep.block_z.get(),
+        sharedMemBytes: rep.shared.get(),
+        kernelParams: kernel_params,
+        extra: ptr::null_mut(),
+        kern: wire::handle(rep.kernel.get()),
+        ctx: wire::handle(rep.ctx.get()),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(p, out) }
+}

@@ -1,0 +1,556 @@
+//! Stream capture and graphs.
+//!
+//! While a created stream is capturing, the work enqueued on it (memsets, copies,
+//! launches, event records) is recorded as nodes of the capture's graph instead of run
+//! ([`captured`]). A graph's nodes are kept in the order they were added, each after the
+//! one before it (the simulator runs everything in order, so a chain is faithful to any
+//! dependency structure); an executable graph is a copy of that work, and launching it
+//! runs the work in order on the stream, or records it when that stream is capturing.
+//!
+//! Capture modes follow the driver: a thread's mode (`cuThreadExchangeStreamCaptureMode`,
+//! global by default) decides whether a potentially unsafe call (a synchronous
+//! allocation, copy, memset or synchronization) is refused while captures are open. Under
+//! global mode it is refused while this thread has a capture not begun in relaxed mode or
+//! any thread has one begun in global mode; under thread-local mode only for this thread's
+//! own; under relaxed mode never. A refused call returns
+//! `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the captures that refused it;
+//! `cuStreamEndCapture` of an invalidated capture returns
+//! `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` and no graph.
+//!
+//! The simulator captures created streams only: capturing the NULL or legacy stream is
+//! refused as the driver refuses it, and the per-thread stream gives
+//! `CUDA_ERROR_NOT_SUPPORTED`.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::thread::ThreadId;
+
+use crate::cu::{CUgraphEdgeData, CUresult};
+use crate::error::{err, Res};
+use crate::launch::Launch;
+use crate::memory::End;
+use crate::state::State;
+use crate::stream;
+
+mod capture;
+
+pub(crate) use capture::*;
+
+/// One end of a recorded copy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CopyEnd {
+    Device(u64),
+    /// A host address, read or written when the graph runs (as the driver does).
+    Host(usize),
+}
+
+impl CopyEnd {
+    pub(crate) fn of(e: &End) -> Self {
+        match e {
+            End::Device(d) => CopyEnd::Device(*d),
+            End::Host(p) => CopyEnd::Host(p.expose_provenance()),
+        }
+    }
+
+    fn end(self) -> End {
+        match self {
+            CopyEnd::Device(d) => End::Device(d),
+            CopyEnd::Host(a) => End::Host(std::ptr::with_exposed_provenance_mut(a)),
+        }
+    }
+}
+
+/// The work of one node.
+#[derive(Clone, Debug)]
+pub(crate) enum Work {
+    Empty,
+    Memset {
+        dst: u64,
+        pattern: Vec<u8>,
+        count: usize,
+    },
+    /// `height` rows of `width` elements at `pitch` bytes (a memset node).
+    Memset2D {
+        dst: u64,
+        pitch: usize,
+        pattern: Vec<u8>,
+        width: usize,
+        height: usize,
+    },
+    Copy {
+        dst: CopyEnd,
+        src: CopyEnd,
+        len: usize,
+    },
+    Kernel {
+        func: usize,
+        geometry: Launch,
+        /// Each argument's bytes, in order.
+        args: Vec<Vec<u8>>,
+    },
+    EventRecord {
+        event: usize,
+    },
+    /// The event's work has run already (work runs at enqueue): nothing to wait for.
+    EventWait {
+        event: usize,
+    },
+}
+
+impl Work {
+    /// `CUgraphNodeType` of a node doing this work.
+    fn node_type(&self) -> u32 {
+        match self {
+            Work::Kernel { .. } => 0,
+            Work::Copy { .. } => 1,
+            Work::Memset { .. } | Work::Memset2D { .. } => 2,
+            Work::Empty => 5,
+            Work::EventWait { .. } => 6,
+            Work::EventRecord { .. } => 7,
+        }
+    }
+}
+
+/// One node of a graph.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub graph: usize,
+    pub work: Work,
+    /// The nodes it depends on.
+    pub deps: Vec<usize>,
+    /// A kernel node's argument pointers as `cuGraphKernelNodeGetParams` last
+    /// returned them (exposed addresses of `work`'s argument bytes).
+    pub arg_ptrs: Vec<usize>,
+}
+
+/// One graph: its nodes in the order they were added.
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    pub nodes: Vec<usize>,
+}
+
+/// One executable graph.
+#[derive(Debug)]
+pub(crate) struct Exec {
+    pub ctx: usize,
+    pub flags: u64,
+    pub work: Vec<Work>,
+}
+
+/// An open capture, by stream.
+#[derive(Debug)]
+pub(crate) struct Capture {
+    pub graph: usize,
+    /// The graph was made by the capture (`cuStreamBeginCapture`), not given
+    /// (`cuStreamBeginCaptureToGraph`): an invalidated capture destroys it.
+    pub owned: bool,
+    pub mode: u32,
+    /// Unique among the process's captures (`cuStreamGetCaptureInfo`).
+    pub id: u64,
+    pub thread: ThreadId,
+    pub invalidated: bool,
+    /// The nodes the next captured work will depend on, and their edges.
+    pub deps: Vec<usize>,
+    pub edges: Vec<CUgraphEdgeData>,
+}
+
+/// Graphs, nodes, executable graphs and open captures.
+#[derive(Debug, Default)]
+pub(crate) struct Graphs {
+    pub graphs: HashMap<usize, Graph>,
+    pub nodes: HashMap<usize, Node>,
+    pub execs: HashMap<usize, Exec>,
+    pub captures: HashMap<usize, Capture>,
+    /// Capture ids handed out so far.
+    pub capture_ids: u64,
+}
+
+fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
+    err(CUresult::CUDA_ERROR_INVALID_VALUE, why)
+}
+
+/// A new, empty graph.
+pub(crate) fn create(st: &mut State) -> usize {
+    let key = st.mint();
+    st.ext.graphs.graphs.insert(key, Graph::default());
+    key
+}
+
+/// `cuGraphDestroy`: the graph and its nodes.
+pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
+    let g = &mut st.ext.graphs;
+    if g.captures.values().any(|c| c.graph == key) {
+        return invalid(format!("graph {key:#x} is being captured into"));
+    }
+    let Some(graph) = g.graphs.remove(&key) else {
+        return invalid(format!("graph {key:#x} does not exist"));
+    };
+    for n in graph.nodes {
+        g.nodes.remove(&n);
+    }
+    Ok(())
+}
+
+/// Adds a node doing `work` at the end of graph `key`.
+pub(crate) fn add_node(st: &mut State, key: usize, work: Work, deps: Vec<usize>) -> Res<usize> {
+    let node = st.mint();
+    let g = &mut st.ext.graphs;
+    let Some(graph) = g.graphs.get_mut(&key) else {
+        return invalid(format!("graph {key:#x} does not exist"));
+    };
+    graph.nodes.push(node);
+    g.nodes.insert(
+        node,
+        Node {
+            graph: key,
+            work,
+            deps,
+            arg_ptrs: Vec::new(),
+        },
+    );
+    Ok(node)
+}
+
+/// `cuGraphAdd…Node`: a node doing `work` in graph `key` after `deps`, which must be
+/// nodes of that graph.
+pub(crate) fn add_node_after(st: &mut State, key: usize, deps: &[usize], work: Work) -> Res<usize> {
+    check_nodes(st, Some(key), deps)?;
+    add_node(st, key, work, deps.to_vec())
+}
+
+/// `cuGraphAddDependencies` / `cuGraphRemoveDependencies`: every node must belong to
+/// graph `key`. The graph runs its nodes in the order they were added, which satisfies
+/// any dependencies between them, so the edges themselves change nothing here.
+pub(crate) fn edges(
+    st: &mut State,
+    key: usize,
+    from: &[usize],
+    to: &[usize],
+    add: bool,
+) -> Res<()> {
+    if !st.ext.graphs.graphs.contains_key(&key) {
+        return invalid(format!("graph {key:#x} does not exist"));
+    }
+    check_nodes(st, Some(key), from)?;
+    check_nodes(st, Some(key), to)?;
+    for (&f, &t) in from.iter().zip(to) {
+        let Some(n) = st.ext.graphs.nodes.get_mut(&t) else {
+            continue;
+        };
+        let known = n.deps.contains(&f);
+        match (add, known) {
+            (true, true) => return invalid("the edge already exists"),
+            (false, false) => return invalid("the edge does not exist"),
+            (true, false) => n.deps.push(f),
+            (false, true) => n.deps.retain(|&d| d != f),
+        }
+    }
+    Ok(())
+}
+
+/// What [`query`] lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    Nodes,
+    RootNodes,
+    Dependencies,
+    DependentNodes,
+    /// (from, to) pairs.
+    Edges,
+}
+
+/// `cuGraphGetNodes`, `…GetRootNodes`, `…NodeGetDependencies`,
+/// `…NodeGetDependentNodes`, `…GetEdges` (pairs): of graph or node `key`, in the order
+/// the nodes were added.
+pub(crate) fn query(st: &State, q: Query, key: usize) -> Res<Vec<(usize, usize)>> {
+    let g = &st.ext.graphs;
+    let of_graph = |graph: usize| -> Res<Vec<(usize, &Node)>> {
+        match g.graphs.get(&graph) {
+            Some(gr) => Ok(gr
+                .nodes
+                .iter()
+                .filter_map(|n| g.nodes.get(n).map(|node| (*n, node)))
+                .collect()),
+            None => invalid(format!("graph {graph:#x} does not exist")),
+        }
+    };
+    let node = |n: usize| match g.nodes.get(&n) {
+        Some(node) => Ok(node),
+        None => invalid(format!("node {n:#x} does not exist")),
+    };
+    Ok(match q {
+        Query::Nodes => of_graph(key)?.iter().map(|&(n, _)| (n, 0)).collect(),
+        Query::RootNodes => of_graph(key)?
+            .iter()
+            .filter(|(_, node)| node.deps.is_empty())
+            .map(|&(n, _)| (n, 0))
+            .collect(),
+        Query::Dependencies => node(key)?.deps.iter().map(|&d| (d, 0)).collect(),
+        Query::DependentNodes => of_graph(node(key)?.graph)?
+            .iter()
+            .filter(|(_, other)| other.deps.contains(&key))
+            .map(|&(n, _)| (n, 0))
+            .collect(),
+        Query::Edges => of_graph(key)?
+            .iter()
+            .flat_map(|&(n, node)| node.deps.iter().map(move |&d| (d, n)))
+            .collect(),
+    })
+}
+
+/// `cuGraphDebugDotPrint`'s text: each node by its `CUgraphNodeType`, then each edge.
+pub(crate) fn dot(st: &State, key: usize) -> Res<String> {
+    let mut out = format!("digraph vgpu_sim_graph_{key:x} {{\n");
+    for (n, _) in query(st, Query::Nodes, key)? {
+        let t = st
+            .ext
+            .graphs
+            .nodes
+            .get(&n)
+            .map_or(0, |node| node.work.node_type());
+        out.push_str(&format!("  n{n:x} [label=\"type {t}\"];\n"));
+    }
+    for (from, to) in query(st, Query::Edges, key)? {
+        out.push_str(&format!("  n{from:x} -> n{to:x};\n"));
+    }
+    out.push_str("}\n");
+    Ok(out)
+}
+
+/// `cuGraphKernelNodeSetParams`: `node` must be a kernel node.
+pub(crate) fn set_kernel(st: &mut State, node: usize, work: Work) -> Res<()> {
+    match st.ext.graphs.nodes.get_mut(&node) {
+        Some(n) if matches!(n.work, Work::Kernel { .. }) => {
+            n.work = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {node:#x} is not a kernel node")),
+    }
+}
+
+/// `cuGraphKernelNodeGetParams`: a kernel node's function, geometry and the exposed
+/// address of its argument pointers (one per parameter), valid until its parameters
+/// change or it is destroyed.
+pub(crate) fn kernel_params(st: &mut State, node: usize) -> Res<(usize, Launch, usize)> {
+    match st.ext.graphs.nodes.get_mut(&node) {
+        Some(Node {
+            work:
+                Work::Kernel {
+                    func,
+                    geometry,
+                    args,
+                },
+            arg_ptrs,
+            ..
+        }) => {
+            *arg_ptrs = args
+                .iter()
+                .map(|a| a.as_ptr().expose_provenance())
+                .collect();
+            Ok((*func, *geometry, arg_ptrs.as_ptr().expose_provenance()))
+        }
+        _ => invalid(format!("node {node:#x} is not a kernel node")),
+    }
+}
+
+/// `cuGraphDestroyNode`.
+pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
+    let g = &mut st.ext.graphs;
+    let Some(n) = g.nodes.remove(&node) else {
+        return invalid(format!("node {node:#x} does not exist"));
+    };
+    if let Some(graph) = g.graphs.get_mut(&n.graph) {
+        graph.nodes.retain(|&k| k != node);
+    }
+    for other in g.nodes.values_mut() {
+        other.deps.retain(|&d| d != node);
+    }
+    Ok(())
+}
+
+/// `cuGraphNodeGetType`.
+pub(crate) fn node_type(st: &State, node: usize) -> Res<u32> {
+    match st.ext.graphs.nodes.get(&node) {
+        Some(n) => Ok(n.work.node_type()),
+        None => invalid(format!("node {node:#x} does not exist")),
+    }
+}
+
+/// `cuGraphClone`.
+pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
+    let g = &st.ext.graphs;
+    let Some(graph) = g.graphs.get(&key) else {
+        return invalid(format!("graph {key:#x} does not exist"));
+    };
+    let nodes: Vec<(usize, Work, Vec<usize>)> = graph
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            g.nodes
+                .get(n)
+                .map(|node| (*n, node.work.clone(), node.deps.clone()))
+        })
+        .collect();
+    let copy = create(st);
+    let mut new_of = HashMap::new();
+    for (old, w, deps) in nodes {
+        let deps = deps.iter().filter_map(|d| new_of.get(d).copied()).collect();
+        new_of.insert(old, add_node(st, copy, w, deps)?);
+    }
+    Ok(copy)
+}
+
+fn work_of(st: &State, key: usize) -> Res<Vec<Work>> {
+    let g = &st.ext.graphs;
+    let Some(graph) = g.graphs.get(&key) else {
+        return invalid(format!("graph {key:#x} does not exist"));
+    };
+    Ok(graph
+        .nodes
+        .iter()
+        .filter_map(|n| g.nodes.get(n))
+        .map(|n| n.work.clone())
+        .collect())
+}
+
+/// `cuGraphInstantiateWithFlags`: a snapshot of the graph's work, in the current context.
+pub(crate) fn instantiate(st: &mut State, key: usize, flags: u64) -> Res<usize> {
+    // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | _UPLOAD | _DEVICE_LAUNCH | _USE_NODE_PRIORITY
+    if flags & !0xF != 0 {
+        return invalid(format!("instantiate flags {flags:#x} are not valid"));
+    }
+    let ctx = crate::context::current(st)?;
+    let work = work_of(st, key)?;
+    let exec = st.mint();
+    st.ext.graphs.execs.insert(exec, Exec { ctx, flags, work });
+    Ok(exec)
+}
+
+fn exec(st: &State, key: usize) -> Res<&Exec> {
+    match st.ext.graphs.execs.get(&key) {
+        Some(e) => Ok(e),
+        None => invalid(format!("executable graph {key:#x} does not exist")),
+    }
+}
+
+/// `cuGraphExecUpdate`: the executable graph takes graph `key`'s work when both have
+/// nodes of the same types in the same order: `(0, 0)`; otherwise nothing changes and
+/// the result is `CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED` (2) or
+/// `…_NODE_TYPE_CHANGED` (3) with the node that differs (0 for none).
+pub(crate) fn exec_update(st: &mut State, exec_key: usize, key: usize) -> Res<(u32, usize)> {
+    exec(st, exec_key)?;
+    let work = work_of(st, key)?;
+    let nodes = query(st, Query::Nodes, key)?;
+    let old = &exec(st, exec_key)?.work;
+    if old.len() != work.len() {
+        return Ok((2, 0));
+    }
+    if let Some(i) = (0..work.len()).find(|&i| old[i].node_type() != work[i].node_type()) {
+        return Ok((3, nodes.get(i).map_or(0, |n| n.0)));
+    }
+    if let Some(e) = st.ext.graphs.execs.get_mut(&exec_key) {
+        e.work = work;
+    }
+    Ok((0, 0))
+}
+
+/// `cuGraphExecDestroy`.
+pub(crate) fn exec_destroy(st: &mut State, key: usize) -> Res<()> {
+    match st.ext.graphs.execs.remove(&key) {
+        Some(_) => Ok(()),
+        None => invalid(format!("executable graph {key:#x} does not exist")),
+    }
+}
+
+/// `cuGraphExecGetFlags`.
+pub(crate) fn exec_flags(st: &State, key: usize) -> Res<u64> {
+    exec(st, key).map(|e| e.flags)
+}
+
+/// `cuGraphUpload`: nothing to upload; checks the graph and the stream.
+pub(crate) fn upload(st: &State, key: usize, stream_key: usize) -> Res<()> {
+    let ctx = exec(st, key)?.ctx;
+    if stream::usable(st, stream_key)? != ctx {
+        return invalid("executable graph and stream belong to different contexts");
+    }
+    Ok(())
+}
+
+/// `cuGraphLaunch`: runs the work in order on the stream (records it when the stream is
+/// capturing). The first failing node's error is the launch's.
+pub(crate) fn launch(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
+    upload(st, key, stream_key)?;
+    let work = exec(st, key)?.work.clone();
+    for w in work {
+        run(st, stream_key, w)?;
+    }
+    Ok(())
+}
+
+/// Runs (or records) one node's work on a stream.
+fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
+    match w {
+        Work::Memset {
+            dst,
+            pattern,
+            count,
+        } => {
+            if captured(st, stream_key, || Work::Memset {
+                dst,
+                pattern: pattern.clone(),
+                count,
+            })? {
+                return Ok(());
+            }
+            crate::memory::memset(st, dst, &pattern, count)
+        }
+        Work::Copy { dst, src, len } => {
+            if captured(st, stream_key, || Work::Copy { dst, src, len })? {
+                return Ok(());
+            }
+            // SAFETY: host ends were given by the application when the copy was captured
+            // or added, valid (as the driver requires) whenever the graph runs.
+            unsafe { crate::memory::copy(st, dst.end(), src.end(), len) }
+        }
+        Work::Kernel {
+            func,
+            geometry,
+            args,
+        } => {
+            let ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
+            // SAFETY: one pointer per parameter, each to that parameter's bytes, as they
+            // were read when the launch was captured.
+            unsafe { crate::launch::launch_kernel(st, func, geometry, stream_key, ptrs.as_ptr()) }
+        }
+        Work::EventRecord { event } => crate::event::record(st, event, stream_key),
+        Work::Memset2D {
+            dst,
+            pitch,
+            pattern,
+            width,
+            height,
+        } => {
+            stream::usable(st, stream_key)?;
+            let again = Work::Memset2D {
+                dst,
+                pitch,
+                pattern: pattern.clone(),
+                width,
+                height,
+            };
+            if captured(st, stream_key, || again)? {
+                return Ok(());
+            }
+            crate::memory::memset_2d(st, dst, pitch, &pattern, width, height)
+        }
+        Work::Empty => {
+            stream::usable(st, stream_key)?;
+            captured(st, stream_key, || w).map(drop)
+        }
+        Work::EventWait { event } => {
+            crate::event::get(st, event)?;
+            stream::usable(st, stream_key)?;
+            captured(st, stream_key, || w).map(drop)
+        }
+    }
+}
