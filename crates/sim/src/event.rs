@@ -49,6 +49,7 @@ pub(crate) fn create(st: &mut State, flags: u32) -> Res<usize> {
             ctx,
             flags,
             stamp: None,
+            captured: false,
         },
     );
     Ok(key)
@@ -72,13 +73,34 @@ pub(crate) fn record(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
     }
     if crate::graph::captured(st, stream_key, || crate::graph::Work::EventRecord {
         event: key,
+        captured: true,
     })? {
+        if let Some(e) = st.events.get_mut(&key) {
+            e.captured = true;
+        }
         return Ok(());
     }
     if let Some(e) = st.events.get_mut(&key) {
         e.stamp = Some(Instant::now());
+        e.captured = false;
     }
     Ok(())
+}
+
+/// An event record node that `cuGraphAddEventRecordNode` made, in a launched
+/// graph: the event completes now, and the host may wait on it again.
+pub(crate) fn record_replayed(st: &mut State, key: usize) -> Res<()> {
+    match st.events.get_mut(&key) {
+        Some(e) => {
+            e.stamp = Some(Instant::now());
+            e.captured = false;
+            Ok(())
+        }
+        None => err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "the graph's event was destroyed",
+        ),
+    }
 }
 
 /// `cuCtxRecordEvent`: all earlier work of context `ctx` is done, so the event completes
@@ -120,9 +142,17 @@ pub(crate) fn stream_wait(st: &State, stream: usize, ev: usize, flags: u32) -> R
 
 /// `cuEventSynchronize` / `cuEventQuery`: recorded work is always complete, so this
 /// reports the event's context's sticky error, if any.
+/// An event whose last record was captured into a graph is refused with
+/// `CUDA_ERROR_INVALID_VALUE`, as driver 580 refuses it.
 pub(crate) fn synchronize(st: &State, key: usize) -> Res<()> {
-    let ctx = get(st, key)?.ctx;
-    context::live(st, ctx)?.usable()
+    let e = get(st, key)?;
+    if e.captured {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "the event's last record was captured into a graph",
+        );
+    }
+    context::live(st, e.ctx)?.usable()
 }
 
 /// `cuEventElapsedTime`: milliseconds from `start` to `end`.

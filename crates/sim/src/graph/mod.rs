@@ -90,6 +90,9 @@ pub(crate) enum Work {
     },
     EventRecord {
         event: usize,
+        /// Made by a captured `cuEventRecord`: on driver 580 such a node
+        /// leaves the event unusable from the host (see `crate::event`).
+        captured: bool,
     },
     /// The event's work has run already (work runs at enqueue): nothing to wait for.
     EventWait {
@@ -522,7 +525,8 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             // were read when the launch was captured.
             unsafe { crate::launch::launch_kernel(st, func, geometry, stream_key, ptrs.as_ptr()) }
         }
-        Work::EventRecord { event } => crate::event::record(st, event, stream_key),
+        Work::EventRecord { captured: true, .. } => Ok(()),
+        Work::EventRecord { event, .. } => crate::event::record_replayed(st, event),
         Work::Memset2D {
             dst,
             pitch,

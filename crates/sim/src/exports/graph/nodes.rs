@@ -72,7 +72,10 @@ pub(crate) unsafe fn graph_add_event_record_node(
     event: CUevent,
 ) -> Res<()> {
     crate::event::get(&state::sim()?.lock(), key(event))?;
-    let work = graph::Work::EventRecord { event: key(event) };
+    let work = graph::Work::EventRecord {
+        event: key(event),
+        captured: false,
+    };
     // SAFETY: forwarded from this function's contract.
     unsafe { add_node(out, g, deps, n, work) }
 }
