@@ -27,6 +27,7 @@
  *                 (cuStreamBeginCapture_v2 .. cuStreamEndCapture) and
  *                 instantiated once; median of ITERS (cuGraphLaunch;
  *                 cuStreamSynchronize)                     -> graph_100 us
+ *                 (VGPU_BENCH_GRAPH_DOT=FILE writes the graph in DOT)
  *   first_kernel  cold start: init, context, module, one kernel, synchronize,
  *                 then print "first_kernel_done" (the parent times the process)
  *
@@ -90,6 +91,7 @@ static struct {
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
     CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphDebugDotPrint)(CUgraph, const char *, unsigned int);
 } cu;
 
 #define ENTRY(field, symbol, required) { (void **)&cu.field, symbol, required }
@@ -124,6 +126,7 @@ static const struct {
     ENTRY(GraphLaunch, "cuGraphLaunch", 0),
     ENTRY(GraphExecDestroy, "cuGraphExecDestroy", 0),
     ENTRY(GraphDestroy, "cuGraphDestroy", 0),
+    ENTRY(GraphDebugDotPrint, "cuGraphDebugDotPrint", 0),
 };
 
 static const char PTX_MODULE[] = ".version 7.0\n"
@@ -368,6 +371,10 @@ static void mode_graph(long iters, long warmup)
     for (int i = 0; i < GRAPH_KERNELS; i++)
         CHECK(launch(s));
     CHECK(cu.StreamEndCapture(s, &graph));
+    /* VGPU_BENCH_GRAPH_DOT=FILE: the captured graph in DOT, to compare sides. */
+    const char *dot = getenv("VGPU_BENCH_GRAPH_DOT");
+    if (dot != NULL && cu.GraphDebugDotPrint != NULL)
+        CHECK(cu.GraphDebugDotPrint(graph, dot, 0));
     CHECK(cu.GraphInstantiateWithFlags(&exec, graph, 0));
     for (long i = 0; i < warmup; i++) {
         CHECK(cu.GraphLaunch(exec, s));
