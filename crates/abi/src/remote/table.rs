@@ -215,6 +215,8 @@ remote_table! {
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
+        tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
+            cuTensorMapReplaceAddress;
     }
 
     ops {
@@ -429,5 +431,22 @@ remote_table! {
         /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
         /// reply's blob.
         texture: TexObjectDescribe = 476 { object: u64, surface: bool, what: u8 } => {} + blob;
+        /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
+        /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
+        /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
+        /// u64), then for tiled `boxDim` (`rank` u32), `elementStrides` (`rank`
+        /// u32), then for im2col `pixelBoxLowerCorner` and
+        /// `pixelBoxUpperCorner` (`rank - 2` i32 each); fields a form does not
+        /// take are 0. `address` is passed to the driver unchecked, as the
+        /// driver does not dereference it when encoding (kernels that use the
+        /// map are checked on the launch path). The reply's blob is the
+        /// 128-byte map.
+        tensormap: TensorMapEncode = 540 { kind: u8, data_type: u32, rank: u32, address: devptr,
+            channels_per_pixel: u32, pixels_per_column: u32, interleave: u32, mode: u32,
+            swizzle: u32, l2_promotion: u32, oob_fill: u32, lower_width: i32, upper_width: i32 }
+            + blob => {} + blob;
+        /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
+        /// reply's blob the map with `address` in it (unchecked, as above).
+        tensormap: TensorMapReplaceAddress = 541 { address: devptr } + blob => {} + blob;
     }
 }

@@ -28,6 +28,7 @@ mod remote;
 mod snapshot;
 mod stream;
 mod tables;
+mod tensormap;
 mod texture;
 mod vmm;
 

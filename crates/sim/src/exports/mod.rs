@@ -30,6 +30,7 @@ mod pointer;
 mod pool;
 mod profiler;
 mod stream;
+mod tensormap;
 mod texture;
 mod vmm;
 
@@ -49,6 +50,7 @@ pub use module::*;
 pub use pointer::*;
 pub use pool::*;
 pub use stream::*;
+pub use tensormap::*;
 pub use texture::*;
 pub use vmm::*;
 
@@ -176,4 +178,8 @@ exports!(
     cuSurfObjectCreate,
     cuSurfObjectDestroy,
     cuSurfObjectGetResourceDesc,
+    cuTensorMapEncodeTiled,
+    cuTensorMapEncodeIm2col,
+    cuTensorMapEncodeIm2colWide,
+    cuTensorMapReplaceAddress,
 );
