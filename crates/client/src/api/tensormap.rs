@@ -27,7 +27,7 @@ const MAP_ALIGN: usize = 64;
 /// the driver (the worker encodes into a map of its own, always aligned).
 fn check_map(map: *mut CUtensorMap) -> CuResult<()> {
     non_null(map)?;
-    if (map as usize) % MAP_ALIGN != 0 {
+    if !(map as usize).is_multiple_of(MAP_ALIGN) {
         return Err(CuError::INVALID_VALUE);
     }
     Ok(())
@@ -103,8 +103,8 @@ pub unsafe fn encode(
     }
     let rank = c.rank as usize;
     let mut blob = Vec::new();
-    // SAFETY (each read below): the application's arrays, of the lengths
-    // the CUDA API gives for `rank`, checked to be 1..=5.
+    // SAFETY: the application's arrays (this one and those below), of the
+    // lengths the CUDA API gives for `rank`, checked to be 1..=5.
     blob.extend_from_slice(unsafe { call::elements_at(c.global_dim, rank) }?);
     // SAFETY: as above.
     blob.extend_from_slice(unsafe { call::elements_at(c.global_strides, rank - 1) }?);

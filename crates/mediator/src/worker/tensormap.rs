@@ -12,7 +12,7 @@ use vgpu_abi::types::{
 };
 use vgpu_proto::{tensor_map_encode, tensor_map_replace_address, Request};
 
-use super::calls::{elements, message, ok, part, Reply};
+use super::calls::{as_ptr, elements, message, ok, part, size, Reply};
 use super::exec::Lane;
 use super::status::INVALID_VALUE;
 use super::Session;
@@ -63,7 +63,7 @@ pub fn tensor_map_encode(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     }
     // SAFETY: all-zero bytes are a valid map (integers).
     let mut map: CUtensorMap = unsafe { std::mem::zeroed() };
-    let address = r.address.get() as usize as *mut core::ffi::c_void;
+    let address = as_ptr(size(r.address.get())?);
     let ty = CUtensorMapDataType(r.data_type.get());
     let il = CUtensorMapInterleave(r.interleave.get());
     let sw = CUtensorMapSwizzle(r.swizzle.get());
@@ -148,7 +148,7 @@ pub fn tensor_map_replace_address(
     // SAFETY: all-zero bytes are a valid map (integers).
     let mut map: CUtensorMap = unsafe { std::mem::zeroed() };
     map.opaque.copy_from_slice(&words);
-    let address = r.address.get() as usize as *mut core::ffi::c_void;
+    let address = as_ptr(size(r.address.get())?);
     // SAFETY: `map` is a local, aligned as its type requires; the address
     // is only encoded, never dereferenced.
     ok(unsafe { entry(s.driver.cuTensorMapReplaceAddress)?(&mut map, address) })?;

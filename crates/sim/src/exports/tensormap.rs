@@ -66,7 +66,7 @@ fn check_map(map: *mut CUtensorMap) -> Res<()> {
     if map.is_null() {
         return err(INVALID, "tensorMap is NULL");
     }
-    if (map as usize) % 64 != 0 {
+    if !(map as usize).is_multiple_of(64) {
         return err(INVALID, "tensorMap is not 64-byte aligned");
     }
     Ok(())
@@ -103,7 +103,7 @@ fn encode(
         return err(INVALID, "an interleaved map has rank 3 or more");
     }
     let align = if il.0 == INTERLEAVE_32B { 32 } else { 16 };
-    if address % align != 0 {
+    if !address.is_multiple_of(align) {
         return err(
             INVALID,
             format!("globalAddress is not {align}-byte aligned"),
@@ -112,7 +112,10 @@ fn encode(
     if dim.iter().any(|&d| d == 0 || d > 1 << 32) {
         return err(INVALID, "a globalDim is 0 or above 2^32");
     }
-    if strides.iter().any(|&s| s % align != 0 || s >= 1 << 40) {
+    if strides
+        .iter()
+        .any(|&s| !s.is_multiple_of(align) || s >= 1 << 40)
+    {
         return err(
             INVALID,
             format!("a globalStride is not a multiple of {align} or is 2^40 or more"),
@@ -127,7 +130,7 @@ fn encode(
             return err(INVALID, "a boxDim is not 1..=256");
         }
         let inner = u64::from(b[0]) * size;
-        if il.0 == 0 && inner % 16 != 0 {
+        if il.0 == 0 && !inner.is_multiple_of(16) {
             return err(INVALID, "the inner box is not a multiple of 16 bytes");
         }
         if il.0 == 0 && span != 0 && inner > span {
@@ -195,7 +198,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeTiled(
 ) -> CUresult {
     run("cuTensorMapEncodeTiled", || {
         let n = check_head(map, rank, 1)?;
-        // SAFETY (the reads): the caller's arrays, of the lengths for `rank`.
+        // SAFETY: the caller's arrays, of the lengths for `rank` (1..=5).
         let (d, s, b, e) = unsafe {
             (
                 read(dim, n, "globalDim")?,
@@ -247,7 +250,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2col(
 ) -> CUresult {
     run("cuTensorMapEncodeIm2col", || {
         let n = check_head(map, rank, 3)?;
-        // SAFETY (the reads): the caller's arrays, of the lengths for `rank`.
+        // SAFETY: the caller's arrays, of the lengths for `rank` (1..=5).
         let (d, s, lo, up, e) = unsafe {
             (
                 read(dim, n, "globalDim")?,
@@ -304,7 +307,7 @@ pub unsafe extern "C" fn cuTensorMapEncodeIm2colWide(
 ) -> CUresult {
     run("cuTensorMapEncodeIm2colWide", || {
         let n = check_head(map, rank, 3)?;
-        // SAFETY (the reads): the caller's arrays, of the lengths for `rank`.
+        // SAFETY: the caller's arrays, of the lengths for `rank` (1..=5).
         let (d, s, e) = unsafe {
             (
                 read(dim, n, "globalDim")?,
@@ -358,7 +361,7 @@ pub unsafe extern "C" fn cuTensorMapReplaceAddress(
         } else {
             16
         };
-        if (address as u64) % align != 0 {
+        if !(address as u64).is_multiple_of(align) {
             return err(
                 INVALID,
                 format!("globalAddress is not {align}-byte aligned"),
