@@ -111,6 +111,38 @@ fn c_thread_set_current_then_context_free_call() {
         .assert_line("21 checks, 0 failed");
 }
 
+/// Tensor maps through a real client and mediator: a 2D tiled map over an
+/// allocation encodes to 128 bytes not all zero, replacing its address
+/// changes it the way encoding at the new address does and replacing it
+/// back restores it, and a rank of 0 or 6, a misaligned address, a stride
+/// not a multiple of 16 and a NULL map get `CUDA_ERROR_INVALID_VALUE`
+/// (`tests/c/tensormap.c`, which a GPU machine also runs natively; its
+/// checksum line is the simulated device's own here, so it is not checked).
+#[test]
+fn c_tensor_maps() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "tensormap");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok encode_tiled_2d")
+        .assert_line("ok encode_tiled_2d_not_zero")
+        .assert_line("ok encode_deterministic")
+        .assert_line("ok replace_address")
+        .assert_line("ok replace_address_changes")
+        .assert_line("ok replace_equals_encode")
+        .assert_line("ok replace_back_restores")
+        .assert_line("ok replace_misaligned")
+        .assert_line("ok replace_null_map")
+        .assert_line("ok rank_0")
+        .assert_line("ok rank_6")
+        .assert_line("ok misaligned_address")
+        .assert_line("ok stride_not_multiple_of_16")
+        .assert_line("ok null_map")
+        .assert_line("ok encode_fixed_address")
+        .assert_line("24 checks, 0 failed");
+}
+
 /// The memory-pool family through a real client and mediator: the device's
 /// default and current pool, a created pool's attributes of both value
 /// types, allocation from it and through `cuMemAllocAsync` once current,

@@ -254,6 +254,8 @@ remote_table! {
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
             cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
             cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
+        tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
+            cuTensorMapReplaceAddress;
     }
 
     ops {
@@ -524,5 +526,22 @@ remote_table! {
         graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32 } + blob;
+        /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
+        /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
+        /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
+        /// u64), then for tiled `boxDim` (`rank` u32), `elementStrides` (`rank`
+        /// u32), then for im2col `pixelBoxLowerCorner` and
+        /// `pixelBoxUpperCorner` (`rank - 2` i32 each); fields a form does not
+        /// take are 0. `address` is passed to the driver unchecked, as the
+        /// driver does not dereference it when encoding (kernels that use the
+        /// map are checked on the launch path). The reply's blob is the
+        /// 128-byte map.
+        tensormap: TensorMapEncode = 540 { kind: u8, data_type: u32, rank: u32, address: devptr,
+            channels_per_pixel: u32, pixels_per_column: u32, interleave: u32, mode: u32,
+            swizzle: u32, l2_promotion: u32, oob_fill: u32, lower_width: i32, upper_width: i32 }
+            + blob => {} + blob;
+        /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
+        /// reply's blob the map with `address` in it (unchecked, as above).
+        tensormap: TensorMapReplaceAddress = 541 { address: devptr } + blob => {} + blob;
     }
 }

@@ -22,6 +22,7 @@ mod pointer;
 mod pool;
 mod procaddr;
 pub(crate) mod stream;
+mod tensormap;
 mod texture;
 mod vmm;
 
@@ -269,4 +270,17 @@ implement! {
     cuSurfObjectCreate(p, res) => texture::create_surface(p, res);
     cuSurfObjectDestroy(t) => texture::destroy(t, true);
     cuSurfObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, true, texture::What::Resource);
+    cuTensorMapEncodeTiled(map, ty, rank, addr, dim, strides, box_dim, es, il, sw, l2, oob) =>
+        tensormap::encode(map, tensormap::Common { data_type: ty, rank, address: addr, global_dim: dim,
+            global_strides: strides, element_strides: es, interleave: il, swizzle: sw, l2_promotion: l2,
+            oob_fill: oob }, tensormap::Form::Tiled { box_dim }, 0, 0);
+    cuTensorMapEncodeIm2col(map, ty, rank, addr, dim, strides, lower, upper, cpp, ppc, es, il, sw, l2, oob) =>
+        tensormap::encode(map, tensormap::Common { data_type: ty, rank, address: addr, global_dim: dim,
+            global_strides: strides, element_strides: es, interleave: il, swizzle: sw, l2_promotion: l2,
+            oob_fill: oob }, tensormap::Form::Im2col { lower, upper }, cpp, ppc);
+    cuTensorMapEncodeIm2colWide(map, ty, rank, addr, dim, strides, lower, upper, cpp, ppc, es, il, mode, sw, l2, oob) =>
+        tensormap::encode(map, tensormap::Common { data_type: ty, rank, address: addr, global_dim: dim,
+            global_strides: strides, element_strides: es, interleave: il, swizzle: sw, l2_promotion: l2,
+            oob_fill: oob }, tensormap::Form::Wide { lower, upper, mode }, cpp, ppc);
+    cuTensorMapReplaceAddress(map, addr) => tensormap::replace_address(map, addr);
 }

@@ -29,6 +29,7 @@ mod remote;
 mod snapshot;
 mod stream;
 mod tables;
+mod tensormap;
 mod texture;
 mod vmm;
 

@@ -575,6 +575,20 @@ pub enum Op {
     MipmappedArrayGetSparseProperties = 480,
     /// Destroys a mipmapped array and forgets its id and its levels' ids.
     MipmappedArrayDestroy = 481,
+    /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
+    /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
+    /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
+    /// u64), then for tiled `boxDim` (`rank` u32), `elementStrides` (`rank`
+    /// u32), then for im2col `pixelBoxLowerCorner` and
+    /// `pixelBoxUpperCorner` (`rank - 2` i32 each); fields a form does not
+    /// take are 0. `address` is passed to the driver unchecked, as the
+    /// driver does not dereference it when encoding (kernels that use the
+    /// map are checked on the launch path). The reply's blob is the
+    /// 128-byte map.
+    TensorMapEncode = 540,
+    /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
+    /// reply's blob the map with `address` in it (unchecked, as above).
+    TensorMapReplaceAddress = 541,
 }
 
 impl Op {
@@ -814,6 +828,8 @@ impl Op {
         Op::MipmappedArrayGetMemoryRequirements,
         Op::MipmappedArrayGetSparseProperties,
         Op::MipmappedArrayDestroy,
+        Op::TensorMapEncode,
+        Op::TensorMapReplaceAddress,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1057,6 +1073,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => "MipmappedArrayGetMemoryRequirements",
             Op::MipmappedArrayGetSparseProperties => "MipmappedArrayGetSparseProperties",
             Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
+            Op::TensorMapEncode => "TensorMapEncode",
+            Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
         }
     }
 
@@ -1297,6 +1315,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::TensorMapEncode => false,
+            Op::TensorMapReplaceAddress => false,
         }
     }
 
@@ -1537,6 +1557,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => true,
             Op::MipmappedArrayGetSparseProperties => true,
             Op::MipmappedArrayDestroy => true,
+            Op::TensorMapEncode => true,
+            Op::TensorMapReplaceAddress => true,
         }
     }
 
@@ -1777,6 +1799,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::TensorMapEncode => false,
+            Op::TensorMapReplaceAddress => false,
         }
     }
 
@@ -2093,6 +2117,10 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Request>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
+            Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
+            Op::TensorMapReplaceAddress => {
+                core::mem::size_of::<tensor_map_replace_address::Request>()
+            }
         }
     }
 
@@ -2393,6 +2421,10 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Reply>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
+            Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
+            Op::TensorMapReplaceAddress => {
+                core::mem::size_of::<tensor_map_replace_address::Reply>()
+            }
         }
     }
 
@@ -2903,6 +2935,10 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Request>(fixed, blob_len)
             }
+            Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
+            Op::TensorMapReplaceAddress => {
+                message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -3314,6 +3350,10 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Reply>(fixed, blob_len)
             }
+            Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
+            Op::TensorMapReplaceAddress => {
+                message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -3556,6 +3596,8 @@ impl TryFrom<u16> for Op {
             479 => Ok(Op::MipmappedArrayGetMemoryRequirements),
             480 => Ok(Op::MipmappedArrayGetSparseProperties),
             481 => Ok(Op::MipmappedArrayDestroy),
+            540 => Ok(Op::TensorMapEncode),
+            541 => Ok(Op::TensorMapReplaceAddress),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3798,6 +3840,8 @@ pub const SCHEMA: &str = concat!(
     "479 MipmappedArrayGetMemoryRequirements {mipmap:handle(MipmappedArray),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
     "480 MipmappedArrayGetSparseProperties {mipmap:handle(MipmappedArray)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
+    "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
+    "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -13685,6 +13729,96 @@ pub mod mipmapped_array_destroy {
         const OP: Op = Op::MipmappedArrayDestroy;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TensorMapEncode: wire id 540.
+pub mod tensor_map_encode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub kind: u8,
+        pub data_type: U32,
+        pub rank: U32,
+        pub address: U64,
+        pub channels_per_pixel: U32,
+        pub pixels_per_column: U32,
+        pub interleave: U32,
+        pub mode: U32,
+        pub swizzle: U32,
+        pub l2_promotion: U32,
+        pub oob_fill: U32,
+        pub lower_width: I32,
+        pub upper_width: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TensorMapEncode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TensorMapEncode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TensorMapReplaceAddress: wire id 541.
+pub mod tensor_map_replace_address {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub address: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TensorMapReplaceAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TensorMapReplaceAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

@@ -675,6 +675,30 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // A 2D tiled map of 32-bit floats: globalDim (2 u64), globalStrides
+        // (1 u64), boxDim (2 u32), elementStrides (2 u32).
+        Op::TensorMapEncode => (
+            b(tensor_map_encode::Request {
+                kind: 0,
+                data_type: U32::new(7),
+                rank: U32::new(2),
+                address: u(DPTR),
+                channels_per_pixel: U32::new(0),
+                pixels_per_column: U32::new(0),
+                interleave: U32::new(0),
+                mode: U32::new(0),
+                swizzle: U32::new(0),
+                l2_promotion: U32::new(0),
+                oob_fill: U32::new(0),
+                lower_width: I32::new(0),
+                upper_width: I32::new(0),
+            }),
+            vec![0x22; 2 * 8 + 8 + 2 * 4 + 2 * 4],
+        ),
+        Op::TensorMapReplaceAddress => (
+            b(tensor_map_replace_address::Request { address: u(DPTR) }),
+            vec![0x33; 128],
+        ),
         other => vgpu_proto::sample_request(other)
             .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),
     }

@@ -31,6 +31,7 @@ mod pointer;
 mod pool;
 mod profiler;
 mod stream;
+mod tensormap;
 mod texture;
 mod vmm;
 
@@ -51,6 +52,7 @@ pub use module::*;
 pub use pointer::*;
 pub use pool::*;
 pub use stream::*;
+pub use tensormap::*;
 pub use texture::*;
 pub use vmm::*;
 
@@ -178,4 +180,8 @@ exports!(
     cuSurfObjectCreate,
     cuSurfObjectDestroy,
     cuSurfObjectGetResourceDesc,
+    cuTensorMapEncodeTiled,
+    cuTensorMapEncodeIm2col,
+    cuTensorMapEncodeIm2colWide,
+    cuTensorMapReplaceAddress,
 );
