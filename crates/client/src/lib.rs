@@ -26,6 +26,7 @@
 
 mod api;
 mod call;
+mod callback;
 mod config;
 mod context;
 mod edge;

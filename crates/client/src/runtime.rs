@@ -137,7 +137,14 @@ impl Runtime {
 
     /// The live session, or `CUDA_ERROR_NOT_INITIALIZED` before a successful
     /// `cuInit` in this process.
+    ///
+    /// From inside a host callback it is `CUDA_ERROR_NOT_PERMITTED`: a
+    /// callback must not call CUDA, and such a call must never wait on a
+    /// lane that waits for the callback (`crate::callback`).
     pub fn session(&self) -> CuResult<&'static Session> {
+        if crate::callback::running() {
+            return Err(CuError::NOT_PERMITTED);
+        }
         let epoch = self.fork_epoch.load(Ordering::SeqCst);
         // A thread's last answer holds for its epoch: a process's session
         // is set once per epoch (by `init`) and never replaced.
@@ -201,6 +208,8 @@ pub struct Session {
     pub lanes: crate::lane::Lanes,
     /// Staging arenas for large pageable copies (`crate::staging`).
     pub staging: crate::staging::Stager,
+    /// Host callbacks and their channel (`crate::callback`).
+    pub callbacks: crate::callback::Callbacks,
 }
 
 /// Errors while setting up a session.
@@ -276,6 +285,7 @@ impl Session {
             lanes,
             // Only on one host (a Unix socket) can the worker share pinned pages.
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
+            callbacks: crate::callback::Callbacks::default(),
         })
     }
 

@@ -215,6 +215,7 @@ remote_table! {
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
+        callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
     }
 
     ops {
@@ -429,5 +430,17 @@ remote_table! {
         /// `CUDA_TEXTURE_DESC`, 2 its `CUDA_RESOURCE_VIEW_DESC`, as the
         /// reply's blob.
         texture: TexObjectDescribe = 476 { object: u64, surface: bool, what: u8 } => {} + blob;
+
+        /// Control connection: opens the session's callback channel, a
+        /// socket whose client end follows the reply. The worker asks the
+        /// client to run callback `id` by sending `id` (u64) and the stream's
+        /// status (u32, then 4 bytes of padding); the client runs it and
+        /// answers with `id` (u64). See `docs/protocol.md`.
+        callback: OpenCallbacks = 520 {} => {} (fd, nocontext);
+        /// A host callback in stream order: the worker enqueues a trampoline
+        /// on the stream that asks the client to run callback `id`
+        /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
+        /// without) over the callback channel, and returns once it has run.
+        callback: HostCallback = 521 { stream: handle(Stream), id: u64, status: bool } => {} (posted);
     }
 }

@@ -476,6 +476,17 @@ pub enum Op {
     MipmappedArrayGetSparseProperties = 480,
     /// Destroys a mipmapped array and forgets its id and its levels' ids.
     MipmappedArrayDestroy = 481,
+    /// Control connection: opens the session's callback channel, a
+    /// socket whose client end follows the reply. The worker asks the
+    /// client to run callback `id` by sending `id` (u64) and the stream's
+    /// status (u32, then 4 bytes of padding); the client runs it and
+    /// answers with `id` (u64). See `docs/protocol.md`.
+    OpenCallbacks = 520,
+    /// A host callback in stream order: the worker enqueues a trampoline
+    /// on the stream that asks the client to run callback `id`
+    /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
+    /// without) over the callback channel, and returns once it has run.
+    HostCallback = 521,
 }
 
 impl Op {
@@ -677,6 +688,8 @@ impl Op {
         Op::MipmappedArrayGetMemoryRequirements,
         Op::MipmappedArrayGetSparseProperties,
         Op::MipmappedArrayDestroy,
+        Op::OpenCallbacks,
+        Op::HostCallback,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -882,6 +895,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => "MipmappedArrayGetMemoryRequirements",
             Op::MipmappedArrayGetSparseProperties => "MipmappedArrayGetSparseProperties",
             Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
+            Op::OpenCallbacks => "OpenCallbacks",
+            Op::HostCallback => "HostCallback",
         }
     }
 
@@ -1084,6 +1099,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => true,
         }
     }
 
@@ -1286,6 +1303,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => true,
             Op::MipmappedArrayGetSparseProperties => true,
             Op::MipmappedArrayDestroy => true,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => true,
         }
     }
 
@@ -1488,6 +1507,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => true,
+            Op::HostCallback => false,
         }
     }
 
@@ -1752,6 +1773,8 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Request>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
+            Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Request>(),
+            Op::HostCallback => core::mem::size_of::<host_callback::Request>(),
         }
     }
 
@@ -2004,6 +2027,8 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Reply>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
+            Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Reply>(),
+            Op::HostCallback => core::mem::size_of::<host_callback::Reply>(),
         }
     }
 
@@ -2432,6 +2457,8 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Request>(fixed, blob_len)
             }
+            Op::OpenCallbacks => message::check::<open_callbacks::Request>(fixed, blob_len),
+            Op::HostCallback => message::check::<host_callback::Request>(fixed, blob_len),
         }
     }
 
@@ -2767,6 +2794,8 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Reply>(fixed, blob_len)
             }
+            Op::OpenCallbacks => message::check::<open_callbacks::Reply>(fixed, blob_len),
+            Op::HostCallback => message::check::<host_callback::Reply>(fixed, blob_len),
         }
     }
 }
@@ -2971,6 +3000,8 @@ impl TryFrom<u16> for Op {
             479 => Ok(Op::MipmappedArrayGetMemoryRequirements),
             480 => Ok(Op::MipmappedArrayGetSparseProperties),
             481 => Ok(Op::MipmappedArrayDestroy),
+            520 => Ok(Op::OpenCallbacks),
+            521 => Ok(Op::HostCallback),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3175,6 +3206,8 @@ pub const SCHEMA: &str = concat!(
     "479 MipmappedArrayGetMemoryRequirements {mipmap:handle(MipmappedArray),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
     "480 MipmappedArrayGetSparseProperties {mipmap:handle(MipmappedArray)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
+    "520 OpenCallbacks {} => {} nocontext fd\n",
+    "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -11372,6 +11405,85 @@ pub mod mipmapped_array_destroy {
 
     impl Message for Reply {
         const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OpenCallbacks: wire id 520.
+pub mod open_callbacks {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::OpenCallbacks;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OpenCallbacks;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation HostCallback: wire id 521.
+pub mod host_callback {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub id: U64,
+        pub status: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::HostCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "status", self.status)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::HostCallback;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }
