@@ -15,6 +15,10 @@
 //! and the session's end ([`Callbacks::close`]) shuts the socket down, so a
 //! waiting trampoline reads end-of-file and returns; later ones return at
 //! once. Callbacks pending when the session ends are not run.
+//!
+//! # Capture
+//! A ticket is good for one run, so a callback on a stream being captured
+//! into a graph is refused with `CUDA_ERROR_NOT_SUPPORTED`.
 
 use std::ffi::c_void;
 use std::io::{Read, Write};
@@ -22,7 +26,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use vgpu_abi::types::{CUresult, CUstream};
+use vgpu_abi::types::{CUresult, CUstream, CUstreamCaptureStatus};
 use vgpu_proto::{host_callback, write_response, Request};
 use vgpu_transport::Channel;
 
@@ -137,6 +141,7 @@ struct Ticket {
 pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &host_callback::Request = message(req)?;
     let stream = checked(s, &[], r.stream.get())?;
+    refuse_capture(s, stream)?;
     let ticket = Box::into_raw(Box::new(Ticket {
         callbacks: Arc::clone(&s.callbacks),
         id: r.id.get(),
@@ -166,6 +171,21 @@ pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, 
         drop(unsafe { Box::from_raw(ticket) });
     }
     res.map(|()| Reply::default())
+}
+
+/// A stream being captured would put the trampoline in a graph, which may
+/// run it many times or never, while its ticket is good for one run:
+/// callbacks under capture are refused (`CUDA_ERROR_NOT_SUPPORTED`).
+fn refuse_capture(s: &Session, stream: crate::driver::Handle) -> Result<(), Status> {
+    let mut capturing = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: `stream` is a live stream of this session; the out-pointer a local.
+    ok(unsafe { entry(s.driver.cuStreamIsCapturing)?(stream.cast(), &mut capturing) })?;
+    if capturing == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        Ok(())
+    } else {
+        tracing::warn!("host callback on a capturing stream: not supported");
+        Err(status::NOT_SUPPORTED)
+    }
 }
 
 /// Runs the ticket's callback with `stream_status`.
