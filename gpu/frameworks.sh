@@ -24,6 +24,7 @@ cc -std=c11 -O2 -pthread -o "$WORK/thread_context" tests/c/thread_context.c -ldl
 cc -std=c11 -O2 -pthread -o "$WORK/pools" tests/c/pools.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/vmm" tests/c/vmm.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/arrays" tests/c/arrays.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -pthread -o "$WORK/callbacks" tests/c/callbacks.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -38,6 +39,7 @@ declare -A CMD=(
     [pools]="$WORK/pools"
     [vmm]="$WORK/vmm"
     [arrays]="$WORK/arrays"
+    [callbacks]="$WORK/callbacks"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -45,7 +47,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays callbacks compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

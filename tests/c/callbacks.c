@@ -13,6 +13,7 @@
  * - a CUDA call from inside a callback returns (the driver documents that
  *   callbacks must not call CUDA and that such a call may fail with
  *   CUDA_ERROR_NOT_PERMITTED): success or that error, never a hang;
+ * - a callback on a stream destroyed right after it still runs;
  * - the program exits after its callbacks are done.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
@@ -40,6 +41,7 @@ static struct {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemAllocHost)(void **, size_t);
@@ -67,6 +69,7 @@ static const struct cu_entry entries[] = {
     ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(CtxSynchronize, "cuCtxSynchronize"),
     ENTRY(MemAlloc, "cuMemAlloc_v2"),
     ENTRY(MemFree, "cuMemFree_v2"),
     ENTRY(MemAllocHost, "cuMemAllocHost_v2"),
@@ -239,7 +242,7 @@ int main(int argc, char **argv)
     EXPECT("launch_last", cu.LaunchHostFunc(s, once, &tag), CUDA_SUCCESS);
     EXPECT("event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
-    EXPECT("synchronize_last", cu.StreamSynchronize(NULL), CUDA_SUCCESS);
+    EXPECT("synchronize_last", cu.CtxSynchronize(), CUDA_SUCCESS);
     expect_true("last_ran_once", ran == 1, "the last host function did not run once");
     EXPECT("free_host", cu.MemFreeHost(pinned), CUDA_SUCCESS);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);
