@@ -23,7 +23,7 @@
 use std::ffi::c_void;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use vgpu_abi::types::{CUresult, CUstream, CUstreamCaptureStatus};
@@ -39,10 +39,14 @@ use crate::driver::{entry, Status};
 /// The session's callback channel, once the client opened it.
 #[derive(Debug)]
 pub struct Callbacks {
+    /// The channel, kept until the process ends once opened, so that `fd`
+    /// stays its descriptor.
     io: Mutex<Option<Channel>>,
     /// The channel's descriptor, for [`Callbacks::close`] while a
     /// trampoline holds `io`; -1 before it opens.
     fd: AtomicI32,
+    /// The channel failed or the session ended: callbacks no longer run.
+    dead: AtomicBool,
 }
 
 impl Default for Callbacks {
@@ -50,6 +54,7 @@ impl Default for Callbacks {
         Callbacks {
             io: Mutex::new(None),
             fd: AtomicI32::new(-1),
+            dead: AtomicBool::new(false),
         }
     }
 }
@@ -63,6 +68,9 @@ impl Callbacks {
             tracing::warn!(id, "host callback with no callback channel; not run");
             return;
         };
+        if self.dead.load(Ordering::SeqCst) {
+            return;
+        }
         let mut req = [0u8; 16];
         req[..8].copy_from_slice(&id.to_le_bytes());
         req[8..12].copy_from_slice(&stream_status.to_le_bytes());
@@ -72,11 +80,11 @@ impl Callbacks {
             Ok(()) if u64::from_le_bytes(back) == id => {}
             Ok(()) => {
                 tracing::error!(id, "the client answered another callback; channel closed");
-                *io = None;
+                self.dead.store(true, Ordering::SeqCst);
             }
             Err(e) => {
                 tracing::info!(id, "callback channel closed ({e}); callbacks no longer run");
-                *io = None;
+                self.dead.store(true, Ordering::SeqCst);
             }
         }
     }
@@ -84,11 +92,12 @@ impl Callbacks {
     /// Ends the channel at the session's end: a trampoline waiting on it
     /// returns, and later ones return at once.
     pub fn close(&self) {
+        self.dead.store(true, Ordering::SeqCst);
         let fd = self.fd.load(Ordering::SeqCst);
         if fd >= 0 {
             // SAFETY: `fd` is the channel's descriptor, kept open by `io`
-            // until the process ends (`io` is never dropped while `fd` is
-            // set); shutdown changes no memory.
+            // until the process ends (once set, `io` is never cleared);
+            // shutdown changes no memory.
             unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
         }
     }
