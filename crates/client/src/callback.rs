@@ -15,10 +15,11 @@
 //! callback.
 //!
 //! Fork and exit (`docs/adr/0003-fork-and-exit.md`): the thread belongs to
-//! one session, and so to one fork epoch; a forked child has no such
-//! thread and opens its own channel with its own session. At exit the
-//! thread is blocked reading and the process ends under it; the worker
-//! sees the socket close.
+//! one session, and so to one fork epoch; a forked child inherits the
+//! channel's descriptor (close-on-exec) but not the thread, never reads it,
+//! and opens its own channel with its own session. At exit the thread is
+//! blocked reading and the process ends under it; the worker sees the
+//! socket close.
 
 use std::cell::Cell;
 use std::collections::HashMap;
