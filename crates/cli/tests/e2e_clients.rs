@@ -143,6 +143,32 @@ fn c_tensor_maps() {
         .assert_line("24 checks, 0 failed");
 }
 
+/// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
+/// and `cuStreamAddCallback` run in the client's process, with its userData
+/// and stream, exactly once, in stream order (a later copy reads what one
+/// wrote; an event after a sleeping one waits for it); a CUDA call from
+/// inside one returns instead of deadlocking (`tests/c/callbacks.c`, which a
+/// GPU machine also runs natively).
+#[test]
+fn c_host_callbacks() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "callbacks");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok host_func_ran_once")
+        .assert_line("ok host_func_user_data")
+        .assert_line("ok host_func_in_process")
+        .assert_line("ok copy_saw_host_func")
+        .assert_line("ok callback_stream")
+        .assert_line("ok callback_status")
+        .assert_line("ok many_in_order")
+        .assert_line("ok query_waits_for_sleeper")
+        .assert_line("ok inner_call_returned")
+        .assert_line("ok last_ran_once")
+        .assert_line("50 checks, 0 failed");
+}
+
 /// The memory-pool family through a real client and mediator: the device's
 /// default and current pool, a created pool's attributes of both value
 /// types, allocation from it and through `cuMemAllocAsync` once current,

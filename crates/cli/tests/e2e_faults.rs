@@ -158,6 +158,97 @@ fn client_killed_mid_copy_frees_its_worker() {
     assert_ne!(second, worker);
 }
 
+/// A client killed while its host callback runs (the worker's trampoline
+/// waits for its answer on the callback channel) leaves a worker that exits
+/// cleanly at once, and the mediator serves the next client.
+#[test]
+fn client_killed_in_callback_frees_its_worker() {
+    if is_child() {
+        if quick_mode() {
+            return quick_client();
+        }
+        return callback_child();
+    }
+    let h = Harness::start();
+    let mut client = Running::spawn(h.self_test("client_killed_in_callback_frees_its_worker"));
+    client.expect_line("in callback", Duration::from_secs(60));
+    let worker = h.mediator().wait_worker(1, Duration::from_secs(10));
+    assert!(is_alive(worker), "worker {worker} is not running");
+    client.kill();
+    assert!(
+        wait_gone(worker, Duration::from_secs(5)),
+        "worker {worker} still runs 5 s after its client was killed in a callback; mediator log:\n{}",
+        h.mediator().log_text()
+    );
+    assert_new_client_works(&h, "client_killed_in_callback_frees_its_worker");
+}
+
+/// A CUDA call from inside a host callback, even a synchronizing one on the
+/// very stream that waits for the callback, returns at once with
+/// `CUDA_ERROR_NOT_PERMITTED` (what the driver documents it may return)
+/// instead of deadlocking the client.
+#[test]
+fn cuda_call_inside_callback_is_not_permitted() {
+    if is_child() {
+        return inner_call_child();
+    }
+    let h = Harness::start();
+    let out = h.run(h.self_test("cuda_call_inside_callback_is_not_permitted"));
+    out.assert_success().assert_line("inner 800 800");
+}
+
+fn inner_call_child() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static INFO: AtomicU32 = AtomicU32::new(0);
+    static SYNC: AtomicU32 = AtomicU32::new(0);
+    unsafe extern "C" fn inner(_: *mut std::ffi::c_void) {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: out-pointers to locals.
+        let r = unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) };
+        INFO.store(cu::code(r), Ordering::SeqCst);
+        // SAFETY: the NULL stream, the one this callback holds up.
+        let r = unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) };
+        SYNC.store(cu::code(r), Ordering::SeqCst);
+    }
+    cu::init_context();
+    // SAFETY: a function that takes no data; the NULL stream.
+    cu::ok(
+        unsafe { sys::cuLaunchHostFunc(std::ptr::null_mut(), Some(inner), std::ptr::null_mut()) },
+        "cuLaunchHostFunc",
+    );
+    // SAFETY: the NULL stream.
+    cu::ok(
+        unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
+        "cuStreamSynchronize",
+    );
+    println!(
+        "inner {} {}",
+        INFO.load(Ordering::SeqCst),
+        SYNC.load(Ordering::SeqCst)
+    );
+}
+
+/// Enqueues a host function that announces itself and then sleeps until
+/// killed (or 60 s pass), and waits for it.
+fn callback_child() {
+    unsafe extern "C" fn block(_: *mut std::ffi::c_void) {
+        println!("in callback");
+        thread::sleep(Duration::from_secs(60));
+    }
+    cu::init_context();
+    // SAFETY: a function that takes no data; the NULL stream.
+    cu::ok(
+        unsafe { sys::cuLaunchHostFunc(std::ptr::null_mut(), Some(block), std::ptr::null_mut()) },
+        "cuLaunchHostFunc",
+    );
+    // SAFETY: the NULL stream.
+    cu::ok(
+        unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
+        "cuStreamSynchronize",
+    );
+    panic!("nobody killed the client in its callback");
+}
+
 /// Copies 64 MiB host-to-device in a loop, printing `copied N` after each,
 /// until killed (or 60 s pass).
 fn copy_loop_child() {

@@ -23,9 +23,14 @@
 //! - Large synchronous pageable copies are staged through pinned memory
 //!   shared with the worker, copied by several threads while the DMA of the
 //!   previous chunk runs (`staging.rs`).
+//! - Host callbacks run in this process on one thread of the session's,
+//!   started at the first registration, over a callback channel to the
+//!   worker (`callback.rs`); a CUDA call from inside one returns
+//!   `CUDA_ERROR_NOT_PERMITTED`.
 
 mod api;
 mod call;
+mod callback;
 mod config;
 mod context;
 mod edge;

@@ -137,7 +137,14 @@ impl Runtime {
 
     /// The live session, or `CUDA_ERROR_NOT_INITIALIZED` before a successful
     /// `cuInit` in this process.
+    ///
+    /// From inside a host callback it is `CUDA_ERROR_NOT_PERMITTED`: a
+    /// callback must not call CUDA, and such a call must never wait on a
+    /// lane that waits for the callback (`crate::callback`).
     pub fn session(&self) -> CuResult<&'static Session> {
+        if crate::callback::running() {
+            return Err(CuError::NOT_PERMITTED);
+        }
         let epoch = self.fork_epoch.load(Ordering::SeqCst);
         // A thread's last answer holds for its epoch: a process's session
         // is set once per epoch (by `init`) and never replaced.
@@ -205,6 +212,8 @@ pub struct Session {
     /// (`api::graph`): while any is open nothing is posted, so the driver's
     /// answer to each call during capture comes back from the call itself.
     pub captures: std::sync::atomic::AtomicU32,
+    /// Host callbacks and their channel (`crate::callback`).
+    pub callbacks: crate::callback::Callbacks,
 }
 
 /// Errors while setting up a session.
@@ -281,6 +290,7 @@ impl Session {
             // Only on one host (a Unix socket) can the worker share pinned pages.
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
             captures: std::sync::atomic::AtomicU32::new(0),
+            callbacks: crate::callback::Callbacks::default(),
         })
     }
 

@@ -81,6 +81,8 @@
 //! - **Page-locked host memory** (`cuMemHostRegister`, `cuMemHostAlloc`) is valid for
 //!   copies, memsets and kernels at its own address, as with unified addressing
 //!   (`hostmem.rs`); `cuPointerGetAttribute(s)` describes it and device allocations.
+//! - **Host callbacks** (`cuLaunchHostFunc`, `cuStreamAddCallback`) run at enqueue time
+//!   on the calling thread, with no lock held, with status `CUDA_SUCCESS`.
 //! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
 //!
 //! ## Layout

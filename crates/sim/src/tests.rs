@@ -1018,3 +1018,42 @@ fn exports_are_driver_symbols() {
     let table = vgpu_abi::remote::CALLS.len();
     assert_eq!(crate::exports::generated::EXPORTS.len(), table);
 }
+
+/// Host callbacks run at once, in stream order, with their data; the stream
+/// callback gets the stream and `CUDA_SUCCESS`; bad arguments are refused.
+#[test]
+fn host_callbacks_run_in_stream_order() {
+    unsafe extern "C" fn push(data: *mut c_void) {
+        // SAFETY: the test passes a live `Vec<usize>` slot and its value.
+        unsafe { (*data.cast::<Vec<usize>>()).push(1) };
+    }
+    unsafe extern "C" fn stream_cb(s: CUstream, status: CUresult, data: *mut c_void) {
+        // SAFETY: as for `push`.
+        unsafe { (*data.cast::<Vec<usize>>()).push(if status == OK { s as usize } else { 0 }) };
+    }
+    let _g = setup();
+    primary(0);
+    let mut s = null_mut();
+    let mut seen: Vec<usize> = Vec::new();
+    let data: *mut c_void = (&raw mut seen).cast();
+    // SAFETY: valid out-pointers; the callbacks' data outlives the calls.
+    unsafe {
+        assert_eq!(cuStreamCreate(&mut s, 0), OK);
+        assert_eq!(cuLaunchHostFunc(s, Some(push), data), OK);
+        assert_eq!(cuStreamAddCallback(s, Some(stream_cb), data, 0), OK);
+        assert_eq!(cuLaunchHostFunc_ptsz(null_mut(), Some(push), data), OK);
+        assert_eq!(
+            cuStreamAddCallback_ptsz(null_mut(), Some(stream_cb), data, 0),
+            OK
+        );
+        assert_eq!(cuLaunchHostFunc(s, None, data), INVALID_VALUE);
+        assert_eq!(
+            cuStreamAddCallback(s, Some(stream_cb), data, 1),
+            INVALID_VALUE
+        );
+        let forged: CUstream = ptr::without_provenance_mut(0xdead_0000);
+        assert_eq!(cuLaunchHostFunc(forged, Some(push), data), INVALID_HANDLE);
+        assert_eq!(cuStreamDestroy_v2(s), OK);
+    }
+    assert_eq!(seen, vec![1, s as usize, 1, 0]);
+}

@@ -32,7 +32,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuMulticast"], "Multicast objects", "Not remoted yet."),
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
     (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
-    (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "The worker would have to call back into the client process; not remoted yet."),
+    (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
     (&["cuLogs"], "Driver logs", "Not remoted yet."),

@@ -256,6 +256,7 @@ remote_table! {
             cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
+        callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
     }
 
     ops {
@@ -543,5 +544,17 @@ remote_table! {
         /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
         /// reply's blob the map with `address` in it (unchecked, as above).
         tensormap: TensorMapReplaceAddress = 541 { address: devptr } + blob => {} + blob;
+
+        /// Control connection: opens the session's callback channel, a
+        /// socket whose client end follows the reply. The worker asks the
+        /// client to run callback `id` by sending `id` (u64) and the stream's
+        /// status (u32, then 4 bytes of padding); the client runs it and
+        /// answers with `id` (u64). See `docs/protocol.md`.
+        callback: OpenCallbacks = 520 {} => {} (fd, nocontext);
+        /// A host callback in stream order: the worker enqueues a trampoline
+        /// on the stream that asks the client to run callback `id`
+        /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
+        /// without) over the callback channel, and returns once it has run.
+        callback: HostCallback = 521 { stream: handle(Stream), id: u64, status: bool } => {} (posted);
     }
 }

@@ -2,6 +2,7 @@
 //! export to a typed function in its area module.
 
 mod array;
+mod callback;
 pub(crate) mod context;
 mod copy;
 mod dark;
@@ -142,6 +143,10 @@ implement! {
     cuStreamDestroy_v2(s) => stream::destroy(s);
     cuStreamDestroy(s) => stream::destroy(s);
     cuEventCreate(ph, flags) => event::create(ph, flags);
+    cuLaunchHostFunc(s, f, d) => callback::launch_host_func(stream::id(s), f, d);
+    cuLaunchHostFunc_ptsz(s, f, d) => callback::launch_host_func(stream::id_ptsz(s), f, d);
+    cuStreamAddCallback(s, f, d, flags) => callback::add_callback(stream::id(s), s, f, d, flags);
+    cuStreamAddCallback_ptsz(s, f, d, flags) => callback::add_callback(stream::id_ptsz(s), s, f, d, flags);
     cuEventDestroy_v2(e) => event::destroy(e);
     cuEventDestroy(e) => event::destroy(e);
 

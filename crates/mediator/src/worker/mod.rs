@@ -8,6 +8,7 @@
 //! exits; the driver frees everything the session held.
 
 mod array;
+mod callback;
 mod calls;
 mod context;
 mod copy;
@@ -79,6 +80,8 @@ pub struct Session {
     /// nothing can be shared with it (no rings, no pinned host memory) and
     /// lanes are TCP connections ([`remote`]).
     pub remote: bool,
+    /// The host-callback channel (`callback`).
+    pub callbacks: Arc<callback::Callbacks>,
 }
 
 impl Session {
@@ -158,10 +161,12 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         closing: AtomicBool::new(false),
         rings: negotiated & features::RINGS != 0,
         remote,
+        callbacks: Arc::default(),
     });
     tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
+    session.callbacks.close();
     session.tables().vmm.release_all(&session.driver);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
@@ -207,6 +212,7 @@ fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs)
                 Some(tcp) => tcp.open(session, &mut control, req.seq),
                 None => lane::open(session, &mut control, req.seq),
             },
+            Op::OpenCallbacks => callback::open(session, &mut control, req.seq),
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
                 write_response(&mut control, status::INVALID_VALUE.0, req.seq, &[], &[]).is_ok()

@@ -575,6 +575,17 @@ pub enum Op {
     MipmappedArrayGetSparseProperties = 480,
     /// Destroys a mipmapped array and forgets its id and its levels' ids.
     MipmappedArrayDestroy = 481,
+    /// Control connection: opens the session's callback channel, a
+    /// socket whose client end follows the reply. The worker asks the
+    /// client to run callback `id` by sending `id` (u64) and the stream's
+    /// status (u32, then 4 bytes of padding); the client runs it and
+    /// answers with `id` (u64). See `docs/protocol.md`.
+    OpenCallbacks = 520,
+    /// A host callback in stream order: the worker enqueues a trampoline
+    /// on the stream that asks the client to run callback `id`
+    /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
+    /// without) over the callback channel, and returns once it has run.
+    HostCallback = 521,
     /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
     /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
     /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
@@ -828,6 +839,8 @@ impl Op {
         Op::MipmappedArrayGetMemoryRequirements,
         Op::MipmappedArrayGetSparseProperties,
         Op::MipmappedArrayDestroy,
+        Op::OpenCallbacks,
+        Op::HostCallback,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
     ];
@@ -1073,6 +1086,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => "MipmappedArrayGetMemoryRequirements",
             Op::MipmappedArrayGetSparseProperties => "MipmappedArrayGetSparseProperties",
             Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
+            Op::OpenCallbacks => "OpenCallbacks",
+            Op::HostCallback => "HostCallback",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
         }
@@ -1315,6 +1330,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -1557,6 +1574,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => true,
             Op::MipmappedArrayGetSparseProperties => true,
             Op::MipmappedArrayDestroy => true,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
         }
@@ -1799,6 +1818,8 @@ impl Op {
             Op::MipmappedArrayGetMemoryRequirements => false,
             Op::MipmappedArrayGetSparseProperties => false,
             Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => true,
+            Op::HostCallback => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -2117,6 +2138,8 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Request>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
+            Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Request>(),
+            Op::HostCallback => core::mem::size_of::<host_callback::Request>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
@@ -2421,6 +2444,8 @@ impl Op {
                 core::mem::size_of::<mipmapped_array_get_sparse_properties::Reply>()
             }
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
+            Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Reply>(),
+            Op::HostCallback => core::mem::size_of::<host_callback::Reply>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
@@ -2935,6 +2960,8 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Request>(fixed, blob_len)
             }
+            Op::OpenCallbacks => message::check::<open_callbacks::Request>(fixed, blob_len),
+            Op::HostCallback => message::check::<host_callback::Request>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
@@ -3350,6 +3377,8 @@ impl Op {
             Op::MipmappedArrayDestroy => {
                 message::check::<mipmapped_array_destroy::Reply>(fixed, blob_len)
             }
+            Op::OpenCallbacks => message::check::<open_callbacks::Reply>(fixed, blob_len),
+            Op::HostCallback => message::check::<host_callback::Reply>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
@@ -3596,6 +3625,8 @@ impl TryFrom<u16> for Op {
             479 => Ok(Op::MipmappedArrayGetMemoryRequirements),
             480 => Ok(Op::MipmappedArrayGetSparseProperties),
             481 => Ok(Op::MipmappedArrayDestroy),
+            520 => Ok(Op::OpenCallbacks),
+            521 => Ok(Op::HostCallback),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             other => Err(ProtoError::UnknownOp(other)),
@@ -3840,6 +3871,8 @@ pub const SCHEMA: &str = concat!(
     "479 MipmappedArrayGetMemoryRequirements {mipmap:handle(MipmappedArray),device:i32} => {memory_requirements:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_MEMORY_REQUIREMENTS_v1>())}\n",
     "480 MipmappedArrayGetSparseProperties {mipmap:handle(MipmappedArray)} => {sparse_properties:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_SPARSE_PROPERTIES_v1>())}\n",
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
+    "520 OpenCallbacks {} => {} nocontext fd\n",
+    "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
 );
@@ -13727,6 +13760,85 @@ pub mod mipmapped_array_destroy {
 
     impl Message for Reply {
         const OP: Op = Op::MipmappedArrayDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OpenCallbacks: wire id 520.
+pub mod open_callbacks {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::OpenCallbacks;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OpenCallbacks;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation HostCallback: wire id 521.
+pub mod host_callback {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub id: U64,
+        pub status: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::HostCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "status", self.status)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::HostCallback;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

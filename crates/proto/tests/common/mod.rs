@@ -76,6 +76,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     let none = Vec::new;
     match op {
         Op::OpenLane => (b(open_lane::Request {}), none()),
+        Op::OpenCallbacks => (b(vgpu_proto::open_callbacks::Request {}), none()),
+        // stream 0x42000000000005, callback 7, cuStreamAddCallback
+        Op::HostCallback => (
+            b(vgpu_proto::host_callback::Request {
+                stream: u(0x4200_0000_0000_0005),
+                id: u(7),
+                status: 1,
+            }),
+            none(),
+        ),
         // ctx_id 1, CU_CTX_SCHED_AUTO, device 0
         Op::CtxCreate => (
             b(ctx_create::Request {
@@ -708,7 +718,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
 /// for the hand-written operations.
 pub fn sample_request(op: Op) -> Request {
     let (fixed, blob) = vgpu_proto::sample_request(op).unwrap_or_else(|| manual_sample(op));
-    let ctx = if matches!(op, Op::OpenLane | Op::CtxCreate) {
+    let ctx = if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::CtxCreate) {
         0
     } else {
         CTX
@@ -722,7 +732,7 @@ pub fn sample_request(op: Op) -> Request {
             0x41,
             0x3f,
         )
-    } else if op == Op::OpenLane {
+    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks) {
         (0, 0, 0)
     } else {
         (0, 0x42, 0)

@@ -11,6 +11,7 @@
 //! to (`cuMemHostRegister_v2` and `cuMemHostUnregister` in `host`).
 
 mod array;
+mod callback;
 mod context;
 mod copy;
 mod device;
@@ -36,6 +37,7 @@ mod texture;
 mod vmm;
 
 pub use array::*;
+pub use callback::*;
 pub use context::*;
 pub use copy::*;
 pub use device::*;
@@ -116,6 +118,10 @@ exports!(
     cuStreamCreate,
     cuStreamCreateWithPriority,
     cuStreamDestroy_v2,
+    cuLaunchHostFunc,
+    cuLaunchHostFunc_ptsz,
+    cuStreamAddCallback,
+    cuStreamAddCallback_ptsz,
     cuEventCreate,
     cuEventDestroy_v2,
     cuModuleLoadData,

@@ -273,6 +273,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MipmappedArrayGetMemoryRequirements => mipmapped_array_get_memory_requirements(s, req),
         Op::MipmappedArrayGetSparseProperties => mipmapped_array_get_sparse_properties(s, req),
         Op::MipmappedArrayDestroy => super::array::mipmapped_array_destroy(lane, s, req),
+        Op::OpenCallbacks => super::callback::open_callbacks(lane, s, req),
+        Op::HostCallback => super::callback::host_callback(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
     }

@@ -1,0 +1,178 @@
+//! The session's callback channel: how host callbacks (`cuLaunchHostFunc`,
+//! `cuStreamAddCallback`) run in the application's process.
+//!
+//! The first callback registration opens the channel with `OpenCallbacks`
+//! on the control connection (the worker passes the client end of a socket
+//! pair) and starts one thread, `vgpu-callbacks`. The worker's trampoline,
+//! run by the driver in stream order, sends a 16-byte request (callback id
+//! u64, stream status u32, 4 bytes of padding); this thread runs the
+//! application's function and answers with the id (u64). The stream's later
+//! work waits for that answer. See `docs/protocol.md`.
+//!
+//! A callback must not call CUDA (the driver's documented rule): a call from
+//! this thread that needs the session returns `CUDA_ERROR_NOT_PERMITTED`,
+//! as the driver may, instead of waiting on a lane that waits for this
+//! callback.
+//!
+//! Fork and exit (`docs/adr/0003-fork-and-exit.md`): the thread belongs to
+//! one session, and so to one fork epoch; a forked child inherits the
+//! channel's descriptor (close-on-exec) but not the thread, never reads it,
+//! and opens its own channel with its own session. At exit the thread is
+//! blocked reading and the process ends under it; the worker sees the
+//! socket close.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use vgpu_abi::types::{CUresult, CUstream};
+use vgpu_proto::{read_response_head, write_request, Op};
+use vgpu_transport::Channel;
+
+use crate::edge::{CuError, CuResult};
+use crate::runtime::Session;
+
+thread_local! {
+    /// Set on the callback thread while an application callback runs.
+    static RUNNING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is running an application callback.
+pub fn running() -> bool {
+    RUNNING.try_with(Cell::get).unwrap_or(false)
+}
+
+/// An application function waiting for its turn in stream order.
+#[derive(Clone, Copy)]
+pub enum Pending {
+    /// `cuLaunchHostFunc`: `fn(userData)`.
+    Host {
+        f: unsafe extern "C" fn(*mut c_void),
+        data: usize,
+    },
+    /// `cuStreamAddCallback`: `fn(stream, status, userData)`, with the
+    /// application's own stream handle.
+    Stream {
+        f: unsafe extern "C" fn(CUstream, CUresult, *mut c_void),
+        stream: usize,
+        data: usize,
+    },
+}
+
+/// The session's registered callbacks and its callback thread.
+#[derive(Default)]
+pub struct Callbacks {
+    /// Whether the channel is open and its thread started.
+    started: Mutex<bool>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    next: AtomicU64,
+}
+
+impl Callbacks {
+    fn pending(&self) -> MutexGuard<'_, HashMap<u64, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `p`, opening the channel first if need be; its id.
+    pub fn register(&self, s: &'static Session, p: Pending) -> CuResult<u64> {
+        {
+            let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+            if !*started {
+                start(s)?;
+                *started = true;
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.pending().insert(id, p);
+        Ok(id)
+    }
+
+    /// Forgets `id` (its registration failed).
+    pub fn forget(&self, id: u64) {
+        self.pending().remove(&id);
+    }
+
+    fn take(&self, id: u64) -> Option<Pending> {
+        self.pending().remove(&id)
+    }
+}
+
+/// Opens the channel on the control connection and starts the thread.
+fn start(s: &'static Session) -> CuResult<()> {
+    if s.remote {
+        // A TCP session cannot pass a socket; callbacks over TCP are not
+        // carried yet.
+        crate::log::once(
+            "callbacks-remote",
+            format_args!("host callbacks are not supported over TCP sessions"),
+        );
+        return Err(CuError::NOT_SUPPORTED);
+    }
+    let ch = {
+        let mut control = s.control.lock().unwrap_or_else(|e| e.into_inner());
+        let fail = |e: &dyn std::fmt::Display| s.fail("open callbacks", e);
+        write_request(&mut *control, Op::OpenCallbacks, 0, 0, &[], &[]).map_err(|e| fail(&e))?;
+        let (head, _) = read_response_head(&mut *control).map_err(|e| fail(&e))?;
+        crate::edge::check(head.status.get())?;
+        Channel::from_fd(control.recv_fd().map_err(|e| fail(&e))?)
+    };
+    std::thread::Builder::new()
+        .name("vgpu-callbacks".into())
+        .spawn(move || serve(s, ch))
+        .map_err(|_| CuError::OUT_OF_MEMORY)?;
+    Ok(())
+}
+
+/// Runs the worker's requests until the channel closes.
+fn serve(s: &'static Session, mut ch: Channel) {
+    let _ = RUNNING.try_with(|r| r.set(true));
+    let mut req = [0u8; 16];
+    while ch.read_exact(&mut req).is_ok() {
+        let (id, status) = decode(&req);
+        match s.callbacks.take(id) {
+            Some(p) => run(p, status),
+            None => crate::log::line(format_args!("callback {id} is unknown; skipped")),
+        }
+        if ch.write_all(&id.to_le_bytes()).is_err() {
+            break;
+        }
+    }
+}
+
+/// A request's callback id and stream status.
+fn decode(req: &[u8; 16]) -> (u64, u32) {
+    let mut id = [0u8; 8];
+    let mut st = [0u8; 4];
+    id.copy_from_slice(&req[..8]);
+    st.copy_from_slice(&req[8..12]);
+    (u64::from_le_bytes(id), u32::from_le_bytes(st))
+}
+
+fn run(p: Pending, status: u32) {
+    match p {
+        // SAFETY: the application's function with its own argument, as it
+        // registered them, called once, in stream order.
+        Pending::Host { f, data } => unsafe { f(data as *mut c_void) },
+        Pending::Stream { f, stream, data } => {
+            let st = CUresult(status);
+            // SAFETY: as above, with the application's stream handle.
+            unsafe { f(stream as CUstream, st, data as *mut c_void) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_decode_little_endian() {
+        let mut req = [0u8; 16];
+        req[..8].copy_from_slice(&7u64.to_le_bytes());
+        req[8..12].copy_from_slice(&719u32.to_le_bytes());
+        assert_eq!(decode(&req), (7, 719));
+    }
+}

@@ -1,0 +1,220 @@
+//! Host callbacks: the worker's half of `cuLaunchHostFunc` and
+//! `cuStreamAddCallback`.
+//!
+//! `OpenCallbacks`, on the control connection, makes a socket pair and
+//! passes the client its end: the session's callback channel. A
+//! `HostCallback` request enqueues [`trampoline`] on the real stream with
+//! the driver's own call, so the driver orders it. When the driver runs it
+//! (on its callback thread, once the stream's earlier work is done), the
+//! trampoline asks the client to run callback `id` — a 16-byte request: id
+//! u64, stream status u32, 4 bytes of padding — and blocks until the client
+//! answers with the id; the stream's later work waits for that.
+//!
+//! # Liveness
+//! The trampoline never blocks forever: a client that dies closes its end,
+//! and the session's end ([`Callbacks::close`]) shuts the socket down, so a
+//! waiting trampoline reads end-of-file and returns; later ones return at
+//! once. Callbacks pending when the session ends are not run.
+//!
+//! # Capture
+//! A ticket is good for one run, so a callback on a stream being captured
+//! into a graph is refused with `CUDA_ERROR_NOT_SUPPORTED`.
+
+use std::ffi::c_void;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use vgpu_abi::types::{CUresult, CUstream, CUstreamCaptureStatus};
+use vgpu_proto::{host_callback, write_response, Request};
+use vgpu_transport::Channel;
+
+use super::calls::{message, ok, Reply};
+use super::exec::{checked, Lane};
+use super::status;
+use super::Session;
+use crate::driver::{entry, Status};
+
+/// The session's callback channel, once the client opened it.
+#[derive(Debug)]
+pub struct Callbacks {
+    /// The channel, kept until the process ends once opened, so that `fd`
+    /// stays its descriptor.
+    io: Mutex<Option<Channel>>,
+    /// The channel's descriptor, for [`Callbacks::close`] while a
+    /// trampoline holds `io`; -1 before it opens.
+    fd: AtomicI32,
+    /// The channel failed or the session ended: callbacks no longer run.
+    dead: AtomicBool,
+}
+
+impl Default for Callbacks {
+    fn default() -> Self {
+        Callbacks {
+            io: Mutex::new(None),
+            fd: AtomicI32::new(-1),
+            dead: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Callbacks {
+    /// Asks the client to run callback `id`; returns once it has run, or
+    /// the channel failed (the client is gone).
+    fn run(&self, id: u64, stream_status: u32) {
+        let mut io = self.io.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(ch) = io.as_mut() else {
+            tracing::warn!(id, "host callback with no callback channel; not run");
+            return;
+        };
+        if self.dead.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut req = [0u8; 16];
+        req[..8].copy_from_slice(&id.to_le_bytes());
+        req[8..12].copy_from_slice(&stream_status.to_le_bytes());
+        let mut back = [0u8; 8];
+        let done = ch.write_all(&req).and_then(|()| ch.read_exact(&mut back));
+        match done {
+            Ok(()) if u64::from_le_bytes(back) == id => {}
+            Ok(()) => {
+                tracing::error!(id, "the client answered another callback; channel closed");
+                self.dead.store(true, Ordering::SeqCst);
+            }
+            Err(e) => {
+                tracing::info!(id, "callback channel closed ({e}); callbacks no longer run");
+                self.dead.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Ends the channel at the session's end: a trampoline waiting on it
+    /// returns, and later ones return at once.
+    pub fn close(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        let fd = self.fd.load(Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: `fd` is the channel's descriptor, kept open by `io`
+            // until the process ends (once set, `io` is never cleared);
+            // shutdown changes no memory.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
+}
+
+/// Opens the callback channel: answers the `OpenCallbacks` request `seq`
+/// on the control connection and passes the client's end. `false`: the
+/// control connection failed.
+pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
+    let mut io = session
+        .callbacks
+        .io
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if io.is_some() {
+        tracing::warn!("the callback channel is already open");
+        return write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok();
+    }
+    match Channel::pair() {
+        Ok((ours, theirs)) => {
+            session
+                .callbacks
+                .fd
+                .store(ours.as_fd().as_raw_fd(), Ordering::SeqCst);
+            *io = Some(ours);
+            write_response(control, status::SUCCESS.0, seq, &[], &[]).is_ok()
+                && control.send_fd(theirs.as_fd()).is_ok()
+        }
+        Err(e) => {
+            tracing::error!("cannot make the callback channel: {e}");
+            write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok()
+        }
+    }
+}
+
+/// The `OpenCallbacks` operation arriving on a lane: it belongs to the
+/// control connection.
+pub fn open_callbacks(_: &mut Lane, _: &Session, _: &Request) -> Result<Reply, Status> {
+    Err(status::INVALID_VALUE)
+}
+
+/// What a trampoline needs: the channel and the callback's id.
+struct Ticket {
+    callbacks: Arc<Callbacks>,
+    id: u64,
+}
+
+/// `cuLaunchHostFunc` (`status` false) or `cuStreamAddCallback` of a
+/// trampoline that runs the client's callback `id`.
+pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &host_callback::Request = message(req)?;
+    let stream = checked(s, &[], r.stream.get())?;
+    refuse_capture(s, stream)?;
+    let ticket = Box::into_raw(Box::new(Ticket {
+        callbacks: Arc::clone(&s.callbacks),
+        id: r.id.get(),
+    }));
+    // SAFETY: `stream` is a live stream of this session (or a sentinel);
+    // the trampolines match the driver's prototypes and take back the
+    // ticket exactly once.
+    let res = unsafe {
+        if r.status != 0 {
+            ok(entry(s.driver.cuStreamAddCallback)?(
+                stream.cast(),
+                Some(stream_trampoline),
+                ticket.cast(),
+                0,
+            ))
+        } else {
+            ok(entry(s.driver.cuLaunchHostFunc)?(
+                stream.cast(),
+                Some(trampoline),
+                ticket.cast(),
+            ))
+        }
+    };
+    if res.is_err() {
+        // SAFETY: the driver refused it, so it never runs a trampoline
+        // with `ticket`: it is still ours.
+        drop(unsafe { Box::from_raw(ticket) });
+    }
+    res.map(|()| Reply::default())
+}
+
+/// A stream being captured would put the trampoline in a graph, which may
+/// run it many times or never, while its ticket is good for one run:
+/// callbacks under capture are refused (`CUDA_ERROR_NOT_SUPPORTED`).
+fn refuse_capture(s: &Session, stream: crate::driver::Handle) -> Result<(), Status> {
+    let mut capturing = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: `stream` is a live stream of this session; the out-pointer a local.
+    ok(unsafe { entry(s.driver.cuStreamIsCapturing)?(stream.cast(), &mut capturing) })?;
+    if capturing == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        Ok(())
+    } else {
+        tracing::warn!("host callback on a capturing stream: not supported");
+        Err(status::NOT_SUPPORTED)
+    }
+}
+
+/// Runs the ticket's callback with `stream_status`.
+///
+/// # Safety
+/// `data` is a ticket from [`host_callback`], passed here once.
+unsafe fn fire(data: *mut c_void, stream_status: u32) {
+    // SAFETY: the caller's contract.
+    let t = unsafe { Box::from_raw(data.cast::<Ticket>()) };
+    t.callbacks.run(t.id, stream_status);
+}
+
+/// The driver's `CUhostFn`.
+unsafe extern "C" fn trampoline(data: *mut c_void) {
+    // SAFETY: the driver passes back the ticket it was given, once.
+    unsafe { fire(data, 0) }
+}
+
+/// The driver's `CUstreamCallback`.
+unsafe extern "C" fn stream_trampoline(_: CUstream, st: CUresult, data: *mut c_void) {
+    // SAFETY: as for `trampoline`.
+    unsafe { fire(data, st.0) }
+}
