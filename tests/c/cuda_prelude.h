@@ -174,9 +174,9 @@ static inline void *cu_load(const char *library, const struct cu_entry *table, s
 
 /*
  * Whether to run the checks that hand the library a destroyed or forged
- * handle. vgpu refuses such handles from its own tables with the driver's
- * code; the real driver does not always check them, and may accept them or
- * crash. So the checks run where the library is vgpu or its simulated device
+ * handle, or a NULL pointer the driver does not check. vgpu refuses them with
+ * the driver's documented code; the real driver does not always check them,
+ * and may accept them or crash. So the checks run where the library is vgpu or its simulated device
  * (CU_TEST_INVALID_HANDLES=1, as the CI tests set it), and are left out where
  * a GPU machine compares the program's native and vgpu output.
  */

@@ -122,8 +122,10 @@ int main(int argc, char **argv)
                 "replacing the address back did not restore the map");
     EXPECT("replace_misaligned", cu.ReplaceAddress(&again, (void *)(uintptr_t)(buffer + 8)),
            CUDA_ERROR_INVALID_VALUE);
-    EXPECT("replace_null_map", cu.ReplaceAddress(NULL, (void *)(uintptr_t)buffer),
-           CUDA_ERROR_INVALID_VALUE);
+    /* Driver 580 dereferences a NULL map (the process dies); vgpu refuses it. */
+    if (invalid_handle_checks())
+        EXPECT("replace_null_map", cu.ReplaceAddress(NULL, (void *)(uintptr_t)buffer),
+               CUDA_ERROR_INVALID_VALUE);
 
     EXPECT("rank_0", encode(&other, 0, buffer, strides), CUDA_ERROR_INVALID_VALUE);
     EXPECT("rank_6", encode(&other, 6, buffer, strides), CUDA_ERROR_INVALID_VALUE);
@@ -132,7 +134,8 @@ int main(int argc, char **argv)
     uint64_t bad_strides[1] = {COLS * 4 + 4};
     EXPECT("stride_not_multiple_of_16", encode(&other, 2, buffer, bad_strides),
            CUDA_ERROR_INVALID_VALUE);
-    EXPECT("null_map", encode(NULL, 2, buffer, strides), CUDA_ERROR_INVALID_VALUE);
+    if (invalid_handle_checks())
+        EXPECT("null_map", encode(NULL, 2, buffer, strides), CUDA_ERROR_INVALID_VALUE);
 
     EXPECT("encode_fixed_address", encode(&other, 2, FIXED_ADDRESS, strides), CUDA_SUCCESS);
     printf("checksum %016llx\n", checksum(&other));

@@ -123,7 +123,7 @@ fn c_tensor_maps() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "tensormap");
-    let out = h.run(h.command(&exe));
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok encode_tiled_2d")
         .assert_line("ok encode_tiled_2d_not_zero")
