@@ -24,8 +24,7 @@ pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Stat
     let mut p = 0;
     // SAFETY: the out-pointer is a live local.
     ok(unsafe { entry(s.driver.cuMemAlloc_v2)?(&mut p, size(bytes)?) })?;
-    let owner = RangeOwner::Alloc { ctx: req.ctx };
-    s.tables().ranges.insert(p, Range { size: bytes, owner });
+    s.tables().insert_alloc(p, bytes, req.ctx);
     Ok(Reply::new(&mem_alloc::Reply { dptr: p.into() }, Vec::new()))
 }
 
@@ -156,14 +155,7 @@ pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
     let mut p: DevPtr = 0;
     // SAFETY: live out-pointer; live stream of this session or a sentinel.
     ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
-    let owner = RangeOwner::Alloc { ctx: req.ctx };
-    s.tables().ranges.insert(
-        p,
-        Range {
-            size: bytes as u64,
-            owner,
-        },
-    );
+    s.tables().insert_alloc(p, bytes as u64, req.ctx);
     Ok(Reply::new(
         &mem_alloc_async::Reply { dptr: U64::new(p) },
         Vec::new(),

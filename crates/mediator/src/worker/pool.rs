@@ -18,7 +18,7 @@ use zerocopy::little_endian::U64;
 use super::calls::{as_ptr, message, ok, size, Reply};
 use super::exec::Lane;
 use super::status::INVALID_VALUE;
-use super::tables::{as_handle, Range, RangeOwner};
+use super::tables::as_handle;
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
 
@@ -112,14 +112,7 @@ pub fn pool_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Repl
     // SAFETY: live out-pointer; a live pool of this session (or NULL); a
     // live stream of this session or a sentinel.
     ok(unsafe { entry(s.driver.cuMemAllocFromPoolAsync)?(&mut d, bytes, p, st.cast()) })?;
-    let owner = RangeOwner::Alloc { ctx: req.ctx };
-    s.tables().ranges.insert(
-        d,
-        Range {
-            size: bytes as u64,
-            owner,
-        },
-    );
+    s.tables().insert_alloc(d, bytes as u64, req.ctx);
     Ok(Reply::new(
         &pool_alloc_async::Reply { dptr: U64::new(d) },
         Vec::new(),

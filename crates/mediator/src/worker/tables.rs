@@ -329,6 +329,13 @@ impl Tables {
         Ok(())
     }
 
+    /// Records a device allocation of context `ctx` (`cuMemAlloc`, stream-
+    /// ordered and pool allocations): copies and memsets may reach it.
+    pub fn insert_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
+        let owner = RangeOwner::Alloc { ctx };
+        self.ranges.insert(ptr, Range { size, owner });
+    }
+
     /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
     /// in mapped memory whose access was set.
     pub fn check_range(&self, ptr: DevPtr, len: u64) -> Result<(), String> {
