@@ -49,6 +49,12 @@ pub struct Config {
     /// `VGPU_RING_SPIN_US`: how long a thread polls its ring for a reply
     /// before it sleeps on the futex (default 50 µs).
     pub ring_spin: Duration,
+    /// `VGPU_RING_YIELD_US`: after `ring_spin`, how long the thread goes on
+    /// polling with a `sched_yield` between polls before it sleeps (default
+    /// 2000 µs). A reply to a synchronizing call comes when the GPU is done;
+    /// the driver waits for that by spinning or yielding, and a futex
+    /// wake-up would add several microseconds to every such wait.
+    pub ring_yield: Duration,
     /// `VGPU_COPY_THREADS`: threads that copy host memory for staged
     /// pageable copies (default: up to 4, no more than the CPUs; 1 = the
     /// calling thread alone). `VGPU_STAGING=0` turns staging off.
@@ -73,6 +79,7 @@ impl Config {
             transport: TransportChoice::Auto,
             bad_transport: None,
             ring_spin: Duration::from_micros(50),
+            ring_yield: Duration::from_micros(2000),
             copy_threads: default_copy_threads(),
             staging: true,
         };
@@ -91,6 +98,11 @@ impl Config {
                 "VGPU_RING_SPIN_US" => {
                     if let Ok(us) = v.parse::<u64>() {
                         cfg.ring_spin = Duration::from_micros(us);
+                    }
+                }
+                "VGPU_RING_YIELD_US" => {
+                    if let Ok(us) = v.parse::<u64>() {
+                        cfg.ring_yield = Duration::from_micros(us);
                     }
                 }
                 "VGPU_COPY_THREADS" => {
@@ -154,6 +166,11 @@ mod tests {
         assert_eq!(bad.transport, TransportChoice::Auto);
         assert_eq!(bad.bad_transport.as_deref(), Some("carrier-pigeon"));
         assert_eq!(config(&[]).ring_spin, Duration::from_micros(50));
+        assert_eq!(config(&[]).ring_yield, Duration::from_micros(2000));
+        assert_eq!(
+            config(&[("VGPU_RING_YIELD_US", "0")]).ring_yield,
+            Duration::ZERO
+        );
         assert_eq!(
             config(&[("VGPU_RING_SPIN_US", "0")]).ring_spin,
             Duration::ZERO

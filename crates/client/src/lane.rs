@@ -10,8 +10,9 @@
 //!   frame larger than a ring message travels on the lane socket, announced
 //!   by an empty ring message. The socket also carries descriptors, and its
 //!   hang-up tells a waiting thread that the worker is gone (the thread
-//!   polls its ring for `VGPU_RING_SPIN_US`, then sleeps on the futex and
-//!   looks at the socket every [`CHECK`]).
+//!   polls its ring for `VGPU_RING_SPIN_US`, polls with a yield between
+//!   polls for `VGPU_RING_YIELD_US`, then sleeps on the futex and looks at
+//!   the socket every [`CHECK`]).
 //! - **Socket**: the lane socket carries the frames; the fallback, and
 //!   `VGPU_TRANSPORT=socket`.
 //!
@@ -85,6 +86,7 @@ pub struct Lanes {
     /// Only ring lanes are acceptable (`VGPU_TRANSPORT=rings`).
     rings_only: bool,
     spin: Duration,
+    yield_for: Duration,
     /// Lanes opened, replies awaited and requests posted, for the trace
     /// summary and the tests that count round trips. The last two are
     /// counted only with `VGPU_TRACE` set: threads calling at once would
@@ -114,6 +116,7 @@ impl Lanes {
             rings: offered && cfg.transport != TransportChoice::Socket,
             rings_only,
             spin: cfg.ring_spin,
+            yield_for: cfg.ring_yield,
             opened: AtomicU64::new(0),
             counting: cfg.trace.is_some(),
             round_trips: AtomicU64::new(0),
@@ -183,6 +186,7 @@ impl Session {
             let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
             let wait = WaitPolicy {
                 spin: self.lanes.spin,
+                yield_for: self.lanes.yield_for,
                 timeout: Some(CHECK),
             };
             FrameLane::map_rings(fds, wait).map_err(|e| fail(e.into()))?

@@ -281,6 +281,7 @@ impl Rings {
     fn push(&self, parts: &[&[u8]], alive: &impl Fn() -> bool) -> Result<(), TransportError> {
         let space = WaitPolicy {
             spin: std::time::Duration::ZERO,
+            yield_for: std::time::Duration::ZERO,
             ..self.policy
         };
         loop {
@@ -323,6 +324,7 @@ mod tests {
 
     const POLICY: WaitPolicy = WaitPolicy {
         spin: Duration::from_micros(10),
+        yield_for: Duration::ZERO,
         timeout: Some(Duration::from_millis(20)),
     };
 

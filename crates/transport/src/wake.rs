@@ -58,12 +58,22 @@ use rustix::thread::futex;
 
 use crate::TransportError;
 
-/// How a blocking ring operation waits: spin first, then sleep on a futex.
+/// How a blocking ring operation waits: spin first, then poll while
+/// yielding the CPU, then sleep on a futex.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitPolicy {
     /// How long to poll before sleeping. [`Duration::MAX`] never sleeps
-    /// (busy polling); [`Duration::ZERO`] sleeps at once.
+    /// (busy polling); [`Duration::ZERO`] sleeps at once (unless
+    /// `yield_for` is set).
     pub spin: Duration,
+    /// After `spin`, how long to go on polling with a `sched_yield` between
+    /// polls before sleeping. A futex wake-up costs the waiter several
+    /// microseconds; a yielding poll notices the peer within about one and
+    /// leaves the core to any other runnable thread. This is how the driver
+    /// itself waits for the GPU (`CU_CTX_SCHED_YIELD`, and `AUTO` on a busy
+    /// machine), so a reply to a synchronizing call that takes a few hundred
+    /// microseconds arrives as fast as the driver's own answer would.
+    pub yield_for: Duration,
     /// Give up with [`TransportError::Timeout`] after this long; `None`
     /// waits until the peer acts or closes its end. A peer that dies without
     /// closing is only noticed through a timeout, so callers that cannot
@@ -81,6 +91,7 @@ impl WaitPolicy {
     pub const fn busy() -> WaitPolicy {
         WaitPolicy {
             spin: Duration::MAX,
+            yield_for: Duration::ZERO,
             timeout: None,
         }
     }
@@ -89,6 +100,7 @@ impl WaitPolicy {
     pub const fn sleep() -> WaitPolicy {
         WaitPolicy {
             spin: Duration::ZERO,
+            yield_for: Duration::ZERO,
             timeout: None,
         }
     }
@@ -97,6 +109,7 @@ impl WaitPolicy {
     pub const fn with_timeout(self, timeout: Duration) -> WaitPolicy {
         WaitPolicy {
             spin: self.spin,
+            yield_for: self.yield_for,
             timeout: Some(timeout),
         }
     }
@@ -107,6 +120,7 @@ impl Default for WaitPolicy {
     fn default() -> WaitPolicy {
         WaitPolicy {
             spin: WaitPolicy::DEFAULT_SPIN,
+            yield_for: Duration::ZERO,
             timeout: None,
         }
     }
@@ -231,8 +245,9 @@ pub(crate) fn sleep_until<W: WakeWords, T>(
     }
 }
 
-/// Polls `check` for `policy.spin`, then sleeps on the futex
-/// ([`sleep_until`]) until `check` yields a value or an error.
+/// Polls `check` for `policy.spin`, then polls with a yield between polls
+/// for `policy.yield_for`, then sleeps on the futex ([`sleep_until`]) until
+/// `check` yields a value or an error.
 ///
 /// The clock is first read after 64 polls: most busy waits end sooner, and a
 /// clock read costs as much as several polls. So the spin time and the
@@ -242,38 +257,47 @@ pub(crate) fn wait_for<W: WakeWords, T>(
     policy: &WaitPolicy,
     mut check: impl FnMut() -> Result<Option<T>, TransportError>,
 ) -> Result<T, TransportError> {
-    if policy.spin.is_zero() {
+    if policy.spin.is_zero() && policy.yield_for.is_zero() {
         if let Some(v) = check()? {
             return Ok(v);
         }
         let deadline = policy.timeout.and_then(|t| Instant::now().checked_add(t));
         return sleep_until(w, deadline, check);
     }
-    // (deadline, end of spinning), from the first clock read; `None` inside
-    // means "never" (no timeout; a spin time too large for an `Instant`).
-    let mut clock: Option<(Option<Instant>, Option<Instant>)> = None;
+    // (deadline, end of spinning, end of yielding), from the first clock
+    // read; `None` inside means "never" (no timeout; a time too large for an
+    // `Instant`).
+    let mut clock: Option<(Option<Instant>, Option<Instant>, Option<Instant>)> = None;
     let mut round: u32 = 0;
+    let mut yielding = false;
     loop {
         if let Some(v) = check()? {
             return Ok(v);
         }
         round = round.wrapping_add(1);
-        if round.is_multiple_of(64) {
+        if yielding || round.is_multiple_of(64) {
             let now = Instant::now();
-            let (deadline, spin_end) = *clock.get_or_insert_with(|| {
+            let (deadline, spin_end, yield_end) = *clock.get_or_insert_with(|| {
+                let spin_end = now.checked_add(policy.spin);
                 (
                     policy.timeout.and_then(|t| now.checked_add(t)),
-                    now.checked_add(policy.spin),
+                    spin_end,
+                    spin_end.and_then(|e| e.checked_add(policy.yield_for)),
                 )
             });
             if deadline.is_some_and(|d| now >= d) {
                 return Err(TransportError::Timeout);
             }
-            if spin_end.is_some_and(|e| now >= e) {
+            if yield_end.is_some_and(|e| now >= e) {
                 return sleep_until(w, deadline, check);
             }
+            yielding = spin_end.is_some_and(|e| now >= e);
         }
-        std::hint::spin_loop();
+        if yielding {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
     }
 }
 
@@ -332,6 +356,7 @@ mod tests {
         };
         let policy = WaitPolicy {
             spin: Duration::from_millis(5),
+            yield_for: Duration::ZERO,
             timeout: None,
         }
         .with_timeout(Duration::from_millis(40));
@@ -346,6 +371,62 @@ mod tests {
         assert!(matches!(r, Err(TransportError::Timeout)));
         let first_sleep = first_sleep.expect("went to sleep");
         assert!(first_sleep >= Duration::from_millis(5), "{first_sleep:?}");
+    }
+
+    #[test]
+    fn yields_between_spinning_and_sleeping() {
+        let w = Words {
+            seq: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+        };
+        // No spin at all: the yield phase alone keeps the waiter awake.
+        let policy = WaitPolicy {
+            spin: Duration::ZERO,
+            yield_for: Duration::from_millis(10),
+            timeout: None,
+        }
+        .with_timeout(Duration::from_millis(40));
+        let t0 = Instant::now();
+        let mut first_sleep = None;
+        let mut polls = 0u32;
+        let r: Result<(), _> = wait_for(&pair(&w), &policy, || {
+            polls += 1;
+            if first_sleep.is_none() && w.sleeping.load(Ordering::Relaxed) != 0 {
+                first_sleep = Some(t0.elapsed());
+            }
+            Ok(None)
+        });
+        assert!(matches!(r, Err(TransportError::Timeout)));
+        let first_sleep = first_sleep.expect("went to sleep after yielding");
+        assert!(first_sleep >= Duration::from_millis(10), "{first_sleep:?}");
+        assert!(polls > 64, "polled {polls} times while yielding");
+    }
+
+    #[test]
+    fn a_yielding_waiter_sees_a_value_published_by_another_thread() {
+        let w = Words {
+            seq: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+        };
+        let flag = AtomicU32::new(0);
+        let policy = WaitPolicy {
+            spin: Duration::ZERO,
+            yield_for: Duration::from_secs(10),
+            timeout: Some(Duration::from_secs(20)),
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(5));
+                flag.store(1, Ordering::Release);
+            });
+            let got = wait_for(&pair(&w), &policy, || {
+                Ok((flag.load(Ordering::Acquire) != 0).then_some(()))
+            });
+            assert!(got.is_ok());
+        });
+        // Found while yielding, never announced a sleep.
+        assert_eq!(w.sleeping.load(Ordering::Relaxed), 0);
+        assert_eq!(w.seq.load(Ordering::Relaxed), 0);
     }
 
     #[test]

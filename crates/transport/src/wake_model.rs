@@ -352,6 +352,7 @@ struct Scenario {
 
 const SPIN_NONE: WaitPolicy = WaitPolicy {
     spin: Duration::ZERO,
+    yield_for: Duration::ZERO,
     timeout: None,
 };
 

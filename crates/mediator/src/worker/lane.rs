@@ -54,6 +54,7 @@ pub const RING_BYTES: usize = 4 << 20;
 /// the futex, and checks every 100 ms that its client is still there.
 const WAIT: WaitPolicy = WaitPolicy {
     spin: Duration::from_micros(50),
+    yield_for: Duration::ZERO,
     timeout: Some(Duration::from_millis(100)),
 };
 
