@@ -312,6 +312,21 @@ pub const BENCHMARKS: &[Benchmark] = &[
         },
         timeout_s: n(600, 300),
     },
+    Benchmark {
+        name: "compile_ro",
+        about: "PyTorch torch.compile(mode=\"reduce-overhead\") inference of the small \
+                transformer: each step replays one CUDA graph",
+        figures: &[with(
+            fig("compile_ro_infer", "tokens/s", Higher),
+            RatioAtLeast(0.97),
+        )],
+        program: Program::Torch {
+            model: "compile_ro",
+            warmup: n(20, 3),
+            steps: n(2_000, 20),
+        },
+        timeout_s: n(600, 300),
+    },
 ];
 
 /// Names `--only` accepts besides benchmark names, and what they stand for.
@@ -319,7 +334,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("launch", &["launch_1t", "launch_4t"]),
     ("memcpy", &["memcpy_8b", "memcpy_256mb"]),
     ("alloc", &["alloc_4kb", "alloc_1mb", "alloc_1gb"]),
-    ("torch", &["resnet50", "gpt2", "small_transformer"]),
+    ("torch", &["resnet50", "gpt2", "small_transformer", "compile_ro"]),
 ];
 
 /// Checks one `--only` name (a benchmark or a group).
