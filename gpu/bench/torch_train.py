@@ -194,6 +194,9 @@ def main():
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
 
+    if a.model == "compile_ro":
+        return compiled_inference(a, dev)
+
     if a.model == "resnet50":
         batch = 64
         model = resnet50().to(dev, memory_format=torch.channels_last)
@@ -229,9 +232,6 @@ def main():
 
         def loss_fn():
             return F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-
-    elif a.model == "compile_ro":
-        return compiled_inference(a, dev)
 
     model.train()
 
