@@ -157,6 +157,35 @@ remote_table! {
         graph: cuGraphRemoveDependencies = 409 gen [from: array(numDependencies), to: array(numDependencies)];
         graph: cuGraphAddEventRecordNode = 410 gen [dependencies: array(numDependencies)];
         graph: cuGraphAddEventWaitNode = 411 gen [dependencies: array(numDependencies)];
+        graph: cuGraphEventRecordNodeGetEvent = 434 gen;
+        graph: cuGraphEventRecordNodeSetEvent = 435 gen;
+        graph: cuGraphEventWaitNodeGetEvent = 436 gen;
+        graph: cuGraphEventWaitNodeSetEvent = 437 gen;
+        graph: cuGraphExecEventRecordNodeSetEvent = 438 gen;
+        graph: cuGraphExecEventWaitNodeSetEvent = 439 gen;
+        graph: cuGraphNodeGetEnabled = 440 gen;
+        graph: cuGraphNodeSetEnabled = 441 gen;
+        graph: cuGraphNodeFindInClone = 442 gen;
+        graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
+        graph: cuGraphChildGraphNodeGetGraph = 444 gen;
+
+        // ---- stream memory operations ----
+        memop: cuStreamWriteValue32 = 418 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWriteValue32_ptsz = 419 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWriteValue32_v2 = 420 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWriteValue32_v2_ptsz = 421 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWriteValue64 = 422 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWriteValue64_ptsz = 423 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWriteValue64_v2 = 424 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWriteValue64_v2_ptsz = 425 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWaitValue32 = 426 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWaitValue32_ptsz = 427 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWaitValue32_v2 = 428 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWaitValue32_v2_ptsz = 429 gen (posted(stream)) [addr: range(4)];
+        memop: cuStreamWaitValue64 = 430 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWaitValue64_ptsz = 431 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWaitValue64_v2 = 432 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWaitValue64_v2_ptsz = 433 gen (posted(stream)) [addr: range(8)];
 
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;

@@ -17,9 +17,11 @@ use crate::state;
 
 mod capture;
 mod nodes;
+mod params;
 
 pub use capture::*;
 pub use nodes::*;
+pub(crate) use params::*;
 
 /// `cuThreadExchangeStreamCaptureMode`.
 ///

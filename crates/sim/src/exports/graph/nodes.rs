@@ -17,7 +17,7 @@ use crate::state;
 ///
 /// # Safety
 /// `nodes` must be NULL or hold `n` readable handles.
-unsafe fn node_keys(nodes: *const CUgraphNode, n: usize) -> Res<Vec<usize>> {
+pub(super) unsafe fn node_keys(nodes: *const CUgraphNode, n: usize) -> Res<Vec<usize>> {
     if n > 0 && nodes.is_null() {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a node list is NULL");
     }
