@@ -170,22 +170,22 @@ remote_table! {
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
 
         // ---- stream memory operations ----
-        memop: cuStreamWriteValue32 = 418 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWriteValue32_ptsz = 419 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWriteValue32_v2 = 420 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWriteValue32_v2_ptsz = 421 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWriteValue64 = 422 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWriteValue64_ptsz = 423 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWriteValue64_v2 = 424 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWriteValue64_v2_ptsz = 425 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWaitValue32 = 426 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWaitValue32_ptsz = 427 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWaitValue32_v2 = 428 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWaitValue32_v2_ptsz = 429 gen (posted(stream)) [addr: range(4)];
-        memop: cuStreamWaitValue64 = 430 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWaitValue64_ptsz = 431 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWaitValue64_v2 = 432 gen (posted(stream)) [addr: range(8)];
-        memop: cuStreamWaitValue64_v2_ptsz = 433 gen (posted(stream)) [addr: range(8)];
+        memop: cuStreamWriteValue32 = 418 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_ptsz = 419 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_v2 = 420 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_v2_ptsz = 421 gen [addr: range(4)];
+        memop: cuStreamWriteValue64 = 422 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_ptsz = 423 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_v2 = 424 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_v2_ptsz = 425 gen [addr: range(8)];
+        memop: cuStreamWaitValue32 = 426 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_ptsz = 427 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_v2 = 428 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_v2_ptsz = 429 gen [addr: range(4)];
+        memop: cuStreamWaitValue64 = 430 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_ptsz = 431 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_v2 = 432 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_v2_ptsz = 433 gen [addr: range(8)];
 
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;

@@ -3733,14 +3733,8 @@ pub unsafe fn stream_wait_value32(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3761,14 +3755,8 @@ pub unsafe fn stream_wait_value32_ptsz(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3789,14 +3777,8 @@ pub unsafe fn stream_wait_value32_v2(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3817,14 +3799,8 @@ pub unsafe fn stream_wait_value32_v2_ptsz(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3845,14 +3821,8 @@ pub unsafe fn stream_wait_value64(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3873,14 +3843,8 @@ pub unsafe fn stream_wait_value64_ptsz(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3901,14 +3865,8 @@ pub unsafe fn stream_wait_value64_v2(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3929,14 +3887,8 @@ pub unsafe fn stream_wait_value64_v2_ptsz(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3957,14 +3909,8 @@ pub unsafe fn stream_write_value32(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3985,14 +3931,8 @@ pub unsafe fn stream_write_value32_ptsz(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4013,14 +3953,8 @@ pub unsafe fn stream_write_value32_v2(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4041,14 +3975,8 @@ pub unsafe fn stream_write_value32_v2_ptsz(
         value: U32::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[4u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4069,14 +3997,8 @@ pub unsafe fn stream_write_value64(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4097,14 +4019,8 @@ pub unsafe fn stream_write_value64_ptsz(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4125,14 +4041,8 @@ pub unsafe fn stream_write_value64_v2(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -4153,13 +4063,7 @@ pub unsafe fn stream_write_value64_v2_ptsz(
         value: U64::new(value),
         flags: U32::new(flags),
     };
-    let ctx = crate::context::current();
-    let postable = {
-        let o = s.objects();
-        o.contexts.contains_key(&ctx)
-            && o.stream_ok(ctx, stream::id_ptsz(stream))
-            && call::product(&[8u64]).is_some_and(|n| o.range_ok(addr as u64, n))
-    };
-    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(stream)))?;
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }

@@ -1,0 +1,352 @@
+/*
+ * graph_nodes: typed node parameters and executable-graph settings of graphs
+ * built node by node.
+ *
+ * - event record and event wait nodes: their event, read back and replaced
+ *   (in the graph and in an executable graph); a getter or setter of one kind
+ *   on a node of another kind gives CUDA_ERROR_INVALID_VALUE;
+ * - cuGraphNodeGetEnabled/SetEnabled: a disabled memset node does not run
+ *   until enabled again; an event node cannot be disabled;
+ * - cuGraphNodeFindInClone: each node's copy in a clone, and
+ *   CUDA_ERROR_INVALID_VALUE for a graph that is not its clone;
+ * - child graph nodes: the node runs a copy of the child graph (changing the
+ *   child afterwards changes nothing), cuGraphChildGraphNodeGetGraph gives
+ *   the node's own graph, and a node of another type gives
+ *   CUDA_ERROR_INVALID_VALUE;
+ * - a graph whose child node holds an event record node: the event completes
+ *   at each launch.
+ * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
+ * adds a destroyed graph as a child and launches a destroyed executable
+ * graph, which the driver documents as undefined and vgpu refuses.
+ *
+ * It uses no module, so it runs on the simulated device and on a real GPU
+ * alike (the output is the same).
+ *
+ * Build:  cc -std=c11 -O2 -Wall -o graph_nodes graph_nodes.c -ldl
+ * Usage:  graph_nodes [LIBRARY]      (default: libcuda.so.1)
+ * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
+ * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
+ *         loaded or lacks an entry point.
+ */
+#include "cuda_prelude.h"
+
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value, elementSize;
+    size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+
+enum {
+    WORDS = 256,
+    CU_STREAM_NON_BLOCKING = 1,
+    NODE_TYPE_MEMSET = 2,
+    NODE_TYPE_GRAPH = 4,
+    NODE_TYPE_EVENT_RECORD = 7,
+};
+
+static struct {
+    CUresult (*Init)(unsigned int);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*StreamCreate)(CUstream *, unsigned int);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*EventCreate)(CUevent *, unsigned int);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventQuery)(CUevent);
+    CUresult (*GraphCreate)(CUgraph *, unsigned int);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+    CUresult (*GraphNodeGetType)(CUgraphNode, int *);
+    CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+    CUresult (*GraphAddMemsetNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
+    CUresult (*GraphAddEventRecordNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                        CUevent);
+    CUresult (*GraphAddEventWaitNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+    CUresult (*GraphEventRecordNodeGetEvent)(CUgraphNode, CUevent *);
+    CUresult (*GraphEventRecordNodeSetEvent)(CUgraphNode, CUevent);
+    CUresult (*GraphEventWaitNodeGetEvent)(CUgraphNode, CUevent *);
+    CUresult (*GraphEventWaitNodeSetEvent)(CUgraphNode, CUevent);
+    CUresult (*GraphExecEventRecordNodeSetEvent)(CUgraphExec, CUgraphNode, CUevent);
+    CUresult (*GraphExecEventWaitNodeSetEvent)(CUgraphExec, CUgraphNode, CUevent);
+    CUresult (*GraphNodeGetEnabled)(CUgraphExec, CUgraphNode, unsigned int *);
+    CUresult (*GraphNodeSetEnabled)(CUgraphExec, CUgraphNode, unsigned int);
+    CUresult (*GraphNodeFindInClone)(CUgraphNode *, CUgraphNode, CUgraph);
+    CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                       CUgraph);
+    CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static const struct cu_entry entries[] = {
+    ENTRY(Init, "cuInit"),
+    ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"),
+    ENTRY(MemFree, "cuMemFree_v2"),
+    ENTRY(MemsetD32, "cuMemsetD32_v2"),
+    ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(StreamCreate, "cuStreamCreate"),
+    ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+    ENTRY(EventCreate, "cuEventCreate"),
+    ENTRY(EventDestroy, "cuEventDestroy_v2"),
+    ENTRY(EventQuery, "cuEventQuery"),
+    ENTRY(GraphCreate, "cuGraphCreate"),
+    ENTRY(GraphDestroy, "cuGraphDestroy"),
+    ENTRY(GraphClone, "cuGraphClone"),
+    ENTRY(GraphGetNodes, "cuGraphGetNodes"),
+    ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
+    ENTRY(GraphAddEmptyNode, "cuGraphAddEmptyNode"),
+    ENTRY(GraphAddMemsetNode, "cuGraphAddMemsetNode"),
+    ENTRY(GraphAddEventRecordNode, "cuGraphAddEventRecordNode"),
+    ENTRY(GraphAddEventWaitNode, "cuGraphAddEventWaitNode"),
+    ENTRY(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent"),
+    ENTRY(GraphEventRecordNodeSetEvent, "cuGraphEventRecordNodeSetEvent"),
+    ENTRY(GraphEventWaitNodeGetEvent, "cuGraphEventWaitNodeGetEvent"),
+    ENTRY(GraphEventWaitNodeSetEvent, "cuGraphEventWaitNodeSetEvent"),
+    ENTRY(GraphExecEventRecordNodeSetEvent, "cuGraphExecEventRecordNodeSetEvent"),
+    ENTRY(GraphExecEventWaitNodeSetEvent, "cuGraphExecEventWaitNodeSetEvent"),
+    ENTRY(GraphNodeGetEnabled, "cuGraphNodeGetEnabled"),
+    ENTRY(GraphNodeSetEnabled, "cuGraphNodeSetEnabled"),
+    ENTRY(GraphNodeFindInClone, "cuGraphNodeFindInClone"),
+    ENTRY(GraphAddChildGraphNode, "cuGraphAddChildGraphNode"),
+    ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
+    ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+    ENTRY(GraphLaunch, "cuGraphLaunch"),
+    ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
+    ENTRY(GetErrorName, "cuGetErrorName"),
+};
+
+static CUcontext ctx;
+
+/* Whether every word at d holds v. */
+static int holds(CUdeviceptr d, unsigned int v)
+{
+    static unsigned int host[WORDS];
+    if (cu.MemcpyDtoH(host, d, sizeof host) != CUDA_SUCCESS)
+        return 0;
+    for (int i = 0; i < WORDS; i++)
+        if (host[i] != v)
+            return 0;
+    return 1;
+}
+
+/* A node setting the WORDS words at d to v in graph g after dep (or none). */
+static CUresult add_memset(CUgraphNode *out, CUgraph g, CUgraphNode dep, CUdeviceptr d,
+                           unsigned int v)
+{
+    CUDA_MEMSET_NODE_PARAMS p = {d, 0, v, 4, WORDS, 1};
+    return cu.GraphAddMemsetNode(out, g, dep ? &dep : NULL, dep ? 1 : 0, &p, ctx);
+}
+
+static void event_nodes(CUstream s)
+{
+    CUevent e1, e2;
+    CUgraph g;
+    CUgraphNode rec, wait, empty;
+    CUevent got = NULL;
+    CUgraphExec x;
+    EXPECT("event_create_1", cu.EventCreate(&e1, 0), CUDA_SUCCESS);
+    EXPECT("event_create_2", cu.EventCreate(&e2, 0), CUDA_SUCCESS);
+    EXPECT("event_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("add_record", cu.GraphAddEventRecordNode(&rec, g, NULL, 0, e1), CUDA_SUCCESS);
+    EXPECT("add_wait", cu.GraphAddEventWaitNode(&wait, g, &rec, 1, e1), CUDA_SUCCESS);
+    EXPECT("add_empty", cu.GraphAddEmptyNode(&empty, g, &wait, 1), CUDA_SUCCESS);
+    EXPECT("record_get", cu.GraphEventRecordNodeGetEvent(rec, &got), CUDA_SUCCESS);
+    expect_true("record_get_event", got == e1, "the record node's event is not the one given");
+    EXPECT("record_set", cu.GraphEventRecordNodeSetEvent(rec, e2), CUDA_SUCCESS);
+    EXPECT("record_get_again", cu.GraphEventRecordNodeGetEvent(rec, &got), CUDA_SUCCESS);
+    expect_true("record_set_event", got == e2, "the record node did not take the new event");
+    EXPECT("wait_get", cu.GraphEventWaitNodeGetEvent(wait, &got), CUDA_SUCCESS);
+    expect_true("wait_get_event", got == e1, "the wait node's event is not the one given");
+    EXPECT("wait_set", cu.GraphEventWaitNodeSetEvent(wait, e2), CUDA_SUCCESS);
+    EXPECT("wait_get_again", cu.GraphEventWaitNodeGetEvent(wait, &got), CUDA_SUCCESS);
+    expect_true("wait_set_event", got == e2, "the wait node did not take the new event");
+    /* A typed getter or setter on a node of another type. */
+    EXPECT("record_get_on_wait", cu.GraphEventRecordNodeGetEvent(wait, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("wait_get_on_record", cu.GraphEventWaitNodeGetEvent(rec, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("record_get_on_empty", cu.GraphEventRecordNodeGetEvent(empty, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("wait_set_on_empty", cu.GraphEventWaitNodeSetEvent(empty, e1),
+           CUDA_ERROR_INVALID_VALUE);
+    /* In an executable graph. */
+    EXPECT("event_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("exec_record_set", cu.GraphExecEventRecordNodeSetEvent(x, rec, e1), CUDA_SUCCESS);
+    EXPECT("exec_wait_set", cu.GraphExecEventWaitNodeSetEvent(x, wait, e1), CUDA_SUCCESS);
+    EXPECT("exec_record_set_on_wait", cu.GraphExecEventRecordNodeSetEvent(x, wait, e2),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("exec_wait_set_on_empty", cu.GraphExecEventWaitNodeSetEvent(x, empty, e2),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("exec_record_keeps_graph", cu.GraphEventRecordNodeGetEvent(rec, &got), CUDA_SUCCESS);
+    expect_true("exec_set_leaves_graph", got == e2,
+                "setting the executable graph's event changed the graph's node");
+    EXPECT("event_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("event_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    EXPECT("event_recorded", cu.EventQuery(e1), CUDA_SUCCESS);
+    /* Event nodes cannot be disabled. */
+    unsigned int on = 7;
+    EXPECT("enabled_on_event", cu.GraphNodeGetEnabled(x, rec, &on), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("disable_event", cu.GraphNodeSetEnabled(x, rec, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("event_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("event_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    EXPECT("event_destroy_1", cu.EventDestroy(e1), CUDA_SUCCESS);
+    EXPECT("event_destroy_2", cu.EventDestroy(e2), CUDA_SUCCESS);
+}
+
+static void enabled_nodes(CUstream s, CUdeviceptr d)
+{
+    CUgraph g;
+    CUgraphNode set;
+    CUgraphExec x;
+    unsigned int on = 7;
+    EXPECT("enable_memset_zero", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("enable_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("enable_add_memset", add_memset(&set, g, NULL, d, 3), CUDA_SUCCESS);
+    EXPECT("enable_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("enabled_get", cu.GraphNodeGetEnabled(x, set, &on), CUDA_SUCCESS);
+    expect_true("enabled_at_first", on == 1, "a fresh node is not enabled");
+    EXPECT("disable", cu.GraphNodeSetEnabled(x, set, 0), CUDA_SUCCESS);
+    EXPECT("enabled_get_disabled", cu.GraphNodeGetEnabled(x, set, &on), CUDA_SUCCESS);
+    expect_true("disabled_reads_0", on == 0, "a disabled node reads as enabled");
+    EXPECT("disabled_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("disabled_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("disabled_did_not_run", holds(d, 0), "a disabled memset node ran");
+    EXPECT("enable", cu.GraphNodeSetEnabled(x, set, 1), CUDA_SUCCESS);
+    EXPECT("enabled_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("enabled_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("enabled_ran", holds(d, 3), "a re-enabled memset node did not run");
+    EXPECT("enable_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("enable_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
+static void clones(void)
+{
+    CUgraph g, copy, other;
+    CUgraphNode a, b, found = NULL;
+    int type = -1;
+    EXPECT("clone_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("clone_add_a", cu.GraphAddEmptyNode(&a, g, NULL, 0), CUDA_SUCCESS);
+    EXPECT("clone_add_b", cu.GraphAddEmptyNode(&b, g, &a, 1), CUDA_SUCCESS);
+    EXPECT("clone", cu.GraphClone(&copy, g), CUDA_SUCCESS);
+    EXPECT("find_a", cu.GraphNodeFindInClone(&found, a, copy), CUDA_SUCCESS);
+    expect_true("find_a_is_copy", found != NULL && found != a, "no distinct copy of node a");
+    EXPECT("find_a_type", cu.GraphNodeGetType(found, &type), CUDA_SUCCESS);
+    expect_true("find_a_same_type", type == 5, "the copy of an empty node is not empty");
+    CUgraphNode found_b = NULL;
+    EXPECT("find_b", cu.GraphNodeFindInClone(&found_b, b, copy), CUDA_SUCCESS);
+    expect_true("find_b_distinct", found_b != NULL && found_b != found,
+                "nodes a and b have the same copy");
+    EXPECT("other_graph", cu.GraphCreate(&other, 0), CUDA_SUCCESS);
+    EXPECT("find_in_not_clone", cu.GraphNodeFindInClone(&found, a, other),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("find_in_original", cu.GraphNodeFindInClone(&found, a, g), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("clone_destroy_other", cu.GraphDestroy(other), CUDA_SUCCESS);
+    EXPECT("clone_destroy_copy", cu.GraphDestroy(copy), CUDA_SUCCESS);
+    EXPECT("clone_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
+static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
+{
+    CUgraph child, parent, inner = NULL;
+    CUgraphNode set, node, after, extra;
+    CUgraphExec x;
+    CUevent e;
+    size_t n = 0;
+    int type = -1;
+    EXPECT("child_zero", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("child_zero_2", cu.MemsetD32(d2, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("child_event", cu.EventCreate(&e, 0), CUDA_SUCCESS);
+    EXPECT("child_create", cu.GraphCreate(&child, 0), CUDA_SUCCESS);
+    EXPECT("child_add_memset", add_memset(&set, child, NULL, d, 5), CUDA_SUCCESS);
+    EXPECT("child_add_record", cu.GraphAddEventRecordNode(&extra, child, &set, 1, e),
+           CUDA_SUCCESS);
+    EXPECT("parent_create", cu.GraphCreate(&parent, 0), CUDA_SUCCESS);
+    EXPECT("add_child", cu.GraphAddChildGraphNode(&node, parent, NULL, 0, child), CUDA_SUCCESS);
+    EXPECT("add_after_child", add_memset(&after, parent, node, d2, 6), CUDA_SUCCESS);
+    EXPECT("child_type", cu.GraphNodeGetType(node, &type), CUDA_SUCCESS);
+    expect_true("child_is_graph_node", type == NODE_TYPE_GRAPH, "the node is not a child graph node");
+    EXPECT("child_get_graph", cu.GraphChildGraphNodeGetGraph(node, &inner), CUDA_SUCCESS);
+    expect_true("child_graph_is_copy", inner != NULL && inner != child,
+                "the node's graph is the one it was made from");
+    EXPECT("child_graph_nodes", cu.GraphGetNodes(inner, NULL, &n), CUDA_SUCCESS);
+    expect_true("child_graph_two_nodes", n == 2, "the node's graph does not hold two nodes");
+    EXPECT("child_get_graph_on_memset", cu.GraphChildGraphNodeGetGraph(after, &inner),
+           CUDA_ERROR_INVALID_VALUE);
+    /* Changing the child afterwards changes nothing in the parent. */
+    CUgraphNode late;
+    EXPECT("child_add_late", add_memset(&late, child, NULL, d2, 9), CUDA_SUCCESS);
+    EXPECT("parent_instantiate", cu.GraphInstantiate(&x, parent, 0), CUDA_SUCCESS);
+    EXPECT("parent_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("parent_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("child_ran", holds(d, 5), "the child graph's memset did not run");
+    expect_true("after_child_ran", holds(d2, 6),
+                "the node after the child did not run last, or the late node ran");
+    EXPECT("child_event_recorded", cu.EventQuery(e), CUDA_SUCCESS);
+    /* A second launch runs it again. */
+    EXPECT("child_rezero", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("parent_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("parent_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("child_ran_again", holds(d, 5), "the child graph did not run at the second launch");
+    EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("parent_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+
+    if (invalid_handle_checks()) {
+        CUgraph gone;
+        CUgraphExec gone_x;
+        EXPECT("gone_create", cu.GraphCreate(&gone, 0), CUDA_SUCCESS);
+        EXPECT("gone_destroy", cu.GraphDestroy(gone), CUDA_SUCCESS);
+        EXPECT("add_destroyed_child", cu.GraphAddChildGraphNode(&late, parent, NULL, 0, gone),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT("gone_exec_instantiate", cu.GraphInstantiate(&gone_x, parent, 0), CUDA_SUCCESS);
+        EXPECT("gone_exec_destroy", cu.GraphExecDestroy(gone_x), CUDA_SUCCESS);
+        EXPECT("launch_destroyed_exec", cu.GraphLaunch(gone_x, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT("launch_uninstantiated", cu.GraphLaunch((CUgraphExec)parent, s),
+               CUDA_ERROR_INVALID_VALUE);
+    }
+    EXPECT("parent_destroy", cu.GraphDestroy(parent), CUDA_SUCCESS);
+    EXPECT("child_destroy", cu.GraphDestroy(child), CUDA_SUCCESS);
+    EXPECT("child_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
+    CUdevice dev;
+    CUstream s;
+    CUdeviceptr d, d2;
+    if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS) ||
+        !EXPECT("device", cu.DeviceGet(&dev, 0), CUDA_SUCCESS) ||
+        !EXPECT("retain", cu.DevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS) ||
+        !EXPECT("set_current", cu.CtxSetCurrent(ctx), CUDA_SUCCESS) ||
+        !EXPECT("stream", cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS) ||
+        !EXPECT("alloc", cu.MemAlloc(&d, WORDS * 4), CUDA_SUCCESS) ||
+        !EXPECT("alloc_2", cu.MemAlloc(&d2, WORDS * 4), CUDA_SUCCESS))
+        return checks_summary();
+    event_nodes(s);
+    enabled_nodes(s, d);
+    clones();
+    child_graphs(s, d, d2);
+    EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);
+    EXPECT("free_2", cu.MemFree(d2), CUDA_SUCCESS);
+    EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
+    return checks_summary();
+}
