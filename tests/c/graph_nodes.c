@@ -14,7 +14,12 @@
  *   the node's own graph, and a node of another type gives
  *   CUDA_ERROR_INVALID_VALUE;
  * - a graph whose child node holds an event record node: the event completes
- *   at each launch.
+ *   at each launch;
+ * - host nodes: the function runs in this process, with its userData, at
+ *   each launch, in order (an event recorded after a sleeping host node
+ *   completes after it); its parameters read back and replaced in the graph
+ *   and in an executable graph; a CUDA call from inside one returns (success
+ *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs.
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
  * adds a destroyed graph as a child and launches a destroyed executable
  * graph, which the driver documents as undefined and vgpu refuses.
@@ -30,9 +35,16 @@
  */
 #include "cuda_prelude.h"
 
+#include <time.h>
+
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
+typedef void (*host_fn)(void *);
+typedef struct {
+    host_fn fn;
+    void *userData;
+} CUDA_HOST_NODE_PARAMS;
 typedef struct {
     CUdeviceptr dst;
     size_t pitch;
@@ -44,6 +56,8 @@ enum {
     WORDS = 256,
     CU_STREAM_NON_BLOCKING = 1,
     NODE_TYPE_MEMSET = 2,
+    NODE_TYPE_HOST = 3,
+    CUDA_ERROR_NOT_PERMITTED = 800,
     NODE_TYPE_GRAPH = 4,
     NODE_TYPE_EVENT_RECORD = 7,
 };
@@ -86,6 +100,13 @@ static struct {
     CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                        CUgraph);
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                 const CUDA_HOST_NODE_PARAMS *);
+    CUresult (*GraphHostNodeGetParams)(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
+    CUresult (*GraphHostNodeSetParams)(CUgraphNode, const CUDA_HOST_NODE_PARAMS *);
+    CUresult (*GraphExecHostNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_HOST_NODE_PARAMS *);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*EventSynchronize)(CUevent);
     CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
@@ -127,6 +148,12 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphNodeFindInClone, "cuGraphNodeFindInClone"),
     ENTRY(GraphAddChildGraphNode, "cuGraphAddChildGraphNode"),
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
+    ENTRY(GraphAddHostNode, "cuGraphAddHostNode"),
+    ENTRY(GraphHostNodeGetParams, "cuGraphHostNodeGetParams"),
+    ENTRY(GraphHostNodeSetParams, "cuGraphHostNodeSetParams"),
+    ENTRY(GraphExecHostNodeSetParams, "cuGraphExecHostNodeSetParams"),
+    ENTRY(MemGetInfo, "cuMemGetInfo_v2"),
+    ENTRY(EventSynchronize, "cuEventSynchronize"),
     ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
     ENTRY(GraphLaunch, "cuGraphLaunch"),
     ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
@@ -237,6 +264,113 @@ static void enabled_nodes(CUstream s, CUdeviceptr d)
     EXPECT("enable_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* What the host nodes' functions record: globals of this program. */
+static pid_t main_pid;
+static int host_runs, host_same_pid, other_runs, slept;
+static void *host_seen;
+static int tag_a = 1, tag_b = 2;
+static CUresult inner_result = -1;
+
+static void count_run(void *data)
+{
+    host_runs++;
+    host_seen = data;
+    host_same_pid = getpid() == main_pid;
+}
+
+static void other_run(void *data)
+{
+    (void)data;
+    other_runs++;
+}
+
+static void sleeper(void *data)
+{
+    (void)data;
+    struct timespec t = {0, 200 * 1000 * 1000};
+    nanosleep(&t, NULL);
+    slept = 1;
+}
+
+static void calls_cuda(void *data)
+{
+    (void)data;
+    size_t f, t;
+    inner_result = cu.MemGetInfo(&f, &t);
+}
+
+static void host_nodes(CUstream s, CUdeviceptr d)
+{
+    CUgraph g;
+    CUgraphNode before, host, after, sleep_node, rec;
+    CUgraphExec x;
+    CUevent e;
+    int type = -1;
+    CUDA_HOST_NODE_PARAMS p = {count_run, &tag_a}, got = {NULL, NULL};
+    EXPECT("host_event", cu.EventCreate(&e, 0), CUDA_SUCCESS);
+    EXPECT("host_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("host_add_before", add_memset(&before, g, NULL, d, 1), CUDA_SUCCESS);
+    EXPECT("host_add", cu.GraphAddHostNode(&host, g, &before, 1, &p), CUDA_SUCCESS);
+    EXPECT("host_add_after", add_memset(&after, g, host, d, 2), CUDA_SUCCESS);
+    EXPECT("host_type", cu.GraphNodeGetType(host, &type), CUDA_SUCCESS);
+    expect_true("host_is_host_node", type == NODE_TYPE_HOST, "the node is not a host node");
+    EXPECT("host_get", cu.GraphHostNodeGetParams(host, &got), CUDA_SUCCESS);
+    expect_true("host_get_params", got.fn == count_run && got.userData == &tag_a,
+                "the host node's parameters are not the ones given");
+    EXPECT("host_get_on_memset", cu.GraphHostNodeGetParams(after, &got), CUDA_ERROR_INVALID_VALUE);
+    CUDA_HOST_NODE_PARAMS null_fn = {NULL, &tag_a};
+    CUgraphNode unused;
+    EXPECT("host_add_null_fn", cu.GraphAddHostNode(&unused, g, NULL, 0, &null_fn),
+           CUDA_ERROR_INVALID_VALUE);
+    /* A sleeping host node delays the event recorded after it. */
+    CUDA_HOST_NODE_PARAMS sp = {sleeper, NULL};
+    EXPECT("host_add_sleeper", cu.GraphAddHostNode(&sleep_node, g, &after, 1, &sp), CUDA_SUCCESS);
+    EXPECT("host_add_record", cu.GraphAddEventRecordNode(&rec, g, &sleep_node, 1, e), CUDA_SUCCESS);
+    EXPECT("host_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("host_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_event_sync", cu.EventSynchronize(e), CUDA_SUCCESS);
+    expect_true("host_event_waited", slept == 1, "the event completed before the host node ran");
+    EXPECT("host_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("host_ran_once", host_runs == 1, "the host node did not run exactly once");
+    expect_true("host_user_data", host_seen == &tag_a, "the host node got another userData");
+    expect_true("host_in_process", host_same_pid, "the host node ran in another process");
+    expect_true("host_after_ran", holds(d, 2), "the memset after the host node did not run last");
+    EXPECT("host_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("host_ran_twice", host_runs == 2, "the host node did not run at each launch");
+    /* The executable graph's copy takes new parameters; the graph's keeps its own. */
+    CUDA_HOST_NODE_PARAMS other = {other_run, &tag_b};
+    EXPECT("host_exec_set", cu.GraphExecHostNodeSetParams(x, host, &other), CUDA_SUCCESS);
+    EXPECT("host_exec_set_on_memset", cu.GraphExecHostNodeSetParams(x, after, &other),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("host_launch_3", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("host_exec_set_ran", other_runs == 1 && host_runs == 2,
+                "the executable graph did not run its new host function");
+    EXPECT("host_get_after_exec_set", cu.GraphHostNodeGetParams(host, &got), CUDA_SUCCESS);
+    expect_true("host_graph_kept_params", got.fn == count_run,
+                "setting the executable graph's node changed the graph's");
+    /* The graph's node takes new parameters: a host function that calls CUDA. */
+    CUDA_HOST_NODE_PARAMS inner = {calls_cuda, NULL};
+    EXPECT("host_set", cu.GraphHostNodeSetParams(host, &inner), CUDA_SUCCESS);
+    EXPECT("host_get_after_set", cu.GraphHostNodeGetParams(host, &got), CUDA_SUCCESS);
+    expect_true("host_set_params", got.fn == calls_cuda && got.userData == NULL,
+                "the host node did not take the new parameters");
+    EXPECT("host_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("host_instantiate_2", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("host_launch_inner", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_synchronize_inner", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    /* The driver documents that host functions must not call CUDA, and that
+     * such a call may return CUDA_ERROR_NOT_PERMITTED: either answer, never
+     * a hang. */
+    expect_true("host_inner_call_returned",
+                inner_result == CUDA_SUCCESS || inner_result == CUDA_ERROR_NOT_PERMITTED,
+                "the CUDA call from the host function did not return");
+    EXPECT("host_exec_destroy_2", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("host_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    EXPECT("host_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
+}
+
 static void clones(void)
 {
     CUgraph g, copy, other;
@@ -330,6 +464,7 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
+    main_pid = getpid();
     CUdevice dev;
     CUstream s;
     CUdeviceptr d, d2;
@@ -343,6 +478,7 @@ int main(int argc, char **argv)
         return checks_summary();
     event_nodes(s);
     enabled_nodes(s, d);
+    host_nodes(s, d);
     clones();
     child_graphs(s, d, d2);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);

@@ -212,7 +212,8 @@ fn c_stream_memory_operations() {
 /// read back and replaced in graphs and executable graphs, a getter of one node
 /// type on another with `CUDA_ERROR_INVALID_VALUE`, disabled memset nodes that do
 /// not run until enabled, nodes found in clones, child graph nodes that run a
-/// copy of their graph, and destroyed child graphs and executable graphs refused
+/// copy of their graph, host nodes whose function runs in the client's process at
+/// each launch, in order, and destroyed child graphs and executable graphs refused
 /// (`tests/c/graph_nodes.c`, which a GPU machine also runs natively). Straight on
 /// the simulated device it prints the same lines.
 #[test]
@@ -240,7 +241,16 @@ fn c_graph_nodes() {
         .assert_line("ok add_destroyed_child")
         .assert_line("ok launch_destroyed_exec")
         .assert_line("ok launch_uninstantiated")
-        .assert_line("119 checks, 0 failed");
+        .assert_line("ok host_get_params")
+        .assert_line("ok host_event_waited")
+        .assert_line("ok host_ran_once")
+        .assert_line("ok host_user_data")
+        .assert_line("ok host_in_process")
+        .assert_line("ok host_ran_twice")
+        .assert_line("ok host_exec_set_ran")
+        .assert_line("ok host_set_params")
+        .assert_line("ok host_inner_call_returned")
+        .assert_line("162 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

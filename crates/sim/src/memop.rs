@@ -112,7 +112,7 @@ impl MemOp {
 
 /// The address must be aligned to the value's size.
 fn aligned(addr: CUdeviceptr, width: usize) -> Res<()> {
-    if addr % width as u64 != 0 {
+    if !addr.is_multiple_of(width as u64) {
         return invalid(format!("{addr:#x} is not aligned to {width} bytes"));
     }
     Ok(())
@@ -127,8 +127,8 @@ fn met(now: u64, value: u64, width: usize, condition: u32) -> bool {
     };
     let mask = if width == 4 { 0xFFFF_FFFF } else { u64::MAX };
     match condition {
-        WAIT_GEQ if width == 4 => (now.wrapping_sub(value) as u32 as i32) >= 0,
-        WAIT_GEQ => (now.wrapping_sub(value) as i64) >= 0,
+        // The difference's sign bit clear: `now` is at or after `value`, cyclically.
+        WAIT_GEQ => now.wrapping_sub(value) & mask <= mask >> 1,
         WAIT_EQ => now == value,
         WAIT_AND => now & value != 0,
         _ => !(now | value) & mask != 0,

@@ -282,7 +282,8 @@ remote_table! {
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
             cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
-            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
+            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2, cuGraphAddHostNode,
+            cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -556,6 +557,16 @@ remote_table! {
         graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32 } + blob;
+        /// `cuGraphAddHostNode` in `graph` after `deps` nodes (`what` 0),
+        /// `cuGraphHostNodeSetParams` of `node` (1) or
+        /// `cuGraphExecHostNodeSetParams` of `node` in `exec` (2). The node
+        /// runs a trampoline that asks the client to run its callback `id`
+        /// over the callback channel at every launch, and waits for it. The
+        /// blob holds the dependencies (node ids, u64 each).
+        graph: GraphHostNode = 445 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), id: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
+        graph: GraphHostNodeParams = 446 { node: handle(GraphNode) } => { id: u64 };
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

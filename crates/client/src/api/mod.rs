@@ -235,6 +235,13 @@ implement! {
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(ph, g, deps, n, p, ctx);
+    cuGraphAddHostNode(ph, g, deps, n, p) => graph::host_node(
+        graph::HostNodeCall::Add, ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
+    cuGraphHostNodeSetParams(node, p) => graph::host_node(graph::HostNodeCall::Set,
+        std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExecHostNodeSetParams(e, node, p) => graph::host_node(graph::HostNodeCall::ExecSet,
+        std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
+    cuGraphHostNodeGetParams(node, p) => graph::host_node_params(node, p);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

@@ -32,6 +32,9 @@ use super::status::{INVALID_VALUE, OPERATING_SYSTEM};
 use super::Session;
 use crate::driver::{entry, Handle, Status};
 
+mod host;
+pub use host::{graph_host_node, graph_host_node_params};
+
 /// `cuThreadExchangeStreamCaptureMode` on the lane's thread, which stands
 /// for the client's thread.
 pub fn exchange_capture_mode(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {

@@ -571,6 +571,15 @@ pub enum Op {
     GraphAddChildGraphNode = 443,
     /// `cuGraphChildGraphNodeGetGraph`.
     GraphChildGraphNodeGetGraph = 444,
+    /// `cuGraphAddHostNode` in `graph` after `deps` nodes (`what` 0),
+    /// `cuGraphHostNodeSetParams` of `node` (1) or
+    /// `cuGraphExecHostNodeSetParams` of `node` in `exec` (2). The node
+    /// runs a trampoline that asks the client to run its callback `id`
+    /// over the callback channel at every launch, and waits for it. The
+    /// blob holds the dependencies (node ids, u64 each).
+    GraphHostNode = 445,
+    /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
+    GraphHostNodeParams = 446,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -898,6 +907,8 @@ impl Op {
         Op::GraphNodeFindInClone,
         Op::GraphAddChildGraphNode,
         Op::GraphChildGraphNodeGetGraph,
+        Op::GraphHostNode,
+        Op::GraphHostNodeParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1172,6 +1183,8 @@ impl Op {
             Op::GraphNodeFindInClone => "GraphNodeFindInClone",
             Op::GraphAddChildGraphNode => "GraphAddChildGraphNode",
             Op::GraphChildGraphNodeGetGraph => "GraphChildGraphNodeGetGraph",
+            Op::GraphHostNode => "GraphHostNode",
+            Op::GraphHostNodeParams => "GraphHostNodeParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1443,6 +1456,8 @@ impl Op {
             Op::GraphNodeFindInClone => false,
             Op::GraphAddChildGraphNode => false,
             Op::GraphChildGraphNodeGetGraph => false,
+            Op::GraphHostNode => false,
+            Op::GraphHostNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1714,6 +1729,8 @@ impl Op {
             Op::GraphNodeFindInClone => true,
             Op::GraphAddChildGraphNode => true,
             Op::GraphChildGraphNodeGetGraph => true,
+            Op::GraphHostNode => true,
+            Op::GraphHostNodeParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -1985,6 +2002,8 @@ impl Op {
             Op::GraphNodeFindInClone => false,
             Op::GraphAddChildGraphNode => false,
             Op::GraphChildGraphNodeGetGraph => false,
+            Op::GraphHostNode => false,
+            Op::GraphHostNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2348,6 +2367,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => {
                 core::mem::size_of::<graph_child_graph_node_get_graph::Request>()
             }
+            Op::GraphHostNode => core::mem::size_of::<graph_host_node::Request>(),
+            Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2707,6 +2728,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => {
                 core::mem::size_of::<graph_child_graph_node_get_graph::Reply>()
             }
+            Op::GraphHostNode => core::mem::size_of::<graph_host_node::Reply>(),
+            Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3292,6 +3315,10 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => {
                 message::check::<graph_child_graph_node_get_graph::Request>(fixed, blob_len)
             }
+            Op::GraphHostNode => message::check::<graph_host_node::Request>(fixed, blob_len),
+            Op::GraphHostNodeParams => {
+                message::check::<graph_host_node_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3788,6 +3815,10 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => {
                 message::check::<graph_child_graph_node_get_graph::Reply>(fixed, blob_len)
             }
+            Op::GraphHostNode => message::check::<graph_host_node::Reply>(fixed, blob_len),
+            Op::GraphHostNodeParams => {
+                message::check::<graph_host_node_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4081,6 +4112,8 @@ impl TryFrom<u16> for Op {
             442 => Ok(Op::GraphNodeFindInClone),
             443 => Ok(Op::GraphAddChildGraphNode),
             444 => Ok(Op::GraphChildGraphNodeGetGraph),
+            445 => Ok(Op::GraphHostNode),
+            446 => Ok(Op::GraphHostNodeParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4354,6 +4387,8 @@ pub const SCHEMA: &str = concat!(
     "442 GraphNodeFindInClone {horiginal_node:handle(GraphNode),hcloned_graph:handle(Graph)} => {ph_node:handle(GraphNode)}\n",
     "443 GraphAddChildGraphNode {hgraph:handle(Graph),num_dependencies:u64,child_graph:handle(Graph)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "444 GraphChildGraphNodeGetGraph {hnode:handle(GraphNode)} => {ph_graph:handle(Graph)}\n",
+    "445 GraphHostNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),id:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "446 GraphHostNodeParams {node:handle(GraphNode)} => {id:u64}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -14456,6 +14491,93 @@ pub mod graph_child_graph_node_get_graph {
 
     impl Message for Reply {
         const OP: Op = Op::GraphChildGraphNodeGetGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphHostNode: wire id 445.
+pub mod graph_host_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub id: U64,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphHostNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphHostNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphHostNodeParams: wire id 446.
+pub mod graph_host_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub id: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphHostNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphHostNodeParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

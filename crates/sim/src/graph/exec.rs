@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use super::{captured, invalid, Exec, Work};
 use crate::error::Res;
-use crate::state::State;
+use crate::state::{Sim, State};
 use crate::stream;
 
 /// Graph `key`'s nodes and a snapshot of their work, child graphs' work included.
@@ -104,20 +104,50 @@ pub(crate) fn upload(st: &State, key: usize, stream_key: usize) -> Res<()> {
 }
 
 /// `cuGraphLaunch`: runs the work in order on the stream (records it when the stream is
-/// capturing). The first failing node's error is the launch's.
-pub(crate) fn launch(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
-    upload(st, key, stream_key)?;
-    let e = exec(st, key)?;
-    let work: Vec<Work> = (e.nodes.iter().zip(&e.work))
-        .map(|(n, w)| match e.disabled.contains(n) {
+/// capturing), child graphs' work in its place. The first failing node's error is the
+/// launch's. Host nodes run without the device's lock held, so that a host function
+/// that blocks (a worker waiting for its client) stalls only this launch.
+pub(crate) fn launch(sim: &Sim, key: usize, stream_key: usize) -> Res<()> {
+    let work = {
+        let st = sim.lock();
+        upload(&st, key, stream_key)?;
+        let e = exec(&st, key)?;
+        let enabled = (e.nodes.iter().zip(&e.work)).map(|(n, w)| match e.disabled.contains(n) {
             true => Work::Empty,
             false => w.clone(),
-        })
-        .collect();
+        });
+        flatten(enabled)
+    };
     for w in work {
-        run(st, stream_key, w)?;
+        match w {
+            Work::Host { f, data } => {
+                {
+                    let mut st = sim.lock();
+                    stream::usable(&st, stream_key)?;
+                    if captured(&mut st, stream_key, || Work::Host { f, data })? {
+                        continue;
+                    }
+                }
+                // SAFETY: the function and argument the application gave the host
+                // node, called as the driver calls it, with no lock of ours held.
+                unsafe { f(data as *mut c_void) };
+            }
+            w => run(&mut sim.lock(), stream_key, w)?,
+        }
     }
     Ok(())
+}
+
+/// The work in order, each child graph node replaced by its graph's work.
+fn flatten(work: impl IntoIterator<Item = Work>) -> Vec<Work> {
+    let mut out = Vec::new();
+    for w in work {
+        match w {
+            Work::Child { work, .. } => out.extend(flatten(work)),
+            w => out.push(w),
+        }
+    }
+    out
 }
 
 /// Runs (or records) one node's work on a stream.
@@ -187,6 +217,12 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             captured(st, stream_key, || w).map(drop)
         }
         Work::Child { work, .. } => work.into_iter().try_for_each(|w| run(st, stream_key, w)),
+        // Only `launch` meets host nodes, and runs them without the lock.
+        Work::Host { f, data } => {
+            stream::usable(st, stream_key)?;
+            let _ = captured(st, stream_key, || Work::Host { f, data })?;
+            Ok(())
+        }
         Work::MemOps(ops) => ops
             .into_iter()
             .try_for_each(|op| crate::memop::enqueue(st, stream_key, op)),

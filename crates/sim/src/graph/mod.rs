@@ -108,6 +108,11 @@ pub(crate) enum Work {
     },
     /// Stream memory operations (a captured `cuStreamWriteValue32`, …), in order.
     MemOps(Vec<crate::memop::MemOp>),
+    /// A host node: `f(data)` runs on the launching thread, without the device's lock.
+    Host {
+        f: unsafe extern "C" fn(*mut std::ffi::c_void),
+        data: usize,
+    },
 }
 
 impl Work {
@@ -122,6 +127,7 @@ impl Work {
             Work::EventRecord { .. } => 7,
             Work::Child { .. } => 4,
             Work::MemOps(_) => 12,
+            Work::Host { .. } => 3,
         }
     }
 }

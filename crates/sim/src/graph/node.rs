@@ -169,3 +169,42 @@ pub(crate) fn child_graph(st: &State, key: usize) -> Res<usize> {
         _ => invalid(format!("node {key:#x} is not a child graph node")),
     }
 }
+
+/// `cuGraphHostNodeGetParams`: a host node's function and argument.
+pub(crate) fn host_of(st: &State, key: usize) -> Res<(HostFn, usize)> {
+    match node(st, key)?.work {
+        Work::Host { f, data } => Ok((f, data)),
+        _ => invalid(format!("node {key:#x} is not a host node")),
+    }
+}
+
+/// A host node's function.
+pub(crate) type HostFn = unsafe extern "C" fn(*mut std::ffi::c_void);
+
+/// `cuGraphHostNodeSetParams`.
+pub(crate) fn set_host(st: &mut State, key: usize, f: HostFn, data: usize) -> Res<()> {
+    host_of(st, key)?;
+    if let Some(n) = st.ext.graphs.nodes.get_mut(&key) {
+        n.work = Work::Host { f, data };
+    }
+    Ok(())
+}
+
+/// `cuGraphExecHostNodeSetParams`: the executable graph's copy of the node changes.
+pub(crate) fn exec_set_host(
+    st: &mut State,
+    exec_key: usize,
+    key: usize,
+    f: HostFn,
+    data: usize,
+) -> Res<()> {
+    let i = exec_index(st, exec_key, key)?;
+    let e = st.ext.graphs.execs.get_mut(&exec_key);
+    match e.and_then(|e| e.work.get_mut(i)) {
+        Some(w @ Work::Host { .. }) => {
+            *w = Work::Host { f, data };
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a host node")),
+    }
+}

@@ -35,8 +35,10 @@ use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
+mod host;
 mod nodes;
 
+pub use host::{host_node, host_node_params, HostNodeCall};
 pub use nodes::{
     debug_dot_print, exec_update, kernel_node, kernel_node_params, memset_node, query,
 };
