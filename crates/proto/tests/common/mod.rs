@@ -456,6 +456,19 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             none(),
         ),
         Op::GraphKernelNodeParams => (b(graph_kernel_node_params::Request { node: u(9) }), none()),
+        // cuGraphAddHostNode after one dependency, running the client's callback 3.
+        Op::GraphHostNode => (
+            b(graph_host_node::Request {
+                what: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                id: u(3),
+                deps: U32::new(1),
+            }),
+            9u64.to_le_bytes().to_vec(),
+        ),
+        Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
         Op::GraphExecUpdate => (
             b(graph_exec_update::Request {
                 exec: u(6),
