@@ -20,6 +20,14 @@
  *   completes after it); its parameters read back and replaced in the graph
  *   and in an executable graph; a CUDA call from inside one returns (success
  *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs.
+ * - memcpy nodes: host (pinned) to device to device to host, the host memory
+ *   read at each launch; parameters read back and replaced in the graph and
+ *   in an executable graph; a memcpy getter on a host node gives
+ *   CUDA_ERROR_INVALID_VALUE.
+ * With --pageable (vgpu only) a memcpy node from pageable memory of this
+ * process, which the driver accepts and vgpu refuses with
+ * CUDA_ERROR_INVALID_VALUE (its worker cannot reach that memory when the
+ * graph runs).
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
  * adds a destroyed graph as a child and launches a destroyed executable
  * graph, which the driver documents as undefined and vgpu refuses.
@@ -28,7 +36,7 @@
  * alike (the output is the same).
  *
  * Build:  cc -std=c11 -O2 -Wall -o graph_nodes graph_nodes.c -ldl
- * Usage:  graph_nodes [LIBRARY]      (default: libcuda.so.1)
+ * Usage:  graph_nodes [LIBRARY] [--pageable]      (default: libcuda.so.1)
  * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
@@ -46,6 +54,24 @@ typedef struct {
     void *userData;
 } CUDA_HOST_NODE_PARAMS;
 typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    void *reserved0;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    void *reserved1;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+_Static_assert(sizeof(CUDA_MEMCPY3D) == 200, "CUDA_MEMCPY3D is 200 bytes");
+typedef struct {
     CUdeviceptr dst;
     size_t pitch;
     unsigned int value, elementSize;
@@ -55,7 +81,10 @@ typedef struct {
 enum {
     WORDS = 256,
     CU_STREAM_NON_BLOCKING = 1,
+    NODE_TYPE_MEMCPY = 1,
     NODE_TYPE_MEMSET = 2,
+    MEMORY_HOST = 1,
+    MEMORY_DEVICE = 2,
     NODE_TYPE_HOST = 3,
     CUDA_ERROR_NOT_PERMITTED = 800,
     NODE_TYPE_GRAPH = 4,
@@ -106,6 +135,14 @@ static struct {
     CUresult (*GraphHostNodeSetParams)(CUgraphNode, const CUDA_HOST_NODE_PARAMS *);
     CUresult (*GraphExecHostNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_HOST_NODE_PARAMS *);
     CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*MemAllocHost)(void **, size_t);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const CUDA_MEMCPY3D *, CUcontext);
+    CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, CUDA_MEMCPY3D *);
+    CUresult (*GraphMemcpyNodeSetParams)(CUgraphNode, const CUDA_MEMCPY3D *);
+    CUresult (*GraphExecMemcpyNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D *,
+                                             CUcontext);
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
@@ -153,6 +190,12 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphHostNodeSetParams, "cuGraphHostNodeSetParams"),
     ENTRY(GraphExecHostNodeSetParams, "cuGraphExecHostNodeSetParams"),
     ENTRY(MemGetInfo, "cuMemGetInfo_v2"),
+    ENTRY(MemAllocHost, "cuMemAllocHost_v2"),
+    ENTRY(MemFreeHost, "cuMemFreeHost"),
+    ENTRY(GraphAddMemcpyNode, "cuGraphAddMemcpyNode"),
+    ENTRY(GraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams"),
+    ENTRY(GraphMemcpyNodeSetParams, "cuGraphMemcpyNodeSetParams"),
+    ENTRY(GraphExecMemcpyNodeSetParams, "cuGraphExecMemcpyNodeSetParams"),
     ENTRY(EventSynchronize, "cuEventSynchronize"),
     ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
     ENTRY(GraphLaunch, "cuGraphLaunch"),
@@ -371,6 +414,110 @@ static void host_nodes(CUstream s, CUdeviceptr d)
     EXPECT("host_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }
 
+/* A copy of `bytes` bytes between host memory and device memory. */
+static CUDA_MEMCPY3D linear(unsigned int src_type, const void *src_host, CUdeviceptr src_dev,
+                            unsigned int dst_type, void *dst_host, CUdeviceptr dst_dev,
+                            size_t bytes)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = src_type;
+    c.srcHost = src_host;
+    c.srcDevice = src_dev;
+    c.dstMemoryType = dst_type;
+    c.dstHost = dst_host;
+    c.dstDevice = dst_dev;
+    c.WidthInBytes = bytes;
+    c.Height = 1;
+    c.Depth = 1;
+    return c;
+}
+
+static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable)
+{
+    unsigned int *in = NULL, *out = NULL;
+    CUgraph g;
+    CUgraphNode up, across, down, host_node;
+    CUgraphExec x;
+    CUDA_MEMCPY3D got;
+    int type = -1;
+    const size_t bytes = WORDS * 4;
+    if (!EXPECT("memcpy_pinned_in", cu.MemAllocHost((void **)&in, bytes), CUDA_SUCCESS) ||
+        !EXPECT("memcpy_pinned_out", cu.MemAllocHost((void **)&out, bytes), CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < WORDS; i++)
+        in[i] = 1000 + i;
+    memset(out, 0, bytes);
+    EXPECT("memcpy_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D c_up = linear(MEMORY_HOST, in, 0, MEMORY_DEVICE, NULL, d, bytes);
+    CUDA_MEMCPY3D c_across = linear(MEMORY_DEVICE, NULL, d, MEMORY_DEVICE, NULL, d2, bytes);
+    CUDA_MEMCPY3D c_down = linear(MEMORY_DEVICE, NULL, d2, MEMORY_HOST, out, 0, bytes);
+    EXPECT("memcpy_add_up", cu.GraphAddMemcpyNode(&up, g, NULL, 0, &c_up, ctx), CUDA_SUCCESS);
+    EXPECT("memcpy_add_across", cu.GraphAddMemcpyNode(&across, g, &up, 1, &c_across, ctx),
+           CUDA_SUCCESS);
+    EXPECT("memcpy_add_down", cu.GraphAddMemcpyNode(&down, g, &across, 1, &c_down, ctx),
+           CUDA_SUCCESS);
+    EXPECT("memcpy_type", cu.GraphNodeGetType(up, &type), CUDA_SUCCESS);
+    expect_true("memcpy_is_memcpy_node", type == NODE_TYPE_MEMCPY, "the node is not a memcpy node");
+    memset(&got, 0, sizeof got);
+    EXPECT("memcpy_get", cu.GraphMemcpyNodeGetParams(up, &got), CUDA_SUCCESS);
+    expect_true("memcpy_get_params",
+                got.srcMemoryType == MEMORY_HOST && got.srcHost == in &&
+                    got.dstMemoryType == MEMORY_DEVICE && got.dstDevice == d &&
+                    got.WidthInBytes == bytes && got.Height == 1 && got.Depth == 1,
+                "the memcpy node's parameters are not the ones given");
+    CUDA_HOST_NODE_PARAMS hp = {other_run, NULL};
+    EXPECT("memcpy_add_host", cu.GraphAddHostNode(&host_node, g, NULL, 0, &hp), CUDA_SUCCESS);
+    EXPECT("memcpy_get_on_host", cu.GraphMemcpyNodeGetParams(host_node, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("memcpy_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("memcpy_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("memcpy_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    int same = 1;
+    for (int i = 0; i < WORDS; i++)
+        same &= out[i] == 1000u + i;
+    expect_true("memcpy_round_trip", same, "host to device to device to host lost the data");
+    /* The copies read the host memory at each launch. */
+    for (int i = 0; i < WORDS; i++)
+        in[i] = 7;
+    EXPECT("memcpy_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("memcpy_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("memcpy_reads_at_launch", out[0] == 7 && out[WORDS - 1] == 7,
+                "the second launch did not copy the new host data");
+    /* The executable graph's middle copy goes the other way (d2 to d), so the
+     * last copy reads d2 as set before the launch; the graph's own node takes
+     * other parameters, which the executable graph does not see. */
+    CUDA_MEMCPY3D c_back = linear(MEMORY_DEVICE, NULL, d2, MEMORY_DEVICE, NULL, d, bytes);
+    EXPECT("memcpy_exec_set", cu.GraphExecMemcpyNodeSetParams(x, across, &c_back, ctx),
+           CUDA_SUCCESS);
+    EXPECT("memcpy_exec_set_on_host", cu.GraphExecMemcpyNodeSetParams(x, host_node, &c_back, ctx),
+           CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D c_direct = linear(MEMORY_DEVICE, NULL, d, MEMORY_HOST, out, 0, bytes);
+    EXPECT("memcpy_set_node", cu.GraphMemcpyNodeSetParams(across, &c_direct), CUDA_SUCCESS);
+    EXPECT("memcpy_get_after_set", cu.GraphMemcpyNodeGetParams(across, &got), CUDA_SUCCESS);
+    expect_true("memcpy_set_params", got.dstMemoryType == MEMORY_HOST && got.dstHost == out,
+                "the memcpy node did not take the new parameters");
+    EXPECT("memcpy_set_d2", cu.MemsetD32(d2, 99, WORDS), CUDA_SUCCESS);
+    EXPECT("memcpy_launch_3", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("memcpy_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("memcpy_exec_set_ran", out[0] == 99 && out[WORDS - 1] == 99,
+                "the executable graph's middle copy did not take its new direction");
+    if (pageable) {
+        /* Pageable memory of this process: the driver copies it at each launch;
+         * vgpu's worker cannot reach it then, and refuses the node. */
+        static unsigned int plain[WORDS];
+        CUgraphNode refused;
+        CUDA_MEMCPY3D c_plain = linear(MEMORY_HOST, plain, 0, MEMORY_DEVICE, NULL, d, bytes);
+        EXPECT("memcpy_pageable_refused",
+               cu.GraphAddMemcpyNode(&refused, g, NULL, 0, &c_plain, ctx),
+               CUDA_ERROR_INVALID_VALUE);
+    }
+    EXPECT("memcpy_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("memcpy_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    EXPECT("memcpy_free_in", cu.MemFreeHost(in), CUDA_SUCCESS);
+    EXPECT("memcpy_free_out", cu.MemFreeHost(out), CUDA_SUCCESS);
+}
+
 static void clones(void)
 {
     CUgraph g, copy, other;
@@ -463,8 +610,9 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
 
 int main(int argc, char **argv)
 {
-    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
+    cu_load(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, entries, CU_COUNT(entries));
     main_pid = getpid();
+    int pageable = strcmp(argv[argc - 1], "--pageable") == 0;
     CUdevice dev;
     CUstream s;
     CUdeviceptr d, d2;
@@ -479,6 +627,7 @@ int main(int argc, char **argv)
     event_nodes(s);
     enabled_nodes(s, d);
     host_nodes(s, d);
+    memcpy_nodes(s, d, d2, pageable);
     clones();
     child_graphs(s, d, d2);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);

@@ -213,7 +213,8 @@ fn c_stream_memory_operations() {
 /// type on another with `CUDA_ERROR_INVALID_VALUE`, disabled memset nodes that do
 /// not run until enabled, nodes found in clones, child graph nodes that run a
 /// copy of their graph, host nodes whose function runs in the client's process at
-/// each launch, in order, and destroyed child graphs and executable graphs refused
+/// each launch, in order, memcpy nodes between pinned host memory and the device,
+/// and destroyed child graphs and executable graphs refused
 /// (`tests/c/graph_nodes.c`, which a GPU machine also runs natively). Straight on
 /// the simulated device it prints the same lines.
 #[test]
@@ -250,7 +251,13 @@ fn c_graph_nodes() {
         .assert_line("ok host_exec_set_ran")
         .assert_line("ok host_set_params")
         .assert_line("ok host_inner_call_returned")
-        .assert_line("162 checks, 0 failed");
+        .assert_line("ok memcpy_get_params")
+        .assert_line("ok memcpy_get_on_host")
+        .assert_line("ok memcpy_round_trip")
+        .assert_line("ok memcpy_reads_at_launch")
+        .assert_line("ok memcpy_set_params")
+        .assert_line("ok memcpy_exec_set_ran")
+        .assert_line("194 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
@@ -260,6 +267,13 @@ fn c_graph_nodes() {
         body(&native.stdout),
         "through vgpu and straight on the sim differ"
     );
+    // vgpu's one refusal the driver does not make: a memcpy node from
+    // pageable memory, which the worker cannot reach when the graph runs.
+    let mut pageable = h.command(&exe);
+    pageable.arg("--pageable");
+    h.run(pageable)
+        .assert_success()
+        .assert_line("ok memcpy_pageable_refused");
 }
 
 /// The memory-pool family through a real client and mediator: the device's

@@ -283,7 +283,9 @@ remote_table! {
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
             cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
             cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2, cuGraphAddHostNode,
-            cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams;
+            cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams,
+            cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
+            cuGraphExecMemcpyNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -567,6 +569,26 @@ remote_table! {
             exec: handle(GraphExec), id: u64, deps: u32 } + blob => { node: handle(GraphNode) };
         /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
         graph: GraphHostNodeParams = 446 { node: handle(GraphNode) } => { id: u64 };
+        /// `cuGraphAddMemcpyNode` in `graph` after `deps` nodes (`what` 0),
+        /// `cuGraphMemcpyNodeSetParams` of `node` (1) or
+        /// `cuGraphExecMemcpyNodeSetParams` of `node` in `exec` (2), of a
+        /// `CUDA_MEMCPY3D`. Each side's `kind` is its `CUmemorytype` and
+        /// `addr` its device address or, for a host side, the application's
+        /// host address, which must lie in shared pinned memory (the worker
+        /// reads and writes it when the graph runs); `array` is an array id.
+        /// The blob holds the dependencies (node ids, u64 each).
+        graph: GraphMemcpyNode = 447 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), ctx: handle(Context), deps: u32, src_kind: u8, src_addr: u64,
+            src_array: handle(Array), src_x: u64, src_y: u64, src_z: u64, src_pitch: u64,
+            src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array), dst_x: u64,
+            dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64, height: u64,
+            depth: u64 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphMemcpyNodeGetParams`: the copy's sides as for GraphMemcpyNode.
+        graph: GraphMemcpyNodeParams = 448 { node: handle(GraphNode) } => { src_kind: u8,
+            src_addr: u64, src_array: handle(Array), src_x: u64, src_y: u64, src_z: u64,
+            src_pitch: u64, src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array),
+            dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64,
+            height: u64, depth: u64 };
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

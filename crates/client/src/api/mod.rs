@@ -242,6 +242,15 @@ implement! {
     cuGraphExecHostNodeSetParams(e, node, p) => graph::host_node(graph::HostNodeCall::ExecSet,
         std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphHostNodeGetParams(node, p) => graph::host_node_params(node, p);
+    cuGraphAddMemcpyNode(ph, g, deps, n, p, ctx) => graph::memcpy_node(graph::MemcpyNodeCall::Add,
+        ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p, ctx);
+    cuGraphMemcpyNodeSetParams(node, p) => graph::memcpy_node(graph::MemcpyNodeCall::Set,
+        std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0,
+        p, std::ptr::null_mut());
+    cuGraphExecMemcpyNodeSetParams(e, node, p, ctx) => graph::memcpy_node(
+        graph::MemcpyNodeCall::ExecSet, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
+        std::ptr::null(), 0, p, ctx);
+    cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

@@ -33,7 +33,9 @@ use super::Session;
 use crate::driver::{entry, Handle, Status};
 
 mod host;
+mod memcpy;
 pub use host::{graph_host_node, graph_host_node_params};
+pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
 
 /// `cuThreadExchangeStreamCaptureMode` on the lane's thread, which stands
 /// for the client's thread.

@@ -580,6 +580,17 @@ pub enum Op {
     GraphHostNode = 445,
     /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
     GraphHostNodeParams = 446,
+    /// `cuGraphAddMemcpyNode` in `graph` after `deps` nodes (`what` 0),
+    /// `cuGraphMemcpyNodeSetParams` of `node` (1) or
+    /// `cuGraphExecMemcpyNodeSetParams` of `node` in `exec` (2), of a
+    /// `CUDA_MEMCPY3D`. Each side's `kind` is its `CUmemorytype` and
+    /// `addr` its device address or, for a host side, the application's
+    /// host address, which must lie in shared pinned memory (the worker
+    /// reads and writes it when the graph runs); `array` is an array id.
+    /// The blob holds the dependencies (node ids, u64 each).
+    GraphMemcpyNode = 447,
+    /// `cuGraphMemcpyNodeGetParams`: the copy's sides as for GraphMemcpyNode.
+    GraphMemcpyNodeParams = 448,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -909,6 +920,8 @@ impl Op {
         Op::GraphChildGraphNodeGetGraph,
         Op::GraphHostNode,
         Op::GraphHostNodeParams,
+        Op::GraphMemcpyNode,
+        Op::GraphMemcpyNodeParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1185,6 +1198,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => "GraphChildGraphNodeGetGraph",
             Op::GraphHostNode => "GraphHostNode",
             Op::GraphHostNodeParams => "GraphHostNodeParams",
+            Op::GraphMemcpyNode => "GraphMemcpyNode",
+            Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1458,6 +1473,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => false,
             Op::GraphHostNode => false,
             Op::GraphHostNodeParams => false,
+            Op::GraphMemcpyNode => false,
+            Op::GraphMemcpyNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1731,6 +1748,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => true,
             Op::GraphHostNode => true,
             Op::GraphHostNodeParams => true,
+            Op::GraphMemcpyNode => true,
+            Op::GraphMemcpyNodeParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2004,6 +2023,8 @@ impl Op {
             Op::GraphChildGraphNodeGetGraph => false,
             Op::GraphHostNode => false,
             Op::GraphHostNodeParams => false,
+            Op::GraphMemcpyNode => false,
+            Op::GraphMemcpyNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2369,6 +2390,8 @@ impl Op {
             }
             Op::GraphHostNode => core::mem::size_of::<graph_host_node::Request>(),
             Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Request>(),
+            Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Request>(),
+            Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2730,6 +2753,8 @@ impl Op {
             }
             Op::GraphHostNode => core::mem::size_of::<graph_host_node::Reply>(),
             Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Reply>(),
+            Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Reply>(),
+            Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3319,6 +3344,10 @@ impl Op {
             Op::GraphHostNodeParams => {
                 message::check::<graph_host_node_params::Request>(fixed, blob_len)
             }
+            Op::GraphMemcpyNode => message::check::<graph_memcpy_node::Request>(fixed, blob_len),
+            Op::GraphMemcpyNodeParams => {
+                message::check::<graph_memcpy_node_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3819,6 +3848,10 @@ impl Op {
             Op::GraphHostNodeParams => {
                 message::check::<graph_host_node_params::Reply>(fixed, blob_len)
             }
+            Op::GraphMemcpyNode => message::check::<graph_memcpy_node::Reply>(fixed, blob_len),
+            Op::GraphMemcpyNodeParams => {
+                message::check::<graph_memcpy_node_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4114,6 +4147,8 @@ impl TryFrom<u16> for Op {
             444 => Ok(Op::GraphChildGraphNodeGetGraph),
             445 => Ok(Op::GraphHostNode),
             446 => Ok(Op::GraphHostNodeParams),
+            447 => Ok(Op::GraphMemcpyNode),
+            448 => Ok(Op::GraphMemcpyNodeParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4389,6 +4424,8 @@ pub const SCHEMA: &str = concat!(
     "444 GraphChildGraphNodeGetGraph {hnode:handle(GraphNode)} => {ph_graph:handle(Graph)}\n",
     "445 GraphHostNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),id:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "446 GraphHostNodeParams {node:handle(GraphNode)} => {id:u64}\n",
+    "447 GraphMemcpyNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),deps:u32,src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}+blob => {node:handle(GraphNode)}\n",
+    "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -14578,6 +14615,130 @@ pub mod graph_host_node_params {
 
     impl Message for Reply {
         const OP: Op = Op::GraphHostNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemcpyNode: wire id 447.
+pub mod graph_memcpy_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub ctx: U64,
+        pub deps: U32,
+        pub src_kind: u8,
+        pub src_addr: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst_addr: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemcpyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemcpyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemcpyNodeParams: wire id 448.
+pub mod graph_memcpy_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub src_kind: u8,
+        pub src_addr: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst_addr: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemcpyNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemcpyNodeParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

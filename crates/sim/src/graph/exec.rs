@@ -217,6 +217,15 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             captured(st, stream_key, || w).map(drop)
         }
         Work::Child { work, .. } => work.into_iter().try_for_each(|w| run(st, stream_key, w)),
+        Work::Copy3D(c) => {
+            stream::usable(st, stream_key)?;
+            if captured(st, stream_key, || Work::Copy3D(c))? {
+                return Ok(());
+            }
+            // SAFETY: host sides were given by the application when the node was made,
+            // valid (as the driver requires) whenever the graph runs.
+            unsafe { crate::array::copy_3d(st, &c.0) }
+        }
         // Only `launch` meets host nodes, and runs them without the lock.
         Work::Host { f, data } => {
             stream::usable(st, stream_key)?;

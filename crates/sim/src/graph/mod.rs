@@ -62,6 +62,15 @@ impl CopyEnd {
     }
 }
 
+/// A memcpy node's parameters. Host sides are the application's addresses, read or
+/// written when the graph runs (as the driver does).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Copy3D(pub crate::cu::CUDA_MEMCPY3D);
+
+// SAFETY: the host pointers inside are addresses the application gave, only dereferenced
+// by a launch, on the launching thread, under the device's lock, as the driver would.
+unsafe impl Send for Copy3D {}
+
 /// The work of one node.
 #[derive(Clone, Debug)]
 pub(crate) enum Work {
@@ -108,6 +117,8 @@ pub(crate) enum Work {
     },
     /// Stream memory operations (a captured `cuStreamWriteValue32`, …), in order.
     MemOps(Vec<crate::memop::MemOp>),
+    /// A memcpy node's copy (`cuGraphAddMemcpyNode`).
+    Copy3D(Copy3D),
     /// A host node: `f(data)` runs on the launching thread, without the device's lock.
     Host {
         f: unsafe extern "C" fn(*mut std::ffi::c_void),
@@ -128,6 +139,7 @@ impl Work {
             Work::Child { .. } => 4,
             Work::MemOps(_) => 12,
             Work::Host { .. } => 3,
+            Work::Copy3D(_) => 1,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! copy in a clone. A node of another type than the call's gives
 //! `CUDA_ERROR_INVALID_VALUE`, as the driver does.
 
-use super::{add_node_after, clone, exec, invalid, Node, Work};
+use super::{add_node_after, clone, exec, invalid, Copy3D, CopyEnd, Node, Work};
+use crate::cu::{CUmemorytype, CUDA_MEMCPY3D};
 use crate::error::Res;
 use crate::state::State;
 
@@ -92,8 +93,8 @@ pub(crate) fn exec_set_event(
 fn can_disable(st: &State, exec_key: usize, key: usize) -> Res<()> {
     let i = exec_index(st, exec_key, key)?;
     match exec(st, exec_key)?.work.get(i) {
-        Some(Work::Kernel { .. } | Work::Copy { .. } | Work::Memset { .. })
-        | Some(Work::Memset2D { .. }) => Ok(()),
+        Some(Work::Kernel { .. } | Work::Copy { .. } | Work::Copy3D(_))
+        | Some(Work::Memset { .. } | Work::Memset2D { .. }) => Ok(()),
         _ => invalid(format!(
             "node {key:#x} is not a kernel, memcpy or memset node"
         )),
@@ -206,5 +207,58 @@ pub(crate) fn exec_set_host(
             Ok(())
         }
         _ => invalid(format!("node {key:#x} is not a host node")),
+    }
+}
+
+/// `cuGraphMemcpyNodeGetParams`: a memcpy node's copy (a captured one-dimensional copy
+/// as its three-dimensional form).
+pub(crate) fn copy_of(st: &State, key: usize) -> Res<CUDA_MEMCPY3D> {
+    match &node(st, key)?.work {
+        Work::Copy3D(c) => Ok(c.0),
+        Work::Copy { dst, src, len } => {
+            // SAFETY: all-zero bytes are a valid `CUDA_MEMCPY3D` (integers and NULLs).
+            let mut c: CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            (c.WidthInBytes, c.Height, c.Depth) = (*len, 1, 1);
+            match *src {
+                CopyEnd::Device(d) => (c.srcMemoryType, c.srcDevice) = (MEMORY_DEVICE, d),
+                CopyEnd::Host(a) => (c.srcMemoryType, c.srcHost) = (MEMORY_HOST, a as *const _),
+            }
+            match *dst {
+                CopyEnd::Device(d) => (c.dstMemoryType, c.dstDevice) = (MEMORY_DEVICE, d),
+                CopyEnd::Host(a) => (c.dstMemoryType, c.dstHost) = (MEMORY_HOST, a as *mut _),
+            }
+            Ok(c)
+        }
+        _ => invalid(format!("node {key:#x} is not a memcpy node")),
+    }
+}
+
+const MEMORY_HOST: CUmemorytype = CUmemorytype(1);
+const MEMORY_DEVICE: CUmemorytype = CUmemorytype(2);
+
+/// `cuGraphMemcpyNodeSetParams`.
+pub(crate) fn set_copy(st: &mut State, key: usize, c: CUDA_MEMCPY3D) -> Res<()> {
+    copy_of(st, key)?;
+    if let Some(n) = st.ext.graphs.nodes.get_mut(&key) {
+        n.work = Work::Copy3D(Copy3D(c));
+    }
+    Ok(())
+}
+
+/// `cuGraphExecMemcpyNodeSetParams`: the executable graph's copy of the node changes.
+pub(crate) fn exec_set_copy(
+    st: &mut State,
+    exec_key: usize,
+    key: usize,
+    c: CUDA_MEMCPY3D,
+) -> Res<()> {
+    let i = exec_index(st, exec_key, key)?;
+    let e = st.ext.graphs.execs.get_mut(&exec_key);
+    match e.and_then(|e| e.work.get_mut(i)) {
+        Some(w @ (Work::Copy3D(_) | Work::Copy { .. })) => {
+            *w = Work::Copy3D(Copy3D(c));
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a memcpy node")),
     }
 }

@@ -36,9 +36,11 @@ use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
 mod host;
+mod memcpy;
 mod nodes;
 
 pub use host::{host_node, host_node_params, HostNodeCall};
+pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{
     debug_dot_print, exec_update, kernel_node, kernel_node_params, memset_node, query,
 };

@@ -17,11 +17,13 @@ use crate::state;
 
 mod capture;
 mod host;
+mod memcpy;
 mod nodes;
 mod params;
 
 pub use capture::*;
 pub use host::*;
+pub use memcpy::*;
 pub use nodes::*;
 pub(crate) use params::*;
 
