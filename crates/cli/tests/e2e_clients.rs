@@ -456,6 +456,7 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok kernel_replay_data")
         .assert_line("ok kernel_node_data")
         .assert_line("ok kernel_node_set_data")
+        .assert_line("ok kernel_exec_set_data")
         .assert_line("ok kernel_node_params_back");
     // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.

@@ -285,7 +285,8 @@ remote_table! {
             cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2, cuGraphAddHostNode,
             cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams,
             cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
-            cuGraphExecMemcpyNodeSetParams;
+            cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
+            cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -537,10 +538,12 @@ remote_table! {
         /// application's path.
         graph: GraphDebugDotPrint = 413 { graph: handle(Graph), flags: u32 } => {} + blob;
         /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
-        /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+        /// `set` `cuGraphKernelNodeSetParams_v2` of `node` (with an `exec`,
+        /// `cuGraphExecKernelNodeSetParams_v2` of its copy there): the blob holds the
         /// dependencies (node ids, u64 each), then the packed parameter
         /// buffer, laid out as the function's (or kernel's) parameters.
-        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), function: handle(Function),
+        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), exec: handle(GraphExec),
+            function: handle(Function),
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32, deps: u32, set: bool } + blob
             => { node: handle(GraphNode) };

@@ -405,7 +405,7 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     }
     let (dep_ids, packed) = req.blob.split_at(deps_len);
     let (deps, _) = dependencies(s, dep_ids, r.deps.get(), false)?;
-    let (graph, node, func, kern, ctx, layout) = {
+    let (graph, node, exec, func, kern, ctx, layout) = {
         let t = s.tables();
         let target = if r.function.get() != 0 {
             r.function.get()
@@ -415,6 +415,7 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
         (
             t.handle(HandleKind::Graph, r.graph.get())?,
             t.handle(HandleKind::GraphNode, r.node.get())?,
+            t.handle(HandleKind::GraphExec, r.exec.get())?,
             t.handle(HandleKind::Function, r.function.get())?,
             t.handle(HandleKind::Kernel, r.kernel.get())?,
             t.handle(HandleKind::Context, r.ctx.get())?,
@@ -441,7 +442,10 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
             // SAFETY: the parameters point at live locals and the packed
             // arguments; every handle is this session's own.
             Ok(unsafe {
-                if r.set != 0 {
+                if r.set != 0 && exec != 0 {
+                    let f = entry(s.driver.cuGraphExecKernelNodeSetParams_v2)?;
+                    f(as_ptr(exec), as_ptr(node), &p)
+                } else if r.set != 0 {
                     entry(s.driver.cuGraphKernelNodeSetParams_v2)?(as_ptr(node), &p)
                 } else {
                     entry(s.driver.cuGraphAddKernelNode_v2)?(

@@ -502,7 +502,8 @@ pub enum Op {
     /// application's path.
     GraphDebugDotPrint = 413,
     /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
-    /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+    /// `set` `cuGraphKernelNodeSetParams_v2` of `node` (with an `exec`,
+    /// `cuGraphExecKernelNodeSetParams_v2` of its copy there): the blob holds the
     /// dependencies (node ids, u64 each), then the packed parameter
     /// buffer, laid out as the function's (or kernel's) parameters.
     GraphKernelNode = 414,
@@ -4391,7 +4392,7 @@ pub const SCHEMA: &str = concat!(
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
-    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
+    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
     "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "417 GraphKernelNodeParams {node:handle(GraphNode)} => {function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32}+blob\n",
@@ -13216,6 +13217,7 @@ pub mod graph_kernel_node {
     pub struct Request {
         pub graph: U64,
         pub node: U64,
+        pub exec: U64,
         pub function: U64,
         pub kernel: U64,
         pub ctx: U64,

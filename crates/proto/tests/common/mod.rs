@@ -425,6 +425,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(graph_kernel_node::Request {
                 graph: u(5),
                 node: u(0),
+                exec: u(0),
                 function: u(4),
                 kernel: u(0),
                 ctx: u(0),

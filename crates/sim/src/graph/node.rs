@@ -262,3 +262,17 @@ pub(crate) fn exec_set_copy(
         _ => invalid(format!("node {key:#x} is not a memcpy node")),
     }
 }
+
+/// `cuGraphExecKernelNodeSetParams`: the executable graph's copy of a kernel node takes
+/// `work` (a kernel's).
+pub(crate) fn exec_set_kernel(st: &mut State, exec_key: usize, key: usize, work: Work) -> Res<()> {
+    let i = exec_index(st, exec_key, key)?;
+    let e = st.ext.graphs.execs.get_mut(&exec_key);
+    match e.and_then(|e| e.work.get_mut(i)) {
+        Some(w @ Work::Kernel { .. }) => {
+            *w = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a kernel node")),
+    }
+}

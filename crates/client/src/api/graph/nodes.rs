@@ -94,6 +94,7 @@ pub unsafe fn debug_dot_print(graph: CUgraph, path: *const c_char, flags: c_uint
 pub unsafe fn kernel_node(
     ph: *mut CUgraphNode,
     graph: CUgraph,
+    exec: CUgraphExec,
     node: CUgraphNode,
     deps: *const CUgraphNode,
     n: usize,
@@ -135,6 +136,7 @@ pub unsafe fn kernel_node(
     let r = graph_kernel_node::Request {
         graph: U64::new(graph as usize as u64),
         node: U64::new(node as usize as u64),
+        exec: U64::new(exec as usize as u64),
         function: U64::new(p.func as usize as u64),
         kernel: U64::new(p.kern as usize as u64),
         ctx: U64::new(p.ctx as usize as u64),

@@ -25,7 +25,7 @@ pub use capture::*;
 pub use host::*;
 pub use memcpy::*;
 pub use nodes::*;
-pub(crate) use params::*;
+pub use params::*;
 
 /// `cuThreadExchangeStreamCaptureMode`.
 ///

@@ -281,7 +281,7 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
 ///
 /// # Safety
 /// `p` must be valid kernel node parameters as the CUDA API defines them.
-unsafe fn kernel_work(
+pub(super) unsafe fn kernel_work(
     st: &mut crate::state::State,
     p: &CUDA_KERNEL_NODE_PARAMS,
 ) -> Res<graph::Work> {

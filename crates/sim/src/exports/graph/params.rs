@@ -3,10 +3,10 @@
 
 use std::ffi::c_uint;
 
-use super::nodes::node_keys;
-use crate::cu::{CUevent, CUgraph, CUgraphExec, CUgraphNode};
-use crate::error::Res;
-use crate::ffi::{handle, key, Out};
+use super::nodes::{kernel_work, node_keys};
+use crate::cu::{CUevent, CUgraph, CUgraphExec, CUgraphNode, CUresult, CUDA_KERNEL_NODE_PARAMS};
+use crate::error::{err, Res};
+use crate::ffi::{handle, key, run, Out};
 use crate::graph;
 use crate::state;
 
@@ -105,4 +105,26 @@ pub(crate) unsafe fn graph_add_child_graph_node(
 pub(crate) fn graph_child_graph_node_get_graph(n: CUgraphNode, out: Out<CUgraph>) -> Res<()> {
     out.write(handle(graph::child_graph(&state::sim()?.lock(), key(n))?));
     Ok(())
+}
+
+/// `cuGraphExecKernelNodeSetParams_v2`: the executable graph's copy of a kernel node
+/// takes new parameters.
+///
+/// # Safety
+/// `p` must be NULL or valid kernel node parameters.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    p: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CUresult {
+    run("cuGraphExecKernelNodeSetParams_v2", || {
+        if p.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "nodeParams is NULL");
+        }
+        let mut st = state::sim()?.lock();
+        // SAFETY: checked non-NULL; valid by the contract.
+        let work = unsafe { kernel_work(&mut st, &*p) }?;
+        graph::exec_set_kernel(&mut st, key(e), key(node), work)
+    })
 }
