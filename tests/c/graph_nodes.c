@@ -20,6 +20,9 @@
  *   completes after it); its parameters read back and replaced in the graph
  *   and in an executable graph; a CUDA call from inside one returns (success
  *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs.
+ * - memset nodes' parameters read back and replaced, in the graph and in an
+ *   executable graph; a memset getter or setter on an empty node gives
+ *   CUDA_ERROR_INVALID_VALUE;
  * - memcpy nodes: host (pinned) to device to device to host, the host memory
  *   read at each launch; parameters read back and replaced in the graph and
  *   in an executable graph; a memcpy getter on a host node gives
@@ -114,6 +117,10 @@ static struct {
     CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
     CUresult (*GraphAddMemsetNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
+    CUresult (*GraphMemsetNodeGetParams)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *);
+    CUresult (*GraphMemsetNodeSetParams)(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *);
+    CUresult (*GraphExecMemsetNodeSetParams)(CUgraphExec, CUgraphNode,
+                                             const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
     CUresult (*GraphAddEventRecordNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                         CUevent);
     CUresult (*GraphAddEventWaitNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
@@ -172,6 +179,9 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
     ENTRY(GraphAddEmptyNode, "cuGraphAddEmptyNode"),
     ENTRY(GraphAddMemsetNode, "cuGraphAddMemsetNode"),
+    ENTRY(GraphMemsetNodeGetParams, "cuGraphMemsetNodeGetParams"),
+    ENTRY(GraphMemsetNodeSetParams, "cuGraphMemsetNodeSetParams"),
+    ENTRY(GraphExecMemsetNodeSetParams, "cuGraphExecMemsetNodeSetParams"),
     ENTRY(GraphAddEventRecordNode, "cuGraphAddEventRecordNode"),
     ENTRY(GraphAddEventWaitNode, "cuGraphAddEventWaitNode"),
     ENTRY(GraphEventRecordNodeGetEvent, "cuGraphEventRecordNodeGetEvent"),
@@ -303,7 +313,37 @@ static void enabled_nodes(CUstream s, CUdeviceptr d)
     EXPECT("enabled_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
     EXPECT("enabled_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
     expect_true("enabled_ran", holds(d, 3), "a re-enabled memset node did not run");
+    /* The memset node's parameters, read back and replaced. */
+    CUDA_MEMSET_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    EXPECT("memset_get", cu.GraphMemsetNodeGetParams(set, &got), CUDA_SUCCESS);
+    expect_true("memset_get_params",
+                got.dst == d && got.value == 3 && got.elementSize == 4 && got.width == WORDS &&
+                    got.height == 1,
+                "the memset node's parameters are not the ones given");
+    CUDA_MEMSET_NODE_PARAMS five = {d, 0, 5, 4, WORDS, 1}, six = {d, 0, 6, 4, WORDS, 1};
+    EXPECT("memset_exec_set", cu.GraphExecMemsetNodeSetParams(x, set, &five, ctx), CUDA_SUCCESS);
+    EXPECT("memset_exec_set_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("memset_exec_set_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("memset_exec_set_ran", holds(d, 5), "the executable graph's memset did not change");
+    EXPECT("memset_get_after_exec_set", cu.GraphMemsetNodeGetParams(set, &got), CUDA_SUCCESS);
+    expect_true("memset_graph_kept_params", got.value == 3,
+                "setting the executable graph's node changed the graph's");
+    EXPECT("memset_set", cu.GraphMemsetNodeSetParams(set, &six), CUDA_SUCCESS);
+    EXPECT("memset_get_after_set", cu.GraphMemsetNodeGetParams(set, &got), CUDA_SUCCESS);
+    expect_true("memset_set_params", got.value == 6, "the memset node did not take its new value");
     EXPECT("enable_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("memset_instantiate_2", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("memset_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("memset_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("memset_set_ran", holds(d, 6), "a graph instantiated after the set did not use it");
+    CUgraphNode empty;
+    EXPECT("memset_add_empty", cu.GraphAddEmptyNode(&empty, g, NULL, 0), CUDA_SUCCESS);
+    EXPECT("memset_get_on_empty", cu.GraphMemsetNodeGetParams(empty, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("memset_set_on_empty", cu.GraphMemsetNodeSetParams(empty, &six),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("memset_exec_destroy_2", cu.GraphExecDestroy(x), CUDA_SUCCESS);
     EXPECT("enable_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 

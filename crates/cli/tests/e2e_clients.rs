@@ -257,7 +257,12 @@ fn c_graph_nodes() {
         .assert_line("ok memcpy_reads_at_launch")
         .assert_line("ok memcpy_set_params")
         .assert_line("ok memcpy_exec_set_ran")
-        .assert_line("194 checks, 0 failed");
+        .assert_line("ok memset_get_params")
+        .assert_line("ok memset_exec_set_ran")
+        .assert_line("ok memset_graph_kept_params")
+        .assert_line("ok memset_set_ran")
+        .assert_line("ok memset_get_on_empty")
+        .assert_line("213 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

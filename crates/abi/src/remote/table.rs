@@ -286,7 +286,8 @@ remote_table! {
             cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams,
             cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
             cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
-            cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams;
+            cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
+            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -552,11 +553,17 @@ remote_table! {
         /// in `result` and its nodes.
         graph: GraphExecUpdate = 415 { exec: handle(GraphExec), graph: handle(Graph) }
             => { status: u32, result: u32, error_node: handle(GraphNode), error_from_node: handle(GraphNode) };
-        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
-        /// u64 each); the worker checks the memset's range against the
-        /// session's allocations, as for a memset.
-        graph: GraphMemsetNode = 416 { graph: handle(Graph), ctx: handle(Context), dst: devptr, pitch: u64,
-            value: u32, element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (`what` 0; the
+        /// blob, ids u64 each), `cuGraphMemsetNodeSetParams` of `node` (1) or
+        /// `cuGraphExecMemsetNodeSetParams` of `node` in `exec` (2); the
+        /// worker checks the memset's range against the session's
+        /// allocations, as for a memset.
+        graph: GraphMemsetNode = 416 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), ctx: handle(Context), dst: devptr, pitch: u64, value: u32,
+            element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphMemsetNodeGetParams`.
+        graph: GraphMemsetNodeParams = 449 { node: handle(GraphNode) } => { dst: devptr, pitch: u64,
+            value: u32, element: u32, width: u64, height: u64 };
         /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
         /// packed by the function's parameter layout as the reply's blob.
         graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),

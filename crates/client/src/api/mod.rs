@@ -245,7 +245,14 @@ implement! {
     cuGraphKernelNodeGetParams(node, p) => graph::kernel_node_params_v1(node, p);
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
-    cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(ph, g, deps, n, p, ctx);
+    cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
+        std::ptr::null_mut(), deps, n, p, ctx);
+    cuGraphMemsetNodeSetParams(node, p) => graph::memset_node(1, std::ptr::null_mut(),
+        std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p,
+        std::ptr::null_mut());
+    cuGraphExecMemsetNodeSetParams(e, node, p, ctx) => graph::memset_node(2, std::ptr::null_mut(),
+        std::ptr::null_mut(), e, node, std::ptr::null(), 0, p, ctx);
+    cuGraphMemsetNodeGetParams(node, p) => graph::memset_node_params(node, p);
     cuGraphAddHostNode(ph, g, deps, n, p) => graph::host_node(
         graph::HostNodeCall::Add, ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
     cuGraphHostNodeSetParams(node, p) => graph::host_node(graph::HostNodeCall::Set,

@@ -511,9 +511,11 @@ pub enum Op {
     /// operation itself succeeds), because a failed update still says why
     /// in `result` and its nodes.
     GraphExecUpdate = 415,
-    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
-    /// u64 each); the worker checks the memset's range against the
-    /// session's allocations, as for a memset.
+    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (`what` 0; the
+    /// blob, ids u64 each), `cuGraphMemsetNodeSetParams` of `node` (1) or
+    /// `cuGraphExecMemsetNodeSetParams` of `node` in `exec` (2); the
+    /// worker checks the memset's range against the session's
+    /// allocations, as for a memset.
     GraphMemsetNode = 416,
     /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
     /// packed by the function's parameter layout as the reply's blob.
@@ -592,6 +594,8 @@ pub enum Op {
     GraphMemcpyNode = 447,
     /// `cuGraphMemcpyNodeGetParams`: the copy's sides as for GraphMemcpyNode.
     GraphMemcpyNodeParams = 448,
+    /// `cuGraphMemsetNodeGetParams`.
+    GraphMemsetNodeParams = 449,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -923,6 +927,7 @@ impl Op {
         Op::GraphHostNodeParams,
         Op::GraphMemcpyNode,
         Op::GraphMemcpyNodeParams,
+        Op::GraphMemsetNodeParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1201,6 +1206,7 @@ impl Op {
             Op::GraphHostNodeParams => "GraphHostNodeParams",
             Op::GraphMemcpyNode => "GraphMemcpyNode",
             Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
+            Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1476,6 +1482,7 @@ impl Op {
             Op::GraphHostNodeParams => false,
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
+            Op::GraphMemsetNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1751,6 +1758,7 @@ impl Op {
             Op::GraphHostNodeParams => true,
             Op::GraphMemcpyNode => true,
             Op::GraphMemcpyNodeParams => true,
+            Op::GraphMemsetNodeParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2026,6 +2034,7 @@ impl Op {
             Op::GraphHostNodeParams => false,
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
+            Op::GraphMemsetNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2393,6 +2402,7 @@ impl Op {
             Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Request>(),
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Request>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Request>(),
+            Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2756,6 +2766,7 @@ impl Op {
             Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Reply>(),
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Reply>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Reply>(),
+            Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3349,6 +3360,9 @@ impl Op {
             Op::GraphMemcpyNodeParams => {
                 message::check::<graph_memcpy_node_params::Request>(fixed, blob_len)
             }
+            Op::GraphMemsetNodeParams => {
+                message::check::<graph_memset_node_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3853,6 +3867,9 @@ impl Op {
             Op::GraphMemcpyNodeParams => {
                 message::check::<graph_memcpy_node_params::Reply>(fixed, blob_len)
             }
+            Op::GraphMemsetNodeParams => {
+                message::check::<graph_memset_node_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4150,6 +4167,7 @@ impl TryFrom<u16> for Op {
             446 => Ok(Op::GraphHostNodeParams),
             447 => Ok(Op::GraphMemcpyNode),
             448 => Ok(Op::GraphMemcpyNodeParams),
+            449 => Ok(Op::GraphMemsetNodeParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4394,7 +4412,7 @@ pub const SCHEMA: &str = concat!(
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
-    "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "416 GraphMemsetNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "417 GraphKernelNodeParams {node:handle(GraphNode)} => {function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32}+blob\n",
     "418 StreamWriteValue32 {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
     "419 StreamWriteValue32_ptsz {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
@@ -4427,6 +4445,7 @@ pub const SCHEMA: &str = concat!(
     "446 GraphHostNodeParams {node:handle(GraphNode)} => {id:u64}\n",
     "447 GraphMemcpyNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),deps:u32,src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}+blob => {node:handle(GraphNode)}\n",
     "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
+    "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -13316,7 +13335,10 @@ pub mod graph_memset_node {
     )]
     #[repr(C)]
     pub struct Request {
+        pub what: u8,
         pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
         pub ctx: U64,
         pub dst: U64,
         pub pitch: U64,
@@ -14741,6 +14763,52 @@ pub mod graph_memcpy_node_params {
 
     impl Message for Reply {
         const OP: Op = Op::GraphMemcpyNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemsetNodeParams: wire id 449.
+pub mod graph_memset_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dst: U64,
+        pub pitch: U64,
+        pub value: U32,
+        pub element: U32,
+        pub width: U64,
+        pub height: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemsetNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemsetNodeParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -444,7 +444,10 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         // 4 rows of 16 4-byte elements at a 256-byte pitch, after no node.
         Op::GraphMemsetNode => (
             b(graph_memset_node::Request {
+                what: 0,
                 graph: u(5),
+                node: u(0),
+                exec: u(0),
                 ctx: u(2),
                 dst: u(DPTR),
                 pitch: u(256),
@@ -469,6 +472,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             9u64.to_le_bytes().to_vec(),
         ),
+        Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).
         Op::GraphMemcpyNode => (

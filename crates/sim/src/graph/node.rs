@@ -4,7 +4,7 @@
 //! `CUDA_ERROR_INVALID_VALUE`, as the driver does.
 
 use super::{add_node_after, clone, exec, invalid, Copy3D, CopyEnd, Node, Work};
-use crate::cu::{CUmemorytype, CUDA_MEMCPY3D};
+use crate::cu::{CUmemorytype, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS};
 use crate::error::Res;
 use crate::state::State;
 
@@ -274,5 +274,71 @@ pub(crate) fn exec_set_kernel(st: &mut State, exec_key: usize, key: usize, work:
             Ok(())
         }
         _ => invalid(format!("node {key:#x} is not a kernel node")),
+    }
+}
+
+/// `cuGraphMemsetNodeGetParams`: a memset node's parameters (a captured memset as one
+/// row).
+pub(crate) fn memset_of(st: &State, key: usize) -> Res<CUDA_MEMSET_NODE_PARAMS> {
+    let value = |pattern: &[u8]| {
+        let mut v = [0u8; 4];
+        v[..pattern.len().min(4)].copy_from_slice(&pattern[..pattern.len().min(4)]);
+        u32::from_ne_bytes(v)
+    };
+    let element = |pattern: &[u8]| u32::try_from(pattern.len()).unwrap_or(0);
+    match &node(st, key)?.work {
+        Work::Memset2D {
+            dst,
+            pitch,
+            pattern,
+            width,
+            height,
+        } => Ok(CUDA_MEMSET_NODE_PARAMS {
+            dst: *dst,
+            pitch: *pitch,
+            value: value(pattern),
+            elementSize: element(pattern),
+            width: *width,
+            height: *height,
+        }),
+        Work::Memset {
+            dst,
+            pattern,
+            count,
+        } => Ok(CUDA_MEMSET_NODE_PARAMS {
+            dst: *dst,
+            pitch: 0,
+            value: value(pattern),
+            elementSize: element(pattern),
+            width: *count,
+            height: 1,
+        }),
+        _ => invalid(format!("node {key:#x} is not a memset node")),
+    }
+}
+
+/// `cuGraphMemsetNodeSetParams` (no `exec_key`) or `cuGraphExecMemsetNodeSetParams`:
+/// the memset node (or the executable graph's copy of it) takes `work`.
+pub(crate) fn set_memset(
+    st: &mut State,
+    exec_key: Option<usize>,
+    key: usize,
+    work: Work,
+) -> Res<()> {
+    let is_memset = |w: &Work| matches!(w, Work::Memset { .. } | Work::Memset2D { .. });
+    let slot = match exec_key {
+        None => st.ext.graphs.nodes.get_mut(&key).map(|n| &mut n.work),
+        Some(e) => {
+            let i = exec_index(st, e, key)?;
+            let e = st.ext.graphs.execs.get_mut(&e);
+            e.and_then(|e| e.work.get_mut(i))
+        }
+    };
+    match slot {
+        Some(w) if is_memset(w) => {
+            *w = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a memset node")),
     }
 }

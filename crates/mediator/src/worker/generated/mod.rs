@@ -282,6 +282,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphHostNodeParams => super::graph::graph_host_node_params(lane, s, req),
         Op::GraphMemcpyNode => super::graph::graph_memcpy_node(lane, s, req),
         Op::GraphMemcpyNodeParams => super::graph::graph_memcpy_node_params(lane, s, req),
+        Op::GraphMemsetNodeParams => super::graph::graph_memset_node_params(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),

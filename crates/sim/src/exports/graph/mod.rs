@@ -18,12 +18,14 @@ use crate::state;
 mod capture;
 mod host;
 mod memcpy;
+mod memset;
 mod nodes;
 mod params;
 
 pub use capture::*;
 pub use host::*;
 pub use memcpy::*;
+pub use memset::*;
 pub use nodes::*;
 pub use params::*;
 
