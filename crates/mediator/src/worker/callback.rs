@@ -53,7 +53,9 @@ pub struct Callbacks {
     fd: AtomicI32,
     /// The channel failed or the session ended: callbacks no longer run.
     dead: AtomicBool,
-    /// The tickets of host nodes' trampolines, kept until the session ends.
+    /// The tickets of host nodes' trampolines, kept until the session ends;
+    /// boxed, so each keeps the address the driver holds as the list grows.
+    #[allow(clippy::vec_box)]
     nodes: Mutex<Vec<Box<NodeTicket>>>,
 }
 

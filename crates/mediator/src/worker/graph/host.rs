@@ -22,11 +22,10 @@ pub fn graph_host_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
     let (deps, _) = dependencies(s, &req.blob, r.deps.get(), false)?;
     let p = callback::node_params(s, r.id.get());
     let mut node: CUgraphNode = std::ptr::null_mut();
-    // SAFETY (each arm): the out-pointer and parameters are live locals; the
-    // handles are this session's own.
     match r.what {
         0 => {
             let graph = s.tables().handle(HandleKind::Graph, r.graph.get())?;
+            // SAFETY: live locals (the trampoline, a kept ticket); handles of this session.
             ok(unsafe {
                 entry(s.driver.cuGraphAddHostNode)?(
                     &mut node,
@@ -39,6 +38,7 @@ pub fn graph_host_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
         }
         1 => {
             let n = s.tables().handle(HandleKind::GraphNode, r.node.get())?;
+            // SAFETY: live locals (the trampoline, a kept ticket); handles of this session.
             ok(unsafe { entry(s.driver.cuGraphHostNodeSetParams)?(as_ptr(n), &p) })?;
         }
         2 => {
@@ -47,6 +47,7 @@ pub fn graph_host_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
                 let e = t.handle(HandleKind::GraphExec, r.exec.get())?;
                 (e, t.handle(HandleKind::GraphNode, r.node.get())?)
             };
+            // SAFETY: live locals (the trampoline, a kept ticket); handles of this session.
             ok(unsafe { entry(s.driver.cuGraphExecHostNodeSetParams)?(as_ptr(e), as_ptr(n), &p) })?;
         }
         _ => return Err(INVALID_VALUE),

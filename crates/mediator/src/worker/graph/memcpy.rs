@@ -129,15 +129,13 @@ pub fn graph_memcpy_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     let c = params(s, r)?;
     let handle = |kind, id: &U64| s.tables().handle(kind, id.get());
     let mut node: CUgraphNode = std::ptr::null_mut();
-    // SAFETY (each arm): the out-pointer and parameters are live locals, the
-    // host sides shared pinned memory (checked); the handles are this
-    // session's own.
     match r.what {
         0 => {
             let (g, ctx) = (
                 handle(HandleKind::Graph, &r.graph)?,
                 handle(HandleKind::Context, &r.ctx)?,
             );
+            // SAFETY: live locals, host sides in shared pinned memory (checked); handles of this session.
             ok(unsafe {
                 entry(s.driver.cuGraphAddMemcpyNode)?(
                     &mut node,
@@ -151,12 +149,14 @@ pub fn graph_memcpy_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
         }
         1 => {
             let n = handle(HandleKind::GraphNode, &r.node)?;
+            // SAFETY: live locals, host sides in shared pinned memory (checked); handles of this session.
             ok(unsafe { entry(s.driver.cuGraphMemcpyNodeSetParams)?(as_ptr(n), &c) })?;
         }
         2 => {
             let e = handle(HandleKind::GraphExec, &r.exec)?;
             let n = handle(HandleKind::GraphNode, &r.node)?;
             let ctx = handle(HandleKind::Context, &r.ctx)?;
+            // SAFETY: live locals, host sides in shared pinned memory (checked); handles of this session.
             ok(unsafe {
                 entry(s.driver.cuGraphExecMemcpyNodeSetParams)?(
                     as_ptr(e),

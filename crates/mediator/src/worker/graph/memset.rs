@@ -38,12 +38,11 @@ pub fn graph_memset_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     };
     let handle = |kind, id: &U64| s.tables().handle(kind, id.get());
     let mut node: CUgraphNode = ptr::null_mut();
-    // SAFETY (each arm): the out-pointer and parameters are live locals; the
-    // handles are this session's own.
     match r.what {
         0 => {
             let g = handle(HandleKind::Graph, &r.graph)?;
             let ctx = handle(HandleKind::Context, &r.ctx)?;
+            // SAFETY: live locals, the rows checked; handles of this session.
             ok(unsafe {
                 entry(s.driver.cuGraphAddMemsetNode)?(
                     &mut node,
@@ -57,6 +56,7 @@ pub fn graph_memset_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
         }
         1 => {
             let n = handle(HandleKind::GraphNode, &r.node)?;
+            // SAFETY: live locals, the rows checked; handles of this session.
             ok(unsafe { entry(s.driver.cuGraphMemsetNodeSetParams)?(as_ptr(n), &p) })?;
         }
         2 => {
@@ -64,6 +64,7 @@ pub fn graph_memset_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
             let n = handle(HandleKind::GraphNode, &r.node)?;
             let ctx = handle(HandleKind::Context, &r.ctx)?;
             let f = entry(s.driver.cuGraphExecMemsetNodeSetParams)?;
+            // SAFETY: live locals, the rows checked; handles of this session.
             ok(unsafe { f(as_ptr(e), as_ptr(n), &p, as_ptr(ctx)) })?;
         }
         _ => return Err(INVALID_VALUE),
