@@ -134,6 +134,8 @@ static struct {
                                    const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+                                             const CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*GraphGetRootNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphGetEdges)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetDependencies)(CUgraphNode, CUgraphNode *, size_t *);
@@ -197,6 +199,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphExecUpdate, "cuGraphExecUpdate_v2"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams_v2"),
+    ENTRY(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2"),
     ENTRY(GraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2"),
     ENTRY(GraphGetRootNodes, "cuGraphGetRootNodes"),
     ENTRY(GraphGetEdges, "cuGraphGetEdges"),
@@ -580,6 +583,19 @@ static void kernel_graph(void)
         v = 12;
         EXPECT("kernel_node_set_params", cu.GraphKernelNodeSetParams(kn, &kp), CUDA_SUCCESS);
     }
+    /* An executable graph's copy of the node takes new parameters; the
+     * graph's node keeps its own (12, checked below). */
+    exec = NULL;
+    EXPECT("kernel_exec_set_instantiate", cu.GraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+    v = 13;
+    EXPECT("kernel_exec_set_params", cu.GraphExecKernelNodeSetParams(exec, kn, &kp), CUDA_SUCCESS);
+    v = 12;
+    EXPECT("kernel_exec_set_reset", cu.MemsetD32(b, 0, WORDS), CUDA_SUCCESS);
+    EXPECT("kernel_exec_set_launch", cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+    EXPECT("kernel_exec_set_sync", cu.StreamSynchronize(stream), CUDA_SUCCESS);
+    expect_true("kernel_exec_set_data", holds(b, 0, WORDS, 13),
+                "b does not hold the executable graph's new value");
+    EXPECT("kernel_exec_set_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
     CUDA_KERNEL_NODE_PARAMS got;
     memset(&got, 0, sizeof got);
     if (EXPECT("kernel_node_get_params", cu.GraphKernelNodeGetParams(kn, &got), CUDA_SUCCESS))

@@ -169,6 +169,118 @@ fn c_host_callbacks() {
         .assert_line("50 checks, 0 failed");
 }
 
+/// Stream memory operations through vgpu: each form of `cuStreamWriteValue32/64`
+/// stores its value in stream order, `cuStreamWaitValue32/64` with a met condition
+/// lets later work run, one stream waits for another's flag, a captured write runs
+/// at each launch, bad flags get `CUDA_ERROR_INVALID_VALUE` and addresses outside
+/// the session's allocations are refused (`tests/c/stream_memops.c`, which a GPU
+/// machine also runs natively). Straight on the simulated device it prints the
+/// same lines.
+#[test]
+fn c_stream_memory_operations() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "stream_memops");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok write32_value")
+        .assert_line("ok write64_value")
+        .assert_line("ok write32_width")
+        .assert_line("ok ptsz_values")
+        .assert_line("ok work_after_waits_ran")
+        .assert_line("ok consumer_saw_producer")
+        .assert_line("ok captured_batch_mem_op")
+        .assert_line("ok capture_did_not_run")
+        .assert_line("ok launch_wrote")
+        .assert_line("ok write_bad_flags")
+        .assert_line("ok wait_bad_flags")
+        .assert_line("ok write_past_allocation")
+        .assert_line("ok wait_unallocated")
+        .assert_line("80 checks, 0 failed");
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    let native = h.run(direct);
+    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        body(&out.stdout),
+        body(&native.stdout),
+        "through vgpu and straight on the sim differ"
+    );
+}
+
+/// Typed node parameters through vgpu: event record and wait nodes' events
+/// read back and replaced in graphs and executable graphs, a getter of one node
+/// type on another with `CUDA_ERROR_INVALID_VALUE`, disabled memset nodes that do
+/// not run until enabled, nodes found in clones, child graph nodes that run a
+/// copy of their graph, host nodes whose function runs in the client's process at
+/// each launch, in order, memcpy nodes between pinned host memory and the device,
+/// and destroyed child graphs and executable graphs refused
+/// (`tests/c/graph_nodes.c`, which a GPU machine also runs natively). Straight on
+/// the simulated device it prints the same lines.
+#[test]
+fn c_graph_nodes() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "graph_nodes");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok record_set_event")
+        .assert_line("ok wait_set_event")
+        .assert_line("ok record_get_on_wait")
+        .assert_line("ok exec_record_set_on_wait")
+        .assert_line("ok exec_set_leaves_graph")
+        .assert_line("ok event_recorded")
+        .assert_line("ok disabled_did_not_run")
+        .assert_line("ok enabled_ran")
+        .assert_line("ok find_b_distinct")
+        .assert_line("ok find_in_not_clone")
+        .assert_line("ok child_graph_is_copy")
+        .assert_line("ok child_get_graph_on_memset")
+        .assert_line("ok child_ran")
+        .assert_line("ok after_child_ran")
+        .assert_line("ok child_ran_again")
+        .assert_line("ok add_destroyed_child")
+        .assert_line("ok launch_destroyed_exec")
+        .assert_line("ok launch_uninstantiated")
+        .assert_line("ok host_get_params")
+        .assert_line("ok host_event_waited")
+        .assert_line("ok host_ran_once")
+        .assert_line("ok host_user_data")
+        .assert_line("ok host_in_process")
+        .assert_line("ok host_ran_twice")
+        .assert_line("ok host_exec_set_ran")
+        .assert_line("ok host_set_params")
+        .assert_line("ok host_inner_call_returned")
+        .assert_line("ok memcpy_get_params")
+        .assert_line("ok memcpy_get_on_host")
+        .assert_line("ok memcpy_round_trip")
+        .assert_line("ok memcpy_reads_at_launch")
+        .assert_line("ok memcpy_set_params")
+        .assert_line("ok memcpy_exec_set_ran")
+        .assert_line("ok memset_get_params")
+        .assert_line("ok memset_exec_set_ran")
+        .assert_line("ok memset_graph_kept_params")
+        .assert_line("ok memset_set_ran")
+        .assert_line("ok memset_get_on_empty")
+        .assert_line("213 checks, 0 failed");
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    let native = h.run(direct);
+    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        body(&out.stdout),
+        body(&native.stdout),
+        "through vgpu and straight on the sim differ"
+    );
+    // vgpu's one refusal the driver does not make: a memcpy node from
+    // pageable memory, which the worker cannot reach when the graph runs.
+    let mut pageable = h.command(&exe);
+    pageable.arg("--pageable");
+    h.run(pageable)
+        .assert_success()
+        .assert_line("ok memcpy_pageable_refused");
+}
+
 /// The memory-pool family through a real client and mediator: the device's
 /// default and current pool, a created pool's attributes of both value
 /// types, allocation from it and through `cuMemAllocAsync` once current,
@@ -349,6 +461,7 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok kernel_replay_data")
         .assert_line("ok kernel_node_data")
         .assert_line("ok kernel_node_set_data")
+        .assert_line("ok kernel_exec_set_data")
         .assert_line("ok kernel_node_params_back");
     // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.

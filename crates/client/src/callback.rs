@@ -1,6 +1,8 @@
 //! The session's callback channel: how host callbacks (`cuLaunchHostFunc`,
 //! `cuStreamAddCallback`) run in the application's process.
 //!
+//! A graph's host node registers its function once, for every launch.
+//!
 //! The first callback registration opens the channel with `OpenCallbacks`
 //! on the control connection (the worker passes the client end of a socket
 //! pair) and starts one thread, `vgpu-callbacks`. The worker's trampoline,
@@ -67,17 +69,30 @@ pub enum Pending {
 pub struct Callbacks {
     /// Whether the channel is open and its thread started.
     started: Mutex<bool>,
-    pending: Mutex<HashMap<u64, Pending>>,
+    /// Each registered function, and whether it stays registered after it
+    /// runs (a graph's host node runs at every launch).
+    pending: Mutex<HashMap<u64, (Pending, bool)>>,
     next: AtomicU64,
 }
 
 impl Callbacks {
-    fn pending(&self) -> MutexGuard<'_, HashMap<u64, Pending>> {
+    fn pending(&self) -> MutexGuard<'_, HashMap<u64, (Pending, bool)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers `p`, opening the channel first if need be; its id.
+    /// Registers `p` for one run, opening the channel first if need be; its id.
     pub fn register(&self, s: &'static Session, p: Pending) -> CuResult<u64> {
+        self.register_as(s, p, false)
+    }
+
+    /// Registers `p` for every run of a graph's host node: it stays
+    /// registered for the session's life (a node's parameters may be read
+    /// back, and an executable graph may outlive the node's graph).
+    pub fn register_kept(&self, s: &'static Session, p: Pending) -> CuResult<u64> {
+        self.register_as(s, p, true)
+    }
+
+    fn register_as(&self, s: &'static Session, p: Pending, keep: bool) -> CuResult<u64> {
         {
             let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
             if !*started {
@@ -86,8 +101,13 @@ impl Callbacks {
             }
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        self.pending().insert(id, p);
+        self.pending().insert(id, (p, keep));
         Ok(id)
+    }
+
+    /// The function registered as `id`, still registered.
+    pub fn get(&self, id: u64) -> Option<Pending> {
+        self.pending().get(&id).map(|&(p, _)| p)
     }
 
     /// Forgets `id` (its registration failed).
@@ -95,8 +115,13 @@ impl Callbacks {
         self.pending().remove(&id);
     }
 
+    /// The function to run as `id`; a one-run registration ends here.
     fn take(&self, id: u64) -> Option<Pending> {
-        self.pending().remove(&id)
+        let mut pending = self.pending();
+        match pending.get(&id) {
+            Some(&(p, true)) => Some(p),
+            _ => pending.remove(&id).map(|(p, _)| p),
+        }
     }
 }
 

@@ -120,6 +120,7 @@ mod kernels;
 mod launch;
 mod library;
 mod loading;
+mod memop;
 mod memory;
 mod module;
 mod pointer;

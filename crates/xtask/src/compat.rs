@@ -20,7 +20,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuCheckpoint"], "Process checkpointing", "They act on the process that owns the driver, which is the worker; not exposed to clients."),
     (&["cuCoredump"], "Core dumps", "GPU core dump settings of the driver's process; not exposed to clients yet."),
     (&["cuProfiler"], "Profiler control", "Profiling runs against the worker; not remoted yet."),
-    (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Graph, node and executable-graph handles and node parameter structs need translation in both directions; not remoted yet."),
+    (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Node types whose parameter structs hold host pointers or other objects (memcpy, host, memory allocation, batch memory operation, external semaphore and conditional nodes), the generic cuGraphAddNode/cuGraphNodeSetParams forms, edges with data, kernel node attributes and user objects are not remoted yet."),
     (&["cuArray", "cuMipmappedArray", "cuTexObject", "cuSurfObject", "cuTexRef", "cuSurfRef"], "Arrays, textures and surfaces", "The 32-bit first forms (`cuArrayCreate`, …) and the legacy texture and surface references (`cuTexRef*`, `cuSurfRef*`, bound to module symbols) are not remoted yet."),
     (&["cuIpc"], "Inter-process handles", "IPC handles would have to name the exporting session's worker; not remoted yet."),
     (&["cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemSetAccess", "cuMemGetAccess", "cuMemExport", "cuMemImport", "cuMemGetAllocationGranularity", "cuMemGetAllocationPropertiesFromHandle", "cuMemRetainAllocationHandle", "cuMemGetHandleForAddressRange"], "Virtual memory management", "Shareable handles (allocations passed between processes), handles for address ranges and sparse array mappings are not remoted yet."),
@@ -33,7 +33,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
     (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
-    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
+    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "cuStreamWaitValue and cuStreamWriteValue are remoted, their addresses checked against the session's allocations; cuStreamBatchMemOp (an array of operation unions whose addresses the worker would have to check one by one) is not remoted yet."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
     (&["cuLogs"], "Driver logs", "Not remoted yet."),
 ];

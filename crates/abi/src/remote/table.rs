@@ -157,6 +157,35 @@ remote_table! {
         graph: cuGraphRemoveDependencies = 409 gen [from: array(numDependencies), to: array(numDependencies)];
         graph: cuGraphAddEventRecordNode = 410 gen [dependencies: array(numDependencies)];
         graph: cuGraphAddEventWaitNode = 411 gen [dependencies: array(numDependencies)];
+        graph: cuGraphEventRecordNodeGetEvent = 434 gen;
+        graph: cuGraphEventRecordNodeSetEvent = 435 gen;
+        graph: cuGraphEventWaitNodeGetEvent = 436 gen;
+        graph: cuGraphEventWaitNodeSetEvent = 437 gen;
+        graph: cuGraphExecEventRecordNodeSetEvent = 438 gen;
+        graph: cuGraphExecEventWaitNodeSetEvent = 439 gen;
+        graph: cuGraphNodeGetEnabled = 440 gen;
+        graph: cuGraphNodeSetEnabled = 441 gen;
+        graph: cuGraphNodeFindInClone = 442 gen;
+        graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
+        graph: cuGraphChildGraphNodeGetGraph = 444 gen;
+
+        // ---- stream memory operations ----
+        memop: cuStreamWriteValue32 = 418 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_ptsz = 419 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_v2 = 420 gen [addr: range(4)];
+        memop: cuStreamWriteValue32_v2_ptsz = 421 gen [addr: range(4)];
+        memop: cuStreamWriteValue64 = 422 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_ptsz = 423 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_v2 = 424 gen [addr: range(8)];
+        memop: cuStreamWriteValue64_v2_ptsz = 425 gen [addr: range(8)];
+        memop: cuStreamWaitValue32 = 426 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_ptsz = 427 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_v2 = 428 gen [addr: range(4)];
+        memop: cuStreamWaitValue32_v2_ptsz = 429 gen [addr: range(4)];
+        memop: cuStreamWaitValue64 = 430 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_ptsz = 431 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_v2 = 432 gen [addr: range(8)];
+        memop: cuStreamWaitValue64_v2_ptsz = 433 gen [addr: range(8)];
 
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
@@ -253,7 +282,12 @@ remote_table! {
             cuGraphGetNodes, cuGraphGetRootNodes, cuGraphNodeGetDependencies,
             cuGraphNodeGetDependentNodes, cuGraphGetEdges, cuGraphDebugDotPrint,
             cuGraphAddKernelNode_v2, cuGraphKernelNodeSetParams_v2, cuGraphExecUpdate_v2,
-            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2;
+            cuGraphAddMemsetNode, cuGraphKernelNodeGetParams_v2, cuGraphAddHostNode,
+            cuGraphHostNodeGetParams, cuGraphHostNodeSetParams, cuGraphExecHostNodeSetParams,
+            cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
+            cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
+            cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
+            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -505,10 +539,12 @@ remote_table! {
         /// application's path.
         graph: GraphDebugDotPrint = 413 { graph: handle(Graph), flags: u32 } => {} + blob;
         /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
-        /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+        /// `set` `cuGraphKernelNodeSetParams_v2` of `node` (with an `exec`,
+        /// `cuGraphExecKernelNodeSetParams_v2` of its copy there): the blob holds the
         /// dependencies (node ids, u64 each), then the packed parameter
         /// buffer, laid out as the function's (or kernel's) parameters.
-        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), function: handle(Function),
+        graph: GraphKernelNode = 414 { graph: handle(Graph), node: handle(GraphNode), exec: handle(GraphExec),
+            function: handle(Function),
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32, deps: u32, set: bool } + blob
             => { node: handle(GraphNode) };
@@ -517,16 +553,52 @@ remote_table! {
         /// in `result` and its nodes.
         graph: GraphExecUpdate = 415 { exec: handle(GraphExec), graph: handle(Graph) }
             => { status: u32, result: u32, error_node: handle(GraphNode), error_from_node: handle(GraphNode) };
-        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
-        /// u64 each); the worker checks the memset's range against the
-        /// session's allocations, as for a memset.
-        graph: GraphMemsetNode = 416 { graph: handle(Graph), ctx: handle(Context), dst: devptr, pitch: u64,
-            value: u32, element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (`what` 0; the
+        /// blob, ids u64 each), `cuGraphMemsetNodeSetParams` of `node` (1) or
+        /// `cuGraphExecMemsetNodeSetParams` of `node` in `exec` (2); the
+        /// worker checks the memset's range against the session's
+        /// allocations, as for a memset.
+        graph: GraphMemsetNode = 416 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), ctx: handle(Context), dst: devptr, pitch: u64, value: u32,
+            element: u32, width: u64, height: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphMemsetNodeGetParams`.
+        graph: GraphMemsetNodeParams = 449 { node: handle(GraphNode) } => { dst: devptr, pitch: u64,
+            value: u32, element: u32, width: u64, height: u64 };
         /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
         /// packed by the function's parameter layout as the reply's blob.
         graph: GraphKernelNodeParams = 417 { node: handle(GraphNode) } => { function: handle(Function),
             kernel: handle(Kernel), ctx: handle(Context), grid_x: u32, grid_y: u32, grid_z: u32,
             block_x: u32, block_y: u32, block_z: u32, shared: u32 } + blob;
+        /// `cuGraphAddHostNode` in `graph` after `deps` nodes (`what` 0),
+        /// `cuGraphHostNodeSetParams` of `node` (1) or
+        /// `cuGraphExecHostNodeSetParams` of `node` in `exec` (2). The node
+        /// runs a trampoline that asks the client to run its callback `id`
+        /// over the callback channel at every launch, and waits for it. The
+        /// blob holds the dependencies (node ids, u64 each).
+        graph: GraphHostNode = 445 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), id: u64, deps: u32 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
+        graph: GraphHostNodeParams = 446 { node: handle(GraphNode) } => { id: u64 };
+        /// `cuGraphAddMemcpyNode` in `graph` after `deps` nodes (`what` 0),
+        /// `cuGraphMemcpyNodeSetParams` of `node` (1) or
+        /// `cuGraphExecMemcpyNodeSetParams` of `node` in `exec` (2), of a
+        /// `CUDA_MEMCPY3D`. Each side's `kind` is its `CUmemorytype` and
+        /// `addr` its device address or, for a host side, the application's
+        /// host address, which must lie in shared pinned memory (the worker
+        /// reads and writes it when the graph runs); `array` is an array id.
+        /// The blob holds the dependencies (node ids, u64 each).
+        graph: GraphMemcpyNode = 447 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), ctx: handle(Context), deps: u32, src_kind: u8, src_addr: u64,
+            src_array: handle(Array), src_x: u64, src_y: u64, src_z: u64, src_pitch: u64,
+            src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array), dst_x: u64,
+            dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64, height: u64,
+            depth: u64 } + blob => { node: handle(GraphNode) };
+        /// `cuGraphMemcpyNodeGetParams`: the copy's sides as for GraphMemcpyNode.
+        graph: GraphMemcpyNodeParams = 448 { node: handle(GraphNode) } => { src_kind: u8,
+            src_addr: u64, src_array: handle(Array), src_x: u64, src_y: u64, src_z: u64,
+            src_pitch: u64, src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array),
+            dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64,
+            height: u64, depth: u64 };
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

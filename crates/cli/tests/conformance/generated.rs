@@ -1134,6 +1134,40 @@ fn cuFuncSetSharedSize() {
     });
 }
 
+/// `cuGraphAddChildGraphNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddChildGraphNode() {
+    case("generated::cuGraphAddChildGraphNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddChildGraphNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                8usize,
+                core::ptr::null_mut(),
+            )
+        };
+        f.ok("cuGraphAddChildGraphNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddChildGraphNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
 /// `cuGraphAddDependencies` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphAddDependencies() {
@@ -1260,6 +1294,27 @@ fn cuGraphAddEventWaitNode() {
     });
 }
 
+/// `cuGraphChildGraphNodeGetGraph` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphChildGraphNodeGetGraph() {
+    case("generated::cuGraphChildGraphNodeGetGraph", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphChildGraphNodeGetGraph");
+        let mut o_phGraph: vgpu_abi::types::CUgraph = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_phGraph) };
+        f.ok("cuGraphChildGraphNodeGetGraph", st);
+        assert!(
+            minted(o_phGraph as usize as u64, HandleKind::Graph),
+            "cuGraphChildGraphNodeGetGraph: phGraph: {:#x} is not a worker-minted id",
+            o_phGraph as usize
+        );
+    });
+}
+
 /// `cuGraphClone` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphClone() {
@@ -1328,6 +1383,76 @@ fn cuGraphDestroyNode() {
     });
 }
 
+/// `cuGraphEventRecordNodeGetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphEventRecordNodeGetEvent() {
+    case("generated::cuGraphEventRecordNodeGetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphEventRecordNodeGetEvent");
+        let mut o_event_out: vgpu_abi::types::CUevent = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_event_out) };
+        f.ok("cuGraphEventRecordNodeGetEvent", st);
+        assert_eq!(
+            o_event_out as usize as u64, f.event,
+            "cuGraphEventRecordNodeGetEvent: event_out is the test's own handle"
+        );
+    });
+}
+
+/// `cuGraphEventRecordNodeSetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphEventRecordNodeSetEvent() {
+    case("generated::cuGraphEventRecordNodeSetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphEventRecordNodeSetEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGraphEventRecordNodeSetEvent", st);
+    });
+}
+
+/// `cuGraphEventWaitNodeGetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphEventWaitNodeGetEvent() {
+    case("generated::cuGraphEventWaitNodeGetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphEventWaitNodeGetEvent");
+        let mut o_event_out: vgpu_abi::types::CUevent = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_event_out) };
+        f.ok("cuGraphEventWaitNodeGetEvent", st);
+        assert_eq!(
+            o_event_out as usize as u64, f.event,
+            "cuGraphEventWaitNodeGetEvent: event_out is the test's own handle"
+        );
+    });
+}
+
+/// `cuGraphEventWaitNodeSetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphEventWaitNodeSetEvent() {
+    case("generated::cuGraphEventWaitNodeSetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphEventWaitNodeSetEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGraphEventWaitNodeSetEvent", st);
+    });
+}
+
 /// `cuGraphExecDestroy` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphExecDestroy() {
@@ -1338,6 +1463,50 @@ fn cuGraphExecDestroy() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(core::ptr::null_mut()) };
         f.ok("cuGraphExecDestroy", st);
+    });
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecEventRecordNodeSetEvent() {
+    case("generated::cuGraphExecEventRecordNodeSetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecEventRecordNodeSetEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphExecEventRecordNodeSetEvent", st);
+    });
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecEventWaitNodeSetEvent() {
+    case("generated::cuGraphExecEventWaitNodeSetEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecEventWaitNodeSetEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                handle(f.event),
+            )
+        };
+        f.ok("cuGraphExecEventWaitNodeSetEvent", st);
     });
 }
 
@@ -1508,6 +1677,56 @@ fn cuGraphLaunch_ptsz() {
     });
 }
 
+/// `cuGraphNodeFindInClone` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphNodeFindInClone() {
+    case("generated::cuGraphNodeFindInClone", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphNodeFindInClone");
+        let mut o_phNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phNode, core::ptr::null_mut(), core::ptr::null_mut()) };
+        f.ok("cuGraphNodeFindInClone", st);
+        assert!(
+            minted(o_phNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphNodeFindInClone: phNode: {:#x} is not a worker-minted id",
+            o_phNode as usize
+        );
+    });
+}
+
+/// `cuGraphNodeGetEnabled` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphNodeGetEnabled() {
+    case("generated::cuGraphNodeGetEnabled", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            *mut ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphNodeGetEnabled");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_isEnabled: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                &mut o_isEnabled,
+            )
+        };
+        f.ok("cuGraphNodeGetEnabled", st);
+        assert_eq!(
+            o_isEnabled, 1739869803u32,
+            "cuGraphNodeGetEnabled: isEnabled"
+        );
+    });
+}
+
 /// `cuGraphNodeGetType` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphNodeGetType() {
@@ -1527,6 +1746,22 @@ fn cuGraphNodeGetType() {
             vgpu_abi::types::CUgraphNodeType(802110132u32),
             "cuGraphNodeGetType: type_"
         );
+    });
+}
+
+/// `cuGraphNodeSetEnabled` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphNodeSetEnabled() {
+    case("generated::cuGraphNodeSetEnabled", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphNodeSetEnabled");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), core::ptr::null_mut(), 3891823420u32) };
+        f.ok("cuGraphNodeSetEnabled", st);
     });
 }
 
@@ -3547,5 +3782,333 @@ fn cuStreamWaitEvent_ptsz() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(handle(f.stream), handle(f.event), 446742757u32) };
         f.ok("cuStreamWaitEvent_ptsz", st);
+    });
+}
+
+/// `cuStreamWaitValue32` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue32() {
+    case("generated::cuStreamWaitValue32", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue32");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 2281760897u32, 2335550167u32) };
+        f.ok("cuStreamWaitValue32", st);
+    });
+}
+
+/// `cuStreamWaitValue32_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue32_ptsz() {
+    case("generated::cuStreamWaitValue32_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue32_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 3385756250u32, 2968313114u32) };
+        f.ok("cuStreamWaitValue32_ptsz", st);
+    });
+}
+
+/// `cuStreamWaitValue32_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue32_v2() {
+    case("generated::cuStreamWaitValue32_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue32_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 587588182u32, 1857724298u32) };
+        f.ok("cuStreamWaitValue32_v2", st);
+    });
+}
+
+/// `cuStreamWaitValue32_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue32_v2_ptsz() {
+    case("generated::cuStreamWaitValue32_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue32_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 711115865u32, 2930999464u32) };
+        f.ok("cuStreamWaitValue32_v2_ptsz", st);
+    });
+}
+
+/// `cuStreamWaitValue64` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue64() {
+    case("generated::cuStreamWaitValue64", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue64");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                16914653162012511424u64,
+                757314754u32,
+            )
+        };
+        f.ok("cuStreamWaitValue64", st);
+    });
+}
+
+/// `cuStreamWaitValue64_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue64_ptsz() {
+    case("generated::cuStreamWaitValue64_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue64_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                18092771248798495580u64,
+                1423926088u32,
+            )
+        };
+        f.ok("cuStreamWaitValue64_ptsz", st);
+    });
+}
+
+/// `cuStreamWaitValue64_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue64_v2() {
+    case("generated::cuStreamWaitValue64_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue64_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                6492465923932739162u64,
+                800902528u32,
+            )
+        };
+        f.ok("cuStreamWaitValue64_v2", st);
+    });
+}
+
+/// `cuStreamWaitValue64_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWaitValue64_v2_ptsz() {
+    case("generated::cuStreamWaitValue64_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWaitValue64_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                14369370858442749364u64,
+                2230611153u32,
+            )
+        };
+        f.ok("cuStreamWaitValue64_v2_ptsz", st);
+    });
+}
+
+/// `cuStreamWriteValue32` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue32() {
+    case("generated::cuStreamWriteValue32", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue32");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 325174323u32, 819682668u32) };
+        f.ok("cuStreamWriteValue32", st);
+    });
+}
+
+/// `cuStreamWriteValue32_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue32_ptsz() {
+    case("generated::cuStreamWriteValue32_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue32_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 1928058551u32, 2876121436u32) };
+        f.ok("cuStreamWriteValue32_ptsz", st);
+    });
+}
+
+/// `cuStreamWriteValue32_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue32_v2() {
+    case("generated::cuStreamWriteValue32_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue32_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 2509996480u32, 1166367856u32) };
+        f.ok("cuStreamWriteValue32_v2", st);
+    });
+}
+
+/// `cuStreamWriteValue32_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue32_v2_ptsz() {
+    case("generated::cuStreamWriteValue32_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint32_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue32_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), f.dptr + 64, 2752953502u32, 2858310162u32) };
+        f.ok("cuStreamWriteValue32_v2_ptsz", st);
+    });
+}
+
+/// `cuStreamWriteValue64` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue64() {
+    case("generated::cuStreamWriteValue64", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue64");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                17536360471046168422u64,
+                1301355269u32,
+            )
+        };
+        f.ok("cuStreamWriteValue64", st);
+    });
+}
+
+/// `cuStreamWriteValue64_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue64_ptsz() {
+    case("generated::cuStreamWriteValue64_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue64_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                14226602620921607427u64,
+                77390903u32,
+            )
+        };
+        f.ok("cuStreamWriteValue64_ptsz", st);
+    });
+}
+
+/// `cuStreamWriteValue64_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue64_v2() {
+    case("generated::cuStreamWriteValue64_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue64_v2");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                3109129562453707650u64,
+                3668484838u32,
+            )
+        };
+        f.ok("cuStreamWriteValue64_v2", st);
+    });
+}
+
+/// `cuStreamWriteValue64_v2_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamWriteValue64_v2_ptsz() {
+    case("generated::cuStreamWriteValue64_v2_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::cuuint64_t,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamWriteValue64_v2_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.stream),
+                f.dptr + 64,
+                7960259476429446251u64,
+                2425494127u32,
+            )
+        };
+        f.ok("cuStreamWriteValue64_v2_ptsz", st);
     });
 }

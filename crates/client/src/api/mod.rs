@@ -229,12 +229,46 @@ implement! {
     cuGraphNodeGetDependentNodes(node, deps, n) =>
         graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
     cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
-    cuGraphAddKernelNode_v2(ph, g, deps, n, p) => graph::kernel_node(ph, g, std::ptr::null_mut(), deps, n, p);
+    cuGraphAddKernelNode_v2(ph, g, deps, n, p) =>
+        graph::kernel_node(ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
     cuGraphKernelNodeSetParams_v2(node, p) =>
-        graph::kernel_node(std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+        graph::kernel_node(std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), node,
+            std::ptr::null(), 0, p);
+    cuGraphExecKernelNodeSetParams_v2(e, node, p) => graph::kernel_node(std::ptr::null_mut(),
+        std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
+    cuGraphAddKernelNode(ph, g, deps, n, p) =>
+        graph::kernel_node_v1(ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
+    cuGraphKernelNodeSetParams(node, p) => graph::kernel_node_v1(std::ptr::null_mut(),
+        std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExecKernelNodeSetParams(e, node, p) => graph::kernel_node_v1(std::ptr::null_mut(),
+        std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
+    cuGraphKernelNodeGetParams(node, p) => graph::kernel_node_params_v1(node, p);
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
-    cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(ph, g, deps, n, p, ctx);
+    cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
+        std::ptr::null_mut(), deps, n, p, ctx);
+    cuGraphMemsetNodeSetParams(node, p) => graph::memset_node(1, std::ptr::null_mut(),
+        std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p,
+        std::ptr::null_mut());
+    cuGraphExecMemsetNodeSetParams(e, node, p, ctx) => graph::memset_node(2, std::ptr::null_mut(),
+        std::ptr::null_mut(), e, node, std::ptr::null(), 0, p, ctx);
+    cuGraphMemsetNodeGetParams(node, p) => graph::memset_node_params(node, p);
+    cuGraphAddHostNode(ph, g, deps, n, p) => graph::host_node(
+        graph::HostNodeCall::Add, ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
+    cuGraphHostNodeSetParams(node, p) => graph::host_node(graph::HostNodeCall::Set,
+        std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExecHostNodeSetParams(e, node, p) => graph::host_node(graph::HostNodeCall::ExecSet,
+        std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
+    cuGraphHostNodeGetParams(node, p) => graph::host_node_params(node, p);
+    cuGraphAddMemcpyNode(ph, g, deps, n, p, ctx) => graph::memcpy_node(graph::MemcpyNodeCall::Add,
+        ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p, ctx);
+    cuGraphMemcpyNodeSetParams(node, p) => graph::memcpy_node(graph::MemcpyNodeCall::Set,
+        std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0,
+        p, std::ptr::null_mut());
+    cuGraphExecMemcpyNodeSetParams(e, node, p, ctx) => graph::memcpy_node(
+        graph::MemcpyNodeCall::ExecSet, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
+        std::ptr::null(), 0, p, ctx);
+    cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

@@ -86,22 +86,33 @@ crate::api::implement! {
     cuFuncSetCacheConfig(hfunc, config) => self::func_set_cache_config(hfunc, config);
     cuFuncSetSharedMemConfig(hfunc, config) => self::func_set_shared_mem_config(hfunc, config);
     cuFuncSetSharedSize(hfunc, bytes) => self::func_set_shared_size(hfunc, bytes);
+    cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, childGraph) => self::graph_add_child_graph_node(phGraphNode, hGraph, dependencies, numDependencies, childGraph);
     cuGraphAddDependencies(hGraph, from, to, numDependencies) => self::graph_add_dependencies(hGraph, from, to, numDependencies);
     cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) => self::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies);
     cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_record_node(phGraphNode, hGraph, dependencies, numDependencies, event);
     cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_wait_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
     cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
     cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
+    cuGraphEventRecordNodeGetEvent(hNode, event_out) => self::graph_event_record_node_get_event(hNode, event_out);
+    cuGraphEventRecordNodeSetEvent(hNode, event) => self::graph_event_record_node_set_event(hNode, event);
+    cuGraphEventWaitNodeGetEvent(hNode, event_out) => self::graph_event_wait_node_get_event(hNode, event_out);
+    cuGraphEventWaitNodeSetEvent(hNode, event) => self::graph_event_wait_node_set_event(hNode, event);
     cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
+    cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_record_node_set_event(hGraphExec, hNode, event);
+    cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_wait_node_set_event(hGraphExec, hNode, event);
     cuGraphExecGetFlags(hGraphExec, flags) => self::graph_exec_get_flags(hGraphExec, flags);
     cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) => self::graph_instantiate_with_flags(phGraphExec, hGraph, flags);
     cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
+    cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) => self::graph_node_find_in_clone(phNode, hOriginalNode, hClonedGraph);
+    cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_get_enabled(hGraphExec, hNode, isEnabled);
     cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_set_enabled(hGraphExec, hNode, isEnabled);
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
@@ -192,6 +203,22 @@ crate::api::implement! {
     cuStreamSynchronize_ptsz(hStream) => self::stream_synchronize_ptsz(hStream);
     cuStreamWaitEvent(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event(hStream, hEvent, Flags);
     cuStreamWaitEvent_ptsz(hStream, hEvent, Flags) => crate::api::stream::stream_wait_event_ptsz(hStream, hEvent, Flags);
+    cuStreamWaitValue32(stream, addr, value, flags) => self::stream_wait_value32(stream, addr, value, flags);
+    cuStreamWaitValue32_ptsz(stream, addr, value, flags) => self::stream_wait_value32_ptsz(stream, addr, value, flags);
+    cuStreamWaitValue32_v2(stream, addr, value, flags) => self::stream_wait_value32_v2(stream, addr, value, flags);
+    cuStreamWaitValue32_v2_ptsz(stream, addr, value, flags) => self::stream_wait_value32_v2_ptsz(stream, addr, value, flags);
+    cuStreamWaitValue64(stream, addr, value, flags) => self::stream_wait_value64(stream, addr, value, flags);
+    cuStreamWaitValue64_ptsz(stream, addr, value, flags) => self::stream_wait_value64_ptsz(stream, addr, value, flags);
+    cuStreamWaitValue64_v2(stream, addr, value, flags) => self::stream_wait_value64_v2(stream, addr, value, flags);
+    cuStreamWaitValue64_v2_ptsz(stream, addr, value, flags) => self::stream_wait_value64_v2_ptsz(stream, addr, value, flags);
+    cuStreamWriteValue32(stream, addr, value, flags) => self::stream_write_value32(stream, addr, value, flags);
+    cuStreamWriteValue32_ptsz(stream, addr, value, flags) => self::stream_write_value32_ptsz(stream, addr, value, flags);
+    cuStreamWriteValue32_v2(stream, addr, value, flags) => self::stream_write_value32_v2(stream, addr, value, flags);
+    cuStreamWriteValue32_v2_ptsz(stream, addr, value, flags) => self::stream_write_value32_v2_ptsz(stream, addr, value, flags);
+    cuStreamWriteValue64(stream, addr, value, flags) => self::stream_write_value64(stream, addr, value, flags);
+    cuStreamWriteValue64_ptsz(stream, addr, value, flags) => self::stream_write_value64_ptsz(stream, addr, value, flags);
+    cuStreamWriteValue64_v2(stream, addr, value, flags) => self::stream_write_value64_v2(stream, addr, value, flags);
+    cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) => self::stream_write_value64_v2_ptsz(stream, addr, value, flags);
 }
 
 /// `cuArray3DCreate_v2`, generated.
@@ -1124,6 +1151,37 @@ pub unsafe fn func_set_shared_size(
     Ok(())
 }
 
+/// `cuGraphAddChildGraphNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_child_graph_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_child_graph_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        child_graph: U64::new(childGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuGraphAddDependencies`, generated.
 ///
 /// # Safety
@@ -1242,6 +1300,28 @@ pub unsafe fn graph_add_event_wait_node(
     Ok(())
 }
 
+/// `cuGraphChildGraphNodeGetGraph`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_child_graph_node_get_graph(
+    hNode: vgpu_abi::types::CUgraphNode,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraph)?;
+    let r = vgpu_proto::graph_child_graph_node_get_graph::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraph, wire::handle(rep.ph_graph.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuGraphClone`, generated.
 ///
 /// # Safety
@@ -1314,6 +1394,86 @@ pub unsafe fn graph_destroy_node(hNode: vgpu_abi::types::CUgraphNode) -> CuResul
     Ok(())
 }
 
+/// `cuGraphEventRecordNodeGetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_event_record_node_get_event(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(event_out)?;
+    let r = vgpu_proto::graph_event_record_node_get_event::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(event_out, wire::handle(rep.event_out.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphEventRecordNodeSetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_event_record_node_set_event(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_event_record_node_set_event::Request {
+        hnode: U64::new(hNode as usize as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphEventWaitNodeGetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_event_wait_node_get_event(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(event_out)?;
+    let r = vgpu_proto::graph_event_wait_node_get_event::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(event_out, wire::handle(rep.event_out.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphEventWaitNodeSetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_event_wait_node_set_event(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_event_wait_node_set_event::Request {
+        hnode: U64::new(hNode as usize as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuGraphExecDestroy`, generated.
 ///
 /// # Safety
@@ -1326,6 +1486,46 @@ pub unsafe fn graph_exec_destroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> Cu
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
     s.objects().graph_execs.remove(&r.hgraph_exec.get());
+    Ok(())
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_event_record_node_set_event(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_event_record_node_set_event::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_event_wait_node_set_event(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_event_wait_node_set_event::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+        event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -1500,6 +1700,54 @@ pub unsafe fn graph_launch_ptsz(
     Ok(())
 }
 
+/// `cuGraphNodeFindInClone`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_node_find_in_clone(
+    phNode: *mut vgpu_abi::types::CUgraphNode,
+    hOriginalNode: vgpu_abi::types::CUgraphNode,
+    hClonedGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phNode)?;
+    let r = vgpu_proto::graph_node_find_in_clone::Request {
+        horiginal_node: U64::new(hOriginalNode as usize as u64),
+        hcloned_graph: U64::new(hClonedGraph as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phNode, wire::handle(rep.ph_node.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphNodeGetEnabled`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_node_get_enabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: *mut ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(isEnabled)?;
+    let r = vgpu_proto::graph_node_get_enabled::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(isEnabled, rep.is_enabled.get())?;
+    }
+    Ok(())
+}
+
 /// `cuGraphNodeGetType`, generated.
 ///
 /// # Safety
@@ -1519,6 +1767,26 @@ pub unsafe fn graph_node_get_type(
     unsafe {
         write_out(type_, CUgraphNodeType(rep.type_.get()))?;
     }
+    Ok(())
+}
+
+/// `cuGraphNodeSetEnabled`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_node_set_enabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_node_set_enabled::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+        is_enabled: U32::new(isEnabled),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 
@@ -3442,6 +3710,358 @@ pub unsafe fn stream_synchronize_ptsz(hStream: vgpu_abi::types::CUstream) -> CuR
     let s = runtime().session()?;
     let r = vgpu_proto::stream_synchronize_ptsz::Request {
         hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue32`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value32::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue32_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value32_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue32_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value32_v2::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue32_v2_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value32_v2_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue64`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value64::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue64_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value64_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue64_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value64_v2::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWaitValue64_v2_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_wait_value64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_wait_value64_v2_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue32`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value32::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue32_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value32_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue32_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value32_v2::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue32_v2_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value32_v2_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U32::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue64`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value64::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue64_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value64_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue64_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value64_v2::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuStreamWriteValue64_v2_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_write_value64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::stream_write_value64_v2_ptsz::Request {
+        stream: U64::new(stream as usize as u64),
+        addr: U64::new(addr),
+        value: U64::new(value),
+        flags: U32::new(flags),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

@@ -26,14 +26,14 @@ const MEMORY_TYPE_DEVICE: u8 = 2;
 const MEMORY_TYPE_ARRAY: u8 = 3;
 
 /// The real handle behind an array id (0 stays NULL, for the driver to judge).
-fn real(s: &Session, id: u64) -> Result<Raw, Status> {
+pub(super) fn real(s: &Session, id: u64) -> Result<Raw, Status> {
     s.tables().handle(HandleKind::Array, id)
 }
 
 /// The extent of live array `array` as the driver describes it; `None` for
 /// NULL or a format whose element size the worker does not know (the driver
 /// bounds those copies itself).
-fn extent(s: &Session, array: Raw) -> Result<Option<Extent>, Status> {
+pub(super) fn extent(s: &Session, array: Raw) -> Result<Option<Extent>, Status> {
     if array == 0 {
         return Ok(None);
     }
@@ -107,19 +107,19 @@ pub fn mipmapped_array_destroy(_: &mut Lane, s: &Session, req: &Request) -> Resu
 }
 
 /// One side of an array copy, as the request gives it.
-struct Side {
-    kind: u8,
-    device: u64,
-    array: u64,
-    x: u64,
-    y: u64,
-    z: u64,
-    pitch: u64,
-    height: u64,
+pub(super) struct Side {
+    pub kind: u8,
+    pub device: u64,
+    pub array: u64,
+    pub x: u64,
+    pub y: u64,
+    pub z: u64,
+    pub pitch: u64,
+    pub height: u64,
 }
 
 /// The device bytes a pitched box touches, from its first byte to its last.
-fn span(s: &Side, width: u64, height: u64, depth: u64) -> Option<(u64, u64)> {
+pub(super) fn span(s: &Side, width: u64, height: u64, depth: u64) -> Option<(u64, u64)> {
     let row = |r: u64| -> Option<u64> {
         let line =
             s.z.checked_mul(s.height)?

@@ -19,14 +19,20 @@
 //! # Capture
 //! A ticket is good for one run, so a callback on a stream being captured
 //! into a graph is refused with `CUDA_ERROR_NOT_SUPPORTED`.
+//!
+//! # Host nodes
+//! A graph's host node runs at every launch: its trampoline's ticket
+//! ([`NodeTicket`]) is kept by the session until it ends, and names the
+//! client's callback, which the client keeps registered as long.
 
 use std::ffi::c_void;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
+use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
-use vgpu_abi::types::{CUresult, CUstream, CUstreamCaptureStatus};
+use vgpu_abi::types::{CUresult, CUstream, CUstreamCaptureStatus, CUDA_HOST_NODE_PARAMS};
 use vgpu_proto::{host_callback, write_response, Request};
 use vgpu_transport::Channel;
 
@@ -47,6 +53,10 @@ pub struct Callbacks {
     fd: AtomicI32,
     /// The channel failed or the session ended: callbacks no longer run.
     dead: AtomicBool,
+    /// The tickets of host nodes' trampolines, kept until the session ends;
+    /// boxed, so each keeps the address the driver holds as the list grows.
+    #[allow(clippy::vec_box)]
+    nodes: Mutex<Vec<Box<NodeTicket>>>,
 }
 
 impl Default for Callbacks {
@@ -55,6 +65,7 @@ impl Default for Callbacks {
             io: Mutex::new(None),
             fd: AtomicI32::new(-1),
             dead: AtomicBool::new(false),
+            nodes: Mutex::new(Vec::new()),
         }
     }
 }
@@ -217,4 +228,47 @@ unsafe extern "C" fn trampoline(data: *mut c_void) {
 unsafe extern "C" fn stream_trampoline(_: CUstream, st: CUresult, data: *mut c_void) {
     // SAFETY: as for `trampoline`.
     unsafe { fire(data, st.0) }
+}
+
+/// A host node's ticket: good for every launch of the node.
+#[derive(Debug)]
+pub struct NodeTicket {
+    callbacks: Weak<Callbacks>,
+    id: u64,
+}
+
+/// The driver's host-node parameters for the client's callback `id`: the
+/// node trampoline and a ticket the session keeps.
+pub fn node_params(s: &Session, id: u64) -> CUDA_HOST_NODE_PARAMS {
+    let ticket = Box::new(NodeTicket {
+        callbacks: Arc::downgrade(&s.callbacks),
+        id,
+    });
+    let data = ptr::from_ref::<NodeTicket>(&ticket).cast_mut().cast();
+    let mut nodes = s.callbacks.nodes.lock().unwrap_or_else(|e| e.into_inner());
+    nodes.push(ticket);
+    CUDA_HOST_NODE_PARAMS {
+        fn_: Some(node_trampoline),
+        userData: data,
+    }
+}
+
+/// The client's callback id of host-node parameters the driver gave back,
+/// if they are a ticket of this session's.
+pub fn node_id(s: &Session, p: &CUDA_HOST_NODE_PARAMS) -> Option<u64> {
+    let nodes = s.callbacks.nodes.lock().unwrap_or_else(|e| e.into_inner());
+    let found = nodes
+        .iter()
+        .find(|t| ptr::eq::<NodeTicket>(&***t, p.userData.cast()));
+    found.map(|t| t.id)
+}
+
+/// The driver's `CUhostFn` of host nodes.
+unsafe extern "C" fn node_trampoline(data: *mut c_void) {
+    // SAFETY: the driver passes back a ticket from `node_params`, which the
+    // session keeps until its process ends.
+    let t = unsafe { &*data.cast::<NodeTicket>() };
+    if let Some(c) = t.callbacks.upgrade() {
+        c.run(t.id, 0);
+    }
 }

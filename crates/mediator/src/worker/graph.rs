@@ -16,13 +16,13 @@ use vgpu_abi::types::{
     cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult,
     CUgraphExecUpdateResultInfo, CUgraphInstantiateResult, CUgraphNode, CUstream,
     CUstreamCaptureMode, CUstreamCaptureStatus, CUDA_GRAPH_INSTANTIATE_PARAMS,
-    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS,
+    CUDA_KERNEL_NODE_PARAMS,
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
     begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_exec_update,
-    graph_kernel_node, graph_kernel_node_params, graph_memset_node, graph_query,
-    instantiate_with_params, stream_capture_info, update_capture_dependencies, Request,
+    graph_kernel_node, graph_kernel_node_params, graph_query, instantiate_with_params,
+    stream_capture_info, update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -31,6 +31,13 @@ use super::exec::Lane;
 use super::status::{INVALID_VALUE, OPERATING_SYSTEM};
 use super::Session;
 use crate::driver::{entry, Handle, Status};
+
+mod host;
+mod memcpy;
+mod memset;
+pub use host::{graph_host_node, graph_host_node_params};
+pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
+pub use memset::{graph_memset_node, graph_memset_node_params};
 
 /// `cuThreadExchangeStreamCaptureMode` on the lane's thread, which stands
 /// for the client's thread.
@@ -400,7 +407,7 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     }
     let (dep_ids, packed) = req.blob.split_at(deps_len);
     let (deps, _) = dependencies(s, dep_ids, r.deps.get(), false)?;
-    let (graph, node, func, kern, ctx, layout) = {
+    let (graph, node, exec, func, kern, ctx, layout) = {
         let t = s.tables();
         let target = if r.function.get() != 0 {
             r.function.get()
@@ -410,6 +417,7 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
         (
             t.handle(HandleKind::Graph, r.graph.get())?,
             t.handle(HandleKind::GraphNode, r.node.get())?,
+            t.handle(HandleKind::GraphExec, r.exec.get())?,
             t.handle(HandleKind::Function, r.function.get())?,
             t.handle(HandleKind::Kernel, r.kernel.get())?,
             t.handle(HandleKind::Context, r.ctx.get())?,
@@ -436,7 +444,10 @@ pub fn graph_kernel_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
             // SAFETY: the parameters point at live locals and the packed
             // arguments; every handle is this session's own.
             Ok(unsafe {
-                if r.set != 0 {
+                if r.set != 0 && exec != 0 {
+                    let f = entry(s.driver.cuGraphExecKernelNodeSetParams_v2)?;
+                    f(as_ptr(exec), as_ptr(node), &p)
+                } else if r.set != 0 {
                     entry(s.driver.cuGraphKernelNodeSetParams_v2)?(as_ptr(node), &p)
                 } else {
                     entry(s.driver.cuGraphAddKernelNode_v2)?(
@@ -490,56 +501,6 @@ pub fn graph_exec_update(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
             error_node: U64::new(node),
             error_from_node: U64::new(from),
         },
-        Vec::new(),
-    ))
-}
-
-/// `cuGraphAddMemsetNode`: the rows it sets must lie in one of the session's
-/// allocations, as a memset's must.
-pub fn graph_memset_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
-    let r: &graph_memset_node::Request = message(req)?;
-    let (deps, _) = dependencies(s, &req.blob, r.deps.get(), false)?;
-    let row = r
-        .width
-        .get()
-        .checked_mul(u64::from(r.element.get()))
-        .ok_or(INVALID_VALUE)?;
-    let span =
-        vgpu_proto::span::pitched(r.pitch.get(), row, r.height.get()).ok_or(INVALID_VALUE)?;
-    let (graph, ctx) = {
-        let t = s.tables();
-        t.check(r.dst.get(), span)?;
-        (
-            t.handle(HandleKind::Graph, r.graph.get())?,
-            t.handle(HandleKind::Context, r.ctx.get())?,
-        )
-    };
-    let p = CUDA_MEMSET_NODE_PARAMS {
-        dst: r.dst.get(),
-        pitch: usize::try_from(r.pitch.get()).map_err(|_| INVALID_VALUE)?,
-        value: r.value.get(),
-        elementSize: r.element.get(),
-        width: usize::try_from(r.width.get()).map_err(|_| INVALID_VALUE)?,
-        height: usize::try_from(r.height.get()).map_err(|_| INVALID_VALUE)?,
-    };
-    let mut node: CUgraphNode = ptr::null_mut();
-    // SAFETY: the out-pointer and parameters are live locals; the graph,
-    // context and nodes are this session's own.
-    ok(unsafe {
-        entry(s.driver.cuGraphAddMemsetNode)?(
-            &mut node,
-            as_ptr(graph),
-            list(&deps),
-            deps.len(),
-            &p,
-            as_ptr(ctx),
-        )
-    })?;
-    let id = s
-        .tables()
-        .id_of(HandleKind::GraphNode, node as usize, req.ctx);
-    Ok(Reply::new(
-        &graph_memset_node::Reply { node: U64::new(id) },
         Vec::new(),
     ))
 }

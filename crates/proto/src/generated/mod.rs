@@ -502,7 +502,8 @@ pub enum Op {
     /// application's path.
     GraphDebugDotPrint = 413,
     /// `cuGraphAddKernelNode_v2` in `graph` after `deps` nodes, or with
-    /// `set` `cuGraphKernelNodeSetParams_v2` of `node`: the blob holds the
+    /// `set` `cuGraphKernelNodeSetParams_v2` of `node` (with an `exec`,
+    /// `cuGraphExecKernelNodeSetParams_v2` of its copy there): the blob holds the
     /// dependencies (node ids, u64 each), then the packed parameter
     /// buffer, laid out as the function's (or kernel's) parameters.
     GraphKernelNode = 414,
@@ -510,13 +511,91 @@ pub enum Op {
     /// operation itself succeeds), because a failed update still says why
     /// in `result` and its nodes.
     GraphExecUpdate = 415,
-    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (the blob, ids
-    /// u64 each); the worker checks the memset's range against the
-    /// session's allocations, as for a memset.
+    /// `cuGraphAddMemsetNode` in `graph` after `deps` nodes (`what` 0; the
+    /// blob, ids u64 each), `cuGraphMemsetNodeSetParams` of `node` (1) or
+    /// `cuGraphExecMemsetNodeSetParams` of `node` in `exec` (2); the
+    /// worker checks the memset's range against the session's
+    /// allocations, as for a memset.
     GraphMemsetNode = 416,
     /// `cuGraphKernelNodeGetParams_v2`: the node's launch, its arguments
     /// packed by the function's parameter layout as the reply's blob.
     GraphKernelNodeParams = 417,
+    /// `cuStreamWriteValue32`.
+    StreamWriteValue32 = 418,
+    /// `cuStreamWriteValue32_ptsz`.
+    StreamWriteValue32_ptsz = 419,
+    /// `cuStreamWriteValue32_v2`.
+    StreamWriteValue32_v2 = 420,
+    /// `cuStreamWriteValue32_v2_ptsz`.
+    StreamWriteValue32_v2_ptsz = 421,
+    /// `cuStreamWriteValue64`.
+    StreamWriteValue64 = 422,
+    /// `cuStreamWriteValue64_ptsz`.
+    StreamWriteValue64_ptsz = 423,
+    /// `cuStreamWriteValue64_v2`.
+    StreamWriteValue64_v2 = 424,
+    /// `cuStreamWriteValue64_v2_ptsz`.
+    StreamWriteValue64_v2_ptsz = 425,
+    /// `cuStreamWaitValue32`.
+    StreamWaitValue32 = 426,
+    /// `cuStreamWaitValue32_ptsz`.
+    StreamWaitValue32_ptsz = 427,
+    /// `cuStreamWaitValue32_v2`.
+    StreamWaitValue32_v2 = 428,
+    /// `cuStreamWaitValue32_v2_ptsz`.
+    StreamWaitValue32_v2_ptsz = 429,
+    /// `cuStreamWaitValue64`.
+    StreamWaitValue64 = 430,
+    /// `cuStreamWaitValue64_ptsz`.
+    StreamWaitValue64_ptsz = 431,
+    /// `cuStreamWaitValue64_v2`.
+    StreamWaitValue64_v2 = 432,
+    /// `cuStreamWaitValue64_v2_ptsz`.
+    StreamWaitValue64_v2_ptsz = 433,
+    /// `cuGraphEventRecordNodeGetEvent`.
+    GraphEventRecordNodeGetEvent = 434,
+    /// `cuGraphEventRecordNodeSetEvent`.
+    GraphEventRecordNodeSetEvent = 435,
+    /// `cuGraphEventWaitNodeGetEvent`.
+    GraphEventWaitNodeGetEvent = 436,
+    /// `cuGraphEventWaitNodeSetEvent`.
+    GraphEventWaitNodeSetEvent = 437,
+    /// `cuGraphExecEventRecordNodeSetEvent`.
+    GraphExecEventRecordNodeSetEvent = 438,
+    /// `cuGraphExecEventWaitNodeSetEvent`.
+    GraphExecEventWaitNodeSetEvent = 439,
+    /// `cuGraphNodeGetEnabled`.
+    GraphNodeGetEnabled = 440,
+    /// `cuGraphNodeSetEnabled`.
+    GraphNodeSetEnabled = 441,
+    /// `cuGraphNodeFindInClone`.
+    GraphNodeFindInClone = 442,
+    /// `cuGraphAddChildGraphNode`.
+    GraphAddChildGraphNode = 443,
+    /// `cuGraphChildGraphNodeGetGraph`.
+    GraphChildGraphNodeGetGraph = 444,
+    /// `cuGraphAddHostNode` in `graph` after `deps` nodes (`what` 0),
+    /// `cuGraphHostNodeSetParams` of `node` (1) or
+    /// `cuGraphExecHostNodeSetParams` of `node` in `exec` (2). The node
+    /// runs a trampoline that asks the client to run its callback `id`
+    /// over the callback channel at every launch, and waits for it. The
+    /// blob holds the dependencies (node ids, u64 each).
+    GraphHostNode = 445,
+    /// `cuGraphHostNodeGetParams`: the client's callback id of a host node.
+    GraphHostNodeParams = 446,
+    /// `cuGraphAddMemcpyNode` in `graph` after `deps` nodes (`what` 0),
+    /// `cuGraphMemcpyNodeSetParams` of `node` (1) or
+    /// `cuGraphExecMemcpyNodeSetParams` of `node` in `exec` (2), of a
+    /// `CUDA_MEMCPY3D`. Each side's `kind` is its `CUmemorytype` and
+    /// `addr` its device address or, for a host side, the application's
+    /// host address, which must lie in shared pinned memory (the worker
+    /// reads and writes it when the graph runs); `array` is an array id.
+    /// The blob holds the dependencies (node ids, u64 each).
+    GraphMemcpyNode = 447,
+    /// `cuGraphMemcpyNodeGetParams`: the copy's sides as for GraphMemcpyNode.
+    GraphMemcpyNodeParams = 448,
+    /// `cuGraphMemsetNodeGetParams`.
+    GraphMemsetNodeParams = 449,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -817,6 +896,38 @@ impl Op {
         Op::GraphExecUpdate,
         Op::GraphMemsetNode,
         Op::GraphKernelNodeParams,
+        Op::StreamWriteValue32,
+        Op::StreamWriteValue32_ptsz,
+        Op::StreamWriteValue32_v2,
+        Op::StreamWriteValue32_v2_ptsz,
+        Op::StreamWriteValue64,
+        Op::StreamWriteValue64_ptsz,
+        Op::StreamWriteValue64_v2,
+        Op::StreamWriteValue64_v2_ptsz,
+        Op::StreamWaitValue32,
+        Op::StreamWaitValue32_ptsz,
+        Op::StreamWaitValue32_v2,
+        Op::StreamWaitValue32_v2_ptsz,
+        Op::StreamWaitValue64,
+        Op::StreamWaitValue64_ptsz,
+        Op::StreamWaitValue64_v2,
+        Op::StreamWaitValue64_v2_ptsz,
+        Op::GraphEventRecordNodeGetEvent,
+        Op::GraphEventRecordNodeSetEvent,
+        Op::GraphEventWaitNodeGetEvent,
+        Op::GraphEventWaitNodeSetEvent,
+        Op::GraphExecEventRecordNodeSetEvent,
+        Op::GraphExecEventWaitNodeSetEvent,
+        Op::GraphNodeGetEnabled,
+        Op::GraphNodeSetEnabled,
+        Op::GraphNodeFindInClone,
+        Op::GraphAddChildGraphNode,
+        Op::GraphChildGraphNodeGetGraph,
+        Op::GraphHostNode,
+        Op::GraphHostNodeParams,
+        Op::GraphMemcpyNode,
+        Op::GraphMemcpyNodeParams,
+        Op::GraphMemsetNodeParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1064,6 +1175,38 @@ impl Op {
             Op::GraphExecUpdate => "GraphExecUpdate",
             Op::GraphMemsetNode => "GraphMemsetNode",
             Op::GraphKernelNodeParams => "GraphKernelNodeParams",
+            Op::StreamWriteValue32 => "StreamWriteValue32",
+            Op::StreamWriteValue32_ptsz => "StreamWriteValue32_ptsz",
+            Op::StreamWriteValue32_v2 => "StreamWriteValue32_v2",
+            Op::StreamWriteValue32_v2_ptsz => "StreamWriteValue32_v2_ptsz",
+            Op::StreamWriteValue64 => "StreamWriteValue64",
+            Op::StreamWriteValue64_ptsz => "StreamWriteValue64_ptsz",
+            Op::StreamWriteValue64_v2 => "StreamWriteValue64_v2",
+            Op::StreamWriteValue64_v2_ptsz => "StreamWriteValue64_v2_ptsz",
+            Op::StreamWaitValue32 => "StreamWaitValue32",
+            Op::StreamWaitValue32_ptsz => "StreamWaitValue32_ptsz",
+            Op::StreamWaitValue32_v2 => "StreamWaitValue32_v2",
+            Op::StreamWaitValue32_v2_ptsz => "StreamWaitValue32_v2_ptsz",
+            Op::StreamWaitValue64 => "StreamWaitValue64",
+            Op::StreamWaitValue64_ptsz => "StreamWaitValue64_ptsz",
+            Op::StreamWaitValue64_v2 => "StreamWaitValue64_v2",
+            Op::StreamWaitValue64_v2_ptsz => "StreamWaitValue64_v2_ptsz",
+            Op::GraphEventRecordNodeGetEvent => "GraphEventRecordNodeGetEvent",
+            Op::GraphEventRecordNodeSetEvent => "GraphEventRecordNodeSetEvent",
+            Op::GraphEventWaitNodeGetEvent => "GraphEventWaitNodeGetEvent",
+            Op::GraphEventWaitNodeSetEvent => "GraphEventWaitNodeSetEvent",
+            Op::GraphExecEventRecordNodeSetEvent => "GraphExecEventRecordNodeSetEvent",
+            Op::GraphExecEventWaitNodeSetEvent => "GraphExecEventWaitNodeSetEvent",
+            Op::GraphNodeGetEnabled => "GraphNodeGetEnabled",
+            Op::GraphNodeSetEnabled => "GraphNodeSetEnabled",
+            Op::GraphNodeFindInClone => "GraphNodeFindInClone",
+            Op::GraphAddChildGraphNode => "GraphAddChildGraphNode",
+            Op::GraphChildGraphNodeGetGraph => "GraphChildGraphNodeGetGraph",
+            Op::GraphHostNode => "GraphHostNode",
+            Op::GraphHostNodeParams => "GraphHostNodeParams",
+            Op::GraphMemcpyNode => "GraphMemcpyNode",
+            Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
+            Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1308,6 +1451,38 @@ impl Op {
             Op::GraphExecUpdate => false,
             Op::GraphMemsetNode => false,
             Op::GraphKernelNodeParams => false,
+            Op::StreamWriteValue32 => false,
+            Op::StreamWriteValue32_ptsz => false,
+            Op::StreamWriteValue32_v2 => false,
+            Op::StreamWriteValue32_v2_ptsz => false,
+            Op::StreamWriteValue64 => false,
+            Op::StreamWriteValue64_ptsz => false,
+            Op::StreamWriteValue64_v2 => false,
+            Op::StreamWriteValue64_v2_ptsz => false,
+            Op::StreamWaitValue32 => false,
+            Op::StreamWaitValue32_ptsz => false,
+            Op::StreamWaitValue32_v2 => false,
+            Op::StreamWaitValue32_v2_ptsz => false,
+            Op::StreamWaitValue64 => false,
+            Op::StreamWaitValue64_ptsz => false,
+            Op::StreamWaitValue64_v2 => false,
+            Op::StreamWaitValue64_v2_ptsz => false,
+            Op::GraphEventRecordNodeGetEvent => false,
+            Op::GraphEventRecordNodeSetEvent => false,
+            Op::GraphEventWaitNodeGetEvent => false,
+            Op::GraphEventWaitNodeSetEvent => false,
+            Op::GraphExecEventRecordNodeSetEvent => false,
+            Op::GraphExecEventWaitNodeSetEvent => false,
+            Op::GraphNodeGetEnabled => false,
+            Op::GraphNodeSetEnabled => false,
+            Op::GraphNodeFindInClone => false,
+            Op::GraphAddChildGraphNode => false,
+            Op::GraphChildGraphNodeGetGraph => false,
+            Op::GraphHostNode => false,
+            Op::GraphHostNodeParams => false,
+            Op::GraphMemcpyNode => false,
+            Op::GraphMemcpyNodeParams => false,
+            Op::GraphMemsetNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1552,6 +1727,38 @@ impl Op {
             Op::GraphExecUpdate => true,
             Op::GraphMemsetNode => true,
             Op::GraphKernelNodeParams => true,
+            Op::StreamWriteValue32 => true,
+            Op::StreamWriteValue32_ptsz => true,
+            Op::StreamWriteValue32_v2 => true,
+            Op::StreamWriteValue32_v2_ptsz => true,
+            Op::StreamWriteValue64 => true,
+            Op::StreamWriteValue64_ptsz => true,
+            Op::StreamWriteValue64_v2 => true,
+            Op::StreamWriteValue64_v2_ptsz => true,
+            Op::StreamWaitValue32 => true,
+            Op::StreamWaitValue32_ptsz => true,
+            Op::StreamWaitValue32_v2 => true,
+            Op::StreamWaitValue32_v2_ptsz => true,
+            Op::StreamWaitValue64 => true,
+            Op::StreamWaitValue64_ptsz => true,
+            Op::StreamWaitValue64_v2 => true,
+            Op::StreamWaitValue64_v2_ptsz => true,
+            Op::GraphEventRecordNodeGetEvent => true,
+            Op::GraphEventRecordNodeSetEvent => true,
+            Op::GraphEventWaitNodeGetEvent => true,
+            Op::GraphEventWaitNodeSetEvent => true,
+            Op::GraphExecEventRecordNodeSetEvent => true,
+            Op::GraphExecEventWaitNodeSetEvent => true,
+            Op::GraphNodeGetEnabled => true,
+            Op::GraphNodeSetEnabled => true,
+            Op::GraphNodeFindInClone => true,
+            Op::GraphAddChildGraphNode => true,
+            Op::GraphChildGraphNodeGetGraph => true,
+            Op::GraphHostNode => true,
+            Op::GraphHostNodeParams => true,
+            Op::GraphMemcpyNode => true,
+            Op::GraphMemcpyNodeParams => true,
+            Op::GraphMemsetNodeParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -1796,6 +2003,38 @@ impl Op {
             Op::GraphExecUpdate => false,
             Op::GraphMemsetNode => false,
             Op::GraphKernelNodeParams => false,
+            Op::StreamWriteValue32 => false,
+            Op::StreamWriteValue32_ptsz => false,
+            Op::StreamWriteValue32_v2 => false,
+            Op::StreamWriteValue32_v2_ptsz => false,
+            Op::StreamWriteValue64 => false,
+            Op::StreamWriteValue64_ptsz => false,
+            Op::StreamWriteValue64_v2 => false,
+            Op::StreamWriteValue64_v2_ptsz => false,
+            Op::StreamWaitValue32 => false,
+            Op::StreamWaitValue32_ptsz => false,
+            Op::StreamWaitValue32_v2 => false,
+            Op::StreamWaitValue32_v2_ptsz => false,
+            Op::StreamWaitValue64 => false,
+            Op::StreamWaitValue64_ptsz => false,
+            Op::StreamWaitValue64_v2 => false,
+            Op::StreamWaitValue64_v2_ptsz => false,
+            Op::GraphEventRecordNodeGetEvent => false,
+            Op::GraphEventRecordNodeSetEvent => false,
+            Op::GraphEventWaitNodeGetEvent => false,
+            Op::GraphEventWaitNodeSetEvent => false,
+            Op::GraphExecEventRecordNodeSetEvent => false,
+            Op::GraphExecEventWaitNodeSetEvent => false,
+            Op::GraphNodeGetEnabled => false,
+            Op::GraphNodeSetEnabled => false,
+            Op::GraphNodeFindInClone => false,
+            Op::GraphAddChildGraphNode => false,
+            Op::GraphChildGraphNodeGetGraph => false,
+            Op::GraphHostNode => false,
+            Op::GraphHostNodeParams => false,
+            Op::GraphMemcpyNode => false,
+            Op::GraphMemcpyNodeParams => false,
+            Op::GraphMemsetNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2104,6 +2343,66 @@ impl Op {
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Request>(),
             Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Request>(),
             Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Request>(),
+            Op::StreamWriteValue32 => core::mem::size_of::<stream_write_value32::Request>(),
+            Op::StreamWriteValue32_ptsz => {
+                core::mem::size_of::<stream_write_value32_ptsz::Request>()
+            }
+            Op::StreamWriteValue32_v2 => core::mem::size_of::<stream_write_value32_v2::Request>(),
+            Op::StreamWriteValue32_v2_ptsz => {
+                core::mem::size_of::<stream_write_value32_v2_ptsz::Request>()
+            }
+            Op::StreamWriteValue64 => core::mem::size_of::<stream_write_value64::Request>(),
+            Op::StreamWriteValue64_ptsz => {
+                core::mem::size_of::<stream_write_value64_ptsz::Request>()
+            }
+            Op::StreamWriteValue64_v2 => core::mem::size_of::<stream_write_value64_v2::Request>(),
+            Op::StreamWriteValue64_v2_ptsz => {
+                core::mem::size_of::<stream_write_value64_v2_ptsz::Request>()
+            }
+            Op::StreamWaitValue32 => core::mem::size_of::<stream_wait_value32::Request>(),
+            Op::StreamWaitValue32_ptsz => core::mem::size_of::<stream_wait_value32_ptsz::Request>(),
+            Op::StreamWaitValue32_v2 => core::mem::size_of::<stream_wait_value32_v2::Request>(),
+            Op::StreamWaitValue32_v2_ptsz => {
+                core::mem::size_of::<stream_wait_value32_v2_ptsz::Request>()
+            }
+            Op::StreamWaitValue64 => core::mem::size_of::<stream_wait_value64::Request>(),
+            Op::StreamWaitValue64_ptsz => core::mem::size_of::<stream_wait_value64_ptsz::Request>(),
+            Op::StreamWaitValue64_v2 => core::mem::size_of::<stream_wait_value64_v2::Request>(),
+            Op::StreamWaitValue64_v2_ptsz => {
+                core::mem::size_of::<stream_wait_value64_v2_ptsz::Request>()
+            }
+            Op::GraphEventRecordNodeGetEvent => {
+                core::mem::size_of::<graph_event_record_node_get_event::Request>()
+            }
+            Op::GraphEventRecordNodeSetEvent => {
+                core::mem::size_of::<graph_event_record_node_set_event::Request>()
+            }
+            Op::GraphEventWaitNodeGetEvent => {
+                core::mem::size_of::<graph_event_wait_node_get_event::Request>()
+            }
+            Op::GraphEventWaitNodeSetEvent => {
+                core::mem::size_of::<graph_event_wait_node_set_event::Request>()
+            }
+            Op::GraphExecEventRecordNodeSetEvent => {
+                core::mem::size_of::<graph_exec_event_record_node_set_event::Request>()
+            }
+            Op::GraphExecEventWaitNodeSetEvent => {
+                core::mem::size_of::<graph_exec_event_wait_node_set_event::Request>()
+            }
+            Op::GraphNodeGetEnabled => core::mem::size_of::<graph_node_get_enabled::Request>(),
+            Op::GraphNodeSetEnabled => core::mem::size_of::<graph_node_set_enabled::Request>(),
+            Op::GraphNodeFindInClone => core::mem::size_of::<graph_node_find_in_clone::Request>(),
+            Op::GraphAddChildGraphNode => {
+                core::mem::size_of::<graph_add_child_graph_node::Request>()
+            }
+            Op::GraphChildGraphNodeGetGraph => {
+                core::mem::size_of::<graph_child_graph_node_get_graph::Request>()
+            }
+            Op::GraphHostNode => core::mem::size_of::<graph_host_node::Request>(),
+            Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Request>(),
+            Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Request>(),
+            Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Request>(),
+            Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2414,6 +2713,60 @@ impl Op {
             Op::GraphExecUpdate => core::mem::size_of::<graph_exec_update::Reply>(),
             Op::GraphMemsetNode => core::mem::size_of::<graph_memset_node::Reply>(),
             Op::GraphKernelNodeParams => core::mem::size_of::<graph_kernel_node_params::Reply>(),
+            Op::StreamWriteValue32 => core::mem::size_of::<stream_write_value32::Reply>(),
+            Op::StreamWriteValue32_ptsz => core::mem::size_of::<stream_write_value32_ptsz::Reply>(),
+            Op::StreamWriteValue32_v2 => core::mem::size_of::<stream_write_value32_v2::Reply>(),
+            Op::StreamWriteValue32_v2_ptsz => {
+                core::mem::size_of::<stream_write_value32_v2_ptsz::Reply>()
+            }
+            Op::StreamWriteValue64 => core::mem::size_of::<stream_write_value64::Reply>(),
+            Op::StreamWriteValue64_ptsz => core::mem::size_of::<stream_write_value64_ptsz::Reply>(),
+            Op::StreamWriteValue64_v2 => core::mem::size_of::<stream_write_value64_v2::Reply>(),
+            Op::StreamWriteValue64_v2_ptsz => {
+                core::mem::size_of::<stream_write_value64_v2_ptsz::Reply>()
+            }
+            Op::StreamWaitValue32 => core::mem::size_of::<stream_wait_value32::Reply>(),
+            Op::StreamWaitValue32_ptsz => core::mem::size_of::<stream_wait_value32_ptsz::Reply>(),
+            Op::StreamWaitValue32_v2 => core::mem::size_of::<stream_wait_value32_v2::Reply>(),
+            Op::StreamWaitValue32_v2_ptsz => {
+                core::mem::size_of::<stream_wait_value32_v2_ptsz::Reply>()
+            }
+            Op::StreamWaitValue64 => core::mem::size_of::<stream_wait_value64::Reply>(),
+            Op::StreamWaitValue64_ptsz => core::mem::size_of::<stream_wait_value64_ptsz::Reply>(),
+            Op::StreamWaitValue64_v2 => core::mem::size_of::<stream_wait_value64_v2::Reply>(),
+            Op::StreamWaitValue64_v2_ptsz => {
+                core::mem::size_of::<stream_wait_value64_v2_ptsz::Reply>()
+            }
+            Op::GraphEventRecordNodeGetEvent => {
+                core::mem::size_of::<graph_event_record_node_get_event::Reply>()
+            }
+            Op::GraphEventRecordNodeSetEvent => {
+                core::mem::size_of::<graph_event_record_node_set_event::Reply>()
+            }
+            Op::GraphEventWaitNodeGetEvent => {
+                core::mem::size_of::<graph_event_wait_node_get_event::Reply>()
+            }
+            Op::GraphEventWaitNodeSetEvent => {
+                core::mem::size_of::<graph_event_wait_node_set_event::Reply>()
+            }
+            Op::GraphExecEventRecordNodeSetEvent => {
+                core::mem::size_of::<graph_exec_event_record_node_set_event::Reply>()
+            }
+            Op::GraphExecEventWaitNodeSetEvent => {
+                core::mem::size_of::<graph_exec_event_wait_node_set_event::Reply>()
+            }
+            Op::GraphNodeGetEnabled => core::mem::size_of::<graph_node_get_enabled::Reply>(),
+            Op::GraphNodeSetEnabled => core::mem::size_of::<graph_node_set_enabled::Reply>(),
+            Op::GraphNodeFindInClone => core::mem::size_of::<graph_node_find_in_clone::Reply>(),
+            Op::GraphAddChildGraphNode => core::mem::size_of::<graph_add_child_graph_node::Reply>(),
+            Op::GraphChildGraphNodeGetGraph => {
+                core::mem::size_of::<graph_child_graph_node_get_graph::Reply>()
+            }
+            Op::GraphHostNode => core::mem::size_of::<graph_host_node::Reply>(),
+            Op::GraphHostNodeParams => core::mem::size_of::<graph_host_node_params::Reply>(),
+            Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Reply>(),
+            Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Reply>(),
+            Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -2918,6 +3271,98 @@ impl Op {
             Op::GraphKernelNodeParams => {
                 message::check::<graph_kernel_node_params::Request>(fixed, blob_len)
             }
+            Op::StreamWriteValue32 => {
+                message::check::<stream_write_value32::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_ptsz => {
+                message::check::<stream_write_value32_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_v2 => {
+                message::check::<stream_write_value32_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_v2_ptsz => {
+                message::check::<stream_write_value32_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64 => {
+                message::check::<stream_write_value64::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_ptsz => {
+                message::check::<stream_write_value64_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_v2 => {
+                message::check::<stream_write_value64_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_v2_ptsz => {
+                message::check::<stream_write_value64_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32 => {
+                message::check::<stream_wait_value32::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32_ptsz => {
+                message::check::<stream_wait_value32_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32_v2 => {
+                message::check::<stream_wait_value32_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32_v2_ptsz => {
+                message::check::<stream_wait_value32_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64 => {
+                message::check::<stream_wait_value64::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64_ptsz => {
+                message::check::<stream_wait_value64_ptsz::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64_v2 => {
+                message::check::<stream_wait_value64_v2::Request>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64_v2_ptsz => {
+                message::check::<stream_wait_value64_v2_ptsz::Request>(fixed, blob_len)
+            }
+            Op::GraphEventRecordNodeGetEvent => {
+                message::check::<graph_event_record_node_get_event::Request>(fixed, blob_len)
+            }
+            Op::GraphEventRecordNodeSetEvent => {
+                message::check::<graph_event_record_node_set_event::Request>(fixed, blob_len)
+            }
+            Op::GraphEventWaitNodeGetEvent => {
+                message::check::<graph_event_wait_node_get_event::Request>(fixed, blob_len)
+            }
+            Op::GraphEventWaitNodeSetEvent => {
+                message::check::<graph_event_wait_node_set_event::Request>(fixed, blob_len)
+            }
+            Op::GraphExecEventRecordNodeSetEvent => {
+                message::check::<graph_exec_event_record_node_set_event::Request>(fixed, blob_len)
+            }
+            Op::GraphExecEventWaitNodeSetEvent => {
+                message::check::<graph_exec_event_wait_node_set_event::Request>(fixed, blob_len)
+            }
+            Op::GraphNodeGetEnabled => {
+                message::check::<graph_node_get_enabled::Request>(fixed, blob_len)
+            }
+            Op::GraphNodeSetEnabled => {
+                message::check::<graph_node_set_enabled::Request>(fixed, blob_len)
+            }
+            Op::GraphNodeFindInClone => {
+                message::check::<graph_node_find_in_clone::Request>(fixed, blob_len)
+            }
+            Op::GraphAddChildGraphNode => {
+                message::check::<graph_add_child_graph_node::Request>(fixed, blob_len)
+            }
+            Op::GraphChildGraphNodeGetGraph => {
+                message::check::<graph_child_graph_node_get_graph::Request>(fixed, blob_len)
+            }
+            Op::GraphHostNode => message::check::<graph_host_node::Request>(fixed, blob_len),
+            Op::GraphHostNodeParams => {
+                message::check::<graph_host_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphMemcpyNode => message::check::<graph_memcpy_node::Request>(fixed, blob_len),
+            Op::GraphMemcpyNodeParams => {
+                message::check::<graph_memcpy_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphMemsetNodeParams => {
+                message::check::<graph_memset_node_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3337,6 +3782,94 @@ impl Op {
             Op::GraphKernelNodeParams => {
                 message::check::<graph_kernel_node_params::Reply>(fixed, blob_len)
             }
+            Op::StreamWriteValue32 => {
+                message::check::<stream_write_value32::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_ptsz => {
+                message::check::<stream_write_value32_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_v2 => {
+                message::check::<stream_write_value32_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue32_v2_ptsz => {
+                message::check::<stream_write_value32_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64 => {
+                message::check::<stream_write_value64::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_ptsz => {
+                message::check::<stream_write_value64_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_v2 => {
+                message::check::<stream_write_value64_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamWriteValue64_v2_ptsz => {
+                message::check::<stream_write_value64_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32 => message::check::<stream_wait_value32::Reply>(fixed, blob_len),
+            Op::StreamWaitValue32_ptsz => {
+                message::check::<stream_wait_value32_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32_v2 => {
+                message::check::<stream_wait_value32_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue32_v2_ptsz => {
+                message::check::<stream_wait_value32_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64 => message::check::<stream_wait_value64::Reply>(fixed, blob_len),
+            Op::StreamWaitValue64_ptsz => {
+                message::check::<stream_wait_value64_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64_v2 => {
+                message::check::<stream_wait_value64_v2::Reply>(fixed, blob_len)
+            }
+            Op::StreamWaitValue64_v2_ptsz => {
+                message::check::<stream_wait_value64_v2_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::GraphEventRecordNodeGetEvent => {
+                message::check::<graph_event_record_node_get_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphEventRecordNodeSetEvent => {
+                message::check::<graph_event_record_node_set_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphEventWaitNodeGetEvent => {
+                message::check::<graph_event_wait_node_get_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphEventWaitNodeSetEvent => {
+                message::check::<graph_event_wait_node_set_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphExecEventRecordNodeSetEvent => {
+                message::check::<graph_exec_event_record_node_set_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphExecEventWaitNodeSetEvent => {
+                message::check::<graph_exec_event_wait_node_set_event::Reply>(fixed, blob_len)
+            }
+            Op::GraphNodeGetEnabled => {
+                message::check::<graph_node_get_enabled::Reply>(fixed, blob_len)
+            }
+            Op::GraphNodeSetEnabled => {
+                message::check::<graph_node_set_enabled::Reply>(fixed, blob_len)
+            }
+            Op::GraphNodeFindInClone => {
+                message::check::<graph_node_find_in_clone::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddChildGraphNode => {
+                message::check::<graph_add_child_graph_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphChildGraphNodeGetGraph => {
+                message::check::<graph_child_graph_node_get_graph::Reply>(fixed, blob_len)
+            }
+            Op::GraphHostNode => message::check::<graph_host_node::Reply>(fixed, blob_len),
+            Op::GraphHostNodeParams => {
+                message::check::<graph_host_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphMemcpyNode => message::check::<graph_memcpy_node::Reply>(fixed, blob_len),
+            Op::GraphMemcpyNodeParams => {
+                message::check::<graph_memcpy_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphMemsetNodeParams => {
+                message::check::<graph_memset_node_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3603,6 +4136,38 @@ impl TryFrom<u16> for Op {
             415 => Ok(Op::GraphExecUpdate),
             416 => Ok(Op::GraphMemsetNode),
             417 => Ok(Op::GraphKernelNodeParams),
+            418 => Ok(Op::StreamWriteValue32),
+            419 => Ok(Op::StreamWriteValue32_ptsz),
+            420 => Ok(Op::StreamWriteValue32_v2),
+            421 => Ok(Op::StreamWriteValue32_v2_ptsz),
+            422 => Ok(Op::StreamWriteValue64),
+            423 => Ok(Op::StreamWriteValue64_ptsz),
+            424 => Ok(Op::StreamWriteValue64_v2),
+            425 => Ok(Op::StreamWriteValue64_v2_ptsz),
+            426 => Ok(Op::StreamWaitValue32),
+            427 => Ok(Op::StreamWaitValue32_ptsz),
+            428 => Ok(Op::StreamWaitValue32_v2),
+            429 => Ok(Op::StreamWaitValue32_v2_ptsz),
+            430 => Ok(Op::StreamWaitValue64),
+            431 => Ok(Op::StreamWaitValue64_ptsz),
+            432 => Ok(Op::StreamWaitValue64_v2),
+            433 => Ok(Op::StreamWaitValue64_v2_ptsz),
+            434 => Ok(Op::GraphEventRecordNodeGetEvent),
+            435 => Ok(Op::GraphEventRecordNodeSetEvent),
+            436 => Ok(Op::GraphEventWaitNodeGetEvent),
+            437 => Ok(Op::GraphEventWaitNodeSetEvent),
+            438 => Ok(Op::GraphExecEventRecordNodeSetEvent),
+            439 => Ok(Op::GraphExecEventWaitNodeSetEvent),
+            440 => Ok(Op::GraphNodeGetEnabled),
+            441 => Ok(Op::GraphNodeSetEnabled),
+            442 => Ok(Op::GraphNodeFindInClone),
+            443 => Ok(Op::GraphAddChildGraphNode),
+            444 => Ok(Op::GraphChildGraphNodeGetGraph),
+            445 => Ok(Op::GraphHostNode),
+            446 => Ok(Op::GraphHostNodeParams),
+            447 => Ok(Op::GraphMemcpyNode),
+            448 => Ok(Op::GraphMemcpyNodeParams),
+            449 => Ok(Op::GraphMemsetNodeParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -3845,10 +4410,42 @@ pub const SCHEMA: &str = concat!(
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
-    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
+    "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
-    "416 GraphMemsetNode {graph:handle(Graph),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "416 GraphMemsetNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "417 GraphKernelNodeParams {node:handle(GraphNode)} => {function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32}+blob\n",
+    "418 StreamWriteValue32 {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "419 StreamWriteValue32_ptsz {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "420 StreamWriteValue32_v2 {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "421 StreamWriteValue32_v2_ptsz {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "422 StreamWriteValue64 {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "423 StreamWriteValue64_ptsz {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "424 StreamWriteValue64_v2 {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "425 StreamWriteValue64_v2_ptsz {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "426 StreamWaitValue32 {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "427 StreamWaitValue32_ptsz {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "428 StreamWaitValue32_v2 {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "429 StreamWaitValue32_v2_ptsz {stream:handle(Stream),addr:devptr,value:u32,flags:u32} => {}\n",
+    "430 StreamWaitValue64 {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "431 StreamWaitValue64_ptsz {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "432 StreamWaitValue64_v2 {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "433 StreamWaitValue64_v2_ptsz {stream:handle(Stream),addr:devptr,value:u64,flags:u32} => {}\n",
+    "434 GraphEventRecordNodeGetEvent {hnode:handle(GraphNode)} => {event_out:handle(Event)}\n",
+    "435 GraphEventRecordNodeSetEvent {hnode:handle(GraphNode),event:handle(Event)} => {}\n",
+    "436 GraphEventWaitNodeGetEvent {hnode:handle(GraphNode)} => {event_out:handle(Event)}\n",
+    "437 GraphEventWaitNodeSetEvent {hnode:handle(GraphNode),event:handle(Event)} => {}\n",
+    "438 GraphExecEventRecordNodeSetEvent {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),event:handle(Event)} => {}\n",
+    "439 GraphExecEventWaitNodeSetEvent {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),event:handle(Event)} => {}\n",
+    "440 GraphNodeGetEnabled {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode)} => {is_enabled:u32}\n",
+    "441 GraphNodeSetEnabled {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),is_enabled:u32} => {}\n",
+    "442 GraphNodeFindInClone {horiginal_node:handle(GraphNode),hcloned_graph:handle(Graph)} => {ph_node:handle(GraphNode)}\n",
+    "443 GraphAddChildGraphNode {hgraph:handle(Graph),num_dependencies:u64,child_graph:handle(Graph)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "444 GraphChildGraphNodeGetGraph {hnode:handle(GraphNode)} => {ph_graph:handle(Graph)}\n",
+    "445 GraphHostNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),id:u64,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "446 GraphHostNodeParams {node:handle(GraphNode)} => {id:u64}\n",
+    "447 GraphMemcpyNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),deps:u32,src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}+blob => {node:handle(GraphNode)}\n",
+    "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
+    "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -12639,6 +13236,7 @@ pub mod graph_kernel_node {
     pub struct Request {
         pub graph: U64,
         pub node: U64,
+        pub exec: U64,
         pub function: U64,
         pub kernel: U64,
         pub ctx: U64,
@@ -12737,7 +13335,10 @@ pub mod graph_memset_node {
     )]
     #[repr(C)]
     pub struct Request {
+        pub what: u8,
         pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
         pub ctx: U64,
         pub dst: U64,
         pub pitch: U64,
@@ -12818,6 +13419,1398 @@ pub mod graph_kernel_node_params {
         const OP: Op = Op::GraphKernelNodeParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue32`: wire id 418.
+pub mod stream_write_value32 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue32;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue32;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue32_ptsz`: wire id 419.
+pub mod stream_write_value32_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue32_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue32_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue32_v2`: wire id 420.
+pub mod stream_write_value32_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue32_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue32_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue32_v2_ptsz`: wire id 421.
+pub mod stream_write_value32_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue32_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue32_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue64`: wire id 422.
+pub mod stream_write_value64 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue64;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue64;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue64_ptsz`: wire id 423.
+pub mod stream_write_value64_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue64_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue64_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue64_v2`: wire id 424.
+pub mod stream_write_value64_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue64_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue64_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWriteValue64_v2_ptsz`: wire id 425.
+pub mod stream_write_value64_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWriteValue64_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWriteValue64_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue32`: wire id 426.
+pub mod stream_wait_value32 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue32;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue32;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue32_ptsz`: wire id 427.
+pub mod stream_wait_value32_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue32_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue32_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue32_v2`: wire id 428.
+pub mod stream_wait_value32_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue32_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue32_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue32_v2_ptsz`: wire id 429.
+pub mod stream_wait_value32_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue32_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue32_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue64`: wire id 430.
+pub mod stream_wait_value64 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue64;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue64;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue64_ptsz`: wire id 431.
+pub mod stream_wait_value64_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue64_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue64_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue64_v2`: wire id 432.
+pub mod stream_wait_value64_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue64_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue64_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamWaitValue64_v2_ptsz`: wire id 433.
+pub mod stream_wait_value64_v2_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub addr: U64,
+        pub value: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamWaitValue64_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamWaitValue64_v2_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphEventRecordNodeGetEvent`: wire id 434.
+pub mod graph_event_record_node_get_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub event_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEventRecordNodeGetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEventRecordNodeGetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphEventRecordNodeSetEvent`: wire id 435.
+pub mod graph_event_record_node_set_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEventRecordNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEventRecordNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphEventWaitNodeGetEvent`: wire id 436.
+pub mod graph_event_wait_node_get_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub event_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEventWaitNodeGetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEventWaitNodeGetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphEventWaitNodeSetEvent`: wire id 437.
+pub mod graph_event_wait_node_set_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEventWaitNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEventWaitNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`: wire id 438.
+pub mod graph_exec_event_record_node_set_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecEventRecordNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecEventRecordNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`: wire id 439.
+pub mod graph_exec_event_wait_node_set_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecEventWaitNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecEventWaitNodeSetEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphNodeGetEnabled`: wire id 440.
+pub mod graph_node_get_enabled {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub is_enabled: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeGetEnabled;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeGetEnabled;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphNodeSetEnabled`: wire id 441.
+pub mod graph_node_set_enabled {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+        pub is_enabled: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeSetEnabled;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeSetEnabled;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphNodeFindInClone`: wire id 442.
+pub mod graph_node_find_in_clone {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub horiginal_node: U64,
+        pub hcloned_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeFindInClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeFindInClone;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddChildGraphNode`: wire id 443.
+pub mod graph_add_child_graph_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub child_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddChildGraphNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddChildGraphNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphChildGraphNodeGetGraph`: wire id 444.
+pub mod graph_child_graph_node_get_graph {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphChildGraphNodeGetGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphChildGraphNodeGetGraph;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphHostNode: wire id 445.
+pub mod graph_host_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub id: U64,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphHostNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphHostNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphHostNodeParams: wire id 446.
+pub mod graph_host_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub id: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphHostNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphHostNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemcpyNode: wire id 447.
+pub mod graph_memcpy_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub ctx: U64,
+        pub deps: U32,
+        pub src_kind: u8,
+        pub src_addr: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst_addr: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemcpyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemcpyNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemcpyNodeParams: wire id 448.
+pub mod graph_memcpy_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub src_kind: u8,
+        pub src_addr: U64,
+        pub src_array: U64,
+        pub src_x: U64,
+        pub src_y: U64,
+        pub src_z: U64,
+        pub src_pitch: U64,
+        pub src_height: U64,
+        pub dst_kind: u8,
+        pub dst_addr: U64,
+        pub dst_array: U64,
+        pub dst_x: U64,
+        pub dst_y: U64,
+        pub dst_z: U64,
+        pub dst_pitch: U64,
+        pub dst_height: U64,
+        pub width: U64,
+        pub height: U64,
+        pub depth: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemcpyNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemcpyNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemsetNodeParams: wire id 449.
+pub mod graph_memset_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dst: U64,
+        pub pitch: U64,
+        pub value: U32,
+        pub element: U32,
+        pub width: U64,
+        pub height: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemsetNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemsetNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 
@@ -15032,6 +17025,232 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
                 0x5au8,
                 2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
             ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue32 => {
+            let mut r = stream_write_value32::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0069);
+            r.addr = U64::new(0x4100_0000_0000_007a);
+            r.value = U32::new(11);
+            r.flags = U32::new(28);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue32_ptsz => {
+            let mut r = stream_write_value32_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_006c);
+            r.addr = U64::new(0x4100_0000_0000_007d);
+            r.value = U32::new(14);
+            r.flags = U32::new(31);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue32_v2 => {
+            let mut r = stream_write_value32_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_006f);
+            r.addr = U64::new(0x4100_0000_0000_0000);
+            r.value = U32::new(17);
+            r.flags = U32::new(34);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue32_v2_ptsz => {
+            let mut r = stream_write_value32_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0072);
+            r.addr = U64::new(0x4100_0000_0000_0003);
+            r.value = U32::new(20);
+            r.flags = U32::new(37);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue64 => {
+            let mut r = stream_write_value64::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0075);
+            r.addr = U64::new(0x4100_0000_0000_0006);
+            r.value = U64::new(23);
+            r.flags = U32::new(40);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue64_ptsz => {
+            let mut r = stream_write_value64_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0078);
+            r.addr = U64::new(0x4100_0000_0000_0009);
+            r.value = U64::new(26);
+            r.flags = U32::new(43);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue64_v2 => {
+            let mut r = stream_write_value64_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_007b);
+            r.addr = U64::new(0x4100_0000_0000_000c);
+            r.value = U64::new(29);
+            r.flags = U32::new(46);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWriteValue64_v2_ptsz => {
+            let mut r = stream_write_value64_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_007e);
+            r.addr = U64::new(0x4100_0000_0000_000f);
+            r.value = U64::new(32);
+            r.flags = U32::new(49);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue32 => {
+            let mut r = stream_wait_value32::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0001);
+            r.addr = U64::new(0x4100_0000_0000_0012);
+            r.value = U32::new(35);
+            r.flags = U32::new(52);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue32_ptsz => {
+            let mut r = stream_wait_value32_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0004);
+            r.addr = U64::new(0x4100_0000_0000_0015);
+            r.value = U32::new(38);
+            r.flags = U32::new(55);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue32_v2 => {
+            let mut r = stream_wait_value32_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0007);
+            r.addr = U64::new(0x4100_0000_0000_0018);
+            r.value = U32::new(41);
+            r.flags = U32::new(58);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue32_v2_ptsz => {
+            let mut r = stream_wait_value32_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_000a);
+            r.addr = U64::new(0x4100_0000_0000_001b);
+            r.value = U32::new(44);
+            r.flags = U32::new(61);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue64 => {
+            let mut r = stream_wait_value64::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_000d);
+            r.addr = U64::new(0x4100_0000_0000_001e);
+            r.value = U64::new(47);
+            r.flags = U32::new(64);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue64_ptsz => {
+            let mut r = stream_wait_value64_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0010);
+            r.addr = U64::new(0x4100_0000_0000_0021);
+            r.value = U64::new(50);
+            r.flags = U32::new(67);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue64_v2 => {
+            let mut r = stream_wait_value64_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0013);
+            r.addr = U64::new(0x4100_0000_0000_0024);
+            r.value = U64::new(53);
+            r.flags = U32::new(70);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamWaitValue64_v2_ptsz => {
+            let mut r = stream_wait_value64_v2_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.stream = U64::new(0x4100_0000_0000_0016);
+            r.addr = U64::new(0x4100_0000_0000_0027);
+            r.value = U64::new(56);
+            r.flags = U32::new(73);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphEventRecordNodeGetEvent => {
+            let mut r = graph_event_record_node_get_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0019);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphEventRecordNodeSetEvent => {
+            let mut r = graph_event_record_node_set_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_001c);
+            r.event = U64::new(0x4100_0000_0000_002d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphEventWaitNodeGetEvent => {
+            let mut r = graph_event_wait_node_get_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_001f);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphEventWaitNodeSetEvent => {
+            let mut r = graph_event_wait_node_set_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0022);
+            r.event = U64::new(0x4100_0000_0000_0033);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecEventRecordNodeSetEvent => {
+            let mut r = graph_exec_event_record_node_set_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0025);
+            r.hnode = U64::new(0x4100_0000_0000_0036);
+            r.event = U64::new(0x4100_0000_0000_0047);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecEventWaitNodeSetEvent => {
+            let mut r = graph_exec_event_wait_node_set_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0028);
+            r.hnode = U64::new(0x4100_0000_0000_0039);
+            r.event = U64::new(0x4100_0000_0000_004a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphNodeGetEnabled => {
+            let mut r = graph_node_get_enabled::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_002b);
+            r.hnode = U64::new(0x4100_0000_0000_003c);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphNodeSetEnabled => {
+            let mut r = graph_node_set_enabled::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_002e);
+            r.hnode = U64::new(0x4100_0000_0000_003f);
+            r.is_enabled = U32::new(80);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphNodeFindInClone => {
+            let mut r = graph_node_find_in_clone::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.horiginal_node = U64::new(0x4100_0000_0000_0031);
+            r.hcloned_graph = U64::new(0x4100_0000_0000_0042);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddChildGraphNode => {
+            let mut r = graph_add_child_graph_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0034);
+            r.num_dependencies = U64::new(2);
+            r.child_graph = U64::new(0x4100_0000_0000_0056);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphChildGraphNodeGetGraph => {
+            let mut r = graph_child_graph_node_get_graph::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0037);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ArrayCreate_v2 => {

@@ -425,6 +425,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(graph_kernel_node::Request {
                 graph: u(5),
                 node: u(0),
+                exec: u(0),
                 function: u(4),
                 kernel: u(0),
                 ctx: u(0),
@@ -443,7 +444,10 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         // 4 rows of 16 4-byte elements at a 256-byte pitch, after no node.
         Op::GraphMemsetNode => (
             b(graph_memset_node::Request {
+                what: 0,
                 graph: u(5),
+                node: u(0),
+                exec: u(0),
                 ctx: u(2),
                 dst: u(DPTR),
                 pitch: u(256),
@@ -456,6 +460,52 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             none(),
         ),
         Op::GraphKernelNodeParams => (b(graph_kernel_node_params::Request { node: u(9) }), none()),
+        // cuGraphAddHostNode after one dependency, running the client's callback 3.
+        Op::GraphHostNode => (
+            b(graph_host_node::Request {
+                what: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                id: u(3),
+                deps: U32::new(1),
+            }),
+            9u64.to_le_bytes().to_vec(),
+        ),
+        Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
+        Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
+        // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).
+        Op::GraphMemcpyNode => (
+            b(graph_memcpy_node::Request {
+                what: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                ctx: u(CTX),
+                deps: U32::new(0),
+                src_kind: 1,
+                src_addr: u(0x7f00_1000_0000),
+                src_array: u(0),
+                src_x: u(0),
+                src_y: u(0),
+                src_z: u(0),
+                src_pitch: u(64),
+                src_height: u(4),
+                dst_kind: 2,
+                dst_addr: u(DPTR),
+                dst_array: u(0),
+                dst_x: u(0),
+                dst_y: u(0),
+                dst_z: u(0),
+                dst_pitch: u(256),
+                dst_height: u(4),
+                width: u(64),
+                height: u(4),
+                depth: u(1),
+            }),
+            none(),
+        ),
+        Op::GraphMemcpyNodeParams => (b(graph_memcpy_node_params::Request { node: u(9) }), none()),
         Op::GraphExecUpdate => (
             b(graph_exec_update::Request {
                 exec: u(6),

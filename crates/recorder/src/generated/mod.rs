@@ -1140,6 +1140,39 @@ pub extern "C" fn cuFuncSetSharedSize(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphAddChildGraphNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddChildGraphNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddChildGraphNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 8usize);
+    c.eq("childGraph", childGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphAddDependencies`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1273,6 +1306,26 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphChildGraphNodeGetGraph`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
+    hNode: vgpu_abi::types::CUgraphNode,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphChildGraphNodeGetGraph");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("phGraph", phGraph);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraph.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphClone`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1335,11 +1388,115 @@ pub extern "C" fn cuGraphDestroyNode(hNode: vgpu_abi::types::CUgraphNode) -> CUr
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphEventRecordNodeGetEvent`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphEventRecordNodeGetEvent");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("event_out", event_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { event_out.write_unaligned(0x530000000003usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphEventRecordNodeSetEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphEventRecordNodeSetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphEventRecordNodeSetEvent");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphEventWaitNodeGetEvent`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphEventWaitNodeGetEvent");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("event_out", event_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { event_out.write_unaligned(0x530000000003usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphEventWaitNodeSetEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphEventWaitNodeSetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphEventWaitNodeSetEvent");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphExecDestroy`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
     let mut c = Check::new("cuGraphExecDestroy");
     c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecEventRecordNodeSetEvent(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecEventRecordNodeSetEvent");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecEventWaitNodeSetEvent(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecEventWaitNodeSetEvent");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("event", event as usize as u64, 0x530000000003u64);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -1478,6 +1635,50 @@ pub extern "C" fn cuGraphLaunch_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphNodeFindInClone`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeFindInClone(
+    phNode: *mut vgpu_abi::types::CUgraphNode,
+    hOriginalNode: vgpu_abi::types::CUgraphNode,
+    hClonedGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphNodeFindInClone");
+    c.non_null("phNode", phNode);
+    c.eq("hOriginalNode", hOriginalNode as usize as u64, 0x0u64);
+    c.eq("hClonedGraph", hClonedGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphNodeGetEnabled`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetEnabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: *mut ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphNodeGetEnabled");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("isEnabled", isEnabled);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { isEnabled.write_unaligned(1739869803u32) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphNodeGetType`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1495,6 +1696,23 @@ pub unsafe extern "C" fn cuGraphNodeGetType(
     }
     // SAFETY: checked non-NULL.
     unsafe { type_.write_unaligned(vgpu_abi::types::CUgraphNodeType(802110132u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphNodeSetEnabled`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphNodeSetEnabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphNodeSetEnabled");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("isEnabled", isEnabled, 3891823420u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -3507,6 +3725,310 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamWaitValue32`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue32");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 2281760897u32);
+    c.eq("flags", flags, 2335550167u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue32_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue32_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 3385756250u32);
+    c.eq("flags", flags, 2968313114u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue32_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue32_v2");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 587588182u32);
+    c.eq("flags", flags, 1857724298u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue32_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue32_v2_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 711115865u32);
+    c.eq("flags", flags, 2930999464u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue64`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue64");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 16914653162012511424u64);
+    c.eq("flags", flags, 757314754u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue64_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue64_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 18092771248798495580u64);
+    c.eq("flags", flags, 1423926088u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue64_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue64_v2");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 6492465923932739162u64);
+    c.eq("flags", flags, 800902528u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWaitValue64_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWaitValue64_v2_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 14369370858442749364u64);
+    c.eq("flags", flags, 2230611153u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue32`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue32");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 325174323u32);
+    c.eq("flags", flags, 819682668u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue32_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue32_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 1928058551u32);
+    c.eq("flags", flags, 2876121436u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue32_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue32_v2");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 2509996480u32);
+    c.eq("flags", flags, 1166367856u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue32_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue32_v2_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 2752953502u32);
+    c.eq("flags", flags, 2858310162u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue64`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue64");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 17536360471046168422u64);
+    c.eq("flags", flags, 1301355269u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue64_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue64_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 14226602620921607427u64);
+    c.eq("flags", flags, 77390903u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue64_v2`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue64_v2");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 3109129562453707650u64);
+    c.eq("flags", flags, 3668484838u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuStreamWriteValue64_v2_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuStreamWriteValue64_v2_ptsz");
+    c.eq("stream", stream as usize as u64, 0x520000000002u64);
+    c.eq("addr", addr, 0x10000040u64);
+    c.eq("value", value, 7960259476429446251u64);
+    c.eq("flags", flags, 2425494127u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate_v2",
@@ -3565,22 +4087,33 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddChildGraphNode",
     "cuGraphAddDependencies",
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
+    "cuGraphEventRecordNodeGetEvent",
+    "cuGraphEventRecordNodeSetEvent",
+    "cuGraphEventWaitNodeGetEvent",
+    "cuGraphEventWaitNodeSetEvent",
     "cuGraphExecDestroy",
+    "cuGraphExecEventRecordNodeSetEvent",
+    "cuGraphExecEventWaitNodeSetEvent",
     "cuGraphExecGetFlags",
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphNodeFindInClone",
+    "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
+    "cuGraphNodeSetEnabled",
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
@@ -3671,6 +4204,22 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamSynchronize_ptsz",
     "cuStreamWaitEvent",
     "cuStreamWaitEvent_ptsz",
+    "cuStreamWaitValue32",
+    "cuStreamWaitValue32_ptsz",
+    "cuStreamWaitValue32_v2",
+    "cuStreamWaitValue32_v2_ptsz",
+    "cuStreamWaitValue64",
+    "cuStreamWaitValue64_ptsz",
+    "cuStreamWaitValue64_v2",
+    "cuStreamWaitValue64_v2_ptsz",
+    "cuStreamWriteValue32",
+    "cuStreamWriteValue32_ptsz",
+    "cuStreamWriteValue32_v2",
+    "cuStreamWriteValue32_v2_ptsz",
+    "cuStreamWriteValue64",
+    "cuStreamWriteValue64_ptsz",
+    "cuStreamWriteValue64_v2",
+    "cuStreamWriteValue64_v2_ptsz",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -3730,22 +4279,33 @@ const _: crate::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: crate::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: crate::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: crate::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: crate::signature::cuGraphAddChildGraphNode = cuGraphAddChildGraphNode;
 const _: crate::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: crate::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: crate::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: crate::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: crate::signature::cuGraphClone = cuGraphClone;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
 const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
 const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;
+const _: crate::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNodeGetEvent;
+const _: crate::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
+const _: crate::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
+const _: crate::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
 const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
+const _: crate::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
+const _: crate::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;
 const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
 const _: crate::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: crate::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
+const _: crate::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: crate::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
 const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
@@ -3841,3 +4401,19 @@ const _: crate::signature::cuStreamSynchronize = cuStreamSynchronize;
 const _: crate::signature::cuStreamSynchronize_ptsz = cuStreamSynchronize_ptsz;
 const _: crate::signature::cuStreamWaitEvent = cuStreamWaitEvent;
 const _: crate::signature::cuStreamWaitEvent_ptsz = cuStreamWaitEvent_ptsz;
+const _: crate::signature::cuStreamWaitValue32 = cuStreamWaitValue32;
+const _: crate::signature::cuStreamWaitValue32_ptsz = cuStreamWaitValue32_ptsz;
+const _: crate::signature::cuStreamWaitValue32_v2 = cuStreamWaitValue32_v2;
+const _: crate::signature::cuStreamWaitValue32_v2_ptsz = cuStreamWaitValue32_v2_ptsz;
+const _: crate::signature::cuStreamWaitValue64 = cuStreamWaitValue64;
+const _: crate::signature::cuStreamWaitValue64_ptsz = cuStreamWaitValue64_ptsz;
+const _: crate::signature::cuStreamWaitValue64_v2 = cuStreamWaitValue64_v2;
+const _: crate::signature::cuStreamWaitValue64_v2_ptsz = cuStreamWaitValue64_v2_ptsz;
+const _: crate::signature::cuStreamWriteValue32 = cuStreamWriteValue32;
+const _: crate::signature::cuStreamWriteValue32_ptsz = cuStreamWriteValue32_ptsz;
+const _: crate::signature::cuStreamWriteValue32_v2 = cuStreamWriteValue32_v2;
+const _: crate::signature::cuStreamWriteValue32_v2_ptsz = cuStreamWriteValue32_v2_ptsz;
+const _: crate::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
+const _: crate::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
+const _: crate::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
+const _: crate::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;

@@ -26,6 +26,7 @@ mod host;
 mod init;
 mod launch;
 mod library;
+mod memop;
 mod memory;
 mod module;
 mod pointer;

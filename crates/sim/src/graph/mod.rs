@@ -21,8 +21,7 @@
 //! refused as the driver refuses it, and the per-thread stream gives
 //! `CUDA_ERROR_NOT_SUPPORTED`.
 
-use std::collections::HashMap;
-use std::ffi::c_void;
+use std::collections::{HashMap, HashSet};
 use std::thread::ThreadId;
 
 use crate::cu::{CUgraphEdgeData, CUresult};
@@ -30,11 +29,14 @@ use crate::error::{err, Res};
 use crate::launch::Launch;
 use crate::memory::End;
 use crate::state::State;
-use crate::stream;
 
 mod capture;
+mod exec;
+mod node;
 
 pub(crate) use capture::*;
+pub(crate) use exec::*;
+pub(crate) use node::*;
 
 /// One end of a recorded copy.
 #[derive(Clone, Copy, Debug)]
@@ -52,13 +54,22 @@ impl CopyEnd {
         }
     }
 
-    fn end(self) -> End {
+    pub(super) fn end(self) -> End {
         match self {
             CopyEnd::Device(d) => End::Device(d),
             CopyEnd::Host(a) => End::Host(std::ptr::with_exposed_provenance_mut(a)),
         }
     }
 }
+
+/// A memcpy node's parameters. Host sides are the application's addresses, read or
+/// written when the graph runs (as the driver does).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Copy3D(pub crate::cu::CUDA_MEMCPY3D);
+
+// SAFETY: the host pointers inside are addresses the application gave, only dereferenced
+// by a launch, on the launching thread, under the device's lock, as the driver would.
+unsafe impl Send for Copy3D {}
 
 /// The work of one node.
 #[derive(Clone, Debug)]
@@ -98,6 +109,21 @@ pub(crate) enum Work {
     EventWait {
         event: usize,
     },
+    /// A child graph node: in a graph, `graph` is the node's own copy of the child graph
+    /// and `work` is empty; in an executable graph, `work` is that graph's work.
+    Child {
+        graph: usize,
+        work: Vec<Work>,
+    },
+    /// Stream memory operations (a captured `cuStreamWriteValue32`, …), in order.
+    MemOps(Vec<crate::memop::MemOp>),
+    /// A memcpy node's copy (`cuGraphAddMemcpyNode`).
+    Copy3D(Copy3D),
+    /// A host node: `f(data)` runs on the launching thread, without the device's lock.
+    Host {
+        f: unsafe extern "C" fn(*mut std::ffi::c_void),
+        data: usize,
+    },
 }
 
 impl Work {
@@ -110,6 +136,10 @@ impl Work {
             Work::Empty => 5,
             Work::EventWait { .. } => 6,
             Work::EventRecord { .. } => 7,
+            Work::Child { .. } => 4,
+            Work::MemOps(_) => 12,
+            Work::Host { .. } => 3,
+            Work::Copy3D(_) => 1,
         }
     }
 }
@@ -124,6 +154,9 @@ pub(crate) struct Node {
     /// A kernel node's argument pointers as `cuGraphKernelNodeGetParams` last
     /// returned them (exposed addresses of `work`'s argument bytes).
     pub arg_ptrs: Vec<usize>,
+    /// The node this one is a copy of, when `cuGraphClone` made it
+    /// (`cuGraphNodeFindInClone`).
+    pub origin: Option<usize>,
 }
 
 /// One graph: its nodes in the order they were added.
@@ -137,7 +170,12 @@ pub(crate) struct Graph {
 pub(crate) struct Exec {
     pub ctx: usize,
     pub flags: u64,
+    /// The graph's nodes when it was instantiated (the executable graph's setters name
+    /// them), in order, each with its work.
+    pub nodes: Vec<usize>,
     pub work: Vec<Work>,
+    /// Nodes disabled by `cuGraphNodeSetEnabled`: they run as empty nodes.
+    pub disabled: HashSet<usize>,
 }
 
 /// An open capture, by stream.
@@ -168,7 +206,7 @@ pub(crate) struct Graphs {
     pub capture_ids: u64,
 }
 
-fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
+pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
     err(CUresult::CUDA_ERROR_INVALID_VALUE, why)
 }
 
@@ -179,7 +217,7 @@ pub(crate) fn create(st: &mut State) -> usize {
     key
 }
 
-/// `cuGraphDestroy`: the graph and its nodes.
+/// `cuGraphDestroy`: the graph and its nodes (child graph nodes' graphs with them).
 pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let g = &mut st.ext.graphs;
     if g.captures.values().any(|c| c.graph == key) {
@@ -188,10 +226,17 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let Some(graph) = g.graphs.remove(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));
     };
+    let mut children = Vec::new();
     for n in graph.nodes {
-        g.nodes.remove(&n);
+        if let Some(Node {
+            work: Work::Child { graph: child, .. },
+            ..
+        }) = g.nodes.remove(&n)
+        {
+            children.push(child);
+        }
     }
-    Ok(())
+    children.into_iter().try_for_each(|c| destroy(st, c))
 }
 
 /// Adds a node doing `work` at the end of graph `key`.
@@ -209,6 +254,7 @@ pub(crate) fn add_node(st: &mut State, key: usize, work: Work, deps: Vec<usize>)
             work,
             deps,
             arg_ptrs: Vec::new(),
+            origin: None,
         },
     );
     Ok(node)
@@ -368,6 +414,9 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     for other in g.nodes.values_mut() {
         other.deps.retain(|&d| d != node);
     }
+    if let Work::Child { graph: child, .. } = n.work {
+        destroy(st, child)?;
+    }
     Ok(())
 }
 
@@ -398,163 +447,19 @@ pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
     let mut new_of = HashMap::new();
     for (old, w, deps) in nodes {
         let deps = deps.iter().filter_map(|d| new_of.get(d).copied()).collect();
-        new_of.insert(old, add_node(st, copy, w, deps)?);
+        // A child graph node owns its graph: the copy gets a copy of it.
+        let w = match w {
+            Work::Child { graph, .. } => Work::Child {
+                graph: clone(st, graph)?,
+                work: Vec::new(),
+            },
+            w => w,
+        };
+        let new = add_node(st, copy, w, deps)?;
+        if let Some(n) = st.ext.graphs.nodes.get_mut(&new) {
+            n.origin = Some(old);
+        }
+        new_of.insert(old, new);
     }
     Ok(copy)
-}
-
-fn work_of(st: &State, key: usize) -> Res<Vec<Work>> {
-    let g = &st.ext.graphs;
-    let Some(graph) = g.graphs.get(&key) else {
-        return invalid(format!("graph {key:#x} does not exist"));
-    };
-    Ok(graph
-        .nodes
-        .iter()
-        .filter_map(|n| g.nodes.get(n))
-        .map(|n| n.work.clone())
-        .collect())
-}
-
-/// `cuGraphInstantiateWithFlags`: a snapshot of the graph's work, in the current context.
-pub(crate) fn instantiate(st: &mut State, key: usize, flags: u64) -> Res<usize> {
-    // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | _UPLOAD | _DEVICE_LAUNCH | _USE_NODE_PRIORITY
-    if flags & !0xF != 0 {
-        return invalid(format!("instantiate flags {flags:#x} are not valid"));
-    }
-    let ctx = crate::context::current(st)?;
-    let work = work_of(st, key)?;
-    let exec = st.mint();
-    st.ext.graphs.execs.insert(exec, Exec { ctx, flags, work });
-    Ok(exec)
-}
-
-fn exec(st: &State, key: usize) -> Res<&Exec> {
-    match st.ext.graphs.execs.get(&key) {
-        Some(e) => Ok(e),
-        None => invalid(format!("executable graph {key:#x} does not exist")),
-    }
-}
-
-/// `cuGraphExecUpdate`: the executable graph takes graph `key`'s work when both have
-/// nodes of the same types in the same order: `(0, 0)`; otherwise nothing changes and
-/// the result is `CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED` (2) or
-/// `…_NODE_TYPE_CHANGED` (3) with the node that differs (0 for none).
-pub(crate) fn exec_update(st: &mut State, exec_key: usize, key: usize) -> Res<(u32, usize)> {
-    exec(st, exec_key)?;
-    let work = work_of(st, key)?;
-    let nodes = query(st, Query::Nodes, key)?;
-    let old = &exec(st, exec_key)?.work;
-    if old.len() != work.len() {
-        return Ok((2, 0));
-    }
-    if let Some(i) = (0..work.len()).find(|&i| old[i].node_type() != work[i].node_type()) {
-        return Ok((3, nodes.get(i).map_or(0, |n| n.0)));
-    }
-    if let Some(e) = st.ext.graphs.execs.get_mut(&exec_key) {
-        e.work = work;
-    }
-    Ok((0, 0))
-}
-
-/// `cuGraphExecDestroy`.
-pub(crate) fn exec_destroy(st: &mut State, key: usize) -> Res<()> {
-    match st.ext.graphs.execs.remove(&key) {
-        Some(_) => Ok(()),
-        None => invalid(format!("executable graph {key:#x} does not exist")),
-    }
-}
-
-/// `cuGraphExecGetFlags`.
-pub(crate) fn exec_flags(st: &State, key: usize) -> Res<u64> {
-    exec(st, key).map(|e| e.flags)
-}
-
-/// `cuGraphUpload`: nothing to upload; checks the graph and the stream.
-pub(crate) fn upload(st: &State, key: usize, stream_key: usize) -> Res<()> {
-    let ctx = exec(st, key)?.ctx;
-    if stream::usable(st, stream_key)? != ctx {
-        return invalid("executable graph and stream belong to different contexts");
-    }
-    Ok(())
-}
-
-/// `cuGraphLaunch`: runs the work in order on the stream (records it when the stream is
-/// capturing). The first failing node's error is the launch's.
-pub(crate) fn launch(st: &mut State, key: usize, stream_key: usize) -> Res<()> {
-    upload(st, key, stream_key)?;
-    let work = exec(st, key)?.work.clone();
-    for w in work {
-        run(st, stream_key, w)?;
-    }
-    Ok(())
-}
-
-/// Runs (or records) one node's work on a stream.
-fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
-    match w {
-        Work::Memset {
-            dst,
-            pattern,
-            count,
-        } => {
-            if captured(st, stream_key, || Work::Memset {
-                dst,
-                pattern: pattern.clone(),
-                count,
-            })? {
-                return Ok(());
-            }
-            crate::memory::memset(st, dst, &pattern, count)
-        }
-        Work::Copy { dst, src, len } => {
-            if captured(st, stream_key, || Work::Copy { dst, src, len })? {
-                return Ok(());
-            }
-            // SAFETY: host ends were given by the application when the copy was captured
-            // or added, valid (as the driver requires) whenever the graph runs.
-            unsafe { crate::memory::copy(st, dst.end(), src.end(), len) }
-        }
-        Work::Kernel {
-            func,
-            geometry,
-            args,
-        } => {
-            let ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
-            // SAFETY: one pointer per parameter, each to that parameter's bytes, as they
-            // were read when the launch was captured.
-            unsafe { crate::launch::launch_kernel(st, func, geometry, stream_key, ptrs.as_ptr()) }
-        }
-        Work::EventRecord { captured: true, .. } => Ok(()),
-        Work::EventRecord { event, .. } => crate::event::record_replayed(st, event),
-        Work::Memset2D {
-            dst,
-            pitch,
-            pattern,
-            width,
-            height,
-        } => {
-            stream::usable(st, stream_key)?;
-            let again = Work::Memset2D {
-                dst,
-                pitch,
-                pattern: pattern.clone(),
-                width,
-                height,
-            };
-            if captured(st, stream_key, || again)? {
-                return Ok(());
-            }
-            crate::memory::memset_2d(st, dst, pitch, &pattern, width, height)
-        }
-        Work::Empty => {
-            stream::usable(st, stream_key)?;
-            captured(st, stream_key, || w).map(drop)
-        }
-        Work::EventWait { event } => {
-            crate::event::get(st, event)?;
-            stream::usable(st, stream_key)?;
-            captured(st, stream_key, || w).map(drop)
-        }
-    }
 }

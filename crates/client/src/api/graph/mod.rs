@@ -35,10 +35,17 @@ use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
+mod host;
+mod kernel_v1;
+mod memcpy;
 mod nodes;
 
+pub use host::{host_node, host_node_params, HostNodeCall};
+pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
+pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{
-    debug_dot_print, exec_update, kernel_node, kernel_node_params, memset_node, query,
+    debug_dot_print, exec_update, kernel_node, kernel_node_params, memset_node, memset_node_params,
+    query,
 };
 
 /// Notes a capture begun on stream `sid`.

@@ -94,6 +94,7 @@ pub unsafe fn debug_dot_print(graph: CUgraph, path: *const c_char, flags: c_uint
 pub unsafe fn kernel_node(
     ph: *mut CUgraphNode,
     graph: CUgraph,
+    exec: CUgraphExec,
     node: CUgraphNode,
     deps: *const CUgraphNode,
     n: usize,
@@ -135,6 +136,7 @@ pub unsafe fn kernel_node(
     let r = graph_kernel_node::Request {
         graph: U64::new(graph as usize as u64),
         node: U64::new(node as usize as u64),
+        exec: U64::new(exec as usize as u64),
         function: U64::new(p.func as usize as u64),
         kernel: U64::new(p.kern as usize as u64),
         ctx: U64::new(p.ctx as usize as u64),
@@ -183,28 +185,39 @@ pub unsafe fn exec_update(
     crate::edge::check(rep.status.get())
 }
 
-/// `cuGraphAddMemsetNode`.
+/// `cuGraphAddMemsetNode` (`what` 0, in `graph` after `n` `deps`, the node
+/// written to `ph`), `cuGraphMemsetNodeSetParams` (1, of `node`) or
+/// `cuGraphExecMemsetNodeSetParams` (2, of `node` in `exec`).
 ///
 /// # Safety
 /// `ph` must be NULL or valid for a write; `deps` NULL or `n` handles; `p`
 /// NULL or valid for a read.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn memset_node(
+    what: u8,
     ph: *mut CUgraphNode,
     graph: CUgraph,
+    exec: CUgraphExec,
+    node: CUgraphNode,
     deps: *const CUgraphNode,
     n: usize,
     p: *const CUDA_MEMSET_NODE_PARAMS,
     ctx: CUcontext,
 ) -> CuResult<()> {
     let s = runtime().session()?;
-    non_null(ph)?;
+    if what == 0 {
+        non_null(ph)?;
+    }
     non_null(p)?;
     // SAFETY: checked non-NULL; the application's parameters.
     let p = unsafe { p.read() };
     // SAFETY: forwarded from this function's contract.
     let (count, blob) = unsafe { dependency_blob(deps, None, n) }?;
     let r = graph_memset_node::Request {
+        what,
         graph: U64::new(graph as usize as u64),
+        node: U64::new(node as usize as u64),
+        exec: U64::new(exec as usize as u64),
         ctx: U64::new(ctx as usize as u64),
         dst: U64::new(p.dst),
         pitch: U64::new(p.pitch as u64),
@@ -215,8 +228,38 @@ pub unsafe fn memset_node(
         deps: U32::new(count),
     };
     let (rep, _) = s.request(&r, &blob)?;
+    if what != 0 {
+        return Ok(());
+    }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(rep.node.get())) }
+}
+
+/// `cuGraphMemsetNodeGetParams`.
+///
+/// # Safety
+/// `p` must be NULL or valid for a write.
+pub unsafe fn memset_node_params(
+    node: CUgraphNode,
+    p: *mut CUDA_MEMSET_NODE_PARAMS,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(p)?;
+    let r = vgpu_proto::graph_memset_node_params::Request {
+        node: U64::new(node as usize as u64),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let z = |v: &U64| usize::try_from(v.get()).unwrap_or(usize::MAX);
+    let out = CUDA_MEMSET_NODE_PARAMS {
+        dst: rep.dst.get(),
+        pitch: z(&rep.pitch),
+        value: rep.value.get(),
+        elementSize: rep.element.get(),
+        width: z(&rep.width),
+        height: z(&rep.height),
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(p, out) }
 }
 
 /// `cuGraphKernelNodeGetParams_v2`: the arguments live in the session until

@@ -251,6 +251,38 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphExecUpdate => super::graph::graph_exec_update(lane, s, req),
         Op::GraphMemsetNode => super::graph::graph_memset_node(lane, s, req),
         Op::GraphKernelNodeParams => super::graph::graph_kernel_node_params(lane, s, req),
+        Op::StreamWriteValue32 => stream_write_value32(s, req),
+        Op::StreamWriteValue32_ptsz => stream_write_value32_ptsz(s, req),
+        Op::StreamWriteValue32_v2 => stream_write_value32_v2(s, req),
+        Op::StreamWriteValue32_v2_ptsz => stream_write_value32_v2_ptsz(s, req),
+        Op::StreamWriteValue64 => stream_write_value64(s, req),
+        Op::StreamWriteValue64_ptsz => stream_write_value64_ptsz(s, req),
+        Op::StreamWriteValue64_v2 => stream_write_value64_v2(s, req),
+        Op::StreamWriteValue64_v2_ptsz => stream_write_value64_v2_ptsz(s, req),
+        Op::StreamWaitValue32 => stream_wait_value32(s, req),
+        Op::StreamWaitValue32_ptsz => stream_wait_value32_ptsz(s, req),
+        Op::StreamWaitValue32_v2 => stream_wait_value32_v2(s, req),
+        Op::StreamWaitValue32_v2_ptsz => stream_wait_value32_v2_ptsz(s, req),
+        Op::StreamWaitValue64 => stream_wait_value64(s, req),
+        Op::StreamWaitValue64_ptsz => stream_wait_value64_ptsz(s, req),
+        Op::StreamWaitValue64_v2 => stream_wait_value64_v2(s, req),
+        Op::StreamWaitValue64_v2_ptsz => stream_wait_value64_v2_ptsz(s, req),
+        Op::GraphEventRecordNodeGetEvent => graph_event_record_node_get_event(s, req),
+        Op::GraphEventRecordNodeSetEvent => graph_event_record_node_set_event(s, req),
+        Op::GraphEventWaitNodeGetEvent => graph_event_wait_node_get_event(s, req),
+        Op::GraphEventWaitNodeSetEvent => graph_event_wait_node_set_event(s, req),
+        Op::GraphExecEventRecordNodeSetEvent => graph_exec_event_record_node_set_event(s, req),
+        Op::GraphExecEventWaitNodeSetEvent => graph_exec_event_wait_node_set_event(s, req),
+        Op::GraphNodeGetEnabled => graph_node_get_enabled(s, req),
+        Op::GraphNodeSetEnabled => graph_node_set_enabled(s, req),
+        Op::GraphNodeFindInClone => graph_node_find_in_clone(s, req),
+        Op::GraphAddChildGraphNode => graph_add_child_graph_node(s, req),
+        Op::GraphChildGraphNodeGetGraph => graph_child_graph_node_get_graph(s, req),
+        Op::GraphHostNode => super::graph::graph_host_node(lane, s, req),
+        Op::GraphHostNodeParams => super::graph::graph_host_node_params(lane, s, req),
+        Op::GraphMemcpyNode => super::graph::graph_memcpy_node(lane, s, req),
+        Op::GraphMemcpyNodeParams => super::graph::graph_memcpy_node_params(lane, s, req),
+        Op::GraphMemsetNodeParams => super::graph::graph_memset_node_params(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
@@ -3717,6 +3749,634 @@ fn graph_add_event_wait_node(s: &Session, req: &Request) -> Result<Reply, Status
     Ok(Reply::new(
         &vgpu_proto::graph_add_event_wait_node::Reply {
             ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue32`.
+fn stream_write_value32(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value32::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue32)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value32::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue32_ptsz`.
+fn stream_write_value32_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value32_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue32_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value32_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue32_v2`.
+fn stream_write_value32_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value32_v2::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue32_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value32_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue32_v2_ptsz`.
+fn stream_write_value32_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value32_v2_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue32_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value32_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue64`.
+fn stream_write_value64(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value64::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue64)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value64::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue64_ptsz`.
+fn stream_write_value64_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value64_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue64_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value64_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue64_v2`.
+fn stream_write_value64_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value64_v2::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue64_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value64_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWriteValue64_v2_ptsz`.
+fn stream_write_value64_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_write_value64_v2_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWriteValue64_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_write_value64_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue32`.
+fn stream_wait_value32(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value32::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue32)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value32::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue32_ptsz`.
+fn stream_wait_value32_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value32_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue32_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value32_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue32_v2`.
+fn stream_wait_value32_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value32_v2::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue32_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value32_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue32_v2_ptsz`.
+fn stream_wait_value32_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value32_v2_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[4u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue32_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value32_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue64`.
+fn stream_wait_value64(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value64::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue64)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value64::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue64_ptsz`.
+fn stream_wait_value64_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value64_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue64_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value64_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue64_v2`.
+fn stream_wait_value64_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value64_v2::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue64_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value64_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamWaitValue64_v2_ptsz`.
+fn stream_wait_value64_v2_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_wait_value64_v2_ptsz::Request = calls::message(req)?;
+    let a_addr = r.addr.get();
+    let a_value = r.value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_stream = t.handle(HandleKind::Stream, r.stream.get())?;
+    t.check(a_addr as u64, calls::product(&[8u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuStreamWaitValue64_v2_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_stream), a_addr, a_value, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::stream_wait_value64_v2_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphEventRecordNodeGetEvent`.
+fn graph_event_record_node_get_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_event_record_node_get_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_event_out: vgpu_abi::types::CUevent = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphEventRecordNodeGetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_event_out) })?;
+    let mut t = s.tables();
+    let id_event_out = t.id_of(HandleKind::Event, o_event_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_event_record_node_get_event::Reply {
+            event_out: U64::new(id_event_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphEventRecordNodeSetEvent`.
+fn graph_event_record_node_set_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_event_record_node_set_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphEventRecordNodeSetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), calls::as_ptr(a_event)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_event_record_node_set_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphEventWaitNodeGetEvent`.
+fn graph_event_wait_node_get_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_event_wait_node_get_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_event_out: vgpu_abi::types::CUevent = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphEventWaitNodeGetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_event_out) })?;
+    let mut t = s.tables();
+    let id_event_out = t.id_of(HandleKind::Event, o_event_out as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_event_wait_node_get_event::Reply {
+            event_out: U64::new(id_event_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphEventWaitNodeSetEvent`.
+fn graph_event_wait_node_set_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_event_wait_node_set_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphEventWaitNodeSetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), calls::as_ptr(a_event)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_event_wait_node_set_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`.
+fn graph_exec_event_record_node_set_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_event_record_node_set_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecEventRecordNodeSetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            calls::as_ptr(a_event),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_event_record_node_set_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`.
+fn graph_exec_event_wait_node_set_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_event_wait_node_set_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_event = t.handle(HandleKind::Event, r.event.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecEventWaitNodeSetEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            calls::as_ptr(a_event),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_event_wait_node_set_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphNodeGetEnabled`.
+fn graph_node_get_enabled(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_node_get_enabled::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_is_enabled: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphNodeGetEnabled)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            &mut o_is_enabled,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_node_get_enabled::Reply {
+            is_enabled: U32::new(o_is_enabled),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphNodeSetEnabled`.
+fn graph_node_set_enabled(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_node_set_enabled::Request = calls::message(req)?;
+    let a_is_enabled = r.is_enabled.get();
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphNodeSetEnabled)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            a_is_enabled,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_node_set_enabled::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphNodeFindInClone`.
+fn graph_node_find_in_clone(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_node_find_in_clone::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_horiginal_node = t.handle(HandleKind::GraphNode, r.horiginal_node.get())?;
+    let a_hcloned_graph = t.handle(HandleKind::Graph, r.hcloned_graph.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphNodeFindInClone)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_node,
+            calls::as_ptr(a_horiginal_node),
+            calls::as_ptr(a_hcloned_graph),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_node = t.id_of(HandleKind::GraphNode, o_ph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_node_find_in_clone::Reply {
+            ph_node: U64::new(id_ph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddChildGraphNode`.
+fn graph_add_child_graph_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_child_graph_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_child_graph = t.handle(HandleKind::Graph, r.child_graph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddChildGraphNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            calls::as_ptr(a_child_graph),
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_child_graph_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphChildGraphNodeGetGraph`.
+fn graph_child_graph_node_get_graph(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_child_graph_node_get_graph::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph: vgpu_abi::types::CUgraph = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphChildGraphNodeGetGraph)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_ph_graph) })?;
+    let mut t = s.tables();
+    let id_ph_graph = t.id_of(HandleKind::Graph, o_ph_graph as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_child_graph_node_get_graph::Reply {
+            ph_graph: U64::new(id_ph_graph),
         },
         Vec::new(),
     ))

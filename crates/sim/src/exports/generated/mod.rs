@@ -758,6 +758,34 @@ pub extern "C" fn cuFuncSetSharedSize(
     })
 }
 
+/// `cuGraphAddChildGraphNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddChildGraphNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphAddChildGraphNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_child_graph_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                childGraph,
+            )
+        }
+    })
+}
+
 /// `cuGraphAddDependencies`.
 ///
 /// # Safety
@@ -852,6 +880,22 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     })
 }
 
+/// `cuGraphChildGraphNodeGetGraph`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphChildGraphNodeGetGraph(
+    hNode: vgpu_abi::types::CUgraphNode,
+    phGraph: *mut vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphChildGraphNodeGetGraph", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraph = unsafe { Out::new(phGraph, "phGraph") }?;
+        super::graph::graph_child_graph_node_get_graph(hNode, phGraph)
+    })
+}
+
 /// `cuGraphClone`.
 ///
 /// # Safety
@@ -898,11 +942,89 @@ pub extern "C" fn cuGraphDestroyNode(hNode: vgpu_abi::types::CUgraphNode) -> CUr
     })
 }
 
+/// `cuGraphEventRecordNodeGetEvent`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventRecordNodeGetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphEventRecordNodeGetEvent", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let event_out = unsafe { Out::new(event_out, "event_out") }?;
+        super::graph::graph_event_record_node_get_event(hNode, event_out)
+    })
+}
+
+/// `cuGraphEventRecordNodeSetEvent`.
+#[no_mangle]
+pub extern "C" fn cuGraphEventRecordNodeSetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphEventRecordNodeSetEvent", || {
+        super::graph::graph_event_record_node_set_event(hNode, event)
+    })
+}
+
+/// `cuGraphEventWaitNodeGetEvent`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphEventWaitNodeGetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event_out: *mut vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphEventWaitNodeGetEvent", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let event_out = unsafe { Out::new(event_out, "event_out") }?;
+        super::graph::graph_event_wait_node_get_event(hNode, event_out)
+    })
+}
+
+/// `cuGraphEventWaitNodeSetEvent`.
+#[no_mangle]
+pub extern "C" fn cuGraphEventWaitNodeSetEvent(
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphEventWaitNodeSetEvent", || {
+        super::graph::graph_event_wait_node_set_event(hNode, event)
+    })
+}
+
 /// `cuGraphExecDestroy`.
 #[no_mangle]
 pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
     run("cuGraphExecDestroy", || {
         super::graph::graph_exec_destroy(hGraphExec)
+    })
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`.
+#[no_mangle]
+pub extern "C" fn cuGraphExecEventRecordNodeSetEvent(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphExecEventRecordNodeSetEvent", || {
+        super::graph::graph_exec_event_record_node_set_event(hGraphExec, hNode, event)
+    })
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`.
+#[no_mangle]
+pub extern "C" fn cuGraphExecEventWaitNodeSetEvent(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    event: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGraphExecEventWaitNodeSetEvent", || {
+        super::graph::graph_exec_event_wait_node_set_event(hGraphExec, hNode, event)
     })
 }
 
@@ -1015,6 +1137,40 @@ pub extern "C" fn cuGraphLaunch_ptsz(
     })
 }
 
+/// `cuGraphNodeFindInClone`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeFindInClone(
+    phNode: *mut vgpu_abi::types::CUgraphNode,
+    hOriginalNode: vgpu_abi::types::CUgraphNode,
+    hClonedGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphNodeFindInClone", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phNode = unsafe { Out::new(phNode, "phNode") }?;
+        super::graph::graph_node_find_in_clone(phNode, hOriginalNode, hClonedGraph)
+    })
+}
+
+/// `cuGraphNodeGetEnabled`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphNodeGetEnabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: *mut ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphNodeGetEnabled", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let isEnabled = unsafe { Out::new(isEnabled, "isEnabled") }?;
+        super::graph::graph_node_get_enabled(hGraphExec, hNode, isEnabled)
+    })
+}
+
 /// `cuGraphNodeGetType`.
 ///
 /// # Safety
@@ -1028,6 +1184,18 @@ pub unsafe extern "C" fn cuGraphNodeGetType(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let type_ = unsafe { Out::new(type_, "type_") }?;
         super::graph::graph_node_get_type(hNode, type_)
+    })
+}
+
+/// `cuGraphNodeSetEnabled`.
+#[no_mangle]
+pub extern "C" fn cuGraphNodeSetEnabled(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    isEnabled: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphNodeSetEnabled", || {
+        super::graph::graph_node_set_enabled(hGraphExec, hNode, isEnabled)
     })
 }
 
@@ -2397,6 +2565,214 @@ pub extern "C" fn cuStreamWaitEvent_ptsz(
     })
 }
 
+/// `cuStreamWaitValue32`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue32", || {
+        super::memop::stream_wait_value32(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue32_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue32_ptsz", || {
+        super::memop::stream_wait_value32_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue32_v2`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue32_v2", || {
+        super::memop::stream_wait_value32_v2(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue32_v2_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue32_v2_ptsz", || {
+        super::memop::stream_wait_value32_v2_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue64`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue64", || {
+        super::memop::stream_wait_value64(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue64_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue64_ptsz", || {
+        super::memop::stream_wait_value64_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue64_v2`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue64_v2", || {
+        super::memop::stream_wait_value64_v2(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWaitValue64_v2_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWaitValue64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWaitValue64_v2_ptsz", || {
+        super::memop::stream_wait_value64_v2_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue32`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue32", || {
+        super::memop::stream_write_value32(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue32_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue32_ptsz", || {
+        super::memop::stream_write_value32_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue32_v2`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue32_v2", || {
+        super::memop::stream_write_value32_v2(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue32_v2_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue32_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint32_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue32_v2_ptsz", || {
+        super::memop::stream_write_value32_v2_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue64`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue64", || {
+        super::memop::stream_write_value64(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue64_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue64_ptsz", || {
+        super::memop::stream_write_value64_ptsz(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue64_v2`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_v2(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue64_v2", || {
+        super::memop::stream_write_value64_v2(stream, addr, value, flags)
+    })
+}
+
+/// `cuStreamWriteValue64_v2_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
+    stream: vgpu_abi::types::CUstream,
+    addr: vgpu_abi::types::CUdeviceptr_v2,
+    value: vgpu_abi::types::cuuint64_t,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuStreamWriteValue64_v2_ptsz", || {
+        super::memop::stream_write_value64_v2_ptsz(stream, addr, value, flags)
+    })
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate_v2",
@@ -2455,22 +2831,33 @@ pub const EXPORTS: &[&str] = &[
     "cuFuncSetCacheConfig",
     "cuFuncSetSharedMemConfig",
     "cuFuncSetSharedSize",
+    "cuGraphAddChildGraphNode",
     "cuGraphAddDependencies",
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
+    "cuGraphEventRecordNodeGetEvent",
+    "cuGraphEventRecordNodeSetEvent",
+    "cuGraphEventWaitNodeGetEvent",
+    "cuGraphEventWaitNodeSetEvent",
     "cuGraphExecDestroy",
+    "cuGraphExecEventRecordNodeSetEvent",
+    "cuGraphExecEventWaitNodeSetEvent",
     "cuGraphExecGetFlags",
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphNodeFindInClone",
+    "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
+    "cuGraphNodeSetEnabled",
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
@@ -2561,6 +2948,22 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamSynchronize_ptsz",
     "cuStreamWaitEvent",
     "cuStreamWaitEvent_ptsz",
+    "cuStreamWaitValue32",
+    "cuStreamWaitValue32_ptsz",
+    "cuStreamWaitValue32_v2",
+    "cuStreamWaitValue32_v2_ptsz",
+    "cuStreamWaitValue64",
+    "cuStreamWaitValue64_ptsz",
+    "cuStreamWaitValue64_v2",
+    "cuStreamWaitValue64_v2_ptsz",
+    "cuStreamWriteValue32",
+    "cuStreamWriteValue32_ptsz",
+    "cuStreamWriteValue32_v2",
+    "cuStreamWriteValue32_v2_ptsz",
+    "cuStreamWriteValue64",
+    "cuStreamWriteValue64_ptsz",
+    "cuStreamWriteValue64_v2",
+    "cuStreamWriteValue64_v2_ptsz",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -2620,22 +3023,33 @@ const _: super::signature::cuFuncSetBlockShape = cuFuncSetBlockShape;
 const _: super::signature::cuFuncSetCacheConfig = cuFuncSetCacheConfig;
 const _: super::signature::cuFuncSetSharedMemConfig = cuFuncSetSharedMemConfig;
 const _: super::signature::cuFuncSetSharedSize = cuFuncSetSharedSize;
+const _: super::signature::cuGraphAddChildGraphNode = cuGraphAddChildGraphNode;
 const _: super::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: super::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: super::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: super::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: super::signature::cuGraphClone = cuGraphClone;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
 const _: super::signature::cuGraphDestroy = cuGraphDestroy;
 const _: super::signature::cuGraphDestroyNode = cuGraphDestroyNode;
+const _: super::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNodeGetEvent;
+const _: super::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
+const _: super::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
+const _: super::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
 const _: super::signature::cuGraphExecDestroy = cuGraphExecDestroy;
+const _: super::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
+const _: super::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;
 const _: super::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
 const _: super::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
 const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: super::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
+const _: super::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
+const _: super::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
 const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
@@ -2731,3 +3145,19 @@ const _: super::signature::cuStreamSynchronize = cuStreamSynchronize;
 const _: super::signature::cuStreamSynchronize_ptsz = cuStreamSynchronize_ptsz;
 const _: super::signature::cuStreamWaitEvent = cuStreamWaitEvent;
 const _: super::signature::cuStreamWaitEvent_ptsz = cuStreamWaitEvent_ptsz;
+const _: super::signature::cuStreamWaitValue32 = cuStreamWaitValue32;
+const _: super::signature::cuStreamWaitValue32_ptsz = cuStreamWaitValue32_ptsz;
+const _: super::signature::cuStreamWaitValue32_v2 = cuStreamWaitValue32_v2;
+const _: super::signature::cuStreamWaitValue32_v2_ptsz = cuStreamWaitValue32_v2_ptsz;
+const _: super::signature::cuStreamWaitValue64 = cuStreamWaitValue64;
+const _: super::signature::cuStreamWaitValue64_ptsz = cuStreamWaitValue64_ptsz;
+const _: super::signature::cuStreamWaitValue64_v2 = cuStreamWaitValue64_v2;
+const _: super::signature::cuStreamWaitValue64_v2_ptsz = cuStreamWaitValue64_v2_ptsz;
+const _: super::signature::cuStreamWriteValue32 = cuStreamWriteValue32;
+const _: super::signature::cuStreamWriteValue32_ptsz = cuStreamWriteValue32_ptsz;
+const _: super::signature::cuStreamWriteValue32_v2 = cuStreamWriteValue32_v2;
+const _: super::signature::cuStreamWriteValue32_v2_ptsz = cuStreamWriteValue32_v2_ptsz;
+const _: super::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
+const _: super::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
+const _: super::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
+const _: super::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;

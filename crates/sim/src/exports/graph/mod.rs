@@ -16,10 +16,18 @@ use crate::graph;
 use crate::state;
 
 mod capture;
+mod host;
+mod memcpy;
+mod memset;
 mod nodes;
+mod params;
 
 pub use capture::*;
+pub use host::*;
+pub use memcpy::*;
+pub use memset::*;
 pub use nodes::*;
+pub use params::*;
 
 /// `cuThreadExchangeStreamCaptureMode`.
 ///
@@ -165,12 +173,12 @@ pub(crate) fn graph_exec_get_flags(h: CUgraphExec, out: Out<cuuint64_t>) -> Res<
 
 /// `cuGraphLaunch`: the graph's work runs now, in order, on the stream.
 pub(crate) fn graph_launch(h: CUgraphExec, s: CUstream) -> Res<()> {
-    graph::launch(&mut state::sim()?.lock(), key(h), key(s))
+    graph::launch(state::sim()?, key(h), key(s))
 }
 
 /// `cuGraphLaunch_ptsz`.
 pub(crate) fn graph_launch_ptsz(h: CUgraphExec, s: CUstream) -> Res<()> {
-    graph::launch(&mut state::sim()?.lock(), key(h), ptsz(s))
+    graph::launch(state::sim()?, key(h), ptsz(s))
 }
 
 /// `cuGraphUpload`.

@@ -4,10 +4,7 @@
 use std::ffi::c_uint;
 use std::os::unix::ffi::OsStrExt;
 
-use crate::cu::{
-    CUcontext, CUevent, CUgraph, CUgraphNode, CUresult, CUDA_KERNEL_NODE_PARAMS,
-    CUDA_MEMSET_NODE_PARAMS,
-};
+use crate::cu::{CUevent, CUgraph, CUgraphNode, CUresult, CUDA_KERNEL_NODE_PARAMS};
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
 use crate::graph;
@@ -17,7 +14,7 @@ use crate::state;
 ///
 /// # Safety
 /// `nodes` must be NULL or hold `n` readable handles.
-unsafe fn node_keys(nodes: *const CUgraphNode, n: usize) -> Res<Vec<usize>> {
+pub(super) unsafe fn node_keys(nodes: *const CUgraphNode, n: usize) -> Res<Vec<usize>> {
     if n > 0 && nodes.is_null() {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a node list is NULL");
     }
@@ -281,7 +278,7 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint(
 ///
 /// # Safety
 /// `p` must be valid kernel node parameters as the CUDA API defines them.
-unsafe fn kernel_work(
+pub(super) unsafe fn kernel_work(
     st: &mut crate::state::State,
     p: &CUDA_KERNEL_NODE_PARAMS,
 ) -> Res<graph::Work> {
@@ -358,66 +355,6 @@ pub unsafe extern "C" fn cuGraphKernelNodeSetParams_v2(
         // SAFETY: checked non-NULL; valid by the contract.
         let work = unsafe { kernel_work(&mut st, &*p) }?;
         graph::set_kernel(&mut st, key(node), work)
-    })
-}
-
-/// `cuGraphAddMemsetNode`: elements of 1, 2 or 4 bytes; the value's low bytes are the
-/// pattern; the rows must lie inside one allocation.
-///
-/// # Safety
-/// `ph` must be NULL or valid for a write, `deps` NULL or `n` handles, `p` NULL or
-/// valid for a read.
-#[no_mangle]
-pub unsafe extern "C" fn cuGraphAddMemsetNode(
-    ph: *mut CUgraphNode,
-    g: CUgraph,
-    deps: *const CUgraphNode,
-    n: usize,
-    p: *const CUDA_MEMSET_NODE_PARAMS,
-    _ctx: CUcontext,
-) -> CUresult {
-    run("cuGraphAddMemsetNode", || {
-        if ph.is_null() || p.is_null() {
-            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a NULL pointer");
-        }
-        // SAFETY: checked non-NULL; valid by the contract.
-        let p = unsafe { p.read_unaligned() };
-        let pattern = match p.elementSize {
-            1 => vec![p.value.to_ne_bytes()[0]],
-            2 => p.value.to_ne_bytes()[..2].to_vec(),
-            4 => p.value.to_ne_bytes().to_vec(),
-            other => {
-                return err(
-                    CUresult::CUDA_ERROR_INVALID_VALUE,
-                    format!("element size {other} is not 1, 2 or 4"),
-                )
-            }
-        };
-        let row = p.width.checked_mul(pattern.len());
-        let span = row.and_then(|w| {
-            let rows = p.height.checked_sub(1)?;
-            p.pitch.checked_mul(rows)?.checked_add(w)
-        });
-        let mut st = state::sim()?.lock();
-        if p.height > 0 && span.is_none_or(|n| crate::memory::try_range(&st, p.dst, n).is_none()) {
-            return err(
-                CUresult::CUDA_ERROR_INVALID_VALUE,
-                "the memset node's rows are not inside one allocation",
-            );
-        }
-        let work = graph::Work::Memset2D {
-            dst: p.dst,
-            pitch: p.pitch,
-            pattern,
-            width: p.width,
-            height: p.height,
-        };
-        // SAFETY: forwarded from this function's contract.
-        let deps = unsafe { node_keys(deps, n) }?;
-        let node = graph::add_node_after(&mut st, key(g), &deps, work)?;
-        // SAFETY: checked non-NULL; valid for a write by the contract.
-        unsafe { ph.write_unaligned(handle(node)) };
-        Ok(())
     })
 }
 

@@ -1,0 +1,130 @@
+//! Typed node parameters, executable-graph setters, enabled nodes and clones: the model
+//! functions of the generated exports (`generated/mod.rs`).
+
+use std::ffi::c_uint;
+
+use super::nodes::{kernel_work, node_keys};
+use crate::cu::{CUevent, CUgraph, CUgraphExec, CUgraphNode, CUresult, CUDA_KERNEL_NODE_PARAMS};
+use crate::error::{err, Res};
+use crate::ffi::{handle, key, run, Out};
+use crate::graph;
+use crate::state;
+
+/// `cuGraphEventRecordNodeGetEvent`.
+pub(crate) fn graph_event_record_node_get_event(n: CUgraphNode, out: Out<CUevent>) -> Res<()> {
+    out.write(handle(graph::event_of(
+        &state::sim()?.lock(),
+        key(n),
+        true,
+    )?));
+    Ok(())
+}
+
+/// `cuGraphEventWaitNodeGetEvent`.
+pub(crate) fn graph_event_wait_node_get_event(n: CUgraphNode, out: Out<CUevent>) -> Res<()> {
+    out.write(handle(graph::event_of(
+        &state::sim()?.lock(),
+        key(n),
+        false,
+    )?));
+    Ok(())
+}
+
+/// `cuGraphEventRecordNodeSetEvent`.
+pub(crate) fn graph_event_record_node_set_event(n: CUgraphNode, event: CUevent) -> Res<()> {
+    graph::set_event(&mut state::sim()?.lock(), key(n), true, key(event))
+}
+
+/// `cuGraphEventWaitNodeSetEvent`.
+pub(crate) fn graph_event_wait_node_set_event(n: CUgraphNode, event: CUevent) -> Res<()> {
+    graph::set_event(&mut state::sim()?.lock(), key(n), false, key(event))
+}
+
+/// `cuGraphExecEventRecordNodeSetEvent`.
+pub(crate) fn graph_exec_event_record_node_set_event(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    event: CUevent,
+) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    graph::exec_set_event(&mut st, key(e), key(n), true, key(event))
+}
+
+/// `cuGraphExecEventWaitNodeSetEvent`.
+pub(crate) fn graph_exec_event_wait_node_set_event(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    event: CUevent,
+) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    graph::exec_set_event(&mut st, key(e), key(n), false, key(event))
+}
+
+/// `cuGraphNodeGetEnabled`: 1 when enabled, 0 when disabled.
+pub(crate) fn graph_node_get_enabled(e: CUgraphExec, n: CUgraphNode, out: Out<c_uint>) -> Res<()> {
+    let on = graph::enabled(&state::sim()?.lock(), key(e), key(n))?;
+    out.write(c_uint::from(on));
+    Ok(())
+}
+
+/// `cuGraphNodeSetEnabled`: any nonzero value enables.
+pub(crate) fn graph_node_set_enabled(e: CUgraphExec, n: CUgraphNode, on: c_uint) -> Res<()> {
+    graph::set_enabled(&mut state::sim()?.lock(), key(e), key(n), on != 0)
+}
+
+/// `cuGraphNodeFindInClone`.
+pub(crate) fn graph_node_find_in_clone(
+    out: Out<CUgraphNode>,
+    original: CUgraphNode,
+    cloned: CUgraph,
+) -> Res<()> {
+    let n = graph::find_in_clone(&state::sim()?.lock(), key(original), key(cloned))?;
+    out.write(handle(n));
+    Ok(())
+}
+
+/// `cuGraphAddChildGraphNode`: the node holds a copy of `child`.
+///
+/// # Safety
+/// `deps` must be NULL or hold `n` readable handles.
+pub(crate) unsafe fn graph_add_child_graph_node(
+    out: Out<CUgraphNode>,
+    g: CUgraph,
+    deps: *const CUgraphNode,
+    n: usize,
+    child: CUgraph,
+) -> Res<()> {
+    // SAFETY: forwarded from this function's contract.
+    let deps = unsafe { node_keys(deps, n) }?;
+    let node = graph::add_child(&mut state::sim()?.lock(), key(g), &deps, key(child))?;
+    out.write(handle(node));
+    Ok(())
+}
+
+/// `cuGraphChildGraphNodeGetGraph`: the node's own graph, not the one it was made from.
+pub(crate) fn graph_child_graph_node_get_graph(n: CUgraphNode, out: Out<CUgraph>) -> Res<()> {
+    out.write(handle(graph::child_graph(&state::sim()?.lock(), key(n))?));
+    Ok(())
+}
+
+/// `cuGraphExecKernelNodeSetParams_v2`: the executable graph's copy of a kernel node
+/// takes new parameters.
+///
+/// # Safety
+/// `p` must be NULL or valid kernel node parameters.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    p: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CUresult {
+    run("cuGraphExecKernelNodeSetParams_v2", || {
+        if p.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "nodeParams is NULL");
+        }
+        let mut st = state::sim()?.lock();
+        // SAFETY: checked non-NULL; valid by the contract.
+        let work = unsafe { kernel_work(&mut st, &*p) }?;
+        graph::exec_set_kernel(&mut st, key(e), key(node), work)
+    })
+}
