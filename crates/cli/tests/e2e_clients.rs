@@ -143,6 +143,37 @@ fn c_tensor_maps() {
         .assert_line("24 checks, 0 failed");
 }
 
+/// The JIT linker through a real client and mediator: a link with log
+/// buffers takes inputs from memory and from a file (read where the client
+/// runs), completes with an image that loads as a module, and is destroyed;
+/// a bad PTX input gets `CUDA_ERROR_INVALID_PTX` with the error log in the
+/// application's buffer, cut and NUL-terminated in a too-small one; a NULL
+/// link state gets `CUDA_ERROR_INVALID_HANDLE` (`tests/c/linker.c`, which a
+/// GPU machine also runs natively).
+#[test]
+fn c_linker() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "linker");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok add_data")
+        .assert_line("ok add_file")
+        .assert_line("ok add_file_missing")
+        .assert_line("ok complete")
+        .assert_line("ok complete_image")
+        .assert_line("ok load_linked")
+        .assert_line("ok get_function")
+        .assert_line("ok add_bad_ptx")
+        .assert_line("ok bad_ptx_error_log")
+        .assert_line("ok bad_ptx_error_log_size")
+        .assert_line("ok small_log_cut")
+        .assert_line("ok small_log_no_overflow")
+        .assert_line("ok add_data_null_state")
+        .assert_line("ok destroy_twice")
+        .assert_line("34 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

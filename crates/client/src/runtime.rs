@@ -122,6 +122,7 @@ pub enum Kind {
     Module = 0x44,
     Function = 0x45,
     Library = 0x46,
+    Link = 0x4c,
 }
 
 impl Runtime {

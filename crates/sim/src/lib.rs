@@ -119,6 +119,7 @@ mod image;
 mod kernels;
 mod launch;
 mod library;
+mod link;
 mod loading;
 mod memory;
 mod module;

@@ -257,6 +257,8 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
+            cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
 
     ops {
@@ -556,5 +558,26 @@ remote_table! {
         /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
         /// without) over the callback channel, and returns once it has run.
         callback: HostCallback = 521 { stream: handle(Stream), id: u64, status: bool } => {} (posted);
+
+        /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
+        /// JIT options (16 bytes each, as for ModuleLoadData). The worker
+        /// keeps the options, with log buffers of its own, until LinkDestroy:
+        /// the driver writes them during later calls on the link.
+        link: LinkCreate = 680 { link: u64, options: u32 } + blob => {};
+        /// `cuLinkAddData_v2` (and `cuLinkAddFile_v2`, whose file the client
+        /// reads): the blob holds `options` JIT options, then the input's
+        /// name (`name_len` bytes, no NUL; `has_name` false for a NULL name),
+        /// then the data unless staged under `stage`. The driver's `status`
+        /// is in the reply, whose blob holds the link's options (final
+        /// values, info log, error log, as for ModuleLoadData) then this
+        /// call's, so a failed input still brings its error log back.
+        link: LinkAddData = 681 { link: u64, kind: u32, options: u32, stage: u64,
+            has_name: bool, name_len: u32 } + blob => { status: u32, link_options: u32 } + blob;
+        /// `cuLinkComplete`: the reply's blob holds the link's options (as
+        /// for LinkAddData, `link_options` bytes), then the `cubin` bytes of
+        /// the linked image when `status` is success.
+        link: LinkComplete = 682 { link: u64 } => { status: u32, link_options: u32, cubin: u64 } + blob;
+        /// `cuLinkDestroy`: the worker forgets the link and its options.
+        link: LinkDestroy = 683 { link: u64 } => {};
     }
 }

@@ -600,6 +600,25 @@ pub enum Op {
     /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
     /// reply's blob the map with `address` in it (unchecked, as above).
     TensorMapReplaceAddress = 541,
+    /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
+    /// JIT options (16 bytes each, as for ModuleLoadData). The worker
+    /// keeps the options, with log buffers of its own, until LinkDestroy:
+    /// the driver writes them during later calls on the link.
+    LinkCreate = 680,
+    /// `cuLinkAddData_v2` (and `cuLinkAddFile_v2`, whose file the client
+    /// reads): the blob holds `options` JIT options, then the input's
+    /// name (`name_len` bytes, no NUL; `has_name` false for a NULL name),
+    /// then the data unless staged under `stage`. The driver's `status`
+    /// is in the reply, whose blob holds the link's options (final
+    /// values, info log, error log, as for ModuleLoadData) then this
+    /// call's, so a failed input still brings its error log back.
+    LinkAddData = 681,
+    /// `cuLinkComplete`: the reply's blob holds the link's options (as
+    /// for LinkAddData, `link_options` bytes), then the `cubin` bytes of
+    /// the linked image when `status` is success.
+    LinkComplete = 682,
+    /// `cuLinkDestroy`: the worker forgets the link and its options.
+    LinkDestroy = 683,
 }
 
 impl Op {
@@ -843,6 +862,10 @@ impl Op {
         Op::HostCallback,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
+        Op::LinkCreate,
+        Op::LinkAddData,
+        Op::LinkComplete,
+        Op::LinkDestroy,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1090,6 +1113,10 @@ impl Op {
             Op::HostCallback => "HostCallback",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
+            Op::LinkCreate => "LinkCreate",
+            Op::LinkAddData => "LinkAddData",
+            Op::LinkComplete => "LinkComplete",
+            Op::LinkDestroy => "LinkDestroy",
         }
     }
 
@@ -1334,6 +1361,10 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::LinkCreate => false,
+            Op::LinkAddData => false,
+            Op::LinkComplete => false,
+            Op::LinkDestroy => false,
         }
     }
 
@@ -1578,6 +1609,10 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
+            Op::LinkCreate => true,
+            Op::LinkAddData => true,
+            Op::LinkComplete => true,
+            Op::LinkDestroy => true,
         }
     }
 
@@ -1822,6 +1857,10 @@ impl Op {
             Op::HostCallback => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::LinkCreate => false,
+            Op::LinkAddData => false,
+            Op::LinkComplete => false,
+            Op::LinkDestroy => false,
         }
     }
 
@@ -2144,6 +2183,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
+            Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
+            Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
+            Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
+            Op::LinkDestroy => core::mem::size_of::<link_destroy::Request>(),
         }
     }
 
@@ -2450,6 +2493,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
+            Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
+            Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
+            Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
+            Op::LinkDestroy => core::mem::size_of::<link_destroy::Reply>(),
         }
     }
 
@@ -2966,6 +3013,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
+            Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
+            Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
+            Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
+            Op::LinkDestroy => message::check::<link_destroy::Request>(fixed, blob_len),
         }
     }
 
@@ -3383,6 +3434,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
+            Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
+            Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
+            Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
+            Op::LinkDestroy => message::check::<link_destroy::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3629,6 +3684,10 @@ impl TryFrom<u16> for Op {
             521 => Ok(Op::HostCallback),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
+            680 => Ok(Op::LinkCreate),
+            681 => Ok(Op::LinkAddData),
+            682 => Ok(Op::LinkComplete),
+            683 => Ok(Op::LinkDestroy),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3875,6 +3934,10 @@ pub const SCHEMA: &str = concat!(
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
+    "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
+    "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
+    "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
+    "683 LinkDestroy {link:u64} => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -13931,6 +13994,176 @@ pub mod tensor_map_replace_address {
         const OP: Op = Op::TensorMapReplaceAddress;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkCreate: wire id 680.
+pub mod link_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+        pub options: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LinkCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkAddData: wire id 681.
+pub mod link_add_data {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+        pub kind: U32,
+        pub options: U32,
+        pub stage: U64,
+        pub has_name: u8,
+        pub name_len: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub link_options: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LinkAddData;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "has_name", self.has_name)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkAddData;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkComplete: wire id 682.
+pub mod link_complete {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub link_options: U32,
+        pub cubin: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LinkComplete;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkComplete;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkDestroy: wire id 683.
+pub mod link_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LinkDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

@@ -709,6 +709,42 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(tensor_map_replace_address::Request { address: u(DPTR) }),
             vec![0x33; 128],
         ),
+        // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
+        Op::LinkCreate => (
+            b(vgpu_proto::link_create::Request {
+                link: u(0x4c00_0000_0000_0001),
+                options: w(1),
+            }),
+            [12u32.to_le_bytes(), 0u32.to_le_bytes()]
+                .concat()
+                .into_iter()
+                .chain(1u64.to_le_bytes())
+                .collect(),
+        ),
+        // a PTX input named "a.ptx", inline, no options
+        Op::LinkAddData => (
+            b(vgpu_proto::link_add_data::Request {
+                link: u(0x4c00_0000_0000_0001),
+                kind: w(1),
+                options: w(0),
+                stage: u(0),
+                has_name: 1,
+                name_len: w(5),
+            }),
+            b"a.ptx.version 8.0\n\0".to_vec(),
+        ),
+        Op::LinkComplete => (
+            b(vgpu_proto::link_complete::Request {
+                link: u(0x4c00_0000_0000_0001),
+            }),
+            none(),
+        ),
+        Op::LinkDestroy => (
+            b(vgpu_proto::link_destroy::Request {
+                link: u(0x4c00_0000_0000_0001),
+            }),
+            none(),
+        ),
         other => vgpu_proto::sample_request(other)
             .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),
     }

@@ -75,6 +75,8 @@ pub(crate) struct Ext {
     pub last_tex_object: u64,
     /// Graphs, executable graphs and open stream captures.
     pub graphs: crate::graph::Graphs,
+    /// Live JIT links by handle.
+    pub links: HashMap<usize, crate::link::Link>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -277,6 +277,10 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::HostCallback => super::callback::host_callback(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
+        Op::LinkCreate => super::link::link_create(lane, s, req),
+        Op::LinkAddData => super::link::link_add_data(lane, s, req),
+        Op::LinkComplete => super::link::link_complete(lane, s, req),
+        Op::LinkDestroy => super::link::link_destroy(lane, s, req),
     }
 }
 
