@@ -2,11 +2,13 @@
  * linker: the JIT linker, as numba and NVIDIA's ptxjit sample use it. A
  * link created with info and error log buffers takes one good input from
  * memory and one from a file, completes with an image that loads as a
- * module and holds the kernel, and is destroyed; a bad PTX input fails
- * with CUDA_ERROR_INVALID_PTX and puts the driver's error log into the
+ * module and holds the kernel, and is destroyed; a missing file is
+ * CUDA_ERROR_INVALID_VALUE; an input that is not PTX fails with
+ * CUDA_ERROR_INVALID_IMAGE and puts the driver's error log into the
  * application's buffer (also when that buffer is too small: the log is cut
- * and NUL-terminated, and nothing past the buffer is written); a NULL link
- * state gets CUDA_ERROR_INVALID_HANDLE.
+ * and NUL-terminated, and nothing past the buffer is written), and the link
+ * still completes; an empty link completes; a NULL link state gets
+ * CUDA_ERROR_INVALID_HANDLE.
  *
  * The inputs are PTX for a GPU, or the simulated device's module format
  * where the device is vgpu's simulated one, so it runs on both; it prints
@@ -23,8 +25,6 @@
 typedef struct CUlinkState_st *CUlinkState;
 
 enum {
-    CUDA_ERROR_INVALID_PTX = 218,
-    CUDA_ERROR_FILE_NOT_FOUND = 301,
     JIT_INFO_LOG_BUFFER = 3,
     JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
     JIT_ERROR_LOG_BUFFER = 5,
@@ -91,8 +91,8 @@ static const char GPU_HELPER[] =
 /* The simulated device's inputs: a built-in kernel and a global. */
 static const char SIM_KERNEL[] = "VGPU-SIM-MODULE 1\nkernel fill_u32\n";
 static const char SIM_HELPER[] = "VGPU-SIM-MODULE 1\nglobal counter 4\n";
-/* Not PTX for either. */
-static const char BAD_PTX[] = ".version 8.0\n.target sm_90\nthis is not ptx;\n";
+/* In no format either knows. */
+static const char BAD_PTX[] = "this is not ptx;\n";
 
 static char info_log[LOG], error_log[LOG];
 
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     }
     EXPECT("add_file_missing",
            cu.LinkAddFile(link, JIT_INPUT_PTX, "/nonexistent/vgpu-linker.ptx", 0, NULL, NULL),
-           CUDA_ERROR_FILE_NOT_FOUND);
+           CUDA_ERROR_INVALID_VALUE);
     void *cubin = NULL;
     size_t size = 0;
     EXPECT("complete", cu.LinkComplete(link, &cubin, &size), CUDA_SUCCESS);
@@ -177,19 +177,23 @@ int main(int argc, char **argv)
     EXPECT("create_for_bad", create(&link, vals, LOG), CUDA_SUCCESS);
     EXPECT("add_bad_ptx", cu.LinkAddData(link, JIT_INPUT_PTX, (void *)BAD_PTX, sizeof BAD_PTX,
                                          "bad.ptx", 0, NULL, NULL),
-           CUDA_ERROR_INVALID_PTX);
+           CUDA_ERROR_INVALID_IMAGE);
     size_t len = strnlen(error_log, LOG);
     expect_true("bad_ptx_error_log", len > 0 && len < LOG, "no error log");
     expect_true("bad_ptx_error_log_size", (uintptr_t)vals[3] > 0 && (uintptr_t)vals[3] <= LOG,
                 "error log size not set");
+    EXPECT("complete_after_bad", cu.LinkComplete(link, &cubin, &size), CUDA_SUCCESS);
     EXPECT("destroy_bad", cu.LinkDestroy(link), CUDA_SUCCESS);
+    EXPECT("create_empty", create(&link, vals, LOG), CUDA_SUCCESS);
+    EXPECT("complete_empty", cu.LinkComplete(link, &cubin, &size), CUDA_SUCCESS);
+    EXPECT("destroy_empty", cu.LinkDestroy(link), CUDA_SUCCESS);
 
     /* A too-small error log: cut and NUL-terminated, nothing written past it. */
     EXPECT("create_small_log", create(&link, vals, SMALL_LOG), CUDA_SUCCESS);
     EXPECT("add_bad_ptx_small_log",
            cu.LinkAddData(link, JIT_INPUT_PTX, (void *)BAD_PTX, sizeof BAD_PTX, "bad.ptx", 0,
                           NULL, NULL),
-           CUDA_ERROR_INVALID_PTX);
+           CUDA_ERROR_INVALID_IMAGE);
     len = strnlen(error_log, SMALL_LOG);
     expect_true("small_log_cut", len == SMALL_LOG - 1, "the log is not cut to the buffer");
     int untouched = 1;

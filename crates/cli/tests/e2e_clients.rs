@@ -146,9 +146,11 @@ fn c_tensor_maps() {
 /// The JIT linker through a real client and mediator: a link with log
 /// buffers takes inputs from memory and from a file (read where the client
 /// runs), completes with an image that loads as a module, and is destroyed;
-/// a bad PTX input gets `CUDA_ERROR_INVALID_PTX` with the error log in the
-/// application's buffer, cut and NUL-terminated in a too-small one; a NULL
-/// link state gets `CUDA_ERROR_INVALID_HANDLE` (`tests/c/linker.c`, which a
+/// a missing file gets `CUDA_ERROR_INVALID_VALUE`; an input that is not PTX
+/// gets `CUDA_ERROR_INVALID_IMAGE` with the error log in the application's
+/// buffer, cut and NUL-terminated in a too-small one, and the link (and an
+/// empty one) still completes, as driver 580 does; a NULL link state gets
+/// `CUDA_ERROR_INVALID_HANDLE` (`tests/c/linker.c`, which a
 /// GPU machine also runs natively).
 #[test]
 fn c_linker() {
@@ -167,11 +169,13 @@ fn c_linker() {
         .assert_line("ok add_bad_ptx")
         .assert_line("ok bad_ptx_error_log")
         .assert_line("ok bad_ptx_error_log_size")
+        .assert_line("ok complete_after_bad")
+        .assert_line("ok complete_empty")
         .assert_line("ok small_log_cut")
         .assert_line("ok small_log_no_overflow")
         .assert_line("ok add_data_null_state")
         .assert_line("ok destroy_twice")
-        .assert_line("34 checks, 0 failed");
+        .assert_line("38 checks, 0 failed");
 }
 
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`

@@ -30,32 +30,37 @@ const INPUT_TYPES: u32 = 6;
 /// `CU_JIT_INPUT_PTX`.
 const INPUT_PTX: u32 = 1;
 
-/// Parses one input; a bad one fails as the driver's JIT does: PTX with
-/// `CUDA_ERROR_INVALID_PTX`, other inputs with `CUDA_ERROR_INVALID_IMAGE`.
+/// Parses one input as the driver's JIT does: an input in no format it
+/// knows fails with `CUDA_ERROR_INVALID_IMAGE` ("not recognized"); a
+/// simulator image that does not parse fails as PTX that does not compile
+/// (`CUDA_ERROR_INVALID_PTX`) when given as PTX, else as a bad image.
 pub(crate) fn parse_input(kind: u32, name: &str, bytes: &[u8]) -> Res<Image> {
     if kind >= INPUT_TYPES {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "unknown CUjitInputType");
     }
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    image::parse(&bytes[..end]).map_err(|why| Error {
+    let text = &bytes[..end];
+    if !text.starts_with(MAGIC.as_bytes()) {
+        return Err(Error {
+            code: CUresult::CUDA_ERROR_INVALID_IMAGE,
+            why: format!("error   : the format of input {name} is not recognized").into(),
+        });
+    }
+    image::parse(text).map_err(|why| Error {
         code: if kind == INPUT_PTX {
             CUresult::CUDA_ERROR_INVALID_PTX
         } else {
             CUresult::CUDA_ERROR_INVALID_IMAGE
         },
-        why: format!("input {name}: {why}").into(),
+        why: format!("error   : input {name}: {why}").into(),
     })
 }
 
 /// Merges the inputs into one image (NUL-terminated text); a name defined
-/// twice is an error, as it is for the driver's linker.
+/// twice is an error, as it is for the driver's linker. A link without
+/// inputs (or whose inputs all failed) gives an empty image, as the
+/// driver's does.
 pub(crate) fn link(inputs: &[Image]) -> Res<Vec<u8>> {
-    if inputs.is_empty() {
-        return err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            "nothing was added to the link",
-        );
-    }
     let mut text = format!("{MAGIC}\n");
     let mut seen = std::collections::HashSet::new();
     for input in inputs {
@@ -110,10 +115,14 @@ mod tests {
         assert_eq!(img.globals, [("counter".to_string(), 4)]);
         let e = link(&[a.clone(), a]).expect_err("duplicate");
         assert_eq!(e.code, CUresult::CUDA_ERROR_INVALID_IMAGE);
-        let e = parse_input(1, "bad", b".version 8.0\nbogus").expect_err("bad PTX");
+        let e = parse_input(1, "bad", b"VGPU-SIM-MODULE 1\nbogus").expect_err("bad PTX");
         assert_eq!(e.code, CUresult::CUDA_ERROR_INVALID_PTX);
-        let e = parse_input(2, "bad", b"junk").expect_err("bad image");
+        let e = parse_input(1, "bad", b"junk").expect_err("unknown format");
         assert_eq!(e.code, CUresult::CUDA_ERROR_INVALID_IMAGE);
-        assert!(link(&[]).is_err());
+        let empty = link(&[]).expect("an empty link completes");
+        assert!(image::parse(&empty[..empty.len() - 1])
+            .expect("parses")
+            .kernels
+            .is_empty());
     }
 }
