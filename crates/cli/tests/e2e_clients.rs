@@ -178,6 +178,32 @@ fn c_linker() {
         .assert_line("38 checks, 0 failed");
 }
 
+/// The occupancy calculator through a real client and mediator:
+/// `cuOccupancyMaxPotentialBlockSize(WithFlags)` runs the driver's search in
+/// the client, calling the application's shared-memory callback there, and
+/// answers what the search over the remoted per-multiprocessor queries
+/// gives; `cuOccupancyMaxPotentialClusterSize` answers from the worker
+/// (`tests/c/occupancy.c`, which a GPU machine also runs natively).
+#[test]
+fn c_occupancy() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "occupancy");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok plain_matches_search")
+        .assert_line("ok fixed_smem_matches_search")
+        .assert_line("ok callback_matches_search")
+        .assert_line("ok callback_ran")
+        .assert_line("ok limit_100_matches_search")
+        .assert_line("ok limit_100_positive")
+        .assert_line("ok with_flags_matches_search")
+        .assert_line("ok null_block")
+        .assert_line("ok cluster_size")
+        .assert_line("ok cluster_size_range")
+        .assert_line("33 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

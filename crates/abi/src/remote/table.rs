@@ -231,7 +231,8 @@ remote_table! {
         library: cuLibraryLoadFromFile, cuLibraryLoadData, cuLibraryUnload, cuLibraryGetKernel,
             cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
-            cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters;
+            cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
+            cuOccupancyMaxPotentialClusterSize;
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
@@ -257,6 +258,7 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        occupancy: cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSizeWithFlags;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
@@ -579,5 +581,10 @@ remote_table! {
         link: LinkComplete = 682 { link: u64 } => { status: u32, link_options: u32, cubin: u64 } + blob;
         /// `cuLinkDestroy`: the worker forgets the link and its options.
         link: LinkDestroy = 683 { link: u64 } => {};
+        /// `cuOccupancyMaxPotentialClusterSize`: the fields and blob as for
+        /// OccupancyMaxActiveClusters.
+        launch: OccupancyMaxPotentialClusterSize = 684 { function: handle(Function), grid_x: u32, grid_y: u32,
+            grid_z: u32, block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream),
+            attributes: u32 } + blob => { cluster_size: i32 };
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod library;
 mod link;
 mod memory;
 mod module;
+mod occupancy;
 mod options;
 mod pointer;
 mod pool;
@@ -180,6 +181,11 @@ implement! {
     cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
     cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);
+    cuOccupancyMaxPotentialClusterSize(n, f, config) => launch::occupancy_cluster_size(n, f, config);
+    cuOccupancyMaxPotentialBlockSize(grid, block, f, smem_of, smem, limit) =>
+        occupancy::max_potential_block_size(grid, block, f, smem_of, smem, limit, 0);
+    cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, smem_of, smem, limit, flags) =>
+        occupancy::max_potential_block_size(grid, block, f, smem_of, smem, limit, flags);
     cuLaunchKernelEx(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id);
     cuLaunchKernelEx_ptsz(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id_ptsz);
     cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>

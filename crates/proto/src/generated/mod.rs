@@ -619,6 +619,9 @@ pub enum Op {
     LinkComplete = 682,
     /// `cuLinkDestroy`: the worker forgets the link and its options.
     LinkDestroy = 683,
+    /// `cuOccupancyMaxPotentialClusterSize`: the fields and blob as for
+    /// OccupancyMaxActiveClusters.
+    OccupancyMaxPotentialClusterSize = 684,
 }
 
 impl Op {
@@ -866,6 +869,7 @@ impl Op {
         Op::LinkAddData,
         Op::LinkComplete,
         Op::LinkDestroy,
+        Op::OccupancyMaxPotentialClusterSize,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1117,6 +1121,7 @@ impl Op {
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
             Op::LinkDestroy => "LinkDestroy",
+            Op::OccupancyMaxPotentialClusterSize => "OccupancyMaxPotentialClusterSize",
         }
     }
 
@@ -1365,6 +1370,7 @@ impl Op {
             Op::LinkAddData => false,
             Op::LinkComplete => false,
             Op::LinkDestroy => false,
+            Op::OccupancyMaxPotentialClusterSize => false,
         }
     }
 
@@ -1613,6 +1619,7 @@ impl Op {
             Op::LinkAddData => true,
             Op::LinkComplete => true,
             Op::LinkDestroy => true,
+            Op::OccupancyMaxPotentialClusterSize => true,
         }
     }
 
@@ -1861,6 +1868,7 @@ impl Op {
             Op::LinkAddData => false,
             Op::LinkComplete => false,
             Op::LinkDestroy => false,
+            Op::OccupancyMaxPotentialClusterSize => false,
         }
     }
 
@@ -2187,6 +2195,9 @@ impl Op {
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
             Op::LinkDestroy => core::mem::size_of::<link_destroy::Request>(),
+            Op::OccupancyMaxPotentialClusterSize => {
+                core::mem::size_of::<occupancy_max_potential_cluster_size::Request>()
+            }
         }
     }
 
@@ -2497,6 +2508,9 @@ impl Op {
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
             Op::LinkDestroy => core::mem::size_of::<link_destroy::Reply>(),
+            Op::OccupancyMaxPotentialClusterSize => {
+                core::mem::size_of::<occupancy_max_potential_cluster_size::Reply>()
+            }
         }
     }
 
@@ -3017,6 +3031,9 @@ impl Op {
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
             Op::LinkDestroy => message::check::<link_destroy::Request>(fixed, blob_len),
+            Op::OccupancyMaxPotentialClusterSize => {
+                message::check::<occupancy_max_potential_cluster_size::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -3438,6 +3455,9 @@ impl Op {
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
             Op::LinkDestroy => message::check::<link_destroy::Reply>(fixed, blob_len),
+            Op::OccupancyMaxPotentialClusterSize => {
+                message::check::<occupancy_max_potential_cluster_size::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -3688,6 +3708,7 @@ impl TryFrom<u16> for Op {
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
             683 => Ok(Op::LinkDestroy),
+            684 => Ok(Op::OccupancyMaxPotentialClusterSize),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3938,6 +3959,7 @@ pub const SCHEMA: &str = concat!(
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
     "683 LinkDestroy {link:u64} => {}\n",
+    "684 OccupancyMaxPotentialClusterSize {function:handle(Function),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,stream:handle(Stream),attributes:u32}+blob => {cluster_size:i32}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14162,6 +14184,56 @@ pub mod link_destroy {
 
     impl Message for Reply {
         const OP: Op = Op::LinkDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OccupancyMaxPotentialClusterSize: wire id 684.
+pub mod occupancy_max_potential_cluster_size {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub function: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+        pub stream: U64,
+        pub attributes: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub cluster_size: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::OccupancyMaxPotentialClusterSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OccupancyMaxPotentialClusterSize;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -709,6 +709,22 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(tensor_map_replace_address::Request { address: u(DPTR) }),
             vec![0x33; 128],
         ),
+        // a 128-thread block, no attributes
+        Op::OccupancyMaxPotentialClusterSize => (
+            b(vgpu_proto::occupancy_max_potential_cluster_size::Request {
+                function: u(FUNCTION),
+                grid_x: w(8),
+                grid_y: w(1),
+                grid_z: w(1),
+                block_x: w(128),
+                block_y: w(1),
+                block_z: w(1),
+                shared: w(0),
+                stream: u(STREAM),
+                attributes: w(0),
+            }),
+            none(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

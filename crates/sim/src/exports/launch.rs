@@ -236,3 +236,44 @@ pub(crate) fn occupancy_available_dynamic_smem_per_block(
     )?);
     Ok(())
 }
+
+/// `cuOccupancyMaxPotentialClusterSize`: the function's required cluster
+/// size when it has one, else the largest cluster (up to the portable
+/// limit, or the non-portable one when the function allows it) of which at
+/// least one fits on the device with the configuration's block and shared
+/// memory.
+///
+/// # Safety
+/// `cluster_size` must be NULL or valid for writes; `config` as for `read_config`.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
+    cluster_size: *mut c_int,
+    func: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CUresult {
+    run("cuOccupancyMaxPotentialClusterSize", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(cluster_size, "clusterSize") }?;
+        // SAFETY: forwarded from this function's contract.
+        let (geometry, _, _) = unsafe { read_config(config) }?;
+        let st = sim.lock();
+        let (kernel, attrs) = funcattr::for_launch(&st, key(func))?;
+        geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+        let required = attrs.required_cluster.map(|r| r.unsigned_abs());
+        if required.iter().all(|&r| r != 0) {
+            let size: u32 = required.iter().product();
+            out.write(c_int::try_from(size).unwrap_or(c_int::MAX));
+            return Ok(());
+        }
+        let limit = launch::cluster_limit(attrs.non_portable_cluster != 0);
+        let threads: u64 = geometry.block.iter().map(|&b| u64::from(b)).product();
+        let smem = u64::from(geometry.shared_bytes);
+        let best = (1..=limit)
+            .rev()
+            .find(|&c| funcattr::max_active_clusters(kernel, threads, smem, c) > 0)
+            .unwrap_or(0);
+        out.write(c_int::try_from(best).unwrap_or(c_int::MAX));
+        Ok(())
+    })
+}

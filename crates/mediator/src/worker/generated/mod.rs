@@ -281,6 +281,9 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
         Op::LinkDestroy => super::link::link_destroy(lane, s, req),
+        Op::OccupancyMaxPotentialClusterSize => {
+            super::launch::occupancy_max_potential_cluster_size(lane, s, req)
+        }
     }
 }
 
