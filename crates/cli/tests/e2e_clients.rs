@@ -204,6 +204,26 @@ fn c_occupancy() {
         .assert_line("33 checks, 0 failed");
 }
 
+/// Legacy launches through a real client and mediator: a function's block
+/// shape, shared size and `cuParamSet*` buffer drive `cuLaunchGrid`,
+/// `cuLaunch` and `cuLaunchGridAsync`, each of which fills exactly the
+/// words its grid covers (`tests/c/legacy_launch.c`, which a GPU machine
+/// also runs natively).
+#[test]
+fn c_legacy_launch() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "legacy_launch");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok param_setv")
+        .assert_line("ok param_setf")
+        .assert_line("ok launch_grid_filled")
+        .assert_line("ok launch_filled")
+        .assert_line("ok launch_grid_async_filled")
+        .assert_line("35 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

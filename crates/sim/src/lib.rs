@@ -118,6 +118,7 @@ mod hostmem;
 mod image;
 mod kernels;
 mod launch;
+mod legacy;
 mod library;
 mod link;
 mod loading;

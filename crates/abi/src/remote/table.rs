@@ -128,6 +128,13 @@ remote_table! {
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = 90 gen;
         launch: cuOccupancyAvailableDynamicSMemPerBlock = 91 gen;
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessor = 129 gen;
+        launch: cuParamSetSize = 685 gen;
+        launch: cuParamSeti = 686 gen;
+        launch: cuParamSetf = 687 gen;
+        launch: cuParamSetTexRef = 689 gen;
+        launch: cuLaunch = 690 gen;
+        launch: cuLaunchGrid = 691 gen;
+        launch: cuLaunchGridAsync = 692 gen;
 
         // ---- stream capture and graphs ----
         graph: cuStreamBeginCapture_v2 = 380 client;
@@ -232,7 +239,7 @@ remote_table! {
             cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
-            cuOccupancyMaxPotentialClusterSize;
+            cuOccupancyMaxPotentialClusterSize, cuParamSetv;
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
@@ -586,5 +593,8 @@ remote_table! {
         launch: OccupancyMaxPotentialClusterSize = 684 { function: handle(Function), grid_x: u32, grid_y: u32,
             grid_z: u32, block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream),
             attributes: u32 } + blob => { cluster_size: i32 };
+        /// `cuParamSetv` (deprecated): the blob is the bytes to put at
+        /// `offset` of the function's legacy parameter buffer.
+        launch: ParamSetv = 688 { function: handle(Function), offset: i32 } + blob => {};
     }
 }

@@ -182,6 +182,7 @@ implement! {
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
     cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);
     cuOccupancyMaxPotentialClusterSize(n, f, config) => launch::occupancy_cluster_size(n, f, config);
+    cuParamSetv(f, offset, ptr, n) => launch::param_setv(f, offset, ptr, n);
     cuOccupancyMaxPotentialBlockSize(grid, block, f, smem_of, smem, limit) =>
         occupancy::max_potential_block_size(grid, block, f, smem_of, smem, limit, 0);
     cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, smem_of, smem, limit, flags) =>

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use vgpu_abi::types::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
 use vgpu_proto::{
     launch_kernel, launch_kernel_ex, occupancy_max_active_clusters,
-    occupancy_max_potential_cluster_size, Request,
+    occupancy_max_potential_cluster_size, param_setv, Request,
 };
 use zerocopy::little_endian::{I32, U32, U64};
 
@@ -268,6 +268,26 @@ pub fn occupancy_max_potential_cluster_size(
         cluster_size: I32::new(n),
     };
     Ok(Reply::new(&reply, Vec::new()))
+}
+
+/// `cuParamSetv` (deprecated): the bytes go into the function's legacy
+/// parameter buffer in the driver.
+pub fn param_setv(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &param_setv::Request = message(req)?;
+    let (function, _, _) = lane.launches.get(s, r.function.get(), 0)?;
+    let n = std::ffi::c_uint::try_from(req.blob.len()).map_err(|_| INVALID_VALUE)?;
+    let mut bytes = req.blob.clone();
+    // SAFETY: a live function of this session; `bytes` holds `n` bytes the
+    // driver only reads.
+    ok(unsafe {
+        entry(s.driver.cuParamSetv)?(
+            as_handle(function).cast(),
+            r.offset.get(),
+            bytes.as_mut_ptr().cast(),
+            n,
+        )
+    })?;
+    Ok(Reply::default())
 }
 
 thread_local! {

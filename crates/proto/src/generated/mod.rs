@@ -622,6 +622,23 @@ pub enum Op {
     /// `cuOccupancyMaxPotentialClusterSize`: the fields and blob as for
     /// OccupancyMaxActiveClusters.
     OccupancyMaxPotentialClusterSize = 684,
+    /// `cuParamSetSize`.
+    ParamSetSize = 685,
+    /// `cuParamSeti`.
+    ParamSeti = 686,
+    /// `cuParamSetf`.
+    ParamSetf = 687,
+    /// `cuParamSetv` (deprecated): the blob is the bytes to put at
+    /// `offset` of the function's legacy parameter buffer.
+    ParamSetv = 688,
+    /// `cuParamSetTexRef`.
+    ParamSetTexRef = 689,
+    /// `cuLaunch`.
+    Launch = 690,
+    /// `cuLaunchGrid`.
+    LaunchGrid = 691,
+    /// `cuLaunchGridAsync`.
+    LaunchGridAsync = 692,
 }
 
 impl Op {
@@ -870,6 +887,14 @@ impl Op {
         Op::LinkComplete,
         Op::LinkDestroy,
         Op::OccupancyMaxPotentialClusterSize,
+        Op::ParamSetSize,
+        Op::ParamSeti,
+        Op::ParamSetf,
+        Op::ParamSetv,
+        Op::ParamSetTexRef,
+        Op::Launch,
+        Op::LaunchGrid,
+        Op::LaunchGridAsync,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1122,6 +1147,14 @@ impl Op {
             Op::LinkComplete => "LinkComplete",
             Op::LinkDestroy => "LinkDestroy",
             Op::OccupancyMaxPotentialClusterSize => "OccupancyMaxPotentialClusterSize",
+            Op::ParamSetSize => "ParamSetSize",
+            Op::ParamSeti => "ParamSeti",
+            Op::ParamSetf => "ParamSetf",
+            Op::ParamSetv => "ParamSetv",
+            Op::ParamSetTexRef => "ParamSetTexRef",
+            Op::Launch => "Launch",
+            Op::LaunchGrid => "LaunchGrid",
+            Op::LaunchGridAsync => "LaunchGridAsync",
         }
     }
 
@@ -1371,6 +1404,14 @@ impl Op {
             Op::LinkComplete => false,
             Op::LinkDestroy => false,
             Op::OccupancyMaxPotentialClusterSize => false,
+            Op::ParamSetSize => false,
+            Op::ParamSeti => false,
+            Op::ParamSetf => false,
+            Op::ParamSetv => false,
+            Op::ParamSetTexRef => false,
+            Op::Launch => false,
+            Op::LaunchGrid => false,
+            Op::LaunchGridAsync => false,
         }
     }
 
@@ -1620,6 +1661,14 @@ impl Op {
             Op::LinkComplete => true,
             Op::LinkDestroy => true,
             Op::OccupancyMaxPotentialClusterSize => true,
+            Op::ParamSetSize => true,
+            Op::ParamSeti => true,
+            Op::ParamSetf => true,
+            Op::ParamSetv => true,
+            Op::ParamSetTexRef => true,
+            Op::Launch => true,
+            Op::LaunchGrid => true,
+            Op::LaunchGridAsync => true,
         }
     }
 
@@ -1869,6 +1918,14 @@ impl Op {
             Op::LinkComplete => false,
             Op::LinkDestroy => false,
             Op::OccupancyMaxPotentialClusterSize => false,
+            Op::ParamSetSize => false,
+            Op::ParamSeti => false,
+            Op::ParamSetf => false,
+            Op::ParamSetv => false,
+            Op::ParamSetTexRef => false,
+            Op::Launch => false,
+            Op::LaunchGrid => false,
+            Op::LaunchGridAsync => false,
         }
     }
 
@@ -2198,6 +2255,14 @@ impl Op {
             Op::OccupancyMaxPotentialClusterSize => {
                 core::mem::size_of::<occupancy_max_potential_cluster_size::Request>()
             }
+            Op::ParamSetSize => core::mem::size_of::<param_set_size::Request>(),
+            Op::ParamSeti => core::mem::size_of::<param_seti::Request>(),
+            Op::ParamSetf => core::mem::size_of::<param_setf::Request>(),
+            Op::ParamSetv => core::mem::size_of::<param_setv::Request>(),
+            Op::ParamSetTexRef => core::mem::size_of::<param_set_tex_ref::Request>(),
+            Op::Launch => core::mem::size_of::<launch::Request>(),
+            Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
+            Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
         }
     }
 
@@ -2511,6 +2576,14 @@ impl Op {
             Op::OccupancyMaxPotentialClusterSize => {
                 core::mem::size_of::<occupancy_max_potential_cluster_size::Reply>()
             }
+            Op::ParamSetSize => core::mem::size_of::<param_set_size::Reply>(),
+            Op::ParamSeti => core::mem::size_of::<param_seti::Reply>(),
+            Op::ParamSetf => core::mem::size_of::<param_setf::Reply>(),
+            Op::ParamSetv => core::mem::size_of::<param_setv::Reply>(),
+            Op::ParamSetTexRef => core::mem::size_of::<param_set_tex_ref::Reply>(),
+            Op::Launch => core::mem::size_of::<launch::Reply>(),
+            Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
+            Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
         }
     }
 
@@ -3034,6 +3107,14 @@ impl Op {
             Op::OccupancyMaxPotentialClusterSize => {
                 message::check::<occupancy_max_potential_cluster_size::Request>(fixed, blob_len)
             }
+            Op::ParamSetSize => message::check::<param_set_size::Request>(fixed, blob_len),
+            Op::ParamSeti => message::check::<param_seti::Request>(fixed, blob_len),
+            Op::ParamSetf => message::check::<param_setf::Request>(fixed, blob_len),
+            Op::ParamSetv => message::check::<param_setv::Request>(fixed, blob_len),
+            Op::ParamSetTexRef => message::check::<param_set_tex_ref::Request>(fixed, blob_len),
+            Op::Launch => message::check::<launch::Request>(fixed, blob_len),
+            Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
+            Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
         }
     }
 
@@ -3458,6 +3539,14 @@ impl Op {
             Op::OccupancyMaxPotentialClusterSize => {
                 message::check::<occupancy_max_potential_cluster_size::Reply>(fixed, blob_len)
             }
+            Op::ParamSetSize => message::check::<param_set_size::Reply>(fixed, blob_len),
+            Op::ParamSeti => message::check::<param_seti::Reply>(fixed, blob_len),
+            Op::ParamSetf => message::check::<param_setf::Reply>(fixed, blob_len),
+            Op::ParamSetv => message::check::<param_setv::Reply>(fixed, blob_len),
+            Op::ParamSetTexRef => message::check::<param_set_tex_ref::Reply>(fixed, blob_len),
+            Op::Launch => message::check::<launch::Reply>(fixed, blob_len),
+            Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
+            Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3709,6 +3798,14 @@ impl TryFrom<u16> for Op {
             682 => Ok(Op::LinkComplete),
             683 => Ok(Op::LinkDestroy),
             684 => Ok(Op::OccupancyMaxPotentialClusterSize),
+            685 => Ok(Op::ParamSetSize),
+            686 => Ok(Op::ParamSeti),
+            687 => Ok(Op::ParamSetf),
+            688 => Ok(Op::ParamSetv),
+            689 => Ok(Op::ParamSetTexRef),
+            690 => Ok(Op::Launch),
+            691 => Ok(Op::LaunchGrid),
+            692 => Ok(Op::LaunchGridAsync),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3960,6 +4057,14 @@ pub const SCHEMA: &str = concat!(
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
     "683 LinkDestroy {link:u64} => {}\n",
     "684 OccupancyMaxPotentialClusterSize {function:handle(Function),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,stream:handle(Stream),attributes:u32}+blob => {cluster_size:i32}\n",
+    "685 ParamSetSize {hfunc:handle(Function),numbytes:u32} => {}\n",
+    "686 ParamSeti {hfunc:handle(Function),offset:i32,value:u32} => {}\n",
+    "687 ParamSetf {hfunc:handle(Function),offset:i32,value:f32} => {}\n",
+    "688 ParamSetv {function:handle(Function),offset:i32}+blob => {}\n",
+    "689 ParamSetTexRef {hfunc:handle(Function),texunit:i32,htex_ref:handle(TexRef)} => {}\n",
+    "690 Launch {f:handle(Function)} => {}\n",
+    "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
+    "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14244,6 +14349,331 @@ pub mod occupancy_max_potential_cluster_size {
     }
 }
 
+/// `cuParamSetSize`: wire id 685.
+pub mod param_set_size {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub numbytes: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSeti`: wire id 686.
+pub mod param_seti {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub offset: I32,
+        pub value: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSeti;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSeti;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSetf`: wire id 687.
+pub mod param_setf {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub offset: I32,
+        pub value: F32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetf;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetf;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ParamSetv: wire id 688.
+pub mod param_setv {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub function: U64,
+        pub offset: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetv;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetv;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSetTexRef`: wire id 689.
+pub mod param_set_tex_ref {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub texunit: I32,
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetTexRef;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetTexRef;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunch`: wire id 690.
+pub mod launch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::Launch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Launch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunchGrid`: wire id 691.
+pub mod launch_grid {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+        pub grid_width: I32,
+        pub grid_height: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchGrid;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchGrid;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunchGridAsync`: wire id 692.
+pub mod launch_grid_async {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+        pub grid_width: I32,
+        pub grid_height: I32,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchGridAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchGridAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -15436,6 +15866,60 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
             let mut blob = Vec::new();
             r.mipmap = U64::new(0x4100_0000_0000_0023);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetSize => {
+            let mut r = param_set_size::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_000a);
+            r.numbytes = U32::new(27);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSeti => {
+            let mut r = param_seti::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_000d);
+            r.offset = I32::new(30);
+            r.value = U32::new(47);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetf => {
+            let mut r = param_setf::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_0010);
+            r.offset = I32::new(33);
+            r.value = F32::new(50.5);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetTexRef => {
+            let mut r = param_set_tex_ref::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_0016);
+            r.texunit = I32::new(39);
+            r.htex_ref = U64::new(0x4100_0000_0000_0038);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Launch => {
+            let mut r = launch::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_0019);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LaunchGrid => {
+            let mut r = launch_grid::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_001c);
+            r.grid_width = I32::new(45);
+            r.grid_height = I32::new(62);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LaunchGridAsync => {
+            let mut r = launch_grid_async::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_001f);
+            r.grid_width = I32::new(48);
+            r.grid_height = I32::new(65);
+            r.hstream = U64::new(0x4100_0000_0000_0052);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -725,6 +725,14 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // 8 bytes at offset 0 of the function's legacy parameters
+        Op::ParamSetv => (
+            b(vgpu_proto::param_setv::Request {
+                function: u(FUNCTION),
+                offset: zerocopy::little_endian::I32::new(0),
+            }),
+            DPTR.to_le_bytes().to_vec(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {
