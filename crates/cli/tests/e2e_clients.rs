@@ -224,6 +224,39 @@ fn c_legacy_launch() {
         .assert_line("35 checks, 0 failed");
 }
 
+/// Device `printf` through a real client and mediator: the simulated
+/// kernel's lines reach the client's own standard output through the
+/// session's output channel, in order, at the synchronization that flushes
+/// them, between the host lines printed before and after it
+/// (`tests/c/printf.c`, which a GPU machine also runs natively).
+#[test]
+fn c_printf() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "printf");
+    let out = h.run(h.command(&exe));
+    out.assert_success().assert_line("14 checks, 0 failed");
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("host: ") || l.starts_with("thread "))
+        .collect();
+    let want = [
+        "host: before ctx sync",
+        "thread 0 value 7",
+        "thread 1 value 7",
+        "thread 2 value 7",
+        "thread 3 value 7",
+        "host: after ctx sync",
+        "thread 0 value 8",
+        "thread 1 value 8",
+        "thread 2 value 8",
+        "thread 3 value 8",
+        "host: after stream sync",
+    ];
+    assert_eq!(lines, want, "device printf lines out of place:\n{out}");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

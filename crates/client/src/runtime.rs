@@ -215,6 +215,8 @@ pub struct Session {
     pub captures: std::sync::atomic::AtomicU32,
     /// Host callbacks and their channel (`crate::callback`).
     pub callbacks: crate::callback::Callbacks,
+    /// The read end of the worker's standard output (`crate::output`).
+    pub output: Option<std::os::fd::OwnedFd>,
 }
 
 /// Errors while setting up a session.
@@ -277,6 +279,11 @@ impl Session {
             }
         ));
         let remote = control.is_tcp();
+        let output = if remote {
+            None
+        } else {
+            crate::output::open(&mut control)
+        };
         Ok(Session {
             control: Mutex::new(control),
             epoch,
@@ -292,6 +299,7 @@ impl Session {
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
             captures: std::sync::atomic::AtomicU32::new(0),
             callbacks: crate::callback::Callbacks::default(),
+            output,
         })
     }
 

@@ -117,11 +117,13 @@ pub(crate) unsafe fn launch_kernel(
     if let Some(f) = st.functions.get_mut(&func) {
         f.loaded = true;
     }
+    let mut printed = Vec::new();
     let range = |addr, len| memory::try_range(st, addr, len);
     // SAFETY: `params` by this function's contract; `memory::try_range` gives only
     // pointers at `addr` itself to `len` bytes inside one live allocation or page-locked
     // range, and nothing frees memory while the kernel runs (`st` is borrowed).
-    let outcome = unsafe { kernel.launch(range, params, threads) }?;
+    let outcome = unsafe { kernel.launch(range, params, threads, &mut printed) }?;
+    st.ext.printf.extend_from_slice(&printed);
     if let Err(fault) = outcome {
         if state::log_enabled() {
             eprintln!("vgpu-sim: {} faulted: {}", kernel.name(), fault.why);

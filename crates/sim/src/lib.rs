@@ -126,6 +126,7 @@ mod memory;
 mod module;
 mod pointer;
 mod pool;
+mod printf;
 mod state;
 mod stream;
 mod texture;

@@ -596,5 +596,13 @@ remote_table! {
         /// `cuParamSetv` (deprecated): the blob is the bytes to put at
         /// `offset` of the function's legacy parameter buffer.
         launch: ParamSetv = 688 { function: handle(Function), offset: i32 } + blob => {};
+        /// Control connection: opens the session's output channel, the
+        /// read end of a pipe that the worker makes its standard output;
+        /// it follows the reply. The driver writes device `printf` output
+        /// there when it flushes it (synchronization, module unload,
+        /// context destruction), before the synchronizing call replies; the
+        /// client drains it after each call it waited for and writes the
+        /// bytes to the application's standard output. See `docs/protocol.md`.
+        output: OpenOutput = 693 {} => {} (fd, nocontext);
     }
 }

@@ -639,6 +639,14 @@ pub enum Op {
     LaunchGrid = 691,
     /// `cuLaunchGridAsync`.
     LaunchGridAsync = 692,
+    /// Control connection: opens the session's output channel, the
+    /// read end of a pipe that the worker makes its standard output;
+    /// it follows the reply. The driver writes device `printf` output
+    /// there when it flushes it (synchronization, module unload,
+    /// context destruction), before the synchronizing call replies; the
+    /// client drains it after each call it waited for and writes the
+    /// bytes to the application's standard output. See `docs/protocol.md`.
+    OpenOutput = 693,
 }
 
 impl Op {
@@ -895,6 +903,7 @@ impl Op {
         Op::Launch,
         Op::LaunchGrid,
         Op::LaunchGridAsync,
+        Op::OpenOutput,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1155,6 +1164,7 @@ impl Op {
             Op::Launch => "Launch",
             Op::LaunchGrid => "LaunchGrid",
             Op::LaunchGridAsync => "LaunchGridAsync",
+            Op::OpenOutput => "OpenOutput",
         }
     }
 
@@ -1412,6 +1422,7 @@ impl Op {
             Op::Launch => false,
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
+            Op::OpenOutput => false,
         }
     }
 
@@ -1669,6 +1680,7 @@ impl Op {
             Op::Launch => true,
             Op::LaunchGrid => true,
             Op::LaunchGridAsync => true,
+            Op::OpenOutput => false,
         }
     }
 
@@ -1926,6 +1938,7 @@ impl Op {
             Op::Launch => false,
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
+            Op::OpenOutput => true,
         }
     }
 
@@ -2263,6 +2276,7 @@ impl Op {
             Op::Launch => core::mem::size_of::<launch::Request>(),
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
+            Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
         }
     }
 
@@ -2584,6 +2598,7 @@ impl Op {
             Op::Launch => core::mem::size_of::<launch::Reply>(),
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
+            Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
         }
     }
 
@@ -3115,6 +3130,7 @@ impl Op {
             Op::Launch => message::check::<launch::Request>(fixed, blob_len),
             Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
+            Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
         }
     }
 
@@ -3547,6 +3563,7 @@ impl Op {
             Op::Launch => message::check::<launch::Reply>(fixed, blob_len),
             Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
+            Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3806,6 +3823,7 @@ impl TryFrom<u16> for Op {
             690 => Ok(Op::Launch),
             691 => Ok(Op::LaunchGrid),
             692 => Ok(Op::LaunchGridAsync),
+            693 => Ok(Op::OpenOutput),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4065,6 +4083,7 @@ pub const SCHEMA: &str = concat!(
     "690 Launch {f:handle(Function)} => {}\n",
     "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
     "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
+    "693 OpenOutput {} => {} nocontext fd\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14664,6 +14683,43 @@ pub mod launch_grid_async {
 
     impl Message for Reply {
         const OP: Op = Op::LaunchGridAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OpenOutput: wire id 693.
+pub mod open_output {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::OpenOutput;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OpenOutput;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

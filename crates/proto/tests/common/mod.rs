@@ -77,6 +77,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     match op {
         Op::OpenLane => (b(open_lane::Request {}), none()),
         Op::OpenCallbacks => (b(vgpu_proto::open_callbacks::Request {}), none()),
+        Op::OpenOutput => (b(vgpu_proto::open_output::Request {}), none()),
         // stream 0x42000000000005, callback 7, cuStreamAddCallback
         Op::HostCallback => (
             b(vgpu_proto::host_callback::Request {
@@ -778,7 +779,10 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
 /// for the hand-written operations.
 pub fn sample_request(op: Op) -> Request {
     let (fixed, blob) = vgpu_proto::sample_request(op).unwrap_or_else(|| manual_sample(op));
-    let ctx = if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::CtxCreate) {
+    let ctx = if matches!(
+        op,
+        Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::CtxCreate
+    ) {
         0
     } else {
         CTX
@@ -792,7 +796,7 @@ pub fn sample_request(op: Op) -> Request {
             0x41,
             0x3f,
         )
-    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks) {
+    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput) {
         (0, 0, 0)
     } else {
         (0, 0x42, 0)

@@ -79,6 +79,8 @@ pub(crate) struct Ext {
     pub links: HashMap<usize, crate::link::Link>,
     /// Legacy parameter buffers (`cuParamSet*`) by function handle.
     pub legacy_params: HashMap<usize, Vec<u8>>,
+    /// Device `printf` output not yet flushed ([`crate::printf`]).
+    pub printf: Vec<u8>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
