@@ -29,6 +29,10 @@ cc -std=c11 -O2 -o "$WORK/tensormap" tests/c/tensormap.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/callbacks" tests/c/callbacks.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/graph_nodes" tests/c/graph_nodes.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/stream_memops" tests/c/stream_memops.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/linker" tests/c/linker.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/occupancy" tests/c/occupancy.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/legacy_launch" tests/c/legacy_launch.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/printf" tests/c/printf.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -48,6 +52,10 @@ declare -A CMD=(
     [callbacks]="$WORK/callbacks"
     [graph_nodes]="$WORK/graph_nodes"
     [stream_memops]="$WORK/stream_memops"
+    [linker]="$WORK/linker"
+    [occupancy]="$WORK/occupancy"
+    [legacy_launch]="$WORK/legacy_launch"
+    [printf]="$WORK/printf"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -55,7 +63,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -143,6 +143,120 @@ fn c_tensor_maps() {
         .assert_line("24 checks, 0 failed");
 }
 
+/// The JIT linker through a real client and mediator: a link with log
+/// buffers takes inputs from memory and from a file (read where the client
+/// runs), completes with an image that loads as a module, and is destroyed;
+/// a missing file gets `CUDA_ERROR_INVALID_VALUE`; an input that is not PTX
+/// gets `CUDA_ERROR_INVALID_IMAGE` with the error log in the application's
+/// buffer, cut and NUL-terminated in a too-small one, and the link (and an
+/// empty one) still completes, as driver 580 does; a NULL link state gets
+/// `CUDA_ERROR_INVALID_HANDLE` (`tests/c/linker.c`, which a
+/// GPU machine also runs natively).
+#[test]
+fn c_linker() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "linker");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok add_data")
+        .assert_line("ok add_file")
+        .assert_line("ok add_file_missing")
+        .assert_line("ok complete")
+        .assert_line("ok complete_image")
+        .assert_line("ok load_linked")
+        .assert_line("ok get_function")
+        .assert_line("ok add_bad_ptx")
+        .assert_line("ok bad_ptx_error_log")
+        .assert_line("ok bad_ptx_error_log_size")
+        .assert_line("ok complete_after_bad")
+        .assert_line("ok complete_empty")
+        .assert_line("ok small_log_cut")
+        .assert_line("ok small_log_no_overflow")
+        .assert_line("ok add_data_null_state")
+        .assert_line("ok destroy_twice")
+        .assert_line("38 checks, 0 failed");
+}
+
+/// The occupancy calculator through a real client and mediator:
+/// `cuOccupancyMaxPotentialBlockSize(WithFlags)` runs the driver's search in
+/// the client, calling the application's shared-memory callback there, and
+/// answers what the search over the remoted per-multiprocessor queries
+/// gives; `cuOccupancyMaxPotentialClusterSize` answers from the worker
+/// (`tests/c/occupancy.c`, which a GPU machine also runs natively).
+#[test]
+fn c_occupancy() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "occupancy");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok plain_matches_search")
+        .assert_line("ok fixed_smem_matches_search")
+        .assert_line("ok callback_matches_search")
+        .assert_line("ok callback_ran")
+        .assert_line("ok limit_100_matches_search")
+        .assert_line("ok limit_100_positive")
+        .assert_line("ok with_flags_matches_search")
+        .assert_line("ok null_block")
+        .assert_line("ok cluster_size")
+        .assert_line("ok cluster_size_range")
+        .assert_line("33 checks, 0 failed");
+}
+
+/// Legacy launches through a real client and mediator: a function's block
+/// shape, shared size and `cuParamSet*` buffer drive `cuLaunchGrid`,
+/// `cuLaunch` and `cuLaunchGridAsync`, each of which fills exactly the
+/// words its grid covers (`tests/c/legacy_launch.c`, which a GPU machine
+/// also runs natively).
+#[test]
+fn c_legacy_launch() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "legacy_launch");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok param_setv")
+        .assert_line("ok param_setf")
+        .assert_line("ok launch_grid_filled")
+        .assert_line("ok launch_filled")
+        .assert_line("ok launch_grid_async_filled")
+        .assert_line("35 checks, 0 failed");
+}
+
+/// Device `printf` through a real client and mediator: the simulated
+/// kernel's lines reach the client's own standard output through the
+/// session's output channel, in order, at the synchronization that flushes
+/// them, between the host lines printed before and after it
+/// (`tests/c/printf.c`, which a GPU machine also runs natively).
+#[test]
+fn c_printf() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "printf");
+    let out = h.run(h.command(&exe));
+    out.assert_success().assert_line("14 checks, 0 failed");
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("host: ") || l.starts_with("thread "))
+        .collect();
+    let want = [
+        "host: before ctx sync",
+        "thread 0 value 7",
+        "thread 1 value 7",
+        "thread 2 value 7",
+        "thread 3 value 7",
+        "host: after ctx sync",
+        "thread 0 value 8",
+        "thread 1 value 8",
+        "thread 2 value 8",
+        "thread 3 value 8",
+        "host: after stream sync",
+    ];
+    assert_eq!(lines, want, "device printf lines out of place:\n{out}");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

@@ -263,7 +263,7 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         self.lanes.count(&self.lanes.round_trips, 1);
-        self.on_lane(|lane, _| {
+        let done = self.on_lane(|lane, _| {
             let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.send(&meta, fixed, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
@@ -278,7 +278,12 @@ impl Session {
                 );
             }
             Ok((fixed, owned))
-        })
+        });
+        // Device printf output the call flushed is in the pipe by now.
+        if let Some(pipe) = &self.output {
+            crate::output::drain(pipe);
+        }
+        done
     }
 
     /// Sends a call that returns nothing but a status on success

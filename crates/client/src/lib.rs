@@ -40,6 +40,7 @@ mod image;
 mod lane;
 mod log;
 mod objects;
+mod output;
 mod remote;
 mod runtime;
 mod staging;

@@ -24,9 +24,24 @@ pub struct FunctionInfo {
     pub params: ParamLayout,
 }
 
+/// A live JIT link (`cuLinkCreate`).
+#[derive(Debug)]
+pub struct LinkInfo {
+    /// The options given to `cuLinkCreate`.
+    pub keys: Vec<u32>,
+    /// The address of the application's values array for them (0 for none),
+    /// which it keeps valid until `cuLinkDestroy`: the client writes log
+    /// sizes, wall time and log buffers back through it.
+    pub values: usize,
+    /// The image of the last `cuLinkComplete`, valid until `cuLinkDestroy`.
+    pub cubin: Option<Box<[u8]>>,
+}
+
 #[derive(Debug, Default)]
 pub struct Objects {
     pub contexts: HashMap<u64, CtxInfo>,
+    /// Live JIT links by id.
+    pub links: HashMap<u64, LinkInfo>,
     pub functions: HashMap<u64, FunctionInfo>,
     /// (module, name) → function id, so repeated look-ups return one handle.
     pub function_names: HashMap<(u64, Vec<u8>), u64>,

@@ -122,6 +122,7 @@ pub enum Kind {
     Module = 0x44,
     Function = 0x45,
     Library = 0x46,
+    Link = 0x4c,
 }
 
 impl Runtime {
@@ -214,6 +215,8 @@ pub struct Session {
     pub captures: std::sync::atomic::AtomicU32,
     /// Host callbacks and their channel (`crate::callback`).
     pub callbacks: crate::callback::Callbacks,
+    /// The read end of the worker's standard output (`crate::output`).
+    pub output: Option<std::os::fd::OwnedFd>,
 }
 
 /// Errors while setting up a session.
@@ -276,6 +279,11 @@ impl Session {
             }
         ));
         let remote = control.is_tcp();
+        let output = if remote {
+            None
+        } else {
+            crate::output::open(&mut control)
+        };
         Ok(Session {
             control: Mutex::new(control),
             epoch,
@@ -291,6 +299,7 @@ impl Session {
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
             captures: std::sync::atomic::AtomicU32::new(0),
             callbacks: crate::callback::Callbacks::default(),
+            output,
         })
     }
 

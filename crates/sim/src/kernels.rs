@@ -14,6 +14,9 @@ pub(crate) enum Kernel {
     Saxpy,
     /// `fill_u32(unsigned* p, unsigned v, int n)`: `p[i] = v`.
     FillU32,
+    /// `print_u32(unsigned v, int n)`: thread `i < n` prints
+    /// `thread {i} value {v}` with device `printf`.
+    PrintU32,
 }
 
 /// The C type of one kernel parameter.
@@ -80,7 +83,12 @@ pub(crate) struct Fault {
 
 impl Kernel {
     /// Every built-in kernel.
-    pub const ALL: [Kernel; 3] = [Kernel::VectorAdd, Kernel::Saxpy, Kernel::FillU32];
+    pub const ALL: [Kernel; 4] = [
+        Kernel::VectorAdd,
+        Kernel::Saxpy,
+        Kernel::FillU32,
+        Kernel::PrintU32,
+    ];
 
     /// The kernel's name in modules.
     pub fn name(self) -> &'static str {
@@ -88,6 +96,7 @@ impl Kernel {
             Kernel::VectorAdd => "vector_add",
             Kernel::Saxpy => "saxpy",
             Kernel::FillU32 => "fill_u32",
+            Kernel::PrintU32 => "print_u32",
         }
     }
 
@@ -101,6 +110,7 @@ impl Kernel {
             Kernel::VectorAdd => &[Ty::Ptr, Ty::Ptr, Ty::Ptr, Ty::I32],
             Kernel::Saxpy => &[Ty::F32, Ty::Ptr, Ty::Ptr, Ty::I32],
             Kernel::FillU32 => &[Ty::Ptr, Ty::U32, Ty::I32],
+            Kernel::PrintU32 => &[Ty::U32, Ty::I32],
         }
     }
 
@@ -175,9 +185,9 @@ impl Kernel {
     }
 
     /// Reads the arguments and runs the kernel for thread indices `0..min(n, threads)`.
-    /// `range(addr, len)` resolves the device memory the kernel touches. Argument errors
-    /// are returned at once; memory faults come back as `Ok(Err(fault))` with no memory
-    /// touched.
+    /// `range(addr, len)` resolves the device memory the kernel touches; what it prints
+    /// (device `printf`) is appended to `printed`. Argument errors are returned at once;
+    /// memory faults come back as `Ok(Err(fault))` with no memory touched.
     ///
     /// # Safety
     /// `params` as for [`Kernel::read_args`]; a pointer `range(addr, len)` returns must
@@ -188,11 +198,12 @@ impl Kernel {
         range: impl Fn(CUdeviceptr, usize) -> Option<*mut u8>,
         params: *const *const c_void,
         threads: u128,
+        printed: &mut Vec<u8>,
     ) -> Res<Result<(), Fault>> {
         // SAFETY: forwarded contract.
         let args = unsafe { self.read_args(params) }?;
         // SAFETY: forwarded contract.
-        Ok(unsafe { self.execute(&range, &args, threads) })
+        Ok(unsafe { self.execute(&range, &args, threads, printed) })
     }
 
     /// # Safety
@@ -202,10 +213,12 @@ impl Kernel {
         range: &impl Fn(CUdeviceptr, usize) -> Option<*mut u8>,
         args: &[Arg],
         threads: u128,
+        printed: &mut Vec<u8>,
     ) -> Result<(), Fault> {
         let n_arg = match self {
             Kernel::VectorAdd | Kernel::Saxpy => args[3].i32(),
             Kernel::FillU32 => args[2].i32(),
+            Kernel::PrintU32 => args[1].i32(),
         };
         let n = u128::try_from(n_arg).unwrap_or(0).min(threads);
         // n <= i32::MAX, so it fits in usize.
@@ -240,6 +253,12 @@ impl Kernel {
                 for i in 0..n {
                     // SAFETY: p spans `n` 4-byte elements that `range` resolved.
                     unsafe { p.add(i).write(v) };
+                }
+            }
+            Kernel::PrintU32 => {
+                let v = args[0].u32();
+                for i in 0..n {
+                    printed.extend_from_slice(format!("thread {i} value {v}\n").as_bytes());
                 }
             }
         }

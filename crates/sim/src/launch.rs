@@ -117,11 +117,13 @@ pub(crate) unsafe fn launch_kernel(
     if let Some(f) = st.functions.get_mut(&func) {
         f.loaded = true;
     }
+    let mut printed = Vec::new();
     let range = |addr, len| memory::try_range(st, addr, len);
     // SAFETY: `params` by this function's contract; `memory::try_range` gives only
     // pointers at `addr` itself to `len` bytes inside one live allocation or page-locked
     // range, and nothing frees memory while the kernel runs (`st` is borrowed).
-    let outcome = unsafe { kernel.launch(range, params, threads) }?;
+    let outcome = unsafe { kernel.launch(range, params, threads, &mut printed) }?;
+    st.ext.printf.extend_from_slice(&printed);
     if let Err(fault) = outcome {
         if state::log_enabled() {
             eprintln!("vgpu-sim: {} faulted: {}", kernel.name(), fault.why);
@@ -194,6 +196,16 @@ fn cluster_error<T>(why: String) -> Res<T> {
     err(CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE, why)
 }
 
+/// The most blocks a cluster may hold: the portable limit, or the
+/// non-portable one for a function that allows it.
+pub(crate) fn cluster_limit(non_portable: bool) -> u64 {
+    if non_portable {
+        MAX_CLUSTER
+    } else {
+        MAX_PORTABLE_CLUSTER
+    }
+}
+
 /// Checks cluster dimensions against the grid and the function's attributes; returns the
 /// cluster's size in blocks.
 pub(crate) fn check_cluster(st: &State, f: usize, grid: [u32; 3], cluster: [u32; 3]) -> Res<u64> {
@@ -218,11 +230,7 @@ pub(crate) fn check_cluster(st: &State, f: usize, grid: [u32; 3], cluster: [u32;
         ));
     }
     let size: u64 = cluster.iter().map(|&c| u64::from(c)).product();
-    let limit = if attrs.non_portable_cluster != 0 {
-        MAX_CLUSTER
-    } else {
-        MAX_PORTABLE_CLUSTER
-    };
+    let limit = cluster_limit(attrs.non_portable_cluster != 0);
     if size > limit {
         return cluster_error(format!(
             "cluster of {size} blocks exceeds {limit} (set NON_PORTABLE_CLUSTER_SIZE_ALLOWED for up to {MAX_CLUSTER})"

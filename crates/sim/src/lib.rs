@@ -62,6 +62,7 @@
 //! | `vector_add` | `const float* a` 0/8, `const float* b` 8/8, `float* c` 16/8, `int n` 24/4: `c[i] = a[i] + b[i]` |
 //! | `saxpy` | `float a` 0/4, `const float* x` 8/8, `float* y` 16/8, `int n` 24/4: `y[i] = a * x[i] + y[i]` |
 //! | `fill_u32` | `unsigned* p` 0/8, `unsigned v` 8/4, `int n` 12/4: `p[i] = v` |
+//! | `print_u32` | `unsigned v` 0/4, `int n` 4/4: device `printf` of `thread {i} value {v}` |
 //!
 //! Each kernel runs for global thread indices `i` in `0..min(n, total threads of the grid)`.
 //! `cuLaunchKernel` takes arguments through `kernelParams` only; a non-NULL `extra` gives
@@ -83,6 +84,14 @@
 //!   (`hostmem.rs`); `cuPointerGetAttribute(s)` describes it and device allocations.
 //! - **Host callbacks** (`cuLaunchHostFunc`, `cuStreamAddCallback`) run at enqueue time
 //!   on the calling thread, with no lock held, with status `CUDA_SUCCESS`.
+//! - **Device `printf`** output is kept until a flush point of the driver (context,
+//!   stream and event synchronization, module unload, context destruction), then written
+//!   to standard output (`printf.rs`).
+//! - **The JIT linker** (`cuLink*`) takes module-format inputs and merges them into one
+//!   image; input in no known format is `CUDA_ERROR_INVALID_IMAGE`, with the reason in the
+//!   link's error log (`link.rs`).
+//! - **Legacy launches** (`cuParamSet*`, `cuLaunch`, `cuLaunchGrid`, `cuLaunchGridAsync`)
+//!   read the function's parameter buffer, block shape and shared size (`legacy.rs`).
 //! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
 //!
 //! ## Layout
@@ -118,13 +127,16 @@ mod hostmem;
 mod image;
 mod kernels;
 mod launch;
+mod legacy;
 mod library;
+mod link;
 mod loading;
 mod memop;
 mod memory;
 mod module;
 mod pointer;
 mod pool;
+mod printf;
 mod state;
 mod stream;
 mod texture;

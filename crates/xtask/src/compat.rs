@@ -31,7 +31,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "Not remoted yet."),
     (&["cuMulticast"], "Multicast objects", "Not remoted yet."),
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
-    (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
+    (&["cuLink"], "JIT linker", "The link lives in the worker; the JIT options of cuLinkCreate (log buffers, their sizes, wall time) are copied back into the application's after every call on the link, failed inputs included, cuLinkAddFile reads the file where the application runs, and the linked image stays in the application's memory until cuLinkDestroy."),
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "cuStreamWaitValue and cuStreamWriteValue are remoted, their addresses checked against the session's allocations; cuStreamBatchMemOp (an array of operation unions whose addresses the worker would have to check one by one) is not remoted yet."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),

@@ -128,6 +128,13 @@ remote_table! {
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = 90 gen;
         launch: cuOccupancyAvailableDynamicSMemPerBlock = 91 gen;
         launch: cuOccupancyMaxActiveBlocksPerMultiprocessor = 129 gen;
+        launch: cuParamSetSize = 685 gen;
+        launch: cuParamSeti = 686 gen;
+        launch: cuParamSetf = 687 gen;
+        launch: cuParamSetTexRef = 689 gen;
+        launch: cuLaunch = 690 gen;
+        launch: cuLaunchGrid = 691 gen;
+        launch: cuLaunchGridAsync = 692 gen;
 
         // ---- stream capture and graphs ----
         graph: cuStreamBeginCapture_v2 = 380 client;
@@ -260,7 +267,8 @@ remote_table! {
         library: cuLibraryLoadFromFile, cuLibraryLoadData, cuLibraryUnload, cuLibraryGetKernel,
             cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
-            cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters;
+            cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
+            cuOccupancyMaxPotentialClusterSize, cuParamSetv;
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
@@ -291,6 +299,9 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        occupancy: cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSizeWithFlags;
+        link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
+            cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
 
     ops {
@@ -628,5 +639,42 @@ remote_table! {
         /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
         /// without) over the callback channel, and returns once it has run.
         callback: HostCallback = 521 { stream: handle(Stream), id: u64, status: bool } => {} (posted);
+
+        /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
+        /// JIT options (16 bytes each, as for ModuleLoadData). The worker
+        /// keeps the options, with log buffers of its own, until LinkDestroy:
+        /// the driver writes them during later calls on the link.
+        link: LinkCreate = 680 { link: u64, options: u32 } + blob => {};
+        /// `cuLinkAddData_v2` (and `cuLinkAddFile_v2`, whose file the client
+        /// reads): the blob holds `options` JIT options, then the input's
+        /// name (`name_len` bytes, no NUL; `has_name` false for a NULL name),
+        /// then the data unless staged under `stage`. The driver's `status`
+        /// is in the reply, whose blob holds the link's options (final
+        /// values, info log, error log, as for ModuleLoadData) then this
+        /// call's, so a failed input still brings its error log back.
+        link: LinkAddData = 681 { link: u64, kind: u32, options: u32, stage: u64,
+            has_name: bool, name_len: u32 } + blob => { status: u32, link_options: u32 } + blob;
+        /// `cuLinkComplete`: the reply's blob holds the link's options (as
+        /// for LinkAddData, `link_options` bytes), then the `cubin` bytes of
+        /// the linked image when `status` is success.
+        link: LinkComplete = 682 { link: u64 } => { status: u32, link_options: u32, cubin: u64 } + blob;
+        /// `cuLinkDestroy`: the worker forgets the link and its options.
+        link: LinkDestroy = 683 { link: u64 } => {};
+        /// `cuOccupancyMaxPotentialClusterSize`: the fields and blob as for
+        /// OccupancyMaxActiveClusters.
+        launch: OccupancyMaxPotentialClusterSize = 684 { function: handle(Function), grid_x: u32, grid_y: u32,
+            grid_z: u32, block_x: u32, block_y: u32, block_z: u32, shared: u32, stream: handle(Stream),
+            attributes: u32 } + blob => { cluster_size: i32 };
+        /// `cuParamSetv` (deprecated): the blob is the bytes to put at
+        /// `offset` of the function's legacy parameter buffer.
+        launch: ParamSetv = 688 { function: handle(Function), offset: i32 } + blob => {};
+        /// Control connection: opens the session's output channel, the
+        /// read end of a pipe that the worker makes its standard output;
+        /// it follows the reply. The driver writes device `printf` output
+        /// there when it flushes it (synchronization, module unload,
+        /// context destruction), before the synchronizing call replies; the
+        /// client drains it after each call it waited for and writes the
+        /// bytes to the application's standard output. See `docs/protocol.md`.
+        output: OpenOutput = 693 {} => {} (fd, nocontext);
     }
 }

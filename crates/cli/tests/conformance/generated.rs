@@ -1914,6 +1914,59 @@ fn cuKernelSetCacheConfig() {
     });
 }
 
+/// `cuLaunch` arrives with the values passed and its outputs come back.
+#[test]
+fn cuLaunch() {
+    case("generated::cuLaunch", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUfunction) -> vgpu_abi::types::CUresult =
+            f.sym("cuLaunch");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function)) };
+        f.ok("cuLaunch", st);
+    });
+}
+
+/// `cuLaunchGrid` arrives with the values passed and its outputs come back.
+#[test]
+fn cuLaunchGrid() {
+    case("generated::cuLaunchGrid", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_int,
+            ::core::ffi::c_int,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuLaunchGrid");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function), 976031584i32, 1750790794i32) };
+        f.ok("cuLaunchGrid", st);
+    });
+}
+
+/// `cuLaunchGridAsync` arrives with the values passed and its outputs come back.
+#[test]
+fn cuLaunchGridAsync() {
+    case("generated::cuLaunchGridAsync", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_int,
+            ::core::ffi::c_int,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuLaunchGridAsync");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.function),
+                2094897865i32,
+                -1323127560i32,
+                handle(f.stream),
+            )
+        };
+        f.ok("cuLaunchGridAsync", st);
+    });
+}
+
 /// `cuLibraryGetKernelCount` arrives with the values passed and its outputs come back.
 #[test]
 fn cuLibraryGetKernelCount() {
@@ -2994,6 +3047,69 @@ fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags() {
             );
         },
     );
+}
+
+/// `cuParamSetSize` arrives with the values passed and its outputs come back.
+#[test]
+fn cuParamSetSize() {
+    case("generated::cuParamSetSize", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuParamSetSize");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function), 2725591770u32) };
+        f.ok("cuParamSetSize", st);
+    });
+}
+
+/// `cuParamSetTexRef` arrives with the values passed and its outputs come back.
+#[test]
+fn cuParamSetTexRef() {
+    case("generated::cuParamSetTexRef", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_int,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuParamSetTexRef");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function), 2134757243i32, core::ptr::null_mut()) };
+        f.ok("cuParamSetTexRef", st);
+    });
+}
+
+/// `cuParamSetf` arrives with the values passed and its outputs come back.
+#[test]
+fn cuParamSetf() {
+    case("generated::cuParamSetf", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_int,
+            f32,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuParamSetf");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function), 1819817960i32, 219.25f32) };
+        f.ok("cuParamSetf", st);
+    });
+}
+
+/// `cuParamSeti` arrives with the values passed and its outputs come back.
+#[test]
+fn cuParamSeti() {
+    case("generated::cuParamSeti", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUfunction,
+            ::core::ffi::c_int,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuParamSeti");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.function), 878277740i32, 1848339009u32) };
+        f.ok("cuParamSeti", st);
+    });
 }
 
 /// `cuProfilerInitialize` arrives with the values passed and its outputs come back.

@@ -13,6 +13,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use vgpu_abi::types::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
 use vgpu_proto::{
     launch_kernel, launch_kernel_ex as launch_op, occupancy_max_active_clusters as clusters_op,
+    occupancy_max_potential_cluster_size as cluster_size_op, param_setv as setv_op,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -325,6 +326,54 @@ pub unsafe fn occupancy_clusters(
     let (rep, _) = s.request(&r, &attrs)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(n, rep.clusters.get()) }
+}
+
+/// `cuOccupancyMaxPotentialClusterSize`, asked of the worker's driver.
+///
+/// # Safety
+/// `n` must be NULL or valid for a write; `config` NULL or a valid
+/// `CUlaunchConfig` whose `attrs` holds `numAttrs` entries.
+pub unsafe fn occupancy_cluster_size(
+    n: *mut c_int,
+    f: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(n)?;
+    super::module::function(f)?;
+    // SAFETY: the application's config.
+    let (c, attrs) = unsafe { config_args(f, config, stream::id)? };
+    let r = config_request!(cluster_size_op::Request, c);
+    let (rep, _) = s.request(&r, &attrs)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(n, rep.cluster_size.get()) }
+}
+
+/// `cuParamSetv` (deprecated): the bytes travel to the function's legacy
+/// parameter buffer in the worker's driver.
+///
+/// # Safety
+/// `ptr` must be NULL or hold `n` readable bytes.
+pub unsafe fn param_setv(
+    f: CUfunction,
+    offset: c_int,
+    ptr: *mut c_void,
+    n: c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    super::module::function(f)?;
+    let bytes = if n == 0 {
+        &[][..]
+    } else {
+        non_null(ptr)?;
+        // SAFETY: checked non-NULL; the application's `n` bytes.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), n as usize) }
+    };
+    let r = setv_op::Request {
+        function: U64::new(f as usize as u64),
+        offset: zerocopy::little_endian::I32::new(offset),
+    };
+    s.request(&r, bytes).map(drop)
 }
 
 /// `cuLaunchKernelEx` (and `_ptsz` through `stream_id`).

@@ -16,8 +16,10 @@ mod init;
 mod integrity;
 mod launch;
 pub(crate) mod library;
+mod link;
 mod memory;
 mod module;
+mod occupancy;
 mod options;
 mod pointer;
 mod pool;
@@ -157,6 +159,14 @@ implement! {
     cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, module::Owner::Module(module::module_id(m)), name);
     cuModuleLoad(m, name) => module::module_load(m, name);
     cuModuleLoadFatBinary(m, fat) => module::module_load_fat_binary(m, fat);
+    cuLinkCreate(n, opts, vals, st) => link::create(n, opts, vals, st);
+    cuLinkCreate_v2(n, opts, vals, st) => link::create(n, opts, vals, st);
+    cuLinkAddData(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);
+    cuLinkAddData_v2(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);
+    cuLinkAddFile(st, ty, path, n, opts, vals) => link::add_file(st, ty, path, n, opts, vals);
+    cuLinkAddFile_v2(st, ty, path, n, opts, vals) => link::add_file(st, ty, path, n, opts, vals);
+    cuLinkComplete(st, cubin, size) => link::complete(st, cubin, size);
+    cuLinkDestroy(st) => link::destroy(st);
     cuLibraryLoadFromFile(l, name, jk, jv, nj, lk, lv, nl) => library::library_load_from_file(l, name, jk, jv, nj, lk, lv, nl);
     cuMemcpy3D_v2(p) => copy::memcpy_3d(p, None);
     cuMemcpy3D_v2_ptds(p) => copy::memcpy_3d(p, Some(2));
@@ -171,6 +181,12 @@ implement! {
     cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
     cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);
+    cuOccupancyMaxPotentialClusterSize(n, f, config) => launch::occupancy_cluster_size(n, f, config);
+    cuParamSetv(f, offset, ptr, n) => launch::param_setv(f, offset, ptr, n);
+    cuOccupancyMaxPotentialBlockSize(grid, block, f, smem_of, smem, limit) =>
+        occupancy::max_potential_block_size(grid, block, f, smem_of, smem, limit, 0);
+    cuOccupancyMaxPotentialBlockSizeWithFlags(grid, block, f, smem_of, smem, limit, flags) =>
+        occupancy::max_potential_block_size(grid, block, f, smem_of, smem, limit, flags);
     cuLaunchKernelEx(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id);
     cuLaunchKernelEx_ptsz(config, f, params, extra) => launch::launch_ex(config, f, params, extra, stream::id_ptsz);
     cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>

@@ -120,6 +120,9 @@ crate::api::implement! {
     cuKernelGetLibrary(pLib, kernel) => self::kernel_get_library(pLib, kernel);
     cuKernelSetAttribute(attrib, val, kernel, dev) => crate::api::library::kernel_set_attribute(attrib, val, kernel, dev);
     cuKernelSetCacheConfig(kernel, config, dev) => self::kernel_set_cache_config(kernel, config, dev);
+    cuLaunch(f) => self::launch(f);
+    cuLaunchGrid(f, grid_width, grid_height) => self::launch_grid(f, grid_width, grid_height);
+    cuLaunchGridAsync(f, grid_width, grid_height, hStream) => self::launch_grid_async(f, grid_width, grid_height, hStream);
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
     cuMemGetAccess(flags, location, ptr) => self::mem_get_access(flags, location, ptr);
@@ -164,6 +167,10 @@ crate::api::implement! {
     cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) => self::occupancy_available_dynamic_smem_per_block(dynamicSmemSize, func, numBlocks, blockSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) => self::occupancy_max_active_blocks_per_multiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) => self::occupancy_max_active_blocks_per_multiprocessor_with_flags(numBlocks, func, blockSize, dynamicSMemSize, flags);
+    cuParamSetSize(hfunc, numbytes) => self::param_set_size(hfunc, numbytes);
+    cuParamSetTexRef(hfunc, texunit, hTexRef) => self::param_set_tex_ref(hfunc, texunit, hTexRef);
+    cuParamSetf(hfunc, offset, value) => self::param_setf(hfunc, offset, value);
+    cuParamSeti(hfunc, offset, value) => self::param_seti(hfunc, offset, value);
     cuProfilerInitialize(configFile, outputFile, outputMode) => self::profiler_initialize(configFile, outputFile, outputMode);
     cuProfilerStart() => self::profiler_start();
     cuProfilerStop() => self::profiler_stop();
@@ -1895,6 +1902,62 @@ pub unsafe fn kernel_set_cache_config(
     Ok(())
 }
 
+/// `cuLaunch`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn launch(f: vgpu_abi::types::CUfunction) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::launch::Request {
+        f: U64::new(f as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuLaunchGrid`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn launch_grid(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::launch_grid::Request {
+        f: U64::new(f as usize as u64),
+        grid_width: I32::new(grid_width),
+        grid_height: I32::new(grid_height),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuLaunchGridAsync`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn launch_grid_async(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::launch_grid_async::Request {
+        f: U64::new(f as usize as u64),
+        grid_width: I32::new(grid_width),
+        grid_height: I32::new(grid_height),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuLibraryGetKernelCount`, generated.
 ///
 /// # Safety
@@ -3053,6 +3116,84 @@ pub unsafe fn occupancy_max_active_blocks_per_multiprocessor_with_flags(
     unsafe {
         write_out(numBlocks, rep.num_blocks.get())?;
     }
+    Ok(())
+}
+
+/// `cuParamSetSize`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn param_set_size(
+    hfunc: vgpu_abi::types::CUfunction,
+    numbytes: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::param_set_size::Request {
+        hfunc: U64::new(hfunc as usize as u64),
+        numbytes: U32::new(numbytes),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuParamSetTexRef`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn param_set_tex_ref(
+    hfunc: vgpu_abi::types::CUfunction,
+    texunit: ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::param_set_tex_ref::Request {
+        hfunc: U64::new(hfunc as usize as u64),
+        texunit: I32::new(texunit),
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuParamSetf`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn param_setf(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: f32,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::param_setf::Request {
+        hfunc: U64::new(hfunc as usize as u64),
+        offset: I32::new(offset),
+        value: F32::new(value),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuParamSeti`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn param_seti(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::param_seti::Request {
+        hfunc: U64::new(hfunc as usize as u64),
+        offset: I32::new(offset),
+        value: U32::new(value),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

@@ -16,7 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 use vgpu_abi::types::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
-use vgpu_proto::{launch_kernel, launch_kernel_ex, occupancy_max_active_clusters, Request};
+use vgpu_proto::{
+    launch_kernel, launch_kernel_ex, occupancy_max_active_clusters,
+    occupancy_max_potential_cluster_size, param_setv, Request,
+};
 use zerocopy::little_endian::{I32, U32, U64};
 
 use super::calls::{aligned, message, ok, size, split, Reply};
@@ -151,6 +154,17 @@ impl ConfigFields {
             attributes: r.attributes,
         }
     }
+
+    fn cluster_size(r: &occupancy_max_potential_cluster_size::Request) -> ConfigFields {
+        ConfigFields {
+            function: r.function,
+            dims: [
+                r.grid_x, r.grid_y, r.grid_z, r.block_x, r.block_y, r.block_z, r.shared,
+            ],
+            stream: r.stream,
+            attributes: r.attributes,
+        }
+    }
 }
 
 /// Decodes a launch configuration and the attribute records at the head of
@@ -229,6 +243,51 @@ pub fn occupancy_max_active_clusters(
         clusters: I32::new(n),
     };
     Ok(Reply::new(&reply, Vec::new()))
+}
+
+/// `cuOccupancyMaxPotentialClusterSize` for a launch configuration.
+pub fn occupancy_max_potential_cluster_size(
+    lane: &mut Lane,
+    s: &Session,
+    req: &Request,
+) -> Result<Reply, Status> {
+    let r: &occupancy_max_potential_cluster_size::Request = message(req)?;
+    let fields = ConfigFields::cluster_size(r);
+    let mut l = launch_config(s, &mut lane.launches, &fields, &req.blob)?;
+    l.config.attrs = l.attrs.as_mut_ptr().cast();
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: live function; the config's attribute array lives in `l.attrs`.
+    ok(unsafe {
+        entry(s.driver.cuOccupancyMaxPotentialClusterSize)?(
+            &mut n,
+            as_handle(l.function).cast(),
+            &l.config,
+        )
+    })?;
+    let reply = occupancy_max_potential_cluster_size::Reply {
+        cluster_size: I32::new(n),
+    };
+    Ok(Reply::new(&reply, Vec::new()))
+}
+
+/// `cuParamSetv` (deprecated): the bytes go into the function's legacy
+/// parameter buffer in the driver.
+pub fn param_setv(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &param_setv::Request = message(req)?;
+    let (function, _, _) = lane.launches.get(s, r.function.get(), 0)?;
+    let n = std::ffi::c_uint::try_from(req.blob.len()).map_err(|_| INVALID_VALUE)?;
+    let mut bytes = req.blob.clone();
+    // SAFETY: a live function of this session; `bytes` holds `n` bytes the
+    // driver only reads.
+    ok(unsafe {
+        entry(s.driver.cuParamSetv)?(
+            as_handle(function).cast(),
+            r.offset.get(),
+            bytes.as_mut_ptr().cast(),
+            n,
+        )
+    })?;
+    Ok(Reply::default())
 }
 
 thread_local! {

@@ -20,10 +20,12 @@ mod host;
 mod lane;
 mod launch;
 mod library;
+mod link;
 mod memory;
 mod module;
 mod options;
 mod order;
+mod output;
 mod pointer;
 mod pool;
 mod remote;
@@ -82,6 +84,8 @@ pub struct Session {
     pub remote: bool,
     /// The host-callback channel (`callback`).
     pub callbacks: Arc<callback::Callbacks>,
+    /// The output channel was opened (`output`).
+    pub output_opened: Mutex<bool>,
 }
 
 impl Session {
@@ -162,6 +166,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         rings: negotiated & features::RINGS != 0,
         remote,
         callbacks: Arc::default(),
+        output_opened: Mutex::new(false),
     });
     tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control, args);
@@ -213,6 +218,7 @@ fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs)
                 None => lane::open(session, &mut control, req.seq),
             },
             Op::OpenCallbacks => callback::open(session, &mut control, req.seq),
+            Op::OpenOutput => output::open(session, &mut control, req.seq),
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
                 write_response(&mut control, status::INVALID_VALUE.0, req.seq, &[], &[]).is_ok()

@@ -20,6 +20,7 @@ const MAX_OPTIONS: usize = 64;
 
 /// Options of a load call, decoded from 16-byte (option, pad, value) records,
 /// with the log buffers living in the worker.
+#[derive(Debug)]
 pub(super) struct Options {
     pub(super) keys: Vec<c_int>,
     pub(super) values: Vec<*mut c_void>,

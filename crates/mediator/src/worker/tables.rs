@@ -116,6 +116,8 @@ pub struct Tables {
     /// Texture and surface objects the session created, by the driver's
     /// own value (applications pass it to kernels, so it is not translated).
     pub tex_objects: HashMap<u64, TexObject>,
+    /// JIT links by the client's id.
+    pub links: super::link::Links,
 }
 
 /// A texture or surface object the session created.

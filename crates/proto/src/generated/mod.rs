@@ -679,6 +679,53 @@ pub enum Op {
     /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
     /// reply's blob the map with `address` in it (unchecked, as above).
     TensorMapReplaceAddress = 541,
+    /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
+    /// JIT options (16 bytes each, as for ModuleLoadData). The worker
+    /// keeps the options, with log buffers of its own, until LinkDestroy:
+    /// the driver writes them during later calls on the link.
+    LinkCreate = 680,
+    /// `cuLinkAddData_v2` (and `cuLinkAddFile_v2`, whose file the client
+    /// reads): the blob holds `options` JIT options, then the input's
+    /// name (`name_len` bytes, no NUL; `has_name` false for a NULL name),
+    /// then the data unless staged under `stage`. The driver's `status`
+    /// is in the reply, whose blob holds the link's options (final
+    /// values, info log, error log, as for ModuleLoadData) then this
+    /// call's, so a failed input still brings its error log back.
+    LinkAddData = 681,
+    /// `cuLinkComplete`: the reply's blob holds the link's options (as
+    /// for LinkAddData, `link_options` bytes), then the `cubin` bytes of
+    /// the linked image when `status` is success.
+    LinkComplete = 682,
+    /// `cuLinkDestroy`: the worker forgets the link and its options.
+    LinkDestroy = 683,
+    /// `cuOccupancyMaxPotentialClusterSize`: the fields and blob as for
+    /// OccupancyMaxActiveClusters.
+    OccupancyMaxPotentialClusterSize = 684,
+    /// `cuParamSetSize`.
+    ParamSetSize = 685,
+    /// `cuParamSeti`.
+    ParamSeti = 686,
+    /// `cuParamSetf`.
+    ParamSetf = 687,
+    /// `cuParamSetv` (deprecated): the blob is the bytes to put at
+    /// `offset` of the function's legacy parameter buffer.
+    ParamSetv = 688,
+    /// `cuParamSetTexRef`.
+    ParamSetTexRef = 689,
+    /// `cuLaunch`.
+    Launch = 690,
+    /// `cuLaunchGrid`.
+    LaunchGrid = 691,
+    /// `cuLaunchGridAsync`.
+    LaunchGridAsync = 692,
+    /// Control connection: opens the session's output channel, the
+    /// read end of a pipe that the worker makes its standard output;
+    /// it follows the reply. The driver writes device `printf` output
+    /// there when it flushes it (synchronization, module unload,
+    /// context destruction), before the synchronizing call replies; the
+    /// client drains it after each call it waited for and writes the
+    /// bytes to the application's standard output. See `docs/protocol.md`.
+    OpenOutput = 693,
 }
 
 impl Op {
@@ -954,6 +1001,20 @@ impl Op {
         Op::HostCallback,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
+        Op::LinkCreate,
+        Op::LinkAddData,
+        Op::LinkComplete,
+        Op::LinkDestroy,
+        Op::OccupancyMaxPotentialClusterSize,
+        Op::ParamSetSize,
+        Op::ParamSeti,
+        Op::ParamSetf,
+        Op::ParamSetv,
+        Op::ParamSetTexRef,
+        Op::Launch,
+        Op::LaunchGrid,
+        Op::LaunchGridAsync,
+        Op::OpenOutput,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1233,6 +1294,20 @@ impl Op {
             Op::HostCallback => "HostCallback",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
+            Op::LinkCreate => "LinkCreate",
+            Op::LinkAddData => "LinkAddData",
+            Op::LinkComplete => "LinkComplete",
+            Op::LinkDestroy => "LinkDestroy",
+            Op::OccupancyMaxPotentialClusterSize => "OccupancyMaxPotentialClusterSize",
+            Op::ParamSetSize => "ParamSetSize",
+            Op::ParamSeti => "ParamSeti",
+            Op::ParamSetf => "ParamSetf",
+            Op::ParamSetv => "ParamSetv",
+            Op::ParamSetTexRef => "ParamSetTexRef",
+            Op::Launch => "Launch",
+            Op::LaunchGrid => "LaunchGrid",
+            Op::LaunchGridAsync => "LaunchGridAsync",
+            Op::OpenOutput => "OpenOutput",
         }
     }
 
@@ -1509,6 +1584,20 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::LinkCreate => false,
+            Op::LinkAddData => false,
+            Op::LinkComplete => false,
+            Op::LinkDestroy => false,
+            Op::OccupancyMaxPotentialClusterSize => false,
+            Op::ParamSetSize => false,
+            Op::ParamSeti => false,
+            Op::ParamSetf => false,
+            Op::ParamSetv => false,
+            Op::ParamSetTexRef => false,
+            Op::Launch => false,
+            Op::LaunchGrid => false,
+            Op::LaunchGridAsync => false,
+            Op::OpenOutput => false,
         }
     }
 
@@ -1785,6 +1874,20 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
+            Op::LinkCreate => true,
+            Op::LinkAddData => true,
+            Op::LinkComplete => true,
+            Op::LinkDestroy => true,
+            Op::OccupancyMaxPotentialClusterSize => true,
+            Op::ParamSetSize => true,
+            Op::ParamSeti => true,
+            Op::ParamSetf => true,
+            Op::ParamSetv => true,
+            Op::ParamSetTexRef => true,
+            Op::Launch => true,
+            Op::LaunchGrid => true,
+            Op::LaunchGridAsync => true,
+            Op::OpenOutput => false,
         }
     }
 
@@ -2061,6 +2164,20 @@ impl Op {
             Op::HostCallback => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::LinkCreate => false,
+            Op::LinkAddData => false,
+            Op::LinkComplete => false,
+            Op::LinkDestroy => false,
+            Op::OccupancyMaxPotentialClusterSize => false,
+            Op::ParamSetSize => false,
+            Op::ParamSeti => false,
+            Op::ParamSetf => false,
+            Op::ParamSetv => false,
+            Op::ParamSetTexRef => false,
+            Op::Launch => false,
+            Op::LaunchGrid => false,
+            Op::LaunchGridAsync => false,
+            Op::OpenOutput => true,
         }
     }
 
@@ -2443,6 +2560,22 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
+            Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
+            Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
+            Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
+            Op::LinkDestroy => core::mem::size_of::<link_destroy::Request>(),
+            Op::OccupancyMaxPotentialClusterSize => {
+                core::mem::size_of::<occupancy_max_potential_cluster_size::Request>()
+            }
+            Op::ParamSetSize => core::mem::size_of::<param_set_size::Request>(),
+            Op::ParamSeti => core::mem::size_of::<param_seti::Request>(),
+            Op::ParamSetf => core::mem::size_of::<param_setf::Request>(),
+            Op::ParamSetv => core::mem::size_of::<param_setv::Request>(),
+            Op::ParamSetTexRef => core::mem::size_of::<param_set_tex_ref::Request>(),
+            Op::Launch => core::mem::size_of::<launch::Request>(),
+            Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
+            Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
+            Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
         }
     }
 
@@ -2803,6 +2936,22 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
+            Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
+            Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
+            Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
+            Op::LinkDestroy => core::mem::size_of::<link_destroy::Reply>(),
+            Op::OccupancyMaxPotentialClusterSize => {
+                core::mem::size_of::<occupancy_max_potential_cluster_size::Reply>()
+            }
+            Op::ParamSetSize => core::mem::size_of::<param_set_size::Reply>(),
+            Op::ParamSeti => core::mem::size_of::<param_seti::Reply>(),
+            Op::ParamSetf => core::mem::size_of::<param_setf::Reply>(),
+            Op::ParamSetv => core::mem::size_of::<param_setv::Reply>(),
+            Op::ParamSetTexRef => core::mem::size_of::<param_set_tex_ref::Reply>(),
+            Op::Launch => core::mem::size_of::<launch::Reply>(),
+            Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
+            Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
+            Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
         }
     }
 
@@ -3411,6 +3560,22 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
+            Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
+            Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
+            Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
+            Op::LinkDestroy => message::check::<link_destroy::Request>(fixed, blob_len),
+            Op::OccupancyMaxPotentialClusterSize => {
+                message::check::<occupancy_max_potential_cluster_size::Request>(fixed, blob_len)
+            }
+            Op::ParamSetSize => message::check::<param_set_size::Request>(fixed, blob_len),
+            Op::ParamSeti => message::check::<param_seti::Request>(fixed, blob_len),
+            Op::ParamSetf => message::check::<param_setf::Request>(fixed, blob_len),
+            Op::ParamSetv => message::check::<param_setv::Request>(fixed, blob_len),
+            Op::ParamSetTexRef => message::check::<param_set_tex_ref::Request>(fixed, blob_len),
+            Op::Launch => message::check::<launch::Request>(fixed, blob_len),
+            Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
+            Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
+            Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
         }
     }
 
@@ -3916,6 +4081,22 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
+            Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
+            Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
+            Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
+            Op::LinkDestroy => message::check::<link_destroy::Reply>(fixed, blob_len),
+            Op::OccupancyMaxPotentialClusterSize => {
+                message::check::<occupancy_max_potential_cluster_size::Reply>(fixed, blob_len)
+            }
+            Op::ParamSetSize => message::check::<param_set_size::Reply>(fixed, blob_len),
+            Op::ParamSeti => message::check::<param_seti::Reply>(fixed, blob_len),
+            Op::ParamSetf => message::check::<param_setf::Reply>(fixed, blob_len),
+            Op::ParamSetv => message::check::<param_setv::Reply>(fixed, blob_len),
+            Op::ParamSetTexRef => message::check::<param_set_tex_ref::Reply>(fixed, blob_len),
+            Op::Launch => message::check::<launch::Reply>(fixed, blob_len),
+            Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
+            Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
+            Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
         }
     }
 }
@@ -4194,6 +4375,20 @@ impl TryFrom<u16> for Op {
             521 => Ok(Op::HostCallback),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
+            680 => Ok(Op::LinkCreate),
+            681 => Ok(Op::LinkAddData),
+            682 => Ok(Op::LinkComplete),
+            683 => Ok(Op::LinkDestroy),
+            684 => Ok(Op::OccupancyMaxPotentialClusterSize),
+            685 => Ok(Op::ParamSetSize),
+            686 => Ok(Op::ParamSeti),
+            687 => Ok(Op::ParamSetf),
+            688 => Ok(Op::ParamSetv),
+            689 => Ok(Op::ParamSetTexRef),
+            690 => Ok(Op::Launch),
+            691 => Ok(Op::LaunchGrid),
+            692 => Ok(Op::LaunchGridAsync),
+            693 => Ok(Op::OpenOutput),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4472,6 +4667,20 @@ pub const SCHEMA: &str = concat!(
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
+    "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
+    "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
+    "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
+    "683 LinkDestroy {link:u64} => {}\n",
+    "684 OccupancyMaxPotentialClusterSize {function:handle(Function),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,stream:handle(Stream),attributes:u32}+blob => {cluster_size:i32}\n",
+    "685 ParamSetSize {hfunc:handle(Function),numbytes:u32} => {}\n",
+    "686 ParamSeti {hfunc:handle(Function),offset:i32,value:u32} => {}\n",
+    "687 ParamSetf {hfunc:handle(Function),offset:i32,value:f32} => {}\n",
+    "688 ParamSetv {function:handle(Function),offset:i32}+blob => {}\n",
+    "689 ParamSetTexRef {hfunc:handle(Function),texunit:i32,htex_ref:handle(TexRef)} => {}\n",
+    "690 Launch {f:handle(Function)} => {}\n",
+    "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
+    "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
+    "693 OpenOutput {} => {} nocontext fd\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -15932,6 +16141,588 @@ pub mod tensor_map_replace_address {
     }
 }
 
+/// The hand-written operation LinkCreate: wire id 680.
+pub mod link_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+        pub options: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LinkCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkAddData: wire id 681.
+pub mod link_add_data {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+        pub kind: U32,
+        pub options: U32,
+        pub stage: U64,
+        pub has_name: u8,
+        pub name_len: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub link_options: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LinkAddData;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "has_name", self.has_name)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkAddData;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkComplete: wire id 682.
+pub mod link_complete {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub link_options: U32,
+        pub cubin: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LinkComplete;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkComplete;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LinkDestroy: wire id 683.
+pub mod link_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub link: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LinkDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LinkDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OccupancyMaxPotentialClusterSize: wire id 684.
+pub mod occupancy_max_potential_cluster_size {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub function: U64,
+        pub grid_x: U32,
+        pub grid_y: U32,
+        pub grid_z: U32,
+        pub block_x: U32,
+        pub block_y: U32,
+        pub block_z: U32,
+        pub shared: U32,
+        pub stream: U64,
+        pub attributes: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub cluster_size: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::OccupancyMaxPotentialClusterSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OccupancyMaxPotentialClusterSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSetSize`: wire id 685.
+pub mod param_set_size {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub numbytes: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetSize;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSeti`: wire id 686.
+pub mod param_seti {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub offset: I32,
+        pub value: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSeti;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSeti;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSetf`: wire id 687.
+pub mod param_setf {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub offset: I32,
+        pub value: F32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetf;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetf;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ParamSetv: wire id 688.
+pub mod param_setv {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub function: U64,
+        pub offset: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetv;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetv;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuParamSetTexRef`: wire id 689.
+pub mod param_set_tex_ref {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hfunc: U64,
+        pub texunit: I32,
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ParamSetTexRef;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ParamSetTexRef;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunch`: wire id 690.
+pub mod launch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::Launch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Launch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunchGrid`: wire id 691.
+pub mod launch_grid {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+        pub grid_width: I32,
+        pub grid_height: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchGrid;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchGrid;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLaunchGridAsync`: wire id 692.
+pub mod launch_grid_async {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub f: U64,
+        pub grid_width: I32,
+        pub grid_height: I32,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchGridAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchGridAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation OpenOutput: wire id 693.
+pub mod open_output {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::OpenOutput;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::OpenOutput;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -17350,6 +18141,60 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
             let mut blob = Vec::new();
             r.mipmap = U64::new(0x4100_0000_0000_0023);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetSize => {
+            let mut r = param_set_size::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_000a);
+            r.numbytes = U32::new(27);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSeti => {
+            let mut r = param_seti::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_000d);
+            r.offset = I32::new(30);
+            r.value = U32::new(47);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetf => {
+            let mut r = param_setf::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_0010);
+            r.offset = I32::new(33);
+            r.value = F32::new(50.5);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ParamSetTexRef => {
+            let mut r = param_set_tex_ref::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hfunc = U64::new(0x4100_0000_0000_0016);
+            r.texunit = I32::new(39);
+            r.htex_ref = U64::new(0x4100_0000_0000_0038);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Launch => {
+            let mut r = launch::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_0019);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LaunchGrid => {
+            let mut r = launch_grid::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_001c);
+            r.grid_width = I32::new(45);
+            r.grid_height = I32::new(62);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LaunchGridAsync => {
+            let mut r = launch_grid_async::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.f = U64::new(0x4100_0000_0000_001f);
+            r.grid_width = I32::new(48);
+            r.grid_height = I32::new(65);
+            r.hstream = U64::new(0x4100_0000_0000_0052);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

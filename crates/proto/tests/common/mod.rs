@@ -77,6 +77,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
     match op {
         Op::OpenLane => (b(open_lane::Request {}), none()),
         Op::OpenCallbacks => (b(vgpu_proto::open_callbacks::Request {}), none()),
+        Op::OpenOutput => (b(vgpu_proto::open_output::Request {}), none()),
         // stream 0x42000000000005, callback 7, cuStreamAddCallback
         Op::HostCallback => (
             b(vgpu_proto::host_callback::Request {
@@ -759,6 +760,66 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             b(tensor_map_replace_address::Request { address: u(DPTR) }),
             vec![0x33; 128],
         ),
+        // a 128-thread block, no attributes
+        Op::OccupancyMaxPotentialClusterSize => (
+            b(vgpu_proto::occupancy_max_potential_cluster_size::Request {
+                function: u(FUNCTION),
+                grid_x: w(8),
+                grid_y: w(1),
+                grid_z: w(1),
+                block_x: w(128),
+                block_y: w(1),
+                block_z: w(1),
+                shared: w(0),
+                stream: u(STREAM),
+                attributes: w(0),
+            }),
+            none(),
+        ),
+        // 8 bytes at offset 0 of the function's legacy parameters
+        Op::ParamSetv => (
+            b(vgpu_proto::param_setv::Request {
+                function: u(FUNCTION),
+                offset: zerocopy::little_endian::I32::new(0),
+            }),
+            DPTR.to_le_bytes().to_vec(),
+        ),
+        // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
+        Op::LinkCreate => (
+            b(vgpu_proto::link_create::Request {
+                link: u(0x4c00_0000_0000_0001),
+                options: w(1),
+            }),
+            [12u32.to_le_bytes(), 0u32.to_le_bytes()]
+                .concat()
+                .into_iter()
+                .chain(1u64.to_le_bytes())
+                .collect(),
+        ),
+        // a PTX input named "a.ptx", inline, no options
+        Op::LinkAddData => (
+            b(vgpu_proto::link_add_data::Request {
+                link: u(0x4c00_0000_0000_0001),
+                kind: w(1),
+                options: w(0),
+                stage: u(0),
+                has_name: 1,
+                name_len: w(5),
+            }),
+            b"a.ptx.version 8.0\n\0".to_vec(),
+        ),
+        Op::LinkComplete => (
+            b(vgpu_proto::link_complete::Request {
+                link: u(0x4c00_0000_0000_0001),
+            }),
+            none(),
+        ),
+        Op::LinkDestroy => (
+            b(vgpu_proto::link_destroy::Request {
+                link: u(0x4c00_0000_0000_0001),
+            }),
+            none(),
+        ),
         other => vgpu_proto::sample_request(other)
             .unwrap_or_else(|| panic!("{other:?}: no sample: a hand-written op needs one here")),
     }
@@ -768,7 +829,10 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
 /// for the hand-written operations.
 pub fn sample_request(op: Op) -> Request {
     let (fixed, blob) = vgpu_proto::sample_request(op).unwrap_or_else(|| manual_sample(op));
-    let ctx = if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::CtxCreate) {
+    let ctx = if matches!(
+        op,
+        Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::CtxCreate
+    ) {
         0
     } else {
         CTX
@@ -782,7 +846,7 @@ pub fn sample_request(op: Op) -> Request {
             0x41,
             0x3f,
         )
-    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks) {
+    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput) {
         (0, 0, 0)
     } else {
         (0, 0x42, 0)

@@ -1874,6 +1874,53 @@ pub extern "C" fn cuKernelSetCacheConfig(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuLaunch`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuLaunch(f: vgpu_abi::types::CUfunction) -> CUresult {
+    let mut c = Check::new("cuLaunch");
+    c.eq("f", f as usize as u64, 0x550000000005u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuLaunchGrid`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuLaunchGrid(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+) -> CUresult {
+    let mut c = Check::new("cuLaunchGrid");
+    c.eq("f", f as usize as u64, 0x550000000005u64);
+    c.eq("grid_width", grid_width, 976031584i32);
+    c.eq("grid_height", grid_height, 1750790794i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuLaunchGridAsync`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuLaunchGridAsync(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuLaunchGridAsync");
+    c.eq("f", f as usize as u64, 0x550000000005u64);
+    c.eq("grid_width", grid_width, 2094897865i32);
+    c.eq("grid_height", grid_height, -1323127560i32);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuLibraryGetKernelCount`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2966,6 +3013,72 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     }
     // SAFETY: checked non-NULL.
     unsafe { numBlocks.write_unaligned(-601464915i32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuParamSetSize`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuParamSetSize(
+    hfunc: vgpu_abi::types::CUfunction,
+    numbytes: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuParamSetSize");
+    c.eq("hfunc", hfunc as usize as u64, 0x550000000005u64);
+    c.eq("numbytes", numbytes, 2725591770u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuParamSetTexRef`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuParamSetTexRef(
+    hfunc: vgpu_abi::types::CUfunction,
+    texunit: ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuParamSetTexRef");
+    c.eq("hfunc", hfunc as usize as u64, 0x550000000005u64);
+    c.eq("texunit", texunit, 2134757243i32);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuParamSetf`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuParamSetf(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: f32,
+) -> CUresult {
+    let mut c = Check::new("cuParamSetf");
+    c.eq("hfunc", hfunc as usize as u64, 0x550000000005u64);
+    c.eq("offset", offset, 1819817960i32);
+    c.eq("value", value, 219.25f32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuParamSeti`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuParamSeti(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuParamSeti");
+    c.eq("hfunc", hfunc as usize as u64, 0x550000000005u64);
+    c.eq("offset", offset, 878277740i32);
+    c.eq("value", value, 1848339009u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -4121,6 +4234,9 @@ pub const EXPORTS: &[&str] = &[
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
     "cuKernelSetCacheConfig",
+    "cuLaunch",
+    "cuLaunchGrid",
+    "cuLaunchGridAsync",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAccess",
@@ -4165,6 +4281,10 @@ pub const EXPORTS: &[&str] = &[
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuParamSetSize",
+    "cuParamSetTexRef",
+    "cuParamSetf",
+    "cuParamSeti",
     "cuProfilerInitialize",
     "cuProfilerStart",
     "cuProfilerStop",
@@ -4313,6 +4433,9 @@ const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: crate::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
 const _: crate::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
+const _: crate::signature::cuLaunch = cuLaunch;
+const _: crate::signature::cuLaunchGrid = cuLaunchGrid;
+const _: crate::signature::cuLaunchGridAsync = cuLaunchGridAsync;
 const _: crate::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: crate::signature::cuMemGetAccess = cuMemGetAccess;
@@ -4362,6 +4485,10 @@ const _: crate::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =
     cuOccupancyMaxActiveBlocksPerMultiprocessor;
 const _: crate::signature::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags =
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags;
+const _: crate::signature::cuParamSetSize = cuParamSetSize;
+const _: crate::signature::cuParamSetTexRef = cuParamSetTexRef;
+const _: crate::signature::cuParamSetf = cuParamSetf;
+const _: crate::signature::cuParamSeti = cuParamSeti;
 const _: crate::signature::cuProfilerInitialize = cuProfilerInitialize;
 const _: crate::signature::cuProfilerStart = cuProfilerStart;
 const _: crate::signature::cuProfilerStop = cuProfilerStop;

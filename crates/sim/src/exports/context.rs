@@ -57,7 +57,9 @@ pub unsafe extern "C" fn cuCtxCreate_v2(
 pub extern "C" fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
     run("cuCtxDestroy_v2", || {
         let sim = state::sim()?;
-        context::destroy(&mut sim.lock(), key(ctx))
+        let mut st = sim.lock();
+        crate::printf::flush(&mut st);
+        context::destroy(&mut st, key(ctx))
     })
 }
 
@@ -189,6 +191,7 @@ pub(crate) fn ctx_synchronize() -> Res<()> {
     let sim = state::sim()?;
     let mut st = sim.lock();
     context::current_usable(&st)?;
+    crate::printf::flush(&mut st);
     crate::graph::forbid_unsafe(&mut st, "cuCtxSynchronize")
 }
 
@@ -231,11 +234,12 @@ pub(crate) fn device_primary_ctx_set_flags_v2(dev: CUdevice, flags: c_uint) -> R
 /// `cuCtxSynchronize_v2`: as `cuCtxSynchronize`, for `ctx` (NULL: the current one).
 pub(crate) fn ctx_synchronize_v2(ctx: CUcontext) -> Res<()> {
     let sim = state::sim()?;
-    let st = sim.lock();
+    let mut st = sim.lock();
     let k = match key(ctx) {
         0 => context::current(&st)?,
         k => k,
     };
+    crate::printf::flush(&mut st);
     context::live(&st, k)?.usable()
 }
 

@@ -80,7 +80,9 @@ pub(crate) fn event_record_with_flags_ptsz(
 
 /// `cuEventSynchronize`.
 pub(crate) fn event_synchronize(h_event: CUevent) -> Res<()> {
-    event::synchronize(&state::sim()?.lock(), key(h_event))
+    let mut st = state::sim()?.lock();
+    crate::printf::flush(&mut st);
+    event::synchronize(&st, key(h_event))
 }
 
 /// `cuEventQuery`: recorded work always finished.

@@ -3,12 +3,12 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream};
+use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream, CUtexref};
 use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
-use crate::funcattr;
 use crate::launch::{self, Launch, Options};
 use crate::state;
+use crate::{funcattr, legacy};
 
 /// `cuLaunchKernel`: runs the built-in kernel now, in stream order. Arguments come from
 /// `kernelParams`; a non-NULL `extra` gives `CUDA_ERROR_INVALID_VALUE`. A kernel that
@@ -235,4 +235,128 @@ pub(crate) fn occupancy_available_dynamic_smem_per_block(
         block_size,
     )?);
     Ok(())
+}
+
+/// `cuOccupancyMaxPotentialClusterSize`: the function's required cluster
+/// size when it has one, else the largest cluster (up to the portable
+/// limit, or the non-portable one when the function allows it) of which at
+/// least one fits on the device with the configuration's block and shared
+/// memory.
+///
+/// # Safety
+/// `cluster_size` must be NULL or valid for writes; `config` as for `read_config`.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialClusterSize(
+    cluster_size: *mut c_int,
+    func: CUfunction,
+    config: *const CUlaunchConfig,
+) -> CUresult {
+    run("cuOccupancyMaxPotentialClusterSize", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(cluster_size, "clusterSize") }?;
+        // SAFETY: forwarded from this function's contract.
+        let (geometry, _, _) = unsafe { read_config(config) }?;
+        let st = sim.lock();
+        let (kernel, attrs) = funcattr::for_launch(&st, key(func))?;
+        geometry.threads(attrs.max_dynamic_shared.unsigned_abs())?;
+        let required = attrs.required_cluster.map(|r| r.unsigned_abs());
+        if required.iter().all(|&r| r != 0) {
+            let size: u32 = required.iter().product();
+            out.write(c_int::try_from(size).unwrap_or(c_int::MAX));
+            return Ok(());
+        }
+        let limit = launch::cluster_limit(attrs.non_portable_cluster != 0);
+        let threads: u64 = geometry.block.iter().map(|&b| u64::from(b)).product();
+        let smem = u64::from(geometry.shared_bytes);
+        let best = (1..=limit)
+            .rev()
+            .find(|&c| funcattr::max_active_clusters(kernel, threads, smem, c) > 0)
+            .unwrap_or(0);
+        out.write(c_int::try_from(best).unwrap_or(c_int::MAX));
+        Ok(())
+    })
+}
+
+/// `cuParamSetSize` (deprecated): the size of the function's legacy
+/// parameter buffer.
+pub(crate) fn param_set_size(hfunc: CUfunction, numbytes: c_uint) -> Res<()> {
+    legacy::set_size(&mut state::sim()?.lock(), key(hfunc), numbytes)
+}
+
+/// `cuParamSeti` (deprecated): a 32-bit integer at `offset`.
+pub(crate) fn param_seti(hfunc: CUfunction, offset: c_int, value: c_uint) -> Res<()> {
+    legacy::set(
+        &mut state::sim()?.lock(),
+        key(hfunc),
+        offset,
+        &value.to_ne_bytes(),
+    )
+}
+
+/// `cuParamSetf` (deprecated): a float at `offset`.
+pub(crate) fn param_setf(hfunc: CUfunction, offset: c_int, value: f32) -> Res<()> {
+    legacy::set(
+        &mut state::sim()?.lock(),
+        key(hfunc),
+        offset,
+        &value.to_ne_bytes(),
+    )
+}
+
+/// `cuParamSetv` (deprecated): `numbytes` bytes at `offset`.
+///
+/// # Safety
+/// `ptr` must be NULL or hold `numbytes` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuParamSetv(
+    hfunc: CUfunction,
+    offset: c_int,
+    ptr: *mut c_void,
+    numbytes: c_uint,
+) -> CUresult {
+    run("cuParamSetv", || {
+        let sim = state::sim()?;
+        if ptr.is_null() && numbytes > 0 {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "ptr is NULL");
+        }
+        let bytes = if numbytes == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `ptr` holds `numbytes` bytes by the contract.
+            unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), numbytes as usize) }
+        };
+        legacy::set(&mut sim.lock(), key(hfunc), offset, bytes)
+    })
+}
+
+/// `cuParamSetTexRef` (deprecated).
+pub(crate) fn param_set_tex_ref(hfunc: CUfunction, texunit: c_int, texref: CUtexref) -> Res<()> {
+    legacy::set_tex_ref(&mut state::sim()?.lock(), key(hfunc), texunit, key(texref))
+}
+
+/// `cuLaunch` (deprecated): a 1 × 1 grid on the legacy stream.
+pub(crate) fn launch(f: CUfunction) -> Res<()> {
+    legacy::launch_grid(&mut state::sim()?.lock(), key(f), 1, 1, 0)
+}
+
+/// `cuLaunchGrid` (deprecated): on the legacy stream.
+pub(crate) fn launch_grid(f: CUfunction, width: c_int, height: c_int) -> Res<()> {
+    legacy::launch_grid(&mut state::sim()?.lock(), key(f), width, height, 0)
+}
+
+/// `cuLaunchGridAsync` (deprecated).
+pub(crate) fn launch_grid_async(
+    f: CUfunction,
+    width: c_int,
+    height: c_int,
+    stream: CUstream,
+) -> Res<()> {
+    legacy::launch_grid(
+        &mut state::sim()?.lock(),
+        key(f),
+        width,
+        height,
+        key(stream),
+    )
 }

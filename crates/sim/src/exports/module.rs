@@ -202,7 +202,9 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
 #[no_mangle]
 pub extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
     run("cuModuleUnload", || {
-        module::unload(&mut state::sim()?.lock(), key(hmod))
+        let mut st = state::sim()?.lock();
+        crate::printf::flush(&mut st);
+        module::unload(&mut st, key(hmod))
     })
 }
 

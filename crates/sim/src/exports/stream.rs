@@ -103,7 +103,9 @@ pub(crate) fn stream_query(h_stream: CUstream) -> Res<()> {
 
 /// `cuStreamSynchronize`: work already ran; reports the sticky error, if any.
 pub(crate) fn stream_synchronize(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&mut state::sim()?.lock(), key(h_stream), false)
+    let mut st = state::sim()?.lock();
+    crate::printf::flush(&mut st);
+    stream::synchronize(&mut st, key(h_stream), false)
 }
 
 /// `cuStreamWaitEvent`.
@@ -113,7 +115,9 @@ pub(crate) fn stream_wait_event(h_stream: CUstream, h_event: CUevent, flags: c_u
 
 /// `cuStreamSynchronize_ptsz`.
 pub(crate) fn stream_synchronize_ptsz(h_stream: CUstream) -> Res<()> {
-    stream::synchronize(&mut state::sim()?.lock(), ptsz(h_stream), false)
+    let mut st = state::sim()?.lock();
+    crate::printf::flush(&mut st);
+    stream::synchronize(&mut st, ptsz(h_stream), false)
 }
 
 /// `cuStreamQuery_ptsz`.

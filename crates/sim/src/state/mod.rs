@@ -75,6 +75,12 @@ pub(crate) struct Ext {
     pub last_tex_object: u64,
     /// Graphs, executable graphs and open stream captures.
     pub graphs: crate::graph::Graphs,
+    /// Live JIT links by handle.
+    pub links: HashMap<usize, crate::link::Link>,
+    /// Legacy parameter buffers (`cuParamSet*`) by function handle.
+    pub legacy_params: HashMap<usize, Vec<u8>>,
+    /// Device `printf` output not yet flushed ([`crate::printf`]).
+    pub printf: Vec<u8>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -309,6 +309,22 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::HostCallback => super::callback::host_callback(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
+        Op::LinkCreate => super::link::link_create(lane, s, req),
+        Op::LinkAddData => super::link::link_add_data(lane, s, req),
+        Op::LinkComplete => super::link::link_complete(lane, s, req),
+        Op::LinkDestroy => super::link::link_destroy(lane, s, req),
+        Op::OccupancyMaxPotentialClusterSize => {
+            super::launch::occupancy_max_potential_cluster_size(lane, s, req)
+        }
+        Op::ParamSetSize => param_set_size(s, req),
+        Op::ParamSeti => param_seti(s, req),
+        Op::ParamSetf => param_setf(s, req),
+        Op::ParamSetv => super::launch::param_setv(lane, s, req),
+        Op::ParamSetTexRef => param_set_tex_ref(s, req),
+        Op::Launch => launch(s, req),
+        Op::LaunchGrid => launch_grid(s, req),
+        Op::LaunchGridAsync => launch_grid_async(s, req),
+        Op::OpenOutput => super::output::open_output(lane, s, req),
     }
 }
 
@@ -4744,6 +4760,132 @@ fn mipmapped_array_get_sparse_properties(s: &Session, req: &Request) -> Result<R
         &vgpu_proto::mipmapped_array_get_sparse_properties::Reply {
             sparse_properties: calls::record_bytes(&o_sparse_properties),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuParamSetSize`.
+fn param_set_size(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::param_set_size::Request = calls::message(req)?;
+    let a_numbytes = r.numbytes.get();
+    let t = s.tables();
+    let a_hfunc = t.handle(HandleKind::Function, r.hfunc.get())?;
+    drop(t);
+    let f = entry(s.driver.cuParamSetSize)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hfunc), a_numbytes) })?;
+    Ok(Reply::new(
+        &vgpu_proto::param_set_size::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuParamSeti`.
+fn param_seti(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::param_seti::Request = calls::message(req)?;
+    let a_offset = r.offset.get();
+    let a_value = r.value.get();
+    let t = s.tables();
+    let a_hfunc = t.handle(HandleKind::Function, r.hfunc.get())?;
+    drop(t);
+    let f = entry(s.driver.cuParamSeti)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hfunc), a_offset, a_value) })?;
+    Ok(Reply::new(&vgpu_proto::param_seti::Reply {}, Vec::new()))
+}
+
+/// `cuParamSetf`.
+fn param_setf(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::param_setf::Request = calls::message(req)?;
+    let a_offset = r.offset.get();
+    let a_value = r.value.get();
+    let t = s.tables();
+    let a_hfunc = t.handle(HandleKind::Function, r.hfunc.get())?;
+    drop(t);
+    let f = entry(s.driver.cuParamSetf)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hfunc), a_offset, a_value) })?;
+    Ok(Reply::new(&vgpu_proto::param_setf::Reply {}, Vec::new()))
+}
+
+/// `cuParamSetTexRef`.
+fn param_set_tex_ref(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::param_set_tex_ref::Request = calls::message(req)?;
+    let a_texunit = r.texunit.get();
+    let t = s.tables();
+    let a_hfunc = t.handle(HandleKind::Function, r.hfunc.get())?;
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuParamSetTexRef)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hfunc), a_texunit, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::param_set_tex_ref::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuLaunch`.
+fn launch(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::launch::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_f = t.handle(HandleKind::Function, r.f.get())?;
+    drop(t);
+    let f = entry(s.driver.cuLaunch)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_f)) })?;
+    Ok(Reply::new(&vgpu_proto::launch::Reply {}, Vec::new()))
+}
+
+/// `cuLaunchGrid`.
+fn launch_grid(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::launch_grid::Request = calls::message(req)?;
+    let a_grid_width = r.grid_width.get();
+    let a_grid_height = r.grid_height.get();
+    let t = s.tables();
+    let a_f = t.handle(HandleKind::Function, r.f.get())?;
+    drop(t);
+    let f = entry(s.driver.cuLaunchGrid)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_f), a_grid_width, a_grid_height) })?;
+    Ok(Reply::new(&vgpu_proto::launch_grid::Reply {}, Vec::new()))
+}
+
+/// `cuLaunchGridAsync`.
+fn launch_grid_async(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::launch_grid_async::Request = calls::message(req)?;
+    let a_grid_width = r.grid_width.get();
+    let a_grid_height = r.grid_height.get();
+    let t = s.tables();
+    let a_f = t.handle(HandleKind::Function, r.f.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    let f = entry(s.driver.cuLaunchGridAsync)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_f),
+            a_grid_width,
+            a_grid_height,
+            calls::as_ptr(a_hstream),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::launch_grid_async::Reply {},
         Vec::new(),
     ))
 }

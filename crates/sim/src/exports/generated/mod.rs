@@ -1297,6 +1297,37 @@ pub extern "C" fn cuKernelSetCacheConfig(
     })
 }
 
+/// `cuLaunch`.
+#[no_mangle]
+pub extern "C" fn cuLaunch(f: vgpu_abi::types::CUfunction) -> CUresult {
+    run("cuLaunch", || super::launch::launch(f))
+}
+
+/// `cuLaunchGrid`.
+#[no_mangle]
+pub extern "C" fn cuLaunchGrid(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+) -> CUresult {
+    run("cuLaunchGrid", || {
+        super::launch::launch_grid(f, grid_width, grid_height)
+    })
+}
+
+/// `cuLaunchGridAsync`.
+#[no_mangle]
+pub extern "C" fn cuLaunchGridAsync(
+    f: vgpu_abi::types::CUfunction,
+    grid_width: ::core::ffi::c_int,
+    grid_height: ::core::ffi::c_int,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuLaunchGridAsync", || {
+        super::launch::launch_grid_async(f, grid_width, grid_height, hStream)
+    })
+}
+
 /// `cuLibraryGetKernelCount`.
 ///
 /// # Safety
@@ -2026,6 +2057,53 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
             )
         },
     )
+}
+
+/// `cuParamSetSize`.
+#[no_mangle]
+pub extern "C" fn cuParamSetSize(
+    hfunc: vgpu_abi::types::CUfunction,
+    numbytes: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuParamSetSize", || {
+        super::launch::param_set_size(hfunc, numbytes)
+    })
+}
+
+/// `cuParamSetTexRef`.
+#[no_mangle]
+pub extern "C" fn cuParamSetTexRef(
+    hfunc: vgpu_abi::types::CUfunction,
+    texunit: ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuParamSetTexRef", || {
+        super::launch::param_set_tex_ref(hfunc, texunit, hTexRef)
+    })
+}
+
+/// `cuParamSetf`.
+#[no_mangle]
+pub extern "C" fn cuParamSetf(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: f32,
+) -> CUresult {
+    run("cuParamSetf", || {
+        super::launch::param_setf(hfunc, offset, value)
+    })
+}
+
+/// `cuParamSeti`.
+#[no_mangle]
+pub extern "C" fn cuParamSeti(
+    hfunc: vgpu_abi::types::CUfunction,
+    offset: ::core::ffi::c_int,
+    value: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuParamSeti", || {
+        super::launch::param_seti(hfunc, offset, value)
+    })
 }
 
 /// `cuProfilerInitialize`.
@@ -2865,6 +2943,9 @@ pub const EXPORTS: &[&str] = &[
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
     "cuKernelSetCacheConfig",
+    "cuLaunch",
+    "cuLaunchGrid",
+    "cuLaunchGridAsync",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
     "cuMemGetAccess",
@@ -2909,6 +2990,10 @@ pub const EXPORTS: &[&str] = &[
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cuParamSetSize",
+    "cuParamSetTexRef",
+    "cuParamSetf",
+    "cuParamSeti",
     "cuProfilerInitialize",
     "cuProfilerStart",
     "cuProfilerStop",
@@ -3057,6 +3142,9 @@ const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: super::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: super::signature::cuKernelSetAttribute = cuKernelSetAttribute;
 const _: super::signature::cuKernelSetCacheConfig = cuKernelSetCacheConfig;
+const _: super::signature::cuLaunch = cuLaunch;
+const _: super::signature::cuLaunchGrid = cuLaunchGrid;
+const _: super::signature::cuLaunchGridAsync = cuLaunchGridAsync;
 const _: super::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
 const _: super::signature::cuMemGetAccess = cuMemGetAccess;
@@ -3106,6 +3194,10 @@ const _: super::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =
     cuOccupancyMaxActiveBlocksPerMultiprocessor;
 const _: super::signature::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags =
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags;
+const _: super::signature::cuParamSetSize = cuParamSetSize;
+const _: super::signature::cuParamSetTexRef = cuParamSetTexRef;
+const _: super::signature::cuParamSetf = cuParamSetf;
+const _: super::signature::cuParamSeti = cuParamSeti;
 const _: super::signature::cuProfilerInitialize = cuProfilerInitialize;
 const _: super::signature::cuProfilerStart = cuProfilerStart;
 const _: super::signature::cuProfilerStop = cuProfilerStop;
