@@ -75,8 +75,8 @@ remote_table! {
         stream: cuStreamGetFlags_ptsz = 123 gen;
         stream: cuStreamGetPriority_ptsz = 124 gen;
         stream: cuStreamIsCapturing_ptsz = 125 gen;
-        stream: cuStreamAttachMemAsync = 180 gen;
-        stream: cuStreamAttachMemAsync_ptsz = 181 gen;
+        stream: cuStreamAttachMemAsync = 180 client;
+        stream: cuStreamAttachMemAsync_ptsz = 181 client;
         stream: cuStreamCopyAttributes = 182 gen;
         stream: cuStreamCopyAttributes_ptsz = 183 gen;
         stream: cuStreamGetAttribute = 184 gen [value: bytes];
@@ -257,6 +257,13 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        host: cuMemAllocHost;
+        host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;
+        managed: cuMemAllocManaged, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync_v2,
+            cuMemPrefetchAsync_v2_ptsz, cuMemAdvise, cuMemAdvise_v2;
+        managed_range: cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
+            cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync,
+            cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemRangeGetAttribute, cuMemRangeGetAttributes;
     }
 
     ops {
@@ -556,5 +563,12 @@ remote_table! {
         /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
         /// without) over the callback channel, and returns once it has run.
         callback: HostCallback = 521 { stream: handle(Stream), id: u64, status: bool } => {} (posted);
+
+        /// Managed memory and registered host memory: shared pages that the
+        /// worker maps at `address` (0: where it chooses; otherwise exactly
+        /// there), registers with the driver with `flags`
+        /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
+        /// maps them at the reply's `address`. `MemFreeHost` frees them.
+        host: MemShare = 560 { address: u64, bytes: u64, flags: u32 } => { address: u64, dptr: devptr } (fd);
     }
 }

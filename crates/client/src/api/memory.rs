@@ -98,6 +98,9 @@ pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
         // The driver accepts freeing NULL; the runtime's `cudaFree(0)` relies on it.
         return Ok(());
     }
+    if let Some(result) = super::managed::free(s, dptr) {
+        return result;
+    }
     s.request(
         &mem_free::Request {
             dptr: U64::new(dptr),

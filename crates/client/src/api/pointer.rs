@@ -44,6 +44,7 @@ unsafe fn query(
         // SAFETY: each data pointer holds its attribute's value.
         return unsafe { local_attributes(s, ptr, local, attrs, data, single) };
     }
+    let managed = shared.and_then(|(base, _)| super::managed::pointer_facts(s, base));
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
     let r = pointer_get_attributes::Request {
@@ -66,6 +67,10 @@ unsafe fn query(
             if addr >= info.worker && addr - info.worker < info.len {
                 bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
             }
+        }
+        if let Some(v) = managed.and_then(|m| m.value(attr, ptr)) {
+            bytes = [0; 16];
+            bytes[..8].copy_from_slice(&v.to_le_bytes());
         }
         let n = value_size(attr)?;
         // SAFETY: the application's data pointer holds this attribute's value.

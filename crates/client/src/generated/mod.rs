@@ -156,8 +156,8 @@ crate::api::implement! {
     cuProfilerInitialize(configFile, outputFile, outputMode) => self::profiler_initialize(configFile, outputFile, outputMode);
     cuProfilerStart() => self::profiler_start();
     cuProfilerStop() => self::profiler_stop();
-    cuStreamAttachMemAsync(hStream, dptr, length, flags) => self::stream_attach_mem_async(hStream, dptr, length, flags);
-    cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => self::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
+    cuStreamAttachMemAsync(hStream, dptr, length, flags) => crate::api::stream::stream_attach_mem_async(hStream, dptr, length, flags);
+    cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => crate::api::stream::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
     cuStreamBeginCapture(hStream) => crate::api::graph::stream_begin_capture(hStream);
     cuStreamBeginCapture_ptsz(hStream) => crate::api::graph::stream_begin_capture_ptsz(hStream);
     cuStreamBeginCapture_v2(hStream, mode) => crate::api::graph::stream_begin_capture_v2(hStream, mode);
@@ -2833,50 +2833,6 @@ pub unsafe fn profiler_start() -> CuResult<()> {
 pub unsafe fn profiler_stop() -> CuResult<()> {
     let s = runtime().session()?;
     let r = vgpu_proto::profiler_stop::Request {};
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    Ok(())
-}
-
-/// `cuStreamAttachMemAsync`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_attach_mem_async(
-    hStream: vgpu_abi::types::CUstream,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-    length: usize,
-    flags: ::core::ffi::c_uint,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::stream_attach_mem_async::Request {
-        hstream: U64::new(hStream as usize as u64),
-        dptr: U64::new(dptr),
-        length: U64::new(length as u64),
-        flags: U32::new(flags),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    Ok(())
-}
-
-/// `cuStreamAttachMemAsync_ptsz`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_attach_mem_async_ptsz(
-    hStream: vgpu_abi::types::CUstream,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-    length: usize,
-    flags: ::core::ffi::c_uint,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::stream_attach_mem_async_ptsz::Request {
-        hstream: U64::new(hStream as usize as u64),
-        dptr: U64::new(dptr),
-        length: U64::new(length as u64),
-        flags: U32::new(flags),
-    };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
     Ok(())

@@ -600,6 +600,12 @@ pub enum Op {
     /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
     /// reply's blob the map with `address` in it (unchecked, as above).
     TensorMapReplaceAddress = 541,
+    /// Managed memory and registered host memory: shared pages that the
+    /// worker maps at `address` (0: where it chooses; otherwise exactly
+    /// there), registers with the driver with `flags`
+    /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
+    /// maps them at the reply's `address`. `MemFreeHost` frees them.
+    MemShare = 560,
 }
 
 impl Op {
@@ -843,6 +849,7 @@ impl Op {
         Op::HostCallback,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
+        Op::MemShare,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1090,6 +1097,7 @@ impl Op {
             Op::HostCallback => "HostCallback",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
+            Op::MemShare => "MemShare",
         }
     }
 
@@ -1334,6 +1342,7 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::MemShare => false,
         }
     }
 
@@ -1578,6 +1587,7 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
+            Op::MemShare => true,
         }
     }
 
@@ -1822,6 +1832,7 @@ impl Op {
             Op::HostCallback => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::MemShare => true,
         }
     }
 
@@ -2144,6 +2155,7 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
+            Op::MemShare => core::mem::size_of::<mem_share::Request>(),
         }
     }
 
@@ -2450,6 +2462,7 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
+            Op::MemShare => core::mem::size_of::<mem_share::Reply>(),
         }
     }
 
@@ -2966,6 +2979,7 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
+            Op::MemShare => message::check::<mem_share::Request>(fixed, blob_len),
         }
     }
 
@@ -3383,6 +3397,7 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
+            Op::MemShare => message::check::<mem_share::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3629,6 +3644,7 @@ impl TryFrom<u16> for Op {
             521 => Ok(Op::HostCallback),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
+            560 => Ok(Op::MemShare),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3875,6 +3891,7 @@ pub const SCHEMA: &str = concat!(
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
+    "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -13931,6 +13948,50 @@ pub mod tensor_map_replace_address {
         const OP: Op = Op::TensorMapReplaceAddress;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemShare: wire id 560.
+pub mod mem_share {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub address: U64,
+        pub bytes: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub address: U64,
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemShare;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemShare;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

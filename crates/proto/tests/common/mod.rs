@@ -342,6 +342,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             none(),
         ),
         Op::MemFreeHost => (b(mem_free_host::Request { address: u(HOST) }), none()),
+        // 64 KiB at the client's address, CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP
+        Op::MemShare => (
+            b(vgpu_proto::mem_share::Request {
+                address: u(HOST),
+                bytes: u(1 << 16),
+                flags: w(3),
+            }),
+            none(),
+        ),
         Op::MemcpyHtoDShared => (
             b(memcpy_htod_shared::Request {
                 dst: u(DPTR),

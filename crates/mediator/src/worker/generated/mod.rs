@@ -277,6 +277,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::HostCallback => super::callback::host_callback(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
+        Op::MemShare => super::host::mem_share(lane, s, req),
     }
 }
 

@@ -1,0 +1,287 @@
+//! `cuMemRangeGetAttribute(s)` and the batched prefetch and discard calls
+//! over managed ranges, from what [`super::managed`] recorded.
+
+use std::ffi::{c_ulonglong, c_void};
+
+use vgpu_abi::types::{CUdeviceptr, CUmemLocation, CUmem_range_attribute};
+
+use super::managed::{
+    check_stream, holder, prefetch_to, Loc, Page, DEVICE_CPU, LOC_DEVICE, LOC_HOST_NUMA,
+    LOC_INVALID, PAGE,
+};
+use crate::edge::{non_null, wire, CuError, CuResult};
+use crate::runtime::{runtime, Session};
+
+/// `CU_DEVICE_INVALID`.
+const DEVICE_INVALID: i32 = -2;
+/// Most attributes one `cuMemRangeGetAttributes` may ask for.
+const MAX_ATTRIBUTES: usize = 64;
+
+/// The pages of `[ptr, ptr + count)`, which must lie in one managed allocation.
+fn pages(s: &Session, ptr: u64, count: usize) -> CuResult<Vec<Page>> {
+    let base = holder(s, ptr, count)?;
+    let o = s.objects();
+    let m = o.managed.get(&base).ok_or(CuError::INVALID_VALUE)?;
+    let first = wire::usize((ptr - base) / PAGE);
+    let last = wire::usize((ptr - base + count as u64).div_ceil(PAGE));
+    Ok(m.pages
+        .get(first..last)
+        .ok_or(CuError::INVALID_VALUE)?
+        .to_vec())
+}
+
+/// How many devices the session has.
+fn device_count(s: &Session) -> i32 {
+    i32::try_from(s.devices.len()).unwrap_or(i32::MAX)
+}
+
+/// The location every page gives, if they all agree.
+fn common(pages: &[Page], f: impl Fn(&Page) -> Loc) -> Option<Loc> {
+    let first = f(pages.first()?);
+    pages.iter().all(|p| f(p) == first).then_some(first)
+}
+
+/// A location as a first-form device id: the device's ordinal, the host as
+/// `CU_DEVICE_CPU`, none or a mix as `CU_DEVICE_INVALID`.
+fn as_device(loc: Option<Loc>) -> i32 {
+    match loc {
+        Some(l) if l.kind == LOC_DEVICE => l.id,
+        Some(l) if l.kind != LOC_INVALID => DEVICE_CPU,
+        _ => DEVICE_INVALID,
+    }
+}
+
+/// A location's id as the `_ID` attributes give it: a device ordinal or a
+/// NUMA node; otherwise to be ignored (`CU_DEVICE_INVALID`).
+fn location_id(loc: Option<Loc>) -> i32 {
+    match loc {
+        Some(l) if l.kind == LOC_DEVICE || l.kind == LOC_HOST_NUMA => l.id,
+        _ => DEVICE_INVALID,
+    }
+}
+
+/// One attribute's value as 32-bit integers, for `size` bytes of data.
+fn value(pages: &[Page], attr: u32, size: usize, devices: i32) -> CuResult<Vec<i32>> {
+    let one = |v: i32| {
+        if size == 4 {
+            Ok(vec![v])
+        } else {
+            Err(CuError::INVALID_VALUE)
+        }
+    };
+    let preferred = || common(pages, |p| p.preferred);
+    let prefetched = || common(pages, |p| p.last_prefetch);
+    match attr {
+        1 => one(i32::from(pages.iter().all(|p| p.read_mostly))),
+        2 => one(as_device(preferred())),
+        3 => {
+            if size == 0 || !size.is_multiple_of(4) {
+                return Err(CuError::INVALID_VALUE);
+            }
+            let all = pages.iter().fold(u64::MAX, |acc, p| acc & p.accessed_by);
+            let set = (-1..devices.min(63)).filter(|&d| all & (1u64 << (d + 1)) != 0);
+            let mut list = vec![DEVICE_INVALID; size / 4];
+            for (slot, d) in list.iter_mut().zip(set) {
+                *slot = d;
+            }
+            Ok(list)
+        }
+        4 => one(as_device(prefetched())),
+        5 => one(preferred().map_or(0, |l| l.kind as i32)),
+        6 => one(location_id(preferred())),
+        7 => one(prefetched().map_or(0, |l| l.kind as i32)),
+        8 => one(location_id(prefetched())),
+        _ => Err(CuError::INVALID_VALUE),
+    }
+}
+
+/// # Safety
+/// `data` must be NULL or writable for `size` bytes.
+unsafe fn write(data: *mut c_void, values: &[i32]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    // SAFETY: the caller's contract; `values` hold exactly `size` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len()) };
+}
+
+/// `cuMemRangeGetAttribute`.
+///
+/// # Safety
+/// `data` must be NULL or writable for `size` bytes.
+pub unsafe fn get_attribute(
+    data: *mut c_void,
+    size: usize,
+    attr: CUmem_range_attribute,
+    ptr: CUdeviceptr,
+    count: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(data)?;
+    let pages = pages(s, ptr, count)?;
+    let v = value(&pages, attr.0, size, device_count(s))?;
+    // SAFETY: `value` gives exactly `size` bytes; the caller's contract.
+    unsafe { write(data, &v) };
+    Ok(())
+}
+
+/// `cuMemRangeGetAttributes`: every attribute checked before any is written.
+///
+/// # Safety
+/// `data`, `sizes` and `attrs` must hold `n` entries each; every data
+/// pointer must be writable for its size.
+pub unsafe fn get_attributes(
+    data: *mut *mut c_void,
+    sizes: *mut usize,
+    attrs: *mut CUmem_range_attribute,
+    n: usize,
+    ptr: CUdeviceptr,
+    count: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(data)?;
+    non_null(sizes)?;
+    non_null(attrs)?;
+    if n == 0 || n > MAX_ATTRIBUTES {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the application passes `n` entries in each array.
+    let (data, sizes, attrs) = unsafe {
+        (
+            std::slice::from_raw_parts(data, n),
+            std::slice::from_raw_parts(sizes, n),
+            std::slice::from_raw_parts(attrs, n),
+        )
+    };
+    let pages = pages(s, ptr, count)?;
+    let mut values = Vec::with_capacity(n);
+    for ((&d, &size), a) in data.iter().zip(sizes).zip(attrs) {
+        non_null(d)?;
+        values.push(value(&pages, a.0, size, device_count(s))?);
+    }
+    for (&d, v) in data.iter().zip(&values) {
+        // SAFETY: each data pointer is writable for its size, which its
+        // value fills exactly.
+        unsafe { write(d, v) };
+    }
+    Ok(())
+}
+
+/// The ranges of a batch: `count` pointers and sizes.
+///
+/// # Safety
+/// `dptrs` and `sizes` must hold `count` entries.
+unsafe fn ranges(
+    dptrs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+) -> CuResult<Vec<(u64, usize)>> {
+    non_null(dptrs)?;
+    non_null(sizes)?;
+    if count == 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the application passes `count` entries in each array.
+    let (d, z) = unsafe {
+        (
+            std::slice::from_raw_parts(dptrs, count),
+            std::slice::from_raw_parts(sizes, count),
+        )
+    };
+    Ok(d.iter().copied().zip(z.iter().copied()).collect())
+}
+
+/// `cuMemPrefetchBatchAsync`: range `i` goes to `locs[j]` for the last `j`
+/// whose `loc_idxs[j]` is at most `i`; `loc_idxs` starts at 0 and rises.
+///
+/// # Safety
+/// Each array must hold the entries its count says.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn prefetch_batch(
+    dptrs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    locs: *mut CUmemLocation,
+    loc_idxs: *mut usize,
+    n_locs: usize,
+    flags: c_ulonglong,
+    stream: u64,
+) -> CuResult<()> {
+    // SAFETY: forwarded from this function's contract.
+    let ranges = unsafe { ranges(dptrs, sizes, count) }?;
+    non_null(locs)?;
+    non_null(loc_idxs)?;
+    if flags != 0 || n_locs == 0 || n_locs > count {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the application passes `n_locs` entries in each array.
+    let (locs, idxs) = unsafe {
+        (
+            std::slice::from_raw_parts(locs, n_locs),
+            std::slice::from_raw_parts(loc_idxs, n_locs),
+        )
+    };
+    if idxs[0] != 0 || idxs.windows(2).any(|w| w[0] >= w[1]) || idxs[n_locs - 1] >= count {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let s = runtime().session()?;
+    check_stream(s, stream)?;
+    for &(p, n) in &ranges {
+        holder(s, p, n)?;
+    }
+    for (i, &(p, n)) in ranges.iter().enumerate() {
+        let j = idxs.partition_point(|&x| x <= i) - 1;
+        let loc = Loc {
+            kind: locs[j].type_.0,
+            id: locs[j].id,
+        };
+        prefetch_to(p, n, loc, 0, stream)?;
+    }
+    Ok(())
+}
+
+/// `cuMemDiscardBatchAsync`: the ranges' contents become undefined. The
+/// pages stay where both sides see them and keep their bytes, which is
+/// one of the contents the driver allows.
+///
+/// # Safety
+/// `dptrs` and `sizes` must hold `count` entries.
+pub unsafe fn discard_batch(
+    dptrs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    flags: c_ulonglong,
+    stream: u64,
+) -> CuResult<()> {
+    // SAFETY: forwarded from this function's contract.
+    let ranges = unsafe { ranges(dptrs, sizes, count) }?;
+    if flags != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let s = runtime().session()?;
+    check_stream(s, stream)?;
+    for &(p, n) in &ranges {
+        holder(s, p, n)?;
+    }
+    Ok(())
+}
+
+/// `cuMemDiscardAndPrefetchBatchAsync`: a discard, then the prefetches.
+///
+/// # Safety
+/// Each array must hold the entries its count says.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn discard_and_prefetch_batch(
+    dptrs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    locs: *mut CUmemLocation,
+    loc_idxs: *mut usize,
+    n_locs: usize,
+    flags: c_ulonglong,
+    stream: u64,
+) -> CuResult<()> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        discard_batch(dptrs, sizes, count, flags, stream)?;
+        prefetch_batch(dptrs, sizes, count, locs, loc_idxs, n_locs, flags, stream)
+    }
+}
