@@ -322,8 +322,11 @@ static void advice(CUdeviceptr m, size_t bytes, CUstream s)
            cu.MemRangeGetAttribute(&v, 4, RANGE_READ_MOSTLY, m, bytes + (1 << 20)),
            CUDA_ERROR_INVALID_VALUE);
     EXPECT("advise_unknown", cu.MemAdvise(m, bytes, 99, 0), CUDA_ERROR_INVALID_VALUE);
-    EXPECT("advise_invalid_device", cu.MemAdvise(m, bytes, ADVISE_SET_PREFERRED_LOCATION, 99),
-           CUDA_ERROR_INVALID_DEVICE);
+    CUmemLocation dev99 = {LOCATION_DEVICE, 99};
+    EXPECT("advise_invalid_device", cu.MemAdvise_v2(m, bytes, ADVISE_SET_PREFERRED_LOCATION, dev99),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("advise_size_0", cu.MemAdvise(m, 0, ADVISE_SET_READ_MOSTLY, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("advise_unaligned", cu.MemAdvise(m + 100, 1000, ADVISE_SET_READ_MOSTLY, 0), CUDA_SUCCESS);
 
     EXPECT("attach_host", cu.StreamAttachMemAsync(s, m, 0, ATTACH_HOST), CUDA_SUCCESS);
     EXPECT("attach_single", cu.StreamAttachMemAsync(s, m, 0, ATTACH_SINGLE), CUDA_SUCCESS);
@@ -348,6 +351,8 @@ static void not_managed(void)
     EXPECT("pointer_is_managed_device",
            cu.PointerGetAttribute(&managed, POINTER_IS_MANAGED, d), CUDA_SUCCESS);
     expect_true("pointer_is_managed_device_value", managed == 0, "IS_MANAGED is not 0");
+    EXPECT("prefetch_device_memory", cu.MemPrefetchAsync(d, 1 << 16, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("attach_device_memory", cu.StreamAttachMemAsync(NULL, d, 0, ATTACH_HOST), CUDA_ERROR_INVALID_VALUE);
     EXPECT("free_device", cu.MemFree(d), CUDA_SUCCESS);
 }
 

@@ -28,6 +28,12 @@ use crate::runtime::{runtime, Session};
 
 /// `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
 const REGISTER_FLAGS: c_uint = 0xF;
+/// `CU_MEMHOSTREGISTER_IOMEMORY`.
+const REGISTER_IOMEMORY: c_uint = 0x4;
+/// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP`: what `cuMemHostGetFlags` reports
+/// of registered memory, which is always mapped for the device.
+const PORTABLE: c_uint = 0x1;
+const DEVICEMAP: c_uint = 0x2;
 const PAGE: u64 = 4096;
 /// How the worker's memfds show in `/proc/self/maps`.
 const MEMFD_NAME: &str = "/memfd:vgpu-pinned";
@@ -40,6 +46,14 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         return Err(CuError::INVALID_CONTEXT);
     }
     if p.is_null() || len == 0 || flags & !REGISTER_FLAGS != 0 {
+        return Err(CuError::INVALID_VALUE);
+    }
+    if flags & REGISTER_IOMEMORY != 0 {
+        // The pages vgpu can register are the application's RAM, never a
+        // device's I/O memory: the driver refuses such pages so.
+        crate::log::line(format_args!(
+            "cuMemHostRegister: CU_MEMHOSTREGISTER_IOMEMORY on memory that is not I/O memory"
+        ));
         return Err(CuError::INVALID_VALUE);
     }
     if s.remote {
@@ -57,8 +71,12 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         .checked_next_multiple_of(PAGE)
         .ok_or(CuError::INVALID_VALUE)?;
     let span = wire::usize(top - base);
-    if overlaps(s, base, top) {
-        return Err(CuError::HOST_MEMORY_ALREADY_REGISTERED);
+    match overlaps(s, base, top) {
+        Some(HostKind::Registered { .. }) => return Err(CuError::HOST_MEMORY_ALREADY_REGISTERED),
+        // Pinned or managed memory of the driver's own is not the
+        // application's to register.
+        Some(_) => return Err(CuError::INVALID_VALUE),
+        None => {}
     }
     let prot = movable(base, top)?;
     let shared = match super::host::share_at(s, base, span, flags, false)? {
@@ -102,7 +120,7 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         len: span as u64,
         worker: tmp.worker,
         dptr: tmp.dptr,
-        flags,
+        flags: (flags & PORTABLE) | DEVICEMAP,
         local: false,
         ctx,
         kind: HostKind::Registered { start },
@@ -113,28 +131,30 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
 
 /// `cuMemHostUnregister`: `p` must be the pointer a registration was made
 /// with. The worker lets go of the pages; the application keeps them, with
-/// their bytes.
+/// their bytes. A pointer inside registered, pinned or managed memory that
+/// is not such a start is `CUDA_ERROR_INVALID_VALUE`; any other
+/// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`, as the driver answers.
 pub fn unregister(p: *mut c_void) -> CuResult<()> {
     let s = runtime().session()?;
     let start = p as u64;
-    let found = s
-        .objects()
-        .host
-        .iter()
-        .find(|(_, i)| i.kind == HostKind::Registered { start })
-        .map(|(&b, &i)| (b, i));
+    let found = s.objects().host_range(start, 1).filter(|(_, i)| !i.local);
     let (base, info) = found.ok_or(CuError::HOST_MEMORY_NOT_REGISTERED)?;
+    if info.kind != (HostKind::Registered { start }) {
+        return Err(CuError::INVALID_VALUE);
+    }
     s.objects().host.remove(&base);
     super::host::free_shared(s, info.worker)
 }
 
-/// Whether `[base, top)` meets host memory this session already shares.
-fn overlaps(s: &Session, base: u64, top: u64) -> bool {
+/// What made the host memory this session already shares that `[base,
+/// top)` meets, if any.
+fn overlaps(s: &Session, base: u64, top: u64) -> Option<HostKind> {
     let o = s.objects();
     o.host
         .range(..top)
         .next_back()
-        .is_some_and(|(&b, i)| b + i.len > base)
+        .filter(|(&b, i)| b + i.len > base)
+        .map(|(_, i)| i.kind)
 }
 
 /// The protection of `[base, top)` if every page of it is private anonymous

@@ -360,10 +360,11 @@ fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc) -> CuResult<()> {
         return Err(CuError::INVALID_VALUE);
     }
     let base = holder(s, ptr, count)?;
-    // Read-mostly advice ignores the location.
+    // Read-mostly advice ignores the location; a location that is no
+    // device of the session is CUDA_ERROR_INVALID_VALUE here (driver 580).
     let loc = match advice {
         SET_READ_MOSTLY | UNSET_READ_MOSTLY => loc,
-        _ => check_location(s, loc, false)?,
+        _ => check_location(s, loc, false).map_err(|_| CuError::INVALID_VALUE)?,
     };
     let bit = match loc.kind {
         LOC_DEVICE => 1u64
@@ -455,8 +456,16 @@ impl PointerFacts {
             // RANGE_START_ADDR, RANGE_SIZE: the allocation as asked for.
             11 => self.base,
             12 => self.len,
+            // IS_LEGACY_CUDA_IPC_CAPABLE: managed memory cannot be exported.
+            10 => 0,
             // MAPPED.
             13 => 1,
+            // ALLOWED_HANDLE_TYPES: none.
+            14 => 0,
+            // ACCESS_FLAGS: read and write.
+            16 => 3,
+            // MEMPOOL_HANDLE: none, as for every allocation outside a pool.
+            17 => 0,
             _ => return None,
         })
     }
