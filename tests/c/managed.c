@@ -6,7 +6,8 @@
  * attachment read back with cuMemRangeGetAttribute(s); and bad input, each
  * with the driver's error code: advice on memory that is not managed, a
  * prefetch to a device that does not exist, attribute sizes that do not
- * fit, flags that do not exist.
+ * fit, flags that do not exist. Then pitched allocations and
+ * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, the rest of the memory calls.
  *
  * The kernel is PTX on a GPU and the simulated device's built-in
  * vector_add elsewhere (the PTX image is tried first), so the program runs
@@ -48,6 +49,7 @@ enum {
 enum { LOCATION_DEVICE = 1, LOCATION_HOST = 2 };
 enum {
     POINTER_CONTEXT = 1,
+    POINTER_SYNC_MEMOPS = 6,
     POINTER_DEVICE_POINTER = 3,
     POINTER_HOST_POINTER = 4,
     POINTER_IS_MANAGED = 8,
@@ -84,6 +86,8 @@ static struct {
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamAttachMemAsync)(CUstream, CUdeviceptr, size_t, unsigned int);
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*PointerSetAttribute)(const void *, int, CUdeviceptr);
+    CUresult (*MemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -118,6 +122,8 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
     ENTRY(StreamAttachMemAsync, "cuStreamAttachMemAsync"),
     ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
+    ENTRY(PointerSetAttribute, "cuPointerSetAttribute"),
+    ENTRY(MemAllocPitch, "cuMemAllocPitch_v2"),
     ENTRY(ModuleLoadData, "cuModuleLoadData"),
     ENTRY(ModuleUnload, "cuModuleUnload"),
     ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
@@ -356,6 +362,37 @@ static void not_managed(void)
     EXPECT("free_device", cu.MemFree(d), CUDA_SUCCESS);
 }
 
+/* The rest of the memory calls: pitched allocations and SYNC_MEMOPS. */
+static void memory_rest(CUdeviceptr m)
+{
+    CUdeviceptr d = 0;
+    size_t pitch = 0;
+    if (EXPECT("alloc_pitch", cu.MemAllocPitch(&d, &pitch, 100, 10, 4), CUDA_SUCCESS)) {
+        expect_true("alloc_pitch_holds_row", pitch >= 100 && pitch % 32 == 0,
+                    "pitch smaller than a row or not 32-byte aligned");
+        static unsigned char rows[10 * 4096], back[10 * 4096];
+        for (size_t i = 0; i < sizeof rows; i++)
+            rows[i] = (unsigned char)(i * 7);
+        EXPECT("pitch_copy_in", cu.MemcpyHtoD(d, rows, pitch * 10), CUDA_SUCCESS);
+        EXPECT("pitch_copy_out", cu.MemcpyDtoH(back, d, pitch * 10), CUDA_SUCCESS);
+        expect_true("pitch_round_trip", memcmp(rows, back, pitch * 10) == 0, "bytes differ");
+        EXPECT("pitch_copy_past_end", cu.MemcpyHtoD(d, rows, pitch * 10 + 1), CUDA_ERROR_INVALID_VALUE);
+        unsigned int one = 1, got = 0;
+        EXPECT("set_sync_memops", cu.PointerSetAttribute(&one, POINTER_SYNC_MEMOPS, d), CUDA_SUCCESS);
+        EXPECT("get_sync_memops", cu.PointerGetAttribute(&got, POINTER_SYNC_MEMOPS, d), CUDA_SUCCESS);
+        expect_true("sync_memops_set", got == 1, "SYNC_MEMOPS is not 1");
+        EXPECT("set_context_attribute", cu.PointerSetAttribute(&one, POINTER_CONTEXT, d),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT("free_pitch", cu.MemFree(d), CUDA_SUCCESS);
+    }
+    EXPECT("alloc_pitch_element_3", cu.MemAllocPitch(&d, &pitch, 100, 10, 3), CUDA_ERROR_INVALID_VALUE);
+    unsigned int on = 7;
+    EXPECT("get_sync_memops_managed", cu.PointerGetAttribute(&on, POINTER_SYNC_MEMOPS, m), CUDA_SUCCESS);
+    expect_true("sync_memops_managed", on == 1, "SYNC_MEMOPS of managed memory is not 1");
+    unsigned int one = 1;
+    EXPECT("set_sync_memops_managed", cu.PointerSetAttribute(&one, POINTER_SYNC_MEMOPS, m), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
@@ -387,6 +424,7 @@ int main(int argc, char **argv)
     pointer_attributes(m, bytes, ctx);
     advice(m, 4 * 65536, s);
     not_managed();
+    memory_rest(m);
 
     CUdeviceptr h = 0;
     EXPECT("alloc_managed_host", cu.MemAllocManaged(&h, 1000, ATTACH_HOST), CUDA_SUCCESS);

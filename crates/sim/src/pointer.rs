@@ -166,7 +166,8 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             13 | 15 => Value::flag(true),
             16 => Value::u32(ACCESS_READWRITE),
             17 if stream_ordered => Value::u64(pool(st, base, device)),
-            // P2P tokens, SYNC_MEMOPS, IS_MANAGED, handle types, pool of a plain
+            6 => Value::flag(st.ext.facts.sync_memops(base)),
+            // P2P tokens, IS_MANAGED, handle types, pool of a plain
             // allocation, HW decompression.
             _ => default(attr),
         },
@@ -244,5 +245,27 @@ mod tests {
             assert_eq!(default(a).len, value_size(a).expect("valid"), "{a}");
         }
         assert_eq!(default(9).bytes[..4], (-2i32).to_ne_bytes());
+    }
+}
+
+/// `cuPointerSetAttribute`: `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` (the only
+/// settable attribute) on a device allocation of the simulated device; any
+/// other attribute or address gives `CUDA_ERROR_INVALID_VALUE`.
+pub(crate) fn set_sync_memops(st: &mut State, ptr: u64, attr: u32, on: bool) -> Res<()> {
+    if attr != 6 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("pointer attribute {attr} cannot be set"),
+        );
+    }
+    match find(st, ptr) {
+        Found::Device { base, .. } => {
+            st.ext.facts.set_sync_memops(base, on);
+            Ok(())
+        }
+        _ => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{ptr:#x} is not a device allocation"),
+        ),
     }
 }

@@ -258,6 +258,8 @@ remote_table! {
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
         host: cuMemAllocHost;
+        memory: cuMemAllocPitch_v2;
+        pointer: cuPointerSetAttribute;
         host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;
         managed: cuMemAllocManaged, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync_v2,
             cuMemPrefetchAsync_v2_ptsz, cuMemAdvise, cuMemAdvise_v2;
@@ -570,5 +572,11 @@ remote_table! {
         /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
         /// maps them at the reply's `address`. `MemFreeHost` frees them.
         host: MemShare = 560 { address: u64, bytes: u64, flags: u32 } => { address: u64, dptr: devptr } (fd);
+        /// `cuMemAllocPitch_v2`: the driver chooses the pitch; the
+        /// allocation (`pitch * height` bytes) is the session's.
+        memory: MemAllocPitch = 561 { width: u64, height: u64, element: u32 } => { dptr: devptr, pitch: u64 };
+        /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
+        /// (the only settable attribute) to `value`.
+        pointer: PointerSetSyncMemops = 562 { pointer: devptr, value: u32 } => {} (nocontext);
     }
 }

@@ -71,6 +71,8 @@ pub struct Managed {
     pub(crate) device: i32,
     /// `CU_MEM_ATTACH_*` of the allocation or the last stream attachment.
     pub(crate) attach: c_uint,
+    /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`, on from the start.
+    pub(crate) sync_memops: bool,
     pub(crate) pages: Vec<Page>,
 }
 
@@ -120,6 +122,7 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, len: usize, flags: c_uint) -> CuResu
         ctx,
         device,
         attach: flags,
+        sync_memops: true,
         pages,
     };
     let mut o = s.objects();
@@ -421,6 +424,17 @@ pub(crate) struct PointerFacts {
     len: u64,
     ctx: u64,
     device: i32,
+    sync_memops: bool,
+}
+
+/// Sets `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` of the managed allocation at
+/// `base`; false when there is none.
+pub(crate) fn set_sync_memops(s: &Session, base: u64, on: bool) -> bool {
+    let mut o = s.objects();
+    o.managed
+        .get_mut(&base)
+        .map(|m| m.sync_memops = on)
+        .is_some()
 }
 
 /// The facts of the managed allocation at `base`, if it is one.
@@ -432,6 +446,7 @@ pub(crate) fn pointer_facts(s: &Session, base: u64) -> Option<PointerFacts> {
         len: m.len,
         ctx: m.ctx,
         device: m.device,
+        sync_memops: m.sync_memops,
     })
 }
 
@@ -447,8 +462,8 @@ impl PointerFacts {
             2 => 2,
             // DEVICE_POINTER, HOST_POINTER: one address everywhere.
             3 | 4 => ptr,
-            // SYNC_MEMOPS: managed memory synchronizes its memory operations.
-            6 => 1,
+            // SYNC_MEMOPS: on unless set off.
+            6 => u64::from(self.sync_memops),
             // IS_MANAGED.
             8 => 1,
             // DEVICE_ORDINAL: the allocating context's device.

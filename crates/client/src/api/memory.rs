@@ -92,6 +92,36 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
     unsafe { write_out(dptr, p) }
 }
 
+/// `cuMemAllocPitch_v2`: the worker's driver picks the pitch.
+///
+/// # Safety
+/// `dptr` and `ppitch` must be NULL or valid for a write.
+pub unsafe fn alloc_pitch(
+    dptr: *mut CUdeviceptr,
+    ppitch: *mut usize,
+    width: usize,
+    height: usize,
+    element: std::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr)?;
+    non_null(ppitch)?;
+    let r = vgpu_proto::mem_alloc_pitch::Request {
+        width: U64::new(width as u64),
+        height: U64::new(height as u64),
+        element: zerocopy::little_endian::U32::new(element),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let (p, pitch) = (rep.dptr.get(), rep.pitch.get());
+    let bytes = pitch.saturating_mul(height as u64);
+    s.objects().device_ranges.insert(p, bytes);
+    // SAFETY: checked non-NULL; the application's out-pointers.
+    unsafe {
+        write_out(dptr, p)?;
+        write_out(ppitch, crate::edge::wire::usize(pitch))
+    }
+}
+
 pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
     let s = runtime().session()?;
     if dptr == 0 {

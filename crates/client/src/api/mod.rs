@@ -209,6 +209,8 @@ implement! {
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
     cuMemAllocHost(pp, len) => host::alloc(pp, len as usize, 0);
+    cuMemAllocPitch_v2(dptr, pitch, w, h, e) => memory::alloc_pitch(dptr, pitch, w, h, e);
+    cuPointerSetAttribute(value, attr, ptr) => pointer::set_attribute(value, attr, ptr);
     cuMemHostRegister(p, len, flags) => host_register::register(p, len, flags);
     cuMemHostRegister_v2(p, len, flags) => host_register::register(p, len, flags);
     cuMemHostUnregister(p) => host_register::unregister(p);

@@ -606,6 +606,12 @@ pub enum Op {
     /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
     /// maps them at the reply's `address`. `MemFreeHost` frees them.
     MemShare = 560,
+    /// `cuMemAllocPitch_v2`: the driver chooses the pitch; the
+    /// allocation (`pitch * height` bytes) is the session's.
+    MemAllocPitch = 561,
+    /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
+    /// (the only settable attribute) to `value`.
+    PointerSetSyncMemops = 562,
 }
 
 impl Op {
@@ -850,6 +856,8 @@ impl Op {
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
         Op::MemShare,
+        Op::MemAllocPitch,
+        Op::PointerSetSyncMemops,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1098,6 +1106,8 @@ impl Op {
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
             Op::MemShare => "MemShare",
+            Op::MemAllocPitch => "MemAllocPitch",
+            Op::PointerSetSyncMemops => "PointerSetSyncMemops",
         }
     }
 
@@ -1343,6 +1353,8 @@ impl Op {
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::MemShare => false,
+            Op::MemAllocPitch => false,
+            Op::PointerSetSyncMemops => false,
         }
     }
 
@@ -1588,6 +1600,8 @@ impl Op {
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
             Op::MemShare => true,
+            Op::MemAllocPitch => true,
+            Op::PointerSetSyncMemops => false,
         }
     }
 
@@ -1833,6 +1847,8 @@ impl Op {
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::MemShare => true,
+            Op::MemAllocPitch => false,
+            Op::PointerSetSyncMemops => false,
         }
     }
 
@@ -2156,6 +2172,8 @@ impl Op {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
             Op::MemShare => core::mem::size_of::<mem_share::Request>(),
+            Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Request>(),
+            Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Request>(),
         }
     }
 
@@ -2463,6 +2481,8 @@ impl Op {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
             Op::MemShare => core::mem::size_of::<mem_share::Reply>(),
+            Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Reply>(),
+            Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Reply>(),
         }
     }
 
@@ -2980,6 +3000,10 @@ impl Op {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
             Op::MemShare => message::check::<mem_share::Request>(fixed, blob_len),
+            Op::MemAllocPitch => message::check::<mem_alloc_pitch::Request>(fixed, blob_len),
+            Op::PointerSetSyncMemops => {
+                message::check::<pointer_set_sync_memops::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -3398,6 +3422,10 @@ impl Op {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
             Op::MemShare => message::check::<mem_share::Reply>(fixed, blob_len),
+            Op::MemAllocPitch => message::check::<mem_alloc_pitch::Reply>(fixed, blob_len),
+            Op::PointerSetSyncMemops => {
+                message::check::<pointer_set_sync_memops::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -3645,6 +3673,8 @@ impl TryFrom<u16> for Op {
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             560 => Ok(Op::MemShare),
+            561 => Ok(Op::MemAllocPitch),
+            562 => Ok(Op::PointerSetSyncMemops),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -3892,6 +3922,8 @@ pub const SCHEMA: &str = concat!(
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
     "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
+    "561 MemAllocPitch {width:u64,height:u64,element:u32} => {dptr:devptr,pitch:u64}\n",
+    "562 PointerSetSyncMemops {pointer:devptr,value:u32} => {} nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -13990,6 +14022,90 @@ pub mod mem_share {
 
     impl Message for Reply {
         const OP: Op = Op::MemShare;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemAllocPitch: wire id 561.
+pub mod mem_alloc_pitch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub width: U64,
+        pub height: U64,
+        pub element: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub pitch: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemAllocPitch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemAllocPitch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PointerSetSyncMemops: wire id 562.
+pub mod pointer_set_sync_memops {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pointer: U64,
+        pub value: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PointerSetSyncMemops;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PointerSetSyncMemops;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

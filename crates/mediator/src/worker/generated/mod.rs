@@ -278,6 +278,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
         Op::MemShare => super::host::mem_share(lane, s, req),
+        Op::MemAllocPitch => super::memory::mem_alloc_pitch(lane, s, req),
+        Op::PointerSetSyncMemops => super::pointer::pointer_set_sync_memops(lane, s, req),
     }
 }
 
