@@ -227,27 +227,6 @@ fn default(attr: u32) -> Value {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_match_the_driver() {
-        assert_eq!(value_size(1), Ok(8));
-        assert_eq!(value_size(2), Ok(4));
-        assert_eq!(value_size(5), Ok(16));
-        assert_eq!(value_size(9), Ok(4));
-        assert_eq!(value_size(17), Ok(8));
-        assert_eq!(value_size(21), Ok(4));
-        assert!(value_size(0).is_err());
-        assert!(value_size(22).is_err());
-        for a in 1..=ATTRIBUTE_LAST {
-            assert_eq!(default(a).len, value_size(a).expect("valid"), "{a}");
-        }
-        assert_eq!(default(9).bytes[..4], (-2i32).to_ne_bytes());
-    }
-}
-
 /// `cuPointerSetAttribute`: `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` (the only
 /// settable attribute) on a device allocation of the simulated device; any
 /// other attribute or address gives `CUDA_ERROR_INVALID_VALUE`.
@@ -267,5 +246,26 @@ pub(crate) fn set_sync_memops(st: &mut State, ptr: u64, attr: u32, on: bool) -> 
             CUresult::CUDA_ERROR_INVALID_VALUE,
             format!("{ptr:#x} is not a device allocation"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_match_the_driver() {
+        assert_eq!(value_size(1), Ok(8));
+        assert_eq!(value_size(2), Ok(4));
+        assert_eq!(value_size(5), Ok(16));
+        assert_eq!(value_size(9), Ok(4));
+        assert_eq!(value_size(17), Ok(8));
+        assert_eq!(value_size(21), Ok(4));
+        assert!(value_size(0).is_err());
+        assert!(value_size(22).is_err());
+        for a in 1..=ATTRIBUTE_LAST {
+            assert_eq!(default(a).len, value_size(a).expect("valid"), "{a}");
+        }
+        assert_eq!(default(9).bytes[..4], (-2i32).to_ne_bytes());
     }
 }
