@@ -22,10 +22,8 @@ fn pitched_allocation_rows_are_aligned_and_checked() {
     primary(0);
     let (mut p, mut pitch) = (0, 0);
     // SAFETY: valid out-pointers.
-    assert_eq!(
-        unsafe { cuMemAllocPitch_v2(&mut p, &mut pitch, 100, 10, 4) },
-        OK
-    );
+    let r = unsafe { cuMemAllocPitch_v2(&mut p, &mut pitch, 100, 10, 4) };
+    assert_eq!(r, OK);
     assert_eq!(pitch, 512);
     let rows = vec![3u8; pitch * 10];
     assert_eq!(htod(p, &rows), OK);
@@ -55,22 +53,16 @@ fn sync_memops_is_set_and_read_back_on_device_memory_only() {
     assert_eq!(sync_memops(p), (OK, 1));
     let ctx_attr = CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT;
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { cuPointerSetAttribute(on, ctx_attr, p) },
-        INVALID_VALUE
-    );
+    let r = unsafe { cuPointerSetAttribute(on, ctx_attr, p) };
+    assert_eq!(r, INVALID_VALUE);
     // SAFETY: NULL is refused.
-    assert_eq!(
-        unsafe { cuPointerSetAttribute(null(), SYNC_MEMOPS, p) },
-        INVALID_VALUE
-    );
+    let r = unsafe { cuPointerSetAttribute(null(), SYNC_MEMOPS, p) };
+    assert_eq!(r, INVALID_VALUE);
     let mut host = vec![0u8; 64];
     let h = host.as_mut_ptr() as CUdeviceptr;
     // SAFETY: as above; `h` is not device memory.
-    assert_eq!(
-        unsafe { cuPointerSetAttribute(on, SYNC_MEMOPS, h) },
-        INVALID_VALUE
-    );
+    let r = unsafe { cuPointerSetAttribute(on, SYNC_MEMOPS, h) };
+    assert_eq!(r, INVALID_VALUE);
     assert_eq!(cuMemFree_v2(p), OK);
     // A new allocation at the same base starts without it.
     let q = alloc(4096);
