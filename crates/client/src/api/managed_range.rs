@@ -285,3 +285,80 @@ pub unsafe fn discard_and_prefetch_batch(
         prefetch_batch(dptrs, sizes, count, locs, loc_idxs, n_locs, flags, stream)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::managed::{LOC_HOST, LOC_HOST_NUMA_CURRENT};
+
+    const DEVICE_0: Loc = Loc {
+        kind: LOC_DEVICE,
+        id: 0,
+    };
+    const HOST: Loc = Loc {
+        kind: LOC_HOST,
+        id: 0,
+    };
+
+    fn page(read_mostly: bool, preferred: Loc, accessed_by: u64, last_prefetch: Loc) -> Page {
+        Page {
+            read_mostly,
+            preferred,
+            accessed_by,
+            last_prefetch,
+        }
+    }
+
+    #[test]
+    fn fresh_pages_answer_as_the_driver() {
+        let pages = vec![Page::default(); 4];
+        assert_eq!(value(&pages, 1, 4, 1), Ok(vec![0]));
+        assert_eq!(value(&pages, 2, 4, 1), Ok(vec![DEVICE_INVALID]));
+        assert_eq!(value(&pages, 4, 4, 1), Ok(vec![DEVICE_INVALID]));
+        assert_eq!(value(&pages, 3, 16, 1), Ok(vec![DEVICE_INVALID; 4]));
+        assert_eq!(value(&pages, 5, 4, 1), Ok(vec![0]));
+    }
+
+    #[test]
+    fn mixed_pages_answer_invalid_and_agreeing_pages_their_location() {
+        let a = page(true, DEVICE_0, 0b10, HOST);
+        let b = page(false, HOST, 0b11, HOST);
+        assert_eq!(value(&[a, a], 1, 4, 2), Ok(vec![1]));
+        assert_eq!(value(&[a, b], 1, 4, 2), Ok(vec![0]));
+        assert_eq!(value(&[a, a], 2, 4, 2), Ok(vec![0]));
+        assert_eq!(value(&[b, b], 2, 4, 2), Ok(vec![DEVICE_CPU]));
+        assert_eq!(value(&[a, b], 2, 4, 2), Ok(vec![DEVICE_INVALID]));
+        assert_eq!(value(&[a, b], 5, 4, 2), Ok(vec![LOC_INVALID as i32]));
+        assert_eq!(value(&[a, a], 6, 4, 2), Ok(vec![0]));
+        assert_eq!(value(&[a, b], 4, 4, 2), Ok(vec![DEVICE_CPU]));
+        assert_eq!(value(&[b, b], 7, 4, 2), Ok(vec![LOC_HOST as i32]));
+        // Device 0 is accessed-by on both; the host on one only.
+        assert_eq!(
+            value(&[a, b], 3, 12, 2),
+            Ok(vec![0, DEVICE_INVALID, DEVICE_INVALID])
+        );
+        assert_eq!(value(&[b, b], 3, 4, 2), Ok(vec![DEVICE_CPU]));
+        let numa = page(
+            false,
+            Loc {
+                kind: LOC_HOST_NUMA_CURRENT,
+                id: 0,
+            },
+            0,
+            HOST,
+        );
+        assert_eq!(value(&[numa], 2, 4, 1), Ok(vec![DEVICE_CPU]));
+    }
+
+    #[test]
+    fn sizes_and_attributes_are_checked() {
+        let pages = vec![Page::default()];
+        for (attr, size) in [(1, 8), (2, 0), (3, 0), (3, 6), (4, 2), (9, 4), (0, 4)] {
+            assert_eq!(
+                value(&pages, attr, size, 1),
+                Err(CuError::INVALID_VALUE),
+                "{attr}/{size}"
+            );
+        }
+    }
+}
