@@ -53,7 +53,8 @@ pub(crate) struct Loc {
     pub id: i32,
 }
 
-/// What the driver keeps about one page of a managed range.
+/// What the driver keeps about one page of a managed range (pages that
+/// agree share one entry, [`super::managed_range::Pages`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Page {
     pub read_mostly: bool,
@@ -73,7 +74,7 @@ pub struct Managed {
     pub(crate) attach: c_uint,
     /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`, on from the start.
     pub(crate) sync_memops: bool,
-    pub(crate) pages: Vec<Page>,
+    pub(crate) pages: super::managed_range::Pages,
 }
 
 /// `cuMemAllocManaged`.
@@ -116,7 +117,7 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, len: usize, flags: c_uint) -> CuResu
         ctx,
         kind: HostKind::Managed,
     };
-    let pages = vec![Page::default(); wire::usize(span / PAGE)];
+    let pages = super::managed_range::Pages::new(span / PAGE);
     let managed = Managed {
         len: len as u64,
         ctx,
@@ -220,11 +221,9 @@ fn each_page(s: &Session, base: u64, ptr: u64, count: usize, mut f: impl FnMut(&
     let Some(m) = o.managed.get_mut(&base) else {
         return;
     };
-    let first = wire::usize((ptr - base) / PAGE);
-    let last = wire::usize((ptr - base + count as u64).div_ceil(PAGE));
-    for p in m.pages.iter_mut().take(last).skip(first) {
-        f(p);
-    }
+    let first = (ptr - base) / PAGE;
+    let last = (ptr - base + count as u64).div_ceil(PAGE);
+    m.pages.update(first, last, &mut f);
 }
 
 /// A location a managed range may be prefetched to or advised for: a

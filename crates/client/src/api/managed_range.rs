@@ -1,6 +1,7 @@
 //! `cuMemRangeGetAttribute(s)` and the batched prefetch and discard calls
 //! over managed ranges, from what [`super::managed`] recorded.
 
+use std::collections::BTreeMap;
 use std::ffi::{c_ulonglong, c_void};
 
 use vgpu_abi::types::{CUdeviceptr, CUmemLocation, CUmem_range_attribute};
@@ -9,7 +10,7 @@ use super::managed::{
     check_stream, holder, prefetch_to, Loc, Page, DEVICE_CPU, LOC_DEVICE, LOC_HOST_NUMA,
     LOC_INVALID, PAGE,
 };
-use crate::edge::{non_null, wire, CuError, CuResult};
+use crate::edge::{non_null, CuError, CuResult};
 use crate::runtime::{runtime, Session};
 
 /// `CU_DEVICE_INVALID`.
@@ -17,17 +18,71 @@ const DEVICE_INVALID: i32 = -2;
 /// Most attributes one `cuMemRangeGetAttributes` may ask for.
 const MAX_ATTRIBUTES: usize = 64;
 
+/// What the driver keeps about the pages of one managed allocation, as runs
+/// of pages that agree, so a large allocation costs a few entries.
+#[derive(Debug)]
+pub(crate) struct Pages {
+    /// How many pages the allocation has.
+    count: u64,
+    /// First page of each run → what its pages share; a run ends where the
+    /// next begins. Page 0 always starts one.
+    runs: BTreeMap<u64, Page>,
+}
+
+impl Pages {
+    /// `count` pages with nothing recorded.
+    pub(crate) fn new(count: u64) -> Self {
+        Pages {
+            count,
+            runs: BTreeMap::from([(0, Page::default())]),
+        }
+    }
+
+    /// Makes a run start at page `at` (inside the allocation).
+    fn split(&mut self, at: u64) {
+        if at >= self.count || self.runs.contains_key(&at) {
+            return;
+        }
+        if let Some((_, &p)) = self.runs.range(..at).next_back() {
+            self.runs.insert(at, p);
+        }
+    }
+
+    /// Applies `f` to pages `first..last`, then joins runs that agree.
+    pub(crate) fn update(&mut self, first: u64, last: u64, mut f: impl FnMut(&mut Page)) {
+        self.split(first);
+        self.split(last);
+        for p in self
+            .runs
+            .range_mut(first..last.min(self.count))
+            .map(|(_, p)| p)
+        {
+            f(p);
+        }
+        let mut prev: Option<Page> = None;
+        self.runs.retain(|_, p| {
+            let same = prev == Some(*p);
+            prev = Some(*p);
+            !same
+        });
+    }
+
+    /// What pages `first..last` hold, one entry per run they meet.
+    pub(crate) fn slice(&self, first: u64, last: u64) -> Vec<Page> {
+        let head = self.runs.range(..=first).next_back().map(|(_, &p)| p);
+        let rest = self.runs.range(first + 1..last).map(|(_, &p)| p);
+        head.into_iter().chain(rest).collect()
+    }
+}
+
 /// The pages of `[ptr, ptr + count)`, which must lie in one managed allocation.
 fn pages(s: &Session, ptr: u64, count: usize) -> CuResult<Vec<Page>> {
     let base = holder(s, ptr, count)?;
     let o = s.objects();
     let m = o.managed.get(&base).ok_or(CuError::INVALID_VALUE)?;
-    let first = wire::usize((ptr - base) / PAGE);
-    let last = wire::usize((ptr - base + count as u64).div_ceil(PAGE));
-    Ok(m.pages
-        .get(first..last)
-        .ok_or(CuError::INVALID_VALUE)?
-        .to_vec())
+    let first = (ptr - base) / PAGE;
+    let last = (ptr - base + count as u64).div_ceil(PAGE);
+    Ok(m.pages.slice(first, last))
 }
 
 /// How many devices the session has.
@@ -348,6 +403,22 @@ mod tests {
             HOST,
         );
         assert_eq!(value(&[numa], 2, 4, 1), Ok(vec![DEVICE_CPU]));
+    }
+
+    #[test]
+    fn runs_split_and_join() {
+        let mut pages = Pages::new(10);
+        pages.update(2, 5, |p| p.read_mostly = true);
+        assert_eq!(pages.runs.len(), 3);
+        assert_eq!(pages.slice(0, 2), vec![Page::default()]);
+        assert_eq!(pages.slice(3, 4).len(), 1);
+        assert!(pages.slice(3, 4)[0].read_mostly);
+        assert_eq!(pages.slice(1, 6).len(), 3);
+        pages.update(0, 10, |p| p.read_mostly = true);
+        assert_eq!(pages.runs.len(), 1);
+        pages.update(9, 12, |p| p.accessed_by = 1);
+        assert_eq!(pages.runs.len(), 2);
+        assert_eq!(pages.slice(9, 10)[0].accessed_by, 1);
     }
 
     #[test]
