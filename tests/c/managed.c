@@ -88,6 +88,7 @@ static struct {
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*PointerSetAttribute)(const void *, int, CUdeviceptr);
     CUresult (*MemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+    CUresult (*MemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -124,6 +125,7 @@ static const struct cu_entry entries[] = {
     ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
     ENTRY(PointerSetAttribute, "cuPointerSetAttribute"),
     ENTRY(MemAllocPitch, "cuMemAllocPitch_v2"),
+    ENTRY(MemGetAddressRange, "cuMemGetAddressRange_v2"),
     ENTRY(ModuleLoadData, "cuModuleLoadData"),
     ENTRY(ModuleUnload, "cuModuleUnload"),
     ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
@@ -242,6 +244,10 @@ static void pointer_attributes(CUdeviceptr m, size_t bytes, CUcontext ctx)
     expect_true("pointer_context_value", owner == ctx, "context differs");
     EXPECT("pointer_mapped", cu.PointerGetAttribute(&mapped, POINTER_MAPPED, m), CUDA_SUCCESS);
     expect_true("pointer_mapped_value", mapped == 1, "MAPPED is not 1");
+    CUdeviceptr base = 0;
+    size = 0;
+    EXPECT("address_range", cu.MemGetAddressRange(&base, &size, m + 1000), CUDA_SUCCESS);
+    expect_true("address_range_value", base == m && size == bytes, "base or size differs");
 }
 
 static void advice(CUdeviceptr m, size_t bytes, CUstream s)

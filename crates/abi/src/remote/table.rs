@@ -35,7 +35,7 @@ remote_table! {
 
         // ---- memory ----
         memory: cuMemGetInfo_v2 = 32 gen;
-        memory: cuMemGetAddressRange_v2 = 33 gen [pbase: optional, psize: optional];
+        memory: cuMemGetAddressRange_v2 = 33 client [pbase: optional, psize: optional];
         memory: cuMemGetInfo = 230 gen;
         memory: cuMemsetD2D8 = 150 gen (sync) [dstDevice: pitched(dstPitch, Width, Height)];
         memory: cuMemsetD2D16 = 151 gen (sync) [dstDevice: pitched(dstPitch, Width * 2, Height)];

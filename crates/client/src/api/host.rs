@@ -170,10 +170,13 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
     result
 }
 
+/// The pinned or registered memory holding `p` (managed memory is neither).
 fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
     let s = runtime().session()?;
     let found = s.objects().host_range(p as u64, 1);
-    found.ok_or(CuError::INVALID_VALUE)
+    found
+        .filter(|(_, info)| info.kind != HostKind::Managed)
+        .ok_or(CuError::INVALID_VALUE)
 }
 
 /// # Safety

@@ -196,6 +196,13 @@ pub fn free(s: &Session, dptr: u64) -> Option<CuResult<()>> {
     Some(result)
 }
 
+/// The base and size (as asked for) of the managed allocation holding `ptr`.
+pub(crate) fn range_of(s: &Session, ptr: u64) -> Option<(u64, u64)> {
+    let o = s.objects();
+    let (&base, m) = o.managed.range(..=ptr).next_back()?;
+    (ptr - base < m.len).then_some((base, m.len))
+}
+
 /// The managed allocation holding `[ptr, ptr + count)`: its base.
 /// `CUDA_ERROR_INVALID_VALUE` for an empty range or one not inside a
 /// managed allocation, as the driver answers.

@@ -122,6 +122,42 @@ pub unsafe fn alloc_pitch(
     }
 }
 
+/// `cuMemGetAddressRange_v2`: a managed allocation's base and size (as
+/// asked for) are known here; the worker's driver knows every other range.
+///
+/// # Safety
+/// `pbase` and `psize` must each be NULL or valid for a write.
+pub unsafe fn mem_get_address_range_v2(
+    pbase: *mut CUdeviceptr,
+    psize: *mut usize,
+    dptr: CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (base, size) = match super::managed::range_of(s, dptr) {
+        Some(range) => range,
+        None => {
+            let r = vgpu_proto::mem_get_address_range_v2::Request {
+                want_pbase: u8::from(!pbase.is_null()),
+                want_psize: u8::from(!psize.is_null()),
+                dptr: U64::new(dptr),
+            };
+            let (rep, back) = s.request(&r, &[])?;
+            crate::call::all_read(s, &back, 0)?;
+            (rep.pbase.get(), rep.psize.get())
+        }
+    };
+    // SAFETY: the application's pointers, each written only when non-NULL.
+    unsafe {
+        if !pbase.is_null() {
+            write_out(pbase, base)?;
+        }
+        if !psize.is_null() {
+            write_out(psize, wire::usize(size))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
     let s = runtime().session()?;
     if dptr == 0 {

@@ -19,7 +19,7 @@ mod launch;
 pub(crate) mod library;
 pub(crate) mod managed;
 mod managed_range;
-mod memory;
+pub(crate) mod memory;
 mod module;
 mod options;
 mod pointer;

@@ -112,7 +112,7 @@ crate::api::implement! {
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
     cuMemGetAccess(flags, location, ptr) => self::mem_get_access(flags, location, ptr);
-    cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
+    cuMemGetAddressRange_v2(pbase, psize, dptr) => crate::api::memory::mem_get_address_range_v2(pbase, psize, dptr);
     cuMemGetAllocationGranularity(granularity, prop, option) => self::mem_get_allocation_granularity(granularity, prop, option);
     cuMemGetDefaultMemPool(pool_out, location, type_) => self::mem_get_default_mem_pool(pool_out, location, type_);
     cuMemGetInfo(free, total) => self::mem_get_info(free, total);
@@ -1706,35 +1706,6 @@ pub unsafe fn mem_get_access(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(flags, rep.flags.get())?;
-    }
-    Ok(())
-}
-
-/// `cuMemGetAddressRange_v2`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn mem_get_address_range_v2(
-    pbase: *mut vgpu_abi::types::CUdeviceptr_v2,
-    psize: *mut usize,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::mem_get_address_range_v2::Request {
-        want_pbase: u8::from(!pbase.is_null()),
-        want_psize: u8::from(!psize.is_null()),
-        dptr: U64::new(dptr),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        if !pbase.is_null() {
-            write_out(pbase, rep.pbase.get())?;
-        }
-        if !psize.is_null() {
-            write_out(psize, wire::usize(rep.psize.get()))?;
-        }
     }
     Ok(())
 }
