@@ -90,6 +90,7 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
     );
     // The client never asked the worker to share pages.
     assert!(log_lines(&log, "MemHostAlloc refused").is_empty(), "{log}");
+    assert!(log_lines(&log, "MemShare refused").is_empty(), "{log}");
 }
 
 fn session_child() {

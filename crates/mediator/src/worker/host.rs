@@ -35,7 +35,7 @@ const MAX_PINNED: usize = 1 << 40;
 pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &mem_host_alloc::Request = message(req)?;
     let (len, flags) = (size(r.bytes.get())?, r.flags.get());
-    share(s, 0, len, (flags & REGISTER_FLAGS) | 0x2)
+    share(s, "MemHostAlloc", 0, len, (flags & REGISTER_FLAGS) | 0x2)
 }
 
 /// Managed or registered memory: shared pages at the client's `address`
@@ -44,17 +44,17 @@ pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
 pub fn mem_share(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &mem_share::Request = message(req)?;
     let (len, flags) = (size(r.bytes.get())?, r.flags.get());
-    share(s, r.address.get(), len, flags)
+    share(s, "MemShare", r.address.get(), len, flags)
 }
 
 /// Maps a new memfd of `len` bytes at `at` (exactly there, never over
 /// another mapping; anywhere for 0), registers it with the driver with
 /// `flags`, records it as this session's shared host memory and passes the
-/// memfd after the reply.
-fn share(s: &Session, at: u64, len: usize, flags: c_uint) -> Result<Reply, Status> {
+/// memfd after the reply. `op` names the operation in the log.
+fn share(s: &Session, op: &str, at: u64, len: usize, flags: c_uint) -> Result<Reply, Status> {
     if s.remote {
         // The client of a TCP session keeps its host memory to itself.
-        tracing::warn!("shared host memory refused: a TCP session cannot share pages");
+        tracing::warn!("{op} refused: a TCP session cannot share pages");
         return Err(NOT_SUPPORTED);
     }
     if len == 0 || len > MAX_PINNED {
