@@ -397,29 +397,33 @@ fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc) -> CuResult<()> {
 /// The length must be 0 or the allocation's, and `ptr` its base.
 pub fn attach(sid: u64, ptr: u64, length: usize, flags: c_uint) -> Option<CuResult<()>> {
     let s = runtime().session().ok()?;
-    let (base, len) = {
-        let o = s.objects();
-        let (&base, m) = o.managed.range(..=ptr).next_back()?;
-        if ptr - base >= m.len.next_multiple_of(PAGE) {
-            return None;
-        }
-        (base, m.len)
-    };
-    Some((|| {
-        check_stream(s, sid)?;
-        let valid = [ATTACH_GLOBAL, ATTACH_HOST, ATTACH_SINGLE];
-        if !valid.contains(&flags) || ptr != base || (length != 0 && length as u64 != len) {
-            return Err(CuError::INVALID_VALUE);
-        }
-        if flags == ATTACH_SINGLE && sid < 3 {
-            // A single-stream attachment needs a stream of its own.
-            return Err(CuError::INVALID_VALUE);
-        }
-        if let Some(m) = s.objects().managed.get_mut(&base) {
-            m.attach = flags;
-        }
-        Ok(())
-    })())
+    let (base, len) = range_of(s, ptr)?;
+    Some(attach_to(s, sid, (base, len), ptr, length, flags))
+}
+
+/// Checks an attachment of the managed allocation `(base, len)` as the
+/// driver does and records its flags.
+fn attach_to(
+    s: &Session,
+    sid: u64,
+    (base, len): (u64, u64),
+    ptr: u64,
+    length: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    check_stream(s, sid)?;
+    let valid = [ATTACH_GLOBAL, ATTACH_HOST, ATTACH_SINGLE];
+    if !valid.contains(&flags) || ptr != base || (length != 0 && length as u64 != len) {
+        return Err(CuError::INVALID_VALUE);
+    }
+    if flags == ATTACH_SINGLE && sid < 3 {
+        // A single-stream attachment needs a stream of its own.
+        return Err(CuError::INVALID_VALUE);
+    }
+    if let Some(m) = s.objects().managed.get_mut(&base) {
+        m.attach = flags;
+    }
+    Ok(())
 }
 
 /// What pointer attributes say of a managed allocation where its pages,
