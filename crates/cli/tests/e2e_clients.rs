@@ -393,6 +393,58 @@ fn c_graph_nodes() {
     h.run(pageable)
         .assert_success()
         .assert_line("ok memcpy_pageable_refused");
+/// Managed memory through a real mediator on the simulated device: CPU
+/// stores a kernel reads and kernel stores the CPU reads after
+/// synchronization, copies and memsets into managed pages, the pointer
+/// attributes of managed memory, advice and prefetches read back with
+/// `cuMemRangeGetAttribute(s)`, stream attachment, and the driver's codes
+/// for advice on device memory, an unknown device, a bad attribute size
+/// (`tests/c/managed.c`, which a GPU machine also runs natively).
+#[test]
+fn c_managed_memory() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "managed");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok launch_on_managed")
+        .assert_line("ok cpu_sees_kernel_writes")
+        .assert_line("ok cpu_sees_memset")
+        .assert_line("ok dtoh_sees_cpu_store")
+        .assert_line("ok pointer_is_managed_value")
+        .assert_line("ok range_read_mostly_mixed")
+        .assert_line("ok range_preferred_mixed")
+        .assert_line("ok range_accessed_by_value")
+        .assert_line("ok range_last_prefetch_mixed")
+        .assert_line("ok prefetch_invalid_device")
+        .assert_line("ok advise_device_memory")
+        .assert_line("ok attach_flags")
+        .assert_line("ok free_managed_twice");
+    assert_all_checks_passed(&out);
+}
+
+/// `cuMemHostRegister` through a real mediator on the simulated device: the
+/// program's own pages move into pages shared with the worker in place,
+/// keep their bytes, serve copies and a kernel, and stay the program's after
+/// unregistering; registering twice and unregistering what is not
+/// registered give the driver's codes (`tests/c/host_register.c`).
+#[test]
+fn c_host_register() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "host_register");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok register_keeps_bytes")
+        .assert_line("ok device_pointer_is_host_pointer")
+        .assert_line("ok cpu_sees_kernel_writes")
+        .assert_line("ok dtoh_registered_data")
+        .assert_line("ok htod_registered_data")
+        .assert_line("ok register_twice")
+        .assert_line("ok unregister_keeps_bytes")
+        .assert_line("ok unregister_twice")
+        .assert_line("ok unregister_never_registered");
+    assert_all_checks_passed(&out);
 }
 
 /// The memory-pool family through a real client and mediator: the device's

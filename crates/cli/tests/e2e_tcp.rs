@@ -6,7 +6,8 @@
 //! Covered: copies with data checks (several 16 MiB pieces in flight), a
 //! kernel launch, several threads (one TCP lane each), pinned host memory
 //! kept in the client, `cuMemHostGetDevicePointer` refused, a lane
-//! connection with a wrong token refused while the session goes on, a
+//! connection with a wrong token refused while the session goes on,
+//! managed memory and host registration refused (no page can be shared), a
 //! killed worker, and `vgpu status` over TCP.
 
 mod common;
@@ -89,6 +90,7 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
     );
     // The client never asked the worker to share pages.
     assert!(log_lines(&log, "MemHostAlloc refused").is_empty(), "{log}");
+    assert!(log_lines(&log, "MemShare refused").is_empty(), "{log}");
 }
 
 fn session_child() {
@@ -171,7 +173,40 @@ fn session_child() {
 
     threads();
     pinned(stream);
+    no_shared_pages();
     println!("done");
+}
+
+/// Managed memory and host registration need pages the worker shares with
+/// this process, which a TCP session cannot have: both are refused with
+/// `CUDA_ERROR_NOT_SUPPORTED` (and a logged reason), and nothing is left
+/// half-made.
+fn no_shared_pages() {
+    const NOT_SUPPORTED: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_NOT_SUPPORTED.0;
+    let mut dptr = 0;
+    let mut page = vec![0u8; 8192];
+    let mut c = Cases::default();
+    // SAFETY: valid out-pointer; `page` outlives the call, which fails.
+    unsafe {
+        c.add(
+            "cuMemAllocManaged over TCP",
+            sys::cuMemAllocManaged(&mut dptr, 4096, 1),
+            NOT_SUPPORTED,
+        );
+        c.add(
+            "cuMemHostRegister over TCP",
+            sys::cuMemHostRegister_v2(page.as_mut_ptr().cast(), page.len(), 0),
+            NOT_SUPPORTED,
+        );
+        c.add(
+            "cuMemHostUnregister over TCP",
+            sys::cuMemHostUnregister(page.as_mut_ptr().cast()),
+            vgpu_abi::types::CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.0,
+        );
+    }
+    c.check();
+    assert_eq!(dptr, 0, "nothing written on failure");
+    println!("no shared pages ok");
 }
 
 /// Six threads, each on its own lane, copying distinct patterns.

@@ -58,6 +58,8 @@ pub struct Objects {
     /// Pinned host memory (shared, or local on a TCP session): client
     /// address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
+    /// Managed allocations: base → their advice and attachments.
+    pub managed: BTreeMap<u64, crate::api::managed::Managed>,
     /// Context-local storage of the runtime's private interface: (context, key) → entry.
     pub ctx_storage: HashMap<(u64, usize), StorageEntry>,
     /// This process's retains of each device's primary context.
@@ -186,6 +188,20 @@ pub struct HostInfo {
     pub local: bool,
     /// The context current at allocation (kept for `local` pages).
     pub ctx: u64,
+    /// What made the pages.
+    pub kind: HostKind,
+}
+
+/// What made shared or local host pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    /// `cuMemHostAlloc` / `cuMemAllocHost`.
+    Alloc,
+    /// `cuMemHostRegister` of the application's pages; `start` is the
+    /// pointer it registered (the pages are whole pages around it).
+    Registered { start: u64 },
+    /// `cuMemAllocManaged` (`crate::api::managed`).
+    Managed,
 }
 
 impl Objects {

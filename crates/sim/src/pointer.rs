@@ -166,7 +166,8 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             13 | 15 => Value::flag(true),
             16 => Value::u32(ACCESS_READWRITE),
             17 if stream_ordered => Value::u64(pool(st, base, device)),
-            // P2P tokens, SYNC_MEMOPS, IS_MANAGED, handle types, pool of a plain
+            6 => Value::flag(st.ext.facts.sync_memops(base)),
+            // P2P tokens, IS_MANAGED, handle types, pool of a plain
             // allocation, HW decompression.
             _ => default(attr),
         },
@@ -223,6 +224,28 @@ fn default(attr: u32) -> Value {
         },
         1 | 3 | 4 | 7 | 11 | 12 | 14 | 17..=20 => Value::u64(0),
         _ => Value::u32(0),
+    }
+}
+
+/// `cuPointerSetAttribute`: `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` (the only
+/// settable attribute) on a device allocation of the simulated device; any
+/// other attribute or address gives `CUDA_ERROR_INVALID_VALUE`.
+pub(crate) fn set_sync_memops(st: &mut State, ptr: u64, attr: u32, on: bool) -> Res<()> {
+    if attr != 6 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("pointer attribute {attr} cannot be set"),
+        );
+    }
+    match find(st, ptr) {
+        Found::Device { base, .. } => {
+            st.ext.facts.set_sync_memops(base, on);
+            Ok(())
+        }
+        _ => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{ptr:#x} is not a device allocation"),
+        ),
     }
 }
 

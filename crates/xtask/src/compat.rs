@@ -25,8 +25,8 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuIpc"], "Inter-process handles", "IPC handles would have to name the exporting session's worker; not remoted yet."),
     (&["cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemSetAccess", "cuMemGetAccess", "cuMemExport", "cuMemImport", "cuMemGetAllocationGranularity", "cuMemGetAllocationPropertiesFromHandle", "cuMemRetainAllocationHandle", "cuMemGetHandleForAddressRange"], "Virtual memory management", "Shareable handles (allocations passed between processes), handles for address ranges and sparse array mappings are not remoted yet."),
     (&["cuMemPool", "cuMemAllocFromPoolAsync", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuDeviceGetDefaultMemPool", "cuMemGetDefaultMemPool", "cuMemGetMemPool", "cuMemSetMemPool"], "Memory pools", "Pools are remoted as handles of the session; exporting and importing a pool or a pool pointer is not remoted yet."),
-    (&["cuMemAllocManaged", "cuMemAdvise", "cuMemPrefetch", "cuMemRangeGetAttribute", "cuMemDiscard"], "Managed memory", "Managed pages migrate between the GPU and the process that allocated them, which is the worker; a client cannot map them."),
-    (&["cuMemHostRegister", "cuMemHostUnregister"], "Host memory registration", "Registering pages of the client process would need the worker to map them; use cuMemHostAlloc, whose pages vgpu shares."),
+    (&["cuMemAllocManaged", "cuMemAdvise", "cuMemPrefetch", "cuMemRangeGetAttribute", "cuMemDiscard"], "Managed memory", "Served from host pages the client and the worker share at one address, registered with the driver (docs/adr/0005-managed-memory-and-host-registration.md); a TCP session cannot share pages, so there cuMemAllocManaged gives CUDA_ERROR_NOT_SUPPORTED."),
+    (&["cuMemHostRegister", "cuMemHostUnregister"], "Host memory registration", "The application's anonymous pages move in place into pages shared with the worker, which registers them (docs/adr/0005-managed-memory-and-host-registration.md); file-backed mappings and TCP sessions give CUDA_ERROR_NOT_SUPPORTED."),
     (&["cuExternalMemory", "cuImportExternal", "cuDestroyExternal", "cuSignalExternal", "cuWaitExternal", "cuExternalSemaphore"], "External memory and semaphores", "Their OS handles belong to the client process; not remoted."),
     (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "Not remoted yet."),
     (&["cuMulticast"], "Multicast objects", "Not remoted yet."),
@@ -71,6 +71,9 @@ const GENERAL_REASON: &str =
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
     (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
+    (&["cuMemAlloc", "cuMemFree", "cuMemAllocPitch", "cuMemGetAddressRange", "cuMemHostGetDevicePointer"], "First forms with 32-bit device pointers (CUdeviceptr_v1), from before CUDA 3.2; a 64-bit device address does not fit them, and what driver 580 does then has not been read off a GPU yet."),
+    (&["cuMemGetAttribute", "cuMemGetAttribute_v2"], "Exported by the driver but declared in no CUDA header: their parameters are not known."),
+    (&["cuMemBatchDecompressAsync", "cuMemBatchDecompressAsync_ptsz"], "Hardware decompression (Blackwell); the devices measured report no decompression engine (CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK 0). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),
 ];
 

@@ -35,7 +35,7 @@ remote_table! {
 
         // ---- memory ----
         memory: cuMemGetInfo_v2 = 32 gen;
-        memory: cuMemGetAddressRange_v2 = 33 gen [pbase: optional, psize: optional];
+        memory: cuMemGetAddressRange_v2 = 33 client [pbase: optional, psize: optional];
         memory: cuMemGetInfo = 230 gen;
         memory: cuMemsetD2D8 = 150 gen (sync) [dstDevice: pitched(dstPitch, Width, Height)];
         memory: cuMemsetD2D16 = 151 gen (sync) [dstDevice: pitched(dstPitch, Width * 2, Height)];
@@ -75,8 +75,8 @@ remote_table! {
         stream: cuStreamGetFlags_ptsz = 123 gen;
         stream: cuStreamGetPriority_ptsz = 124 gen;
         stream: cuStreamIsCapturing_ptsz = 125 gen;
-        stream: cuStreamAttachMemAsync = 180 gen;
-        stream: cuStreamAttachMemAsync_ptsz = 181 gen;
+        stream: cuStreamAttachMemAsync = 180 client;
+        stream: cuStreamAttachMemAsync_ptsz = 181 client;
         stream: cuStreamCopyAttributes = 182 gen;
         stream: cuStreamCopyAttributes_ptsz = 183 gen;
         stream: cuStreamGetAttribute = 184 gen [value: bytes];
@@ -302,6 +302,15 @@ remote_table! {
         occupancy: cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSizeWithFlags;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
+        host: cuMemAllocHost;
+        memory: cuMemAllocPitch_v2;
+        pointer: cuPointerSetAttribute;
+        host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;
+        managed: cuMemAllocManaged, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync_v2,
+            cuMemPrefetchAsync_v2_ptsz, cuMemAdvise, cuMemAdvise_v2;
+        managed_range: cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
+            cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync,
+            cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemRangeGetAttribute, cuMemRangeGetAttributes;
     }
 
     ops {
@@ -676,5 +685,17 @@ remote_table! {
         /// client drains it after each call it waited for and writes the
         /// bytes to the application's standard output. See `docs/protocol.md`.
         output: OpenOutput = 693 {} => {} (fd, nocontext);
+        /// Managed memory and registered host memory: shared pages that the
+        /// worker maps at `address` (0: where it chooses; otherwise exactly
+        /// there), registers with the driver with `flags`
+        /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
+        /// maps them at the reply's `address`. `MemFreeHost` frees them.
+        host: MemShare = 560 { address: u64, bytes: u64, flags: u32 } => { address: u64, dptr: devptr } (fd);
+        /// `cuMemAllocPitch_v2`: the driver chooses the pitch; the
+        /// allocation (`pitch * height` bytes) is the session's.
+        memory: MemAllocPitch = 561 { width: u64, height: u64, element: u32 } => { dptr: devptr, pitch: u64 };
+        /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
+        /// (the only settable attribute) to `value`.
+        pointer: PointerSetSyncMemops = 562 { pointer: devptr, value: u32 } => {} (nocontext);
     }
 }

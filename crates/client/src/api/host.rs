@@ -10,11 +10,11 @@ use std::ffi::{c_uint, c_void};
 use std::os::fd::AsRawFd;
 
 use vgpu_abi::types::CUdeviceptr;
-use vgpu_proto::{mem_free_host, mem_host_alloc};
+use vgpu_proto::{mem_free_host, mem_host_alloc, mem_share};
 use zerocopy::little_endian::{U32, U64};
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::objects::HostInfo;
+use crate::objects::{HostInfo, HostKind};
 use crate::runtime::{runtime, Session};
 
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
@@ -40,6 +40,7 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
         flags,
         local: false,
         ctx: 0,
+        kind: HostKind::Alloc,
     };
     s.objects().host.insert(shared.at as u64, info);
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -47,7 +48,7 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
 }
 
 /// Frees shared pinned memory at its worker address.
-fn free_shared(s: &Session, worker: u64) -> CuResult<()> {
+pub(crate) fn free_shared(s: &Session, worker: u64) -> CuResult<()> {
     let r = mem_free_host::Request {
         address: U64::new(worker),
     };
@@ -72,22 +73,56 @@ pub(crate) fn map_shared(s: &Session, len: usize, flags: c_uint) -> CuResult<Sha
         flags: U32::new(flags),
     };
     let (rep, fd) = s.request_fd(&r)?;
-    let (worker, dptr) = (rep.address.get(), rep.dptr.get());
+    map_here(s, rep.address.get(), rep.dptr.get(), len, &fd, false)
+}
+
+/// Asks the worker to share `len` bytes mapped at `at` in its process (0:
+/// where it chooses) and registered with `flags` (`MemShare`); maps them
+/// here at the same address, replacing the mapping at `at` when `replace`.
+/// `None` when the worker cannot map them at `at`.
+pub(crate) fn share_at(
+    s: &Session,
+    at: u64,
+    len: usize,
+    flags: c_uint,
+    replace: bool,
+) -> CuResult<Option<(Shared, std::os::fd::OwnedFd)>> {
+    let r = mem_share::Request {
+        address: U64::new(at),
+        bytes: U64::new(len as u64),
+        flags: U32::new(flags),
+    };
+    let (rep, fd) = match s.request_fd(&r) {
+        Ok(v) => v,
+        Err(CuError::INVALID_VALUE) if at != 0 => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let shared = map_here(s, rep.address.get(), rep.dptr.get(), len, &fd, replace)?;
+    Ok(Some((shared, fd)))
+}
+
+/// Maps the worker's memfd `fd` here, at `worker` when that address is free
+/// (or over what is there, when `replace`), elsewhere otherwise.
+fn map_here(
+    s: &Session,
+    worker: u64,
+    dptr: u64,
+    len: usize,
+    fd: &std::os::fd::OwnedFd,
+    replace: bool,
+) -> CuResult<Shared> {
     let hint = wire::handle::<c_void>(worker);
     let prot = libc::PROT_READ | libc::PROT_WRITE;
-    // SAFETY: a new shared mapping of the worker's memfd; MAP_FIXED_NOREPLACE
-    // never replaces an existing mapping, it fails instead.
-    let mut p = unsafe {
-        libc::mmap(
-            hint,
-            len,
-            prot,
-            libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
-            fd.as_raw_fd(),
-            0,
-        )
+    let fixed = if replace {
+        libc::MAP_FIXED
+    } else {
+        libc::MAP_FIXED_NOREPLACE
     };
-    if p == libc::MAP_FAILED {
+    // SAFETY: a new shared mapping of the worker's memfd. MAP_FIXED_NOREPLACE
+    // never replaces an existing mapping, it fails instead; MAP_FIXED
+    // (`replace`) replaces only the caller's own pages at `worker`.
+    let mut p = unsafe { libc::mmap(hint, len, prot, libc::MAP_SHARED | fixed, fd.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED && !replace {
         // SAFETY: as above, at an address of the kernel's choosing.
         p = unsafe {
             libc::mmap(
@@ -119,6 +154,11 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
         .host
         .remove(&base)
         .ok_or(CuError::INVALID_VALUE)?;
+    if info.kind != HostKind::Alloc {
+        // Registered or managed pages are not cuMemHostAlloc's to free.
+        s.objects().host.insert(base, info);
+        return Err(CuError::INVALID_VALUE);
+    }
     let result = if info.local {
         Ok(())
     } else {
@@ -130,10 +170,13 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
     result
 }
 
+/// The pinned or registered memory holding `p` (managed memory is neither).
 fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
     let s = runtime().session()?;
     let found = s.objects().host_range(p as u64, 1);
-    found.ok_or(CuError::INVALID_VALUE)
+    found
+        .filter(|(_, info)| info.kind != HostKind::Managed)
+        .ok_or(CuError::INVALID_VALUE)
 }
 
 /// # Safety

@@ -18,7 +18,7 @@
 use std::ffi::{c_uint, c_void};
 
 use crate::edge::{write_out, CuError, CuResult};
-use crate::objects::HostInfo;
+use crate::objects::{HostInfo, HostKind};
 use crate::runtime::Session;
 
 /// `CU_MEMORYTYPE_HOST`.
@@ -62,6 +62,7 @@ pub unsafe fn alloc(s: &Session, pp: *mut *mut c_void, len: usize, flags: c_uint
         flags,
         local: true,
         ctx,
+        kind: HostKind::Alloc,
     };
     s.objects().host.insert(p as u64, info);
     // SAFETY: checked non-NULL by the caller; the application's out-pointer.

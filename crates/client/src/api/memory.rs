@@ -92,11 +92,80 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, size: usize) -> CuResult<()> {
     unsafe { write_out(dptr, p) }
 }
 
+/// `cuMemAllocPitch_v2`: the worker's driver picks the pitch.
+///
+/// # Safety
+/// `dptr` and `ppitch` must be NULL or valid for a write.
+pub unsafe fn alloc_pitch(
+    dptr: *mut CUdeviceptr,
+    ppitch: *mut usize,
+    width: usize,
+    height: usize,
+    element: std::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr)?;
+    non_null(ppitch)?;
+    let r = vgpu_proto::mem_alloc_pitch::Request {
+        width: U64::new(width as u64),
+        height: U64::new(height as u64),
+        element: zerocopy::little_endian::U32::new(element),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let (p, pitch) = (rep.dptr.get(), rep.pitch.get());
+    let bytes = pitch.saturating_mul(height as u64);
+    s.objects().device_ranges.insert(p, bytes);
+    // SAFETY: checked non-NULL; the application's out-pointers.
+    unsafe {
+        write_out(dptr, p)?;
+        write_out(ppitch, crate::edge::wire::usize(pitch))
+    }
+}
+
+/// `cuMemGetAddressRange_v2`: a managed allocation's base and size (as
+/// asked for) are known here; the worker's driver knows every other range.
+///
+/// # Safety
+/// `pbase` and `psize` must each be NULL or valid for a write.
+pub unsafe fn mem_get_address_range_v2(
+    pbase: *mut CUdeviceptr,
+    psize: *mut usize,
+    dptr: CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let (base, size) = match super::managed::range_of(s, dptr) {
+        Some(range) => range,
+        None => {
+            let r = vgpu_proto::mem_get_address_range_v2::Request {
+                want_pbase: u8::from(!pbase.is_null()),
+                want_psize: u8::from(!psize.is_null()),
+                dptr: U64::new(dptr),
+            };
+            let (rep, back) = s.request(&r, &[])?;
+            crate::call::all_read(s, &back, 0)?;
+            (rep.pbase.get(), rep.psize.get())
+        }
+    };
+    // SAFETY: the application's pointers, each written only when non-NULL.
+    unsafe {
+        if !pbase.is_null() {
+            write_out(pbase, base)?;
+        }
+        if !psize.is_null() {
+            write_out(psize, wire::usize(size))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn free(dptr: CUdeviceptr) -> CuResult<()> {
     let s = runtime().session()?;
     if dptr == 0 {
         // The driver accepts freeing NULL; the runtime's `cudaFree(0)` relies on it.
         return Ok(());
+    }
+    if let Some(result) = super::managed::free(s, dptr) {
+        return result;
     }
     s.request(
         &mem_free::Request {

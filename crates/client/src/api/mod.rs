@@ -12,12 +12,16 @@ pub(crate) mod event;
 pub(crate) mod graph;
 mod host;
 mod host_local;
+mod host_register;
 mod init;
 mod integrity;
 mod launch;
 pub(crate) mod library;
 mod link;
 mod memory;
+pub(crate) mod managed;
+mod managed_range;
+pub(crate) mod memory;
 mod module;
 mod occupancy;
 mod options;
@@ -221,6 +225,34 @@ implement! {
     cuMemFreeHost(p) => host::free(p);
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
+    cuMemAllocHost(pp, len) => host::alloc(pp, len as usize, 0);
+    cuMemAllocPitch_v2(dptr, pitch, w, h, e) => memory::alloc_pitch(dptr, pitch, w, h, e);
+    cuPointerSetAttribute(value, attr, ptr) => pointer::set_attribute(value, attr, ptr);
+    cuMemHostRegister(p, len, flags) => host_register::register(p, len, flags);
+    cuMemHostRegister_v2(p, len, flags) => host_register::register(p, len, flags);
+    cuMemHostUnregister(p) => host_register::unregister(p);
+    cuMemAllocManaged(dptr, len, flags) => managed::alloc(dptr, len, flags);
+    cuMemPrefetchAsync(p, n, dev, s) => managed::prefetch(p, n, dev, stream::id(s));
+    cuMemPrefetchAsync_ptsz(p, n, dev, s) => managed::prefetch(p, n, dev, stream::id_ptsz(s));
+    cuMemPrefetchAsync_v2(p, n, loc, flags, s) => managed::prefetch_v2(p, n, loc, flags, stream::id(s));
+    cuMemPrefetchAsync_v2_ptsz(p, n, loc, flags, s) =>
+        managed::prefetch_v2(p, n, loc, flags, stream::id_ptsz(s));
+    cuMemPrefetchBatchAsync(d, z, n, locs, idx, nl, flags, s) =>
+        managed_range::prefetch_batch(d, z, n, locs, idx, nl, flags, stream::id(s));
+    cuMemPrefetchBatchAsync_ptsz(d, z, n, locs, idx, nl, flags, s) =>
+        managed_range::prefetch_batch(d, z, n, locs, idx, nl, flags, stream::id_ptsz(s));
+    cuMemDiscardBatchAsync(d, z, n, flags, s) => managed_range::discard_batch(d, z, n, flags, stream::id(s));
+    cuMemDiscardBatchAsync_ptsz(d, z, n, flags, s) =>
+        managed_range::discard_batch(d, z, n, flags, stream::id_ptsz(s));
+    cuMemDiscardAndPrefetchBatchAsync(d, z, n, locs, idx, nl, flags, s) =>
+        managed_range::discard_and_prefetch_batch(d, z, n, locs, idx, nl, flags, stream::id(s));
+    cuMemDiscardAndPrefetchBatchAsync_ptsz(d, z, n, locs, idx, nl, flags, s) =>
+        managed_range::discard_and_prefetch_batch(d, z, n, locs, idx, nl, flags, stream::id_ptsz(s));
+    cuMemAdvise(p, n, advice, dev) => managed::advise(p, n, advice, dev);
+    cuMemAdvise_v2(p, n, advice, loc) => managed::advise_v2(p, n, advice, loc);
+    cuMemRangeGetAttribute(data, size, attr, p, n) => managed_range::get_attribute(data, size, attr, p, n);
+    cuMemRangeGetAttributes(data, sizes, attrs, na, p, n) =>
+        managed_range::get_attributes(data, sizes, attrs, na, p, n);
     cuThreadExchangeStreamCaptureMode(mode) => graph::exchange_capture_mode(mode);
     cuStreamGetCaptureInfo_v2(s, st, id, g, deps, n) =>
         graph::capture_info(s, false, false, [st.cast(), id.cast(), g.cast(), deps.cast(), std::ptr::null_mut(), n.cast()]);

@@ -44,6 +44,7 @@ unsafe fn query(
         // SAFETY: each data pointer holds its attribute's value.
         return unsafe { local_attributes(s, ptr, local, attrs, data, single) };
     }
+    let managed = shared.and_then(|(base, _)| super::managed::pointer_facts(s, base));
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
     let r = pointer_get_attributes::Request {
@@ -66,6 +67,10 @@ unsafe fn query(
             if addr >= info.worker && addr - info.worker < info.len {
                 bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
             }
+        }
+        if let Some(v) = managed.and_then(|m| m.value(attr, ptr)) {
+            bytes = [0; 16];
+            bytes[..8].copy_from_slice(&v.to_le_bytes());
         }
         let n = value_size(attr)?;
         // SAFETY: the application's data pointer holds this attribute's value.
@@ -162,4 +167,39 @@ unsafe fn local_attributes(
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.cast::<u8>(), n) };
     }
     Ok(())
+}
+
+/// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`, the only attribute that can be set.
+const SYNC_MEMOPS: u32 = 6;
+
+/// `cuPointerSetAttribute`: only `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
+/// Managed memory takes it here (its pages are coherent whatever it says);
+/// anything else is the worker's driver's to accept, at the worker's
+/// address of shared pinned memory.
+///
+/// # Safety
+/// `value` must be NULL or readable for an `unsigned int`.
+pub unsafe fn set_attribute(
+    value: *const c_void,
+    attr: CUpointer_attribute,
+    ptr: CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    if value.is_null() || attr.0 != SYNC_MEMOPS {
+        return Err(CuError::INVALID_VALUE);
+    }
+    // SAFETY: the application's value of the attribute's type.
+    let v = unsafe { value.cast::<c_uint>().read_unaligned() };
+    let shared = s.objects().host_range(ptr, 1);
+    if let Some((base, _)) = shared {
+        if super::managed::set_sync_memops(s, base, v != 0) {
+            return Ok(());
+        }
+    }
+    let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
+    let r = vgpu_proto::pointer_set_sync_memops::Request {
+        pointer: U64::new(asked),
+        value: zerocopy::little_endian::U32::new(v),
+    };
+    s.request(&r, &[]).map(drop)
 }

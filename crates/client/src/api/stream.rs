@@ -9,7 +9,10 @@
 use std::ffi::{c_int, c_uint};
 
 use vgpu_abi::types::{CUevent, CUstream};
-use vgpu_proto::{stream_create, stream_destroy, stream_wait_event, stream_wait_event_ptsz};
+use vgpu_proto::{
+    stream_attach_mem_async, stream_attach_mem_async_ptsz, stream_create, stream_destroy,
+    stream_wait_event, stream_wait_event_ptsz,
+};
 use zerocopy::little_endian::{I32, U32, U64};
 
 use crate::context::current;
@@ -123,4 +126,65 @@ pub fn synchronize(sid: u64) -> CuResult<()> {
         hstream: U64::new(sid),
     };
     s.request(&r, &[]).map(drop)
+}
+
+/// `cuStreamAttachMemAsync`: answered here for managed memory
+/// (`super::managed::attach`), by the worker's driver for anything else.
+///
+/// # Safety
+/// No pointer is dereferenced; the arguments are the application's.
+pub unsafe fn stream_attach_mem_async(
+    h: CUstream,
+    dptr: vgpu_abi::types::CUdeviceptr,
+    length: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    attach_mem(h, id(h), dptr, length, flags, false)
+}
+
+/// `cuStreamAttachMemAsync_ptsz`.
+///
+/// # Safety
+/// As for [`stream_attach_mem_async`].
+pub unsafe fn stream_attach_mem_async_ptsz(
+    h: CUstream,
+    dptr: vgpu_abi::types::CUdeviceptr,
+    length: usize,
+    flags: c_uint,
+) -> CuResult<()> {
+    attach_mem(h, id_ptsz(h), dptr, length, flags, true)
+}
+
+fn attach_mem(
+    h: CUstream,
+    sid: u64,
+    dptr: u64,
+    length: usize,
+    flags: c_uint,
+    ptsz: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    if let Some(result) = super::managed::attach(sid, dptr, length, flags) {
+        return result;
+    }
+    let hstream = U64::new(h as usize as u64);
+    let (dptr, length, flags) = (U64::new(dptr), U64::new(length as u64), U32::new(flags));
+    let back = if ptsz {
+        let r = stream_attach_mem_async_ptsz::Request {
+            hstream,
+            dptr,
+            length,
+            flags,
+        };
+        s.request(&r, &[])?.1
+    } else {
+        let r = stream_attach_mem_async::Request {
+            hstream,
+            dptr,
+            length,
+            flags,
+        };
+        s.request(&r, &[])?.1
+    };
+    crate::call::all_read(s, &back, 0)
 }

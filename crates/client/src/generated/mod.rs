@@ -126,7 +126,7 @@ crate::api::implement! {
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
     cuMemGetAccess(flags, location, ptr) => self::mem_get_access(flags, location, ptr);
-    cuMemGetAddressRange_v2(pbase, psize, dptr) => self::mem_get_address_range_v2(pbase, psize, dptr);
+    cuMemGetAddressRange_v2(pbase, psize, dptr) => crate::api::memory::mem_get_address_range_v2(pbase, psize, dptr);
     cuMemGetAllocationGranularity(granularity, prop, option) => self::mem_get_allocation_granularity(granularity, prop, option);
     cuMemGetDefaultMemPool(pool_out, location, type_) => self::mem_get_default_mem_pool(pool_out, location, type_);
     cuMemGetInfo(free, total) => self::mem_get_info(free, total);
@@ -174,8 +174,8 @@ crate::api::implement! {
     cuProfilerInitialize(configFile, outputFile, outputMode) => self::profiler_initialize(configFile, outputFile, outputMode);
     cuProfilerStart() => self::profiler_start();
     cuProfilerStop() => self::profiler_stop();
-    cuStreamAttachMemAsync(hStream, dptr, length, flags) => self::stream_attach_mem_async(hStream, dptr, length, flags);
-    cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => self::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
+    cuStreamAttachMemAsync(hStream, dptr, length, flags) => crate::api::stream::stream_attach_mem_async(hStream, dptr, length, flags);
+    cuStreamAttachMemAsync_ptsz(hStream, dptr, length, flags) => crate::api::stream::stream_attach_mem_async_ptsz(hStream, dptr, length, flags);
     cuStreamBeginCapture(hStream) => crate::api::graph::stream_begin_capture(hStream);
     cuStreamBeginCapture_ptsz(hStream) => crate::api::graph::stream_begin_capture_ptsz(hStream);
     cuStreamBeginCapture_v2(hStream, mode) => crate::api::graph::stream_begin_capture_v2(hStream, mode);
@@ -2041,35 +2041,6 @@ pub unsafe fn mem_get_access(
     Ok(())
 }
 
-/// `cuMemGetAddressRange_v2`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn mem_get_address_range_v2(
-    pbase: *mut vgpu_abi::types::CUdeviceptr_v2,
-    psize: *mut usize,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::mem_get_address_range_v2::Request {
-        want_pbase: u8::from(!pbase.is_null()),
-        want_psize: u8::from(!psize.is_null()),
-        dptr: U64::new(dptr),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        if !pbase.is_null() {
-            write_out(pbase, rep.pbase.get())?;
-        }
-        if !psize.is_null() {
-            write_out(psize, wire::usize(rep.psize.get()))?;
-        }
-    }
-    Ok(())
-}
-
 /// `cuMemGetAllocationGranularity`, generated.
 ///
 /// # Safety
@@ -3242,50 +3213,6 @@ pub unsafe fn profiler_start() -> CuResult<()> {
 pub unsafe fn profiler_stop() -> CuResult<()> {
     let s = runtime().session()?;
     let r = vgpu_proto::profiler_stop::Request {};
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    Ok(())
-}
-
-/// `cuStreamAttachMemAsync`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_attach_mem_async(
-    hStream: vgpu_abi::types::CUstream,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-    length: usize,
-    flags: ::core::ffi::c_uint,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::stream_attach_mem_async::Request {
-        hstream: U64::new(hStream as usize as u64),
-        dptr: U64::new(dptr),
-        length: U64::new(length as u64),
-        flags: U32::new(flags),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    Ok(())
-}
-
-/// `cuStreamAttachMemAsync_ptsz`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_attach_mem_async_ptsz(
-    hStream: vgpu_abi::types::CUstream,
-    dptr: vgpu_abi::types::CUdeviceptr_v2,
-    length: usize,
-    flags: ::core::ffi::c_uint,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::stream_attach_mem_async_ptsz::Request {
-        hstream: U64::new(hStream as usize as u64),
-        dptr: U64::new(dptr),
-        length: U64::new(length as u64),
-        flags: U32::new(flags),
-    };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
     Ok(())

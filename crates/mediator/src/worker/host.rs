@@ -12,7 +12,9 @@ use std::os::fd::AsFd;
 use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-use vgpu_proto::{mem_free_host, mem_host_alloc, memcpy_dtoh_shared, memcpy_htod_shared, Request};
+use vgpu_proto::{
+    mem_free_host, mem_host_alloc, mem_share, memcpy_dtoh_shared, memcpy_htod_shared, Request,
+};
 use zerocopy::little_endian::U64;
 
 use super::calls::{message, ok, size, Reply};
@@ -31,61 +33,91 @@ const MAX_PINNED: usize = 1 << 40;
 /// Shared pinned memory: the reply gives its worker address and device
 /// pointer, and the memfd follows it.
 pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
-    if s.remote {
-        // The client of a TCP session keeps its pinned memory to itself.
-        tracing::warn!("MemHostAlloc refused: a TCP session cannot share pages");
-        return Err(NOT_SUPPORTED);
-    }
     let r: &mem_host_alloc::Request = message(req)?;
     let (len, flags) = (size(r.bytes.get())?, r.flags.get());
+    share(s, "MemHostAlloc", 0, len, (flags & REGISTER_FLAGS) | 0x2)
+}
+
+/// Managed or registered memory: shared pages at the client's `address`
+/// (or where the worker chooses, for 0), registered with the client's
+/// `CU_MEMHOSTREGISTER_*` flags; the memfd follows the reply.
+pub fn mem_share(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_share::Request = message(req)?;
+    let (len, flags) = (size(r.bytes.get())?, r.flags.get());
+    share(s, "MemShare", r.address.get(), len, flags)
+}
+
+/// Maps a new memfd of `len` bytes at `at` (exactly there, never over
+/// another mapping; anywhere for 0), registers it with the driver with
+/// `flags`, records it as this session's shared host memory and passes the
+/// memfd after the reply. `op` names the operation in the log.
+fn share(s: &Session, op: &str, at: u64, len: usize, flags: c_uint) -> Result<Reply, Status> {
+    if s.remote {
+        // The client of a TCP session keeps its host memory to itself.
+        tracing::warn!("{op} refused: a TCP session cannot share pages");
+        return Err(NOT_SUPPORTED);
+    }
     if len == 0 || len > MAX_PINNED {
         return Err(INVALID_VALUE);
     }
     let fd = memfd_create("vgpu-pinned", MemfdFlags::CLOEXEC).map_err(|_| OUT_OF_MEMORY)?;
     ftruncate(&fd, len as u64).map_err(|_| OUT_OF_MEMORY)?;
-    // SAFETY: a fresh shared mapping of a file we own; nothing aliases it yet.
+    let fixed = if at == 0 {
+        MapFlags::empty()
+    } else {
+        MapFlags::FIXED_NOREPLACE
+    };
+    let hint = super::tables::as_handle(size(at)?);
+    // SAFETY: a fresh shared mapping of a file we own; with an address it
+    // is MAP_FIXED_NOREPLACE, which fails rather than replace a mapping.
     let addr = unsafe {
         mmap(
-            std::ptr::null_mut(),
+            hint,
             len,
             ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED,
+            MapFlags::SHARED | fixed,
             &fd,
             0,
         )
     }
-    .map_err(|_| OUT_OF_MEMORY)?;
+    .map_err(|_| INVALID_VALUE)?;
     let unmap = |addr: *mut c_void| {
         // SAFETY: `addr` is the mapping made above, of `len` bytes.
         let _ = unsafe { munmap(addr, len) };
     };
+    if at != 0 && addr as u64 != at {
+        // An old kernel without MAP_FIXED_NOREPLACE takes the address as a hint.
+        unmap(addr);
+        return Err(INVALID_VALUE);
+    }
     let register = entry(s.driver.cuMemHostRegister_v2)?;
     // SAFETY: the pages are mapped and stay mapped until `free` unregisters them.
-    let st = unsafe { register(addr, len, (flags & REGISTER_FLAGS) | 0x2) };
+    let st = unsafe { register(addr, len, flags) };
     if let Err(st) = ok(st) {
         unmap(addr);
         return Err(st);
     }
     let mut dptr: DevPtr = 0;
     let device_pointer = entry(s.driver.cuMemHostGetDevicePointer_v2)?;
-    // SAFETY: the pages were just registered; live out-pointer.
-    if let Err(st) = ok(unsafe { device_pointer(&mut dptr, addr, 0) }) {
-        // SAFETY: registered above.
-        unsafe { entry(s.driver.cuMemHostUnregister).map(|f| f(addr)).ok() };
-        unmap(addr);
-        return Err(st);
+    // SAFETY: the pages were just registered; live out-pointer. Without
+    // DEVICEMAP the driver may refuse: the pages then have no device pointer.
+    let st = unsafe { device_pointer(&mut dptr, addr, 0) };
+    if ok(st).is_err() {
+        dptr = 0;
     }
     let base = addr as u64;
     let sent = fd.as_fd().try_clone_to_owned().map_err(|_| OUT_OF_MEMORY)?;
     let mut t = s.tables();
     t.host.insert(base, HostAlloc { len, dptr, fd });
-    t.ranges.insert(
-        dptr,
-        Range {
-            size: len as u64,
-            owner: RangeOwner::Host { base },
-        },
-    );
+    if dptr != 0 {
+        t.ranges.insert(
+            dptr,
+            Range {
+                size: len as u64,
+                owner: RangeOwner::Host { base },
+            },
+        );
+    }
     if dptr != base {
         t.ranges.insert(
             base,

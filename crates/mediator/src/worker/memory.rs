@@ -5,8 +5,8 @@
 use std::ffi::c_void;
 
 use vgpu_proto::{
-    mem_alloc, mem_alloc_async, mem_free, mem_free_async, memcpy_dtod, memcpy_dtoh, memcpy_htod,
-    memset, Request, MAX_BLOB,
+    mem_alloc, mem_alloc_async, mem_alloc_pitch, mem_free, mem_free_async, memcpy_dtod,
+    memcpy_dtoh, memcpy_htod, memset, Request, MAX_BLOB,
 };
 use zerocopy::little_endian::U64;
 
@@ -26,6 +26,25 @@ pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Stat
     ok(unsafe { entry(s.driver.cuMemAlloc_v2)?(&mut p, size(bytes)?) })?;
     s.tables().insert_alloc(p, bytes, req.ctx);
     Ok(Reply::new(&mem_alloc::Reply { dptr: p.into() }, Vec::new()))
+}
+
+/// `cuMemAllocPitch_v2`: the driver's pitch, and an allocation of
+/// `pitch * height` bytes for the session.
+pub fn mem_alloc_pitch(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_alloc_pitch::Request = message(req)?;
+    let (mut p, mut pitch) = (0, 0usize);
+    let (width, height) = (size(r.width.get())?, size(r.height.get())?);
+    // SAFETY: both out-pointers are live locals.
+    ok(unsafe {
+        entry(s.driver.cuMemAllocPitch_v2)?(&mut p, &mut pitch, width, height, r.element.get())
+    })?;
+    let bytes = (pitch as u64).saturating_mul(height as u64);
+    s.tables().insert_alloc(p, bytes, req.ctx);
+    let reply = mem_alloc_pitch::Reply {
+        dptr: p.into(),
+        pitch: (pitch as u64).into(),
+    };
+    Ok(Reply::new(&reply, Vec::new()))
 }
 
 /// `cuMemFree_v2` of the base of a live allocation (0 is accepted, as the

@@ -6,7 +6,7 @@ use std::ffi::{c_uint, c_void};
 
 use vgpu_abi::types::CUpointer_attribute;
 use vgpu_abi::HandleKind;
-use vgpu_proto::{pointer_get_attributes, Request};
+use vgpu_proto::{pointer_get_attributes, pointer_set_sync_memops, Request};
 
 use super::calls::{message, ok, Reply};
 use super::exec::Lane;
@@ -62,4 +62,17 @@ pub fn pointer_get_attributes(_: &mut Lane, s: &Session, req: &Request) -> Resul
             .collect(),
         ..Reply::default()
     })
+}
+
+/// `cuPointerSetAttribute(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)`: the driver
+/// decides which memory takes it.
+pub fn pointer_set_sync_memops(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &pointer_set_sync_memops::Request = message(req)?;
+    let value: c_uint = r.value.get();
+    let attr = CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
+    // SAFETY: `value` is a live local of the attribute's type (unsigned int).
+    ok(unsafe {
+        entry(s.driver.cuPointerSetAttribute)?((&raw const value).cast(), attr, r.pointer.get())
+    })?;
+    Ok(Reply::default())
 }

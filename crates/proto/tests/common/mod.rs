@@ -343,6 +343,32 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             none(),
         ),
         Op::MemFreeHost => (b(mem_free_host::Request { address: u(HOST) }), none()),
+        // 100 bytes by 10 rows of 4-byte elements
+        Op::MemAllocPitch => (
+            b(vgpu_proto::mem_alloc_pitch::Request {
+                width: u(100),
+                height: u(10),
+                element: w(4),
+            }),
+            none(),
+        ),
+        // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
+        Op::PointerSetSyncMemops => (
+            b(vgpu_proto::pointer_set_sync_memops::Request {
+                pointer: u(DPTR),
+                value: w(1),
+            }),
+            none(),
+        ),
+        // 64 KiB at the client's address, CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP
+        Op::MemShare => (
+            b(vgpu_proto::mem_share::Request {
+                address: u(HOST),
+                bytes: u(1 << 16),
+                flags: w(3),
+            }),
+            none(),
+        ),
         Op::MemcpyHtoDShared => (
             b(memcpy_htod_shared::Request {
                 dst: u(DPTR),

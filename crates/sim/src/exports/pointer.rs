@@ -82,3 +82,25 @@ pub unsafe extern "C" fn cuPointerGetAttributes(
         Ok(())
     })
 }
+
+/// `cuPointerSetAttribute`: `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` of a device
+/// allocation; it reads back through `cuPointerGetAttribute`.
+///
+/// # Safety
+/// `value` must be NULL or valid for a read of an `unsigned int`.
+#[no_mangle]
+pub unsafe extern "C" fn cuPointerSetAttribute(
+    value: *const c_void,
+    attribute: CUpointer_attribute,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    run("cuPointerSetAttribute", || {
+        let sim = state::sim()?;
+        if value.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "value is NULL");
+        }
+        // SAFETY: forwarded from this function's contract.
+        let on = unsafe { value.cast::<c_uint>().read_unaligned() } != 0;
+        pointer::set_sync_memops(&mut sim.lock(), ptr, attribute.0, on)
+    })
+}

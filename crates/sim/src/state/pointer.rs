@@ -11,6 +11,8 @@ pub(crate) struct Facts {
     ids: HashMap<u64, u64>,
     /// Bases of allocations made by `cuMemAllocAsync`.
     stream_ordered: HashSet<u64>,
+    /// Bases of allocations whose `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` is set.
+    sync_memops: HashSet<u64>,
 }
 
 impl Facts {
@@ -18,12 +20,28 @@ impl Facts {
     pub fn retain(&mut self, live: impl Fn(u64) -> bool) {
         self.ids.retain(|b, _| live(*b));
         self.stream_ordered.retain(|b| live(*b));
+        self.sync_memops.retain(|b| live(*b));
     }
 
     /// Forgets a freed allocation.
     pub fn forget(&mut self, base: u64) {
         self.ids.remove(&base);
         self.stream_ordered.remove(&base);
+        self.sync_memops.remove(&base);
+    }
+
+    /// Sets or clears `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` of the allocation at `base`.
+    pub fn set_sync_memops(&mut self, base: u64, on: bool) {
+        if on {
+            self.sync_memops.insert(base);
+        } else {
+            self.sync_memops.remove(&base);
+        }
+    }
+
+    /// Whether `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` is set on the allocation at `base`.
+    pub fn sync_memops(&self, base: u64) -> bool {
+        self.sync_memops.contains(&base)
     }
 
     /// Records that the allocation at `base` came from the stream-ordered allocator.

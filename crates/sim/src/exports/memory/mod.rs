@@ -36,6 +36,52 @@ pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) 
     })
 }
 
+/// Row alignment of pitched allocations: the simulated device's choice, the
+/// alignment driver 580 gives rows on current GPUs.
+const PITCH_ALIGNMENT: usize = 512;
+
+/// `cuMemAllocPitch_v2`: `height` rows of `width` bytes, each row starting
+/// `PITCH_ALIGNMENT`-aligned. The element size must be 4, 8 or 16 and both
+/// dimensions non-zero (`CUDA_ERROR_INVALID_VALUE` otherwise).
+///
+/// # Safety
+/// `dptr` and `pitch` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocPitch_v2(
+    dptr: *mut CUdeviceptr,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    element: std::ffi::c_uint,
+) -> CUresult {
+    run("cuMemAllocPitch_v2", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let (out, pitch_out) = unsafe { (Out::new(dptr, "dptr")?, Out::new(pitch, "pPitch")?) };
+        if !matches!(element, 4 | 8 | 16) || width == 0 || height == 0 {
+            return crate::error::err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("pitched allocation {width}x{height}, element size {element}"),
+            );
+        }
+        let Some((row, bytes)) = width
+            .checked_next_multiple_of(PITCH_ALIGNMENT)
+            .and_then(|row| Some((row, row.checked_mul(height)?)))
+        else {
+            return crate::error::err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("pitched allocation {width}x{height} overflows"),
+            );
+        };
+        let mut st = sim.lock();
+        let ctx = context::current_usable(&st)?;
+        graph::forbid_unsafe(&mut st, "cuMemAllocPitch")?;
+        out.write(memory::alloc(&mut st, sim.cfg.memory_bytes, ctx, bytes)?);
+        pitch_out.write(row);
+        Ok(())
+    })
+}
+
 /// `cuMemFree_v2`: `dptr` must be the base of a live allocation.
 #[no_mangle]
 pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {

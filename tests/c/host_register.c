@@ -1,0 +1,268 @@
+/*
+ * host_register: cuMemHostRegister of the program's own memory, as pinned-
+ * memory users (numba's pinned arrays, cudaHostRegister) do: the bytes the
+ * program wrote before registering are kept, copies into and out of the
+ * registered pages and a kernel's stores through their device pointer are
+ * seen by the CPU, the flags and pointer attributes read back, and
+ * unregistering leaves the program its memory. Then bad input, each with the
+ * driver's error code: registering a range twice, unregistering memory that
+ * is not registered (or twice), unknown flags, NULL and empty ranges.
+ *
+ * The kernel is PTX on a GPU and the simulated device's built-in
+ * vector_add elsewhere, so the output is the same natively and through vgpu
+ * (gpu/frameworks.sh compares the two).
+ *
+ * Build:  cc -std=c11 -O2 -Wall -o host_register host_register.c -ldl
+ * Usage:  host_register [LIBRARY]      (default: libcuda.so.1)
+ * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
+ * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
+ *         loaded or lacks an entry point.
+ */
+#include "cuda_prelude.h"
+
+#include <sys/mman.h>
+
+enum { REGISTER_PORTABLE = 1, REGISTER_DEVICEMAP = 2, REGISTER_IOMEMORY = 4, REGISTER_READ_ONLY = 8 };
+enum { DEV_CAN_USE_HOST_POINTER = 91, DEV_READ_ONLY_HOST_REGISTER = 113 };
+enum { POINTER_MEMORY_TYPE = 2, POINTER_IS_MANAGED = 8 };
+enum { MEMORYTYPE_HOST = 1 };
+enum {
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+};
+
+static struct {
+    CUresult (*Init)(unsigned int);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemAllocHost)(void **, unsigned int);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*MemHostRegister)(void *, size_t, unsigned int);
+    CUresult (*MemHostRegister_v1)(void *, size_t, unsigned int);
+    CUresult (*MemHostUnregister)(void *);
+    CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned int);
+    CUresult (*MemHostGetFlags)(unsigned int *, void *);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+    CUresult (*StreamCreate)(CUstream *, unsigned int);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static const struct cu_entry entries[] = {
+    ENTRY(Init, "cuInit"),
+    ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DeviceGetAttribute, "cuDeviceGetAttribute"),
+    ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(CtxSynchronize, "cuCtxSynchronize"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"),
+    ENTRY(MemFree, "cuMemFree_v2"),
+    ENTRY(MemAllocHost, "cuMemAllocHost"),
+    ENTRY(MemFreeHost, "cuMemFreeHost"),
+    ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+    ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+    ENTRY(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+    ENTRY(MemsetD32, "cuMemsetD32_v2"),
+    ENTRY(MemHostRegister, "cuMemHostRegister_v2"),
+    ENTRY(MemHostRegister_v1, "cuMemHostRegister"),
+    ENTRY(MemHostUnregister, "cuMemHostUnregister"),
+    ENTRY(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+    ENTRY(MemHostGetFlags, "cuMemHostGetFlags"),
+    ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
+    ENTRY(StreamCreate, "cuStreamCreate"),
+    ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
+    ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+    ENTRY(ModuleLoadData, "cuModuleLoadData"),
+    ENTRY(ModuleUnload, "cuModuleUnload"),
+    ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
+    ENTRY(LaunchKernel, "cuLaunchKernel"),
+    ENTRY(GetErrorName, "cuGetErrorName"),
+};
+
+/* vector_add(const float *a, const float *b, float *c, int n): c[i] = a[i] + b[i]. */
+static const char PTX[] = ".version 7.0\n.target sm_50\n.address_size 64\n"
+                          ".visible .entry vector_add(.param .u64 pa, .param .u64 pb,\n"
+                          "    .param .u64 pc, .param .u32 pn)\n{\n"
+                          "  .reg .pred %p<2>;\n  .reg .b32 %r<6>;\n  .reg .f32 %f<4>;\n"
+                          "  .reg .b64 %rd<11>;\n"
+                          "  ld.param.u64 %rd1, [pa];\n  ld.param.u64 %rd2, [pb];\n"
+                          "  ld.param.u64 %rd3, [pc];\n  ld.param.u32 %r1, [pn];\n"
+                          "  mov.u32 %r2, %ctaid.x;\n  mov.u32 %r3, %ntid.x;\n"
+                          "  mov.u32 %r4, %tid.x;\n  mad.lo.s32 %r5, %r2, %r3, %r4;\n"
+                          "  setp.ge.s32 %p1, %r5, %r1;\n  @%p1 bra DONE;\n"
+                          "  cvta.to.global.u64 %rd4, %rd1;\n  cvta.to.global.u64 %rd5, %rd2;\n"
+                          "  cvta.to.global.u64 %rd6, %rd3;\n  mul.wide.s32 %rd7, %r5, 4;\n"
+                          "  add.s64 %rd8, %rd4, %rd7;\n  add.s64 %rd9, %rd5, %rd7;\n"
+                          "  add.s64 %rd10, %rd6, %rd7;\n  ld.global.f32 %f1, [%rd8];\n"
+                          "  ld.global.f32 %f2, [%rd9];\n  add.f32 %f3, %f1, %f2;\n"
+                          "  st.global.f32 [%rd10], %f3;\nDONE:\n  ret;\n}\n";
+static const char SIM_MODULE[] = "VGPU-SIM-MODULE 1\nkernel vector_add\n";
+
+#define N 4096
+#define BYTES (3 * N * sizeof(float))
+
+/* A kernel reads and writes registered pages through their device pointer. */
+static void kernel_through(float *host, CUdeviceptr d)
+{
+    CUmodule mod;
+    CUfunction fn;
+    if (cu.ModuleLoadData(&mod, PTX) != CUDA_SUCCESS &&
+        !EXPECT("module_load", cu.ModuleLoadData(&mod, SIM_MODULE), CUDA_SUCCESS))
+        return;
+    if (!EXPECT("module_get_function", cu.ModuleGetFunction(&fn, mod, "vector_add"), CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < N; i++) {
+        host[i] = (float)i;
+        host[N + i] = 2.0f;
+        host[2 * N + i] = 0.0f;
+    }
+    CUdeviceptr da = d, db = d + N * sizeof(float), dc = d + 2 * N * sizeof(float);
+    int n = N;
+    void *params[] = {&da, &db, &dc, &n};
+    EXPECT("launch_on_registered",
+           cu.LaunchKernel(fn, N / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    EXPECT("launch_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    int good = 1;
+    for (int i = 0; i < N; i++)
+        good &= host[2 * N + i] == (float)i + 2.0f;
+    expect_true("cpu_sees_kernel_writes", good, "kernel stores not seen");
+    EXPECT("module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
+}
+
+static void copies(unsigned int *host)
+{
+    CUdeviceptr d;
+    CUstream s;
+    if (!EXPECT("alloc_device", cu.MemAlloc(&d, BYTES), CUDA_SUCCESS))
+        return;
+    EXPECT("stream_create", cu.StreamCreate(&s, 0), CUDA_SUCCESS);
+    EXPECT("memset_device", cu.MemsetD32(d, 0xABCD1234u, 3 * N), CUDA_SUCCESS);
+    EXPECT("dtoh_async_into_registered", cu.MemcpyDtoHAsync(host, d, BYTES, s), CUDA_SUCCESS);
+    EXPECT("dtoh_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    int good = 1;
+    for (int i = 0; i < 3 * N; i++)
+        good &= host[i] == 0xABCD1234u;
+    expect_true("dtoh_registered_data", good, "copied bytes differ");
+    for (int i = 0; i < 3 * N; i++)
+        host[i] = (unsigned)i * 3u;
+    EXPECT("htod_async_from_registered", cu.MemcpyHtoDAsync(d, host, BYTES, s), CUDA_SUCCESS);
+    EXPECT("htod_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    static unsigned int back[3 * N];
+    EXPECT("dtoh_back", cu.MemcpyDtoH(back, d, BYTES), CUDA_SUCCESS);
+    expect_true("htod_registered_data", memcmp(back, host, BYTES) == 0, "bytes differ");
+    EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
+    EXPECT("free_device", cu.MemFree(d), CUDA_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
+    CUdevice dev;
+    CUcontext ctx;
+    if (!EXPECT("init", cu.Init(0), CUDA_SUCCESS) || !EXPECT("device_get", cu.DeviceGet(&dev, 0), CUDA_SUCCESS) ||
+        !EXPECT("primary_ctx_retain", cu.DevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS) ||
+        !EXPECT("ctx_set_current", cu.CtxSetCurrent(ctx), CUDA_SUCCESS))
+        return checks_summary();
+
+    /* The program's own anonymous pages, written before registration. */
+    size_t len = 2 * BYTES;
+    unsigned int *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!expect_true("mmap", mem != MAP_FAILED, "mmap failed"))
+        return checks_summary();
+    for (size_t i = 0; i < len / 4; i++)
+        mem[i] = (unsigned)i ^ 0x5555u;
+    unsigned int flags = REGISTER_PORTABLE | REGISTER_DEVICEMAP;
+    if (!EXPECT("register", cu.MemHostRegister(mem, BYTES, flags), CUDA_SUCCESS))
+        return checks_summary();
+    int kept = 1;
+    for (size_t i = 0; i < len / 4; i++)
+        kept &= mem[i] == ((unsigned)i ^ 0x5555u);
+    expect_true("register_keeps_bytes", kept, "bytes changed by registering");
+
+    unsigned int got = 0;
+    EXPECT("get_flags", cu.MemHostGetFlags(&got, mem), CUDA_SUCCESS);
+    expect_true("get_flags_value", got == flags, "not PORTABLE | DEVICEMAP");
+    EXPECT("get_flags_inside", cu.MemHostGetFlags(&got, mem + 100), CUDA_SUCCESS);
+    CUdeviceptr d = 0;
+    EXPECT("device_pointer", cu.MemHostGetDevicePointer(&d, mem, 0), CUDA_SUCCESS);
+    int same = 0;
+    cu.DeviceGetAttribute(&same, DEV_CAN_USE_HOST_POINTER, dev);
+    if (same)
+        expect_true("device_pointer_is_host_pointer", d == (CUdeviceptr)(uintptr_t)mem,
+                    "device pointer differs from the host pointer");
+    EXPECT("device_pointer_flags", cu.MemHostGetDevicePointer(&d, mem, 1), CUDA_ERROR_INVALID_VALUE);
+    unsigned int type = 0, managed = 7;
+    EXPECT("pointer_memory_type",
+           cu.PointerGetAttribute(&type, POINTER_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)mem),
+           CUDA_SUCCESS);
+    expect_true("pointer_memory_type_host", type == MEMORYTYPE_HOST, "not CU_MEMORYTYPE_HOST");
+    EXPECT("pointer_is_managed",
+           cu.PointerGetAttribute(&managed, POINTER_IS_MANAGED, (CUdeviceptr)(uintptr_t)mem),
+           CUDA_SUCCESS);
+    expect_true("pointer_is_managed_value", managed == 0, "IS_MANAGED is not 0");
+
+    kernel_through((float *)mem, d);
+    copies(mem);
+
+    EXPECT("register_twice", cu.MemHostRegister(mem, BYTES, flags),
+           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT("register_overlap", cu.MemHostRegister((char *)mem + 4096, 4096, 0),
+           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT("unregister_inside", cu.MemHostUnregister((char *)mem + 4096), CUDA_ERROR_INVALID_VALUE);
+    mem[5] = 555;
+    EXPECT("unregister", cu.MemHostUnregister(mem), CUDA_SUCCESS);
+    expect_true("unregister_keeps_bytes", mem[5] == 555 && mem[len / 4 - 1] == ((unsigned)(len / 4 - 1) ^ 0x5555u),
+                "bytes changed by unregistering");
+    EXPECT("unregister_twice", cu.MemHostUnregister(mem), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    static char never[64];
+    EXPECT("unregister_never_registered", cu.MemHostUnregister(never),
+           CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+
+    /* The first form and the other flags. */
+    EXPECT("register_v1", cu.MemHostRegister_v1(mem, 4096, 0), CUDA_SUCCESS);
+    EXPECT("get_flags_v1", cu.MemHostGetFlags(&got, mem), CUDA_SUCCESS);
+    expect_true("get_flags_v1_value", got == REGISTER_DEVICEMAP, "not DEVICEMAP");
+    EXPECT("unregister_v1", cu.MemHostUnregister(mem), CUDA_SUCCESS);
+    EXPECT("get_flags_unregistered", cu.MemHostGetFlags(&got, mem), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("register_unaligned", cu.MemHostRegister((char *)mem + 100, 5000, 0), CUDA_SUCCESS);
+    EXPECT("unregister_unaligned", cu.MemHostUnregister((char *)mem + 100), CUDA_SUCCESS);
+    int read_only = 0;
+    cu.DeviceGetAttribute(&read_only, DEV_READ_ONLY_HOST_REGISTER, dev);
+    if (read_only) {
+        EXPECT("register_read_only", cu.MemHostRegister(mem, 8192, REGISTER_READ_ONLY | REGISTER_DEVICEMAP),
+               CUDA_SUCCESS);
+        EXPECT("unregister_read_only", cu.MemHostUnregister(mem), CUDA_SUCCESS);
+    }
+    EXPECT("register_iomemory", cu.MemHostRegister(mem, 4096, REGISTER_IOMEMORY), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("register_unknown_flags", cu.MemHostRegister(mem, 4096, 0x10), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("register_null", cu.MemHostRegister(NULL, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("register_empty", cu.MemHostRegister(mem, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    munmap(mem, len);
+
+    void *p = NULL;
+    EXPECT("alloc_host_v1", cu.MemAllocHost(&p, 4096), CUDA_SUCCESS);
+    EXPECT("register_pinned", cu.MemHostRegister(p, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("unregister_pinned", cu.MemHostUnregister(p), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("free_host_v1", cu.MemFreeHost(p), CUDA_SUCCESS);
+    EXPECT("primary_ctx_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    return checks_summary();
+}
