@@ -421,3 +421,25 @@ fn python_files_and_3d_copies() {
         .assert_line("ok trace_has_arguments")
         .assert_line("0 failed");
 }
+
+/// The 32-bit first forms of the array calls, the per-thread forms of the
+/// array copies, destroyed arrays in copies, and a legacy texture reference
+/// of its own through vgpu (`tests/c/tail_copies.c`).
+#[test]
+fn c_first_forms_and_texture_references() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "tail_copies");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success();
+}
+
+/// Peer access and copies between contexts through vgpu (`tests/c/peer.c`).
+#[test]
+fn c_peer_access_and_copies() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "peer");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success();
+}

@@ -192,6 +192,62 @@ remote_table! {
         array: cuMipmappedArrayGetLevel = 478 gen;
         array: cuMipmappedArrayGetMemoryRequirements = 479 gen;
         array: cuMipmappedArrayGetSparseProperties = 480 gen;
+        array: cuMemcpyAtoD = 740 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA = 741 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA = 742 gen (sync);
+        array: cuMemcpyAtoD_v2_ptds = 743 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA_v2_ptds = 744 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA_v2_ptds = 745 gen (sync);
+        array: cuArrayCreate = 746 gen;
+        array: cuArray3DCreate = 747 gen;
+        array: cuArrayGetDescriptor = 748 gen;
+        array: cuArray3DGetDescriptor = 749 gen;
+
+        // ---- peer access (one context a device here; the driver answers) ----
+        peer: cuDeviceCanAccessPeer = 750 gen (nocontext);
+        peer: cuDeviceGetP2PAttribute = 751 gen (nocontext);
+        peer: cuDeviceGetP2PAtomicCapabilities = 752 gen (nocontext) [capabilities: array(count), operations: array(count)];
+        peer: cuCtxEnablePeerAccess = 753 gen;
+        peer: cuCtxDisablePeerAccess = 754 gen;
+        peer: cuMemcpyPeer = 755 gen (sync) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeer_ptds = 756 gen (sync) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeerAsync = 757 gen (posted(stream)) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeerAsync_ptsz = 758 gen (posted(stream)) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+
+        // ---- legacy texture and surface references (the driver answers) ----
+        texref: cuTexRefCreate = 760 gen;
+        texref: cuTexRefDestroy = 761 gen [hTexRef: destroys];
+        texref: cuTexRefSetArray = 762 gen;
+        texref: cuTexRefGetArray = 763 gen;
+        texref: cuTexRefSetMipmappedArray = 764 gen;
+        texref: cuTexRefGetMipmappedArray = 765 gen;
+        texref: cuTexRefSetAddress = 766 gen [dptr: range(bytes)];
+        texref: cuTexRefSetAddress_v2 = 767 gen [dptr: range(bytes)];
+        texref: cuTexRefGetAddress = 768 gen;
+        texref: cuTexRefGetAddress_v2 = 769 gen;
+        texref: cuTexRefSetAddress2D = 770 gen;
+        texref: cuTexRefSetAddress2D_v2 = 771 gen;
+        texref: cuTexRefSetAddress2D_v3 = 772 gen;
+        texref: cuTexRefSetFormat = 773 gen;
+        texref: cuTexRefGetFormat = 774 gen;
+        texref: cuTexRefSetAddressMode = 775 gen;
+        texref: cuTexRefGetAddressMode = 776 gen;
+        texref: cuTexRefSetFilterMode = 777 gen;
+        texref: cuTexRefGetFilterMode = 778 gen;
+        texref: cuTexRefSetMipmapFilterMode = 779 gen;
+        texref: cuTexRefGetMipmapFilterMode = 780 gen;
+        texref: cuTexRefSetMipmapLevelBias = 781 gen;
+        texref: cuTexRefGetMipmapLevelBias = 782 gen;
+        texref: cuTexRefSetMipmapLevelClamp = 783 gen;
+        texref: cuTexRefGetMipmapLevelClamp = 784 gen;
+        texref: cuTexRefSetMaxAnisotropy = 785 gen;
+        texref: cuTexRefGetMaxAnisotropy = 786 gen;
+        texref: cuTexRefSetBorderColor = 787 gen [pBorderColor: in, pBorderColor: array(4)];
+        texref: cuTexRefGetBorderColor = 788 gen [pBorderColor: array(4)];
+        texref: cuTexRefSetFlags = 789 gen;
+        texref: cuTexRefGetFlags = 790 gen;
+        texref: cuSurfRefSetArray = 791 gen;
+        texref: cuSurfRefGetArray = 792 gen;
     }
 
     manual {
@@ -240,7 +296,9 @@ remote_table! {
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
-            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy;
+            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
+            cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
+            cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyAtoHAsync_v2_ptsz;
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;

@@ -267,6 +267,14 @@ implement! {
     cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
     cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
     cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
+    cuMemcpyHtoA(a, off, src, n) => array::htoa(a, off as usize, src, n as usize, None);
+    cuMemcpyAtoH(dst, a, off, n) => array::atoh(dst, a, off as usize, n as usize, None);
+    cuMemcpyHtoAAsync(a, off, src, n, s) => array::htoa(a, off as usize, src, n as usize, Some(stream::id(s)));
+    cuMemcpyAtoHAsync(dst, a, off, n, s) => array::atoh(dst, a, off as usize, n as usize, Some(stream::id(s)));
+    cuMemcpyHtoA_v2_ptds(a, off, src, n) => array::htoa(a, off, src, n, Some(2));
+    cuMemcpyAtoH_v2_ptds(dst, a, off, n) => array::atoh(dst, a, off, n, Some(2));
+    cuMemcpyHtoAAsync_v2_ptsz(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id_ptsz(s)));
+    cuMemcpyAtoHAsync_v2_ptsz(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id_ptsz(s)));
     cuTexObjectCreate(p, res, tex, view) => texture::create(p, res, tex, view);
     cuTexObjectDestroy(t) => texture::destroy(t, false);
     cuTexObjectGetResourceDesc(d, t) => texture::describe(d.cast(), t, false, texture::What::Resource);

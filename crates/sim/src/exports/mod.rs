@@ -28,11 +28,13 @@ mod launch;
 mod library;
 mod memory;
 mod module;
+mod peer;
 mod pointer;
 mod pool;
 mod profiler;
 mod stream;
 mod tensormap;
+mod texref;
 mod texture;
 mod vmm;
 

@@ -18,13 +18,13 @@ pub(crate) mod pool;
 pub(crate) mod stream;
 pub(crate) mod vmm;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
-use array::{Array, MipmappedArray, TexObject};
+use array::{Array, MipmappedArray, TexObject, TexRef};
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -75,6 +75,13 @@ pub(crate) struct Ext {
     pub last_tex_object: u64,
     /// Graphs, executable graphs and open stream captures.
     pub graphs: crate::graph::Graphs,
+    /// Legacy texture references by handle: those `cuTexRefCreate` made and
+    /// the modules' references the application has set up.
+    pub texrefs: HashMap<usize, TexRef>,
+    /// The array bound to each module surface reference, by handle.
+    pub surfrefs: HashMap<usize, usize>,
+    /// Contexts (first) that enabled peer access to another (second).
+    pub peers: BTreeSet<(usize, usize)>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
