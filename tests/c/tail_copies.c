@@ -51,11 +51,13 @@ enum {
     ADDRESS_MODE_BORDER = 3,
     FILTER_MODE_LINEAR = 1,
     TRSF_NORMALIZED_COORDINATES = 0x02,
+    ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
 };
 
 static struct {
     CUresult (*Init)(unsigned int);
     CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
@@ -119,6 +121,7 @@ static struct {
 static const struct cu_entry entries[] = {
     ENTRY(Init, "cuInit"),
     ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DeviceGetAttribute, "cuDeviceGetAttribute"),
     ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
@@ -310,8 +313,12 @@ static void per_thread(void)
 }
 
 /* A texture reference of its own: what it is bound to and how it reads. */
-static void texrefs(void)
+static void texrefs(CUdevice device)
 {
+    int align = 0;
+    EXPECT("texture_alignment",
+           cu.DeviceGetAttribute(&align, ATTRIBUTE_TEXTURE_ALIGNMENT, device), CUDA_SUCCESS);
+    const CUdeviceptr TEXTURE_ALIGNMENT = align > 0 ? (CUdeviceptr)align : 1;
     CUtexref t = NULL;
     CUresult r = cu.TexRefCreate(&t);
     if (r != CUDA_SUCCESS) {
@@ -384,17 +391,29 @@ static void texrefs(void)
 
     CUdeviceptr dev = 0, got_dev = 0;
     size_t offset = 1;
-    EXPECT("texref_alloc", cu.MemAlloc(&dev, 4096), CUDA_SUCCESS);
+    EXPECT("texref_alloc", cu.MemAlloc(&dev, 8192), CUDA_SUCCESS);
     EXPECT("texref_set_address", cu.TexRefSetAddress(&offset, t, dev, 4096), CUDA_SUCCESS);
-    expect_true("texref_set_address_offset", offset == 0,
-                "an allocation's base needs no offset");
+    expect_true("texref_set_address_offset",
+                offset < TEXTURE_ALIGNMENT && (dev - offset) % TEXTURE_ALIGNMENT == 0,
+                "the offset does not lead back to an aligned address");
     EXPECT("texref_get_address", cu.TexRefGetAddress(&got_dev, t), CUDA_SUCCESS);
     expect_true("texref_address_value", got_dev == dev, "not the address bound");
     expect_failure("texref_get_array_after_address", cu.TexRefGetArray(&bound, t));
     CUDA_ARRAY_DESCRIPTOR d2 = {16, 16, FORMAT_FLOAT, 1};
-    EXPECT("texref_set_address_2d", cu.TexRefSetAddress2D(t, &d2, dev, 128), CUDA_SUCCESS);
-    expect_failure("texref_set_address_2d_short_pitch", cu.TexRefSetAddress2D(t, &d2, dev, 32));
-    expect_failure("texref_set_address_past_end", cu.TexRefSetAddress(&offset, t, dev, 8192));
+    /* Pitched memory must start at the texture alignment. */
+    CUdeviceptr aligned = (dev + TEXTURE_ALIGNMENT - 1) & ~(TEXTURE_ALIGNMENT - 1);
+    EXPECT("texref_set_address_2d", cu.TexRefSetAddress2D(t, &d2, aligned, 128), CUDA_SUCCESS);
+    EXPECT("texref_get_address_2d", cu.TexRefGetAddress(&got_dev, t), CUDA_SUCCESS);
+    expect_true("texref_address_2d_value", got_dev == aligned, "not the address bound");
+    expect_failure("texref_set_address_2d_short_pitch",
+                   cu.TexRefSetAddress2D(t, &d2, aligned, 32));
+    expect_failure("texref_set_address_2d_unaligned",
+                   cu.TexRefSetAddress2D(t, &d2, aligned + 4, 128));
+    /* vgpu binds only memory of the session's own allocations; the driver
+     * need not look (it reads the memory only when a kernel fetches). */
+    if (invalid_handle_checks())
+        expect_failure("texref_set_address_past_end",
+                       cu.TexRefSetAddress(&offset, t, dev, 8192 + 64));
 
     EXPECT("texref_destroy", cu.TexRefDestroy(t), CUDA_SUCCESS);
     if (invalid_handle_checks()) {
@@ -418,7 +437,7 @@ int main(int argc, char **argv)
         return checks_summary();
     first_forms();
     per_thread();
-    texrefs();
+    texrefs(dev);
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();
 }

@@ -431,7 +431,33 @@ fn c_first_forms_and_texture_references() {
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "tail_copies");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
-    out.assert_success();
+    out.assert_success()
+        .assert_line("ok v1_descriptor_values")
+        .assert_line("ok v1_descriptor_3d_values")
+        .assert_line("ok v1_atoa_data")
+        .assert_line("ok v1_async_data")
+        .assert_line("ok v1_atod_truncated: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_htoa_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_atoa_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_htoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok v1_atoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok v1_descriptor_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok ptds_round_trip_data")
+        .assert_line("ok ptsz_round_trip_data")
+        .assert_line("ok ptds_atod_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok ptds_dtoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok texref_format_values")
+        .assert_line("ok texref_border_color_values")
+        .assert_line("ok texref_mipmap_clamp_values")
+        .assert_line("ok texref_array_value")
+        .assert_line("ok texref_array_format_values")
+        .assert_line("ok texref_get_array_unbound: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_address_value")
+        .assert_line("ok texref_address_2d_value")
+        .assert_line("ok texref_set_address_2d_unaligned: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_set_address_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_destroy_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("108 checks, 0 failed");
 }
 
 /// Peer access and copies between contexts through vgpu (`tests/c/peer.c`).
@@ -441,5 +467,18 @@ fn c_peer_access_and_copies() {
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "peer");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
-    out.assert_success();
+    out.assert_success()
+        .assert_line("ok can_access_self_value")
+        .assert_line("ok p2p_attribute_self: CUDA_ERROR_INVALID_DEVICE")
+        .assert_line("ok p2p_atomics_self: CUDA_ERROR_INVALID_DEVICE")
+        .assert_line("ok enable_peer_self: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("ok enable_peer_same_device: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
+        .assert_line("ok disable_peer_not_enabled: CUDA_ERROR_PEER_ACCESS_NOT_ENABLED")
+        .assert_line("ok memcpy_peer_data")
+        .assert_line("ok memcpy_peer_ptds_data")
+        .assert_line("ok memcpy_peer_async_data")
+        .assert_line("ok memcpy_peer_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_peer_dst_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("42 checks, 0 failed");
 }
