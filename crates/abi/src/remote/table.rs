@@ -248,6 +248,9 @@ remote_table! {
         texref: cuTexRefGetFlags = 790 gen;
         texref: cuSurfRefSetArray = 791 gen;
         texref: cuSurfRefGetArray = 792 gen;
+
+        // ---- multicast objects ----
+        multicast: cuMulticastGetGranularity = 805 gen;
     }
 
     manual {
@@ -315,6 +318,8 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        multicast: cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastBindAddr,
+            cuMulticastUnbind;
     }
 
     ops {
@@ -493,6 +498,22 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
+        /// reply's `handle` is an id the worker minted for the driver's
+        /// handle, among the allocation handles (`cuMemRelease` releases it).
+        multicast: MulticastCreate = 800 { prop: bytes(32) } => { handle: u64 };
+        /// `cuMulticastAddDevice` of a multicast handle id.
+        multicast: MulticastAddDevice = 801 { handle: u64, device: i32 } => {};
+        /// `cuMulticastBindMem`: allocation handle id `mem` into multicast
+        /// handle id `handle`.
+        multicast: MulticastBindMem = 802 { handle: u64, mc_offset: u64, mem: u64, mem_offset: u64,
+            size: u64, flags: u64 } => {};
+        /// `cuMulticastBindAddr`: `size` bytes at `ptr`, which must be mapped
+        /// memory of this session, into multicast handle id `handle`.
+        multicast: MulticastBindAddr = 803 { handle: u64, mc_offset: u64, ptr: devptr, size: u64,
+            flags: u64 } => {};
+        /// `cuMulticastUnbind` of a range of multicast handle id `handle` on `device`.
+        multicast: MulticastUnbind = 804 { handle: u64, device: i32, mc_offset: u64, size: u64 } => {};
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -3135,6 +3135,39 @@ fn cuModuleGetTexRef() {
     });
 }
 
+/// `cuMulticastGetGranularity` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMulticastGetGranularity() {
+    case("generated::cuMulticastGetGranularity", |f| {
+        let call: unsafe extern "C" fn(
+            *mut usize,
+            *const vgpu_abi::types::CUmulticastObjectProp,
+            vgpu_abi::types::CUmulticastGranularity_flags,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMulticastGetGranularity");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+        let mut i_prop = Record::<vgpu_abi::types::CUmulticastObjectProp>::from_bytes(&pattern(
+            805,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_granularity,
+                i_prop.as_ptr(),
+                vgpu_abi::types::CUmulticastGranularity_flags(777384866u32),
+            )
+        };
+        f.ok("cuMulticastGetGranularity", st);
+        assert_eq!(
+            o_granularity, 15824718364428801430usize,
+            "cuMulticastGetGranularity: granularity"
+        );
+    });
+}
+
 /// `cuOccupancyAvailableDynamicSMemPerBlock` arrives with the values passed and its outputs come back.
 #[test]
 fn cuOccupancyAvailableDynamicSMemPerBlock() {

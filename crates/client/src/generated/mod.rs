@@ -169,6 +169,7 @@ crate::api::implement! {
     cuModuleGetLoadingMode(mode) => self::module_get_loading_mode(mode);
     cuModuleGetSurfRef(pSurfRef, hmod, name) => self::module_get_surf_ref(pSurfRef, hmod, name);
     cuModuleGetTexRef(pTexRef, hmod, name) => self::module_get_tex_ref(pTexRef, hmod, name);
+    cuMulticastGetGranularity(granularity, prop, option) => self::multicast_get_granularity(granularity, prop, option);
     cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) => self::occupancy_available_dynamic_smem_per_block(dynamicSmemSize, func, numBlocks, blockSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) => self::occupancy_max_active_blocks_per_multiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) => self::occupancy_max_active_blocks_per_multiprocessor_with_flags(numBlocks, func, blockSize, dynamicSMemSize, flags);
@@ -3223,6 +3224,33 @@ pub unsafe fn module_get_tex_ref(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pTexRef, wire::handle(rep.ptex_ref.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuMulticastGetGranularity`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn multicast_get_granularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(granularity)?;
+    non_null(prop)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_prop = unsafe { call::record_bytes_at(prop) };
+    let r = vgpu_proto::multicast_get_granularity::Request {
+        prop: b_prop,
+        option: U32::new(option.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(granularity, wire::usize(rep.granularity.get()))?;
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ mod launch;
 mod library;
 mod memory;
 mod module;
+mod multicast;
 mod options;
 mod order;
 mod pointer;

@@ -704,6 +704,22 @@ pub enum Op {
     SurfRefSetArray = 791,
     /// `cuSurfRefGetArray`.
     SurfRefGetArray = 792,
+    /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
+    /// reply's `handle` is an id the worker minted for the driver's
+    /// handle, among the allocation handles (`cuMemRelease` releases it).
+    MulticastCreate = 800,
+    /// `cuMulticastAddDevice` of a multicast handle id.
+    MulticastAddDevice = 801,
+    /// `cuMulticastBindMem`: allocation handle id `mem` into multicast
+    /// handle id `handle`.
+    MulticastBindMem = 802,
+    /// `cuMulticastBindAddr`: `size` bytes at `ptr`, which must be mapped
+    /// memory of this session, into multicast handle id `handle`.
+    MulticastBindAddr = 803,
+    /// `cuMulticastUnbind` of a range of multicast handle id `handle` on `device`.
+    MulticastUnbind = 804,
+    /// `cuMulticastGetGranularity`.
+    MulticastGetGranularity = 805,
 }
 
 impl Op {
@@ -999,6 +1015,12 @@ impl Op {
         Op::TexRefGetFlags,
         Op::SurfRefSetArray,
         Op::SurfRefGetArray,
+        Op::MulticastCreate,
+        Op::MulticastAddDevice,
+        Op::MulticastBindMem,
+        Op::MulticastBindAddr,
+        Op::MulticastUnbind,
+        Op::MulticastGetGranularity,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1298,6 +1320,12 @@ impl Op {
             Op::TexRefGetFlags => "TexRefGetFlags",
             Op::SurfRefSetArray => "SurfRefSetArray",
             Op::SurfRefGetArray => "SurfRefGetArray",
+            Op::MulticastCreate => "MulticastCreate",
+            Op::MulticastAddDevice => "MulticastAddDevice",
+            Op::MulticastBindMem => "MulticastBindMem",
+            Op::MulticastBindAddr => "MulticastBindAddr",
+            Op::MulticastUnbind => "MulticastUnbind",
+            Op::MulticastGetGranularity => "MulticastGetGranularity",
         }
     }
 
@@ -1594,6 +1622,12 @@ impl Op {
             Op::TexRefGetFlags => false,
             Op::SurfRefSetArray => false,
             Op::SurfRefGetArray => false,
+            Op::MulticastCreate => false,
+            Op::MulticastAddDevice => false,
+            Op::MulticastBindMem => false,
+            Op::MulticastBindAddr => false,
+            Op::MulticastUnbind => false,
+            Op::MulticastGetGranularity => false,
         }
     }
 
@@ -1890,6 +1924,12 @@ impl Op {
             Op::TexRefGetFlags => true,
             Op::SurfRefSetArray => true,
             Op::SurfRefGetArray => true,
+            Op::MulticastCreate => true,
+            Op::MulticastAddDevice => true,
+            Op::MulticastBindMem => true,
+            Op::MulticastBindAddr => true,
+            Op::MulticastUnbind => true,
+            Op::MulticastGetGranularity => true,
         }
     }
 
@@ -2186,6 +2226,12 @@ impl Op {
             Op::TexRefGetFlags => false,
             Op::SurfRefSetArray => false,
             Op::SurfRefGetArray => false,
+            Op::MulticastCreate => false,
+            Op::MulticastAddDevice => false,
+            Op::MulticastBindMem => false,
+            Op::MulticastBindAddr => false,
+            Op::MulticastUnbind => false,
+            Op::MulticastGetGranularity => false,
         }
     }
 
@@ -2582,6 +2628,14 @@ impl Op {
             Op::TexRefGetFlags => core::mem::size_of::<tex_ref_get_flags::Request>(),
             Op::SurfRefSetArray => core::mem::size_of::<surf_ref_set_array::Request>(),
             Op::SurfRefGetArray => core::mem::size_of::<surf_ref_get_array::Request>(),
+            Op::MulticastCreate => core::mem::size_of::<multicast_create::Request>(),
+            Op::MulticastAddDevice => core::mem::size_of::<multicast_add_device::Request>(),
+            Op::MulticastBindMem => core::mem::size_of::<multicast_bind_mem::Request>(),
+            Op::MulticastBindAddr => core::mem::size_of::<multicast_bind_addr::Request>(),
+            Op::MulticastUnbind => core::mem::size_of::<multicast_unbind::Request>(),
+            Op::MulticastGetGranularity => {
+                core::mem::size_of::<multicast_get_granularity::Request>()
+            }
         }
     }
 
@@ -2958,6 +3012,12 @@ impl Op {
             Op::TexRefGetFlags => core::mem::size_of::<tex_ref_get_flags::Reply>(),
             Op::SurfRefSetArray => core::mem::size_of::<surf_ref_set_array::Reply>(),
             Op::SurfRefGetArray => core::mem::size_of::<surf_ref_get_array::Reply>(),
+            Op::MulticastCreate => core::mem::size_of::<multicast_create::Reply>(),
+            Op::MulticastAddDevice => core::mem::size_of::<multicast_add_device::Reply>(),
+            Op::MulticastBindMem => core::mem::size_of::<multicast_bind_mem::Reply>(),
+            Op::MulticastBindAddr => core::mem::size_of::<multicast_bind_addr::Reply>(),
+            Op::MulticastUnbind => core::mem::size_of::<multicast_unbind::Reply>(),
+            Op::MulticastGetGranularity => core::mem::size_of::<multicast_get_granularity::Reply>(),
         }
     }
 
@@ -3598,6 +3658,18 @@ impl Op {
             Op::TexRefGetFlags => message::check::<tex_ref_get_flags::Request>(fixed, blob_len),
             Op::SurfRefSetArray => message::check::<surf_ref_set_array::Request>(fixed, blob_len),
             Op::SurfRefGetArray => message::check::<surf_ref_get_array::Request>(fixed, blob_len),
+            Op::MulticastCreate => message::check::<multicast_create::Request>(fixed, blob_len),
+            Op::MulticastAddDevice => {
+                message::check::<multicast_add_device::Request>(fixed, blob_len)
+            }
+            Op::MulticastBindMem => message::check::<multicast_bind_mem::Request>(fixed, blob_len),
+            Op::MulticastBindAddr => {
+                message::check::<multicast_bind_addr::Request>(fixed, blob_len)
+            }
+            Op::MulticastUnbind => message::check::<multicast_unbind::Request>(fixed, blob_len),
+            Op::MulticastGetGranularity => {
+                message::check::<multicast_get_granularity::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -4125,6 +4197,16 @@ impl Op {
             Op::TexRefGetFlags => message::check::<tex_ref_get_flags::Reply>(fixed, blob_len),
             Op::SurfRefSetArray => message::check::<surf_ref_set_array::Reply>(fixed, blob_len),
             Op::SurfRefGetArray => message::check::<surf_ref_get_array::Reply>(fixed, blob_len),
+            Op::MulticastCreate => message::check::<multicast_create::Reply>(fixed, blob_len),
+            Op::MulticastAddDevice => {
+                message::check::<multicast_add_device::Reply>(fixed, blob_len)
+            }
+            Op::MulticastBindMem => message::check::<multicast_bind_mem::Reply>(fixed, blob_len),
+            Op::MulticastBindAddr => message::check::<multicast_bind_addr::Reply>(fixed, blob_len),
+            Op::MulticastUnbind => message::check::<multicast_unbind::Reply>(fixed, blob_len),
+            Op::MulticastGetGranularity => {
+                message::check::<multicast_get_granularity::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -4423,6 +4505,12 @@ impl TryFrom<u16> for Op {
             790 => Ok(Op::TexRefGetFlags),
             791 => Ok(Op::SurfRefSetArray),
             792 => Ok(Op::SurfRefGetArray),
+            800 => Ok(Op::MulticastCreate),
+            801 => Ok(Op::MulticastAddDevice),
+            802 => Ok(Op::MulticastBindMem),
+            803 => Ok(Op::MulticastBindAddr),
+            804 => Ok(Op::MulticastUnbind),
+            805 => Ok(Op::MulticastGetGranularity),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4721,6 +4809,12 @@ pub const SCHEMA: &str = concat!(
     "790 TexRefGetFlags {htex_ref:handle(TexRef)} => {pflags:u32}\n",
     "791 SurfRefSetArray {hsurf_ref:handle(SurfRef),harray:handle(Array),flags:u32} => {}\n",
     "792 SurfRefGetArray {hsurf_ref:handle(SurfRef)} => {ph_array:handle(Array)}\n",
+    "800 MulticastCreate {prop:bytes(32)} => {handle:u64}\n",
+    "801 MulticastAddDevice {handle:u64,device:i32} => {}\n",
+    "802 MulticastBindMem {handle:u64,mc_offset:u64,mem:u64,mem_offset:u64,size:u64,flags:u64} => {}\n",
+    "803 MulticastBindAddr {handle:u64,mc_offset:u64,ptr:devptr,size:u64,flags:u64} => {}\n",
+    "804 MulticastUnbind {handle:u64,device:i32,mc_offset:u64,size:u64} => {}\n",
+    "805 MulticastGetGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>()),option:u32} => {granularity:u64}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -16952,6 +17046,258 @@ pub mod surf_ref_get_array {
     }
 }
 
+/// The hand-written operation MulticastCreate: wire id 800.
+pub mod multicast_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub prop: [u8; 32],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastAddDevice: wire id 801.
+pub mod multicast_add_device {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastAddDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastAddDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastBindMem: wire id 802.
+pub mod multicast_bind_mem {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub mc_offset: U64,
+        pub mem: U64,
+        pub mem_offset: U64,
+        pub size: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastBindMem;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastBindMem;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastBindAddr: wire id 803.
+pub mod multicast_bind_addr {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub mc_offset: U64,
+        pub ptr: U64,
+        pub size: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastBindAddr;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastBindAddr;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastUnbind: wire id 804.
+pub mod multicast_unbind {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub device: I32,
+        pub mc_offset: U64,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastUnbind;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastUnbind;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMulticastGetGranularity`: wire id 805.
+pub mod multicast_get_granularity {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub prop: [u8; core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>()],
+        pub option: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub granularity: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastGetGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastGetGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -18535,6 +18881,13 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = surf_ref_get_array::Request::new_zeroed();
             let mut blob = Vec::new();
             r.hsurf_ref = U64::new(0x4100_0000_0000_004b);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MulticastGetGranularity => {
+            let mut r = multicast_get_granularity::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.prop.fill(114);
+            r.option = U32::new(3);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

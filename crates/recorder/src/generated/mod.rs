@@ -3125,6 +3125,43 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMulticastGetGranularity`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMulticastGetGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CUresult {
+    let mut c = Check::new("cuMulticastGetGranularity");
+    c.non_null("granularity", granularity);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmulticastObjectProp`.
+    unsafe {
+        c.bytes(
+            "prop",
+            prop.cast(),
+            &pattern(
+                805,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>(),
+            ),
+        )
+    };
+    c.eq(
+        "option",
+        option,
+        vgpu_abi::types::CUmulticastGranularity_flags(777384866u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { granularity.write_unaligned(15824718364428801430usize) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuOccupancyAvailableDynamicSMemPerBlock`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -4775,6 +4812,7 @@ pub const EXPORTS: &[&str] = &[
     "cuModuleGetLoadingMode",
     "cuModuleGetSurfRef",
     "cuModuleGetTexRef",
+    "cuMulticastGetGranularity",
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
@@ -4994,6 +5032,7 @@ const _: crate::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: crate::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
 const _: crate::signature::cuModuleGetSurfRef = cuModuleGetSurfRef;
 const _: crate::signature::cuModuleGetTexRef = cuModuleGetTexRef;
+const _: crate::signature::cuMulticastGetGranularity = cuMulticastGetGranularity;
 const _: crate::signature::cuOccupancyAvailableDynamicSMemPerBlock =
     cuOccupancyAvailableDynamicSMemPerBlock;
 const _: crate::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =

@@ -28,6 +28,7 @@ mod launch;
 mod library;
 mod memory;
 mod module;
+mod multicast;
 mod peer;
 mod pointer;
 mod pool;

@@ -329,6 +329,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::TexRefGetFlags => tex_ref_get_flags(s, req),
         Op::SurfRefSetArray => surf_ref_set_array(s, req),
         Op::SurfRefGetArray => surf_ref_get_array(s, req),
+        Op::MulticastCreate => super::multicast::multicast_create(lane, s, req),
+        Op::MulticastAddDevice => super::multicast::multicast_add_device(lane, s, req),
+        Op::MulticastBindMem => super::multicast::multicast_bind_mem(lane, s, req),
+        Op::MulticastBindAddr => super::multicast::multicast_bind_addr(lane, s, req),
+        Op::MulticastUnbind => super::multicast::multicast_unbind(lane, s, req),
+        Op::MulticastGetGranularity => multicast_get_granularity(s, req),
     }
 }
 
@@ -5361,6 +5367,29 @@ fn surf_ref_get_array(s: &Session, req: &Request) -> Result<Reply, Status> {
     Ok(Reply::new(
         &vgpu_proto::surf_ref_get_array::Reply {
             ph_array: U64::new(id_ph_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMulticastGetGranularity`.
+fn multicast_get_granularity(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::multicast_get_granularity::Request = calls::message(req)?;
+    let a_option = vgpu_abi::types::CUmulticastGranularity_flags(r.option.get());
+    let t = s.tables();
+    // SAFETY: `CUmulticastObjectProp` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_prop: vgpu_abi::types::CUmulticastObjectProp = unsafe { calls::record(&r.prop) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMulticastGetGranularity)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_granularity, &a_prop, a_option) })?;
+    Ok(Reply::new(
+        &vgpu_proto::multicast_get_granularity::Reply {
+            granularity: U64::new(o_granularity as u64),
         },
         Vec::new(),
     ))

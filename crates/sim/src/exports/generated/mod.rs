@@ -2074,6 +2074,24 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
     })
 }
 
+/// `cuMulticastGetGranularity`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMulticastGetGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CUresult {
+    run("cuMulticastGetGranularity", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let granularity = unsafe { Out::new(granularity, "granularity") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::multicast::multicast_get_granularity(granularity, prop, option) }
+    })
+}
+
 /// `cuOccupancyAvailableDynamicSMemPerBlock`.
 ///
 /// # Safety
@@ -3316,6 +3334,7 @@ pub const EXPORTS: &[&str] = &[
     "cuModuleGetLoadingMode",
     "cuModuleGetSurfRef",
     "cuModuleGetTexRef",
+    "cuMulticastGetGranularity",
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
@@ -3535,6 +3554,7 @@ const _: super::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: super::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
 const _: super::signature::cuModuleGetSurfRef = cuModuleGetSurfRef;
 const _: super::signature::cuModuleGetTexRef = cuModuleGetTexRef;
+const _: super::signature::cuMulticastGetGranularity = cuMulticastGetGranularity;
 const _: super::signature::cuOccupancyAvailableDynamicSMemPerBlock =
     cuOccupancyAvailableDynamicSMemPerBlock;
 const _: super::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =
