@@ -482,3 +482,22 @@ fn c_peer_access_and_copies() {
         .assert_line("ok memcpy_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
         .assert_line("42 checks, 0 failed");
 }
+
+/// Multicast objects through vgpu on a device without multicast support,
+/// and handles the program was never given (`tests/c/multicast.c`).
+#[test]
+fn c_multicast_objects() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "multicast");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok multicast_supported: 0")
+        .assert_line("ok granularity_unsupported: CUDA_ERROR_NOT_SUPPORTED")
+        .assert_line("ok create_unsupported: CUDA_ERROR_NOT_SUPPORTED")
+        .assert_line("ok add_device_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok bind_addr_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok unbind_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok create_null_prop: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("13 checks, 0 failed");
+}
