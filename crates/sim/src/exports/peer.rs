@@ -107,36 +107,33 @@ pub(crate) unsafe fn device_get_p2p_atomic_capabilities(
     Ok(())
 }
 
-/// The current context and the live peer context `peer`, with their devices.
+/// The current context and the live peer context `peer`, with their
+/// devices. The current context may be its own peer context: its device is
+/// then the same (driver 580 answers as for any context of the same device).
 fn pair(st: &State, peer: CUcontext) -> Res<((usize, usize), (usize, usize))> {
     let cur = context::current(st)?;
     let peer = key(peer);
     let (cur_dev, peer_dev) = (context::live(st, cur)?.device, context::live(st, peer)?.device);
-    if cur == peer {
-        return err(
-            CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            "the peer context is the current context",
-        );
-    }
     Ok(((cur, cur_dev), (peer, peer_dev)))
 }
 
-/// `cuCtxEnablePeerAccess`: `Flags` must be 0; the peer context's device
-/// must be another device.
+/// `cuCtxEnablePeerAccess`: the peer context's device must be another
+/// device (`CUDA_ERROR_PEER_ACCESS_UNSUPPORTED`, also for the current
+/// context itself), and `Flags` 0.
 pub(crate) fn ctx_enable_peer_access(peer: CUcontext, flags: c_uint) -> Res<()> {
     let sim = state::sim()?;
     let mut st = sim.lock();
     let ((cur, cur_dev), (peer, peer_dev)) = pair(&st, peer)?;
-    if flags != 0 {
-        return err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            format!("Flags {flags:#x} is not 0"),
-        );
-    }
     if cur_dev == peer_dev {
         return err(
             CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
             format!("device {cur_dev} is not a peer of itself"),
+        );
+    }
+    if flags != 0 {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("Flags {flags:#x} is not 0"),
         );
     }
     if !st.ext.peers.insert((cur, peer)) {
@@ -148,7 +145,8 @@ pub(crate) fn ctx_enable_peer_access(peer: CUcontext, flags: c_uint) -> Res<()> 
     Ok(())
 }
 
-/// `cuCtxDisablePeerAccess`: peer access must have been enabled.
+/// `cuCtxDisablePeerAccess`: peer access must have been enabled (never so
+/// for the current context itself).
 pub(crate) fn ctx_disable_peer_access(peer: CUcontext) -> Res<()> {
     let sim = state::sim()?;
     let mut st = sim.lock();
