@@ -21,20 +21,20 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuCoredump"], "Core dumps", "GPU core dump settings of the driver's process; not exposed to clients yet."),
     (&["cuProfiler"], "Profiler control", "Profiling runs against the worker; not remoted yet."),
     (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Graph, node and executable-graph handles and node parameter structs need translation in both directions; not remoted yet."),
-    (&["cuArray", "cuMipmappedArray", "cuTexObject", "cuSurfObject", "cuTexRef", "cuSurfRef"], "Arrays, textures and surfaces", "The 32-bit first forms (`cuArrayCreate`, …) and the legacy texture and surface references (`cuTexRef*`, `cuSurfRef*`, bound to module symbols) are not remoted yet."),
+    (&["cuArray", "cuMipmappedArray", "cuTexObject", "cuSurfObject", "cuTexRef", "cuSurfRef"], "Arrays, textures and surfaces", "Not remoted yet; arrays, texture and surface objects and the legacy texture and surface references are handles of the session, and every copy with an array side is bounded by the array's extent in the worker."),
     (&["cuIpc"], "Inter-process handles", "IPC handles would have to name the exporting session's worker; not remoted yet."),
     (&["cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemSetAccess", "cuMemGetAccess", "cuMemExport", "cuMemImport", "cuMemGetAllocationGranularity", "cuMemGetAllocationPropertiesFromHandle", "cuMemRetainAllocationHandle", "cuMemGetHandleForAddressRange"], "Virtual memory management", "Shareable handles (allocations passed between processes), handles for address ranges and sparse array mappings are not remoted yet."),
     (&["cuMemPool", "cuMemAllocFromPoolAsync", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuDeviceGetDefaultMemPool", "cuMemGetDefaultMemPool", "cuMemGetMemPool", "cuMemSetMemPool"], "Memory pools", "Pools are remoted as handles of the session; exporting and importing a pool or a pool pointer is not remoted yet."),
     (&["cuMemAllocManaged", "cuMemAdvise", "cuMemPrefetch", "cuMemRangeGetAttribute", "cuMemDiscard"], "Managed memory", "Managed pages migrate between the GPU and the process that allocated them, which is the worker; a client cannot map them."),
     (&["cuMemHostRegister", "cuMemHostUnregister"], "Host memory registration", "Registering pages of the client process would need the worker to map them; use cuMemHostAlloc, whose pages vgpu shares."),
     (&["cuExternalMemory", "cuImportExternal", "cuDestroyExternal", "cuSignalExternal", "cuWaitExternal", "cuExternalSemaphore"], "External memory and semaphores", "Their OS handles belong to the client process; not remoted."),
-    (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "Not remoted yet."),
-    (&["cuMulticast"], "Multicast objects", "Not remoted yet."),
+    (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "A green context hands out a context and streams that the client would have to adopt as its own, and resource descriptors the worker would have to keep; not remoted yet."),
+    (&["cuMulticast"], "Multicast objects", "Not remoted yet; multicast handles are allocation handles of the session (`cuMemRelease` releases them)."),
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
     (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
-    (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
+    (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet; the contexts of a peer copy are the session's and both ranges are checked against its allocations."),
     (&["cuLogs"], "Driver logs", "Not remoted yet."),
 ];
 
@@ -70,6 +70,8 @@ const GENERAL_REASON: &str =
 /// Entry points of a general area that are not remoted for a reason of
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
+    (&["cuMemcpyBatchAsync", "cuMemcpyBatchAsync_ptsz", "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz", "cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_ptsz", "cuMemcpy3DBatchAsync_v2", "cuMemcpy3DBatchAsync_v2_ptsz"], "Batches of copies with per-copy attributes: the worker would have to check every side of every copy as it checks a single copy, and carry the host sides; not remoted yet."),
+    (&["cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds", "cuMemcpy3DPeerAsync", "cuMemcpy3DPeerAsync_ptsz"], "A 3D copy between the memory of two contexts; not remoted yet (`cuMemcpy3D` and `cuMemcpyPeer` are)."),
     (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),
 ];

@@ -2,9 +2,7 @@
 //! A multicast handle is an id the worker minted among the allocation
 //! handles, never the driver's value, so `cuMemRelease` releases it.
 
-use vgpu_abi::types::{
-    CUdevice, CUdeviceptr, CUmemGenericAllocationHandle, CUmulticastObjectProp,
-};
+use vgpu_abi::types::{CUdevice, CUdeviceptr, CUmemGenericAllocationHandle, CUmulticastObjectProp};
 use vgpu_proto::{
     multicast_add_device, multicast_bind_addr, multicast_bind_mem, multicast_create,
     multicast_unbind,

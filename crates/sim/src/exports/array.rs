@@ -6,10 +6,10 @@ use std::ffi::c_void;
 use crate::array::{self, Run};
 use crate::context;
 use crate::cu::{
-    CUarray, CUarray_format, CUdevice, CUdeviceptr, CUmipmappedArray, CUresult, CUstream,
-    CUdeviceptr_v1, CUDA_ARRAY3D_DESCRIPTOR, CUDA_ARRAY3D_DESCRIPTOR_v1, CUDA_ARRAY_DESCRIPTOR,
-    CUDA_ARRAY_DESCRIPTOR_v1, CUDA_ARRAY_MEMORY_REQUIREMENTS,
-    CUDA_ARRAY_SPARSE_PROPERTIES, CUDA_MEMCPY3D,
+    CUDA_ARRAY3D_DESCRIPTOR_v1, CUDA_ARRAY_DESCRIPTOR_v1, CUarray, CUarray_format, CUdevice,
+    CUdeviceptr, CUdeviceptr_v1, CUmipmappedArray, CUresult, CUstream, CUDA_ARRAY3D_DESCRIPTOR,
+    CUDA_ARRAY_DESCRIPTOR, CUDA_ARRAY_MEMORY_REQUIREMENTS, CUDA_ARRAY_SPARSE_PROPERTIES,
+    CUDA_MEMCPY3D,
 };
 use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
@@ -399,7 +399,10 @@ fn wide(v: std::ffi::c_uint) -> usize {
 ///
 /// # Safety
 /// `p` must be NULL or readable.
-pub(crate) unsafe fn array_create(out: Out<CUarray>, p: *const CUDA_ARRAY_DESCRIPTOR_v1) -> Res<()> {
+pub(crate) unsafe fn array_create(
+    out: Out<CUarray>,
+    p: *const CUDA_ARRAY_DESCRIPTOR_v1,
+) -> Res<()> {
     // SAFETY: forwarded from this function's contract.
     let d = unsafe { read(p, "pAllocateArray") }?;
     let d2 = CUDA_ARRAY_DESCRIPTOR {

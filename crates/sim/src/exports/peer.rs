@@ -10,8 +10,7 @@ use std::ffi::{c_int, c_uint};
 use super::stream::ptsz;
 use crate::context;
 use crate::cu::{
-    CUatomicOperation, CUcontext, CUdevice, CUdevice_P2PAttribute, CUdeviceptr, CUresult,
-    CUstream,
+    CUatomicOperation, CUcontext, CUdevice, CUdevice_P2PAttribute, CUdeviceptr, CUresult, CUstream,
 };
 use crate::error::{err, Res};
 use crate::ffi::{key, Out};
@@ -113,7 +112,10 @@ pub(crate) unsafe fn device_get_p2p_atomic_capabilities(
 fn pair(st: &State, peer: CUcontext) -> Res<((usize, usize), (usize, usize))> {
     let cur = context::current(st)?;
     let peer = key(peer);
-    let (cur_dev, peer_dev) = (context::live(st, cur)?.device, context::live(st, peer)?.device);
+    let (cur_dev, peer_dev) = (
+        context::live(st, cur)?.device,
+        context::live(st, peer)?.device,
+    );
     Ok(((cur, cur_dev), (peer, peer_dev)))
 }
 

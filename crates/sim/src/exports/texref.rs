@@ -8,9 +8,9 @@ use std::ffi::{c_int, c_uint};
 use crate::array;
 use crate::context;
 use crate::cu::{
-    CUaddress_mode, CUarray, CUarray_format, CUdeviceptr, CUdeviceptr_v1, CUfilter_mode,
-    CUmipmappedArray, CUresult, CUsurfref, CUtexref, CUDA_ARRAY3D_SURFACE_LDST,
-    CUDA_ARRAY_DESCRIPTOR, CUDA_ARRAY_DESCRIPTOR_v1, CU_TRSA_OVERRIDE_FORMAT,
+    CUDA_ARRAY_DESCRIPTOR_v1, CUaddress_mode, CUarray, CUarray_format, CUdeviceptr, CUdeviceptr_v1,
+    CUfilter_mode, CUmipmappedArray, CUresult, CUsurfref, CUtexref, CUDA_ARRAY3D_SURFACE_LDST,
+    CUDA_ARRAY_DESCRIPTOR, CU_TRSA_OVERRIDE_FORMAT,
 };
 use crate::error::{err, Res};
 use crate::ffi::{key, Out};
@@ -75,7 +75,10 @@ pub(crate) fn tex_ref_destroy(h: CUtexref) -> Res<()> {
     let mut st = sim.lock();
     context::current(&st)?;
     let k = key(h);
-    check(!declared(&st, k, false), "a module's reference is not destroyed")?;
+    check(
+        !declared(&st, k, false),
+        "a module's reference is not destroyed",
+    )?;
     match st.ext.texrefs.remove(&k) {
         Some(_) => Ok(()),
         None => err(
@@ -221,15 +224,18 @@ pub(crate) fn tex_ref_get_address_v2(out: Out<CUdeviceptr>, h: CUtexref) -> Res<
 /// texture alignment, the pitch to the pitch alignment and at least a row.
 fn bind_2d(h: CUtexref, d: CUDA_ARRAY_DESCRIPTOR, dptr: CUdeviceptr, pitch: usize) -> Res<()> {
     let elem = element(d.Format.0, d.NumChannels)?;
-    let row = d.Width.checked_mul(elem).unwrap_or(usize::MAX);
-    check(dptr % TEXTURE_ALIGNMENT == 0, "dptr is not aligned")?;
+    let row = d.Width.saturating_mul(elem);
     check(
-        pitch % PITCH_ALIGNMENT == 0 && pitch >= row,
+        dptr.is_multiple_of(TEXTURE_ALIGNMENT),
+        "dptr is not aligned",
+    )?;
+    check(
+        pitch.is_multiple_of(PITCH_ALIGNMENT) && pitch >= row,
         "Pitch is not aligned or is shorter than a row",
     )?;
     {
         let st = state::sim()?.lock();
-        let bytes = pitch.checked_mul(d.Height.max(1)).unwrap_or(usize::MAX);
+        let bytes = pitch.saturating_mul(d.Height.max(1));
         memory::range(&st, dptr, bytes)?;
     }
     with(h, |t| {
@@ -325,11 +331,7 @@ pub(crate) fn tex_ref_set_format(h: CUtexref, fmt: CUarray_format, n: c_int) -> 
 }
 
 /// `cuTexRefGetFormat`.
-pub(crate) fn tex_ref_get_format(
-    fmt: Out<CUarray_format>,
-    n: Out<c_int>,
-    h: CUtexref,
-) -> Res<()> {
+pub(crate) fn tex_ref_get_format(fmt: Out<CUarray_format>, n: Out<c_int>, h: CUtexref) -> Res<()> {
     let (f, c) = with(h, |t| Ok((t.format, t.channels)))?;
     fmt.write(CUarray_format(f));
     n.write(c);
@@ -433,11 +435,7 @@ pub(crate) fn tex_ref_set_mipmap_level_clamp(h: CUtexref, min: f32, max: f32) ->
 }
 
 /// `cuTexRefGetMipmapLevelClamp`.
-pub(crate) fn tex_ref_get_mipmap_level_clamp(
-    min: Out<f32>,
-    max: Out<f32>,
-    h: CUtexref,
-) -> Res<()> {
+pub(crate) fn tex_ref_get_mipmap_level_clamp(min: Out<f32>, max: Out<f32>, h: CUtexref) -> Res<()> {
     let (lo, hi) = with(h, |t| Ok(t.mipmap_clamp))?;
     min.write(lo);
     max.write(hi);
@@ -502,7 +500,10 @@ pub(crate) fn tex_ref_get_flags(out: Out<c_uint>, h: CUtexref) -> Res<()> {
 /// The key of module surface reference `h` (`CUDA_ERROR_INVALID_VALUE` otherwise).
 fn surface(st: &State, h: CUsurfref) -> Res<usize> {
     let k = key(h);
-    check(declared(st, k, true), format!("{k:#x} is not a surface reference"))?;
+    check(
+        declared(st, k, true),
+        format!("{k:#x} is not a surface reference"),
+    )?;
     Ok(k)
 }
 

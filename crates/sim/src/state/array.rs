@@ -61,7 +61,10 @@ pub(crate) enum Binding {
     Array(usize),
     Mipmapped(usize),
     /// Linear (`pitch` None) or pitched 2D memory at a device address.
-    Memory { dptr: u64, pitch: Option<usize> },
+    Memory {
+        dptr: u64,
+        pitch: Option<usize>,
+    },
 }
 
 /// A legacy texture reference (`cuTexRefCreate`, or a module's `texref`):

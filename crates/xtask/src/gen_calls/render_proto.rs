@@ -245,8 +245,10 @@ fn checks(op: &Op, fields: &[Field], parts: &Option<Vec<String>>, request: bool)
                         );
                     }
                     Plan::InArray { count, elem, .. } => {
-                        let n = literal(count)
-                            .map_or_else(|| format!("u64::from(self.{}.get())", field_of(op, count)), |n| format!("{n}u64"));
+                        let n = literal(count).map_or_else(
+                            || format!("u64::from(self.{}.get())", field_of(op, count)),
+                            |n| format!("{n}u64"),
+                        );
                         let _ = writeln!(
                             c,
                             "            want = message::add(Self::OP, want, message::array_len(Self::OP, {n}, core::mem::size_of::<{elem}>())?)?;"
