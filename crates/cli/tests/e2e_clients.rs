@@ -502,3 +502,33 @@ fn c_multicast_objects() {
         .assert_line("ok create_null_prop: CUDA_ERROR_INVALID_VALUE")
         .assert_line("13 checks, 0 failed");
 }
+
+/// Green contexts through vgpu: the simulated device's SM resource, splits,
+/// a green context, its context and stream used like any other, events, its
+/// destruction and a forged green context (`tests/c/green_contexts.c`).
+#[test]
+fn c_green_contexts() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "green_contexts");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok device_sms: 132 min 8 align 8")
+        .assert_line("ok device_resource_bad_type: CUDA_ERROR_INVALID_RESOURCE_TYPE")
+        .assert_line("ok split_query_groups: 8")
+        .assert_line("ok split_two_values: 2 groups of 16, 100 remaining")
+        .assert_line("ok split_two_sum")
+        .assert_line("ok split_too_large: CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION")
+        .assert_line("ok green_resource_sms")
+        .assert_line("ok ctx_from_green_same")
+        .assert_line("ok green_ctx_device_value")
+        .assert_line("ok green_ctx_resource_sms")
+        .assert_line("ok stream_get_green_ctx_value")
+        .assert_line("ok green_stream_data")
+        .assert_line("ok green_event_synchronize")
+        .assert_line("ok green_id_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok green_ctx_after_destroy: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("ok green_id_forged: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok green_destroy_forged: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("55 checks, 0 failed");
+}

@@ -28,7 +28,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuMemAllocManaged", "cuMemAdvise", "cuMemPrefetch", "cuMemRangeGetAttribute", "cuMemDiscard"], "Managed memory", "Managed pages migrate between the GPU and the process that allocated them, which is the worker; a client cannot map them."),
     (&["cuMemHostRegister", "cuMemHostUnregister"], "Host memory registration", "Registering pages of the client process would need the worker to map them; use cuMemHostAlloc, whose pages vgpu shares."),
     (&["cuExternalMemory", "cuImportExternal", "cuDestroyExternal", "cuSignalExternal", "cuWaitExternal", "cuExternalSemaphore"], "External memory and semaphores", "Their OS handles belong to the client process; not remoted."),
-    (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "A green context hands out a context and streams that the client would have to adopt as its own, and resource descriptors the worker would have to keep; not remoted yet."),
+    (&["cuGreenCtx", "cuDevResource", "cuDevSmResource", "cuCtxFromGreenCtx", "cuDeviceGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx", "cuGreenCtxStreamCreate"], "Green contexts", "Not remoted yet; a green context's context and streams are adopted by the client like those it creates."),
     (&["cuMulticast"], "Multicast objects", "Not remoted yet; multicast handles are allocation handles of the session (`cuMemRelease` releases them)."),
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
     (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),

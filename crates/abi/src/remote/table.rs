@@ -251,6 +251,19 @@ remote_table! {
 
         // ---- multicast objects ----
         multicast: cuMulticastGetGranularity = 805 gen;
+
+        // ---- green contexts ----
+        green: cuDeviceGetDevResource = 810 gen (nocontext);
+        green: cuCtxGetDevResource = 811 gen;
+        green: cuGreenCtxGetDevResource = 812 gen;
+        green: cuDevResourceGenerateDesc = 813 gen [resources: in, resources: array(nbResources)];
+        green: cuGreenCtxCreate = 814 client (nocontext);
+        green: cuGreenCtxGetId = 815 gen;
+        green: cuGreenCtxRecordEvent = 816 gen;
+        green: cuGreenCtxWaitEvent = 817 gen;
+        green: cuCtxFromGreenCtx = 818 client;
+        green: cuGreenCtxStreamCreate = 819 client;
+        green: cuStreamGetGreenCtx = 820 gen;
     }
 
     manual {
@@ -320,6 +333,7 @@ remote_table! {
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
         multicast: cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastBindAddr,
             cuMulticastUnbind;
+        green: cuGreenCtxDestroy, cuDevSmResourceSplitByCount;
     }
 
     ops {
@@ -514,6 +528,17 @@ remote_table! {
             flags: u64 } => {};
         /// `cuMulticastUnbind` of a range of multicast handle id `handle` on `device`.
         multicast: MulticastUnbind = 804 { handle: u64, device: i32, mc_offset: u64, size: u64 } => {};
+        /// `cuGreenCtxDestroy`: the green context's id is forgotten, and with
+        /// it the ids of its context (`cuCtxFromGreenCtx`) and of what that
+        /// context owned.
+        green: GreenCtxDestroy = 821 { green: handle(GreenCtx) } => {} (sync, nocontext);
+        /// `cuDevSmResourceSplitByCount` of the `CUdevResource` `input` (144
+        /// bytes) into at most `groups` groups: with `want_result` the reply's
+        /// blob holds the groups' `CUdevResource`s, with `want_remaining`
+        /// `remaining` is the SMs left over; `groups` back is the driver's count.
+        green: SmResourceSplit = 822 { input: bytes(144), groups: u32, want_result: bool,
+            want_remaining: bool, use_flags: u32, min_count: u32 }
+            => { groups: u32, remaining: bytes(144) } + blob (nocontext);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -377,6 +377,26 @@ fn cuCtxEnablePeerAccess() {
     });
 }
 
+/// `cuCtxFromGreenCtx` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxFromGreenCtx() {
+    case("generated::cuCtxFromGreenCtx", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUgreenCtx,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuCtxFromGreenCtx");
+        let mut o_pContext: vgpu_abi::types::CUcontext = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pContext, core::ptr::null_mut()) };
+        f.ok("cuCtxFromGreenCtx", st);
+        assert_eq!(
+            o_pContext as usize as u64, f.ctx,
+            "cuCtxFromGreenCtx: pContext is the test's own handle"
+        );
+    });
+}
+
 /// `cuCtxGetApiVersion` arrives with the values passed and its outputs come back.
 #[test]
 fn cuCtxGetApiVersion() {
@@ -412,6 +432,38 @@ fn cuCtxGetCacheConfig() {
             o_pconfig,
             vgpu_abi::types::CUfunc_cache(1234990374u32),
             "cuCtxGetCacheConfig: pconfig"
+        );
+    });
+}
+
+/// `cuCtxGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxGetDevResource() {
+    case("generated::cuCtxGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUcontext,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuCtxGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.ctx),
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(4231805771u32),
+            )
+        };
+        f.ok("cuCtxGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                811,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuCtxGetDevResource: result"
         );
     });
 }
@@ -656,6 +708,33 @@ fn cuCtxWaitEvent() {
     });
 }
 
+/// `cuDevResourceGenerateDesc` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDevResourceGenerateDesc() {
+    case("generated::cuDevResourceGenerateDesc", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUdevResourceDesc,
+            *mut vgpu_abi::types::CUdevResource,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDevResourceGenerateDesc");
+        let mut o_phDesc: vgpu_abi::types::CUdevResourceDesc = core::ptr::null_mut();
+        let mut i_resources = pattern(
+            813,
+            1,
+            5 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+        );
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phDesc, i_resources.as_mut_ptr().cast(), 5u32) };
+        f.ok("cuDevResourceGenerateDesc", st);
+        assert!(
+            minted(o_phDesc as usize as u64, HandleKind::DevResourceDesc),
+            "cuDevResourceGenerateDesc: phDesc: {:#x} is not a worker-minted id",
+            o_phDesc as usize
+        );
+    });
+}
+
 /// `cuDeviceCanAccessPeer` arrives with the values passed and its outputs come back.
 #[test]
 fn cuDeviceCanAccessPeer() {
@@ -713,6 +792,38 @@ fn cuDeviceGetDefaultMemPool() {
         assert_eq!(
             o_pool_out as usize as u64, f.pool,
             "cuDeviceGetDefaultMemPool: pool_out is the test's own handle"
+        );
+    });
+}
+
+/// `cuDeviceGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetDevResource() {
+    case("generated::cuDeviceGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdevice,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                1i32,
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(218058792u32),
+            )
+        };
+        f.ok("cuDeviceGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                810,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuDeviceGetDevResource: result"
         );
     });
 }
@@ -1800,6 +1911,141 @@ fn cuGraphUpload_ptsz() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
         f.ok("cuGraphUpload_ptsz", st);
+    });
+}
+
+/// `cuGreenCtxCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxCreate() {
+    case("generated::cuGreenCtxCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUdevResourceDesc,
+            vgpu_abi::types::CUdevice,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxCreate");
+        let mut o_phCtx: vgpu_abi::types::CUgreenCtx = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phCtx, core::ptr::null_mut(), 1i32, 4203060723u32) };
+        f.ok("cuGreenCtxCreate", st);
+        assert!(
+            minted(o_phCtx as usize as u64, HandleKind::GreenCtx),
+            "cuGreenCtxCreate: phCtx: {:#x} is not a worker-minted id",
+            o_phCtx as usize
+        );
+    });
+}
+
+/// `cuGreenCtxGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxGetDevResource() {
+    case("generated::cuGreenCtxGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(3466655794u32),
+            )
+        };
+        f.ok("cuGreenCtxGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                812,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuGreenCtxGetDevResource: result"
+        );
+    });
+}
+
+/// `cuGreenCtxGetId` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxGetId() {
+    case("generated::cuGreenCtxGetId", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            *mut ::core::ffi::c_ulonglong,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxGetId");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_greenCtxId: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_greenCtxId) };
+        f.ok("cuGreenCtxGetId", st);
+        assert_eq!(
+            o_greenCtxId, 4814754229686925763u64,
+            "cuGreenCtxGetId: greenCtxId"
+        );
+    });
+}
+
+/// `cuGreenCtxRecordEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxRecordEvent() {
+    case("generated::cuGreenCtxRecordEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxRecordEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGreenCtxRecordEvent", st);
+    });
+}
+
+/// `cuGreenCtxStreamCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxStreamCreate() {
+    case("generated::cuGreenCtxStreamCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUgreenCtx,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_int,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxStreamCreate");
+        let mut o_phStream: vgpu_abi::types::CUstream = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phStream,
+                core::ptr::null_mut(),
+                2062977508u32,
+                -1822983006i32,
+            )
+        };
+        f.ok("cuGreenCtxStreamCreate", st);
+        assert_eq!(
+            o_phStream as usize as u64, f.stream,
+            "cuGreenCtxStreamCreate: phStream is the test's own handle"
+        );
+    });
+}
+
+/// `cuGreenCtxWaitEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxWaitEvent() {
+    case("generated::cuGreenCtxWaitEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxWaitEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGreenCtxWaitEvent", st);
     });
 }
 
@@ -3788,6 +4034,27 @@ fn cuStreamGetFlags_ptsz() {
         let st = unsafe { call(handle(f.stream), &mut o_flags) };
         f.ok("cuStreamGetFlags_ptsz", st);
         assert_eq!(o_flags, 1640150066u32, "cuStreamGetFlags_ptsz: flags");
+    });
+}
+
+/// `cuStreamGetGreenCtx` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetGreenCtx() {
+    case("generated::cuStreamGetGreenCtx", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgreenCtx,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetGreenCtx");
+        let mut o_phCtx: vgpu_abi::types::CUgreenCtx = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phCtx) };
+        f.ok("cuStreamGetGreenCtx", st);
+        assert!(
+            minted(o_phCtx as usize as u64, HandleKind::GreenCtx),
+            "cuStreamGetGreenCtx: phCtx: {:#x} is not a worker-minted id",
+            o_phCtx as usize
+        );
     });
 }
 

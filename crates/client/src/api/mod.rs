@@ -10,6 +10,7 @@ mod device;
 mod errors;
 pub(crate) mod event;
 pub(crate) mod graph;
+pub(crate) mod green;
 mod host;
 mod host_local;
 mod init;
@@ -267,6 +268,8 @@ implement! {
     cuMulticastBindMem(handle, mc_off, mem, mem_off, size, flags) => multicast::bind_mem(handle, mc_off, mem, mem_off, size, flags);
     cuMulticastBindAddr(handle, mc_off, ptr, size, flags) => multicast::bind_addr(handle, mc_off, ptr, size, flags);
     cuMulticastUnbind(handle, dev, mc_off, size) => multicast::unbind(handle, dev, mc_off, size);
+    cuGreenCtxDestroy(g) => green::green_ctx_destroy(g);
+    cuDevSmResourceSplitByCount(result, n, input, rem, flags, min) => green::dev_sm_resource_split_by_count(result, n, input, rem, flags, min);
     cuArrayDestroy(a) => array::destroy(a);
     cuMipmappedArrayDestroy(m) => array::destroy_mipmapped(m);
     cuMemcpyHtoA_v2(a, off, src, n) => array::htoa(a, off, src, n, None);

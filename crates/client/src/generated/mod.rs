@@ -45,8 +45,10 @@ crate::api::implement! {
     cuCtxDetach(ctx) => self::ctx_detach(ctx);
     cuCtxDisablePeerAccess(peerContext) => self::ctx_disable_peer_access(peerContext);
     cuCtxEnablePeerAccess(peerContext, Flags) => self::ctx_enable_peer_access(peerContext, Flags);
+    cuCtxFromGreenCtx(pContext, hCtx) => crate::api::green::ctx_from_green_ctx(pContext, hCtx);
     cuCtxGetApiVersion(ctx, version) => self::ctx_get_api_version(ctx, version);
     cuCtxGetCacheConfig(pconfig) => self::ctx_get_cache_config(pconfig);
+    cuCtxGetDevResource(hCtx, result, type_) => self::ctx_get_dev_resource(hCtx, result, type_);
     cuCtxGetExecAffinity(pExecAffinity, type_) => self::ctx_get_exec_affinity(pExecAffinity, type_);
     cuCtxGetFlags(flags) => self::ctx_get_flags(flags);
     cuCtxGetLimit(pvalue, limit) => self::ctx_get_limit(pvalue, limit);
@@ -61,9 +63,11 @@ crate::api::implement! {
     cuCtxSynchronize() => self::ctx_synchronize();
     cuCtxSynchronize_v2(ctx) => self::ctx_synchronize_v2(ctx);
     cuCtxWaitEvent(hCtx, hEvent) => self::ctx_wait_event(hCtx, hEvent);
+    cuDevResourceGenerateDesc(phDesc, resources, nbResources) => self::dev_resource_generate_desc(phDesc, resources, nbResources);
     cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev) => self::device_can_access_peer(canAccessPeer, dev, peerDev);
     cuDeviceGetByPCIBusId(dev, pciBusId) => self::device_get_by_pci_bus_id(dev, pciBusId);
     cuDeviceGetDefaultMemPool(pool_out, dev) => self::device_get_default_mem_pool(pool_out, dev);
+    cuDeviceGetDevResource(dev, result, type_) => self::device_get_dev_resource(dev, result, type_);
     cuDeviceGetExecAffinitySupport(pi, type_, dev) => self::device_get_exec_affinity_support(pi, type_, dev);
     cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) => self::device_get_host_atomic_capabilities(capabilities, operations, count, dev);
     cuDeviceGetLuid(luid, deviceNodeMask, dev) => self::device_get_luid(luid, deviceNodeMask, dev);
@@ -114,6 +118,12 @@ crate::api::implement! {
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
+    cuGreenCtxCreate(phCtx, desc, dev, flags) => crate::api::green::green_ctx_create(phCtx, desc, dev, flags);
+    cuGreenCtxGetDevResource(hCtx, result, type_) => self::green_ctx_get_dev_resource(hCtx, result, type_);
+    cuGreenCtxGetId(greenCtx, greenCtxId) => self::green_ctx_get_id(greenCtx, greenCtxId);
+    cuGreenCtxRecordEvent(hCtx, hEvent) => self::green_ctx_record_event(hCtx, hEvent);
+    cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority) => crate::api::green::green_ctx_stream_create(phStream, greenCtx, flags, priority);
+    cuGreenCtxWaitEvent(hCtx, hEvent) => self::green_ctx_wait_event(hCtx, hEvent);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
     cuKernelGetLibrary(pLib, kernel) => self::kernel_get_library(pLib, kernel);
     cuKernelSetAttribute(attrib, val, kernel, dev) => crate::api::library::kernel_set_attribute(attrib, val, kernel, dev);
@@ -198,6 +208,7 @@ crate::api::implement! {
     cuStreamGetDevice_ptsz(hStream, device) => self::stream_get_device_ptsz(hStream, device);
     cuStreamGetFlags(hStream, flags) => self::stream_get_flags(hStream, flags);
     cuStreamGetFlags_ptsz(hStream, flags) => self::stream_get_flags_ptsz(hStream, flags);
+    cuStreamGetGreenCtx(hStream, phCtx) => self::stream_get_green_ctx(hStream, phCtx);
     cuStreamGetId(hStream, streamId) => self::stream_get_id(hStream, streamId);
     cuStreamGetId_ptsz(hStream, streamId) => self::stream_get_id_ptsz(hStream, streamId);
     cuStreamGetPriority(hStream, priority) => self::stream_get_priority(hStream, priority);
@@ -612,6 +623,30 @@ pub unsafe fn ctx_get_cache_config(pconfig: *mut vgpu_abi::types::CUfunc_cache) 
     Ok(())
 }
 
+/// `cuCtxGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn ctx_get_dev_resource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::ctx_get_dev_resource::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
+    }
+    Ok(())
+}
+
 /// `cuCtxGetExecAffinity`, generated.
 ///
 /// # Safety
@@ -859,6 +894,33 @@ pub unsafe fn ctx_wait_event(
     Ok(())
 }
 
+/// `cuDevResourceGenerateDesc`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn dev_resource_generate_desc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phDesc)?;
+    // SAFETY: the application's array of `nbResources` elements.
+    let b_resources = unsafe {
+        call::elements_at::<vgpu_abi::types::CUdevResource>(resources, nbResources as usize)
+    }?;
+    let r = vgpu_proto::dev_resource_generate_desc::Request {
+        nb_resources: U32::new(nbResources),
+    };
+    let (rep, back) = s.request(&r, &b_resources)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phDesc, wire::handle(rep.ph_desc.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuDeviceCanAccessPeer`, generated.
 ///
 /// # Safety
@@ -924,6 +986,30 @@ pub unsafe fn device_get_default_mem_pool(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pool_out, wire::handle(rep.pool_out.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_dev_resource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::device_get_dev_resource::Request {
+        dev: I32::new(dev),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
     }
     Ok(())
 }
@@ -1845,6 +1931,88 @@ pub unsafe fn graph_upload_ptsz(
     let r = vgpu_proto::graph_upload_ptsz::Request {
         hgraph_exec: U64::new(hGraphExec as usize as u64),
         hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGreenCtxGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_get_dev_resource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::green_ctx_get_dev_resource::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
+    }
+    Ok(())
+}
+
+/// `cuGreenCtxGetId`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_get_id(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(greenCtxId)?;
+    let r = vgpu_proto::green_ctx_get_id::Request {
+        green_ctx: U64::new(greenCtx as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(greenCtxId, rep.green_ctx_id.get())?;
+    }
+    Ok(())
+}
+
+/// `cuGreenCtxRecordEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_record_event(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::green_ctx_record_event::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        hevent: U64::new(hEvent as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGreenCtxWaitEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_wait_event(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::green_ctx_wait_event::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        hevent: U64::new(hEvent as usize as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
@@ -3751,6 +3919,28 @@ pub unsafe fn stream_get_flags_ptsz(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuStreamGetGreenCtx`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_green_ctx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phCtx)?;
+    let r = vgpu_proto::stream_get_green_ctx::Request {
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phCtx, wire::handle(rep.ph_ctx.get()))?;
     }
     Ok(())
 }

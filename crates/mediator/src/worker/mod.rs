@@ -16,6 +16,7 @@ mod event;
 mod exec;
 mod generated;
 mod graph;
+mod green;
 mod host;
 mod lane;
 mod launch;

@@ -720,6 +720,37 @@ pub enum Op {
     MulticastUnbind = 804,
     /// `cuMulticastGetGranularity`.
     MulticastGetGranularity = 805,
+    /// `cuDeviceGetDevResource`.
+    DeviceGetDevResource = 810,
+    /// `cuCtxGetDevResource`.
+    CtxGetDevResource = 811,
+    /// `cuGreenCtxGetDevResource`.
+    GreenCtxGetDevResource = 812,
+    /// `cuDevResourceGenerateDesc`.
+    DevResourceGenerateDesc = 813,
+    /// `cuGreenCtxCreate`.
+    GreenCtxCreate = 814,
+    /// `cuGreenCtxGetId`.
+    GreenCtxGetId = 815,
+    /// `cuGreenCtxRecordEvent`.
+    GreenCtxRecordEvent = 816,
+    /// `cuGreenCtxWaitEvent`.
+    GreenCtxWaitEvent = 817,
+    /// `cuCtxFromGreenCtx`.
+    CtxFromGreenCtx = 818,
+    /// `cuGreenCtxStreamCreate`.
+    GreenCtxStreamCreate = 819,
+    /// `cuStreamGetGreenCtx`.
+    StreamGetGreenCtx = 820,
+    /// `cuGreenCtxDestroy`: the green context's id is forgotten, and with
+    /// it the ids of its context (`cuCtxFromGreenCtx`) and of what that
+    /// context owned.
+    GreenCtxDestroy = 821,
+    /// `cuDevSmResourceSplitByCount` of the `CUdevResource` `input` (144
+    /// bytes) into at most `groups` groups: with `want_result` the reply's
+    /// blob holds the groups' `CUdevResource`s, with `want_remaining`
+    /// `remaining` is the SMs left over; `groups` back is the driver's count.
+    SmResourceSplit = 822,
 }
 
 impl Op {
@@ -1021,6 +1052,19 @@ impl Op {
         Op::MulticastBindAddr,
         Op::MulticastUnbind,
         Op::MulticastGetGranularity,
+        Op::DeviceGetDevResource,
+        Op::CtxGetDevResource,
+        Op::GreenCtxGetDevResource,
+        Op::DevResourceGenerateDesc,
+        Op::GreenCtxCreate,
+        Op::GreenCtxGetId,
+        Op::GreenCtxRecordEvent,
+        Op::GreenCtxWaitEvent,
+        Op::CtxFromGreenCtx,
+        Op::GreenCtxStreamCreate,
+        Op::StreamGetGreenCtx,
+        Op::GreenCtxDestroy,
+        Op::SmResourceSplit,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1326,6 +1370,19 @@ impl Op {
             Op::MulticastBindAddr => "MulticastBindAddr",
             Op::MulticastUnbind => "MulticastUnbind",
             Op::MulticastGetGranularity => "MulticastGetGranularity",
+            Op::DeviceGetDevResource => "DeviceGetDevResource",
+            Op::CtxGetDevResource => "CtxGetDevResource",
+            Op::GreenCtxGetDevResource => "GreenCtxGetDevResource",
+            Op::DevResourceGenerateDesc => "DevResourceGenerateDesc",
+            Op::GreenCtxCreate => "GreenCtxCreate",
+            Op::GreenCtxGetId => "GreenCtxGetId",
+            Op::GreenCtxRecordEvent => "GreenCtxRecordEvent",
+            Op::GreenCtxWaitEvent => "GreenCtxWaitEvent",
+            Op::CtxFromGreenCtx => "CtxFromGreenCtx",
+            Op::GreenCtxStreamCreate => "GreenCtxStreamCreate",
+            Op::StreamGetGreenCtx => "StreamGetGreenCtx",
+            Op::GreenCtxDestroy => "GreenCtxDestroy",
+            Op::SmResourceSplit => "SmResourceSplit",
         }
     }
 
@@ -1628,6 +1685,19 @@ impl Op {
             Op::MulticastBindAddr => false,
             Op::MulticastUnbind => false,
             Op::MulticastGetGranularity => false,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => false,
+            Op::GreenCtxGetDevResource => false,
+            Op::DevResourceGenerateDesc => false,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => false,
+            Op::GreenCtxRecordEvent => false,
+            Op::GreenCtxWaitEvent => false,
+            Op::CtxFromGreenCtx => false,
+            Op::GreenCtxStreamCreate => false,
+            Op::StreamGetGreenCtx => false,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -1930,6 +2000,19 @@ impl Op {
             Op::MulticastBindAddr => true,
             Op::MulticastUnbind => true,
             Op::MulticastGetGranularity => true,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => true,
+            Op::GreenCtxGetDevResource => true,
+            Op::DevResourceGenerateDesc => true,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => true,
+            Op::GreenCtxRecordEvent => true,
+            Op::GreenCtxWaitEvent => true,
+            Op::CtxFromGreenCtx => true,
+            Op::GreenCtxStreamCreate => true,
+            Op::StreamGetGreenCtx => true,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -2232,6 +2315,19 @@ impl Op {
             Op::MulticastBindAddr => false,
             Op::MulticastUnbind => false,
             Op::MulticastGetGranularity => false,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => false,
+            Op::GreenCtxGetDevResource => false,
+            Op::DevResourceGenerateDesc => false,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => false,
+            Op::GreenCtxRecordEvent => false,
+            Op::GreenCtxWaitEvent => false,
+            Op::CtxFromGreenCtx => false,
+            Op::GreenCtxStreamCreate => false,
+            Op::StreamGetGreenCtx => false,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -2636,6 +2732,23 @@ impl Op {
             Op::MulticastGetGranularity => {
                 core::mem::size_of::<multicast_get_granularity::Request>()
             }
+            Op::DeviceGetDevResource => core::mem::size_of::<device_get_dev_resource::Request>(),
+            Op::CtxGetDevResource => core::mem::size_of::<ctx_get_dev_resource::Request>(),
+            Op::GreenCtxGetDevResource => {
+                core::mem::size_of::<green_ctx_get_dev_resource::Request>()
+            }
+            Op::DevResourceGenerateDesc => {
+                core::mem::size_of::<dev_resource_generate_desc::Request>()
+            }
+            Op::GreenCtxCreate => core::mem::size_of::<green_ctx_create::Request>(),
+            Op::GreenCtxGetId => core::mem::size_of::<green_ctx_get_id::Request>(),
+            Op::GreenCtxRecordEvent => core::mem::size_of::<green_ctx_record_event::Request>(),
+            Op::GreenCtxWaitEvent => core::mem::size_of::<green_ctx_wait_event::Request>(),
+            Op::CtxFromGreenCtx => core::mem::size_of::<ctx_from_green_ctx::Request>(),
+            Op::GreenCtxStreamCreate => core::mem::size_of::<green_ctx_stream_create::Request>(),
+            Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Request>(),
+            Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Request>(),
+            Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Request>(),
         }
     }
 
@@ -3018,6 +3131,21 @@ impl Op {
             Op::MulticastBindAddr => core::mem::size_of::<multicast_bind_addr::Reply>(),
             Op::MulticastUnbind => core::mem::size_of::<multicast_unbind::Reply>(),
             Op::MulticastGetGranularity => core::mem::size_of::<multicast_get_granularity::Reply>(),
+            Op::DeviceGetDevResource => core::mem::size_of::<device_get_dev_resource::Reply>(),
+            Op::CtxGetDevResource => core::mem::size_of::<ctx_get_dev_resource::Reply>(),
+            Op::GreenCtxGetDevResource => core::mem::size_of::<green_ctx_get_dev_resource::Reply>(),
+            Op::DevResourceGenerateDesc => {
+                core::mem::size_of::<dev_resource_generate_desc::Reply>()
+            }
+            Op::GreenCtxCreate => core::mem::size_of::<green_ctx_create::Reply>(),
+            Op::GreenCtxGetId => core::mem::size_of::<green_ctx_get_id::Reply>(),
+            Op::GreenCtxRecordEvent => core::mem::size_of::<green_ctx_record_event::Reply>(),
+            Op::GreenCtxWaitEvent => core::mem::size_of::<green_ctx_wait_event::Reply>(),
+            Op::CtxFromGreenCtx => core::mem::size_of::<ctx_from_green_ctx::Reply>(),
+            Op::GreenCtxStreamCreate => core::mem::size_of::<green_ctx_stream_create::Reply>(),
+            Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Reply>(),
+            Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Reply>(),
+            Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Reply>(),
         }
     }
 
@@ -3086,6 +3214,7 @@ impl Op {
             Op::MemcpyAtoA_v2_ptds => true,
             Op::MemcpyPeer => true,
             Op::MemcpyPeer_ptds => true,
+            Op::GreenCtxDestroy => true,
             _ => false,
         }
     }
@@ -3670,6 +3799,35 @@ impl Op {
             Op::MulticastGetGranularity => {
                 message::check::<multicast_get_granularity::Request>(fixed, blob_len)
             }
+            Op::DeviceGetDevResource => {
+                message::check::<device_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::CtxGetDevResource => {
+                message::check::<ctx_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxGetDevResource => {
+                message::check::<green_ctx_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::DevResourceGenerateDesc => {
+                message::check::<dev_resource_generate_desc::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxCreate => message::check::<green_ctx_create::Request>(fixed, blob_len),
+            Op::GreenCtxGetId => message::check::<green_ctx_get_id::Request>(fixed, blob_len),
+            Op::GreenCtxRecordEvent => {
+                message::check::<green_ctx_record_event::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxWaitEvent => {
+                message::check::<green_ctx_wait_event::Request>(fixed, blob_len)
+            }
+            Op::CtxFromGreenCtx => message::check::<ctx_from_green_ctx::Request>(fixed, blob_len),
+            Op::GreenCtxStreamCreate => {
+                message::check::<green_ctx_stream_create::Request>(fixed, blob_len)
+            }
+            Op::StreamGetGreenCtx => {
+                message::check::<stream_get_green_ctx::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Request>(fixed, blob_len),
+            Op::SmResourceSplit => message::check::<sm_resource_split::Request>(fixed, blob_len),
         }
     }
 
@@ -4207,6 +4365,29 @@ impl Op {
             Op::MulticastGetGranularity => {
                 message::check::<multicast_get_granularity::Reply>(fixed, blob_len)
             }
+            Op::DeviceGetDevResource => {
+                message::check::<device_get_dev_resource::Reply>(fixed, blob_len)
+            }
+            Op::CtxGetDevResource => message::check::<ctx_get_dev_resource::Reply>(fixed, blob_len),
+            Op::GreenCtxGetDevResource => {
+                message::check::<green_ctx_get_dev_resource::Reply>(fixed, blob_len)
+            }
+            Op::DevResourceGenerateDesc => {
+                message::check::<dev_resource_generate_desc::Reply>(fixed, blob_len)
+            }
+            Op::GreenCtxCreate => message::check::<green_ctx_create::Reply>(fixed, blob_len),
+            Op::GreenCtxGetId => message::check::<green_ctx_get_id::Reply>(fixed, blob_len),
+            Op::GreenCtxRecordEvent => {
+                message::check::<green_ctx_record_event::Reply>(fixed, blob_len)
+            }
+            Op::GreenCtxWaitEvent => message::check::<green_ctx_wait_event::Reply>(fixed, blob_len),
+            Op::CtxFromGreenCtx => message::check::<ctx_from_green_ctx::Reply>(fixed, blob_len),
+            Op::GreenCtxStreamCreate => {
+                message::check::<green_ctx_stream_create::Reply>(fixed, blob_len)
+            }
+            Op::StreamGetGreenCtx => message::check::<stream_get_green_ctx::Reply>(fixed, blob_len),
+            Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Reply>(fixed, blob_len),
+            Op::SmResourceSplit => message::check::<sm_resource_split::Reply>(fixed, blob_len),
         }
     }
 }
@@ -4511,6 +4692,19 @@ impl TryFrom<u16> for Op {
             803 => Ok(Op::MulticastBindAddr),
             804 => Ok(Op::MulticastUnbind),
             805 => Ok(Op::MulticastGetGranularity),
+            810 => Ok(Op::DeviceGetDevResource),
+            811 => Ok(Op::CtxGetDevResource),
+            812 => Ok(Op::GreenCtxGetDevResource),
+            813 => Ok(Op::DevResourceGenerateDesc),
+            814 => Ok(Op::GreenCtxCreate),
+            815 => Ok(Op::GreenCtxGetId),
+            816 => Ok(Op::GreenCtxRecordEvent),
+            817 => Ok(Op::GreenCtxWaitEvent),
+            818 => Ok(Op::CtxFromGreenCtx),
+            819 => Ok(Op::GreenCtxStreamCreate),
+            820 => Ok(Op::StreamGetGreenCtx),
+            821 => Ok(Op::GreenCtxDestroy),
+            822 => Ok(Op::SmResourceSplit),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4815,6 +5009,19 @@ pub const SCHEMA: &str = concat!(
     "803 MulticastBindAddr {handle:u64,mc_offset:u64,ptr:devptr,size:u64,flags:u64} => {}\n",
     "804 MulticastUnbind {handle:u64,device:i32,mc_offset:u64,size:u64} => {}\n",
     "805 MulticastGetGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>()),option:u32} => {granularity:u64}\n",
+    "810 DeviceGetDevResource {dev:i32,type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())} nocontext\n",
+    "811 CtxGetDevResource {hctx:handle(Context),type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())}\n",
+    "812 GreenCtxGetDevResource {hctx:handle(GreenCtx),type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())}\n",
+    "813 DevResourceGenerateDesc {nb_resources:u32}+blob(array(nbResources)) => {ph_desc:handle(DevResourceDesc)}\n",
+    "814 GreenCtxCreate {desc:handle(DevResourceDesc),dev:i32,flags:u32} => {ph_ctx:handle(GreenCtx)} nocontext\n",
+    "815 GreenCtxGetId {green_ctx:handle(GreenCtx)} => {green_ctx_id:u64}\n",
+    "816 GreenCtxRecordEvent {hctx:handle(GreenCtx),hevent:handle(Event)} => {}\n",
+    "817 GreenCtxWaitEvent {hctx:handle(GreenCtx),hevent:handle(Event)} => {}\n",
+    "818 CtxFromGreenCtx {hctx:handle(GreenCtx)} => {pcontext:handle(Context)}\n",
+    "819 GreenCtxStreamCreate {green_ctx:handle(GreenCtx),flags:u32,priority:i32} => {ph_stream:handle(Stream)}\n",
+    "820 StreamGetGreenCtx {hstream:handle(Stream)} => {ph_ctx:handle(GreenCtx)}\n",
+    "821 GreenCtxDestroy {green:handle(GreenCtx)} => {} sync nocontext\n",
+    "822 SmResourceSplit {input:bytes(144),groups:u32,want_result:bool,want_remaining:bool,use_flags:u32,min_count:u32} => {groups:u32,remaining:bytes(144)}+blob nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -17298,6 +17505,560 @@ pub mod multicast_get_granularity {
     }
 }
 
+/// `cuDeviceGetDevResource`: wire id 810.
+pub mod device_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxGetDevResource`: wire id 811.
+pub mod ctx_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxGetDevResource`: wire id 812.
+pub mod green_ctx_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDevResourceGenerateDesc`: wire id 813.
+pub mod dev_resource_generate_desc {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub nb_resources: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_desc: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DevResourceGenerateDesc;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.nb_resources.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DevResourceGenerateDesc;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxCreate`: wire id 814.
+pub mod green_ctx_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: U64,
+        pub dev: I32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_ctx: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxGetId`: wire id 815.
+pub mod green_ctx_get_id {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green_ctx: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub green_ctx_id: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxGetId;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxGetId;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxRecordEvent`: wire id 816.
+pub mod green_ctx_record_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub hevent: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxRecordEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxRecordEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxWaitEvent`: wire id 817.
+pub mod green_ctx_wait_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub hevent: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxWaitEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxWaitEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxFromGreenCtx`: wire id 818.
+pub mod ctx_from_green_ctx {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pcontext: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CtxFromGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxFromGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxStreamCreate`: wire id 819.
+pub mod green_ctx_stream_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green_ctx: U64,
+        pub flags: U32,
+        pub priority: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_stream: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxStreamCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxStreamCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetGreenCtx`: wire id 820.
+pub mod stream_get_green_ctx {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_ctx: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GreenCtxDestroy: wire id 821.
+pub mod green_ctx_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation SmResourceSplit: wire id 822.
+pub mod sm_resource_split {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub input: [u8; 144],
+        pub groups: U32,
+        pub want_result: u8,
+        pub want_remaining: u8,
+        pub use_flags: U32,
+        pub min_count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub groups: U32,
+        pub remaining: [u8; 144],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::SmResourceSplit;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_result", self.want_result)?;
+            message::check_bool(Self::OP, "want_remaining", self.want_remaining)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::SmResourceSplit;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -18888,6 +19649,85 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut blob = Vec::new();
             r.prop.fill(114);
             r.option = U32::new(3);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetDevResource => {
+            let mut r = device_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(1);
+            r.type_ = U32::new(18);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxGetDevResource => {
+            let mut r = ctx_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0004);
+            r.type_ = U32::new(21);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxGetDevResource => {
+            let mut r = green_ctx_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0007);
+            r.type_ = U32::new(24);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DevResourceGenerateDesc => {
+            let mut r = dev_resource_generate_desc::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.nb_resources = U32::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxCreate => {
+            let mut r = green_ctx_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.desc = U64::new(0x4100_0000_0000_000d);
+            r.dev = I32::new(30);
+            r.flags = U32::new(47);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxGetId => {
+            let mut r = green_ctx_get_id::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.green_ctx = U64::new(0x4100_0000_0000_0010);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxRecordEvent => {
+            let mut r = green_ctx_record_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0013);
+            r.hevent = U64::new(0x4100_0000_0000_0024);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxWaitEvent => {
+            let mut r = green_ctx_wait_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0016);
+            r.hevent = U64::new(0x4100_0000_0000_0027);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxFromGreenCtx => {
+            let mut r = ctx_from_green_ctx::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0019);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxStreamCreate => {
+            let mut r = green_ctx_stream_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.green_ctx = U64::new(0x4100_0000_0000_001c);
+            r.flags = U32::new(45);
+            r.priority = I32::new(62);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetGreenCtx => {
+            let mut r = stream_get_green_ctx::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_001f);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -653,6 +653,31 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::GreenCtxDestroy => (
+            b(green_ctx_destroy::Request {
+                green: u(vgpu_proto::ids::worker(vgpu_abi::HandleKind::GreenCtx, 1)),
+            }),
+            none(),
+        ),
+        // An SM resource (type 1) of 132 SMs, split into groups of 8.
+        Op::SmResourceSplit => {
+            let mut input = [0u8; 144];
+            input[0] = 1;
+            input[96] = 132;
+            input[100] = 8;
+            input[104] = 8;
+            (
+                b(sm_resource_split::Request {
+                    input,
+                    groups: w(4),
+                    want_result: 1,
+                    want_remaining: 1,
+                    use_flags: w(0),
+                    min_count: w(8),
+                }),
+                none(),
+            )
+        }
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

@@ -426,6 +426,26 @@ pub extern "C" fn cuCtxEnablePeerAccess(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuCtxFromGreenCtx`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxFromGreenCtx(
+    pContext: *mut vgpu_abi::types::CUcontext,
+    hCtx: vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    let mut c = Check::new("cuCtxFromGreenCtx");
+    c.non_null("pContext", pContext);
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pContext.write_unaligned(0x510000000001usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuCtxGetApiVersion`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -461,6 +481,41 @@ pub unsafe extern "C" fn cuCtxGetCacheConfig(
     }
     // SAFETY: checked non-NULL.
     unsafe { pconfig.write_unaligned(vgpu_abi::types::CUfunc_cache(1234990374u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuCtxGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuCtxGetDevResource");
+    c.eq("hCtx", hCtx as usize as u64, 0x510000000001u64);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(4231805771u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                811,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -687,6 +742,39 @@ pub extern "C" fn cuCtxWaitEvent(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuDevResourceGenerateDesc`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevResourceGenerateDesc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuDevResourceGenerateDesc");
+    c.non_null("phDesc", phDesc);
+    // SAFETY: checked non-NULL first; `nbResources` elements.
+    unsafe {
+        c.bytes(
+            "resources",
+            resources.cast(),
+            &pattern(
+                813,
+                1,
+                5 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
+    c.eq("nbResources", nbResources, 5u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phDesc.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuDeviceCanAccessPeer`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -747,6 +835,41 @@ pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
     }
     // SAFETY: checked non-NULL.
     unsafe { pool_out.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDevResource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetDevResource");
+    c.eq("dev", dev, 1i32);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(218058792u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                810,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -1804,6 +1927,139 @@ pub extern "C" fn cuGraphUpload_ptsz(
     let mut c = Check::new("cuGraphUpload_ptsz");
     c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
     c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxCreate(
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+    desc: vgpu_abi::types::CUdevResourceDesc,
+    dev: vgpu_abi::types::CUdevice,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxCreate");
+    c.non_null("phCtx", phCtx);
+    c.eq("desc", desc as usize as u64, 0x0u64);
+    c.eq("dev", dev, 1i32);
+    c.eq("flags", flags, 4203060723u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phCtx.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxGetDevResource");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(3466655794u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                812,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxGetId`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetId(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxGetId");
+    c.eq("greenCtx", greenCtx as usize as u64, 0x0u64);
+    c.non_null("greenCtxId", greenCtxId);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { greenCtxId.write_unaligned(4814754229686925763u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxRecordEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxRecordEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxRecordEvent");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.eq("hEvent", hEvent as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxStreamCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxStreamCreate(
+    phStream: *mut vgpu_abi::types::CUstream,
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    flags: ::core::ffi::c_uint,
+    priority: ::core::ffi::c_int,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxStreamCreate");
+    c.non_null("phStream", phStream);
+    c.eq("greenCtx", greenCtx as usize as u64, 0x0u64);
+    c.eq("flags", flags, 2062977508u32);
+    c.eq("priority", priority, -1822983006i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phStream.write_unaligned(0x520000000002usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxWaitEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxWaitEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxWaitEvent");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.eq("hEvent", hEvent as usize as u64, 0x530000000003u64);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -3736,6 +3992,26 @@ pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamGetGreenCtx`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetGreenCtx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetGreenCtx");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phCtx", phCtx);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phCtx.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuStreamGetId`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -4688,8 +4964,10 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxDetach",
     "cuCtxDisablePeerAccess",
     "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
+    "cuCtxGetDevResource",
     "cuCtxGetExecAffinity",
     "cuCtxGetFlags",
     "cuCtxGetLimit",
@@ -4704,9 +4982,11 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize",
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
+    "cuDevResourceGenerateDesc",
     "cuDeviceCanAccessPeer",
     "cuDeviceGetByPCIBusId",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetDevResource",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
@@ -4757,6 +5037,12 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
+    "cuGreenCtxCreate",
+    "cuGreenCtxGetDevResource",
+    "cuGreenCtxGetId",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -4841,6 +5127,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamGetDevice_ptsz",
     "cuStreamGetFlags",
     "cuStreamGetFlags_ptsz",
+    "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetId_ptsz",
     "cuStreamGetPriority",
@@ -4906,8 +5193,10 @@ const _: crate::signature::cuCtxAttach = cuCtxAttach;
 const _: crate::signature::cuCtxDetach = cuCtxDetach;
 const _: crate::signature::cuCtxDisablePeerAccess = cuCtxDisablePeerAccess;
 const _: crate::signature::cuCtxEnablePeerAccess = cuCtxEnablePeerAccess;
+const _: crate::signature::cuCtxFromGreenCtx = cuCtxFromGreenCtx;
 const _: crate::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
 const _: crate::signature::cuCtxGetCacheConfig = cuCtxGetCacheConfig;
+const _: crate::signature::cuCtxGetDevResource = cuCtxGetDevResource;
 const _: crate::signature::cuCtxGetExecAffinity = cuCtxGetExecAffinity;
 const _: crate::signature::cuCtxGetFlags = cuCtxGetFlags;
 const _: crate::signature::cuCtxGetLimit = cuCtxGetLimit;
@@ -4922,9 +5211,11 @@ const _: crate::signature::cuCtxSetSharedMemConfig = cuCtxSetSharedMemConfig;
 const _: crate::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: crate::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: crate::signature::cuCtxWaitEvent = cuCtxWaitEvent;
+const _: crate::signature::cuDevResourceGenerateDesc = cuDevResourceGenerateDesc;
 const _: crate::signature::cuDeviceCanAccessPeer = cuDeviceCanAccessPeer;
 const _: crate::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
 const _: crate::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
+const _: crate::signature::cuDeviceGetDevResource = cuDeviceGetDevResource;
 const _: crate::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: crate::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: crate::signature::cuDeviceGetLuid = cuDeviceGetLuid;
@@ -4975,6 +5266,12 @@ const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
+const _: crate::signature::cuGreenCtxCreate = cuGreenCtxCreate;
+const _: crate::signature::cuGreenCtxGetDevResource = cuGreenCtxGetDevResource;
+const _: crate::signature::cuGreenCtxGetId = cuGreenCtxGetId;
+const _: crate::signature::cuGreenCtxRecordEvent = cuGreenCtxRecordEvent;
+const _: crate::signature::cuGreenCtxStreamCreate = cuGreenCtxStreamCreate;
+const _: crate::signature::cuGreenCtxWaitEvent = cuGreenCtxWaitEvent;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: crate::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -5064,6 +5361,7 @@ const _: crate::signature::cuStreamGetDevice = cuStreamGetDevice;
 const _: crate::signature::cuStreamGetDevice_ptsz = cuStreamGetDevice_ptsz;
 const _: crate::signature::cuStreamGetFlags = cuStreamGetFlags;
 const _: crate::signature::cuStreamGetFlags_ptsz = cuStreamGetFlags_ptsz;
+const _: crate::signature::cuStreamGetGreenCtx = cuStreamGetGreenCtx;
 const _: crate::signature::cuStreamGetId = cuStreamGetId;
 const _: crate::signature::cuStreamGetId_ptsz = cuStreamGetId_ptsz;
 const _: crate::signature::cuStreamGetPriority = cuStreamGetPriority;

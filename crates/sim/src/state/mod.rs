@@ -82,6 +82,8 @@ pub(crate) struct Ext {
     pub surfrefs: HashMap<usize, usize>,
     /// Contexts (first) that enabled peer access to another (second).
     pub peers: BTreeSet<(usize, usize)>,
+    /// Green contexts, their resource descriptors and streams.
+    pub green: crate::exports::green::Greens,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

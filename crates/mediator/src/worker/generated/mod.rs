@@ -335,6 +335,19 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MulticastBindAddr => super::multicast::multicast_bind_addr(lane, s, req),
         Op::MulticastUnbind => super::multicast::multicast_unbind(lane, s, req),
         Op::MulticastGetGranularity => multicast_get_granularity(s, req),
+        Op::DeviceGetDevResource => device_get_dev_resource(s, req),
+        Op::CtxGetDevResource => ctx_get_dev_resource(s, req),
+        Op::GreenCtxGetDevResource => green_ctx_get_dev_resource(s, req),
+        Op::DevResourceGenerateDesc => dev_resource_generate_desc(s, req),
+        Op::GreenCtxCreate => green_ctx_create(s, req),
+        Op::GreenCtxGetId => green_ctx_get_id(s, req),
+        Op::GreenCtxRecordEvent => green_ctx_record_event(s, req),
+        Op::GreenCtxWaitEvent => green_ctx_wait_event(s, req),
+        Op::CtxFromGreenCtx => ctx_from_green_ctx(s, req),
+        Op::GreenCtxStreamCreate => green_ctx_stream_create(s, req),
+        Op::StreamGetGreenCtx => stream_get_green_ctx(s, req),
+        Op::GreenCtxDestroy => super::green::green_ctx_destroy(lane, s, req),
+        Op::SmResourceSplit => super::green::sm_resource_split(lane, s, req),
     }
 }
 
@@ -5390,6 +5403,266 @@ fn multicast_get_granularity(s: &Session, req: &Request) -> Result<Reply, Status
     Ok(Reply::new(
         &vgpu_proto::multicast_get_granularity::Reply {
             granularity: U64::new(o_granularity as u64),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetDevResource`.
+fn device_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_dev_resource::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(a_dev, &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuCtxGetDevResource`.
+fn ctx_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_get_dev_resource::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::Context, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuCtxGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::ctx_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxGetDevResource`.
+fn green_ctx_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_get_dev_resource::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDevResourceGenerateDesc`.
+fn dev_resource_generate_desc(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::dev_resource_generate_desc::Request = calls::message(req)?;
+    let a_nb_resources = r.nb_resources.get();
+    let mut at = 0usize;
+    let n_resources = calls::size(a_nb_resources as u64)?;
+    // SAFETY: `vgpu_abi::types::CUdevResource` is a plain C value, valid for any bytes.
+    let mut a_resources: Vec<vgpu_abi::types::CUdevResource> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_resources * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+        )?)
+    };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_desc: vgpu_abi::types::CUdevResourceDesc = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDevResourceGenerateDesc)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_desc, a_resources.as_mut_ptr(), a_nb_resources) })?;
+    let mut t = s.tables();
+    let id_ph_desc = t.id_of(HandleKind::DevResourceDesc, o_ph_desc as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::dev_resource_generate_desc::Reply {
+            ph_desc: U64::new(id_ph_desc),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxCreate`.
+fn green_ctx_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_create::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_desc = t.handle(HandleKind::DevResourceDesc, r.desc.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_ctx: vgpu_abi::types::CUgreenCtx = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_ctx, calls::as_ptr(a_desc), a_dev, a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_ctx = t.id_of(HandleKind::GreenCtx, o_ph_ctx as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_create::Reply {
+            ph_ctx: U64::new(id_ph_ctx),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxGetId`.
+fn green_ctx_get_id(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_get_id::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_green_ctx = t.handle(HandleKind::GreenCtx, r.green_ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_green_ctx_id: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxGetId)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_green_ctx), &mut o_green_ctx_id) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_get_id::Reply {
+            green_ctx_id: U64::new(o_green_ctx_id),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxRecordEvent`.
+fn green_ctx_record_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_record_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    let a_hevent = t.handle(HandleKind::Event, r.hevent.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGreenCtxRecordEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), calls::as_ptr(a_hevent)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_record_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxWaitEvent`.
+fn green_ctx_wait_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_wait_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    let a_hevent = t.handle(HandleKind::Event, r.hevent.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGreenCtxWaitEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), calls::as_ptr(a_hevent)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_wait_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuCtxFromGreenCtx`.
+fn ctx_from_green_ctx(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_from_green_ctx::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pcontext: vgpu_abi::types::CUcontext = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuCtxFromGreenCtx)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pcontext, calls::as_ptr(a_hctx)) })?;
+    let mut t = s.tables();
+    let id_pcontext = t.id_of(HandleKind::Context, o_pcontext as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::ctx_from_green_ctx::Reply {
+            pcontext: U64::new(id_pcontext),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxStreamCreate`.
+fn green_ctx_stream_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_stream_create::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let a_priority = r.priority.get();
+    let t = s.tables();
+    let a_green_ctx = t.handle(HandleKind::GreenCtx, r.green_ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_stream: vgpu_abi::types::CUstream = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxStreamCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_stream,
+            calls::as_ptr(a_green_ctx),
+            a_flags,
+            a_priority,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_stream = t.id_of(HandleKind::Stream, o_ph_stream as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_stream_create::Reply {
+            ph_stream: U64::new(id_ph_stream),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamGetGreenCtx`.
+fn stream_get_green_ctx(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_green_ctx::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_ctx: vgpu_abi::types::CUgreenCtx = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetGreenCtx)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_ctx) })?;
+    let mut t = s.tables();
+    let id_ph_ctx = t.id_of(HandleKind::GreenCtx, o_ph_ctx as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_green_ctx::Reply {
+            ph_ctx: U64::new(id_ph_ctx),
         },
         Vec::new(),
     ))

@@ -242,6 +242,22 @@ pub extern "C" fn cuCtxEnablePeerAccess(
     })
 }
 
+/// `cuCtxFromGreenCtx`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxFromGreenCtx(
+    pContext: *mut vgpu_abi::types::CUcontext,
+    hCtx: vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    run("cuCtxFromGreenCtx", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pContext = unsafe { Out::new(pContext, "pContext") }?;
+        super::green::ctx_from_green_ctx(pContext, hCtx)
+    })
+}
+
 /// `cuCtxGetApiVersion`.
 ///
 /// # Safety
@@ -270,6 +286,23 @@ pub unsafe extern "C" fn cuCtxGetCacheConfig(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let pconfig = unsafe { Out::new(pconfig, "pconfig") }?;
         super::context::ctx_get_cache_config(pconfig)
+    })
+}
+
+/// `cuCtxGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuCtxGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::ctx_get_dev_resource(hCtx, result, type_)
     })
 }
 
@@ -425,6 +458,24 @@ pub extern "C" fn cuCtxWaitEvent(
     })
 }
 
+/// `cuDevResourceGenerateDesc`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevResourceGenerateDesc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuDevResourceGenerateDesc", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phDesc = unsafe { Out::new(phDesc, "phDesc") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::green::dev_resource_generate_desc(phDesc, resources, nbResources) }
+    })
+}
+
 /// `cuDeviceCanAccessPeer`.
 ///
 /// # Safety
@@ -473,6 +524,23 @@ pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let pool_out = unsafe { Out::new(pool_out, "pool_out") }?;
         super::pool::device_get_default_mem_pool(pool_out, dev)
+    })
+}
+
+/// `cuDeviceGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDevResource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuDeviceGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::device_get_dev_resource(dev, result, type_)
     })
 }
 
@@ -1213,6 +1281,97 @@ pub extern "C" fn cuGraphUpload_ptsz(
 ) -> CUresult {
     run("cuGraphUpload_ptsz", || {
         super::graph::graph_upload_ptsz(hGraphExec, hStream)
+    })
+}
+
+/// `cuGreenCtxCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxCreate(
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+    desc: vgpu_abi::types::CUdevResourceDesc,
+    dev: vgpu_abi::types::CUdevice,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGreenCtxCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phCtx = unsafe { Out::new(phCtx, "phCtx") }?;
+        super::green::green_ctx_create(phCtx, desc, dev, flags)
+    })
+}
+
+/// `cuGreenCtxGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuGreenCtxGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::green_ctx_get_dev_resource(hCtx, result, type_)
+    })
+}
+
+/// `cuGreenCtxGetId`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetId(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CUresult {
+    run("cuGreenCtxGetId", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let greenCtxId = unsafe { Out::new(greenCtxId, "greenCtxId") }?;
+        super::green::green_ctx_get_id(greenCtx, greenCtxId)
+    })
+}
+
+/// `cuGreenCtxRecordEvent`.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxRecordEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGreenCtxRecordEvent", || {
+        super::green::green_ctx_record_event(hCtx, hEvent)
+    })
+}
+
+/// `cuGreenCtxStreamCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxStreamCreate(
+    phStream: *mut vgpu_abi::types::CUstream,
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    flags: ::core::ffi::c_uint,
+    priority: ::core::ffi::c_int,
+) -> CUresult {
+    run("cuGreenCtxStreamCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phStream = unsafe { Out::new(phStream, "phStream") }?;
+        super::green::green_ctx_stream_create(phStream, greenCtx, flags, priority)
+    })
+}
+
+/// `cuGreenCtxWaitEvent`.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxWaitEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGreenCtxWaitEvent", || {
+        super::green::green_ctx_wait_event(hCtx, hEvent)
     })
 }
 
@@ -2521,6 +2680,22 @@ pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
     })
 }
 
+/// `cuStreamGetGreenCtx`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetGreenCtx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    run("cuStreamGetGreenCtx", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phCtx = unsafe { Out::new(phCtx, "phCtx") }?;
+        super::green::stream_get_green_ctx(hStream, phCtx)
+    })
+}
+
 /// `cuStreamGetId`.
 ///
 /// # Safety
@@ -3210,8 +3385,10 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxDetach",
     "cuCtxDisablePeerAccess",
     "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
+    "cuCtxGetDevResource",
     "cuCtxGetExecAffinity",
     "cuCtxGetFlags",
     "cuCtxGetLimit",
@@ -3226,9 +3403,11 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize",
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
+    "cuDevResourceGenerateDesc",
     "cuDeviceCanAccessPeer",
     "cuDeviceGetByPCIBusId",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetDevResource",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
@@ -3279,6 +3458,12 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
+    "cuGreenCtxCreate",
+    "cuGreenCtxGetDevResource",
+    "cuGreenCtxGetId",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -3363,6 +3548,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamGetDevice_ptsz",
     "cuStreamGetFlags",
     "cuStreamGetFlags_ptsz",
+    "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetId_ptsz",
     "cuStreamGetPriority",
@@ -3428,8 +3614,10 @@ const _: super::signature::cuCtxAttach = cuCtxAttach;
 const _: super::signature::cuCtxDetach = cuCtxDetach;
 const _: super::signature::cuCtxDisablePeerAccess = cuCtxDisablePeerAccess;
 const _: super::signature::cuCtxEnablePeerAccess = cuCtxEnablePeerAccess;
+const _: super::signature::cuCtxFromGreenCtx = cuCtxFromGreenCtx;
 const _: super::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
 const _: super::signature::cuCtxGetCacheConfig = cuCtxGetCacheConfig;
+const _: super::signature::cuCtxGetDevResource = cuCtxGetDevResource;
 const _: super::signature::cuCtxGetExecAffinity = cuCtxGetExecAffinity;
 const _: super::signature::cuCtxGetFlags = cuCtxGetFlags;
 const _: super::signature::cuCtxGetLimit = cuCtxGetLimit;
@@ -3444,9 +3632,11 @@ const _: super::signature::cuCtxSetSharedMemConfig = cuCtxSetSharedMemConfig;
 const _: super::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: super::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: super::signature::cuCtxWaitEvent = cuCtxWaitEvent;
+const _: super::signature::cuDevResourceGenerateDesc = cuDevResourceGenerateDesc;
 const _: super::signature::cuDeviceCanAccessPeer = cuDeviceCanAccessPeer;
 const _: super::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
 const _: super::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
+const _: super::signature::cuDeviceGetDevResource = cuDeviceGetDevResource;
 const _: super::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: super::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: super::signature::cuDeviceGetLuid = cuDeviceGetLuid;
@@ -3497,6 +3687,12 @@ const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
+const _: super::signature::cuGreenCtxCreate = cuGreenCtxCreate;
+const _: super::signature::cuGreenCtxGetDevResource = cuGreenCtxGetDevResource;
+const _: super::signature::cuGreenCtxGetId = cuGreenCtxGetId;
+const _: super::signature::cuGreenCtxRecordEvent = cuGreenCtxRecordEvent;
+const _: super::signature::cuGreenCtxStreamCreate = cuGreenCtxStreamCreate;
+const _: super::signature::cuGreenCtxWaitEvent = cuGreenCtxWaitEvent;
 const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: super::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: super::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -3586,6 +3782,7 @@ const _: super::signature::cuStreamGetDevice = cuStreamGetDevice;
 const _: super::signature::cuStreamGetDevice_ptsz = cuStreamGetDevice_ptsz;
 const _: super::signature::cuStreamGetFlags = cuStreamGetFlags;
 const _: super::signature::cuStreamGetFlags_ptsz = cuStreamGetFlags_ptsz;
+const _: super::signature::cuStreamGetGreenCtx = cuStreamGetGreenCtx;
 const _: super::signature::cuStreamGetId = cuStreamGetId;
 const _: super::signature::cuStreamGetId_ptsz = cuStreamGetId_ptsz;
 const _: super::signature::cuStreamGetPriority = cuStreamGetPriority;
