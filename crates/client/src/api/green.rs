@@ -74,24 +74,29 @@ pub unsafe fn ctx_from_green_ctx(pctx: *mut CUcontext, g: CUgreenCtx) -> CuResul
     let s = runtime().session()?;
     non_null(pctx)?;
     let id = g as usize as u64;
-    let r = ctx_from_green_ctx::Request {
-        hctx: U64::new(id),
-    };
+    let r = ctx_from_green_ctx::Request { hctx: U64::new(id) };
     let (rep, _) = s.request(&r, &[])?;
     let ctx = rep.pcontext.get();
     {
         let mut o = s.objects();
-        let device = match o.greens.get_mut(&id) {
-            Some(entry) => {
-                entry.1 = Some(ctx);
-                entry.0
-            }
-            None => return Err(CuError::INVALID_HANDLE),
-        };
-        o.contexts.entry(ctx).or_insert(CtxInfo {
-            device,
-            primary: false,
+        let device = o.greens.get_mut(&id).map(|entry| {
+            entry.1 = Some(ctx);
+            entry.0
         });
+        if !o.contexts.contains_key(&ctx) {
+            // A green context the client did not see made (none so far):
+            // the device of the calling thread's context.
+            let device = device
+                .or_else(|| o.contexts.get(&current()).map(|i| i.device))
+                .unwrap_or(0);
+            o.contexts.insert(
+                ctx,
+                CtxInfo {
+                    device,
+                    primary: false,
+                },
+            );
+        }
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(pctx, wire::handle(ctx)) }

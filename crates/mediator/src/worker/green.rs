@@ -66,7 +66,14 @@ pub fn sm_resource_split(_: &mut Lane, s: &Session, req: &Request) -> Result<Rep
     let input: CUdevResource = unsafe { record(&r.input) };
     // SAFETY: all-zero bytes are a valid resource (integers and bytes).
     let zero: CUdevResource = unsafe { std::mem::zeroed() };
-    let mut result = vec![zero; if r.want_result != 0 { groups as usize } else { 0 }];
+    let mut result = vec![
+        zero;
+        if r.want_result != 0 {
+            groups as usize
+        } else {
+            0
+        }
+    ];
     let mut remaining = zero;
     let result_ptr = if r.want_result != 0 {
         result.as_mut_ptr()

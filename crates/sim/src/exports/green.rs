@@ -11,8 +11,8 @@ use std::ffi::{c_int, c_uint, c_ulonglong};
 
 use crate::context;
 use crate::cu::{
-    CUcontext, CUdevResource, CUdevResourceDesc, CUdevResourceType, CUdevice, CUevent,
-    CUgreenCtx, CUresult, CUstream, CUgreenCtxCreate_flags,
+    CUcontext, CUdevResource, CUdevResourceDesc, CUdevResourceType, CUdevice, CUevent, CUgreenCtx,
+    CUgreenCtxCreate_flags, CUresult, CUstream,
 };
 use crate::error::{err, Res};
 use crate::event;
@@ -53,8 +53,10 @@ pub(crate) struct Greens {
 
 /// An SM resource of `sms` SMs.
 fn sm_resource(sms: u32) -> CUdevResource {
-    let mut r = CUdevResource::default();
-    r.type_ = CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM;
+    let mut r = CUdevResource {
+        type_: CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM,
+        ..CUdevResource::default()
+    };
     r.__bindgen_anon_1.sm.smCount = sms;
     r.__bindgen_anon_1.sm.minSmPartitionSize = PARTITION;
     r.__bindgen_anon_1.sm.smCoscheduledAlignment = PARTITION;
@@ -191,7 +193,11 @@ pub unsafe extern "C" fn cuDevSmResourceSplitByCount(
             }
         }
         if !remaining.is_null() {
-            let left = if result.is_null() { sms } else { sms - n * size };
+            let left = if result.is_null() {
+                sms
+            } else {
+                sms - n * size
+            };
             // SAFETY: non-NULL and writable by the contract.
             unsafe { remaining.write_unaligned(sm_resource(left)) };
         }
