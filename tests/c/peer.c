@@ -5,7 +5,8 @@
  * is a second device, with it; cuCtxEnablePeerAccess and
  * cuCtxDisablePeerAccess between two contexts of one device and of the
  * context itself; cuMemcpyPeer and its asynchronous and per-thread forms
- * between two contexts, and ranges outside their allocations.
+ * and cuMemcpy3DPeer between two contexts, and ranges outside their
+ * allocations.
  *
  * Where the driver's exact error is not documented the check prints it
  * (`ok NAME: CUDA_ERROR_...`), so that runs natively and through vgpu can be
@@ -19,7 +20,29 @@
  */
 #include "cuda_prelude.h"
 
+/* CUDA_MEMCPY3D_PEER: a 3D copy whose sides name their contexts. */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    CUcontext srcContext;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    CUcontext dstContext;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D_PEER;
+
+_Static_assert(sizeof(CUDA_MEMCPY3D_PEER) == 200, "CUDA_MEMCPY3D_PEER is 200 bytes");
+
 enum {
+    MEMORY_DEVICE = 2,
     P2P_PERFORMANCE_RANK = 1,
     P2P_ACCESS_SUPPORTED = 2,
     ATOMIC_INTEGER_ADD = 0,
@@ -51,6 +74,8 @@ static struct {
     CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
     CUresult (*MemcpyPeerAsyncPtsz)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t,
                                     CUstream);
+    CUresult (*Memcpy3DPeer)(const CUDA_MEMCPY3D_PEER *);
+    CUresult (*Memcpy3DPeerAsync)(const CUDA_MEMCPY3D_PEER *, CUstream);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -77,6 +102,8 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyPeerPtds, "cuMemcpyPeer_ptds"),
     ENTRY(MemcpyPeerAsync, "cuMemcpyPeerAsync"),
     ENTRY(MemcpyPeerAsyncPtsz, "cuMemcpyPeerAsync_ptsz"),
+    ENTRY(Memcpy3DPeer, "cuMemcpy3DPeer"),
+    ENTRY(Memcpy3DPeerAsync, "cuMemcpy3DPeerAsync"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -172,6 +199,44 @@ static void contexts(CUdevice dev)
                 "the bytes differ");
     cu.StreamDestroy(s);
 
+    /* The 3D form: 16 rows of 128 bytes from a to b, then back asynchronously. */
+    CUDA_MEMCPY3D_PEER c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = MEMORY_DEVICE;
+    c.srcDevice = da;
+    c.srcContext = a;
+    c.srcPitch = 256;
+    c.srcHeight = 16;
+    c.dstMemoryType = MEMORY_DEVICE;
+    c.dstDevice = db;
+    c.dstContext = b;
+    c.dstPitch = 128;
+    c.dstHeight = 16;
+    c.WidthInBytes = 128;
+    c.Height = 16;
+    c.Depth = 1;
+    for (int i = 0; i < BYTES; i++)
+        in[i] = (unsigned char)(i * 3 + 7);
+    EXPECT("htod_a_3d", cu.MemcpyHtoD(da, in, BYTES), CUDA_SUCCESS);
+    EXPECT("memcpy_3d_peer", cu.Memcpy3DPeer(&c), CUDA_SUCCESS);
+    memset(out, 0, BYTES);
+    EXPECT("dtoh_b_3d", cu.MemcpyDtoH(out, db, 128 * 16), CUDA_SUCCESS);
+    int rows_ok = 1;
+    for (int r = 0; r < 16; r++)
+        rows_ok &= memcmp(in + r * 256, out + r * 128, 128) == 0;
+    expect_true("memcpy_3d_peer_data", rows_ok, "the rows differ");
+    CUstream s3 = NULL;
+    EXPECT("stream_create_3d", cu.StreamCreate(&s3, 0), CUDA_SUCCESS);
+    c.Height = 40;
+    c.srcHeight = 40;
+    c.dstHeight = 40;
+    c.srcPitch = 128;
+    expect_failure("memcpy_3d_peer_past_end", cu.Memcpy3DPeer(&c));
+    c.Height = 8;
+    EXPECT("memcpy_3d_peer_async", cu.Memcpy3DPeerAsync(&c, s3), CUDA_SUCCESS);
+    EXPECT("stream_synchronize_3d", cu.StreamSynchronize(s3), CUDA_SUCCESS);
+    cu.StreamDestroy(s3);
+
     expect_failure("memcpy_peer_past_end", cu.MemcpyPeer(db, b, da + 8, a, BYTES));
     expect_failure("memcpy_peer_dst_past_end", cu.MemcpyPeer(db + 16, b, da, a, BYTES));
 
@@ -180,6 +245,9 @@ static void contexts(CUdevice dev)
     if (invalid_handle_checks()) {
         expect_failure("memcpy_peer_destroyed_context", cu.MemcpyPeer(da, a, da, b, 16));
         expect_failure("enable_peer_destroyed_context", cu.CtxEnablePeerAccess(b, 0));
+        c.dstDevice = da;
+        c.dstContext = b;
+        expect_failure("memcpy_3d_peer_destroyed_context", cu.Memcpy3DPeer(&c));
     }
     EXPECT("free_a", cu.MemFree(da), CUDA_SUCCESS);
     EXPECT("ctx_destroy_a", cu.CtxDestroy(a), CUDA_SUCCESS);

@@ -460,7 +460,8 @@ fn c_first_forms_and_texture_references() {
         .assert_line("108 checks, 0 failed");
 }
 
-/// Peer access and copies between contexts through vgpu (`tests/c/peer.c`).
+/// Peer access and copies between contexts (`cuMemcpyPeer`, `cuMemcpy3DPeer`)
+/// through vgpu (`tests/c/peer.c`).
 #[test]
 fn c_peer_access_and_copies() {
     let h = Harness::start();
@@ -481,7 +482,10 @@ fn c_peer_access_and_copies() {
         .assert_line("ok memcpy_peer_past_end: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok memcpy_peer_dst_past_end: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok memcpy_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
-        .assert_line("41 checks, 0 failed");
+        .assert_line("ok memcpy_3d_peer_data")
+        .assert_line("ok memcpy_3d_peer_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_3d_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("50 checks, 0 failed");
 }
 
 /// Multicast objects through vgpu on a device without multicast support,

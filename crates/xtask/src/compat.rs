@@ -71,7 +71,6 @@ const GENERAL_REASON: &str =
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
     (&["cuMemcpyBatchAsync", "cuMemcpyBatchAsync_ptsz", "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz", "cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_ptsz", "cuMemcpy3DBatchAsync_v2", "cuMemcpy3DBatchAsync_v2_ptsz"], "Batches of copies with per-copy attributes: the worker would have to check every side of every copy as it checks a single copy, and carry the host sides; not remoted yet."),
-    (&["cuMemcpy3DPeer", "cuMemcpy3DPeer_ptds", "cuMemcpy3DPeerAsync", "cuMemcpy3DPeerAsync_ptsz"], "A 3D copy between the memory of two contexts; not remoted yet (`cuMemcpy3D` and `cuMemcpyPeer` are)."),
     (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),
 ];

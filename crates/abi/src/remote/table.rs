@@ -334,6 +334,7 @@ remote_table! {
         multicast: cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastBindAddr,
             cuMulticastUnbind;
         green: cuGreenCtxDestroy, cuDevSmResourceSplitByCount;
+        peer: cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz;
     }
 
     ops {

@@ -21,6 +21,7 @@ mod memory;
 mod module;
 mod multicast;
 mod options;
+mod peer;
 mod pointer;
 mod pool;
 mod procaddr;
@@ -269,6 +270,10 @@ implement! {
     cuMulticastBindAddr(handle, mc_off, ptr, size, flags) => multicast::bind_addr(handle, mc_off, ptr, size, flags);
     cuMulticastUnbind(handle, dev, mc_off, size) => multicast::unbind(handle, dev, mc_off, size);
     cuGreenCtxDestroy(g) => green::green_ctx_destroy(g);
+    cuMemcpy3DPeer(p) => peer::memcpy_3d_peer(p, None);
+    cuMemcpy3DPeer_ptds(p) => peer::memcpy_3d_peer(p, Some(2));
+    cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
+    cuMemcpy3DPeerAsync_ptsz(p, s) => peer::memcpy_3d_peer(p, Some(stream::id_ptsz(s)));
     cuDevSmResourceSplitByCount(result, n, input, rem, flags, min) => green::dev_sm_resource_split_by_count(result, n, input, rem, flags, min);
     cuArrayDestroy(a) => array::destroy(a);
     cuMipmappedArrayDestroy(m) => array::destroy_mipmapped(m);
