@@ -3,7 +3,9 @@
  * cuArray3DCreate, their descriptors, cuMemcpyHtoA/AtoH/AtoD/DtoA/AtoA and
  * the asynchronous HtoA/AtoH), the per-thread forms of the array copies
  * (_v2_ptds, _v2_ptsz), a destroyed array in a copy, and a legacy texture
- * reference of its own (cuTexRefCreate and the cuTexRef* setters and getters).
+ * reference of its own (cuTexRefCreate and the cuTexRef* setters and getters),
+ * and batches of linear copies (cuMemcpyBatchAsync, _v2) with a side outside
+ * its allocation.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
  * alike. Where the driver's exact answer is not documented the check prints
@@ -40,6 +42,16 @@ typedef struct {
     unsigned int NumChannels;
 } CUDA_ARRAY_DESCRIPTOR;
 
+/* CUmemcpyAttributes of a batch. */
+typedef struct {
+    int srcAccessOrder;
+    struct {
+        int type, id;
+    } srcLocHint, dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
+_Static_assert(sizeof(CUmemcpyAttributes) == 24, "CUmemcpyAttributes is 24 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR_v1) == 16, "CUDA_ARRAY_DESCRIPTOR_v1 is 16 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR3D_v1) == 24, "CUDA_ARRAY3D_DESCRIPTOR_v1 is 24 bytes");
 
@@ -52,6 +64,7 @@ enum {
     FILTER_MODE_LINEAR = 1,
     TRSF_NORMALIZED_COORDINATES = 0x02,
     ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
+    SRC_ACCESS_ORDER_STREAM = 1,
 };
 
 static struct {
@@ -115,6 +128,10 @@ static struct {
     CUresult (*TexRefGetBorderColor)(float *, CUtexref);
     CUresult (*TexRefSetFlags)(CUtexref, unsigned int);
     CUresult (*TexRefGetFlags)(unsigned int *, CUtexref);
+    CUresult (*MemcpyBatchAsync)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                 CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream);
+    CUresult (*MemcpyBatchAsyncV2)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                   CUmemcpyAttributes *, size_t *, size_t, CUstream);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -176,6 +193,8 @@ static const struct cu_entry entries[] = {
     ENTRY(TexRefGetBorderColor, "cuTexRefGetBorderColor"),
     ENTRY(TexRefSetFlags, "cuTexRefSetFlags"),
     ENTRY(TexRefGetFlags, "cuTexRefGetFlags"),
+    ENTRY(MemcpyBatchAsync, "cuMemcpyBatchAsync"),
+    ENTRY(MemcpyBatchAsyncV2, "cuMemcpyBatchAsync_v2"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -424,6 +443,62 @@ static void texrefs(CUdevice device)
     cu.MemFree(dev);
 }
 
+/* Batches of linear copies: host to device, device to device, device to host. */
+static void batches(void)
+{
+    enum { BYTES = 4096 };
+    static unsigned char in[BYTES], out[BYTES];
+    fill(in, BYTES, 9);
+    CUdeviceptr a = 0, b = 0;
+    CUstream s = NULL;
+    if (!EXPECT("batch_alloc_a", cu.MemAlloc(&a, BYTES), CUDA_SUCCESS) ||
+        !EXPECT("batch_alloc_b", cu.MemAlloc(&b, BYTES), CUDA_SUCCESS) ||
+        !EXPECT("batch_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS))
+        return;
+    memset(out, 0, BYTES);
+    CUdeviceptr dsts[3] = {a, b, (CUdeviceptr)(uintptr_t)out};
+    CUdeviceptr srcs[3] = {(CUdeviceptr)(uintptr_t)in, a, b};
+    size_t sizes[3] = {BYTES, BYTES, BYTES};
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.srcAccessOrder = SRC_ACCESS_ORDER_STREAM;
+    size_t idx = 0, fail = 7;
+    EXPECT("batch_three", cu.MemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, &fail, s),
+           CUDA_SUCCESS);
+    EXPECT("batch_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("batch_data", memcmp(in, out, BYTES) == 0, "the bytes differ");
+
+    /* The second form, device to host only. */
+    memset(out, 0, BYTES);
+    CUdeviceptr d2[1] = {(CUdeviceptr)(uintptr_t)out};
+    CUdeviceptr s2[1] = {b};
+    size_t n2[1] = {BYTES / 2};
+    EXPECT("batch_v2", cu.MemcpyBatchAsyncV2(d2, s2, n2, 1, &attr, &idx, 1, s), CUDA_SUCCESS);
+    EXPECT("batch_v2_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("batch_v2_data", memcmp(in, out, BYTES / 2) == 0, "the bytes differ");
+
+    /* A side outside its allocation, the legacy stream, bad attribute indices. */
+    sizes[1] = BYTES + 16;
+    fail = 7;
+    expect_failure("batch_side_past_end",
+                   cu.MemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, &fail, s));
+    printf("ok batch_side_past_end_index: %zu\n", fail);
+    sizes[1] = BYTES;
+    expect_failure("batch_legacy_stream",
+                   cu.MemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, &fail, NULL));
+    size_t late = 1;
+    expect_failure("batch_attrs_not_from_zero",
+                   cu.MemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &late, 1, &fail, s));
+    attr.srcAccessOrder = 0;
+    expect_failure("batch_attrs_no_order",
+                   cu.MemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx, 1, &fail, s));
+    expect_failure("batch_empty", cu.MemcpyBatchAsync(dsts, srcs, sizes, 0, &attr, &idx, 1,
+                                                      &fail, s));
+    cu.StreamDestroy(s);
+    cu.MemFree(a);
+    cu.MemFree(b);
+}
+
 int main(int argc, char **argv)
 {
     const char *library = argc > 1 ? argv[1] : NULL;
@@ -438,6 +513,7 @@ int main(int argc, char **argv)
     first_forms();
     per_thread();
     texrefs(dev);
+    batches();
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();
 }

@@ -335,6 +335,8 @@ remote_table! {
             cuMulticastUnbind;
         green: cuGreenCtxDestroy, cuDevSmResourceSplitByCount;
         peer: cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz;
+        batch: cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync_v2,
+            cuMemcpyBatchAsync_v2_ptsz;
     }
 
     ops {

@@ -2,6 +2,7 @@
 //! export to a typed function in its area module.
 
 mod array;
+mod batch;
 mod callback;
 pub(crate) mod context;
 mod copy;
@@ -270,6 +271,10 @@ implement! {
     cuMulticastBindAddr(handle, mc_off, ptr, size, flags) => multicast::bind_addr(handle, mc_off, ptr, size, flags);
     cuMulticastUnbind(handle, dev, mc_off, size) => multicast::unbind(handle, dev, mc_off, size);
     cuGreenCtxDestroy(g) => green::green_ctx_destroy(g);
+    cuMemcpyBatchAsync(d, s, n, count, attrs, idxs, num, fail, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, Some(fail), batch::stream_of(st, false));
+    cuMemcpyBatchAsync_ptsz(d, s, n, count, attrs, idxs, num, fail, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, Some(fail), batch::stream_of(st, true));
+    cuMemcpyBatchAsync_v2(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, false));
+    cuMemcpyBatchAsync_v2_ptsz(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, true));
     cuMemcpy3DPeer(p) => peer::memcpy_3d_peer(p, None);
     cuMemcpy3DPeer_ptds(p) => peer::memcpy_3d_peer(p, Some(2));
     cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
