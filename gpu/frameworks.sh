@@ -35,6 +35,10 @@ cc -std=c11 -O2 -o "$WORK/legacy_launch" tests/c/legacy_launch.c -ldl >>"$LOG" 2
 cc -std=c11 -O2 -o "$WORK/printf" tests/c/printf.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/managed" tests/c/managed.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/host_register" tests/c/host_register.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/tail_copies" tests/c/tail_copies.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/peer" tests/c/peer.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/multicast" tests/c/multicast.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/green_contexts" tests/c/green_contexts.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -61,6 +65,10 @@ declare -A CMD=(
     [managed]="$WORK/managed"
     [host_register]="$WORK/host_register"
     [managed_py]="python3 gpu/managed_smoke.py"
+    [tail_copies]="$WORK/tail_copies"
+    [peer]="$WORK/peer"
+    [multicast]="$WORK/multicast"
+    [green_contexts]="$WORK/green_contexts"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -68,7 +76,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

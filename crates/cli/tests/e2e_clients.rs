@@ -700,3 +700,125 @@ fn python_files_and_3d_copies() {
         .assert_line("ok trace_has_arguments")
         .assert_line("0 failed");
 }
+
+/// The 32-bit first forms of the array calls, the per-thread forms of the
+/// array copies, destroyed arrays in copies, a legacy texture reference of
+/// its own, and batches of copies with a side out of bounds through vgpu
+/// (`tests/c/tail_copies.c`).
+#[test]
+fn c_first_forms_and_texture_references() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "tail_copies");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok v1_descriptor_values")
+        .assert_line("ok v1_descriptor_3d_values")
+        .assert_line("ok v1_atoa_data")
+        .assert_line("ok v1_async_data")
+        .assert_line("ok v1_atod_truncated: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_htoa_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_atoa_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok v1_htoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok v1_atoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok v1_descriptor_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok ptds_round_trip_data")
+        .assert_line("ok ptsz_round_trip_data")
+        .assert_line("ok ptds_atod_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok ptds_dtoa_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok texref_format_values")
+        .assert_line("ok texref_border_color_values")
+        .assert_line("ok texref_mipmap_clamp_values")
+        .assert_line("ok texref_array_value")
+        .assert_line("ok texref_array_format_values")
+        .assert_line("ok texref_get_array_unbound: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_address_value")
+        .assert_line("ok texref_address_2d_value")
+        .assert_line("ok texref_set_address_2d_unaligned: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_set_address_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok texref_destroy_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok batch_data")
+        .assert_line("ok batch_v2_data")
+        .assert_line("ok batch_side_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok batch_side_past_end_index: 1")
+        .assert_line("ok batch_legacy_stream: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok batch_attrs_not_from_zero: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("122 checks, 0 failed");
+}
+
+/// Peer access and copies between contexts (`cuMemcpyPeer`, `cuMemcpy3DPeer`)
+/// through vgpu (`tests/c/peer.c`).
+#[test]
+fn c_peer_access_and_copies() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "peer");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok can_access_self_value")
+        .assert_line("ok p2p_attribute_self: CUDA_ERROR_INVALID_DEVICE")
+        .assert_line("ok p2p_atomics_self: CUDA_ERROR_INVALID_DEVICE")
+        .assert_line("ok enable_peer_self: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
+        .assert_line("ok disable_peer_self: CUDA_ERROR_PEER_ACCESS_NOT_ENABLED")
+        .assert_line("ok enable_peer_same_device: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
+        .assert_line("ok disable_peer_not_enabled: CUDA_ERROR_PEER_ACCESS_NOT_ENABLED")
+        .assert_line("ok memcpy_peer_data")
+        .assert_line("ok memcpy_peer_ptds_data")
+        .assert_line("ok memcpy_peer_async_data")
+        .assert_line("ok memcpy_peer_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_peer_dst_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("ok memcpy_3d_peer_data")
+        .assert_line("ok memcpy_3d_peer_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok memcpy_3d_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("50 checks, 0 failed");
+}
+
+/// Multicast objects through vgpu on a device without multicast support,
+/// and handles the program was never given (`tests/c/multicast.c`).
+#[test]
+fn c_multicast_objects() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "multicast");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok multicast_supported: 0")
+        .assert_line("ok granularity_unsupported: CUDA_ERROR_NOT_SUPPORTED")
+        .assert_line("ok create_unsupported: CUDA_ERROR_NOT_SUPPORTED")
+        .assert_line("ok add_device_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok bind_addr_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok unbind_forged: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok create_null_prop: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("13 checks, 0 failed");
+}
+
+/// Green contexts through vgpu: the simulated device's SM resource, splits,
+/// a green context, its context and stream used like any other, events, its
+/// destruction and a forged green context (`tests/c/green_contexts.c`).
+#[test]
+fn c_green_contexts() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "green_contexts");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok device_sms: 132 min 8 align 8")
+        .assert_line("ok device_resource_bad_type: CUDA_ERROR_INVALID_RESOURCE_TYPE")
+        .assert_line("ok split_query_groups: 8")
+        .assert_line("ok split_two_values: 2 groups of 16, 100 remaining")
+        .assert_line("ok split_two_sum")
+        .assert_line("ok split_too_large: CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION")
+        .assert_line("ok green_resource_sms")
+        .assert_line("ok ctx_from_green_same")
+        .assert_line("ok green_ctx_device_value")
+        .assert_line("ok green_ctx_resource_sms")
+        .assert_line("ok stream_get_green_ctx_value")
+        .assert_line("ok green_stream_data")
+        .assert_line("ok green_event_synchronize")
+        .assert_line("ok green_id_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok green_ctx_after_destroy: CUDA_ERROR_INVALID_CONTEXT")
+        .assert_line("ok green_id_forged: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("ok green_destroy_forged: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("55 checks, 0 failed");
+}

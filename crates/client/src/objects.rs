@@ -70,6 +70,9 @@ pub struct Objects {
     pub unique_ids: HashMap<u64, u64>,
     /// Live streams this session created: id → context.
     pub streams: HashMap<u64, u64>,
+    /// Live green contexts: id → their device and, once asked for, the id
+    /// of their context (`cuCtxFromGreenCtx`).
+    pub greens: HashMap<u64, (i32, Option<u64>)>,
     /// Live events this session created: id → context.
     pub events: HashMap<u64, u64>,
     /// Live executable graphs this session instantiated: id → context.

@@ -228,6 +228,78 @@ remote_table! {
         array: cuMipmappedArrayGetLevel = 478 gen;
         array: cuMipmappedArrayGetMemoryRequirements = 479 gen;
         array: cuMipmappedArrayGetSparseProperties = 480 gen;
+        array: cuMemcpyAtoD = 740 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA = 741 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA = 742 gen (sync);
+        array: cuMemcpyAtoD_v2_ptds = 743 gen (sync) [dstDevice: range(ByteCount)];
+        array: cuMemcpyDtoA_v2_ptds = 744 gen (sync) [srcDevice: range(ByteCount)];
+        array: cuMemcpyAtoA_v2_ptds = 745 gen (sync);
+        array: cuArrayCreate = 746 gen;
+        array: cuArray3DCreate = 747 gen;
+        array: cuArrayGetDescriptor = 748 gen;
+        array: cuArray3DGetDescriptor = 749 gen;
+
+        // ---- peer access (one context a device here; the driver answers) ----
+        peer: cuDeviceCanAccessPeer = 750 gen (nocontext);
+        peer: cuDeviceGetP2PAttribute = 751 gen (nocontext);
+        peer: cuDeviceGetP2PAtomicCapabilities = 752 gen (nocontext) [capabilities: array(count), operations: array(count)];
+        peer: cuCtxEnablePeerAccess = 753 gen;
+        peer: cuCtxDisablePeerAccess = 754 gen;
+        peer: cuMemcpyPeer = 755 gen (sync) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeer_ptds = 756 gen (sync) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeerAsync = 757 gen (posted(stream)) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+        peer: cuMemcpyPeerAsync_ptsz = 758 gen (posted(stream)) [dstDevice: range(ByteCount), srcDevice: range(ByteCount)];
+
+        // ---- legacy texture and surface references (the driver answers) ----
+        texref: cuTexRefCreate = 760 gen;
+        texref: cuTexRefDestroy = 761 gen [hTexRef: destroys];
+        texref: cuTexRefSetArray = 762 gen;
+        texref: cuTexRefGetArray = 763 gen;
+        texref: cuTexRefSetMipmappedArray = 764 gen;
+        texref: cuTexRefGetMipmappedArray = 765 gen;
+        texref: cuTexRefSetAddress = 766 gen [dptr: range(bytes)];
+        texref: cuTexRefSetAddress_v2 = 767 gen [dptr: range(bytes)];
+        texref: cuTexRefGetAddress = 768 gen;
+        texref: cuTexRefGetAddress_v2 = 769 gen;
+        texref: cuTexRefSetAddress2D = 770 gen;
+        texref: cuTexRefSetAddress2D_v2 = 771 gen;
+        texref: cuTexRefSetAddress2D_v3 = 772 gen;
+        texref: cuTexRefSetFormat = 773 gen;
+        texref: cuTexRefGetFormat = 774 gen;
+        texref: cuTexRefSetAddressMode = 775 gen;
+        texref: cuTexRefGetAddressMode = 776 gen;
+        texref: cuTexRefSetFilterMode = 777 gen;
+        texref: cuTexRefGetFilterMode = 778 gen;
+        texref: cuTexRefSetMipmapFilterMode = 779 gen;
+        texref: cuTexRefGetMipmapFilterMode = 780 gen;
+        texref: cuTexRefSetMipmapLevelBias = 781 gen;
+        texref: cuTexRefGetMipmapLevelBias = 782 gen;
+        texref: cuTexRefSetMipmapLevelClamp = 783 gen;
+        texref: cuTexRefGetMipmapLevelClamp = 784 gen;
+        texref: cuTexRefSetMaxAnisotropy = 785 gen;
+        texref: cuTexRefGetMaxAnisotropy = 786 gen;
+        texref: cuTexRefSetBorderColor = 787 gen [pBorderColor: in, pBorderColor: array(4)];
+        texref: cuTexRefGetBorderColor = 788 gen [pBorderColor: array(4)];
+        texref: cuTexRefSetFlags = 789 gen;
+        texref: cuTexRefGetFlags = 790 gen;
+        texref: cuSurfRefSetArray = 791 gen;
+        texref: cuSurfRefGetArray = 792 gen;
+
+        // ---- multicast objects ----
+        multicast: cuMulticastGetGranularity = 805 gen;
+
+        // ---- green contexts ----
+        green: cuDeviceGetDevResource = 810 gen (nocontext);
+        green: cuCtxGetDevResource = 811 gen;
+        green: cuGreenCtxGetDevResource = 812 gen;
+        green: cuDevResourceGenerateDesc = 813 gen [resources: in, resources: array(nbResources)];
+        green: cuGreenCtxCreate = 814 client (nocontext);
+        green: cuGreenCtxGetId = 815 gen;
+        green: cuGreenCtxRecordEvent = 816 gen;
+        green: cuGreenCtxWaitEvent = 817 gen;
+        green: cuCtxFromGreenCtx = 818 client;
+        green: cuGreenCtxStreamCreate = 819 client;
+        green: cuStreamGetGreenCtx = 820 gen;
     }
 
     manual {
@@ -277,7 +349,9 @@ remote_table! {
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
-            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy;
+            cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
+            cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
+            cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyAtoHAsync_v2_ptsz;
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
             cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc, cuSurfObjectCreate,
             cuSurfObjectDestroy, cuSurfObjectGetResourceDesc;
@@ -311,6 +385,12 @@ remote_table! {
         managed_range: cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz,
             cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync,
             cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemRangeGetAttribute, cuMemRangeGetAttributes;
+        multicast: cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem, cuMulticastBindAddr,
+            cuMulticastUnbind;
+        green: cuGreenCtxDestroy, cuDevSmResourceSplitByCount;
+        peer: cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz;
+        batch: cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync_v2,
+            cuMemcpyBatchAsync_v2_ptsz;
     }
 
     ops {
@@ -489,6 +569,33 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
+        /// reply's `handle` is an id the worker minted for the driver's
+        /// handle, among the allocation handles (`cuMemRelease` releases it).
+        multicast: MulticastCreate = 800 { prop: bytes(32) } => { handle: u64 };
+        /// `cuMulticastAddDevice` of a multicast handle id.
+        multicast: MulticastAddDevice = 801 { handle: u64, device: i32 } => {};
+        /// `cuMulticastBindMem`: allocation handle id `mem` into multicast
+        /// handle id `handle`.
+        multicast: MulticastBindMem = 802 { handle: u64, mc_offset: u64, mem: u64, mem_offset: u64,
+            size: u64, flags: u64 } => {};
+        /// `cuMulticastBindAddr`: `size` bytes at `ptr`, which must be mapped
+        /// memory of this session, into multicast handle id `handle`.
+        multicast: MulticastBindAddr = 803 { handle: u64, mc_offset: u64, ptr: devptr, size: u64,
+            flags: u64 } => {};
+        /// `cuMulticastUnbind` of a range of multicast handle id `handle` on `device`.
+        multicast: MulticastUnbind = 804 { handle: u64, device: i32, mc_offset: u64, size: u64 } => {};
+        /// `cuGreenCtxDestroy`: the green context's id is forgotten, and with
+        /// it the ids of its context (`cuCtxFromGreenCtx`) and of what that
+        /// context owned.
+        green: GreenCtxDestroy = 821 { green: handle(GreenCtx) } => {} (sync, nocontext);
+        /// `cuDevSmResourceSplitByCount` of the `CUdevResource` `input` (144
+        /// bytes) into at most `groups` groups: with `want_result` the reply's
+        /// blob holds the groups' `CUdevResource`s, with `want_remaining`
+        /// `remaining` is the SMs left over; `groups` back is the driver's count.
+        green: SmResourceSplit = 822 { input: bytes(144), groups: u32, want_result: bool,
+            want_remaining: bool, use_flags: u32, min_count: u32 }
+            => { groups: u32, remaining: bytes(144) } + blob (nocontext);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -26,7 +26,7 @@ use crate::runtime::runtime;
 ///
 /// # Safety
 /// `p` must be non-NULL and valid for a read of a `T`.
-unsafe fn bytes_of<T, const N: usize>(p: *const T) -> [u8; N] {
+pub(super) unsafe fn bytes_of<T, const N: usize>(p: *const T) -> [u8; N] {
     const { assert!(N == size_of::<T>()) };
     let mut out = [0u8; N];
     // SAFETY: `p` is readable for `N` bytes by this function's contract.

@@ -69,8 +69,14 @@ impl Vmm {
         self.mappings.accessible(ptr, len)
     }
 
+    /// Records a handle the driver just gave under id `id`, with one
+    /// reference (a multicast object's, which `cuMemRelease` releases).
+    pub fn adopt(&mut self, id: u64, real: u64) {
+        self.handles.insert(id, Allocation { real, refs: 1 });
+    }
+
     /// The driver's handle behind id `id`.
-    fn real(&self, id: u64) -> Result<u64, Status> {
+    pub fn real(&self, id: u64) -> Result<u64, Status> {
         self.handles.get(&id).map(|a| a.real).ok_or_else(|| {
             tracing::info!("allocation handle {id:#x} is not one of this session's");
             INVALID_VALUE

@@ -686,6 +686,75 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // One device, 2 MiB, no shareable handle types.
+        Op::MulticastCreate => {
+            let mut prop = [0u8; 32];
+            prop[0] = 1;
+            prop[8..16].copy_from_slice(&(2u64 << 20).to_le_bytes());
+            (b(multicast_create::Request { prop }), none())
+        }
+        Op::MulticastAddDevice => (
+            b(multicast_add_device::Request {
+                handle: u(VMM_HANDLE),
+                device: I32::new(0),
+            }),
+            none(),
+        ),
+        Op::MulticastBindMem => (
+            b(multicast_bind_mem::Request {
+                handle: u(VMM_HANDLE),
+                mc_offset: u(0),
+                mem: u(VMM_HANDLE + 1),
+                mem_offset: u(0),
+                size: u(2 << 20),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MulticastBindAddr => (
+            b(multicast_bind_addr::Request {
+                handle: u(VMM_HANDLE),
+                mc_offset: u(0),
+                ptr: u(DPTR),
+                size: u(2 << 20),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MulticastUnbind => (
+            b(multicast_unbind::Request {
+                handle: u(VMM_HANDLE),
+                device: I32::new(0),
+                mc_offset: u(0),
+                size: u(2 << 20),
+            }),
+            none(),
+        ),
+        Op::GreenCtxDestroy => (
+            b(green_ctx_destroy::Request {
+                green: u(vgpu_proto::ids::worker(vgpu_abi::HandleKind::GreenCtx, 1)),
+            }),
+            none(),
+        ),
+        // An SM resource (type 1) of 132 SMs, split into groups of 8.
+        Op::SmResourceSplit => {
+            let mut input = [0u8; 144];
+            input[0] = 1;
+            input[96] = 132;
+            input[100] = 8;
+            input[104] = 8;
+            (
+                b(sm_resource_split::Request {
+                    input,
+                    groups: w(4),
+                    want_result: 1,
+                    want_remaining: 1,
+                    use_flags: w(0),
+                    min_count: w(8),
+                }),
+                none(),
+            )
+        }
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

@@ -6,9 +6,10 @@ use std::ffi::c_void;
 use crate::array::{self, Run};
 use crate::context;
 use crate::cu::{
-    CUarray, CUarray_format, CUdevice, CUdeviceptr, CUmipmappedArray, CUresult, CUstream,
-    CUDA_ARRAY3D_DESCRIPTOR, CUDA_ARRAY_DESCRIPTOR, CUDA_ARRAY_MEMORY_REQUIREMENTS,
-    CUDA_ARRAY_SPARSE_PROPERTIES, CUDA_MEMCPY3D,
+    CUDA_ARRAY3D_DESCRIPTOR_v1, CUDA_ARRAY_DESCRIPTOR_v1, CUarray, CUarray_format, CUdevice,
+    CUdeviceptr, CUdeviceptr_v1, CUmipmappedArray, CUresult, CUstream, CUDA_ARRAY3D_DESCRIPTOR,
+    CUDA_ARRAY_DESCRIPTOR, CUDA_ARRAY_MEMORY_REQUIREMENTS, CUDA_ARRAY_SPARSE_PROPERTIES,
+    CUDA_MEMCPY3D,
 };
 use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
@@ -385,4 +386,159 @@ pub unsafe extern "C" fn cuMemcpy3DAsync_v2(
 ) -> CUresult {
     // SAFETY: forwarded from this function's contract.
     unsafe { copy_3d_on("cuMemcpy3DAsync_v2", p_copy, Some(h_stream)) }
+}
+
+// ---- the 32-bit first forms and the per-thread forms ----
+
+/// A 32-bit size or offset of a first form, as the `_v2` forms take it.
+fn wide(v: std::ffi::c_uint) -> usize {
+    v as usize
+}
+
+/// `cuArrayCreate`: as `cuArrayCreate_v2`, from the 32-bit descriptor.
+///
+/// # Safety
+/// `p` must be NULL or readable.
+pub(crate) unsafe fn array_create(
+    out: Out<CUarray>,
+    p: *const CUDA_ARRAY_DESCRIPTOR_v1,
+) -> Res<()> {
+    // SAFETY: forwarded from this function's contract.
+    let d = unsafe { read(p, "pAllocateArray") }?;
+    let d2 = CUDA_ARRAY_DESCRIPTOR {
+        Width: wide(d.Width),
+        Height: wide(d.Height),
+        Format: d.Format,
+        NumChannels: d.NumChannels,
+    };
+    // SAFETY: a local descriptor.
+    unsafe { array_create_v2(out, &d2) }
+}
+
+/// `cuArray3DCreate`: as `cuArray3DCreate_v2`, from the 32-bit descriptor.
+///
+/// # Safety
+/// `p` must be NULL or readable.
+pub(crate) unsafe fn array3d_create(
+    out: Out<CUarray>,
+    p: *const CUDA_ARRAY3D_DESCRIPTOR_v1,
+) -> Res<()> {
+    // SAFETY: forwarded from this function's contract.
+    let d = unsafe { read(p, "pAllocateArray") }?;
+    let d3 = CUDA_ARRAY3D_DESCRIPTOR {
+        Width: wide(d.Width),
+        Height: wide(d.Height),
+        Depth: wide(d.Depth),
+        Format: d.Format,
+        NumChannels: d.NumChannels,
+        Flags: d.Flags,
+    };
+    // SAFETY: a local descriptor.
+    unsafe { array3d_create_v2(out, &d3) }
+}
+
+/// An extent of a first form's descriptor: every simulated array fits 32
+/// bits per dimension, as the driver's arrays do.
+fn narrow(v: usize) -> Res<std::ffi::c_uint> {
+    std::ffi::c_uint::try_from(v).or_else(|_| {
+        err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "the array's extent does not fit the 32-bit descriptor",
+        )
+    })
+}
+
+/// `cuArrayGetDescriptor`: the 32-bit form of `cuArrayGetDescriptor_v2`.
+pub(crate) fn array_get_descriptor(out: Out<CUDA_ARRAY_DESCRIPTOR_v1>, h: CUarray) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    let a = array::get(&st, key(h))?;
+    out.write(CUDA_ARRAY_DESCRIPTOR_v1 {
+        Width: narrow(a.width)?,
+        Height: narrow(a.height)?,
+        Format: CUarray_format(a.format),
+        NumChannels: a.channels,
+    });
+    Ok(())
+}
+
+/// `cuArray3DGetDescriptor`: the 32-bit form of `cuArray3DGetDescriptor_v2`.
+pub(crate) fn array3d_get_descriptor(out: Out<CUDA_ARRAY3D_DESCRIPTOR_v1>, h: CUarray) -> Res<()> {
+    let sim = state::sim()?;
+    let st = sim.lock();
+    context::current(&st)?;
+    let a = array::get(&st, key(h))?;
+    out.write(CUDA_ARRAY3D_DESCRIPTOR_v1 {
+        Width: narrow(a.width)?,
+        Height: narrow(a.height)?,
+        Depth: narrow(a.depth)?,
+        Format: CUarray_format(a.format),
+        NumChannels: a.channels,
+        Flags: a.flags,
+    });
+    Ok(())
+}
+
+/// `cuMemcpyAtoD`: a 32-bit device address, offset and size.
+pub(crate) fn memcpy_atod(
+    dst: CUdeviceptr_v1,
+    src: CUarray,
+    offset: std::ffi::c_uint,
+    n: std::ffi::c_uint,
+) -> Res<()> {
+    memcpy_atod_v2(CUdeviceptr::from(dst), src, wide(offset), wide(n))
+}
+
+/// `cuMemcpyDtoA`: a 32-bit device address, offset and size.
+pub(crate) fn memcpy_dtoa(
+    dst: CUarray,
+    offset: std::ffi::c_uint,
+    src: CUdeviceptr_v1,
+    n: std::ffi::c_uint,
+) -> Res<()> {
+    memcpy_dtoa_v2(dst, wide(offset), CUdeviceptr::from(src), wide(n))
+}
+
+/// `cuMemcpyAtoA`: 32-bit offsets and size.
+pub(crate) fn memcpy_atoa(
+    dst: CUarray,
+    dst_offset: std::ffi::c_uint,
+    src: CUarray,
+    src_offset: std::ffi::c_uint,
+    n: std::ffi::c_uint,
+) -> Res<()> {
+    memcpy_atoa_v2(dst, wide(dst_offset), src, wide(src_offset), wide(n))
+}
+
+/// `cuMemcpyAtoD_v2_ptds`: the simulated device runs every copy in order,
+/// so the per-thread default stream's copy is the synchronous one.
+pub(crate) fn memcpy_atod_v2_ptds(
+    dst: CUdeviceptr,
+    src: CUarray,
+    offset: usize,
+    n: usize,
+) -> Res<()> {
+    memcpy_atod_v2(dst, src, offset, n)
+}
+
+/// `cuMemcpyDtoA_v2_ptds` (see [`memcpy_atod_v2_ptds`]).
+pub(crate) fn memcpy_dtoa_v2_ptds(
+    dst: CUarray,
+    offset: usize,
+    src: CUdeviceptr,
+    n: usize,
+) -> Res<()> {
+    memcpy_dtoa_v2(dst, offset, src, n)
+}
+
+/// `cuMemcpyAtoA_v2_ptds` (see [`memcpy_atod_v2_ptds`]).
+pub(crate) fn memcpy_atoa_v2_ptds(
+    dst: CUarray,
+    dst_offset: usize,
+    src: CUarray,
+    src_offset: usize,
+    n: usize,
+) -> Res<()> {
+    memcpy_atoa_v2(dst, dst_offset, src, src_offset, n)
 }

@@ -22,6 +22,7 @@ mod event;
 #[allow(clippy::redundant_closure)]
 pub(crate) mod generated;
 mod graph;
+pub(crate) mod green;
 mod host;
 mod init;
 mod launch;
@@ -30,11 +31,14 @@ mod memop;
 mod link;
 mod memory;
 mod module;
+mod multicast;
+mod peer;
 mod pointer;
 mod pool;
 mod profiler;
 mod stream;
 mod tensormap;
+mod texref;
 mod texture;
 mod vmm;
 

@@ -52,3 +52,34 @@ pub(crate) struct MipmappedArray {
     pub ctx: usize,
     pub levels: Vec<usize>,
 }
+
+/// What is bound to a legacy texture reference.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum Binding {
+    #[default]
+    None,
+    Array(usize),
+    Mipmapped(usize),
+    /// Linear (`pitch` None) or pitched 2D memory at a device address.
+    Memory {
+        dptr: u64,
+        pitch: Option<usize>,
+    },
+}
+
+/// A legacy texture reference (`cuTexRefCreate`, or a module's `texref`):
+/// what it is bound to and how fetches through it read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TexRef {
+    pub binding: Binding,
+    pub format: u32,
+    pub channels: i32,
+    pub address_mode: [u32; 3],
+    pub filter: u32,
+    pub mipmap_filter: u32,
+    pub mipmap_bias: f32,
+    pub mipmap_clamp: (f32, f32),
+    pub max_anisotropy: u32,
+    pub border: [f32; 4],
+    pub flags: u32,
+}

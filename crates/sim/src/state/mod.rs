@@ -18,13 +18,13 @@ pub(crate) mod pool;
 pub(crate) mod stream;
 pub(crate) mod vmm;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::config::Config;
 use crate::cu::CUresult;
 use crate::error::{err, Res};
-use array::{Array, MipmappedArray, TexObject};
+use array::{Array, MipmappedArray, TexObject, TexRef};
 use context::{Context, PrimaryCtx};
 use event::Event;
 use funcattr::Attrs;
@@ -81,6 +81,15 @@ pub(crate) struct Ext {
     pub legacy_params: HashMap<usize, Vec<u8>>,
     /// Device `printf` output not yet flushed ([`crate::printf`]).
     pub printf: Vec<u8>,
+    /// Legacy texture references by handle: those `cuTexRefCreate` made and
+    /// the modules' references the application has set up.
+    pub texrefs: HashMap<usize, TexRef>,
+    /// The array bound to each module surface reference, by handle.
+    pub surfrefs: HashMap<usize, usize>,
+    /// Contexts (first) that enabled peer access to another (second).
+    pub peers: BTreeSet<(usize, usize)>,
+    /// Green contexts, their resource descriptors and streams.
+    pub green: crate::exports::green::Greens,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -245,10 +245,13 @@ fn checks(op: &Op, fields: &[Field], parts: &Option<Vec<String>>, request: bool)
                         );
                     }
                     Plan::InArray { count, elem, .. } => {
+                        let n = literal(count).map_or_else(
+                            || format!("u64::from(self.{}.get())", field_of(op, count)),
+                            |n| format!("{n}u64"),
+                        );
                         let _ = writeln!(
                             c,
-                            "            want = message::add(Self::OP, want, message::array_len(Self::OP, u64::from(self.{}.get()), core::mem::size_of::<{elem}>())?)?;",
-                            field_of(op, count)
+                            "            want = message::add(Self::OP, want, message::array_len(Self::OP, {n}, core::mem::size_of::<{elem}>())?)?;"
                         );
                     }
                     _ => {}
@@ -258,6 +261,11 @@ fn checks(op: &Op, fields: &[Field], parts: &Option<Vec<String>>, request: bool)
         }
     }
     c
+}
+
+/// A count written as a number (`array(4)`) rather than a parameter's name.
+fn literal(count: &str) -> Option<u64> {
+    count.parse().ok()
 }
 
 /// The request field that carries parameter `param`.
@@ -316,7 +324,9 @@ fn samples(ops: &[&Op]) -> String {
         for a in &call.args {
             match &a.plan {
                 Plan::InStr { len_field } => counts.push((len_field.clone(), 7)),
-                Plan::InArray { count, .. } => counts.push((field_of(op, count), 2)),
+                Plan::InArray { count, .. } if literal(count).is_none() => {
+                    counts.push((field_of(op, count), 2));
+                }
                 _ => {}
             }
         }
@@ -355,10 +365,11 @@ fn samples(ops: &[&Op]) -> String {
                     body.push_str("            blob.extend_from_slice(b\"sample7\");\n");
                     blob_len += 7;
                 }
-                Plan::InArray { elem, .. } => {
+                Plan::InArray { count, elem, .. } => {
+                    let n = literal(count).unwrap_or(2);
                     let _ = writeln!(
                         body,
-                        "            blob.extend(std::iter::repeat_n(0x5au8, 2 * core::mem::size_of::<{elem}>()));"
+                        "            blob.extend(std::iter::repeat_n(0x5au8, {n} * core::mem::size_of::<{elem}>()));"
                     );
                 }
                 _ => {}
