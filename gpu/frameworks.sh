@@ -27,6 +27,7 @@ cc -std=c11 -O2 -pthread -o "$WORK/arrays" tests/c/arrays.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/graphs" tests/c/graphs.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/tensormap" tests/c/tensormap.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/callbacks" tests/c/callbacks.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -44,6 +45,9 @@ declare -A CMD=(
     [graphs]="$WORK/graphs"
     [tensormap]="$WORK/tensormap"
     [callbacks]="$WORK/callbacks"
+    [ipc]="$WORK/ipc"
+    [torch_ipc]="python3 gpu/torch_ipc.py"
+    [cupy_ipc]="python3 gpu/cupy_ipc.py"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -51,7 +55,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks ipc torch_ipc cupy_ipc compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -207,6 +207,41 @@ fn c_memory_pools() {
     );
 }
 
+/// Inter-process handles between two client processes, so two sessions and
+/// two workers of one mediator (`tests/c/ipc.c`): device memory exported
+/// both ways, opened twice (one address, counted), closed; an interprocess
+/// event; and bad input with the driver's codes: a handle opened in its
+/// exporter, a plain event, an address never opened, bad flags, a forged
+/// handle, and `cuMemFree` of opened memory. The simulated devices of the
+/// two workers share the pages through a memfd.
+#[test]
+fn c_inter_process_handles() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "ipc");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok export")
+        .assert_line("ok open_in_exporter")
+        .assert_line("ok close_own_allocation")
+        .assert_line("ok export_plain_event")
+        .assert_line("ok child_open_bad_flags")
+        .assert_line("ok child_reads_parent_bytes")
+        .assert_line("ok child_open_again_same_address")
+        .assert_line("ok child_still_open")
+        .assert_line("ok child_event_synchronize")
+        .assert_line("ok child_close_never_opened")
+        .assert_line("ok child_open_forged")
+        .assert_line("ok child_open_forged_event")
+        .assert_line("ok child_free_opened")
+        .assert_line("ok child_close_again")
+        .assert_line("ok reads_child_bytes")
+        .assert_line("ok reads_child_memory")
+        .assert_line("ok child_reads_parent_answer")
+        .assert_line("child: 26 checks, 0 failed")
+        .assert_line("21 checks, 0 failed");
+}
+
 /// Virtual memory management through a real mediator: reserve, create, map,
 /// set access, fill and copy through the mappings, the driver's answers about
 /// a mapped address, and bad input refused as the driver refuses it:

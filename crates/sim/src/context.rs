@@ -110,9 +110,12 @@ fn release_resources(st: &mut State, ctx: usize) {
         .map(|(k, _)| *k)
         .collect();
     for base in dead {
-        if let Some(a) = st.allocs.remove(&base) {
+        if crate::ipc::is_opened(st, base) {
+            crate::ipc::context_gone(st, base);
+        } else if let Some(a) = st.allocs.remove(&base) {
             st.used[a.device] -= a.size as u64;
             crate::pool::released(st, base);
+            crate::ipc::freed(st, base);
         }
     }
     st.streams.retain(|_, s| s.ctx != ctx);

@@ -116,6 +116,7 @@ mod funcattr;
 mod graph;
 mod hostmem;
 mod image;
+mod ipc;
 mod kernels;
 mod launch;
 mod library;

@@ -44,8 +44,17 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     if base == 0 {
         return Ok(());
     }
+    if crate::ipc::is_opened(st, base) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!(
+                "{base:#x} was opened by cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle"
+            ),
+        );
+    }
     match st.allocs.remove(&base) {
         Some(a) => {
+            crate::ipc::freed(st, base);
             st.used[a.device] -= a.size as u64;
             // Forget what was known about the allocation (pointer facts, its pool).
             st.ext.facts.forget(base);

@@ -239,6 +239,8 @@ remote_table! {
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
+        ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
+            cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy;
         texture: cuTexObjectCreate, cuTexObjectDestroy, cuTexObjectGetResourceDesc,
@@ -435,6 +437,22 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// `cuIpcGetMemHandle` of device memory of this session: the driver's
+        /// 64-byte handle, recorded in the host's IPC registry under this
+        /// session's uid (`docs/adr/0005-ipc.md`).
+        ipc: IpcGetMemHandle = 311 { dptr: devptr } => { handle: bytes(64) };
+        /// `cuIpcOpenMemHandle_v2`: opens a handle another session of the same
+        /// uid exported; the mapping (`size` bytes) joins this session's live
+        /// ranges. Opening it again in this session gives the same address.
+        ipc: IpcOpenMemHandle = 312 { handle: bytes(64), flags: u32 } => { dptr: devptr, size: u64 };
+        /// `cuIpcCloseMemHandle` of an address this session opened: one
+        /// reference fewer (`left` remain); the range leaves at the last.
+        ipc: IpcCloseMemHandle = 313 { dptr: devptr } => { left: u32 } (sync);
+        /// `cuIpcGetEventHandle` of an interprocess event of this session,
+        /// recorded in the registry as for memory.
+        ipc: IpcGetEventHandle = 314 { event: handle(Event) } => { handle: bytes(64) };
+        /// `cuIpcOpenEventHandle` under the client's new event id.
+        ipc: IpcOpenEventHandle = 315 { event: handle(Event), handle: bytes(64) } => {};
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

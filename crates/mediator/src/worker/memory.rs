@@ -50,6 +50,7 @@ pub fn mem_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Statu
     // SAFETY: `p` is the base of a live allocation of this session.
     ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) })?;
     s.tables().ranges.remove(&p);
+    super::ipc::freed(s, p);
     Ok(Reply::default())
 }
 

@@ -17,6 +17,7 @@ mod exec;
 mod generated;
 mod graph;
 mod host;
+mod ipc;
 mod lane;
 mod launch;
 mod library;
@@ -26,6 +27,7 @@ mod options;
 mod order;
 mod pointer;
 mod pool;
+mod registry;
 mod remote;
 mod snapshot;
 mod stream;
@@ -82,6 +84,20 @@ pub struct Session {
     pub remote: bool,
     /// The host-callback channel (`callback`).
     pub callbacks: Arc<callback::Callbacks>,
+    /// Who the client is, as the connection proves it.
+    pub peer: Peer,
+    /// The host's record of inter-process handles ([`registry`]).
+    pub registry: registry::Registry,
+}
+
+/// The session's client, for inter-process handles and log lines.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The client's uid from the socket's peer credentials; `None` on TCP,
+    /// where it is only what the client states.
+    pub uid: Option<u32>,
+    /// Names the session in log lines: worker and client pids.
+    pub label: String,
 }
 
 impl Session {
@@ -109,6 +125,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         Some(control.peer_credentials()?)
     };
     let hello = Hello::read(&mut control)?;
+    let uid = credentials.map(|(_, uid, _)| uid);
     let pid = match credentials {
         Some((pid, uid, _)) => {
             tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
@@ -162,12 +179,22 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         rings: negotiated & features::RINGS != 0,
         remote,
         callbacks: Arc::default(),
+        peer: Peer {
+            uid,
+            label: format!("worker {} (client pid {pid})", std::process::id()),
+        },
+        registry: if remote {
+            registry::Registry::off()
+        } else {
+            registry::Registry::open(&args.ipc_directory())
+        },
     });
     tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
     session.callbacks.close();
     session.tables().vmm.release_all(&session.driver);
+    ipc::session_ends(&session);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
 }

@@ -385,6 +385,22 @@ pub enum Op {
     /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
     /// `CUmemAllocationProp`.
     MemGetAllocationProperties = 310,
+    /// `cuIpcGetMemHandle` of device memory of this session: the driver's
+    /// 64-byte handle, recorded in the host's IPC registry under this
+    /// session's uid (`docs/adr/0005-ipc.md`).
+    IpcGetMemHandle = 311,
+    /// `cuIpcOpenMemHandle_v2`: opens a handle another session of the same
+    /// uid exported; the mapping (`size` bytes) joins this session's live
+    /// ranges. Opening it again in this session gives the same address.
+    IpcOpenMemHandle = 312,
+    /// `cuIpcCloseMemHandle` of an address this session opened: one
+    /// reference fewer (`left` remain); the range leaves at the last.
+    IpcCloseMemHandle = 313,
+    /// `cuIpcGetEventHandle` of an interprocess event of this session,
+    /// recorded in the registry as for memory.
+    IpcGetEventHandle = 314,
+    /// `cuIpcOpenEventHandle` under the client's new event id.
+    IpcOpenEventHandle = 315,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -765,6 +781,11 @@ impl Op {
         Op::MemSetAccess,
         Op::MemRetainAllocationHandle,
         Op::MemGetAllocationProperties,
+        Op::IpcGetMemHandle,
+        Op::IpcOpenMemHandle,
+        Op::IpcCloseMemHandle,
+        Op::IpcGetEventHandle,
+        Op::IpcOpenEventHandle,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -1012,6 +1033,11 @@ impl Op {
             Op::MemSetAccess => "MemSetAccess",
             Op::MemRetainAllocationHandle => "MemRetainAllocationHandle",
             Op::MemGetAllocationProperties => "MemGetAllocationProperties",
+            Op::IpcGetMemHandle => "IpcGetMemHandle",
+            Op::IpcOpenMemHandle => "IpcOpenMemHandle",
+            Op::IpcCloseMemHandle => "IpcCloseMemHandle",
+            Op::IpcGetEventHandle => "IpcGetEventHandle",
+            Op::IpcOpenEventHandle => "IpcOpenEventHandle",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -1256,6 +1282,11 @@ impl Op {
             Op::MemSetAccess => false,
             Op::MemRetainAllocationHandle => false,
             Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1500,6 +1531,11 @@ impl Op {
             Op::MemSetAccess => true,
             Op::MemRetainAllocationHandle => true,
             Op::MemGetAllocationProperties => true,
+            Op::IpcGetMemHandle => true,
+            Op::IpcOpenMemHandle => true,
+            Op::IpcCloseMemHandle => true,
+            Op::IpcGetEventHandle => true,
+            Op::IpcOpenEventHandle => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -1744,6 +1780,11 @@ impl Op {
             Op::MemSetAccess => false,
             Op::MemRetainAllocationHandle => false,
             Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2036,6 +2077,11 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 core::mem::size_of::<mem_get_allocation_properties::Request>()
             }
+            Op::IpcGetMemHandle => core::mem::size_of::<ipc_get_mem_handle::Request>(),
+            Op::IpcOpenMemHandle => core::mem::size_of::<ipc_open_mem_handle::Request>(),
+            Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Request>(),
+            Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Request>(),
+            Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Request>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -2350,6 +2396,11 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 core::mem::size_of::<mem_get_allocation_properties::Reply>()
             }
+            Op::IpcGetMemHandle => core::mem::size_of::<ipc_get_mem_handle::Reply>(),
+            Op::IpcOpenMemHandle => core::mem::size_of::<ipc_open_mem_handle::Reply>(),
+            Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Reply>(),
+            Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Reply>(),
+            Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Reply>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -2497,6 +2548,7 @@ impl Op {
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
             Op::MemUnmap => true,
+            Op::IpcCloseMemHandle => true,
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
@@ -2817,6 +2869,17 @@ impl Op {
             }
             Op::MemGetAllocationProperties => {
                 message::check::<mem_get_allocation_properties::Request>(fixed, blob_len)
+            }
+            Op::IpcGetMemHandle => message::check::<ipc_get_mem_handle::Request>(fixed, blob_len),
+            Op::IpcOpenMemHandle => message::check::<ipc_open_mem_handle::Request>(fixed, blob_len),
+            Op::IpcCloseMemHandle => {
+                message::check::<ipc_close_mem_handle::Request>(fixed, blob_len)
+            }
+            Op::IpcGetEventHandle => {
+                message::check::<ipc_get_event_handle::Request>(fixed, blob_len)
+            }
+            Op::IpcOpenEventHandle => {
+                message::check::<ipc_open_event_handle::Request>(fixed, blob_len)
             }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
@@ -3243,6 +3306,13 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 message::check::<mem_get_allocation_properties::Reply>(fixed, blob_len)
             }
+            Op::IpcGetMemHandle => message::check::<ipc_get_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcOpenMemHandle => message::check::<ipc_open_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcCloseMemHandle => message::check::<ipc_close_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcGetEventHandle => message::check::<ipc_get_event_handle::Reply>(fixed, blob_len),
+            Op::IpcOpenEventHandle => {
+                message::check::<ipc_open_event_handle::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -3551,6 +3621,11 @@ impl TryFrom<u16> for Op {
             308 => Ok(Op::MemSetAccess),
             309 => Ok(Op::MemRetainAllocationHandle),
             310 => Ok(Op::MemGetAllocationProperties),
+            311 => Ok(Op::IpcGetMemHandle),
+            312 => Ok(Op::IpcOpenMemHandle),
+            313 => Ok(Op::IpcCloseMemHandle),
+            314 => Ok(Op::IpcGetEventHandle),
+            315 => Ok(Op::IpcOpenEventHandle),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -3797,6 +3872,11 @@ pub const SCHEMA: &str = concat!(
     "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {}\n",
     "309 MemRetainAllocationHandle {addr:u64} => {handle:u64}\n",
     "310 MemGetAllocationProperties {handle:u64} => {prop:bytes(32)}\n",
+    "311 IpcGetMemHandle {dptr:devptr} => {handle:bytes(64)}\n",
+    "312 IpcOpenMemHandle {handle:bytes(64),flags:u32} => {dptr:devptr,size:u64}\n",
+    "313 IpcCloseMemHandle {dptr:devptr} => {left:u32} sync\n",
+    "314 IpcGetEventHandle {event:handle(Event)} => {handle:bytes(64)}\n",
+    "315 IpcOpenEventHandle {event:handle(Event),handle:bytes(64)} => {}\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -10543,6 +10623,212 @@ pub mod mem_get_allocation_properties {
 
     impl Message for Reply {
         const OP: Op = Op::MemGetAllocationProperties;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcGetMemHandle: wire id 311.
+pub mod ipc_get_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcGetMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcGetMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcOpenMemHandle: wire id 312.
+pub mod ipc_open_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: [u8; 64],
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcOpenMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcOpenMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcCloseMemHandle: wire id 313.
+pub mod ipc_close_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub left: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcCloseMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcCloseMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcGetEventHandle: wire id 314.
+pub mod ipc_get_event_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcGetEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcGetEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcOpenEventHandle: wire id 315.
+pub mod ipc_open_event_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub event: U64,
+        pub handle: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::IpcOpenEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcOpenEventHandle;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

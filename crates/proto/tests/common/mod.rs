@@ -609,6 +609,23 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::IpcGetMemHandle => (b(ipc_get_mem_handle::Request { dptr: u(DPTR) }), none()),
+        Op::IpcOpenMemHandle => (
+            b(ipc_open_mem_handle::Request {
+                handle: [0x5a; 64],
+                flags: w(1),
+            }),
+            none(),
+        ),
+        Op::IpcCloseMemHandle => (b(ipc_close_mem_handle::Request { dptr: u(DPTR) }), none()),
+        Op::IpcGetEventHandle => (b(ipc_get_event_handle::Request { event: u(EVENT) }), none()),
+        Op::IpcOpenEventHandle => (
+            b(ipc_open_event_handle::Request {
+                event: u(EVENT + 1),
+                handle: [0xa5; 64],
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

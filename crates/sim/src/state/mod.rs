@@ -10,6 +10,7 @@ pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
 pub(crate) mod hostmem;
+pub(crate) mod ipc;
 pub(crate) mod library;
 pub(crate) mod memory;
 pub(crate) mod module;
@@ -75,6 +76,8 @@ pub(crate) struct Ext {
     pub last_tex_object: u64,
     /// Graphs, executable graphs and open stream captures.
     pub graphs: crate::graph::Graphs,
+    /// Inter-process handles exported and opened.
+    pub ipc: ipc::Ipc,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -1,0 +1,269 @@
+/*
+ * ipc: two processes share device memory and an event through the CUDA
+ * inter-process handles, both ways. The parent exports an allocation and an
+ * interprocess event and sends their 64-byte handles down a pipe; the child
+ * opens them, reads the parent's bytes, writes its own, waits on the event,
+ * and exports an allocation of its own back; the parent opens that, reads
+ * the child's bytes and writes its answer, which the child reads. Then bad
+ * input, each with the driver's error code: a handle opened in the process
+ * that exported it, a non-interprocess event, an address never opened,
+ * bad flags, and (under CU_TEST_INVALID_HANDLES, where vgpu refuses them
+ * from its tables) a forged handle and cuMemFree of opened memory.
+ *
+ * The processes fork before either touches CUDA, and take turns: one waits
+ * on a pipe while the other checks, so the lines come out in one order.
+ * Through vgpu the two processes are two sessions, with two workers.
+ *
+ * Build:  cc -std=c11 -O2 -Wall -pthread -o ipc ipc.c -ldl
+ * Usage:  ipc [LIBRARY]      (default: libcuda.so.1)
+ * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then each
+ *         process's summary (the child's first).
+ * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
+ *         loaded or lacks an entry point.
+ */
+#include "cuda_prelude.h"
+
+#include <sys/wait.h>
+
+typedef struct {
+    char reserved[64];
+} CUipcHandle;
+
+enum {
+    CU_EVENT_DISABLE_TIMING = 2,
+    CU_EVENT_INTERPROCESS = 4,
+    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+};
+
+#define MIB (1024 * 1024)
+#define WORDS (MIB / 4)
+
+static struct {
+    CUresult (*Init)(unsigned int);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*EventCreate)(CUevent *, unsigned int);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventQuery)(CUevent);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*IpcGetMemHandle)(CUipcHandle *, CUdeviceptr);
+    CUresult (*IpcOpenMemHandle)(CUdeviceptr *, CUipcHandle, unsigned int);
+    CUresult (*IpcCloseMemHandle)(CUdeviceptr);
+    CUresult (*IpcGetEventHandle)(CUipcHandle *, CUevent);
+    CUresult (*IpcOpenEventHandle)(CUevent *, CUipcHandle);
+    CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+static const struct cu_entry entries[] = {
+    ENTRY(Init, "cuInit"),
+    ENTRY(DeviceGet, "cuDeviceGet"),
+    ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"),
+    ENTRY(MemFree, "cuMemFree_v2"),
+    ENTRY(MemsetD32, "cuMemsetD32_v2"),
+    ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(EventCreate, "cuEventCreate"),
+    ENTRY(EventDestroy, "cuEventDestroy_v2"),
+    ENTRY(EventRecord, "cuEventRecord"),
+    ENTRY(EventSynchronize, "cuEventSynchronize"),
+    ENTRY(EventQuery, "cuEventQuery"),
+    ENTRY(StreamWaitEvent, "cuStreamWaitEvent"),
+    ENTRY(CtxSynchronize, "cuCtxSynchronize"),
+    ENTRY(IpcGetMemHandle, "cuIpcGetMemHandle"),
+    ENTRY(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
+    ENTRY(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
+    ENTRY(IpcGetEventHandle, "cuIpcGetEventHandle"),
+    ENTRY(IpcOpenEventHandle, "cuIpcOpenEventHandle"),
+    ENTRY(GetErrorName, "cuGetErrorName"),
+};
+
+/* The pipes: parent to child and child to parent. */
+static int down[2], up[2];
+
+static void send_bytes(int fd, const void *p, size_t n)
+{
+    if (write(fd, p, n) != (ssize_t)n) {
+        printf("FAIL pipe write\n");
+        exit(1);
+    }
+}
+
+static void recv_bytes(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r <= 0) {
+            printf("FAIL pipe read\n");
+            exit(1);
+        }
+        got += (size_t)r;
+    }
+}
+
+/* Whether `words` words at `p` all read back as `value`. */
+static int holds(CUdeviceptr p, size_t words, unsigned int value)
+{
+    static unsigned int host[WORDS];
+    if (cu.MemcpyDtoH(host, p, words * sizeof host[0]) != CUDA_SUCCESS)
+        return 0;
+    for (size_t i = 0; i < words; i++)
+        if (host[i] != value)
+            return 0;
+    return 1;
+}
+
+static CUdevice start(void)
+{
+    CUdevice dev = 0;
+    CUcontext ctx = NULL;
+    if (cu.Init(0) != CUDA_SUCCESS || cu.DeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cu.DevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+        cu.CtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        printf("FAIL start\n");
+        exit(1);
+    }
+    return dev;
+}
+
+/* The child: opens the parent's memory and event, answers with its own. */
+static int child(void)
+{
+    CUdevice dev = start();
+    CUipcHandle mem, ev;
+    recv_bytes(down[0], &mem, sizeof mem);
+    recv_bytes(down[0], &ev, sizeof ev);
+
+    CUdeviceptr p = 0, again = 0;
+    EXPECT("child_open_bad_flags", cu.IpcOpenMemHandle(&p, mem, 2), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("child_open", cu.IpcOpenMemHandle(&p, mem, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+           CUDA_SUCCESS);
+    expect_true("child_reads_parent_bytes", holds(p, WORDS, 0x11111111), "not the parent's");
+    EXPECT("child_open_again", cu.IpcOpenMemHandle(&again, mem, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+           CUDA_SUCCESS);
+    expect_true("child_open_again_same_address", again == p, "another address");
+    EXPECT("child_close_one_of_two", cu.IpcCloseMemHandle(again), CUDA_SUCCESS);
+    expect_true("child_still_open", holds(p, WORDS, 0x11111111), "gone after one close");
+    EXPECT("child_writes", cu.MemsetD32(p + MIB / 2, 0x22222222, WORDS / 2), CUDA_SUCCESS);
+    EXPECT("child_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+
+    CUevent opened = NULL;
+    EXPECT("child_open_event", cu.IpcOpenEventHandle(&opened, ev), CUDA_SUCCESS);
+    EXPECT("child_event_synchronize", cu.EventSynchronize(opened), CUDA_SUCCESS);
+    EXPECT("child_event_query", cu.EventQuery(opened), CUDA_SUCCESS);
+    EXPECT("child_stream_waits_event", cu.StreamWaitEvent(NULL, opened, 0), CUDA_SUCCESS);
+    EXPECT("child_destroy_opened_event", cu.EventDestroy(opened), CUDA_SUCCESS);
+
+    CUdeviceptr own = 0;
+    EXPECT("child_alloc", cu.MemAlloc(&own, MIB), CUDA_SUCCESS);
+    EXPECT("child_close_never_opened", cu.IpcCloseMemHandle(own), CUDA_ERROR_INVALID_VALUE);
+    if (invalid_handle_checks()) {
+        CUipcHandle forged = mem;
+        for (size_t i = 0; i < sizeof forged.reserved; i++)
+            forged.reserved[i] ^= 0x5a;
+        CUdeviceptr f = 0;
+        EXPECT("child_open_forged", cu.IpcOpenMemHandle(&f, forged, 1), CUDA_ERROR_INVALID_VALUE);
+        CUevent fe = NULL;
+        EXPECT("child_open_forged_event", cu.IpcOpenEventHandle(&fe, forged),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT("child_free_opened", cu.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+    }
+
+    /* The other way: the child's memory, opened by the parent. */
+    EXPECT("child_fill", cu.MemsetD32(own, 0x33333333, WORDS), CUDA_SUCCESS);
+    CUipcHandle back;
+    EXPECT("child_export", cu.IpcGetMemHandle(&back, own), CUDA_SUCCESS);
+    EXPECT("child_close", cu.IpcCloseMemHandle(p), CUDA_SUCCESS);
+    EXPECT("child_close_again", cu.IpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
+    send_bytes(up[1], &back, sizeof back);
+
+    char turn;
+    recv_bytes(down[0], &turn, 1);
+    expect_true("child_reads_parent_answer", holds(own, WORDS / 2, 0x44444444) &&
+                                                 holds(own + MIB / 2, WORDS / 2, 0x33333333),
+                "not the parent's answer");
+    EXPECT("child_free", cu.MemFree(own), CUDA_SUCCESS);
+    EXPECT("child_primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    printf("child: ");
+    return checks_summary();
+}
+
+/* The parent: exports memory and an event, then opens the child's memory. */
+static int parent(pid_t pid)
+{
+    CUdevice dev = start();
+    CUdeviceptr p = 0;
+    EXPECT("alloc", cu.MemAlloc(&p, MIB), CUDA_SUCCESS);
+    EXPECT("fill", cu.MemsetD32(p, 0x11111111, WORDS), CUDA_SUCCESS);
+    CUipcHandle mem, ev;
+    EXPECT("export", cu.IpcGetMemHandle(&mem, p), CUDA_SUCCESS);
+    CUdeviceptr own = 0;
+    EXPECT("open_in_exporter", cu.IpcOpenMemHandle(&own, mem, 1), CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT("close_own_allocation", cu.IpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
+
+    CUevent plain = NULL, shared = NULL;
+    EXPECT("event_create", cu.EventCreate(&plain, 0), CUDA_SUCCESS);
+    EXPECT("export_plain_event", cu.IpcGetEventHandle(&ev, plain), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("event_create_interprocess",
+           cu.EventCreate(&shared, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS), CUDA_SUCCESS);
+    EXPECT("export_event", cu.IpcGetEventHandle(&ev, shared), CUDA_SUCCESS);
+    EXPECT("record_event", cu.EventRecord(shared, NULL), CUDA_SUCCESS);
+    EXPECT("synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    send_bytes(down[1], &mem, sizeof mem);
+    send_bytes(down[1], &ev, sizeof ev);
+
+    CUipcHandle back;
+    recv_bytes(up[0], &back, sizeof back);
+    expect_true("reads_child_bytes",
+                holds(p, WORDS / 2, 0x11111111) && holds(p + MIB / 2, WORDS / 2, 0x22222222),
+                "not the child's bytes");
+    CUdeviceptr q = 0;
+    EXPECT("open_child_memory", cu.IpcOpenMemHandle(&q, back, 1), CUDA_SUCCESS);
+    expect_true("reads_child_memory", holds(q, WORDS, 0x33333333), "not the child's memory");
+    EXPECT("answers", cu.MemsetD32(q, 0x44444444, WORDS / 2), CUDA_SUCCESS);
+    EXPECT("answers_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    EXPECT("close_child_memory", cu.IpcCloseMemHandle(q), CUDA_SUCCESS);
+    char turn = 1;
+    send_bytes(down[1], &turn, 1);
+
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        printf("FAIL child did not exit\n");
+        return 1;
+    }
+    EXPECT("event_destroy", cu.EventDestroy(shared), CUDA_SUCCESS);
+    EXPECT("plain_event_destroy", cu.EventDestroy(plain), CUDA_SUCCESS);
+    EXPECT("free", cu.MemFree(p), CUDA_SUCCESS);
+    EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    int rc = checks_summary();
+    return WEXITSTATUS(status) != 0 ? 1 : rc;
+}
+
+int main(int argc, char **argv)
+{
+    cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
+    if (pipe(down) != 0 || pipe(up) != 0) {
+        printf("FAIL pipe\n");
+        return 2;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        printf("FAIL fork\n");
+        return 2;
+    }
+    if (pid == 0)
+        exit(child());
+    return parent(pid);
+}
