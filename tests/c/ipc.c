@@ -5,10 +5,12 @@
  * opens them, reads the parent's bytes, writes its own, waits on the event,
  * and exports an allocation of its own back; the parent opens that, reads
  * the child's bytes and writes its answer, which the child reads. Then bad
- * input, each with the driver's error code: a handle opened in the process
- * that exported it, a non-interprocess event, an address never opened,
- * bad flags, and (under CU_TEST_INVALID_HANDLES, where vgpu refuses them
- * from its tables) a forged handle and cuMemFree of opened memory.
+ * input, each with driver 580's error code: handles opened in the process
+ * that exported them, exports of an address outside any allocation, of pool
+ * memory and of a non-interprocess event, an address never opened or closed
+ * once too often, bad flags, forged and zero handles, and (under
+ * CU_TEST_INVALID_HANDLES, answers not yet read off a GPU) a forged event
+ * handle and cuMemFree of opened memory.
  *
  * The processes fork before either touches CUDA, and take turns: one waits
  * on a pipe while the other checks, so the lines come out in one order.
@@ -30,6 +32,7 @@ typedef struct {
 } CUipcHandle;
 
 enum {
+    CUDA_ERROR_MAP_FAILED = 205,
     CU_EVENT_DISABLE_TIMING = 2,
     CU_EVENT_INTERPROCESS = 4,
     CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
@@ -48,6 +51,8 @@ static struct {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -73,6 +78,8 @@ static const struct cu_entry entries[] = {
     ENTRY(MemFree, "cuMemFree_v2"),
     ENTRY(MemsetD32, "cuMemsetD32_v2"),
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    ENTRY(MemAllocAsync, "cuMemAllocAsync"),
+    ENTRY(MemFreeAsync, "cuMemFreeAsync"),
     ENTRY(EventCreate, "cuEventCreate"),
     ENTRY(EventDestroy, "cuEventDestroy_v2"),
     ENTRY(EventRecord, "cuEventRecord"),
@@ -168,15 +175,18 @@ static int child(void)
     CUdeviceptr own = 0;
     EXPECT("child_alloc", cu.MemAlloc(&own, MIB), CUDA_SUCCESS);
     EXPECT("child_close_never_opened", cu.IpcCloseMemHandle(own), CUDA_ERROR_INVALID_VALUE);
+    CUipcHandle forged = mem, zero;
+    for (size_t i = 0; i < sizeof forged.reserved; i++)
+        forged.reserved[i] ^= 0x5a;
+    memset(&zero, 0, sizeof zero);
+    CUdeviceptr f = 0;
+    EXPECT("child_open_forged", cu.IpcOpenMemHandle(&f, forged, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("child_open_zero", cu.IpcOpenMemHandle(&f, zero, 1), CUDA_ERROR_INVALID_VALUE);
+    CUevent fe = NULL;
+    EXPECT("child_open_zero_event", cu.IpcOpenEventHandle(&fe, zero), CUDA_ERROR_MAP_FAILED);
     if (invalid_handle_checks()) {
-        CUipcHandle forged = mem;
-        for (size_t i = 0; i < sizeof forged.reserved; i++)
-            forged.reserved[i] ^= 0x5a;
-        CUdeviceptr f = 0;
-        EXPECT("child_open_forged", cu.IpcOpenMemHandle(&f, forged, 1), CUDA_ERROR_INVALID_VALUE);
-        CUevent fe = NULL;
         EXPECT("child_open_forged_event", cu.IpcOpenEventHandle(&fe, forged),
-               CUDA_ERROR_INVALID_VALUE);
+               CUDA_ERROR_MAP_FAILED);
         EXPECT("child_free_opened", cu.MemFree(p), CUDA_ERROR_INVALID_VALUE);
     }
 
@@ -211,13 +221,22 @@ static int parent(pid_t pid)
     CUdeviceptr own = 0;
     EXPECT("open_in_exporter", cu.IpcOpenMemHandle(&own, mem, 1), CUDA_ERROR_INVALID_CONTEXT);
     EXPECT("close_own_allocation", cu.IpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
+    CUipcHandle unused;
+    EXPECT("export_outside_allocations", cu.IpcGetMemHandle(&unused, p + 2 * MIB + 4096),
+           CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr pooled = 0;
+    EXPECT("alloc_async", cu.MemAllocAsync(&pooled, MIB, NULL), CUDA_SUCCESS);
+    EXPECT("export_pool_memory", cu.IpcGetMemHandle(&unused, pooled), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("free_async", cu.MemFreeAsync(pooled, NULL), CUDA_SUCCESS);
 
     CUevent plain = NULL, shared = NULL;
     EXPECT("event_create", cu.EventCreate(&plain, 0), CUDA_SUCCESS);
-    EXPECT("export_plain_event", cu.IpcGetEventHandle(&ev, plain), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("export_plain_event", cu.IpcGetEventHandle(&ev, plain), CUDA_ERROR_INVALID_HANDLE);
     EXPECT("event_create_interprocess",
            cu.EventCreate(&shared, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS), CUDA_SUCCESS);
     EXPECT("export_event", cu.IpcGetEventHandle(&ev, shared), CUDA_SUCCESS);
+    CUevent mine = NULL;
+    EXPECT("open_event_in_exporter", cu.IpcOpenEventHandle(&mine, ev), CUDA_ERROR_INVALID_CONTEXT);
     EXPECT("record_event", cu.EventRecord(shared, NULL), CUDA_SUCCESS);
     EXPECT("synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
     send_bytes(down[1], &mem, sizeof mem);

@@ -210,9 +210,10 @@ fn c_memory_pools() {
 /// Inter-process handles between two client processes, so two sessions and
 /// two workers of one mediator (`tests/c/ipc.c`): device memory exported
 /// both ways, opened twice (one address, counted), closed; an interprocess
-/// event; and bad input with the driver's codes: a handle opened in its
-/// exporter, a plain event, an address never opened, bad flags, a forged
-/// handle, and `cuMemFree` of opened memory. The simulated devices of the
+/// event; and bad input with driver 580's codes: handles opened in their
+/// exporter, exports outside allocations, of pool memory and of a plain
+/// event, an address never opened, bad flags, forged and zero handles, and
+/// `cuMemFree` of opened memory. The simulated devices of the
 /// two workers share the pages through a memfd.
 #[test]
 fn c_inter_process_handles() {
@@ -232,14 +233,19 @@ fn c_inter_process_handles() {
         .assert_line("ok child_event_synchronize")
         .assert_line("ok child_close_never_opened")
         .assert_line("ok child_open_forged")
+        .assert_line("ok child_open_zero")
+        .assert_line("ok child_open_zero_event")
+        .assert_line("ok open_event_in_exporter")
+        .assert_line("ok export_outside_allocations")
+        .assert_line("ok export_pool_memory")
         .assert_line("ok child_open_forged_event")
         .assert_line("ok child_free_opened")
         .assert_line("ok child_close_again")
         .assert_line("ok reads_child_bytes")
         .assert_line("ok reads_child_memory")
         .assert_line("ok child_reads_parent_answer")
-        .assert_line("child: 26 checks, 0 failed")
-        .assert_line("21 checks, 0 failed");
+        .assert_line("child: 28 checks, 0 failed")
+        .assert_line("26 checks, 0 failed");
 }
 
 /// Virtual memory management through a real mediator: reserve, create, map,

@@ -15,8 +15,10 @@
 //! As on the real driver: opening a handle in the process that exported it is
 //! `CUDA_ERROR_INVALID_CONTEXT`; opening it again in the same context counts a
 //! reference and returns the same address; closing an address that was not opened, or
-//! `cuMemFree` of an opened one, is `CUDA_ERROR_INVALID_VALUE`; only events created with
-//! `CU_EVENT_INTERPROCESS` export. Recorded work has always completed on the simulated
+//! `cuMemFree` of an opened one, is `CUDA_ERROR_INVALID_VALUE`, and so is a memory handle
+//! that opens nothing, or exporting pool memory; an event handle that opens nothing is
+//! `CUDA_ERROR_MAP_FAILED`; exporting an event created without `CU_EVENT_INTERPROCESS` is
+//! `CUDA_ERROR_INVALID_HANDLE` (driver 580's answers). Recorded work has always completed on the simulated
 //! device, so an opened event is complete whenever its exporter's is.
 
 use std::hash::{BuildHasher, Hasher};
@@ -148,6 +150,11 @@ pub(crate) fn get_mem_handle(st: &mut State, dptr: u64) -> Res<[u8; 64]> {
     if st.ext.ipc.opened_at.contains_key(&base) {
         return bad(format!("{base:#x} was opened from another process"));
     }
+    if crate::pool::origin(st, base).is_some() {
+        return bad(format!(
+            "{base:#x} came from a memory pool: export the pool (cuMemPoolExportPointer)"
+        ));
+    }
     let tag = *st.ext.ipc.exported.entry(base).or_insert_with(fresh_tag);
     let a = st.allocs.get_mut(&base).expect("found above");
     let size = a.size as u64;
@@ -233,19 +240,24 @@ pub(crate) fn freed(st: &mut State, base: u64) {
 pub(crate) fn get_event_handle(st: &mut State, key: usize) -> Res<[u8; 64]> {
     let e = crate::event::get(st, key)?;
     if e.flags & EVENT_INTERPROCESS == 0 {
-        return bad("the event was not created with CU_EVENT_INTERPROCESS");
+        // Driver 580 answers CUDA_ERROR_INVALID_HANDLE here.
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            "the event was not created with CU_EVENT_INTERPROCESS",
+        );
     }
-    let ipc = &mut st.ext.ipc;
-    if !ipc.events.contains_key(&key) {
-        let tag = fresh_tag();
-        let fd = rustix::fs::memfd_create(memfd_name(tag), rustix::fs::MemfdFlags::CLOEXEC)
-            .map_err(|e| crate::error::Error {
-                code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-                why: format!("memfd: {e}").into(),
-            })?;
-        ipc.events.insert(key, (fd, tag));
-    }
-    let (fd, tag) = &ipc.events[&key];
+    let (fd, tag) = match st.ext.ipc.events.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let tag = fresh_tag();
+            let fd = rustix::fs::memfd_create(memfd_name(tag), rustix::fs::MemfdFlags::CLOEXEC)
+                .map_err(|e| crate::error::Error {
+                    code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+                    why: format!("memfd: {e}").into(),
+                })?;
+            e.insert((fd, tag))
+        }
+    };
     Ok(Named {
         kind: KIND_EVENT,
         pid: std::process::id(),
@@ -259,8 +271,18 @@ pub(crate) fn get_event_handle(st: &mut State, key: usize) -> Res<[u8; 64]> {
 /// `cuIpcOpenEventHandle`: a new interprocess event of the current context.
 pub(crate) fn open_event_handle(st: &mut State, handle: &[u8; 64]) -> Res<usize> {
     let ctx = context::current(st)?;
-    let n = Named::decode(handle, KIND_EVENT)?;
-    reach(&n)?;
+    // Driver 580 answers CUDA_ERROR_MAP_FAILED for an event handle it cannot
+    // open (a forged or zero one); a handle of this process stays
+    // CUDA_ERROR_INVALID_CONTEXT.
+    let map_failed = |e: crate::error::Error| match e.code {
+        CUresult::CUDA_ERROR_INVALID_VALUE => crate::error::Error {
+            code: CUresult::CUDA_ERROR_MAP_FAILED,
+            why: e.why,
+        },
+        _ => e,
+    };
+    let n = Named::decode(handle, KIND_EVENT).map_err(map_failed)?;
+    reach(&n).map_err(map_failed)?;
     let key = st.mint();
     let event = Event {
         ctx,

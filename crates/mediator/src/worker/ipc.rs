@@ -5,9 +5,11 @@
 //! who may open what: each export is recorded in the host's registry
 //! ([`super::registry`]), and an open is refused with
 //! `CUDA_ERROR_INVALID_VALUE` before the driver sees the handle unless a
-//! live session of the same uid exported it. A TCP session's uid is only
-//! what its client states, and the handle names memory of this host that
-//! the client cannot verify, so its opens are refused the same way.
+//! live session of the same uid exported it (a handle no live session
+//! exported gets the driver's answer for a handle it cannot open). A TCP
+//! session's uid is only what its client states, and the handle names
+//! memory of this host that the client cannot reach, so its opens are
+//! refused as handles the driver cannot open.
 //!
 //! Opened memory joins the session's live ranges (copies and memsets may
 //! reach it) until its last `cuIpcCloseMemHandle`; the driver counts the
@@ -26,7 +28,7 @@ use zerocopy::little_endian::{U32, U64};
 use super::calls::{message, ok, Reply};
 use super::exec::Lane;
 use super::registry::{Exporter, Handle, Refusal};
-use super::status::INVALID_VALUE;
+use super::status::{INVALID_VALUE, MAP_FAILED};
 use super::tables::{as_handle, Owned, Range, RangeOwner, Tables};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
@@ -72,15 +74,19 @@ fn record(s: &Session, what: Export, handle: &Handle) {
     }
 }
 
-/// Refuses `handle` unless a live session of this session's uid exported it.
-fn admit(s: &Session, handle: &Handle, what: &str) -> Result<(), Status> {
+/// Refuses `handle` unless a live session of this session's uid exported it:
+/// another tenant's handle is `CUDA_ERROR_INVALID_VALUE`; one that no live
+/// session exported is `unknown`, the driver's answer for a handle it
+/// cannot open (`CUDA_ERROR_INVALID_VALUE` for memory, `CUDA_ERROR_MAP_FAILED`
+/// for events, on driver 580).
+fn admit(s: &Session, handle: &Handle, what: &str, unknown: Status) -> Result<(), Status> {
     let Some(uid) = s.peer.uid else {
         tracing::warn!(
             session = %s.peer.label,
             "{what} refused: a TCP session cannot reach inter-process handles of the mediator's \
              host (its uid is unverified, and the memory is not on its machine)"
         );
-        return Err(INVALID_VALUE);
+        return Err(unknown);
     };
     match s.registry.admit(handle, uid) {
         Ok(_) => Ok(()),
@@ -89,7 +95,7 @@ fn admit(s: &Session, handle: &Handle, what: &str) -> Result<(), Status> {
                 session = %s.peer.label,
                 "{what} refused: no live session of this host exported this handle"
             );
-            Err(INVALID_VALUE)
+            Err(unknown)
         }
         Err(Refusal::OtherUid(who)) => {
             tracing::warn!(
@@ -130,7 +136,7 @@ pub fn ipc_get_mem_handle(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
 /// `cuIpcOpenMemHandle_v2` of a handle a session of the same uid exported.
 pub fn ipc_open_mem_handle(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &ipc_open_mem_handle::Request = message(req)?;
-    admit(s, &r.handle, "cuIpcOpenMemHandle")?;
+    admit(s, &r.handle, "cuIpcOpenMemHandle", INVALID_VALUE)?;
     let h = CUipcMemHandle {
         reserved: r.handle.map(|b| b as std::ffi::c_char),
     };
@@ -206,7 +212,7 @@ pub fn ipc_open_event_handle(_: &mut Lane, s: &Session, req: &Request) -> Result
     let r: &ipc_open_event_handle::Request = message(req)?;
     let id = r.event.get();
     Tables::fresh(&s.tables().events, id)?;
-    admit(s, &r.handle, "cuIpcOpenEventHandle")?;
+    admit(s, &r.handle, "cuIpcOpenEventHandle", MAP_FAILED)?;
     let h = CUipcEventHandle {
         reserved: r.handle.map(|b| b as std::ffi::c_char),
     };

@@ -57,6 +57,7 @@ pub mod status {
     pub const INVALID_HANDLE: Status = Status::CUDA_ERROR_INVALID_HANDLE;
     pub const CONTEXT_IS_DESTROYED: Status = Status::CUDA_ERROR_CONTEXT_IS_DESTROYED;
     pub const NOT_SUPPORTED: Status = Status::CUDA_ERROR_NOT_SUPPORTED;
+    pub const MAP_FAILED: Status = Status::CUDA_ERROR_MAP_FAILED;
     pub const OPERATING_SYSTEM: Status = Status::CUDA_ERROR_OPERATING_SYSTEM;
     pub const HOST_MEMORY_NOT_REGISTERED: Status = Status::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }

@@ -87,7 +87,7 @@ impl Registry {
             who.uid,
             who.worker,
             hex(handle),
-            who.session.replace(['\n', ' '], "_")
+            who.session.replace('\n', " ")
         );
         let written = fs::OpenOptions::new()
             .write(true)
