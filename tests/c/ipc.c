@@ -25,11 +25,50 @@
  */
 #include "cuda_prelude.h"
 
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 typedef struct {
     char reserved[64];
 } CUipcHandle;
+
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+typedef struct {
+    int type;
+    int requestedHandleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32HandleMetaData;
+    unsigned char allocFlags[8];
+} CUmemAllocationProp;
+
+typedef struct {
+    struct {
+        int type;
+        int id;
+    } location;
+    int flags;
+} CUmemAccessDesc;
+
+_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+
+enum {
+    CUDA_ERROR_UNKNOWN = 999,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_HANDLE_TYPE_NONE = 0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
+    CU_MEM_HANDLE_TYPE_FABRIC = 8,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3,
+    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1,
+};
 
 enum {
     CUDA_ERROR_MAP_FAILED = 205,
@@ -65,6 +104,20 @@ static struct {
     CUresult (*IpcCloseMemHandle)(CUdeviceptr);
     CUresult (*IpcGetEventHandle)(CUipcHandle *, CUevent);
     CUresult (*IpcOpenEventHandle)(CUevent *, CUipcHandle);
+    CUresult (*MemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *, int);
+    CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                          unsigned long long);
+    CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+    CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                       unsigned long long);
+    CUresult (*MemUnmap)(CUdeviceptr, size_t);
+    CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    CUresult (*MemExportToShareableHandle)(void *, CUmemGenericAllocationHandle, int,
+                                           unsigned long long);
+    CUresult (*MemImportFromShareableHandle)(CUmemGenericAllocationHandle *, void *, int);
+    CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -92,11 +145,101 @@ static const struct cu_entry entries[] = {
     ENTRY(IpcCloseMemHandle, "cuIpcCloseMemHandle"),
     ENTRY(IpcGetEventHandle, "cuIpcGetEventHandle"),
     ENTRY(IpcOpenEventHandle, "cuIpcOpenEventHandle"),
+    ENTRY(MemGetAllocationGranularity, "cuMemGetAllocationGranularity"),
+    ENTRY(MemCreate, "cuMemCreate"),
+    ENTRY(MemRelease, "cuMemRelease"),
+    ENTRY(MemAddressReserve, "cuMemAddressReserve"),
+    ENTRY(MemAddressFree, "cuMemAddressFree"),
+    ENTRY(MemMap, "cuMemMap"),
+    ENTRY(MemUnmap, "cuMemUnmap"),
+    ENTRY(MemSetAccess, "cuMemSetAccess"),
+    ENTRY(MemExportToShareableHandle, "cuMemExportToShareableHandle"),
+    ENTRY(MemImportFromShareableHandle, "cuMemImportFromShareableHandle"),
+    ENTRY(MemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
-/* The pipes: parent to child and child to parent. */
-static int down[2], up[2];
+/* The pipes: parent to child and child to parent; a socket pair for
+ * descriptors (SCM_RIGHTS). */
+static int down[2], up[2], sock[2];
+
+static void send_fd(int s, int fd)
+{
+    char byte = 'F';
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.space;
+    msg.msg_controllen = sizeof u.space;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    if (sendmsg(s, &msg, 0) != 1) {
+        printf("FAIL sendmsg\n");
+        exit(1);
+    }
+}
+
+static int recv_fd(int s)
+{
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.space;
+    msg.msg_controllen = sizeof u.space;
+    if (recvmsg(s, &msg, 0) != 1) {
+        printf("FAIL recvmsg\n");
+        exit(1);
+    }
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    int fd = -1;
+    if (c != NULL && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
+static CUmemAllocationProp vmm_prop(CUdevice dev, int types)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = types;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    return prop;
+}
+
+/* Maps `h` (`size` bytes) at a fresh reservation, read-write on `dev`. */
+static CUdeviceptr vmm_map(CUdevice dev, CUmemGenericAllocationHandle h, size_t size)
+{
+    CUdeviceptr va = 0;
+    CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    if (cu.MemAddressReserve(&va, size, 0, 0, 0) != CUDA_SUCCESS ||
+        cu.MemMap(va, size, 0, h, 0) != CUDA_SUCCESS ||
+        cu.MemSetAccess(va, size, &rw, 1) != CUDA_SUCCESS)
+        return 0;
+    return va;
+}
+
+static void vmm_unmap(CUdeviceptr va, size_t size)
+{
+    cu.MemUnmap(va, size);
+    cu.MemAddressFree(va, size);
+}
 
 static void send_bytes(int fd, const void *p, size_t n)
 {
@@ -204,9 +347,99 @@ static int child(void)
                                                  holds(own + MIB / 2, WORDS / 2, 0x33333333),
                 "not the parent's answer");
     EXPECT("child_free", cu.MemFree(own), CUDA_SUCCESS);
+
+    /* A VMM allocation of the parent, its descriptor passed by SCM_RIGHTS. */
+    send_bytes(up[1], &turn, 1);
+    size_t size = 0;
+    recv_bytes(down[0], &size, sizeof size);
+    int fd = recv_fd(sock[1]);
+    expect_true("child_received_descriptor", fd >= 0, "no descriptor");
+    CUmemGenericAllocationHandle imported = 0;
+    EXPECT("child_import_fd",
+           cu.MemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           CUDA_SUCCESS);
+    close(fd);
+    CUdeviceptr va = vmm_map(dev, imported, size);
+    expect_true("child_maps_imported", va != 0, "map failed");
+    expect_true("child_reads_parent_vmm", va != 0 && holds(va, WORDS, 0x55555555),
+                "not the parent's VMM bytes");
+    EXPECT("child_writes_vmm", cu.MemsetD32(va, 0x66666666, WORDS / 2), CUDA_SUCCESS);
+    EXPECT("child_vmm_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    vmm_unmap(va, size);
+    EXPECT("child_release_imported", cu.MemRelease(imported), CUDA_SUCCESS);
+    send_bytes(up[1], &turn, 1);
+    recv_bytes(down[0], &turn, 1);
     EXPECT("child_primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     printf("child: ");
     return checks_summary();
+}
+
+/* The parent's VMM allocation, exported as a descriptor; bad input first. */
+static void vmm_export(CUdevice dev)
+{
+    CUmemAllocationProp prop = vmm_prop(dev, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    size_t size = 0;
+    EXPECT("vmm_granularity", cu.MemGetAllocationGranularity(&size, &prop, 0), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h = 0, plain = 0, bad = 0;
+    EXPECT("vmm_create", cu.MemCreate(&h, size, &prop, 0), CUDA_SUCCESS);
+    CUmemAllocationProp none = vmm_prop(dev, CU_MEM_HANDLE_TYPE_NONE);
+    EXPECT("vmm_create_unshareable", cu.MemCreate(&plain, size, &none, 0), CUDA_SUCCESS);
+    int fd = -1;
+    EXPECT("vmm_export_unshareable",
+           cu.MemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    char fabric[64];
+    EXPECT("vmm_export_fabric", cu.MemExportToShareableHandle(fabric, h, CU_MEM_HANDLE_TYPE_FABRIC, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    int devnull = open("/dev/null", O_RDONLY);
+    EXPECT("vmm_import_dev_null",
+           cu.MemImportFromShareableHandle(&bad, (void *)(uintptr_t)devnull,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           CUDA_ERROR_UNKNOWN);
+    int plain_memfd = memfd_create("not-cuda", MFD_CLOEXEC);
+    EXPECT("vmm_import_memfd",
+           cu.MemImportFromShareableHandle(&bad, (void *)(uintptr_t)plain_memfd,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           CUDA_ERROR_UNKNOWN);
+    close(plain_memfd);
+    EXPECT("vmm_import_closed",
+           cu.MemImportFromShareableHandle(&bad, (void *)(uintptr_t)plain_memfd,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           CUDA_ERROR_UNKNOWN);
+    close(devnull);
+    EXPECT("vmm_release_unshareable", cu.MemRelease(plain), CUDA_SUCCESS);
+
+    CUdeviceptr va = vmm_map(dev, h, size);
+    expect_true("vmm_maps", va != 0, "map failed");
+    EXPECT("vmm_fill", cu.MemsetD32(va, 0x55555555, WORDS), CUDA_SUCCESS);
+    EXPECT("vmm_fill_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    EXPECT("vmm_export_fd",
+           cu.MemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_SUCCESS);
+    expect_true("vmm_export_gives_descriptor", fd >= 0 && fcntl(fd, F_GETFD) >= 0,
+                "not an open descriptor of this process");
+    send_bytes(down[1], &size, sizeof size);
+    send_fd(sock[0], fd);
+    close(fd);
+    char turn;
+    recv_bytes(up[0], &turn, 1);
+    expect_true("vmm_reads_child_write",
+                holds(va, WORDS / 2, 0x66666666) && holds(va + MIB / 2, WORDS / 2, 0x55555555),
+                "not the child's VMM bytes");
+    vmm_unmap(va, size);
+    EXPECT("vmm_release", cu.MemRelease(h), CUDA_SUCCESS);
+}
+
+/* A dma-buf descriptor of `p`'s first `bytes` bytes. */
+static void dma_buf(CUdeviceptr p, size_t bytes)
+{
+    int fd = -1;
+    EXPECT("dma_buf", cu.MemGetHandleForAddressRange(&fd, p, bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_SUCCESS);
+    expect_true("dma_buf_descriptor", fd >= 0 && fcntl(fd, F_GETFD) >= 0, "not an open descriptor");
+    if (fd >= 0)
+        close(fd);
 }
 
 /* The parent: exports memory and an event, then opens the child's memory. */
@@ -216,6 +449,7 @@ static int parent(pid_t pid)
     CUdeviceptr p = 0;
     EXPECT("alloc", cu.MemAlloc(&p, MIB), CUDA_SUCCESS);
     EXPECT("fill", cu.MemsetD32(p, 0x11111111, WORDS), CUDA_SUCCESS);
+    dma_buf(p, MIB);
     CUipcHandle mem, ev;
     EXPECT("export", cu.IpcGetMemHandle(&mem, p), CUDA_SUCCESS);
     CUdeviceptr own = 0;
@@ -255,6 +489,9 @@ static int parent(pid_t pid)
     EXPECT("close_child_memory", cu.IpcCloseMemHandle(q), CUDA_SUCCESS);
     char turn = 1;
     send_bytes(down[1], &turn, 1);
+    recv_bytes(up[0], &turn, 1);
+    vmm_export(dev);
+    send_bytes(down[1], &turn, 1);
 
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
@@ -272,7 +509,7 @@ static int parent(pid_t pid)
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
-    if (pipe(down) != 0 || pipe(up) != 0) {
+    if (pipe(down) != 0 || pipe(up) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sock) != 0) {
         printf("FAIL pipe\n");
         return 2;
     }

@@ -213,8 +213,13 @@ fn c_memory_pools() {
 /// event; and bad input with driver 580's codes: handles opened in their
 /// exporter, exports outside allocations, of pool memory and of a plain
 /// event, an address never opened, bad flags, forged and zero handles, and
-/// `cuMemFree` of opened memory. The simulated devices of the
-/// two workers share the pages through a memfd.
+/// `cuMemFree` of opened memory. Then a VMM allocation exported as a file
+/// descriptor that the worker passes to the client and the application to
+/// the other process (SCM_RIGHTS, both hops), imported, mapped and written
+/// both ways; descriptors that are no VMM handle (`/dev/null`, a plain
+/// memfd, a closed one), fabric and unshareable exports refused as driver
+/// 580 refuses them; and a dma-buf descriptor of an address range. The
+/// simulated devices of the two workers share the pages through memfds.
 #[test]
 fn c_inter_process_handles() {
     let h = Harness::start();
@@ -244,8 +249,18 @@ fn c_inter_process_handles() {
         .assert_line("ok reads_child_bytes")
         .assert_line("ok reads_child_memory")
         .assert_line("ok child_reads_parent_answer")
-        .assert_line("child: 28 checks, 0 failed")
-        .assert_line("26 checks, 0 failed");
+        .assert_line("ok dma_buf_descriptor")
+        .assert_line("ok vmm_export_unshareable")
+        .assert_line("ok vmm_export_fabric")
+        .assert_line("ok vmm_import_dev_null")
+        .assert_line("ok vmm_import_memfd")
+        .assert_line("ok vmm_import_closed")
+        .assert_line("ok vmm_export_gives_descriptor")
+        .assert_line("ok child_import_fd")
+        .assert_line("ok child_reads_parent_vmm")
+        .assert_line("ok vmm_reads_child_write")
+        .assert_line("child: 35 checks, 0 failed")
+        .assert_line("44 checks, 0 failed");
 }
 
 /// Virtual memory management through a real mediator: reserve, create, map,

@@ -115,7 +115,6 @@ fn release_resources(st: &mut State, ctx: usize) {
         } else if let Some(a) = st.allocs.remove(&base) {
             st.used[a.device] -= a.size as u64;
             crate::pool::released(st, base);
-            crate::ipc::freed(st, base);
         }
     }
     st.streams.retain(|_, s| s.ctx != ctx);

@@ -5,7 +5,8 @@
 //! Exporting an allocation moves its pages into a memfd in place
 //! ([`Allocation::share`]); an event gets an empty memfd that only proves it is alive.
 //! The 64-byte handle names the memfd as the exporting process holds it: its pid, the
-//! descriptor number, a random tag that is also in the memfd's name, and the size. The
+//! descriptor number, the tag that ends the memfd's name (random for memory), and the
+//! size. The
 //! opening process reaches it through `/proc/PID/fd/FD`, which the kernel allows for a
 //! process of the same uid, and checks the tag, so a forged handle (or one naming a
 //! descriptor that has since been reused) opens nothing. When the exporter frees the
@@ -21,7 +22,6 @@
 //! `CUDA_ERROR_INVALID_HANDLE` (driver 580's answers). Recorded work has always completed on the simulated
 //! device, so an opened event is complete whenever its exporter's is.
 
-use std::hash::{BuildHasher, Hasher};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -88,17 +88,13 @@ fn bad<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
     err(CUresult::CUDA_ERROR_INVALID_VALUE, why)
 }
 
-/// The memfd name that carries `tag`.
-fn memfd_name(tag: u64) -> String {
-    format!("vgpu-sim-ipc-{tag:016x}")
-}
+/// How the memfds of shared allocations and exported events are named: this, then
+/// their tag in hex.
+pub(crate) const MEMFD_PREFIX: &str = "vgpu-sim-mem-";
 
-/// A fresh random tag.
-fn fresh_tag() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos());
-    h.write_u32(std::process::id());
-    h.finish()
+/// The memfd name that ends with `tag`.
+fn memfd_name(tag: u64) -> String {
+    format!("{MEMFD_PREFIX}{tag:016x}")
 }
 
 /// Opens the memfd a handle names, in its exporting process; checks its tag and size.
@@ -155,16 +151,13 @@ pub(crate) fn get_mem_handle(st: &mut State, dptr: u64) -> Res<[u8; 64]> {
             "{base:#x} came from a memory pool: export the pool (cuMemPoolExportPointer)"
         ));
     }
-    let tag = *st.ext.ipc.exported.entry(base).or_insert_with(fresh_tag);
     let a = st.allocs.get_mut(&base).expect("found above");
     let size = a.size as u64;
-    let fd = a
-        .share(&memfd_name(tag))
-        .map_err(|e| crate::error::Error {
-            code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-            why: format!("cannot move the allocation into a memfd: {e}").into(),
-        })?
-        .as_raw_fd();
+    let (fd, tag) = a.share(MEMFD_PREFIX).map_err(|e| crate::error::Error {
+        code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        why: format!("cannot move the allocation into a memfd: {e}").into(),
+    })?;
+    let fd = fd.as_raw_fd();
     Ok(Named {
         kind: KIND_MEMORY,
         pid: std::process::id(),
@@ -231,11 +224,6 @@ pub(crate) fn is_opened(st: &State, base: u64) -> bool {
     st.ext.ipc.opened_at.contains_key(&base)
 }
 
-/// The allocation at `base` was freed: its handle no longer opens.
-pub(crate) fn freed(st: &mut State, base: u64) {
-    st.ext.ipc.exported.remove(&base);
-}
-
 /// `cuIpcGetEventHandle` of an interprocess event.
 pub(crate) fn get_event_handle(st: &mut State, key: usize) -> Res<[u8; 64]> {
     let e = crate::event::get(st, key)?;
@@ -249,7 +237,8 @@ pub(crate) fn get_event_handle(st: &mut State, key: usize) -> Res<[u8; 64]> {
     let (fd, tag) = match st.ext.ipc.events.entry(key) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
-            let tag = fresh_tag();
+            let tag =
+                u64::try_from(key).unwrap_or(0) ^ u64::from(std::process::id()).rotate_left(32);
             let fd = rustix::fs::memfd_create(memfd_name(tag), rustix::fs::MemfdFlags::CLOEXEC)
                 .map_err(|e| crate::error::Error {
                     code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,

@@ -129,6 +129,7 @@ mod state;
 mod stream;
 mod texture;
 mod vmm;
+mod vmm_share;
 
 #[cfg(test)]
 mod tests;

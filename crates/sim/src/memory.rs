@@ -54,7 +54,6 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     }
     match st.allocs.remove(&base) {
         Some(a) => {
-            crate::ipc::freed(st, base);
             st.used[a.device] -= a.size as u64;
             // Forget what was known about the allocation (pointer facts, its pool).
             st.ext.facts.forget(base);

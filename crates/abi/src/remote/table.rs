@@ -238,7 +238,8 @@ remote_table! {
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
-            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
+            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
+            cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
@@ -453,6 +454,23 @@ remote_table! {
         ipc: IpcGetEventHandle = 314 { event: handle(Event) } => { handle: bytes(64) };
         /// `cuIpcOpenEventHandle` under the client's new event id.
         ipc: IpcOpenEventHandle = 315 { event: handle(Event), handle: bytes(64) } => {};
+        /// `cuMemExportToShareableHandle` of a handle id as a POSIX file
+        /// descriptor: the driver's descriptor follows the reply, and the
+        /// worker closes its own copy.
+        vmm: MemExportFd = 522 { handle: u64, flags: u64 } => {} (fd);
+        /// `cuMemExportToShareableHandle` of another type (`kind`): the
+        /// driver's answer, its handle in `data` (a fabric handle is 64 bytes).
+        vmm: MemExportShareable = 523 { handle: u64, kind: u32, flags: u64 } => { data: bytes(64) };
+        /// `cuMemImportFromShareableHandle` of the POSIX file descriptor that
+        /// follows the request: a fresh handle id. The worker closes the
+        /// descriptor after the driver's call, as the application keeps its own.
+        vmm: MemImportFd = 524 {} => { handle: u64 } (fd_in);
+        /// `cuMemImportFromShareableHandle` of another type (`kind`), the
+        /// handle's bytes in `data`.
+        vmm: MemImportShareable = 525 { kind: u32, data: bytes(64) } => { handle: u64 };
+        /// `cuMemGetHandleForAddressRange` of a range of this session, as a
+        /// dma-buf descriptor (`kind` 1), which follows the reply.
+        vmm: MemRangeHandleFd = 526 { dptr: devptr, size: u64, kind: u32, flags: u64 } => {} (fd);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

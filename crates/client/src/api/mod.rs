@@ -262,6 +262,10 @@ implement! {
     cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
     cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
     cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
+    cuMemExportToShareableHandle(sh, handle, kind, flags) => vmm::export_to_shareable_handle(sh, handle, kind, flags);
+    cuMemImportFromShareableHandle(handle, os, kind) => vmm::import_from_shareable_handle(handle, os, kind);
+    cuMemGetHandleForAddressRange(h, dptr, size, kind, flags) =>
+        vmm::handle_for_address_range(h, dptr, size, kind, flags);
     cuIpcGetMemHandle(h, dptr) => ipc::get_mem_handle(h, dptr);
     cuIpcOpenMemHandle(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
     cuIpcOpenMemHandle_v2(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);

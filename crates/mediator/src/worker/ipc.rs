@@ -47,6 +47,19 @@ pub struct Ipc {
 enum Export {
     Memory(DevPtr),
     Event(u64),
+    /// A shareable descriptor's file (`vmm::share`): recorded for the life
+    /// of the session.
+    File,
+}
+
+impl Ipc {
+    /// Notes a file exported as a shareable descriptor, to forget it when
+    /// the session ends.
+    pub fn exported_file(&mut self, key: Handle) {
+        if !self.exported.contains(&(Export::File, key)) {
+            self.exported.push((Export::File, key));
+        }
+    }
 }
 
 /// Who this session is, for the registry.

@@ -602,6 +602,23 @@ pub enum Op {
     /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
     /// without) over the callback channel, and returns once it has run.
     HostCallback = 521,
+    /// `cuMemExportToShareableHandle` of a handle id as a POSIX file
+    /// descriptor: the driver's descriptor follows the reply, and the
+    /// worker closes its own copy.
+    MemExportFd = 522,
+    /// `cuMemExportToShareableHandle` of another type (`kind`): the
+    /// driver's answer, its handle in `data` (a fabric handle is 64 bytes).
+    MemExportShareable = 523,
+    /// `cuMemImportFromShareableHandle` of the POSIX file descriptor that
+    /// follows the request: a fresh handle id. The worker closes the
+    /// descriptor after the driver's call, as the application keeps its own.
+    MemImportFd = 524,
+    /// `cuMemImportFromShareableHandle` of another type (`kind`), the
+    /// handle's bytes in `data`.
+    MemImportShareable = 525,
+    /// `cuMemGetHandleForAddressRange` of a range of this session, as a
+    /// dma-buf descriptor (`kind` 1), which follows the reply.
+    MemRangeHandleFd = 526,
     /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
     /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
     /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
@@ -862,6 +879,11 @@ impl Op {
         Op::MipmappedArrayDestroy,
         Op::OpenCallbacks,
         Op::HostCallback,
+        Op::MemExportFd,
+        Op::MemExportShareable,
+        Op::MemImportFd,
+        Op::MemImportShareable,
+        Op::MemRangeHandleFd,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
     ];
@@ -1114,6 +1136,11 @@ impl Op {
             Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
             Op::OpenCallbacks => "OpenCallbacks",
             Op::HostCallback => "HostCallback",
+            Op::MemExportFd => "MemExportFd",
+            Op::MemExportShareable => "MemExportShareable",
+            Op::MemImportFd => "MemImportFd",
+            Op::MemImportShareable => "MemImportShareable",
+            Op::MemRangeHandleFd => "MemRangeHandleFd",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
         }
@@ -1363,6 +1390,11 @@ impl Op {
             Op::MipmappedArrayDestroy => false,
             Op::OpenCallbacks => false,
             Op::HostCallback => true,
+            Op::MemExportFd => false,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => false,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -1612,6 +1644,11 @@ impl Op {
             Op::MipmappedArrayDestroy => true,
             Op::OpenCallbacks => false,
             Op::HostCallback => true,
+            Op::MemExportFd => true,
+            Op::MemExportShareable => true,
+            Op::MemImportFd => true,
+            Op::MemImportShareable => true,
+            Op::MemRangeHandleFd => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
         }
@@ -1861,6 +1898,265 @@ impl Op {
             Op::MipmappedArrayDestroy => false,
             Op::OpenCallbacks => true,
             Op::HostCallback => false,
+            Op::MemExportFd => true,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => false,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => true,
+            Op::TensorMapEncode => false,
+            Op::TensorMapReplaceAddress => false,
+        }
+    }
+
+    /// Whether a descriptor follows the request (SCM_RIGHTS).
+    pub const fn takes_fd(self) -> bool {
+        match self {
+            Op::OpenLane => false,
+            Op::CtxCreate => false,
+            Op::CtxDestroy => false,
+            Op::CtxSynchronize => false,
+            Op::CtxGetLimit => false,
+            Op::CtxSetLimit => false,
+            Op::CtxGetStreamPriorityRange => false,
+            Op::CtxGetFlags => false,
+            Op::CtxGetApiVersion => false,
+            Op::PrimaryCtxRetain => false,
+            Op::DevicePrimaryCtxRelease_v2 => false,
+            Op::DevicePrimaryCtxGetState => false,
+            Op::DevicePrimaryCtxSetFlags_v2 => false,
+            Op::DevicePrimaryCtxReset_v2 => false,
+            Op::MemAlloc => false,
+            Op::MemFree => false,
+            Op::MemGetInfo_v2 => false,
+            Op::MemGetAddressRange_v2 => false,
+            Op::MemcpyHtoD => false,
+            Op::MemcpyDtoH => false,
+            Op::MemcpyDtoD => false,
+            Op::Memset => false,
+            Op::StreamCreate => false,
+            Op::StreamDestroy => false,
+            Op::StreamSynchronize => false,
+            Op::StreamQuery => false,
+            Op::StreamWaitEvent => false,
+            Op::StreamGetFlags => false,
+            Op::StreamGetPriority => false,
+            Op::EventCreate => false,
+            Op::EventDestroy => false,
+            Op::EventRecord => false,
+            Op::EventSynchronize => false,
+            Op::EventQuery => false,
+            Op::EventElapsedTime => false,
+            Op::ModuleLoadData => false,
+            Op::ModuleUnload => false,
+            Op::ModuleGetFunction => false,
+            Op::ModuleGlobal => false,
+            Op::LaunchKernel => false,
+            Op::LibraryLoadData => false,
+            Op::LibraryUnload => false,
+            Op::LibraryGetKernel => false,
+            Op::LibraryGlobal => false,
+            Op::LibraryGetModule => false,
+            Op::KernelGetFunction => false,
+            Op::FuncGetAttribute => false,
+            Op::FuncSetAttribute => false,
+            Op::KernelGetAttribute => false,
+            Op::KernelSetAttribute => false,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => false,
+            Op::OccupancyAvailableDynamicSMemPerBlock => false,
+            Op::OccupancyMaxActiveClusters => false,
+            Op::LaunchKernelEx => false,
+            Op::StreamIsCapturing => false,
+            Op::ModuleGetLoadingMode => false,
+            Op::MemHostAlloc => false,
+            Op::MemFreeHost => false,
+            Op::MemcpyHtoDShared => false,
+            Op::MemcpyDtoHShared => false,
+            Op::PrimaryCtxGet => false,
+            Op::PointerGetAttributes => false,
+            Op::MemAllocAsync => false,
+            Op::MemFreeAsync => false,
+            Op::Memcpy2D => false,
+            Op::StageBlob => false,
+            Op::EventRecordWithFlags => false,
+            Op::ModuleKernelNames => false,
+            Op::FunctionName => false,
+            Op::EnumerateFunctions => false,
+            Op::StreamSynchronize_ptsz => false,
+            Op::StreamQuery_ptsz => false,
+            Op::StreamWaitEvent_ptsz => false,
+            Op::StreamGetFlags_ptsz => false,
+            Op::StreamGetPriority_ptsz => false,
+            Op::StreamIsCapturing_ptsz => false,
+            Op::EventRecord_ptsz => false,
+            Op::EventRecordWithFlags_ptsz => false,
+            Op::EventElapsedTime_v2 => false,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessor => false,
+            Op::CtxSynchronize_v2 => false,
+            Op::CtxAttach => false,
+            Op::CtxDetach => false,
+            Op::CtxGetCacheConfig => false,
+            Op::CtxSetCacheConfig => false,
+            Op::CtxGetSharedMemConfig => false,
+            Op::CtxSetSharedMemConfig => false,
+            Op::CtxGetExecAffinity => false,
+            Op::CtxSetFlags => false,
+            Op::CtxResetPersistingL2Cache => false,
+            Op::CtxRecordEvent => false,
+            Op::CtxWaitEvent => false,
+            Op::MemsetD2D8 => false,
+            Op::MemsetD2D16 => false,
+            Op::MemsetD2D32 => false,
+            Op::MemsetD2D8_v2 => false,
+            Op::MemsetD2D16_v2 => false,
+            Op::MemsetD2D32_v2 => false,
+            Op::MemsetD2D8_v2_ptds => false,
+            Op::MemsetD2D16_v2_ptds => false,
+            Op::MemsetD2D32_v2_ptds => false,
+            Op::MemsetD2D8Async => false,
+            Op::MemsetD2D16Async => false,
+            Op::MemsetD2D32Async => false,
+            Op::MemsetD2D8Async_ptsz => false,
+            Op::MemsetD2D16Async_ptsz => false,
+            Op::MemsetD2D32Async_ptsz => false,
+            Op::DeviceGetByPCIBusId => false,
+            Op::DeviceGetExecAffinitySupport => false,
+            Op::DeviceGetHostAtomicCapabilities => false,
+            Op::DeviceGetLuid => false,
+            Op::DeviceGetProperties => false,
+            Op::DeviceGetTexture1DLinearMaxWidth => false,
+            Op::FlushGPUDirectRDMAWrites => false,
+            Op::StreamAttachMemAsync => false,
+            Op::StreamAttachMemAsync_ptsz => false,
+            Op::StreamCopyAttributes => false,
+            Op::StreamCopyAttributes_ptsz => false,
+            Op::StreamGetAttribute => false,
+            Op::StreamGetAttribute_ptsz => false,
+            Op::StreamSetAttribute => false,
+            Op::StreamSetAttribute_ptsz => false,
+            Op::StreamGetCtx => false,
+            Op::StreamGetCtx_ptsz => false,
+            Op::StreamGetCtx_v2 => false,
+            Op::StreamGetCtx_v2_ptsz => false,
+            Op::StreamGetDevice => false,
+            Op::StreamGetDevice_ptsz => false,
+            Op::StreamGetId => false,
+            Op::StreamGetId_ptsz => false,
+            Op::ModuleGetFunctionCount => false,
+            Op::ModuleGetGlobal => false,
+            Op::ModuleGetTexRef => false,
+            Op::ModuleGetSurfRef => false,
+            Op::FuncGetModule => false,
+            Op::FuncIsLoaded => false,
+            Op::FuncLoad => false,
+            Op::FuncSetBlockShape => false,
+            Op::FuncSetCacheConfig => false,
+            Op::FuncSetSharedMemConfig => false,
+            Op::FuncSetSharedSize => false,
+            Op::KernelGetLibrary => false,
+            Op::KernelSetCacheConfig => false,
+            Op::LibraryGetKernelCount => false,
+            Op::LibraryGetManaged => false,
+            Op::ProfilerInitialize => false,
+            Op::ProfilerStart => false,
+            Op::ProfilerStop => false,
+            Op::MemGetInfo => false,
+            Op::MemGetAllocationGranularity => false,
+            Op::MemGetAccess => false,
+            Op::MemAddressReserve => false,
+            Op::MemAddressFree => false,
+            Op::MemCreate => false,
+            Op::MemRelease => false,
+            Op::MemMap => false,
+            Op::MemUnmap => false,
+            Op::MemSetAccess => false,
+            Op::MemRetainAllocationHandle => false,
+            Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
+            Op::MemPoolCreate => false,
+            Op::MemPoolTrimTo => false,
+            Op::MemPoolSetAccess => false,
+            Op::MemPoolGetAccess => false,
+            Op::DeviceGetDefaultMemPool => false,
+            Op::DeviceGetMemPool => false,
+            Op::DeviceSetMemPool => false,
+            Op::MemGetDefaultMemPool => false,
+            Op::MemGetMemPool => false,
+            Op::MemSetMemPool => false,
+            Op::PoolDestroy => false,
+            Op::PoolGetAttribute => false,
+            Op::PoolSetAttribute => false,
+            Op::PoolAllocAsync => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => false,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => false,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => false,
+            Op::MemExportFd => false,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => true,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -2186,6 +2482,11 @@ impl Op {
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
             Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Request>(),
             Op::HostCallback => core::mem::size_of::<host_callback::Request>(),
+            Op::MemExportFd => core::mem::size_of::<mem_export_fd::Request>(),
+            Op::MemExportShareable => core::mem::size_of::<mem_export_shareable::Request>(),
+            Op::MemImportFd => core::mem::size_of::<mem_import_fd::Request>(),
+            Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Request>(),
+            Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Request>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
@@ -2497,6 +2798,11 @@ impl Op {
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
             Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Reply>(),
             Op::HostCallback => core::mem::size_of::<host_callback::Reply>(),
+            Op::MemExportFd => core::mem::size_of::<mem_export_fd::Reply>(),
+            Op::MemExportShareable => core::mem::size_of::<mem_export_shareable::Reply>(),
+            Op::MemImportFd => core::mem::size_of::<mem_import_fd::Reply>(),
+            Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Reply>(),
+            Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Reply>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
@@ -3025,6 +3331,15 @@ impl Op {
             }
             Op::OpenCallbacks => message::check::<open_callbacks::Request>(fixed, blob_len),
             Op::HostCallback => message::check::<host_callback::Request>(fixed, blob_len),
+            Op::MemExportFd => message::check::<mem_export_fd::Request>(fixed, blob_len),
+            Op::MemExportShareable => {
+                message::check::<mem_export_shareable::Request>(fixed, blob_len)
+            }
+            Op::MemImportFd => message::check::<mem_import_fd::Request>(fixed, blob_len),
+            Op::MemImportShareable => {
+                message::check::<mem_import_shareable::Request>(fixed, blob_len)
+            }
+            Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Request>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
@@ -3449,6 +3764,15 @@ impl Op {
             }
             Op::OpenCallbacks => message::check::<open_callbacks::Reply>(fixed, blob_len),
             Op::HostCallback => message::check::<host_callback::Reply>(fixed, blob_len),
+            Op::MemExportFd => message::check::<mem_export_fd::Reply>(fixed, blob_len),
+            Op::MemExportShareable => {
+                message::check::<mem_export_shareable::Reply>(fixed, blob_len)
+            }
+            Op::MemImportFd => message::check::<mem_import_fd::Reply>(fixed, blob_len),
+            Op::MemImportShareable => {
+                message::check::<mem_import_shareable::Reply>(fixed, blob_len)
+            }
+            Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Reply>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
@@ -3702,6 +4026,11 @@ impl TryFrom<u16> for Op {
             481 => Ok(Op::MipmappedArrayDestroy),
             520 => Ok(Op::OpenCallbacks),
             521 => Ok(Op::HostCallback),
+            522 => Ok(Op::MemExportFd),
+            523 => Ok(Op::MemExportShareable),
+            524 => Ok(Op::MemImportFd),
+            525 => Ok(Op::MemImportShareable),
+            526 => Ok(Op::MemRangeHandleFd),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             other => Err(ProtoError::UnknownOp(other)),
@@ -3953,6 +4282,11 @@ pub const SCHEMA: &str = concat!(
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
     "520 OpenCallbacks {} => {} nocontext fd\n",
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
+    "522 MemExportFd {handle:u64,flags:u64} => {} fd\n",
+    "523 MemExportShareable {handle:u64,kind:u32,flags:u64} => {data:bytes(64)}\n",
+    "524 MemImportFd {} => {handle:u64} fd_in\n",
+    "525 MemImportShareable {kind:u32,data:bytes(64)} => {handle:u64}\n",
+    "526 MemRangeHandleFd {dptr:devptr,size:u64,kind:u32,flags:u64} => {} fd\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
 );
@@ -14125,6 +14459,212 @@ pub mod host_callback {
 
     impl Message for Reply {
         const OP: Op = Op::HostCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemExportFd: wire id 522.
+pub mod mem_export_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemExportShareable: wire id 523.
+pub mod mem_export_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemImportFd: wire id 524.
+pub mod mem_import_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemImportShareable: wire id 525.
+pub mod mem_import_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub kind: U32,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemRangeHandleFd: wire id 526.
+pub mod mem_range_handle_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+        pub size: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemRangeHandleFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemRangeHandleFd;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -626,6 +626,38 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::MemExportFd => (
+            b(mem_export_fd::Request {
+                handle: u(VMM_HANDLE),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MemExportShareable => (
+            b(mem_export_shareable::Request {
+                handle: u(VMM_HANDLE),
+                kind: w(8),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MemImportFd => (b(mem_import_fd::Request {}), none()),
+        Op::MemImportShareable => (
+            b(mem_import_shareable::Request {
+                kind: w(8),
+                data: [0x3c; 64],
+            }),
+            none(),
+        ),
+        Op::MemRangeHandleFd => (
+            b(mem_range_handle_fd::Request {
+                dptr: u(DPTR),
+                size: u(1 << 20),
+                kind: w(1),
+                flags: u(0),
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

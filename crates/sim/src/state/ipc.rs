@@ -15,8 +15,6 @@ pub(crate) struct Opened {
 
 #[derive(Debug, Default)]
 pub(crate) struct Ipc {
-    /// Exported allocations: base → the tag in their memfd's name.
-    pub exported: HashMap<u64, u64>,
     /// Exported events: key → (memfd proving the event lives, tag).
     pub events: HashMap<usize, (OwnedFd, u64)>,
     pub opened: HashMap<Key, Opened>,

@@ -17,8 +17,9 @@ struct Block {
     ptr: NonNull<u8>,
     /// The mapping's length: the size rounded up to whole pages.
     len: usize,
-    /// The memfd behind the pages once they are shared.
-    shared: Option<OwnedFd>,
+    /// The memfd behind the pages once they are shared, and the random tag that ends
+    /// its name.
+    shared: Option<(OwnedFd, u64)>,
 }
 
 // SAFETY: the block is plain bytes owned by exactly one `Block`; all access goes through
@@ -68,15 +69,17 @@ impl Block {
         Some(Self {
             ptr: NonNull::new(p.cast())?,
             len,
-            shared: Some(fd),
+            shared: Some((fd, 0)),
         })
     }
 
-    /// The memfd behind the block, made on first use: the bytes are copied into it and
-    /// it is mapped over the block's own pages, so the address does not change.
-    fn share(&mut self, name: &str) -> std::io::Result<BorrowedFd<'_>> {
+    /// The memfd behind the block and its tag, made on first use and named `prefix`
+    /// then the tag in hex: the bytes are copied into it and it is mapped over the
+    /// block's own pages, so the address does not change.
+    fn share(&mut self, prefix: &str) -> std::io::Result<(BorrowedFd<'_>, u64)> {
         if self.shared.is_none() {
-            let fd = memfd_create(name, MemfdFlags::CLOEXEC)?;
+            let tag = fresh_tag();
+            let fd = memfd_create(format!("{prefix}{tag:016x}"), MemfdFlags::CLOEXEC)?;
             ftruncate(&fd, self.len as u64)?;
             // SAFETY: the block's own `len` bytes, read while the state lock is held.
             let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
@@ -93,10 +96,19 @@ impl Block {
                     0,
                 )
             }?;
-            self.shared = Some(fd);
+            self.shared = Some((fd, tag));
         }
-        Ok(self.shared.as_ref().map(AsFd::as_fd).expect("set above"))
+        let (fd, tag) = self.shared.as_ref().expect("set above");
+        Ok((fd.as_fd(), *tag))
     }
+}
+
+/// A random tag for a memfd's name.
+fn fresh_tag() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 impl Drop for Block {
@@ -150,8 +162,9 @@ impl Allocation {
         })
     }
 
-    /// The memfd behind the allocation's pages, named `name` when it is made.
-    pub fn share(&mut self, name: &str) -> std::io::Result<BorrowedFd<'_>> {
-        self.block.share(name)
+    /// The memfd behind the allocation's pages and the tag that ends its name (which
+    /// starts with `prefix` when this call makes it).
+    pub fn share(&mut self, prefix: &str) -> std::io::Result<(BorrowedFd<'_>, u64)> {
+        self.block.share(prefix)
     }
 }

@@ -280,6 +280,11 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MipmappedArrayDestroy => super::array::mipmapped_array_destroy(lane, s, req),
         Op::OpenCallbacks => super::callback::open_callbacks(lane, s, req),
         Op::HostCallback => super::callback::host_callback(lane, s, req),
+        Op::MemExportFd => super::vmm::mem_export_fd(lane, s, req),
+        Op::MemExportShareable => super::vmm::mem_export_shareable(lane, s, req),
+        Op::MemImportFd => super::vmm::mem_import_fd(lane, s, req),
+        Op::MemImportShareable => super::vmm::mem_import_shareable(lane, s, req),
+        Op::MemRangeHandleFd => super::vmm::mem_range_handle_fd(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
     }
