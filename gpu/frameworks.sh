@@ -39,6 +39,7 @@ cc -std=c11 -O2 -o "$WORK/tail_copies" tests/c/tail_copies.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/peer" tests/c/peer.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/multicast" tests/c/multicast.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/green_contexts" tests/c/green_contexts.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -69,6 +70,9 @@ declare -A CMD=(
     [peer]="$WORK/peer"
     [multicast]="$WORK/multicast"
     [green_contexts]="$WORK/green_contexts"
+    [ipc]="$WORK/ipc"
+    [torch_ipc]="python3 gpu/torch_ipc.py"
+    [cupy_ipc]="python3 gpu/cupy_ipc.py"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -76,7 +80,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -485,6 +485,62 @@ fn c_memory_pools() {
     );
 }
 
+/// Inter-process handles between two client processes, so two sessions and
+/// two workers of one mediator (`tests/c/ipc.c`): device memory exported
+/// both ways, opened twice (one address, counted), closed; an interprocess
+/// event; and bad input with driver 580's codes: handles opened in their
+/// exporter, exports outside allocations, of pool memory and of a plain
+/// event, an address never opened, bad flags, forged and zero handles, and
+/// `cuMemFree` of opened memory. Then a VMM allocation exported as a file
+/// descriptor that the worker passes to the client and the application to
+/// the other process (SCM_RIGHTS, both hops), imported, mapped and written
+/// both ways; descriptors that are no VMM handle (`/dev/null`, a plain
+/// memfd, a closed one), fabric and unshareable exports refused as driver
+/// 580 refuses them; and a dma-buf descriptor of an address range. The
+/// simulated devices of the two workers share the pages through memfds.
+#[test]
+fn c_inter_process_handles() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "ipc");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok export")
+        .assert_line("ok open_in_exporter")
+        .assert_line("ok close_own_allocation")
+        .assert_line("ok export_plain_event")
+        .assert_line("ok child_open_bad_flags")
+        .assert_line("ok child_reads_parent_bytes")
+        .assert_line("ok child_open_again_same_address")
+        .assert_line("ok child_still_open")
+        .assert_line("ok child_event_synchronize")
+        .assert_line("ok child_close_never_opened")
+        .assert_line("ok child_open_forged")
+        .assert_line("ok child_open_zero")
+        .assert_line("ok child_open_zero_event")
+        .assert_line("ok open_event_in_exporter")
+        .assert_line("ok export_outside_allocations")
+        .assert_line("ok export_pool_memory")
+        .assert_line("ok child_open_forged_event")
+        .assert_line("ok child_free_opened")
+        .assert_line("ok child_close_again")
+        .assert_line("ok reads_child_bytes")
+        .assert_line("ok reads_child_memory")
+        .assert_line("ok child_reads_parent_answer")
+        .assert_line("ok dma_buf_descriptor")
+        .assert_line("ok vmm_export_unshareable")
+        .assert_line("ok vmm_export_fabric")
+        .assert_line("ok vmm_import_dev_null")
+        .assert_line("ok vmm_import_memfd")
+        .assert_line("ok vmm_import_closed")
+        .assert_line("ok vmm_export_gives_descriptor")
+        .assert_line("ok child_import_fd")
+        .assert_line("ok child_reads_parent_vmm")
+        .assert_line("ok vmm_reads_child_write")
+        .assert_line("child: 35 checks, 0 failed")
+        .assert_line("44 checks, 0 failed");
+}
+
 /// Virtual memory management through a real mediator: reserve, create, map,
 /// set access, fill and copy through the mappings, the driver's answers about
 /// a mapped address, and bad input refused as the driver refuses it:

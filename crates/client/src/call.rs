@@ -41,6 +41,18 @@ impl Session {
         Ok((reply, fd.ok_or(CuError::UNKNOWN)?))
     }
 
+    /// [`Session::request`] that passes `fd` (SCM_RIGHTS) after the request.
+    pub fn request_passing<M: RequestMessage>(
+        &self,
+        m: &M,
+        fd: std::os::fd::BorrowedFd<'_>,
+    ) -> CuResult<M::Reply> {
+        let ctx = crate::context::current();
+        let (fixed, back) =
+            self.exchange_passing(ctx, M::OP, m.as_bytes(), &[], None, Some(fd), None)?;
+        self.reply::<M>(&fixed, back.len())
+    }
+
     /// Posts `m` ([`Session::post`]) when `postable` (the caller checked
     /// locally everything the driver would refuse at once), else sends it
     /// and waits for its answer.

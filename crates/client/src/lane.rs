@@ -259,6 +259,25 @@ impl Session {
         sink: Option<&mut [u8]>,
         fd_out: Option<&mut Option<OwnedFd>>,
     ) -> CuResult<(Vec<u8>, Vec<u8>)> {
+        self.exchange_passing(ctx, op, fixed, blob, sink, None, fd_out)
+    }
+
+    /// [`Self::exchange`] that passes `fd_in` (SCM_RIGHTS) right after the
+    /// request, for an operation that takes one ([`Op::takes_fd`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn exchange_passing(
+        &self,
+        ctx: u64,
+        op: Op,
+        fixed: &[u8],
+        blob: &[u8],
+        sink: Option<&mut [u8]>,
+        fd_in: Option<std::os::fd::BorrowedFd<'_>>,
+        fd_out: Option<&mut Option<OwnedFd>>,
+    ) -> CuResult<(Vec<u8>, Vec<u8>)> {
+        if op.takes_fd() != fd_in.is_some() {
+            return Err(CuError::INVALID_VALUE);
+        }
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
@@ -267,6 +286,11 @@ impl Session {
             let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.send(&meta, fixed, blob)
                 .map_err(|e| self.fail(op.name(), e))?;
+            if let Some(fd) = fd_in {
+                lane.io
+                    .send_fd(fd)
+                    .map_err(|e| self.fail(op.name(), LaneError::from(e)))?;
+            }
             let (head, fixed, owned) =
                 receive(&mut lane.io, sink).map_err(|e| self.fail(op.name(), e))?;
             crate::edge::check(head.status.get())?;

@@ -74,6 +74,11 @@ pub struct ServeArgs {
     /// Log filter, e.g. `info` or `vgpu_mediator=debug`.
     #[arg(long, default_value = "info")]
     pub log_level: String,
+    /// The private directory where the workers of every mediator of this
+    /// host record inter-process handles they exported (mode 0700, owned by
+    /// the mediator's uid); by default `/tmp/vgpu-ipc-UID`.
+    #[arg(long)]
+    pub ipc_dir: Option<PathBuf>,
 }
 
 /// Subcommands; without one the supervisor runs.
@@ -89,6 +94,15 @@ pub enum Command {
 }
 
 impl ServeArgs {
+    /// The IPC registry's directory: `--ipc-dir`, else `/tmp/vgpu-ipc-UID`
+    /// for the effective uid, shared by every mediator of that uid.
+    pub fn ipc_directory(&self) -> PathBuf {
+        self.ipc_dir.clone().unwrap_or_else(|| {
+            let uid = rustix::process::geteuid().as_raw();
+            PathBuf::from(format!("/tmp/vgpu-ipc-{uid}"))
+        })
+    }
+
     /// The simulated device library: `--sim-lib`, else next to the executable.
     pub fn sim_library(&self) -> Option<PathBuf> {
         if let Some(p) = &self.sim_lib {

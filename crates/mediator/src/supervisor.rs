@@ -137,6 +137,9 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
     }
+    if let Some(dir) = &args.ipc_dir {
+        cmd.arg("--ipc-dir").arg(dir);
+    }
     cmd.arg("worker").arg("--fd").arg(fd.to_string());
     // SAFETY: the closure only calls sigprocmask-family functions and
     // setsid, which are async-signal-safe, as code between fork and exec must be.

@@ -110,7 +110,9 @@ fn release_resources(st: &mut State, ctx: usize) {
         .map(|(k, _)| *k)
         .collect();
     for base in dead {
-        if let Some(a) = st.allocs.remove(&base) {
+        if crate::ipc::is_opened(st, base) {
+            crate::ipc::context_gone(st, base);
+        } else if let Some(a) = st.allocs.remove(&base) {
             st.used[a.device] -= a.size as u64;
             crate::pool::released(st, base);
         }

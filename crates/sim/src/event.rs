@@ -59,6 +59,7 @@ pub(crate) fn create(st: &mut State, flags: u32) -> Res<usize> {
 pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     get(st, key)?;
     st.events.remove(&key);
+    crate::ipc::event_destroyed(st, key);
     Ok(())
 }
 

@@ -125,6 +125,7 @@ mod funcattr;
 mod graph;
 mod hostmem;
 mod image;
+mod ipc;
 mod kernels;
 mod launch;
 mod legacy;
@@ -141,6 +142,7 @@ mod state;
 mod stream;
 mod texture;
 mod vmm;
+mod vmm_share;
 
 #[cfg(test)]
 mod tests;

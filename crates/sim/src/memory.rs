@@ -44,6 +44,14 @@ pub(crate) fn free(st: &mut State, base: CUdeviceptr) -> Res<()> {
     if base == 0 {
         return Ok(());
     }
+    if crate::ipc::is_opened(st, base) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!(
+                "{base:#x} was opened by cuIpcOpenMemHandle: close it with cuIpcCloseMemHandle"
+            ),
+        );
+    }
     match st.allocs.remove(&base) {
         Some(a) => {
             st.used[a.device] -= a.size as u64;

@@ -51,6 +51,14 @@ fn check_prop(sim: &Sim, prop: &CUmemAllocationProp) -> Res<usize> {
         return bad(format!("allocation type {} is not PINNED", prop.type_.0));
     }
     let posix = CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0;
+    let fabric = CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC.0;
+    if prop.requestedHandleTypes.0 & fabric != 0 {
+        // Driver 580 without an IMEX channel for the process.
+        return err(
+            CUresult::CUDA_ERROR_NOT_PERMITTED,
+            "fabric handles need an IMEX channel, which the simulated device has not",
+        );
+    }
     if prop.requestedHandleTypes.0 & !posix != 0 {
         return err(
             CUresult::CUDA_ERROR_NOT_SUPPORTED,
@@ -148,6 +156,7 @@ pub(crate) fn create(
         block,
         prop: bytes,
         refs: 1,
+        imported: false,
     };
     st.ext.vmm.physical.insert(handle, p);
     Ok(handle)
@@ -166,7 +175,7 @@ fn reap(st: &mut State, handle: u64) {
     let vmm = &mut st.ext.vmm;
     let done = vmm.physical.get(&handle).is_some_and(|p| p.refs == 0) && !vmm.mapped(handle);
     if done {
-        if let Some(p) = vmm.physical.remove(&handle) {
+        if let Some(p) = vmm.physical.remove(&handle).filter(|p| !p.imported) {
             st.used[p.block.device] -= p.block.size as u64;
         }
     }

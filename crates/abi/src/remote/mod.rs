@@ -100,7 +100,8 @@ pub struct WireOp {
     pub reply_blob: bool,
     /// Options: `posted`, `sync`, `sync_unless(FIELD)` (synchronizing
     /// unless the bool field is set), `nocontext`, `fd` (a descriptor
-    /// follows a successful reply).
+    /// follows a successful reply), `fd_in` (a descriptor follows the
+    /// request).
     pub opts: &'static str,
     /// What the operation does, for `docs/protocol.md` and the generated code.
     pub doc: &'static str,

@@ -347,7 +347,10 @@ remote_table! {
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
-            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
+            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
+            cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
+        ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
+            cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
             cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
@@ -596,6 +599,39 @@ remote_table! {
         green: SmResourceSplit = 822 { input: bytes(144), groups: u32, want_result: bool,
             want_remaining: bool, use_flags: u32, min_count: u32 }
             => { groups: u32, remaining: bytes(144) } + blob (nocontext);
+        /// `cuIpcGetMemHandle` of device memory of this session: the driver's
+        /// 64-byte handle, recorded in the host's IPC registry under this
+        /// session's uid (`docs/adr/0005-ipc.md`).
+        ipc: IpcGetMemHandle = 311 { dptr: devptr } => { handle: bytes(64) };
+        /// `cuIpcOpenMemHandle_v2`: opens a handle another session of the same
+        /// uid exported; the mapping (`size` bytes) joins this session's live
+        /// ranges. Opening it again in this session gives the same address.
+        ipc: IpcOpenMemHandle = 312 { handle: bytes(64), flags: u32 } => { dptr: devptr, size: u64 };
+        /// `cuIpcCloseMemHandle` of an address this session opened: one
+        /// reference fewer (`left` remain); the range leaves at the last.
+        ipc: IpcCloseMemHandle = 313 { dptr: devptr } => { left: u32 } (sync);
+        /// `cuIpcGetEventHandle` of an interprocess event of this session,
+        /// recorded in the registry as for memory.
+        ipc: IpcGetEventHandle = 314 { event: handle(Event) } => { handle: bytes(64) };
+        /// `cuIpcOpenEventHandle` under the client's new event id.
+        ipc: IpcOpenEventHandle = 315 { event: handle(Event), handle: bytes(64) } => {};
+        /// `cuMemExportToShareableHandle` of a handle id as a POSIX file
+        /// descriptor: the driver's descriptor follows the reply, and the
+        /// worker closes its own copy.
+        vmm: MemExportFd = 522 { handle: u64, flags: u64 } => {} (fd);
+        /// `cuMemExportToShareableHandle` of another type (`kind`): the
+        /// driver's answer, its handle in `data` (a fabric handle is 64 bytes).
+        vmm: MemExportShareable = 523 { handle: u64, kind: u32, flags: u64 } => { data: bytes(64) };
+        /// `cuMemImportFromShareableHandle` of the POSIX file descriptor that
+        /// follows the request: a fresh handle id. The worker closes the
+        /// descriptor after the driver's call, as the application keeps its own.
+        vmm: MemImportFd = 524 {} => { handle: u64 } (fd_in);
+        /// `cuMemImportFromShareableHandle` of another type (`kind`), the
+        /// handle's bytes in `data`.
+        vmm: MemImportShareable = 525 { kind: u32, data: bytes(64) } => { handle: u64 };
+        /// `cuMemGetHandleForAddressRange` of a range of this session, as a
+        /// dma-buf descriptor (`kind` 1), which follows the reply.
+        vmm: MemRangeHandleFd = 526 { dptr: devptr, size: u64, kind: u32, flags: u64 } => {} (fd);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

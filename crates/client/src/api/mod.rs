@@ -17,6 +17,7 @@ mod host_local;
 mod host_register;
 mod init;
 mod integrity;
+mod ipc;
 mod launch;
 pub(crate) mod library;
 mod link;
@@ -362,6 +363,16 @@ implement! {
     cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
     cuMemcpy3DPeerAsync_ptsz(p, s) => peer::memcpy_3d_peer(p, Some(stream::id_ptsz(s)));
     cuDevSmResourceSplitByCount(result, n, input, rem, flags, min) => green::dev_sm_resource_split_by_count(result, n, input, rem, flags, min);
+    cuMemExportToShareableHandle(sh, handle, kind, flags) => vmm::export_to_shareable_handle(sh, handle, kind, flags);
+    cuMemImportFromShareableHandle(handle, os, kind) => vmm::import_from_shareable_handle(handle, os, kind);
+    cuMemGetHandleForAddressRange(h, dptr, size, kind, flags) =>
+        vmm::handle_for_address_range(h, dptr, size, kind, flags);
+    cuIpcGetMemHandle(h, dptr) => ipc::get_mem_handle(h, dptr);
+    cuIpcOpenMemHandle(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
+    cuIpcOpenMemHandle_v2(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
+    cuIpcCloseMemHandle(dptr) => ipc::close_mem_handle(dptr);
+    cuIpcGetEventHandle(h, e) => ipc::get_event_handle(h, e);
+    cuIpcOpenEventHandle(e, h) => ipc::open_event_handle(e, h);
     cuArrayDestroy(a) => array::destroy(a);
     cuMipmappedArrayDestroy(m) => array::destroy_mipmapped(m);
     cuMemcpyHtoA_v2(a, off, src, n) => array::htoa(a, off, src, n, None);

@@ -8,14 +8,17 @@
 //! A reservation is device memory here from the start: `cuMemcpy` never
 //! takes an address in one for a host pointer, mapped or not.
 
-use std::ffi::{c_ulonglong, c_void};
+use std::ffi::{c_int, c_ulonglong, c_void};
+use std::os::fd::{BorrowedFd, IntoRawFd};
 
 use vgpu_abi::types::{
-    CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle,
+    CUdeviceptr, CUmemAccessDesc, CUmemAllocationHandleType, CUmemAllocationProp,
+    CUmemGenericAllocationHandle, CUmemRangeHandleType,
 };
 use vgpu_proto::{
-    mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
-    mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+    mem_address_free, mem_address_reserve, mem_create, mem_export_fd, mem_export_shareable,
+    mem_get_allocation_properties, mem_import_fd, mem_import_shareable, mem_map,
+    mem_range_handle_fd, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -202,4 +205,136 @@ pub unsafe fn allocation_properties(
         std::ptr::copy_nonoverlapping(rep.prop.as_ptr(), prop.cast::<u8>(), rep.prop.len());
     }
     Ok(())
+}
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+const POSIX_FD: u32 = 1;
+/// `CU_MEM_HANDLE_TYPE_FABRIC`: a 64-byte handle.
+const FABRIC: u32 = 8;
+
+/// `cuMemExportToShareableHandle`. A POSIX file descriptor is the
+/// driver's, passed from the worker to this process (SCM_RIGHTS), so the
+/// application can pass it on to another process the same way.
+///
+/// # Safety
+/// `shareable` must be NULL or writable for the handle type's handle (an
+/// `int` for a file descriptor, 64 bytes for a fabric handle).
+pub unsafe fn export_to_shareable_handle(
+    shareable: *mut c_void,
+    handle: CUmemGenericAllocationHandle,
+    kind: CUmemAllocationHandleType,
+    flags: c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(shareable)?;
+    if kind.0 == POSIX_FD {
+        if s.remote {
+            crate::log::once(
+                "cuMemExportToShareableHandle",
+                format_args!("cuMemExportToShareableHandle: the mediator is remote (TCP): a descriptor cannot come to this host"),
+            );
+            return Err(CuError::INVALID_VALUE);
+        }
+        let r = mem_export_fd::Request {
+            handle: U64::new(handle),
+            flags: U64::new(flags),
+        };
+        let (_, fd) = s.request_fd(&r)?;
+        // SAFETY: checked non-NULL; the application's `int`.
+        return unsafe { write_out(shareable.cast::<c_int>(), fd.into_raw_fd()) };
+    }
+    let r = mem_export_shareable::Request {
+        handle: U64::new(handle),
+        kind: U32::new(kind.0),
+        flags: U64::new(flags),
+    };
+    let (rep, _) = s.request(&r, &[])?;
+    let len = if kind.0 == FABRIC { 64 } else { 8 };
+    // SAFETY: checked non-NULL; writable for the type's handle by contract.
+    unsafe { std::ptr::copy_nonoverlapping(rep.data.as_ptr(), shareable.cast::<u8>(), len) };
+    Ok(())
+}
+
+/// `cuMemImportFromShareableHandle`. A POSIX file descriptor of this
+/// process goes to the worker (SCM_RIGHTS); the application keeps its own.
+///
+/// # Safety
+/// `handle` must be NULL or writable; for a fabric handle `os_handle` must
+/// be NULL or readable for 64 bytes.
+pub unsafe fn import_from_shareable_handle(
+    handle: *mut CUmemGenericAllocationHandle,
+    os_handle: *mut c_void,
+    kind: CUmemAllocationHandleType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(handle)?;
+    let id = if kind.0 == POSIX_FD {
+        let Ok(raw) = c_int::try_from(os_handle as usize) else {
+            return Err(CuError::UNKNOWN);
+        };
+        // SAFETY: fcntl(F_GETFD) only asks whether `raw` is an open descriptor.
+        if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+            // Driver 580 answers CUDA_ERROR_UNKNOWN for a descriptor it cannot use.
+            return Err(CuError::UNKNOWN);
+        }
+        if s.remote {
+            crate::log::once(
+                "cuMemImportFromShareableHandle",
+                format_args!("cuMemImportFromShareableHandle: the mediator is remote (TCP): a descriptor of this host cannot reach it"),
+            );
+            return Err(CuError::UNKNOWN);
+        }
+        // SAFETY: `raw` is open (checked above) and stays open for the call:
+        // the application owns it and is inside this call.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        s.request_passing(&mem_import_fd::Request {}, fd)?
+            .handle
+            .get()
+    } else {
+        let mut data = [0u8; 64];
+        if kind.0 == FABRIC {
+            non_null(os_handle)?;
+            // SAFETY: checked non-NULL; readable for 64 bytes by contract.
+            unsafe { std::ptr::copy_nonoverlapping(os_handle.cast::<u8>(), data.as_mut_ptr(), 64) };
+        }
+        let r = mem_import_shareable::Request {
+            kind: U32::new(kind.0),
+            data,
+        };
+        s.request(&r, &[])?.0.handle.get()
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(handle, id) }
+}
+
+/// `cuMemGetHandleForAddressRange`: the driver's dma-buf descriptor,
+/// passed from the worker to this process.
+///
+/// # Safety
+/// `handle` must be NULL or writable for an `int`.
+pub unsafe fn handle_for_address_range(
+    handle: *mut c_void,
+    dptr: CUdeviceptr,
+    size: usize,
+    kind: CUmemRangeHandleType,
+    flags: c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(handle)?;
+    if s.remote {
+        crate::log::once(
+            "cuMemGetHandleForAddressRange",
+            format_args!("cuMemGetHandleForAddressRange: the mediator is remote (TCP): a descriptor cannot come to this host"),
+        );
+        return Err(CuError::INVALID_VALUE);
+    }
+    let r = mem_range_handle_fd::Request {
+        dptr: U64::new(dptr),
+        size: U64::new(size as u64),
+        kind: U32::new(kind.0),
+        flags: U64::new(flags),
+    };
+    let (_, fd) = s.request_fd(&r)?;
+    // SAFETY: checked non-NULL; the application's `int`.
+    unsafe { write_out(handle.cast::<c_int>(), fd.into_raw_fd()) }
 }

@@ -30,6 +30,9 @@ pub struct Lane {
     checked_at: u64,
     /// Function and stream ids this lane launched with, translated.
     pub(super) launches: launch::Translations,
+    /// The descriptor that followed the request being run, for an
+    /// operation that takes one (`Op::takes_fd`); `None` if none came.
+    pub(super) fd_in: Option<std::os::fd::OwnedFd>,
 }
 
 impl Lane {

@@ -145,6 +145,13 @@ fn serve(s: &Session, mut io: FrameLane) {
             }
         }
         requests += 1;
+        if req.op.takes_fd() {
+            // The client passes the descriptor right after the request.
+            lane.fd_in = io
+                .recv_fd()
+                .map_err(|e| tracing::warn!("{}: no descriptor came: {e}", req.op.name()))
+                .ok();
+        }
         if !s.order.wait_to_run(&mut view, &req, alive) {
             break;
         }

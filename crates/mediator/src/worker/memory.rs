@@ -55,20 +55,13 @@ pub fn mem_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Statu
     if p == 0 {
         return Ok(Reply::default());
     }
-    let known = matches!(
-        s.tables().ranges.get(&p),
-        Some(Range {
-            owner: RangeOwner::Alloc { .. },
-            ..
-        })
-    );
-    if !known {
-        tracing::info!("cuMemFree({p:#x}): not the base of a live allocation");
-        return Err(INVALID_VALUE);
-    }
+    let range = take_alloc(s, p, "cuMemFree")?;
     // SAFETY: `p` is the base of a live allocation of this session.
-    ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) })?;
-    s.tables().ranges.remove(&p);
+    if let Err(st) = ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) }) {
+        s.tables().ranges.insert(p, range);
+        return Err(st);
+    }
+    super::ipc::freed(s, p);
     Ok(Reply::default())
 }
 
@@ -185,20 +178,31 @@ pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
 pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &mem_free_async::Request = message(req)?;
     let (p, stream) = (r.dptr.get(), r.stream.get());
-    let known = matches!(
-        s.tables().ranges.get(&p),
-        Some(Range {
-            owner: RangeOwner::Alloc { .. },
-            ..
-        })
-    );
-    if !known {
-        tracing::info!("cuMemFreeAsync({p:#x}): not the base of a live allocation");
-        return Err(INVALID_VALUE);
-    }
     let st = as_handle(s.tables().stream(stream)?);
+    let range = take_alloc(s, p, "cuMemFreeAsync")?;
     // SAFETY: `p` is the base of a live allocation of this session.
-    ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
-    s.tables().ranges.remove(&p);
+    if let Err(e) = ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) }) {
+        s.tables().ranges.insert(p, range);
+        return Err(e);
+    }
+    super::ipc::freed(s, p);
     Ok(Reply::default())
+}
+
+/// Takes the allocation based at `p` out of the live ranges before the
+/// driver frees it: once freed, the driver may give the same address to
+/// another lane's allocation at once, whose range must not be the one
+/// removed afterwards. The caller puts it back if the driver refuses.
+fn take_alloc(s: &Session, p: DevPtr, what: &str) -> Result<Range, Status> {
+    let mut t = s.tables();
+    match t.ranges.get(&p) {
+        Some(&r) if matches!(r.owner, RangeOwner::Alloc { .. }) => {
+            t.ranges.remove(&p);
+            Ok(r)
+        }
+        _ => {
+            tracing::info!("{what}({p:#x}): not the base of a live allocation");
+            Err(INVALID_VALUE)
+        }
+    }
 }

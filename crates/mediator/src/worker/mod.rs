@@ -18,6 +18,7 @@ mod generated;
 mod graph;
 mod green;
 mod host;
+mod ipc;
 mod lane;
 mod launch;
 mod library;
@@ -30,6 +31,7 @@ mod order;
 mod output;
 mod pointer;
 mod pool;
+mod registry;
 mod remote;
 mod snapshot;
 mod stream;
@@ -59,6 +61,7 @@ pub mod status {
     pub const INVALID_HANDLE: Status = Status::CUDA_ERROR_INVALID_HANDLE;
     pub const CONTEXT_IS_DESTROYED: Status = Status::CUDA_ERROR_CONTEXT_IS_DESTROYED;
     pub const NOT_SUPPORTED: Status = Status::CUDA_ERROR_NOT_SUPPORTED;
+    pub const MAP_FAILED: Status = Status::CUDA_ERROR_MAP_FAILED;
     pub const OPERATING_SYSTEM: Status = Status::CUDA_ERROR_OPERATING_SYSTEM;
     pub const HOST_MEMORY_NOT_REGISTERED: Status = Status::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
@@ -88,6 +91,20 @@ pub struct Session {
     pub callbacks: Arc<callback::Callbacks>,
     /// The output channel was opened (`output`).
     pub output_opened: Mutex<bool>,
+    /// Who the client is, as the connection proves it.
+    pub peer: Peer,
+    /// The host's record of inter-process handles ([`registry`]).
+    pub registry: registry::Registry,
+}
+
+/// The session's client, for inter-process handles and log lines.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The client's uid from the socket's peer credentials; `None` on TCP,
+    /// where it is only what the client states.
+    pub uid: Option<u32>,
+    /// Names the session in log lines: worker and client pids.
+    pub label: String,
 }
 
 impl Session {
@@ -115,6 +132,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         Some(control.peer_credentials()?)
     };
     let hello = Hello::read(&mut control)?;
+    let uid = credentials.map(|(_, uid, _)| uid);
     let pid = match credentials {
         Some((pid, uid, _)) => {
             tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
@@ -169,12 +187,22 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         remote,
         callbacks: Arc::default(),
         output_opened: Mutex::new(false),
+        peer: Peer {
+            uid,
+            label: format!("worker {} (client pid {pid})", std::process::id()),
+        },
+        registry: if remote {
+            registry::Registry::off()
+        } else {
+            registry::Registry::open(&args.ipc_directory())
+        },
     });
     tracing::debug!(features = negotiated, "features negotiated");
     serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
     session.callbacks.close();
     session.tables().vmm.release_all(&session.driver);
+    ipc::session_ends(&session);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
 }

@@ -68,6 +68,9 @@ pub enum RangeOwner {
     Global { module: u64 },
     /// Shared pinned host memory (keyed by its worker address).
     Host { base: u64 },
+    /// Memory another session exported, opened in this context
+    /// (`cuIpcOpenMemHandle`).
+    Ipc { ctx: u64 },
 }
 
 /// A live shared pinned allocation (`worker::host`), by its worker address.
@@ -118,6 +121,8 @@ pub struct Tables {
     pub tex_objects: HashMap<u64, TexObject>,
     /// JIT links by the client's id.
     pub links: super::link::Links,
+    /// Inter-process handles exported and opened (`cuIpc*`).
+    pub ipc: super::ipc::Ipc,
 }
 
 /// A texture or surface object the session created.
@@ -414,8 +419,9 @@ impl Tables {
         for l in libraries {
             self.forget_library(l);
         }
-        self.ranges
-            .retain(|_, r| r.owner != RangeOwner::Alloc { ctx });
+        self.ranges.retain(|_, r| {
+            r.owner != RangeOwner::Alloc { ctx } && r.owner != RangeOwner::Ipc { ctx }
+        });
         self.others.retain(|_, o| o.ctx != ctx);
         self.tex_objects.retain(|_, o| o.ctx != ctx);
         let others = &self.others;

@@ -10,6 +10,8 @@
 //! does not know). A reservation, mapping or access change that is not
 //! inside a reservation of this session is refused the same way.
 
+mod share;
+
 use std::collections::{BTreeMap, HashMap};
 
 use vgpu_abi::types::{CUmemAccessDesc, CUmemAllocationProp};
@@ -26,6 +28,10 @@ use super::exec::Lane;
 use super::status::INVALID_VALUE;
 use super::Session;
 use crate::driver::{entry, DevPtr, Driver, Status};
+
+pub use share::{
+    mem_export_fd, mem_export_shareable, mem_import_fd, mem_import_shareable, mem_range_handle_fd,
+};
 
 /// Most access descriptors one `cuMemSetAccess` may carry.
 const MAX_ACCESS_DESCS: usize = 64;

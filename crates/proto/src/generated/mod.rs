@@ -385,6 +385,22 @@ pub enum Op {
     /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
     /// `CUmemAllocationProp`.
     MemGetAllocationProperties = 310,
+    /// `cuIpcGetMemHandle` of device memory of this session: the driver's
+    /// 64-byte handle, recorded in the host's IPC registry under this
+    /// session's uid (`docs/adr/0005-ipc.md`).
+    IpcGetMemHandle = 311,
+    /// `cuIpcOpenMemHandle_v2`: opens a handle another session of the same
+    /// uid exported; the mapping (`size` bytes) joins this session's live
+    /// ranges. Opening it again in this session gives the same address.
+    IpcOpenMemHandle = 312,
+    /// `cuIpcCloseMemHandle` of an address this session opened: one
+    /// reference fewer (`left` remain); the range leaves at the last.
+    IpcCloseMemHandle = 313,
+    /// `cuIpcGetEventHandle` of an interprocess event of this session,
+    /// recorded in the registry as for memory.
+    IpcGetEventHandle = 314,
+    /// `cuIpcOpenEventHandle` under the client's new event id.
+    IpcOpenEventHandle = 315,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -665,6 +681,23 @@ pub enum Op {
     /// (`cuStreamAddCallback` with `status`, `cuLaunchHostFunc`
     /// without) over the callback channel, and returns once it has run.
     HostCallback = 521,
+    /// `cuMemExportToShareableHandle` of a handle id as a POSIX file
+    /// descriptor: the driver's descriptor follows the reply, and the
+    /// worker closes its own copy.
+    MemExportFd = 522,
+    /// `cuMemExportToShareableHandle` of another type (`kind`): the
+    /// driver's answer, its handle in `data` (a fabric handle is 64 bytes).
+    MemExportShareable = 523,
+    /// `cuMemImportFromShareableHandle` of the POSIX file descriptor that
+    /// follows the request: a fresh handle id. The worker closes the
+    /// descriptor after the driver's call, as the application keeps its own.
+    MemImportFd = 524,
+    /// `cuMemImportFromShareableHandle` of another type (`kind`), the
+    /// handle's bytes in `data`.
+    MemImportShareable = 525,
+    /// `cuMemGetHandleForAddressRange` of a range of this session, as a
+    /// dma-buf descriptor (`kind` 1), which follows the reply.
+    MemRangeHandleFd = 526,
     /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
     /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
     /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
@@ -891,6 +924,11 @@ impl Op {
         Op::MemSetAccess,
         Op::MemRetainAllocationHandle,
         Op::MemGetAllocationProperties,
+        Op::IpcGetMemHandle,
+        Op::IpcOpenMemHandle,
+        Op::IpcCloseMemHandle,
+        Op::IpcGetEventHandle,
+        Op::IpcOpenEventHandle,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -999,6 +1037,11 @@ impl Op {
         Op::MipmappedArrayDestroy,
         Op::OpenCallbacks,
         Op::HostCallback,
+        Op::MemExportFd,
+        Op::MemExportShareable,
+        Op::MemImportFd,
+        Op::MemImportShareable,
+        Op::MemRangeHandleFd,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
         Op::LinkCreate,
@@ -1184,6 +1227,11 @@ impl Op {
             Op::MemSetAccess => "MemSetAccess",
             Op::MemRetainAllocationHandle => "MemRetainAllocationHandle",
             Op::MemGetAllocationProperties => "MemGetAllocationProperties",
+            Op::IpcGetMemHandle => "IpcGetMemHandle",
+            Op::IpcOpenMemHandle => "IpcOpenMemHandle",
+            Op::IpcCloseMemHandle => "IpcCloseMemHandle",
+            Op::IpcGetEventHandle => "IpcGetEventHandle",
+            Op::IpcOpenEventHandle => "IpcOpenEventHandle",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -1292,6 +1340,11 @@ impl Op {
             Op::MipmappedArrayDestroy => "MipmappedArrayDestroy",
             Op::OpenCallbacks => "OpenCallbacks",
             Op::HostCallback => "HostCallback",
+            Op::MemExportFd => "MemExportFd",
+            Op::MemExportShareable => "MemExportShareable",
+            Op::MemImportFd => "MemImportFd",
+            Op::MemImportShareable => "MemImportShareable",
+            Op::MemRangeHandleFd => "MemRangeHandleFd",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
             Op::LinkCreate => "LinkCreate",
@@ -1474,6 +1527,11 @@ impl Op {
             Op::MemSetAccess => false,
             Op::MemRetainAllocationHandle => false,
             Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1582,6 +1640,11 @@ impl Op {
             Op::MipmappedArrayDestroy => false,
             Op::OpenCallbacks => false,
             Op::HostCallback => true,
+            Op::MemExportFd => false,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => false,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::LinkCreate => false,
@@ -1764,6 +1827,11 @@ impl Op {
             Op::MemSetAccess => true,
             Op::MemRetainAllocationHandle => true,
             Op::MemGetAllocationProperties => true,
+            Op::IpcGetMemHandle => true,
+            Op::IpcOpenMemHandle => true,
+            Op::IpcCloseMemHandle => true,
+            Op::IpcGetEventHandle => true,
+            Op::IpcOpenEventHandle => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -1872,6 +1940,11 @@ impl Op {
             Op::MipmappedArrayDestroy => true,
             Op::OpenCallbacks => false,
             Op::HostCallback => true,
+            Op::MemExportFd => true,
+            Op::MemExportShareable => true,
+            Op::MemImportFd => true,
+            Op::MemImportShareable => true,
+            Op::MemRangeHandleFd => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
             Op::LinkCreate => true,
@@ -2054,6 +2127,11 @@ impl Op {
             Op::MemSetAccess => false,
             Op::MemRetainAllocationHandle => false,
             Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2162,6 +2240,265 @@ impl Op {
             Op::MipmappedArrayDestroy => false,
             Op::OpenCallbacks => true,
             Op::HostCallback => false,
+            Op::MemExportFd => true,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => false,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => true,
+            Op::TensorMapEncode => false,
+            Op::TensorMapReplaceAddress => false,
+        }
+    }
+
+    /// Whether a descriptor follows the request (SCM_RIGHTS).
+    pub const fn takes_fd(self) -> bool {
+        match self {
+            Op::OpenLane => false,
+            Op::CtxCreate => false,
+            Op::CtxDestroy => false,
+            Op::CtxSynchronize => false,
+            Op::CtxGetLimit => false,
+            Op::CtxSetLimit => false,
+            Op::CtxGetStreamPriorityRange => false,
+            Op::CtxGetFlags => false,
+            Op::CtxGetApiVersion => false,
+            Op::PrimaryCtxRetain => false,
+            Op::DevicePrimaryCtxRelease_v2 => false,
+            Op::DevicePrimaryCtxGetState => false,
+            Op::DevicePrimaryCtxSetFlags_v2 => false,
+            Op::DevicePrimaryCtxReset_v2 => false,
+            Op::MemAlloc => false,
+            Op::MemFree => false,
+            Op::MemGetInfo_v2 => false,
+            Op::MemGetAddressRange_v2 => false,
+            Op::MemcpyHtoD => false,
+            Op::MemcpyDtoH => false,
+            Op::MemcpyDtoD => false,
+            Op::Memset => false,
+            Op::StreamCreate => false,
+            Op::StreamDestroy => false,
+            Op::StreamSynchronize => false,
+            Op::StreamQuery => false,
+            Op::StreamWaitEvent => false,
+            Op::StreamGetFlags => false,
+            Op::StreamGetPriority => false,
+            Op::EventCreate => false,
+            Op::EventDestroy => false,
+            Op::EventRecord => false,
+            Op::EventSynchronize => false,
+            Op::EventQuery => false,
+            Op::EventElapsedTime => false,
+            Op::ModuleLoadData => false,
+            Op::ModuleUnload => false,
+            Op::ModuleGetFunction => false,
+            Op::ModuleGlobal => false,
+            Op::LaunchKernel => false,
+            Op::LibraryLoadData => false,
+            Op::LibraryUnload => false,
+            Op::LibraryGetKernel => false,
+            Op::LibraryGlobal => false,
+            Op::LibraryGetModule => false,
+            Op::KernelGetFunction => false,
+            Op::FuncGetAttribute => false,
+            Op::FuncSetAttribute => false,
+            Op::KernelGetAttribute => false,
+            Op::KernelSetAttribute => false,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessorWithFlags => false,
+            Op::OccupancyAvailableDynamicSMemPerBlock => false,
+            Op::OccupancyMaxActiveClusters => false,
+            Op::LaunchKernelEx => false,
+            Op::StreamIsCapturing => false,
+            Op::ModuleGetLoadingMode => false,
+            Op::MemHostAlloc => false,
+            Op::MemFreeHost => false,
+            Op::MemcpyHtoDShared => false,
+            Op::MemcpyDtoHShared => false,
+            Op::PrimaryCtxGet => false,
+            Op::PointerGetAttributes => false,
+            Op::MemAllocAsync => false,
+            Op::MemFreeAsync => false,
+            Op::Memcpy2D => false,
+            Op::StageBlob => false,
+            Op::EventRecordWithFlags => false,
+            Op::ModuleKernelNames => false,
+            Op::FunctionName => false,
+            Op::EnumerateFunctions => false,
+            Op::StreamSynchronize_ptsz => false,
+            Op::StreamQuery_ptsz => false,
+            Op::StreamWaitEvent_ptsz => false,
+            Op::StreamGetFlags_ptsz => false,
+            Op::StreamGetPriority_ptsz => false,
+            Op::StreamIsCapturing_ptsz => false,
+            Op::EventRecord_ptsz => false,
+            Op::EventRecordWithFlags_ptsz => false,
+            Op::EventElapsedTime_v2 => false,
+            Op::OccupancyMaxActiveBlocksPerMultiprocessor => false,
+            Op::CtxSynchronize_v2 => false,
+            Op::CtxAttach => false,
+            Op::CtxDetach => false,
+            Op::CtxGetCacheConfig => false,
+            Op::CtxSetCacheConfig => false,
+            Op::CtxGetSharedMemConfig => false,
+            Op::CtxSetSharedMemConfig => false,
+            Op::CtxGetExecAffinity => false,
+            Op::CtxSetFlags => false,
+            Op::CtxResetPersistingL2Cache => false,
+            Op::CtxRecordEvent => false,
+            Op::CtxWaitEvent => false,
+            Op::MemsetD2D8 => false,
+            Op::MemsetD2D16 => false,
+            Op::MemsetD2D32 => false,
+            Op::MemsetD2D8_v2 => false,
+            Op::MemsetD2D16_v2 => false,
+            Op::MemsetD2D32_v2 => false,
+            Op::MemsetD2D8_v2_ptds => false,
+            Op::MemsetD2D16_v2_ptds => false,
+            Op::MemsetD2D32_v2_ptds => false,
+            Op::MemsetD2D8Async => false,
+            Op::MemsetD2D16Async => false,
+            Op::MemsetD2D32Async => false,
+            Op::MemsetD2D8Async_ptsz => false,
+            Op::MemsetD2D16Async_ptsz => false,
+            Op::MemsetD2D32Async_ptsz => false,
+            Op::DeviceGetByPCIBusId => false,
+            Op::DeviceGetExecAffinitySupport => false,
+            Op::DeviceGetHostAtomicCapabilities => false,
+            Op::DeviceGetLuid => false,
+            Op::DeviceGetProperties => false,
+            Op::DeviceGetTexture1DLinearMaxWidth => false,
+            Op::FlushGPUDirectRDMAWrites => false,
+            Op::StreamAttachMemAsync => false,
+            Op::StreamAttachMemAsync_ptsz => false,
+            Op::StreamCopyAttributes => false,
+            Op::StreamCopyAttributes_ptsz => false,
+            Op::StreamGetAttribute => false,
+            Op::StreamGetAttribute_ptsz => false,
+            Op::StreamSetAttribute => false,
+            Op::StreamSetAttribute_ptsz => false,
+            Op::StreamGetCtx => false,
+            Op::StreamGetCtx_ptsz => false,
+            Op::StreamGetCtx_v2 => false,
+            Op::StreamGetCtx_v2_ptsz => false,
+            Op::StreamGetDevice => false,
+            Op::StreamGetDevice_ptsz => false,
+            Op::StreamGetId => false,
+            Op::StreamGetId_ptsz => false,
+            Op::ModuleGetFunctionCount => false,
+            Op::ModuleGetGlobal => false,
+            Op::ModuleGetTexRef => false,
+            Op::ModuleGetSurfRef => false,
+            Op::FuncGetModule => false,
+            Op::FuncIsLoaded => false,
+            Op::FuncLoad => false,
+            Op::FuncSetBlockShape => false,
+            Op::FuncSetCacheConfig => false,
+            Op::FuncSetSharedMemConfig => false,
+            Op::FuncSetSharedSize => false,
+            Op::KernelGetLibrary => false,
+            Op::KernelSetCacheConfig => false,
+            Op::LibraryGetKernelCount => false,
+            Op::LibraryGetManaged => false,
+            Op::ProfilerInitialize => false,
+            Op::ProfilerStart => false,
+            Op::ProfilerStop => false,
+            Op::MemGetInfo => false,
+            Op::MemGetAllocationGranularity => false,
+            Op::MemGetAccess => false,
+            Op::MemAddressReserve => false,
+            Op::MemAddressFree => false,
+            Op::MemCreate => false,
+            Op::MemRelease => false,
+            Op::MemMap => false,
+            Op::MemUnmap => false,
+            Op::MemSetAccess => false,
+            Op::MemRetainAllocationHandle => false,
+            Op::MemGetAllocationProperties => false,
+            Op::IpcGetMemHandle => false,
+            Op::IpcOpenMemHandle => false,
+            Op::IpcCloseMemHandle => false,
+            Op::IpcGetEventHandle => false,
+            Op::IpcOpenEventHandle => false,
+            Op::MemPoolCreate => false,
+            Op::MemPoolTrimTo => false,
+            Op::MemPoolSetAccess => false,
+            Op::MemPoolGetAccess => false,
+            Op::DeviceGetDefaultMemPool => false,
+            Op::DeviceGetMemPool => false,
+            Op::DeviceSetMemPool => false,
+            Op::MemGetDefaultMemPool => false,
+            Op::MemGetMemPool => false,
+            Op::MemSetMemPool => false,
+            Op::PoolDestroy => false,
+            Op::PoolGetAttribute => false,
+            Op::PoolSetAttribute => false,
+            Op::PoolAllocAsync => false,
+            Op::StreamBeginCapture_v2 => false,
+            Op::StreamBeginCapture => false,
+            Op::StreamBeginCapture_v2_ptsz => false,
+            Op::StreamEndCapture => false,
+            Op::StreamEndCapture_ptsz => false,
+            Op::ExchangeCaptureMode => false,
+            Op::StreamCaptureInfo => false,
+            Op::UpdateCaptureDependencies => false,
+            Op::BeginCaptureToGraph => false,
+            Op::InstantiateWithParams => false,
+            Op::GraphCreate => false,
+            Op::GraphDestroy => false,
+            Op::GraphInstantiateWithFlags => false,
+            Op::GraphInstantiate_v2 => false,
+            Op::GraphLaunch => false,
+            Op::GraphUpload => false,
+            Op::GraphExecDestroy => false,
+            Op::GraphClone => false,
+            Op::GraphExecGetFlags => false,
+            Op::GraphLaunch_ptsz => false,
+            Op::GraphUpload_ptsz => false,
+            Op::GraphNodeGetType => false,
+            Op::GraphDestroyNode => false,
+            Op::StreamBeginCapture_ptsz => false,
+            Op::GraphInstantiate => false,
+            Op::StreamGetCaptureInfo => false,
+            Op::StreamGetCaptureInfo_ptsz => false,
+            Op::GraphAddEmptyNode => false,
+            Op::GraphAddDependencies => false,
+            Op::GraphRemoveDependencies => false,
+            Op::GraphAddEventRecordNode => false,
+            Op::GraphAddEventWaitNode => false,
+            Op::GraphQuery => false,
+            Op::GraphDebugDotPrint => false,
+            Op::GraphKernelNode => false,
+            Op::GraphExecUpdate => false,
+            Op::GraphMemsetNode => false,
+            Op::GraphKernelNodeParams => false,
+            Op::ArrayCreate_v2 => false,
+            Op::Array3DCreate_v2 => false,
+            Op::ArrayGetDescriptor_v2 => false,
+            Op::Array3DGetDescriptor_v2 => false,
+            Op::MemcpyAtoD_v2 => false,
+            Op::MemcpyDtoA_v2 => false,
+            Op::MemcpyAtoA_v2 => false,
+            Op::ArrayGetMemoryRequirements => false,
+            Op::ArrayGetPlane => false,
+            Op::ArrayGetSparseProperties => false,
+            Op::ArrayDestroy => false,
+            Op::MemcpyArray => false,
+            Op::MemcpyHtoA => false,
+            Op::MemcpyAtoH => false,
+            Op::TexObjectCreate => false,
+            Op::TexObjectDestroy => false,
+            Op::TexObjectDescribe => false,
+            Op::MipmappedArrayCreate => false,
+            Op::MipmappedArrayGetLevel => false,
+            Op::MipmappedArrayGetMemoryRequirements => false,
+            Op::MipmappedArrayGetSparseProperties => false,
+            Op::MipmappedArrayDestroy => false,
+            Op::OpenCallbacks => false,
+            Op::HostCallback => false,
+            Op::MemExportFd => false,
+            Op::MemExportShareable => false,
+            Op::MemImportFd => true,
+            Op::MemImportShareable => false,
+            Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::LinkCreate => false,
@@ -2392,6 +2729,11 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 core::mem::size_of::<mem_get_allocation_properties::Request>()
             }
+            Op::IpcGetMemHandle => core::mem::size_of::<ipc_get_mem_handle::Request>(),
+            Op::IpcOpenMemHandle => core::mem::size_of::<ipc_open_mem_handle::Request>(),
+            Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Request>(),
+            Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Request>(),
+            Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Request>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -2556,6 +2898,11 @@ impl Op {
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Request>(),
             Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Request>(),
             Op::HostCallback => core::mem::size_of::<host_callback::Request>(),
+            Op::MemExportFd => core::mem::size_of::<mem_export_fd::Request>(),
+            Op::MemExportShareable => core::mem::size_of::<mem_export_shareable::Request>(),
+            Op::MemImportFd => core::mem::size_of::<mem_import_fd::Request>(),
+            Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Request>(),
+            Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Request>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
@@ -2782,6 +3129,11 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 core::mem::size_of::<mem_get_allocation_properties::Reply>()
             }
+            Op::IpcGetMemHandle => core::mem::size_of::<ipc_get_mem_handle::Reply>(),
+            Op::IpcOpenMemHandle => core::mem::size_of::<ipc_open_mem_handle::Reply>(),
+            Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Reply>(),
+            Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Reply>(),
+            Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Reply>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -2932,6 +3284,11 @@ impl Op {
             Op::MipmappedArrayDestroy => core::mem::size_of::<mipmapped_array_destroy::Reply>(),
             Op::OpenCallbacks => core::mem::size_of::<open_callbacks::Reply>(),
             Op::HostCallback => core::mem::size_of::<host_callback::Reply>(),
+            Op::MemExportFd => core::mem::size_of::<mem_export_fd::Reply>(),
+            Op::MemExportShareable => core::mem::size_of::<mem_export_shareable::Reply>(),
+            Op::MemImportFd => core::mem::size_of::<mem_import_fd::Reply>(),
+            Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Reply>(),
+            Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Reply>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
@@ -2999,6 +3356,7 @@ impl Op {
             Op::MemsetD2D16_v2_ptds => true,
             Op::MemsetD2D32_v2_ptds => true,
             Op::MemUnmap => true,
+            Op::IpcCloseMemHandle => true,
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
@@ -3320,6 +3678,17 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 message::check::<mem_get_allocation_properties::Request>(fixed, blob_len)
             }
+            Op::IpcGetMemHandle => message::check::<ipc_get_mem_handle::Request>(fixed, blob_len),
+            Op::IpcOpenMemHandle => message::check::<ipc_open_mem_handle::Request>(fixed, blob_len),
+            Op::IpcCloseMemHandle => {
+                message::check::<ipc_close_mem_handle::Request>(fixed, blob_len)
+            }
+            Op::IpcGetEventHandle => {
+                message::check::<ipc_get_event_handle::Request>(fixed, blob_len)
+            }
+            Op::IpcOpenEventHandle => {
+                message::check::<ipc_open_event_handle::Request>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Request>(fixed, blob_len),
@@ -3556,6 +3925,15 @@ impl Op {
             }
             Op::OpenCallbacks => message::check::<open_callbacks::Request>(fixed, blob_len),
             Op::HostCallback => message::check::<host_callback::Request>(fixed, blob_len),
+            Op::MemExportFd => message::check::<mem_export_fd::Request>(fixed, blob_len),
+            Op::MemExportShareable => {
+                message::check::<mem_export_shareable::Request>(fixed, blob_len)
+            }
+            Op::MemImportFd => message::check::<mem_import_fd::Request>(fixed, blob_len),
+            Op::MemImportShareable => {
+                message::check::<mem_import_shareable::Request>(fixed, blob_len)
+            }
+            Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Request>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
@@ -3853,6 +4231,13 @@ impl Op {
             Op::MemGetAllocationProperties => {
                 message::check::<mem_get_allocation_properties::Reply>(fixed, blob_len)
             }
+            Op::IpcGetMemHandle => message::check::<ipc_get_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcOpenMemHandle => message::check::<ipc_open_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcCloseMemHandle => message::check::<ipc_close_mem_handle::Reply>(fixed, blob_len),
+            Op::IpcGetEventHandle => message::check::<ipc_get_event_handle::Reply>(fixed, blob_len),
+            Op::IpcOpenEventHandle => {
+                message::check::<ipc_open_event_handle::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -4077,6 +4462,15 @@ impl Op {
             }
             Op::OpenCallbacks => message::check::<open_callbacks::Reply>(fixed, blob_len),
             Op::HostCallback => message::check::<host_callback::Reply>(fixed, blob_len),
+            Op::MemExportFd => message::check::<mem_export_fd::Reply>(fixed, blob_len),
+            Op::MemExportShareable => {
+                message::check::<mem_export_shareable::Reply>(fixed, blob_len)
+            }
+            Op::MemImportFd => message::check::<mem_import_fd::Reply>(fixed, blob_len),
+            Op::MemImportShareable => {
+                message::check::<mem_import_shareable::Reply>(fixed, blob_len)
+            }
+            Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Reply>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
@@ -4265,6 +4659,11 @@ impl TryFrom<u16> for Op {
             308 => Ok(Op::MemSetAccess),
             309 => Ok(Op::MemRetainAllocationHandle),
             310 => Ok(Op::MemGetAllocationProperties),
+            311 => Ok(Op::IpcGetMemHandle),
+            312 => Ok(Op::IpcOpenMemHandle),
+            313 => Ok(Op::IpcCloseMemHandle),
+            314 => Ok(Op::IpcGetEventHandle),
+            315 => Ok(Op::IpcOpenEventHandle),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -4373,6 +4772,11 @@ impl TryFrom<u16> for Op {
             481 => Ok(Op::MipmappedArrayDestroy),
             520 => Ok(Op::OpenCallbacks),
             521 => Ok(Op::HostCallback),
+            522 => Ok(Op::MemExportFd),
+            523 => Ok(Op::MemExportShareable),
+            524 => Ok(Op::MemImportFd),
+            525 => Ok(Op::MemImportShareable),
+            526 => Ok(Op::MemRangeHandleFd),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             680 => Ok(Op::LinkCreate),
@@ -4557,6 +4961,11 @@ pub const SCHEMA: &str = concat!(
     "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {}\n",
     "309 MemRetainAllocationHandle {addr:u64} => {handle:u64}\n",
     "310 MemGetAllocationProperties {handle:u64} => {prop:bytes(32)}\n",
+    "311 IpcGetMemHandle {dptr:devptr} => {handle:bytes(64)}\n",
+    "312 IpcOpenMemHandle {handle:bytes(64),flags:u32} => {dptr:devptr,size:u64}\n",
+    "313 IpcCloseMemHandle {dptr:devptr} => {left:u32} sync\n",
+    "314 IpcGetEventHandle {event:handle(Event)} => {handle:bytes(64)}\n",
+    "315 IpcOpenEventHandle {event:handle(Event),handle:bytes(64)} => {}\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -4665,6 +5074,11 @@ pub const SCHEMA: &str = concat!(
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
     "520 OpenCallbacks {} => {} nocontext fd\n",
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
+    "522 MemExportFd {handle:u64,flags:u64} => {} fd\n",
+    "523 MemExportShareable {handle:u64,kind:u32,flags:u64} => {data:bytes(64)}\n",
+    "524 MemImportFd {} => {handle:u64} fd_in\n",
+    "525 MemImportShareable {kind:u32,data:bytes(64)} => {handle:u64}\n",
+    "526 MemRangeHandleFd {dptr:devptr,size:u64,kind:u32,flags:u64} => {} fd\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
@@ -11359,6 +11773,212 @@ pub mod mem_get_allocation_properties {
     }
 }
 
+/// The hand-written operation IpcGetMemHandle: wire id 311.
+pub mod ipc_get_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcGetMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcGetMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcOpenMemHandle: wire id 312.
+pub mod ipc_open_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: [u8; 64],
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcOpenMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcOpenMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcCloseMemHandle: wire id 313.
+pub mod ipc_close_mem_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub left: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcCloseMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcCloseMemHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcGetEventHandle: wire id 314.
+pub mod ipc_get_event_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub event: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::IpcGetEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcGetEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation IpcOpenEventHandle: wire id 315.
+pub mod ipc_open_event_handle {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub event: U64,
+        pub handle: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::IpcOpenEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::IpcOpenEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuMemPoolCreate`: wire id 340.
 pub mod mem_pool_create {
     use super::*;
@@ -16041,6 +16661,212 @@ pub mod host_callback {
 
     impl Message for Reply {
         const OP: Op = Op::HostCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemExportFd: wire id 522.
+pub mod mem_export_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemExportShareable: wire id 523.
+pub mod mem_export_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemImportFd: wire id 524.
+pub mod mem_import_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemImportShareable: wire id 525.
+pub mod mem_import_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub kind: U32,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemRangeHandleFd: wire id 526.
+pub mod mem_range_handle_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+        pub size: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemRangeHandleFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemRangeHandleFd;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

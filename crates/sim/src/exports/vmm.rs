@@ -1,16 +1,17 @@
 //! Virtual memory management: reservations, physical allocations, mappings and access
 //! (the model is `crate::vmm`).
 
-use std::ffi::{c_ulonglong, c_void};
+use std::ffi::{c_int, c_ulonglong, c_void};
 
 use crate::cu::{
-    CUdeviceptr, CUmemAccessDesc, CUmemAllocationGranularity_flags, CUmemAllocationProp,
-    CUmemGenericAllocationHandle, CUmemLocation, CUresult,
+    CUdeviceptr, CUmemAccessDesc, CUmemAllocationGranularity_flags, CUmemAllocationHandleType,
+    CUmemAllocationProp, CUmemGenericAllocationHandle, CUmemLocation, CUmemRangeHandleType,
+    CUresult,
 };
 use crate::error::{err, Res};
 use crate::ffi::{run, us, Out};
 use crate::state;
-use crate::vmm;
+use crate::{vmm, vmm_share};
 
 /// A C struct the caller passes by pointer, copied out.
 ///
@@ -225,6 +226,88 @@ pub unsafe extern "C" fn cuMemGetAllocationPropertiesFromHandle(
         // SAFETY: non-NULL, and valid for a write of the struct's 32 bytes by this
         // function's contract.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), prop.cast::<u8>(), 32) };
+        Ok(())
+    })
+}
+
+/// `cuMemExportToShareableHandle` (`crate::vmm_share`): a POSIX file descriptor of the
+/// allocation's pages, written as an `int`.
+///
+/// # Safety
+/// `shareable` must be NULL or valid for writes of the type's handle.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemExportToShareableHandle(
+    shareable: *mut c_void,
+    handle: CUmemGenericAllocationHandle,
+    kind: CUmemAllocationHandleType,
+    flags: c_ulonglong,
+) -> CUresult {
+    run("cuMemExportToShareableHandle", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(shareable.cast::<c_int>(), "shareableHandle") }?;
+        let mut st = sim.lock();
+        if kind.0 != vmm_share::POSIX_FD {
+            return vmm_share::export_other(&st, handle, kind.0);
+        }
+        out.write(vmm_share::export_fd(&mut st, handle, flags)?);
+        Ok(())
+    })
+}
+
+/// `cuMemImportFromShareableHandle` of a POSIX file descriptor (`os_handle` is its
+/// number); the caller keeps the descriptor.
+///
+/// # Safety
+/// `handle` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemImportFromShareableHandle(
+    handle: *mut CUmemGenericAllocationHandle,
+    os_handle: *mut c_void,
+    kind: CUmemAllocationHandleType,
+) -> CUresult {
+    run("cuMemImportFromShareableHandle", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(handle, "handle") }?;
+        if kind.0 != vmm_share::POSIX_FD {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!(
+                    "handle type {:#x}: only POSIX file descriptors are simulated",
+                    kind.0
+                ),
+            );
+        }
+        let fd = c_int::try_from(os_handle as usize).unwrap_or(-1);
+        out.write(vmm_share::import_fd(&mut sim.lock(), fd)?);
+        Ok(())
+    })
+}
+
+/// `cuMemGetHandleForAddressRange` as a dma-buf descriptor, written as an `int`.
+///
+/// # Safety
+/// `handle` must be NULL or valid for writes of an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
+    handle: *mut c_void,
+    dptr: CUdeviceptr,
+    size: usize,
+    kind: CUmemRangeHandleType,
+    flags: c_ulonglong,
+) -> CUresult {
+    run("cuMemGetHandleForAddressRange", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(handle.cast::<c_int>(), "handle") }?;
+        out.write(vmm_share::range_fd(
+            &mut sim.lock(),
+            dptr,
+            size as u64,
+            kind.0,
+            flags,
+        )?);
         Ok(())
     })
 }

@@ -1,37 +1,120 @@
-//! Device allocations: real, zeroed, 256-byte aligned host blocks.
+//! Device allocations: real, zeroed, page-aligned host mappings (so 256-byte aligned, as
+//! `cuMemAlloc` guarantees). A block starts private; exporting it to another process
+//! (`cuIpcGetMemHandle`) moves its pages into a memfd in place, at the same address, and
+//! a block opened from another process maps that memfd.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ffi::c_void;
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
-/// Alignment of every allocation, as `cuMemAlloc` guarantees.
-pub(crate) const ALIGN: usize = 256;
+use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 
-/// An owned, zeroed, 256-byte aligned block of host memory.
+/// An owned, zeroed, page-aligned mapping of host memory.
 #[derive(Debug)]
 struct Block {
     ptr: NonNull<u8>,
-    layout: Layout,
+    /// The mapping's length: the size rounded up to whole pages.
+    len: usize,
+    /// The memfd behind the pages once they are shared, and the random tag that ends
+    /// its name.
+    shared: Option<(OwnedFd, u64)>,
 }
 
 // SAFETY: the block is plain bytes owned by exactly one `Block`; all access goes through
 // the state mutex.
 unsafe impl Send for Block {}
 
+fn page_len(size: usize) -> Option<usize> {
+    let page = rustix::param::page_size();
+    size.checked_next_multiple_of(page).filter(|&l| l != 0)
+}
+
 impl Block {
     fn new(size: usize) -> Option<Self> {
-        let layout = Layout::from_size_align(size, ALIGN)
-            .ok()
-            .filter(|l| l.size() != 0)?;
-        // SAFETY: the layout has a nonzero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
-        Some(Self { ptr, layout })
+        let len = page_len(size)?;
+        // SAFETY: a fresh anonymous mapping; nothing aliases it.
+        let p = unsafe {
+            mmap_anonymous(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
+            )
+        }
+        .ok()?;
+        Some(Self {
+            ptr: NonNull::new(p.cast())?,
+            len,
+            shared: None,
+        })
     }
+
+    /// Maps `fd`'s first `size` bytes (shared with the process that exported them).
+    fn from_fd(fd: OwnedFd, size: usize) -> Option<Self> {
+        let len = page_len(size)?;
+        // SAFETY: a fresh shared mapping of a file this block will own.
+        let p = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &fd,
+                0,
+            )
+        }
+        .ok()?;
+        Some(Self {
+            ptr: NonNull::new(p.cast())?,
+            len,
+            shared: Some((fd, 0)),
+        })
+    }
+
+    /// The memfd behind the block and its tag, made on first use and named `prefix`
+    /// then the tag in hex: the bytes are copied into it and it is mapped over the
+    /// block's own pages, so the address does not change.
+    fn share(&mut self, prefix: &str) -> std::io::Result<(BorrowedFd<'_>, u64)> {
+        if self.shared.is_none() {
+            let tag = fresh_tag();
+            let fd = memfd_create(format!("{prefix}{tag:016x}"), MemfdFlags::CLOEXEC)?;
+            ftruncate(&fd, self.len as u64)?;
+            // SAFETY: the block's own `len` bytes, read while the state lock is held.
+            let bytes = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) };
+            std::fs::File::from(fd.try_clone()?).write_all(bytes)?;
+            // SAFETY: replaces the block's own mapping, of exactly its length, with the
+            // memfd holding the same bytes; nothing else maps these addresses.
+            unsafe {
+                mmap(
+                    self.ptr.as_ptr().cast::<c_void>(),
+                    self.len,
+                    ProtFlags::READ | ProtFlags::WRITE,
+                    MapFlags::SHARED | MapFlags::FIXED,
+                    &fd,
+                    0,
+                )
+            }?;
+            self.shared = Some((fd, tag));
+        }
+        let (fd, tag) = self.shared.as_ref().expect("set above");
+        Ok((fd.as_fd(), *tag))
+    }
+}
+
+/// A random tag for a memfd's name.
+fn fresh_tag() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 impl Drop for Block {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from `alloc_zeroed` with this very layout and is freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        // SAFETY: the block's own mapping, unmapped once.
+        let _ = unsafe { munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 
@@ -66,5 +149,22 @@ impl Allocation {
     /// A pointer to the first byte, valid for `size` bytes while the allocation lives.
     pub fn ptr(&self) -> *mut u8 {
         self.block.ptr.as_ptr()
+    }
+
+    /// An allocation over `size` bytes of memory another process exported (`fd`).
+    pub fn import(ctx: usize, device: usize, size: usize, fd: OwnedFd) -> Option<Self> {
+        let block = Block::from_fd(fd, size)?;
+        Some(Self {
+            ctx,
+            device,
+            size,
+            block,
+        })
+    }
+
+    /// The memfd behind the allocation's pages and the tag that ends its name (which
+    /// starts with `prefix` when this call makes it).
+    pub fn share(&mut self, prefix: &str) -> std::io::Result<(BorrowedFd<'_>, u64)> {
+        self.block.share(prefix)
     }
 }

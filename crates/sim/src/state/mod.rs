@@ -10,6 +10,7 @@ pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
 pub(crate) mod hostmem;
+pub(crate) mod ipc;
 pub(crate) mod library;
 pub(crate) mod memory;
 pub(crate) mod module;
@@ -90,6 +91,8 @@ pub(crate) struct Ext {
     pub peers: BTreeSet<(usize, usize)>,
     /// Green contexts, their resource descriptors and streams.
     pub green: crate::exports::green::Greens,
+    /// Inter-process handles exported and opened.
+    pub ipc: ipc::Ipc,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -18,6 +18,9 @@ pub(crate) struct Physical {
     /// `cuMemCreate` and `cuMemRetainAllocationHandle` add one, `cuMemRelease` takes
     /// one; at 0 the handle is gone, and the memory with it once nothing maps it.
     pub refs: u32,
+    /// Imported from another process (`cuMemImportFromShareableHandle`): its memory is
+    /// charged to the exporter's device budget, not this one's.
+    pub imported: bool,
 }
 
 /// One `cuMemMap`: `size` bytes of physical allocation `handle` from `offset`.

@@ -171,6 +171,8 @@ pub struct Op {
     pub sync: Sync,
     pub context: bool,
     pub fd: bool,
+    /// A descriptor follows the request (SCM_RIGHTS).
+    pub fd_in: bool,
     pub call: Option<CallModel>,
 }
 
@@ -376,6 +378,7 @@ impl Model {
                 sync: Sync::Never,
                 context: true,
                 fd: false,
+                fd_in: false,
                 call: None,
             };
             for (name, arg) in options(w.opts) {
@@ -385,6 +388,7 @@ impl Model {
                     "sync_unless" => op.sync = Sync::Unless(arg),
                     "nocontext" => op.context = false,
                     "fd" => op.fd = true,
+                    "fd_in" => op.fd_in = true,
                     other => return Err(format!("{}: unknown option {other}", w.name).into()),
                 }
             }

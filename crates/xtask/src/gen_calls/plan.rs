@@ -49,6 +49,7 @@ pub(super) fn call_op(
         sync: Sync::Never,
         context: true,
         fd: false,
+        fd_in: false,
         call: None,
     };
     let mut follows_stream = None;

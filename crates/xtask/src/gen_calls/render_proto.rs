@@ -69,6 +69,14 @@ pub fn render(model: &Model) -> String {
     );
     method(
         &mut s,
+        "Whether a descriptor follows the request (SCM_RIGHTS).",
+        "takes_fd",
+        "bool",
+        &ops,
+        |o| o.fd_in.to_string(),
+    );
+    method(
+        &mut s,
         "Bytes of the request's fixed part.",
         "request_len",
         "usize",
@@ -189,7 +197,7 @@ fn schema_line(op: &Op) -> String {
         Sync::Unless(f) => format!(" sync_unless({f})"),
     };
     format!(
-        "{} {} {{{}}}{} => {{{}}}{}{}{}{}{}",
+        "{} {} {{{}}}{} => {{{}}}{}{}{}{}{}{}",
         op.id,
         op.name,
         fields_schema(&op.request),
@@ -200,6 +208,7 @@ fn schema_line(op: &Op) -> String {
         sync,
         if op.context { "" } else { " nocontext" },
         if op.fd { " fd" } else { "" },
+        if op.fd_in { " fd_in" } else { "" },
     )
 }
 
