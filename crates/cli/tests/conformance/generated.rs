@@ -36,6 +36,32 @@ pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// `cuArray3DCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DCreate() {
+    case("generated::cuArray3DCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DCreate");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>::from_bytes(&pattern(
+                747,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArray3DCreate", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArray3DCreate: pHandle is the test's own handle"
+        );
+    });
+}
+
 /// `cuArray3DCreate_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuArray3DCreate_v2() {
@@ -58,6 +84,32 @@ fn cuArray3DCreate_v2() {
         assert_eq!(
             o_pHandle as usize as u64, f.array,
             "cuArray3DCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArray3DGetDescriptor` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArray3DGetDescriptor() {
+    case("generated::cuArray3DGetDescriptor", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArray3DGetDescriptor");
+        let mut o_pArrayDescriptor =
+            Record::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArray3DGetDescriptor", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                749,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>()
+            ),
+            "cuArray3DGetDescriptor: pArrayDescriptor"
         );
     });
 }
@@ -88,6 +140,32 @@ fn cuArray3DGetDescriptor_v2() {
     });
 }
 
+/// `cuArrayCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayCreate() {
+    case("generated::cuArrayCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayCreate");
+        let mut o_pHandle: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        let mut i_pAllocateArray =
+            Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>::from_bytes(&pattern(
+                746,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pHandle, i_pAllocateArray.as_ptr()) };
+        f.ok("cuArrayCreate", st);
+        assert_eq!(
+            o_pHandle as usize as u64, f.array,
+            "cuArrayCreate: pHandle is the test's own handle"
+        );
+    });
+}
+
 /// `cuArrayCreate_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuArrayCreate_v2() {
@@ -110,6 +188,31 @@ fn cuArrayCreate_v2() {
         assert_eq!(
             o_pHandle as usize as u64, f.array,
             "cuArrayCreate_v2: pHandle is the test's own handle"
+        );
+    });
+}
+
+/// `cuArrayGetDescriptor` arrives with the values passed and its outputs come back.
+#[test]
+fn cuArrayGetDescriptor() {
+    case("generated::cuArrayGetDescriptor", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+            vgpu_abi::types::CUarray,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuArrayGetDescriptor");
+        let mut o_pArrayDescriptor = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pArrayDescriptor.as_mut_ptr(), handle(f.array)) };
+        f.ok("cuArrayGetDescriptor", st);
+        assert_eq!(
+            o_pArrayDescriptor.bytes(),
+            pattern(
+                748,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>()
+            ),
+            "cuArrayGetDescriptor: pArrayDescriptor"
         );
     });
 }
@@ -246,6 +349,54 @@ fn cuCtxDetach() {
     });
 }
 
+/// `cuCtxDisablePeerAccess` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxDisablePeerAccess() {
+    case("generated::cuCtxDisablePeerAccess", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUcontext) -> vgpu_abi::types::CUresult =
+            f.sym("cuCtxDisablePeerAccess");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.ctx)) };
+        f.ok("cuCtxDisablePeerAccess", st);
+    });
+}
+
+/// `cuCtxEnablePeerAccess` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxEnablePeerAccess() {
+    case("generated::cuCtxEnablePeerAccess", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUcontext,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuCtxEnablePeerAccess");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.ctx), 2589672167u32) };
+        f.ok("cuCtxEnablePeerAccess", st);
+    });
+}
+
+/// `cuCtxFromGreenCtx` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxFromGreenCtx() {
+    case("generated::cuCtxFromGreenCtx", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUgreenCtx,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuCtxFromGreenCtx");
+        let mut o_pContext: vgpu_abi::types::CUcontext = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pContext, core::ptr::null_mut()) };
+        f.ok("cuCtxFromGreenCtx", st);
+        assert_eq!(
+            o_pContext as usize as u64, f.ctx,
+            "cuCtxFromGreenCtx: pContext is the test's own handle"
+        );
+    });
+}
+
 /// `cuCtxGetApiVersion` arrives with the values passed and its outputs come back.
 #[test]
 fn cuCtxGetApiVersion() {
@@ -281,6 +432,38 @@ fn cuCtxGetCacheConfig() {
             o_pconfig,
             vgpu_abi::types::CUfunc_cache(1234990374u32),
             "cuCtxGetCacheConfig: pconfig"
+        );
+    });
+}
+
+/// `cuCtxGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuCtxGetDevResource() {
+    case("generated::cuCtxGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUcontext,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuCtxGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.ctx),
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(4231805771u32),
+            )
+        };
+        f.ok("cuCtxGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                811,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuCtxGetDevResource: result"
         );
     });
 }
@@ -525,6 +708,55 @@ fn cuCtxWaitEvent() {
     });
 }
 
+/// `cuDevResourceGenerateDesc` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDevResourceGenerateDesc() {
+    case("generated::cuDevResourceGenerateDesc", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUdevResourceDesc,
+            *mut vgpu_abi::types::CUdevResource,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDevResourceGenerateDesc");
+        let mut o_phDesc: vgpu_abi::types::CUdevResourceDesc = core::ptr::null_mut();
+        let mut i_resources = pattern(
+            813,
+            1,
+            5 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+        );
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phDesc, i_resources.as_mut_ptr().cast(), 5u32) };
+        f.ok("cuDevResourceGenerateDesc", st);
+        assert!(
+            minted(o_phDesc as usize as u64, HandleKind::DevResourceDesc),
+            "cuDevResourceGenerateDesc: phDesc: {:#x} is not a worker-minted id",
+            o_phDesc as usize
+        );
+    });
+}
+
+/// `cuDeviceCanAccessPeer` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceCanAccessPeer() {
+    case("generated::cuDeviceCanAccessPeer", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_int,
+            vgpu_abi::types::CUdevice_v1,
+            vgpu_abi::types::CUdevice_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceCanAccessPeer");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_canAccessPeer: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_canAccessPeer, 1i32, 1i32) };
+        f.ok("cuDeviceCanAccessPeer", st);
+        assert_eq!(
+            o_canAccessPeer, -836595752i32,
+            "cuDeviceCanAccessPeer: canAccessPeer"
+        );
+    });
+}
+
 /// `cuDeviceGetByPCIBusId` arrives with the values passed and its outputs come back.
 #[test]
 fn cuDeviceGetByPCIBusId() {
@@ -560,6 +792,38 @@ fn cuDeviceGetDefaultMemPool() {
         assert_eq!(
             o_pool_out as usize as u64, f.pool,
             "cuDeviceGetDefaultMemPool: pool_out is the test's own handle"
+        );
+    });
+}
+
+/// `cuDeviceGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetDevResource() {
+    case("generated::cuDeviceGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdevice,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                1i32,
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(218058792u32),
+            )
+        };
+        f.ok("cuDeviceGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                810,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuDeviceGetDevResource: result"
         );
     });
 }
@@ -665,6 +929,70 @@ fn cuDeviceGetMemPool() {
             o_pool as usize as u64, f.pool,
             "cuDeviceGetMemPool: pool is the test's own handle"
         );
+    });
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetP2PAtomicCapabilities() {
+    case("generated::cuDeviceGetP2PAtomicCapabilities", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_uint,
+            *const vgpu_abi::types::CUatomicOperation,
+            ::core::ffi::c_uint,
+            vgpu_abi::types::CUdevice,
+            vgpu_abi::types::CUdevice,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetP2PAtomicCapabilities");
+        let mut o_capabilities = vec![0u8; 3 * core::mem::size_of::<::core::ffi::c_uint>()];
+        let mut i_operations = pattern(
+            752,
+            1,
+            3 * core::mem::size_of::<vgpu_abi::types::CUatomicOperation>(),
+        );
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                o_capabilities.as_mut_ptr().cast(),
+                i_operations.as_ptr().cast(),
+                3u32,
+                1i32,
+                1i32,
+            )
+        };
+        f.ok("cuDeviceGetP2PAtomicCapabilities", st);
+        assert_eq!(
+            o_capabilities,
+            pattern(752, 100, 3 * core::mem::size_of::<::core::ffi::c_uint>()),
+            "cuDeviceGetP2PAtomicCapabilities: capabilities"
+        );
+    });
+}
+
+/// `cuDeviceGetP2PAttribute` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGetP2PAttribute() {
+    case("generated::cuDeviceGetP2PAttribute", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_int,
+            vgpu_abi::types::CUdevice_P2PAttribute,
+            vgpu_abi::types::CUdevice_v1,
+            vgpu_abi::types::CUdevice_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuDeviceGetP2PAttribute");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_value: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_value,
+                vgpu_abi::types::CUdevice_P2PAttribute(1514179956u32),
+                1i32,
+                1i32,
+            )
+        };
+        f.ok("cuDeviceGetP2PAttribute", st);
+        assert_eq!(o_value, 886250884i32, "cuDeviceGetP2PAttribute: value");
     });
 }
 
@@ -1821,6 +2149,141 @@ fn cuGraphUpload_ptsz() {
     });
 }
 
+/// `cuGreenCtxCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxCreate() {
+    case("generated::cuGreenCtxCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUdevResourceDesc,
+            vgpu_abi::types::CUdevice,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxCreate");
+        let mut o_phCtx: vgpu_abi::types::CUgreenCtx = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phCtx, core::ptr::null_mut(), 1i32, 4203060723u32) };
+        f.ok("cuGreenCtxCreate", st);
+        assert!(
+            minted(o_phCtx as usize as u64, HandleKind::GreenCtx),
+            "cuGreenCtxCreate: phCtx: {:#x} is not a worker-minted id",
+            o_phCtx as usize
+        );
+    });
+}
+
+/// `cuGreenCtxGetDevResource` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxGetDevResource() {
+    case("generated::cuGreenCtxGetDevResource", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            *mut vgpu_abi::types::CUdevResource,
+            vgpu_abi::types::CUdevResourceType,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxGetDevResource");
+        let mut o_result = Record::<vgpu_abi::types::CUdevResource>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                o_result.as_mut_ptr(),
+                vgpu_abi::types::CUdevResourceType(3466655794u32),
+            )
+        };
+        f.ok("cuGreenCtxGetDevResource", st);
+        assert_eq!(
+            o_result.bytes(),
+            pattern(
+                812,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>()
+            ),
+            "cuGreenCtxGetDevResource: result"
+        );
+    });
+}
+
+/// `cuGreenCtxGetId` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxGetId() {
+    case("generated::cuGreenCtxGetId", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            *mut ::core::ffi::c_ulonglong,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxGetId");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_greenCtxId: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_greenCtxId) };
+        f.ok("cuGreenCtxGetId", st);
+        assert_eq!(
+            o_greenCtxId, 4814754229686925763u64,
+            "cuGreenCtxGetId: greenCtxId"
+        );
+    });
+}
+
+/// `cuGreenCtxRecordEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxRecordEvent() {
+    case("generated::cuGreenCtxRecordEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxRecordEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGreenCtxRecordEvent", st);
+    });
+}
+
+/// `cuGreenCtxStreamCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxStreamCreate() {
+    case("generated::cuGreenCtxStreamCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUstream,
+            vgpu_abi::types::CUgreenCtx,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_int,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxStreamCreate");
+        let mut o_phStream: vgpu_abi::types::CUstream = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phStream,
+                core::ptr::null_mut(),
+                2062977508u32,
+                -1822983006i32,
+            )
+        };
+        f.ok("cuGreenCtxStreamCreate", st);
+        assert_eq!(
+            o_phStream as usize as u64, f.stream,
+            "cuGreenCtxStreamCreate: phStream is the test's own handle"
+        );
+    });
+}
+
+/// `cuGreenCtxWaitEvent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGreenCtxWaitEvent() {
+    case("generated::cuGreenCtxWaitEvent", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgreenCtx,
+            vgpu_abi::types::CUevent,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGreenCtxWaitEvent");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
+        f.ok("cuGreenCtxWaitEvent", st);
+    });
+}
+
 /// `cuKernelGetAttribute` arrives with the values passed and its outputs come back.
 #[test]
 fn cuKernelGetAttribute() {
@@ -2324,6 +2787,32 @@ fn cuMemSetMemPool() {
     });
 }
 
+/// `cuMemcpyAtoA` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoA() {
+    case("generated::cuMemcpyAtoA", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoA");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                364053423u32,
+                handle(f.array),
+                46007069u32,
+                836505400u32,
+            )
+        };
+        f.ok("cuMemcpyAtoA", st);
+    });
+}
+
 /// `cuMemcpyAtoA_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemcpyAtoA_v2() {
@@ -2347,6 +2836,56 @@ fn cuMemcpyAtoA_v2() {
             )
         };
         f.ok("cuMemcpyAtoA_v2", st);
+    });
+}
+
+/// `cuMemcpyAtoA_v2_ptds` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoA_v2_ptds() {
+    case("generated::cuMemcpyAtoA_v2_ptds", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoA_v2_ptds");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                13463629716702765436usize,
+                handle(f.array),
+                7406004243654389028usize,
+                4296080006678314538usize,
+            )
+        };
+        f.ok("cuMemcpyAtoA_v2_ptds", st);
+    });
+}
+
+/// `cuMemcpyAtoD` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoD() {
+    case("generated::cuMemcpyAtoD", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v1,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoD");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                u32::try_from(f.dptr + 0).expect("a 32-bit address"),
+                handle(f.array),
+                2425690777u32,
+                8u32,
+            )
+        };
+        f.ok("cuMemcpyAtoD", st);
     });
 }
 
@@ -2374,6 +2913,54 @@ fn cuMemcpyAtoD_v2() {
     });
 }
 
+/// `cuMemcpyAtoD_v2_ptds` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyAtoD_v2_ptds() {
+    case("generated::cuMemcpyAtoD_v2_ptds", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUarray,
+            usize,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyAtoD_v2_ptds");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.array),
+                13911761141530574722usize,
+                3usize,
+            )
+        };
+        f.ok("cuMemcpyAtoD_v2_ptds", st);
+    });
+}
+
+/// `cuMemcpyDtoA` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyDtoA() {
+    case("generated::cuMemcpyDtoA", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+            vgpu_abi::types::CUdeviceptr_v1,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyDtoA");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                695215118u32,
+                u32::try_from(f.dptr + 128).expect("a 32-bit address"),
+                7u32,
+            )
+        };
+        f.ok("cuMemcpyDtoA", st);
+    });
+}
+
 /// `cuMemcpyDtoA_v2` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemcpyDtoA_v2() {
@@ -2395,6 +2982,138 @@ fn cuMemcpyDtoA_v2() {
             )
         };
         f.ok("cuMemcpyDtoA_v2", st);
+    });
+}
+
+/// `cuMemcpyDtoA_v2_ptds` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyDtoA_v2_ptds() {
+    case("generated::cuMemcpyDtoA_v2_ptds", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUarray,
+            usize,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyDtoA_v2_ptds");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                handle(f.array),
+                6238405374852967954usize,
+                f.dptr + 128,
+                2usize,
+            )
+        };
+        f.ok("cuMemcpyDtoA_v2_ptds", st);
+    });
+}
+
+/// `cuMemcpyPeer` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyPeer() {
+    case("generated::cuMemcpyPeer", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyPeer");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.ctx),
+                f.dptr + 128,
+                handle(f.ctx),
+                3usize,
+            )
+        };
+        f.ok("cuMemcpyPeer", st);
+    });
+}
+
+/// `cuMemcpyPeerAsync` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyPeerAsync() {
+    case("generated::cuMemcpyPeerAsync", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            usize,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyPeerAsync");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.ctx),
+                f.dptr + 128,
+                handle(f.ctx),
+                6usize,
+                handle(f.stream),
+            )
+        };
+        f.ok("cuMemcpyPeerAsync", st);
+    });
+}
+
+/// `cuMemcpyPeerAsync_ptsz` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyPeerAsync_ptsz() {
+    case("generated::cuMemcpyPeerAsync_ptsz", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            usize,
+            vgpu_abi::types::CUstream,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyPeerAsync_ptsz");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.ctx),
+                f.dptr + 128,
+                handle(f.ctx),
+                8usize,
+                handle(f.stream),
+            )
+        };
+        f.ok("cuMemcpyPeerAsync_ptsz", st);
+    });
+}
+
+/// `cuMemcpyPeer_ptds` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMemcpyPeer_ptds() {
+    case("generated::cuMemcpyPeer_ptds", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUcontext,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMemcpyPeer_ptds");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                f.dptr + 0,
+                handle(f.ctx),
+                f.dptr + 128,
+                handle(f.ctx),
+                2usize,
+            )
+        };
+        f.ok("cuMemcpyPeer_ptds", st);
     });
 }
 
@@ -2946,6 +3665,39 @@ fn cuModuleGetTexRef() {
             minted(o_pTexRef as usize as u64, HandleKind::TexRef),
             "cuModuleGetTexRef: pTexRef: {:#x} is not a worker-minted id",
             o_pTexRef as usize
+        );
+    });
+}
+
+/// `cuMulticastGetGranularity` arrives with the values passed and its outputs come back.
+#[test]
+fn cuMulticastGetGranularity() {
+    case("generated::cuMulticastGetGranularity", |f| {
+        let call: unsafe extern "C" fn(
+            *mut usize,
+            *const vgpu_abi::types::CUmulticastObjectProp,
+            vgpu_abi::types::CUmulticastGranularity_flags,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuMulticastGetGranularity");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+        let mut i_prop = Record::<vgpu_abi::types::CUmulticastObjectProp>::from_bytes(&pattern(
+            805,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_granularity,
+                i_prop.as_ptr(),
+                vgpu_abi::types::CUmulticastGranularity_flags(777384866u32),
+            )
+        };
+        f.ok("cuMulticastGetGranularity", st);
+        assert_eq!(
+            o_granularity, 15824718364428801430usize,
+            "cuMulticastGetGranularity: granularity"
         );
     });
 }
@@ -3636,6 +4388,27 @@ fn cuStreamGetFlags_ptsz() {
     });
 }
 
+/// `cuStreamGetGreenCtx` arrives with the values passed and its outputs come back.
+#[test]
+fn cuStreamGetGreenCtx() {
+    case("generated::cuStreamGetGreenCtx", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUstream,
+            *mut vgpu_abi::types::CUgreenCtx,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuStreamGetGreenCtx");
+        let mut o_phCtx: vgpu_abi::types::CUgreenCtx = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(handle(f.stream), &mut o_phCtx) };
+        f.ok("cuStreamGetGreenCtx", st);
+        assert!(
+            minted(o_phCtx as usize as u64, HandleKind::GreenCtx),
+            "cuStreamGetGreenCtx: phCtx: {:#x} is not a worker-minted id",
+            o_phCtx as usize
+        );
+    });
+}
+
 /// `cuStreamGetId` arrives with the values passed and its outputs come back.
 #[test]
 fn cuStreamGetId() {
@@ -4226,5 +4999,701 @@ fn cuStreamWriteValue64_v2_ptsz() {
             )
         };
         f.ok("cuStreamWriteValue64_v2_ptsz", st);
+    });
+}
+
+/// `cuSurfRefGetArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuSurfRefGetArray() {
+    case("generated::cuSurfRefGetArray", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUsurfref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuSurfRefGetArray");
+        let mut o_phArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phArray, core::ptr::null_mut()) };
+        f.ok("cuSurfRefGetArray", st);
+        assert_eq!(
+            o_phArray as usize as u64, f.array,
+            "cuSurfRefGetArray: phArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuSurfRefSetArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuSurfRefSetArray() {
+    case("generated::cuSurfRefSetArray", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUsurfref,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuSurfRefSetArray");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.array), 4037242111u32) };
+        f.ok("cuSurfRefSetArray", st);
+    });
+}
+
+/// `cuTexRefCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefCreate() {
+    case("generated::cuTexRefCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefCreate");
+        let mut o_pTexRef: vgpu_abi::types::CUtexref = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pTexRef) };
+        f.ok("cuTexRefCreate", st);
+        assert!(
+            minted(o_pTexRef as usize as u64, HandleKind::TexRef),
+            "cuTexRefCreate: pTexRef: {:#x} is not a worker-minted id",
+            o_pTexRef as usize
+        );
+    });
+}
+
+/// `cuTexRefDestroy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefDestroy() {
+    case("generated::cuTexRefDestroy", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUtexref) -> vgpu_abi::types::CUresult =
+            f.sym("cuTexRefDestroy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut()) };
+        f.ok("cuTexRefDestroy", st);
+    });
+}
+
+/// `cuTexRefGetAddress` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetAddress() {
+    case("generated::cuTexRefGetAddress", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUdeviceptr_v1,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetAddress");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pdptr: vgpu_abi::types::CUdeviceptr_v1 = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pdptr, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetAddress", st);
+        assert_eq!(o_pdptr, 1118126919u32, "cuTexRefGetAddress: pdptr");
+    });
+}
+
+/// `cuTexRefGetAddressMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetAddressMode() {
+    case("generated::cuTexRefGetAddressMode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUaddress_mode,
+            vgpu_abi::types::CUtexref,
+            ::core::ffi::c_int,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetAddressMode");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pam: vgpu_abi::types::CUaddress_mode = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pam, core::ptr::null_mut(), -976535562i32) };
+        f.ok("cuTexRefGetAddressMode", st);
+        assert_eq!(
+            o_pam,
+            vgpu_abi::types::CUaddress_mode(3892925317u32),
+            "cuTexRefGetAddressMode: pam"
+        );
+    });
+}
+
+/// `cuTexRefGetAddress_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetAddress_v2() {
+    case("generated::cuTexRefGetAddress_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUdeviceptr_v2,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetAddress_v2");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pdptr: vgpu_abi::types::CUdeviceptr_v2 = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pdptr, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetAddress_v2", st);
+        assert_eq!(
+            o_pdptr, 11470556798792584303u64,
+            "cuTexRefGetAddress_v2: pdptr"
+        );
+    });
+}
+
+/// `cuTexRefGetArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetArray() {
+    case("generated::cuTexRefGetArray", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetArray");
+        let mut o_phArray: vgpu_abi::types::CUarray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phArray, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetArray", st);
+        assert_eq!(
+            o_phArray as usize as u64, f.array,
+            "cuTexRefGetArray: phArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuTexRefGetBorderColor` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetBorderColor() {
+    case("generated::cuTexRefGetBorderColor", |f| {
+        let call: unsafe extern "C" fn(
+            *mut f32,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetBorderColor");
+        let mut o_pBorderColor = vec![0u8; 4 * core::mem::size_of::<f32>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(o_pBorderColor.as_mut_ptr().cast(), core::ptr::null_mut()) };
+        f.ok("cuTexRefGetBorderColor", st);
+        assert_eq!(
+            o_pBorderColor,
+            pattern(788, 100, 4 * core::mem::size_of::<f32>()),
+            "cuTexRefGetBorderColor: pBorderColor"
+        );
+    });
+}
+
+/// `cuTexRefGetFilterMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetFilterMode() {
+    case("generated::cuTexRefGetFilterMode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUfilter_mode,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetFilterMode");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pfm: vgpu_abi::types::CUfilter_mode = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pfm, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetFilterMode", st);
+        assert_eq!(
+            o_pfm,
+            vgpu_abi::types::CUfilter_mode(3706191675u32),
+            "cuTexRefGetFilterMode: pfm"
+        );
+    });
+}
+
+/// `cuTexRefGetFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetFlags() {
+    case("generated::cuTexRefGetFlags", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_uint,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetFlags");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pFlags: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pFlags, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetFlags", st);
+        assert_eq!(o_pFlags, 2663054784u32, "cuTexRefGetFlags: pFlags");
+    });
+}
+
+/// `cuTexRefGetFormat` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetFormat() {
+    case("generated::cuTexRefGetFormat", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUarray_format,
+            *mut ::core::ffi::c_int,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetFormat");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pFormat: vgpu_abi::types::CUarray_format = unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pNumChannels: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pFormat, &mut o_pNumChannels, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetFormat", st);
+        assert_eq!(
+            o_pFormat,
+            vgpu_abi::types::CUarray_format(1233039318u32),
+            "cuTexRefGetFormat: pFormat"
+        );
+        assert_eq!(
+            o_pNumChannels, 816862686i32,
+            "cuTexRefGetFormat: pNumChannels"
+        );
+    });
+}
+
+/// `cuTexRefGetMaxAnisotropy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetMaxAnisotropy() {
+    case("generated::cuTexRefGetMaxAnisotropy", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_int,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetMaxAnisotropy");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pmaxAniso: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pmaxAniso, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetMaxAnisotropy", st);
+        assert_eq!(
+            o_pmaxAniso, 196412169i32,
+            "cuTexRefGetMaxAnisotropy: pmaxAniso"
+        );
+    });
+}
+
+/// `cuTexRefGetMipmapFilterMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetMipmapFilterMode() {
+    case("generated::cuTexRefGetMipmapFilterMode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUfilter_mode,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetMipmapFilterMode");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pfm: vgpu_abi::types::CUfilter_mode = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pfm, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetMipmapFilterMode", st);
+        assert_eq!(
+            o_pfm,
+            vgpu_abi::types::CUfilter_mode(2550054317u32),
+            "cuTexRefGetMipmapFilterMode: pfm"
+        );
+    });
+}
+
+/// `cuTexRefGetMipmapLevelBias` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetMipmapLevelBias() {
+    case("generated::cuTexRefGetMipmapLevelBias", |f| {
+        let call: unsafe extern "C" fn(
+            *mut f32,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetMipmapLevelBias");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pbias: f32 = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_pbias, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetMipmapLevelBias", st);
+        assert_eq!(o_pbias, 991.25f32, "cuTexRefGetMipmapLevelBias: pbias");
+    });
+}
+
+/// `cuTexRefGetMipmapLevelClamp` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetMipmapLevelClamp() {
+    case("generated::cuTexRefGetMipmapLevelClamp", |f| {
+        let call: unsafe extern "C" fn(
+            *mut f32,
+            *mut f32,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetMipmapLevelClamp");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pminMipmapLevelClamp: f32 = unsafe { core::mem::zeroed() };
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pmaxMipmapLevelClamp: f32 = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pminMipmapLevelClamp,
+                &mut o_pmaxMipmapLevelClamp,
+                core::ptr::null_mut(),
+            )
+        };
+        f.ok("cuTexRefGetMipmapLevelClamp", st);
+        assert_eq!(
+            o_pminMipmapLevelClamp, 636.25f32,
+            "cuTexRefGetMipmapLevelClamp: pminMipmapLevelClamp"
+        );
+        assert_eq!(
+            o_pmaxMipmapLevelClamp, 466.25f32,
+            "cuTexRefGetMipmapLevelClamp: pmaxMipmapLevelClamp"
+        );
+    });
+}
+
+/// `cuTexRefGetMipmappedArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefGetMipmappedArray() {
+    case("generated::cuTexRefGetMipmappedArray", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmipmappedArray,
+            vgpu_abi::types::CUtexref,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefGetMipmappedArray");
+        let mut o_phMipmappedArray: vgpu_abi::types::CUmipmappedArray = core::ptr::null_mut();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_phMipmappedArray, core::ptr::null_mut()) };
+        f.ok("cuTexRefGetMipmappedArray", st);
+        assert_eq!(
+            o_phMipmappedArray as usize as u64, f.mipmap,
+            "cuTexRefGetMipmappedArray: phMipmappedArray is the test's own handle"
+        );
+    });
+}
+
+/// `cuTexRefSetAddress` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddress() {
+    case("generated::cuTexRefSetAddress", |f| {
+        let call: unsafe extern "C" fn(
+            *mut ::core::ffi::c_uint,
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUdeviceptr_v1,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddress");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_ByteOffset: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_ByteOffset,
+                core::ptr::null_mut(),
+                u32::try_from(f.dptr + 128).expect("a 32-bit address"),
+                6u32,
+            )
+        };
+        f.ok("cuTexRefSetAddress", st);
+        assert_eq!(
+            o_ByteOffset, 3955379762u32,
+            "cuTexRefSetAddress: ByteOffset"
+        );
+    });
+}
+
+/// `cuTexRefSetAddress2D` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddress2D() {
+    case("generated::cuTexRefSetAddress2D", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+            vgpu_abi::types::CUdeviceptr_v1,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddress2D");
+        let mut i_desc = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>::from_bytes(&pattern(
+            770,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_desc.as_ptr(),
+                u32::try_from(f.dptr + 128).expect("a 32-bit address"),
+                1315363035u32,
+            )
+        };
+        f.ok("cuTexRefSetAddress2D", st);
+    });
+}
+
+/// `cuTexRefSetAddress2D_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddress2D_v2() {
+    case("generated::cuTexRefSetAddress2D_v2", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddress2D_v2");
+        let mut i_desc = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::from_bytes(&pattern(
+            771,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_desc.as_ptr(),
+                f.dptr + 128,
+                16709857905818839134usize,
+            )
+        };
+        f.ok("cuTexRefSetAddress2D_v2", st);
+    });
+}
+
+/// `cuTexRefSetAddress2D_v3` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddress2D_v3() {
+    case("generated::cuTexRefSetAddress2D_v3", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddress2D_v3");
+        let mut i_desc = Record::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>::from_bytes(&pattern(
+            772,
+            1,
+            core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                i_desc.as_ptr(),
+                f.dptr + 128,
+                14467166905664500620usize,
+            )
+        };
+        f.ok("cuTexRefSetAddress2D_v3", st);
+    });
+}
+
+/// `cuTexRefSetAddressMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddressMode() {
+    case("generated::cuTexRefSetAddressMode", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            ::core::ffi::c_int,
+            vgpu_abi::types::CUaddress_mode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddressMode");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                1546619112i32,
+                vgpu_abi::types::CUaddress_mode(489700699u32),
+            )
+        };
+        f.ok("cuTexRefSetAddressMode", st);
+    });
+}
+
+/// `cuTexRefSetAddress_v2` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetAddress_v2() {
+    case("generated::cuTexRefSetAddress_v2", |f| {
+        let call: unsafe extern "C" fn(
+            *mut usize,
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUdeviceptr_v2,
+            usize,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetAddress_v2");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_ByteOffset: usize = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_ByteOffset,
+                core::ptr::null_mut(),
+                f.dptr + 128,
+                5usize,
+            )
+        };
+        f.ok("cuTexRefSetAddress_v2", st);
+        assert_eq!(
+            o_ByteOffset, 11595640737553348354usize,
+            "cuTexRefSetAddress_v2: ByteOffset"
+        );
+    });
+}
+
+/// `cuTexRefSetArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetArray() {
+    case("generated::cuTexRefSetArray", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUarray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetArray");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.array), 206520146u32) };
+        f.ok("cuTexRefSetArray", st);
+    });
+}
+
+/// `cuTexRefSetBorderColor` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetBorderColor() {
+    case("generated::cuTexRefSetBorderColor", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            *mut f32,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetBorderColor");
+        let mut i_pBorderColor = pattern(787, 1, 4 * core::mem::size_of::<f32>());
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), i_pBorderColor.as_mut_ptr().cast()) };
+        f.ok("cuTexRefSetBorderColor", st);
+    });
+}
+
+/// `cuTexRefSetFilterMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetFilterMode() {
+    case("generated::cuTexRefSetFilterMode", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUfilter_mode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetFilterMode");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                vgpu_abi::types::CUfilter_mode(1468820359u32),
+            )
+        };
+        f.ok("cuTexRefSetFilterMode", st);
+    });
+}
+
+/// `cuTexRefSetFlags` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetFlags() {
+    case("generated::cuTexRefSetFlags", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetFlags");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 2309177104u32) };
+        f.ok("cuTexRefSetFlags", st);
+    });
+}
+
+/// `cuTexRefSetFormat` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetFormat() {
+    case("generated::cuTexRefSetFormat", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUarray_format,
+            ::core::ffi::c_int,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetFormat");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                vgpu_abi::types::CUarray_format(1778475167u32),
+                -396071423i32,
+            )
+        };
+        f.ok("cuTexRefSetFormat", st);
+    });
+}
+
+/// `cuTexRefSetMaxAnisotropy` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetMaxAnisotropy() {
+    case("generated::cuTexRefSetMaxAnisotropy", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetMaxAnisotropy");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 999568613u32) };
+        f.ok("cuTexRefSetMaxAnisotropy", st);
+    });
+}
+
+/// `cuTexRefSetMipmapFilterMode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetMipmapFilterMode() {
+    case("generated::cuTexRefSetMipmapFilterMode", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUfilter_mode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetMipmapFilterMode");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                vgpu_abi::types::CUfilter_mode(3118326196u32),
+            )
+        };
+        f.ok("cuTexRefSetMipmapFilterMode", st);
+    });
+}
+
+/// `cuTexRefSetMipmapLevelBias` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetMipmapLevelBias() {
+    case("generated::cuTexRefSetMipmapLevelBias", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            f32,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetMipmapLevelBias");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 461.25f32) };
+        f.ok("cuTexRefSetMipmapLevelBias", st);
+    });
+}
+
+/// `cuTexRefSetMipmapLevelClamp` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetMipmapLevelClamp() {
+    case("generated::cuTexRefSetMipmapLevelClamp", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            f32,
+            f32,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetMipmapLevelClamp");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 367.25f32, 711.25f32) };
+        f.ok("cuTexRefSetMipmapLevelClamp", st);
+    });
+}
+
+/// `cuTexRefSetMipmappedArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuTexRefSetMipmappedArray() {
+    case("generated::cuTexRefSetMipmappedArray", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUtexref,
+            vgpu_abi::types::CUmipmappedArray,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuTexRefSetMipmappedArray");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), handle(f.mipmap), 1239545780u32) };
+        f.ok("cuTexRefSetMipmappedArray", st);
     });
 }

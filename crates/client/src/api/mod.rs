@@ -21,7 +21,6 @@ mod ipc;
 mod launch;
 pub(crate) mod library;
 mod link;
-mod memory;
 pub(crate) mod managed;
 mod managed_range;
 pub(crate) mod memory;

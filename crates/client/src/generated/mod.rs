@@ -30,17 +30,25 @@ use crate::lane::Follows;
 use crate::runtime::runtime;
 
 crate::api::implement! {
+    cuArray3DCreate(pHandle, pAllocateArray) => self::array3d_create(pHandle, pAllocateArray);
     cuArray3DCreate_v2(pHandle, pAllocateArray) => self::array3d_create_v2(pHandle, pAllocateArray);
+    cuArray3DGetDescriptor(pArrayDescriptor, hArray) => self::array3d_get_descriptor(pArrayDescriptor, hArray);
     cuArray3DGetDescriptor_v2(pArrayDescriptor, hArray) => self::array3d_get_descriptor_v2(pArrayDescriptor, hArray);
+    cuArrayCreate(pHandle, pAllocateArray) => self::array_create(pHandle, pAllocateArray);
     cuArrayCreate_v2(pHandle, pAllocateArray) => self::array_create_v2(pHandle, pAllocateArray);
+    cuArrayGetDescriptor(pArrayDescriptor, hArray) => self::array_get_descriptor(pArrayDescriptor, hArray);
     cuArrayGetDescriptor_v2(pArrayDescriptor, hArray) => self::array_get_descriptor_v2(pArrayDescriptor, hArray);
     cuArrayGetMemoryRequirements(memoryRequirements, array, device) => self::array_get_memory_requirements(memoryRequirements, array, device);
     cuArrayGetPlane(pPlaneArray, hArray, planeIdx) => self::array_get_plane(pPlaneArray, hArray, planeIdx);
     cuArrayGetSparseProperties(sparseProperties, array) => self::array_get_sparse_properties(sparseProperties, array);
     cuCtxAttach(pctx, flags) => self::ctx_attach(pctx, flags);
     cuCtxDetach(ctx) => self::ctx_detach(ctx);
+    cuCtxDisablePeerAccess(peerContext) => self::ctx_disable_peer_access(peerContext);
+    cuCtxEnablePeerAccess(peerContext, Flags) => self::ctx_enable_peer_access(peerContext, Flags);
+    cuCtxFromGreenCtx(pContext, hCtx) => crate::api::green::ctx_from_green_ctx(pContext, hCtx);
     cuCtxGetApiVersion(ctx, version) => self::ctx_get_api_version(ctx, version);
     cuCtxGetCacheConfig(pconfig) => self::ctx_get_cache_config(pconfig);
+    cuCtxGetDevResource(hCtx, result, type_) => self::ctx_get_dev_resource(hCtx, result, type_);
     cuCtxGetExecAffinity(pExecAffinity, type_) => self::ctx_get_exec_affinity(pExecAffinity, type_);
     cuCtxGetFlags(flags) => self::ctx_get_flags(flags);
     cuCtxGetLimit(pvalue, limit) => self::ctx_get_limit(pvalue, limit);
@@ -55,12 +63,17 @@ crate::api::implement! {
     cuCtxSynchronize() => self::ctx_synchronize();
     cuCtxSynchronize_v2(ctx) => self::ctx_synchronize_v2(ctx);
     cuCtxWaitEvent(hCtx, hEvent) => self::ctx_wait_event(hCtx, hEvent);
+    cuDevResourceGenerateDesc(phDesc, resources, nbResources) => self::dev_resource_generate_desc(phDesc, resources, nbResources);
+    cuDeviceCanAccessPeer(canAccessPeer, dev, peerDev) => self::device_can_access_peer(canAccessPeer, dev, peerDev);
     cuDeviceGetByPCIBusId(dev, pciBusId) => self::device_get_by_pci_bus_id(dev, pciBusId);
     cuDeviceGetDefaultMemPool(pool_out, dev) => self::device_get_default_mem_pool(pool_out, dev);
+    cuDeviceGetDevResource(dev, result, type_) => self::device_get_dev_resource(dev, result, type_);
     cuDeviceGetExecAffinitySupport(pi, type_, dev) => self::device_get_exec_affinity_support(pi, type_, dev);
     cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) => self::device_get_host_atomic_capabilities(capabilities, operations, count, dev);
     cuDeviceGetLuid(luid, deviceNodeMask, dev) => self::device_get_luid(luid, deviceNodeMask, dev);
     cuDeviceGetMemPool(pool, dev) => self::device_get_mem_pool(pool, dev);
+    cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) => self::device_get_p2p_atomic_capabilities(capabilities, operations, count, srcDevice, dstDevice);
+    cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) => self::device_get_p2p_attribute(value, attrib, srcDevice, dstDevice);
     cuDeviceGetProperties(prop, dev) => self::device_get_properties(prop, dev);
     cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) => self::device_get_texture1d_linear_max_width(maxWidthInElements, format, numChannels, dev);
     cuDevicePrimaryCtxGetState(dev, flags, active) => crate::api::context::device_primary_ctx_get_state(dev, flags, active);
@@ -116,6 +129,12 @@ crate::api::implement! {
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
+    cuGreenCtxCreate(phCtx, desc, dev, flags) => crate::api::green::green_ctx_create(phCtx, desc, dev, flags);
+    cuGreenCtxGetDevResource(hCtx, result, type_) => self::green_ctx_get_dev_resource(hCtx, result, type_);
+    cuGreenCtxGetId(greenCtx, greenCtxId) => self::green_ctx_get_id(greenCtx, greenCtxId);
+    cuGreenCtxRecordEvent(hCtx, hEvent) => self::green_ctx_record_event(hCtx, hEvent);
+    cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority) => crate::api::green::green_ctx_stream_create(phStream, greenCtx, flags, priority);
+    cuGreenCtxWaitEvent(hCtx, hEvent) => self::green_ctx_wait_event(hCtx, hEvent);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
     cuKernelGetLibrary(pLib, kernel) => self::kernel_get_library(pLib, kernel);
     cuKernelSetAttribute(attrib, val, kernel, dev) => crate::api::library::kernel_set_attribute(attrib, val, kernel, dev);
@@ -137,9 +156,19 @@ crate::api::implement! {
     cuMemPoolSetAccess(pool, map, count) => self::mem_pool_set_access(pool, map, count);
     cuMemPoolTrimTo(pool, minBytesToKeep) => self::mem_pool_trim_to(pool, minBytesToKeep);
     cuMemSetMemPool(location, type_, pool) => self::mem_set_mem_pool(location, type_, pool);
+    cuMemcpyAtoA(dstArray, dstOffset, srcArray, srcOffset, ByteCount) => self::memcpy_atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
     cuMemcpyAtoA_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount) => self::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+    cuMemcpyAtoA_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount) => self::memcpy_atoa_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
+    cuMemcpyAtoD(dstDevice, srcArray, srcOffset, ByteCount) => self::memcpy_atod(dstDevice, srcArray, srcOffset, ByteCount);
     cuMemcpyAtoD_v2(dstDevice, srcArray, srcOffset, ByteCount) => self::memcpy_atod_v2(dstDevice, srcArray, srcOffset, ByteCount);
+    cuMemcpyAtoD_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount) => self::memcpy_atod_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount);
+    cuMemcpyDtoA(dstArray, dstOffset, srcDevice, ByteCount) => self::memcpy_dtoa(dstArray, dstOffset, srcDevice, ByteCount);
     cuMemcpyDtoA_v2(dstArray, dstOffset, srcDevice, ByteCount) => self::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount);
+    cuMemcpyDtoA_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount) => self::memcpy_dtoa_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount);
+    cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount) => self::memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+    cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) => self::memcpy_peer_async(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+    cuMemcpyPeerAsync_ptsz(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) => self::memcpy_peer_async_ptsz(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+    cuMemcpyPeer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount) => self::memcpy_peer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
     cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) => self::memset_d2d16(dstDevice, dstPitch, us, Width, Height);
     cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async(dstDevice, dstPitch, us, Width, Height, hStream);
     cuMemsetD2D16Async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream) => self::memset_d2d16_async_ptsz(dstDevice, dstPitch, us, Width, Height, hStream);
@@ -164,6 +193,7 @@ crate::api::implement! {
     cuModuleGetLoadingMode(mode) => self::module_get_loading_mode(mode);
     cuModuleGetSurfRef(pSurfRef, hmod, name) => self::module_get_surf_ref(pSurfRef, hmod, name);
     cuModuleGetTexRef(pTexRef, hmod, name) => self::module_get_tex_ref(pTexRef, hmod, name);
+    cuMulticastGetGranularity(granularity, prop, option) => self::multicast_get_granularity(granularity, prop, option);
     cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, func, numBlocks, blockSize) => self::occupancy_available_dynamic_smem_per_block(dynamicSmemSize, func, numBlocks, blockSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize) => self::occupancy_max_active_blocks_per_multiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
     cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, flags) => self::occupancy_max_active_blocks_per_multiprocessor_with_flags(numBlocks, func, blockSize, dynamicSMemSize, flags);
@@ -196,6 +226,7 @@ crate::api::implement! {
     cuStreamGetDevice_ptsz(hStream, device) => self::stream_get_device_ptsz(hStream, device);
     cuStreamGetFlags(hStream, flags) => self::stream_get_flags(hStream, flags);
     cuStreamGetFlags_ptsz(hStream, flags) => self::stream_get_flags_ptsz(hStream, flags);
+    cuStreamGetGreenCtx(hStream, phCtx) => self::stream_get_green_ctx(hStream, phCtx);
     cuStreamGetId(hStream, streamId) => self::stream_get_id(hStream, streamId);
     cuStreamGetId_ptsz(hStream, streamId) => self::stream_get_id_ptsz(hStream, streamId);
     cuStreamGetPriority(hStream, priority) => self::stream_get_priority(hStream, priority);
@@ -226,6 +257,64 @@ crate::api::implement! {
     cuStreamWriteValue64_ptsz(stream, addr, value, flags) => self::stream_write_value64_ptsz(stream, addr, value, flags);
     cuStreamWriteValue64_v2(stream, addr, value, flags) => self::stream_write_value64_v2(stream, addr, value, flags);
     cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) => self::stream_write_value64_v2_ptsz(stream, addr, value, flags);
+    cuSurfRefGetArray(phArray, hSurfRef) => self::surf_ref_get_array(phArray, hSurfRef);
+    cuSurfRefSetArray(hSurfRef, hArray, Flags) => self::surf_ref_set_array(hSurfRef, hArray, Flags);
+    cuTexRefCreate(pTexRef) => self::tex_ref_create(pTexRef);
+    cuTexRefDestroy(hTexRef) => self::tex_ref_destroy(hTexRef);
+    cuTexRefGetAddress(pdptr, hTexRef) => self::tex_ref_get_address(pdptr, hTexRef);
+    cuTexRefGetAddressMode(pam, hTexRef, dim) => self::tex_ref_get_address_mode(pam, hTexRef, dim);
+    cuTexRefGetAddress_v2(pdptr, hTexRef) => self::tex_ref_get_address_v2(pdptr, hTexRef);
+    cuTexRefGetArray(phArray, hTexRef) => self::tex_ref_get_array(phArray, hTexRef);
+    cuTexRefGetBorderColor(pBorderColor, hTexRef) => self::tex_ref_get_border_color(pBorderColor, hTexRef);
+    cuTexRefGetFilterMode(pfm, hTexRef) => self::tex_ref_get_filter_mode(pfm, hTexRef);
+    cuTexRefGetFlags(pFlags, hTexRef) => self::tex_ref_get_flags(pFlags, hTexRef);
+    cuTexRefGetFormat(pFormat, pNumChannels, hTexRef) => self::tex_ref_get_format(pFormat, pNumChannels, hTexRef);
+    cuTexRefGetMaxAnisotropy(pmaxAniso, hTexRef) => self::tex_ref_get_max_anisotropy(pmaxAniso, hTexRef);
+    cuTexRefGetMipmapFilterMode(pfm, hTexRef) => self::tex_ref_get_mipmap_filter_mode(pfm, hTexRef);
+    cuTexRefGetMipmapLevelBias(pbias, hTexRef) => self::tex_ref_get_mipmap_level_bias(pbias, hTexRef);
+    cuTexRefGetMipmapLevelClamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef) => self::tex_ref_get_mipmap_level_clamp(pminMipmapLevelClamp, pmaxMipmapLevelClamp, hTexRef);
+    cuTexRefGetMipmappedArray(phMipmappedArray, hTexRef) => self::tex_ref_get_mipmapped_array(phMipmappedArray, hTexRef);
+    cuTexRefSetAddress(ByteOffset, hTexRef, dptr, bytes) => self::tex_ref_set_address(ByteOffset, hTexRef, dptr, bytes);
+    cuTexRefSetAddress2D(hTexRef, desc, dptr, Pitch) => self::tex_ref_set_address2d(hTexRef, desc, dptr, Pitch);
+    cuTexRefSetAddress2D_v2(hTexRef, desc, dptr, Pitch) => self::tex_ref_set_address2d_v2(hTexRef, desc, dptr, Pitch);
+    cuTexRefSetAddress2D_v3(hTexRef, desc, dptr, Pitch) => self::tex_ref_set_address2d_v3(hTexRef, desc, dptr, Pitch);
+    cuTexRefSetAddressMode(hTexRef, dim, am) => self::tex_ref_set_address_mode(hTexRef, dim, am);
+    cuTexRefSetAddress_v2(ByteOffset, hTexRef, dptr, bytes) => self::tex_ref_set_address_v2(ByteOffset, hTexRef, dptr, bytes);
+    cuTexRefSetArray(hTexRef, hArray, Flags) => self::tex_ref_set_array(hTexRef, hArray, Flags);
+    cuTexRefSetBorderColor(hTexRef, pBorderColor) => self::tex_ref_set_border_color(hTexRef, pBorderColor);
+    cuTexRefSetFilterMode(hTexRef, fm) => self::tex_ref_set_filter_mode(hTexRef, fm);
+    cuTexRefSetFlags(hTexRef, Flags) => self::tex_ref_set_flags(hTexRef, Flags);
+    cuTexRefSetFormat(hTexRef, fmt, NumPackedComponents) => self::tex_ref_set_format(hTexRef, fmt, NumPackedComponents);
+    cuTexRefSetMaxAnisotropy(hTexRef, maxAniso) => self::tex_ref_set_max_anisotropy(hTexRef, maxAniso);
+    cuTexRefSetMipmapFilterMode(hTexRef, fm) => self::tex_ref_set_mipmap_filter_mode(hTexRef, fm);
+    cuTexRefSetMipmapLevelBias(hTexRef, bias) => self::tex_ref_set_mipmap_level_bias(hTexRef, bias);
+    cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) => self::tex_ref_set_mipmap_level_clamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp);
+    cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags) => self::tex_ref_set_mipmapped_array(hTexRef, hMipmappedArray, Flags);
+}
+
+/// `cuArray3DCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_create(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array3d_create::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
 }
 
 /// `cuArray3DCreate_v2`, generated.
@@ -253,6 +342,28 @@ pub unsafe fn array3d_create_v2(
     Ok(())
 }
 
+/// `cuArray3DGetDescriptor`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array3d_get_descriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array3d_get_descriptor::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
+}
+
 /// `cuArray3DGetDescriptor_v2`, generated.
 ///
 /// # Safety
@@ -271,6 +382,31 @@ pub unsafe fn array3d_get_descriptor_v2(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
+    }
+    Ok(())
+}
+
+/// `cuArrayCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_create(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle)?;
+    non_null(pAllocateArray)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_pAllocateArray = unsafe { call::record_bytes_at(pAllocateArray) };
+    let r = vgpu_proto::array_create::Request {
+        pallocate_array: b_pAllocateArray,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle, wire::handle(rep.phandle.get()))?;
     }
     Ok(())
 }
@@ -296,6 +432,28 @@ pub unsafe fn array_create_v2(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pHandle, wire::handle(rep.phandle.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuArrayGetDescriptor`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn array_get_descriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pArrayDescriptor)?;
+    let r = vgpu_proto::array_get_descriptor::Request {
+        harray: U64::new(hArray as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(pArrayDescriptor, &rep.parray_descriptor)?;
     }
     Ok(())
 }
@@ -428,6 +586,38 @@ pub unsafe fn ctx_detach(ctx: vgpu_abi::types::CUcontext) -> CuResult<()> {
     Ok(())
 }
 
+/// `cuCtxDisablePeerAccess`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn ctx_disable_peer_access(peerContext: vgpu_abi::types::CUcontext) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::ctx_disable_peer_access::Request {
+        peer_context: U64::new(peerContext as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuCtxEnablePeerAccess`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn ctx_enable_peer_access(
+    peerContext: vgpu_abi::types::CUcontext,
+    Flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::ctx_enable_peer_access::Request {
+        peer_context: U64::new(peerContext as usize as u64),
+        flags: U32::new(Flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuCtxGetApiVersion`, generated.
 ///
 /// # Safety
@@ -463,6 +653,30 @@ pub unsafe fn ctx_get_cache_config(pconfig: *mut vgpu_abi::types::CUfunc_cache) 
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pconfig, CUfunc_cache(rep.pconfig.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuCtxGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn ctx_get_dev_resource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::ctx_get_dev_resource::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
     }
     Ok(())
 }
@@ -714,6 +928,57 @@ pub unsafe fn ctx_wait_event(
     Ok(())
 }
 
+/// `cuDevResourceGenerateDesc`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn dev_resource_generate_desc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phDesc)?;
+    // SAFETY: the application's array of `nbResources` elements.
+    let b_resources = unsafe {
+        call::elements_at::<vgpu_abi::types::CUdevResource>(resources, nbResources as usize)
+    }?;
+    let r = vgpu_proto::dev_resource_generate_desc::Request {
+        nb_resources: U32::new(nbResources),
+    };
+    let (rep, back) = s.request(&r, &b_resources)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phDesc, wire::handle(rep.ph_desc.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuDeviceCanAccessPeer`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_can_access_peer(
+    canAccessPeer: *mut ::core::ffi::c_int,
+    dev: vgpu_abi::types::CUdevice_v1,
+    peerDev: vgpu_abi::types::CUdevice_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(canAccessPeer)?;
+    let r = vgpu_proto::device_can_access_peer::Request {
+        dev: I32::new(dev),
+        peer_dev: I32::new(peerDev),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(canAccessPeer, rep.can_access_peer.get())?;
+    }
+    Ok(())
+}
+
 /// `cuDeviceGetByPCIBusId`, generated.
 ///
 /// # Safety
@@ -755,6 +1020,30 @@ pub unsafe fn device_get_default_mem_pool(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pool_out, wire::handle(rep.pool_out.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_dev_resource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::device_get_dev_resource::Request {
+        dev: I32::new(dev),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
     }
     Ok(())
 }
@@ -859,6 +1148,69 @@ pub unsafe fn device_get_mem_pool(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(pool, wire::handle(rep.pool.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_p2p_atomic_capabilities(
+    capabilities: *mut ::core::ffi::c_uint,
+    operations: *const vgpu_abi::types::CUatomicOperation,
+    count: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdevice,
+    dstDevice: vgpu_abi::types::CUdevice,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `count` elements.
+    let b_operations = unsafe {
+        call::elements_at::<vgpu_abi::types::CUatomicOperation>(operations, count as usize)
+    }?;
+    let r = vgpu_proto::device_get_p2p_atomic_capabilities::Request {
+        count: U32::new(count),
+        src_device: I32::new(srcDevice),
+        dst_device: I32::new(dstDevice),
+    };
+    let (rep, back) = s.request(&r, &b_operations)?;
+    let mut at = 0usize;
+    let p_capabilities = call::part(
+        s,
+        &back,
+        &mut at,
+        (count as usize).saturating_mul(core::mem::size_of::<::core::ffi::c_uint>()),
+    )?;
+    call::all_read(s, &back, at)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_bytes(capabilities.cast(), p_capabilities)?;
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetP2PAttribute`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_get_p2p_attribute(
+    value: *mut ::core::ffi::c_int,
+    attrib: vgpu_abi::types::CUdevice_P2PAttribute,
+    srcDevice: vgpu_abi::types::CUdevice_v1,
+    dstDevice: vgpu_abi::types::CUdevice_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(value)?;
+    let r = vgpu_proto::device_get_p2p_attribute::Request {
+        attrib: U32::new(attrib.0),
+        src_device: I32::new(srcDevice),
+        dst_device: I32::new(dstDevice),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(value, rep.value.get())?;
     }
     Ok(())
 }
@@ -1860,6 +2212,88 @@ pub unsafe fn graph_upload_ptsz(
     Ok(())
 }
 
+/// `cuGreenCtxGetDevResource`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_get_dev_resource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(result)?;
+    let r = vgpu_proto::green_ctx_get_dev_resource::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        type_: U32::new(type_.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(result, &rep.result)?;
+    }
+    Ok(())
+}
+
+/// `cuGreenCtxGetId`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_get_id(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(greenCtxId)?;
+    let r = vgpu_proto::green_ctx_get_id::Request {
+        green_ctx: U64::new(greenCtx as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(greenCtxId, rep.green_ctx_id.get())?;
+    }
+    Ok(())
+}
+
+/// `cuGreenCtxRecordEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_record_event(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::green_ctx_record_event::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        hevent: U64::new(hEvent as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGreenCtxWaitEvent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn green_ctx_wait_event(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::green_ctx_wait_event::Request {
+        hctx: U64::new(hCtx as usize as u64),
+        hevent: U64::new(hEvent as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuKernelGetLibrary`, generated.
 ///
 /// # Safety
@@ -2278,6 +2712,30 @@ pub unsafe fn mem_set_mem_pool(
     Ok(())
 }
 
+/// `cuMemcpyAtoA`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atoa(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atoa::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U32::new(dstOffset),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U32::new(srcOffset),
+        byte_count: U32::new(ByteCount),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuMemcpyAtoA_v2`, generated.
 ///
 /// # Safety
@@ -2296,6 +2754,52 @@ pub unsafe fn memcpy_atoa_v2(
         src_array: U64::new(srcArray as usize as u64),
         src_offset: U64::new(srcOffset as u64),
         byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyAtoA_v2_ptds`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atoa_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atoa_v2_ptds::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyAtoD`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atod(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v1,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atod::Request {
+        dst_device: U32::new(dstDevice),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U32::new(srcOffset),
+        byte_count: U32::new(ByteCount),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
@@ -2324,6 +2828,50 @@ pub unsafe fn memcpy_atod_v2(
     Ok(())
 }
 
+/// `cuMemcpyAtoD_v2_ptds`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_atod_v2_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_atod_v2_ptds::Request {
+        dst_device: U64::new(dstDevice),
+        src_array: U64::new(srcArray as usize as u64),
+        src_offset: U64::new(srcOffset as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyDtoA`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_dtoa(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v1,
+    ByteCount: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_dtoa::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U32::new(dstOffset),
+        src_device: U32::new(srcDevice),
+        byte_count: U32::new(ByteCount),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuMemcpyDtoA_v2`, generated.
 ///
 /// # Safety
@@ -2339,6 +2887,146 @@ pub unsafe fn memcpy_dtoa_v2(
         dst_array: U64::new(dstArray as usize as u64),
         dst_offset: U64::new(dstOffset as u64),
         src_device: U64::new(srcDevice),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyDtoA_v2_ptds`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_dtoa_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_dtoa_v2_ptds::Request {
+        dst_array: U64::new(dstArray as usize as u64),
+        dst_offset: U64::new(dstOffset as u64),
+        src_device: U64::new(srcDevice),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyPeer`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_peer(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_peer::Request {
+        dst_device: U64::new(dstDevice),
+        dst_context: U64::new(dstContext as usize as u64),
+        src_device: U64::new(srcDevice),
+        src_context: U64::new(srcContext as usize as u64),
+        byte_count: U64::new(ByteCount as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuMemcpyPeerAsync`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_peer_async(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_peer_async::Request {
+        dst_device: U64::new(dstDevice),
+        dst_context: U64::new(dstContext as usize as u64),
+        src_device: U64::new(srcDevice),
+        src_context: U64::new(srcContext as usize as u64),
+        byte_count: U64::new(ByteCount as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.contexts.contains_key(&(dstContext as usize as u64))
+            && o.contexts.contains_key(&(srcContext as usize as u64))
+            && o.stream_ok(ctx, stream::id(hStream))
+            && call::product(&[ByteCount as u64]).is_some_and(|n| o.range_ok(dstDevice as u64, n))
+            && call::product(&[ByteCount as u64]).is_some_and(|n| o.range_ok(srcDevice as u64, n))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id(hStream)))?;
+    Ok(())
+}
+
+/// `cuMemcpyPeerAsync_ptsz`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_peer_async_ptsz(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_peer_async_ptsz::Request {
+        dst_device: U64::new(dstDevice),
+        dst_context: U64::new(dstContext as usize as u64),
+        src_device: U64::new(srcDevice),
+        src_context: U64::new(srcContext as usize as u64),
+        byte_count: U64::new(ByteCount as u64),
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let ctx = crate::context::current();
+    let postable = {
+        let o = s.objects();
+        o.contexts.contains_key(&ctx)
+            && o.contexts.contains_key(&(dstContext as usize as u64))
+            && o.contexts.contains_key(&(srcContext as usize as u64))
+            && o.stream_ok(ctx, stream::id_ptsz(hStream))
+            && call::product(&[ByteCount as u64]).is_some_and(|n| o.range_ok(dstDevice as u64, n))
+            && call::product(&[ByteCount as u64]).is_some_and(|n| o.range_ok(srcDevice as u64, n))
+    };
+    s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(hStream)))?;
+    Ok(())
+}
+
+/// `cuMemcpyPeer_ptds`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn memcpy_peer_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::memcpy_peer_ptds::Request {
+        dst_device: U64::new(dstDevice),
+        dst_context: U64::new(dstContext as usize as u64),
+        src_device: U64::new(srcDevice),
+        src_context: U64::new(srcContext as usize as u64),
         byte_count: U64::new(ByteCount as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
@@ -3010,6 +3698,33 @@ pub unsafe fn module_get_tex_ref(
     Ok(())
 }
 
+/// `cuMulticastGetGranularity`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn multicast_get_granularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(granularity)?;
+    non_null(prop)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_prop = unsafe { call::record_bytes_at(prop) };
+    let r = vgpu_proto::multicast_get_granularity::Request {
+        prop: b_prop,
+        option: U32::new(option.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(granularity, wire::usize(rep.granularity.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuOccupancyAvailableDynamicSMemPerBlock`, generated.
 ///
 /// # Safety
@@ -3540,6 +4255,28 @@ pub unsafe fn stream_get_flags_ptsz(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(flags, rep.flags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuStreamGetGreenCtx`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn stream_get_green_ctx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phCtx)?;
+    let r = vgpu_proto::stream_get_green_ctx::Request {
+        hstream: U64::new(hStream as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phCtx, wire::handle(rep.ph_ctx.get()))?;
     }
     Ok(())
 }
@@ -4130,6 +4867,715 @@ pub unsafe fn stream_write_value64_v2_ptsz(
         addr: U64::new(addr),
         value: U64::new(value),
         flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuSurfRefGetArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn surf_ref_get_array(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hSurfRef: vgpu_abi::types::CUsurfref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phArray)?;
+    let r = vgpu_proto::surf_ref_get_array::Request {
+        hsurf_ref: U64::new(hSurfRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phArray, wire::handle(rep.ph_array.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuSurfRefSetArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn surf_ref_set_array(
+    hSurfRef: vgpu_abi::types::CUsurfref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::surf_ref_set_array::Request {
+        hsurf_ref: U64::new(hSurfRef as usize as u64),
+        harray: U64::new(hArray as usize as u64),
+        flags: U32::new(Flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_create(pTexRef: *mut vgpu_abi::types::CUtexref) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pTexRef)?;
+    let r = vgpu_proto::tex_ref_create::Request {};
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pTexRef, wire::handle(rep.ptex_ref.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefDestroy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_destroy(hTexRef: vgpu_abi::types::CUtexref) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_destroy::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefGetAddress`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_address(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v1,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pdptr)?;
+    let r = vgpu_proto::tex_ref_get_address::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pdptr, rep.pdptr.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetAddressMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_address_mode(
+    pam: *mut vgpu_abi::types::CUaddress_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pam)?;
+    let r = vgpu_proto::tex_ref_get_address_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        dim: I32::new(dim),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pam, CUaddress_mode(rep.pam.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetAddress_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_address_v2(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v2,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pdptr)?;
+    let r = vgpu_proto::tex_ref_get_address_v2::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pdptr, rep.pdptr.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_array(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phArray)?;
+    let r = vgpu_proto::tex_ref_get_array::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phArray, wire::handle(rep.ph_array.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetBorderColor`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_border_color(
+    pBorderColor: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_get_border_color::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    let mut at = 0usize;
+    let p_pBorderColor = call::part(
+        s,
+        &back,
+        &mut at,
+        (4 as usize).saturating_mul(core::mem::size_of::<f32>()),
+    )?;
+    call::all_read(s, &back, at)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_bytes(pBorderColor.cast(), p_pBorderColor)?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetFilterMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_filter_mode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pfm)?;
+    let r = vgpu_proto::tex_ref_get_filter_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pfm, CUfilter_mode(rep.pfm.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_flags(
+    pFlags: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pFlags)?;
+    let r = vgpu_proto::tex_ref_get_flags::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pFlags, rep.pflags.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetFormat`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_format(
+    pFormat: *mut vgpu_abi::types::CUarray_format,
+    pNumChannels: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pFormat)?;
+    non_null(pNumChannels)?;
+    let r = vgpu_proto::tex_ref_get_format::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pFormat, CUarray_format(rep.pformat.get()))?;
+        write_out(pNumChannels, rep.pnum_channels.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetMaxAnisotropy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_max_anisotropy(
+    pmaxAniso: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pmaxAniso)?;
+    let r = vgpu_proto::tex_ref_get_max_anisotropy::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pmaxAniso, rep.pmax_aniso.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetMipmapFilterMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_mipmap_filter_mode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pfm)?;
+    let r = vgpu_proto::tex_ref_get_mipmap_filter_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pfm, CUfilter_mode(rep.pfm.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetMipmapLevelBias`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_mipmap_level_bias(
+    pbias: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pbias)?;
+    let r = vgpu_proto::tex_ref_get_mipmap_level_bias::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pbias, rep.pbias.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetMipmapLevelClamp`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_mipmap_level_clamp(
+    pminMipmapLevelClamp: *mut f32,
+    pmaxMipmapLevelClamp: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pminMipmapLevelClamp)?;
+    non_null(pmaxMipmapLevelClamp)?;
+    let r = vgpu_proto::tex_ref_get_mipmap_level_clamp::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pminMipmapLevelClamp, rep.pmin_mipmap_level_clamp.get())?;
+        write_out(pmaxMipmapLevelClamp, rep.pmax_mipmap_level_clamp.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefGetMipmappedArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_get_mipmapped_array(
+    phMipmappedArray: *mut vgpu_abi::types::CUmipmappedArray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phMipmappedArray)?;
+    let r = vgpu_proto::tex_ref_get_mipmapped_array::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phMipmappedArray, wire::handle(rep.ph_mipmapped_array.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefSetAddress`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address(
+    ByteOffset: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    bytes: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ByteOffset)?;
+    let r = vgpu_proto::tex_ref_set_address::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        dptr: U32::new(dptr),
+        bytes: U32::new(bytes),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(ByteOffset, rep.byte_offset.get())?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefSetAddress2D`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address2d(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    Pitch: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(desc)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_desc = unsafe { call::record_bytes_at(desc) };
+    let r = vgpu_proto::tex_ref_set_address2d::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        desc: b_desc,
+        dptr: U32::new(dptr),
+        pitch: U32::new(Pitch),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetAddress2D_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address2d_v2(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(desc)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_desc = unsafe { call::record_bytes_at(desc) };
+    let r = vgpu_proto::tex_ref_set_address2d_v2::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        desc: b_desc,
+        dptr: U64::new(dptr),
+        pitch: U64::new(Pitch as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetAddress2D_v3`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address2d_v3(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(desc)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_desc = unsafe { call::record_bytes_at(desc) };
+    let r = vgpu_proto::tex_ref_set_address2d_v3::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        desc: b_desc,
+        dptr: U64::new(dptr),
+        pitch: U64::new(Pitch as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetAddressMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address_mode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+    am: vgpu_abi::types::CUaddress_mode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_address_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        dim: I32::new(dim),
+        am: U32::new(am.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetAddress_v2`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_address_v2(
+    ByteOffset: *mut usize,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    bytes: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(ByteOffset)?;
+    let r = vgpu_proto::tex_ref_set_address_v2::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        dptr: U64::new(dptr),
+        bytes: U64::new(bytes as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(ByteOffset, wire::usize(rep.byte_offset.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuTexRefSetArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_array(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_array::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        harray: U64::new(hArray as usize as u64),
+        flags: U32::new(Flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetBorderColor`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_border_color(
+    hTexRef: vgpu_abi::types::CUtexref,
+    pBorderColor: *mut f32,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: the application's array of `4` elements.
+    let b_pBorderColor = unsafe { call::elements_at::<f32>(pBorderColor, 4 as usize) }?;
+    let r = vgpu_proto::tex_ref_set_border_color::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &b_pBorderColor)?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetFilterMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_filter_mode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_filter_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        fm: U32::new(fm.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetFlags`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_flags(
+    hTexRef: vgpu_abi::types::CUtexref,
+    Flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_flags::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        flags: U32::new(Flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetFormat`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_format(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fmt: vgpu_abi::types::CUarray_format,
+    NumPackedComponents: ::core::ffi::c_int,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_format::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        fmt: U32::new(fmt.0),
+        num_packed_components: I32::new(NumPackedComponents),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetMaxAnisotropy`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_max_anisotropy(
+    hTexRef: vgpu_abi::types::CUtexref,
+    maxAniso: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_max_anisotropy::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        max_aniso: U32::new(maxAniso),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetMipmapFilterMode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_mipmap_filter_mode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_mipmap_filter_mode::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        fm: U32::new(fm.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetMipmapLevelBias`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_mipmap_level_bias(
+    hTexRef: vgpu_abi::types::CUtexref,
+    bias: f32,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_mipmap_level_bias::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        bias: F32::new(bias),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetMipmapLevelClamp`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_mipmap_level_clamp(
+    hTexRef: vgpu_abi::types::CUtexref,
+    minMipmapLevelClamp: f32,
+    maxMipmapLevelClamp: f32,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_mipmap_level_clamp::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        min_mipmap_level_clamp: F32::new(minMipmapLevelClamp),
+        max_mipmap_level_clamp: F32::new(maxMipmapLevelClamp),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuTexRefSetMipmappedArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn tex_ref_set_mipmapped_array(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    Flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::tex_ref_set_mipmapped_array::Request {
+        htex_ref: U64::new(hTexRef as usize as u64),
+        hmipmapped_array: U64::new(hMipmappedArray as usize as u64),
+        flags: U32::new(Flags),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

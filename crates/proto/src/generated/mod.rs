@@ -712,6 +712,18 @@ pub enum Op {
     /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
     /// reply's blob the map with `address` in it (unchecked, as above).
     TensorMapReplaceAddress = 541,
+    /// Managed memory and registered host memory: shared pages that the
+    /// worker maps at `address` (0: where it chooses; otherwise exactly
+    /// there), registers with the driver with `flags`
+    /// (`CU_MEMHOSTREGISTER_*`) and passes after the reply. The client
+    /// maps them at the reply's `address`. `MemFreeHost` frees them.
+    MemShare = 560,
+    /// `cuMemAllocPitch_v2`: the driver chooses the pitch; the
+    /// allocation (`pitch * height` bytes) is the session's.
+    MemAllocPitch = 561,
+    /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
+    /// (the only settable attribute) to `value`.
+    PointerSetSyncMemops = 562,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -759,6 +771,157 @@ pub enum Op {
     /// client drains it after each call it waited for and writes the
     /// bytes to the application's standard output. See `docs/protocol.md`.
     OpenOutput = 693,
+    /// `cuMemcpyAtoD`.
+    MemcpyAtoD = 740,
+    /// `cuMemcpyDtoA`.
+    MemcpyDtoA = 741,
+    /// `cuMemcpyAtoA`.
+    MemcpyAtoA = 742,
+    /// `cuMemcpyAtoD_v2_ptds`.
+    MemcpyAtoD_v2_ptds = 743,
+    /// `cuMemcpyDtoA_v2_ptds`.
+    MemcpyDtoA_v2_ptds = 744,
+    /// `cuMemcpyAtoA_v2_ptds`.
+    MemcpyAtoA_v2_ptds = 745,
+    /// `cuArrayCreate`.
+    ArrayCreate = 746,
+    /// `cuArray3DCreate`.
+    Array3DCreate = 747,
+    /// `cuArrayGetDescriptor`.
+    ArrayGetDescriptor = 748,
+    /// `cuArray3DGetDescriptor`.
+    Array3DGetDescriptor = 749,
+    /// `cuDeviceCanAccessPeer`.
+    DeviceCanAccessPeer = 750,
+    /// `cuDeviceGetP2PAttribute`.
+    DeviceGetP2PAttribute = 751,
+    /// `cuDeviceGetP2PAtomicCapabilities`.
+    DeviceGetP2PAtomicCapabilities = 752,
+    /// `cuCtxEnablePeerAccess`.
+    CtxEnablePeerAccess = 753,
+    /// `cuCtxDisablePeerAccess`.
+    CtxDisablePeerAccess = 754,
+    /// `cuMemcpyPeer`.
+    MemcpyPeer = 755,
+    /// `cuMemcpyPeer_ptds`.
+    MemcpyPeer_ptds = 756,
+    /// `cuMemcpyPeerAsync`.
+    MemcpyPeerAsync = 757,
+    /// `cuMemcpyPeerAsync_ptsz`.
+    MemcpyPeerAsync_ptsz = 758,
+    /// `cuTexRefCreate`.
+    TexRefCreate = 760,
+    /// `cuTexRefDestroy`.
+    TexRefDestroy = 761,
+    /// `cuTexRefSetArray`.
+    TexRefSetArray = 762,
+    /// `cuTexRefGetArray`.
+    TexRefGetArray = 763,
+    /// `cuTexRefSetMipmappedArray`.
+    TexRefSetMipmappedArray = 764,
+    /// `cuTexRefGetMipmappedArray`.
+    TexRefGetMipmappedArray = 765,
+    /// `cuTexRefSetAddress`.
+    TexRefSetAddress = 766,
+    /// `cuTexRefSetAddress_v2`.
+    TexRefSetAddress_v2 = 767,
+    /// `cuTexRefGetAddress`.
+    TexRefGetAddress = 768,
+    /// `cuTexRefGetAddress_v2`.
+    TexRefGetAddress_v2 = 769,
+    /// `cuTexRefSetAddress2D`.
+    TexRefSetAddress2D = 770,
+    /// `cuTexRefSetAddress2D_v2`.
+    TexRefSetAddress2D_v2 = 771,
+    /// `cuTexRefSetAddress2D_v3`.
+    TexRefSetAddress2D_v3 = 772,
+    /// `cuTexRefSetFormat`.
+    TexRefSetFormat = 773,
+    /// `cuTexRefGetFormat`.
+    TexRefGetFormat = 774,
+    /// `cuTexRefSetAddressMode`.
+    TexRefSetAddressMode = 775,
+    /// `cuTexRefGetAddressMode`.
+    TexRefGetAddressMode = 776,
+    /// `cuTexRefSetFilterMode`.
+    TexRefSetFilterMode = 777,
+    /// `cuTexRefGetFilterMode`.
+    TexRefGetFilterMode = 778,
+    /// `cuTexRefSetMipmapFilterMode`.
+    TexRefSetMipmapFilterMode = 779,
+    /// `cuTexRefGetMipmapFilterMode`.
+    TexRefGetMipmapFilterMode = 780,
+    /// `cuTexRefSetMipmapLevelBias`.
+    TexRefSetMipmapLevelBias = 781,
+    /// `cuTexRefGetMipmapLevelBias`.
+    TexRefGetMipmapLevelBias = 782,
+    /// `cuTexRefSetMipmapLevelClamp`.
+    TexRefSetMipmapLevelClamp = 783,
+    /// `cuTexRefGetMipmapLevelClamp`.
+    TexRefGetMipmapLevelClamp = 784,
+    /// `cuTexRefSetMaxAnisotropy`.
+    TexRefSetMaxAnisotropy = 785,
+    /// `cuTexRefGetMaxAnisotropy`.
+    TexRefGetMaxAnisotropy = 786,
+    /// `cuTexRefSetBorderColor`.
+    TexRefSetBorderColor = 787,
+    /// `cuTexRefGetBorderColor`.
+    TexRefGetBorderColor = 788,
+    /// `cuTexRefSetFlags`.
+    TexRefSetFlags = 789,
+    /// `cuTexRefGetFlags`.
+    TexRefGetFlags = 790,
+    /// `cuSurfRefSetArray`.
+    SurfRefSetArray = 791,
+    /// `cuSurfRefGetArray`.
+    SurfRefGetArray = 792,
+    /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
+    /// reply's `handle` is an id the worker minted for the driver's
+    /// handle, among the allocation handles (`cuMemRelease` releases it).
+    MulticastCreate = 800,
+    /// `cuMulticastAddDevice` of a multicast handle id.
+    MulticastAddDevice = 801,
+    /// `cuMulticastBindMem`: allocation handle id `mem` into multicast
+    /// handle id `handle`.
+    MulticastBindMem = 802,
+    /// `cuMulticastBindAddr`: `size` bytes at `ptr`, which must be mapped
+    /// memory of this session, into multicast handle id `handle`.
+    MulticastBindAddr = 803,
+    /// `cuMulticastUnbind` of a range of multicast handle id `handle` on `device`.
+    MulticastUnbind = 804,
+    /// `cuMulticastGetGranularity`.
+    MulticastGetGranularity = 805,
+    /// `cuDeviceGetDevResource`.
+    DeviceGetDevResource = 810,
+    /// `cuCtxGetDevResource`.
+    CtxGetDevResource = 811,
+    /// `cuGreenCtxGetDevResource`.
+    GreenCtxGetDevResource = 812,
+    /// `cuDevResourceGenerateDesc`.
+    DevResourceGenerateDesc = 813,
+    /// `cuGreenCtxCreate`.
+    GreenCtxCreate = 814,
+    /// `cuGreenCtxGetId`.
+    GreenCtxGetId = 815,
+    /// `cuGreenCtxRecordEvent`.
+    GreenCtxRecordEvent = 816,
+    /// `cuGreenCtxWaitEvent`.
+    GreenCtxWaitEvent = 817,
+    /// `cuCtxFromGreenCtx`.
+    CtxFromGreenCtx = 818,
+    /// `cuGreenCtxStreamCreate`.
+    GreenCtxStreamCreate = 819,
+    /// `cuStreamGetGreenCtx`.
+    StreamGetGreenCtx = 820,
+    /// `cuGreenCtxDestroy`: the green context's id is forgotten, and with
+    /// it the ids of its context (`cuCtxFromGreenCtx`) and of what that
+    /// context owned.
+    GreenCtxDestroy = 821,
+    /// `cuDevSmResourceSplitByCount` of the `CUdevResource` `input` (144
+    /// bytes) into at most `groups` groups: with `want_result` the reply's
+    /// blob holds the groups' `CUdevResource`s, with `want_remaining`
+    /// `remaining` is the SMs left over; `groups` back is the driver's count.
+    SmResourceSplit = 822,
 }
 
 impl Op {
@@ -1044,6 +1207,9 @@ impl Op {
         Op::MemRangeHandleFd,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
+        Op::MemShare,
+        Op::MemAllocPitch,
+        Op::PointerSetSyncMemops,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1058,6 +1224,77 @@ impl Op {
         Op::LaunchGrid,
         Op::LaunchGridAsync,
         Op::OpenOutput,
+        Op::MemcpyAtoD,
+        Op::MemcpyDtoA,
+        Op::MemcpyAtoA,
+        Op::MemcpyAtoD_v2_ptds,
+        Op::MemcpyDtoA_v2_ptds,
+        Op::MemcpyAtoA_v2_ptds,
+        Op::ArrayCreate,
+        Op::Array3DCreate,
+        Op::ArrayGetDescriptor,
+        Op::Array3DGetDescriptor,
+        Op::DeviceCanAccessPeer,
+        Op::DeviceGetP2PAttribute,
+        Op::DeviceGetP2PAtomicCapabilities,
+        Op::CtxEnablePeerAccess,
+        Op::CtxDisablePeerAccess,
+        Op::MemcpyPeer,
+        Op::MemcpyPeer_ptds,
+        Op::MemcpyPeerAsync,
+        Op::MemcpyPeerAsync_ptsz,
+        Op::TexRefCreate,
+        Op::TexRefDestroy,
+        Op::TexRefSetArray,
+        Op::TexRefGetArray,
+        Op::TexRefSetMipmappedArray,
+        Op::TexRefGetMipmappedArray,
+        Op::TexRefSetAddress,
+        Op::TexRefSetAddress_v2,
+        Op::TexRefGetAddress,
+        Op::TexRefGetAddress_v2,
+        Op::TexRefSetAddress2D,
+        Op::TexRefSetAddress2D_v2,
+        Op::TexRefSetAddress2D_v3,
+        Op::TexRefSetFormat,
+        Op::TexRefGetFormat,
+        Op::TexRefSetAddressMode,
+        Op::TexRefGetAddressMode,
+        Op::TexRefSetFilterMode,
+        Op::TexRefGetFilterMode,
+        Op::TexRefSetMipmapFilterMode,
+        Op::TexRefGetMipmapFilterMode,
+        Op::TexRefSetMipmapLevelBias,
+        Op::TexRefGetMipmapLevelBias,
+        Op::TexRefSetMipmapLevelClamp,
+        Op::TexRefGetMipmapLevelClamp,
+        Op::TexRefSetMaxAnisotropy,
+        Op::TexRefGetMaxAnisotropy,
+        Op::TexRefSetBorderColor,
+        Op::TexRefGetBorderColor,
+        Op::TexRefSetFlags,
+        Op::TexRefGetFlags,
+        Op::SurfRefSetArray,
+        Op::SurfRefGetArray,
+        Op::MulticastCreate,
+        Op::MulticastAddDevice,
+        Op::MulticastBindMem,
+        Op::MulticastBindAddr,
+        Op::MulticastUnbind,
+        Op::MulticastGetGranularity,
+        Op::DeviceGetDevResource,
+        Op::CtxGetDevResource,
+        Op::GreenCtxGetDevResource,
+        Op::DevResourceGenerateDesc,
+        Op::GreenCtxCreate,
+        Op::GreenCtxGetId,
+        Op::GreenCtxRecordEvent,
+        Op::GreenCtxWaitEvent,
+        Op::CtxFromGreenCtx,
+        Op::GreenCtxStreamCreate,
+        Op::StreamGetGreenCtx,
+        Op::GreenCtxDestroy,
+        Op::SmResourceSplit,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1347,6 +1584,9 @@ impl Op {
             Op::MemRangeHandleFd => "MemRangeHandleFd",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
+            Op::MemShare => "MemShare",
+            Op::MemAllocPitch => "MemAllocPitch",
+            Op::PointerSetSyncMemops => "PointerSetSyncMemops",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -1361,6 +1601,77 @@ impl Op {
             Op::LaunchGrid => "LaunchGrid",
             Op::LaunchGridAsync => "LaunchGridAsync",
             Op::OpenOutput => "OpenOutput",
+            Op::MemcpyAtoD => "MemcpyAtoD",
+            Op::MemcpyDtoA => "MemcpyDtoA",
+            Op::MemcpyAtoA => "MemcpyAtoA",
+            Op::MemcpyAtoD_v2_ptds => "MemcpyAtoD_v2_ptds",
+            Op::MemcpyDtoA_v2_ptds => "MemcpyDtoA_v2_ptds",
+            Op::MemcpyAtoA_v2_ptds => "MemcpyAtoA_v2_ptds",
+            Op::ArrayCreate => "ArrayCreate",
+            Op::Array3DCreate => "Array3DCreate",
+            Op::ArrayGetDescriptor => "ArrayGetDescriptor",
+            Op::Array3DGetDescriptor => "Array3DGetDescriptor",
+            Op::DeviceCanAccessPeer => "DeviceCanAccessPeer",
+            Op::DeviceGetP2PAttribute => "DeviceGetP2PAttribute",
+            Op::DeviceGetP2PAtomicCapabilities => "DeviceGetP2PAtomicCapabilities",
+            Op::CtxEnablePeerAccess => "CtxEnablePeerAccess",
+            Op::CtxDisablePeerAccess => "CtxDisablePeerAccess",
+            Op::MemcpyPeer => "MemcpyPeer",
+            Op::MemcpyPeer_ptds => "MemcpyPeer_ptds",
+            Op::MemcpyPeerAsync => "MemcpyPeerAsync",
+            Op::MemcpyPeerAsync_ptsz => "MemcpyPeerAsync_ptsz",
+            Op::TexRefCreate => "TexRefCreate",
+            Op::TexRefDestroy => "TexRefDestroy",
+            Op::TexRefSetArray => "TexRefSetArray",
+            Op::TexRefGetArray => "TexRefGetArray",
+            Op::TexRefSetMipmappedArray => "TexRefSetMipmappedArray",
+            Op::TexRefGetMipmappedArray => "TexRefGetMipmappedArray",
+            Op::TexRefSetAddress => "TexRefSetAddress",
+            Op::TexRefSetAddress_v2 => "TexRefSetAddress_v2",
+            Op::TexRefGetAddress => "TexRefGetAddress",
+            Op::TexRefGetAddress_v2 => "TexRefGetAddress_v2",
+            Op::TexRefSetAddress2D => "TexRefSetAddress2D",
+            Op::TexRefSetAddress2D_v2 => "TexRefSetAddress2D_v2",
+            Op::TexRefSetAddress2D_v3 => "TexRefSetAddress2D_v3",
+            Op::TexRefSetFormat => "TexRefSetFormat",
+            Op::TexRefGetFormat => "TexRefGetFormat",
+            Op::TexRefSetAddressMode => "TexRefSetAddressMode",
+            Op::TexRefGetAddressMode => "TexRefGetAddressMode",
+            Op::TexRefSetFilterMode => "TexRefSetFilterMode",
+            Op::TexRefGetFilterMode => "TexRefGetFilterMode",
+            Op::TexRefSetMipmapFilterMode => "TexRefSetMipmapFilterMode",
+            Op::TexRefGetMipmapFilterMode => "TexRefGetMipmapFilterMode",
+            Op::TexRefSetMipmapLevelBias => "TexRefSetMipmapLevelBias",
+            Op::TexRefGetMipmapLevelBias => "TexRefGetMipmapLevelBias",
+            Op::TexRefSetMipmapLevelClamp => "TexRefSetMipmapLevelClamp",
+            Op::TexRefGetMipmapLevelClamp => "TexRefGetMipmapLevelClamp",
+            Op::TexRefSetMaxAnisotropy => "TexRefSetMaxAnisotropy",
+            Op::TexRefGetMaxAnisotropy => "TexRefGetMaxAnisotropy",
+            Op::TexRefSetBorderColor => "TexRefSetBorderColor",
+            Op::TexRefGetBorderColor => "TexRefGetBorderColor",
+            Op::TexRefSetFlags => "TexRefSetFlags",
+            Op::TexRefGetFlags => "TexRefGetFlags",
+            Op::SurfRefSetArray => "SurfRefSetArray",
+            Op::SurfRefGetArray => "SurfRefGetArray",
+            Op::MulticastCreate => "MulticastCreate",
+            Op::MulticastAddDevice => "MulticastAddDevice",
+            Op::MulticastBindMem => "MulticastBindMem",
+            Op::MulticastBindAddr => "MulticastBindAddr",
+            Op::MulticastUnbind => "MulticastUnbind",
+            Op::MulticastGetGranularity => "MulticastGetGranularity",
+            Op::DeviceGetDevResource => "DeviceGetDevResource",
+            Op::CtxGetDevResource => "CtxGetDevResource",
+            Op::GreenCtxGetDevResource => "GreenCtxGetDevResource",
+            Op::DevResourceGenerateDesc => "DevResourceGenerateDesc",
+            Op::GreenCtxCreate => "GreenCtxCreate",
+            Op::GreenCtxGetId => "GreenCtxGetId",
+            Op::GreenCtxRecordEvent => "GreenCtxRecordEvent",
+            Op::GreenCtxWaitEvent => "GreenCtxWaitEvent",
+            Op::CtxFromGreenCtx => "CtxFromGreenCtx",
+            Op::GreenCtxStreamCreate => "GreenCtxStreamCreate",
+            Op::StreamGetGreenCtx => "StreamGetGreenCtx",
+            Op::GreenCtxDestroy => "GreenCtxDestroy",
+            Op::SmResourceSplit => "SmResourceSplit",
         }
     }
 
@@ -1647,6 +1958,9 @@ impl Op {
             Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::MemShare => false,
+            Op::MemAllocPitch => false,
+            Op::PointerSetSyncMemops => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -1661,6 +1975,77 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => false,
+            Op::MemcpyAtoD => false,
+            Op::MemcpyDtoA => false,
+            Op::MemcpyAtoA => false,
+            Op::MemcpyAtoD_v2_ptds => false,
+            Op::MemcpyDtoA_v2_ptds => false,
+            Op::MemcpyAtoA_v2_ptds => false,
+            Op::ArrayCreate => false,
+            Op::Array3DCreate => false,
+            Op::ArrayGetDescriptor => false,
+            Op::Array3DGetDescriptor => false,
+            Op::DeviceCanAccessPeer => false,
+            Op::DeviceGetP2PAttribute => false,
+            Op::DeviceGetP2PAtomicCapabilities => false,
+            Op::CtxEnablePeerAccess => false,
+            Op::CtxDisablePeerAccess => false,
+            Op::MemcpyPeer => false,
+            Op::MemcpyPeer_ptds => false,
+            Op::MemcpyPeerAsync => true,
+            Op::MemcpyPeerAsync_ptsz => true,
+            Op::TexRefCreate => false,
+            Op::TexRefDestroy => false,
+            Op::TexRefSetArray => false,
+            Op::TexRefGetArray => false,
+            Op::TexRefSetMipmappedArray => false,
+            Op::TexRefGetMipmappedArray => false,
+            Op::TexRefSetAddress => false,
+            Op::TexRefSetAddress_v2 => false,
+            Op::TexRefGetAddress => false,
+            Op::TexRefGetAddress_v2 => false,
+            Op::TexRefSetAddress2D => false,
+            Op::TexRefSetAddress2D_v2 => false,
+            Op::TexRefSetAddress2D_v3 => false,
+            Op::TexRefSetFormat => false,
+            Op::TexRefGetFormat => false,
+            Op::TexRefSetAddressMode => false,
+            Op::TexRefGetAddressMode => false,
+            Op::TexRefSetFilterMode => false,
+            Op::TexRefGetFilterMode => false,
+            Op::TexRefSetMipmapFilterMode => false,
+            Op::TexRefGetMipmapFilterMode => false,
+            Op::TexRefSetMipmapLevelBias => false,
+            Op::TexRefGetMipmapLevelBias => false,
+            Op::TexRefSetMipmapLevelClamp => false,
+            Op::TexRefGetMipmapLevelClamp => false,
+            Op::TexRefSetMaxAnisotropy => false,
+            Op::TexRefGetMaxAnisotropy => false,
+            Op::TexRefSetBorderColor => false,
+            Op::TexRefGetBorderColor => false,
+            Op::TexRefSetFlags => false,
+            Op::TexRefGetFlags => false,
+            Op::SurfRefSetArray => false,
+            Op::SurfRefGetArray => false,
+            Op::MulticastCreate => false,
+            Op::MulticastAddDevice => false,
+            Op::MulticastBindMem => false,
+            Op::MulticastBindAddr => false,
+            Op::MulticastUnbind => false,
+            Op::MulticastGetGranularity => false,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => false,
+            Op::GreenCtxGetDevResource => false,
+            Op::DevResourceGenerateDesc => false,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => false,
+            Op::GreenCtxRecordEvent => false,
+            Op::GreenCtxWaitEvent => false,
+            Op::CtxFromGreenCtx => false,
+            Op::GreenCtxStreamCreate => false,
+            Op::StreamGetGreenCtx => false,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -1947,6 +2332,9 @@ impl Op {
             Op::MemRangeHandleFd => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
+            Op::MemShare => true,
+            Op::MemAllocPitch => true,
+            Op::PointerSetSyncMemops => false,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -1961,6 +2349,77 @@ impl Op {
             Op::LaunchGrid => true,
             Op::LaunchGridAsync => true,
             Op::OpenOutput => false,
+            Op::MemcpyAtoD => true,
+            Op::MemcpyDtoA => true,
+            Op::MemcpyAtoA => true,
+            Op::MemcpyAtoD_v2_ptds => true,
+            Op::MemcpyDtoA_v2_ptds => true,
+            Op::MemcpyAtoA_v2_ptds => true,
+            Op::ArrayCreate => true,
+            Op::Array3DCreate => true,
+            Op::ArrayGetDescriptor => true,
+            Op::Array3DGetDescriptor => true,
+            Op::DeviceCanAccessPeer => false,
+            Op::DeviceGetP2PAttribute => false,
+            Op::DeviceGetP2PAtomicCapabilities => false,
+            Op::CtxEnablePeerAccess => true,
+            Op::CtxDisablePeerAccess => true,
+            Op::MemcpyPeer => true,
+            Op::MemcpyPeer_ptds => true,
+            Op::MemcpyPeerAsync => true,
+            Op::MemcpyPeerAsync_ptsz => true,
+            Op::TexRefCreate => true,
+            Op::TexRefDestroy => true,
+            Op::TexRefSetArray => true,
+            Op::TexRefGetArray => true,
+            Op::TexRefSetMipmappedArray => true,
+            Op::TexRefGetMipmappedArray => true,
+            Op::TexRefSetAddress => true,
+            Op::TexRefSetAddress_v2 => true,
+            Op::TexRefGetAddress => true,
+            Op::TexRefGetAddress_v2 => true,
+            Op::TexRefSetAddress2D => true,
+            Op::TexRefSetAddress2D_v2 => true,
+            Op::TexRefSetAddress2D_v3 => true,
+            Op::TexRefSetFormat => true,
+            Op::TexRefGetFormat => true,
+            Op::TexRefSetAddressMode => true,
+            Op::TexRefGetAddressMode => true,
+            Op::TexRefSetFilterMode => true,
+            Op::TexRefGetFilterMode => true,
+            Op::TexRefSetMipmapFilterMode => true,
+            Op::TexRefGetMipmapFilterMode => true,
+            Op::TexRefSetMipmapLevelBias => true,
+            Op::TexRefGetMipmapLevelBias => true,
+            Op::TexRefSetMipmapLevelClamp => true,
+            Op::TexRefGetMipmapLevelClamp => true,
+            Op::TexRefSetMaxAnisotropy => true,
+            Op::TexRefGetMaxAnisotropy => true,
+            Op::TexRefSetBorderColor => true,
+            Op::TexRefGetBorderColor => true,
+            Op::TexRefSetFlags => true,
+            Op::TexRefGetFlags => true,
+            Op::SurfRefSetArray => true,
+            Op::SurfRefGetArray => true,
+            Op::MulticastCreate => true,
+            Op::MulticastAddDevice => true,
+            Op::MulticastBindMem => true,
+            Op::MulticastBindAddr => true,
+            Op::MulticastUnbind => true,
+            Op::MulticastGetGranularity => true,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => true,
+            Op::GreenCtxGetDevResource => true,
+            Op::DevResourceGenerateDesc => true,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => true,
+            Op::GreenCtxRecordEvent => true,
+            Op::GreenCtxWaitEvent => true,
+            Op::CtxFromGreenCtx => true,
+            Op::GreenCtxStreamCreate => true,
+            Op::StreamGetGreenCtx => true,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -2247,6 +2706,94 @@ impl Op {
             Op::MemRangeHandleFd => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::MemShare => true,
+            Op::MemAllocPitch => false,
+            Op::PointerSetSyncMemops => false,
+            Op::LinkCreate => false,
+            Op::LinkAddData => false,
+            Op::LinkComplete => false,
+            Op::LinkDestroy => false,
+            Op::OccupancyMaxPotentialClusterSize => false,
+            Op::ParamSetSize => false,
+            Op::ParamSeti => false,
+            Op::ParamSetf => false,
+            Op::ParamSetv => false,
+            Op::ParamSetTexRef => false,
+            Op::Launch => false,
+            Op::LaunchGrid => false,
+            Op::LaunchGridAsync => false,
+            Op::OpenOutput => true,
+            Op::MemcpyAtoD => false,
+            Op::MemcpyDtoA => false,
+            Op::MemcpyAtoA => false,
+            Op::MemcpyAtoD_v2_ptds => false,
+            Op::MemcpyDtoA_v2_ptds => false,
+            Op::MemcpyAtoA_v2_ptds => false,
+            Op::ArrayCreate => false,
+            Op::Array3DCreate => false,
+            Op::ArrayGetDescriptor => false,
+            Op::Array3DGetDescriptor => false,
+            Op::DeviceCanAccessPeer => false,
+            Op::DeviceGetP2PAttribute => false,
+            Op::DeviceGetP2PAtomicCapabilities => false,
+            Op::CtxEnablePeerAccess => false,
+            Op::CtxDisablePeerAccess => false,
+            Op::MemcpyPeer => false,
+            Op::MemcpyPeer_ptds => false,
+            Op::MemcpyPeerAsync => false,
+            Op::MemcpyPeerAsync_ptsz => false,
+            Op::TexRefCreate => false,
+            Op::TexRefDestroy => false,
+            Op::TexRefSetArray => false,
+            Op::TexRefGetArray => false,
+            Op::TexRefSetMipmappedArray => false,
+            Op::TexRefGetMipmappedArray => false,
+            Op::TexRefSetAddress => false,
+            Op::TexRefSetAddress_v2 => false,
+            Op::TexRefGetAddress => false,
+            Op::TexRefGetAddress_v2 => false,
+            Op::TexRefSetAddress2D => false,
+            Op::TexRefSetAddress2D_v2 => false,
+            Op::TexRefSetAddress2D_v3 => false,
+            Op::TexRefSetFormat => false,
+            Op::TexRefGetFormat => false,
+            Op::TexRefSetAddressMode => false,
+            Op::TexRefGetAddressMode => false,
+            Op::TexRefSetFilterMode => false,
+            Op::TexRefGetFilterMode => false,
+            Op::TexRefSetMipmapFilterMode => false,
+            Op::TexRefGetMipmapFilterMode => false,
+            Op::TexRefSetMipmapLevelBias => false,
+            Op::TexRefGetMipmapLevelBias => false,
+            Op::TexRefSetMipmapLevelClamp => false,
+            Op::TexRefGetMipmapLevelClamp => false,
+            Op::TexRefSetMaxAnisotropy => false,
+            Op::TexRefGetMaxAnisotropy => false,
+            Op::TexRefSetBorderColor => false,
+            Op::TexRefGetBorderColor => false,
+            Op::TexRefSetFlags => false,
+            Op::TexRefGetFlags => false,
+            Op::SurfRefSetArray => false,
+            Op::SurfRefGetArray => false,
+            Op::MulticastCreate => false,
+            Op::MulticastAddDevice => false,
+            Op::MulticastBindMem => false,
+            Op::MulticastBindAddr => false,
+            Op::MulticastUnbind => false,
+            Op::MulticastGetGranularity => false,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => false,
+            Op::GreenCtxGetDevResource => false,
+            Op::DevResourceGenerateDesc => false,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => false,
+            Op::GreenCtxRecordEvent => false,
+            Op::GreenCtxWaitEvent => false,
+            Op::CtxFromGreenCtx => false,
+            Op::GreenCtxStreamCreate => false,
+            Op::StreamGetGreenCtx => false,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -2470,6 +3017,38 @@ impl Op {
             Op::GraphExecUpdate => false,
             Op::GraphMemsetNode => false,
             Op::GraphKernelNodeParams => false,
+            Op::StreamWriteValue32 => false,
+            Op::StreamWriteValue32_ptsz => false,
+            Op::StreamWriteValue32_v2 => false,
+            Op::StreamWriteValue32_v2_ptsz => false,
+            Op::StreamWriteValue64 => false,
+            Op::StreamWriteValue64_ptsz => false,
+            Op::StreamWriteValue64_v2 => false,
+            Op::StreamWriteValue64_v2_ptsz => false,
+            Op::StreamWaitValue32 => false,
+            Op::StreamWaitValue32_ptsz => false,
+            Op::StreamWaitValue32_v2 => false,
+            Op::StreamWaitValue32_v2_ptsz => false,
+            Op::StreamWaitValue64 => false,
+            Op::StreamWaitValue64_ptsz => false,
+            Op::StreamWaitValue64_v2 => false,
+            Op::StreamWaitValue64_v2_ptsz => false,
+            Op::GraphEventRecordNodeGetEvent => false,
+            Op::GraphEventRecordNodeSetEvent => false,
+            Op::GraphEventWaitNodeGetEvent => false,
+            Op::GraphEventWaitNodeSetEvent => false,
+            Op::GraphExecEventRecordNodeSetEvent => false,
+            Op::GraphExecEventWaitNodeSetEvent => false,
+            Op::GraphNodeGetEnabled => false,
+            Op::GraphNodeSetEnabled => false,
+            Op::GraphNodeFindInClone => false,
+            Op::GraphAddChildGraphNode => false,
+            Op::GraphChildGraphNodeGetGraph => false,
+            Op::GraphHostNode => false,
+            Op::GraphHostNodeParams => false,
+            Op::GraphMemcpyNode => false,
+            Op::GraphMemcpyNodeParams => false,
+            Op::GraphMemsetNodeParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2501,6 +3080,9 @@ impl Op {
             Op::MemRangeHandleFd => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::MemShare => false,
+            Op::MemAllocPitch => false,
+            Op::PointerSetSyncMemops => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2514,7 +3096,78 @@ impl Op {
             Op::Launch => false,
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
-            Op::OpenOutput => true,
+            Op::OpenOutput => false,
+            Op::MemcpyAtoD => false,
+            Op::MemcpyDtoA => false,
+            Op::MemcpyAtoA => false,
+            Op::MemcpyAtoD_v2_ptds => false,
+            Op::MemcpyDtoA_v2_ptds => false,
+            Op::MemcpyAtoA_v2_ptds => false,
+            Op::ArrayCreate => false,
+            Op::Array3DCreate => false,
+            Op::ArrayGetDescriptor => false,
+            Op::Array3DGetDescriptor => false,
+            Op::DeviceCanAccessPeer => false,
+            Op::DeviceGetP2PAttribute => false,
+            Op::DeviceGetP2PAtomicCapabilities => false,
+            Op::CtxEnablePeerAccess => false,
+            Op::CtxDisablePeerAccess => false,
+            Op::MemcpyPeer => false,
+            Op::MemcpyPeer_ptds => false,
+            Op::MemcpyPeerAsync => false,
+            Op::MemcpyPeerAsync_ptsz => false,
+            Op::TexRefCreate => false,
+            Op::TexRefDestroy => false,
+            Op::TexRefSetArray => false,
+            Op::TexRefGetArray => false,
+            Op::TexRefSetMipmappedArray => false,
+            Op::TexRefGetMipmappedArray => false,
+            Op::TexRefSetAddress => false,
+            Op::TexRefSetAddress_v2 => false,
+            Op::TexRefGetAddress => false,
+            Op::TexRefGetAddress_v2 => false,
+            Op::TexRefSetAddress2D => false,
+            Op::TexRefSetAddress2D_v2 => false,
+            Op::TexRefSetAddress2D_v3 => false,
+            Op::TexRefSetFormat => false,
+            Op::TexRefGetFormat => false,
+            Op::TexRefSetAddressMode => false,
+            Op::TexRefGetAddressMode => false,
+            Op::TexRefSetFilterMode => false,
+            Op::TexRefGetFilterMode => false,
+            Op::TexRefSetMipmapFilterMode => false,
+            Op::TexRefGetMipmapFilterMode => false,
+            Op::TexRefSetMipmapLevelBias => false,
+            Op::TexRefGetMipmapLevelBias => false,
+            Op::TexRefSetMipmapLevelClamp => false,
+            Op::TexRefGetMipmapLevelClamp => false,
+            Op::TexRefSetMaxAnisotropy => false,
+            Op::TexRefGetMaxAnisotropy => false,
+            Op::TexRefSetBorderColor => false,
+            Op::TexRefGetBorderColor => false,
+            Op::TexRefSetFlags => false,
+            Op::TexRefGetFlags => false,
+            Op::SurfRefSetArray => false,
+            Op::SurfRefGetArray => false,
+            Op::MulticastCreate => false,
+            Op::MulticastAddDevice => false,
+            Op::MulticastBindMem => false,
+            Op::MulticastBindAddr => false,
+            Op::MulticastUnbind => false,
+            Op::MulticastGetGranularity => false,
+            Op::DeviceGetDevResource => false,
+            Op::CtxGetDevResource => false,
+            Op::GreenCtxGetDevResource => false,
+            Op::DevResourceGenerateDesc => false,
+            Op::GreenCtxCreate => false,
+            Op::GreenCtxGetId => false,
+            Op::GreenCtxRecordEvent => false,
+            Op::GreenCtxWaitEvent => false,
+            Op::CtxFromGreenCtx => false,
+            Op::GreenCtxStreamCreate => false,
+            Op::StreamGetGreenCtx => false,
+            Op::GreenCtxDestroy => false,
+            Op::SmResourceSplit => false,
         }
     }
 
@@ -2907,6 +3560,9 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
+            Op::MemShare => core::mem::size_of::<mem_share::Request>(),
+            Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Request>(),
+            Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Request>(),
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
@@ -2923,6 +3579,105 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
+            Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Request>(),
+            Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Request>(),
+            Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Request>(),
+            Op::MemcpyAtoD_v2_ptds => core::mem::size_of::<memcpy_atod_v2_ptds::Request>(),
+            Op::MemcpyDtoA_v2_ptds => core::mem::size_of::<memcpy_dtoa_v2_ptds::Request>(),
+            Op::MemcpyAtoA_v2_ptds => core::mem::size_of::<memcpy_atoa_v2_ptds::Request>(),
+            Op::ArrayCreate => core::mem::size_of::<array_create::Request>(),
+            Op::Array3DCreate => core::mem::size_of::<array3d_create::Request>(),
+            Op::ArrayGetDescriptor => core::mem::size_of::<array_get_descriptor::Request>(),
+            Op::Array3DGetDescriptor => core::mem::size_of::<array3d_get_descriptor::Request>(),
+            Op::DeviceCanAccessPeer => core::mem::size_of::<device_can_access_peer::Request>(),
+            Op::DeviceGetP2PAttribute => core::mem::size_of::<device_get_p2p_attribute::Request>(),
+            Op::DeviceGetP2PAtomicCapabilities => {
+                core::mem::size_of::<device_get_p2p_atomic_capabilities::Request>()
+            }
+            Op::CtxEnablePeerAccess => core::mem::size_of::<ctx_enable_peer_access::Request>(),
+            Op::CtxDisablePeerAccess => core::mem::size_of::<ctx_disable_peer_access::Request>(),
+            Op::MemcpyPeer => core::mem::size_of::<memcpy_peer::Request>(),
+            Op::MemcpyPeer_ptds => core::mem::size_of::<memcpy_peer_ptds::Request>(),
+            Op::MemcpyPeerAsync => core::mem::size_of::<memcpy_peer_async::Request>(),
+            Op::MemcpyPeerAsync_ptsz => core::mem::size_of::<memcpy_peer_async_ptsz::Request>(),
+            Op::TexRefCreate => core::mem::size_of::<tex_ref_create::Request>(),
+            Op::TexRefDestroy => core::mem::size_of::<tex_ref_destroy::Request>(),
+            Op::TexRefSetArray => core::mem::size_of::<tex_ref_set_array::Request>(),
+            Op::TexRefGetArray => core::mem::size_of::<tex_ref_get_array::Request>(),
+            Op::TexRefSetMipmappedArray => {
+                core::mem::size_of::<tex_ref_set_mipmapped_array::Request>()
+            }
+            Op::TexRefGetMipmappedArray => {
+                core::mem::size_of::<tex_ref_get_mipmapped_array::Request>()
+            }
+            Op::TexRefSetAddress => core::mem::size_of::<tex_ref_set_address::Request>(),
+            Op::TexRefSetAddress_v2 => core::mem::size_of::<tex_ref_set_address_v2::Request>(),
+            Op::TexRefGetAddress => core::mem::size_of::<tex_ref_get_address::Request>(),
+            Op::TexRefGetAddress_v2 => core::mem::size_of::<tex_ref_get_address_v2::Request>(),
+            Op::TexRefSetAddress2D => core::mem::size_of::<tex_ref_set_address2d::Request>(),
+            Op::TexRefSetAddress2D_v2 => core::mem::size_of::<tex_ref_set_address2d_v2::Request>(),
+            Op::TexRefSetAddress2D_v3 => core::mem::size_of::<tex_ref_set_address2d_v3::Request>(),
+            Op::TexRefSetFormat => core::mem::size_of::<tex_ref_set_format::Request>(),
+            Op::TexRefGetFormat => core::mem::size_of::<tex_ref_get_format::Request>(),
+            Op::TexRefSetAddressMode => core::mem::size_of::<tex_ref_set_address_mode::Request>(),
+            Op::TexRefGetAddressMode => core::mem::size_of::<tex_ref_get_address_mode::Request>(),
+            Op::TexRefSetFilterMode => core::mem::size_of::<tex_ref_set_filter_mode::Request>(),
+            Op::TexRefGetFilterMode => core::mem::size_of::<tex_ref_get_filter_mode::Request>(),
+            Op::TexRefSetMipmapFilterMode => {
+                core::mem::size_of::<tex_ref_set_mipmap_filter_mode::Request>()
+            }
+            Op::TexRefGetMipmapFilterMode => {
+                core::mem::size_of::<tex_ref_get_mipmap_filter_mode::Request>()
+            }
+            Op::TexRefSetMipmapLevelBias => {
+                core::mem::size_of::<tex_ref_set_mipmap_level_bias::Request>()
+            }
+            Op::TexRefGetMipmapLevelBias => {
+                core::mem::size_of::<tex_ref_get_mipmap_level_bias::Request>()
+            }
+            Op::TexRefSetMipmapLevelClamp => {
+                core::mem::size_of::<tex_ref_set_mipmap_level_clamp::Request>()
+            }
+            Op::TexRefGetMipmapLevelClamp => {
+                core::mem::size_of::<tex_ref_get_mipmap_level_clamp::Request>()
+            }
+            Op::TexRefSetMaxAnisotropy => {
+                core::mem::size_of::<tex_ref_set_max_anisotropy::Request>()
+            }
+            Op::TexRefGetMaxAnisotropy => {
+                core::mem::size_of::<tex_ref_get_max_anisotropy::Request>()
+            }
+            Op::TexRefSetBorderColor => core::mem::size_of::<tex_ref_set_border_color::Request>(),
+            Op::TexRefGetBorderColor => core::mem::size_of::<tex_ref_get_border_color::Request>(),
+            Op::TexRefSetFlags => core::mem::size_of::<tex_ref_set_flags::Request>(),
+            Op::TexRefGetFlags => core::mem::size_of::<tex_ref_get_flags::Request>(),
+            Op::SurfRefSetArray => core::mem::size_of::<surf_ref_set_array::Request>(),
+            Op::SurfRefGetArray => core::mem::size_of::<surf_ref_get_array::Request>(),
+            Op::MulticastCreate => core::mem::size_of::<multicast_create::Request>(),
+            Op::MulticastAddDevice => core::mem::size_of::<multicast_add_device::Request>(),
+            Op::MulticastBindMem => core::mem::size_of::<multicast_bind_mem::Request>(),
+            Op::MulticastBindAddr => core::mem::size_of::<multicast_bind_addr::Request>(),
+            Op::MulticastUnbind => core::mem::size_of::<multicast_unbind::Request>(),
+            Op::MulticastGetGranularity => {
+                core::mem::size_of::<multicast_get_granularity::Request>()
+            }
+            Op::DeviceGetDevResource => core::mem::size_of::<device_get_dev_resource::Request>(),
+            Op::CtxGetDevResource => core::mem::size_of::<ctx_get_dev_resource::Request>(),
+            Op::GreenCtxGetDevResource => {
+                core::mem::size_of::<green_ctx_get_dev_resource::Request>()
+            }
+            Op::DevResourceGenerateDesc => {
+                core::mem::size_of::<dev_resource_generate_desc::Request>()
+            }
+            Op::GreenCtxCreate => core::mem::size_of::<green_ctx_create::Request>(),
+            Op::GreenCtxGetId => core::mem::size_of::<green_ctx_get_id::Request>(),
+            Op::GreenCtxRecordEvent => core::mem::size_of::<green_ctx_record_event::Request>(),
+            Op::GreenCtxWaitEvent => core::mem::size_of::<green_ctx_wait_event::Request>(),
+            Op::CtxFromGreenCtx => core::mem::size_of::<ctx_from_green_ctx::Request>(),
+            Op::GreenCtxStreamCreate => core::mem::size_of::<green_ctx_stream_create::Request>(),
+            Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Request>(),
+            Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Request>(),
+            Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Request>(),
         }
     }
 
@@ -3293,6 +4048,9 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
+            Op::MemShare => core::mem::size_of::<mem_share::Reply>(),
+            Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Reply>(),
+            Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Reply>(),
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
@@ -3309,6 +4067,97 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
+            Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Reply>(),
+            Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Reply>(),
+            Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Reply>(),
+            Op::MemcpyAtoD_v2_ptds => core::mem::size_of::<memcpy_atod_v2_ptds::Reply>(),
+            Op::MemcpyDtoA_v2_ptds => core::mem::size_of::<memcpy_dtoa_v2_ptds::Reply>(),
+            Op::MemcpyAtoA_v2_ptds => core::mem::size_of::<memcpy_atoa_v2_ptds::Reply>(),
+            Op::ArrayCreate => core::mem::size_of::<array_create::Reply>(),
+            Op::Array3DCreate => core::mem::size_of::<array3d_create::Reply>(),
+            Op::ArrayGetDescriptor => core::mem::size_of::<array_get_descriptor::Reply>(),
+            Op::Array3DGetDescriptor => core::mem::size_of::<array3d_get_descriptor::Reply>(),
+            Op::DeviceCanAccessPeer => core::mem::size_of::<device_can_access_peer::Reply>(),
+            Op::DeviceGetP2PAttribute => core::mem::size_of::<device_get_p2p_attribute::Reply>(),
+            Op::DeviceGetP2PAtomicCapabilities => {
+                core::mem::size_of::<device_get_p2p_atomic_capabilities::Reply>()
+            }
+            Op::CtxEnablePeerAccess => core::mem::size_of::<ctx_enable_peer_access::Reply>(),
+            Op::CtxDisablePeerAccess => core::mem::size_of::<ctx_disable_peer_access::Reply>(),
+            Op::MemcpyPeer => core::mem::size_of::<memcpy_peer::Reply>(),
+            Op::MemcpyPeer_ptds => core::mem::size_of::<memcpy_peer_ptds::Reply>(),
+            Op::MemcpyPeerAsync => core::mem::size_of::<memcpy_peer_async::Reply>(),
+            Op::MemcpyPeerAsync_ptsz => core::mem::size_of::<memcpy_peer_async_ptsz::Reply>(),
+            Op::TexRefCreate => core::mem::size_of::<tex_ref_create::Reply>(),
+            Op::TexRefDestroy => core::mem::size_of::<tex_ref_destroy::Reply>(),
+            Op::TexRefSetArray => core::mem::size_of::<tex_ref_set_array::Reply>(),
+            Op::TexRefGetArray => core::mem::size_of::<tex_ref_get_array::Reply>(),
+            Op::TexRefSetMipmappedArray => {
+                core::mem::size_of::<tex_ref_set_mipmapped_array::Reply>()
+            }
+            Op::TexRefGetMipmappedArray => {
+                core::mem::size_of::<tex_ref_get_mipmapped_array::Reply>()
+            }
+            Op::TexRefSetAddress => core::mem::size_of::<tex_ref_set_address::Reply>(),
+            Op::TexRefSetAddress_v2 => core::mem::size_of::<tex_ref_set_address_v2::Reply>(),
+            Op::TexRefGetAddress => core::mem::size_of::<tex_ref_get_address::Reply>(),
+            Op::TexRefGetAddress_v2 => core::mem::size_of::<tex_ref_get_address_v2::Reply>(),
+            Op::TexRefSetAddress2D => core::mem::size_of::<tex_ref_set_address2d::Reply>(),
+            Op::TexRefSetAddress2D_v2 => core::mem::size_of::<tex_ref_set_address2d_v2::Reply>(),
+            Op::TexRefSetAddress2D_v3 => core::mem::size_of::<tex_ref_set_address2d_v3::Reply>(),
+            Op::TexRefSetFormat => core::mem::size_of::<tex_ref_set_format::Reply>(),
+            Op::TexRefGetFormat => core::mem::size_of::<tex_ref_get_format::Reply>(),
+            Op::TexRefSetAddressMode => core::mem::size_of::<tex_ref_set_address_mode::Reply>(),
+            Op::TexRefGetAddressMode => core::mem::size_of::<tex_ref_get_address_mode::Reply>(),
+            Op::TexRefSetFilterMode => core::mem::size_of::<tex_ref_set_filter_mode::Reply>(),
+            Op::TexRefGetFilterMode => core::mem::size_of::<tex_ref_get_filter_mode::Reply>(),
+            Op::TexRefSetMipmapFilterMode => {
+                core::mem::size_of::<tex_ref_set_mipmap_filter_mode::Reply>()
+            }
+            Op::TexRefGetMipmapFilterMode => {
+                core::mem::size_of::<tex_ref_get_mipmap_filter_mode::Reply>()
+            }
+            Op::TexRefSetMipmapLevelBias => {
+                core::mem::size_of::<tex_ref_set_mipmap_level_bias::Reply>()
+            }
+            Op::TexRefGetMipmapLevelBias => {
+                core::mem::size_of::<tex_ref_get_mipmap_level_bias::Reply>()
+            }
+            Op::TexRefSetMipmapLevelClamp => {
+                core::mem::size_of::<tex_ref_set_mipmap_level_clamp::Reply>()
+            }
+            Op::TexRefGetMipmapLevelClamp => {
+                core::mem::size_of::<tex_ref_get_mipmap_level_clamp::Reply>()
+            }
+            Op::TexRefSetMaxAnisotropy => core::mem::size_of::<tex_ref_set_max_anisotropy::Reply>(),
+            Op::TexRefGetMaxAnisotropy => core::mem::size_of::<tex_ref_get_max_anisotropy::Reply>(),
+            Op::TexRefSetBorderColor => core::mem::size_of::<tex_ref_set_border_color::Reply>(),
+            Op::TexRefGetBorderColor => core::mem::size_of::<tex_ref_get_border_color::Reply>(),
+            Op::TexRefSetFlags => core::mem::size_of::<tex_ref_set_flags::Reply>(),
+            Op::TexRefGetFlags => core::mem::size_of::<tex_ref_get_flags::Reply>(),
+            Op::SurfRefSetArray => core::mem::size_of::<surf_ref_set_array::Reply>(),
+            Op::SurfRefGetArray => core::mem::size_of::<surf_ref_get_array::Reply>(),
+            Op::MulticastCreate => core::mem::size_of::<multicast_create::Reply>(),
+            Op::MulticastAddDevice => core::mem::size_of::<multicast_add_device::Reply>(),
+            Op::MulticastBindMem => core::mem::size_of::<multicast_bind_mem::Reply>(),
+            Op::MulticastBindAddr => core::mem::size_of::<multicast_bind_addr::Reply>(),
+            Op::MulticastUnbind => core::mem::size_of::<multicast_unbind::Reply>(),
+            Op::MulticastGetGranularity => core::mem::size_of::<multicast_get_granularity::Reply>(),
+            Op::DeviceGetDevResource => core::mem::size_of::<device_get_dev_resource::Reply>(),
+            Op::CtxGetDevResource => core::mem::size_of::<ctx_get_dev_resource::Reply>(),
+            Op::GreenCtxGetDevResource => core::mem::size_of::<green_ctx_get_dev_resource::Reply>(),
+            Op::DevResourceGenerateDesc => {
+                core::mem::size_of::<dev_resource_generate_desc::Reply>()
+            }
+            Op::GreenCtxCreate => core::mem::size_of::<green_ctx_create::Reply>(),
+            Op::GreenCtxGetId => core::mem::size_of::<green_ctx_get_id::Reply>(),
+            Op::GreenCtxRecordEvent => core::mem::size_of::<green_ctx_record_event::Reply>(),
+            Op::GreenCtxWaitEvent => core::mem::size_of::<green_ctx_wait_event::Reply>(),
+            Op::CtxFromGreenCtx => core::mem::size_of::<ctx_from_green_ctx::Reply>(),
+            Op::GreenCtxStreamCreate => core::mem::size_of::<green_ctx_stream_create::Reply>(),
+            Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Reply>(),
+            Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Reply>(),
+            Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Reply>(),
         }
     }
 
@@ -3370,6 +4219,15 @@ impl Op {
             Op::MemcpyAtoH => true,
             Op::TexObjectDestroy => true,
             Op::MipmappedArrayDestroy => true,
+            Op::MemcpyAtoD => true,
+            Op::MemcpyDtoA => true,
+            Op::MemcpyAtoA => true,
+            Op::MemcpyAtoD_v2_ptds => true,
+            Op::MemcpyDtoA_v2_ptds => true,
+            Op::MemcpyAtoA_v2_ptds => true,
+            Op::MemcpyPeer => true,
+            Op::MemcpyPeer_ptds => true,
+            Op::GreenCtxDestroy => true,
             _ => false,
         }
     }
@@ -3938,6 +4796,11 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
+            Op::MemShare => message::check::<mem_share::Request>(fixed, blob_len),
+            Op::MemAllocPitch => message::check::<mem_alloc_pitch::Request>(fixed, blob_len),
+            Op::PointerSetSyncMemops => {
+                message::check::<pointer_set_sync_memops::Request>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
@@ -3954,6 +4817,163 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
+            Op::MemcpyAtoD => message::check::<memcpy_atod::Request>(fixed, blob_len),
+            Op::MemcpyDtoA => message::check::<memcpy_dtoa::Request>(fixed, blob_len),
+            Op::MemcpyAtoA => message::check::<memcpy_atoa::Request>(fixed, blob_len),
+            Op::MemcpyAtoD_v2_ptds => {
+                message::check::<memcpy_atod_v2_ptds::Request>(fixed, blob_len)
+            }
+            Op::MemcpyDtoA_v2_ptds => {
+                message::check::<memcpy_dtoa_v2_ptds::Request>(fixed, blob_len)
+            }
+            Op::MemcpyAtoA_v2_ptds => {
+                message::check::<memcpy_atoa_v2_ptds::Request>(fixed, blob_len)
+            }
+            Op::ArrayCreate => message::check::<array_create::Request>(fixed, blob_len),
+            Op::Array3DCreate => message::check::<array3d_create::Request>(fixed, blob_len),
+            Op::ArrayGetDescriptor => {
+                message::check::<array_get_descriptor::Request>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor => {
+                message::check::<array3d_get_descriptor::Request>(fixed, blob_len)
+            }
+            Op::DeviceCanAccessPeer => {
+                message::check::<device_can_access_peer::Request>(fixed, blob_len)
+            }
+            Op::DeviceGetP2PAttribute => {
+                message::check::<device_get_p2p_attribute::Request>(fixed, blob_len)
+            }
+            Op::DeviceGetP2PAtomicCapabilities => {
+                message::check::<device_get_p2p_atomic_capabilities::Request>(fixed, blob_len)
+            }
+            Op::CtxEnablePeerAccess => {
+                message::check::<ctx_enable_peer_access::Request>(fixed, blob_len)
+            }
+            Op::CtxDisablePeerAccess => {
+                message::check::<ctx_disable_peer_access::Request>(fixed, blob_len)
+            }
+            Op::MemcpyPeer => message::check::<memcpy_peer::Request>(fixed, blob_len),
+            Op::MemcpyPeer_ptds => message::check::<memcpy_peer_ptds::Request>(fixed, blob_len),
+            Op::MemcpyPeerAsync => message::check::<memcpy_peer_async::Request>(fixed, blob_len),
+            Op::MemcpyPeerAsync_ptsz => {
+                message::check::<memcpy_peer_async_ptsz::Request>(fixed, blob_len)
+            }
+            Op::TexRefCreate => message::check::<tex_ref_create::Request>(fixed, blob_len),
+            Op::TexRefDestroy => message::check::<tex_ref_destroy::Request>(fixed, blob_len),
+            Op::TexRefSetArray => message::check::<tex_ref_set_array::Request>(fixed, blob_len),
+            Op::TexRefGetArray => message::check::<tex_ref_get_array::Request>(fixed, blob_len),
+            Op::TexRefSetMipmappedArray => {
+                message::check::<tex_ref_set_mipmapped_array::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmappedArray => {
+                message::check::<tex_ref_get_mipmapped_array::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress => message::check::<tex_ref_set_address::Request>(fixed, blob_len),
+            Op::TexRefSetAddress_v2 => {
+                message::check::<tex_ref_set_address_v2::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetAddress => message::check::<tex_ref_get_address::Request>(fixed, blob_len),
+            Op::TexRefGetAddress_v2 => {
+                message::check::<tex_ref_get_address_v2::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D => {
+                message::check::<tex_ref_set_address2d::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D_v2 => {
+                message::check::<tex_ref_set_address2d_v2::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D_v3 => {
+                message::check::<tex_ref_set_address2d_v3::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetFormat => message::check::<tex_ref_set_format::Request>(fixed, blob_len),
+            Op::TexRefGetFormat => message::check::<tex_ref_get_format::Request>(fixed, blob_len),
+            Op::TexRefSetAddressMode => {
+                message::check::<tex_ref_set_address_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetAddressMode => {
+                message::check::<tex_ref_get_address_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetFilterMode => {
+                message::check::<tex_ref_set_filter_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetFilterMode => {
+                message::check::<tex_ref_get_filter_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapFilterMode => {
+                message::check::<tex_ref_set_mipmap_filter_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapFilterMode => {
+                message::check::<tex_ref_get_mipmap_filter_mode::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapLevelBias => {
+                message::check::<tex_ref_set_mipmap_level_bias::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapLevelBias => {
+                message::check::<tex_ref_get_mipmap_level_bias::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapLevelClamp => {
+                message::check::<tex_ref_set_mipmap_level_clamp::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapLevelClamp => {
+                message::check::<tex_ref_get_mipmap_level_clamp::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetMaxAnisotropy => {
+                message::check::<tex_ref_set_max_anisotropy::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetMaxAnisotropy => {
+                message::check::<tex_ref_get_max_anisotropy::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetBorderColor => {
+                message::check::<tex_ref_set_border_color::Request>(fixed, blob_len)
+            }
+            Op::TexRefGetBorderColor => {
+                message::check::<tex_ref_get_border_color::Request>(fixed, blob_len)
+            }
+            Op::TexRefSetFlags => message::check::<tex_ref_set_flags::Request>(fixed, blob_len),
+            Op::TexRefGetFlags => message::check::<tex_ref_get_flags::Request>(fixed, blob_len),
+            Op::SurfRefSetArray => message::check::<surf_ref_set_array::Request>(fixed, blob_len),
+            Op::SurfRefGetArray => message::check::<surf_ref_get_array::Request>(fixed, blob_len),
+            Op::MulticastCreate => message::check::<multicast_create::Request>(fixed, blob_len),
+            Op::MulticastAddDevice => {
+                message::check::<multicast_add_device::Request>(fixed, blob_len)
+            }
+            Op::MulticastBindMem => message::check::<multicast_bind_mem::Request>(fixed, blob_len),
+            Op::MulticastBindAddr => {
+                message::check::<multicast_bind_addr::Request>(fixed, blob_len)
+            }
+            Op::MulticastUnbind => message::check::<multicast_unbind::Request>(fixed, blob_len),
+            Op::MulticastGetGranularity => {
+                message::check::<multicast_get_granularity::Request>(fixed, blob_len)
+            }
+            Op::DeviceGetDevResource => {
+                message::check::<device_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::CtxGetDevResource => {
+                message::check::<ctx_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxGetDevResource => {
+                message::check::<green_ctx_get_dev_resource::Request>(fixed, blob_len)
+            }
+            Op::DevResourceGenerateDesc => {
+                message::check::<dev_resource_generate_desc::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxCreate => message::check::<green_ctx_create::Request>(fixed, blob_len),
+            Op::GreenCtxGetId => message::check::<green_ctx_get_id::Request>(fixed, blob_len),
+            Op::GreenCtxRecordEvent => {
+                message::check::<green_ctx_record_event::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxWaitEvent => {
+                message::check::<green_ctx_wait_event::Request>(fixed, blob_len)
+            }
+            Op::CtxFromGreenCtx => message::check::<ctx_from_green_ctx::Request>(fixed, blob_len),
+            Op::GreenCtxStreamCreate => {
+                message::check::<green_ctx_stream_create::Request>(fixed, blob_len)
+            }
+            Op::StreamGetGreenCtx => {
+                message::check::<stream_get_green_ctx::Request>(fixed, blob_len)
+            }
+            Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Request>(fixed, blob_len),
+            Op::SmResourceSplit => message::check::<sm_resource_split::Request>(fixed, blob_len),
         }
     }
 
@@ -4475,6 +5495,11 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
+            Op::MemShare => message::check::<mem_share::Reply>(fixed, blob_len),
+            Op::MemAllocPitch => message::check::<mem_alloc_pitch::Reply>(fixed, blob_len),
+            Op::PointerSetSyncMemops => {
+                message::check::<pointer_set_sync_memops::Reply>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
@@ -4491,6 +5516,149 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
+            Op::MemcpyAtoD => message::check::<memcpy_atod::Reply>(fixed, blob_len),
+            Op::MemcpyDtoA => message::check::<memcpy_dtoa::Reply>(fixed, blob_len),
+            Op::MemcpyAtoA => message::check::<memcpy_atoa::Reply>(fixed, blob_len),
+            Op::MemcpyAtoD_v2_ptds => message::check::<memcpy_atod_v2_ptds::Reply>(fixed, blob_len),
+            Op::MemcpyDtoA_v2_ptds => message::check::<memcpy_dtoa_v2_ptds::Reply>(fixed, blob_len),
+            Op::MemcpyAtoA_v2_ptds => message::check::<memcpy_atoa_v2_ptds::Reply>(fixed, blob_len),
+            Op::ArrayCreate => message::check::<array_create::Reply>(fixed, blob_len),
+            Op::Array3DCreate => message::check::<array3d_create::Reply>(fixed, blob_len),
+            Op::ArrayGetDescriptor => {
+                message::check::<array_get_descriptor::Reply>(fixed, blob_len)
+            }
+            Op::Array3DGetDescriptor => {
+                message::check::<array3d_get_descriptor::Reply>(fixed, blob_len)
+            }
+            Op::DeviceCanAccessPeer => {
+                message::check::<device_can_access_peer::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGetP2PAttribute => {
+                message::check::<device_get_p2p_attribute::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGetP2PAtomicCapabilities => {
+                message::check::<device_get_p2p_atomic_capabilities::Reply>(fixed, blob_len)
+            }
+            Op::CtxEnablePeerAccess => {
+                message::check::<ctx_enable_peer_access::Reply>(fixed, blob_len)
+            }
+            Op::CtxDisablePeerAccess => {
+                message::check::<ctx_disable_peer_access::Reply>(fixed, blob_len)
+            }
+            Op::MemcpyPeer => message::check::<memcpy_peer::Reply>(fixed, blob_len),
+            Op::MemcpyPeer_ptds => message::check::<memcpy_peer_ptds::Reply>(fixed, blob_len),
+            Op::MemcpyPeerAsync => message::check::<memcpy_peer_async::Reply>(fixed, blob_len),
+            Op::MemcpyPeerAsync_ptsz => {
+                message::check::<memcpy_peer_async_ptsz::Reply>(fixed, blob_len)
+            }
+            Op::TexRefCreate => message::check::<tex_ref_create::Reply>(fixed, blob_len),
+            Op::TexRefDestroy => message::check::<tex_ref_destroy::Reply>(fixed, blob_len),
+            Op::TexRefSetArray => message::check::<tex_ref_set_array::Reply>(fixed, blob_len),
+            Op::TexRefGetArray => message::check::<tex_ref_get_array::Reply>(fixed, blob_len),
+            Op::TexRefSetMipmappedArray => {
+                message::check::<tex_ref_set_mipmapped_array::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmappedArray => {
+                message::check::<tex_ref_get_mipmapped_array::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress => message::check::<tex_ref_set_address::Reply>(fixed, blob_len),
+            Op::TexRefSetAddress_v2 => {
+                message::check::<tex_ref_set_address_v2::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetAddress => message::check::<tex_ref_get_address::Reply>(fixed, blob_len),
+            Op::TexRefGetAddress_v2 => {
+                message::check::<tex_ref_get_address_v2::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D => {
+                message::check::<tex_ref_set_address2d::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D_v2 => {
+                message::check::<tex_ref_set_address2d_v2::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetAddress2D_v3 => {
+                message::check::<tex_ref_set_address2d_v3::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetFormat => message::check::<tex_ref_set_format::Reply>(fixed, blob_len),
+            Op::TexRefGetFormat => message::check::<tex_ref_get_format::Reply>(fixed, blob_len),
+            Op::TexRefSetAddressMode => {
+                message::check::<tex_ref_set_address_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetAddressMode => {
+                message::check::<tex_ref_get_address_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetFilterMode => {
+                message::check::<tex_ref_set_filter_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetFilterMode => {
+                message::check::<tex_ref_get_filter_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapFilterMode => {
+                message::check::<tex_ref_set_mipmap_filter_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapFilterMode => {
+                message::check::<tex_ref_get_mipmap_filter_mode::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapLevelBias => {
+                message::check::<tex_ref_set_mipmap_level_bias::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapLevelBias => {
+                message::check::<tex_ref_get_mipmap_level_bias::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetMipmapLevelClamp => {
+                message::check::<tex_ref_set_mipmap_level_clamp::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetMipmapLevelClamp => {
+                message::check::<tex_ref_get_mipmap_level_clamp::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetMaxAnisotropy => {
+                message::check::<tex_ref_set_max_anisotropy::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetMaxAnisotropy => {
+                message::check::<tex_ref_get_max_anisotropy::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetBorderColor => {
+                message::check::<tex_ref_set_border_color::Reply>(fixed, blob_len)
+            }
+            Op::TexRefGetBorderColor => {
+                message::check::<tex_ref_get_border_color::Reply>(fixed, blob_len)
+            }
+            Op::TexRefSetFlags => message::check::<tex_ref_set_flags::Reply>(fixed, blob_len),
+            Op::TexRefGetFlags => message::check::<tex_ref_get_flags::Reply>(fixed, blob_len),
+            Op::SurfRefSetArray => message::check::<surf_ref_set_array::Reply>(fixed, blob_len),
+            Op::SurfRefGetArray => message::check::<surf_ref_get_array::Reply>(fixed, blob_len),
+            Op::MulticastCreate => message::check::<multicast_create::Reply>(fixed, blob_len),
+            Op::MulticastAddDevice => {
+                message::check::<multicast_add_device::Reply>(fixed, blob_len)
+            }
+            Op::MulticastBindMem => message::check::<multicast_bind_mem::Reply>(fixed, blob_len),
+            Op::MulticastBindAddr => message::check::<multicast_bind_addr::Reply>(fixed, blob_len),
+            Op::MulticastUnbind => message::check::<multicast_unbind::Reply>(fixed, blob_len),
+            Op::MulticastGetGranularity => {
+                message::check::<multicast_get_granularity::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGetDevResource => {
+                message::check::<device_get_dev_resource::Reply>(fixed, blob_len)
+            }
+            Op::CtxGetDevResource => message::check::<ctx_get_dev_resource::Reply>(fixed, blob_len),
+            Op::GreenCtxGetDevResource => {
+                message::check::<green_ctx_get_dev_resource::Reply>(fixed, blob_len)
+            }
+            Op::DevResourceGenerateDesc => {
+                message::check::<dev_resource_generate_desc::Reply>(fixed, blob_len)
+            }
+            Op::GreenCtxCreate => message::check::<green_ctx_create::Reply>(fixed, blob_len),
+            Op::GreenCtxGetId => message::check::<green_ctx_get_id::Reply>(fixed, blob_len),
+            Op::GreenCtxRecordEvent => {
+                message::check::<green_ctx_record_event::Reply>(fixed, blob_len)
+            }
+            Op::GreenCtxWaitEvent => message::check::<green_ctx_wait_event::Reply>(fixed, blob_len),
+            Op::CtxFromGreenCtx => message::check::<ctx_from_green_ctx::Reply>(fixed, blob_len),
+            Op::GreenCtxStreamCreate => {
+                message::check::<green_ctx_stream_create::Reply>(fixed, blob_len)
+            }
+            Op::StreamGetGreenCtx => message::check::<stream_get_green_ctx::Reply>(fixed, blob_len),
+            Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Reply>(fixed, blob_len),
+            Op::SmResourceSplit => message::check::<sm_resource_split::Reply>(fixed, blob_len),
         }
     }
 }
@@ -4779,6 +5947,9 @@ impl TryFrom<u16> for Op {
             526 => Ok(Op::MemRangeHandleFd),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
+            560 => Ok(Op::MemShare),
+            561 => Ok(Op::MemAllocPitch),
+            562 => Ok(Op::PointerSetSyncMemops),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -4793,6 +5964,77 @@ impl TryFrom<u16> for Op {
             691 => Ok(Op::LaunchGrid),
             692 => Ok(Op::LaunchGridAsync),
             693 => Ok(Op::OpenOutput),
+            740 => Ok(Op::MemcpyAtoD),
+            741 => Ok(Op::MemcpyDtoA),
+            742 => Ok(Op::MemcpyAtoA),
+            743 => Ok(Op::MemcpyAtoD_v2_ptds),
+            744 => Ok(Op::MemcpyDtoA_v2_ptds),
+            745 => Ok(Op::MemcpyAtoA_v2_ptds),
+            746 => Ok(Op::ArrayCreate),
+            747 => Ok(Op::Array3DCreate),
+            748 => Ok(Op::ArrayGetDescriptor),
+            749 => Ok(Op::Array3DGetDescriptor),
+            750 => Ok(Op::DeviceCanAccessPeer),
+            751 => Ok(Op::DeviceGetP2PAttribute),
+            752 => Ok(Op::DeviceGetP2PAtomicCapabilities),
+            753 => Ok(Op::CtxEnablePeerAccess),
+            754 => Ok(Op::CtxDisablePeerAccess),
+            755 => Ok(Op::MemcpyPeer),
+            756 => Ok(Op::MemcpyPeer_ptds),
+            757 => Ok(Op::MemcpyPeerAsync),
+            758 => Ok(Op::MemcpyPeerAsync_ptsz),
+            760 => Ok(Op::TexRefCreate),
+            761 => Ok(Op::TexRefDestroy),
+            762 => Ok(Op::TexRefSetArray),
+            763 => Ok(Op::TexRefGetArray),
+            764 => Ok(Op::TexRefSetMipmappedArray),
+            765 => Ok(Op::TexRefGetMipmappedArray),
+            766 => Ok(Op::TexRefSetAddress),
+            767 => Ok(Op::TexRefSetAddress_v2),
+            768 => Ok(Op::TexRefGetAddress),
+            769 => Ok(Op::TexRefGetAddress_v2),
+            770 => Ok(Op::TexRefSetAddress2D),
+            771 => Ok(Op::TexRefSetAddress2D_v2),
+            772 => Ok(Op::TexRefSetAddress2D_v3),
+            773 => Ok(Op::TexRefSetFormat),
+            774 => Ok(Op::TexRefGetFormat),
+            775 => Ok(Op::TexRefSetAddressMode),
+            776 => Ok(Op::TexRefGetAddressMode),
+            777 => Ok(Op::TexRefSetFilterMode),
+            778 => Ok(Op::TexRefGetFilterMode),
+            779 => Ok(Op::TexRefSetMipmapFilterMode),
+            780 => Ok(Op::TexRefGetMipmapFilterMode),
+            781 => Ok(Op::TexRefSetMipmapLevelBias),
+            782 => Ok(Op::TexRefGetMipmapLevelBias),
+            783 => Ok(Op::TexRefSetMipmapLevelClamp),
+            784 => Ok(Op::TexRefGetMipmapLevelClamp),
+            785 => Ok(Op::TexRefSetMaxAnisotropy),
+            786 => Ok(Op::TexRefGetMaxAnisotropy),
+            787 => Ok(Op::TexRefSetBorderColor),
+            788 => Ok(Op::TexRefGetBorderColor),
+            789 => Ok(Op::TexRefSetFlags),
+            790 => Ok(Op::TexRefGetFlags),
+            791 => Ok(Op::SurfRefSetArray),
+            792 => Ok(Op::SurfRefGetArray),
+            800 => Ok(Op::MulticastCreate),
+            801 => Ok(Op::MulticastAddDevice),
+            802 => Ok(Op::MulticastBindMem),
+            803 => Ok(Op::MulticastBindAddr),
+            804 => Ok(Op::MulticastUnbind),
+            805 => Ok(Op::MulticastGetGranularity),
+            810 => Ok(Op::DeviceGetDevResource),
+            811 => Ok(Op::CtxGetDevResource),
+            812 => Ok(Op::GreenCtxGetDevResource),
+            813 => Ok(Op::DevResourceGenerateDesc),
+            814 => Ok(Op::GreenCtxCreate),
+            815 => Ok(Op::GreenCtxGetId),
+            816 => Ok(Op::GreenCtxRecordEvent),
+            817 => Ok(Op::GreenCtxWaitEvent),
+            818 => Ok(Op::CtxFromGreenCtx),
+            819 => Ok(Op::GreenCtxStreamCreate),
+            820 => Ok(Op::StreamGetGreenCtx),
+            821 => Ok(Op::GreenCtxDestroy),
+            822 => Ok(Op::SmResourceSplit),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -5081,6 +6323,9 @@ pub const SCHEMA: &str = concat!(
     "526 MemRangeHandleFd {dptr:devptr,size:u64,kind:u32,flags:u64} => {} fd\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
+    "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
+    "561 MemAllocPitch {width:u64,height:u64,element:u32} => {dptr:devptr,pitch:u64}\n",
+    "562 PointerSetSyncMemops {pointer:devptr,value:u32} => {} nocontext\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -5095,6 +6340,77 @@ pub const SCHEMA: &str = concat!(
     "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
     "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
     "693 OpenOutput {} => {} nocontext fd\n",
+    "740 MemcpyAtoD {dst_device:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
+    "741 MemcpyDtoA {dst_array:handle(Array),dst_offset:u32,src_device:u32,byte_count:u32} => {} sync\n",
+    "742 MemcpyAtoA {dst_array:handle(Array),dst_offset:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
+    "743 MemcpyAtoD_v2_ptds {dst_device:devptr,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "744 MemcpyDtoA_v2_ptds {dst_array:handle(Array),dst_offset:u64,src_device:devptr,byte_count:u64} => {} sync\n",
+    "745 MemcpyAtoA_v2_ptds {dst_array:handle(Array),dst_offset:u64,src_array:handle(Array),src_offset:u64,byte_count:u64} => {} sync\n",
+    "746 ArrayCreate {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>())} => {phandle:handle(Array)}\n",
+    "747 Array3DCreate {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>())} => {phandle:handle(Array)}\n",
+    "748 ArrayGetDescriptor {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>())}\n",
+    "749 Array3DGetDescriptor {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>())}\n",
+    "750 DeviceCanAccessPeer {dev:i32,peer_dev:i32} => {can_access_peer:i32} nocontext\n",
+    "751 DeviceGetP2PAttribute {attrib:u32,src_device:i32,dst_device:i32} => {value:i32} nocontext\n",
+    "752 DeviceGetP2PAtomicCapabilities {count:u32,src_device:i32,dst_device:i32}+blob(array(count)) => {}+blob(array(count)) nocontext\n",
+    "753 CtxEnablePeerAccess {peer_context:handle(Context),flags:u32} => {}\n",
+    "754 CtxDisablePeerAccess {peer_context:handle(Context)} => {}\n",
+    "755 MemcpyPeer {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64} => {} sync\n",
+    "756 MemcpyPeer_ptds {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64} => {} sync\n",
+    "757 MemcpyPeerAsync {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64,hstream:handle(Stream)} => {} posted\n",
+    "758 MemcpyPeerAsync_ptsz {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64,hstream:handle(Stream)} => {} posted\n",
+    "760 TexRefCreate {} => {ptex_ref:handle(TexRef)}\n",
+    "761 TexRefDestroy {htex_ref:handle(TexRef)} => {}\n",
+    "762 TexRefSetArray {htex_ref:handle(TexRef),harray:handle(Array),flags:u32} => {}\n",
+    "763 TexRefGetArray {htex_ref:handle(TexRef)} => {ph_array:handle(Array)}\n",
+    "764 TexRefSetMipmappedArray {htex_ref:handle(TexRef),hmipmapped_array:handle(MipmappedArray),flags:u32} => {}\n",
+    "765 TexRefGetMipmappedArray {htex_ref:handle(TexRef)} => {ph_mipmapped_array:handle(MipmappedArray)}\n",
+    "766 TexRefSetAddress {htex_ref:handle(TexRef),dptr:u32,bytes:u32} => {byte_offset:u32}\n",
+    "767 TexRefSetAddress_v2 {htex_ref:handle(TexRef),dptr:devptr,bytes:u64} => {byte_offset:u64}\n",
+    "768 TexRefGetAddress {htex_ref:handle(TexRef)} => {pdptr:u32}\n",
+    "769 TexRefGetAddress_v2 {htex_ref:handle(TexRef)} => {pdptr:u64}\n",
+    "770 TexRefSetAddress2D {htex_ref:handle(TexRef),desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>()),dptr:u32,pitch:u32} => {}\n",
+    "771 TexRefSetAddress2D_v2 {htex_ref:handle(TexRef),desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()),dptr:devptr,pitch:u64} => {}\n",
+    "772 TexRefSetAddress2D_v3 {htex_ref:handle(TexRef),desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()),dptr:devptr,pitch:u64} => {}\n",
+    "773 TexRefSetFormat {htex_ref:handle(TexRef),fmt:u32,num_packed_components:i32} => {}\n",
+    "774 TexRefGetFormat {htex_ref:handle(TexRef)} => {pformat:u32,pnum_channels:i32}\n",
+    "775 TexRefSetAddressMode {htex_ref:handle(TexRef),dim:i32,am:u32} => {}\n",
+    "776 TexRefGetAddressMode {htex_ref:handle(TexRef),dim:i32} => {pam:u32}\n",
+    "777 TexRefSetFilterMode {htex_ref:handle(TexRef),fm:u32} => {}\n",
+    "778 TexRefGetFilterMode {htex_ref:handle(TexRef)} => {pfm:u32}\n",
+    "779 TexRefSetMipmapFilterMode {htex_ref:handle(TexRef),fm:u32} => {}\n",
+    "780 TexRefGetMipmapFilterMode {htex_ref:handle(TexRef)} => {pfm:u32}\n",
+    "781 TexRefSetMipmapLevelBias {htex_ref:handle(TexRef),bias:f32} => {}\n",
+    "782 TexRefGetMipmapLevelBias {htex_ref:handle(TexRef)} => {pbias:f32}\n",
+    "783 TexRefSetMipmapLevelClamp {htex_ref:handle(TexRef),min_mipmap_level_clamp:f32,max_mipmap_level_clamp:f32} => {}\n",
+    "784 TexRefGetMipmapLevelClamp {htex_ref:handle(TexRef)} => {pmin_mipmap_level_clamp:f32,pmax_mipmap_level_clamp:f32}\n",
+    "785 TexRefSetMaxAnisotropy {htex_ref:handle(TexRef),max_aniso:u32} => {}\n",
+    "786 TexRefGetMaxAnisotropy {htex_ref:handle(TexRef)} => {pmax_aniso:i32}\n",
+    "787 TexRefSetBorderColor {htex_ref:handle(TexRef)}+blob(array(4)) => {}\n",
+    "788 TexRefGetBorderColor {htex_ref:handle(TexRef)} => {}+blob(array(4))\n",
+    "789 TexRefSetFlags {htex_ref:handle(TexRef),flags:u32} => {}\n",
+    "790 TexRefGetFlags {htex_ref:handle(TexRef)} => {pflags:u32}\n",
+    "791 SurfRefSetArray {hsurf_ref:handle(SurfRef),harray:handle(Array),flags:u32} => {}\n",
+    "792 SurfRefGetArray {hsurf_ref:handle(SurfRef)} => {ph_array:handle(Array)}\n",
+    "800 MulticastCreate {prop:bytes(32)} => {handle:u64}\n",
+    "801 MulticastAddDevice {handle:u64,device:i32} => {}\n",
+    "802 MulticastBindMem {handle:u64,mc_offset:u64,mem:u64,mem_offset:u64,size:u64,flags:u64} => {}\n",
+    "803 MulticastBindAddr {handle:u64,mc_offset:u64,ptr:devptr,size:u64,flags:u64} => {}\n",
+    "804 MulticastUnbind {handle:u64,device:i32,mc_offset:u64,size:u64} => {}\n",
+    "805 MulticastGetGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>()),option:u32} => {granularity:u64}\n",
+    "810 DeviceGetDevResource {dev:i32,type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())} nocontext\n",
+    "811 CtxGetDevResource {hctx:handle(Context),type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())}\n",
+    "812 GreenCtxGetDevResource {hctx:handle(GreenCtx),type_:u32} => {result:bytes(core::mem::size_of::<vgpu_abi::types::CUdevResource>())}\n",
+    "813 DevResourceGenerateDesc {nb_resources:u32}+blob(array(nbResources)) => {ph_desc:handle(DevResourceDesc)}\n",
+    "814 GreenCtxCreate {desc:handle(DevResourceDesc),dev:i32,flags:u32} => {ph_ctx:handle(GreenCtx)} nocontext\n",
+    "815 GreenCtxGetId {green_ctx:handle(GreenCtx)} => {green_ctx_id:u64}\n",
+    "816 GreenCtxRecordEvent {hctx:handle(GreenCtx),hevent:handle(Event)} => {}\n",
+    "817 GreenCtxWaitEvent {hctx:handle(GreenCtx),hevent:handle(Event)} => {}\n",
+    "818 CtxFromGreenCtx {hctx:handle(GreenCtx)} => {pcontext:handle(Context)}\n",
+    "819 GreenCtxStreamCreate {green_ctx:handle(GreenCtx),flags:u32,priority:i32} => {ph_stream:handle(Stream)}\n",
+    "820 StreamGetGreenCtx {hstream:handle(Stream)} => {ph_ctx:handle(GreenCtx)}\n",
+    "821 GreenCtxDestroy {green:handle(GreenCtx)} => {} sync nocontext\n",
+    "822 SmResourceSplit {input:bytes(144),groups:u32,want_result:bool,want_remaining:bool,use_flags:u32,min_count:u32} => {groups:u32,remaining:bytes(144)}+blob nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -16967,6 +18283,134 @@ pub mod tensor_map_replace_address {
     }
 }
 
+/// The hand-written operation MemShare: wire id 560.
+pub mod mem_share {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub address: U64,
+        pub bytes: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub address: U64,
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemShare;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemShare;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemAllocPitch: wire id 561.
+pub mod mem_alloc_pitch {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub width: U64,
+        pub height: U64,
+        pub element: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub pitch: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemAllocPitch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemAllocPitch;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PointerSetSyncMemops: wire id 562.
+pub mod pointer_set_sync_memops {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pointer: U64,
+        pub value: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PointerSetSyncMemops;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PointerSetSyncMemops;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// The hand-written operation LinkCreate: wire id 680.
 pub mod link_create {
     use super::*;
@@ -17541,6 +18985,2979 @@ pub mod open_output {
         const OP: Op = Op::OpenOutput;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoD`: wire id 740.
+pub mod memcpy_atod {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U32,
+        pub src_array: U64,
+        pub src_offset: U32,
+        pub byte_count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoD;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoD;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyDtoA`: wire id 741.
+pub mod memcpy_dtoa {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U32,
+        pub src_device: U32,
+        pub byte_count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyDtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyDtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoA`: wire id 742.
+pub mod memcpy_atoa {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U32,
+        pub src_array: U64,
+        pub src_offset: U32,
+        pub byte_count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoA;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoD_v2_ptds`: wire id 743.
+pub mod memcpy_atod_v2_ptds {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoD_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoD_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyDtoA_v2_ptds`: wire id 744.
+pub mod memcpy_dtoa_v2_ptds {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_device: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyDtoA_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyDtoA_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyAtoA_v2_ptds`: wire id 745.
+pub mod memcpy_atoa_v2_ptds {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_array: U64,
+        pub dst_offset: U64,
+        pub src_array: U64,
+        pub src_offset: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyAtoA_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyAtoA_v2_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayCreate`: wire id 746.
+pub mod array_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DCreate`: wire id 747.
+pub mod array3d_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pallocate_array:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArrayGetDescriptor`: wire id 748.
+pub mod array_get_descriptor {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ArrayGetDescriptor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ArrayGetDescriptor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuArray3DGetDescriptor`: wire id 749.
+pub mod array3d_get_descriptor {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub harray: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub parray_descriptor:
+            [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::Array3DGetDescriptor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::Array3DGetDescriptor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceCanAccessPeer`: wire id 750.
+pub mod device_can_access_peer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+        pub peer_dev: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub can_access_peer: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceCanAccessPeer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceCanAccessPeer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGetP2PAttribute`: wire id 751.
+pub mod device_get_p2p_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub attrib: U32,
+        pub src_device: I32,
+        pub dst_device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub value: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetP2PAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetP2PAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities`: wire id 752.
+pub mod device_get_p2p_atomic_capabilities {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub count: U32,
+        pub src_device: I32,
+        pub dst_device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetP2PAtomicCapabilities;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.count.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUatomicOperation>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetP2PAtomicCapabilities;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxEnablePeerAccess`: wire id 753.
+pub mod ctx_enable_peer_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub peer_context: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::CtxEnablePeerAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxEnablePeerAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxDisablePeerAccess`: wire id 754.
+pub mod ctx_disable_peer_access {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub peer_context: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::CtxDisablePeerAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxDisablePeerAccess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyPeer`: wire id 755.
+pub mod memcpy_peer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub dst_context: U64,
+        pub src_device: U64,
+        pub src_context: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyPeer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyPeer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyPeer_ptds`: wire id 756.
+pub mod memcpy_peer_ptds {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub dst_context: U64,
+        pub src_device: U64,
+        pub src_context: U64,
+        pub byte_count: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyPeer_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyPeer_ptds;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyPeerAsync`: wire id 757.
+pub mod memcpy_peer_async {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub dst_context: U64,
+        pub src_device: U64,
+        pub src_context: U64,
+        pub byte_count: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyPeerAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyPeerAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMemcpyPeerAsync_ptsz`: wire id 758.
+pub mod memcpy_peer_async_ptsz {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst_device: U64,
+        pub dst_context: U64,
+        pub src_device: U64,
+        pub src_context: U64,
+        pub byte_count: U64,
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemcpyPeerAsync_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemcpyPeerAsync_ptsz;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefCreate`: wire id 760.
+pub mod tex_ref_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ptex_ref: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefDestroy`: wire id 761.
+pub mod tex_ref_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetArray`: wire id 762.
+pub mod tex_ref_set_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub harray: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetArray`: wire id 763.
+pub mod tex_ref_get_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetMipmappedArray`: wire id 764.
+pub mod tex_ref_set_mipmapped_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub hmipmapped_array: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetMipmappedArray`: wire id 765.
+pub mod tex_ref_get_mipmapped_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_mipmapped_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddress`: wire id 766.
+pub mod tex_ref_set_address {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub dptr: U32,
+        pub bytes: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub byte_offset: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddress_v2`: wire id 767.
+pub mod tex_ref_set_address_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub dptr: U64,
+        pub bytes: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub byte_offset: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddress_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddress_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetAddress`: wire id 768.
+pub mod tex_ref_get_address {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pdptr: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetAddress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetAddress_v2`: wire id 769.
+pub mod tex_ref_get_address_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pdptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetAddress_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetAddress_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddress2D`: wire id 770.
+pub mod tex_ref_set_address2d {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub desc: [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>()],
+        pub dptr: U32,
+        pub pitch: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddress2D;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddress2D;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddress2D_v2`: wire id 771.
+pub mod tex_ref_set_address2d_v2 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub desc: [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+        pub dptr: U64,
+        pub pitch: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddress2D_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddress2D_v2;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddress2D_v3`: wire id 772.
+pub mod tex_ref_set_address2d_v3 {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub desc: [u8; core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>()],
+        pub dptr: U64,
+        pub pitch: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddress2D_v3;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddress2D_v3;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetFormat`: wire id 773.
+pub mod tex_ref_set_format {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub fmt: U32,
+        pub num_packed_components: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetFormat;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetFormat;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetFormat`: wire id 774.
+pub mod tex_ref_get_format {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pformat: U32,
+        pub pnum_channels: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetFormat;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetFormat;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetAddressMode`: wire id 775.
+pub mod tex_ref_set_address_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub dim: I32,
+        pub am: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetAddressMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetAddressMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetAddressMode`: wire id 776.
+pub mod tex_ref_get_address_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub dim: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pam: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetAddressMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetAddressMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetFilterMode`: wire id 777.
+pub mod tex_ref_set_filter_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub fm: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetFilterMode`: wire id 778.
+pub mod tex_ref_get_filter_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pfm: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetMipmapFilterMode`: wire id 779.
+pub mod tex_ref_set_mipmap_filter_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub fm: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetMipmapFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetMipmapFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetMipmapFilterMode`: wire id 780.
+pub mod tex_ref_get_mipmap_filter_mode {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pfm: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetMipmapFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetMipmapFilterMode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetMipmapLevelBias`: wire id 781.
+pub mod tex_ref_set_mipmap_level_bias {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub bias: F32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetMipmapLevelBias;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetMipmapLevelBias;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetMipmapLevelBias`: wire id 782.
+pub mod tex_ref_get_mipmap_level_bias {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pbias: F32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetMipmapLevelBias;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetMipmapLevelBias;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetMipmapLevelClamp`: wire id 783.
+pub mod tex_ref_set_mipmap_level_clamp {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub min_mipmap_level_clamp: F32,
+        pub max_mipmap_level_clamp: F32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetMipmapLevelClamp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetMipmapLevelClamp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetMipmapLevelClamp`: wire id 784.
+pub mod tex_ref_get_mipmap_level_clamp {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pmin_mipmap_level_clamp: F32,
+        pub pmax_mipmap_level_clamp: F32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetMipmapLevelClamp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetMipmapLevelClamp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetMaxAnisotropy`: wire id 785.
+pub mod tex_ref_set_max_anisotropy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub max_aniso: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetMaxAnisotropy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetMaxAnisotropy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetMaxAnisotropy`: wire id 786.
+pub mod tex_ref_get_max_anisotropy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pmax_aniso: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetMaxAnisotropy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetMaxAnisotropy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetBorderColor`: wire id 787.
+pub mod tex_ref_set_border_color {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetBorderColor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(Self::OP, 4u64, core::mem::size_of::<f32>())?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetBorderColor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetBorderColor`: wire id 788.
+pub mod tex_ref_get_border_color {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetBorderColor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetBorderColor;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefSetFlags`: wire id 789.
+pub mod tex_ref_set_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefSetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefSetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuTexRefGetFlags`: wire id 790.
+pub mod tex_ref_get_flags {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub htex_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pflags: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TexRefGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TexRefGetFlags;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuSurfRefSetArray`: wire id 791.
+pub mod surf_ref_set_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hsurf_ref: U64,
+        pub harray: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::SurfRefSetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::SurfRefSetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuSurfRefGetArray`: wire id 792.
+pub mod surf_ref_get_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hsurf_ref: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_array: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::SurfRefGetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::SurfRefGetArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastCreate: wire id 800.
+pub mod multicast_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub prop: [u8; 32],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub handle: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastAddDevice: wire id 801.
+pub mod multicast_add_device {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastAddDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastAddDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastBindMem: wire id 802.
+pub mod multicast_bind_mem {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub mc_offset: U64,
+        pub mem: U64,
+        pub mem_offset: U64,
+        pub size: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastBindMem;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastBindMem;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastBindAddr: wire id 803.
+pub mod multicast_bind_addr {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub mc_offset: U64,
+        pub ptr: U64,
+        pub size: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastBindAddr;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastBindAddr;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MulticastUnbind: wire id 804.
+pub mod multicast_unbind {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub handle: U64,
+        pub device: I32,
+        pub mc_offset: U64,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastUnbind;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastUnbind;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuMulticastGetGranularity`: wire id 805.
+pub mod multicast_get_granularity {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub prop: [u8; core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>()],
+        pub option: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub granularity: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MulticastGetGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MulticastGetGranularity;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGetDevResource`: wire id 810.
+pub mod device_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dev: I32,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxGetDevResource`: wire id 811.
+pub mod ctx_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxGetDevResource`: wire id 812.
+pub mod green_ctx_get_dev_resource {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub type_: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub result: [u8; core::mem::size_of::<vgpu_abi::types::CUdevResource>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxGetDevResource;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDevResourceGenerateDesc`: wire id 813.
+pub mod dev_resource_generate_desc {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub nb_resources: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_desc: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DevResourceGenerateDesc;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.nb_resources.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DevResourceGenerateDesc;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxCreate`: wire id 814.
+pub mod green_ctx_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: U64,
+        pub dev: I32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_ctx: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxGetId`: wire id 815.
+pub mod green_ctx_get_id {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green_ctx: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub green_ctx_id: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxGetId;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxGetId;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxRecordEvent`: wire id 816.
+pub mod green_ctx_record_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub hevent: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxRecordEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxRecordEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxWaitEvent`: wire id 817.
+pub mod green_ctx_wait_event {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+        pub hevent: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxWaitEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxWaitEvent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuCtxFromGreenCtx`: wire id 818.
+pub mod ctx_from_green_ctx {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hctx: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pcontext: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CtxFromGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CtxFromGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGreenCtxStreamCreate`: wire id 819.
+pub mod green_ctx_stream_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green_ctx: U64,
+        pub flags: U32,
+        pub priority: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_stream: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxStreamCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxStreamCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuStreamGetGreenCtx`: wire id 820.
+pub mod stream_get_green_ctx {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hstream: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_ctx: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::StreamGetGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamGetGreenCtx;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GreenCtxDestroy: wire id 821.
+pub mod green_ctx_destroy {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub green: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GreenCtxDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GreenCtxDestroy;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation SmResourceSplit: wire id 822.
+pub mod sm_resource_split {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub input: [u8; 144],
+        pub groups: U32,
+        pub want_result: u8,
+        pub want_remaining: u8,
+        pub use_flags: U32,
+        pub min_count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub groups: U32,
+        pub remaining: [u8; 144],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::SmResourceSplit;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "want_result", self.want_result)?;
+            message::check_bool(Self::OP, "want_remaining", self.want_remaining)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::SmResourceSplit;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 
@@ -19021,6 +23438,483 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.grid_width = I32::new(48);
             r.grid_height = I32::new(65);
             r.hstream = U64::new(0x4100_0000_0000_0052);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoD => {
+            let mut r = memcpy_atod::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U32::new(47);
+            r.src_array = U64::new(0x4100_0000_0000_0040);
+            r.src_offset = U32::new(81);
+            r.byte_count = U32::new(98);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyDtoA => {
+            let mut r = memcpy_dtoa::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0032);
+            r.dst_offset = U32::new(67);
+            r.src_device = U32::new(84);
+            r.byte_count = U32::new(101);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoA => {
+            let mut r = memcpy_atoa::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_0035);
+            r.dst_offset = U32::new(70);
+            r.src_array = U64::new(0x4100_0000_0000_0057);
+            r.src_offset = U32::new(104);
+            r.byte_count = U32::new(121);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoD_v2_ptds => {
+            let mut r = memcpy_atod_v2_ptds::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_0038);
+            r.src_array = U64::new(0x4100_0000_0000_0049);
+            r.src_offset = U64::new(90);
+            r.byte_count = U64::new(107);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyDtoA_v2_ptds => {
+            let mut r = memcpy_dtoa_v2_ptds::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_003b);
+            r.dst_offset = U64::new(76);
+            r.src_device = U64::new(0x4100_0000_0000_005d);
+            r.byte_count = U64::new(110);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyAtoA_v2_ptds => {
+            let mut r = memcpy_atoa_v2_ptds::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_array = U64::new(0x4100_0000_0000_003e);
+            r.dst_offset = U64::new(79);
+            r.src_array = U64::new(0x4100_0000_0000_0060);
+            r.src_offset = U64::new(113);
+            r.byte_count = U64::new(2);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayCreate => {
+            let mut r = array_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(65);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DCreate => {
+            let mut r = array3d_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.pallocate_array.fill(68);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ArrayGetDescriptor => {
+            let mut r = array_get_descriptor::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_0047);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::Array3DGetDescriptor => {
+            let mut r = array3d_get_descriptor::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.harray = U64::new(0x4100_0000_0000_004a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceCanAccessPeer => {
+            let mut r = device_can_access_peer::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(77);
+            r.peer_dev = I32::new(94);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetP2PAttribute => {
+            let mut r = device_get_p2p_attribute::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.attrib = U32::new(80);
+            r.src_device = I32::new(97);
+            r.dst_device = I32::new(114);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetP2PAtomicCapabilities => {
+            let mut r = device_get_p2p_atomic_capabilities::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.count = U32::new(2);
+            r.src_device = I32::new(100);
+            r.dst_device = I32::new(117);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUatomicOperation>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxEnablePeerAccess => {
+            let mut r = ctx_enable_peer_access::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.peer_context = U64::new(0x4100_0000_0000_0056);
+            r.flags = U32::new(103);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxDisablePeerAccess => {
+            let mut r = ctx_disable_peer_access::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.peer_context = U64::new(0x4100_0000_0000_0059);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyPeer => {
+            let mut r = memcpy_peer::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_005c);
+            r.dst_context = U64::new(0x4100_0000_0000_006d);
+            r.src_device = U64::new(0x4100_0000_0000_007e);
+            r.src_context = U64::new(0x4100_0000_0000_000f);
+            r.byte_count = U64::new(32);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyPeer_ptds => {
+            let mut r = memcpy_peer_ptds::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_005f);
+            r.dst_context = U64::new(0x4100_0000_0000_0070);
+            r.src_device = U64::new(0x4100_0000_0000_0001);
+            r.src_context = U64::new(0x4100_0000_0000_0012);
+            r.byte_count = U64::new(35);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyPeerAsync => {
+            let mut r = memcpy_peer_async::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_0062);
+            r.dst_context = U64::new(0x4100_0000_0000_0073);
+            r.src_device = U64::new(0x4100_0000_0000_0004);
+            r.src_context = U64::new(0x4100_0000_0000_0015);
+            r.byte_count = U64::new(38);
+            r.hstream = U64::new(0x4100_0000_0000_0037);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MemcpyPeerAsync_ptsz => {
+            let mut r = memcpy_peer_async_ptsz::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst_device = U64::new(0x4100_0000_0000_0065);
+            r.dst_context = U64::new(0x4100_0000_0000_0076);
+            r.src_device = U64::new(0x4100_0000_0000_0007);
+            r.src_context = U64::new(0x4100_0000_0000_0018);
+            r.byte_count = U64::new(41);
+            r.hstream = U64::new(0x4100_0000_0000_003a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefCreate => {
+            let mut r = tex_ref_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefDestroy => {
+            let mut r = tex_ref_destroy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_006e);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetArray => {
+            let mut r = tex_ref_set_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0071);
+            r.harray = U64::new(0x4100_0000_0000_0002);
+            r.flags = U32::new(19);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetArray => {
+            let mut r = tex_ref_get_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0074);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetMipmappedArray => {
+            let mut r = tex_ref_set_mipmapped_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0077);
+            r.hmipmapped_array = U64::new(0x4100_0000_0000_0008);
+            r.flags = U32::new(25);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetMipmappedArray => {
+            let mut r = tex_ref_get_mipmapped_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_007a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddress => {
+            let mut r = tex_ref_set_address::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_007d);
+            r.dptr = U32::new(14);
+            r.bytes = U32::new(31);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddress_v2 => {
+            let mut r = tex_ref_set_address_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0000);
+            r.dptr = U64::new(0x4100_0000_0000_0011);
+            r.bytes = U64::new(34);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetAddress => {
+            let mut r = tex_ref_get_address::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0003);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetAddress_v2 => {
+            let mut r = tex_ref_get_address_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0006);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddress2D => {
+            let mut r = tex_ref_set_address2d::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0009);
+            r.desc.fill(26);
+            r.dptr = U32::new(43);
+            r.pitch = U32::new(60);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddress2D_v2 => {
+            let mut r = tex_ref_set_address2d_v2::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_000c);
+            r.desc.fill(29);
+            r.dptr = U64::new(0x4100_0000_0000_002e);
+            r.pitch = U64::new(63);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddress2D_v3 => {
+            let mut r = tex_ref_set_address2d_v3::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_000f);
+            r.desc.fill(32);
+            r.dptr = U64::new(0x4100_0000_0000_0031);
+            r.pitch = U64::new(66);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetFormat => {
+            let mut r = tex_ref_set_format::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0012);
+            r.fmt = U32::new(35);
+            r.num_packed_components = I32::new(52);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetFormat => {
+            let mut r = tex_ref_get_format::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0015);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetAddressMode => {
+            let mut r = tex_ref_set_address_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0018);
+            r.dim = I32::new(41);
+            r.am = U32::new(58);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetAddressMode => {
+            let mut r = tex_ref_get_address_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_001b);
+            r.dim = I32::new(44);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetFilterMode => {
+            let mut r = tex_ref_set_filter_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_001e);
+            r.fm = U32::new(47);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetFilterMode => {
+            let mut r = tex_ref_get_filter_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0021);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetMipmapFilterMode => {
+            let mut r = tex_ref_set_mipmap_filter_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0024);
+            r.fm = U32::new(53);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetMipmapFilterMode => {
+            let mut r = tex_ref_get_mipmap_filter_mode::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0027);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetMipmapLevelBias => {
+            let mut r = tex_ref_set_mipmap_level_bias::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_002a);
+            r.bias = F32::new(59.5);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetMipmapLevelBias => {
+            let mut r = tex_ref_get_mipmap_level_bias::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_002d);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetMipmapLevelClamp => {
+            let mut r = tex_ref_set_mipmap_level_clamp::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0030);
+            r.min_mipmap_level_clamp = F32::new(65.5);
+            r.max_mipmap_level_clamp = F32::new(82.5);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetMipmapLevelClamp => {
+            let mut r = tex_ref_get_mipmap_level_clamp::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0033);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetMaxAnisotropy => {
+            let mut r = tex_ref_set_max_anisotropy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0036);
+            r.max_aniso = U32::new(71);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetMaxAnisotropy => {
+            let mut r = tex_ref_get_max_anisotropy::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0039);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetBorderColor => {
+            let mut r = tex_ref_set_border_color::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_003c);
+            blob.extend(std::iter::repeat_n(0x5au8, 4 * core::mem::size_of::<f32>()));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetBorderColor => {
+            let mut r = tex_ref_get_border_color::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_003f);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefSetFlags => {
+            let mut r = tex_ref_set_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0042);
+            r.flags = U32::new(83);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::TexRefGetFlags => {
+            let mut r = tex_ref_get_flags::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.htex_ref = U64::new(0x4100_0000_0000_0045);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::SurfRefSetArray => {
+            let mut r = surf_ref_set_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hsurf_ref = U64::new(0x4100_0000_0000_0048);
+            r.harray = U64::new(0x4100_0000_0000_0059);
+            r.flags = U32::new(106);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::SurfRefGetArray => {
+            let mut r = surf_ref_get_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hsurf_ref = U64::new(0x4100_0000_0000_004b);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::MulticastGetGranularity => {
+            let mut r = multicast_get_granularity::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.prop.fill(114);
+            r.option = U32::new(3);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGetDevResource => {
+            let mut r = device_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dev = I32::new(1);
+            r.type_ = U32::new(18);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxGetDevResource => {
+            let mut r = ctx_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0004);
+            r.type_ = U32::new(21);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxGetDevResource => {
+            let mut r = green_ctx_get_dev_resource::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0007);
+            r.type_ = U32::new(24);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DevResourceGenerateDesc => {
+            let mut r = dev_resource_generate_desc::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.nb_resources = U32::new(2);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxCreate => {
+            let mut r = green_ctx_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.desc = U64::new(0x4100_0000_0000_000d);
+            r.dev = I32::new(30);
+            r.flags = U32::new(47);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxGetId => {
+            let mut r = green_ctx_get_id::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.green_ctx = U64::new(0x4100_0000_0000_0010);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxRecordEvent => {
+            let mut r = green_ctx_record_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0013);
+            r.hevent = U64::new(0x4100_0000_0000_0024);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxWaitEvent => {
+            let mut r = green_ctx_wait_event::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0016);
+            r.hevent = U64::new(0x4100_0000_0000_0027);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::CtxFromGreenCtx => {
+            let mut r = ctx_from_green_ctx::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hctx = U64::new(0x4100_0000_0000_0019);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GreenCtxStreamCreate => {
+            let mut r = green_ctx_stream_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.green_ctx = U64::new(0x4100_0000_0000_001c);
+            r.flags = U32::new(45);
+            r.priority = I32::new(62);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::StreamGetGreenCtx => {
+            let mut r = stream_get_green_ctx::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hstream = U64::new(0x4100_0000_0000_001f);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

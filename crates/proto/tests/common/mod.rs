@@ -707,26 +707,6 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 mem: u(VMM_HANDLE + 1),
                 mem_offset: u(0),
                 size: u(2 << 20),
-        Op::IpcGetMemHandle => (b(ipc_get_mem_handle::Request { dptr: u(DPTR) }), none()),
-        Op::IpcOpenMemHandle => (
-            b(ipc_open_mem_handle::Request {
-                handle: [0x5a; 64],
-                flags: w(1),
-            }),
-            none(),
-        ),
-        Op::IpcCloseMemHandle => (b(ipc_close_mem_handle::Request { dptr: u(DPTR) }), none()),
-        Op::IpcGetEventHandle => (b(ipc_get_event_handle::Request { event: u(EVENT) }), none()),
-        Op::IpcOpenEventHandle => (
-            b(ipc_open_event_handle::Request {
-                event: u(EVENT + 1),
-                handle: [0xa5; 64],
-            }),
-            none(),
-        ),
-        Op::MemExportFd => (
-            b(mem_export_fd::Request {
-                handle: u(VMM_HANDLE),
                 flags: u(0),
             }),
             none(),
@@ -737,10 +717,6 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 mc_offset: u(0),
                 ptr: u(DPTR),
                 size: u(2 << 20),
-        Op::MemExportShareable => (
-            b(mem_export_shareable::Request {
-                handle: u(VMM_HANDLE),
-                kind: w(8),
                 flags: u(0),
             }),
             none(),
@@ -779,6 +755,38 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 none(),
             )
         }
+        Op::IpcGetMemHandle => (b(ipc_get_mem_handle::Request { dptr: u(DPTR) }), none()),
+        Op::IpcOpenMemHandle => (
+            b(ipc_open_mem_handle::Request {
+                handle: [0x5a; 64],
+                flags: w(1),
+            }),
+            none(),
+        ),
+        Op::IpcCloseMemHandle => (b(ipc_close_mem_handle::Request { dptr: u(DPTR) }), none()),
+        Op::IpcGetEventHandle => (b(ipc_get_event_handle::Request { event: u(EVENT) }), none()),
+        Op::IpcOpenEventHandle => (
+            b(ipc_open_event_handle::Request {
+                event: u(EVENT + 1),
+                handle: [0xa5; 64],
+            }),
+            none(),
+        ),
+        Op::MemExportFd => (
+            b(mem_export_fd::Request {
+                handle: u(VMM_HANDLE),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::MemExportShareable => (
+            b(mem_export_shareable::Request {
+                handle: u(VMM_HANDLE),
+                kind: w(8),
+                flags: u(0),
+            }),
+            none(),
+        ),
         Op::MemImportFd => (b(mem_import_fd::Request {}), none()),
         Op::MemImportShareable => (
             b(mem_import_shareable::Request {

@@ -39,6 +39,37 @@ pub(crate) fn pattern(id: u16, slot: usize, n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// `cuArray3DCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DCreate");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY3D_DESCRIPTOR_v1`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                747,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuArray3DCreate_v2`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -67,6 +98,35 @@ pub unsafe extern "C" fn cuArray3DCreate_v2(
     }
     // SAFETY: checked non-NULL.
     unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArray3DGetDescriptor`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArray3DGetDescriptor");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY3D_DESCRIPTOR_v1`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                749,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -99,6 +159,37 @@ pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuArrayCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+) -> CUresult {
+    let mut c = Check::new("cuArrayCreate");
+    c.non_null("pHandle", pHandle);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v1`.
+    unsafe {
+        c.bytes(
+            "pAllocateArray",
+            pAllocateArray.cast(),
+            &pattern(
+                746,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuArrayCreate_v2`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -127,6 +218,35 @@ pub unsafe extern "C" fn cuArrayCreate_v2(
     }
     // SAFETY: checked non-NULL.
     unsafe { pHandle.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuArrayGetDescriptor`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    let mut c = Check::new("cuArrayGetDescriptor");
+    c.non_null("pArrayDescriptor", pArrayDescriptor);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUDA_ARRAY_DESCRIPTOR_v1`.
+    unsafe {
+        crate::write(
+            pArrayDescriptor.cast(),
+            &pattern(
+                748,
+                100,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -272,6 +392,60 @@ pub extern "C" fn cuCtxDetach(ctx: vgpu_abi::types::CUcontext) -> CUresult {
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuCtxDisablePeerAccess`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuCtxDisablePeerAccess(peerContext: vgpu_abi::types::CUcontext) -> CUresult {
+    let mut c = Check::new("cuCtxDisablePeerAccess");
+    c.eq(
+        "peerContext",
+        peerContext as usize as u64,
+        0x510000000001u64,
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuCtxEnablePeerAccess`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuCtxEnablePeerAccess(
+    peerContext: vgpu_abi::types::CUcontext,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuCtxEnablePeerAccess");
+    c.eq(
+        "peerContext",
+        peerContext as usize as u64,
+        0x510000000001u64,
+    );
+    c.eq("Flags", Flags, 2589672167u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuCtxFromGreenCtx`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxFromGreenCtx(
+    pContext: *mut vgpu_abi::types::CUcontext,
+    hCtx: vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    let mut c = Check::new("cuCtxFromGreenCtx");
+    c.non_null("pContext", pContext);
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pContext.write_unaligned(0x510000000001usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuCtxGetApiVersion`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -307,6 +481,41 @@ pub unsafe extern "C" fn cuCtxGetCacheConfig(
     }
     // SAFETY: checked non-NULL.
     unsafe { pconfig.write_unaligned(vgpu_abi::types::CUfunc_cache(1234990374u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuCtxGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuCtxGetDevResource");
+    c.eq("hCtx", hCtx as usize as u64, 0x510000000001u64);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(4231805771u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                811,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -533,6 +742,61 @@ pub extern "C" fn cuCtxWaitEvent(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuDevResourceGenerateDesc`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevResourceGenerateDesc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuDevResourceGenerateDesc");
+    c.non_null("phDesc", phDesc);
+    // SAFETY: checked non-NULL first; `nbResources` elements.
+    unsafe {
+        c.bytes(
+            "resources",
+            resources.cast(),
+            &pattern(
+                813,
+                1,
+                5 * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
+    c.eq("nbResources", nbResources, 5u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phDesc.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceCanAccessPeer`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+    canAccessPeer: *mut ::core::ffi::c_int,
+    dev: vgpu_abi::types::CUdevice_v1,
+    peerDev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceCanAccessPeer");
+    c.non_null("canAccessPeer", canAccessPeer);
+    c.eq("dev", dev, 1i32);
+    c.eq("peerDev", peerDev, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { canAccessPeer.write_unaligned(-836595752i32) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuDeviceGetByPCIBusId`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -571,6 +835,41 @@ pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
     }
     // SAFETY: checked non-NULL.
     unsafe { pool_out.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDevResource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetDevResource");
+    c.eq("dev", dev, 1i32);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(218058792u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                810,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
     CUresult::CUDA_SUCCESS
 }
 
@@ -681,6 +980,76 @@ pub unsafe extern "C" fn cuDeviceGetMemPool(
     }
     // SAFETY: checked non-NULL.
     unsafe { pool.write_unaligned(0x580000000008usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetP2PAtomicCapabilities(
+    capabilities: *mut ::core::ffi::c_uint,
+    operations: *const vgpu_abi::types::CUatomicOperation,
+    count: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdevice,
+    dstDevice: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetP2PAtomicCapabilities");
+    c.non_null("capabilities", capabilities);
+    // SAFETY: checked non-NULL first; `count` elements.
+    unsafe {
+        c.bytes(
+            "operations",
+            operations.cast(),
+            &pattern(
+                752,
+                1,
+                3 * core::mem::size_of::<vgpu_abi::types::CUatomicOperation>(),
+            ),
+        )
+    };
+    c.eq("count", count, 3u32);
+    c.eq("srcDevice", srcDevice, 1i32);
+    c.eq("dstDevice", dstDevice, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; `count` elements.
+    unsafe {
+        crate::write(
+            capabilities.cast(),
+            &pattern(752, 100, 3 * core::mem::size_of::<::core::ffi::c_uint>()),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuDeviceGetP2PAttribute`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
+    value: *mut ::core::ffi::c_int,
+    attrib: vgpu_abi::types::CUdevice_P2PAttribute,
+    srcDevice: vgpu_abi::types::CUdevice_v1,
+    dstDevice: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    let mut c = Check::new("cuDeviceGetP2PAttribute");
+    c.non_null("value", value);
+    c.eq(
+        "attrib",
+        attrib,
+        vgpu_abi::types::CUdevice_P2PAttribute(1514179956u32),
+    );
+    c.eq("srcDevice", srcDevice, 1i32);
+    c.eq("dstDevice", dstDevice, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { value.write_unaligned(886250884i32) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -1782,6 +2151,139 @@ pub extern "C" fn cuGraphUpload_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGreenCtxCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxCreate(
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+    desc: vgpu_abi::types::CUdevResourceDesc,
+    dev: vgpu_abi::types::CUdevice,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxCreate");
+    c.non_null("phCtx", phCtx);
+    c.eq("desc", desc as usize as u64, 0x0u64);
+    c.eq("dev", dev, 1i32);
+    c.eq("flags", flags, 4203060723u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phCtx.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxGetDevResource`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxGetDevResource");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.non_null("result", result);
+    c.eq(
+        "type_",
+        type_,
+        vgpu_abi::types::CUdevResourceType(3466655794u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUdevResource`.
+    unsafe {
+        crate::write(
+            result.cast(),
+            &pattern(
+                812,
+                101,
+                core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxGetId`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetId(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxGetId");
+    c.eq("greenCtx", greenCtx as usize as u64, 0x0u64);
+    c.non_null("greenCtxId", greenCtxId);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { greenCtxId.write_unaligned(4814754229686925763u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxRecordEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxRecordEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxRecordEvent");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.eq("hEvent", hEvent as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxStreamCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxStreamCreate(
+    phStream: *mut vgpu_abi::types::CUstream,
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    flags: ::core::ffi::c_uint,
+    priority: ::core::ffi::c_int,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxStreamCreate");
+    c.non_null("phStream", phStream);
+    c.eq("greenCtx", greenCtx as usize as u64, 0x0u64);
+    c.eq("flags", flags, 2062977508u32);
+    c.eq("priority", priority, -1822983006i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phStream.write_unaligned(0x520000000002usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGreenCtxWaitEvent`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxWaitEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    let mut c = Check::new("cuGreenCtxWaitEvent");
+    c.eq("hCtx", hCtx as usize as u64, 0x0u64);
+    c.eq("hEvent", hEvent as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuKernelGetAttribute`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2322,6 +2824,27 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemcpyAtoA`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoA");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 364053423u32);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 46007069u32);
+    c.eq("ByteCount", ByteCount, 836505400u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemcpyAtoA_v2`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuMemcpyAtoA_v2(
@@ -2337,6 +2860,46 @@ pub extern "C" fn cuMemcpyAtoA_v2(
     c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
     c.eq("srcOffset", srcOffset, 9933286067706388354usize);
     c.eq("ByteCount", ByteCount, 12050070669077545163usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyAtoA_v2_ptds`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoA_v2_ptds");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 13463629716702765436usize);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 7406004243654389028usize);
+    c.eq("ByteCount", ByteCount, 4296080006678314538usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyAtoD`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v1,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoD");
+    c.eq("dstDevice", u64::from(dstDevice), 0x10000000u64);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 2425690777u32);
+    c.eq("ByteCount", ByteCount, 8u32);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -2362,6 +2925,44 @@ pub extern "C" fn cuMemcpyAtoD_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuMemcpyAtoD_v2_ptds`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyAtoD_v2_ptds");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("srcArray", srcArray as usize as u64, 0x590000000009u64);
+    c.eq("srcOffset", srcOffset, 13911761141530574722usize);
+    c.eq("ByteCount", ByteCount, 3usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyDtoA`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v1,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyDtoA");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 695215118u32);
+    c.eq("srcDevice", u64::from(srcDevice), 0x10000080u64);
+    c.eq("ByteCount", ByteCount, 7u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemcpyDtoA_v2`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuMemcpyDtoA_v2(
@@ -2375,6 +2976,113 @@ pub extern "C" fn cuMemcpyDtoA_v2(
     c.eq("dstOffset", dstOffset, 3314864610797794134usize);
     c.eq("srcDevice", srcDevice, 0x10000080u64);
     c.eq("ByteCount", ByteCount, 3usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyDtoA_v2_ptds`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyDtoA_v2_ptds");
+    c.eq("dstArray", dstArray as usize as u64, 0x590000000009u64);
+    c.eq("dstOffset", dstOffset, 6238405374852967954usize);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("ByteCount", ByteCount, 2usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyPeer`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeer(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyPeer");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("dstContext", dstContext as usize as u64, 0x510000000001u64);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("srcContext", srcContext as usize as u64, 0x510000000001u64);
+    c.eq("ByteCount", ByteCount, 3usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyPeerAsync`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyPeerAsync");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("dstContext", dstContext as usize as u64, 0x510000000001u64);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("srcContext", srcContext as usize as u64, 0x510000000001u64);
+    c.eq("ByteCount", ByteCount, 6usize);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyPeerAsync_ptsz`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync_ptsz(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyPeerAsync_ptsz");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("dstContext", dstContext as usize as u64, 0x510000000001u64);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("srcContext", srcContext as usize as u64, 0x510000000001u64);
+    c.eq("ByteCount", ByteCount, 8usize);
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMemcpyPeer_ptds`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeer_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CUresult {
+    let mut c = Check::new("cuMemcpyPeer_ptds");
+    c.eq("dstDevice", dstDevice, 0x10000000u64);
+    c.eq("dstContext", dstContext as usize as u64, 0x510000000001u64);
+    c.eq("srcDevice", srcDevice, 0x10000080u64);
+    c.eq("srcContext", srcContext as usize as u64, 0x510000000001u64);
+    c.eq("ByteCount", ByteCount, 2usize);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -2935,6 +3643,43 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
     }
     // SAFETY: checked non-NULL.
     unsafe { pTexRef.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuMulticastGetGranularity`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuMulticastGetGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CUresult {
+    let mut c = Check::new("cuMulticastGetGranularity");
+    c.non_null("granularity", granularity);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUmulticastObjectProp`.
+    unsafe {
+        c.bytes(
+            "prop",
+            prop.cast(),
+            &pattern(
+                805,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUmulticastObjectProp>(),
+            ),
+        )
+    };
+    c.eq(
+        "option",
+        option,
+        vgpu_abi::types::CUmulticastGranularity_flags(777384866u32),
+    );
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { granularity.write_unaligned(15824718364428801430usize) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -3578,6 +4323,26 @@ pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuStreamGetGreenCtx`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetGreenCtx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    let mut c = Check::new("cuStreamGetGreenCtx");
+    c.eq("hStream", hStream as usize as u64, 0x520000000002u64);
+    c.non_null("phCtx", phCtx);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phCtx.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuStreamGetId`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -4142,19 +4907,702 @@ pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuSurfRefGetArray`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuSurfRefGetArray(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hSurfRef: vgpu_abi::types::CUsurfref,
+) -> CUresult {
+    let mut c = Check::new("cuSurfRefGetArray");
+    c.non_null("phArray", phArray);
+    c.eq("hSurfRef", hSurfRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phArray.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuSurfRefSetArray`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuSurfRefSetArray(
+    hSurfRef: vgpu_abi::types::CUsurfref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuSurfRefSetArray");
+    c.eq("hSurfRef", hSurfRef as usize as u64, 0x0u64);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    c.eq("Flags", Flags, 4037242111u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut vgpu_abi::types::CUtexref) -> CUresult {
+    let mut c = Check::new("cuTexRefCreate");
+    c.non_null("pTexRef", pTexRef);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pTexRef.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefDestroy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefDestroy(hTexRef: vgpu_abi::types::CUtexref) -> CUresult {
+    let mut c = Check::new("cuTexRefDestroy");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetAddress`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddress(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v1,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetAddress");
+    c.non_null("pdptr", pdptr);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pdptr.write_unaligned(1118126919u32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetAddressMode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddressMode(
+    pam: *mut vgpu_abi::types::CUaddress_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetAddressMode");
+    c.non_null("pam", pam);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("dim", dim, -976535562i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pam.write_unaligned(vgpu_abi::types::CUaddress_mode(3892925317u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetAddress_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddress_v2(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v2,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetAddress_v2");
+    c.non_null("pdptr", pdptr);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pdptr.write_unaligned(11470556798792584303u64) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetArray`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetArray(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetArray");
+    c.non_null("phArray", phArray);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phArray.write_unaligned(0x590000000009usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetBorderColor`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetBorderColor(
+    pBorderColor: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetBorderColor");
+    c.non_null("pBorderColor", pBorderColor);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; `4` elements.
+    unsafe {
+        crate::write(
+            pBorderColor.cast(),
+            &pattern(788, 100, 4 * core::mem::size_of::<f32>()),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetFilterMode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFilterMode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetFilterMode");
+    c.non_null("pfm", pfm);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pfm.write_unaligned(vgpu_abi::types::CUfilter_mode(3706191675u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetFlags`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFlags(
+    pFlags: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetFlags");
+    c.non_null("pFlags", pFlags);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pFlags.write_unaligned(2663054784u32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetFormat`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFormat(
+    pFormat: *mut vgpu_abi::types::CUarray_format,
+    pNumChannels: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetFormat");
+    c.non_null("pFormat", pFormat);
+    c.non_null("pNumChannels", pNumChannels);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pFormat.write_unaligned(vgpu_abi::types::CUarray_format(1233039318u32)) };
+    // SAFETY: checked non-NULL.
+    unsafe { pNumChannels.write_unaligned(816862686i32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetMaxAnisotropy`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMaxAnisotropy(
+    pmaxAniso: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetMaxAnisotropy");
+    c.non_null("pmaxAniso", pmaxAniso);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pmaxAniso.write_unaligned(196412169i32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetMipmapFilterMode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapFilterMode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetMipmapFilterMode");
+    c.non_null("pfm", pfm);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pfm.write_unaligned(vgpu_abi::types::CUfilter_mode(2550054317u32)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetMipmapLevelBias`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapLevelBias(
+    pbias: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetMipmapLevelBias");
+    c.non_null("pbias", pbias);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pbias.write_unaligned(991.25f32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetMipmapLevelClamp`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapLevelClamp(
+    pminMipmapLevelClamp: *mut f32,
+    pmaxMipmapLevelClamp: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetMipmapLevelClamp");
+    c.non_null("pminMipmapLevelClamp", pminMipmapLevelClamp);
+    c.non_null("pmaxMipmapLevelClamp", pmaxMipmapLevelClamp);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pminMipmapLevelClamp.write_unaligned(636.25f32) };
+    // SAFETY: checked non-NULL.
+    unsafe { pmaxMipmapLevelClamp.write_unaligned(466.25f32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefGetMipmappedArray`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmappedArray(
+    phMipmappedArray: *mut vgpu_abi::types::CUmipmappedArray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefGetMipmappedArray");
+    c.non_null("phMipmappedArray", phMipmappedArray);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phMipmappedArray.write_unaligned(0x5a000000000ausize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddress`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress(
+    ByteOffset: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    bytes: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddress");
+    c.non_null("ByteOffset", ByteOffset);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("dptr", u64::from(dptr), 0x10000080u64);
+    c.eq("bytes", bytes, 6u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { ByteOffset.write_unaligned(3955379762u32) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddress2D`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    Pitch: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddress2D");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v1`.
+    unsafe {
+        c.bytes(
+            "desc",
+            desc.cast(),
+            &pattern(
+                770,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1>(),
+            ),
+        )
+    };
+    c.eq("dptr", u64::from(dptr), 0x10000080u64);
+    c.eq("Pitch", Pitch, 1315363035u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddress2D_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D_v2(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddress2D_v2");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "desc",
+            desc.cast(),
+            &pattern(
+                771,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    c.eq("dptr", dptr, 0x10000080u64);
+    c.eq("Pitch", Pitch, 16709857905818839134usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddress2D_v3`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddress2D_v3");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_ARRAY_DESCRIPTOR_v2`.
+    unsafe {
+        c.bytes(
+            "desc",
+            desc.cast(),
+            &pattern(
+                772,
+                1,
+                core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>(),
+            ),
+        )
+    };
+    c.eq("dptr", dptr, 0x10000080u64);
+    c.eq("Pitch", Pitch, 14467166905664500620usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddressMode`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetAddressMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+    am: vgpu_abi::types::CUaddress_mode,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddressMode");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("dim", dim, 1546619112i32);
+    c.eq("am", am, vgpu_abi::types::CUaddress_mode(489700699u32));
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetAddress_v2`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress_v2(
+    ByteOffset: *mut usize,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    bytes: usize,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetAddress_v2");
+    c.non_null("ByteOffset", ByteOffset);
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("dptr", dptr, 0x10000080u64);
+    c.eq("bytes", bytes, 5usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { ByteOffset.write_unaligned(11595640737553348354usize) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetArray`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetArray(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetArray");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("hArray", hArray as usize as u64, 0x590000000009u64);
+    c.eq("Flags", Flags, 206520146u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetBorderColor`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetBorderColor(
+    hTexRef: vgpu_abi::types::CUtexref,
+    pBorderColor: *mut f32,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetBorderColor");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `4` elements.
+    unsafe {
+        c.bytes(
+            "pBorderColor",
+            pBorderColor.cast(),
+            &pattern(787, 1, 4 * core::mem::size_of::<f32>()),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetFilterMode`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFilterMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetFilterMode");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("fm", fm, vgpu_abi::types::CUfilter_mode(1468820359u32));
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetFlags`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFlags(
+    hTexRef: vgpu_abi::types::CUtexref,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetFlags");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("Flags", Flags, 2309177104u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetFormat`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFormat(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fmt: vgpu_abi::types::CUarray_format,
+    NumPackedComponents: ::core::ffi::c_int,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetFormat");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("fmt", fmt, vgpu_abi::types::CUarray_format(1778475167u32));
+    c.eq("NumPackedComponents", NumPackedComponents, -396071423i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetMaxAnisotropy`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMaxAnisotropy(
+    hTexRef: vgpu_abi::types::CUtexref,
+    maxAniso: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetMaxAnisotropy");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("maxAniso", maxAniso, 999568613u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetMipmapFilterMode`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapFilterMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetMipmapFilterMode");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("fm", fm, vgpu_abi::types::CUfilter_mode(3118326196u32));
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetMipmapLevelBias`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapLevelBias(
+    hTexRef: vgpu_abi::types::CUtexref,
+    bias: f32,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetMipmapLevelBias");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("bias", bias, 461.25f32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetMipmapLevelClamp`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapLevelClamp(
+    hTexRef: vgpu_abi::types::CUtexref,
+    minMipmapLevelClamp: f32,
+    maxMipmapLevelClamp: f32,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetMipmapLevelClamp");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq("minMipmapLevelClamp", minMipmapLevelClamp, 367.25f32);
+    c.eq("maxMipmapLevelClamp", maxMipmapLevelClamp, 711.25f32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuTexRefSetMipmappedArray`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmappedArray(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuTexRefSetMipmappedArray");
+    c.eq("hTexRef", hTexRef as usize as u64, 0x0u64);
+    c.eq(
+        "hMipmappedArray",
+        hMipmappedArray as usize as u64,
+        0x5a000000000au64,
+    );
+    c.eq("Flags", Flags, 1239545780u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate",
     "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor",
     "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate",
     "cuArrayCreate_v2",
+    "cuArrayGetDescriptor",
     "cuArrayGetDescriptor_v2",
     "cuArrayGetMemoryRequirements",
     "cuArrayGetPlane",
     "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
+    "cuCtxDisablePeerAccess",
+    "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
+    "cuCtxGetDevResource",
     "cuCtxGetExecAffinity",
     "cuCtxGetFlags",
     "cuCtxGetLimit",
@@ -4169,12 +5617,17 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize",
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
+    "cuDevResourceGenerateDesc",
+    "cuDeviceCanAccessPeer",
     "cuDeviceGetByPCIBusId",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetDevResource",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
     "cuDeviceGetMemPool",
+    "cuDeviceGetP2PAtomicCapabilities",
+    "cuDeviceGetP2PAttribute",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDevicePrimaryCtxGetState",
@@ -4230,6 +5683,12 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
+    "cuGreenCtxCreate",
+    "cuGreenCtxGetDevResource",
+    "cuGreenCtxGetId",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -4251,9 +5710,19 @@ pub const EXPORTS: &[&str] = &[
     "cuMemPoolSetAccess",
     "cuMemPoolTrimTo",
     "cuMemSetMemPool",
+    "cuMemcpyAtoA",
     "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoA_v2_ptds",
+    "cuMemcpyAtoD",
     "cuMemcpyAtoD_v2",
+    "cuMemcpyAtoD_v2_ptds",
+    "cuMemcpyDtoA",
     "cuMemcpyDtoA_v2",
+    "cuMemcpyDtoA_v2_ptds",
+    "cuMemcpyPeer",
+    "cuMemcpyPeerAsync",
+    "cuMemcpyPeerAsync_ptsz",
+    "cuMemcpyPeer_ptds",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -4278,6 +5747,7 @@ pub const EXPORTS: &[&str] = &[
     "cuModuleGetLoadingMode",
     "cuModuleGetSurfRef",
     "cuModuleGetTexRef",
+    "cuMulticastGetGranularity",
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
@@ -4310,6 +5780,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamGetDevice_ptsz",
     "cuStreamGetFlags",
     "cuStreamGetFlags_ptsz",
+    "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetId_ptsz",
     "cuStreamGetPriority",
@@ -4340,20 +5811,61 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamWriteValue64_ptsz",
     "cuStreamWriteValue64_v2",
     "cuStreamWriteValue64_v2_ptsz",
+    "cuSurfRefGetArray",
+    "cuSurfRefSetArray",
+    "cuTexRefCreate",
+    "cuTexRefDestroy",
+    "cuTexRefGetAddress",
+    "cuTexRefGetAddressMode",
+    "cuTexRefGetAddress_v2",
+    "cuTexRefGetArray",
+    "cuTexRefGetBorderColor",
+    "cuTexRefGetFilterMode",
+    "cuTexRefGetFlags",
+    "cuTexRefGetFormat",
+    "cuTexRefGetMaxAnisotropy",
+    "cuTexRefGetMipmapFilterMode",
+    "cuTexRefGetMipmapLevelBias",
+    "cuTexRefGetMipmapLevelClamp",
+    "cuTexRefGetMipmappedArray",
+    "cuTexRefSetAddress",
+    "cuTexRefSetAddress2D",
+    "cuTexRefSetAddress2D_v2",
+    "cuTexRefSetAddress2D_v3",
+    "cuTexRefSetAddressMode",
+    "cuTexRefSetAddress_v2",
+    "cuTexRefSetArray",
+    "cuTexRefSetBorderColor",
+    "cuTexRefSetFilterMode",
+    "cuTexRefSetFlags",
+    "cuTexRefSetFormat",
+    "cuTexRefSetMaxAnisotropy",
+    "cuTexRefSetMipmapFilterMode",
+    "cuTexRefSetMipmapLevelBias",
+    "cuTexRefSetMipmapLevelClamp",
+    "cuTexRefSetMipmappedArray",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: crate::signature::cuArray3DCreate = cuArray3DCreate;
 const _: crate::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: crate::signature::cuArray3DGetDescriptor = cuArray3DGetDescriptor;
 const _: crate::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: crate::signature::cuArrayCreate = cuArrayCreate;
 const _: crate::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: crate::signature::cuArrayGetDescriptor = cuArrayGetDescriptor;
 const _: crate::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
 const _: crate::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
 const _: crate::signature::cuArrayGetPlane = cuArrayGetPlane;
 const _: crate::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: crate::signature::cuCtxAttach = cuCtxAttach;
 const _: crate::signature::cuCtxDetach = cuCtxDetach;
+const _: crate::signature::cuCtxDisablePeerAccess = cuCtxDisablePeerAccess;
+const _: crate::signature::cuCtxEnablePeerAccess = cuCtxEnablePeerAccess;
+const _: crate::signature::cuCtxFromGreenCtx = cuCtxFromGreenCtx;
 const _: crate::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
 const _: crate::signature::cuCtxGetCacheConfig = cuCtxGetCacheConfig;
+const _: crate::signature::cuCtxGetDevResource = cuCtxGetDevResource;
 const _: crate::signature::cuCtxGetExecAffinity = cuCtxGetExecAffinity;
 const _: crate::signature::cuCtxGetFlags = cuCtxGetFlags;
 const _: crate::signature::cuCtxGetLimit = cuCtxGetLimit;
@@ -4368,12 +5880,17 @@ const _: crate::signature::cuCtxSetSharedMemConfig = cuCtxSetSharedMemConfig;
 const _: crate::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: crate::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: crate::signature::cuCtxWaitEvent = cuCtxWaitEvent;
+const _: crate::signature::cuDevResourceGenerateDesc = cuDevResourceGenerateDesc;
+const _: crate::signature::cuDeviceCanAccessPeer = cuDeviceCanAccessPeer;
 const _: crate::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
 const _: crate::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
+const _: crate::signature::cuDeviceGetDevResource = cuDeviceGetDevResource;
 const _: crate::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: crate::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: crate::signature::cuDeviceGetLuid = cuDeviceGetLuid;
 const _: crate::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
+const _: crate::signature::cuDeviceGetP2PAtomicCapabilities = cuDeviceGetP2PAtomicCapabilities;
+const _: crate::signature::cuDeviceGetP2PAttribute = cuDeviceGetP2PAttribute;
 const _: crate::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: crate::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
 const _: crate::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
@@ -4429,6 +5946,12 @@ const _: crate::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
 const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
+const _: crate::signature::cuGreenCtxCreate = cuGreenCtxCreate;
+const _: crate::signature::cuGreenCtxGetDevResource = cuGreenCtxGetDevResource;
+const _: crate::signature::cuGreenCtxGetId = cuGreenCtxGetId;
+const _: crate::signature::cuGreenCtxRecordEvent = cuGreenCtxRecordEvent;
+const _: crate::signature::cuGreenCtxStreamCreate = cuGreenCtxStreamCreate;
+const _: crate::signature::cuGreenCtxWaitEvent = cuGreenCtxWaitEvent;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: crate::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: crate::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -4450,9 +5973,19 @@ const _: crate::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
 const _: crate::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
 const _: crate::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
 const _: crate::signature::cuMemSetMemPool = cuMemSetMemPool;
+const _: crate::signature::cuMemcpyAtoA = cuMemcpyAtoA;
 const _: crate::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: crate::signature::cuMemcpyAtoA_v2_ptds = cuMemcpyAtoA_v2_ptds;
+const _: crate::signature::cuMemcpyAtoD = cuMemcpyAtoD;
 const _: crate::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: crate::signature::cuMemcpyAtoD_v2_ptds = cuMemcpyAtoD_v2_ptds;
+const _: crate::signature::cuMemcpyDtoA = cuMemcpyDtoA;
 const _: crate::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
+const _: crate::signature::cuMemcpyDtoA_v2_ptds = cuMemcpyDtoA_v2_ptds;
+const _: crate::signature::cuMemcpyPeer = cuMemcpyPeer;
+const _: crate::signature::cuMemcpyPeerAsync = cuMemcpyPeerAsync;
+const _: crate::signature::cuMemcpyPeerAsync_ptsz = cuMemcpyPeerAsync_ptsz;
+const _: crate::signature::cuMemcpyPeer_ptds = cuMemcpyPeer_ptds;
 const _: crate::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: crate::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: crate::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
@@ -4479,6 +6012,7 @@ const _: crate::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: crate::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
 const _: crate::signature::cuModuleGetSurfRef = cuModuleGetSurfRef;
 const _: crate::signature::cuModuleGetTexRef = cuModuleGetTexRef;
+const _: crate::signature::cuMulticastGetGranularity = cuMulticastGetGranularity;
 const _: crate::signature::cuOccupancyAvailableDynamicSMemPerBlock =
     cuOccupancyAvailableDynamicSMemPerBlock;
 const _: crate::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =
@@ -4514,6 +6048,7 @@ const _: crate::signature::cuStreamGetDevice = cuStreamGetDevice;
 const _: crate::signature::cuStreamGetDevice_ptsz = cuStreamGetDevice_ptsz;
 const _: crate::signature::cuStreamGetFlags = cuStreamGetFlags;
 const _: crate::signature::cuStreamGetFlags_ptsz = cuStreamGetFlags_ptsz;
+const _: crate::signature::cuStreamGetGreenCtx = cuStreamGetGreenCtx;
 const _: crate::signature::cuStreamGetId = cuStreamGetId;
 const _: crate::signature::cuStreamGetId_ptsz = cuStreamGetId_ptsz;
 const _: crate::signature::cuStreamGetPriority = cuStreamGetPriority;
@@ -4544,3 +6079,36 @@ const _: crate::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
 const _: crate::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
 const _: crate::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
 const _: crate::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;
+const _: crate::signature::cuSurfRefGetArray = cuSurfRefGetArray;
+const _: crate::signature::cuSurfRefSetArray = cuSurfRefSetArray;
+const _: crate::signature::cuTexRefCreate = cuTexRefCreate;
+const _: crate::signature::cuTexRefDestroy = cuTexRefDestroy;
+const _: crate::signature::cuTexRefGetAddress = cuTexRefGetAddress;
+const _: crate::signature::cuTexRefGetAddressMode = cuTexRefGetAddressMode;
+const _: crate::signature::cuTexRefGetAddress_v2 = cuTexRefGetAddress_v2;
+const _: crate::signature::cuTexRefGetArray = cuTexRefGetArray;
+const _: crate::signature::cuTexRefGetBorderColor = cuTexRefGetBorderColor;
+const _: crate::signature::cuTexRefGetFilterMode = cuTexRefGetFilterMode;
+const _: crate::signature::cuTexRefGetFlags = cuTexRefGetFlags;
+const _: crate::signature::cuTexRefGetFormat = cuTexRefGetFormat;
+const _: crate::signature::cuTexRefGetMaxAnisotropy = cuTexRefGetMaxAnisotropy;
+const _: crate::signature::cuTexRefGetMipmapFilterMode = cuTexRefGetMipmapFilterMode;
+const _: crate::signature::cuTexRefGetMipmapLevelBias = cuTexRefGetMipmapLevelBias;
+const _: crate::signature::cuTexRefGetMipmapLevelClamp = cuTexRefGetMipmapLevelClamp;
+const _: crate::signature::cuTexRefGetMipmappedArray = cuTexRefGetMipmappedArray;
+const _: crate::signature::cuTexRefSetAddress = cuTexRefSetAddress;
+const _: crate::signature::cuTexRefSetAddress2D = cuTexRefSetAddress2D;
+const _: crate::signature::cuTexRefSetAddress2D_v2 = cuTexRefSetAddress2D_v2;
+const _: crate::signature::cuTexRefSetAddress2D_v3 = cuTexRefSetAddress2D_v3;
+const _: crate::signature::cuTexRefSetAddressMode = cuTexRefSetAddressMode;
+const _: crate::signature::cuTexRefSetAddress_v2 = cuTexRefSetAddress_v2;
+const _: crate::signature::cuTexRefSetArray = cuTexRefSetArray;
+const _: crate::signature::cuTexRefSetBorderColor = cuTexRefSetBorderColor;
+const _: crate::signature::cuTexRefSetFilterMode = cuTexRefSetFilterMode;
+const _: crate::signature::cuTexRefSetFlags = cuTexRefSetFlags;
+const _: crate::signature::cuTexRefSetFormat = cuTexRefSetFormat;
+const _: crate::signature::cuTexRefSetMaxAnisotropy = cuTexRefSetMaxAnisotropy;
+const _: crate::signature::cuTexRefSetMipmapFilterMode = cuTexRefSetMipmapFilterMode;
+const _: crate::signature::cuTexRefSetMipmapLevelBias = cuTexRefSetMipmapLevelBias;
+const _: crate::signature::cuTexRefSetMipmapLevelClamp = cuTexRefSetMipmapLevelClamp;
+const _: crate::signature::cuTexRefSetMipmappedArray = cuTexRefSetMipmappedArray;

@@ -319,6 +319,9 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemRangeHandleFd => super::vmm::mem_range_handle_fd(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
+        Op::MemShare => super::host::mem_share(lane, s, req),
+        Op::MemAllocPitch => super::memory::mem_alloc_pitch(lane, s, req),
+        Op::PointerSetSyncMemops => super::pointer::pointer_set_sync_memops(lane, s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
@@ -335,6 +338,77 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LaunchGrid => launch_grid(s, req),
         Op::LaunchGridAsync => launch_grid_async(s, req),
         Op::OpenOutput => super::output::open_output(lane, s, req),
+        Op::MemcpyAtoD => memcpy_atod(s, req),
+        Op::MemcpyDtoA => memcpy_dtoa(s, req),
+        Op::MemcpyAtoA => memcpy_atoa(s, req),
+        Op::MemcpyAtoD_v2_ptds => memcpy_atod_v2_ptds(s, req),
+        Op::MemcpyDtoA_v2_ptds => memcpy_dtoa_v2_ptds(s, req),
+        Op::MemcpyAtoA_v2_ptds => memcpy_atoa_v2_ptds(s, req),
+        Op::ArrayCreate => array_create(s, req),
+        Op::Array3DCreate => array3d_create(s, req),
+        Op::ArrayGetDescriptor => array_get_descriptor(s, req),
+        Op::Array3DGetDescriptor => array3d_get_descriptor(s, req),
+        Op::DeviceCanAccessPeer => device_can_access_peer(s, req),
+        Op::DeviceGetP2PAttribute => device_get_p2p_attribute(s, req),
+        Op::DeviceGetP2PAtomicCapabilities => device_get_p2p_atomic_capabilities(s, req),
+        Op::CtxEnablePeerAccess => ctx_enable_peer_access(s, req),
+        Op::CtxDisablePeerAccess => ctx_disable_peer_access(s, req),
+        Op::MemcpyPeer => memcpy_peer(s, req),
+        Op::MemcpyPeer_ptds => memcpy_peer_ptds(s, req),
+        Op::MemcpyPeerAsync => memcpy_peer_async(s, req),
+        Op::MemcpyPeerAsync_ptsz => memcpy_peer_async_ptsz(s, req),
+        Op::TexRefCreate => tex_ref_create(s, req),
+        Op::TexRefDestroy => tex_ref_destroy(s, req),
+        Op::TexRefSetArray => tex_ref_set_array(s, req),
+        Op::TexRefGetArray => tex_ref_get_array(s, req),
+        Op::TexRefSetMipmappedArray => tex_ref_set_mipmapped_array(s, req),
+        Op::TexRefGetMipmappedArray => tex_ref_get_mipmapped_array(s, req),
+        Op::TexRefSetAddress => tex_ref_set_address(s, req),
+        Op::TexRefSetAddress_v2 => tex_ref_set_address_v2(s, req),
+        Op::TexRefGetAddress => tex_ref_get_address(s, req),
+        Op::TexRefGetAddress_v2 => tex_ref_get_address_v2(s, req),
+        Op::TexRefSetAddress2D => tex_ref_set_address2d(s, req),
+        Op::TexRefSetAddress2D_v2 => tex_ref_set_address2d_v2(s, req),
+        Op::TexRefSetAddress2D_v3 => tex_ref_set_address2d_v3(s, req),
+        Op::TexRefSetFormat => tex_ref_set_format(s, req),
+        Op::TexRefGetFormat => tex_ref_get_format(s, req),
+        Op::TexRefSetAddressMode => tex_ref_set_address_mode(s, req),
+        Op::TexRefGetAddressMode => tex_ref_get_address_mode(s, req),
+        Op::TexRefSetFilterMode => tex_ref_set_filter_mode(s, req),
+        Op::TexRefGetFilterMode => tex_ref_get_filter_mode(s, req),
+        Op::TexRefSetMipmapFilterMode => tex_ref_set_mipmap_filter_mode(s, req),
+        Op::TexRefGetMipmapFilterMode => tex_ref_get_mipmap_filter_mode(s, req),
+        Op::TexRefSetMipmapLevelBias => tex_ref_set_mipmap_level_bias(s, req),
+        Op::TexRefGetMipmapLevelBias => tex_ref_get_mipmap_level_bias(s, req),
+        Op::TexRefSetMipmapLevelClamp => tex_ref_set_mipmap_level_clamp(s, req),
+        Op::TexRefGetMipmapLevelClamp => tex_ref_get_mipmap_level_clamp(s, req),
+        Op::TexRefSetMaxAnisotropy => tex_ref_set_max_anisotropy(s, req),
+        Op::TexRefGetMaxAnisotropy => tex_ref_get_max_anisotropy(s, req),
+        Op::TexRefSetBorderColor => tex_ref_set_border_color(s, req),
+        Op::TexRefGetBorderColor => tex_ref_get_border_color(s, req),
+        Op::TexRefSetFlags => tex_ref_set_flags(s, req),
+        Op::TexRefGetFlags => tex_ref_get_flags(s, req),
+        Op::SurfRefSetArray => surf_ref_set_array(s, req),
+        Op::SurfRefGetArray => surf_ref_get_array(s, req),
+        Op::MulticastCreate => super::multicast::multicast_create(lane, s, req),
+        Op::MulticastAddDevice => super::multicast::multicast_add_device(lane, s, req),
+        Op::MulticastBindMem => super::multicast::multicast_bind_mem(lane, s, req),
+        Op::MulticastBindAddr => super::multicast::multicast_bind_addr(lane, s, req),
+        Op::MulticastUnbind => super::multicast::multicast_unbind(lane, s, req),
+        Op::MulticastGetGranularity => multicast_get_granularity(s, req),
+        Op::DeviceGetDevResource => device_get_dev_resource(s, req),
+        Op::CtxGetDevResource => ctx_get_dev_resource(s, req),
+        Op::GreenCtxGetDevResource => green_ctx_get_dev_resource(s, req),
+        Op::DevResourceGenerateDesc => dev_resource_generate_desc(s, req),
+        Op::GreenCtxCreate => green_ctx_create(s, req),
+        Op::GreenCtxGetId => green_ctx_get_id(s, req),
+        Op::GreenCtxRecordEvent => green_ctx_record_event(s, req),
+        Op::GreenCtxWaitEvent => green_ctx_wait_event(s, req),
+        Op::CtxFromGreenCtx => ctx_from_green_ctx(s, req),
+        Op::GreenCtxStreamCreate => green_ctx_stream_create(s, req),
+        Op::StreamGetGreenCtx => stream_get_green_ctx(s, req),
+        Op::GreenCtxDestroy => super::green::green_ctx_destroy(lane, s, req),
+        Op::SmResourceSplit => super::green::sm_resource_split(lane, s, req),
     }
 }
 
@@ -4896,6 +4970,1515 @@ fn launch_grid_async(s: &Session, req: &Request) -> Result<Reply, Status> {
     })?;
     Ok(Reply::new(
         &vgpu_proto::launch_grid_async::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoD`.
+fn memcpy_atod(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atod::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_offset = r.src_offset.get();
+    let a_byte_count = r.byte_count.get();
+    let t = s.tables();
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoD)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(&vgpu_proto::memcpy_atod::Reply {}, Vec::new()))
+}
+
+/// `cuMemcpyDtoA`.
+fn memcpy_dtoa(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_dtoa::Request = calls::message(req)?;
+    let a_dst_offset = r.dst_offset.get();
+    let a_src_device = r.src_device.get();
+    let a_byte_count = r.byte_count.get();
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyDtoA)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            a_src_device,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(&vgpu_proto::memcpy_dtoa::Reply {}, Vec::new()))
+}
+
+/// `cuMemcpyAtoA`.
+fn memcpy_atoa(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atoa::Request = calls::message(req)?;
+    let a_dst_offset = r.dst_offset.get();
+    let a_src_offset = r.src_offset.get();
+    let a_byte_count = r.byte_count.get();
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoA)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(&vgpu_proto::memcpy_atoa::Reply {}, Vec::new()))
+}
+
+/// `cuMemcpyAtoD_v2_ptds`.
+fn memcpy_atod_v2_ptds(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atod_v2_ptds::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoD_v2_ptds)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atod_v2_ptds::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyDtoA_v2_ptds`.
+fn memcpy_dtoa_v2_ptds(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_dtoa_v2_ptds::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyDtoA_v2_ptds)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            a_src_device,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_dtoa_v2_ptds::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyAtoA_v2_ptds`.
+fn memcpy_atoa_v2_ptds(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_atoa_v2_ptds::Request = calls::message(req)?;
+    let a_dst_offset = calls::size(r.dst_offset.get())?;
+    let a_src_offset = calls::size(r.src_offset.get())?;
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_array = t.handle(HandleKind::Array, r.dst_array.get())?;
+    let a_src_array = t.handle(HandleKind::Array, r.src_array.get())?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyAtoA_v2_ptds)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_dst_array),
+            a_dst_offset,
+            calls::as_ptr(a_src_array),
+            a_src_offset,
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_atoa_v2_ptds::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayCreate`.
+fn array_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_create::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array_create::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DCreate`.
+fn array3d_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_create::Request = calls::message(req)?;
+    let t = s.tables();
+    // SAFETY: `CUDA_ARRAY3D_DESCRIPTOR_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_pallocate_array: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1 =
+        unsafe { calls::record(&r.pallocate_array) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_phandle, &a_pallocate_array) })?;
+    let mut t = s.tables();
+    let id_phandle = t.id_of(HandleKind::Array, o_phandle as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::array3d_create::Reply {
+            phandle: U64::new(id_phandle),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArrayGetDescriptor`.
+fn array_get_descriptor(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array_get_descriptor::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArrayGetDescriptor)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array_get_descriptor::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuArray3DGetDescriptor`.
+fn array3d_get_descriptor(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::array3d_get_descriptor::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_parray_descriptor: vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1 =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuArray3DGetDescriptor)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_parray_descriptor, calls::as_ptr(a_harray)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::array3d_get_descriptor::Reply {
+            parray_descriptor: calls::record_bytes(&o_parray_descriptor),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceCanAccessPeer`.
+fn device_can_access_peer(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_can_access_peer::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let a_peer_dev = r.peer_dev.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_can_access_peer: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceCanAccessPeer)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_can_access_peer, a_dev, a_peer_dev) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_can_access_peer::Reply {
+            can_access_peer: I32::new(o_can_access_peer),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetP2PAttribute`.
+fn device_get_p2p_attribute(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_p2p_attribute::Request = calls::message(req)?;
+    let a_attrib = vgpu_abi::types::CUdevice_P2PAttribute(r.attrib.get());
+    let a_src_device = r.src_device.get();
+    let a_dst_device = r.dst_device.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_value: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceGetP2PAttribute)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_value, a_attrib, a_src_device, a_dst_device) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_get_p2p_attribute::Reply {
+            value: I32::new(o_value),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities`.
+fn device_get_p2p_atomic_capabilities(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_p2p_atomic_capabilities::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let a_src_device = r.src_device.get();
+    let a_dst_device = r.dst_device.get();
+    let mut at = 0usize;
+    let n_operations = calls::size(a_count as u64)?;
+    // SAFETY: `vgpu_abi::types::CUatomicOperation` is a plain C value, valid for any bytes.
+    let mut a_operations: Vec<vgpu_abi::types::CUatomicOperation> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_operations * core::mem::size_of::<vgpu_abi::types::CUatomicOperation>(),
+        )?)
+    };
+    let mut o_capabilities = calls::buffer::<::core::ffi::c_uint>(calls::size(a_count as u64)?)?;
+    let f = entry(s.driver.cuDeviceGetP2PAtomicCapabilities)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            o_capabilities.as_mut_ptr(),
+            a_operations.as_ptr(),
+            a_count,
+            a_src_device,
+            a_dst_device,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_get_p2p_atomic_capabilities::Reply {},
+        calls::elements_bytes(&o_capabilities),
+    ))
+}
+
+/// `cuCtxEnablePeerAccess`.
+fn ctx_enable_peer_access(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_enable_peer_access::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_peer_context = t.handle(HandleKind::Context, r.peer_context.get())?;
+    drop(t);
+    let f = entry(s.driver.cuCtxEnablePeerAccess)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_peer_context), a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::ctx_enable_peer_access::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuCtxDisablePeerAccess`.
+fn ctx_disable_peer_access(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_disable_peer_access::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_peer_context = t.handle(HandleKind::Context, r.peer_context.get())?;
+    drop(t);
+    let f = entry(s.driver.cuCtxDisablePeerAccess)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_peer_context)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::ctx_disable_peer_access::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyPeer`.
+fn memcpy_peer(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_peer::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_context = t.handle(HandleKind::Context, r.dst_context.get())?;
+    let a_src_context = t.handle(HandleKind::Context, r.src_context.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyPeer)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_dst_context),
+            a_src_device,
+            calls::as_ptr(a_src_context),
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(&vgpu_proto::memcpy_peer::Reply {}, Vec::new()))
+}
+
+/// `cuMemcpyPeer_ptds`.
+fn memcpy_peer_ptds(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_peer_ptds::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_context = t.handle(HandleKind::Context, r.dst_context.get())?;
+    let a_src_context = t.handle(HandleKind::Context, r.src_context.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyPeer_ptds)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_dst_context),
+            a_src_device,
+            calls::as_ptr(a_src_context),
+            a_byte_count,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_peer_ptds::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyPeerAsync`.
+fn memcpy_peer_async(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_peer_async::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_context = t.handle(HandleKind::Context, r.dst_context.get())?;
+    let a_src_context = t.handle(HandleKind::Context, r.src_context.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyPeerAsync)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_dst_context),
+            a_src_device,
+            calls::as_ptr(a_src_context),
+            a_byte_count,
+            calls::as_ptr(a_hstream),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_peer_async::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuMemcpyPeerAsync_ptsz`.
+fn memcpy_peer_async_ptsz(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::memcpy_peer_async_ptsz::Request = calls::message(req)?;
+    let a_dst_device = r.dst_device.get();
+    let a_src_device = r.src_device.get();
+    let a_byte_count = calls::size(r.byte_count.get())?;
+    let t = s.tables();
+    let a_dst_context = t.handle(HandleKind::Context, r.dst_context.get())?;
+    let a_src_context = t.handle(HandleKind::Context, r.src_context.get())?;
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    t.check(a_dst_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    t.check(a_src_device as u64, calls::product(&[a_byte_count as u64])?)?;
+    drop(t);
+    let f = entry(s.driver.cuMemcpyPeerAsync_ptsz)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            a_dst_device,
+            calls::as_ptr(a_dst_context),
+            a_src_device,
+            calls::as_ptr(a_src_context),
+            a_byte_count,
+            calls::as_ptr(a_hstream),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::memcpy_peer_async_ptsz::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefCreate`.
+fn tex_ref_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_create::Request = calls::message(req)?;
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ptex_ref: vgpu_abi::types::CUtexref = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ptex_ref) })?;
+    let mut t = s.tables();
+    let id_ptex_ref = t.id_of(HandleKind::TexRef, o_ptex_ref as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_create::Reply {
+            ptex_ref: U64::new(id_ptex_ref),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefDestroy`.
+fn tex_ref_destroy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_destroy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefDestroy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref)) })?;
+    s.tables()
+        .forget_other(HandleKind::TexRef, r.htex_ref.get());
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_destroy::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetArray`.
+fn tex_ref_set_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_array::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), calls::as_ptr(a_harray), a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_array::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetArray`.
+fn tex_ref_get_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_array::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_array, calls::as_ptr(a_htex_ref)) })?;
+    let mut t = s.tables();
+    let id_ph_array = t.id_of(HandleKind::Array, o_ph_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_array::Reply {
+            ph_array: U64::new(id_ph_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetMipmappedArray`.
+fn tex_ref_set_mipmapped_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_mipmapped_array::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    let a_hmipmapped_array = t.handle(HandleKind::MipmappedArray, r.hmipmapped_array.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetMipmappedArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_htex_ref),
+            calls::as_ptr(a_hmipmapped_array),
+            a_flags,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_mipmapped_array::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetMipmappedArray`.
+fn tex_ref_get_mipmapped_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_mipmapped_array::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_mipmapped_array: vgpu_abi::types::CUmipmappedArray =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetMipmappedArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_mipmapped_array, calls::as_ptr(a_htex_ref)) })?;
+    let mut t = s.tables();
+    let id_ph_mipmapped_array = t.id_of(
+        HandleKind::MipmappedArray,
+        o_ph_mipmapped_array as usize,
+        req.ctx,
+    );
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_mipmapped_array::Reply {
+            ph_mipmapped_array: U64::new(id_ph_mipmapped_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddress`.
+fn tex_ref_set_address(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address::Request = calls::message(req)?;
+    let a_dptr = r.dptr.get();
+    let a_bytes = r.bytes.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    t.check(a_dptr as u64, calls::product(&[a_bytes as u64])?)?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_byte_offset: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefSetAddress)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_byte_offset,
+            calls::as_ptr(a_htex_ref),
+            a_dptr,
+            a_bytes,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address::Reply {
+            byte_offset: U32::new(o_byte_offset),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddress_v2`.
+fn tex_ref_set_address_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address_v2::Request = calls::message(req)?;
+    let a_dptr = r.dptr.get();
+    let a_bytes = calls::size(r.bytes.get())?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    t.check(a_dptr as u64, calls::product(&[a_bytes as u64])?)?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_byte_offset: usize = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefSetAddress_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_byte_offset,
+            calls::as_ptr(a_htex_ref),
+            a_dptr,
+            a_bytes,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address_v2::Reply {
+            byte_offset: U64::new(o_byte_offset as u64),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetAddress`.
+fn tex_ref_get_address(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_address::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pdptr: vgpu_abi::types::CUdeviceptr_v1 = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetAddress)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pdptr, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_address::Reply {
+            pdptr: U32::new(o_pdptr),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetAddress_v2`.
+fn tex_ref_get_address_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_address_v2::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pdptr: vgpu_abi::types::CUdeviceptr_v2 = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetAddress_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pdptr, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_address_v2::Reply {
+            pdptr: U64::new(o_pdptr),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddress2D`.
+fn tex_ref_set_address2d(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address2d::Request = calls::message(req)?;
+    let a_dptr = r.dptr.get();
+    let a_pitch = r.pitch.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_desc: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1 = unsafe { calls::record(&r.desc) };
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetAddress2D)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), &a_desc, a_dptr, a_pitch) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address2d::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddress2D_v2`.
+fn tex_ref_set_address2d_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address2d_v2::Request = calls::message(req)?;
+    let a_dptr = r.dptr.get();
+    let a_pitch = calls::size(r.pitch.get())?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_desc: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 = unsafe { calls::record(&r.desc) };
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetAddress2D_v2)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), &a_desc, a_dptr, a_pitch) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address2d_v2::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddress2D_v3`.
+fn tex_ref_set_address2d_v3(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address2d_v3::Request = calls::message(req)?;
+    let a_dptr = r.dptr.get();
+    let a_pitch = calls::size(r.pitch.get())?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    // SAFETY: `CUDA_ARRAY_DESCRIPTOR_v2` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_desc: vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2 = unsafe { calls::record(&r.desc) };
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetAddress2D_v3)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), &a_desc, a_dptr, a_pitch) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address2d_v3::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetFormat`.
+fn tex_ref_set_format(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_format::Request = calls::message(req)?;
+    let a_fmt = vgpu_abi::types::CUarray_format(r.fmt.get());
+    let a_num_packed_components = r.num_packed_components.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetFormat)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_fmt, a_num_packed_components) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_format::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetFormat`.
+fn tex_ref_get_format(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_format::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pformat: vgpu_abi::types::CUarray_format = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pnum_channels: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetFormat)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_pformat,
+            &mut o_pnum_channels,
+            calls::as_ptr(a_htex_ref),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_format::Reply {
+            pformat: U32::new(o_pformat.0),
+            pnum_channels: I32::new(o_pnum_channels),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetAddressMode`.
+fn tex_ref_set_address_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_address_mode::Request = calls::message(req)?;
+    let a_dim = r.dim.get();
+    let a_am = vgpu_abi::types::CUaddress_mode(r.am.get());
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetAddressMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_dim, a_am) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_address_mode::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetAddressMode`.
+fn tex_ref_get_address_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_address_mode::Request = calls::message(req)?;
+    let a_dim = r.dim.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pam: vgpu_abi::types::CUaddress_mode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetAddressMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pam, calls::as_ptr(a_htex_ref), a_dim) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_address_mode::Reply {
+            pam: U32::new(o_pam.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetFilterMode`.
+fn tex_ref_set_filter_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_filter_mode::Request = calls::message(req)?;
+    let a_fm = vgpu_abi::types::CUfilter_mode(r.fm.get());
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetFilterMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_fm) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_filter_mode::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetFilterMode`.
+fn tex_ref_get_filter_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_filter_mode::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pfm: vgpu_abi::types::CUfilter_mode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetFilterMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pfm, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_filter_mode::Reply {
+            pfm: U32::new(o_pfm.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetMipmapFilterMode`.
+fn tex_ref_set_mipmap_filter_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_mipmap_filter_mode::Request = calls::message(req)?;
+    let a_fm = vgpu_abi::types::CUfilter_mode(r.fm.get());
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetMipmapFilterMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_fm) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_mipmap_filter_mode::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetMipmapFilterMode`.
+fn tex_ref_get_mipmap_filter_mode(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_mipmap_filter_mode::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pfm: vgpu_abi::types::CUfilter_mode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetMipmapFilterMode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pfm, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_mipmap_filter_mode::Reply {
+            pfm: U32::new(o_pfm.0),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetMipmapLevelBias`.
+fn tex_ref_set_mipmap_level_bias(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_mipmap_level_bias::Request = calls::message(req)?;
+    let a_bias = r.bias.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetMipmapLevelBias)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_bias) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_mipmap_level_bias::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetMipmapLevelBias`.
+fn tex_ref_get_mipmap_level_bias(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_mipmap_level_bias::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pbias: f32 = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetMipmapLevelBias)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pbias, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_mipmap_level_bias::Reply {
+            pbias: F32::new(o_pbias),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetMipmapLevelClamp`.
+fn tex_ref_set_mipmap_level_clamp(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_mipmap_level_clamp::Request = calls::message(req)?;
+    let a_min_mipmap_level_clamp = r.min_mipmap_level_clamp.get();
+    let a_max_mipmap_level_clamp = r.max_mipmap_level_clamp.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetMipmapLevelClamp)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_htex_ref),
+            a_min_mipmap_level_clamp,
+            a_max_mipmap_level_clamp,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_mipmap_level_clamp::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetMipmapLevelClamp`.
+fn tex_ref_get_mipmap_level_clamp(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_mipmap_level_clamp::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pmin_mipmap_level_clamp: f32 = unsafe { core::mem::zeroed() };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pmax_mipmap_level_clamp: f32 = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetMipmapLevelClamp)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_pmin_mipmap_level_clamp,
+            &mut o_pmax_mipmap_level_clamp,
+            calls::as_ptr(a_htex_ref),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_mipmap_level_clamp::Reply {
+            pmin_mipmap_level_clamp: F32::new(o_pmin_mipmap_level_clamp),
+            pmax_mipmap_level_clamp: F32::new(o_pmax_mipmap_level_clamp),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetMaxAnisotropy`.
+fn tex_ref_set_max_anisotropy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_max_anisotropy::Request = calls::message(req)?;
+    let a_max_aniso = r.max_aniso.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetMaxAnisotropy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_max_aniso) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_max_anisotropy::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetMaxAnisotropy`.
+fn tex_ref_get_max_anisotropy(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_max_anisotropy::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pmax_aniso: ::core::ffi::c_int = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetMaxAnisotropy)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pmax_aniso, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_max_anisotropy::Reply {
+            pmax_aniso: I32::new(o_pmax_aniso),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefSetBorderColor`.
+fn tex_ref_set_border_color(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_border_color::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_pBorderColor = calls::size(4u64)?;
+    // SAFETY: `f32` is a plain C value, valid for any bytes.
+    let mut a_pBorderColor: Vec<f32> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_pBorderColor * core::mem::size_of::<f32>(),
+        )?)
+    };
+    let f = entry(s.driver.cuTexRefSetBorderColor)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_pBorderColor.as_mut_ptr()) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_border_color::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetBorderColor`.
+fn tex_ref_get_border_color(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_border_color::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let mut o_pBorderColor = calls::buffer::<f32>(calls::size(4u64)?)?;
+    let f = entry(s.driver.cuTexRefGetBorderColor)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(o_pBorderColor.as_mut_ptr(), calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_border_color::Reply {},
+        calls::elements_bytes(&o_pBorderColor),
+    ))
+}
+
+/// `cuTexRefSetFlags`.
+fn tex_ref_set_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_set_flags::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    let f = entry(s.driver.cuTexRefSetFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_htex_ref), a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_set_flags::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuTexRefGetFlags`.
+fn tex_ref_get_flags(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::tex_ref_get_flags::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_htex_ref = t.handle(HandleKind::TexRef, r.htex_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pflags: ::core::ffi::c_uint = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuTexRefGetFlags)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pflags, calls::as_ptr(a_htex_ref)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::tex_ref_get_flags::Reply {
+            pflags: U32::new(o_pflags),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuSurfRefSetArray`.
+fn surf_ref_set_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::surf_ref_set_array::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_hsurf_ref = t.handle(HandleKind::SurfRef, r.hsurf_ref.get())?;
+    let a_harray = t.handle(HandleKind::Array, r.harray.get())?;
+    drop(t);
+    let f = entry(s.driver.cuSurfRefSetArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hsurf_ref), calls::as_ptr(a_harray), a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::surf_ref_set_array::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuSurfRefGetArray`.
+fn surf_ref_get_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::surf_ref_get_array::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hsurf_ref = t.handle(HandleKind::SurfRef, r.hsurf_ref.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_array: vgpu_abi::types::CUarray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuSurfRefGetArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_array, calls::as_ptr(a_hsurf_ref)) })?;
+    let mut t = s.tables();
+    let id_ph_array = t.id_of(HandleKind::Array, o_ph_array as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::surf_ref_get_array::Reply {
+            ph_array: U64::new(id_ph_array),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuMulticastGetGranularity`.
+fn multicast_get_granularity(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::multicast_get_granularity::Request = calls::message(req)?;
+    let a_option = vgpu_abi::types::CUmulticastGranularity_flags(r.option.get());
+    let t = s.tables();
+    // SAFETY: `CUmulticastObjectProp` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_prop: vgpu_abi::types::CUmulticastObjectProp = unsafe { calls::record(&r.prop) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_granularity: usize = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuMulticastGetGranularity)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_granularity, &a_prop, a_option) })?;
+    Ok(Reply::new(
+        &vgpu_proto::multicast_get_granularity::Reply {
+            granularity: U64::new(o_granularity as u64),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGetDevResource`.
+fn device_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_get_dev_resource::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDeviceGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(a_dev, &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuCtxGetDevResource`.
+fn ctx_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_get_dev_resource::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::Context, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuCtxGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::ctx_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxGetDevResource`.
+fn green_ctx_get_dev_resource(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_get_dev_resource::Request = calls::message(req)?;
+    let a_type_ = vgpu_abi::types::CUdevResourceType(r.type_.get());
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_result: vgpu_abi::types::CUdevResource = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxGetDevResource)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), &mut o_result, a_type_) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_get_dev_resource::Reply {
+            result: calls::record_bytes(&o_result),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDevResourceGenerateDesc`.
+fn dev_resource_generate_desc(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::dev_resource_generate_desc::Request = calls::message(req)?;
+    let a_nb_resources = r.nb_resources.get();
+    let mut at = 0usize;
+    let n_resources = calls::size(a_nb_resources as u64)?;
+    // SAFETY: `vgpu_abi::types::CUdevResource` is a plain C value, valid for any bytes.
+    let mut a_resources: Vec<vgpu_abi::types::CUdevResource> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_resources * core::mem::size_of::<vgpu_abi::types::CUdevResource>(),
+        )?)
+    };
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_desc: vgpu_abi::types::CUdevResourceDesc = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuDevResourceGenerateDesc)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_desc, a_resources.as_mut_ptr(), a_nb_resources) })?;
+    let mut t = s.tables();
+    let id_ph_desc = t.id_of(HandleKind::DevResourceDesc, o_ph_desc as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::dev_resource_generate_desc::Reply {
+            ph_desc: U64::new(id_ph_desc),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxCreate`.
+fn green_ctx_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_create::Request = calls::message(req)?;
+    let a_dev = r.dev.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_desc = t.handle(HandleKind::DevResourceDesc, r.desc.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_ctx: vgpu_abi::types::CUgreenCtx = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_ph_ctx, calls::as_ptr(a_desc), a_dev, a_flags) })?;
+    let mut t = s.tables();
+    let id_ph_ctx = t.id_of(HandleKind::GreenCtx, o_ph_ctx as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_create::Reply {
+            ph_ctx: U64::new(id_ph_ctx),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxGetId`.
+fn green_ctx_get_id(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_get_id::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_green_ctx = t.handle(HandleKind::GreenCtx, r.green_ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_green_ctx_id: ::core::ffi::c_ulonglong = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxGetId)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_green_ctx), &mut o_green_ctx_id) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_get_id::Reply {
+            green_ctx_id: U64::new(o_green_ctx_id),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxRecordEvent`.
+fn green_ctx_record_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_record_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    let a_hevent = t.handle(HandleKind::Event, r.hevent.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGreenCtxRecordEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), calls::as_ptr(a_hevent)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_record_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxWaitEvent`.
+fn green_ctx_wait_event(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_wait_event::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    let a_hevent = t.handle(HandleKind::Event, r.hevent.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGreenCtxWaitEvent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hctx), calls::as_ptr(a_hevent)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_wait_event::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuCtxFromGreenCtx`.
+fn ctx_from_green_ctx(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::ctx_from_green_ctx::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hctx = t.handle(HandleKind::GreenCtx, r.hctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_pcontext: vgpu_abi::types::CUcontext = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuCtxFromGreenCtx)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_pcontext, calls::as_ptr(a_hctx)) })?;
+    let mut t = s.tables();
+    let id_pcontext = t.id_of(HandleKind::Context, o_pcontext as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::ctx_from_green_ctx::Reply {
+            pcontext: U64::new(id_pcontext),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGreenCtxStreamCreate`.
+fn green_ctx_stream_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::green_ctx_stream_create::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    let a_priority = r.priority.get();
+    let t = s.tables();
+    let a_green_ctx = t.handle(HandleKind::GreenCtx, r.green_ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_stream: vgpu_abi::types::CUstream = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGreenCtxStreamCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_stream,
+            calls::as_ptr(a_green_ctx),
+            a_flags,
+            a_priority,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_stream = t.id_of(HandleKind::Stream, o_ph_stream as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::green_ctx_stream_create::Reply {
+            ph_stream: U64::new(id_ph_stream),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuStreamGetGreenCtx`.
+fn stream_get_green_ctx(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::stream_get_green_ctx::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hstream = t.handle(HandleKind::Stream, r.hstream.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_ctx: vgpu_abi::types::CUgreenCtx = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuStreamGetGreenCtx)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hstream), &mut o_ph_ctx) })?;
+    let mut t = s.tables();
+    let id_ph_ctx = t.id_of(HandleKind::GreenCtx, o_ph_ctx as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::stream_get_green_ctx::Reply {
+            ph_ctx: U64::new(id_ph_ctx),
+        },
         Vec::new(),
     ))
 }

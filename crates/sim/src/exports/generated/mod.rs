@@ -19,6 +19,23 @@
 use crate::cu::*;
 use crate::ffi::{c_str, run, Out};
 
+/// `cuArray3DCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DCreate(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+) -> CUresult {
+    run("cuArray3DCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array3d_create(pHandle, pAllocateArray) }
+    })
+}
+
 /// `cuArray3DCreate_v2`.
 ///
 /// # Safety
@@ -33,6 +50,22 @@ pub unsafe extern "C" fn cuArray3DCreate_v2(
         let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
         // SAFETY: the caller's pointers, valid as the CUDA API requires.
         unsafe { super::array::array3d_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArray3DGetDescriptor`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArray3DGetDescriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArray3DGetDescriptor", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array3d_get_descriptor(pArrayDescriptor, hArray)
     })
 }
 
@@ -52,6 +85,23 @@ pub unsafe extern "C" fn cuArray3DGetDescriptor_v2(
     })
 }
 
+/// `cuArrayCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayCreate(
+    pHandle: *mut vgpu_abi::types::CUarray,
+    pAllocateArray: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+) -> CUresult {
+    run("cuArrayCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::array::array_create(pHandle, pAllocateArray) }
+    })
+}
+
 /// `cuArrayCreate_v2`.
 ///
 /// # Safety
@@ -66,6 +116,22 @@ pub unsafe extern "C" fn cuArrayCreate_v2(
         let pHandle = unsafe { Out::new(pHandle, "pHandle") }?;
         // SAFETY: the caller's pointers, valid as the CUDA API requires.
         unsafe { super::array::array_create_v2(pHandle, pAllocateArray) }
+    })
+}
+
+/// `cuArrayGetDescriptor`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuArrayGetDescriptor(
+    pArrayDescriptor: *mut vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    hArray: vgpu_abi::types::CUarray,
+) -> CUresult {
+    run("cuArrayGetDescriptor", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pArrayDescriptor = unsafe { Out::new(pArrayDescriptor, "pArrayDescriptor") }?;
+        super::array::array_get_descriptor(pArrayDescriptor, hArray)
     })
 }
 
@@ -157,6 +223,41 @@ pub extern "C" fn cuCtxDetach(ctx: vgpu_abi::types::CUcontext) -> CUresult {
     run("cuCtxDetach", || super::context::ctx_detach(ctx))
 }
 
+/// `cuCtxDisablePeerAccess`.
+#[no_mangle]
+pub extern "C" fn cuCtxDisablePeerAccess(peerContext: vgpu_abi::types::CUcontext) -> CUresult {
+    run("cuCtxDisablePeerAccess", || {
+        super::peer::ctx_disable_peer_access(peerContext)
+    })
+}
+
+/// `cuCtxEnablePeerAccess`.
+#[no_mangle]
+pub extern "C" fn cuCtxEnablePeerAccess(
+    peerContext: vgpu_abi::types::CUcontext,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuCtxEnablePeerAccess", || {
+        super::peer::ctx_enable_peer_access(peerContext, Flags)
+    })
+}
+
+/// `cuCtxFromGreenCtx`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxFromGreenCtx(
+    pContext: *mut vgpu_abi::types::CUcontext,
+    hCtx: vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    run("cuCtxFromGreenCtx", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pContext = unsafe { Out::new(pContext, "pContext") }?;
+        super::green::ctx_from_green_ctx(pContext, hCtx)
+    })
+}
+
 /// `cuCtxGetApiVersion`.
 ///
 /// # Safety
@@ -185,6 +286,23 @@ pub unsafe extern "C" fn cuCtxGetCacheConfig(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let pconfig = unsafe { Out::new(pconfig, "pconfig") }?;
         super::context::ctx_get_cache_config(pconfig)
+    })
+}
+
+/// `cuCtxGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUcontext,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuCtxGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::ctx_get_dev_resource(hCtx, result, type_)
     })
 }
 
@@ -340,6 +458,41 @@ pub extern "C" fn cuCtxWaitEvent(
     })
 }
 
+/// `cuDevResourceGenerateDesc`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevResourceGenerateDesc(
+    phDesc: *mut vgpu_abi::types::CUdevResourceDesc,
+    resources: *mut vgpu_abi::types::CUdevResource,
+    nbResources: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuDevResourceGenerateDesc", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phDesc = unsafe { Out::new(phDesc, "phDesc") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::green::dev_resource_generate_desc(phDesc, resources, nbResources) }
+    })
+}
+
+/// `cuDeviceCanAccessPeer`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+    canAccessPeer: *mut ::core::ffi::c_int,
+    dev: vgpu_abi::types::CUdevice_v1,
+    peerDev: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    run("cuDeviceCanAccessPeer", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let canAccessPeer = unsafe { Out::new(canAccessPeer, "canAccessPeer") }?;
+        super::peer::device_can_access_peer(canAccessPeer, dev, peerDev)
+    })
+}
+
 /// `cuDeviceGetByPCIBusId`.
 ///
 /// # Safety
@@ -371,6 +524,23 @@ pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let pool_out = unsafe { Out::new(pool_out, "pool_out") }?;
         super::pool::device_get_default_mem_pool(pool_out, dev)
+    })
+}
+
+/// `cuDeviceGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDevResource(
+    dev: vgpu_abi::types::CUdevice,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuDeviceGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::device_get_dev_resource(dev, result, type_)
     })
 }
 
@@ -441,6 +611,50 @@ pub unsafe extern "C" fn cuDeviceGetMemPool(
         // SAFETY: the caller's pointer, valid as the CUDA API requires.
         let pool = unsafe { Out::new(pool, "pool") }?;
         super::pool::device_get_mem_pool(pool, dev)
+    })
+}
+
+/// `cuDeviceGetP2PAtomicCapabilities`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetP2PAtomicCapabilities(
+    capabilities: *mut ::core::ffi::c_uint,
+    operations: *const vgpu_abi::types::CUatomicOperation,
+    count: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdevice,
+    dstDevice: vgpu_abi::types::CUdevice,
+) -> CUresult {
+    run("cuDeviceGetP2PAtomicCapabilities", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::peer::device_get_p2p_atomic_capabilities(
+                capabilities,
+                operations,
+                count,
+                srcDevice,
+                dstDevice,
+            )
+        }
+    })
+}
+
+/// `cuDeviceGetP2PAttribute`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetP2PAttribute(
+    value: *mut ::core::ffi::c_int,
+    attrib: vgpu_abi::types::CUdevice_P2PAttribute,
+    srcDevice: vgpu_abi::types::CUdevice_v1,
+    dstDevice: vgpu_abi::types::CUdevice_v1,
+) -> CUresult {
+    run("cuDeviceGetP2PAttribute", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let value = unsafe { Out::new(value, "value") }?;
+        super::peer::device_get_p2p_attribute(value, attrib, srcDevice, dstDevice)
     })
 }
 
@@ -1238,6 +1452,97 @@ pub extern "C" fn cuGraphUpload_ptsz(
     })
 }
 
+/// `cuGreenCtxCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxCreate(
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+    desc: vgpu_abi::types::CUdevResourceDesc,
+    dev: vgpu_abi::types::CUdevice,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGreenCtxCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phCtx = unsafe { Out::new(phCtx, "phCtx") }?;
+        super::green::green_ctx_create(phCtx, desc, dev, flags)
+    })
+}
+
+/// `cuGreenCtxGetDevResource`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetDevResource(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    result: *mut vgpu_abi::types::CUdevResource,
+    type_: vgpu_abi::types::CUdevResourceType,
+) -> CUresult {
+    run("cuGreenCtxGetDevResource", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let result = unsafe { Out::new(result, "result") }?;
+        super::green::green_ctx_get_dev_resource(hCtx, result, type_)
+    })
+}
+
+/// `cuGreenCtxGetId`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxGetId(
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    greenCtxId: *mut ::core::ffi::c_ulonglong,
+) -> CUresult {
+    run("cuGreenCtxGetId", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let greenCtxId = unsafe { Out::new(greenCtxId, "greenCtxId") }?;
+        super::green::green_ctx_get_id(greenCtx, greenCtxId)
+    })
+}
+
+/// `cuGreenCtxRecordEvent`.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxRecordEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGreenCtxRecordEvent", || {
+        super::green::green_ctx_record_event(hCtx, hEvent)
+    })
+}
+
+/// `cuGreenCtxStreamCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGreenCtxStreamCreate(
+    phStream: *mut vgpu_abi::types::CUstream,
+    greenCtx: vgpu_abi::types::CUgreenCtx,
+    flags: ::core::ffi::c_uint,
+    priority: ::core::ffi::c_int,
+) -> CUresult {
+    run("cuGreenCtxStreamCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phStream = unsafe { Out::new(phStream, "phStream") }?;
+        super::green::green_ctx_stream_create(phStream, greenCtx, flags, priority)
+    })
+}
+
+/// `cuGreenCtxWaitEvent`.
+#[no_mangle]
+pub extern "C" fn cuGreenCtxWaitEvent(
+    hCtx: vgpu_abi::types::CUgreenCtx,
+    hEvent: vgpu_abi::types::CUevent,
+) -> CUresult {
+    run("cuGreenCtxWaitEvent", || {
+        super::green::green_ctx_wait_event(hCtx, hEvent)
+    })
+}
+
 /// `cuKernelGetAttribute`.
 ///
 /// # Safety
@@ -1568,6 +1873,20 @@ pub unsafe extern "C" fn cuMemSetMemPool(
     })
 }
 
+/// `cuMemcpyAtoA`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMemcpyAtoA", || {
+        super::array::memcpy_atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+    })
+}
+
 /// `cuMemcpyAtoA_v2`.
 #[no_mangle]
 pub extern "C" fn cuMemcpyAtoA_v2(
@@ -1579,6 +1898,33 @@ pub extern "C" fn cuMemcpyAtoA_v2(
 ) -> CUresult {
     run("cuMemcpyAtoA_v2", || {
         super::array::memcpy_atoa_v2(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyAtoA_v2_ptds`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoA_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoA_v2_ptds", || {
+        super::array::memcpy_atoa_v2_ptds(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyAtoD`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v1,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: ::core::ffi::c_uint,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMemcpyAtoD", || {
+        super::array::memcpy_atod(dstDevice, srcArray, srcOffset, ByteCount)
     })
 }
 
@@ -1595,6 +1941,32 @@ pub extern "C" fn cuMemcpyAtoD_v2(
     })
 }
 
+/// `cuMemcpyAtoD_v2_ptds`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyAtoD_v2_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcArray: vgpu_abi::types::CUarray,
+    srcOffset: usize,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyAtoD_v2_ptds", || {
+        super::array::memcpy_atod_v2_ptds(dstDevice, srcArray, srcOffset, ByteCount)
+    })
+}
+
+/// `cuMemcpyDtoA`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: ::core::ffi::c_uint,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v1,
+    ByteCount: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuMemcpyDtoA", || {
+        super::array::memcpy_dtoa(dstArray, dstOffset, srcDevice, ByteCount)
+    })
+}
+
 /// `cuMemcpyDtoA_v2`.
 #[no_mangle]
 pub extern "C" fn cuMemcpyDtoA_v2(
@@ -1605,6 +1977,81 @@ pub extern "C" fn cuMemcpyDtoA_v2(
 ) -> CUresult {
     run("cuMemcpyDtoA_v2", || {
         super::array::memcpy_dtoa_v2(dstArray, dstOffset, srcDevice, ByteCount)
+    })
+}
+
+/// `cuMemcpyDtoA_v2_ptds`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoA_v2_ptds(
+    dstArray: vgpu_abi::types::CUarray,
+    dstOffset: usize,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyDtoA_v2_ptds", || {
+        super::array::memcpy_dtoa_v2_ptds(dstArray, dstOffset, srcDevice, ByteCount)
+    })
+}
+
+/// `cuMemcpyPeer`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeer(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyPeer", || {
+        super::peer::memcpy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
+    })
+}
+
+/// `cuMemcpyPeerAsync`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuMemcpyPeerAsync", || {
+        super::peer::memcpy_peer_async(
+            dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+        )
+    })
+}
+
+/// `cuMemcpyPeerAsync_ptsz`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeerAsync_ptsz(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+    hStream: vgpu_abi::types::CUstream,
+) -> CUresult {
+    run("cuMemcpyPeerAsync_ptsz", || {
+        super::peer::memcpy_peer_async_ptsz(
+            dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+        )
+    })
+}
+
+/// `cuMemcpyPeer_ptds`.
+#[no_mangle]
+pub extern "C" fn cuMemcpyPeer_ptds(
+    dstDevice: vgpu_abi::types::CUdeviceptr_v2,
+    dstContext: vgpu_abi::types::CUcontext,
+    srcDevice: vgpu_abi::types::CUdeviceptr_v2,
+    srcContext: vgpu_abi::types::CUcontext,
+    ByteCount: usize,
+) -> CUresult {
+    run("cuMemcpyPeer_ptds", || {
+        super::peer::memcpy_peer_ptds(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
     })
 }
 
@@ -1982,6 +2429,24 @@ pub unsafe extern "C" fn cuModuleGetTexRef(
         // SAFETY: the caller's string, NUL-terminated as the CUDA API requires.
         let name = unsafe { c_str(name, "name") }?;
         super::module::module_get_tex_ref(pTexRef, hmod, name)
+    })
+}
+
+/// `cuMulticastGetGranularity`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuMulticastGetGranularity(
+    granularity: *mut usize,
+    prop: *const vgpu_abi::types::CUmulticastObjectProp,
+    option: vgpu_abi::types::CUmulticastGranularity_flags,
+) -> CUresult {
+    run("cuMulticastGetGranularity", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let granularity = unsafe { Out::new(granularity, "granularity") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::multicast::multicast_get_granularity(granularity, prop, option) }
     })
 }
 
@@ -2461,6 +2926,22 @@ pub unsafe extern "C" fn cuStreamGetFlags_ptsz(
     })
 }
 
+/// `cuStreamGetGreenCtx`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetGreenCtx(
+    hStream: vgpu_abi::types::CUstream,
+    phCtx: *mut vgpu_abi::types::CUgreenCtx,
+) -> CUresult {
+    run("cuStreamGetGreenCtx", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phCtx = unsafe { Out::new(phCtx, "phCtx") }?;
+        super::green::stream_get_green_ctx(hStream, phCtx)
+    })
+}
+
 /// `cuStreamGetId`.
 ///
 /// # Safety
@@ -2851,19 +3332,517 @@ pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
     })
 }
 
+/// `cuSurfRefGetArray`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuSurfRefGetArray(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hSurfRef: vgpu_abi::types::CUsurfref,
+) -> CUresult {
+    run("cuSurfRefGetArray", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phArray = unsafe { Out::new(phArray, "phArray") }?;
+        super::texref::surf_ref_get_array(phArray, hSurfRef)
+    })
+}
+
+/// `cuSurfRefSetArray`.
+#[no_mangle]
+pub extern "C" fn cuSurfRefSetArray(
+    hSurfRef: vgpu_abi::types::CUsurfref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuSurfRefSetArray", || {
+        super::texref::surf_ref_set_array(hSurfRef, hArray, Flags)
+    })
+}
+
+/// `cuTexRefCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefCreate(pTexRef: *mut vgpu_abi::types::CUtexref) -> CUresult {
+    run("cuTexRefCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pTexRef = unsafe { Out::new(pTexRef, "pTexRef") }?;
+        super::texref::tex_ref_create(pTexRef)
+    })
+}
+
+/// `cuTexRefDestroy`.
+#[no_mangle]
+pub extern "C" fn cuTexRefDestroy(hTexRef: vgpu_abi::types::CUtexref) -> CUresult {
+    run("cuTexRefDestroy", || {
+        super::texref::tex_ref_destroy(hTexRef)
+    })
+}
+
+/// `cuTexRefGetAddress`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddress(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v1,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetAddress", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pdptr = unsafe { Out::new(pdptr, "pdptr") }?;
+        super::texref::tex_ref_get_address(pdptr, hTexRef)
+    })
+}
+
+/// `cuTexRefGetAddressMode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddressMode(
+    pam: *mut vgpu_abi::types::CUaddress_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+) -> CUresult {
+    run("cuTexRefGetAddressMode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pam = unsafe { Out::new(pam, "pam") }?;
+        super::texref::tex_ref_get_address_mode(pam, hTexRef, dim)
+    })
+}
+
+/// `cuTexRefGetAddress_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetAddress_v2(
+    pdptr: *mut vgpu_abi::types::CUdeviceptr_v2,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetAddress_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pdptr = unsafe { Out::new(pdptr, "pdptr") }?;
+        super::texref::tex_ref_get_address_v2(pdptr, hTexRef)
+    })
+}
+
+/// `cuTexRefGetArray`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetArray(
+    phArray: *mut vgpu_abi::types::CUarray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetArray", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phArray = unsafe { Out::new(phArray, "phArray") }?;
+        super::texref::tex_ref_get_array(phArray, hTexRef)
+    })
+}
+
+/// `cuTexRefGetBorderColor`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetBorderColor(
+    pBorderColor: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetBorderColor", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::texref::tex_ref_get_border_color(pBorderColor, hTexRef) }
+    })
+}
+
+/// `cuTexRefGetFilterMode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFilterMode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetFilterMode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pfm = unsafe { Out::new(pfm, "pfm") }?;
+        super::texref::tex_ref_get_filter_mode(pfm, hTexRef)
+    })
+}
+
+/// `cuTexRefGetFlags`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFlags(
+    pFlags: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetFlags", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pFlags = unsafe { Out::new(pFlags, "pFlags") }?;
+        super::texref::tex_ref_get_flags(pFlags, hTexRef)
+    })
+}
+
+/// `cuTexRefGetFormat`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetFormat(
+    pFormat: *mut vgpu_abi::types::CUarray_format,
+    pNumChannels: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetFormat", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pFormat = unsafe { Out::new(pFormat, "pFormat") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pNumChannels = unsafe { Out::new(pNumChannels, "pNumChannels") }?;
+        super::texref::tex_ref_get_format(pFormat, pNumChannels, hTexRef)
+    })
+}
+
+/// `cuTexRefGetMaxAnisotropy`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMaxAnisotropy(
+    pmaxAniso: *mut ::core::ffi::c_int,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetMaxAnisotropy", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pmaxAniso = unsafe { Out::new(pmaxAniso, "pmaxAniso") }?;
+        super::texref::tex_ref_get_max_anisotropy(pmaxAniso, hTexRef)
+    })
+}
+
+/// `cuTexRefGetMipmapFilterMode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapFilterMode(
+    pfm: *mut vgpu_abi::types::CUfilter_mode,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetMipmapFilterMode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pfm = unsafe { Out::new(pfm, "pfm") }?;
+        super::texref::tex_ref_get_mipmap_filter_mode(pfm, hTexRef)
+    })
+}
+
+/// `cuTexRefGetMipmapLevelBias`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapLevelBias(
+    pbias: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetMipmapLevelBias", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pbias = unsafe { Out::new(pbias, "pbias") }?;
+        super::texref::tex_ref_get_mipmap_level_bias(pbias, hTexRef)
+    })
+}
+
+/// `cuTexRefGetMipmapLevelClamp`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmapLevelClamp(
+    pminMipmapLevelClamp: *mut f32,
+    pmaxMipmapLevelClamp: *mut f32,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetMipmapLevelClamp", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pminMipmapLevelClamp =
+            unsafe { Out::new(pminMipmapLevelClamp, "pminMipmapLevelClamp") }?;
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pmaxMipmapLevelClamp =
+            unsafe { Out::new(pmaxMipmapLevelClamp, "pmaxMipmapLevelClamp") }?;
+        super::texref::tex_ref_get_mipmap_level_clamp(
+            pminMipmapLevelClamp,
+            pmaxMipmapLevelClamp,
+            hTexRef,
+        )
+    })
+}
+
+/// `cuTexRefGetMipmappedArray`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefGetMipmappedArray(
+    phMipmappedArray: *mut vgpu_abi::types::CUmipmappedArray,
+    hTexRef: vgpu_abi::types::CUtexref,
+) -> CUresult {
+    run("cuTexRefGetMipmappedArray", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phMipmappedArray = unsafe { Out::new(phMipmappedArray, "phMipmappedArray") }?;
+        super::texref::tex_ref_get_mipmapped_array(phMipmappedArray, hTexRef)
+    })
+}
+
+/// `cuTexRefSetAddress`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress(
+    ByteOffset: *mut ::core::ffi::c_uint,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    bytes: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetAddress", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let ByteOffset = unsafe { Out::new(ByteOffset, "ByteOffset") }?;
+        super::texref::tex_ref_set_address(ByteOffset, hTexRef, dptr, bytes)
+    })
+}
+
+/// `cuTexRefSetAddress2D`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v1,
+    dptr: vgpu_abi::types::CUdeviceptr_v1,
+    Pitch: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetAddress2D", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::texref::tex_ref_set_address2d(hTexRef, desc, dptr, Pitch) }
+    })
+}
+
+/// `cuTexRefSetAddress2D_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D_v2(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CUresult {
+    run("cuTexRefSetAddress2D_v2", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::texref::tex_ref_set_address2d_v2(hTexRef, desc, dptr, Pitch) }
+    })
+}
+
+/// `cuTexRefSetAddress2D_v3`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress2D_v3(
+    hTexRef: vgpu_abi::types::CUtexref,
+    desc: *const vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    Pitch: usize,
+) -> CUresult {
+    run("cuTexRefSetAddress2D_v3", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::texref::tex_ref_set_address2d_v3(hTexRef, desc, dptr, Pitch) }
+    })
+}
+
+/// `cuTexRefSetAddressMode`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetAddressMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    dim: ::core::ffi::c_int,
+    am: vgpu_abi::types::CUaddress_mode,
+) -> CUresult {
+    run("cuTexRefSetAddressMode", || {
+        super::texref::tex_ref_set_address_mode(hTexRef, dim, am)
+    })
+}
+
+/// `cuTexRefSetAddress_v2`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetAddress_v2(
+    ByteOffset: *mut usize,
+    hTexRef: vgpu_abi::types::CUtexref,
+    dptr: vgpu_abi::types::CUdeviceptr_v2,
+    bytes: usize,
+) -> CUresult {
+    run("cuTexRefSetAddress_v2", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let ByteOffset = unsafe { Out::new(ByteOffset, "ByteOffset") }?;
+        super::texref::tex_ref_set_address_v2(ByteOffset, hTexRef, dptr, bytes)
+    })
+}
+
+/// `cuTexRefSetArray`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetArray(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hArray: vgpu_abi::types::CUarray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetArray", || {
+        super::texref::tex_ref_set_array(hTexRef, hArray, Flags)
+    })
+}
+
+/// `cuTexRefSetBorderColor`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuTexRefSetBorderColor(
+    hTexRef: vgpu_abi::types::CUtexref,
+    pBorderColor: *mut f32,
+) -> CUresult {
+    run("cuTexRefSetBorderColor", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::texref::tex_ref_set_border_color(hTexRef, pBorderColor) }
+    })
+}
+
+/// `cuTexRefSetFilterMode`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFilterMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CUresult {
+    run("cuTexRefSetFilterMode", || {
+        super::texref::tex_ref_set_filter_mode(hTexRef, fm)
+    })
+}
+
+/// `cuTexRefSetFlags`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFlags(
+    hTexRef: vgpu_abi::types::CUtexref,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetFlags", || {
+        super::texref::tex_ref_set_flags(hTexRef, Flags)
+    })
+}
+
+/// `cuTexRefSetFormat`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetFormat(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fmt: vgpu_abi::types::CUarray_format,
+    NumPackedComponents: ::core::ffi::c_int,
+) -> CUresult {
+    run("cuTexRefSetFormat", || {
+        super::texref::tex_ref_set_format(hTexRef, fmt, NumPackedComponents)
+    })
+}
+
+/// `cuTexRefSetMaxAnisotropy`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMaxAnisotropy(
+    hTexRef: vgpu_abi::types::CUtexref,
+    maxAniso: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetMaxAnisotropy", || {
+        super::texref::tex_ref_set_max_anisotropy(hTexRef, maxAniso)
+    })
+}
+
+/// `cuTexRefSetMipmapFilterMode`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapFilterMode(
+    hTexRef: vgpu_abi::types::CUtexref,
+    fm: vgpu_abi::types::CUfilter_mode,
+) -> CUresult {
+    run("cuTexRefSetMipmapFilterMode", || {
+        super::texref::tex_ref_set_mipmap_filter_mode(hTexRef, fm)
+    })
+}
+
+/// `cuTexRefSetMipmapLevelBias`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapLevelBias(
+    hTexRef: vgpu_abi::types::CUtexref,
+    bias: f32,
+) -> CUresult {
+    run("cuTexRefSetMipmapLevelBias", || {
+        super::texref::tex_ref_set_mipmap_level_bias(hTexRef, bias)
+    })
+}
+
+/// `cuTexRefSetMipmapLevelClamp`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmapLevelClamp(
+    hTexRef: vgpu_abi::types::CUtexref,
+    minMipmapLevelClamp: f32,
+    maxMipmapLevelClamp: f32,
+) -> CUresult {
+    run("cuTexRefSetMipmapLevelClamp", || {
+        super::texref::tex_ref_set_mipmap_level_clamp(
+            hTexRef,
+            minMipmapLevelClamp,
+            maxMipmapLevelClamp,
+        )
+    })
+}
+
+/// `cuTexRefSetMipmappedArray`.
+#[no_mangle]
+pub extern "C" fn cuTexRefSetMipmappedArray(
+    hTexRef: vgpu_abi::types::CUtexref,
+    hMipmappedArray: vgpu_abi::types::CUmipmappedArray,
+    Flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuTexRefSetMipmappedArray", || {
+        super::texref::tex_ref_set_mipmapped_array(hTexRef, hMipmappedArray, Flags)
+    })
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
+    "cuArray3DCreate",
     "cuArray3DCreate_v2",
+    "cuArray3DGetDescriptor",
     "cuArray3DGetDescriptor_v2",
+    "cuArrayCreate",
     "cuArrayCreate_v2",
+    "cuArrayGetDescriptor",
     "cuArrayGetDescriptor_v2",
     "cuArrayGetMemoryRequirements",
     "cuArrayGetPlane",
     "cuArrayGetSparseProperties",
     "cuCtxAttach",
     "cuCtxDetach",
+    "cuCtxDisablePeerAccess",
+    "cuCtxEnablePeerAccess",
+    "cuCtxFromGreenCtx",
     "cuCtxGetApiVersion",
     "cuCtxGetCacheConfig",
+    "cuCtxGetDevResource",
     "cuCtxGetExecAffinity",
     "cuCtxGetFlags",
     "cuCtxGetLimit",
@@ -2878,12 +3857,17 @@ pub const EXPORTS: &[&str] = &[
     "cuCtxSynchronize",
     "cuCtxSynchronize_v2",
     "cuCtxWaitEvent",
+    "cuDevResourceGenerateDesc",
+    "cuDeviceCanAccessPeer",
     "cuDeviceGetByPCIBusId",
     "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetDevResource",
     "cuDeviceGetExecAffinitySupport",
     "cuDeviceGetHostAtomicCapabilities",
     "cuDeviceGetLuid",
     "cuDeviceGetMemPool",
+    "cuDeviceGetP2PAtomicCapabilities",
+    "cuDeviceGetP2PAttribute",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
     "cuDevicePrimaryCtxGetState",
@@ -2939,6 +3923,12 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphRemoveDependencies",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
+    "cuGreenCtxCreate",
+    "cuGreenCtxGetDevResource",
+    "cuGreenCtxGetId",
+    "cuGreenCtxRecordEvent",
+    "cuGreenCtxStreamCreate",
+    "cuGreenCtxWaitEvent",
     "cuKernelGetAttribute",
     "cuKernelGetLibrary",
     "cuKernelSetAttribute",
@@ -2960,9 +3950,19 @@ pub const EXPORTS: &[&str] = &[
     "cuMemPoolSetAccess",
     "cuMemPoolTrimTo",
     "cuMemSetMemPool",
+    "cuMemcpyAtoA",
     "cuMemcpyAtoA_v2",
+    "cuMemcpyAtoA_v2_ptds",
+    "cuMemcpyAtoD",
     "cuMemcpyAtoD_v2",
+    "cuMemcpyAtoD_v2_ptds",
+    "cuMemcpyDtoA",
     "cuMemcpyDtoA_v2",
+    "cuMemcpyDtoA_v2_ptds",
+    "cuMemcpyPeer",
+    "cuMemcpyPeerAsync",
+    "cuMemcpyPeerAsync_ptsz",
+    "cuMemcpyPeer_ptds",
     "cuMemsetD2D16",
     "cuMemsetD2D16Async",
     "cuMemsetD2D16Async_ptsz",
@@ -2987,6 +3987,7 @@ pub const EXPORTS: &[&str] = &[
     "cuModuleGetLoadingMode",
     "cuModuleGetSurfRef",
     "cuModuleGetTexRef",
+    "cuMulticastGetGranularity",
     "cuOccupancyAvailableDynamicSMemPerBlock",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
@@ -3019,6 +4020,7 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamGetDevice_ptsz",
     "cuStreamGetFlags",
     "cuStreamGetFlags_ptsz",
+    "cuStreamGetGreenCtx",
     "cuStreamGetId",
     "cuStreamGetId_ptsz",
     "cuStreamGetPriority",
@@ -3049,20 +4051,61 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamWriteValue64_ptsz",
     "cuStreamWriteValue64_v2",
     "cuStreamWriteValue64_v2_ptsz",
+    "cuSurfRefGetArray",
+    "cuSurfRefSetArray",
+    "cuTexRefCreate",
+    "cuTexRefDestroy",
+    "cuTexRefGetAddress",
+    "cuTexRefGetAddressMode",
+    "cuTexRefGetAddress_v2",
+    "cuTexRefGetArray",
+    "cuTexRefGetBorderColor",
+    "cuTexRefGetFilterMode",
+    "cuTexRefGetFlags",
+    "cuTexRefGetFormat",
+    "cuTexRefGetMaxAnisotropy",
+    "cuTexRefGetMipmapFilterMode",
+    "cuTexRefGetMipmapLevelBias",
+    "cuTexRefGetMipmapLevelClamp",
+    "cuTexRefGetMipmappedArray",
+    "cuTexRefSetAddress",
+    "cuTexRefSetAddress2D",
+    "cuTexRefSetAddress2D_v2",
+    "cuTexRefSetAddress2D_v3",
+    "cuTexRefSetAddressMode",
+    "cuTexRefSetAddress_v2",
+    "cuTexRefSetArray",
+    "cuTexRefSetBorderColor",
+    "cuTexRefSetFilterMode",
+    "cuTexRefSetFlags",
+    "cuTexRefSetFormat",
+    "cuTexRefSetMaxAnisotropy",
+    "cuTexRefSetMipmapFilterMode",
+    "cuTexRefSetMipmapLevelBias",
+    "cuTexRefSetMipmapLevelClamp",
+    "cuTexRefSetMipmappedArray",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
+const _: super::signature::cuArray3DCreate = cuArray3DCreate;
 const _: super::signature::cuArray3DCreate_v2 = cuArray3DCreate_v2;
+const _: super::signature::cuArray3DGetDescriptor = cuArray3DGetDescriptor;
 const _: super::signature::cuArray3DGetDescriptor_v2 = cuArray3DGetDescriptor_v2;
+const _: super::signature::cuArrayCreate = cuArrayCreate;
 const _: super::signature::cuArrayCreate_v2 = cuArrayCreate_v2;
+const _: super::signature::cuArrayGetDescriptor = cuArrayGetDescriptor;
 const _: super::signature::cuArrayGetDescriptor_v2 = cuArrayGetDescriptor_v2;
 const _: super::signature::cuArrayGetMemoryRequirements = cuArrayGetMemoryRequirements;
 const _: super::signature::cuArrayGetPlane = cuArrayGetPlane;
 const _: super::signature::cuArrayGetSparseProperties = cuArrayGetSparseProperties;
 const _: super::signature::cuCtxAttach = cuCtxAttach;
 const _: super::signature::cuCtxDetach = cuCtxDetach;
+const _: super::signature::cuCtxDisablePeerAccess = cuCtxDisablePeerAccess;
+const _: super::signature::cuCtxEnablePeerAccess = cuCtxEnablePeerAccess;
+const _: super::signature::cuCtxFromGreenCtx = cuCtxFromGreenCtx;
 const _: super::signature::cuCtxGetApiVersion = cuCtxGetApiVersion;
 const _: super::signature::cuCtxGetCacheConfig = cuCtxGetCacheConfig;
+const _: super::signature::cuCtxGetDevResource = cuCtxGetDevResource;
 const _: super::signature::cuCtxGetExecAffinity = cuCtxGetExecAffinity;
 const _: super::signature::cuCtxGetFlags = cuCtxGetFlags;
 const _: super::signature::cuCtxGetLimit = cuCtxGetLimit;
@@ -3077,12 +4120,17 @@ const _: super::signature::cuCtxSetSharedMemConfig = cuCtxSetSharedMemConfig;
 const _: super::signature::cuCtxSynchronize = cuCtxSynchronize;
 const _: super::signature::cuCtxSynchronize_v2 = cuCtxSynchronize_v2;
 const _: super::signature::cuCtxWaitEvent = cuCtxWaitEvent;
+const _: super::signature::cuDevResourceGenerateDesc = cuDevResourceGenerateDesc;
+const _: super::signature::cuDeviceCanAccessPeer = cuDeviceCanAccessPeer;
 const _: super::signature::cuDeviceGetByPCIBusId = cuDeviceGetByPCIBusId;
 const _: super::signature::cuDeviceGetDefaultMemPool = cuDeviceGetDefaultMemPool;
+const _: super::signature::cuDeviceGetDevResource = cuDeviceGetDevResource;
 const _: super::signature::cuDeviceGetExecAffinitySupport = cuDeviceGetExecAffinitySupport;
 const _: super::signature::cuDeviceGetHostAtomicCapabilities = cuDeviceGetHostAtomicCapabilities;
 const _: super::signature::cuDeviceGetLuid = cuDeviceGetLuid;
 const _: super::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
+const _: super::signature::cuDeviceGetP2PAtomicCapabilities = cuDeviceGetP2PAtomicCapabilities;
+const _: super::signature::cuDeviceGetP2PAttribute = cuDeviceGetP2PAttribute;
 const _: super::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: super::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
 const _: super::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
@@ -3138,6 +4186,12 @@ const _: super::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
 const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
+const _: super::signature::cuGreenCtxCreate = cuGreenCtxCreate;
+const _: super::signature::cuGreenCtxGetDevResource = cuGreenCtxGetDevResource;
+const _: super::signature::cuGreenCtxGetId = cuGreenCtxGetId;
+const _: super::signature::cuGreenCtxRecordEvent = cuGreenCtxRecordEvent;
+const _: super::signature::cuGreenCtxStreamCreate = cuGreenCtxStreamCreate;
+const _: super::signature::cuGreenCtxWaitEvent = cuGreenCtxWaitEvent;
 const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
 const _: super::signature::cuKernelGetLibrary = cuKernelGetLibrary;
 const _: super::signature::cuKernelSetAttribute = cuKernelSetAttribute;
@@ -3159,9 +4213,19 @@ const _: super::signature::cuMemPoolGetAccess = cuMemPoolGetAccess;
 const _: super::signature::cuMemPoolSetAccess = cuMemPoolSetAccess;
 const _: super::signature::cuMemPoolTrimTo = cuMemPoolTrimTo;
 const _: super::signature::cuMemSetMemPool = cuMemSetMemPool;
+const _: super::signature::cuMemcpyAtoA = cuMemcpyAtoA;
 const _: super::signature::cuMemcpyAtoA_v2 = cuMemcpyAtoA_v2;
+const _: super::signature::cuMemcpyAtoA_v2_ptds = cuMemcpyAtoA_v2_ptds;
+const _: super::signature::cuMemcpyAtoD = cuMemcpyAtoD;
 const _: super::signature::cuMemcpyAtoD_v2 = cuMemcpyAtoD_v2;
+const _: super::signature::cuMemcpyAtoD_v2_ptds = cuMemcpyAtoD_v2_ptds;
+const _: super::signature::cuMemcpyDtoA = cuMemcpyDtoA;
 const _: super::signature::cuMemcpyDtoA_v2 = cuMemcpyDtoA_v2;
+const _: super::signature::cuMemcpyDtoA_v2_ptds = cuMemcpyDtoA_v2_ptds;
+const _: super::signature::cuMemcpyPeer = cuMemcpyPeer;
+const _: super::signature::cuMemcpyPeerAsync = cuMemcpyPeerAsync;
+const _: super::signature::cuMemcpyPeerAsync_ptsz = cuMemcpyPeerAsync_ptsz;
+const _: super::signature::cuMemcpyPeer_ptds = cuMemcpyPeer_ptds;
 const _: super::signature::cuMemsetD2D16 = cuMemsetD2D16;
 const _: super::signature::cuMemsetD2D16Async = cuMemsetD2D16Async;
 const _: super::signature::cuMemsetD2D16Async_ptsz = cuMemsetD2D16Async_ptsz;
@@ -3188,6 +4252,7 @@ const _: super::signature::cuModuleGetGlobal = cuModuleGetGlobal;
 const _: super::signature::cuModuleGetLoadingMode = cuModuleGetLoadingMode;
 const _: super::signature::cuModuleGetSurfRef = cuModuleGetSurfRef;
 const _: super::signature::cuModuleGetTexRef = cuModuleGetTexRef;
+const _: super::signature::cuMulticastGetGranularity = cuMulticastGetGranularity;
 const _: super::signature::cuOccupancyAvailableDynamicSMemPerBlock =
     cuOccupancyAvailableDynamicSMemPerBlock;
 const _: super::signature::cuOccupancyMaxActiveBlocksPerMultiprocessor =
@@ -3223,6 +4288,7 @@ const _: super::signature::cuStreamGetDevice = cuStreamGetDevice;
 const _: super::signature::cuStreamGetDevice_ptsz = cuStreamGetDevice_ptsz;
 const _: super::signature::cuStreamGetFlags = cuStreamGetFlags;
 const _: super::signature::cuStreamGetFlags_ptsz = cuStreamGetFlags_ptsz;
+const _: super::signature::cuStreamGetGreenCtx = cuStreamGetGreenCtx;
 const _: super::signature::cuStreamGetId = cuStreamGetId;
 const _: super::signature::cuStreamGetId_ptsz = cuStreamGetId_ptsz;
 const _: super::signature::cuStreamGetPriority = cuStreamGetPriority;
@@ -3253,3 +4319,36 @@ const _: super::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
 const _: super::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
 const _: super::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
 const _: super::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;
+const _: super::signature::cuSurfRefGetArray = cuSurfRefGetArray;
+const _: super::signature::cuSurfRefSetArray = cuSurfRefSetArray;
+const _: super::signature::cuTexRefCreate = cuTexRefCreate;
+const _: super::signature::cuTexRefDestroy = cuTexRefDestroy;
+const _: super::signature::cuTexRefGetAddress = cuTexRefGetAddress;
+const _: super::signature::cuTexRefGetAddressMode = cuTexRefGetAddressMode;
+const _: super::signature::cuTexRefGetAddress_v2 = cuTexRefGetAddress_v2;
+const _: super::signature::cuTexRefGetArray = cuTexRefGetArray;
+const _: super::signature::cuTexRefGetBorderColor = cuTexRefGetBorderColor;
+const _: super::signature::cuTexRefGetFilterMode = cuTexRefGetFilterMode;
+const _: super::signature::cuTexRefGetFlags = cuTexRefGetFlags;
+const _: super::signature::cuTexRefGetFormat = cuTexRefGetFormat;
+const _: super::signature::cuTexRefGetMaxAnisotropy = cuTexRefGetMaxAnisotropy;
+const _: super::signature::cuTexRefGetMipmapFilterMode = cuTexRefGetMipmapFilterMode;
+const _: super::signature::cuTexRefGetMipmapLevelBias = cuTexRefGetMipmapLevelBias;
+const _: super::signature::cuTexRefGetMipmapLevelClamp = cuTexRefGetMipmapLevelClamp;
+const _: super::signature::cuTexRefGetMipmappedArray = cuTexRefGetMipmappedArray;
+const _: super::signature::cuTexRefSetAddress = cuTexRefSetAddress;
+const _: super::signature::cuTexRefSetAddress2D = cuTexRefSetAddress2D;
+const _: super::signature::cuTexRefSetAddress2D_v2 = cuTexRefSetAddress2D_v2;
+const _: super::signature::cuTexRefSetAddress2D_v3 = cuTexRefSetAddress2D_v3;
+const _: super::signature::cuTexRefSetAddressMode = cuTexRefSetAddressMode;
+const _: super::signature::cuTexRefSetAddress_v2 = cuTexRefSetAddress_v2;
+const _: super::signature::cuTexRefSetArray = cuTexRefSetArray;
+const _: super::signature::cuTexRefSetBorderColor = cuTexRefSetBorderColor;
+const _: super::signature::cuTexRefSetFilterMode = cuTexRefSetFilterMode;
+const _: super::signature::cuTexRefSetFlags = cuTexRefSetFlags;
+const _: super::signature::cuTexRefSetFormat = cuTexRefSetFormat;
+const _: super::signature::cuTexRefSetMaxAnisotropy = cuTexRefSetMaxAnisotropy;
+const _: super::signature::cuTexRefSetMipmapFilterMode = cuTexRefSetMipmapFilterMode;
+const _: super::signature::cuTexRefSetMipmapLevelBias = cuTexRefSetMipmapLevelBias;
+const _: super::signature::cuTexRefSetMipmapLevelClamp = cuTexRefSetMipmapLevelClamp;
+const _: super::signature::cuTexRefSetMipmappedArray = cuTexRefSetMipmappedArray;
