@@ -3,7 +3,7 @@
 # standard outputs must match line for line. Prints PASS/FAIL per program with
 # the native result beside it; writes $OUT/frameworks.log (everything) and
 # $OUT/summary.txt. Run from the repository root on a GPU machine after
-# gpu/stage.sh on the build machine:   OUT=dir gpu/frameworks.sh [names...]
+# gpu/stage.sh on the build machine:   OUT=dir [FW_LIMIT=seconds] gpu/frameworks.sh [names...]
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/frameworks-out}
@@ -81,13 +81,16 @@ declare -A CMD=(
 )
 names=("$@")
 ((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc compile cudagraph expandable jax nccl)
+# Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
+# it runs out): one program that hangs must not take the others' time.
+LIMIT=${FW_LIMIT:-240}
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do
     cmd=${CMD[$n]}
-    native=$(timeout 600 $cmd 2>"$WORK/$n.native.err"); nrc=$?
+    native=$(timeout "$LIMIT" $cmd 2>"$WORK/$n.native.err"); nrc=$?
     vgpu=$(VGPU_TRACE=$WORK/$n.trace VGPU_LOG=$WORK/$n.client LD_LIBRARY_PATH=$PWD/dist/lib:${LD_LIBRARY_PATH:-} TRITON_LIBCUDA_PATH=$PWD/dist/lib \
-        VGPU_MEDIATOR=unix:$SOCK timeout 600 $cmd 2>"$WORK/$n.vgpu.err"); vrc=$?
+        VGPU_MEDIATOR=unix:$SOCK timeout "$LIMIT" $cmd 2>"$WORK/$n.vgpu.err"); vrc=$?
     {
         echo "=== $n: native (exit $nrc)"; echo "$native"; tail -3 "$WORK/$n.native.err"
         echo "=== $n: vgpu (exit $vrc)"; echo "$vgpu"; tail -12 "$WORK/$n.vgpu.err"
