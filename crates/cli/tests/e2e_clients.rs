@@ -218,7 +218,9 @@ fn c_memory_pools() {
 /// the other process (SCM_RIGHTS, both hops), imported, mapped and written
 /// both ways; descriptors that are no VMM handle (`/dev/null`, a plain
 /// memfd, a closed one), fabric and unshareable exports refused as driver
-/// 580 refuses them; and a dma-buf descriptor of an address range. The
+/// 580 refuses them; a dma-buf descriptor of an address range; and a memory
+/// pool exported as a descriptor with one of its allocations as export
+/// data, imported, read, written and freed by the other process. The
 /// simulated devices of the two workers share the pages through memfds.
 #[test]
 fn c_inter_process_handles() {
@@ -259,8 +261,14 @@ fn c_inter_process_handles() {
         .assert_line("ok child_import_fd")
         .assert_line("ok child_reads_parent_vmm")
         .assert_line("ok vmm_reads_child_write")
-        .assert_line("child: 35 checks, 0 failed")
-        .assert_line("44 checks, 0 failed");
+        .assert_line("ok default_pool_export")
+        .assert_line("ok child_import_pool")
+        .assert_line("ok child_import_pointer")
+        .assert_line("ok child_reads_pool_memory")
+        .assert_line("ok child_free_imported_pointer")
+        .assert_line("ok pool_reads_child_write")
+        .assert_line("child: 43 checks, 0 failed")
+        .assert_line("56 checks, 0 failed");
 }
 
 /// Virtual memory management through a real mediator: reserve, create, map,

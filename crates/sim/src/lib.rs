@@ -125,6 +125,7 @@ mod memory;
 mod module;
 mod pointer;
 mod pool;
+mod pool_share;
 mod state;
 mod stream;
 mod texture;

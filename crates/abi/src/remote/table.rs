@@ -236,7 +236,8 @@ remote_table! {
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
-            cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
+            cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, cuMemPoolExportToShareableHandle,
+            cuMemPoolImportFromShareableHandle, cuMemPoolExportPointer, cuMemPoolImportPointer;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
             cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
@@ -471,6 +472,23 @@ remote_table! {
         /// `cuMemGetHandleForAddressRange` of a range of this session, as a
         /// dma-buf descriptor (`kind` 1), which follows the reply.
         vmm: MemRangeHandleFd = 526 { dptr: devptr, size: u64, kind: u32, flags: u64 } => {} (fd);
+        /// `cuMemPoolExportToShareableHandle` as a POSIX file descriptor,
+        /// which follows the reply (as for `MemExportFd`).
+        pool: PoolExportFd = 527 { pool: handle(MemPool), flags: u64 } => {} (fd);
+        /// `cuMemPoolExportToShareableHandle` of another type: the driver's
+        /// answer, its handle in `data`.
+        pool: PoolExportShareable = 528 { pool: handle(MemPool), kind: u32, flags: u64 } => { data: bytes(64) };
+        /// `cuMemPoolImportFromShareableHandle` of the POSIX file descriptor
+        /// that follows the request: the imported pool's fresh id.
+        pool: PoolImportFd = 529 { flags: u64 } => { pool: handle(MemPool) } (fd_in);
+        /// `cuMemPoolImportFromShareableHandle` of another type, its bytes in `data`.
+        pool: PoolImportShareable = 530 { kind: u32, flags: u64, data: bytes(64) } => { pool: handle(MemPool) };
+        /// `cuMemPoolExportPointer` of an allocation of this session: the
+        /// driver's 64 bytes of export data.
+        pool: PoolExportPointer = 531 { dptr: devptr } => { data: bytes(64) };
+        /// `cuMemPoolImportPointer` from an imported pool; the allocation
+        /// (`size` bytes) joins the session's live ranges until freed.
+        pool: PoolImportPointer = 532 { pool: handle(MemPool), data: bytes(64) } => { dptr: devptr, size: u64 };
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

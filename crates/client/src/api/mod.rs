@@ -262,6 +262,12 @@ implement! {
     cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
     cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
     cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
+    cuMemPoolExportToShareableHandle(out, pool, kind, flags) =>
+        pool::export_to_shareable_handle(out, pool, kind, flags);
+    cuMemPoolImportFromShareableHandle(pool, h, kind, flags) =>
+        pool::import_from_shareable_handle(pool, h, kind, flags);
+    cuMemPoolExportPointer(out, dptr) => pool::export_pointer(out, dptr);
+    cuMemPoolImportPointer(dptr, pool, data) => pool::import_pointer(dptr, pool, data);
     cuMemExportToShareableHandle(sh, handle, kind, flags) => vmm::export_to_shareable_handle(sh, handle, kind, flags);
     cuMemImportFromShareableHandle(handle, os, kind) => vmm::import_from_shareable_handle(handle, os, kind);
     cuMemGetHandleForAddressRange(h, dptr, size, kind, flags) =>

@@ -619,6 +619,23 @@ pub enum Op {
     /// `cuMemGetHandleForAddressRange` of a range of this session, as a
     /// dma-buf descriptor (`kind` 1), which follows the reply.
     MemRangeHandleFd = 526,
+    /// `cuMemPoolExportToShareableHandle` as a POSIX file descriptor,
+    /// which follows the reply (as for `MemExportFd`).
+    PoolExportFd = 527,
+    /// `cuMemPoolExportToShareableHandle` of another type: the driver's
+    /// answer, its handle in `data`.
+    PoolExportShareable = 528,
+    /// `cuMemPoolImportFromShareableHandle` of the POSIX file descriptor
+    /// that follows the request: the imported pool's fresh id.
+    PoolImportFd = 529,
+    /// `cuMemPoolImportFromShareableHandle` of another type, its bytes in `data`.
+    PoolImportShareable = 530,
+    /// `cuMemPoolExportPointer` of an allocation of this session: the
+    /// driver's 64 bytes of export data.
+    PoolExportPointer = 531,
+    /// `cuMemPoolImportPointer` from an imported pool; the allocation
+    /// (`size` bytes) joins the session's live ranges until freed.
+    PoolImportPointer = 532,
     /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
     /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
     /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
@@ -884,6 +901,12 @@ impl Op {
         Op::MemImportFd,
         Op::MemImportShareable,
         Op::MemRangeHandleFd,
+        Op::PoolExportFd,
+        Op::PoolExportShareable,
+        Op::PoolImportFd,
+        Op::PoolImportShareable,
+        Op::PoolExportPointer,
+        Op::PoolImportPointer,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
     ];
@@ -1141,6 +1164,12 @@ impl Op {
             Op::MemImportFd => "MemImportFd",
             Op::MemImportShareable => "MemImportShareable",
             Op::MemRangeHandleFd => "MemRangeHandleFd",
+            Op::PoolExportFd => "PoolExportFd",
+            Op::PoolExportShareable => "PoolExportShareable",
+            Op::PoolImportFd => "PoolImportFd",
+            Op::PoolImportShareable => "PoolImportShareable",
+            Op::PoolExportPointer => "PoolExportPointer",
+            Op::PoolImportPointer => "PoolImportPointer",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
         }
@@ -1395,6 +1424,12 @@ impl Op {
             Op::MemImportFd => false,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => false,
+            Op::PoolExportFd => false,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => false,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -1649,6 +1684,12 @@ impl Op {
             Op::MemImportFd => true,
             Op::MemImportShareable => true,
             Op::MemRangeHandleFd => true,
+            Op::PoolExportFd => true,
+            Op::PoolExportShareable => true,
+            Op::PoolImportFd => true,
+            Op::PoolImportShareable => true,
+            Op::PoolExportPointer => true,
+            Op::PoolImportPointer => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
         }
@@ -1903,6 +1944,12 @@ impl Op {
             Op::MemImportFd => false,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => true,
+            Op::PoolExportFd => true,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => false,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -2157,6 +2204,12 @@ impl Op {
             Op::MemImportFd => true,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => false,
+            Op::PoolExportFd => false,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => true,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
         }
@@ -2487,6 +2540,12 @@ impl Op {
             Op::MemImportFd => core::mem::size_of::<mem_import_fd::Request>(),
             Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Request>(),
             Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Request>(),
+            Op::PoolExportFd => core::mem::size_of::<pool_export_fd::Request>(),
+            Op::PoolExportShareable => core::mem::size_of::<pool_export_shareable::Request>(),
+            Op::PoolImportFd => core::mem::size_of::<pool_import_fd::Request>(),
+            Op::PoolImportShareable => core::mem::size_of::<pool_import_shareable::Request>(),
+            Op::PoolExportPointer => core::mem::size_of::<pool_export_pointer::Request>(),
+            Op::PoolImportPointer => core::mem::size_of::<pool_import_pointer::Request>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
@@ -2803,6 +2862,12 @@ impl Op {
             Op::MemImportFd => core::mem::size_of::<mem_import_fd::Reply>(),
             Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Reply>(),
             Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Reply>(),
+            Op::PoolExportFd => core::mem::size_of::<pool_export_fd::Reply>(),
+            Op::PoolExportShareable => core::mem::size_of::<pool_export_shareable::Reply>(),
+            Op::PoolImportFd => core::mem::size_of::<pool_import_fd::Reply>(),
+            Op::PoolImportShareable => core::mem::size_of::<pool_import_shareable::Reply>(),
+            Op::PoolExportPointer => core::mem::size_of::<pool_export_pointer::Reply>(),
+            Op::PoolImportPointer => core::mem::size_of::<pool_import_pointer::Reply>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
@@ -3340,6 +3405,20 @@ impl Op {
                 message::check::<mem_import_shareable::Request>(fixed, blob_len)
             }
             Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Request>(fixed, blob_len),
+            Op::PoolExportFd => message::check::<pool_export_fd::Request>(fixed, blob_len),
+            Op::PoolExportShareable => {
+                message::check::<pool_export_shareable::Request>(fixed, blob_len)
+            }
+            Op::PoolImportFd => message::check::<pool_import_fd::Request>(fixed, blob_len),
+            Op::PoolImportShareable => {
+                message::check::<pool_import_shareable::Request>(fixed, blob_len)
+            }
+            Op::PoolExportPointer => {
+                message::check::<pool_export_pointer::Request>(fixed, blob_len)
+            }
+            Op::PoolImportPointer => {
+                message::check::<pool_import_pointer::Request>(fixed, blob_len)
+            }
             Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
@@ -3773,6 +3852,16 @@ impl Op {
                 message::check::<mem_import_shareable::Reply>(fixed, blob_len)
             }
             Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Reply>(fixed, blob_len),
+            Op::PoolExportFd => message::check::<pool_export_fd::Reply>(fixed, blob_len),
+            Op::PoolExportShareable => {
+                message::check::<pool_export_shareable::Reply>(fixed, blob_len)
+            }
+            Op::PoolImportFd => message::check::<pool_import_fd::Reply>(fixed, blob_len),
+            Op::PoolImportShareable => {
+                message::check::<pool_import_shareable::Reply>(fixed, blob_len)
+            }
+            Op::PoolExportPointer => message::check::<pool_export_pointer::Reply>(fixed, blob_len),
+            Op::PoolImportPointer => message::check::<pool_import_pointer::Reply>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
@@ -4031,6 +4120,12 @@ impl TryFrom<u16> for Op {
             524 => Ok(Op::MemImportFd),
             525 => Ok(Op::MemImportShareable),
             526 => Ok(Op::MemRangeHandleFd),
+            527 => Ok(Op::PoolExportFd),
+            528 => Ok(Op::PoolExportShareable),
+            529 => Ok(Op::PoolImportFd),
+            530 => Ok(Op::PoolImportShareable),
+            531 => Ok(Op::PoolExportPointer),
+            532 => Ok(Op::PoolImportPointer),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             other => Err(ProtoError::UnknownOp(other)),
@@ -4287,6 +4382,12 @@ pub const SCHEMA: &str = concat!(
     "524 MemImportFd {} => {handle:u64} fd_in\n",
     "525 MemImportShareable {kind:u32,data:bytes(64)} => {handle:u64}\n",
     "526 MemRangeHandleFd {dptr:devptr,size:u64,kind:u32,flags:u64} => {} fd\n",
+    "527 PoolExportFd {pool:handle(MemPool),flags:u64} => {} fd\n",
+    "528 PoolExportShareable {pool:handle(MemPool),kind:u32,flags:u64} => {data:bytes(64)}\n",
+    "529 PoolImportFd {flags:u64} => {pool:handle(MemPool)} fd_in\n",
+    "530 PoolImportShareable {kind:u32,flags:u64,data:bytes(64)} => {pool:handle(MemPool)}\n",
+    "531 PoolExportPointer {dptr:devptr} => {data:bytes(64)}\n",
+    "532 PoolImportPointer {pool:handle(MemPool),data:bytes(64)} => {dptr:devptr,size:u64}\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
 );
@@ -14665,6 +14766,257 @@ pub mod mem_range_handle_fd {
 
     impl Message for Reply {
         const OP: Op = Op::MemRangeHandleFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportFd: wire id 527.
+pub mod pool_export_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportShareable: wire id 528.
+pub mod pool_export_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportFd: wire id 529.
+pub mod pool_import_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportShareable: wire id 530.
+pub mod pool_import_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub kind: U32,
+        pub flags: U64,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportPointer: wire id 531.
+pub mod pool_export_pointer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportPointer: wire id 532.
+pub mod pool_import_pointer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportPointer;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -658,6 +658,38 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::PoolExportFd => (
+            b(pool_export_fd::Request {
+                pool: u(POOL),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::PoolExportShareable => (
+            b(pool_export_shareable::Request {
+                pool: u(POOL),
+                kind: w(8),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::PoolImportFd => (b(pool_import_fd::Request { flags: u(0) }), none()),
+        Op::PoolImportShareable => (
+            b(pool_import_shareable::Request {
+                kind: w(8),
+                flags: u(0),
+                data: [0x4b; 64],
+            }),
+            none(),
+        ),
+        Op::PoolExportPointer => (b(pool_export_pointer::Request { dptr: u(DPTR) }), none()),
+        Op::PoolImportPointer => (
+            b(pool_import_pointer::Request {
+                pool: u(POOL),
+                data: [0x6d; 64],
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

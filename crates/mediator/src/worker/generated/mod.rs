@@ -285,6 +285,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemImportFd => super::vmm::mem_import_fd(lane, s, req),
         Op::MemImportShareable => super::vmm::mem_import_shareable(lane, s, req),
         Op::MemRangeHandleFd => super::vmm::mem_range_handle_fd(lane, s, req),
+        Op::PoolExportFd => super::pool::pool_export_fd(lane, s, req),
+        Op::PoolExportShareable => super::pool::pool_export_shareable(lane, s, req),
+        Op::PoolImportFd => super::pool::pool_import_fd(lane, s, req),
+        Op::PoolImportShareable => super::pool::pool_import_shareable(lane, s, req),
+        Op::PoolExportPointer => super::pool::pool_export_pointer(lane, s, req),
+        Op::PoolImportPointer => super::pool::pool_import_pointer(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
     }
