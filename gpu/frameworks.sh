@@ -28,6 +28,7 @@ cc -std=c11 -O2 -pthread -o "$WORK/graphs" tests/c/graphs.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/tensormap" tests/c/tensormap.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/callbacks" tests/c/callbacks.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/extmem" tests/c/extmem.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -46,6 +47,7 @@ declare -A CMD=(
     [tensormap]="$WORK/tensormap"
     [callbacks]="$WORK/callbacks"
     [ipc]="$WORK/ipc"
+    [extmem]="$WORK/extmem"
     [torch_ipc]="python3 gpu/torch_ipc.py"
     [cupy_ipc]="python3 gpu/cupy_ipc.py"
     [compile]="python3 gpu/compile_smoke.py"
@@ -55,7 +57,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks ipc torch_ipc cupy_ipc compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks ipc extmem torch_ipc cupy_ipc compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -271,6 +271,29 @@ fn c_inter_process_handles() {
         .assert_line("56 checks, 0 failed");
 }
 
+/// External memory through vgpu (`tests/c/extmem.c`): a VMM allocation's
+/// exported descriptor imported as opaque-fd external memory (the descriptor
+/// passes to the worker by SCM_RIGHTS), a buffer mapped on it sharing the
+/// allocation's bytes both ways, freed with `cuMemFree`; a buffer past the
+/// end, a descriptor that is no exported memory and a destroyed object
+/// refused.
+#[test]
+fn c_external_memory() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "extmem");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok import_external_memory")
+        .assert_line("ok buffer_reads_allocation")
+        .assert_line("ok allocation_reads_buffer")
+        .assert_line("ok buffer_past_end")
+        .assert_line("ok import_dev_null")
+        .assert_line("ok buffer_of_destroyed")
+        .assert_line("ok destroy_twice")
+        .assert_line("28 checks, 0 failed");
+}
+
 /// Virtual memory management through a real mediator: reserve, create, map,
 /// set access, fill and copy through the mappings, the driver's answers about
 /// a mapped address, and bad input refused as the driver refuses it:

@@ -111,6 +111,7 @@ mod device;
 mod error;
 mod event;
 pub mod exports;
+mod external;
 mod ffi;
 mod funcattr;
 mod graph;

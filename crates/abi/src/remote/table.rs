@@ -241,6 +241,7 @@ remote_table! {
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
             cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
+        external: cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuDestroyExternalMemory;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
@@ -489,6 +490,22 @@ remote_table! {
         /// `cuMemPoolImportPointer` from an imported pool; the allocation
         /// (`size` bytes) joins the session's live ranges until freed.
         pool: PoolImportPointer = 532 { pool: handle(MemPool), data: bytes(64) } => { dptr: devptr, size: u64 };
+        /// `cuImportExternalMemory` of a POSIX file descriptor
+        /// (`CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`) that follows the
+        /// request: `desc` is the `CUDA_EXTERNAL_MEMORY_HANDLE_DESC` with the
+        /// descriptor's field zero; the worker puts its copy there, and the
+        /// driver owns it once the import succeeds.
+        external: ImportExternalMemoryFd = 316 { desc: bytes(104) } => { mem: u64 } (fd_in);
+        /// `cuImportExternalMemory` of another type: `desc` with its
+        /// pointers (Win32 handle and name, NvSciBuf object) zero, as they
+        /// name nothing in the worker; the driver's answer.
+        external: ImportExternalMemory = 317 { desc: bytes(104) } => { mem: u64 };
+        /// `cuExternalMemoryGetMappedBuffer`; the buffer joins the session's
+        /// live allocations, and `cuMemFree` frees it.
+        external: ExternalMemoryMappedBuffer = 318 { mem: u64, offset: u64, size: u64,
+            flags: u32 } => { dptr: devptr };
+        /// `cuDestroyExternalMemory`; the id is forgotten.
+        external: DestroyExternalMemory = 319 { mem: u64 } => {} (sync);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -9,6 +9,7 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
+mod external;
 pub(crate) mod graph;
 mod host;
 mod host_local;
@@ -272,6 +273,9 @@ implement! {
     cuMemImportFromShareableHandle(handle, os, kind) => vmm::import_from_shareable_handle(handle, os, kind);
     cuMemGetHandleForAddressRange(h, dptr, size, kind, flags) =>
         vmm::handle_for_address_range(h, dptr, size, kind, flags);
+    cuImportExternalMemory(out, desc) => external::import(out, desc);
+    cuExternalMemoryGetMappedBuffer(dptr, mem, desc) => external::mapped_buffer(dptr, mem, desc);
+    cuDestroyExternalMemory(mem) => external::destroy(mem);
     cuIpcGetMemHandle(h, dptr) => ipc::get_mem_handle(h, dptr);
     cuIpcOpenMemHandle(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
     cuIpcOpenMemHandle_v2(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);

@@ -401,6 +401,21 @@ pub enum Op {
     IpcGetEventHandle = 314,
     /// `cuIpcOpenEventHandle` under the client's new event id.
     IpcOpenEventHandle = 315,
+    /// `cuImportExternalMemory` of a POSIX file descriptor
+    /// (`CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`) that follows the
+    /// request: `desc` is the `CUDA_EXTERNAL_MEMORY_HANDLE_DESC` with the
+    /// descriptor's field zero; the worker puts its copy there, and the
+    /// driver owns it once the import succeeds.
+    ImportExternalMemoryFd = 316,
+    /// `cuImportExternalMemory` of another type: `desc` with its
+    /// pointers (Win32 handle and name, NvSciBuf object) zero, as they
+    /// name nothing in the worker; the driver's answer.
+    ImportExternalMemory = 317,
+    /// `cuExternalMemoryGetMappedBuffer`; the buffer joins the session's
+    /// live allocations, and `cuMemFree` frees it.
+    ExternalMemoryMappedBuffer = 318,
+    /// `cuDestroyExternalMemory`; the id is forgotten.
+    DestroyExternalMemory = 319,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -820,6 +835,10 @@ impl Op {
         Op::IpcCloseMemHandle,
         Op::IpcGetEventHandle,
         Op::IpcOpenEventHandle,
+        Op::ImportExternalMemoryFd,
+        Op::ImportExternalMemory,
+        Op::ExternalMemoryMappedBuffer,
+        Op::DestroyExternalMemory,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -1083,6 +1102,10 @@ impl Op {
             Op::IpcCloseMemHandle => "IpcCloseMemHandle",
             Op::IpcGetEventHandle => "IpcGetEventHandle",
             Op::IpcOpenEventHandle => "IpcOpenEventHandle",
+            Op::ImportExternalMemoryFd => "ImportExternalMemoryFd",
+            Op::ImportExternalMemory => "ImportExternalMemory",
+            Op::ExternalMemoryMappedBuffer => "ExternalMemoryMappedBuffer",
+            Op::DestroyExternalMemory => "DestroyExternalMemory",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -1343,6 +1366,10 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => false,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1603,6 +1630,10 @@ impl Op {
             Op::IpcCloseMemHandle => true,
             Op::IpcGetEventHandle => true,
             Op::IpcOpenEventHandle => true,
+            Op::ImportExternalMemoryFd => true,
+            Op::ImportExternalMemory => true,
+            Op::ExternalMemoryMappedBuffer => true,
+            Op::DestroyExternalMemory => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -1863,6 +1894,10 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => false,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2123,6 +2158,10 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => true,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2431,6 +2470,14 @@ impl Op {
             Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Request>(),
             Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Request>(),
             Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Request>(),
+            Op::ImportExternalMemoryFd => {
+                core::mem::size_of::<import_external_memory_fd::Request>()
+            }
+            Op::ImportExternalMemory => core::mem::size_of::<import_external_memory::Request>(),
+            Op::ExternalMemoryMappedBuffer => {
+                core::mem::size_of::<external_memory_mapped_buffer::Request>()
+            }
+            Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Request>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -2761,6 +2808,12 @@ impl Op {
             Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Reply>(),
             Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Reply>(),
             Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Reply>(),
+            Op::ImportExternalMemoryFd => core::mem::size_of::<import_external_memory_fd::Reply>(),
+            Op::ImportExternalMemory => core::mem::size_of::<import_external_memory::Reply>(),
+            Op::ExternalMemoryMappedBuffer => {
+                core::mem::size_of::<external_memory_mapped_buffer::Reply>()
+            }
+            Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Reply>(),
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -2920,6 +2973,7 @@ impl Op {
             Op::MemsetD2D32_v2_ptds => true,
             Op::MemUnmap => true,
             Op::IpcCloseMemHandle => true,
+            Op::DestroyExternalMemory => true,
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
@@ -3251,6 +3305,18 @@ impl Op {
             }
             Op::IpcOpenEventHandle => {
                 message::check::<ipc_open_event_handle::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalMemoryFd => {
+                message::check::<import_external_memory_fd::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalMemory => {
+                message::check::<import_external_memory::Request>(fixed, blob_len)
+            }
+            Op::ExternalMemoryMappedBuffer => {
+                message::check::<external_memory_mapped_buffer::Request>(fixed, blob_len)
+            }
+            Op::DestroyExternalMemory => {
+                message::check::<destroy_external_memory::Request>(fixed, blob_len)
             }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
@@ -3707,6 +3773,18 @@ impl Op {
             Op::IpcOpenEventHandle => {
                 message::check::<ipc_open_event_handle::Reply>(fixed, blob_len)
             }
+            Op::ImportExternalMemoryFd => {
+                message::check::<import_external_memory_fd::Reply>(fixed, blob_len)
+            }
+            Op::ImportExternalMemory => {
+                message::check::<import_external_memory::Reply>(fixed, blob_len)
+            }
+            Op::ExternalMemoryMappedBuffer => {
+                message::check::<external_memory_mapped_buffer::Reply>(fixed, blob_len)
+            }
+            Op::DestroyExternalMemory => {
+                message::check::<destroy_external_memory::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -4039,6 +4117,10 @@ impl TryFrom<u16> for Op {
             313 => Ok(Op::IpcCloseMemHandle),
             314 => Ok(Op::IpcGetEventHandle),
             315 => Ok(Op::IpcOpenEventHandle),
+            316 => Ok(Op::ImportExternalMemoryFd),
+            317 => Ok(Op::ImportExternalMemory),
+            318 => Ok(Op::ExternalMemoryMappedBuffer),
+            319 => Ok(Op::DestroyExternalMemory),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -4301,6 +4383,10 @@ pub const SCHEMA: &str = concat!(
     "313 IpcCloseMemHandle {dptr:devptr} => {left:u32} sync\n",
     "314 IpcGetEventHandle {event:handle(Event)} => {handle:bytes(64)}\n",
     "315 IpcOpenEventHandle {event:handle(Event),handle:bytes(64)} => {}\n",
+    "316 ImportExternalMemoryFd {desc:bytes(104)} => {mem:u64} fd_in\n",
+    "317 ImportExternalMemory {desc:bytes(104)} => {mem:u64}\n",
+    "318 ExternalMemoryMappedBuffer {mem:u64,offset:u64,size:u64,flags:u32} => {dptr:devptr}\n",
+    "319 DestroyExternalMemory {mem:u64} => {} sync\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -11264,6 +11350,171 @@ pub mod ipc_open_event_handle {
 
     impl Message for Reply {
         const OP: Op = Op::IpcOpenEventHandle;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalMemoryFd: wire id 316.
+pub mod import_external_memory_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 104],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalMemoryFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalMemoryFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalMemory: wire id 317.
+pub mod import_external_memory {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 104],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExternalMemoryMappedBuffer: wire id 318.
+pub mod external_memory_mapped_buffer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mem: U64,
+        pub offset: U64,
+        pub size: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ExternalMemoryMappedBuffer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExternalMemoryMappedBuffer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation DestroyExternalMemory: wire id 319.
+pub mod destroy_external_memory {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mem: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DestroyExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DestroyExternalMemory;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

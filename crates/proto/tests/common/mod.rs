@@ -690,6 +690,42 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::ImportExternalMemoryFd => (
+            b(import_external_memory_fd::Request {
+                desc: {
+                    let mut d = [0u8; 104];
+                    d[0] = 1;
+                    d[24..32].copy_from_slice(&(2u64 << 20).to_le_bytes());
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ImportExternalMemory => (
+            b(import_external_memory::Request {
+                desc: {
+                    let mut d = [0u8; 104];
+                    d[0] = 2;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ExternalMemoryMappedBuffer => (
+            b(external_memory_mapped_buffer::Request {
+                mem: u(0x4f00_8000_0000_0001),
+                offset: u(0),
+                size: u(2 << 20),
+                flags: w(0),
+            }),
+            none(),
+        ),
+        Op::DestroyExternalMemory => (
+            b(destroy_external_memory::Request {
+                mem: u(0x4f00_8000_0000_0001),
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

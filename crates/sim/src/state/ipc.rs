@@ -19,6 +19,8 @@ pub(crate) struct Ipc {
     pub events: HashMap<usize, (OwnedFd, u64)>,
     /// Exported pools: key → (memfd standing for the pool, its tag).
     pub pools: HashMap<usize, (OwnedFd, u64)>,
+    /// Imported external memory objects: key → (the memfd, its size, the device).
+    pub external: HashMap<usize, (OwnedFd, u64, usize)>,
     pub opened: HashMap<Key, Opened>,
     /// `opened` by the address it gave.
     pub opened_at: HashMap<u64, Key>,

@@ -204,6 +204,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::IpcCloseMemHandle => super::ipc::ipc_close_mem_handle(lane, s, req),
         Op::IpcGetEventHandle => super::ipc::ipc_get_event_handle(lane, s, req),
         Op::IpcOpenEventHandle => super::ipc::ipc_open_event_handle(lane, s, req),
+        Op::ImportExternalMemoryFd => super::external::import_external_memory_fd(lane, s, req),
+        Op::ImportExternalMemory => super::external::import_external_memory(lane, s, req),
+        Op::ExternalMemoryMappedBuffer => {
+            super::external::external_memory_mapped_buffer(lane, s, req)
+        }
+        Op::DestroyExternalMemory => super::external::destroy_external_memory(lane, s, req),
         Op::MemPoolCreate => mem_pool_create(s, req),
         Op::MemPoolTrimTo => mem_pool_trim_to(s, req),
         Op::MemPoolSetAccess => mem_pool_set_access(s, req),
