@@ -300,6 +300,29 @@ fn c_external_memory() {
         .assert_line("28 checks, 0 failed");
 }
 
+/// External semaphores shared by two client processes on the simulated
+/// device (`tests/c/extsem.c`, with its stand-in semaphore descriptor): a
+/// timeline signalled by one process and waited for by the other, both
+/// ways, through two workers; bad descriptors and handle types, and a
+/// destroyed semaphore, refused.
+#[test]
+fn c_external_semaphores() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "extsem");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok import_dev_null")
+        .assert_line("ok import_win32")
+        .assert_line("ok signals_1")
+        .assert_line("ok child_waits_for_1")
+        .assert_line("ok child_signals_2")
+        .assert_line("ok waits_for_child_2")
+        .assert_line("ok signal_destroyed")
+        .assert_line("child: 6 checks, 0 failed")
+        .assert_line("10 checks, 0 failed");
+}
+
 /// Virtual memory management through a real mediator: reserve, create, map,
 /// set access, fill and copy through the mappings, the driver's answers about
 /// a mapped address, and bad input refused as the driver refuses it:

@@ -127,6 +127,7 @@ mod module;
 mod pointer;
 mod pool;
 mod pool_share;
+mod semaphore;
 mod state;
 mod stream;
 mod texture;

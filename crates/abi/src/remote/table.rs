@@ -241,7 +241,10 @@ remote_table! {
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
             cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
-        external: cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuDestroyExternalMemory;
+        external: cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuDestroyExternalMemory,
+            cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
+            cuSignalExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync,
+            cuWaitExternalSemaphoresAsync_ptsz, cuDestroyExternalSemaphore;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
@@ -506,6 +509,20 @@ remote_table! {
             flags: u32 } => { dptr: devptr };
         /// `cuDestroyExternalMemory`; the id is forgotten.
         external: DestroyExternalMemory = 319 { mem: u64 } => {} (sync);
+        /// `cuImportExternalSemaphore` of a POSIX file descriptor (opaque or
+        /// timeline semaphore) that follows the request, as for external
+        /// memory: `desc` is the `CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC` with
+        /// the descriptor's field zero.
+        external: ImportExternalSemaphoreFd = 320 { desc: bytes(96) } => { sem: u64 } (fd_in);
+        /// `cuImportExternalSemaphore` of another type, its pointers zero:
+        /// the driver's answer.
+        external: ImportExternalSemaphore = 321 { desc: bytes(96) } => { sem: u64 };
+        /// `cuSignalExternalSemaphoresAsync` (`wait` false) or
+        /// `cuWaitExternalSemaphoresAsync` on `stream`: the blob holds `count`
+        /// semaphore ids (u64 each), then their 144-byte parameter structs.
+        external: ExternalSemaphores = 322 { stream: handle(Stream), count: u32, wait: bool } + blob => {};
+        /// `cuDestroyExternalSemaphore`; the id is forgotten.
+        external: DestroyExternalSemaphore = 323 { sem: u64 } => {} (sync);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -276,6 +276,16 @@ implement! {
     cuImportExternalMemory(out, desc) => external::import(out, desc);
     cuExternalMemoryGetMappedBuffer(dptr, mem, desc) => external::mapped_buffer(dptr, mem, desc);
     cuDestroyExternalMemory(mem) => external::destroy(mem);
+    cuImportExternalSemaphore(out, desc) => external::import_semaphore(out, desc);
+    cuSignalExternalSemaphoresAsync(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id(s), false);
+    cuSignalExternalSemaphoresAsync_ptsz(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id_ptsz(s), false);
+    cuWaitExternalSemaphoresAsync(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id(s), true);
+    cuWaitExternalSemaphoresAsync_ptsz(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id_ptsz(s), true);
+    cuDestroyExternalSemaphore(sem) => external::destroy_semaphore(sem);
     cuIpcGetMemHandle(h, dptr) => ipc::get_mem_handle(h, dptr);
     cuIpcOpenMemHandle(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
     cuIpcOpenMemHandle_v2(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);

@@ -416,6 +416,20 @@ pub enum Op {
     ExternalMemoryMappedBuffer = 318,
     /// `cuDestroyExternalMemory`; the id is forgotten.
     DestroyExternalMemory = 319,
+    /// `cuImportExternalSemaphore` of a POSIX file descriptor (opaque or
+    /// timeline semaphore) that follows the request, as for external
+    /// memory: `desc` is the `CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC` with
+    /// the descriptor's field zero.
+    ImportExternalSemaphoreFd = 320,
+    /// `cuImportExternalSemaphore` of another type, its pointers zero:
+    /// the driver's answer.
+    ImportExternalSemaphore = 321,
+    /// `cuSignalExternalSemaphoresAsync` (`wait` false) or
+    /// `cuWaitExternalSemaphoresAsync` on `stream`: the blob holds `count`
+    /// semaphore ids (u64 each), then their 144-byte parameter structs.
+    ExternalSemaphores = 322,
+    /// `cuDestroyExternalSemaphore`; the id is forgotten.
+    DestroyExternalSemaphore = 323,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -839,6 +853,10 @@ impl Op {
         Op::ImportExternalMemory,
         Op::ExternalMemoryMappedBuffer,
         Op::DestroyExternalMemory,
+        Op::ImportExternalSemaphoreFd,
+        Op::ImportExternalSemaphore,
+        Op::ExternalSemaphores,
+        Op::DestroyExternalSemaphore,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -1106,6 +1124,10 @@ impl Op {
             Op::ImportExternalMemory => "ImportExternalMemory",
             Op::ExternalMemoryMappedBuffer => "ExternalMemoryMappedBuffer",
             Op::DestroyExternalMemory => "DestroyExternalMemory",
+            Op::ImportExternalSemaphoreFd => "ImportExternalSemaphoreFd",
+            Op::ImportExternalSemaphore => "ImportExternalSemaphore",
+            Op::ExternalSemaphores => "ExternalSemaphores",
+            Op::DestroyExternalSemaphore => "DestroyExternalSemaphore",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -1370,6 +1392,10 @@ impl Op {
             Op::ImportExternalMemory => false,
             Op::ExternalMemoryMappedBuffer => false,
             Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => false,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1634,6 +1660,10 @@ impl Op {
             Op::ImportExternalMemory => true,
             Op::ExternalMemoryMappedBuffer => true,
             Op::DestroyExternalMemory => true,
+            Op::ImportExternalSemaphoreFd => true,
+            Op::ImportExternalSemaphore => true,
+            Op::ExternalSemaphores => true,
+            Op::DestroyExternalSemaphore => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -1898,6 +1928,10 @@ impl Op {
             Op::ImportExternalMemory => false,
             Op::ExternalMemoryMappedBuffer => false,
             Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => false,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2162,6 +2196,10 @@ impl Op {
             Op::ImportExternalMemory => false,
             Op::ExternalMemoryMappedBuffer => false,
             Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => true,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2478,6 +2516,16 @@ impl Op {
                 core::mem::size_of::<external_memory_mapped_buffer::Request>()
             }
             Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Request>(),
+            Op::ImportExternalSemaphoreFd => {
+                core::mem::size_of::<import_external_semaphore_fd::Request>()
+            }
+            Op::ImportExternalSemaphore => {
+                core::mem::size_of::<import_external_semaphore::Request>()
+            }
+            Op::ExternalSemaphores => core::mem::size_of::<external_semaphores::Request>(),
+            Op::DestroyExternalSemaphore => {
+                core::mem::size_of::<destroy_external_semaphore::Request>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -2814,6 +2862,14 @@ impl Op {
                 core::mem::size_of::<external_memory_mapped_buffer::Reply>()
             }
             Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Reply>(),
+            Op::ImportExternalSemaphoreFd => {
+                core::mem::size_of::<import_external_semaphore_fd::Reply>()
+            }
+            Op::ImportExternalSemaphore => core::mem::size_of::<import_external_semaphore::Reply>(),
+            Op::ExternalSemaphores => core::mem::size_of::<external_semaphores::Reply>(),
+            Op::DestroyExternalSemaphore => {
+                core::mem::size_of::<destroy_external_semaphore::Reply>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -2974,6 +3030,7 @@ impl Op {
             Op::MemUnmap => true,
             Op::IpcCloseMemHandle => true,
             Op::DestroyExternalMemory => true,
+            Op::DestroyExternalSemaphore => true,
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
@@ -3317,6 +3374,18 @@ impl Op {
             }
             Op::DestroyExternalMemory => {
                 message::check::<destroy_external_memory::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphoreFd => {
+                message::check::<import_external_semaphore_fd::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphore => {
+                message::check::<import_external_semaphore::Request>(fixed, blob_len)
+            }
+            Op::ExternalSemaphores => {
+                message::check::<external_semaphores::Request>(fixed, blob_len)
+            }
+            Op::DestroyExternalSemaphore => {
+                message::check::<destroy_external_semaphore::Request>(fixed, blob_len)
             }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
@@ -3785,6 +3854,16 @@ impl Op {
             Op::DestroyExternalMemory => {
                 message::check::<destroy_external_memory::Reply>(fixed, blob_len)
             }
+            Op::ImportExternalSemaphoreFd => {
+                message::check::<import_external_semaphore_fd::Reply>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphore => {
+                message::check::<import_external_semaphore::Reply>(fixed, blob_len)
+            }
+            Op::ExternalSemaphores => message::check::<external_semaphores::Reply>(fixed, blob_len),
+            Op::DestroyExternalSemaphore => {
+                message::check::<destroy_external_semaphore::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -4121,6 +4200,10 @@ impl TryFrom<u16> for Op {
             317 => Ok(Op::ImportExternalMemory),
             318 => Ok(Op::ExternalMemoryMappedBuffer),
             319 => Ok(Op::DestroyExternalMemory),
+            320 => Ok(Op::ImportExternalSemaphoreFd),
+            321 => Ok(Op::ImportExternalSemaphore),
+            322 => Ok(Op::ExternalSemaphores),
+            323 => Ok(Op::DestroyExternalSemaphore),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -4387,6 +4470,10 @@ pub const SCHEMA: &str = concat!(
     "317 ImportExternalMemory {desc:bytes(104)} => {mem:u64}\n",
     "318 ExternalMemoryMappedBuffer {mem:u64,offset:u64,size:u64,flags:u32} => {dptr:devptr}\n",
     "319 DestroyExternalMemory {mem:u64} => {} sync\n",
+    "320 ImportExternalSemaphoreFd {desc:bytes(96)} => {sem:u64} fd_in\n",
+    "321 ImportExternalSemaphore {desc:bytes(96)} => {sem:u64}\n",
+    "322 ExternalSemaphores {stream:handle(Stream),count:u32,wait:bool}+blob => {}\n",
+    "323 DestroyExternalSemaphore {sem:u64} => {} sync\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -11515,6 +11602,169 @@ pub mod destroy_external_memory {
 
     impl Message for Reply {
         const OP: Op = Op::DestroyExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalSemaphoreFd: wire id 320.
+pub mod import_external_semaphore_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 96],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalSemaphoreFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalSemaphoreFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalSemaphore: wire id 321.
+pub mod import_external_semaphore {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 96],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExternalSemaphores: wire id 322.
+pub mod external_semaphores {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub count: U32,
+        pub wait: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ExternalSemaphores;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "wait", self.wait)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExternalSemaphores;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation DestroyExternalSemaphore: wire id 323.
+pub mod destroy_external_semaphore {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub sem: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DestroyExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DestroyExternalSemaphore;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

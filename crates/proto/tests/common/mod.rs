@@ -726,6 +726,45 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::ImportExternalSemaphoreFd => (
+            b(import_external_semaphore_fd::Request {
+                desc: {
+                    let mut d = [0u8; 96];
+                    d[0] = 9;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ImportExternalSemaphore => (
+            b(import_external_semaphore::Request {
+                desc: {
+                    let mut d = [0u8; 96];
+                    d[0] = 2;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ExternalSemaphores => (
+            b(external_semaphores::Request {
+                stream: u(STREAM),
+                count: w(1),
+                wait: 1,
+            }),
+            {
+                let mut blob = 0x4f00_8000_0000_0002u64.to_le_bytes().to_vec();
+                blob.extend_from_slice(&[0u8; 144]);
+                blob[8] = 2;
+                blob
+            },
+        ),
+        Op::DestroyExternalSemaphore => (
+            b(destroy_external_semaphore::Request {
+                sem: u(0x4f00_8000_0000_0002),
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

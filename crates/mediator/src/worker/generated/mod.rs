@@ -210,6 +210,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
             super::external::external_memory_mapped_buffer(lane, s, req)
         }
         Op::DestroyExternalMemory => super::external::destroy_external_memory(lane, s, req),
+        Op::ImportExternalSemaphoreFd => {
+            super::external::import_external_semaphore_fd(lane, s, req)
+        }
+        Op::ImportExternalSemaphore => super::external::import_external_semaphore(lane, s, req),
+        Op::ExternalSemaphores => super::external::external_semaphores(lane, s, req),
+        Op::DestroyExternalSemaphore => super::external::destroy_external_semaphore(lane, s, req),
         Op::MemPoolCreate => mem_pool_create(s, req),
         Op::MemPoolTrimTo => mem_pool_trim_to(s, req),
         Op::MemPoolSetAccess => mem_pool_set_access(s, req),
