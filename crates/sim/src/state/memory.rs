@@ -32,6 +32,9 @@ fn page_len(size: usize) -> Option<usize> {
 }
 
 impl Block {
+    /// A fresh block; its pages are committed at once (`MAP_POPULATE`), as device
+    /// memory is when `cuMemAlloc` returns, so the host's memory is taken when the
+    /// budget is charged, not at first touch.
     fn new(size: usize) -> Option<Self> {
         let len = page_len(size)?;
         // SAFETY: a fresh anonymous mapping; nothing aliases it.
@@ -40,7 +43,7 @@ impl Block {
                 std::ptr::null_mut(),
                 len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE,
+                MapFlags::PRIVATE | MapFlags::POPULATE,
             )
         }
         .ok()?;
