@@ -36,6 +36,26 @@ typedef struct {
 } CUipcHandle;
 
 typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+typedef struct {
+    int allocType;
+    int handleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
+typedef struct {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
+
+_Static_assert(sizeof(CUmemPoolProps) == 88, "CUmemPoolProps is 88 bytes");
 
 typedef struct {
     int type;
@@ -118,6 +138,15 @@ static struct {
                                            unsigned long long);
     CUresult (*MemImportFromShareableHandle)(CUmemGenericAllocationHandle *, void *, int);
     CUresult (*MemGetHandleForAddressRange)(void *, CUdeviceptr, size_t, int, unsigned long long);
+    CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+    CUresult (*MemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+    CUresult (*MemPoolDestroy)(CUmemoryPool);
+    CUresult (*MemPoolSetAccess)(CUmemoryPool, const CUmemAccessDesc *, size_t);
+    CUresult (*MemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*MemPoolExportToShareableHandle)(void *, CUmemoryPool, int, unsigned long long);
+    CUresult (*MemPoolImportFromShareableHandle)(CUmemoryPool *, void *, int, unsigned long long);
+    CUresult (*MemPoolExportPointer)(CUmemPoolPtrExportData *, CUdeviceptr);
+    CUresult (*MemPoolImportPointer)(CUdeviceptr *, CUmemoryPool, CUmemPoolPtrExportData *);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -156,6 +185,15 @@ static const struct cu_entry entries[] = {
     ENTRY(MemExportToShareableHandle, "cuMemExportToShareableHandle"),
     ENTRY(MemImportFromShareableHandle, "cuMemImportFromShareableHandle"),
     ENTRY(MemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
+    ENTRY(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
+    ENTRY(MemPoolCreate, "cuMemPoolCreate"),
+    ENTRY(MemPoolDestroy, "cuMemPoolDestroy"),
+    ENTRY(MemPoolSetAccess, "cuMemPoolSetAccess"),
+    ENTRY(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"),
+    ENTRY(MemPoolExportToShareableHandle, "cuMemPoolExportToShareableHandle"),
+    ENTRY(MemPoolImportFromShareableHandle, "cuMemPoolImportFromShareableHandle"),
+    ENTRY(MemPoolExportPointer, "cuMemPoolExportPointer"),
+    ENTRY(MemPoolImportPointer, "cuMemPoolImportPointer"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -369,6 +407,29 @@ static int child(void)
     vmm_unmap(va, size);
     EXPECT("child_release_imported", cu.MemRelease(imported), CUDA_SUCCESS);
     send_bytes(up[1], &turn, 1);
+
+    /* A pool of the parent and one of its allocations. */
+    CUmemPoolPtrExportData shared_ptr;
+    int pool_fd = recv_fd(sock[1]);
+    recv_bytes(down[0], &shared_ptr, sizeof shared_ptr);
+    CUmemoryPool pool = NULL;
+    EXPECT("child_import_pool",
+           cu.MemPoolImportFromShareableHandle(&pool, (void *)(uintptr_t)pool_fd,
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_SUCCESS);
+    close(pool_fd);
+    CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    EXPECT("child_pool_access", cu.MemPoolSetAccess(pool, &rw, 1), CUDA_SUCCESS);
+    CUdeviceptr from_pool = 0;
+    EXPECT("child_import_pointer", cu.MemPoolImportPointer(&from_pool, pool, &shared_ptr),
+           CUDA_SUCCESS);
+    expect_true("child_reads_pool_memory", holds(from_pool, WORDS, 0x77777777),
+                "not the parent's pool memory");
+    EXPECT("child_writes_pool_memory", cu.MemsetD32(from_pool, 0x88888888, WORDS / 2), CUDA_SUCCESS);
+    EXPECT("child_free_imported_pointer", cu.MemFreeAsync(from_pool, NULL), CUDA_SUCCESS);
+    EXPECT("child_pool_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    EXPECT("child_destroy_imported_pool", cu.MemPoolDestroy(pool), CUDA_SUCCESS);
+    send_bytes(up[1], &turn, 1);
     recv_bytes(down[0], &turn, 1);
     EXPECT("child_primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     printf("child: ");
@@ -431,6 +492,44 @@ static void vmm_export(CUdevice dev)
     EXPECT("vmm_release", cu.MemRelease(h), CUDA_SUCCESS);
 }
 
+/* A pool exported as a descriptor, and one of its allocations as export data. */
+static void pool_export(CUdevice dev)
+{
+    CUmemoryPool def = NULL, pool = NULL;
+    int fd = -1;
+    EXPECT("default_pool", cu.DeviceGetDefaultMemPool(&def, dev), CUDA_SUCCESS);
+    EXPECT("default_pool_export",
+           cu.MemPoolExportToShareableHandle(&fd, def, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    EXPECT("pool_create_shareable", cu.MemPoolCreate(&pool, &props), CUDA_SUCCESS);
+    EXPECT("pool_export",
+           cu.MemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_SUCCESS);
+    CUdeviceptr p = 0;
+    EXPECT("pool_alloc", cu.MemAllocFromPoolAsync(&p, MIB, pool, NULL), CUDA_SUCCESS);
+    EXPECT("pool_fill", cu.MemsetD32(p, 0x77777777, WORDS), CUDA_SUCCESS);
+    EXPECT("pool_fill_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    CUmemPoolPtrExportData data;
+    EXPECT("pool_export_pointer", cu.MemPoolExportPointer(&data, p), CUDA_SUCCESS);
+    send_fd(sock[0], fd);
+    close(fd);
+    send_bytes(down[1], &data, sizeof data);
+    char turn;
+    recv_bytes(up[0], &turn, 1);
+    expect_true("pool_reads_child_write",
+                holds(p, WORDS / 2, 0x88888888) && holds(p + MIB / 2, WORDS / 2, 0x77777777),
+                "not the child's write");
+    EXPECT("pool_free", cu.MemFreeAsync(p, NULL), CUDA_SUCCESS);
+    EXPECT("pool_free_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    EXPECT("pool_destroy", cu.MemPoolDestroy(pool), CUDA_SUCCESS);
+}
+
 /* A dma-buf descriptor of `p`'s first `bytes` bytes. */
 static void dma_buf(CUdeviceptr p, size_t bytes)
 {
@@ -491,6 +590,7 @@ static int parent(pid_t pid)
     send_bytes(down[1], &turn, 1);
     recv_bytes(up[0], &turn, 1);
     vmm_export(dev);
+    pool_export(dev);
     send_bytes(down[1], &turn, 1);
 
     int status = 0;

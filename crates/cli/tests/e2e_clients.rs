@@ -496,49 +496,109 @@ fn c_memory_pools() {
 /// the other process (SCM_RIGHTS, both hops), imported, mapped and written
 /// both ways; descriptors that are no VMM handle (`/dev/null`, a plain
 /// memfd, a closed one), fabric and unshareable exports refused as driver
-/// 580 refuses them; and a dma-buf descriptor of an address range. The
+/// 580 refuses them; a dma-buf descriptor of an address range; and a memory
+/// pool exported as a descriptor with one of its allocations as export
+/// data, imported, read, written and freed by the other process. The
 /// simulated devices of the two workers share the pages through memfds.
 #[test]
 fn c_inter_process_handles() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "ipc");
+    // Descriptors follow requests and replies on the lane's socket, beside
+    // the shared-memory rings or interleaved with socket frames: both.
+    for transport in ["rings", "socket"] {
+        let mut cmd = invalid_handle_checks(h.command(&exe));
+        cmd.env("VGPU_TRANSPORT", transport);
+        let out = h.run(cmd);
+        out.assert_success()
+            .assert_line("ok export")
+            .assert_line("ok open_in_exporter")
+            .assert_line("ok close_own_allocation")
+            .assert_line("ok export_plain_event")
+            .assert_line("ok child_open_bad_flags")
+            .assert_line("ok child_reads_parent_bytes")
+            .assert_line("ok child_open_again_same_address")
+            .assert_line("ok child_still_open")
+            .assert_line("ok child_event_synchronize")
+            .assert_line("ok child_close_never_opened")
+            .assert_line("ok child_open_forged")
+            .assert_line("ok child_open_zero")
+            .assert_line("ok child_open_zero_event")
+            .assert_line("ok open_event_in_exporter")
+            .assert_line("ok export_outside_allocations")
+            .assert_line("ok export_pool_memory")
+            .assert_line("ok child_open_forged_event")
+            .assert_line("ok child_free_opened")
+            .assert_line("ok child_close_again")
+            .assert_line("ok reads_child_bytes")
+            .assert_line("ok reads_child_memory")
+            .assert_line("ok child_reads_parent_answer")
+            .assert_line("ok dma_buf_descriptor")
+            .assert_line("ok vmm_export_unshareable")
+            .assert_line("ok vmm_export_fabric")
+            .assert_line("ok vmm_import_dev_null")
+            .assert_line("ok vmm_import_memfd")
+            .assert_line("ok vmm_import_closed")
+            .assert_line("ok vmm_export_gives_descriptor")
+            .assert_line("ok child_import_fd")
+            .assert_line("ok child_reads_parent_vmm")
+            .assert_line("ok vmm_reads_child_write")
+            .assert_line("ok default_pool_export")
+            .assert_line("ok child_import_pool")
+            .assert_line("ok child_import_pointer")
+            .assert_line("ok child_reads_pool_memory")
+            .assert_line("ok child_free_imported_pointer")
+            .assert_line("ok pool_reads_child_write")
+            .assert_line("child: 43 checks, 0 failed")
+            .assert_line("56 checks, 0 failed");
+    }
+}
+
+/// External memory through vgpu (`tests/c/extmem.c`): a VMM allocation's
+/// exported descriptor imported as opaque-fd external memory (the descriptor
+/// passes to the worker by SCM_RIGHTS), a buffer mapped on it sharing the
+/// allocation's bytes both ways, freed with `cuMemFree`; a buffer past the
+/// end, a descriptor that is no exported memory and a destroyed object
+/// refused.
+#[test]
+fn c_external_memory() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "extmem");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
-        .assert_line("ok export")
-        .assert_line("ok open_in_exporter")
-        .assert_line("ok close_own_allocation")
-        .assert_line("ok export_plain_event")
-        .assert_line("ok child_open_bad_flags")
-        .assert_line("ok child_reads_parent_bytes")
-        .assert_line("ok child_open_again_same_address")
-        .assert_line("ok child_still_open")
-        .assert_line("ok child_event_synchronize")
-        .assert_line("ok child_close_never_opened")
-        .assert_line("ok child_open_forged")
-        .assert_line("ok child_open_zero")
-        .assert_line("ok child_open_zero_event")
-        .assert_line("ok open_event_in_exporter")
-        .assert_line("ok export_outside_allocations")
-        .assert_line("ok export_pool_memory")
-        .assert_line("ok child_open_forged_event")
-        .assert_line("ok child_free_opened")
-        .assert_line("ok child_close_again")
-        .assert_line("ok reads_child_bytes")
-        .assert_line("ok reads_child_memory")
-        .assert_line("ok child_reads_parent_answer")
-        .assert_line("ok dma_buf_descriptor")
-        .assert_line("ok vmm_export_unshareable")
-        .assert_line("ok vmm_export_fabric")
-        .assert_line("ok vmm_import_dev_null")
-        .assert_line("ok vmm_import_memfd")
-        .assert_line("ok vmm_import_closed")
-        .assert_line("ok vmm_export_gives_descriptor")
-        .assert_line("ok child_import_fd")
-        .assert_line("ok child_reads_parent_vmm")
-        .assert_line("ok vmm_reads_child_write")
-        .assert_line("child: 35 checks, 0 failed")
-        .assert_line("44 checks, 0 failed");
+        .assert_line("ok import_external_memory")
+        .assert_line("ok buffer_reads_allocation")
+        .assert_line("ok allocation_reads_buffer")
+        .assert_line("ok buffer_past_end")
+        .assert_line("ok import_dev_null")
+        .assert_line("ok buffer_of_destroyed")
+        .assert_line("ok destroy_twice")
+        .assert_line("28 checks, 0 failed");
+}
+
+/// External semaphores shared by two client processes on the simulated
+/// device (`tests/c/extsem.c`, with its stand-in semaphore descriptor): a
+/// timeline signalled by one process and waited for by the other, both
+/// ways, through two workers; bad descriptors and handle types, and a
+/// destroyed semaphore, refused.
+#[test]
+fn c_external_semaphores() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "extsem");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok import_dev_null")
+        .assert_line("ok import_win32")
+        .assert_line("ok signals_1")
+        .assert_line("ok child_waits_for_1")
+        .assert_line("ok child_signals_2")
+        .assert_line("ok waits_for_child_2")
+        .assert_line("ok signal_destroyed")
+        .assert_line("child: 6 checks, 0 failed")
+        .assert_line("10 checks, 0 failed");
 }
 
 /// Virtual memory management through a real mediator: reserve, create, map,

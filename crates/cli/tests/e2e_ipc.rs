@@ -3,7 +3,8 @@
 //! exporter's uid (here through a second mediator that shares the registry
 //! directory), never one whose uid differs (the registry entry is rewritten
 //! to another uid, as another tenant's export would read), never a TCP
-//! session; and what an importer opened outlives its exporter.
+//! session; what an importer opened outlives its exporter; and a killed
+//! importer costs the exporter nothing.
 
 mod common;
 
@@ -125,6 +126,31 @@ fn opens_across_mediators_and_outlives_its_exporter() {
     let mut late = peer(&h, &second.endpoint(), &["open", &hex]);
     assert_eq!(late.line(), "open 1", "CUDA_ERROR_INVALID_VALUE");
     late.finish();
+}
+
+/// An importer killed while it holds the exporter's memory costs the
+/// exporter nothing: its session carries on, another process opens the same
+/// handle and reads the bytes, and the exporter still frees and exits
+/// cleanly.
+#[test]
+fn a_killed_importer_leaves_the_exporter_whole() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = dir.path().join("ipc");
+    let h = with_registry(&registry, &[]);
+    let endpoint = h.mediator().endpoint();
+    let (mut exp, hex) = exporter(&h, &endpoint);
+    let mut doomed = peer(&h, &endpoint, &["open", &hex]);
+    assert_eq!(doomed.line(), "open 0");
+    doomed.child.kill().expect("kill the importer");
+    doomed.child.wait().expect("reap the importer");
+    let mut next = peer(&h, &endpoint, &["open", &hex]);
+    assert_eq!(next.line(), "open 0", "the handle still opens");
+    next.go_on();
+    assert_eq!(next.line(), "byte 0x5a");
+    assert_eq!(next.line(), "close 0");
+    next.finish();
+    exp.go_on();
+    exp.finish();
 }
 
 /// A handle of another tenant (uid) is refused with

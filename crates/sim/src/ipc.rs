@@ -43,18 +43,23 @@ const LAZY_ENABLE_PEER_ACCESS: u32 = 1;
 const OPENED_EVENT_FLAGS: u32 = 0x2 | 0x4;
 const EVENT_INTERPROCESS: u32 = 0x4;
 
+/// Export data of a pool allocation (`crate::pool_share`).
+pub(crate) const KIND_POOL_POINTER: u8 = 3;
+
 /// What a handle names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Named {
-    kind: u8,
-    pid: u32,
-    fd: i32,
-    size: u64,
-    tag: u64,
+pub(crate) struct Named {
+    pub kind: u8,
+    pub pid: u32,
+    pub fd: i32,
+    pub size: u64,
+    pub tag: u64,
+    /// For a pool allocation, its pool's tag; 0 otherwise.
+    pub pool: u64,
 }
 
 impl Named {
-    fn encode(&self) -> [u8; 64] {
+    pub(crate) fn encode(&self) -> [u8; 64] {
         let mut h = [0u8; 64];
         h[..8].copy_from_slice(MAGIC);
         h[8] = self.kind;
@@ -62,10 +67,11 @@ impl Named {
         h[16..20].copy_from_slice(&self.fd.to_le_bytes());
         h[24..32].copy_from_slice(&self.size.to_le_bytes());
         h[32..40].copy_from_slice(&self.tag.to_le_bytes());
+        h[40..48].copy_from_slice(&self.pool.to_le_bytes());
         h
     }
 
-    fn decode(h: &[u8; 64], kind: u8) -> Res<Self> {
+    pub(crate) fn decode(h: &[u8; 64], kind: u8) -> Res<Self> {
         let word = |r: std::ops::Range<usize>| {
             let mut b = [0u8; 8];
             b[..r.len()].copy_from_slice(&h[r]);
@@ -80,6 +86,7 @@ impl Named {
             fd: i32::from_le_bytes(h[16..20].try_into().expect("4 bytes")),
             size: word(24..32),
             tag: word(32..40),
+            pool: word(40..48),
         })
     }
 }
@@ -98,7 +105,7 @@ fn memfd_name(tag: u64) -> String {
 }
 
 /// Opens the memfd a handle names, in its exporting process; checks its tag and size.
-fn reach(n: &Named) -> Res<std::os::fd::OwnedFd> {
+pub(crate) fn reach(n: &Named) -> Res<std::os::fd::OwnedFd> {
     if n.pid == std::process::id() {
         return err(
             CUresult::CUDA_ERROR_INVALID_CONTEXT,
@@ -164,6 +171,7 @@ pub(crate) fn get_mem_handle(st: &mut State, dptr: u64) -> Res<[u8; 64]> {
         fd,
         size,
         tag,
+        pool: 0,
     }
     .encode())
 }
@@ -253,6 +261,7 @@ pub(crate) fn get_event_handle(st: &mut State, key: usize) -> Res<[u8; 64]> {
         fd: fd.as_raw_fd(),
         size: 0,
         tag: *tag,
+        pool: 0,
     }
     .encode())
 }
@@ -300,6 +309,7 @@ mod tests {
             fd: 7,
             size: 4096,
             tag: 0xfeed,
+            pool: 0,
         };
         let h = n.encode();
         assert_eq!(Named::decode(&h, KIND_MEMORY), Ok(n));
@@ -320,6 +330,7 @@ mod tests {
             fd: 0,
             size: 1,
             tag: 1,
+            pool: 0,
         };
         let e = reach(&n).expect_err("not a memfd of the handle's tag");
         assert_eq!(e.code, CUresult::CUDA_ERROR_INVALID_VALUE);

@@ -34,7 +34,7 @@ pub(crate) fn live(st: &State, key: usize) -> Res<&Pool> {
     }
 }
 
-fn live_mut(st: &mut State, key: usize) -> Res<&mut Pool> {
+pub(crate) fn live_mut(st: &mut State, key: usize) -> Res<&mut Pool> {
     match st.ext.pools.pools.get_mut(&key) {
         Some(p) => Ok(p),
         None => err(
@@ -76,8 +76,8 @@ pub(crate) fn set_current(st: &mut State, device: usize, pool: usize) -> Res<()>
 }
 
 /// `cuMemPoolCreate` of a device pool, its properties checked by the caller but for
-/// the handle types (POSIX file descriptors may be asked for; exporting is not
-/// simulated).
+/// the handle types (POSIX file descriptors may be asked for, and then the pool
+/// exports: `crate::pool_share`).
 pub(crate) fn create(
     st: &mut State,
     device: usize,
@@ -91,10 +91,11 @@ pub(crate) fn create(
         );
     }
     let p = st.mint();
-    st.ext
-        .pools
-        .pools
-        .insert(p, Pool::new(device, false, max_size));
+    let pool = Pool {
+        shareable: handle_types & HANDLE_POSIX_FD != 0,
+        ..Pool::new(device, false, max_size)
+    };
+    st.ext.pools.pools.insert(p, pool);
     Ok(p)
 }
 
@@ -109,6 +110,7 @@ pub(crate) fn destroy(st: &mut State, pool: usize) -> Res<()> {
     }
     let device = p.device;
     st.ext.pools.pools.remove(&pool);
+    st.ext.ipc.pools.remove(&pool);
     if st.ext.pools.current.get(&device) == Some(&pool) {
         st.ext.pools.current.remove(&device);
     }

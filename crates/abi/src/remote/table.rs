@@ -345,10 +345,15 @@ remote_table! {
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
-            cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
+            cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, cuMemPoolExportToShareableHandle,
+            cuMemPoolImportFromShareableHandle, cuMemPoolExportPointer, cuMemPoolImportPointer;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
             cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
+        external: cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuDestroyExternalMemory,
+            cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
+            cuSignalExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync,
+            cuWaitExternalSemaphoresAsync_ptsz, cuDestroyExternalSemaphore;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
@@ -632,6 +637,53 @@ remote_table! {
         /// `cuMemGetHandleForAddressRange` of a range of this session, as a
         /// dma-buf descriptor (`kind` 1), which follows the reply.
         vmm: MemRangeHandleFd = 526 { dptr: devptr, size: u64, kind: u32, flags: u64 } => {} (fd);
+        /// `cuMemPoolExportToShareableHandle` as a POSIX file descriptor,
+        /// which follows the reply (as for `MemExportFd`).
+        pool: PoolExportFd = 527 { pool: handle(MemPool), flags: u64 } => {} (fd);
+        /// `cuMemPoolExportToShareableHandle` of another type: the driver's
+        /// answer, its handle in `data`.
+        pool: PoolExportShareable = 528 { pool: handle(MemPool), kind: u32, flags: u64 } => { data: bytes(64) };
+        /// `cuMemPoolImportFromShareableHandle` of the POSIX file descriptor
+        /// that follows the request: the imported pool's fresh id.
+        pool: PoolImportFd = 529 { flags: u64 } => { pool: handle(MemPool) } (fd_in);
+        /// `cuMemPoolImportFromShareableHandle` of another type, its bytes in `data`.
+        pool: PoolImportShareable = 530 { kind: u32, flags: u64, data: bytes(64) } => { pool: handle(MemPool) };
+        /// `cuMemPoolExportPointer` of an allocation of this session: the
+        /// driver's 64 bytes of export data.
+        pool: PoolExportPointer = 531 { dptr: devptr } => { data: bytes(64) };
+        /// `cuMemPoolImportPointer` from an imported pool; the allocation
+        /// (`size` bytes) joins the session's live ranges until freed.
+        pool: PoolImportPointer = 532 { pool: handle(MemPool), data: bytes(64) } => { dptr: devptr, size: u64 };
+        /// `cuImportExternalMemory` of a POSIX file descriptor
+        /// (`CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`) that follows the
+        /// request: `desc` is the `CUDA_EXTERNAL_MEMORY_HANDLE_DESC` with the
+        /// descriptor's field zero; the worker puts its copy there, and the
+        /// driver owns it once the import succeeds.
+        external: ImportExternalMemoryFd = 316 { desc: bytes(104) } => { mem: u64 } (fd_in);
+        /// `cuImportExternalMemory` of another type: `desc` with its
+        /// pointers (Win32 handle and name, NvSciBuf object) zero, as they
+        /// name nothing in the worker; the driver's answer.
+        external: ImportExternalMemory = 317 { desc: bytes(104) } => { mem: u64 };
+        /// `cuExternalMemoryGetMappedBuffer`; the buffer joins the session's
+        /// live allocations, and `cuMemFree` frees it.
+        external: ExternalMemoryMappedBuffer = 318 { mem: u64, offset: u64, size: u64,
+            flags: u32 } => { dptr: devptr };
+        /// `cuDestroyExternalMemory`; the id is forgotten.
+        external: DestroyExternalMemory = 319 { mem: u64 } => {} (sync);
+        /// `cuImportExternalSemaphore` of a POSIX file descriptor (opaque or
+        /// timeline semaphore) that follows the request, as for external
+        /// memory: `desc` is the `CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC` with
+        /// the descriptor's field zero.
+        external: ImportExternalSemaphoreFd = 320 { desc: bytes(96) } => { sem: u64 } (fd_in);
+        /// `cuImportExternalSemaphore` of another type, its pointers zero:
+        /// the driver's answer.
+        external: ImportExternalSemaphore = 321 { desc: bytes(96) } => { sem: u64 };
+        /// `cuSignalExternalSemaphoresAsync` (`wait` false) or
+        /// `cuWaitExternalSemaphoresAsync` on `stream`: the blob holds `count`
+        /// semaphore ids (u64 each), then their 144-byte parameter structs.
+        external: ExternalSemaphores = 322 { stream: handle(Stream), count: u32, wait: bool } + blob => {};
+        /// `cuDestroyExternalSemaphore`; the id is forgotten.
+        external: DestroyExternalSemaphore = 323 { sem: u64 } => {} (sync);
         /// Destroys a CUDA array and forgets its id.
         array: ArrayDestroy = 470 { array: handle(Array) } => {} (sync);
         /// Destroys a mipmapped array and forgets its id and its levels' ids.

@@ -10,6 +10,7 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
+mod external;
 pub(crate) mod graph;
 pub(crate) mod green;
 mod host;
@@ -362,10 +363,29 @@ implement! {
     cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
     cuMemcpy3DPeerAsync_ptsz(p, s) => peer::memcpy_3d_peer(p, Some(stream::id_ptsz(s)));
     cuDevSmResourceSplitByCount(result, n, input, rem, flags, min) => green::dev_sm_resource_split_by_count(result, n, input, rem, flags, min);
+    cuMemPoolExportToShareableHandle(out, pool, kind, flags) =>
+        pool::export_to_shareable_handle(out, pool, kind, flags);
+    cuMemPoolImportFromShareableHandle(pool, h, kind, flags) =>
+        pool::import_from_shareable_handle(pool, h, kind, flags);
+    cuMemPoolExportPointer(out, dptr) => pool::export_pointer(out, dptr);
+    cuMemPoolImportPointer(dptr, pool, data) => pool::import_pointer(dptr, pool, data);
     cuMemExportToShareableHandle(sh, handle, kind, flags) => vmm::export_to_shareable_handle(sh, handle, kind, flags);
     cuMemImportFromShareableHandle(handle, os, kind) => vmm::import_from_shareable_handle(handle, os, kind);
     cuMemGetHandleForAddressRange(h, dptr, size, kind, flags) =>
         vmm::handle_for_address_range(h, dptr, size, kind, flags);
+    cuImportExternalMemory(out, desc) => external::import(out, desc);
+    cuExternalMemoryGetMappedBuffer(dptr, mem, desc) => external::mapped_buffer(dptr, mem, desc);
+    cuDestroyExternalMemory(mem) => external::destroy(mem);
+    cuImportExternalSemaphore(out, desc) => external::import_semaphore(out, desc);
+    cuSignalExternalSemaphoresAsync(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id(s), false);
+    cuSignalExternalSemaphoresAsync_ptsz(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id_ptsz(s), false);
+    cuWaitExternalSemaphoresAsync(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id(s), true);
+    cuWaitExternalSemaphoresAsync_ptsz(sems, params, n, s) =>
+        external::semaphores(sems, params.cast(), n, stream::id_ptsz(s), true);
+    cuDestroyExternalSemaphore(sem) => external::destroy_semaphore(sem);
     cuIpcGetMemHandle(h, dptr) => ipc::get_mem_handle(h, dptr);
     cuIpcOpenMemHandle(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);
     cuIpcOpenMemHandle_v2(dptr, h, flags) => ipc::open_mem_handle(dptr, h, flags);

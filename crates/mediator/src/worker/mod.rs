@@ -14,6 +14,7 @@ mod context;
 mod copy;
 mod event;
 mod exec;
+mod external;
 mod generated;
 mod graph;
 mod green;

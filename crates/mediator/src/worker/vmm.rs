@@ -10,7 +10,7 @@
 //! does not know). A reservation, mapping or access change that is not
 //! inside a reservation of this session is refused the same way.
 
-mod share;
+pub(super) mod share;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -401,6 +401,35 @@ pub enum Op {
     IpcGetEventHandle = 314,
     /// `cuIpcOpenEventHandle` under the client's new event id.
     IpcOpenEventHandle = 315,
+    /// `cuImportExternalMemory` of a POSIX file descriptor
+    /// (`CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`) that follows the
+    /// request: `desc` is the `CUDA_EXTERNAL_MEMORY_HANDLE_DESC` with the
+    /// descriptor's field zero; the worker puts its copy there, and the
+    /// driver owns it once the import succeeds.
+    ImportExternalMemoryFd = 316,
+    /// `cuImportExternalMemory` of another type: `desc` with its
+    /// pointers (Win32 handle and name, NvSciBuf object) zero, as they
+    /// name nothing in the worker; the driver's answer.
+    ImportExternalMemory = 317,
+    /// `cuExternalMemoryGetMappedBuffer`; the buffer joins the session's
+    /// live allocations, and `cuMemFree` frees it.
+    ExternalMemoryMappedBuffer = 318,
+    /// `cuDestroyExternalMemory`; the id is forgotten.
+    DestroyExternalMemory = 319,
+    /// `cuImportExternalSemaphore` of a POSIX file descriptor (opaque or
+    /// timeline semaphore) that follows the request, as for external
+    /// memory: `desc` is the `CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC` with
+    /// the descriptor's field zero.
+    ImportExternalSemaphoreFd = 320,
+    /// `cuImportExternalSemaphore` of another type, its pointers zero:
+    /// the driver's answer.
+    ImportExternalSemaphore = 321,
+    /// `cuSignalExternalSemaphoresAsync` (`wait` false) or
+    /// `cuWaitExternalSemaphoresAsync` on `stream`: the blob holds `count`
+    /// semaphore ids (u64 each), then their 144-byte parameter structs.
+    ExternalSemaphores = 322,
+    /// `cuDestroyExternalSemaphore`; the id is forgotten.
+    DestroyExternalSemaphore = 323,
     /// `cuMemPoolCreate`.
     MemPoolCreate = 340,
     /// `cuMemPoolTrimTo`.
@@ -698,6 +727,23 @@ pub enum Op {
     /// `cuMemGetHandleForAddressRange` of a range of this session, as a
     /// dma-buf descriptor (`kind` 1), which follows the reply.
     MemRangeHandleFd = 526,
+    /// `cuMemPoolExportToShareableHandle` as a POSIX file descriptor,
+    /// which follows the reply (as for `MemExportFd`).
+    PoolExportFd = 527,
+    /// `cuMemPoolExportToShareableHandle` of another type: the driver's
+    /// answer, its handle in `data`.
+    PoolExportShareable = 528,
+    /// `cuMemPoolImportFromShareableHandle` of the POSIX file descriptor
+    /// that follows the request: the imported pool's fresh id.
+    PoolImportFd = 529,
+    /// `cuMemPoolImportFromShareableHandle` of another type, its bytes in `data`.
+    PoolImportShareable = 530,
+    /// `cuMemPoolExportPointer` of an allocation of this session: the
+    /// driver's 64 bytes of export data.
+    PoolExportPointer = 531,
+    /// `cuMemPoolImportPointer` from an imported pool; the allocation
+    /// (`size` bytes) joins the session's live ranges until freed.
+    PoolImportPointer = 532,
     /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
     /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
     /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`
@@ -1092,6 +1138,14 @@ impl Op {
         Op::IpcCloseMemHandle,
         Op::IpcGetEventHandle,
         Op::IpcOpenEventHandle,
+        Op::ImportExternalMemoryFd,
+        Op::ImportExternalMemory,
+        Op::ExternalMemoryMappedBuffer,
+        Op::DestroyExternalMemory,
+        Op::ImportExternalSemaphoreFd,
+        Op::ImportExternalSemaphore,
+        Op::ExternalSemaphores,
+        Op::DestroyExternalSemaphore,
         Op::MemPoolCreate,
         Op::MemPoolTrimTo,
         Op::MemPoolSetAccess,
@@ -1205,6 +1259,12 @@ impl Op {
         Op::MemImportFd,
         Op::MemImportShareable,
         Op::MemRangeHandleFd,
+        Op::PoolExportFd,
+        Op::PoolExportShareable,
+        Op::PoolImportFd,
+        Op::PoolImportShareable,
+        Op::PoolExportPointer,
+        Op::PoolImportPointer,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
         Op::MemShare,
@@ -1469,6 +1529,14 @@ impl Op {
             Op::IpcCloseMemHandle => "IpcCloseMemHandle",
             Op::IpcGetEventHandle => "IpcGetEventHandle",
             Op::IpcOpenEventHandle => "IpcOpenEventHandle",
+            Op::ImportExternalMemoryFd => "ImportExternalMemoryFd",
+            Op::ImportExternalMemory => "ImportExternalMemory",
+            Op::ExternalMemoryMappedBuffer => "ExternalMemoryMappedBuffer",
+            Op::DestroyExternalMemory => "DestroyExternalMemory",
+            Op::ImportExternalSemaphoreFd => "ImportExternalSemaphoreFd",
+            Op::ImportExternalSemaphore => "ImportExternalSemaphore",
+            Op::ExternalSemaphores => "ExternalSemaphores",
+            Op::DestroyExternalSemaphore => "DestroyExternalSemaphore",
             Op::MemPoolCreate => "MemPoolCreate",
             Op::MemPoolTrimTo => "MemPoolTrimTo",
             Op::MemPoolSetAccess => "MemPoolSetAccess",
@@ -1582,6 +1650,12 @@ impl Op {
             Op::MemImportFd => "MemImportFd",
             Op::MemImportShareable => "MemImportShareable",
             Op::MemRangeHandleFd => "MemRangeHandleFd",
+            Op::PoolExportFd => "PoolExportFd",
+            Op::PoolExportShareable => "PoolExportShareable",
+            Op::PoolImportFd => "PoolImportFd",
+            Op::PoolImportShareable => "PoolImportShareable",
+            Op::PoolExportPointer => "PoolExportPointer",
+            Op::PoolImportPointer => "PoolImportPointer",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
             Op::MemShare => "MemShare",
@@ -1843,6 +1917,14 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => false,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => false,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -1956,6 +2038,12 @@ impl Op {
             Op::MemImportFd => false,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => false,
+            Op::PoolExportFd => false,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => false,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::MemShare => false,
@@ -2217,6 +2305,14 @@ impl Op {
             Op::IpcCloseMemHandle => true,
             Op::IpcGetEventHandle => true,
             Op::IpcOpenEventHandle => true,
+            Op::ImportExternalMemoryFd => true,
+            Op::ImportExternalMemory => true,
+            Op::ExternalMemoryMappedBuffer => true,
+            Op::DestroyExternalMemory => true,
+            Op::ImportExternalSemaphoreFd => true,
+            Op::ImportExternalSemaphore => true,
+            Op::ExternalSemaphores => true,
+            Op::DestroyExternalSemaphore => true,
             Op::MemPoolCreate => true,
             Op::MemPoolTrimTo => true,
             Op::MemPoolSetAccess => true,
@@ -2330,6 +2426,12 @@ impl Op {
             Op::MemImportFd => true,
             Op::MemImportShareable => true,
             Op::MemRangeHandleFd => true,
+            Op::PoolExportFd => true,
+            Op::PoolExportShareable => true,
+            Op::PoolImportFd => true,
+            Op::PoolImportShareable => true,
+            Op::PoolExportPointer => true,
+            Op::PoolImportPointer => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
             Op::MemShare => true,
@@ -2591,6 +2693,14 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => false,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => false,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -2704,6 +2814,12 @@ impl Op {
             Op::MemImportFd => false,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => true,
+            Op::PoolExportFd => true,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => false,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::MemShare => true,
@@ -2965,6 +3081,14 @@ impl Op {
             Op::IpcCloseMemHandle => false,
             Op::IpcGetEventHandle => false,
             Op::IpcOpenEventHandle => false,
+            Op::ImportExternalMemoryFd => true,
+            Op::ImportExternalMemory => false,
+            Op::ExternalMemoryMappedBuffer => false,
+            Op::DestroyExternalMemory => false,
+            Op::ImportExternalSemaphoreFd => true,
+            Op::ImportExternalSemaphore => false,
+            Op::ExternalSemaphores => false,
+            Op::DestroyExternalSemaphore => false,
             Op::MemPoolCreate => false,
             Op::MemPoolTrimTo => false,
             Op::MemPoolSetAccess => false,
@@ -3078,6 +3202,12 @@ impl Op {
             Op::MemImportFd => true,
             Op::MemImportShareable => false,
             Op::MemRangeHandleFd => false,
+            Op::PoolExportFd => false,
+            Op::PoolExportShareable => false,
+            Op::PoolImportFd => true,
+            Op::PoolImportShareable => false,
+            Op::PoolExportPointer => false,
+            Op::PoolImportPointer => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
             Op::MemShare => false,
@@ -3387,6 +3517,24 @@ impl Op {
             Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Request>(),
             Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Request>(),
             Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Request>(),
+            Op::ImportExternalMemoryFd => {
+                core::mem::size_of::<import_external_memory_fd::Request>()
+            }
+            Op::ImportExternalMemory => core::mem::size_of::<import_external_memory::Request>(),
+            Op::ExternalMemoryMappedBuffer => {
+                core::mem::size_of::<external_memory_mapped_buffer::Request>()
+            }
+            Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Request>(),
+            Op::ImportExternalSemaphoreFd => {
+                core::mem::size_of::<import_external_semaphore_fd::Request>()
+            }
+            Op::ImportExternalSemaphore => {
+                core::mem::size_of::<import_external_semaphore::Request>()
+            }
+            Op::ExternalSemaphores => core::mem::size_of::<external_semaphores::Request>(),
+            Op::DestroyExternalSemaphore => {
+                core::mem::size_of::<destroy_external_semaphore::Request>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Request>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Request>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Request>(),
@@ -3556,6 +3704,12 @@ impl Op {
             Op::MemImportFd => core::mem::size_of::<mem_import_fd::Request>(),
             Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Request>(),
             Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Request>(),
+            Op::PoolExportFd => core::mem::size_of::<pool_export_fd::Request>(),
+            Op::PoolExportShareable => core::mem::size_of::<pool_export_shareable::Request>(),
+            Op::PoolImportFd => core::mem::size_of::<pool_import_fd::Request>(),
+            Op::PoolImportShareable => core::mem::size_of::<pool_import_shareable::Request>(),
+            Op::PoolExportPointer => core::mem::size_of::<pool_export_pointer::Request>(),
+            Op::PoolImportPointer => core::mem::size_of::<pool_import_pointer::Request>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Request>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
@@ -3889,6 +4043,20 @@ impl Op {
             Op::IpcCloseMemHandle => core::mem::size_of::<ipc_close_mem_handle::Reply>(),
             Op::IpcGetEventHandle => core::mem::size_of::<ipc_get_event_handle::Reply>(),
             Op::IpcOpenEventHandle => core::mem::size_of::<ipc_open_event_handle::Reply>(),
+            Op::ImportExternalMemoryFd => core::mem::size_of::<import_external_memory_fd::Reply>(),
+            Op::ImportExternalMemory => core::mem::size_of::<import_external_memory::Reply>(),
+            Op::ExternalMemoryMappedBuffer => {
+                core::mem::size_of::<external_memory_mapped_buffer::Reply>()
+            }
+            Op::DestroyExternalMemory => core::mem::size_of::<destroy_external_memory::Reply>(),
+            Op::ImportExternalSemaphoreFd => {
+                core::mem::size_of::<import_external_semaphore_fd::Reply>()
+            }
+            Op::ImportExternalSemaphore => core::mem::size_of::<import_external_semaphore::Reply>(),
+            Op::ExternalSemaphores => core::mem::size_of::<external_semaphores::Reply>(),
+            Op::DestroyExternalSemaphore => {
+                core::mem::size_of::<destroy_external_semaphore::Reply>()
+            }
             Op::MemPoolCreate => core::mem::size_of::<mem_pool_create::Reply>(),
             Op::MemPoolTrimTo => core::mem::size_of::<mem_pool_trim_to::Reply>(),
             Op::MemPoolSetAccess => core::mem::size_of::<mem_pool_set_access::Reply>(),
@@ -4044,6 +4212,12 @@ impl Op {
             Op::MemImportFd => core::mem::size_of::<mem_import_fd::Reply>(),
             Op::MemImportShareable => core::mem::size_of::<mem_import_shareable::Reply>(),
             Op::MemRangeHandleFd => core::mem::size_of::<mem_range_handle_fd::Reply>(),
+            Op::PoolExportFd => core::mem::size_of::<pool_export_fd::Reply>(),
+            Op::PoolExportShareable => core::mem::size_of::<pool_export_shareable::Reply>(),
+            Op::PoolImportFd => core::mem::size_of::<pool_import_fd::Reply>(),
+            Op::PoolImportShareable => core::mem::size_of::<pool_import_shareable::Reply>(),
+            Op::PoolExportPointer => core::mem::size_of::<pool_export_pointer::Reply>(),
+            Op::PoolImportPointer => core::mem::size_of::<pool_import_pointer::Reply>(),
             Op::TensorMapEncode => core::mem::size_of::<tensor_map_encode::Reply>(),
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
@@ -4206,6 +4380,8 @@ impl Op {
             Op::MemsetD2D32_v2_ptds => true,
             Op::MemUnmap => true,
             Op::IpcCloseMemHandle => true,
+            Op::DestroyExternalMemory => true,
+            Op::DestroyExternalSemaphore => true,
             Op::MemcpyAtoD_v2 => true,
             Op::MemcpyDtoA_v2 => true,
             Op::MemcpyAtoA_v2 => true,
@@ -4547,6 +4723,30 @@ impl Op {
             Op::IpcOpenEventHandle => {
                 message::check::<ipc_open_event_handle::Request>(fixed, blob_len)
             }
+            Op::ImportExternalMemoryFd => {
+                message::check::<import_external_memory_fd::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalMemory => {
+                message::check::<import_external_memory::Request>(fixed, blob_len)
+            }
+            Op::ExternalMemoryMappedBuffer => {
+                message::check::<external_memory_mapped_buffer::Request>(fixed, blob_len)
+            }
+            Op::DestroyExternalMemory => {
+                message::check::<destroy_external_memory::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphoreFd => {
+                message::check::<import_external_semaphore_fd::Request>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphore => {
+                message::check::<import_external_semaphore::Request>(fixed, blob_len)
+            }
+            Op::ExternalSemaphores => {
+                message::check::<external_semaphores::Request>(fixed, blob_len)
+            }
+            Op::DestroyExternalSemaphore => {
+                message::check::<destroy_external_semaphore::Request>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Request>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Request>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Request>(fixed, blob_len),
@@ -4792,6 +4992,20 @@ impl Op {
                 message::check::<mem_import_shareable::Request>(fixed, blob_len)
             }
             Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Request>(fixed, blob_len),
+            Op::PoolExportFd => message::check::<pool_export_fd::Request>(fixed, blob_len),
+            Op::PoolExportShareable => {
+                message::check::<pool_export_shareable::Request>(fixed, blob_len)
+            }
+            Op::PoolImportFd => message::check::<pool_import_fd::Request>(fixed, blob_len),
+            Op::PoolImportShareable => {
+                message::check::<pool_import_shareable::Request>(fixed, blob_len)
+            }
+            Op::PoolExportPointer => {
+                message::check::<pool_export_pointer::Request>(fixed, blob_len)
+            }
+            Op::PoolImportPointer => {
+                message::check::<pool_import_pointer::Request>(fixed, blob_len)
+            }
             Op::TensorMapEncode => message::check::<tensor_map_encode::Request>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
@@ -5258,6 +5472,28 @@ impl Op {
             Op::IpcOpenEventHandle => {
                 message::check::<ipc_open_event_handle::Reply>(fixed, blob_len)
             }
+            Op::ImportExternalMemoryFd => {
+                message::check::<import_external_memory_fd::Reply>(fixed, blob_len)
+            }
+            Op::ImportExternalMemory => {
+                message::check::<import_external_memory::Reply>(fixed, blob_len)
+            }
+            Op::ExternalMemoryMappedBuffer => {
+                message::check::<external_memory_mapped_buffer::Reply>(fixed, blob_len)
+            }
+            Op::DestroyExternalMemory => {
+                message::check::<destroy_external_memory::Reply>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphoreFd => {
+                message::check::<import_external_semaphore_fd::Reply>(fixed, blob_len)
+            }
+            Op::ImportExternalSemaphore => {
+                message::check::<import_external_semaphore::Reply>(fixed, blob_len)
+            }
+            Op::ExternalSemaphores => message::check::<external_semaphores::Reply>(fixed, blob_len),
+            Op::DestroyExternalSemaphore => {
+                message::check::<destroy_external_semaphore::Reply>(fixed, blob_len)
+            }
             Op::MemPoolCreate => message::check::<mem_pool_create::Reply>(fixed, blob_len),
             Op::MemPoolTrimTo => message::check::<mem_pool_trim_to::Reply>(fixed, blob_len),
             Op::MemPoolSetAccess => message::check::<mem_pool_set_access::Reply>(fixed, blob_len),
@@ -5491,6 +5727,16 @@ impl Op {
                 message::check::<mem_import_shareable::Reply>(fixed, blob_len)
             }
             Op::MemRangeHandleFd => message::check::<mem_range_handle_fd::Reply>(fixed, blob_len),
+            Op::PoolExportFd => message::check::<pool_export_fd::Reply>(fixed, blob_len),
+            Op::PoolExportShareable => {
+                message::check::<pool_export_shareable::Reply>(fixed, blob_len)
+            }
+            Op::PoolImportFd => message::check::<pool_import_fd::Reply>(fixed, blob_len),
+            Op::PoolImportShareable => {
+                message::check::<pool_import_shareable::Reply>(fixed, blob_len)
+            }
+            Op::PoolExportPointer => message::check::<pool_export_pointer::Reply>(fixed, blob_len),
+            Op::PoolImportPointer => message::check::<pool_import_pointer::Reply>(fixed, blob_len),
             Op::TensorMapEncode => message::check::<tensor_map_encode::Reply>(fixed, blob_len),
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
@@ -5832,6 +6078,14 @@ impl TryFrom<u16> for Op {
             313 => Ok(Op::IpcCloseMemHandle),
             314 => Ok(Op::IpcGetEventHandle),
             315 => Ok(Op::IpcOpenEventHandle),
+            316 => Ok(Op::ImportExternalMemoryFd),
+            317 => Ok(Op::ImportExternalMemory),
+            318 => Ok(Op::ExternalMemoryMappedBuffer),
+            319 => Ok(Op::DestroyExternalMemory),
+            320 => Ok(Op::ImportExternalSemaphoreFd),
+            321 => Ok(Op::ImportExternalSemaphore),
+            322 => Ok(Op::ExternalSemaphores),
+            323 => Ok(Op::DestroyExternalSemaphore),
             340 => Ok(Op::MemPoolCreate),
             341 => Ok(Op::MemPoolTrimTo),
             342 => Ok(Op::MemPoolSetAccess),
@@ -5945,6 +6199,12 @@ impl TryFrom<u16> for Op {
             524 => Ok(Op::MemImportFd),
             525 => Ok(Op::MemImportShareable),
             526 => Ok(Op::MemRangeHandleFd),
+            527 => Ok(Op::PoolExportFd),
+            528 => Ok(Op::PoolExportShareable),
+            529 => Ok(Op::PoolImportFd),
+            530 => Ok(Op::PoolImportShareable),
+            531 => Ok(Op::PoolExportPointer),
+            532 => Ok(Op::PoolImportPointer),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
             560 => Ok(Op::MemShare),
@@ -6208,6 +6468,14 @@ pub const SCHEMA: &str = concat!(
     "313 IpcCloseMemHandle {dptr:devptr} => {left:u32} sync\n",
     "314 IpcGetEventHandle {event:handle(Event)} => {handle:bytes(64)}\n",
     "315 IpcOpenEventHandle {event:handle(Event),handle:bytes(64)} => {}\n",
+    "316 ImportExternalMemoryFd {desc:bytes(104)} => {mem:u64} fd_in\n",
+    "317 ImportExternalMemory {desc:bytes(104)} => {mem:u64}\n",
+    "318 ExternalMemoryMappedBuffer {mem:u64,offset:u64,size:u64,flags:u32} => {dptr:devptr}\n",
+    "319 DestroyExternalMemory {mem:u64} => {} sync\n",
+    "320 ImportExternalSemaphoreFd {desc:bytes(96)} => {sem:u64} fd_in\n",
+    "321 ImportExternalSemaphore {desc:bytes(96)} => {sem:u64}\n",
+    "322 ExternalSemaphores {stream:handle(Stream),count:u32,wait:bool}+blob => {}\n",
+    "323 DestroyExternalSemaphore {sem:u64} => {} sync\n",
     "340 MemPoolCreate {pool_props:bytes(core::mem::size_of::<vgpu_abi::types::CUmemPoolProps_v1>())} => {pool:handle(MemPool)}\n",
     "341 MemPoolTrimTo {pool:handle(MemPool),min_bytes_to_keep:u64} => {}\n",
     "342 MemPoolSetAccess {pool:handle(MemPool),count:u64}+blob(array(count)) => {}\n",
@@ -6321,6 +6589,12 @@ pub const SCHEMA: &str = concat!(
     "524 MemImportFd {} => {handle:u64} fd_in\n",
     "525 MemImportShareable {kind:u32,data:bytes(64)} => {handle:u64}\n",
     "526 MemRangeHandleFd {dptr:devptr,size:u64,kind:u32,flags:u64} => {} fd\n",
+    "527 PoolExportFd {pool:handle(MemPool),flags:u64} => {} fd\n",
+    "528 PoolExportShareable {pool:handle(MemPool),kind:u32,flags:u64} => {data:bytes(64)}\n",
+    "529 PoolImportFd {flags:u64} => {pool:handle(MemPool)} fd_in\n",
+    "530 PoolImportShareable {kind:u32,flags:u64,data:bytes(64)} => {pool:handle(MemPool)}\n",
+    "531 PoolExportPointer {dptr:devptr} => {data:bytes(64)}\n",
+    "532 PoolImportPointer {pool:handle(MemPool),data:bytes(64)} => {dptr:devptr,size:u64}\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
     "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
@@ -13295,6 +13569,334 @@ pub mod ipc_open_event_handle {
     }
 }
 
+/// The hand-written operation ImportExternalMemoryFd: wire id 316.
+pub mod import_external_memory_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 104],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalMemoryFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalMemoryFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalMemory: wire id 317.
+pub mod import_external_memory {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 104],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExternalMemoryMappedBuffer: wire id 318.
+pub mod external_memory_mapped_buffer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mem: U64,
+        pub offset: U64,
+        pub size: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ExternalMemoryMappedBuffer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExternalMemoryMappedBuffer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation DestroyExternalMemory: wire id 319.
+pub mod destroy_external_memory {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub mem: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DestroyExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DestroyExternalMemory;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalSemaphoreFd: wire id 320.
+pub mod import_external_semaphore_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 96],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalSemaphoreFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalSemaphoreFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ImportExternalSemaphore: wire id 321.
+pub mod import_external_semaphore {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub desc: [u8; 96],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub sem: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ImportExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ImportExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation ExternalSemaphores: wire id 322.
+pub mod external_semaphores {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub count: U32,
+        pub wait: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::ExternalSemaphores;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "wait", self.wait)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExternalSemaphores;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation DestroyExternalSemaphore: wire id 323.
+pub mod destroy_external_semaphore {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub sem: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DestroyExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DestroyExternalSemaphore;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuMemPoolCreate`: wire id 340.
 pub mod mem_pool_create {
     use super::*;
@@ -18183,6 +18785,257 @@ pub mod mem_range_handle_fd {
 
     impl Message for Reply {
         const OP: Op = Op::MemRangeHandleFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportFd: wire id 527.
+pub mod pool_export_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportShareable: wire id 528.
+pub mod pool_export_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub kind: U32,
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportFd: wire id 529.
+pub mod pool_import_fd {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportFd;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportShareable: wire id 530.
+pub mod pool_import_shareable {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub kind: U32,
+        pub flags: U64,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub pool: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportShareable;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolExportPointer: wire id 531.
+pub mod pool_export_pointer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub data: [u8; 64],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolExportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolExportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation PoolImportPointer: wire id 532.
+pub mod pool_import_pointer {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub pool: U64,
+        pub data: [u8; 64],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr: U64,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::PoolImportPointer;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::PoolImportPointer;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -804,6 +804,113 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        Op::PoolExportFd => (
+            b(pool_export_fd::Request {
+                pool: u(POOL),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::PoolExportShareable => (
+            b(pool_export_shareable::Request {
+                pool: u(POOL),
+                kind: w(8),
+                flags: u(0),
+            }),
+            none(),
+        ),
+        Op::PoolImportFd => (b(pool_import_fd::Request { flags: u(0) }), none()),
+        Op::PoolImportShareable => (
+            b(pool_import_shareable::Request {
+                kind: w(8),
+                flags: u(0),
+                data: [0x4b; 64],
+            }),
+            none(),
+        ),
+        Op::PoolExportPointer => (b(pool_export_pointer::Request { dptr: u(DPTR) }), none()),
+        Op::PoolImportPointer => (
+            b(pool_import_pointer::Request {
+                pool: u(POOL),
+                data: [0x6d; 64],
+            }),
+            none(),
+        ),
+        Op::ImportExternalMemoryFd => (
+            b(import_external_memory_fd::Request {
+                desc: {
+                    let mut d = [0u8; 104];
+                    d[0] = 1;
+                    d[24..32].copy_from_slice(&(2u64 << 20).to_le_bytes());
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ImportExternalMemory => (
+            b(import_external_memory::Request {
+                desc: {
+                    let mut d = [0u8; 104];
+                    d[0] = 2;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ExternalMemoryMappedBuffer => (
+            b(external_memory_mapped_buffer::Request {
+                mem: u(0x4f00_8000_0000_0001),
+                offset: u(0),
+                size: u(2 << 20),
+                flags: w(0),
+            }),
+            none(),
+        ),
+        Op::DestroyExternalMemory => (
+            b(destroy_external_memory::Request {
+                mem: u(0x4f00_8000_0000_0001),
+            }),
+            none(),
+        ),
+        Op::ImportExternalSemaphoreFd => (
+            b(import_external_semaphore_fd::Request {
+                desc: {
+                    let mut d = [0u8; 96];
+                    d[0] = 9;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ImportExternalSemaphore => (
+            b(import_external_semaphore::Request {
+                desc: {
+                    let mut d = [0u8; 96];
+                    d[0] = 2;
+                    d
+                },
+            }),
+            none(),
+        ),
+        Op::ExternalSemaphores => (
+            b(external_semaphores::Request {
+                stream: u(STREAM),
+                count: w(1),
+                wait: 1,
+            }),
+            {
+                let mut blob = 0x4f00_8000_0000_0002u64.to_le_bytes().to_vec();
+                blob.extend_from_slice(&[0u8; 144]);
+                blob[8] = 2;
+                blob
+            },
+        ),
+        Op::DestroyExternalSemaphore => (
+            b(destroy_external_semaphore::Request {
+                sem: u(0x4f00_8000_0000_0002),
+            }),
+            none(),
+        ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
             b(mipmapped_array_destroy::Request {

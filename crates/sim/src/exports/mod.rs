@@ -17,6 +17,7 @@ mod copy;
 mod device;
 mod errors;
 mod event;
+mod external;
 // The generator writes zero-argument calls as closures (`|| f()`); until it emits this
 // allow itself, it is granted here, for the generated module only.
 #[allow(clippy::redundant_closure)]
@@ -50,6 +51,7 @@ pub use copy::*;
 pub use device::*;
 pub use errors::*;
 pub use event::*;
+pub use external::*;
 pub use generated::*;
 pub use graph::*;
 pub use host::*;

@@ -2,17 +2,18 @@
 //! exports the table lists as hand-written (destruction, attributes, allocation from a
 //! pool). What a pool is and does lives in [`crate::pool`].
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_ulonglong, c_void};
 
 use super::stream::ptsz;
 use crate::cu::{
-    CUdevice_v1, CUdeviceptr, CUmemAccessDesc_v1, CUmemAccess_flags, CUmemAllocationType,
-    CUmemLocation, CUmemPoolProps_v1, CUmemPool_attribute, CUmemoryPool, CUresult, CUstream,
+    CUdevice_v1, CUdeviceptr, CUmemAccessDesc_v1, CUmemAccess_flags, CUmemAllocationHandleType,
+    CUmemAllocationType, CUmemLocation, CUmemPoolProps_v1, CUmemPoolPtrExportData,
+    CUmemPool_attribute, CUmemoryPool, CUresult, CUstream,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
-use crate::pool;
 use crate::state;
+use crate::{pool, pool_share};
 
 /// `CU_MEM_LOCATION_TYPE_DEVICE`, `_HOST` and `_HOST_NUMA`.
 const LOCATION_DEVICE: u32 = 1;
@@ -362,4 +363,117 @@ pub unsafe extern "C" fn cuMemAllocFromPoolAsync_ptsz(
             ptsz(h_stream),
         )
     }
+}
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`, the only type simulated.
+const POSIX_FD: u32 = 1;
+
+/// `cuMemPoolExportToShareableHandle` (`crate::pool_share`): a POSIX file descriptor,
+/// written as an `int`.
+///
+/// # Safety
+/// `handle_out` must be NULL or valid for writes of the type's handle.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolExportToShareableHandle(
+    handle_out: *mut c_void,
+    pool: CUmemoryPool,
+    kind: CUmemAllocationHandleType,
+    flags: c_ulonglong,
+) -> CUresult {
+    run("cuMemPoolExportToShareableHandle", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(handle_out.cast::<c_int>(), "handle_out") }?;
+        let mut st = sim.lock();
+        if kind.0 != POSIX_FD {
+            pool::live(&st, key(pool))?;
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("handle type {:#x}: the pool was not created for it", kind.0),
+            );
+        }
+        out.write(pool_share::export_fd(&mut st, key(pool), flags)?);
+        Ok(())
+    })
+}
+
+/// `cuMemPoolImportFromShareableHandle` of a POSIX file descriptor (`handle` is its
+/// number); the caller keeps the descriptor.
+///
+/// # Safety
+/// `pool_out` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolImportFromShareableHandle(
+    pool_out: *mut CUmemoryPool,
+    handle: *mut c_void,
+    kind: CUmemAllocationHandleType,
+    flags: c_ulonglong,
+) -> CUresult {
+    run("cuMemPoolImportFromShareableHandle", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(pool_out, "pool_out") }?;
+        if kind.0 != POSIX_FD {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!(
+                    "handle type {:#x}: only POSIX file descriptors are simulated",
+                    kind.0
+                ),
+            );
+        }
+        let fd = c_int::try_from(handle as usize).unwrap_or(-1);
+        let p = pool_share::import_fd(&mut sim.lock(), fd, flags)?;
+        out.write(crate::ffi::handle(p));
+        Ok(())
+    })
+}
+
+/// `cuMemPoolExportPointer`.
+///
+/// # Safety
+/// `share_data_out` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolExportPointer(
+    share_data_out: *mut CUmemPoolPtrExportData,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    run("cuMemPoolExportPointer", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(share_data_out, "shareData_out") }?;
+        let data = pool_share::export_pointer(&mut sim.lock(), ptr)?;
+        out.write(CUmemPoolPtrExportData { reserved: data });
+        Ok(())
+    })
+}
+
+/// `cuMemPoolImportPointer`.
+///
+/// # Safety
+/// `ptr_out` must be NULL or valid for writes, `share_data` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolImportPointer(
+    ptr_out: *mut CUdeviceptr,
+    pool: CUmemoryPool,
+    share_data: *mut CUmemPoolPtrExportData,
+) -> CUresult {
+    run("cuMemPoolImportPointer", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(ptr_out, "ptr_out") }?;
+        if share_data.is_null() {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "shareData is NULL");
+        }
+        // SAFETY: non-NULL, readable by this function's contract.
+        let data = unsafe { share_data.read_unaligned() }.reserved;
+        let budget = sim.cfg.memory_bytes;
+        out.write(pool_share::import_pointer(
+            &mut sim.lock(),
+            budget,
+            key(pool),
+            &data,
+        )?);
+        Ok(())
+    })
 }

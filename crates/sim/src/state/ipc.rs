@@ -17,6 +17,12 @@ pub(crate) struct Opened {
 pub(crate) struct Ipc {
     /// Exported events: key → (memfd proving the event lives, tag).
     pub events: HashMap<usize, (OwnedFd, u64)>,
+    /// Exported pools: key → (memfd standing for the pool, its tag).
+    pub pools: HashMap<usize, (OwnedFd, u64)>,
+    /// Imported external memory objects: key → (the memfd, its size, the device).
+    pub external: HashMap<usize, (OwnedFd, u64, usize)>,
+    /// Imported external semaphores: key → (their memfd, whether timeline).
+    pub semaphores: HashMap<usize, (OwnedFd, bool)>,
     pub opened: HashMap<Key, Opened>,
     /// `opened` by the address it gave.
     pub opened_at: HashMap<u64, Key>,

@@ -32,6 +32,9 @@ fn page_len(size: usize) -> Option<usize> {
 }
 
 impl Block {
+    /// A fresh block; its pages are committed at once (`MAP_POPULATE`), as device
+    /// memory is when `cuMemAlloc` returns, so the host's memory is taken when the
+    /// budget is charged, not at first touch.
     fn new(size: usize) -> Option<Self> {
         let len = page_len(size)?;
         // SAFETY: a fresh anonymous mapping; nothing aliases it.
@@ -40,7 +43,7 @@ impl Block {
                 std::ptr::null_mut(),
                 len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE,
+                MapFlags::PRIVATE | MapFlags::POPULATE,
             )
         }
         .ok()?;
@@ -51,8 +54,9 @@ impl Block {
         })
     }
 
-    /// Maps `fd`'s first `size` bytes (shared with the process that exported them).
-    fn from_fd(fd: OwnedFd, size: usize) -> Option<Self> {
+    /// Maps `size` bytes of `fd` from `offset` (page-aligned), shared with the process
+    /// that exported them.
+    fn from_fd(fd: OwnedFd, size: usize, offset: u64) -> Option<Self> {
         let len = page_len(size)?;
         // SAFETY: a fresh shared mapping of a file this block will own.
         let p = unsafe {
@@ -62,7 +66,7 @@ impl Block {
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::SHARED,
                 &fd,
-                0,
+                offset,
             )
         }
         .ok()?;
@@ -153,7 +157,18 @@ impl Allocation {
 
     /// An allocation over `size` bytes of memory another process exported (`fd`).
     pub fn import(ctx: usize, device: usize, size: usize, fd: OwnedFd) -> Option<Self> {
-        let block = Block::from_fd(fd, size)?;
+        Self::import_at(ctx, device, size, fd, 0)
+    }
+
+    /// [`Allocation::import`] of the bytes from `offset` (page-aligned).
+    pub fn import_at(
+        ctx: usize,
+        device: usize,
+        size: usize,
+        fd: OwnedFd,
+        offset: u64,
+    ) -> Option<Self> {
+        let block = Block::from_fd(fd, size, offset)?;
         Some(Self {
             ctx,
             device,

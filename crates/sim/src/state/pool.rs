@@ -25,6 +25,10 @@ pub(crate) struct Pool {
     /// Access of other devices by ordinal (`CUmemAccess_flags`); absent is none. The
     /// pool's own device always has read-write access.
     pub access: HashMap<usize, u32>,
+    /// Created with POSIX file descriptors among its handle types: it may be exported.
+    pub shareable: bool,
+    /// Imported from another process: the tag of the exporter's pool.
+    pub imported: Option<u64>,
 }
 
 impl Pool {
@@ -42,6 +46,8 @@ impl Pool {
             reserved: 0,
             reserved_high: 0,
             access: HashMap::new(),
+            shareable: false,
+            imported: None,
         }
     }
 

@@ -204,6 +204,18 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::IpcCloseMemHandle => super::ipc::ipc_close_mem_handle(lane, s, req),
         Op::IpcGetEventHandle => super::ipc::ipc_get_event_handle(lane, s, req),
         Op::IpcOpenEventHandle => super::ipc::ipc_open_event_handle(lane, s, req),
+        Op::ImportExternalMemoryFd => super::external::import_external_memory_fd(lane, s, req),
+        Op::ImportExternalMemory => super::external::import_external_memory(lane, s, req),
+        Op::ExternalMemoryMappedBuffer => {
+            super::external::external_memory_mapped_buffer(lane, s, req)
+        }
+        Op::DestroyExternalMemory => super::external::destroy_external_memory(lane, s, req),
+        Op::ImportExternalSemaphoreFd => {
+            super::external::import_external_semaphore_fd(lane, s, req)
+        }
+        Op::ImportExternalSemaphore => super::external::import_external_semaphore(lane, s, req),
+        Op::ExternalSemaphores => super::external::external_semaphores(lane, s, req),
+        Op::DestroyExternalSemaphore => super::external::destroy_external_semaphore(lane, s, req),
         Op::MemPoolCreate => mem_pool_create(s, req),
         Op::MemPoolTrimTo => mem_pool_trim_to(s, req),
         Op::MemPoolSetAccess => mem_pool_set_access(s, req),
@@ -317,6 +329,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemImportFd => super::vmm::mem_import_fd(lane, s, req),
         Op::MemImportShareable => super::vmm::mem_import_shareable(lane, s, req),
         Op::MemRangeHandleFd => super::vmm::mem_range_handle_fd(lane, s, req),
+        Op::PoolExportFd => super::pool::pool_export_fd(lane, s, req),
+        Op::PoolExportShareable => super::pool::pool_export_shareable(lane, s, req),
+        Op::PoolImportFd => super::pool::pool_import_fd(lane, s, req),
+        Op::PoolImportShareable => super::pool::pool_import_shareable(lane, s, req),
+        Op::PoolExportPointer => super::pool::pool_export_pointer(lane, s, req),
+        Op::PoolImportPointer => super::pool::pool_import_pointer(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
         Op::MemShare => super::host::mem_share(lane, s, req),

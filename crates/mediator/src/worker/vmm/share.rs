@@ -47,7 +47,7 @@ fn file_key(fd: &OwnedFd) -> Option<Handle> {
 }
 
 /// Records a descriptor this session exported.
-fn record(s: &Session, fd: &OwnedFd) {
+pub(in crate::worker) fn record(s: &Session, fd: &OwnedFd) {
     let (Some(uid), Some(key)) = (s.peer.uid, file_key(fd)) else {
         return;
     };
@@ -61,7 +61,7 @@ fn record(s: &Session, fd: &OwnedFd) {
 }
 
 /// Refuses a descriptor that another uid's session exported.
-fn admit(s: &Session, fd: &OwnedFd) -> Result<(), Status> {
+pub(in crate::worker) fn admit(s: &Session, fd: &OwnedFd) -> Result<(), Status> {
     let (Some(uid), Some(key)) = (s.peer.uid, file_key(fd)) else {
         return Ok(());
     };
@@ -73,7 +73,7 @@ fn admit(s: &Session, fd: &OwnedFd) -> Result<(), Status> {
                 uid,
                 exporter = %who.session,
                 exporter_uid = who.uid,
-                "cuMemImportFromShareableHandle refused: the descriptor belongs to another \
+                "import refused: the descriptor belongs to another \
                  tenant's session"
             );
             Err(INVALID_VALUE)
@@ -82,7 +82,7 @@ fn admit(s: &Session, fd: &OwnedFd) -> Result<(), Status> {
 }
 
 /// A descriptor the driver wrote.
-fn owned(raw: i32) -> Result<OwnedFd, Status> {
+pub(in crate::worker) fn owned(raw: i32) -> Result<OwnedFd, Status> {
     if raw < 0 {
         return Err(INVALID_VALUE);
     }

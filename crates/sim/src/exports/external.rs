@@ -1,0 +1,222 @@
+//! External memory (`crate::external`) and semaphores (`crate::semaphore`): the exports
+//! the worker calls.
+
+use std::ffi::c_uint;
+
+use crate::cu::{
+    CUdeviceptr, CUexternalMemory, CUexternalSemaphore, CUresult, CUstream,
+    CUDA_EXTERNAL_MEMORY_BUFFER_DESC, CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+};
+use crate::error::{err, Res};
+use crate::ffi::{handle, key, run, Out};
+use crate::{external, semaphore, state};
+
+/// A descriptor the caller passes by pointer, copied out.
+///
+/// # Safety
+/// `p` must be NULL or valid for a read of a `T`.
+unsafe fn read<T: Copy>(p: *const T, what: &str) -> Res<T> {
+    if p.is_null() {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("{what} is NULL"),
+        );
+    }
+    // SAFETY: non-NULL, and valid for a read by this function's contract.
+    Ok(unsafe { p.read_unaligned() })
+}
+
+/// `cuImportExternalMemory`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writes, `desc` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuImportExternalMemory(
+    out: *mut CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+) -> CUresult {
+    run("cuImportExternalMemory", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, "extMem_out") }?;
+        // SAFETY: as above.
+        let d = unsafe { read(desc, "memHandleDesc") }?;
+        // SAFETY: the union's `fd` member; checked against the type in the model.
+        let fd = unsafe { d.handle.fd };
+        let k = external::import(&mut sim.lock(), d.type_.0, fd, d.size, d.flags)?;
+        out.write(handle(k));
+        Ok(())
+    })
+}
+
+/// `cuExternalMemoryGetMappedBuffer`.
+///
+/// # Safety
+/// `dptr` must be NULL or valid for writes, `desc` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuExternalMemoryGetMappedBuffer(
+    dptr: *mut CUdeviceptr,
+    mem: CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
+) -> CUresult {
+    run("cuExternalMemoryGetMappedBuffer", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(dptr, "devPtr") }?;
+        // SAFETY: as above.
+        let d = unsafe { read(desc, "bufferDesc") }?;
+        let budget = sim.cfg.memory_bytes;
+        let mut st = sim.lock();
+        out.write(external::mapped_buffer(
+            &mut st,
+            budget,
+            key(mem),
+            d.offset,
+            d.size,
+            d.flags,
+        )?);
+        Ok(())
+    })
+}
+
+/// `cuDestroyExternalMemory`.
+#[no_mangle]
+pub extern "C" fn cuDestroyExternalMemory(mem: CUexternalMemory) -> CUresult {
+    run("cuDestroyExternalMemory", || {
+        external::destroy(&mut state::sim()?.lock(), key(mem))
+    })
+}
+
+/// `cuImportExternalSemaphore` (`crate::semaphore`).
+///
+/// # Safety
+/// `out` must be NULL or valid for writes, `desc` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn cuImportExternalSemaphore(
+    out: *mut CUexternalSemaphore,
+    desc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+) -> CUresult {
+    run("cuImportExternalSemaphore", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, "extSem_out") }?;
+        // SAFETY: as above.
+        let d = unsafe { read(desc, "semHandleDesc") }?;
+        // SAFETY: the union's `fd` member; checked against the type in the model.
+        let fd = unsafe { d.handle.fd };
+        out.write(handle(semaphore::import(&mut sim.lock(), d.type_.0, fd)?));
+        Ok(())
+    })
+}
+
+/// The semaphores and the fence values of their `count` parameter structs (signal and
+/// wait parameters both start with the fence value).
+///
+/// # Safety
+/// `sems` and `params` must be NULL or readable for `count` elements.
+unsafe fn operands<P: Copy>(
+    sems: *const CUexternalSemaphore,
+    params: *const P,
+    count: c_uint,
+    fence: impl Fn(&P) -> u64,
+) -> Res<(Vec<usize>, Vec<u64>)> {
+    if count != 0 && (sems.is_null() || params.is_null()) {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a NULL array");
+    }
+    let n = count as usize;
+    let (mut keys, mut values) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        // SAFETY: readable for `count` elements by this function's contract.
+        keys.push(key(unsafe { sems.add(i).read_unaligned() }));
+        // SAFETY: as above.
+        values.push(fence(&unsafe { params.add(i).read_unaligned() }));
+    }
+    Ok((keys, values))
+}
+
+/// `cuSignalExternalSemaphoresAsync` on `stream`.
+fn signal(
+    name: &str,
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
+    run(name, || {
+        let sim = state::sim()?;
+        // SAFETY: the caller's arrays, as the CUDA API defines them.
+        let (keys, values) = unsafe { operands(sems, params, count, |p| p.params.fence.value) }?;
+        let resolved = {
+            let st = sim.lock();
+            crate::stream::usable(&st, key(stream))?;
+            semaphore::resolve(&st, &keys)?
+        };
+        semaphore::signal(&resolved, &values)
+    })
+}
+
+/// `cuWaitExternalSemaphoresAsync` on `stream`: blocks until satisfied (see
+/// `crate::semaphore`).
+fn wait(
+    name: &str,
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
+    run(name, || {
+        let sim = state::sim()?;
+        // SAFETY: the caller's arrays, as the CUDA API defines them.
+        let (keys, values) = unsafe { operands(sems, params, count, |p| p.params.fence.value) }?;
+        let resolved = {
+            let st = sim.lock();
+            crate::stream::usable(&st, key(stream))?;
+            semaphore::resolve(&st, &keys)?
+        };
+        semaphore::wait(&resolved, &values)
+    })
+}
+
+/// `cuSignalExternalSemaphoresAsync`.
+///
+/// # Safety
+/// The arrays must be NULL or readable for `count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync(
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
+    signal(
+        "cuSignalExternalSemaphoresAsync",
+        sems,
+        params,
+        count,
+        stream,
+    )
+}
+
+/// `cuWaitExternalSemaphoresAsync`.
+///
+/// # Safety
+/// The arrays must be NULL or readable for `count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync(
+    sems: *const CUexternalSemaphore,
+    params: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    count: c_uint,
+    stream: CUstream,
+) -> CUresult {
+    wait("cuWaitExternalSemaphoresAsync", sems, params, count, stream)
+}
+
+/// `cuDestroyExternalSemaphore`.
+#[no_mangle]
+pub extern "C" fn cuDestroyExternalSemaphore(sem: CUexternalSemaphore) -> CUresult {
+    run("cuDestroyExternalSemaphore", || {
+        semaphore::destroy(&mut state::sim()?.lock(), key(sem))
+    })
+}
