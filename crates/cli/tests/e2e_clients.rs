@@ -257,6 +257,27 @@ fn c_printf() {
     assert_eq!(lines, want, "device printf lines out of place:\n{out}");
 }
 
+/// Process checkpointing through a real client and mediator: the calls
+/// name the application's own pid and act on its session's worker, which
+/// goes from running through locked, checkpointed and locked back to
+/// running, its device memory intact (`tests/c/checkpoint.c`, which a GPU
+/// machine also runs natively).
+#[test]
+fn c_checkpoint() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "checkpoint");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok running_is")
+        .assert_line("ok restore_thread_positive")
+        .assert_line("ok state_null")
+        .assert_line("ok checkpointed_is")
+        .assert_line("ok unlocked_is")
+        .assert_line("ok memory_survives")
+        .assert_line("26 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

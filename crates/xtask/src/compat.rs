@@ -17,7 +17,7 @@ use crate::Error;
 const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cudbg"], "Debugger hooks", "Symbols the CUDA debugger reads in the driver's own process; they have no meaning in a remoting client."),
     (&["cuGL", "cuGraphicsGL", "cuWGL", "cuEGL", "cuGraphicsEGL", "cuVDPAU", "cuGraphicsVDPAU", "cuGraphics"], "Graphics interop", "They share graphics objects of the application's process with CUDA; the driver runs in the worker, which cannot reach them. Not planned."),
-    (&["cuCheckpoint"], "Process checkpointing", "They act on the process that owns the driver, which is the worker; not exposed to clients."),
+    (&["cuCheckpoint"], "Process checkpointing", "The driver checkpoints the process that owns the GPU state, which is the session's worker: the application passes its own pid and the calls act on its worker, whose state and restore thread they report. Another pid is CUDA_ERROR_INVALID_VALUE, with a log line: it names another process, whose worker this client cannot reach."),
     (&["cuCoredump"], "Core dumps", "GPU core dump settings of the driver's process; not exposed to clients yet."),
     (&["cuProfiler"], "Profiler control", "Profiling runs against the worker; not remoted yet."),
     (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Graph, node and executable-graph handles and node parameter structs need translation in both directions; not remoted yet."),

@@ -266,6 +266,9 @@ remote_table! {
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
         occupancy: cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSizeWithFlags;
+        checkpoint: cuCheckpointProcessGetState, cuCheckpointProcessGetRestoreThreadId,
+            cuCheckpointProcessLock, cuCheckpointProcessCheckpoint, cuCheckpointProcessRestore,
+            cuCheckpointProcessUnlock;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
@@ -604,5 +607,13 @@ remote_table! {
         /// client drains it after each call it waited for and writes the
         /// bytes to the application's standard output. See `docs/protocol.md`.
         output: OpenOutput = 693 {} => {} (fd, nocontext);
+        /// Process checkpointing of the session's worker, the process that
+        /// owns the driver: `action` 0 `cuCheckpointProcessGetState`, 1
+        /// `GetRestoreThreadId`, 2 `Lock` (with `timeout_ms`), 3
+        /// `Checkpoint`, 4 `Restore` (the blob holds `gpu_pairs`
+        /// `CUcheckpointGpuPair`s, 32 bytes each), 5 `Unlock`. The reply
+        /// carries the state and the restore thread id where asked.
+        checkpoint: CheckpointProcess = 694 { action: u8, timeout_ms: u32, gpu_pairs: u32 } + blob
+            => { state: u32, tid: i32 } (nocontext);
     }
 }

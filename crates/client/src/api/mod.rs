@@ -3,6 +3,7 @@
 
 mod array;
 mod callback;
+mod checkpoint;
 pub(crate) mod context;
 mod copy;
 mod dark;
@@ -159,6 +160,12 @@ implement! {
     cuModuleGetGlobal_v2(dptr, bytes, m, name) => module::get_global(dptr, bytes, module::Owner::Module(module::module_id(m)), name);
     cuModuleLoad(m, name) => module::module_load(m, name);
     cuModuleLoadFatBinary(m, fat) => module::module_load_fat_binary(m, fat);
+    cuCheckpointProcessGetState(pid, state) => checkpoint::get_state(pid, state);
+    cuCheckpointProcessGetRestoreThreadId(pid, tid) => checkpoint::get_restore_thread_id(pid, tid);
+    cuCheckpointProcessLock(pid, args) => checkpoint::lock(pid, args);
+    cuCheckpointProcessCheckpoint(pid, args) => checkpoint::checkpoint(pid, args);
+    cuCheckpointProcessRestore(pid, args) => checkpoint::restore(pid, args);
+    cuCheckpointProcessUnlock(pid, args) => checkpoint::unlock(pid, args);
     cuLinkCreate(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkCreate_v2(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkAddData(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);

@@ -10,6 +10,7 @@
 mod array;
 mod callback;
 mod calls;
+mod checkpoint;
 mod context;
 mod copy;
 mod event;

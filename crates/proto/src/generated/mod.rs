@@ -647,6 +647,13 @@ pub enum Op {
     /// client drains it after each call it waited for and writes the
     /// bytes to the application's standard output. See `docs/protocol.md`.
     OpenOutput = 693,
+    /// Process checkpointing of the session's worker, the process that
+    /// owns the driver: `action` 0 `cuCheckpointProcessGetState`, 1
+    /// `GetRestoreThreadId`, 2 `Lock` (with `timeout_ms`), 3
+    /// `Checkpoint`, 4 `Restore` (the blob holds `gpu_pairs`
+    /// `CUcheckpointGpuPair`s, 32 bytes each), 5 `Unlock`. The reply
+    /// carries the state and the restore thread id where asked.
+    CheckpointProcess = 694,
 }
 
 impl Op {
@@ -904,6 +911,7 @@ impl Op {
         Op::LaunchGrid,
         Op::LaunchGridAsync,
         Op::OpenOutput,
+        Op::CheckpointProcess,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1165,6 +1173,7 @@ impl Op {
             Op::LaunchGrid => "LaunchGrid",
             Op::LaunchGridAsync => "LaunchGridAsync",
             Op::OpenOutput => "OpenOutput",
+            Op::CheckpointProcess => "CheckpointProcess",
         }
     }
 
@@ -1423,6 +1432,7 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => false,
+            Op::CheckpointProcess => false,
         }
     }
 
@@ -1681,6 +1691,7 @@ impl Op {
             Op::LaunchGrid => true,
             Op::LaunchGridAsync => true,
             Op::OpenOutput => false,
+            Op::CheckpointProcess => false,
         }
     }
 
@@ -1939,6 +1950,7 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => true,
+            Op::CheckpointProcess => false,
         }
     }
 
@@ -2277,6 +2289,7 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
+            Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Request>(),
         }
     }
 
@@ -2599,6 +2612,7 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
+            Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Reply>(),
         }
     }
 
@@ -3131,6 +3145,7 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
+            Op::CheckpointProcess => message::check::<checkpoint_process::Request>(fixed, blob_len),
         }
     }
 
@@ -3564,6 +3579,7 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
+            Op::CheckpointProcess => message::check::<checkpoint_process::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3824,6 +3840,7 @@ impl TryFrom<u16> for Op {
             691 => Ok(Op::LaunchGrid),
             692 => Ok(Op::LaunchGridAsync),
             693 => Ok(Op::OpenOutput),
+            694 => Ok(Op::CheckpointProcess),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4084,6 +4101,7 @@ pub const SCHEMA: &str = concat!(
     "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
     "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
     "693 OpenOutput {} => {} nocontext fd\n",
+    "694 CheckpointProcess {action:u8,timeout_ms:u32,gpu_pairs:u32}+blob => {state:u32,tid:i32} nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14720,6 +14738,50 @@ pub mod open_output {
 
     impl Message for Reply {
         const OP: Op = Op::OpenOutput;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation CheckpointProcess: wire id 694.
+pub mod checkpoint_process {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub action: u8,
+        pub timeout_ms: U32,
+        pub gpu_pairs: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub state: U32,
+        pub tid: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CheckpointProcess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CheckpointProcess;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -734,6 +734,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             DPTR.to_le_bytes().to_vec(),
         ),
+        // cuCheckpointProcessLock with a 1000 ms timeout
+        Op::CheckpointProcess => (
+            b(vgpu_proto::checkpoint_process::Request {
+                action: 2,
+                timeout_ms: w(1000),
+                gpu_pairs: w(0),
+            }),
+            none(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

@@ -12,6 +12,7 @@
 
 mod array;
 mod callback;
+mod checkpoint;
 mod context;
 mod copy;
 mod device;
@@ -39,6 +40,7 @@ mod vmm;
 
 pub use array::*;
 pub use callback::*;
+pub use checkpoint::*;
 pub use context::*;
 pub use copy::*;
 pub use device::*;

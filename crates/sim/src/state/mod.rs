@@ -81,6 +81,8 @@ pub(crate) struct Ext {
     pub legacy_params: HashMap<usize, Vec<u8>>,
     /// Device `printf` output not yet flushed ([`crate::printf`]).
     pub printf: Vec<u8>,
+    /// The process's checkpoint state (`CUprocessState`).
+    pub checkpoint_state: u32,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -293,6 +293,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LaunchGrid => launch_grid(s, req),
         Op::LaunchGridAsync => launch_grid_async(s, req),
         Op::OpenOutput => super::output::open_output(lane, s, req),
+        Op::CheckpointProcess => super::checkpoint::checkpoint_process(lane, s, req),
     }
 }
 
