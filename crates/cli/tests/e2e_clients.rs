@@ -278,6 +278,27 @@ fn c_checkpoint() {
         .assert_line("26 checks, 0 failed");
 }
 
+/// GPU core dump attributes through a real client and mediator: the
+/// worker's process-wide defaults are driver 580's, names read back, a
+/// context's setting reads back, and NULL pointers get
+/// `CUDA_ERROR_INVALID_VALUE` (`tests/c/coredump.c`, which a GPU machine
+/// also runs natively).
+#[test]
+fn c_coredump() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "coredump");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok global_trigger_host_value")
+        .assert_line("ok global_on_exception_value")
+        .assert_line("ok global_file")
+        .assert_line("ok context_on_value")
+        .assert_line("ok context_off_value")
+        .assert_line("ok null_size")
+        .assert_line("24 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

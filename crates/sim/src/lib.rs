@@ -115,6 +115,7 @@ mod array;
 pub mod config;
 mod context;
 mod copy2d;
+mod coredump;
 mod cu;
 mod device;
 mod error;

@@ -269,6 +269,8 @@ remote_table! {
         checkpoint: cuCheckpointProcessGetState, cuCheckpointProcessGetRestoreThreadId,
             cuCheckpointProcessLock, cuCheckpointProcessCheckpoint, cuCheckpointProcessRestore,
             cuCheckpointProcessUnlock;
+        coredump: cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
+            cuCoredumpSetAttributeGlobal;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
@@ -615,5 +617,13 @@ remote_table! {
         /// carries the state and the restore thread id where asked.
         checkpoint: CheckpointProcess = 694 { action: u8, timeout_ms: u32, gpu_pairs: u32 } + blob
             => { state: u32, tid: i32 } (nocontext);
+        /// A core dump attribute of the worker's driver, for the current
+        /// context or (`global`) the process: `set` writes the blob (the
+        /// application's `size` bytes), otherwise the driver fills a buffer
+        /// of `size` bytes, which is the reply's blob; `size` in the reply
+        /// is the driver's. File and pipe names are paths on the worker's
+        /// host, where the dumps land.
+        coredump: CoredumpAttribute = 695 { attrib: u32, global: bool, set: bool, size: u64 } + blob
+            => { size: u64 } + blob;
     }
 }

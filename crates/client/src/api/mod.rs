@@ -6,6 +6,7 @@ mod callback;
 mod checkpoint;
 pub(crate) mod context;
 mod copy;
+mod coredump;
 mod dark;
 mod device;
 mod errors;
@@ -166,6 +167,10 @@ implement! {
     cuCheckpointProcessCheckpoint(pid, args) => checkpoint::checkpoint(pid, args);
     cuCheckpointProcessRestore(pid, args) => checkpoint::restore(pid, args);
     cuCheckpointProcessUnlock(pid, args) => checkpoint::unlock(pid, args);
+    cuCoredumpGetAttribute(a, v, size) => coredump::get(a, v, size, false);
+    cuCoredumpGetAttributeGlobal(a, v, size) => coredump::get(a, v, size, true);
+    cuCoredumpSetAttribute(a, v, size) => coredump::set(a, v, size, false);
+    cuCoredumpSetAttributeGlobal(a, v, size) => coredump::set(a, v, size, true);
     cuLinkCreate(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkCreate_v2(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkAddData(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);

@@ -13,6 +13,7 @@ mod calls;
 mod checkpoint;
 mod context;
 mod copy;
+mod coredump;
 mod event;
 mod exec;
 mod generated;

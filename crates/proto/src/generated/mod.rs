@@ -654,6 +654,13 @@ pub enum Op {
     /// `CUcheckpointGpuPair`s, 32 bytes each), 5 `Unlock`. The reply
     /// carries the state and the restore thread id where asked.
     CheckpointProcess = 694,
+    /// A core dump attribute of the worker's driver, for the current
+    /// context or (`global`) the process: `set` writes the blob (the
+    /// application's `size` bytes), otherwise the driver fills a buffer
+    /// of `size` bytes, which is the reply's blob; `size` in the reply
+    /// is the driver's. File and pipe names are paths on the worker's
+    /// host, where the dumps land.
+    CoredumpAttribute = 695,
 }
 
 impl Op {
@@ -912,6 +919,7 @@ impl Op {
         Op::LaunchGridAsync,
         Op::OpenOutput,
         Op::CheckpointProcess,
+        Op::CoredumpAttribute,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1174,6 +1182,7 @@ impl Op {
             Op::LaunchGridAsync => "LaunchGridAsync",
             Op::OpenOutput => "OpenOutput",
             Op::CheckpointProcess => "CheckpointProcess",
+            Op::CoredumpAttribute => "CoredumpAttribute",
         }
     }
 
@@ -1433,6 +1442,7 @@ impl Op {
             Op::LaunchGridAsync => false,
             Op::OpenOutput => false,
             Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => false,
         }
     }
 
@@ -1692,6 +1702,7 @@ impl Op {
             Op::LaunchGridAsync => true,
             Op::OpenOutput => false,
             Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => true,
         }
     }
 
@@ -1951,6 +1962,7 @@ impl Op {
             Op::LaunchGridAsync => false,
             Op::OpenOutput => true,
             Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => false,
         }
     }
 
@@ -2290,6 +2302,7 @@ impl Op {
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
             Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Request>(),
+            Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Request>(),
         }
     }
 
@@ -2613,6 +2626,7 @@ impl Op {
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
             Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Reply>(),
+            Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Reply>(),
         }
     }
 
@@ -3146,6 +3160,7 @@ impl Op {
             Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
             Op::CheckpointProcess => message::check::<checkpoint_process::Request>(fixed, blob_len),
+            Op::CoredumpAttribute => message::check::<coredump_attribute::Request>(fixed, blob_len),
         }
     }
 
@@ -3580,6 +3595,7 @@ impl Op {
             Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
             Op::CheckpointProcess => message::check::<checkpoint_process::Reply>(fixed, blob_len),
+            Op::CoredumpAttribute => message::check::<coredump_attribute::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3841,6 +3857,7 @@ impl TryFrom<u16> for Op {
             692 => Ok(Op::LaunchGridAsync),
             693 => Ok(Op::OpenOutput),
             694 => Ok(Op::CheckpointProcess),
+            695 => Ok(Op::CoredumpAttribute),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4102,6 +4119,7 @@ pub const SCHEMA: &str = concat!(
     "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
     "693 OpenOutput {} => {} nocontext fd\n",
     "694 CheckpointProcess {action:u8,timeout_ms:u32,gpu_pairs:u32}+blob => {state:u32,tid:i32} nocontext\n",
+    "695 CoredumpAttribute {attrib:u32,global:bool,set:bool,size:u64}+blob => {size:u64}+blob\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14784,6 +14802,52 @@ pub mod checkpoint_process {
         const OP: Op = Op::CheckpointProcess;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation CoredumpAttribute: wire id 695.
+pub mod coredump_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub attrib: U32,
+        pub global: u8,
+        pub set: u8,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CoredumpAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "global", self.global)?;
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CoredumpAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

@@ -743,6 +743,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // cuCoredumpGetAttributeGlobal(CU_COREDUMP_ENABLE_ON_EXCEPTION), one byte
+        Op::CoredumpAttribute => (
+            b(vgpu_proto::coredump_attribute::Request {
+                attrib: w(1),
+                global: 1,
+                set: 0,
+                size: u(1),
+            }),
+            none(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

@@ -83,6 +83,8 @@ pub(crate) struct Ext {
     pub printf: Vec<u8>,
     /// The process's checkpoint state (`CUprocessState`).
     pub checkpoint_state: u32,
+    /// GPU core dump settings.
+    pub coredump: crate::coredump::Coredump,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

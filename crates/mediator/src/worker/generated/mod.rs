@@ -294,6 +294,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LaunchGridAsync => launch_grid_async(s, req),
         Op::OpenOutput => super::output::open_output(lane, s, req),
         Op::CheckpointProcess => super::checkpoint::checkpoint_process(lane, s, req),
+        Op::CoredumpAttribute => super::coredump::coredump_attribute(lane, s, req),
     }
 }
 
