@@ -33,6 +33,7 @@ cc -std=c11 -O2 -o "$WORK/legacy_launch" tests/c/legacy_launch.c -ldl >>"$LOG" 2
 cc -std=c11 -O2 -o "$WORK/printf" tests/c/printf.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/logs" tests/c/logs.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -56,6 +57,7 @@ declare -A CMD=(
     [printf]="$WORK/printf"
     [checkpoint]="$WORK/checkpoint"
     [coredump]="$WORK/coredump"
+    [logs]="$WORK/logs"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -63,7 +65,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks linker occupancy legacy_launch printf checkpoint coredump compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks linker occupancy legacy_launch printf checkpoint coredump logs compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

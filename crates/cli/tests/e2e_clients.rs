@@ -299,6 +299,25 @@ fn c_coredump() {
         .assert_line("24 checks, 0 failed");
 }
 
+/// Driver logs through a real client and mediator: a failure in the worker
+/// shows in `cuLogsDumpToMemory` from an earlier `cuLogsCurrent`, which
+/// advances; a too-small or NULL buffer and bad flags get
+/// `CUDA_ERROR_INVALID_VALUE`; `cuLogsDumpToFile` writes where the client
+/// runs (`tests/c/logs.c`, which a GPU machine also runs natively).
+#[test]
+fn c_logs() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "logs");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok dump_has_lines")
+        .assert_line("ok dump_again_empty")
+        .assert_line("ok dump_too_small_size")
+        .assert_line("ok file_has_lines")
+        .assert_line("18 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

@@ -132,6 +132,7 @@ mod legacy;
 mod library;
 mod link;
 mod loading;
+mod logs;
 mod memory;
 mod module;
 mod pointer;

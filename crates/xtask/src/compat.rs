@@ -35,7 +35,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
-    (&["cuLogs"], "Driver logs", "Not remoted yet."),
+    (&["cuLogs"], "Driver logs", "The log is the worker driver's, which runs the calls: cuLogsCurrent and cuLogsDumpToMemory read it, and cuLogsDumpToFile writes its lines where the application runs. The log callbacks would be called from the worker driver's own thread and run in the application's process; not remoted yet."),
 ];
 
 /// Areas for everything not matched above, by prefix.

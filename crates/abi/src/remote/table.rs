@@ -165,6 +165,9 @@ remote_table! {
         graph: cuGraphAddEventRecordNode = 410 gen [dependencies: array(numDependencies)];
         graph: cuGraphAddEventWaitNode = 411 gen [dependencies: array(numDependencies)];
 
+        // ---- driver logs ----
+        logs: cuLogsCurrent = 696 gen (nocontext);
+
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
@@ -271,6 +274,7 @@ remote_table! {
             cuCheckpointProcessUnlock;
         coredump: cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
             cuCoredumpSetAttributeGlobal;
+        logs: cuLogsDumpToMemory, cuLogsDumpToFile;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
     }
@@ -625,5 +629,12 @@ remote_table! {
         /// host, where the dumps land.
         coredump: CoredumpAttribute = 695 { attrib: u32, global: bool, set: bool, size: u64 } + blob
             => { size: u64 } + blob;
+        /// `cuLogsDumpToMemory` of the worker's driver logs into a buffer of
+        /// `size` bytes, from `iterator` when `has_iterator`: the driver's
+        /// status, advanced iterator and `size` are in the reply, the bytes
+        /// written (without the NUL) are its blob. `cuLogsDumpToFile`
+        /// dumps this way and writes the file where the client runs.
+        logs: LogsDump = 697 { has_iterator: bool, iterator: u32, size: u64, flags: u32 }
+            => { status: u32, iterator: u32, size: u64 } + blob (nocontext);
     }
 }

@@ -19,6 +19,7 @@ mod integrity;
 mod launch;
 pub(crate) mod library;
 mod link;
+mod logs;
 mod memory;
 mod module;
 mod occupancy;
@@ -171,6 +172,8 @@ implement! {
     cuCoredumpGetAttributeGlobal(a, v, size) => coredump::get(a, v, size, true);
     cuCoredumpSetAttribute(a, v, size) => coredump::set(a, v, size, false);
     cuCoredumpSetAttributeGlobal(a, v, size) => coredump::set(a, v, size, true);
+    cuLogsDumpToMemory(it, buf, size, flags) => logs::dump_to_memory(it, buf, size, flags);
+    cuLogsDumpToFile(it, path, flags) => logs::dump_to_file(it, path, flags);
     cuLinkCreate(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkCreate_v2(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkAddData(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);

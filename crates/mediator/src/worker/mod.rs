@@ -23,6 +23,7 @@ mod lane;
 mod launch;
 mod library;
 mod link;
+mod logs;
 mod memory;
 mod module;
 mod options;

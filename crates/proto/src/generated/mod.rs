@@ -661,6 +661,14 @@ pub enum Op {
     /// is the driver's. File and pipe names are paths on the worker's
     /// host, where the dumps land.
     CoredumpAttribute = 695,
+    /// `cuLogsCurrent`.
+    LogsCurrent = 696,
+    /// `cuLogsDumpToMemory` of the worker's driver logs into a buffer of
+    /// `size` bytes, from `iterator` when `has_iterator`: the driver's
+    /// status, advanced iterator and `size` are in the reply, the bytes
+    /// written (without the NUL) are its blob. `cuLogsDumpToFile`
+    /// dumps this way and writes the file where the client runs.
+    LogsDump = 697,
 }
 
 impl Op {
@@ -920,6 +928,8 @@ impl Op {
         Op::OpenOutput,
         Op::CheckpointProcess,
         Op::CoredumpAttribute,
+        Op::LogsCurrent,
+        Op::LogsDump,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1183,6 +1193,8 @@ impl Op {
             Op::OpenOutput => "OpenOutput",
             Op::CheckpointProcess => "CheckpointProcess",
             Op::CoredumpAttribute => "CoredumpAttribute",
+            Op::LogsCurrent => "LogsCurrent",
+            Op::LogsDump => "LogsDump",
         }
     }
 
@@ -1443,6 +1455,8 @@ impl Op {
             Op::OpenOutput => false,
             Op::CheckpointProcess => false,
             Op::CoredumpAttribute => false,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
         }
     }
 
@@ -1703,6 +1717,8 @@ impl Op {
             Op::OpenOutput => false,
             Op::CheckpointProcess => false,
             Op::CoredumpAttribute => true,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
         }
     }
 
@@ -1963,6 +1979,8 @@ impl Op {
             Op::OpenOutput => true,
             Op::CheckpointProcess => false,
             Op::CoredumpAttribute => false,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
         }
     }
 
@@ -2303,6 +2321,8 @@ impl Op {
             Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
             Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Request>(),
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Request>(),
+            Op::LogsCurrent => core::mem::size_of::<logs_current::Request>(),
+            Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
         }
     }
 
@@ -2627,6 +2647,8 @@ impl Op {
             Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
             Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Reply>(),
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Reply>(),
+            Op::LogsCurrent => core::mem::size_of::<logs_current::Reply>(),
+            Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
         }
     }
 
@@ -3161,6 +3183,8 @@ impl Op {
             Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
             Op::CheckpointProcess => message::check::<checkpoint_process::Request>(fixed, blob_len),
             Op::CoredumpAttribute => message::check::<coredump_attribute::Request>(fixed, blob_len),
+            Op::LogsCurrent => message::check::<logs_current::Request>(fixed, blob_len),
+            Op::LogsDump => message::check::<logs_dump::Request>(fixed, blob_len),
         }
     }
 
@@ -3596,6 +3620,8 @@ impl Op {
             Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
             Op::CheckpointProcess => message::check::<checkpoint_process::Reply>(fixed, blob_len),
             Op::CoredumpAttribute => message::check::<coredump_attribute::Reply>(fixed, blob_len),
+            Op::LogsCurrent => message::check::<logs_current::Reply>(fixed, blob_len),
+            Op::LogsDump => message::check::<logs_dump::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3858,6 +3884,8 @@ impl TryFrom<u16> for Op {
             693 => Ok(Op::OpenOutput),
             694 => Ok(Op::CheckpointProcess),
             695 => Ok(Op::CoredumpAttribute),
+            696 => Ok(Op::LogsCurrent),
+            697 => Ok(Op::LogsDump),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4120,6 +4148,8 @@ pub const SCHEMA: &str = concat!(
     "693 OpenOutput {} => {} nocontext fd\n",
     "694 CheckpointProcess {action:u8,timeout_ms:u32,gpu_pairs:u32}+blob => {state:u32,tid:i32} nocontext\n",
     "695 CoredumpAttribute {attrib:u32,global:bool,set:bool,size:u64}+blob => {size:u64}+blob\n",
+    "696 LogsCurrent {flags:u32} => {iterator:u32} nocontext\n",
+    "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14856,6 +14886,94 @@ pub mod coredump_attribute {
     }
 }
 
+/// `cuLogsCurrent`: wire id 696.
+pub mod logs_current {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub iterator: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LogsCurrent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LogsCurrent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LogsDump: wire id 697.
+pub mod logs_dump {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub has_iterator: u8,
+        pub iterator: U32,
+        pub size: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub iterator: U32,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LogsDump;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "has_iterator", self.has_iterator)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LogsDump;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -16102,6 +16220,12 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.grid_width = I32::new(48);
             r.grid_height = I32::new(65);
             r.hstream = U64::new(0x4100_0000_0000_0052);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LogsCurrent => {
+            let mut r = logs_current::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.flags = U32::new(43);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

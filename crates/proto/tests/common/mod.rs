@@ -753,6 +753,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // everything after iterator 3, into 4096 bytes
+        Op::LogsDump => (
+            b(vgpu_proto::logs_dump::Request {
+                has_iterator: 1,
+                iterator: w(3),
+                size: u(4096),
+                flags: w(0),
+            }),
+            none(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {
