@@ -227,19 +227,28 @@ fn c_legacy_launch() {
 /// Device `printf` through a real client and mediator: the simulated
 /// kernel's lines reach the client's own standard output through the
 /// session's output channel, in order, at the synchronization that flushes
-/// them, between the host lines printed before and after it
-/// (`tests/c/printf.c`, which a GPU machine also runs natively).
+/// them, between the host lines printed before and after it, and a flush
+/// larger than the pipe arrives whole (`tests/c/printf.c`, which a GPU
+/// machine also runs natively).
 #[test]
 fn c_printf() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "printf");
     let out = h.run(h.command(&exe));
-    out.assert_success().assert_line("14 checks, 0 failed");
+    out.assert_success().assert_line("16 checks, 0 failed");
+    // A flush larger than the pipe arrives whole.
+    let big = out
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(" value 5"))
+        .count();
+    assert_eq!(big, 100_000, "lines of the large flush lost:\n{out}");
     let lines: Vec<&str> = out
         .stdout
         .lines()
         .filter(|l| l.starts_with("host: ") || l.starts_with("thread "))
+        .filter(|l| !l.ends_with(" value 5"))
         .collect();
     let want = [
         "host: before ctx sync",
