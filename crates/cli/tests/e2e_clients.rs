@@ -146,7 +146,7 @@ fn c_tensor_maps() {
 /// The JIT linker through a real client and mediator: a link with log
 /// buffers takes inputs from memory and from a file (read where the client
 /// runs), completes with an image that loads as a module, and is destroyed;
-/// a missing file gets `CUDA_ERROR_INVALID_VALUE`; an input that is not PTX
+/// a missing file gets `CUDA_ERROR_FILE_NOT_FOUND`; an input that is not PTX
 /// gets `CUDA_ERROR_INVALID_IMAGE` with the error log in the application's
 /// buffer, cut and NUL-terminated in a too-small one, and the link (and an
 /// empty one) still completes, as driver 580 does; a NULL link state gets
