@@ -41,6 +41,9 @@ cc -std=c11 -O2 -o "$WORK/multicast" tests/c/multicast.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/green_contexts" tests/c/green_contexts.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/extmem" tests/c/extmem.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/logs" tests/c/logs.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -75,6 +78,9 @@ declare -A CMD=(
     [extmem]="$WORK/extmem"
     [torch_ipc]="python3 gpu/torch_ipc.py"
     [cupy_ipc]="python3 gpu/cupy_ipc.py"
+    [checkpoint]="$WORK/checkpoint"
+    [coredump]="$WORK/coredump"
+    [logs]="$WORK/logs"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -82,7 +88,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs compile cudagraph expandable jax nccl)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

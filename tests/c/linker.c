@@ -3,7 +3,7 @@
  * link created with info and error log buffers takes one good input from
  * memory and one from a file, completes with an image that loads as a
  * module and holds the kernel, and is destroyed; a missing file is
- * CUDA_ERROR_INVALID_VALUE; an input that is not PTX fails with
+ * CUDA_ERROR_FILE_NOT_FOUND; an input that is not PTX fails with
  * CUDA_ERROR_INVALID_IMAGE and puts the driver's error log into the
  * application's buffer (also when that buffer is too small: the log is cut
  * and NUL-terminated, and nothing past the buffer is written), and the link
@@ -31,6 +31,7 @@ enum {
     JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     JIT_LOG_VERBOSE = 12,
     JIT_INPUT_PTX = 1,
+    CUDA_ERROR_FILE_NOT_FOUND = 301,
     LOG = 4096,
     SMALL_LOG = 8,
     GUARD = 64,
@@ -158,7 +159,7 @@ int main(int argc, char **argv)
     }
     EXPECT("add_file_missing",
            cu.LinkAddFile(link, JIT_INPUT_PTX, "/nonexistent/vgpu-linker.ptx", 0, NULL, NULL),
-           CUDA_ERROR_INVALID_VALUE);
+           CUDA_ERROR_FILE_NOT_FOUND);
     void *cubin = NULL;
     size_t size = 0;
     EXPECT("complete", cu.LinkComplete(link, &cubin, &size), CUDA_SUCCESS);

@@ -75,12 +75,18 @@ static const char GPU_MODULE[] =
     "  ld.param.b32 %r4, [retval0];\n  }\nDONE:\n  ret;\n}\n";
 static const char SIM_MODULE[] = "VGPU-SIM-MODULE 1\nkernel print_u32\n";
 
-/* Launches print_u32 with value `v` on `s`. */
+/* Launches print_u32 with value `v` on `s`, `blocks` blocks of `threads`. */
+static CUresult launch_n(CUfunction f, unsigned int v, CUstream s, unsigned int blocks,
+                         unsigned int threads)
+{
+    int n = (int)(blocks * threads);
+    void *params[] = {&v, &n};
+    return cu.LaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, s, params, NULL);
+}
+
 static CUresult launch(CUfunction f, unsigned int v, CUstream s)
 {
-    int n = THREADS;
-    void *params[] = {&v, &n};
-    return cu.LaunchKernel(f, 1, 1, 1, THREADS, 1, 1, 0, s, params, NULL);
+    return launch_n(f, v, s, 1, THREADS);
 }
 
 int main(int argc, char **argv)
@@ -111,6 +117,13 @@ int main(int argc, char **argv)
     EXPECT("launch_8", launch(f, 8, s), CUDA_SUCCESS);
     EXPECT("stream_sync", cu.StreamSynchronize(s), CUDA_SUCCESS);
     printf("host: after stream sync\n");
+    if (sim) {
+        /* More output in one flush than a pipe holds (about 2 MB): it all
+         * arrives, and the synchronization returns. The driver's printf
+         * buffer would drop most of it, so a GPU does not run this. */
+        EXPECT("launch_big", launch_n(f, 5, NULL, 100, 1000), CUDA_SUCCESS);
+        EXPECT("big_sync", cu.CtxSynchronize(), CUDA_SUCCESS);
+    }
     EXPECT("unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
     return checks_summary();

@@ -146,7 +146,7 @@ fn c_tensor_maps() {
 /// The JIT linker through a real client and mediator: a link with log
 /// buffers takes inputs from memory and from a file (read where the client
 /// runs), completes with an image that loads as a module, and is destroyed;
-/// a missing file gets `CUDA_ERROR_INVALID_VALUE`; an input that is not PTX
+/// a missing file gets `CUDA_ERROR_FILE_NOT_FOUND`; an input that is not PTX
 /// gets `CUDA_ERROR_INVALID_IMAGE` with the error log in the application's
 /// buffer, cut and NUL-terminated in a too-small one, and the link (and an
 /// empty one) still completes, as driver 580 does; a NULL link state gets
@@ -227,19 +227,28 @@ fn c_legacy_launch() {
 /// Device `printf` through a real client and mediator: the simulated
 /// kernel's lines reach the client's own standard output through the
 /// session's output channel, in order, at the synchronization that flushes
-/// them, between the host lines printed before and after it
-/// (`tests/c/printf.c`, which a GPU machine also runs natively).
+/// them, between the host lines printed before and after it, and a flush
+/// larger than the pipe arrives whole (`tests/c/printf.c`, which a GPU
+/// machine also runs natively).
 #[test]
 fn c_printf() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "printf");
     let out = h.run(h.command(&exe));
-    out.assert_success().assert_line("14 checks, 0 failed");
+    out.assert_success().assert_line("16 checks, 0 failed");
+    // A flush larger than the pipe arrives whole.
+    let big = out
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(" value 5"))
+        .count();
+    assert_eq!(big, 100_000, "lines of the large flush lost:\n{out}");
     let lines: Vec<&str> = out
         .stdout
         .lines()
         .filter(|l| l.starts_with("host: ") || l.starts_with("thread "))
+        .filter(|l| !l.ends_with(" value 5"))
         .collect();
     let want = [
         "host: before ctx sync",
@@ -255,6 +264,67 @@ fn c_printf() {
         "host: after stream sync",
     ];
     assert_eq!(lines, want, "device printf lines out of place:\n{out}");
+}
+
+/// Process checkpointing through a real client and mediator: the calls
+/// name the application's own pid and act on its session's worker, which
+/// goes from running through locked, checkpointed and locked back to
+/// running, its device memory intact (`tests/c/checkpoint.c`, which a GPU
+/// machine also runs natively).
+#[test]
+fn c_checkpoint() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "checkpoint");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok running_is")
+        .assert_line("ok restore_thread_positive")
+        .assert_line("ok state_null")
+        .assert_line("ok checkpointed_is")
+        .assert_line("ok unlocked_is")
+        .assert_line("ok memory_survives")
+        .assert_line("26 checks, 0 failed");
+}
+
+/// GPU core dump attributes through a real client and mediator: the
+/// worker's process-wide defaults are driver 580's, names read back, a
+/// context's setting reads back, and NULL pointers get
+/// `CUDA_ERROR_INVALID_VALUE` (`tests/c/coredump.c`, which a GPU machine
+/// also runs natively).
+#[test]
+fn c_coredump() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "coredump");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok global_trigger_host_value")
+        .assert_line("ok global_on_exception_value")
+        .assert_line("ok global_file")
+        .assert_line("ok context_on_value")
+        .assert_line("ok context_off_value")
+        .assert_line("ok null_size")
+        .assert_line("24 checks, 0 failed");
+}
+
+/// Driver logs through a real client and mediator: a failure in the worker
+/// shows in `cuLogsDumpToMemory` from an earlier `cuLogsCurrent`, which
+/// advances; a too-small or NULL buffer and bad flags get
+/// `CUDA_ERROR_INVALID_VALUE`; `cuLogsDumpToFile` writes where the client
+/// runs (`tests/c/logs.c`, which a GPU machine also runs natively).
+#[test]
+fn c_logs() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "logs");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok dump_has_lines")
+        .assert_line("ok dump_again_empty")
+        .assert_line("ok dump_too_small_size")
+        .assert_line("ok file_has_lines")
+        .assert_line("18 checks, 0 failed");
 }
 
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`

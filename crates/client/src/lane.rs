@@ -304,8 +304,8 @@ impl Session {
             Ok((fixed, owned))
         });
         // Device printf output the call flushed is in the pipe by now.
-        if let Some(pipe) = &self.output {
-            crate::output::drain(pipe);
+        if let Some(output) = &self.output {
+            output.drain();
         }
         done
     }

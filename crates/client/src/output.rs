@@ -9,9 +9,17 @@
 //! non-blocking read when it is empty; posted calls, launches among them,
 //! never look) and writes it through the C library's `stdout`, as the
 //! driver does in a native process, so it keeps its place among the
-//! application's own output. Sessions over TCP have no output channel.
+//! application's own output.
+//!
+//! One thread, `vgpu-output`, also drains the pipe whenever it holds
+//! bytes, so that a flush larger than the pipe never stalls the driver
+//! while the calling thread waits for its reply. Both drain under one lock:
+//! once a caller holds it, every byte the driver wrote before the reply is
+//! either written out already or still in the pipe for the caller to take.
+//! Sessions over TCP have no output channel.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
 
 use vgpu_proto::{read_response_head, write_request, Op};
 use vgpu_transport::Channel;
@@ -21,9 +29,18 @@ extern "C" {
     static mut stdout: *mut libc::FILE;
 }
 
-/// Opens the output channel on the control connection; `None` when the
-/// worker could not (its log says why) or the connection failed.
-pub fn open(control: &mut Channel) -> Option<OwnedFd> {
+/// The read end of the worker's standard output.
+#[derive(Debug)]
+pub struct Output {
+    pipe: OwnedFd,
+    /// Held while bytes move from the pipe to `stdout`.
+    moving: Mutex<()>,
+}
+
+/// Opens the output channel on the control connection and starts its
+/// thread; `None` when the worker could not (its log says why) or the
+/// connection failed.
+pub fn open(control: &mut Channel) -> Option<Arc<Output>> {
     write_request(control, Op::OpenOutput, 0, 0, &[], &[]).ok()?;
     let (head, _) = read_response_head(control).ok()?;
     if head.status.get() != 0 {
@@ -33,22 +50,68 @@ pub fn open(control: &mut Channel) -> Option<OwnedFd> {
         ));
         return None;
     }
-    control.recv_fd().ok()
+    let out = Arc::new(Output {
+        pipe: control.recv_fd().ok()?,
+        moving: Mutex::new(()),
+    });
+    let bg = Arc::clone(&out);
+    let started = std::thread::Builder::new()
+        .name("vgpu-output".into())
+        .spawn(move || bg.serve());
+    if started.is_err() {
+        crate::log::line(format_args!(
+            "no output thread: a flush larger than the pipe waits for the next call"
+        ));
+    }
+    Some(out)
 }
 
-/// Writes whatever the pipe holds to the application's standard output.
-pub fn drain(pipe: &OwnedFd) {
-    let mut buf = [0u8; 64 << 10];
-    loop {
-        // SAFETY: `buf` is valid for writes of its length; the descriptor
-        // is the session's own, non-blocking read end.
-        let n = unsafe { libc::read(pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        let Ok(n) = usize::try_from(n) else { return };
-        if n == 0 {
-            return;
+impl Output {
+    /// Writes whatever the pipe holds to the application's standard output.
+    pub fn drain(&self) {
+        let _moving = self.moving.lock().unwrap_or_else(|e| e.into_inner());
+        self.move_all();
+    }
+
+    /// Waits for bytes and drains them, until the worker's end closes.
+    fn serve(&self) {
+        loop {
+            let mut p = libc::pollfd {
+                fd: self.pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: `p` is one valid pollfd; no timeout.
+            let n = unsafe { libc::poll(&mut p, 1, -1) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+            if p.revents & libc::POLLIN == 0 {
+                // Hung up or failed with nothing to read: the worker is gone.
+                return;
+            }
+            self.drain();
         }
-        // SAFETY: `buf` holds `n` bytes read above; the C library's
-        // `stdout` is valid for the process's life.
-        unsafe { libc::fwrite(buf.as_ptr().cast(), 1, n, stdout) };
+    }
+
+    /// Moves bytes until the pipe is empty (the caller holds `moving`).
+    fn move_all(&self) {
+        let mut buf = [0u8; 64 << 10];
+        loop {
+            // SAFETY: `buf` is valid for writes of its length; the
+            // descriptor is the session's own, non-blocking read end.
+            let n =
+                unsafe { libc::read(self.pipe.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let Ok(n) = usize::try_from(n) else { return };
+            if n == 0 {
+                return;
+            }
+            // SAFETY: `buf` holds `n` bytes read above; the C library's
+            // `stdout` is valid for the process's life.
+            unsafe { libc::fwrite(buf.as_ptr().cast(), 1, n, stdout) };
+        }
     }
 }

@@ -216,7 +216,7 @@ pub struct Session {
     /// Host callbacks and their channel (`crate::callback`).
     pub callbacks: crate::callback::Callbacks,
     /// The read end of the worker's standard output (`crate::output`).
-    pub output: Option<std::os::fd::OwnedFd>,
+    pub output: Option<std::sync::Arc<crate::output::Output>>,
 }
 
 /// Errors while setting up a session.

@@ -15,6 +15,10 @@ pub(crate) fn run(name: &str, body: impl FnOnce() -> Res<()>) -> CUresult {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
         Ok(Err(e)) => {
+            // The driver's error log (`cuLogs*`), once the simulator runs.
+            if let Ok(sim) = crate::state::sim() {
+                sim.lock().ext.logs.record(name, &e.why);
+            }
             if log_enabled() {
                 eprintln!(
                     "vgpu-sim: {name} -> {}: {}",

@@ -17,8 +17,8 @@ use crate::Error;
 const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cudbg"], "Debugger hooks", "Symbols the CUDA debugger reads in the driver's own process; they have no meaning in a remoting client."),
     (&["cuGL", "cuGraphicsGL", "cuWGL", "cuEGL", "cuGraphicsEGL", "cuVDPAU", "cuGraphicsVDPAU", "cuGraphics"], "Graphics interop", "They share graphics objects of the application's process with CUDA; the driver runs in the worker, which cannot reach them. Not planned."),
-    (&["cuCheckpoint"], "Process checkpointing", "They act on the process that owns the driver, which is the worker; not exposed to clients."),
-    (&["cuCoredump"], "Core dumps", "GPU core dump settings of the driver's process; not exposed to clients yet."),
+    (&["cuCheckpoint"], "Process checkpointing", "The driver checkpoints the process that owns the GPU state, which is the session's worker: the application passes its own pid and the calls act on its worker, whose state and restore thread they report. Another pid is CUDA_ERROR_INVALID_VALUE, with a log line: it names another process, whose worker this client cannot reach."),
+    (&["cuCoredump"], "Core dumps", "GPU core dumps are written by the driver of the process that owns the GPU state, the session's worker: the attributes are the worker's, for the current context or the whole worker, and the file and pipe names (CU_COREDUMP_FILE, CU_COREDUMP_PIPE) are paths on the worker's host, where the dumps land. The 13.x dump start and completion callbacks are not exported by driver 580."),
     (&["cuProfiler"], "Profiler control", "Profiling runs against the worker; not remoted yet."),
     (&["cuGraph", "cuUserObject", "cuStreamBeginCapture", "cuStreamEndCapture", "cuStreamGetCaptureInfo", "cuStreamUpdateCaptureDependencies", "cuThreadExchangeStreamCaptureMode", "cuDeviceGraphMem", "cuDeviceGetGraphMem", "cuDeviceSetGraphMem"], "Graphs and stream capture", "Node types whose parameter structs hold host pointers or other objects (memcpy, host, memory allocation, batch memory operation, external semaphore and conditional nodes), the generic cuGraphAddNode/cuGraphNodeSetParams forms, edges with data, kernel node attributes and user objects are not remoted yet."),
     (&["cuArray", "cuMipmappedArray", "cuTexObject", "cuSurfObject", "cuTexRef", "cuSurfRef"], "Arrays, textures and surfaces", "The 32-bit first forms (`cuArrayCreate`, …) and the legacy texture and surface references (`cuTexRef*`, `cuSurfRef*`, bound to module symbols) are not remoted yet."),
@@ -42,6 +42,9 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "cuStreamWaitValue and cuStreamWriteValue are remoted, their addresses checked against the session's allocations; cuStreamBatchMemOp (an array of operation unions whose addresses the worker would have to check one by one) is not remoted yet."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet; the contexts of a peer copy are the session's and both ranges are checked against its allocations."),
     (&["cuLogs"], "Driver logs", "Not remoted yet."),
+    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Not remoted yet."),
+    (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
+    (&["cuLogs"], "Driver logs", "The log is the worker driver's, which runs the calls: cuLogsCurrent and cuLogsDumpToMemory read it, and cuLogsDumpToFile writes its lines where the application runs. The log callbacks would be called from the worker driver's own thread and run in the application's process; not remoted yet."),
 ];
 
 /// Areas for everything not matched above, by prefix.

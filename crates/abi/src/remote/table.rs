@@ -194,6 +194,9 @@ remote_table! {
         memop: cuStreamWaitValue64_v2 = 432 gen [addr: range(8)];
         memop: cuStreamWaitValue64_v2_ptsz = 433 gen [addr: range(8)];
 
+        // ---- driver logs ----
+        logs: cuLogsCurrent = 696 gen (nocontext);
+
         // ---- profiler control ----
         profiler: cuProfilerInitialize = 220 gen;
         profiler: cuProfilerStart = 221 gen;
@@ -382,6 +385,12 @@ remote_table! {
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
         occupancy: cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSizeWithFlags;
+        checkpoint: cuCheckpointProcessGetState, cuCheckpointProcessGetRestoreThreadId,
+            cuCheckpointProcessLock, cuCheckpointProcessCheckpoint, cuCheckpointProcessRestore,
+            cuCheckpointProcessUnlock;
+        coredump: cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
+            cuCoredumpSetAttributeGlobal;
+        logs: cuLogsDumpToMemory, cuLogsDumpToFile;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
         host: cuMemAllocHost;
@@ -892,5 +901,28 @@ remote_table! {
         /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
         /// (the only settable attribute) to `value`.
         pointer: PointerSetSyncMemops = 562 { pointer: devptr, value: u32 } => {} (nocontext);
+        /// Process checkpointing of the session's worker, the process that
+        /// owns the driver: `action` 0 `cuCheckpointProcessGetState`, 1
+        /// `GetRestoreThreadId`, 2 `Lock` (with `timeout_ms`), 3
+        /// `Checkpoint`, 4 `Restore` (the blob holds `gpu_pairs`
+        /// `CUcheckpointGpuPair`s, 32 bytes each), 5 `Unlock`. The reply
+        /// carries the state and the restore thread id where asked.
+        checkpoint: CheckpointProcess = 694 { action: u8, timeout_ms: u32, gpu_pairs: u32 } + blob
+            => { state: u32, tid: i32 } (nocontext);
+        /// A core dump attribute of the worker's driver, for the current
+        /// context or (`global`) the process: `set` writes the blob (the
+        /// application's `size` bytes), otherwise the driver fills a buffer
+        /// of `size` bytes, which is the reply's blob; `size` in the reply
+        /// is the driver's. File and pipe names are paths on the worker's
+        /// host, where the dumps land.
+        coredump: CoredumpAttribute = 695 { attrib: u32, global: bool, set: bool, size: u64 } + blob
+            => { size: u64 } + blob;
+        /// `cuLogsDumpToMemory` of the worker's driver logs into a buffer of
+        /// `size` bytes, from `iterator` when `has_iterator`: the driver's
+        /// status, advanced iterator and `size` are in the reply, the bytes
+        /// written (without the NUL) are its blob. `cuLogsDumpToFile`
+        /// dumps this way and writes the file where the client runs.
+        logs: LogsDump = 697 { has_iterator: bool, iterator: u32, size: u64, flags: u32 }
+            => { status: u32, iterator: u32, size: u64 } + blob (nocontext);
     }
 }

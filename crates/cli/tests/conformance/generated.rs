@@ -2482,6 +2482,24 @@ fn cuLibraryGetManaged() {
     });
 }
 
+/// `cuLogsCurrent` arrives with the values passed and its outputs come back.
+#[test]
+fn cuLogsCurrent() {
+    case("generated::cuLogsCurrent", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUlogIterator,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuLogsCurrent");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_iterator: vgpu_abi::types::CUlogIterator = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_iterator, 2670054370u32) };
+        f.ok("cuLogsCurrent", st);
+        assert_eq!(o_iterator, 2662552587u32, "cuLogsCurrent: iterator");
+    });
+}
+
 /// `cuMemGetAccess` arrives with the values passed and its outputs come back.
 #[test]
 fn cuMemGetAccess() {

@@ -120,9 +120,8 @@ pub unsafe fn add_data(
 
 /// `cuLinkAddFile` and `cuLinkAddFile_v2`: the file is the application's,
 /// so it is read here and its bytes sent, under its path as the input's
-/// name. A file that cannot be read is `CUDA_ERROR_INVALID_VALUE`, as
-/// driver 580 answers (not `CUDA_ERROR_FILE_NOT_FOUND`, as `cuModuleLoad`
-/// does).
+/// name. A file that cannot be read there is `CUDA_ERROR_FILE_NOT_FOUND`,
+/// as driver 580 answers.
 ///
 /// # Safety
 /// `path` must be NULL or NUL-terminated; `opts`/`vals` as for [`create`].
@@ -136,10 +135,7 @@ pub unsafe fn add_file(
 ) -> CuResult<()> {
     runtime().session()?;
     // SAFETY: the application's NUL-terminated path (checked non-NULL there).
-    let mut bytes = unsafe { module::read_file(path) }.map_err(|e| match e {
-        CuError::FILE_NOT_FOUND => CuError::INVALID_VALUE,
-        other => other,
-    })?;
+    let mut bytes = unsafe { module::read_file(path)? };
     if kind.0 != INPUT_PTX {
         bytes.pop();
     }

@@ -144,6 +144,7 @@ crate::api::implement! {
     cuLaunchGridAsync(f, grid_width, grid_height, hStream) => self::launch_grid_async(f, grid_width, grid_height, hStream);
     cuLibraryGetKernelCount(count, lib) => self::library_get_kernel_count(count, lib);
     cuLibraryGetManaged(dptr, bytes, library, name) => self::library_get_managed(dptr, bytes, library, name);
+    cuLogsCurrent(iterator, flags) => self::logs_current(iterator, flags);
     cuMemGetAccess(flags, location, ptr) => self::mem_get_access(flags, location, ptr);
     cuMemGetAddressRange_v2(pbase, psize, dptr) => crate::api::memory::mem_get_address_range_v2(pbase, psize, dptr);
     cuMemGetAllocationGranularity(granularity, prop, option) => self::mem_get_allocation_granularity(granularity, prop, option);
@@ -2444,6 +2445,28 @@ pub unsafe fn library_get_managed(
         if !bytes.is_null() {
             write_out(bytes, wire::usize(rep.bytes.get()))?;
         }
+    }
+    Ok(())
+}
+
+/// `cuLogsCurrent`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn logs_current(
+    iterator: *mut vgpu_abi::types::CUlogIterator,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(iterator)?;
+    let r = vgpu_proto::logs_current::Request {
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(iterator, rep.iterator.get())?;
     }
     Ok(())
 }

@@ -10,8 +10,10 @@
 mod array;
 mod callback;
 mod calls;
+mod checkpoint;
 mod context;
 mod copy;
+mod coredump;
 mod event;
 mod exec;
 mod external;
@@ -24,6 +26,7 @@ mod lane;
 mod launch;
 mod library;
 mod link;
+mod logs;
 mod memory;
 mod module;
 mod multicast;

@@ -1035,6 +1035,35 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             DPTR.to_le_bytes().to_vec(),
         ),
+        // cuCheckpointProcessLock with a 1000 ms timeout
+        Op::CheckpointProcess => (
+            b(vgpu_proto::checkpoint_process::Request {
+                action: 2,
+                timeout_ms: w(1000),
+                gpu_pairs: w(0),
+            }),
+            none(),
+        ),
+        // cuCoredumpGetAttributeGlobal(CU_COREDUMP_ENABLE_ON_EXCEPTION), one byte
+        Op::CoredumpAttribute => (
+            b(vgpu_proto::coredump_attribute::Request {
+                attrib: w(1),
+                global: 1,
+                set: 0,
+                size: u(1),
+            }),
+            none(),
+        ),
+        // everything after iterator 3, into 4096 bytes
+        Op::LogsDump => (
+            b(vgpu_proto::logs_dump::Request {
+                has_iterator: 1,
+                iterator: w(3),
+                size: u(4096),
+                flags: w(0),
+            }),
+            none(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

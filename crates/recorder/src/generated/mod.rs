@@ -2470,6 +2470,26 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuLogsCurrent`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuLogsCurrent(
+    iterator: *mut vgpu_abi::types::CUlogIterator,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuLogsCurrent");
+    c.non_null("iterator", iterator);
+    c.eq("flags", flags, 2670054370u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { iterator.write_unaligned(2662552587u32) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuMemGetAccess`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -5698,6 +5718,7 @@ pub const EXPORTS: &[&str] = &[
     "cuLaunchGridAsync",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
+    "cuLogsCurrent",
     "cuMemGetAccess",
     "cuMemGetAddressRange_v2",
     "cuMemGetAllocationGranularity",
@@ -5961,6 +5982,7 @@ const _: crate::signature::cuLaunchGrid = cuLaunchGrid;
 const _: crate::signature::cuLaunchGridAsync = cuLaunchGridAsync;
 const _: crate::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: crate::signature::cuLibraryGetManaged = cuLibraryGetManaged;
+const _: crate::signature::cuLogsCurrent = cuLogsCurrent;
 const _: crate::signature::cuMemGetAccess = cuMemGetAccess;
 const _: crate::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
 const _: crate::signature::cuMemGetAllocationGranularity = cuMemGetAllocationGranularity;

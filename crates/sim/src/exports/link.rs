@@ -168,9 +168,8 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
         state::sim()?;
         // SAFETY: forwarded from this function's contract.
         let path = unsafe { crate::ffi::read_c_str(path, "path") }?.to_string_lossy();
-        // The driver answers CUDA_ERROR_INVALID_VALUE for a file it cannot read.
         let Ok(bytes) = std::fs::read(&*path) else {
-            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "cannot read the file");
+            return err(CUresult::CUDA_ERROR_FILE_NOT_FOUND, "cannot read the file");
         };
         add(state, kind.0, &path, &bytes)
     })

@@ -12,8 +12,10 @@
 
 mod array;
 mod callback;
+mod checkpoint;
 mod context;
 mod copy;
+mod coredump;
 mod device;
 mod errors;
 mod event;
@@ -31,6 +33,7 @@ mod launch;
 mod library;
 mod memop;
 mod link;
+mod logs;
 mod memory;
 mod module;
 mod multicast;
@@ -46,8 +49,10 @@ mod vmm;
 
 pub use array::*;
 pub use callback::*;
+pub use checkpoint::*;
 pub use context::*;
 pub use copy::*;
+pub use coredump::*;
 pub use device::*;
 pub use errors::*;
 pub use event::*;
@@ -60,6 +65,7 @@ pub use ipc::*;
 pub use launch::*;
 pub use library::*;
 pub use link::*;
+pub use logs::*;
 pub use memory::*;
 pub use module::*;
 pub use pointer::*;

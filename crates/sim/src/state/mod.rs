@@ -93,6 +93,12 @@ pub(crate) struct Ext {
     pub green: crate::exports::green::Greens,
     /// Inter-process handles exported and opened.
     pub ipc: ipc::Ipc,
+    /// The process's checkpoint state (`CUprocessState`).
+    pub checkpoint_state: u32,
+    /// GPU core dump settings.
+    pub coredump: crate::coredump::Coredump,
+    /// Driver logs of failed calls (`cuLogs*`).
+    pub logs: crate::logs::Logs,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -1671,6 +1671,22 @@ pub unsafe extern "C" fn cuLibraryGetManaged(
     })
 }
 
+/// `cuLogsCurrent`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuLogsCurrent(
+    iterator: *mut vgpu_abi::types::CUlogIterator,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuLogsCurrent", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let iterator = unsafe { Out::new(iterator, "iterator") }?;
+        super::logs::logs_current(iterator, flags)
+    })
+}
+
 /// `cuMemGetAccess`.
 ///
 /// # Safety
@@ -3938,6 +3954,7 @@ pub const EXPORTS: &[&str] = &[
     "cuLaunchGridAsync",
     "cuLibraryGetKernelCount",
     "cuLibraryGetManaged",
+    "cuLogsCurrent",
     "cuMemGetAccess",
     "cuMemGetAddressRange_v2",
     "cuMemGetAllocationGranularity",
@@ -4201,6 +4218,7 @@ const _: super::signature::cuLaunchGrid = cuLaunchGrid;
 const _: super::signature::cuLaunchGridAsync = cuLaunchGridAsync;
 const _: super::signature::cuLibraryGetKernelCount = cuLibraryGetKernelCount;
 const _: super::signature::cuLibraryGetManaged = cuLibraryGetManaged;
+const _: super::signature::cuLogsCurrent = cuLogsCurrent;
 const _: super::signature::cuMemGetAccess = cuMemGetAccess;
 const _: super::signature::cuMemGetAddressRange_v2 = cuMemGetAddressRange_v2;
 const _: super::signature::cuMemGetAllocationGranularity = cuMemGetAllocationGranularity;
