@@ -28,7 +28,6 @@ pub(crate) mod managed;
 mod managed_range;
 pub(crate) mod memory;
 mod logs;
-mod memory;
 mod module;
 mod occupancy;
 mod multicast;

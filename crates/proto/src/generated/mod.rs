@@ -817,6 +817,28 @@ pub enum Op {
     /// client drains it after each call it waited for and writes the
     /// bytes to the application's standard output. See `docs/protocol.md`.
     OpenOutput = 693,
+    /// Process checkpointing of the session's worker, the process that
+    /// owns the driver: `action` 0 `cuCheckpointProcessGetState`, 1
+    /// `GetRestoreThreadId`, 2 `Lock` (with `timeout_ms`), 3
+    /// `Checkpoint`, 4 `Restore` (the blob holds `gpu_pairs`
+    /// `CUcheckpointGpuPair`s, 32 bytes each), 5 `Unlock`. The reply
+    /// carries the state and the restore thread id where asked.
+    CheckpointProcess = 694,
+    /// A core dump attribute of the worker's driver, for the current
+    /// context or (`global`) the process: `set` writes the blob (the
+    /// application's `size` bytes), otherwise the driver fills a buffer
+    /// of `size` bytes, which is the reply's blob; `size` in the reply
+    /// is the driver's. File and pipe names are paths on the worker's
+    /// host, where the dumps land.
+    CoredumpAttribute = 695,
+    /// `cuLogsCurrent`.
+    LogsCurrent = 696,
+    /// `cuLogsDumpToMemory` of the worker's driver logs into a buffer of
+    /// `size` bytes, from `iterator` when `has_iterator`: the driver's
+    /// status, advanced iterator and `size` are in the reply, the bytes
+    /// written (without the NUL) are its blob. `cuLogsDumpToFile`
+    /// dumps this way and writes the file where the client runs.
+    LogsDump = 697,
     /// `cuMemcpyAtoD`.
     MemcpyAtoD = 740,
     /// `cuMemcpyDtoA`.
@@ -1284,6 +1306,10 @@ impl Op {
         Op::LaunchGrid,
         Op::LaunchGridAsync,
         Op::OpenOutput,
+        Op::CheckpointProcess,
+        Op::CoredumpAttribute,
+        Op::LogsCurrent,
+        Op::LogsDump,
         Op::MemcpyAtoD,
         Op::MemcpyDtoA,
         Op::MemcpyAtoA,
@@ -1675,6 +1701,10 @@ impl Op {
             Op::LaunchGrid => "LaunchGrid",
             Op::LaunchGridAsync => "LaunchGridAsync",
             Op::OpenOutput => "OpenOutput",
+            Op::CheckpointProcess => "CheckpointProcess",
+            Op::CoredumpAttribute => "CoredumpAttribute",
+            Op::LogsCurrent => "LogsCurrent",
+            Op::LogsDump => "LogsDump",
             Op::MemcpyAtoD => "MemcpyAtoD",
             Op::MemcpyDtoA => "MemcpyDtoA",
             Op::MemcpyAtoA => "MemcpyAtoA",
@@ -2063,6 +2093,10 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => false,
+            Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => false,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -2451,6 +2485,10 @@ impl Op {
             Op::LaunchGrid => true,
             Op::LaunchGridAsync => true,
             Op::OpenOutput => false,
+            Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => true,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
             Op::MemcpyAtoD => true,
             Op::MemcpyDtoA => true,
             Op::MemcpyAtoA => true,
@@ -2839,6 +2877,10 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => true,
+            Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => false,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -3227,6 +3269,10 @@ impl Op {
             Op::LaunchGrid => false,
             Op::LaunchGridAsync => false,
             Op::OpenOutput => false,
+            Op::CheckpointProcess => false,
+            Op::CoredumpAttribute => false,
+            Op::LogsCurrent => false,
+            Op::LogsDump => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -3733,6 +3779,10 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Request>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Request>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Request>(),
+            Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Request>(),
+            Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Request>(),
+            Op::LogsCurrent => core::mem::size_of::<logs_current::Request>(),
+            Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Request>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Request>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Request>(),
@@ -4241,6 +4291,10 @@ impl Op {
             Op::LaunchGrid => core::mem::size_of::<launch_grid::Reply>(),
             Op::LaunchGridAsync => core::mem::size_of::<launch_grid_async::Reply>(),
             Op::OpenOutput => core::mem::size_of::<open_output::Reply>(),
+            Op::CheckpointProcess => core::mem::size_of::<checkpoint_process::Reply>(),
+            Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Reply>(),
+            Op::LogsCurrent => core::mem::size_of::<logs_current::Reply>(),
+            Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Reply>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Reply>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Reply>(),
@@ -5031,6 +5085,10 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Request>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Request>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Request>(fixed, blob_len),
+            Op::CheckpointProcess => message::check::<checkpoint_process::Request>(fixed, blob_len),
+            Op::CoredumpAttribute => message::check::<coredump_attribute::Request>(fixed, blob_len),
+            Op::LogsCurrent => message::check::<logs_current::Request>(fixed, blob_len),
+            Op::LogsDump => message::check::<logs_dump::Request>(fixed, blob_len),
             Op::MemcpyAtoD => message::check::<memcpy_atod::Request>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Request>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Request>(fixed, blob_len),
@@ -5762,6 +5820,10 @@ impl Op {
             Op::LaunchGrid => message::check::<launch_grid::Reply>(fixed, blob_len),
             Op::LaunchGridAsync => message::check::<launch_grid_async::Reply>(fixed, blob_len),
             Op::OpenOutput => message::check::<open_output::Reply>(fixed, blob_len),
+            Op::CheckpointProcess => message::check::<checkpoint_process::Reply>(fixed, blob_len),
+            Op::CoredumpAttribute => message::check::<coredump_attribute::Reply>(fixed, blob_len),
+            Op::LogsCurrent => message::check::<logs_current::Reply>(fixed, blob_len),
+            Op::LogsDump => message::check::<logs_dump::Reply>(fixed, blob_len),
             Op::MemcpyAtoD => message::check::<memcpy_atod::Reply>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Reply>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Reply>(fixed, blob_len),
@@ -6224,6 +6286,10 @@ impl TryFrom<u16> for Op {
             691 => Ok(Op::LaunchGrid),
             692 => Ok(Op::LaunchGridAsync),
             693 => Ok(Op::OpenOutput),
+            694 => Ok(Op::CheckpointProcess),
+            695 => Ok(Op::CoredumpAttribute),
+            696 => Ok(Op::LogsCurrent),
+            697 => Ok(Op::LogsDump),
             740 => Ok(Op::MemcpyAtoD),
             741 => Ok(Op::MemcpyDtoA),
             742 => Ok(Op::MemcpyAtoA),
@@ -6614,6 +6680,10 @@ pub const SCHEMA: &str = concat!(
     "691 LaunchGrid {f:handle(Function),grid_width:i32,grid_height:i32} => {}\n",
     "692 LaunchGridAsync {f:handle(Function),grid_width:i32,grid_height:i32,hstream:handle(Stream)} => {}\n",
     "693 OpenOutput {} => {} nocontext fd\n",
+    "694 CheckpointProcess {action:u8,timeout_ms:u32,gpu_pairs:u32}+blob => {state:u32,tid:i32} nocontext\n",
+    "695 CoredumpAttribute {attrib:u32,global:bool,set:bool,size:u64}+blob => {size:u64}+blob\n",
+    "696 LogsCurrent {flags:u32} => {iterator:u32} nocontext\n",
+    "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
     "740 MemcpyAtoD {dst_device:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
     "741 MemcpyDtoA {dst_array:handle(Array),dst_offset:u32,src_device:u32,byte_count:u32} => {} sync\n",
     "742 MemcpyAtoA {dst_array:handle(Array),dst_offset:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
@@ -19846,6 +19916,184 @@ pub mod open_output {
     }
 }
 
+/// The hand-written operation CheckpointProcess: wire id 694.
+pub mod checkpoint_process {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub action: u8,
+        pub timeout_ms: U32,
+        pub gpu_pairs: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub state: U32,
+        pub tid: I32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CheckpointProcess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CheckpointProcess;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation CoredumpAttribute: wire id 695.
+pub mod coredump_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub attrib: U32,
+        pub global: u8,
+        pub set: u8,
+        pub size: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::CoredumpAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "global", self.global)?;
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::CoredumpAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuLogsCurrent`: wire id 696.
+pub mod logs_current {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub iterator: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LogsCurrent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LogsCurrent;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LogsDump: wire id 697.
+pub mod logs_dump {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub has_iterator: u8,
+        pub iterator: U32,
+        pub size: U64,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub iterator: U32,
+        pub size: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LogsDump;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "has_iterator", self.has_iterator)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LogsDump;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuMemcpyAtoD`: wire id 740.
 pub mod memcpy_atod {
     use super::*;
@@ -24291,6 +24539,12 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.grid_width = I32::new(48);
             r.grid_height = I32::new(65);
             r.hstream = U64::new(0x4100_0000_0000_0052);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::LogsCurrent => {
+            let mut r = logs_current::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.flags = U32::new(43);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::MemcpyAtoD => {

@@ -356,6 +356,10 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LaunchGrid => launch_grid(s, req),
         Op::LaunchGridAsync => launch_grid_async(s, req),
         Op::OpenOutput => super::output::open_output(lane, s, req),
+        Op::CheckpointProcess => super::checkpoint::checkpoint_process(lane, s, req),
+        Op::CoredumpAttribute => super::coredump::coredump_attribute(lane, s, req),
+        Op::LogsCurrent => logs_current(s, req),
+        Op::LogsDump => super::logs::logs_dump(lane, s, req),
         Op::MemcpyAtoD => memcpy_atod(s, req),
         Op::MemcpyDtoA => memcpy_dtoa(s, req),
         Op::MemcpyAtoA => memcpy_atoa(s, req),
@@ -4988,6 +4992,25 @@ fn launch_grid_async(s: &Session, req: &Request) -> Result<Reply, Status> {
     })?;
     Ok(Reply::new(
         &vgpu_proto::launch_grid_async::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuLogsCurrent`.
+fn logs_current(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::logs_current::Request = calls::message(req)?;
+    let a_flags = r.flags.get();
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_iterator: vgpu_abi::types::CUlogIterator = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuLogsCurrent)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_iterator, a_flags) })?;
+    Ok(Reply::new(
+        &vgpu_proto::logs_current::Reply {
+            iterator: U32::new(o_iterator),
+        },
         Vec::new(),
     ))
 }
