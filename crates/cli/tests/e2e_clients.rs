@@ -463,6 +463,8 @@ fn c_graph_nodes() {
     h.run(pageable)
         .assert_success()
         .assert_line("ok memcpy_pageable_refused");
+}
+
 /// Managed memory through a real mediator on the simulated device: CPU
 /// stores a kernel reads and kernel stores the CPU reads after
 /// synchronization, copies and memsets into managed pages, the pointer

@@ -334,7 +334,10 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("launch", &["launch_1t", "launch_4t"]),
     ("memcpy", &["memcpy_8b", "memcpy_256mb"]),
     ("alloc", &["alloc_4kb", "alloc_1mb", "alloc_1gb"]),
-    ("torch", &["resnet50", "gpt2", "small_transformer", "compile_ro"]),
+    (
+        "torch",
+        &["resnet50", "gpt2", "small_transformer", "compile_ro"],
+    ),
 ];
 
 /// Checks one `--only` name (a benchmark or a group).
