@@ -1,9 +1,9 @@
 //! Managed memory (`cuMemAllocManaged`) on one host: pages shared with the
 //! worker at the same address, registered there with the driver
 //! (`CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP`), so the device, the worker
-//! and the application see one copy of the bytes. Loads and stores are
-//! coherent at every moment, which is more than CUDA promises, and no page
-//! ever migrates (docs/adr/0005-managed-memory-and-host-registration.md).
+//! and the application see one copy of the bytes: coherent after every
+//! synchronization and, as mapped pinned memory is, while kernels run; no
+//! page ever migrates (docs/adr/0005-managed-memory-and-host-registration.md).
 //!
 //! What the driver keeps about managed ranges is kept here, per page:
 //! advice (`cuMemAdvise`), the last prefetch location (`cuMemPrefetchAsync`)
