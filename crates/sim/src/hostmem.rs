@@ -18,6 +18,9 @@ use crate::state::State;
 
 /// `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
 const REGISTER_FLAGS: u32 = 0xF;
+/// `CU_MEMHOSTREGISTER_PORTABLE`, `CU_MEMHOSTREGISTER_DEVICEMAP`.
+const REGISTER_PORTABLE: u32 = 0x1;
+const REGISTER_DEVICEMAP: u32 = 0x2;
 /// `CU_MEMHOSTREGISTER_IOMEMORY`: the range is a device's I/O memory.
 const REGISTER_IOMEMORY: u32 = 0x4;
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
@@ -45,14 +48,21 @@ pub(crate) fn try_range(st: &State, addr: u64, len: usize) -> Option<*mut u8> {
 }
 
 /// Fails with `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` if `[base, base + len)` meets a
-/// page-locked range, and with `CUDA_ERROR_INVALID_VALUE` if it meets device memory.
+/// registered range, and with `CUDA_ERROR_INVALID_VALUE` if it meets a `cuMemHostAlloc`
+/// block or device memory (driver 580's answers).
 fn check_free(st: &State, base: u64, len: usize) -> Res<()> {
     let end = base + len as u64;
     let meets = st.ext.host.regions.range(..end).next_back();
-    if meets.is_some_and(|(&b, r)| b + r.len as u64 > base) {
+    if let Some((_, r)) = meets.filter(|(&b, r)| b + r.len as u64 > base) {
+        if r.allocated() {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("{base:#x}+{len} overlaps memory from cuMemHostAlloc"),
+            );
+        }
         return err(
             CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-            format!("{base:#x}+{len} overlaps a page-locked range"),
+            format!("{base:#x}+{len} overlaps a registered range"),
         );
     }
     let dev = st.allocs.range(..end).next_back();
@@ -75,8 +85,10 @@ pub(crate) fn register(st: &mut State, p: *mut c_void, len: usize, flags: u32) -
         );
     }
     if flags & REGISTER_IOMEMORY != 0 {
+        // Driver 580 refuses ordinary memory registered as I/O memory so; the
+        // simulated device has no I/O memory at all.
         return err(
-            CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            CUresult::CUDA_ERROR_INVALID_VALUE,
             "the simulated device has no I/O memory to register",
         );
     }
@@ -97,17 +109,25 @@ pub(crate) fn register(st: &mut State, p: *mut c_void, len: usize, flags: u32) -
 }
 
 /// `cuMemHostUnregister`: `p` must be the base of a registered (not allocated) range.
+/// Inside page-locked memory otherwise is `CUDA_ERROR_INVALID_VALUE`, outside it
+/// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED` (driver 580's answers).
 pub(crate) fn unregister(st: &mut State, p: *mut c_void) -> Res<()> {
     context::current(st)?;
-    let base = p.addr() as u64;
-    match st.ext.host.regions.get(&base) {
-        Some(r) if !r.allocated() => {
+    let addr = p.addr() as u64;
+    match containing(st, addr) {
+        Some((base, r)) if base == addr && !r.allocated() => {
             st.ext.host.regions.remove(&base);
             Ok(())
         }
-        _ => err(
+        Some((base, _)) => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!(
+                "{addr:#x} lies in page-locked memory at {base:#x} but is no registration's base"
+            ),
+        ),
+        None => err(
             CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
-            format!("{base:#x} is not the base of a registered range"),
+            format!("{addr:#x} is not registered"),
         ),
     }
 }
@@ -167,14 +187,17 @@ pub(crate) fn free(st: &mut State, p: *mut c_void) -> Res<()> {
     }
 }
 
-/// `cuMemHostGetFlags`: the flags of the `cuMemHostAlloc` block containing `p`.
+/// `cuMemHostGetFlags`: the flags of the `cuMemHostAlloc` block containing `p`; for a
+/// registered range, `CU_MEMHOSTALLOC_DEVICEMAP` with `PORTABLE` if it was registered so
+/// (registered memory is always mapped; driver 580's answer).
 pub(crate) fn flags(st: &State, p: *mut c_void) -> Res<u32> {
     context::current(st)?;
     match containing(st, p.addr() as u64) {
         Some((_, r)) if r.allocated() => Ok(r.flags),
-        _ => err(
+        Some((_, r)) => Ok((r.flags & REGISTER_PORTABLE) | REGISTER_DEVICEMAP),
+        None => err(
             CUresult::CUDA_ERROR_INVALID_VALUE,
-            "pointer is not in memory from cuMemHostAlloc",
+            "pointer is not in page-locked memory",
         ),
     }
 }
