@@ -1,5 +1,6 @@
 //! Page-locked host memory: ranges registered with `cuMemHostRegister` and blocks
-//! allocated with `cuMemHostAlloc`/`cuMemAllocHost`.
+//! allocated with `cuMemHostAlloc`/`cuMemAllocHost`; managed memory
+//! (`cuMemAllocManaged`), a block the host and the simulated device share.
 //!
 //! With unified addressing the device pointer of a host range is its host pointer, so a
 //! registered range is valid for device copies, memsets and kernels at its own address
@@ -23,6 +24,9 @@ const REGISTER_PORTABLE: u32 = 0x1;
 const REGISTER_DEVICEMAP: u32 = 0x2;
 /// `CU_MEMHOSTREGISTER_IOMEMORY`: the range is a device's I/O memory.
 const REGISTER_IOMEMORY: u32 = 0x4;
+/// `CU_MEM_ATTACH_GLOBAL`, `CU_MEM_ATTACH_HOST`.
+const ATTACH_GLOBAL: u32 = 0x1;
+const ATTACH_HOST: u32 = 0x2;
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
 const ALLOC_FLAGS: u32 = 0x7;
 
@@ -143,8 +147,8 @@ pub(crate) fn device_pointer(st: &State, p: *mut c_void, flags: u32) -> Res<u64>
     }
     let addr = p.addr() as u64;
     match containing(st, addr) {
-        Some(_) => Ok(addr),
-        None => err(
+        Some((_, r)) if !r.managed => Ok(addr),
+        _ => err(
             CUresult::CUDA_ERROR_INVALID_VALUE,
             format!("{addr:#x} is not page-locked host memory"),
         ),
@@ -176,7 +180,7 @@ pub(crate) fn free(st: &mut State, p: *mut c_void) -> Res<()> {
     context::current(st)?;
     let base = p.addr() as u64;
     match st.ext.host.regions.get(&base) {
-        Some(r) if r.allocated() => {
+        Some(r) if r.allocated() && !r.managed => {
             st.ext.host.regions.remove(&base);
             Ok(())
         }
@@ -187,12 +191,46 @@ pub(crate) fn free(st: &mut State, p: *mut c_void) -> Res<()> {
     }
 }
 
+/// `cuMemAllocManaged`: zeroed, page-aligned memory that the host and the simulated
+/// device share at one address (the simulated device runs on the host, so every store
+/// is seen by both at once). `flags` must be `CU_MEM_ATTACH_GLOBAL` or `_HOST`.
+pub(crate) fn alloc_managed(st: &mut State, len: usize, flags: u32) -> Res<u64> {
+    let ctx = context::current_usable(st)?;
+    if len == 0 || !matches!(flags, ATTACH_GLOBAL | ATTACH_HOST) {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            format!("cuMemAllocManaged of {len} bytes with flags {flags:#x}"),
+        );
+    }
+    let block = Block::new(len)?;
+    let base = block.ptr().expose_provenance() as u64;
+    let device = context::live(st, ctx)?.device;
+    st.ext
+        .host
+        .regions
+        .insert(base, Region::managed(ctx, device, flags, block));
+    Ok(base)
+}
+
+/// `cuMemFree` of managed memory: `Some` when `dptr` is the base of a managed block
+/// (which is then freed), `None` when it is not managed memory.
+pub(crate) fn free_managed(st: &mut State, dptr: u64) -> Option<()> {
+    st.ext.host.regions.get(&dptr).filter(|r| r.managed)?;
+    st.ext.host.regions.remove(&dptr);
+    st.ext.facts.forget(dptr);
+    Some(())
+}
+
 /// `cuMemHostGetFlags`: the flags of the `cuMemHostAlloc` block containing `p`; for a
 /// registered range, `CU_MEMHOSTALLOC_DEVICEMAP` with `PORTABLE` if it was registered so
 /// (registered memory is always mapped; driver 580's answer).
 pub(crate) fn flags(st: &State, p: *mut c_void) -> Res<u32> {
     context::current(st)?;
     match containing(st, p.addr() as u64) {
+        Some((_, r)) if r.managed => err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "managed memory has no page-locking flags",
+        ),
         Some((_, r)) if r.allocated() => Ok(r.flags),
         Some((_, r)) => Ok((r.flags & REGISTER_PORTABLE) | REGISTER_DEVICEMAP),
         None => err(
