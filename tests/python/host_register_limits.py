@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
-"""What vgpu's cuMemHostRegister cannot move (docs/adr/0005-managed-memory-
-and-host-registration.md), through ctypes: a file-backed mapping and a
-shared anonymous mapping keep their pages and are refused with
-CUDA_ERROR_NOT_SUPPORTED, where the native driver would register them; a
-private anonymous mapping next to them is registered, keeps its bytes, and
-serves a copy from the device. vgpu-only: the native driver answers
-differently, so gpu/frameworks.sh does not run it.
+"""cuMemHostRegister of mappings of several kinds through vgpu, through
+ctypes (docs/adr/0005-managed-memory-and-host-registration.md): a shared
+file mapping is refused with CUDA_ERROR_INVALID_VALUE and keeps its pages,
+as driver 580 answers; a shared anonymous mapping and a private one are
+registered, keep their bytes, and serve a copy from the device.
 
 Usage:  python3 host_register_limits.py
 Output: ``ok NAME`` lines and ``limits ok``; ``FAIL ...`` and exit 1 otherwise.
@@ -16,7 +14,7 @@ import mmap
 import sys
 import tempfile
 
-SUCCESS, NOT_SUPPORTED, NOT_REGISTERED = 0, 801, 713
+SUCCESS, INVALID_VALUE, NOT_REGISTERED = 0, 1, 713
 SIZE = 1 << 16
 
 cu = C.CDLL("libcuda.so.1")
@@ -52,12 +50,15 @@ with tempfile.TemporaryFile() as f:
     fm = mmap.mmap(f.fileno(), SIZE)
     fm[:5] = b"file!"
     a = address(fm)
-    expect("register_file_backed", cu.cuMemHostRegister_v2(a, SIZE, 0), NOT_SUPPORTED)
+    expect("register_file_backed", cu.cuMemHostRegister_v2(a, SIZE, 0), INVALID_VALUE)
     expect("file_bytes_kept", fm[:5], b"file!")
     expect("unregister_file_backed", cu.cuMemHostUnregister(a), NOT_REGISTERED)
 
 sm = mmap.mmap(-1, SIZE, flags=mmap.MAP_SHARED)
-expect("register_shared_anonymous", cu.cuMemHostRegister_v2(address(sm), SIZE, 0), NOT_SUPPORTED)
+sm[:6] = b"shared"
+expect("register_shared_anonymous", cu.cuMemHostRegister_v2(address(sm), SIZE, 0), SUCCESS)
+expect("shared_bytes_kept", sm[:6], b"shared")
+expect("unregister_shared_anonymous", cu.cuMemHostUnregister(address(sm)), SUCCESS)
 
 pm = mmap.mmap(-1, SIZE, flags=mmap.MAP_PRIVATE)
 pm[:7] = b"private"

@@ -223,10 +223,10 @@ fn c_host_register() {
     assert_all_checks_passed(&out);
 }
 
-/// What `cuMemHostRegister` cannot move in place: file-backed and shared
-/// anonymous mappings are refused with `CUDA_ERROR_NOT_SUPPORTED` and keep
-/// their pages; a private anonymous mapping beside them is registered and
-/// serves a copy (`tests/python/host_register_limits.py`, vgpu only).
+/// `cuMemHostRegister` of mappings of several kinds: a shared file mapping
+/// is refused with `CUDA_ERROR_INVALID_VALUE` (driver 580's answer) and keeps
+/// its pages; shared and private anonymous mappings are moved in place,
+/// keep their bytes and serve a copy (`tests/python/host_register_limits.py`).
 #[test]
 fn python_host_register_limits() {
     let h = Harness::start();
@@ -237,6 +237,7 @@ fn python_host_register_limits() {
         .assert_line("ok register_file_backed")
         .assert_line("ok file_bytes_kept")
         .assert_line("ok register_shared_anonymous")
+        .assert_line("ok shared_bytes_kept")
         .assert_line("ok registered_sees_copy")
         .assert_line("ok usable_after_unregister")
         .assert_line("limits ok");

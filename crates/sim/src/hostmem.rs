@@ -227,10 +227,7 @@ pub(crate) fn free_managed(st: &mut State, dptr: u64) -> Option<()> {
 pub(crate) fn flags(st: &State, p: *mut c_void) -> Res<u32> {
     context::current(st)?;
     match containing(st, p.addr() as u64) {
-        Some((_, r)) if r.managed => err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            "managed memory has no page-locking flags",
-        ),
+        Some((_, r)) if r.managed => Ok(REGISTER_DEVICEMAP),
         Some((_, r)) if r.allocated() => Ok(r.flags),
         Some((_, r)) => Ok((r.flags & REGISTER_PORTABLE) | REGISTER_DEVICEMAP),
         None => err(

@@ -257,7 +257,7 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
-        host: cuMemAllocHost;
+        host: cuMemAllocHost, cuMemAlloc;
         memory: cuMemAllocPitch_v2;
         pointer: cuPointerSetAttribute;
         host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;

@@ -149,9 +149,10 @@ fn managed_memory_is_shared_by_the_host_and_kernels() {
 
     let mut flags = 0;
     let p = m as *mut c_void;
-    // SAFETY: valid out-pointers; the calls refuse managed memory.
+    // SAFETY: valid out-pointers; the page-locking calls refuse managed memory.
     unsafe {
-        assert_eq!(cuMemHostGetFlags(&mut flags, p), INVALID_VALUE);
+        assert_eq!(cuMemHostGetFlags(&mut flags, p), OK);
+        assert_eq!(flags, 0x2, "DEVICEMAP");
         assert_eq!(cuMemHostGetDevicePointer_v2(&mut ptr, p, 0), INVALID_VALUE);
         assert_eq!(cuMemHostRegister_v2(p, 4096, 0), INVALID_VALUE);
     }
