@@ -7,6 +7,8 @@ numba: cuda.managed_array read and written by the host and a kernel,
 cuda.pinned (cuMemHostRegister of a NumPy array) and cuda.mapped_array.
 """
 
+import ctypes
+
 import numpy as np
 
 # numba-cuda on the GPU machine still names np.row_stack, which NumPy 2.x
@@ -26,7 +28,7 @@ def cupy_part():
     cupy.cuda.Device().synchronize()
     # The CPU reads the same pages through the pointer.
     host = np.ctypeslib.as_array(
-        (np.ctypeslib.ctypes.c_float * n).from_address(mem.ptr)
+        (ctypes.c_float * n).from_address(mem.ptr)
     )
     print("cupy managed cpu reads kernel writes:", bool(host[12345] == 12345.0))
     host[7] = -7.0
@@ -35,7 +37,8 @@ def cupy_part():
     print("cupy managed memory type:", attrs.type)
     stream = cupy.cuda.Stream()
     mem.mem.prefetch(stream)
-    mem.mem.advise(cupy.cuda.runtime.cudaMemAdviseSetReadMostly, cupy.cuda.Device())
+    read_mostly = getattr(cupy.cuda.runtime, "cudaMemAdviseSetReadMostly", 1)
+    mem.mem.advise(read_mostly, cupy.cuda.Device())
     b = (a * 2).sum()
     stream.synchronize()
     print("cupy managed sum after prefetch+advise:", float(b))

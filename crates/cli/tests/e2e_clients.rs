@@ -519,6 +519,26 @@ fn c_host_register() {
     assert_all_checks_passed(&out);
 }
 
+/// `cuMemHostRegister` of mappings of several kinds: a shared file mapping
+/// is refused with `CUDA_ERROR_INVALID_VALUE` (driver 580's answer) and keeps
+/// its pages; shared and private anonymous mappings are moved in place,
+/// keep their bytes and serve a copy (`tests/python/host_register_limits.py`).
+#[test]
+fn python_host_register_limits() {
+    let h = Harness::start();
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/host_register_limits.py"));
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok register_file_backed")
+        .assert_line("ok file_bytes_kept")
+        .assert_line("ok register_shared_anonymous")
+        .assert_line("ok shared_bytes_kept")
+        .assert_line("ok registered_sees_copy")
+        .assert_line("ok usable_after_unregister")
+        .assert_line("limits ok");
+}
+
 /// The memory-pool family through a real client and mediator: the device's
 /// default and current pool, a created pool's attributes of both value
 /// types, allocation from it and through `cuMemAllocAsync` once current,

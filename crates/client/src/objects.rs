@@ -200,9 +200,9 @@ pub struct HostInfo {
 pub enum HostKind {
     /// `cuMemHostAlloc` / `cuMemAllocHost`.
     Alloc,
-    /// `cuMemHostRegister` of the application's pages; `start` is the
-    /// pointer it registered (the pages are whole pages around it).
-    Registered { start: u64 },
+    /// `cuMemHostRegister` of the application's pages; `start` and `len`
+    /// are the bytes it registered (the pages are whole pages around them).
+    Registered { start: u64, len: u64 },
     /// `cuMemAllocManaged` (`crate::api::managed`).
     Managed,
 }

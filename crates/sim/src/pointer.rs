@@ -36,6 +36,7 @@ enum Found {
         size: u64,
         ctx: usize,
         device: usize,
+        managed: bool,
     },
     /// A `cuMemMap`ped range: no context owns it.
     Mapped {
@@ -75,6 +76,7 @@ fn find(st: &State, ptr: u64) -> Found {
             size: r.len as u64,
             ctx: r.ctx,
             device: r.device,
+            managed: r.managed,
         };
     }
     Found::Unknown
@@ -197,9 +199,13 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             size,
             ctx,
             device,
+            managed,
         } => match attr {
             1 => Value::u64(ctx as u64),
+            // Managed memory reads as device memory, as driver 580 reports it.
+            2 if managed => Value::u32(MEMORY_TYPE_DEVICE),
             2 => Value::u32(MEMORY_TYPE_HOST),
+            6 | 8 => Value::flag(managed),
             3 | 4 => Value::u64(ptr),
             5 => return no_value("host memory has no P2P tokens"),
             7 | 20 => Value::u64(st.ext.facts.id(base)),

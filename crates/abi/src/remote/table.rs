@@ -394,6 +394,7 @@ remote_table! {
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
         host: cuMemAllocHost;
+        host: cuMemAllocHost, cuMemAlloc;
         memory: cuMemAllocPitch_v2;
         pointer: cuPointerSetAttribute;
         host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;

@@ -47,6 +47,14 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     unsafe { write_out(pp, shared.at) }
 }
 
+/// `cuMemAlloc` and `cuMemAllocHost`, the 32-bit first forms: driver 580
+/// answers `CUDA_ERROR_INVALID_CONTEXT` even with a current context (the
+/// forms predate the contexts it makes), and vgpu answers the same.
+pub fn first_form(_out: *mut c_void, _len: c_uint) -> CuResult<()> {
+    runtime().session()?;
+    Err(CuError::INVALID_CONTEXT)
+}
+
 /// Frees shared pinned memory at its worker address.
 pub(crate) fn free_shared(s: &Session, worker: u64) -> CuResult<()> {
     let r = mem_free_host::Request {
@@ -170,13 +178,11 @@ pub fn free(p: *mut c_void) -> CuResult<()> {
     result
 }
 
-/// The pinned or registered memory holding `p` (managed memory is neither).
+/// The pinned, registered or managed memory holding `p`.
 fn lookup(p: *mut c_void) -> CuResult<(u64, HostInfo)> {
     let s = runtime().session()?;
     let found = s.objects().host_range(p as u64, 1);
-    found
-        .filter(|(_, info)| info.kind != HostKind::Managed)
-        .ok_or(CuError::INVALID_VALUE)
+    found.ok_or(CuError::INVALID_VALUE)
 }
 
 /// # Safety
@@ -192,6 +198,10 @@ pub unsafe fn device_pointer(
         return Err(CuError::INVALID_VALUE);
     }
     let (base, info) = lookup(p)?;
+    if info.kind == HostKind::Managed {
+        // Managed memory is not mapped pinned memory (driver 580).
+        return Err(CuError::INVALID_VALUE);
+    }
     if info.local {
         return Err(super::host_local::no_device_address(
             "cuMemHostGetDevicePointer",

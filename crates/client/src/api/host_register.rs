@@ -8,8 +8,12 @@
 //! maps it over the application's range with `MAP_FIXED`. What that cannot
 //! do (docs/adr/0005-managed-memory-and-host-registration.md):
 //! - pages that an earlier registration moved are moved again as they are;
-//! - file-backed mappings and the stack keep their own pages: registering
-//!   them fails with `CUDA_ERROR_NOT_SUPPORTED` and a logged reason;
+//! - shared anonymous mappings move too, so a process that shares them
+//!   (a forked child) no longer sees the application's stores;
+//! - shared file mappings give `CUDA_ERROR_INVALID_VALUE`, as driver 580
+//!   answers for them; private file mappings and the stack keep their own
+//!   pages: registering them fails with `CUDA_ERROR_NOT_SUPPORTED` and a
+//!   logged reason;
 //! - a store another thread makes to the range while it moves may be lost;
 //! - the whole pages around the range move, so two registrations that share
 //!   a page meet: the second gives
@@ -123,7 +127,10 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         flags: (flags & PORTABLE) | DEVICEMAP,
         local: false,
         ctx,
-        kind: HostKind::Registered { start },
+        kind: HostKind::Registered {
+            start,
+            len: len as u64,
+        },
     };
     s.objects().host.insert(base, info);
     Ok(())
@@ -139,7 +146,7 @@ pub fn unregister(p: *mut c_void) -> CuResult<()> {
     let start = p as u64;
     let found = s.objects().host_range(start, 1).filter(|(_, i)| !i.local);
     let (base, info) = found.ok_or(CuError::HOST_MEMORY_NOT_REGISTERED)?;
-    if info.kind != (HostKind::Registered { start }) {
+    if !matches!(info.kind, HostKind::Registered { start: s0, .. } if s0 == start) {
         return Err(CuError::INVALID_VALUE);
     }
     s.objects().host.remove(&base);
@@ -173,6 +180,9 @@ fn movable(base: u64, top: u64) -> CuResult<libc::c_int> {
         }
         if m.start > covered {
             break;
+        }
+        if m.shared_file {
+            return Err(CuError::INVALID_VALUE);
         }
         if !m.anonymous {
             crate::log::line(format_args!(
@@ -208,6 +218,8 @@ struct Mapping<'a> {
     end: u64,
     prot: libc::c_int,
     anonymous: bool,
+    /// A shared mapping of a file (not anonymous shared memory).
+    shared_file: bool,
     what: &'a str,
 }
 
@@ -228,11 +240,15 @@ impl<'a> Mapping<'a> {
         let private = perms.get(3) == Some(&b'p');
         // Pages a registration moved and an unregistration left in place.
         let ours = what.starts_with(MEMFD_NAME);
+        // `mmap(MAP_SHARED | MAP_ANONYMOUS)` shows as deleted /dev/zero.
+        let shared_anonymous = !private && what.starts_with("/dev/zero");
+        let private_anonymous = private && inode == "0" && (what.is_empty() || what == "[heap]");
         Some(Mapping {
             start: u64::from_str_radix(start, 16).ok()?,
             end: u64::from_str_radix(end, 16).ok()?,
             prot,
-            anonymous: ours || (private && inode == "0" && (what.is_empty() || what == "[heap]")),
+            anonymous: ours || shared_anonymous || private_anonymous,
+            shared_file: !private && !ours && !shared_anonymous,
             what,
         })
     }

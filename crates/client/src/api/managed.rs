@@ -1,9 +1,9 @@
 //! Managed memory (`cuMemAllocManaged`) on one host: pages shared with the
 //! worker at the same address, registered there with the driver
 //! (`CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP`), so the device, the worker
-//! and the application see one copy of the bytes. Loads and stores are
-//! coherent at every moment, which is more than CUDA promises, and no page
-//! ever migrates (docs/adr/0005-managed-memory-and-host-registration.md).
+//! and the application see one copy of the bytes: coherent after every
+//! synchronization and, as mapped pinned memory is, while kernels run; no
+//! page ever migrates (docs/adr/0005-managed-memory-and-host-registration.md).
 //!
 //! What the driver keeps about managed ranges is kept here, per page:
 //! advice (`cuMemAdvise`), the last prefetch location (`cuMemPrefetchAsync`)
@@ -112,7 +112,9 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, len: usize, flags: c_uint) -> CuResu
         len: span,
         worker: at,
         dptr: at,
-        flags: 0,
+        // What `cuMemHostGetFlags` reports of managed memory, which driver
+        // 580 answers for: mapped for the device.
+        flags: 0x2,
         local: false,
         ctx,
         kind: HostKind::Managed,
@@ -216,7 +218,7 @@ pub(crate) fn holder(s: &Session, ptr: u64, count: usize) -> CuResult<u64> {
     let end = ptr
         .checked_add(count as u64)
         .ok_or(CuError::INVALID_VALUE)?;
-    if count == 0 || end > base + m.len.next_multiple_of(PAGE) {
+    if count == 0 || end > base + m.len {
         return Err(CuError::INVALID_VALUE);
     }
     Ok(base)
@@ -342,7 +344,13 @@ pub fn advise(
     advice: CUmem_advise,
     device: CUdevice,
 ) -> CuResult<()> {
-    advise_at(ptr, count, advice.0, device_location(device))
+    advise_at(
+        ptr,
+        count,
+        advice.0,
+        device_location(device),
+        CuError::INVALID_DEVICE,
+    )
 }
 
 /// `cuMemAdvise_v2`.
@@ -352,11 +360,14 @@ pub fn advise_v2(
     advice: CUmem_advise,
     loc: CUmemLocation,
 ) -> CuResult<()> {
-    advise_at(ptr, count, advice.0, location(loc))
+    advise_at(ptr, count, advice.0, location(loc), CuError::INVALID_VALUE)
 }
 
-/// Checks advice as the driver does and records it on each page.
-fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc) -> CuResult<()> {
+/// Checks advice as the driver does and records it on each page. A location
+/// that is no device of the session gives `bad_location` (driver 580:
+/// `CUDA_ERROR_INVALID_DEVICE` for the first form's `CUdevice`,
+/// `CUDA_ERROR_INVALID_VALUE` for a `CUmemLocation`).
+fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc, bad_location: CuError) -> CuResult<()> {
     let s = runtime().session()?;
     if !s
         .objects()
@@ -369,11 +380,16 @@ fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc) -> CuResult<()> {
         return Err(CuError::INVALID_VALUE);
     }
     let base = holder(s, ptr, count)?;
-    // Read-mostly advice ignores the location; a location that is no
-    // device of the session is CUDA_ERROR_INVALID_VALUE here (driver 580).
+    // Read-mostly advice ignores the location.
     let loc = match advice {
         SET_READ_MOSTLY | UNSET_READ_MOSTLY => loc,
-        _ => check_location(s, loc, false).map_err(|_| CuError::INVALID_VALUE)?,
+        _ => check_location(s, loc, false).map_err(|_| bad_location)?,
+    };
+    // A NUMA node as the preferred location is accepted but reads back as
+    // none (driver 580, on a host it reports one node for).
+    let preferred = match loc.kind {
+        LOC_HOST_NUMA | LOC_HOST_NUMA_CURRENT => Loc::default(),
+        _ => loc,
     };
     let bit = match loc.kind {
         LOC_DEVICE => 1u64
@@ -384,7 +400,7 @@ fn advise_at(ptr: u64, count: usize, advice: u32, loc: Loc) -> CuResult<()> {
     each_page(s, base, ptr, count, |p| match advice {
         SET_READ_MOSTLY => p.read_mostly = true,
         UNSET_READ_MOSTLY => p.read_mostly = false,
-        SET_PREFERRED_LOCATION => p.preferred = loc,
+        SET_PREFERRED_LOCATION => p.preferred = preferred,
         UNSET_PREFERRED_LOCATION => p.preferred = Loc::default(),
         SET_ACCESSED_BY => p.accessed_by |= bit,
         _ => p.accessed_by &= !bit,

@@ -7,8 +7,8 @@ use std::ffi::{c_ulonglong, c_void};
 use vgpu_abi::types::{CUdeviceptr, CUmemLocation, CUmem_range_attribute};
 
 use super::managed::{
-    check_stream, holder, prefetch_to, Loc, Page, DEVICE_CPU, LOC_DEVICE, LOC_HOST_NUMA,
-    LOC_INVALID, PAGE,
+    check_stream, holder, prefetch_to, Loc, Page, DEVICE_CPU, LOC_DEVICE, LOC_HOST, LOC_INVALID,
+    PAGE,
 };
 use crate::edge::{non_null, CuError, CuResult};
 use crate::runtime::{runtime, Session};
@@ -106,11 +106,13 @@ fn as_device(loc: Option<Loc>) -> i32 {
     }
 }
 
-/// A location's id as the `_ID` attributes give it: a device ordinal or a
-/// NUMA node; otherwise to be ignored (`CU_DEVICE_INVALID`).
+/// A location's id as the `_ID` attributes give it (driver 580): a device
+/// ordinal or a NUMA node, `CU_DEVICE_CPU` for the host, `CU_DEVICE_INVALID`
+/// for none or a mix.
 fn location_id(loc: Option<Loc>) -> i32 {
     match loc {
-        Some(l) if l.kind == LOC_DEVICE || l.kind == LOC_HOST_NUMA => l.id,
+        Some(l) if l.kind == LOC_HOST => DEVICE_CPU,
+        Some(l) if l.kind != LOC_INVALID => l.id,
         _ => DEVICE_INVALID,
     }
 }
@@ -134,7 +136,10 @@ fn value(pages: &[Page], attr: u32, size: usize, devices: i32) -> CuResult<Vec<i
                 return Err(CuError::INVALID_VALUE);
             }
             let all = pages.iter().fold(u64::MAX, |acc, p| acc & p.accessed_by);
-            let set = (-1..devices.min(63)).filter(|&d| all & (1u64 << (d + 1)) != 0);
+            // Devices first, then the host, as driver 580 lists them.
+            let set = (0..devices.min(63))
+                .chain([DEVICE_CPU])
+                .filter(|&d| all & (1u64 << (d + 1)) != 0);
             let mut list = vec![DEVICE_INVALID; size / 4];
             for (slot, d) in list.iter_mut().zip(set) {
                 *slot = d;
@@ -344,7 +349,7 @@ pub unsafe fn discard_and_prefetch_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::managed::{LOC_HOST, LOC_HOST_NUMA_CURRENT};
+    use crate::api::managed::LOC_HOST_NUMA_CURRENT;
 
     const DEVICE_0: Loc = Loc {
         kind: LOC_DEVICE,
@@ -392,7 +397,13 @@ mod tests {
             value(&[a, b], 3, 12, 2),
             Ok(vec![0, DEVICE_INVALID, DEVICE_INVALID])
         );
-        assert_eq!(value(&[b, b], 3, 4, 2), Ok(vec![DEVICE_CPU]));
+        // Devices first, then the host.
+        assert_eq!(value(&[b, b], 3, 4, 2), Ok(vec![0]));
+        assert_eq!(
+            value(&[b, b], 3, 12, 2),
+            Ok(vec![0, DEVICE_CPU, DEVICE_INVALID])
+        );
+        assert_eq!(value(&[b, b], 6, 4, 2), Ok(vec![DEVICE_CPU]));
         let numa = page(
             false,
             Loc {

@@ -245,7 +245,8 @@ implement! {
     cuMemFreeHost(p) => host::free(p);
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
-    cuMemAllocHost(pp, len) => host::alloc(pp, len as usize, 0);
+    cuMemAllocHost(pp, len) => host::first_form(pp.cast(), len);
+    cuMemAlloc(dptr, len) => host::first_form(dptr.cast(), len);
     cuMemAllocPitch_v2(dptr, pitch, w, h, e) => memory::alloc_pitch(dptr, pitch, w, h, e);
     cuPointerSetAttribute(value, attr, ptr) => pointer::set_attribute(value, attr, ptr);
     cuMemHostRegister(p, len, flags) => host_register::register(p, len, flags);

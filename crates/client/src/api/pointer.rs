@@ -15,6 +15,7 @@ const MAX_ATTRIBUTES: usize = 32;
 /// Attributes whose value is a host address.
 const HOST_POINTER: u32 = 4;
 const RANGE_START_ADDR: u32 = 11;
+const RANGE_SIZE: u32 = 12;
 const MAPPING_BASE_ADDR: u32 = 19;
 
 /// The size of each attribute's value, as the driver writes it.
@@ -68,7 +69,14 @@ unsafe fn query(
                 bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
             }
         }
-        if let Some(v) = managed.and_then(|m| m.value(attr, ptr)) {
+        let registered = shared.and_then(|(_, info)| match (info.kind, attr) {
+            // The registered bytes, as the driver reports them, not the
+            // whole pages vgpu shares around them.
+            (crate::objects::HostKind::Registered { start, .. }, RANGE_START_ADDR) => Some(start),
+            (crate::objects::HostKind::Registered { len, .. }, RANGE_SIZE) => Some(len),
+            _ => None,
+        });
+        if let Some(v) = managed.and_then(|m| m.value(attr, ptr)).or(registered) {
             bytes = [0; 16];
             bytes[..8].copy_from_slice(&v.to_le_bytes());
         }

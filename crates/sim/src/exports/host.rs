@@ -10,8 +10,10 @@ use crate::state;
 
 /// `cuMemHostRegister_v2`: page-locks `[p, p + bytesize)` for the current context. The
 /// range then serves device copies, memsets and kernels at its own address.
-/// `CU_MEMHOSTREGISTER_IOMEMORY` gives `CUDA_ERROR_NOT_SUPPORTED`; overlapping a
-/// registered range gives `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`.
+/// `CU_MEMHOSTREGISTER_IOMEMORY` gives `CUDA_ERROR_INVALID_VALUE` (there is no I/O
+/// memory); overlapping a registered range gives
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`, a `cuMemHostAlloc` block
+/// `CUDA_ERROR_INVALID_VALUE`.
 ///
 /// # Safety
 /// `p` must stay valid for `bytesize` bytes of reads and writes until it is unregistered
@@ -28,7 +30,8 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
 }
 
 /// `cuMemHostUnregister`: `p` must be the base of a registered range
-/// (`CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED` otherwise).
+/// (`CUDA_ERROR_INVALID_VALUE` elsewhere in page-locked memory,
+/// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED` outside it).
 #[no_mangle]
 pub extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
     run("cuMemHostUnregister", || {
@@ -92,7 +95,8 @@ pub extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
     })
 }
 
-/// `cuMemHostGetFlags`: the `CU_MEMHOSTALLOC_*` flags `p`'s block was allocated with.
+/// `cuMemHostGetFlags`: the `CU_MEMHOSTALLOC_*` flags `p`'s block was allocated with;
+/// `DEVICEMAP` (with `PORTABLE` if so registered) for registered memory.
 ///
 /// # Safety
 /// `flags` must be NULL or valid for writes.

@@ -68,6 +68,9 @@ pub(crate) struct Region {
     pub flags: u32,
     /// The memory, when the simulator allocated it (`cuMemHostAlloc`).
     block: Option<Block>,
+    /// Managed memory (`cuMemAllocManaged`): a block the device and the host share,
+    /// freed with `cuMemFree`.
+    pub managed: bool,
 }
 
 impl Region {
@@ -79,6 +82,7 @@ impl Region {
             len,
             flags,
             block: None,
+            managed: false,
         }
     }
 
@@ -90,6 +94,15 @@ impl Region {
             len: block.layout.size(),
             flags,
             block: Some(block),
+            managed: false,
+        }
+    }
+
+    /// Managed memory over a block the simulator allocated (`CU_MEM_ATTACH_*` flags).
+    pub fn managed(ctx: usize, device: usize, flags: u32, block: Block) -> Self {
+        Self {
+            managed: true,
+            ..Self::with_block(ctx, device, flags, block)
         }
     }
 

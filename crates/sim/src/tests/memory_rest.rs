@@ -100,3 +100,64 @@ fn kernel_stores_reach_registered_pages_at_their_address() {
         CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
     );
 }
+
+#[test]
+fn managed_memory_is_shared_by_the_host_and_kernels() {
+    let _g = setup();
+    let ctx = primary(0);
+    let mut m = 0;
+    // SAFETY: valid out-pointers, or bad arguments where the test wants the error.
+    unsafe {
+        assert_eq!(cuMemAllocManaged(&mut m, 4096, 0), INVALID_VALUE);
+        assert_eq!(cuMemAllocManaged(&mut m, 0, 1), INVALID_VALUE);
+        assert_eq!(cuMemAllocManaged(null_mut(), 4096, 1), INVALID_VALUE);
+        assert_eq!(cuMemAllocManaged(&mut m, 4000, 1), OK);
+    }
+    let host = m as *mut u32;
+    // SAFETY: the managed block holds 4000 zeroed bytes at `m`.
+    unsafe { host.add(999).write(7) };
+    let mo = load(c"VGPU-SIM-MODULE 1\nkernel fill_u32\n").expect("module");
+    let f = function(mo, c"fill_u32").expect("fill_u32");
+    let (mut ptr, mut v, mut n) = (m, 0xCAFE_u32, 999_i32);
+    let mut args = [
+        (&raw mut ptr).cast::<c_void>(),
+        (&raw mut v).cast(),
+        (&raw mut n).cast(),
+    ];
+    assert_eq!(launch(f, 8, 128, &mut args), OK);
+    assert_eq!(cuCtxSynchronize(), OK);
+    // SAFETY: as above.
+    let seen = unsafe { std::slice::from_raw_parts(host, 1000) };
+    assert!(seen[..999].iter().all(|&x| x == 0xCAFE));
+    assert_eq!(seen[999], 7, "the host's store is kept");
+    let mut back = [0u32; 1];
+    assert_eq!(dtoh(&mut back, m + 999 * 4), OK);
+    assert_eq!(back, [7]);
+
+    let attr = |a: CUpointer_attribute| {
+        let mut v = 0u64;
+        // SAFETY: 8 writable bytes hold any of the attributes asked.
+        let r = unsafe { cuPointerGetAttribute((&raw mut v).cast(), a, m + 8) };
+        (r, v)
+    };
+    use CUpointer_attribute as A;
+    assert_eq!(attr(A::CU_POINTER_ATTRIBUTE_IS_MANAGED), (OK, 1));
+    assert_eq!(attr(A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE), (OK, 2));
+    assert_eq!(attr(A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR), (OK, m));
+    assert_eq!(attr(A::CU_POINTER_ATTRIBUTE_RANGE_SIZE), (OK, 4000));
+    assert_eq!(attr(A::CU_POINTER_ATTRIBUTE_CONTEXT), (OK, ctx as u64));
+
+    let mut flags = 0;
+    let p = m as *mut c_void;
+    // SAFETY: valid out-pointers; the page-locking calls refuse managed memory.
+    unsafe {
+        assert_eq!(cuMemHostGetFlags(&mut flags, p), OK);
+        assert_eq!(flags, 0x2, "DEVICEMAP");
+        assert_eq!(cuMemHostGetDevicePointer_v2(&mut ptr, p, 0), INVALID_VALUE);
+        assert_eq!(cuMemHostRegister_v2(p, 4096, 0), INVALID_VALUE);
+    }
+    assert_eq!(cuMemHostUnregister(p), INVALID_VALUE);
+    assert_eq!(cuMemFreeHost(p), INVALID_VALUE);
+    assert_eq!(cuMemFree_v2(m), OK);
+    assert_eq!(cuMemFree_v2(m), INVALID_VALUE);
+}

@@ -891,10 +891,7 @@ fn registered_and_allocated_host_memory() {
         assert_eq!(cuMemHostRegister_v2(null_mut(), 64, 0), INVALID_VALUE);
         assert_eq!(cuMemHostRegister_v2(p, 0, 0), INVALID_VALUE);
         assert_eq!(cuMemHostRegister_v2(p, bytes, 0x10), INVALID_VALUE);
-        assert_eq!(
-            cuMemHostRegister_v2(p, bytes, 0x4),
-            CUresult::CUDA_ERROR_NOT_SUPPORTED
-        );
+        assert_eq!(cuMemHostRegister_v2(p, bytes, 0x4), INVALID_VALUE);
     }
     let mut dp = 0;
     // SAFETY: valid out-pointer, or bad arguments where the test wants the error.
@@ -940,7 +937,10 @@ fn registered_and_allocated_host_memory() {
     // SAFETY: `host` outlives its registration.
     unsafe {
         assert_eq!(cuMemHostRegister_v2(p, bytes, 0x1 | 0x8), OK);
-        assert_eq!(cuMemHostUnregister(p.byte_add(4)), NOT_REGISTERED);
+        let mut registered = 0;
+        assert_eq!(cuMemHostGetFlags(&mut registered, p.byte_add(8)), OK);
+        assert_eq!(registered, 0x1 | 0x2, "PORTABLE | DEVICEMAP");
+        assert_eq!(cuMemHostUnregister(p.byte_add(4)), INVALID_VALUE);
         assert_eq!(cuMemHostUnregister(p), OK);
         assert_eq!(cuMemHostUnregister(p), NOT_REGISTERED);
     }
@@ -963,7 +963,8 @@ fn registered_and_allocated_host_memory() {
         assert_eq!(cuMemHostAlloc(&mut h, 64, 0x8), INVALID_VALUE);
         assert_eq!(cuMemHostAlloc(&mut h2, 0, 0), INVALID_VALUE);
         assert_eq!(cuMemHostAlloc(null_mut(), 64, 0), INVALID_VALUE);
-        assert_eq!(cuMemHostUnregister(h), NOT_REGISTERED);
+        assert_eq!(cuMemHostUnregister(h), INVALID_VALUE);
+        assert_eq!(cuMemHostRegister_v2(h, 4096, 0), INVALID_VALUE);
         assert_eq!(cuMemHostGetDevicePointer_v2(&mut dp, h, 0), OK);
         assert_eq!(dp, h.addr() as u64);
     }

@@ -89,7 +89,34 @@ pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
         let sim = state::sim()?;
         let mut st = sim.lock();
         context::current_usable(&st)?;
+        if crate::hostmem::free_managed(&mut st, dptr).is_some() {
+            return Ok(());
+        }
         memory::free(&mut st, dptr)
+    })
+}
+
+/// `cuMemAllocManaged`: memory the host and the simulated device share at one address
+/// (`crate::hostmem::alloc_managed`); freed with `cuMemFree`.
+///
+/// # Safety
+/// `dptr` must be NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocManaged(
+    dptr: *mut CUdeviceptr,
+    bytesize: usize,
+    flags: std::ffi::c_uint,
+) -> CUresult {
+    run("cuMemAllocManaged", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(dptr, "dptr") }?;
+        out.write(crate::hostmem::alloc_managed(
+            &mut sim.lock(),
+            bytesize,
+            flags,
+        )?);
+        Ok(())
     })
 }
 
