@@ -4,8 +4,8 @@
  * the asynchronous HtoA/AtoH), the per-thread forms of the array copies
  * (_v2_ptds, _v2_ptsz), a destroyed array in a copy, and a legacy texture
  * reference of its own (cuTexRefCreate and the cuTexRef* setters and getters),
- * and batches of linear copies (cuMemcpyBatchAsync, _v2) with a side outside
- * its allocation.
+ * batches of linear copies (cuMemcpyBatchAsync, _v2) with a side outside
+ * its allocation, and cuMemMapArrayAsync of an array that is not sparse.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
  * alike. Where the driver's exact answer is not documented the check prints
@@ -52,6 +52,32 @@ typedef struct {
 } CUmemcpyAttributes;
 
 _Static_assert(sizeof(CUmemcpyAttributes) == 24, "CUmemcpyAttributes is 24 bytes");
+/* CUarrayMapInfo: one mapping of a sparse array's tiles. */
+typedef struct {
+    int resourceType;
+    union {
+        CUarray array;
+        void *mipmap;
+    } resource;
+    int subresourceType;
+    union {
+        struct {
+            unsigned int level, layer, offsetX, offsetY, offsetZ;
+            unsigned int extentWidth, extentHeight, extentDepth;
+        } sparseLevel;
+        struct {
+            unsigned int layer;
+            unsigned long long offset, size;
+        } miptail;
+    } subresource;
+    int memOperationType;
+    int memHandleType;
+    unsigned long long memHandle;
+    unsigned long long offset;
+    unsigned int deviceBitMask, flags, reserved[2];
+} CUarrayMapInfo;
+
+_Static_assert(sizeof(CUarrayMapInfo) == 96, "CUarrayMapInfo is 96 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR_v1) == 16, "CUDA_ARRAY_DESCRIPTOR_v1 is 16 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR3D_v1) == 24, "CUDA_ARRAY3D_DESCRIPTOR_v1 is 24 bytes");
 
@@ -132,6 +158,7 @@ static struct {
                                  CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream);
     CUresult (*MemcpyBatchAsyncV2)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
                                    CUmemcpyAttributes *, size_t *, size_t, CUstream);
+    CUresult (*MemMapArrayAsync)(CUarrayMapInfo *, unsigned int, CUstream);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -195,6 +222,7 @@ static const struct cu_entry entries[] = {
     ENTRY(TexRefGetFlags, "cuTexRefGetFlags"),
     ENTRY(MemcpyBatchAsync, "cuMemcpyBatchAsync"),
     ENTRY(MemcpyBatchAsyncV2, "cuMemcpyBatchAsync_v2"),
+    ENTRY(MemMapArrayAsync, "cuMemMapArrayAsync"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -499,6 +527,33 @@ static void batches(void)
     cu.MemFree(b);
 }
 
+/* Mapping tiles needs a sparse array: an ordinary one is refused. */
+static void sparse_maps(void)
+{
+    CUDA_ARRAY_DESCRIPTOR3D_v1 d = {64, 64, 0, FORMAT_FLOAT, 1, 0};
+    CUarray a = NULL;
+    if (!EXPECT("map_array_create", cu.Array3DCreate1(&a, &d), CUDA_SUCCESS))
+        return;
+    CUstream s = NULL;
+    EXPECT("map_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS);
+    CUarrayMapInfo m;
+    memset(&m, 0, sizeof(m));
+    m.resource.array = a;
+    m.subresource.sparseLevel.extentWidth = 64;
+    m.subresource.sparseLevel.extentHeight = 64;
+    m.subresource.sparseLevel.extentDepth = 1;
+    m.memOperationType = 2; /* CU_MEM_OPERATION_TYPE_UNMAP */
+    m.deviceBitMask = 1;
+    expect_failure("map_array_not_sparse", cu.MemMapArrayAsync(&m, 1, s));
+    EXPECT("map_stream_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    EXPECT("map_array_destroy", cu.ArrayDestroy(a), CUDA_SUCCESS);
+    if (invalid_handle_checks()) {
+        expect_failure("map_array_destroyed", cu.MemMapArrayAsync(&m, 1, s));
+        expect_failure("map_array_null_infos", cu.MemMapArrayAsync(NULL, 1, s));
+    }
+    cu.StreamDestroy(s);
+}
+
 int main(int argc, char **argv)
 {
     const char *library = argc > 1 ? argv[1] : NULL;
@@ -514,6 +569,7 @@ int main(int argc, char **argv)
     per_thread();
     texrefs(dev);
     batches();
+    sparse_maps();
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();
 }

@@ -424,8 +424,8 @@ fn python_files_and_3d_copies() {
 
 /// The 32-bit first forms of the array calls, the per-thread forms of the
 /// array copies, destroyed arrays in copies, a legacy texture reference of
-/// its own, and batches of copies with a side out of bounds through vgpu
-/// (`tests/c/tail_copies.c`).
+/// its own, batches of copies with a side out of bounds, and tile mappings
+/// of an array that is not sparse through vgpu (`tests/c/tail_copies.c`).
 #[test]
 fn c_first_forms_and_texture_references() {
     let h = Harness::start();
@@ -464,7 +464,9 @@ fn c_first_forms_and_texture_references() {
         .assert_line("ok batch_side_past_end_index: 1")
         .assert_line("ok batch_legacy_stream: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok batch_attrs_not_from_zero: CUDA_ERROR_INVALID_VALUE")
-        .assert_line("122 checks, 0 failed");
+        .assert_line("ok map_array_not_sparse: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok map_array_destroyed: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("129 checks, 0 failed");
 }
 
 /// Peer access and copies between contexts (`cuMemcpyPeer`, `cuMemcpy3DPeer`)

@@ -310,7 +310,8 @@ remote_table! {
         pool: cuMemPoolDestroy, cuMemPoolGetAttribute, cuMemPoolSetAttribute,
             cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
-            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle;
+            cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
+            cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
             cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
@@ -515,6 +516,10 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// `cuMemMapArrayAsync` (`_ptsz` with `per_thread`): the blob holds
+        /// `count` `CUarrayMapInfo`s, their arrays and allocation handles as
+        /// this session's ids.
+        vmm: MemMapArrayAsync = 830 { count: u32, stream: handle(Stream), per_thread: bool } + blob => {};
         /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
         /// reply's `handle` is an id the worker minted for the driver's
         /// handle, among the allocation handles (`cuMemRelease` releases it).

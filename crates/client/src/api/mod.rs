@@ -265,6 +265,8 @@ implement! {
     cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
     cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
     cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
+    cuMemMapArrayAsync(infos, n, s) => vmm::map_array_async(infos, n, s, false);
+    cuMemMapArrayAsync_ptsz(infos, n, s) => vmm::map_array_async(infos, n, s, true);
     cuMulticastCreate(handle, prop) => multicast::create(handle, prop);
     cuMulticastAddDevice(handle, dev) => multicast::add_device(handle, dev);
     cuMulticastBindMem(handle, mc_off, mem, mem_off, size, flags) => multicast::bind_mem(handle, mc_off, mem, mem_off, size, flags);

@@ -8,14 +8,15 @@
 //! A reservation is device memory here from the start: `cuMemcpy` never
 //! takes an address in one for a host pointer, mapped or not.
 
-use std::ffi::{c_ulonglong, c_void};
+use std::ffi::{c_uint, c_ulonglong, c_void};
 
 use vgpu_abi::types::{
-    CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle,
+    CUarrayMapInfo, CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp,
+    CUmemGenericAllocationHandle, CUstream,
 };
 use vgpu_proto::{
     mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
-    mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+    mem_map_array_async, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -202,4 +203,40 @@ pub unsafe fn allocation_properties(
         std::ptr::copy_nonoverlapping(rep.prop.as_ptr(), prop.cast::<u8>(), rep.prop.len());
     }
     Ok(())
+}
+
+/// The most mappings one `cuMemMapArrayAsync` may carry.
+const MAX_ARRAY_MAPS: c_uint = 1024;
+
+/// `cuMemMapArrayAsync` (`per_thread`: the `_ptsz` form): the map infos go
+/// to the worker as the application wrote them; their arrays and allocation
+/// handles are already this session's ids.
+///
+/// # Safety
+/// `infos` must be NULL or readable for `count` map infos, as the CUDA API defines it.
+pub unsafe fn map_array_async(
+    infos: *mut CUarrayMapInfo,
+    count: c_uint,
+    stream: CUstream,
+    per_thread: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(infos)?;
+    if count == 0 || count > MAX_ARRAY_MAPS {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let len = count as usize * size_of::<CUarrayMapInfo>();
+    // SAFETY: `infos` is non-NULL and readable for `count` map infos.
+    let blob = unsafe { std::slice::from_raw_parts(infos.cast::<u8>(), len) };
+    let sid = if per_thread {
+        super::stream::id_ptsz(stream)
+    } else {
+        super::stream::id(stream)
+    };
+    let r = mem_map_array_async::Request {
+        count: U32::new(count),
+        stream: U64::new(sid),
+        per_thread: u8::from(per_thread),
+    };
+    s.request(&r, blob).map(drop)
 }
