@@ -5,7 +5,8 @@
  * (_v2_ptds, _v2_ptsz), a destroyed array in a copy, and a legacy texture
  * reference of its own (cuTexRefCreate and the cuTexRef* setters and getters),
  * batches of linear copies (cuMemcpyBatchAsync, _v2) with a side outside
- * its allocation, and cuMemMapArrayAsync of an array that is not sparse.
+ * its allocation, batches of 3D copies between pointers and an array
+ * (cuMemcpy3DBatchAsync), and cuMemMapArrayAsync of an array that is not sparse.
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
  * alike. Where the driver's exact answer is not documented the check prints
@@ -78,6 +79,32 @@ typedef struct {
 } CUarrayMapInfo;
 
 _Static_assert(sizeof(CUarrayMapInfo) == 96, "CUarrayMapInfo is 96 bytes");
+/* CUmemcpy3DOperand and CUDA_MEMCPY3D_BATCH_OP of a 3D batch. */
+typedef struct {
+    int type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength, layerHeight;
+            struct {
+                int type, id;
+            } locHint;
+        } ptr;
+        struct {
+            CUarray array;
+            size_t x, y, z;
+        } array;
+    } op;
+} CUmemcpy3DOperand;
+
+typedef struct {
+    CUmemcpy3DOperand src, dst;
+    size_t width, height, depth;
+    int srcAccessOrder;
+    unsigned int flags;
+} CUDA_MEMCPY3D_BATCH_OP;
+
+_Static_assert(sizeof(CUDA_MEMCPY3D_BATCH_OP) == 112, "CUDA_MEMCPY3D_BATCH_OP is 112 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR_v1) == 16, "CUDA_ARRAY_DESCRIPTOR_v1 is 16 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR3D_v1) == 24, "CUDA_ARRAY3D_DESCRIPTOR_v1 is 24 bytes");
 
@@ -91,6 +118,8 @@ enum {
     TRSF_NORMALIZED_COORDINATES = 0x02,
     ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
     SRC_ACCESS_ORDER_STREAM = 1,
+    OPERAND_POINTER = 1,
+    OPERAND_ARRAY = 2,
 };
 
 static struct {
@@ -159,6 +188,8 @@ static struct {
     CUresult (*MemcpyBatchAsyncV2)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
                                    CUmemcpyAttributes *, size_t *, size_t, CUstream);
     CUresult (*MemMapArrayAsync)(CUarrayMapInfo *, unsigned int, CUstream);
+    CUresult (*Memcpy3DBatchAsync)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
+                                   CUstream);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -223,6 +254,7 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyBatchAsync, "cuMemcpyBatchAsync"),
     ENTRY(MemcpyBatchAsyncV2, "cuMemcpyBatchAsync_v2"),
     ENTRY(MemMapArrayAsync, "cuMemMapArrayAsync"),
+    ENTRY(Memcpy3DBatchAsync, "cuMemcpy3DBatchAsync"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -527,6 +559,78 @@ static void batches(void)
     cu.MemFree(b);
 }
 
+/* A pointer operand of `row` elements a row. */
+static CUmemcpy3DOperand pointer(CUdeviceptr p, size_t row)
+{
+    CUmemcpy3DOperand o;
+    memset(&o, 0, sizeof(o));
+    o.type = OPERAND_POINTER;
+    o.op.ptr.ptr = p;
+    o.op.ptr.rowLength = row;
+    return o;
+}
+
+/* Batches of 3D copies: host to device, device to a float array (elements
+ * of 4 bytes), the array back to host; then operations the batch refuses. */
+static void batches_3d(void)
+{
+    enum { W = 16, H = 4, BYTES = W * H * 4 };
+    static unsigned char in[BYTES], out[BYTES];
+    fill(in, BYTES, 11);
+    CUDA_ARRAY_DESCRIPTOR_v1 d = {W, H, FORMAT_FLOAT, 1};
+    CUarray a = NULL;
+    CUdeviceptr dev = 0;
+    CUstream s = NULL;
+    if (!EXPECT("batch3d_array", cu.ArrayCreate1(&a, &d), CUDA_SUCCESS) ||
+        !EXPECT("batch3d_alloc", cu.MemAlloc(&dev, BYTES), CUDA_SUCCESS) ||
+        !EXPECT("batch3d_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS))
+        return;
+    CUDA_MEMCPY3D_BATCH_OP ops[2];
+    memset(ops, 0, sizeof(ops));
+    ops[0].src = pointer((CUdeviceptr)(uintptr_t)in, 0);
+    ops[0].dst = pointer(dev, 0);
+    ops[0].width = W * 4;
+    ops[0].height = H;
+    ops[0].depth = 1;
+    ops[0].srcAccessOrder = SRC_ACCESS_ORDER_STREAM;
+    ops[1].src = pointer(dev, W);
+    ops[1].dst.type = OPERAND_ARRAY;
+    ops[1].dst.op.array.array = a;
+    ops[1].width = W;
+    ops[1].height = H;
+    ops[1].depth = 1;
+    ops[1].srcAccessOrder = SRC_ACCESS_ORDER_STREAM;
+    size_t fail = 7;
+    EXPECT("batch3d_two", cu.Memcpy3DBatchAsync(2, ops, &fail, 0, s), CUDA_SUCCESS);
+    CUDA_MEMCPY3D_BATCH_OP back;
+    memset(&back, 0, sizeof(back));
+    back.src.type = OPERAND_ARRAY;
+    back.src.op.array.array = a;
+    back.dst = pointer((CUdeviceptr)(uintptr_t)out, 0);
+    back.width = W;
+    back.height = H;
+    back.depth = 1;
+    back.srcAccessOrder = SRC_ACCESS_ORDER_STREAM;
+    memset(out, 0, BYTES);
+    EXPECT("batch3d_back", cu.Memcpy3DBatchAsync(1, &back, &fail, 0, s), CUDA_SUCCESS);
+    EXPECT("batch3d_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("batch3d_data", memcmp(in, out, BYTES) == 0, "the bytes differ");
+
+    /* An extent of 0, rows past the array, the legacy stream. */
+    ops[1].height = 0;
+    fail = 7;
+    expect_failure("batch3d_zero_extent", cu.Memcpy3DBatchAsync(2, ops, &fail, 0, s));
+    printf("ok batch3d_zero_extent_index: %zu\n", fail);
+    ops[1].height = H;
+    back.src.op.array.y = 2;
+    expect_failure("batch3d_past_array", cu.Memcpy3DBatchAsync(1, &back, &fail, 0, s));
+    expect_failure("batch3d_legacy_stream", cu.Memcpy3DBatchAsync(2, ops, &fail, 0, NULL));
+    EXPECT("batch3d_synchronize_after", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    cu.StreamDestroy(s);
+    cu.ArrayDestroy(a);
+    cu.MemFree(dev);
+}
+
 /* Mapping tiles needs a sparse array: an ordinary one is refused. */
 static void sparse_maps(void)
 {
@@ -569,6 +673,7 @@ int main(int argc, char **argv)
     per_thread();
     texrefs(dev);
     batches();
+    batches_3d();
     sparse_maps();
     EXPECT("primary_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();

@@ -424,7 +424,7 @@ fn python_files_and_3d_copies() {
 
 /// The 32-bit first forms of the array calls, the per-thread forms of the
 /// array copies, destroyed arrays in copies, a legacy texture reference of
-/// its own, batches of copies with a side out of bounds, and tile mappings
+/// its own, batches of linear and 3D copies with a side out of bounds, and tile mappings
 /// of an array that is not sparse through vgpu (`tests/c/tail_copies.c`).
 #[test]
 fn c_first_forms_and_texture_references() {
@@ -466,7 +466,12 @@ fn c_first_forms_and_texture_references() {
         .assert_line("ok batch_attrs_not_from_zero: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok map_array_not_sparse: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok map_array_destroyed: CUDA_ERROR_INVALID_HANDLE")
-        .assert_line("129 checks, 0 failed");
+        .assert_line("ok batch3d_data")
+        .assert_line("ok batch3d_zero_extent: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok batch3d_zero_extent_index: 1")
+        .assert_line("ok batch3d_past_array: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok batch3d_legacy_stream: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("140 checks, 0 failed");
 }
 
 /// Peer access and copies between contexts (`cuMemcpyPeer`, `cuMemcpy3DPeer`)

@@ -70,7 +70,6 @@ const GENERAL_REASON: &str =
 /// Entry points of a general area that are not remoted for a reason of
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
-    (&["cuMemcpy3DBatchAsync", "cuMemcpy3DBatchAsync_ptsz", "cuMemcpy3DBatchAsync_v2", "cuMemcpy3DBatchAsync_v2_ptsz"], "Batches of 3D copies whose operands are pointers or arrays: each would have to become the 3D copy the worker checks; not remoted yet (the linear batches are)."),
     (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),
 ];

@@ -338,6 +338,8 @@ remote_table! {
         peer: cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz;
         batch: cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync_v2,
             cuMemcpyBatchAsync_v2_ptsz;
+        batch3d: cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, cuMemcpy3DBatchAsync_v2,
+            cuMemcpy3DBatchAsync_v2_ptsz;
     }
 
     ops {

@@ -3,6 +3,7 @@
 
 mod array;
 mod batch;
+mod batch3d;
 mod callback;
 pub(crate) mod context;
 mod copy;
@@ -277,6 +278,10 @@ implement! {
     cuMemcpyBatchAsync_ptsz(d, s, n, count, attrs, idxs, num, fail, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, Some(fail), batch::stream_of(st, true));
     cuMemcpyBatchAsync_v2(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, false));
     cuMemcpyBatchAsync_v2_ptsz(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, true));
+    cuMemcpy3DBatchAsync(n, ops, fail, flags, st) => batch3d::memcpy_3d_batch(n, ops, Some(fail), flags, st, false);
+    cuMemcpy3DBatchAsync_ptsz(n, ops, fail, flags, st) => batch3d::memcpy_3d_batch(n, ops, Some(fail), flags, st, true);
+    cuMemcpy3DBatchAsync_v2(n, ops, flags, st) => batch3d::memcpy_3d_batch(n, ops, None, flags, st, false);
+    cuMemcpy3DBatchAsync_v2_ptsz(n, ops, flags, st) => batch3d::memcpy_3d_batch(n, ops, None, flags, st, true);
     cuMemcpy3DPeer(p) => peer::memcpy_3d_peer(p, None);
     cuMemcpy3DPeer_ptds(p) => peer::memcpy_3d_peer(p, Some(2));
     cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
