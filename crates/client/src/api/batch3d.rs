@@ -10,7 +10,7 @@ use vgpu_abi::types::{
 };
 
 use super::copy;
-use crate::edge::{CuError, CuResult};
+use crate::edge::{wire, CuError, CuResult};
 use crate::runtime::runtime;
 
 /// `CU_STREAM_LEGACY`: a batch may not run on the legacy default stream.
@@ -82,9 +82,12 @@ fn plain(op: &CUDA_MEMCPY3D_BATCH_OP) -> CuResult<CUDA_MEMCPY3D> {
         return Err(CuError::INVALID_VALUE);
     }
     let is_array = |o: &CUmemcpy3DOperand| {
-        (o.type_ == CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_ARRAY)
+        if o.type_ == CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_ARRAY {
             // SAFETY: an array operand's union holds its `array` member.
-            .then(|| unsafe { o.op.array.array })
+            Some(unsafe { o.op.array.array })
+        } else {
+            None
+        }
     };
     let e = match (is_array(&op.src), is_array(&op.dst)) {
         (None, None) => 1,
@@ -107,7 +110,7 @@ fn plain(op: &CUDA_MEMCPY3D_BATCH_OP) -> CuResult<CUDA_MEMCPY3D> {
         srcZ: s.5,
         srcLOD: 0,
         srcMemoryType: s.0,
-        srcHost: s.1 as usize as *const std::ffi::c_void,
+        srcHost: wire::handle::<std::ffi::c_void>(s.1).cast_const(),
         srcDevice: s.1,
         srcArray: s.2,
         reserved0: std::ptr::null_mut(),
@@ -118,7 +121,7 @@ fn plain(op: &CUDA_MEMCPY3D_BATCH_OP) -> CuResult<CUDA_MEMCPY3D> {
         dstZ: d.5,
         dstLOD: 0,
         dstMemoryType: d.0,
-        dstHost: d.1 as usize as *mut std::ffi::c_void,
+        dstHost: wire::handle(d.1),
         dstDevice: d.1,
         dstArray: d.2,
         reserved1: std::ptr::null_mut(),
