@@ -84,6 +84,11 @@
 //! - **Host callbacks** (`cuLaunchHostFunc`, `cuStreamAddCallback`) run at enqueue time
 //!   on the calling thread, with no lock held, with status `CUDA_SUCCESS`.
 //! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
+//! - **Peer access** between distinct simulated devices is supported; a device is never
+//!   its own peer. **Legacy texture references** keep their bindings and sampling state.
+//! - **Green contexts** split each device's 132 SMs in partitions of 8; a green context
+//!   has a context and streams of its own. No **multicast object** or sparse array is
+//!   ever made (`CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED` is 0).
 //!
 //! ## Layout
 //! Dependencies point one way, from the C edge down:

@@ -22,7 +22,7 @@ mod event;
 #[allow(clippy::redundant_closure)]
 pub(crate) mod generated;
 mod graph;
-pub(crate) mod green;
+mod green;
 mod host;
 mod init;
 mod launch;

@@ -9,6 +9,7 @@ pub(crate) mod array;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
+pub(crate) mod green;
 pub(crate) mod hostmem;
 pub(crate) mod library;
 pub(crate) mod memory;
@@ -83,7 +84,7 @@ pub(crate) struct Ext {
     /// Contexts (first) that enabled peer access to another (second).
     pub peers: BTreeSet<(usize, usize)>,
     /// Green contexts, their resource descriptors and streams.
-    pub green: crate::exports::green::Greens,
+    pub green: green::Greens,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
