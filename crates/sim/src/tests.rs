@@ -15,6 +15,7 @@ use crate::exports::*;
 use crate::state;
 
 mod arrays;
+mod peer;
 mod pool;
 mod runtime_api;
 mod vmm;
