@@ -1,7 +1,8 @@
 /*
  * tail_copies: the 32-bit first forms of the CUDA array calls (cuArrayCreate,
  * cuArray3DCreate, their descriptors, cuMemcpyHtoA/AtoH/AtoD/DtoA/AtoA and
- * the asynchronous HtoA/AtoH), the per-thread forms of the array copies
+ * the asynchronous HtoA/AtoH), which the driver refuses in a primary context,
+ * the per-thread forms of the array copies
  * (_v2_ptds, _v2_ptsz), a destroyed array in a copy, and a legacy texture
  * reference of its own (cuTexRefCreate and the cuTexRef* setters and getters),
  * batches of linear copies (cuMemcpyBatchAsync, _v2) with a side outside
@@ -42,6 +43,12 @@ typedef struct {
     int Format;
     unsigned int NumChannels;
 } CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct {
+    size_t Width, Height, Depth;
+    int Format;
+    unsigned int NumChannels, Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
 
 /* CUmemcpyAttributes of a batch. */
 typedef struct {
@@ -107,6 +114,7 @@ typedef struct {
 _Static_assert(sizeof(CUDA_MEMCPY3D_BATCH_OP) == 112, "CUDA_MEMCPY3D_BATCH_OP is 112 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR_v1) == 16, "CUDA_ARRAY_DESCRIPTOR_v1 is 16 bytes");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR3D_v1) == 24, "CUDA_ARRAY3D_DESCRIPTOR_v1 is 24 bytes");
+_Static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40, "CUDA_ARRAY3D_DESCRIPTOR is 40 bytes");
 
 enum {
     FORMAT_UNSIGNED_INT8 = 0x01,
@@ -137,6 +145,8 @@ static struct {
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*ArrayDestroy)(CUarray);
+    CUresult (*ArrayCreate)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*Array3DCreate)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
     /* First forms. */
     CUresult (*ArrayCreate1)(CUarray *, const CUDA_ARRAY_DESCRIPTOR_v1 *);
     CUresult (*Array3DCreate1)(CUarray *, const CUDA_ARRAY_DESCRIPTOR3D_v1 *);
@@ -147,8 +157,6 @@ static struct {
     CUresult (*MemcpyHtoAAsync1)(CUarray, unsigned int, const void *, unsigned int, CUstream);
     CUresult (*MemcpyAtoHAsync1)(void *, CUarray, unsigned int, unsigned int, CUstream);
     CUresult (*MemcpyAtoA1)(CUarray, unsigned int, CUarray, unsigned int, unsigned int);
-    CUresult (*MemcpyAtoD1)(unsigned int, CUarray, unsigned int, unsigned int);
-    CUresult (*MemcpyDtoA1)(CUarray, unsigned int, unsigned int, unsigned int);
     /* Per-thread forms. */
     CUresult (*MemcpyHtoAPtds)(CUarray, size_t, const void *, size_t);
     CUresult (*MemcpyAtoHPtds)(void *, CUarray, size_t, size_t);
@@ -208,6 +216,8 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
     ENTRY(ArrayDestroy, "cuArrayDestroy"),
+    ENTRY(ArrayCreate, "cuArrayCreate_v2"),
+    ENTRY(Array3DCreate, "cuArray3DCreate_v2"),
     ENTRY(ArrayCreate1, "cuArrayCreate"),
     ENTRY(Array3DCreate1, "cuArray3DCreate"),
     ENTRY(ArrayGetDescriptor1, "cuArrayGetDescriptor"),
@@ -217,8 +227,6 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyHtoAAsync1, "cuMemcpyHtoAAsync"),
     ENTRY(MemcpyAtoHAsync1, "cuMemcpyAtoHAsync"),
     ENTRY(MemcpyAtoA1, "cuMemcpyAtoA"),
-    ENTRY(MemcpyAtoD1, "cuMemcpyAtoD"),
-    ENTRY(MemcpyDtoA1, "cuMemcpyDtoA"),
     ENTRY(MemcpyHtoAPtds, "cuMemcpyHtoA_v2_ptds"),
     ENTRY(MemcpyAtoHPtds, "cuMemcpyAtoH_v2_ptds"),
     ENTRY(MemcpyAtoDPtds, "cuMemcpyAtoD_v2_ptds"),
@@ -277,89 +285,55 @@ static void fill(unsigned char *p, size_t n, unsigned seed)
         p[i] = (unsigned char)(i * 13u + seed * 5u + (i >> 7));
 }
 
-/* The first forms: creation, descriptors and every copy with an array side. */
+/* The first forms are calls of API version 3010. Driver 580 answers them in a
+ * context of a later version, as a primary context is, with
+ * CUDA_ERROR_INVALID_CONTEXT (it does so for cuArrayCreate, cuMemAlloc and
+ * cuMemAllocHost). The descriptors and copies are tried on arrays of the _v2
+ * form; each must fail, and the driver's error is printed. */
 static void first_forms(void)
 {
     enum { N = 128, BYTES = N * 4 };
-    CUDA_ARRAY_DESCRIPTOR_v1 d = {N, 0, FORMAT_FLOAT, 1}, got;
-    CUarray a = NULL, b = NULL;
-    if (!EXPECT("v1_create_1d", cu.ArrayCreate1(&a, &d), CUDA_SUCCESS))
-        return;
-    memset(&got, 0xff, sizeof(got));
-    EXPECT("v1_descriptor", cu.ArrayGetDescriptor1(&got, a), CUDA_SUCCESS);
-    expect_true("v1_descriptor_values",
-                got.Width == N && got.Height == 0 && got.Format == FORMAT_FLOAT &&
-                    got.NumChannels == 1,
-                "the descriptor is not the one the array was created with");
-
+    CUDA_ARRAY_DESCRIPTOR_v1 d1 = {N, 0, FORMAT_FLOAT, 1}, got;
     CUDA_ARRAY_DESCRIPTOR3D_v1 d3 = {16, 8, 4, FORMAT_UNSIGNED_INT8, 2, 0}, got3;
-    EXPECT("v1_create_3d", cu.Array3DCreate1(&b, &d3), CUDA_SUCCESS);
-    memset(&got3, 0xff, sizeof(got3));
-    EXPECT("v1_descriptor_3d", cu.Array3DGetDescriptor1(&got3, b), CUDA_SUCCESS);
-    expect_true("v1_descriptor_3d_values",
-                got3.Width == 16 && got3.Height == 8 && got3.Depth == 4 &&
-                    got3.Format == FORMAT_UNSIGNED_INT8 && got3.NumChannels == 2 &&
-                    got3.Flags == 0,
-                "the descriptor is not the one the array was created with");
-    EXPECT("v1_destroy_3d", cu.ArrayDestroy(b), CUDA_SUCCESS);
-    b = NULL;
+    CUarray a = NULL, b = NULL;
+    EXPECT("v1_create_1d", cu.ArrayCreate1(&a, &d1), CUDA_ERROR_INVALID_CONTEXT);
+    expect_failure("v1_create_3d", cu.Array3DCreate1(&b, &d3));
+
+    CUDA_ARRAY_DESCRIPTOR d = {N, 0, FORMAT_FLOAT, 1};
+    a = b = NULL;
+    if (!EXPECT("v2_create", cu.ArrayCreate(&a, &d), CUDA_SUCCESS) ||
+        !EXPECT("v2_create_second", cu.ArrayCreate(&b, &d), CUDA_SUCCESS))
+        return;
+    expect_failure("v1_descriptor", cu.ArrayGetDescriptor1(&got, a));
+    expect_failure("v1_descriptor_3d", cu.Array3DGetDescriptor1(&got3, a));
 
     static unsigned char in[BYTES], out[BYTES];
     fill(in, BYTES, 1);
-    EXPECT("v1_htoa", cu.MemcpyHtoA1(a, 0, in, BYTES), CUDA_SUCCESS);
-    memset(out, 0, BYTES);
-    EXPECT("v1_atoh", cu.MemcpyAtoH1(out, a, 0, BYTES), CUDA_SUCCESS);
-    expect_true("v1_atoh_data", memcmp(in, out, BYTES) == 0, "the bytes differ");
-
-    EXPECT("v1_create_second", cu.ArrayCreate1(&b, &d), CUDA_SUCCESS);
-    EXPECT("v1_atoa", cu.MemcpyAtoA1(b, 0, a, 0, BYTES), CUDA_SUCCESS);
-    memset(out, 0, BYTES);
-    EXPECT("v1_atoh_second", cu.MemcpyAtoH1(out, b, 0, BYTES), CUDA_SUCCESS);
-    expect_true("v1_atoa_data", memcmp(in, out, BYTES) == 0, "the bytes differ");
-
+    expect_failure("v1_htoa", cu.MemcpyHtoA1(a, 0, in, BYTES));
+    expect_failure("v1_atoh", cu.MemcpyAtoH1(out, a, 0, BYTES));
+    expect_failure("v1_atoa", cu.MemcpyAtoA1(b, 0, a, 0, BYTES));
     CUstream s = NULL;
     EXPECT("v1_stream_create", cu.StreamCreate(&s, 0), CUDA_SUCCESS);
-    fill(in, BYTES, 2);
-    EXPECT("v1_htoa_async", cu.MemcpyHtoAAsync1(a, 0, in, BYTES, s), CUDA_SUCCESS);
-    memset(out, 0, BYTES);
-    EXPECT("v1_atoh_async", cu.MemcpyAtoHAsync1(out, a, 0, BYTES, s), CUDA_SUCCESS);
+    expect_failure("v1_htoa_async", cu.MemcpyHtoAAsync1(a, 0, in, BYTES, s));
+    expect_failure("v1_atoh_async", cu.MemcpyAtoHAsync1(out, a, 0, BYTES, s));
     EXPECT("v1_stream_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
-    expect_true("v1_async_data", memcmp(in, out, BYTES) == 0, "the bytes differ");
     cu.StreamDestroy(s);
 
-    /* A device side needs a 32-bit device address: one past 4 GiB cannot be named. */
-    CUdeviceptr dev = 0;
-    EXPECT("v1_alloc", cu.MemAlloc(&dev, BYTES), CUDA_SUCCESS);
-    if (dev <= 0xffffffffull) {
-        EXPECT("v1_atod", cu.MemcpyAtoD1((unsigned int)dev, a, 0, BYTES), CUDA_SUCCESS);
-        EXPECT("v1_dtoa", cu.MemcpyDtoA1(b, 0, (unsigned int)dev, BYTES), CUDA_SUCCESS);
-    } else {
-        expect_failure("v1_atod_truncated", cu.MemcpyAtoD1((unsigned int)dev, a, 0, BYTES));
-        expect_failure("v1_dtoa_truncated", cu.MemcpyDtoA1(b, 0, (unsigned int)dev, BYTES));
-    }
+    /* cuMemcpyAtoD and cuMemcpyDtoA take a 32-bit device address, which
+     * cannot name a primary context's allocations: not called here. */
 
-    expect_failure("v1_htoa_past_end", cu.MemcpyHtoA1(a, BYTES - 4, in, 8));
-    expect_failure("v1_atoa_past_end", cu.MemcpyAtoA1(b, 8, a, 0, BYTES));
-
-    EXPECT("v1_destroy", cu.ArrayDestroy(a), CUDA_SUCCESS);
-    EXPECT("v1_destroy_second", cu.ArrayDestroy(b), CUDA_SUCCESS);
-    if (invalid_handle_checks()) {
-        expect_failure("v1_htoa_destroyed", cu.MemcpyHtoA1(a, 0, in, 16));
-        expect_failure("v1_atoh_destroyed", cu.MemcpyAtoH1(out, a, 0, 16));
-        expect_failure("v1_atoa_destroyed", cu.MemcpyAtoA1(b, 0, a, 0, 16));
-        expect_failure("v1_descriptor_destroyed", cu.ArrayGetDescriptor1(&got, a));
-    }
-    cu.MemFree(dev);
+    EXPECT("v2_destroy", cu.ArrayDestroy(a), CUDA_SUCCESS);
+    EXPECT("v2_destroy_second", cu.ArrayDestroy(b), CUDA_SUCCESS);
 }
 
 /* The per-thread default stream forms. */
 static void per_thread(void)
 {
     enum { N = 256, BYTES = N * 4 };
-    CUDA_ARRAY_DESCRIPTOR_v1 d = {N, 0, FORMAT_FLOAT, 1};
+    CUDA_ARRAY_DESCRIPTOR d = {N, 0, FORMAT_FLOAT, 1};
     CUarray a = NULL, b = NULL;
-    if (!EXPECT("ptds_create", cu.ArrayCreate1(&a, &d), CUDA_SUCCESS) ||
-        !EXPECT("ptds_create_second", cu.ArrayCreate1(&b, &d), CUDA_SUCCESS))
+    if (!EXPECT("ptds_create", cu.ArrayCreate(&a, &d), CUDA_SUCCESS) ||
+        !EXPECT("ptds_create_second", cu.ArrayCreate(&b, &d), CUDA_SUCCESS))
         return;
     static unsigned char in[BYTES], out[BYTES];
     CUdeviceptr dev = 0;
@@ -456,9 +430,9 @@ static void texrefs(CUdevice device)
     expect_true("texref_flags_value", flags == TRSF_NORMALIZED_COORDINATES, "not the flags set");
 
     /* Bound to an array, then to linear memory. */
-    CUDA_ARRAY_DESCRIPTOR_v1 d = {64, 0, FORMAT_UNSIGNED_INT8, 4};
+    CUDA_ARRAY_DESCRIPTOR d = {64, 0, FORMAT_UNSIGNED_INT8, 4};
     CUarray a = NULL, bound = NULL;
-    EXPECT("texref_array_create", cu.ArrayCreate1(&a, &d), CUDA_SUCCESS);
+    EXPECT("texref_array_create", cu.ArrayCreate(&a, &d), CUDA_SUCCESS);
     expect_failure("texref_get_array_unbound", cu.TexRefGetArray(&bound, t));
     expect_failure("texref_set_array_bad_flags", cu.TexRefSetArray(t, a, 0));
     EXPECT("texref_set_array", cu.TexRefSetArray(t, a, TRSA_OVERRIDE_FORMAT), CUDA_SUCCESS);
@@ -577,11 +551,11 @@ static void batches_3d(void)
     enum { W = 16, H = 4, BYTES = W * H * 4 };
     static unsigned char in[BYTES], out[BYTES];
     fill(in, BYTES, 11);
-    CUDA_ARRAY_DESCRIPTOR_v1 d = {W, H, FORMAT_FLOAT, 1};
+    CUDA_ARRAY_DESCRIPTOR d = {W, H, FORMAT_FLOAT, 1};
     CUarray a = NULL;
     CUdeviceptr dev = 0;
     CUstream s = NULL;
-    if (!EXPECT("batch3d_array", cu.ArrayCreate1(&a, &d), CUDA_SUCCESS) ||
+    if (!EXPECT("batch3d_array", cu.ArrayCreate(&a, &d), CUDA_SUCCESS) ||
         !EXPECT("batch3d_alloc", cu.MemAlloc(&dev, BYTES), CUDA_SUCCESS) ||
         !EXPECT("batch3d_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS))
         return;
@@ -634,9 +608,9 @@ static void batches_3d(void)
 /* Mapping tiles needs a sparse array: an ordinary one is refused. */
 static void sparse_maps(void)
 {
-    CUDA_ARRAY_DESCRIPTOR3D_v1 d = {64, 64, 0, FORMAT_FLOAT, 1, 0};
+    CUDA_ARRAY3D_DESCRIPTOR d = {64, 64, 0, FORMAT_FLOAT, 1, 0};
     CUarray a = NULL;
-    if (!EXPECT("map_array_create", cu.Array3DCreate1(&a, &d), CUDA_SUCCESS))
+    if (!EXPECT("map_array_create", cu.Array3DCreate(&a, &d), CUDA_SUCCESS))
         return;
     CUstream s = NULL;
     EXPECT("map_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS);

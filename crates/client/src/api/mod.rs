@@ -293,10 +293,10 @@ implement! {
     cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
     cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
     cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
-    cuMemcpyHtoA(a, off, src, n) => array::htoa(a, off as usize, src, n as usize, None);
-    cuMemcpyAtoH(dst, a, off, n) => array::atoh(dst, a, off as usize, n as usize, None);
-    cuMemcpyHtoAAsync(a, off, src, n, s) => array::htoa(a, off as usize, src, n as usize, Some(stream::id(s)));
-    cuMemcpyAtoHAsync(dst, a, off, n, s) => array::atoh(dst, a, off as usize, n as usize, Some(stream::id(s)));
+    cuMemcpyHtoA(a, off, src, n) => array::htoa_first_form(a, off, src, n, None);
+    cuMemcpyAtoH(dst, a, off, n) => array::atoh_first_form(dst, a, off, n, None);
+    cuMemcpyHtoAAsync(a, off, src, n, s) => array::htoa_first_form(a, off, src, n, Some(stream::id(s)));
+    cuMemcpyAtoHAsync(dst, a, off, n, s) => array::atoh_first_form(dst, a, off, n, Some(stream::id(s)));
     cuMemcpyHtoA_v2_ptds(a, off, src, n) => array::htoa(a, off, src, n, Some(2));
     cuMemcpyAtoH_v2_ptds(dst, a, off, n) => array::atoh(dst, a, off, n, Some(2));
     cuMemcpyHtoAAsync_v2_ptsz(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id_ptsz(s)));
