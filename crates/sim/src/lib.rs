@@ -93,6 +93,11 @@
 //! - **Legacy launches** (`cuParamSet*`, `cuLaunch`, `cuLaunchGrid`, `cuLaunchGridAsync`)
 //!   read the function's parameter buffer, block shape and shared size (`legacy.rs`).
 //! - No stream is ever capturing; `cuModuleGetLoadingMode` follows `CUDA_MODULE_LOADING`.
+//! - **Peer access** between distinct simulated devices is supported; a device is never
+//!   its own peer. **Legacy texture references** keep their bindings and sampling state.
+//! - **Green contexts** split each device's 132 SMs in partitions of 8; a green context
+//!   has a context and streams of its own. No **multicast object** or sparse array is
+//!   ever made (`CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED` is 0).
 //!
 //! ## Layout
 //! Dependencies point one way, from the C edge down:

@@ -16,6 +16,7 @@ use crate::state;
 
 mod arrays;
 mod memory_rest;
+mod peer;
 mod pool;
 mod runtime_api;
 mod vmm;

@@ -359,6 +359,7 @@ remote_table! {
             cuWaitExternalSemaphoresAsync_ptsz, cuDestroyExternalSemaphore;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
+            cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
             cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
@@ -409,6 +410,8 @@ remote_table! {
         peer: cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz;
         batch: cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync_v2,
             cuMemcpyBatchAsync_v2_ptsz;
+        batch3d: cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, cuMemcpy3DBatchAsync_v2,
+            cuMemcpy3DBatchAsync_v2_ptsz;
     }
 
     ops {
@@ -587,6 +590,10 @@ remote_table! {
         /// `cuMemGetAllocationPropertiesFromHandle` of a handle id: the
         /// `CUmemAllocationProp`.
         vmm: MemGetAllocationProperties = 310 { handle: u64 } => { prop: bytes(32) };
+        /// `cuMemMapArrayAsync` (`_ptsz` with `per_thread`): the blob holds
+        /// `count` `CUarrayMapInfo`s, their arrays and allocation handles as
+        /// this session's ids.
+        vmm: MemMapArrayAsync = 830 { count: u32, stream: handle(Stream), per_thread: bool } + blob => {};
         /// `cuMulticastCreate`; `prop` is the `CUmulticastObjectProp`. The
         /// reply's `handle` is an id the worker minted for the driver's
         /// handle, among the allocation handles (`cuMemRelease` releases it).

@@ -2,9 +2,11 @@
 //! worker knows which arrays the session holds and bounds every copy by the
 //! array's extent; host sides travel packed, one row after another.
 
-use std::ffi::c_void;
+use std::ffi::{c_uint, c_void};
 
-use vgpu_abi::types::{CUarray, CUdeviceptr, CUmipmappedArray, CUDA_MEMCPY3D};
+use vgpu_abi::types::{
+    CUDA_ARRAY_DESCRIPTOR_v1, CUarray, CUdeviceptr, CUmipmappedArray, CUDA_MEMCPY3D,
+};
 use vgpu_proto::{array_destroy, memcpy_array, memcpy_atoh, memcpy_htoa, mipmapped_array_destroy};
 use zerocopy::little_endian::U64;
 
@@ -78,6 +80,49 @@ pub unsafe fn htoa(
         s.request(&r, piece)?;
     }
     Ok(())
+}
+
+/// The first forms `cuMemcpyHtoA`, `cuMemcpyAtoH` and their asynchronous
+/// forms are calls of API version 3010, which the driver takes only in a
+/// context of that version (it answers others CUDA_ERROR_INVALID_CONTEXT).
+/// The driver's own `cuArrayGetDescriptor`, a first form too, makes that
+/// check and the array's; the copy then travels as its `_v2` form.
+fn first_form(a: CUarray) -> CuResult<()> {
+    let mut d = std::mem::MaybeUninit::<CUDA_ARRAY_DESCRIPTOR_v1>::uninit();
+    // SAFETY: a local descriptor, written by the call.
+    unsafe { crate::generated::array_get_descriptor(d.as_mut_ptr(), a) }
+}
+
+/// `cuMemcpyHtoA` and `cuMemcpyHtoAAsync`: 32-bit offset and size.
+///
+/// # Safety
+/// As for [`htoa`].
+pub unsafe fn htoa_first_form(
+    a: CUarray,
+    offset: c_uint,
+    src: *const c_void,
+    n: c_uint,
+    sid: Option<u64>,
+) -> CuResult<()> {
+    first_form(a)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { htoa(a, offset as usize, src, n as usize, sid) }
+}
+
+/// `cuMemcpyAtoH` and `cuMemcpyAtoHAsync`: 32-bit offset and size.
+///
+/// # Safety
+/// As for [`atoh`].
+pub unsafe fn atoh_first_form(
+    dst: *mut c_void,
+    a: CUarray,
+    offset: c_uint,
+    n: c_uint,
+    sid: Option<u64>,
+) -> CuResult<()> {
+    first_form(a)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { atoh(dst, a, offset as usize, n as usize, sid) }
 }
 
 /// `cuMemcpyAtoH` (`sid` None) and `cuMemcpyAtoHAsync` (`sid` Some).

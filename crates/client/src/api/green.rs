@@ -102,8 +102,8 @@ pub unsafe fn ctx_from_green_ctx(pctx: *mut CUcontext, g: CUgreenCtx) -> CuResul
     unsafe { write_out(pctx, wire::handle(ctx)) }
 }
 
-/// `cuGreenCtxStreamCreate`: the stream is the caller's current context's
-/// as far as posting goes (the worker checks it against the driver).
+/// `cuGreenCtxStreamCreate`: the stream belongs to the green context's
+/// context (the worker checks every use against the driver).
 ///
 /// # Safety
 /// `ph` must be NULL or valid for a write.
@@ -122,7 +122,13 @@ pub unsafe fn green_ctx_stream_create(
     };
     let (rep, _) = s.request(&r, &[])?;
     let sid = rep.ph_stream.get();
-    s.objects().streams.insert(sid, current());
+    // Work on it is posted only in the green context's own context, once
+    // the client knows it; otherwise every call waits for the driver's answer.
+    let mut o = s.objects();
+    if let Some(&(_, Some(ctx))) = o.greens.get(&(g as usize as u64)) {
+        o.streams.insert(sid, ctx);
+    }
+    drop(o);
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ph, wire::handle(sid)) }
 }

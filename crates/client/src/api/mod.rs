@@ -3,6 +3,7 @@
 
 mod array;
 mod batch;
+mod batch3d;
 mod callback;
 mod checkpoint;
 pub(crate) mod context;
@@ -364,6 +365,8 @@ implement! {
     cuMemSetAccess(ptr, size, desc, count) => vmm::set_access(ptr, size, desc, count);
     cuMemRetainAllocationHandle(handle, addr) => vmm::retain_allocation_handle(handle, addr);
     cuMemGetAllocationPropertiesFromHandle(prop, handle) => vmm::allocation_properties(prop, handle);
+    cuMemMapArrayAsync(infos, n, s) => vmm::map_array_async(infos, n, s, false);
+    cuMemMapArrayAsync_ptsz(infos, n, s) => vmm::map_array_async(infos, n, s, true);
     cuMulticastCreate(handle, prop) => multicast::create(handle, prop);
     cuMulticastAddDevice(handle, dev) => multicast::add_device(handle, dev);
     cuMulticastBindMem(handle, mc_off, mem, mem_off, size, flags) => multicast::bind_mem(handle, mc_off, mem, mem_off, size, flags);
@@ -374,6 +377,10 @@ implement! {
     cuMemcpyBatchAsync_ptsz(d, s, n, count, attrs, idxs, num, fail, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, Some(fail), batch::stream_of(st, true));
     cuMemcpyBatchAsync_v2(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, false));
     cuMemcpyBatchAsync_v2_ptsz(d, s, n, count, attrs, idxs, num, st) => batch::memcpy_batch(d, s, n, count, attrs, idxs, num, None, batch::stream_of(st, true));
+    cuMemcpy3DBatchAsync(n, ops, fail, flags, st) => batch3d::memcpy_3d_batch(n, ops, Some(fail), flags, st, false);
+    cuMemcpy3DBatchAsync_ptsz(n, ops, fail, flags, st) => batch3d::memcpy_3d_batch(n, ops, Some(fail), flags, st, true);
+    cuMemcpy3DBatchAsync_v2(n, ops, flags, st) => batch3d::memcpy_3d_batch(n, ops, None, flags, st, false);
+    cuMemcpy3DBatchAsync_v2_ptsz(n, ops, flags, st) => batch3d::memcpy_3d_batch(n, ops, None, flags, st, true);
     cuMemcpy3DPeer(p) => peer::memcpy_3d_peer(p, None);
     cuMemcpy3DPeer_ptds(p) => peer::memcpy_3d_peer(p, Some(2));
     cuMemcpy3DPeerAsync(p, s) => peer::memcpy_3d_peer(p, Some(stream::id(s)));
@@ -414,10 +421,10 @@ implement! {
     cuMemcpyAtoH_v2(dst, a, off, n) => array::atoh(dst, a, off, n, None);
     cuMemcpyHtoAAsync_v2(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id(s)));
     cuMemcpyAtoHAsync_v2(dst, a, off, n, s) => array::atoh(dst, a, off, n, Some(stream::id(s)));
-    cuMemcpyHtoA(a, off, src, n) => array::htoa(a, off as usize, src, n as usize, None);
-    cuMemcpyAtoH(dst, a, off, n) => array::atoh(dst, a, off as usize, n as usize, None);
-    cuMemcpyHtoAAsync(a, off, src, n, s) => array::htoa(a, off as usize, src, n as usize, Some(stream::id(s)));
-    cuMemcpyAtoHAsync(dst, a, off, n, s) => array::atoh(dst, a, off as usize, n as usize, Some(stream::id(s)));
+    cuMemcpyHtoA(a, off, src, n) => array::htoa_first_form(a, off, src, n, None);
+    cuMemcpyAtoH(dst, a, off, n) => array::atoh_first_form(dst, a, off, n, None);
+    cuMemcpyHtoAAsync(a, off, src, n, s) => array::htoa_first_form(a, off, src, n, Some(stream::id(s)));
+    cuMemcpyAtoHAsync(dst, a, off, n, s) => array::atoh_first_form(dst, a, off, n, Some(stream::id(s)));
     cuMemcpyHtoA_v2_ptds(a, off, src, n) => array::htoa(a, off, src, n, Some(2));
     cuMemcpyAtoH_v2_ptds(dst, a, off, n) => array::atoh(dst, a, off, n, Some(2));
     cuMemcpyHtoAAsync_v2_ptsz(a, off, src, n, s) => array::htoa(a, off, src, n, Some(stream::id_ptsz(s)));

@@ -19,6 +19,15 @@ use vgpu_proto::{
     mem_address_free, mem_address_reserve, mem_create, mem_export_fd, mem_export_shareable,
     mem_get_allocation_properties, mem_import_fd, mem_import_shareable, mem_map,
     mem_range_handle_fd, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+use std::ffi::{c_uint, c_ulonglong, c_void};
+
+use vgpu_abi::types::{
+    CUarrayMapInfo, CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp,
+    CUmemGenericAllocationHandle, CUstream,
+};
+use vgpu_proto::{
+    mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
+    mem_map_array_async, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -337,4 +346,38 @@ pub unsafe fn handle_for_address_range(
     let (_, fd) = s.request_fd(&r)?;
     // SAFETY: checked non-NULL; the application's `int`.
     unsafe { write_out(handle.cast::<c_int>(), fd.into_raw_fd()) }
+/// The most mappings one `cuMemMapArrayAsync` may carry.
+const MAX_ARRAY_MAPS: c_uint = 1024;
+
+/// `cuMemMapArrayAsync` (`per_thread`: the `_ptsz` form): the map infos go
+/// to the worker as the application wrote them; their arrays and allocation
+/// handles are already this session's ids.
+///
+/// # Safety
+/// `infos` must be NULL or readable for `count` map infos, as the CUDA API defines it.
+pub unsafe fn map_array_async(
+    infos: *mut CUarrayMapInfo,
+    count: c_uint,
+    stream: CUstream,
+    per_thread: bool,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(infos)?;
+    if count == 0 || count > MAX_ARRAY_MAPS {
+        return Err(CuError::INVALID_VALUE);
+    }
+    let len = count as usize * size_of::<CUarrayMapInfo>();
+    // SAFETY: `infos` is non-NULL and readable for `count` map infos.
+    let blob = unsafe { std::slice::from_raw_parts(infos.cast::<u8>(), len) };
+    let sid = if per_thread {
+        super::stream::id_ptsz(stream)
+    } else {
+        super::stream::id(stream)
+    };
+    let r = mem_map_array_async::Request {
+        count: U32::new(count),
+        stream: U64::new(sid),
+        per_thread: u8::from(per_thread),
+    };
+    s.request(&r, blob).map(drop)
 }

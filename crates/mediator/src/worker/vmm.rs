@@ -14,12 +14,16 @@ pub(super) mod share;
 
 use std::collections::{BTreeMap, HashMap};
 
-use vgpu_abi::types::{CUmemAccessDesc, CUmemAllocationProp};
+use vgpu_abi::types::{
+    CUarrayMapInfo, CUmemAccessDesc, CUmemAllocationProp, CUmemHandleType, CUmemOperationType,
+    CUresourcetype,
+};
 use vgpu_abi::HandleKind;
 use vgpu_proto::vmm::Mappings;
 use vgpu_proto::{
     mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
-    mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap, Request,
+    mem_map_array_async, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+    Request,
 };
 use zerocopy::little_endian::U64;
 
@@ -334,6 +338,56 @@ pub fn mem_get_allocation_properties(
         &mem_get_allocation_properties::Reply { prop: bytes },
         Vec::new(),
     ))
+}
+
+/// The most mappings one `cuMemMapArrayAsync` may carry.
+const MAX_ARRAY_MAPS: usize = 1024;
+
+/// `cuMemMapArrayAsync`: each map info's array (or mipmapped array) and,
+/// for a mapping of an allocation handle, its handle are translated from
+/// this session's ids; an id it was not given never reaches the driver.
+pub fn mem_map_array_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_map_array_async::Request = message(req)?;
+    let count = r.count.get() as usize;
+    let size = size_of::<CUarrayMapInfo>();
+    if count == 0 || count > MAX_ARRAY_MAPS || req.blob.len() != count * size {
+        return Err(INVALID_VALUE);
+    }
+    // SAFETY: map infos are integers, unions of integers and handles, which
+    // are replaced below before the driver sees them.
+    let mut infos: Vec<CUarrayMapInfo> = unsafe { elements(&req.blob) };
+    {
+        let t = s.tables();
+        for info in &mut infos {
+            // SAFETY: both union members are handles; the id is in either.
+            let id = unsafe { info.resource.array } as usize as u64;
+            let kind = if info.resourceType == CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY {
+                HandleKind::MipmappedArray
+            } else {
+                HandleKind::Array
+            };
+            info.resource.array = as_ptr(t.handle(kind, id)?);
+            let generic = info.memHandleType == CUmemHandleType::CU_MEM_HANDLE_TYPE_GENERIC;
+            let map = info.memOperationType == CUmemOperationType::CU_MEM_OPERATION_TYPE_MAP;
+            info.memHandle.memHandle = if generic && map {
+                // SAFETY: the union's one member.
+                t.vmm.real(unsafe { info.memHandle.memHandle })?
+            } else {
+                0
+            };
+        }
+    }
+    let stream = super::exec::checked(s, &[], r.stream.get())?;
+    let n = r.count.get();
+    // SAFETY: `infos` holds `n` map infos whose handles are this session's.
+    ok(unsafe {
+        if r.per_thread != 0 {
+            entry(s.driver.cuMemMapArrayAsync_ptsz)?(infos.as_mut_ptr(), n, stream.cast())
+        } else {
+            entry(s.driver.cuMemMapArrayAsync)?(infos.as_mut_ptr(), n, stream.cast())
+        }
+    })?;
+    Ok(Reply::default())
 }
 
 #[cfg(test)]

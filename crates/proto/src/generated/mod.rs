@@ -990,6 +990,10 @@ pub enum Op {
     /// blob holds the groups' `CUdevResource`s, with `want_remaining`
     /// `remaining` is the SMs left over; `groups` back is the driver's count.
     SmResourceSplit = 822,
+    /// `cuMemMapArrayAsync` (`_ptsz` with `per_thread`): the blob holds
+    /// `count` `CUarrayMapInfo`s, their arrays and allocation handles as
+    /// this session's ids.
+    MemMapArrayAsync = 830,
 }
 
 impl Op {
@@ -1381,6 +1385,7 @@ impl Op {
         Op::StreamGetGreenCtx,
         Op::GreenCtxDestroy,
         Op::SmResourceSplit,
+        Op::MemMapArrayAsync,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1776,6 +1781,7 @@ impl Op {
             Op::StreamGetGreenCtx => "StreamGetGreenCtx",
             Op::GreenCtxDestroy => "GreenCtxDestroy",
             Op::SmResourceSplit => "SmResourceSplit",
+            Op::MemMapArrayAsync => "MemMapArrayAsync",
         }
     }
 
@@ -2168,6 +2174,7 @@ impl Op {
             Op::StreamGetGreenCtx => false,
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
+            Op::MemMapArrayAsync => false,
         }
     }
 
@@ -2560,6 +2567,7 @@ impl Op {
             Op::StreamGetGreenCtx => true,
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
+            Op::MemMapArrayAsync => true,
         }
     }
 
@@ -3344,6 +3352,7 @@ impl Op {
             Op::StreamGetGreenCtx => false,
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
+            Op::MemMapArrayAsync => false,
         }
     }
 
@@ -3882,6 +3891,7 @@ impl Op {
             Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Request>(),
             Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Request>(),
             Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Request>(),
+            Op::MemMapArrayAsync => core::mem::size_of::<mem_map_array_async::Request>(),
         }
     }
 
@@ -4386,6 +4396,7 @@ impl Op {
             Op::StreamGetGreenCtx => core::mem::size_of::<stream_get_green_ctx::Reply>(),
             Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Reply>(),
             Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Reply>(),
+            Op::MemMapArrayAsync => core::mem::size_of::<mem_map_array_async::Reply>(),
         }
     }
 
@@ -5246,6 +5257,7 @@ impl Op {
             }
             Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Request>(fixed, blob_len),
             Op::SmResourceSplit => message::check::<sm_resource_split::Request>(fixed, blob_len),
+            Op::MemMapArrayAsync => message::check::<mem_map_array_async::Request>(fixed, blob_len),
         }
     }
 
@@ -5967,6 +5979,7 @@ impl Op {
             Op::StreamGetGreenCtx => message::check::<stream_get_green_ctx::Reply>(fixed, blob_len),
             Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Reply>(fixed, blob_len),
             Op::SmResourceSplit => message::check::<sm_resource_split::Reply>(fixed, blob_len),
+            Op::MemMapArrayAsync => message::check::<mem_map_array_async::Reply>(fixed, blob_len),
         }
     }
 }
@@ -6361,6 +6374,7 @@ impl TryFrom<u16> for Op {
             820 => Ok(Op::StreamGetGreenCtx),
             821 => Ok(Op::GreenCtxDestroy),
             822 => Ok(Op::SmResourceSplit),
+            830 => Ok(Op::MemMapArrayAsync),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -6755,6 +6769,7 @@ pub const SCHEMA: &str = concat!(
     "820 StreamGetGreenCtx {hstream:handle(Stream)} => {ph_ctx:handle(GreenCtx)}\n",
     "821 GreenCtxDestroy {green:handle(GreenCtx)} => {} sync nocontext\n",
     "822 SmResourceSplit {input:bytes(144),groups:u32,want_result:bool,want_remaining:bool,use_flags:u32,min_count:u32} => {groups:u32,remaining:bytes(144)}+blob nocontext\n",
+    "830 MemMapArrayAsync {count:u32,stream:handle(Stream),per_thread:bool}+blob => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -23059,6 +23074,48 @@ pub mod sm_resource_split {
         const OP: Op = Op::SmResourceSplit;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemMapArrayAsync: wire id 830.
+pub mod mem_map_array_async {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub count: U32,
+        pub stream: U64,
+        pub per_thread: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::MemMapArrayAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "per_thread", self.per_thread)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemMapArrayAsync;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

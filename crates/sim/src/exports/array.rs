@@ -390,125 +390,85 @@ pub unsafe extern "C" fn cuMemcpy3DAsync_v2(
 
 // ---- the 32-bit first forms and the per-thread forms ----
 
-/// A 32-bit size or offset of a first form, as the `_v2` forms take it.
-fn wide(v: std::ffi::c_uint) -> usize {
-    v as usize
+/// Every first form is a call of API version 3010. Driver 580 answers such a
+/// call in a context of a later API version (a primary context, or one from
+/// `cuCtxCreate_v2` and later) with CUDA_ERROR_INVALID_CONTEXT, as it does any
+/// call that mixes API versions, before it looks at the arguments; the
+/// simulated device makes no context of version 3010, so it answers each first
+/// form so.
+fn first_form() -> Res<()> {
+    let sim = state::sim()?;
+    context::current(&sim.lock())?;
+    err(
+        CUresult::CUDA_ERROR_INVALID_CONTEXT,
+        "a call of API version 3010 in a context of a later API version",
+    )
 }
 
-/// `cuArrayCreate`: as `cuArrayCreate_v2`, from the 32-bit descriptor.
+/// `cuArrayCreate` (see [`first_form`]).
 ///
 /// # Safety
-/// `p` must be NULL or readable.
+/// None beyond the generated stub's: the descriptor is not read.
 pub(crate) unsafe fn array_create(
-    out: Out<CUarray>,
-    p: *const CUDA_ARRAY_DESCRIPTOR_v1,
+    _out: Out<CUarray>,
+    _p: *const CUDA_ARRAY_DESCRIPTOR_v1,
 ) -> Res<()> {
-    // SAFETY: forwarded from this function's contract.
-    let d = unsafe { read(p, "pAllocateArray") }?;
-    let d2 = CUDA_ARRAY_DESCRIPTOR {
-        Width: wide(d.Width),
-        Height: wide(d.Height),
-        Format: d.Format,
-        NumChannels: d.NumChannels,
-    };
-    // SAFETY: a local descriptor.
-    unsafe { array_create_v2(out, &d2) }
+    first_form()
 }
 
-/// `cuArray3DCreate`: as `cuArray3DCreate_v2`, from the 32-bit descriptor.
+/// `cuArray3DCreate` (see [`first_form`]).
 ///
 /// # Safety
-/// `p` must be NULL or readable.
+/// None beyond the generated stub's: the descriptor is not read.
 pub(crate) unsafe fn array3d_create(
-    out: Out<CUarray>,
-    p: *const CUDA_ARRAY3D_DESCRIPTOR_v1,
+    _out: Out<CUarray>,
+    _p: *const CUDA_ARRAY3D_DESCRIPTOR_v1,
 ) -> Res<()> {
-    // SAFETY: forwarded from this function's contract.
-    let d = unsafe { read(p, "pAllocateArray") }?;
-    let d3 = CUDA_ARRAY3D_DESCRIPTOR {
-        Width: wide(d.Width),
-        Height: wide(d.Height),
-        Depth: wide(d.Depth),
-        Format: d.Format,
-        NumChannels: d.NumChannels,
-        Flags: d.Flags,
-    };
-    // SAFETY: a local descriptor.
-    unsafe { array3d_create_v2(out, &d3) }
+    first_form()
 }
 
-/// An extent of a first form's descriptor: every simulated array fits 32
-/// bits per dimension, as the driver's arrays do.
-fn narrow(v: usize) -> Res<std::ffi::c_uint> {
-    std::ffi::c_uint::try_from(v).or_else(|_| {
-        err(
-            CUresult::CUDA_ERROR_INVALID_VALUE,
-            "the array's extent does not fit the 32-bit descriptor",
-        )
-    })
+/// `cuArrayGetDescriptor` (see [`first_form`]).
+pub(crate) fn array_get_descriptor(_out: Out<CUDA_ARRAY_DESCRIPTOR_v1>, _h: CUarray) -> Res<()> {
+    first_form()
 }
 
-/// `cuArrayGetDescriptor`: the 32-bit form of `cuArrayGetDescriptor_v2`.
-pub(crate) fn array_get_descriptor(out: Out<CUDA_ARRAY_DESCRIPTOR_v1>, h: CUarray) -> Res<()> {
-    let sim = state::sim()?;
-    let st = sim.lock();
-    context::current(&st)?;
-    let a = array::get(&st, key(h))?;
-    out.write(CUDA_ARRAY_DESCRIPTOR_v1 {
-        Width: narrow(a.width)?,
-        Height: narrow(a.height)?,
-        Format: CUarray_format(a.format),
-        NumChannels: a.channels,
-    });
-    Ok(())
+/// `cuArray3DGetDescriptor` (see [`first_form`]).
+pub(crate) fn array3d_get_descriptor(
+    _out: Out<CUDA_ARRAY3D_DESCRIPTOR_v1>,
+    _h: CUarray,
+) -> Res<()> {
+    first_form()
 }
 
-/// `cuArray3DGetDescriptor`: the 32-bit form of `cuArray3DGetDescriptor_v2`.
-pub(crate) fn array3d_get_descriptor(out: Out<CUDA_ARRAY3D_DESCRIPTOR_v1>, h: CUarray) -> Res<()> {
-    let sim = state::sim()?;
-    let st = sim.lock();
-    context::current(&st)?;
-    let a = array::get(&st, key(h))?;
-    out.write(CUDA_ARRAY3D_DESCRIPTOR_v1 {
-        Width: narrow(a.width)?,
-        Height: narrow(a.height)?,
-        Depth: narrow(a.depth)?,
-        Format: CUarray_format(a.format),
-        NumChannels: a.channels,
-        Flags: a.flags,
-    });
-    Ok(())
-}
-
-/// `cuMemcpyAtoD`: a 32-bit device address, offset and size.
+/// `cuMemcpyAtoD` (see [`first_form`]).
 pub(crate) fn memcpy_atod(
-    dst: CUdeviceptr_v1,
-    src: CUarray,
-    offset: std::ffi::c_uint,
-    n: std::ffi::c_uint,
+    _dst: CUdeviceptr_v1,
+    _src: CUarray,
+    _offset: std::ffi::c_uint,
+    _n: std::ffi::c_uint,
 ) -> Res<()> {
-    memcpy_atod_v2(CUdeviceptr::from(dst), src, wide(offset), wide(n))
+    first_form()
 }
 
-/// `cuMemcpyDtoA`: a 32-bit device address, offset and size.
+/// `cuMemcpyDtoA` (see [`first_form`]).
 pub(crate) fn memcpy_dtoa(
-    dst: CUarray,
-    offset: std::ffi::c_uint,
-    src: CUdeviceptr_v1,
-    n: std::ffi::c_uint,
+    _dst: CUarray,
+    _offset: std::ffi::c_uint,
+    _src: CUdeviceptr_v1,
+    _n: std::ffi::c_uint,
 ) -> Res<()> {
-    memcpy_dtoa_v2(dst, wide(offset), CUdeviceptr::from(src), wide(n))
+    first_form()
 }
 
-/// `cuMemcpyAtoA`: 32-bit offsets and size.
+/// `cuMemcpyAtoA` (see [`first_form`]).
 pub(crate) fn memcpy_atoa(
-    dst: CUarray,
-    dst_offset: std::ffi::c_uint,
-    src: CUarray,
-    src_offset: std::ffi::c_uint,
-    n: std::ffi::c_uint,
+    _dst: CUarray,
+    _dst_offset: std::ffi::c_uint,
+    _src: CUarray,
+    _src_offset: std::ffi::c_uint,
+    _n: std::ffi::c_uint,
 ) -> Res<()> {
-    memcpy_atoa_v2(dst, wide(dst_offset), src, wide(src_offset), wide(n))
+    first_form()
 }
 
 /// `cuMemcpyAtoD_v2_ptds`: the simulated device runs every copy in order,

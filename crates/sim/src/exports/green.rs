@@ -6,7 +6,6 @@
 //! streams run. The simulated device runs work in order and does not limit a
 //! green context's kernels to its SMs.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_ulonglong};
 
 use crate::context;
@@ -17,6 +16,7 @@ use crate::cu::{
 use crate::error::{err, Res};
 use crate::event;
 use crate::ffi::{key, run, Out};
+use crate::state::green::Green;
 use crate::state::{self, State};
 use crate::stream;
 
@@ -29,27 +29,6 @@ const PARTITION: u32 = 8;
 const SPLIT_FLAGS: c_uint = 0x3;
 /// `CU_STREAM_NON_BLOCKING`, which a green context's streams must have.
 const NON_BLOCKING: c_uint = 1;
-
-/// One green context.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Green {
-    pub sms: u32,
-    /// Its own context, on its device.
-    pub ctx: usize,
-    /// `cuGreenCtxGetId`.
-    pub id: u64,
-}
-
-/// The green contexts, resource descriptors and green streams.
-#[derive(Debug, Default)]
-pub(crate) struct Greens {
-    pub contexts: HashMap<usize, Green>,
-    /// Descriptors by handle: the SMs they describe.
-    pub descs: HashMap<usize, u32>,
-    /// Streams of green contexts: stream → green context.
-    pub streams: HashMap<usize, usize>,
-    last_id: u64,
-}
 
 /// An SM resource of `sms` SMs.
 fn sm_resource(sms: u32) -> CUdevResource {

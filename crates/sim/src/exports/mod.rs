@@ -25,7 +25,7 @@ mod external;
 #[allow(clippy::redundant_closure)]
 pub(crate) mod generated;
 mod graph;
-pub(crate) mod green;
+mod green;
 mod host;
 mod init;
 mod ipc;

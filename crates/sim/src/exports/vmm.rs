@@ -310,4 +310,67 @@ pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
         )?);
         Ok(())
     })
+/// `cuMemMapArrayAsync` and `_ptsz`: the simulated device makes no sparse
+/// arrays, so a live array or mipmapped array is refused as the driver
+/// refuses one that is not sparse (`CUDA_ERROR_INVALID_VALUE`).
+///
+/// # Safety
+/// `infos` must be NULL or hold `count` readable map infos.
+unsafe fn map_array(
+    name: &str,
+    infos: *mut crate::cu::CUarrayMapInfo,
+    count: std::ffi::c_uint,
+    stream_key: usize,
+) -> crate::cu::CUresult {
+    crate::ffi::run(name, || {
+        let st = state::sim()?.lock();
+        crate::stream::usable(&st, stream_key)?;
+        if infos.is_null() || count == 0 {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "no map infos");
+        }
+        for i in 0..count as usize {
+            // SAFETY: `i < count` map infos are readable by this function's contract.
+            let info = unsafe { infos.add(i).read_unaligned() };
+            // SAFETY: both union members are handles.
+            let k = unsafe { info.resource.array } as usize;
+            if info.resourceType == crate::cu::CUresourcetype::CU_RESOURCE_TYPE_MIPMAPPED_ARRAY {
+                crate::array::get_mipmapped(&st, k)?;
+            } else {
+                crate::array::get(&st, k)?;
+            }
+        }
+        err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "the simulated device makes no sparse arrays",
+        )
+    })
+}
+
+/// `cuMemMapArrayAsync`.
+///
+/// # Safety
+/// `infos` must be NULL or hold `count` readable map infos.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemMapArrayAsync(
+    infos: *mut crate::cu::CUarrayMapInfo,
+    count: std::ffi::c_uint,
+    stream: crate::cu::CUstream,
+) -> crate::cu::CUresult {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { map_array("cuMemMapArrayAsync", infos, count, crate::ffi::key(stream)) }
+}
+
+/// `cuMemMapArrayAsync_ptsz`: the NULL stream is the per-thread stream.
+///
+/// # Safety
+/// `infos` must be NULL or hold `count` readable map infos.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemMapArrayAsync_ptsz(
+    infos: *mut crate::cu::CUarrayMapInfo,
+    count: std::ffi::c_uint,
+    stream: crate::cu::CUstream,
+) -> crate::cu::CUresult {
+    let k = super::stream::ptsz(stream);
+    // SAFETY: forwarded from this function's contract.
+    unsafe { map_array("cuMemMapArrayAsync_ptsz", infos, count, k) }
 }

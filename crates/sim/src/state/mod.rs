@@ -9,6 +9,7 @@ pub(crate) mod array;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod funcattr;
+pub(crate) mod green;
 pub(crate) mod hostmem;
 pub(crate) mod ipc;
 pub(crate) mod library;
@@ -99,6 +100,7 @@ pub(crate) struct Ext {
     pub coredump: crate::coredump::Coredump,
     /// Driver logs of failed calls (`cuLogs*`).
     pub logs: crate::logs::Logs,
+    pub green: green::Greens,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -192,3 +192,33 @@ fn texture_objects_keep_what_they_were_made_with() {
     assert_eq!(cuTexObjectDestroy(t), INVALID_HANDLE);
     assert_eq!(cuArrayDestroy(a), OK);
 }
+
+#[test]
+fn first_forms_are_refused_in_a_primary_context() {
+    let _g = setup();
+    primary(0);
+    let a = create(&descriptor(64, 0, 0, 0x20, 1)).expect("an array of the _v2 form");
+    let d1 = CUDA_ARRAY_DESCRIPTOR_v1 {
+        Width: 64,
+        Height: 0,
+        Format: CUarray_format(0x20),
+        NumChannels: 1,
+    };
+    let mut b = null_mut();
+    // SAFETY: valid out-pointer and descriptor.
+    assert_eq!(unsafe { cuArrayCreate(&mut b, &d1) }, INVALID_CONTEXT);
+    assert!(b.is_null(), "a refused create wrote a handle");
+    // SAFETY: all-zero bytes are a valid descriptor.
+    let mut got: CUDA_ARRAY_DESCRIPTOR_v1 = unsafe { zeroed() };
+    // SAFETY: valid out-pointer.
+    let r = unsafe { cuArrayGetDescriptor(&mut got, a) };
+    assert_eq!(r, INVALID_CONTEXT);
+    assert_eq!(cuMemcpyAtoA(a, 0, a, 0, 16), INVALID_CONTEXT);
+    // The array itself is untouched: the _v2 form still describes it.
+    // SAFETY: all-zero bytes are a valid descriptor.
+    let mut got2: CUDA_ARRAY_DESCRIPTOR = unsafe { zeroed() };
+    // SAFETY: valid out-pointer.
+    assert_eq!(unsafe { cuArrayGetDescriptor_v2(&mut got2, a) }, OK);
+    assert_eq!(got2.Width, 64);
+    assert_eq!(cuArrayDestroy(a), OK);
+}
