@@ -352,14 +352,14 @@ remote_table! {
             cuMemPoolImportFromShareableHandle, cuMemPoolExportPointer, cuMemPoolImportPointer;
         vmm: cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
             cuMemSetAccess, cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle,
-            cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange;
+            cuMemExportToShareableHandle, cuMemImportFromShareableHandle, cuMemGetHandleForAddressRange,
+            cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz;
         external: cuImportExternalMemory, cuExternalMemoryGetMappedBuffer, cuDestroyExternalMemory,
             cuImportExternalSemaphore, cuSignalExternalSemaphoresAsync,
             cuSignalExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync,
             cuWaitExternalSemaphoresAsync_ptsz, cuDestroyExternalSemaphore;
         ipc: cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, cuIpcCloseMemHandle,
             cuIpcGetEventHandle, cuIpcOpenEventHandle;
-            cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz;
         array: cuArrayDestroy, cuMemcpyHtoA_v2, cuMemcpyAtoH_v2, cuMemcpyHtoAAsync_v2,
             cuMemcpyAtoHAsync_v2, cuMipmappedArrayDestroy, cuMemcpyHtoA, cuMemcpyAtoH,
             cuMemcpyHtoAAsync, cuMemcpyAtoHAsync, cuMemcpyHtoA_v2_ptds, cuMemcpyAtoH_v2_ptds,
@@ -394,7 +394,6 @@ remote_table! {
         logs: cuLogsDumpToMemory, cuLogsDumpToFile;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
-        host: cuMemAllocHost;
         host: cuMemAllocHost, cuMemAlloc;
         memory: cuMemAllocPitch_v2;
         pointer: cuPointerSetAttribute;

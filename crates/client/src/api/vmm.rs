@@ -8,26 +8,18 @@
 //! A reservation is device memory here from the start: `cuMemcpy` never
 //! takes an address in one for a host pointer, mapped or not.
 
-use std::ffi::{c_int, c_ulonglong, c_void};
+use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 use std::os::fd::{BorrowedFd, IntoRawFd};
 
 use vgpu_abi::types::{
-    CUdeviceptr, CUmemAccessDesc, CUmemAllocationHandleType, CUmemAllocationProp,
-    CUmemGenericAllocationHandle, CUmemRangeHandleType,
+    CUarrayMapInfo, CUdeviceptr, CUmemAccessDesc, CUmemAllocationHandleType, CUmemAllocationProp,
+    CUmemGenericAllocationHandle, CUmemRangeHandleType, CUstream,
 };
 use vgpu_proto::{
     mem_address_free, mem_address_reserve, mem_create, mem_export_fd, mem_export_shareable,
     mem_get_allocation_properties, mem_import_fd, mem_import_shareable, mem_map,
-    mem_range_handle_fd, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
-use std::ffi::{c_uint, c_ulonglong, c_void};
-
-use vgpu_abi::types::{
-    CUarrayMapInfo, CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp,
-    CUmemGenericAllocationHandle, CUstream,
-};
-use vgpu_proto::{
-    mem_address_free, mem_address_reserve, mem_create, mem_get_allocation_properties, mem_map,
-    mem_map_array_async, mem_release, mem_retain_allocation_handle, mem_set_access, mem_unmap,
+    mem_map_array_async, mem_range_handle_fd, mem_release, mem_retain_allocation_handle,
+    mem_set_access, mem_unmap,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -346,6 +338,8 @@ pub unsafe fn handle_for_address_range(
     let (_, fd) = s.request_fd(&r)?;
     // SAFETY: checked non-NULL; the application's `int`.
     unsafe { write_out(handle.cast::<c_int>(), fd.into_raw_fd()) }
+}
+
 /// The most mappings one `cuMemMapArrayAsync` may carry.
 const MAX_ARRAY_MAPS: c_uint = 1024;
 

@@ -2960,6 +2960,7 @@ impl Op {
             Op::StreamGetGreenCtx => false,
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
+            Op::MemMapArrayAsync => false,
         }
     }
 

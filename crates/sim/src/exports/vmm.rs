@@ -310,6 +310,8 @@ pub unsafe extern "C" fn cuMemGetHandleForAddressRange(
         )?);
         Ok(())
     })
+}
+
 /// `cuMemMapArrayAsync` and `_ptsz`: the simulated device makes no sparse
 /// arrays, so a live array or mipmapped array is refused as the driver
 /// refuses one that is not sparse (`CUDA_ERROR_INVALID_VALUE`).

@@ -91,7 +91,7 @@ pub(crate) struct Ext {
     /// Contexts (first) that enabled peer access to another (second).
     pub peers: BTreeSet<(usize, usize)>,
     /// Green contexts, their resource descriptors and streams.
-    pub green: crate::exports::green::Greens,
+    pub green: green::Greens,
     /// Inter-process handles exported and opened.
     pub ipc: ipc::Ipc,
     /// The process's checkpoint state (`CUprocessState`).
@@ -100,7 +100,6 @@ pub(crate) struct Ext {
     pub coredump: crate::coredump::Coredump,
     /// Driver logs of failed calls (`cuLogs*`).
     pub logs: crate::logs::Logs,
-    pub green: green::Greens,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and
