@@ -678,15 +678,6 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         ),
         Op::MemRetainAllocationHandle => (
             b(mem_retain_allocation_handle::Request { addr: u(DPTR) }),
-        // One map info; its contents are the driver's to judge.
-        Op::MemMapArrayAsync => (
-            b(mem_map_array_async::Request {
-                count: w(1),
-                stream: u(STREAM),
-                per_thread: 0,
-            }),
-            vec![0u8; size_of::<vgpu_abi::types::CUarrayMapInfo>()],
-        ),
             none(),
         ),
         Op::MemGetAllocationProperties => (
@@ -919,6 +910,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 sem: u(0x4f00_8000_0000_0002),
             }),
             none(),
+        ),
+        // One map info; its contents are the driver's to judge.
+        Op::MemMapArrayAsync => (
+            b(mem_map_array_async::Request {
+                count: w(1),
+                stream: u(STREAM),
+                per_thread: 0,
+            }),
+            vec![0u8; size_of::<vgpu_abi::types::CUarrayMapInfo>()],
         ),
         Op::ArrayDestroy => (b(array_destroy::Request { array: u(ARRAY) }), none()),
         Op::MipmappedArrayDestroy => (
