@@ -31,6 +31,7 @@ cc -std=c11 -O2 -o "$WORK/linker" tests/c/linker.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/occupancy" tests/c/occupancy.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/legacy_launch" tests/c/legacy_launch.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/printf" tests/c/printf.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/assert" tests/c/assert.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/logs" tests/c/logs.c -ldl >>"$LOG" 2>&1
@@ -55,6 +56,7 @@ declare -A CMD=(
     [occupancy]="$WORK/occupancy"
     [legacy_launch]="$WORK/legacy_launch"
     [printf]="$WORK/printf"
+    [assert]="$WORK/assert"
     [checkpoint]="$WORK/checkpoint"
     [coredump]="$WORK/coredump"
     [logs]="$WORK/logs"
@@ -65,7 +67,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks linker occupancy legacy_launch printf checkpoint coredump logs compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks linker occupancy legacy_launch printf assert checkpoint coredump logs compile cudagraph expandable jax nccl)
 failed=0
 : >"$OUT/summary.txt"
 for n in "${names[@]}"; do

@@ -81,6 +81,8 @@ pub(crate) struct Ext {
     pub legacy_params: HashMap<usize, Vec<u8>>,
     /// Device `printf` output not yet flushed ([`crate::printf`]).
     pub printf: Vec<u8>,
+    /// Messages of failed device assertions not yet flushed.
+    pub asserted: Vec<u8>,
     /// The process's checkpoint state (`CUprocessState`).
     pub checkpoint_state: u32,
     /// GPU core dump settings.
