@@ -85,6 +85,7 @@ static struct {
     CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
     CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
     CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+    CUresult (*LibraryGetUnifiedFunction)(void **, CUlibrary, const char *);
     CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
     CUresult (*KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
     CUresult (*KernelGetAttribute)(int *, int, CUkernel, CUdevice);
@@ -147,6 +148,7 @@ static const struct cu_entry entries[] = {
     ENTRY(LibraryGetKernel, "cuLibraryGetKernel"),
     ENTRY(LibraryGetModule, "cuLibraryGetModule"),
     ENTRY(LibraryGetGlobal, "cuLibraryGetGlobal"),
+    ENTRY(LibraryGetUnifiedFunction, "cuLibraryGetUnifiedFunction"),
     ENTRY(KernelGetFunction, "cuKernelGetFunction"),
     ENTRY(KernelGetParamInfo, "cuKernelGetParamInfo"),
     ENTRY(KernelGetAttribute, "cuKernelGetAttribute"),
@@ -304,6 +306,15 @@ static void libraries(void)
     expect_eq("library_global_size", (long long)gsize, 4);
     EXPECT("library_get_global_missing", cu.LibraryGetGlobal(&g, &gsize, lib, "nope"),
            CUDA_ERROR_NOT_FOUND);
+    /* A kernel is not a unified function; nor is a name the library lacks. */
+    void *unified = NULL;
+    EXPECT("library_unified_kernel", cu.LibraryGetUnifiedFunction(&unified, lib, "vector_add"),
+           CUDA_ERROR_NOT_FOUND);
+    EXPECT("library_unified_missing", cu.LibraryGetUnifiedFunction(&unified, lib, "nope"),
+           CUDA_ERROR_NOT_FOUND);
+    if (invalid_handle_checks())
+        EXPECT("library_unified_null", cu.LibraryGetUnifiedFunction(NULL, lib, "vector_add"),
+               CUDA_ERROR_INVALID_VALUE);
     EXPECT("library_global_fill", fill(ffill, g, 0xC0FFEEu, 1), CUDA_SUCCESS);
     EXPECT("library_global_read", cu.MemcpyDtoH(&gval, g, 4), CUDA_SUCCESS);
     expect_eq("library_global_value", gval, 0xC0FFEE);

@@ -239,7 +239,8 @@ remote_table! {
             cuModuleGetGlobal_v2, cuModuleLoad, cuModuleLoadFatBinary, cuFuncGetParamInfo,
             cuFuncGetName, cuKernelGetName, cuModuleEnumerateFunctions, cuLibraryEnumerateKernels;
         library: cuLibraryLoadFromFile, cuLibraryLoadData, cuLibraryUnload, cuLibraryGetKernel,
-            cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
+            cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo,
+            cuLibraryGetUnifiedFunction;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
             cuOccupancyMaxPotentialClusterSize, cuParamSetv;
@@ -636,5 +637,9 @@ remote_table! {
         /// dumps this way and writes the file where the client runs.
         logs: LogsDump = 697 { has_iterator: bool, iterator: u32, size: u64, flags: u32 }
             => { status: u32, iterator: u32, size: u64 } + blob (nocontext);
+        /// `cuLibraryGetUnifiedFunction` of the symbol named by the blob:
+        /// the driver's pointer, an address in the worker's process.
+        library: LibraryUnifiedFunction = 698 { library: handle(Library) } + blob
+            => { fptr: u64 };
     }
 }

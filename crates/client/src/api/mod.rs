@@ -193,6 +193,7 @@ implement! {
     cuLibraryGetKernel(k, l, name) => library::get_kernel(k, l, name);
     cuLibraryGetModule(m, l) => library::get_module(m, l);
     cuLibraryGetGlobal(dptr, bytes, l, name) => library::get_global(dptr, bytes, l, name);
+    cuLibraryGetUnifiedFunction(f, l, name) => library::get_unified_function(f, l, name);
     cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
     cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);

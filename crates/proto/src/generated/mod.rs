@@ -669,6 +669,9 @@ pub enum Op {
     /// written (without the NUL) are its blob. `cuLogsDumpToFile`
     /// dumps this way and writes the file where the client runs.
     LogsDump = 697,
+    /// `cuLibraryGetUnifiedFunction` of the symbol named by the blob:
+    /// the driver's pointer, an address in the worker's process.
+    LibraryUnifiedFunction = 698,
 }
 
 impl Op {
@@ -930,6 +933,7 @@ impl Op {
         Op::CoredumpAttribute,
         Op::LogsCurrent,
         Op::LogsDump,
+        Op::LibraryUnifiedFunction,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1195,6 +1199,7 @@ impl Op {
             Op::CoredumpAttribute => "CoredumpAttribute",
             Op::LogsCurrent => "LogsCurrent",
             Op::LogsDump => "LogsDump",
+            Op::LibraryUnifiedFunction => "LibraryUnifiedFunction",
         }
     }
 
@@ -1457,6 +1462,7 @@ impl Op {
             Op::CoredumpAttribute => false,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => false,
         }
     }
 
@@ -1719,6 +1725,7 @@ impl Op {
             Op::CoredumpAttribute => true,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => true,
         }
     }
 
@@ -1981,6 +1988,7 @@ impl Op {
             Op::CoredumpAttribute => false,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => false,
         }
     }
 
@@ -2323,6 +2331,7 @@ impl Op {
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Request>(),
             Op::LogsCurrent => core::mem::size_of::<logs_current::Request>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
+            Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Request>(),
         }
     }
 
@@ -2649,6 +2658,7 @@ impl Op {
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Reply>(),
             Op::LogsCurrent => core::mem::size_of::<logs_current::Reply>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
+            Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Reply>(),
         }
     }
 
@@ -3185,6 +3195,9 @@ impl Op {
             Op::CoredumpAttribute => message::check::<coredump_attribute::Request>(fixed, blob_len),
             Op::LogsCurrent => message::check::<logs_current::Request>(fixed, blob_len),
             Op::LogsDump => message::check::<logs_dump::Request>(fixed, blob_len),
+            Op::LibraryUnifiedFunction => {
+                message::check::<library_unified_function::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -3622,6 +3635,9 @@ impl Op {
             Op::CoredumpAttribute => message::check::<coredump_attribute::Reply>(fixed, blob_len),
             Op::LogsCurrent => message::check::<logs_current::Reply>(fixed, blob_len),
             Op::LogsDump => message::check::<logs_dump::Reply>(fixed, blob_len),
+            Op::LibraryUnifiedFunction => {
+                message::check::<library_unified_function::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -3886,6 +3902,7 @@ impl TryFrom<u16> for Op {
             695 => Ok(Op::CoredumpAttribute),
             696 => Ok(Op::LogsCurrent),
             697 => Ok(Op::LogsDump),
+            698 => Ok(Op::LibraryUnifiedFunction),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4150,6 +4167,7 @@ pub const SCHEMA: &str = concat!(
     "695 CoredumpAttribute {attrib:u32,global:bool,set:bool,size:u64}+blob => {size:u64}+blob\n",
     "696 LogsCurrent {flags:u32} => {iterator:u32} nocontext\n",
     "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
+    "698 LibraryUnifiedFunction {library:handle(Library)}+blob => {fptr:u64}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -14966,6 +14984,47 @@ pub mod logs_dump {
         const OP: Op = Op::LogsDump;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LibraryUnifiedFunction: wire id 698.
+pub mod library_unified_function {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub library: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub fptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LibraryUnifiedFunction;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LibraryUnifiedFunction;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

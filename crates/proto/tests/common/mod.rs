@@ -763,6 +763,13 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // a unified function by name
+        Op::LibraryUnifiedFunction => (
+            b(vgpu_proto::library_unified_function::Request {
+                library: u(LIBRARY),
+            }),
+            b"device_add".to_vec(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

@@ -297,6 +297,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::CoredumpAttribute => super::coredump::coredump_attribute(lane, s, req),
         Op::LogsCurrent => logs_current(s, req),
         Op::LogsDump => super::logs::logs_dump(lane, s, req),
+        Op::LibraryUnifiedFunction => super::library::library_unified_function(lane, s, req),
     }
 }
 
