@@ -243,7 +243,7 @@ remote_table! {
             cuLibraryGetUnifiedFunction;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
-            cuOccupancyMaxPotentialClusterSize, cuParamSetv;
+            cuOccupancyMaxPotentialClusterSize, cuParamSetv, cuLaunchCooperativeKernelMultiDevice;
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
@@ -641,5 +641,10 @@ remote_table! {
         /// the driver's pointer, an address in the worker's process.
         library: LibraryUnifiedFunction = 698 { library: handle(Library) } + blob
             => { fptr: u64 };
+        /// `cuLaunchCooperativeKernelMultiDevice` of `devices` entries: per
+        /// entry the blob holds a 48-byte head (function id and stream id,
+        /// u64 each; grid, block, shared memory and the parameter bytes'
+        /// length, u32 each), then the packed parameter buffer.
+        launch: LaunchMultiDevice = 699 { devices: u32, flags: u32 } + blob => {};
     }
 }

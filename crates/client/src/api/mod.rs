@@ -209,6 +209,7 @@ implement! {
         launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id);
     cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
         launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id_ptsz);
+    cuLaunchCooperativeKernelMultiDevice(list, n, flags) => launch::launch_multi_device(list, n, flags);
 
     cuMemAllocAsync(dptr, size, s) => memory::alloc_async(dptr, size, stream::id(s));
     cuMemAllocAsync_ptsz(dptr, size, s) => memory::alloc_async(dptr, size, stream::id_ptsz(s));

@@ -672,6 +672,11 @@ pub enum Op {
     /// `cuLibraryGetUnifiedFunction` of the symbol named by the blob:
     /// the driver's pointer, an address in the worker's process.
     LibraryUnifiedFunction = 698,
+    /// `cuLaunchCooperativeKernelMultiDevice` of `devices` entries: per
+    /// entry the blob holds a 48-byte head (function id and stream id,
+    /// u64 each; grid, block, shared memory and the parameter bytes'
+    /// length, u32 each), then the packed parameter buffer.
+    LaunchMultiDevice = 699,
 }
 
 impl Op {
@@ -934,6 +939,7 @@ impl Op {
         Op::LogsCurrent,
         Op::LogsDump,
         Op::LibraryUnifiedFunction,
+        Op::LaunchMultiDevice,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1200,6 +1206,7 @@ impl Op {
             Op::LogsCurrent => "LogsCurrent",
             Op::LogsDump => "LogsDump",
             Op::LibraryUnifiedFunction => "LibraryUnifiedFunction",
+            Op::LaunchMultiDevice => "LaunchMultiDevice",
         }
     }
 
@@ -1463,6 +1470,7 @@ impl Op {
             Op::LogsCurrent => false,
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => false,
+            Op::LaunchMultiDevice => false,
         }
     }
 
@@ -1726,6 +1734,7 @@ impl Op {
             Op::LogsCurrent => false,
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => true,
+            Op::LaunchMultiDevice => true,
         }
     }
 
@@ -1989,6 +1998,7 @@ impl Op {
             Op::LogsCurrent => false,
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => false,
+            Op::LaunchMultiDevice => false,
         }
     }
 
@@ -2332,6 +2342,7 @@ impl Op {
             Op::LogsCurrent => core::mem::size_of::<logs_current::Request>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
             Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Request>(),
+            Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Request>(),
         }
     }
 
@@ -2659,6 +2670,7 @@ impl Op {
             Op::LogsCurrent => core::mem::size_of::<logs_current::Reply>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
             Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Reply>(),
+            Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Reply>(),
         }
     }
 
@@ -3198,6 +3210,9 @@ impl Op {
             Op::LibraryUnifiedFunction => {
                 message::check::<library_unified_function::Request>(fixed, blob_len)
             }
+            Op::LaunchMultiDevice => {
+                message::check::<launch_multi_device::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -3638,6 +3653,7 @@ impl Op {
             Op::LibraryUnifiedFunction => {
                 message::check::<library_unified_function::Reply>(fixed, blob_len)
             }
+            Op::LaunchMultiDevice => message::check::<launch_multi_device::Reply>(fixed, blob_len),
         }
     }
 }
@@ -3903,6 +3919,7 @@ impl TryFrom<u16> for Op {
             696 => Ok(Op::LogsCurrent),
             697 => Ok(Op::LogsDump),
             698 => Ok(Op::LibraryUnifiedFunction),
+            699 => Ok(Op::LaunchMultiDevice),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4168,6 +4185,7 @@ pub const SCHEMA: &str = concat!(
     "696 LogsCurrent {flags:u32} => {iterator:u32} nocontext\n",
     "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
     "698 LibraryUnifiedFunction {library:handle(Library)}+blob => {fptr:u64}\n",
+    "699 LaunchMultiDevice {devices:u32,flags:u32}+blob => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -15023,6 +15041,46 @@ pub mod library_unified_function {
 
     impl Message for Reply {
         const OP: Op = Op::LibraryUnifiedFunction;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LaunchMultiDevice: wire id 699.
+pub mod launch_multi_device {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub devices: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchMultiDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchMultiDevice;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

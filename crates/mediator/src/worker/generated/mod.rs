@@ -298,6 +298,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LogsCurrent => logs_current(s, req),
         Op::LogsDump => super::logs::logs_dump(lane, s, req),
         Op::LibraryUnifiedFunction => super::library::library_unified_function(lane, s, req),
+        Op::LaunchMultiDevice => super::launch::launch_multi_device(lane, s, req),
     }
 }
 
