@@ -78,6 +78,10 @@
 //! - **`cuLaunchKernelEx`** honours grid, block and shared memory, checks cluster
 //!   dimensions (`CUDA_ERROR_INVALID_CLUSTER_SIZE`) and the residency of cooperative
 //!   launches (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`) (`launch.rs`).
+//!   `cuLaunchCooperativeKernelMultiDevice` takes one entry (one device) on a created
+//!   stream and launches it cooperatively.
+//! - **Unified functions**: the module format declares none, so
+//!   `cuLibraryGetUnifiedFunction` is `CUDA_ERROR_NOT_FOUND` for every name.
 //! - **Stream-ordered allocation** takes effect at enqueue time, like all stream work.
 //! - **`cuMemcpy2D`** checks every bound before a byte moves (`copy2d.rs`).
 //! - **Page-locked host memory** (`cuMemHostRegister`, `cuMemHostAlloc`) is valid for
