@@ -54,6 +54,14 @@ enum { JIT_INFO_LOG_BUFFER = 3, JIT_INFO_LOG_BUFFER_SIZE = 4 };
 enum { MEMHOSTALLOC_PORTABLE = 1, MEMHOSTALLOC_DEVICEMAP = 2 };
 enum { MODULE_EAGER_LOADING = 1, MODULE_LAZY_LOADING = 2 };
 
+/* CUDA_LAUNCH_PARAMS, one entry of cuLaunchCooperativeKernelMultiDevice. */
+struct launch_params {
+    CUfunction function;
+    unsigned int grid[3], block[3], shared;
+    CUstream stream;
+    void **params;
+};
+
 static struct {
     CUresult (*Init)(unsigned int);
     CUresult (*DeviceGet)(CUdevice *, int);
@@ -85,6 +93,7 @@ static struct {
     CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
     CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
     CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+    CUresult (*LibraryGetUnifiedFunction)(void **, CUlibrary, const char *);
     CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
     CUresult (*KernelGetParamInfo)(CUkernel, size_t, size_t *, size_t *);
     CUresult (*KernelGetAttribute)(int *, int, CUkernel, CUdevice);
@@ -96,6 +105,7 @@ static struct {
     CUresult (*OccupancyAvailableDynamicSMem)(size_t *, CUfunction, int, int);
     CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*LaunchCooperativeKernelMultiDevice)(struct launch_params *, unsigned int, unsigned int);
     CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
                                         unsigned int, unsigned int, unsigned int, unsigned int,
                                         CUstream, void **);
@@ -147,6 +157,7 @@ static const struct cu_entry entries[] = {
     ENTRY(LibraryGetKernel, "cuLibraryGetKernel"),
     ENTRY(LibraryGetModule, "cuLibraryGetModule"),
     ENTRY(LibraryGetGlobal, "cuLibraryGetGlobal"),
+    ENTRY(LibraryGetUnifiedFunction, "cuLibraryGetUnifiedFunction"),
     ENTRY(KernelGetFunction, "cuKernelGetFunction"),
     ENTRY(KernelGetParamInfo, "cuKernelGetParamInfo"),
     ENTRY(KernelGetAttribute, "cuKernelGetAttribute"),
@@ -159,6 +170,7 @@ static const struct cu_entry entries[] = {
     ENTRY(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters"),
     ENTRY(LaunchKernelEx, "cuLaunchKernelEx"),
     ENTRY(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
+    ENTRY(LaunchCooperativeKernelMultiDevice, "cuLaunchCooperativeKernelMultiDevice"),
     ENTRY(StreamIsCapturing, "cuStreamIsCapturing"),
     ENTRY(MemAllocAsync, "cuMemAllocAsync"),
     ENTRY(MemFreeAsync, "cuMemFreeAsync"),
@@ -304,6 +316,15 @@ static void libraries(void)
     expect_eq("library_global_size", (long long)gsize, 4);
     EXPECT("library_get_global_missing", cu.LibraryGetGlobal(&g, &gsize, lib, "nope"),
            CUDA_ERROR_NOT_FOUND);
+    /* A kernel is not a unified function; nor is a name the library lacks. */
+    void *unified = NULL;
+    EXPECT("library_unified_kernel", cu.LibraryGetUnifiedFunction(&unified, lib, "vector_add"),
+           CUDA_ERROR_NOT_FOUND);
+    EXPECT("library_unified_missing", cu.LibraryGetUnifiedFunction(&unified, lib, "nope"),
+           CUDA_ERROR_NOT_FOUND);
+    if (invalid_handle_checks())
+        EXPECT("library_unified_null", cu.LibraryGetUnifiedFunction(NULL, lib, "vector_add"),
+               CUDA_ERROR_INVALID_VALUE);
     EXPECT("library_global_fill", fill(ffill, g, 0xC0FFEEu, 1), CUDA_SUCCESS);
     EXPECT("library_global_read", cu.MemcpyDtoH(&gval, g, 4), CUDA_SUCCESS);
     expect_eq("library_global_value", gval, 0xC0FFEE);
@@ -470,6 +491,40 @@ static CUlaunchAttribute cluster(unsigned x, unsigned y, unsigned z)
     return a;
 }
 
+/* cuLaunchCooperativeKernelMultiDevice with one device: c = a + b on a
+ * created stream, with or without the synchronization flags; bad flags, no
+ * entries, the NULL stream and a grid too large are refused. */
+static void multi_device(CUfunction add, CUdeviceptr *bufs, int *n, const float *a)
+{
+    CUstream s;
+    if (!EXPECT("multi_stream", cu.StreamCreate(&s, 0), CUDA_SUCCESS))
+        return;
+    void *params[] = {&bufs[0], &bufs[1], &bufs[2], n};
+    struct launch_params p = {add, {16, 1, 1}, {256, 1, 1}, 0, s, params};
+    EXPECT("multi_clear", cu.MemsetD8(bufs[2], 0, (size_t)*n * sizeof(float)), CUDA_SUCCESS);
+    EXPECT("multi_launch", cu.LaunchCooperativeKernelMultiDevice(&p, 1, 0), CUDA_SUCCESS);
+    EXPECT("multi_sync", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    float c[1000];
+    EXPECT("multi_read", cu.MemcpyDtoH(c, bufs[2], sizeof c), CUDA_SUCCESS);
+    int ok = 1;
+    for (int i = 0; i < 1000; i++)
+        ok &= c[i] == 2.0f * a[i];
+    expect_true("multi_result", ok, "c[i] != 2 a[i]");
+    EXPECT("multi_launch_no_syncs", cu.LaunchCooperativeKernelMultiDevice(&p, 1, 3), CUDA_SUCCESS);
+    EXPECT("multi_sync_no_syncs", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    EXPECT("multi_bad_flags", cu.LaunchCooperativeKernelMultiDevice(&p, 1, 4), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("multi_no_entries", cu.LaunchCooperativeKernelMultiDevice(&p, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    struct launch_params null_stream = p;
+    null_stream.stream = NULL;
+    EXPECT("multi_null_stream", cu.LaunchCooperativeKernelMultiDevice(&null_stream, 1, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    struct launch_params big = p;
+    big.grid[0] = 2000;
+    EXPECT("multi_too_large", cu.LaunchCooperativeKernelMultiDevice(&big, 1, 0),
+           CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    EXPECT("multi_stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
+}
+
 static void launch_kernel_ex(CUfunction add, CUkernel kadd)
 {
     enum { N = 4096 };
@@ -505,6 +560,7 @@ static void launch_kernel_ex(CUfunction add, CUkernel kadd)
     EXPECT("launch_cooperative_too_large",
            launched(cu.LaunchCooperativeKernel(add, 2000, 1, 1, 256, 1, 1, 0, NULL, params)),
            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    multi_device(add, bufs, &n, a);
 
     CUlaunchAttribute two = cluster(2, 1, 1), odd = cluster(3, 1, 1), zero = cluster(0, 1, 1),
                       big = cluster(16, 1, 1);

@@ -266,6 +266,24 @@ fn c_printf() {
     assert_eq!(lines, want, "device printf lines out of place:\n{out}");
 }
 
+/// Device `assert` through a real client and mediator: the simulated
+/// kernel's failed assertions give `CUDA_ERROR_ASSERT` and their messages
+/// reach the client's own standard error through the session's output
+/// channel, once each (`tests/c/assert.c` captures its standard error and
+/// checks; a GPU machine also runs it natively).
+#[test]
+fn c_assert() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "assert");
+    let out = h.run(h.command(&exe));
+    out.assert_success().assert_line("15 checks, 0 failed");
+    assert!(
+        !out.stdout.contains("Assertion"),
+        "an assertion message reached stdout:\n{out}"
+    );
+}
+
 /// Process checkpointing through a real client and mediator: the calls
 /// name the application's own pid and act on its session's worker, which
 /// goes from running through locked, checkpointed and locked back to

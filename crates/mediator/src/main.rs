@@ -1,5 +1,6 @@
 //! `vgpu-mediator`: see the crate documentation of `vgpu_mediator`.
 
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -44,8 +45,16 @@ fn init_logging(args: &vgpu_mediator::config::ServeArgs) -> std::io::Result<()> 
                 .init();
         }
         None => {
-            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            builder.with_ansi(ansi).with_writer(std::io::stderr).init()
+            // A duplicate of standard error: a worker later points
+            // descriptor 2 at its session's output channel (device `assert`
+            // messages), and its log must keep going where it went.
+            let log = std::io::stderr().as_fd().try_clone_to_owned()?;
+            let log = std::fs::File::from(log);
+            let ansi = std::io::IsTerminal::is_terminal(&log);
+            builder
+                .with_ansi(ansi)
+                .with_writer(std::sync::Mutex::new(log))
+                .init()
         }
     }
     Ok(())

@@ -44,7 +44,7 @@ const SMS_PER_GPC: u32 = 16;
 fn registers(k: Kernel) -> i32 {
     match k {
         Kernel::VectorAdd | Kernel::Saxpy => 16,
-        Kernel::FillU32 | Kernel::PrintU32 => 8,
+        Kernel::FillU32 | Kernel::PrintU32 | Kernel::AssertLt => 8,
     }
 }
 

@@ -17,6 +17,10 @@ pub(crate) enum Kernel {
     /// `print_u32(unsigned v, int n)`: thread `i < n` prints
     /// `thread {i} value {v}` with device `printf`.
     PrintU32,
+    /// `assert_lt(unsigned v, int n)`: thread `i < n` asserts `i < v`; a
+    /// failed assertion is `CUDA_ERROR_ASSERT`, with one message per
+    /// failing thread for the driver's standard error.
+    AssertLt,
 }
 
 /// The C type of one kernel parameter.
@@ -83,11 +87,12 @@ pub(crate) struct Fault {
 
 impl Kernel {
     /// Every built-in kernel.
-    pub const ALL: [Kernel; 4] = [
+    pub const ALL: [Kernel; 5] = [
         Kernel::VectorAdd,
         Kernel::Saxpy,
         Kernel::FillU32,
         Kernel::PrintU32,
+        Kernel::AssertLt,
     ];
 
     /// The kernel's name in modules.
@@ -97,6 +102,7 @@ impl Kernel {
             Kernel::Saxpy => "saxpy",
             Kernel::FillU32 => "fill_u32",
             Kernel::PrintU32 => "print_u32",
+            Kernel::AssertLt => "assert_lt",
         }
     }
 
@@ -110,7 +116,7 @@ impl Kernel {
             Kernel::VectorAdd => &[Ty::Ptr, Ty::Ptr, Ty::Ptr, Ty::I32],
             Kernel::Saxpy => &[Ty::F32, Ty::Ptr, Ty::Ptr, Ty::I32],
             Kernel::FillU32 => &[Ty::Ptr, Ty::U32, Ty::I32],
-            Kernel::PrintU32 => &[Ty::U32, Ty::I32],
+            Kernel::PrintU32 | Kernel::AssertLt => &[Ty::U32, Ty::I32],
         }
     }
 
@@ -218,7 +224,7 @@ impl Kernel {
         let n_arg = match self {
             Kernel::VectorAdd | Kernel::Saxpy => args[3].i32(),
             Kernel::FillU32 => args[2].i32(),
-            Kernel::PrintU32 => args[1].i32(),
+            Kernel::PrintU32 | Kernel::AssertLt => args[1].i32(),
         };
         let n = u128::try_from(n_arg).unwrap_or(0).min(threads);
         // n <= i32::MAX, so it fits in usize.
@@ -259,6 +265,23 @@ impl Kernel {
                 let v = args[0].u32();
                 for i in 0..n {
                     printed.extend_from_slice(format!("thread {i} value {v}\n").as_bytes());
+                }
+            }
+            Kernel::AssertLt => {
+                let v = usize::try_from(args[0].u32()).unwrap_or(usize::MAX);
+                let failed: String = (v..n)
+                    .map(|i| {
+                        format!(
+                            "sim.cu:1: void assert_lt(unsigned int, int): thread: [{i}] \
+                             Assertion `i < v` failed.\n"
+                        )
+                    })
+                    .collect();
+                if !failed.is_empty() {
+                    return Err(Fault {
+                        code: CUresult::CUDA_ERROR_ASSERT,
+                        why: failed,
+                    });
                 }
             }
         }

@@ -125,6 +125,10 @@ pub(crate) unsafe fn launch_kernel(
     let outcome = unsafe { kernel.launch(range, params, threads, &mut printed) }?;
     st.ext.printf.extend_from_slice(&printed);
     if let Err(fault) = outcome {
+        if fault.code == CUresult::CUDA_ERROR_ASSERT {
+            // The messages of failed device assertions, for the next flush.
+            st.ext.asserted.extend_from_slice(fault.why.as_bytes());
+        }
         if state::log_enabled() {
             eprintln!("vgpu-sim: {} faulted: {}", kernel.name(), fault.why);
         }

@@ -63,6 +63,7 @@
 //! | `saxpy` | `float a` 0/4, `const float* x` 8/8, `float* y` 16/8, `int n` 24/4: `y[i] = a * x[i] + y[i]` |
 //! | `fill_u32` | `unsigned* p` 0/8, `unsigned v` 8/4, `int n` 12/4: `p[i] = v` |
 //! | `print_u32` | `unsigned v` 0/4, `int n` 4/4: device `printf` of `thread {i} value {v}` |
+//! | `assert_lt` | `unsigned v` 0/4, `int n` 4/4: device `assert(i < v)`; a failure is `CUDA_ERROR_ASSERT` |
 //!
 //! Each kernel runs for global thread indices `i` in `0..min(n, total threads of the grid)`.
 //! `cuLaunchKernel` takes arguments through `kernelParams` only; a non-NULL `extra` gives
@@ -77,6 +78,10 @@
 //! - **`cuLaunchKernelEx`** honours grid, block and shared memory, checks cluster
 //!   dimensions (`CUDA_ERROR_INVALID_CLUSTER_SIZE`) and the residency of cooperative
 //!   launches (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`) (`launch.rs`).
+//!   `cuLaunchCooperativeKernelMultiDevice` takes one entry (one device) on a created
+//!   stream and launches it cooperatively.
+//! - **Unified functions**: the module format declares none, so
+//!   `cuLibraryGetUnifiedFunction` is `CUDA_ERROR_NOT_FOUND` for every name.
 //! - **Stream-ordered allocation** takes effect at enqueue time, like all stream work.
 //! - **`cuMemcpy2D`** checks every bound before a byte moves (`copy2d.rs`).
 //! - **Page-locked host memory** (`cuMemHostRegister`, `cuMemHostAlloc`) is valid for
@@ -86,7 +91,8 @@
 //!   on the calling thread, with no lock held, with status `CUDA_SUCCESS`.
 //! - **Device `printf`** output is kept until a flush point of the driver (context,
 //!   stream and event synchronization, module unload, context destruction), then written
-//!   to standard output (`printf.rs`).
+//!   to standard output (`printf.rs`); the messages of failed device assertions go to
+//!   standard error at the same points.
 //! - **The JIT linker** (`cuLink*`) takes module-format inputs and merges them into one
 //!   image; input in no known format is `CUDA_ERROR_INVALID_IMAGE`, with the reason in the
 //!   link's error log (`link.rs`).

@@ -135,6 +135,16 @@ pub(crate) fn get_managed(st: &State, key: usize, name: &str) -> Res<(CUdevicept
     )
 }
 
+/// `cuLibraryGetUnifiedFunction`: the module format declares no unified
+/// functions, so no symbol names one.
+pub(crate) fn get_unified_function(st: &State, key: usize, name: &str) -> Res<()> {
+    library(st, key)?;
+    err(
+        CUresult::CUDA_ERROR_NOT_FOUND,
+        format!("library has no unified function {name:?}"),
+    )
+}
+
 /// Looks up a kernel handle (`CUDA_ERROR_INVALID_HANDLE` otherwise).
 pub(crate) fn kernel(st: &State, key: usize) -> Res<&KernelRef> {
     match st.ext.libraries.kernel(key) {

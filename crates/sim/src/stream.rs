@@ -21,7 +21,7 @@ pub(crate) const LEAST_PRIORITY: i32 = 0;
 pub(crate) const GREATEST_PRIORITY: i32 = -5;
 
 /// Whether `key` names one of the implicit streams (NULL, legacy, per-thread).
-fn implicit(key: usize) -> bool {
+pub(crate) fn implicit(key: usize) -> bool {
     matches!(key, 0 | LEGACY | PER_THREAD)
 }
 

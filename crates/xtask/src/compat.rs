@@ -67,6 +67,12 @@ const GENERAL: &[(&str, &str)] = &[
 const GENERAL_REASON: &str =
     "Not remoted yet: no application traced so far (PyTorch, CuPy, cuda-python, cudarc) calls it.";
 
+/// What an implemented entry point of an area does differently from the
+/// native driver, printed after the area's implemented list.
+const NOTES: &[(&str, &str)] = &[
+    ("Modules, libraries and kernels", "`cuLibraryGetUnifiedFunction` asks the worker's driver, so its errors are the driver's (`CUDA_ERROR_NOT_FOUND` for a symbol that is not a unified function, as on GPUs without unified function pointers). A pointer it finds is an address in the worker's process: the application gets that value, which it can pass to kernels, but calling it from the application's own code is not possible."),
+];
+
 /// Entry points of a general area that are not remoted for a reason of
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
@@ -170,6 +176,9 @@ fn render(root: &Path) -> Result<String, Error> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
+        }
+        for (_, note) in NOTES.iter().filter(|(area, _)| area == a) {
+            out.push_str(&format!("{note}\n\n"));
         }
         for (reason, no) in no {
             out.push_str(&format!("Not yet ({}): {reason}\n\n", no.len()));

@@ -340,10 +340,11 @@ remote_table! {
             cuModuleGetGlobal_v2, cuModuleLoad, cuModuleLoadFatBinary, cuFuncGetParamInfo,
             cuFuncGetName, cuKernelGetName, cuModuleEnumerateFunctions, cuLibraryEnumerateKernels;
         library: cuLibraryLoadFromFile, cuLibraryLoadData, cuLibraryUnload, cuLibraryGetKernel,
-            cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo;
+            cuLibraryGetModule, cuLibraryGetGlobal, cuKernelGetFunction, cuKernelGetParamInfo,
+            cuLibraryGetUnifiedFunction;
         launch: cuLaunchKernel, cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, cuOccupancyMaxActiveClusters,
-            cuOccupancyMaxPotentialClusterSize, cuParamSetv;
+            cuOccupancyMaxPotentialClusterSize, cuParamSetv, cuLaunchCooperativeKernelMultiDevice;
         pointer: cuPointerGetAttribute, cuPointerGetAttributes;
         host: cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost, cuMemHostGetDevicePointer_v2,
             cuMemHostGetFlags;
@@ -931,5 +932,14 @@ remote_table! {
         /// dumps this way and writes the file where the client runs.
         logs: LogsDump = 697 { has_iterator: bool, iterator: u32, size: u64, flags: u32 }
             => { status: u32, iterator: u32, size: u64 } + blob (nocontext);
+        /// `cuLibraryGetUnifiedFunction` of the symbol named by the blob:
+        /// the driver's pointer, an address in the worker's process.
+        library: LibraryUnifiedFunction = 698 { library: handle(Library) } + blob
+            => { fptr: u64 };
+        /// `cuLaunchCooperativeKernelMultiDevice` of `devices` entries: per
+        /// entry the blob holds a 48-byte head (function id and stream id,
+        /// u64 each; grid, block, shared memory and the parameter bytes'
+        /// length, u32 each), then the packed parameter buffer.
+        launch: LaunchMultiDevice = 699 { devices: u32, flags: u32 } + blob => {};
     }
 }

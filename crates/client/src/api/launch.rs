@@ -12,7 +12,8 @@ use std::ffi::{c_int, c_uint, c_void};
 
 use vgpu_abi::types::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
 use vgpu_proto::{
-    launch_kernel, launch_kernel_ex as launch_op, occupancy_max_active_clusters as clusters_op,
+    launch_kernel, launch_kernel_ex as launch_op, launch_multi_device,
+    occupancy_max_active_clusters as clusters_op,
     occupancy_max_potential_cluster_size as cluster_size_op, param_setv as setv_op,
 };
 use zerocopy::little_endian::{U32, U64};
@@ -477,4 +478,59 @@ pub unsafe fn launch_cooperative(
     };
     // SAFETY: a valid config built above; the application's parameters.
     unsafe { launch_ex(&config, f, params, std::ptr::null_mut(), stream_id) }
+}
+
+/// Bytes of one entry's head in a `LaunchMultiDevice` blob (the table's
+/// comment gives the layout).
+const MULTI_HEAD: usize = 48;
+
+/// `cuLaunchCooperativeKernelMultiDevice`: every entry's function and
+/// stream as ids and its parameters packed, as for `cuLaunchKernel`; the
+/// worker's driver checks the count, the flags and the devices.
+///
+/// # Safety
+/// `list` must be NULL or hold `count` entries, each with `kernelParams`
+/// as `cuLaunchKernel` takes it.
+pub unsafe fn launch_multi_device(
+    list: *mut vgpu_abi::types::CUDA_LAUNCH_PARAMS,
+    count: c_uint,
+    flags: c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let entries = if count == 0 {
+        &[][..]
+    } else {
+        non_null(list)?;
+        // SAFETY: the application's array of `count` entries.
+        unsafe { std::slice::from_raw_parts(list, count as usize) }
+    };
+    let mut blob = Vec::new();
+    for e in entries {
+        let info = super::module::function(e.function)?;
+        // SAFETY: the application's parameter array for this entry.
+        let packed = unsafe { pack(&info.params, e.kernelParams)? };
+        let len = u32::try_from(packed.len()).map_err(|_| CuError::INVALID_VALUE)?;
+        let start = blob.len();
+        blob.extend_from_slice(&(e.function as usize as u64).to_le_bytes());
+        blob.extend_from_slice(&stream::id(e.hStream).to_le_bytes());
+        for v in [
+            e.gridDimX,
+            e.gridDimY,
+            e.gridDimZ,
+            e.blockDimX,
+            e.blockDimY,
+            e.blockDimZ,
+            e.sharedMemBytes,
+            len,
+        ] {
+            blob.extend_from_slice(&v.to_le_bytes());
+        }
+        debug_assert_eq!(blob.len() - start, MULTI_HEAD);
+        blob.extend_from_slice(&packed);
+    }
+    let r = launch_multi_device::Request {
+        devices: U32::new(count),
+        flags: U32::new(flags),
+    };
+    s.request(&r, &blob).map(|_| ())
 }

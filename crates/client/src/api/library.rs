@@ -14,13 +14,13 @@ use vgpu_proto::{
     func_get_attribute as func_get, func_set_attribute as func_set,
     kernel_get_attribute as kernel_get, kernel_get_function as kernel_function,
     kernel_set_attribute as kernel_set, library_get_kernel, library_get_module, library_load_data,
-    library_unload,
+    library_unified_function, library_unload,
 };
 use zerocopy::little_endian::{I32, U32, U64};
 
 use super::module::{decode_layout, function};
 use super::options;
-use crate::edge::{non_null, wire, write_out, CuResult};
+use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::FunctionInfo;
 use crate::runtime::{runtime, Kind, Session};
 
@@ -363,4 +363,30 @@ pub unsafe fn get_global(
 ) -> CuResult<()> {
     // SAFETY: the caller's promise.
     unsafe { super::module::get_global(dptr, bytes, super::module::Owner::Library(id(lib)), name) }
+}
+
+/// `cuLibraryGetUnifiedFunction`: the worker's driver looks the symbol up.
+/// A unified function's pointer is an address in the worker's process: the
+/// application gets that value, usable where the device uses it (a kernel
+/// argument), not callable in the application's own process.
+///
+/// # Safety
+/// `fptr` must be NULL or valid for a write; `symbol` NULL or NUL-terminated.
+pub unsafe fn get_unified_function(
+    fptr: *mut *mut c_void,
+    lib: CUlibrary,
+    symbol: *const c_char,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(fptr)?;
+    non_null(symbol)?;
+    // SAFETY: checked non-NULL; the application passes a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(symbol) };
+    let r = library_unified_function::Request {
+        library: U64::new(id(lib)),
+    };
+    let (rep, _) = s.request(&r, name.to_bytes())?;
+    let addr = usize::try_from(rep.fptr.get()).map_err(|_| CuError::UNKNOWN)?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(fptr, addr as *mut c_void) }
 }

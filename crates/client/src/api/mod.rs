@@ -203,6 +203,7 @@ implement! {
     cuLibraryGetKernel(k, l, name) => library::get_kernel(k, l, name);
     cuLibraryGetModule(m, l) => library::get_module(m, l);
     cuLibraryGetGlobal(dptr, bytes, l, name) => library::get_global(dptr, bytes, l, name);
+    cuLibraryGetUnifiedFunction(f, l, name) => library::get_unified_function(f, l, name);
     cuKernelGetFunction(f, k) => library::kernel_get_function(f, k);
     cuKernelGetParamInfo(k, i, off, size) => library::kernel_param_info(k, i, off, size);
     cuOccupancyMaxActiveClusters(n, f, config) => launch::occupancy_clusters(n, f, config);
@@ -218,6 +219,7 @@ implement! {
         launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id);
     cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params) =>
         launch::launch_cooperative(f, [gx, gy, gz, bx, by, bz], shmem, s, params, stream::id_ptsz);
+    cuLaunchCooperativeKernelMultiDevice(list, n, flags) => launch::launch_multi_device(list, n, flags);
 
     cuMemAllocAsync(dptr, size, s) => memory::alloc_async(dptr, size, stream::id(s));
     cuMemAllocAsync_ptsz(dptr, size, s) => memory::alloc_async(dptr, size, stream::id_ptsz(s));

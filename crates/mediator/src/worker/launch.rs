@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
-use vgpu_abi::types::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+use vgpu_abi::types::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUDA_LAUNCH_PARAMS};
 use vgpu_proto::{
-    launch_kernel, launch_kernel_ex, occupancy_max_active_clusters,
+    launch_kernel, launch_kernel_ex, launch_multi_device, occupancy_max_active_clusters,
     occupancy_max_potential_cluster_size, param_setv, Request,
 };
 use zerocopy::little_endian::{I32, U32, U64};
@@ -383,6 +383,96 @@ pub fn launch_kernel_ex(lane: &mut Lane, s: &Session, req: &Request) -> Result<R
                 ptr::null_mut(),
             )
         }
+    })?;
+    Ok(Reply::default())
+}
+
+/// Bytes of one entry's head in a `LaunchMultiDevice` blob.
+pub const MULTI_HEAD: usize = 48;
+
+/// The little-endian u32 at `at` in `head` (a [`MULTI_HEAD`]-byte slice).
+fn u32_at(head: &[u8], at: usize) -> u32 {
+    let mut b = [0; 4];
+    b.copy_from_slice(&head[at..at + 4]);
+    u32::from_le_bytes(b)
+}
+
+/// The little-endian u64 at `at` in `head`.
+fn u64_at(head: &[u8], at: usize) -> u64 {
+    let mut b = [0; 8];
+    b.copy_from_slice(&head[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// `cuLaunchCooperativeKernelMultiDevice`: each entry's function and
+/// stream translated, its parameters in an aligned copy of their own; the
+/// driver checks the rest (device count, flags, one entry per device).
+pub fn launch_multi_device(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &launch_multi_device::Request = message(req)?;
+    let mut rest = &req.blob[..];
+    let mut list: Vec<CUDA_LAUNCH_PARAMS> = Vec::new();
+    // Per entry: the aligned parameter bytes and the pointers into them.
+    let mut storage: Vec<(Vec<u64>, Vec<*mut c_void>)> = Vec::new();
+    for _ in 0..r.devices.get() {
+        let (head, tail) = rest.split_at_checked(MULTI_HEAD).ok_or(INVALID_VALUE)?;
+        let len = u32_at(head, 44) as usize;
+        let (bytes, tail) = tail.split_at_checked(len).ok_or(INVALID_VALUE)?;
+        rest = tail;
+        let (real, layout, stream) = lane.launches.get(s, u64_at(head, 0), u64_at(head, 8))?;
+        if layout
+            .iter()
+            .any(|&(off, sz)| off as usize + sz as usize > bytes.len())
+        {
+            return Err(INVALID_VALUE);
+        }
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `words` holds at least `bytes.len()` bytes; no overlap.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len())
+        };
+        let base = words.as_mut_ptr().cast::<u8>();
+        // SAFETY: every offset lies inside `words`, checked above.
+        let ptrs = layout
+            .iter()
+            .map(|&(off, _)| unsafe { base.add(off as usize) }.cast::<c_void>())
+            .collect();
+        let dim = |i: usize| u32_at(head, 16 + 4 * i);
+        list.push(CUDA_LAUNCH_PARAMS {
+            function: as_handle(real).cast(),
+            gridDimX: dim(0),
+            gridDimY: dim(1),
+            gridDimZ: dim(2),
+            blockDimX: dim(3),
+            blockDimY: dim(4),
+            blockDimZ: dim(5),
+            sharedMemBytes: dim(6),
+            hStream: as_handle(stream).cast(),
+            kernelParams: ptr::null_mut(),
+        });
+        storage.push((words, ptrs));
+    }
+    if !rest.is_empty() {
+        return Err(INVALID_VALUE);
+    }
+    // The vectors' buffers stay where they are while `storage` grows.
+    for (p, (_, ptrs)) in list.iter_mut().zip(&mut storage) {
+        if !ptrs.is_empty() {
+            p.kernelParams = ptrs.as_mut_ptr();
+        }
+    }
+    let list_ptr = if list.is_empty() {
+        ptr::null_mut()
+    } else {
+        list.as_mut_ptr()
+    };
+    // SAFETY: live functions and streams; the parameters live in `storage`
+    // for the duration of the call (the driver copies the values).
+    ok(unsafe {
+        entry(s.driver.cuLaunchCooperativeKernelMultiDevice)?(
+            list_ptr,
+            r.devices.get(),
+            r.flags.get(),
+        )
     })?;
     Ok(Reply::default())
 }

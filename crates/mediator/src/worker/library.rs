@@ -8,7 +8,7 @@ use std::ptr;
 
 use vgpu_proto::{
     kernel_get_function, library_get_kernel, library_get_module, library_global, library_load_data,
-    library_unload, Request,
+    library_unified_function, library_unload, Request,
 };
 
 use super::calls::{message, ok, size, split, string, Reply};
@@ -161,6 +161,27 @@ pub fn library_global(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     let reply = library_global::Reply {
         dptr: (p).into(),
         bytes: (bytes as u64).into(),
+    };
+    Ok(Reply::new(&reply, Vec::new()))
+}
+
+/// `cuLibraryGetUnifiedFunction`: the driver's pointer, an address in this
+/// process, travels back as a number.
+pub fn library_unified_function(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &library_unified_function::Request = message(req)?;
+    let real = s.tables().library(r.library.get())?;
+    let symbol = string(&req.blob)?;
+    let mut p = ptr::null_mut();
+    // SAFETY: live library; NUL-terminated name; live out-pointer.
+    ok(unsafe {
+        entry(s.driver.cuLibraryGetUnifiedFunction)?(
+            &mut p,
+            as_handle(real).cast(),
+            symbol.as_ptr(),
+        )
+    })?;
+    let reply = library_unified_function::Reply {
+        fptr: (p as u64).into(),
     };
     Ok(Reply::new(&reply, Vec::new()))
 }

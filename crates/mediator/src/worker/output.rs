@@ -1,5 +1,6 @@
 //! The session's output channel: device `printf` output reaches the
-//! application's standard output.
+//! application's standard output, device `assert` messages its standard
+//! error.
 //!
 //! The driver writes device `printf` output to its process's standard
 //! output when it flushes its printf buffer (at synchronization, module
@@ -10,10 +11,16 @@
 //! writes what it reads to the application's standard output: the bytes
 //! appear where the native driver would have written them.
 //!
-//! The pipe is made as large as the system allows (the driver's default
+//! The driver writes device `assert` messages to its standard error when
+//! it reports `CUDA_ERROR_ASSERT`, so standard error gets the same
+//! treatment: a second pipe, drained at the same points, whose bytes the
+//! client writes to the application's standard error. The worker's own log
+//! keeps going where it went before: the logger writes to a duplicate of
+//! the original standard error made at start-up (`main.rs`).
+//!
+//! The pipes are made as large as the system allows (the driver's default
 //! printf buffer is 1 MiB): a client that stopped draining would stall the
-//! driver only after that much output. The worker's own log goes to its
-//! standard error, which stays its own.
+//! driver only after that much output.
 
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
@@ -34,8 +41,9 @@ extern "C" {
     static mut stdout: *mut libc::FILE;
 }
 
-/// Makes the pipe and points standard output at it; returns the read end.
-fn redirect() -> std::io::Result<OwnedFd> {
+/// Makes a pipe and points descriptor `target` (standard output or
+/// standard error) at it; returns the read end.
+fn redirect(target: libc::c_int) -> std::io::Result<OwnedFd> {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -50,22 +58,32 @@ fn redirect() -> std::io::Result<OwnedFd> {
         let flags = libc::fcntl(fds[0], libc::F_GETFL);
         libc::fcntl(fds[0], libc::F_SETFL, flags | libc::O_NONBLOCK);
     }
-    // SAFETY: dup2 onto descriptor 1 closes what was there (the worker's
-    // inherited standard output, which nothing else holds); `write` stays
-    // valid for the call.
-    if unsafe { libc::dup2(fds[1], libc::STDOUT_FILENO) } < 0 {
+    // SAFETY: dup2 onto `target` closes what was there (the worker's
+    // inherited descriptor; the logger holds its own duplicate of standard
+    // error); `write` stays valid for the call.
+    if unsafe { libc::dup2(fds[1], target) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     drop(write);
-    // SAFETY: the C library's `stdout` is a valid stream for the process's
-    // life; making it unbuffered before anything wrote through it sends
-    // each driver write to the pipe at once.
-    unsafe { libc::setvbuf(stdout, std::ptr::null_mut(), libc::_IONBF, 0) };
     Ok(read)
 }
 
+/// Points standard output and standard error at two pipes; returns their
+/// read ends, in that order.
+fn redirect_both() -> std::io::Result<[OwnedFd; 2]> {
+    let out = redirect(libc::STDOUT_FILENO)?;
+    let err = redirect(libc::STDERR_FILENO)?;
+    // SAFETY: the C library's `stdout` is a valid stream for the process's
+    // life; making it unbuffered before anything wrote through it sends
+    // each driver write to the pipe at once. (`stderr` is unbuffered
+    // already.)
+    unsafe { libc::setvbuf(stdout, std::ptr::null_mut(), libc::_IONBF, 0) };
+    Ok([out, err])
+}
+
 /// Opens the output channel: answers the `OpenOutput` request `seq` on the
-/// control connection and passes the pipe's read end. `false`: the control
+/// control connection and passes the pipes' read ends (standard output,
+/// then standard error). `false`: the control
 /// connection failed.
 pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
     let mut opened = session
@@ -76,11 +94,12 @@ pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
         tracing::warn!("the output channel is already open");
         return write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok();
     }
-    match redirect() {
-        Ok(read) => {
+    match redirect_both() {
+        Ok([out, err]) => {
             *opened = true;
             write_response(control, status::SUCCESS.0, seq, &[], &[]).is_ok()
-                && control.send_fd(read.as_fd()).is_ok()
+                && control.send_fd(out.as_fd()).is_ok()
+                && control.send_fd(err.as_fd()).is_ok()
         }
         Err(e) => {
             tracing::error!("cannot make the output channel: {e}");

@@ -1073,6 +1073,33 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // one entry, no flags: function, stream, a 16x256 grid, 8 parameter bytes
+        Op::LaunchMultiDevice => (
+            b(vgpu_proto::launch_multi_device::Request {
+                devices: w(1),
+                flags: w(0),
+            }),
+            [
+                0x4600_0000_0000_0001u64.to_le_bytes(),
+                0x5300_0000_0000_0001u64.to_le_bytes(),
+            ]
+            .concat()
+            .into_iter()
+            .chain(
+                [16u32, 1, 1, 256, 1, 1, 0, 8]
+                    .into_iter()
+                    .flat_map(u32::to_le_bytes),
+            )
+            .chain(7u64.to_le_bytes())
+            .collect(),
+        ),
+        // a unified function by name
+        Op::LibraryUnifiedFunction => (
+            b(vgpu_proto::library_unified_function::Request {
+                library: u(LIBRARY),
+            }),
+            b"device_add".to_vec(),
+        ),
         // link 0x4c00000000000001 with one option: CU_JIT_LOG_VERBOSE = 1
         Op::LinkCreate => (
             b(vgpu_proto::link_create::Request {

@@ -190,8 +190,10 @@ pub(crate) fn ctx_set_limit(limit: CUlimit, value: usize) -> Res<()> {
 pub(crate) fn ctx_synchronize() -> Res<()> {
     let sim = state::sim()?;
     let mut st = sim.lock();
-    context::current_usable(&st)?;
+    // Flushed first: a failed assertion's message comes out with the
+    // sticky error that reports it.
     crate::printf::flush(&mut st);
+    context::current_usable(&st)?;
     crate::graph::forbid_unsafe(&mut st, "cuCtxSynchronize")
 }
 

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream, CUtexref};
+use crate::cu::{CUfunction, CUlaunchConfig, CUresult, CUstream, CUtexref, CUDA_LAUNCH_PARAMS};
 use crate::error::{err, Res};
 use crate::ffi::{key, run, Out};
 use crate::launch::{self, Launch, Options};
@@ -135,6 +135,74 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernel(
         let mut st = sim.lock();
         // SAFETY: forwarded from this function's contract.
         unsafe { launch::launch(&mut st, key(f), geometry, key(h_stream), params, &options) }
+    })
+}
+
+/// `cuLaunchCooperativeKernelMultiDevice` on the one simulated device: one
+/// entry, on a stream the application created, with no flags but
+/// `CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC` (1) and
+/// `..._NO_POST_LAUNCH_SYNC` (2), launched as `cuLaunchCooperativeKernel`
+/// (with one device, both synchronizations are the stream's own order).
+///
+/// # Safety
+/// `list` must be NULL or hold `count` entries, each with `kernelParams` as
+/// for `cuLaunchKernel`.
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
+    list: *mut CUDA_LAUNCH_PARAMS,
+    count: c_uint,
+    flags: c_uint,
+) -> CUresult {
+    run("cuLaunchCooperativeKernelMultiDevice", || {
+        let sim = state::sim()?;
+        if list.is_null() || count == 0 {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "launchParamsList is NULL or numDevices is 0",
+            );
+        }
+        if flags & !3 != 0 {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("flags {flags:#x}"),
+            );
+        }
+        if count > 1 {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("{count} entries for one device"),
+            );
+        }
+        // SAFETY: non-NULL, one entry by this function's contract.
+        let e = unsafe { list.read() };
+        if crate::stream::implicit(key(e.hStream)) {
+            return err(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "a multi-device launch needs a created stream",
+            );
+        }
+        let geometry = Launch {
+            grid: [e.gridDimX, e.gridDimY, e.gridDimZ],
+            block: [e.blockDimX, e.blockDimY, e.blockDimZ],
+            shared_bytes: e.sharedMemBytes,
+        };
+        let options = Options {
+            cooperative: true,
+            ..Options::default()
+        };
+        let params = e.kernelParams.cast_const().cast::<*const c_void>();
+        let mut st = sim.lock();
+        // SAFETY: the entry's parameters, by this function's contract.
+        unsafe {
+            launch::launch(
+                &mut st,
+                key(e.function),
+                geometry,
+                key(e.hStream),
+                params,
+                &options,
+            )
+        }
     })
 }
 

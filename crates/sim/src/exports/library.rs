@@ -186,6 +186,29 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
     })
 }
 
+/// `cuLibraryGetUnifiedFunction`: the simulator's module format has no
+/// unified functions, so a live library answers `CUDA_ERROR_NOT_FOUND` for
+/// every symbol, as the driver does for a name that is not one.
+///
+/// # Safety
+/// `fptr` must be NULL or valid for writes; `symbol` must be NULL or
+/// NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cuLibraryGetUnifiedFunction(
+    fptr: *mut *mut c_void,
+    library: CUlibrary,
+    symbol: *const c_char,
+) -> CUresult {
+    run("cuLibraryGetUnifiedFunction", || {
+        let sim = state::sim()?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Out::new(fptr, "fptr") }?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { read_c_str(symbol, "symbol") }?.to_string_lossy();
+        library::get_unified_function(&sim.lock(), key(library), &name)
+    })
+}
+
 /// `cuKernelGetFunction`: the kernel's function in the current context.
 ///
 /// # Safety

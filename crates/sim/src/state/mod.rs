@@ -94,6 +94,8 @@ pub(crate) struct Ext {
     pub green: green::Greens,
     /// Inter-process handles exported and opened.
     pub ipc: ipc::Ipc,
+    /// Messages of failed device assertions not yet flushed.
+    pub asserted: Vec<u8>,
     /// The process's checkpoint state (`CUprocessState`).
     pub checkpoint_state: u32,
     /// GPU core dump settings.
