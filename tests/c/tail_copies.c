@@ -198,6 +198,13 @@ static struct {
     CUresult (*MemMapArrayAsync)(CUarrayMapInfo *, unsigned int, CUstream);
     CUresult (*Memcpy3DBatchAsync)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
                                    CUstream);
+    /* The memory calls' 32-bit first forms (CUdeviceptr_v1 is 32 bits). */
+    CUresult (*MemAlloc1)(unsigned int *, unsigned int);
+    CUresult (*MemFree1)(unsigned int);
+    CUresult (*MemAllocPitch1)(unsigned int *, unsigned int *, unsigned int, unsigned int,
+                               unsigned int);
+    CUresult (*MemGetAddressRange1)(unsigned int *, unsigned int *, unsigned int);
+    CUresult (*MemHostGetDevicePointer1)(unsigned int *, void *, unsigned int);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -264,6 +271,11 @@ static const struct cu_entry entries[] = {
     ENTRY(MemMapArrayAsync, "cuMemMapArrayAsync"),
     ENTRY(Memcpy3DBatchAsync, "cuMemcpy3DBatchAsync"),
     ENTRY(GetErrorName, "cuGetErrorName"),
+    ENTRY(MemAlloc1, "cuMemAlloc"),
+    ENTRY(MemFree1, "cuMemFree"),
+    ENTRY(MemAllocPitch1, "cuMemAllocPitch"),
+    ENTRY(MemGetAddressRange1, "cuMemGetAddressRange"),
+    ENTRY(MemHostGetDevicePointer1, "cuMemHostGetDevicePointer"),
 };
 
 /* A call that must fail: which error is the driver's to choose; its name is printed. */
@@ -297,6 +309,18 @@ static void first_forms(void)
     CUDA_ARRAY_DESCRIPTOR3D_v1 d3 = {16, 8, 4, FORMAT_UNSIGNED_INT8, 2, 0}, got3;
     CUarray a = NULL, b = NULL;
     EXPECT("v1_create_1d", cu.ArrayCreate1(&a, &d1), CUDA_ERROR_INVALID_CONTEXT);
+    /* Driver 580 refuses the memory calls' first forms the same way, before
+     * it reads an argument. */
+    unsigned int p32 = 0, pitch32 = 0, size32 = 0;
+    char host[64];
+    EXPECT("v1_mem_alloc", cu.MemAlloc1(&p32, 4096), CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT("v1_mem_free", cu.MemFree1(0x1000), CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT("v1_mem_alloc_pitch", cu.MemAllocPitch1(&p32, &pitch32, 100, 10, 4),
+           CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT("v1_mem_get_address_range", cu.MemGetAddressRange1(&p32, &size32, 0x1000),
+           CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT("v1_mem_host_get_device_pointer", cu.MemHostGetDevicePointer1(&p32, host, 0),
+           CUDA_ERROR_INVALID_CONTEXT);
     expect_failure("v1_create_3d", cu.Array3DCreate1(&b, &d3));
 
     CUDA_ARRAY_DESCRIPTOR d = {N, 0, FORMAT_FLOAT, 1};
@@ -434,7 +458,9 @@ static void texrefs(CUdevice device)
     CUarray a = NULL, bound = NULL;
     EXPECT("texref_array_create", cu.ArrayCreate(&a, &d), CUDA_SUCCESS);
     expect_failure("texref_get_array_unbound", cu.TexRefGetArray(&bound, t));
-    expect_failure("texref_set_array_bad_flags", cu.TexRefSetArray(t, a, 0));
+    /* Driver 580 binds the array with flags 0 too (the format is then not
+     * the array's); the binding below replaces it. */
+    EXPECT("texref_set_array_no_flags", cu.TexRefSetArray(t, a, 0), CUDA_SUCCESS);
     EXPECT("texref_set_array", cu.TexRefSetArray(t, a, TRSA_OVERRIDE_FORMAT), CUDA_SUCCESS);
     EXPECT("texref_get_array", cu.TexRefGetArray(&bound, t), CUDA_SUCCESS);
     expect_true("texref_array_value", bound == a, "not the array bound");

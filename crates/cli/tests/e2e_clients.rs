@@ -940,6 +940,12 @@ fn c_first_forms_and_texture_references() {
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok v1_create_1d")
+        .assert_line("ok v1_mem_alloc")
+        .assert_line("ok v1_mem_free")
+        .assert_line("ok v1_mem_alloc_pitch")
+        .assert_line("ok v1_mem_get_address_range")
+        .assert_line("ok v1_mem_host_get_device_pointer")
+        .assert_line("ok texref_set_array_no_flags")
         .assert_line("ok v1_create_3d: CUDA_ERROR_INVALID_CONTEXT")
         .assert_line("ok v1_descriptor: CUDA_ERROR_INVALID_CONTEXT")
         .assert_line("ok v1_descriptor_3d: CUDA_ERROR_INVALID_CONTEXT")
@@ -976,7 +982,7 @@ fn c_first_forms_and_texture_references() {
         .assert_line("ok batch3d_zero_extent_index: 1")
         .assert_line("ok batch3d_past_array: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok batch3d_legacy_stream: CUDA_ERROR_INVALID_VALUE")
-        .assert_line("125 checks, 0 failed");
+        .assert_line("130 checks, 0 failed");
 }
 
 /// Peer access and copies between contexts (`cuMemcpyPeer`, `cuMemcpy3DPeer`)

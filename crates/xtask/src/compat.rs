@@ -77,7 +77,6 @@ const NOTES: &[(&str, &str)] = &[
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
     (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
-    (&["cuMemFree", "cuMemAllocPitch", "cuMemGetAddressRange", "cuMemHostGetDevicePointer"], "First forms with 32-bit device pointers (CUdeviceptr_v1), from before CUDA 3.2. Driver 580 answers cuMemAlloc and cuMemAllocHost of that age with CUDA_ERROR_INVALID_CONTEXT (vgpu answers the same); what it answers for these has not been read off a GPU yet."),
     (&["cuMemGetAttribute", "cuMemGetAttribute_v2"], "Exported by the driver but declared in no CUDA header: their parameters are not known."),
     (&["cuMemBatchDecompressAsync", "cuMemBatchDecompressAsync_ptsz"], "Hardware decompression (Blackwell); the devices measured report no decompression engine (CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK 0). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),

@@ -395,7 +395,8 @@ remote_table! {
         logs: cuLogsDumpToMemory, cuLogsDumpToFile;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
-        host: cuMemAllocHost, cuMemAlloc;
+        host: cuMemAllocHost, cuMemAlloc, cuMemFree, cuMemAllocPitch, cuMemGetAddressRange,
+            cuMemHostGetDevicePointer;
         memory: cuMemAllocPitch_v2;
         pointer: cuPointerSetAttribute;
         host_register: cuMemHostRegister, cuMemHostRegister_v2, cuMemHostUnregister;

@@ -47,10 +47,14 @@ pub unsafe fn alloc(pp: *mut *mut c_void, len: usize, flags: c_uint) -> CuResult
     unsafe { write_out(pp, shared.at) }
 }
 
-/// `cuMemAlloc` and `cuMemAllocHost`, the 32-bit first forms: driver 580
-/// answers `CUDA_ERROR_INVALID_CONTEXT` even with a current context (the
-/// forms predate the contexts it makes), and vgpu answers the same.
-pub fn first_form(_out: *mut c_void, _len: c_uint) -> CuResult<()> {
+/// The 32-bit first forms of the memory calls (`cuMemAlloc`,
+/// `cuMemAllocHost`, `cuMemFree`, `cuMemAllocPitch`, `cuMemGetAddressRange`,
+/// `cuMemHostGetDevicePointer`, with `CUdeviceptr_v1` addresses): driver 580
+/// answers every one of them `CUDA_ERROR_INVALID_CONTEXT` with a current
+/// primary context, before it reads an argument (the forms predate the
+/// contexts it makes; `gpu/first_forms.py` shows it). vgpu answers the same
+/// without a round trip.
+pub fn first_form() -> CuResult<()> {
     runtime().session()?;
     Err(CuError::INVALID_CONTEXT)
 }

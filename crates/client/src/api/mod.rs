@@ -248,8 +248,12 @@ implement! {
     cuMemFreeHost(p) => host::free(p);
     cuMemHostGetDevicePointer_v2(pdptr, p, flags) => host::device_pointer(pdptr, p, flags);
     cuMemHostGetFlags(pflags, p) => host::get_flags(pflags, p);
-    cuMemAllocHost(pp, len) => host::first_form(pp.cast(), len);
-    cuMemAlloc(dptr, len) => host::first_form(dptr.cast(), len);
+    cuMemAllocHost(_pp, _len) => host::first_form();
+    cuMemAlloc(_dptr, _len) => host::first_form();
+    cuMemFree(_dptr) => host::first_form();
+    cuMemAllocPitch(_dptr, _pitch, _width, _height, _element) => host::first_form();
+    cuMemGetAddressRange(_base, _size, _dptr) => host::first_form();
+    cuMemHostGetDevicePointer(_dptr, _p, _flags) => host::first_form();
     cuMemAllocPitch_v2(dptr, pitch, w, h, e) => memory::alloc_pitch(dptr, pitch, w, h, e);
     cuPointerSetAttribute(value, attr, ptr) => pointer::set_attribute(value, attr, ptr);
     cuMemHostRegister(p, len, flags) => host_register::register(p, len, flags);

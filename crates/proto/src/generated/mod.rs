@@ -839,6 +839,14 @@ pub enum Op {
     /// written (without the NUL) are its blob. `cuLogsDumpToFile`
     /// dumps this way and writes the file where the client runs.
     LogsDump = 697,
+    /// `cuLibraryGetUnifiedFunction` of the symbol named by the blob:
+    /// the driver's pointer, an address in the worker's process.
+    LibraryUnifiedFunction = 698,
+    /// `cuLaunchCooperativeKernelMultiDevice` of `devices` entries: per
+    /// entry the blob holds a 48-byte head (function id and stream id,
+    /// u64 each; grid, block, shared memory and the parameter bytes'
+    /// length, u32 each), then the packed parameter buffer.
+    LaunchMultiDevice = 699,
     /// `cuMemcpyAtoD`.
     MemcpyAtoD = 740,
     /// `cuMemcpyDtoA`.
@@ -1314,6 +1322,8 @@ impl Op {
         Op::CoredumpAttribute,
         Op::LogsCurrent,
         Op::LogsDump,
+        Op::LibraryUnifiedFunction,
+        Op::LaunchMultiDevice,
         Op::MemcpyAtoD,
         Op::MemcpyDtoA,
         Op::MemcpyAtoA,
@@ -1710,6 +1720,8 @@ impl Op {
             Op::CoredumpAttribute => "CoredumpAttribute",
             Op::LogsCurrent => "LogsCurrent",
             Op::LogsDump => "LogsDump",
+            Op::LibraryUnifiedFunction => "LibraryUnifiedFunction",
+            Op::LaunchMultiDevice => "LaunchMultiDevice",
             Op::MemcpyAtoD => "MemcpyAtoD",
             Op::MemcpyDtoA => "MemcpyDtoA",
             Op::MemcpyAtoA => "MemcpyAtoA",
@@ -2103,6 +2115,8 @@ impl Op {
             Op::CoredumpAttribute => false,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => false,
+            Op::LaunchMultiDevice => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -2496,6 +2510,8 @@ impl Op {
             Op::CoredumpAttribute => true,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => true,
+            Op::LaunchMultiDevice => true,
             Op::MemcpyAtoD => true,
             Op::MemcpyDtoA => true,
             Op::MemcpyAtoA => true,
@@ -2889,6 +2905,8 @@ impl Op {
             Op::CoredumpAttribute => false,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => false,
+            Op::LaunchMultiDevice => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -3282,6 +3300,8 @@ impl Op {
             Op::CoredumpAttribute => false,
             Op::LogsCurrent => false,
             Op::LogsDump => false,
+            Op::LibraryUnifiedFunction => false,
+            Op::LaunchMultiDevice => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -3793,6 +3813,8 @@ impl Op {
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Request>(),
             Op::LogsCurrent => core::mem::size_of::<logs_current::Request>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
+            Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Request>(),
+            Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Request>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Request>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Request>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Request>(),
@@ -4306,6 +4328,8 @@ impl Op {
             Op::CoredumpAttribute => core::mem::size_of::<coredump_attribute::Reply>(),
             Op::LogsCurrent => core::mem::size_of::<logs_current::Reply>(),
             Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
+            Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Reply>(),
+            Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Reply>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Reply>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Reply>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Reply>(),
@@ -5101,6 +5125,12 @@ impl Op {
             Op::CoredumpAttribute => message::check::<coredump_attribute::Request>(fixed, blob_len),
             Op::LogsCurrent => message::check::<logs_current::Request>(fixed, blob_len),
             Op::LogsDump => message::check::<logs_dump::Request>(fixed, blob_len),
+            Op::LibraryUnifiedFunction => {
+                message::check::<library_unified_function::Request>(fixed, blob_len)
+            }
+            Op::LaunchMultiDevice => {
+                message::check::<launch_multi_device::Request>(fixed, blob_len)
+            }
             Op::MemcpyAtoD => message::check::<memcpy_atod::Request>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Request>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Request>(fixed, blob_len),
@@ -5837,6 +5867,10 @@ impl Op {
             Op::CoredumpAttribute => message::check::<coredump_attribute::Reply>(fixed, blob_len),
             Op::LogsCurrent => message::check::<logs_current::Reply>(fixed, blob_len),
             Op::LogsDump => message::check::<logs_dump::Reply>(fixed, blob_len),
+            Op::LibraryUnifiedFunction => {
+                message::check::<library_unified_function::Reply>(fixed, blob_len)
+            }
+            Op::LaunchMultiDevice => message::check::<launch_multi_device::Reply>(fixed, blob_len),
             Op::MemcpyAtoD => message::check::<memcpy_atod::Reply>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Reply>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Reply>(fixed, blob_len),
@@ -6304,6 +6338,8 @@ impl TryFrom<u16> for Op {
             695 => Ok(Op::CoredumpAttribute),
             696 => Ok(Op::LogsCurrent),
             697 => Ok(Op::LogsDump),
+            698 => Ok(Op::LibraryUnifiedFunction),
+            699 => Ok(Op::LaunchMultiDevice),
             740 => Ok(Op::MemcpyAtoD),
             741 => Ok(Op::MemcpyDtoA),
             742 => Ok(Op::MemcpyAtoA),
@@ -6699,6 +6735,8 @@ pub const SCHEMA: &str = concat!(
     "695 CoredumpAttribute {attrib:u32,global:bool,set:bool,size:u64}+blob => {size:u64}+blob\n",
     "696 LogsCurrent {flags:u32} => {iterator:u32} nocontext\n",
     "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
+    "698 LibraryUnifiedFunction {library:handle(Library)}+blob => {fptr:u64}\n",
+    "699 LaunchMultiDevice {devices:u32,flags:u32}+blob => {}\n",
     "740 MemcpyAtoD {dst_device:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
     "741 MemcpyDtoA {dst_array:handle(Array),dst_offset:u32,src_device:u32,byte_count:u32} => {} sync\n",
     "742 MemcpyAtoA {dst_array:handle(Array),dst_offset:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
@@ -20102,6 +20140,87 @@ pub mod logs_dump {
         const OP: Op = Op::LogsDump;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LibraryUnifiedFunction: wire id 698.
+pub mod library_unified_function {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub library: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub fptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::LibraryUnifiedFunction;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LibraryUnifiedFunction;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LaunchMultiDevice: wire id 699.
+pub mod launch_multi_device {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub devices: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LaunchMultiDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LaunchMultiDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
         }
     }
 

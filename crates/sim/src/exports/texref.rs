@@ -88,13 +88,10 @@ pub(crate) fn tex_ref_destroy(h: CUtexref) -> Res<()> {
     }
 }
 
-/// `cuTexRefSetArray`: `Flags` must be `CU_TRSA_OVERRIDE_FORMAT`; the
-/// array's format becomes the reference's.
+/// `cuTexRefSetArray`: with `CU_TRSA_OVERRIDE_FORMAT` the array's format
+/// becomes the reference's. Driver 580 takes other flags too (0 included)
+/// and binds the array all the same.
 pub(crate) fn tex_ref_set_array(h: CUtexref, a: CUarray, flags: c_uint) -> Res<()> {
-    check(
-        flags == CU_TRSA_OVERRIDE_FORMAT,
-        "Flags must be CU_TRSA_OVERRIDE_FORMAT",
-    )?;
     let (format, channels) = {
         let st = state::sim()?.lock();
         let arr = array::get(&st, key(a))?;
@@ -102,8 +99,10 @@ pub(crate) fn tex_ref_set_array(h: CUtexref, a: CUarray, flags: c_uint) -> Res<(
     };
     with(h, |t| {
         t.binding = Binding::Array(key(a));
-        t.format = format;
-        t.channels = c_int::try_from(channels).unwrap_or(0);
+        if flags & CU_TRSA_OVERRIDE_FORMAT != 0 {
+            t.format = format;
+            t.channels = c_int::try_from(channels).unwrap_or(0);
+        }
         Ok(())
     })
 }

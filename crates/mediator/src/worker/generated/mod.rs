@@ -360,6 +360,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::CoredumpAttribute => super::coredump::coredump_attribute(lane, s, req),
         Op::LogsCurrent => logs_current(s, req),
         Op::LogsDump => super::logs::logs_dump(lane, s, req),
+        Op::LibraryUnifiedFunction => super::library::library_unified_function(lane, s, req),
+        Op::LaunchMultiDevice => super::launch::launch_multi_device(lane, s, req),
         Op::MemcpyAtoD => memcpy_atod(s, req),
         Op::MemcpyDtoA => memcpy_dtoa(s, req),
         Op::MemcpyAtoA => memcpy_atoa(s, req),
