@@ -8,11 +8,13 @@
  * - cuGraphNodeGetEnabled/SetEnabled: a disabled memset node does not run
  *   until enabled again; an event node cannot be disabled;
  * - cuGraphNodeFindInClone: each node's copy in a clone, and
- *   CUDA_ERROR_INVALID_VALUE for a graph that is not its clone;
+ *   CUDA_ERROR_INVALID_VALUE for a graph that is not its clone; removing an
+ *   edge that does not exist gives CUDA_ERROR_INVALID_VALUE;
  * - child graph nodes: the node runs a copy of the child graph (changing the
  *   child afterwards changes nothing), cuGraphChildGraphNodeGetGraph gives
  *   the node's own graph, and a node of another type gives
- *   CUDA_ERROR_INVALID_VALUE;
+ *   CUDA_ERROR_INVALID_VALUE; an executable graph's child graph node takes
+ *   another graph of the same shape;
  * - a graph whose child node holds an event record node: the event completes
  *   at each launch;
  * - host nodes: the function runs in this process, with its userData, at
@@ -136,6 +138,8 @@ static struct {
     CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                        CUgraph);
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
+    CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
     CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                  const CUDA_HOST_NODE_PARAMS *);
     CUresult (*GraphHostNodeGetParams)(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
@@ -195,6 +199,8 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphNodeFindInClone, "cuGraphNodeFindInClone"),
     ENTRY(GraphAddChildGraphNode, "cuGraphAddChildGraphNode"),
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
+    ENTRY(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams"),
+    ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
     ENTRY(GraphAddHostNode, "cuGraphAddHostNode"),
     ENTRY(GraphHostNodeGetParams, "cuGraphHostNodeGetParams"),
     ENTRY(GraphHostNodeSetParams, "cuGraphHostNodeSetParams"),
@@ -575,6 +581,10 @@ static void clones(void)
     EXPECT("find_b", cu.GraphNodeFindInClone(&found_b, b, copy), CUDA_SUCCESS);
     expect_true("find_b_distinct", found_b != NULL && found_b != found,
                 "nodes a and b have the same copy");
+    /* Removing an edge that does not exist (b -> a; the edge is a -> b). */
+    EXPECT("remove_missing_edge", cu.GraphRemoveDependencies(g, &b, &a, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("remove_edge", cu.GraphRemoveDependencies(g, &a, &b, 1), CUDA_SUCCESS);
+    EXPECT("remove_edge_again", cu.GraphRemoveDependencies(g, &a, &b, 1), CUDA_ERROR_INVALID_VALUE);
     EXPECT("other_graph", cu.GraphCreate(&other, 0), CUDA_SUCCESS);
     EXPECT("find_in_not_clone", cu.GraphNodeFindInClone(&found, a, other),
            CUDA_ERROR_INVALID_VALUE);
@@ -628,6 +638,19 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     expect_true("child_ran_again", holds(d, 5), "the child graph did not run at the second launch");
     EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
            CUDA_ERROR_INVALID_VALUE);
+    /* The executable graph's child node takes another graph of the same shape. */
+    CUgraph child2;
+    CUgraphNode set2, rec2;
+    EXPECT("child2_create", cu.GraphCreate(&child2, 0), CUDA_SUCCESS);
+    EXPECT("child2_add_memset", add_memset(&set2, child2, NULL, d, 7), CUDA_SUCCESS);
+    EXPECT("child2_add_record", cu.GraphAddEventRecordNode(&rec2, child2, &set2, 1, e), CUDA_SUCCESS);
+    EXPECT("exec_child_set", cu.GraphExecChildGraphNodeSetParams(x, node, child2), CUDA_SUCCESS);
+    EXPECT("exec_child_set_on_memset", cu.GraphExecChildGraphNodeSetParams(x, after, child2),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("parent_launch_3", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("parent_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("exec_child_set_ran", holds(d, 7), "the executable graph's child did not change");
+    EXPECT("child2_destroy", cu.GraphDestroy(child2), CUDA_SUCCESS);
     EXPECT("parent_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
 
     if (invalid_handle_checks()) {

@@ -262,7 +262,9 @@ fn c_graph_nodes() {
         .assert_line("ok memset_graph_kept_params")
         .assert_line("ok memset_set_ran")
         .assert_line("ok memset_get_on_empty")
-        .assert_line("213 checks, 0 failed");
+        .assert_line("ok remove_missing_edge")
+        .assert_line("ok exec_child_set_ran")
+        .assert_line("225 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

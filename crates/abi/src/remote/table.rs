@@ -168,6 +168,7 @@ remote_table! {
         graph: cuGraphNodeFindInClone = 442 gen;
         graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
+        graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
 
         // ---- stream memory operations ----
         memop: cuStreamWriteValue32 = 418 gen [addr: range(4)];
@@ -287,7 +288,8 @@ remote_table! {
             cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
             cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
             cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
-            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams;
+            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
+            cuGraphExecUpdate;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;

@@ -1453,6 +1453,28 @@ fn cuGraphEventWaitNodeSetEvent() {
     });
 }
 
+/// `cuGraphExecChildGraphNodeSetParams` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecChildGraphNodeSetParams() {
+    case("generated::cuGraphExecChildGraphNodeSetParams", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecChildGraphNodeSetParams");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        };
+        f.ok("cuGraphExecChildGraphNodeSetParams", st);
+    });
+}
+
 /// `cuGraphExecDestroy` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphExecDestroy() {

@@ -244,6 +244,7 @@ implement! {
         std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphKernelNodeGetParams(node, p) => graph::kernel_node_params_v1(node, p);
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
+    cuGraphExecUpdate(e, g, node, result) => graph::exec_update_v1(e, g, node, result);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
         std::ptr::null_mut(), deps, n, p, ctx);

@@ -100,6 +100,7 @@ crate::api::implement! {
     cuGraphEventRecordNodeSetEvent(hNode, event) => self::graph_event_record_node_set_event(hNode, event);
     cuGraphEventWaitNodeGetEvent(hNode, event_out) => self::graph_event_wait_node_get_event(hNode, event_out);
     cuGraphEventWaitNodeSetEvent(hNode, event) => self::graph_event_wait_node_set_event(hNode, event);
+    cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) => self::graph_exec_child_graph_node_set_params(hGraphExec, hNode, childGraph);
     cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
     cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_record_node_set_event(hGraphExec, hNode, event);
     cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_wait_node_set_event(hGraphExec, hNode, event);
@@ -1468,6 +1469,26 @@ pub unsafe fn graph_event_wait_node_set_event(
     let r = vgpu_proto::graph_event_wait_node_set_event::Request {
         hnode: U64::new(hNode as usize as u64),
         event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_child_graph_node_set_params(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_child_graph_node_set_params::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+        child_graph: U64::new(childGraph as usize as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

@@ -596,6 +596,8 @@ pub enum Op {
     GraphMemcpyNodeParams = 448,
     /// `cuGraphMemsetNodeGetParams`.
     GraphMemsetNodeParams = 449,
+    /// `cuGraphExecChildGraphNodeSetParams`.
+    GraphExecChildGraphNodeSetParams = 450,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -928,6 +930,7 @@ impl Op {
         Op::GraphMemcpyNode,
         Op::GraphMemcpyNodeParams,
         Op::GraphMemsetNodeParams,
+        Op::GraphExecChildGraphNodeSetParams,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1207,6 +1210,7 @@ impl Op {
             Op::GraphMemcpyNode => "GraphMemcpyNode",
             Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
             Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
+            Op::GraphExecChildGraphNodeSetParams => "GraphExecChildGraphNodeSetParams",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1483,6 +1487,7 @@ impl Op {
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
+            Op::GraphExecChildGraphNodeSetParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1759,6 +1764,7 @@ impl Op {
             Op::GraphMemcpyNode => true,
             Op::GraphMemcpyNodeParams => true,
             Op::GraphMemsetNodeParams => true,
+            Op::GraphExecChildGraphNodeSetParams => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2035,6 +2041,7 @@ impl Op {
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
+            Op::GraphExecChildGraphNodeSetParams => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2403,6 +2410,9 @@ impl Op {
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Request>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Request>(),
             Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Request>(),
+            Op::GraphExecChildGraphNodeSetParams => {
+                core::mem::size_of::<graph_exec_child_graph_node_set_params::Request>()
+            }
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2767,6 +2777,9 @@ impl Op {
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Reply>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Reply>(),
             Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Reply>(),
+            Op::GraphExecChildGraphNodeSetParams => {
+                core::mem::size_of::<graph_exec_child_graph_node_set_params::Reply>()
+            }
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3363,6 +3376,9 @@ impl Op {
             Op::GraphMemsetNodeParams => {
                 message::check::<graph_memset_node_params::Request>(fixed, blob_len)
             }
+            Op::GraphExecChildGraphNodeSetParams => {
+                message::check::<graph_exec_child_graph_node_set_params::Request>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3870,6 +3886,9 @@ impl Op {
             Op::GraphMemsetNodeParams => {
                 message::check::<graph_memset_node_params::Reply>(fixed, blob_len)
             }
+            Op::GraphExecChildGraphNodeSetParams => {
+                message::check::<graph_exec_child_graph_node_set_params::Reply>(fixed, blob_len)
+            }
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4168,6 +4187,7 @@ impl TryFrom<u16> for Op {
             447 => Ok(Op::GraphMemcpyNode),
             448 => Ok(Op::GraphMemcpyNodeParams),
             449 => Ok(Op::GraphMemsetNodeParams),
+            450 => Ok(Op::GraphExecChildGraphNodeSetParams),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4446,6 +4466,7 @@ pub const SCHEMA: &str = concat!(
     "447 GraphMemcpyNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),deps:u32,src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}+blob => {node:handle(GraphNode)}\n",
     "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
     "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
+    "450 GraphExecChildGraphNodeSetParams {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),child_graph:handle(Graph)} => {}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -14819,6 +14840,47 @@ pub mod graph_memset_node_params {
     }
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`: wire id 450.
+pub mod graph_exec_child_graph_node_set_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+        pub child_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecChildGraphNodeSetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecChildGraphNodeSetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuArrayCreate_v2`: wire id 460.
 pub mod array_create_v2 {
     use super::*;
@@ -17251,6 +17313,14 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = graph_child_graph_node_get_graph::Request::new_zeroed();
             let mut blob = Vec::new();
             r.hnode = U64::new(0x4100_0000_0000_0037);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphExecChildGraphNodeSetParams => {
+            let mut r = graph_exec_child_graph_node_set_params::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0049);
+            r.hnode = U64::new(0x4100_0000_0000_005a);
+            r.child_graph = U64::new(0x4100_0000_0000_006b);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ArrayCreate_v2 => {

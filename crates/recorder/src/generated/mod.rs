@@ -1458,6 +1458,23 @@ pub extern "C" fn cuGraphEventWaitNodeSetEvent(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecChildGraphNodeSetParams(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecChildGraphNodeSetParams");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("childGraph", childGraph as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphExecDestroy`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
@@ -4101,6 +4118,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphEventRecordNodeSetEvent",
     "cuGraphEventWaitNodeGetEvent",
     "cuGraphEventWaitNodeSetEvent",
+    "cuGraphExecChildGraphNodeSetParams",
     "cuGraphExecDestroy",
     "cuGraphExecEventRecordNodeSetEvent",
     "cuGraphExecEventWaitNodeSetEvent",
@@ -4293,6 +4311,7 @@ const _: crate::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNo
 const _: crate::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
 const _: crate::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
 const _: crate::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
+const _: crate::signature::cuGraphExecChildGraphNodeSetParams = cuGraphExecChildGraphNodeSetParams;
 const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: crate::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
 const _: crate::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;

@@ -9,7 +9,7 @@ use crate::state::{Sim, State};
 use crate::stream;
 
 /// Graph `key`'s nodes and a snapshot of their work, child graphs' work included.
-fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
+pub(super) fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
     let g = &st.ext.graphs;
     let Some(graph) = g.graphs.get(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));

@@ -342,3 +342,18 @@ pub(crate) fn set_memset(
         _ => invalid(format!("node {key:#x} is not a memset node")),
     }
 }
+
+/// `cuGraphExecChildGraphNodeSetParams`: the executable graph's copy of child graph
+/// node `key` takes graph `child`'s work (a snapshot, as at instantiation).
+pub(crate) fn exec_set_child(st: &mut State, exec_key: usize, key: usize, child: usize) -> Res<()> {
+    let i = exec_index(st, exec_key, key)?;
+    let work = super::exec::work_of(st, child)?.1;
+    let e = st.ext.graphs.execs.get_mut(&exec_key);
+    match e.and_then(|e| e.work.get_mut(i)) {
+        Some(Work::Child { work: w, .. }) => {
+            *w = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a child graph node")),
+    }
+}

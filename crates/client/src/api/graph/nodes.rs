@@ -185,6 +185,34 @@ pub unsafe fn exec_update(
     crate::edge::check(rep.status.get())
 }
 
+/// `cuGraphExecUpdate`, the first form: as `cuGraphExecUpdate_v2`, the node
+/// the driver blames and the result written to two out-pointers.
+///
+/// # Safety
+/// `error_node` and `result` must be NULL or valid for writes.
+pub unsafe fn exec_update_v1(
+    exec: CUgraphExec,
+    graph: CUgraph,
+    error_node: *mut CUgraphNode,
+    result: *mut CUgraphExecUpdateResult,
+) -> CuResult<()> {
+    non_null(error_node)?;
+    non_null(result)?;
+    let mut info = CUgraphExecUpdateResultInfo {
+        result: CUgraphExecUpdateResult(0),
+        errorNode: ptr::null_mut(),
+        errorFromNode: ptr::null_mut(),
+    };
+    // SAFETY: `info` is a live local.
+    let updated = unsafe { exec_update(exec, graph, &mut info) };
+    // SAFETY: checked non-NULL; the application's out-pointers.
+    unsafe {
+        write_out(error_node, info.errorNode)?;
+        write_out(result, info.result)?;
+    }
+    updated
+}
+
 /// `cuGraphAddMemsetNode` (`what` 0, in `graph` after `n` `deps`, the node
 /// written to `ph`), `cuGraphMemsetNodeSetParams` (1, of `node`) or
 /// `cuGraphExecMemsetNodeSetParams` (2, of `node` in `exec`).

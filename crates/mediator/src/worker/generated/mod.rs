@@ -283,6 +283,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphMemcpyNode => super::graph::graph_memcpy_node(lane, s, req),
         Op::GraphMemcpyNodeParams => super::graph::graph_memcpy_node_params(lane, s, req),
         Op::GraphMemsetNodeParams => super::graph::graph_memset_node_params(lane, s, req),
+        Op::GraphExecChildGraphNodeSetParams => graph_exec_child_graph_node_set_params(s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
@@ -4378,6 +4379,31 @@ fn graph_child_graph_node_get_graph(s: &Session, req: &Request) -> Result<Reply,
         &vgpu_proto::graph_child_graph_node_get_graph::Reply {
             ph_graph: U64::new(id_ph_graph),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`.
+fn graph_exec_child_graph_node_set_params(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_child_graph_node_set_params::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_child_graph = t.handle(HandleKind::Graph, r.child_graph.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecChildGraphNodeSetParams)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            calls::as_ptr(a_child_graph),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_child_graph_node_set_params::Reply {},
         Vec::new(),
     ))
 }

@@ -996,6 +996,18 @@ pub extern "C" fn cuGraphEventWaitNodeSetEvent(
     })
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`.
+#[no_mangle]
+pub extern "C" fn cuGraphExecChildGraphNodeSetParams(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphExecChildGraphNodeSetParams", || {
+        super::graph::graph_exec_child_graph_node_set_params(hGraphExec, hNode, childGraph)
+    })
+}
+
 /// `cuGraphExecDestroy`.
 #[no_mangle]
 pub extern "C" fn cuGraphExecDestroy(hGraphExec: vgpu_abi::types::CUgraphExec) -> CUresult {
@@ -2845,6 +2857,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphEventRecordNodeSetEvent",
     "cuGraphEventWaitNodeGetEvent",
     "cuGraphEventWaitNodeSetEvent",
+    "cuGraphExecChildGraphNodeSetParams",
     "cuGraphExecDestroy",
     "cuGraphExecEventRecordNodeSetEvent",
     "cuGraphExecEventWaitNodeSetEvent",
@@ -3037,6 +3050,7 @@ const _: super::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNo
 const _: super::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
 const _: super::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
 const _: super::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
+const _: super::signature::cuGraphExecChildGraphNodeSetParams = cuGraphExecChildGraphNodeSetParams;
 const _: super::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: super::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
 const _: super::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;

@@ -101,6 +101,16 @@ pub(crate) unsafe fn graph_add_child_graph_node(
     Ok(())
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`: the executable graph's copy of a child graph
+/// node runs `child`'s work from now on.
+pub(crate) fn graph_exec_child_graph_node_set_params(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    child: CUgraph,
+) -> Res<()> {
+    graph::exec_set_child(&mut state::sim()?.lock(), key(e), key(n), key(child))
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: the node's own graph, not the one it was made from.
 pub(crate) fn graph_child_graph_node_get_graph(n: CUgraphNode, out: Out<CUgraph>) -> Res<()> {
     out.write(handle(graph::child_graph(&state::sim()?.lock(), key(n))?));
