@@ -53,6 +53,9 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
 typedef void (*host_fn)(void *);
 typedef struct {
     host_fn fn;
@@ -140,6 +143,16 @@ static struct {
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
     CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
     CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*GraphAddDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
+                                       const CUgraphEdgeData *, size_t);
+    CUresult (*GraphRemoveDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
+                                          const CUgraphEdgeData *, size_t);
+    CUresult (*GraphGetEdgesV2)(CUgraph, CUgraphNode *, CUgraphNode *, CUgraphEdgeData *,
+                                size_t *);
+    CUresult (*GraphNodeGetDependenciesV2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *,
+                                           size_t *);
+    CUresult (*GraphNodeGetDependentNodesV2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *,
+                                             size_t *);
     CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                  const CUDA_HOST_NODE_PARAMS *);
     CUresult (*GraphHostNodeGetParams)(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
@@ -201,6 +214,11 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
     ENTRY(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams"),
     ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
+    ENTRY(GraphAddDependenciesV2, "cuGraphAddDependencies_v2"),
+    ENTRY(GraphRemoveDependenciesV2, "cuGraphRemoveDependencies_v2"),
+    ENTRY(GraphGetEdgesV2, "cuGraphGetEdges_v2"),
+    ENTRY(GraphNodeGetDependenciesV2, "cuGraphNodeGetDependencies_v2"),
+    ENTRY(GraphNodeGetDependentNodesV2, "cuGraphNodeGetDependentNodes_v2"),
     ENTRY(GraphAddHostNode, "cuGraphAddHostNode"),
     ENTRY(GraphHostNodeGetParams, "cuGraphHostNodeGetParams"),
     ENTRY(GraphHostNodeSetParams, "cuGraphHostNodeSetParams"),
@@ -581,6 +599,30 @@ static void clones(void)
     EXPECT("find_b", cu.GraphNodeFindInClone(&found_b, b, copy), CUDA_SUCCESS);
     expect_true("find_b_distinct", found_b != NULL && found_b != found,
                 "nodes a and b have the same copy");
+    /* Edges with data (_v2): the one edge a -> b, default data. */
+    CUgraphNode from[2] = {NULL, NULL}, to[2] = {NULL, NULL};
+    CUgraphEdgeData data[2];
+    memset(data, 0xff, sizeof data);
+    size_t count = 2;
+    EXPECT("edges_v2", cu.GraphGetEdgesV2(g, from, to, data, &count), CUDA_SUCCESS);
+    expect_true("edges_v2_one_default",
+                count == 1 && from[0] == a && to[0] == b && data[0].from_port == 0 &&
+                    data[0].to_port == 0 && data[0].type == 0,
+                "the graph's edge, with default data, did not come back");
+    count = 2;
+    EXPECT("dependencies_v2", cu.GraphNodeGetDependenciesV2(b, from, data, &count), CUDA_SUCCESS);
+    expect_true("dependencies_v2_a", count == 1 && from[0] == a, "b does not depend on a");
+    count = 2;
+    EXPECT("dependents_v2", cu.GraphNodeGetDependentNodesV2(a, to, NULL, &count), CUDA_SUCCESS);
+    expect_true("dependents_v2_b", count == 1 && to[0] == b, "a has not b as dependent");
+    CUgraphEdgeData plain = {0, 0, 0, {0, 0, 0, 0, 0}};
+    EXPECT("remove_edge_v2", cu.GraphRemoveDependenciesV2(g, &a, &b, &plain, 1), CUDA_SUCCESS);
+    EXPECT("remove_edge_v2_again", cu.GraphRemoveDependenciesV2(g, &a, &b, NULL, 1),
+           CUDA_ERROR_INVALID_VALUE);
+    count = 2;
+    EXPECT("edges_v2_none", cu.GraphGetEdgesV2(g, NULL, NULL, NULL, &count), CUDA_SUCCESS);
+    expect_true("edges_v2_zero", count == 0, "the removed edge is still counted");
+    EXPECT("add_edge_v2", cu.GraphAddDependenciesV2(g, &a, &b, NULL, 1), CUDA_SUCCESS);
     /* Removing an edge that does not exist (b -> a; the edge is a -> b). */
     EXPECT("remove_missing_edge", cu.GraphRemoveDependencies(g, &b, &a, 1), CUDA_ERROR_INVALID_VALUE);
     EXPECT("remove_edge", cu.GraphRemoveDependencies(g, &a, &b, 1), CUDA_SUCCESS);

@@ -264,7 +264,11 @@ fn c_graph_nodes() {
         .assert_line("ok memset_get_on_empty")
         .assert_line("ok remove_missing_edge")
         .assert_line("ok exec_child_set_ran")
-        .assert_line("225 checks, 0 failed");
+        .assert_line("ok edges_v2_one_default")
+        .assert_line("ok dependencies_v2_a")
+        .assert_line("ok dependents_v2_b")
+        .assert_line("ok remove_edge_v2_again")
+        .assert_line("236 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -289,7 +289,8 @@ remote_table! {
             cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
             cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
             cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
-            cuGraphExecUpdate;
+            cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
+            cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -535,7 +536,14 @@ remote_table! {
         /// `handle`. With `want` the driver fills `capacity` entries (node ids,
         /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
         /// destinations), which are the reply's blob; `count` is the driver's.
-        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool } => { count: u64 } + blob;
+        /// With `v2` the `_v2` form is called; with `edges` too, the blob
+        /// then holds `capacity` `CUgraphEdgeData` (8 bytes each).
+        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool, v2: bool,
+            edges: bool } => { count: u64 } + blob;
+        /// `cuGraphAddDependencies_v2` (`add`) or `cuGraphRemoveDependencies_v2`
+        /// of `count` edges: the blob holds the sources (node ids, u64 each),
+        /// the destinations, then their `CUgraphEdgeData` (8 bytes each).
+        graph: GraphEdges = 451 { add: bool, graph: handle(Graph), count: u32 } + blob => {};
         /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
         /// whose bytes are the reply's blob; the client writes them at the
         /// application's path.

@@ -222,13 +222,23 @@ implement! {
         graph::update_dependencies(s, false, deps, Some(e), n, flags);
     cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
         graph::update_dependencies(s, true, deps, Some(e), n, flags);
-    cuGraphGetNodes(g, nodes, n) => graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), n);
-    cuGraphGetRootNodes(g, nodes, n) => graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphGetNodes(g, nodes, n) =>
+        graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
+    cuGraphGetRootNodes(g, nodes, n) =>
+        graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
     cuGraphNodeGetDependencies(node, deps, n) =>
-        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), n);
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
     cuGraphNodeGetDependentNodes(node, deps, n) =>
-        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
-    cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
+    cuGraphGetEdges(g, from, to, n) =>
+        graph::query(4, g as usize as u64, from, to, std::ptr::null_mut(), false, n);
+    cuGraphNodeGetDependencies_v2(node, deps, e, n) =>
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), e, true, n);
+    cuGraphNodeGetDependentNodes_v2(node, deps, e, n) =>
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), e, true, n);
+    cuGraphGetEdges_v2(g, from, to, e, n) => graph::query(4, g as usize as u64, from, to, e, true, n);
+    cuGraphAddDependencies_v2(g, from, to, e, n) => graph::edges_v2(true, g, from, to, e, n);
+    cuGraphRemoveDependencies_v2(g, from, to, e, n) => graph::edges_v2(false, g, from, to, e, n);
     cuGraphAddKernelNode_v2(ph, g, deps, n, p) =>
         graph::kernel_node(ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
     cuGraphKernelNodeSetParams_v2(node, p) =>

@@ -496,6 +496,8 @@ pub enum Op {
     /// `handle`. With `want` the driver fills `capacity` entries (node ids,
     /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
     /// destinations), which are the reply's blob; `count` is the driver's.
+    /// With `v2` the `_v2` form is called; with `edges` too, the blob
+    /// then holds `capacity` `CUgraphEdgeData` (8 bytes each).
     GraphQuery = 412,
     /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
     /// whose bytes are the reply's blob; the client writes them at the
@@ -598,6 +600,10 @@ pub enum Op {
     GraphMemsetNodeParams = 449,
     /// `cuGraphExecChildGraphNodeSetParams`.
     GraphExecChildGraphNodeSetParams = 450,
+    /// `cuGraphAddDependencies_v2` (`add`) or `cuGraphRemoveDependencies_v2`
+    /// of `count` edges: the blob holds the sources (node ids, u64 each),
+    /// the destinations, then their `CUgraphEdgeData` (8 bytes each).
+    GraphEdges = 451,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -931,6 +937,7 @@ impl Op {
         Op::GraphMemcpyNodeParams,
         Op::GraphMemsetNodeParams,
         Op::GraphExecChildGraphNodeSetParams,
+        Op::GraphEdges,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1211,6 +1218,7 @@ impl Op {
             Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
             Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
             Op::GraphExecChildGraphNodeSetParams => "GraphExecChildGraphNodeSetParams",
+            Op::GraphEdges => "GraphEdges",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1488,6 +1496,7 @@ impl Op {
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
             Op::GraphExecChildGraphNodeSetParams => false,
+            Op::GraphEdges => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1765,6 +1774,7 @@ impl Op {
             Op::GraphMemcpyNodeParams => true,
             Op::GraphMemsetNodeParams => true,
             Op::GraphExecChildGraphNodeSetParams => true,
+            Op::GraphEdges => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2042,6 +2052,7 @@ impl Op {
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
             Op::GraphExecChildGraphNodeSetParams => false,
+            Op::GraphEdges => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2413,6 +2424,7 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => {
                 core::mem::size_of::<graph_exec_child_graph_node_set_params::Request>()
             }
+            Op::GraphEdges => core::mem::size_of::<graph_edges::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2780,6 +2792,7 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => {
                 core::mem::size_of::<graph_exec_child_graph_node_set_params::Reply>()
             }
+            Op::GraphEdges => core::mem::size_of::<graph_edges::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3379,6 +3392,7 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => {
                 message::check::<graph_exec_child_graph_node_set_params::Request>(fixed, blob_len)
             }
+            Op::GraphEdges => message::check::<graph_edges::Request>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3889,6 +3903,7 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => {
                 message::check::<graph_exec_child_graph_node_set_params::Reply>(fixed, blob_len)
             }
+            Op::GraphEdges => message::check::<graph_edges::Reply>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4188,6 +4203,7 @@ impl TryFrom<u16> for Op {
             448 => Ok(Op::GraphMemcpyNodeParams),
             449 => Ok(Op::GraphMemsetNodeParams),
             450 => Ok(Op::GraphExecChildGraphNodeSetParams),
+            451 => Ok(Op::GraphEdges),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4428,7 +4444,7 @@ pub const SCHEMA: &str = concat!(
     "409 GraphRemoveDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
     "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
-    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
+    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool,v2:bool,edges:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
@@ -4467,6 +4483,7 @@ pub const SCHEMA: &str = concat!(
     "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
     "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
     "450 GraphExecChildGraphNodeSetParams {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),child_graph:handle(Graph)} => {}\n",
+    "451 GraphEdges {add:bool,graph:handle(Graph),count:u32}+blob => {}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -13174,6 +13191,8 @@ pub mod graph_query {
         pub handle: U64,
         pub capacity: U64,
         pub want: u8,
+        pub v2: u8,
+        pub edges: u8,
     }
 
     /// A successful reply's fixed part.
@@ -13189,6 +13208,8 @@ pub mod graph_query {
         const OP: Op = Op::GraphQuery;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::check_bool(Self::OP, "want", self.want)?;
+            message::check_bool(Self::OP, "v2", self.v2)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
             message::no_blob(Self::OP, blob_len)
         }
     }
@@ -14871,6 +14892,48 @@ pub mod graph_exec_child_graph_node_set_params {
 
     impl Message for Reply {
         const OP: Op = Op::GraphExecChildGraphNodeSetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphEdges: wire id 451.
+pub mod graph_edges {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub add: u8,
+        pub graph: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEdges;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "add", self.add)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEdges;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

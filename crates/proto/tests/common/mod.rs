@@ -472,6 +472,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             9u64.to_le_bytes().to_vec(),
         ),
+        // Remove one default edge 7 -> 9 (`cuGraphRemoveDependencies_v2`).
+        Op::GraphEdges => (
+            b(graph_edges::Request {
+                add: 0,
+                graph: u(5),
+                count: U32::new(1),
+            }),
+            [7u64.to_le_bytes(), 9u64.to_le_bytes(), [0; 8]].concat(),
+        ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).
@@ -528,6 +537,8 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 handle: u(5),
                 capacity: u(8),
                 want: 1,
+                v2: 0,
+                edges: 0,
             }),
             none(),
         ),

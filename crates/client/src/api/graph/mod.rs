@@ -44,8 +44,8 @@ pub use host::{host_node, host_node_params, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
 pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{
-    debug_dot_print, exec_update, exec_update_v1, kernel_node, kernel_node_params, memset_node,
-    memset_node_params, query,
+    debug_dot_print, edges_v2, exec_update, exec_update_v1, kernel_node, kernel_node_params,
+    memset_node, memset_node_params, query,
 };
 
 /// Notes a capture begun on stream `sid`.

@@ -16,6 +16,7 @@ use crate::graph;
 use crate::state;
 
 mod capture;
+mod edges;
 mod host;
 mod memcpy;
 mod memset;
@@ -23,6 +24,7 @@ mod nodes;
 mod params;
 
 pub use capture::*;
+pub use edges::*;
 pub use host::*;
 pub use memcpy::*;
 pub use memset::*;
