@@ -11,9 +11,11 @@
  *   work is enqueued before the wait, so the program is deterministic);
  * - a write captured into a graph runs at each launch, as one batch
  *   memory-operation node;
+ * - a batch (cuStreamBatchMemOp_v2 and its _ptsz form) of writes and waits
+ *   runs in order;
  * - bad flags give CUDA_ERROR_INVALID_VALUE.
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
- * writes outside every allocation, which vgpu refuses with
+ * writes outside every allocation (alone and in a batch), which vgpu refuses with
  * CUDA_ERROR_INVALID_VALUE (the driver would fault on the device).
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
@@ -30,6 +32,16 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
+/* CUstreamBatchMemOpParams as a wait or write operation (48 bytes). */
+typedef struct {
+    unsigned int operation, pad0;
+    CUdeviceptr address;
+    unsigned long long value; /* value (32-bit operations: the low half) */
+    unsigned int flags, pad1;
+    CUdeviceptr alias;
+    unsigned long long pad2;
+} batch_op;
+_Static_assert(sizeof(batch_op) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 typedef CUresult (*write32_fn)(CUstream, CUdeviceptr, unsigned int, unsigned int);
 typedef CUresult (*write64_fn)(CUstream, CUdeviceptr, unsigned long long, unsigned int);
 
@@ -43,6 +55,10 @@ enum {
     CU_STREAM_NON_BLOCKING = 1,
     CAPTURE_MODE_GLOBAL = 0,
     NODE_TYPE_BATCH_MEM_OP = 12,
+    OP_WAIT_32 = 1,
+    OP_WRITE_32 = 2,
+    OP_WAIT_64 = 4,
+    OP_WRITE_64 = 5,
 };
 
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
@@ -72,6 +88,8 @@ static struct {
     write64_fn Write64, Write64V2, Write64Ptsz, Write64V2Ptsz;
     write32_fn Wait32, Wait32V2, Wait32V2Ptsz;
     write64_fn Wait64, Wait64V2, Wait64V2Ptsz;
+    CUresult (*BatchMemOp)(CUstream, unsigned int, batch_op *, unsigned int);
+    CUresult (*BatchMemOpPtsz)(CUstream, unsigned int, batch_op *, unsigned int);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -110,6 +128,8 @@ static const struct cu_entry entries[] = {
     ENTRY(Wait64, "cuStreamWaitValue64"),
     ENTRY(Wait64V2, "cuStreamWaitValue64_v2"),
     ENTRY(Wait64V2Ptsz, "cuStreamWaitValue64_v2_ptsz"),
+    ENTRY(BatchMemOp, "cuStreamBatchMemOp_v2"),
+    ENTRY(BatchMemOpPtsz, "cuStreamBatchMemOp_v2_ptsz"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -229,6 +249,24 @@ int main(int argc, char **argv)
     EXPECT("exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
     EXPECT("graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 
+    /* A batch: two writes, then a wait on the first, then a 64-bit write. */
+    batch_op ops[4];
+    memset(ops, 0, sizeof ops);
+    ops[0] = (batch_op){OP_WRITE_32, 0, d + 64, 0xAAAA0001u, 0, 0, 0, 0};
+    ops[1] = (batch_op){OP_WRITE_32, 0, d + 68, 0xAAAA0002u, 0, 0, 0, 0};
+    ops[2] = (batch_op){OP_WAIT_32, 0, d + 64, 0xAAAA0001u, WAIT_EQ, 0, 0, 0};
+    ops[3] = (batch_op){OP_WRITE_64, 0, d + 72, 0x1122334455667788ull, 0, 0, 0, 0};
+    EXPECT("batch", cu.BatchMemOp(s, 4, ops, 0), CUDA_SUCCESS);
+    EXPECT("synchronize_batch", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("batch_values",
+                read_back(d) && host[16] == 0xAAAA0001u && host[17] == 0xAAAA0002u &&
+                    word64(18) == 0x1122334455667788ull,
+                "the batch's writes are not all there");
+    batch_op wait64 = {OP_WAIT_64, 0, d + 72, 0x1122334455667788ull, WAIT_EQ, 0, 0, 0};
+    EXPECT("batch_ptsz", cu.BatchMemOpPtsz(NULL, 1, &wait64, 0), CUDA_SUCCESS);
+    EXPECT("synchronize_batch_ptsz", cu.StreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    EXPECT("batch_bad_flags", cu.BatchMemOp(s, 1, &wait64, 1), CUDA_ERROR_INVALID_VALUE);
+
     /* Bad flags. */
     EXPECT("write_bad_flags", cu.Write32V2(s, d, 1, 2), CUDA_ERROR_INVALID_VALUE);
     EXPECT("write64_bad_flags", cu.Write64V2(s, d, 1, 4), CUDA_ERROR_INVALID_VALUE);
@@ -241,6 +279,8 @@ int main(int argc, char **argv)
                CUDA_ERROR_INVALID_VALUE);
         EXPECT("write64_straddling", cu.Write64V2(s, flag + 4, 1, 0), CUDA_ERROR_INVALID_VALUE);
         EXPECT("wait_unallocated", cu.Wait32V2(s, 0x1000, 1, WAIT_EQ), CUDA_ERROR_INVALID_VALUE);
+        batch_op wild = {OP_WRITE_32, 0, d + WORDS * 4, 1, 0, 0, 0, 0};
+        EXPECT("batch_past_allocation", cu.BatchMemOp(s, 1, &wild, 0), CUDA_ERROR_INVALID_VALUE);
         EXPECT("synchronize_after_invalid", cu.StreamSynchronize(s), CUDA_SUCCESS);
     }
 

@@ -196,7 +196,10 @@ fn c_stream_memory_operations() {
         .assert_line("ok wait_bad_flags")
         .assert_line("ok write_past_allocation")
         .assert_line("ok wait_unallocated")
-        .assert_line("80 checks, 0 failed");
+        .assert_line("ok batch_values")
+        .assert_line("ok batch_bad_flags")
+        .assert_line("ok batch_past_allocation")
+        .assert_line("87 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

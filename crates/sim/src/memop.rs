@@ -145,6 +145,16 @@ pub(crate) fn enqueue(st: &mut State, stream_key: usize, op: MemOp) -> Res<()> {
     op.run(st)
 }
 
+/// Enqueues a batch on stream `stream_key`: one node while the stream is capturing, each
+/// operation run in order otherwise.
+pub(crate) fn enqueue_all(st: &mut State, stream_key: usize, ops: Vec<MemOp>) -> Res<()> {
+    stream::usable(st, stream_key)?;
+    if captured(st, stream_key, || Work::MemOps(ops.clone()))? {
+        return Ok(());
+    }
+    ops.into_iter().try_for_each(|op| op.run(st))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuTensorMap"], "Tensor maps", "Not remoted yet."),
     (&["cuLink"], "JIT linker", "Link states hold images across calls; not remoted yet."),
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
-    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "cuStreamWaitValue and cuStreamWriteValue are remoted, their addresses checked against the session's allocations; cuStreamBatchMemOp (an array of operation unions whose addresses the worker would have to check one by one) is not remoted yet."),
+    (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Every form is remoted; the worker checks each address against the session's allocations."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet."),
     (&["cuLogs"], "Driver logs", "Not remoted yet."),
 ];

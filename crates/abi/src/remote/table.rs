@@ -294,6 +294,8 @@ remote_table! {
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
+        memop: cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2,
+            cuStreamBatchMemOp_v2_ptsz;
     }
 
     ops {
@@ -609,6 +611,11 @@ remote_table! {
             src_pitch: u64, src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array),
             dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64,
             height: u64, depth: u64 };
+        /// `cuStreamBatchMemOp` (every form): the blob holds the `count`
+        /// `CUstreamBatchMemOpParams` (48 bytes each) as the application gave
+        /// them; the worker checks each wait's and write's address against
+        /// the session's allocations.
+        memop: StreamBatchMemOp = 452 { stream: handle(Stream), count: u32, flags: u32 } + blob => {};
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

@@ -16,6 +16,7 @@ mod init;
 mod integrity;
 mod launch;
 pub(crate) mod library;
+mod memop;
 mod memory;
 mod module;
 mod options;
@@ -256,6 +257,11 @@ implement! {
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
     cuGraphExecUpdate(e, g, node, result) => graph::exec_update_v1(e, g, node, result);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
+    cuStreamBatchMemOp(s, n, p, flags) => memop::batch_mem_op(stream::id(s), n, p, flags);
+    cuStreamBatchMemOp_ptsz(s, n, p, flags) => memop::batch_mem_op(stream::id_ptsz(s), n, p, flags);
+    cuStreamBatchMemOp_v2(s, n, p, flags) => memop::batch_mem_op(stream::id(s), n, p, flags);
+    cuStreamBatchMemOp_v2_ptsz(s, n, p, flags) =>
+        memop::batch_mem_op(stream::id_ptsz(s), n, p, flags);
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
         std::ptr::null_mut(), deps, n, p, ctx);
     cuGraphMemsetNodeSetParams(node, p) => graph::memset_node(1, std::ptr::null_mut(),

@@ -20,6 +20,7 @@ mod host;
 mod lane;
 mod launch;
 mod library;
+mod memop;
 mod memory;
 mod module;
 mod options;

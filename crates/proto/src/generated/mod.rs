@@ -604,6 +604,11 @@ pub enum Op {
     /// of `count` edges: the blob holds the sources (node ids, u64 each),
     /// the destinations, then their `CUgraphEdgeData` (8 bytes each).
     GraphEdges = 451,
+    /// `cuStreamBatchMemOp` (every form): the blob holds the `count`
+    /// `CUstreamBatchMemOpParams` (48 bytes each) as the application gave
+    /// them; the worker checks each wait's and write's address against
+    /// the session's allocations.
+    StreamBatchMemOp = 452,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -938,6 +943,7 @@ impl Op {
         Op::GraphMemsetNodeParams,
         Op::GraphExecChildGraphNodeSetParams,
         Op::GraphEdges,
+        Op::StreamBatchMemOp,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1219,6 +1225,7 @@ impl Op {
             Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
             Op::GraphExecChildGraphNodeSetParams => "GraphExecChildGraphNodeSetParams",
             Op::GraphEdges => "GraphEdges",
+            Op::StreamBatchMemOp => "StreamBatchMemOp",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1497,6 +1504,7 @@ impl Op {
             Op::GraphMemsetNodeParams => false,
             Op::GraphExecChildGraphNodeSetParams => false,
             Op::GraphEdges => false,
+            Op::StreamBatchMemOp => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1775,6 +1783,7 @@ impl Op {
             Op::GraphMemsetNodeParams => true,
             Op::GraphExecChildGraphNodeSetParams => true,
             Op::GraphEdges => true,
+            Op::StreamBatchMemOp => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2053,6 +2062,7 @@ impl Op {
             Op::GraphMemsetNodeParams => false,
             Op::GraphExecChildGraphNodeSetParams => false,
             Op::GraphEdges => false,
+            Op::StreamBatchMemOp => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2425,6 +2435,7 @@ impl Op {
                 core::mem::size_of::<graph_exec_child_graph_node_set_params::Request>()
             }
             Op::GraphEdges => core::mem::size_of::<graph_edges::Request>(),
+            Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2793,6 +2804,7 @@ impl Op {
                 core::mem::size_of::<graph_exec_child_graph_node_set_params::Reply>()
             }
             Op::GraphEdges => core::mem::size_of::<graph_edges::Reply>(),
+            Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3393,6 +3405,7 @@ impl Op {
                 message::check::<graph_exec_child_graph_node_set_params::Request>(fixed, blob_len)
             }
             Op::GraphEdges => message::check::<graph_edges::Request>(fixed, blob_len),
+            Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Request>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3904,6 +3917,7 @@ impl Op {
                 message::check::<graph_exec_child_graph_node_set_params::Reply>(fixed, blob_len)
             }
             Op::GraphEdges => message::check::<graph_edges::Reply>(fixed, blob_len),
+            Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Reply>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4204,6 +4218,7 @@ impl TryFrom<u16> for Op {
             449 => Ok(Op::GraphMemsetNodeParams),
             450 => Ok(Op::GraphExecChildGraphNodeSetParams),
             451 => Ok(Op::GraphEdges),
+            452 => Ok(Op::StreamBatchMemOp),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4484,6 +4499,7 @@ pub const SCHEMA: &str = concat!(
     "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
     "450 GraphExecChildGraphNodeSetParams {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),child_graph:handle(Graph)} => {}\n",
     "451 GraphEdges {add:bool,graph:handle(Graph),count:u32}+blob => {}\n",
+    "452 StreamBatchMemOp {stream:handle(Stream),count:u32,flags:u32}+blob => {}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -14934,6 +14950,47 @@ pub mod graph_edges {
 
     impl Message for Reply {
         const OP: Op = Op::GraphEdges;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation StreamBatchMemOp: wire id 452.
+pub mod stream_batch_mem_op {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBatchMemOp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBatchMemOp;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

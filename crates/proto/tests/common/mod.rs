@@ -481,6 +481,23 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             [7u64.to_le_bytes(), 9u64.to_le_bytes(), [0; 8]].concat(),
         ),
+        // One 32-bit write of 7 at the sample device address.
+        Op::StreamBatchMemOp => (
+            b(stream_batch_mem_op::Request {
+                stream: u(STREAM),
+                count: U32::new(1),
+                flags: U32::new(0),
+            }),
+            [
+                2u64.to_le_bytes(),
+                DPTR.to_le_bytes(),
+                7u64.to_le_bytes(),
+                [0; 8],
+                [0; 8],
+                [0; 8],
+            ]
+            .concat(),
+        ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).

@@ -50,6 +50,7 @@ pub use host::*;
 pub use init::*;
 pub use launch::*;
 pub use library::*;
+pub use memop::*;
 pub use memory::*;
 pub use module::*;
 pub use pointer::*;

@@ -285,6 +285,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphMemsetNodeParams => super::graph::graph_memset_node_params(lane, s, req),
         Op::GraphExecChildGraphNodeSetParams => graph_exec_child_graph_node_set_params(s, req),
         Op::GraphEdges => super::graph::graph_edges(lane, s, req),
+        Op::StreamBatchMemOp => super::memop::stream_batch_mem_op(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
