@@ -29,6 +29,9 @@
  *   read at each launch; parameters read back and replaced in the graph and
  *   in an executable graph; a memcpy getter on a host node gives
  *   CUDA_ERROR_INVALID_VALUE.
+ * - user objects: references held by the application, a graph (retained or
+ *   moved) and an executable graph; the destructor runs once, in this
+ *   process, when the last one goes.
  * With --pageable (vgpu only) a memcpy node from pageable memory of this
  * process, which the driver accepts and vgpu refuses with
  * CUDA_ERROR_INVALID_VALUE (its worker cannot reach that memory when the
@@ -57,6 +60,7 @@ typedef struct {
     unsigned char from_port, to_port, type, reserved[5];
 } CUgraphEdgeData;
 typedef void (*host_fn)(void *);
+typedef struct CUuserObject_st *CUuserObject;
 typedef struct {
     host_fn fn;
     void *userData;
@@ -143,6 +147,11 @@ static struct {
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
     CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
     CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*UserObjectCreate)(CUuserObject *, void *, host_fn, unsigned int, unsigned int);
+    CUresult (*UserObjectRetain)(CUuserObject, unsigned int);
+    CUresult (*UserObjectRelease)(CUuserObject, unsigned int);
+    CUresult (*GraphRetainUserObject)(CUgraph, CUuserObject, unsigned int, unsigned int);
+    CUresult (*GraphReleaseUserObject)(CUgraph, CUuserObject, unsigned int);
     CUresult (*GraphAddDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
                                        const CUgraphEdgeData *, size_t);
     CUresult (*GraphRemoveDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
@@ -214,6 +223,11 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
     ENTRY(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams"),
     ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
+    ENTRY(UserObjectCreate, "cuUserObjectCreate"),
+    ENTRY(UserObjectRetain, "cuUserObjectRetain"),
+    ENTRY(UserObjectRelease, "cuUserObjectRelease"),
+    ENTRY(GraphRetainUserObject, "cuGraphRetainUserObject"),
+    ENTRY(GraphReleaseUserObject, "cuGraphReleaseUserObject"),
     ENTRY(GraphAddDependenciesV2, "cuGraphAddDependencies_v2"),
     ENTRY(GraphRemoveDependenciesV2, "cuGraphRemoveDependencies_v2"),
     ENTRY(GraphGetEdgesV2, "cuGraphGetEdges_v2"),
@@ -582,6 +596,68 @@ static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable
     EXPECT("memcpy_free_out", cu.MemFreeHost(out), CUDA_SUCCESS);
 }
 
+/* What the user objects' destructors record. */
+static volatile int destroyed_a, destroyed_b, destructor_same_pid;
+
+static void destroy_object(void *data)
+{
+    *(volatile int *)data += 1;
+    destructor_same_pid = getpid() == main_pid;
+}
+
+/* Waits up to 5 s for *flag to become 1 (the driver may run a destructor on
+ * its own thread, after the call that released the last reference). */
+static int eventually(volatile int *flag)
+{
+    for (int i = 0; i < 500 && *flag == 0; i++) {
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    return *flag == 1;
+}
+
+static void user_objects(CUstream s)
+{
+    enum { NO_DESTRUCTOR_SYNC = 1, MOVE = 1 };
+    CUuserObject a = NULL, b = NULL, bad;
+    CUgraph g;
+    CUgraphExec x;
+    EXPECT("user_create", cu.UserObjectCreate(&a, (void *)&destroyed_a, destroy_object, 1,
+                                              NO_DESTRUCTOR_SYNC),
+           CUDA_SUCCESS);
+    EXPECT("user_create_null_destructor", cu.UserObjectCreate(&bad, NULL, NULL, 1,
+                                                              NO_DESTRUCTOR_SYNC),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("user_retain", cu.UserObjectRetain(a, 2), CUDA_SUCCESS);
+    EXPECT("user_release_two", cu.UserObjectRelease(a, 2), CUDA_SUCCESS);
+    expect_true("user_alive", destroyed_a == 0, "the destructor ran while a reference was held");
+    /* A graph holds a reference; the application's last one goes. */
+    EXPECT("user_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_retain", cu.GraphRetainUserObject(g, a, 1, 0), CUDA_SUCCESS);
+    EXPECT("user_release_last_own", cu.UserObjectRelease(a, 1), CUDA_SUCCESS);
+    expect_true("user_graph_keeps_alive", destroyed_a == 0, "the graph's reference did not count");
+    EXPECT("user_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    expect_true("user_destroyed_with_graph", eventually(&destroyed_a),
+                "the destructor did not run once when the graph went");
+    expect_true("user_destructor_in_process", destructor_same_pid,
+                "the destructor ran in another process");
+    /* A reference moved to a graph, then held by its executable graph. */
+    EXPECT("user_create_b", cu.UserObjectCreate(&b, (void *)&destroyed_b, destroy_object, 1,
+                                                NO_DESTRUCTOR_SYNC),
+           CUDA_SUCCESS);
+    EXPECT("user_graph_b", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_move", cu.GraphRetainUserObject(g, b, 1, MOVE), CUDA_SUCCESS);
+    EXPECT("user_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_b_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    EXPECT("user_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("user_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("user_exec_keeps_alive", destroyed_b == 0,
+                "the executable graph's reference did not count");
+    EXPECT("user_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    expect_true("user_destroyed_with_exec", eventually(&destroyed_b),
+                "the destructor did not run once when the executable graph went");
+}
+
 static void clones(void)
 {
     CUgraph g, copy, other;
@@ -733,6 +809,7 @@ int main(int argc, char **argv)
     enabled_nodes(s, d);
     host_nodes(s, d);
     memcpy_nodes(s, d, d2, pageable);
+    user_objects(s);
     clones();
     child_graphs(s, d, d2);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);

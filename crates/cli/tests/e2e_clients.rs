@@ -271,7 +271,13 @@ fn c_graph_nodes() {
         .assert_line("ok dependencies_v2_a")
         .assert_line("ok dependents_v2_b")
         .assert_line("ok remove_edge_v2_again")
-        .assert_line("236 checks, 0 failed");
+        .assert_line("ok user_alive")
+        .assert_line("ok user_graph_keeps_alive")
+        .assert_line("ok user_destroyed_with_graph")
+        .assert_line("ok user_destructor_in_process")
+        .assert_line("ok user_exec_keeps_alive")
+        .assert_line("ok user_destroyed_with_exec")
+        .assert_line("258 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

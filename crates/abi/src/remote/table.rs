@@ -169,6 +169,10 @@ remote_table! {
         graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
         graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
+        graph: cuUserObjectRetain = 453 gen;
+        graph: cuUserObjectRelease = 454 gen;
+        graph: cuGraphRetainUserObject = 455 gen;
+        graph: cuGraphReleaseUserObject = 456 gen;
 
         // ---- stream memory operations ----
         memop: cuStreamWriteValue32 = 418 gen [addr: range(4)];
@@ -290,7 +294,8 @@ remote_table! {
             cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
             cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
             cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
-            cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2;
+            cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2,
+            cuUserObjectCreate;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -616,6 +621,11 @@ remote_table! {
         /// them; the worker checks each wait's and write's address against
         /// the session's allocations.
         memop: StreamBatchMemOp = 452 { stream: handle(Stream), count: u32, flags: u32 } + blob => {};
+        /// `cuUserObjectCreate` with `count` references: the object's
+        /// destructor is a worker trampoline that asks the client to run its
+        /// callback `id` (the application's destructor and pointer) over the
+        /// callback channel when the last reference goes.
+        graph: UserObjectCreate = 457 { id: u64, count: u32, flags: u32 } => { object: handle(UserObject) };
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

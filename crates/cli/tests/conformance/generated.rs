@@ -1787,6 +1787,22 @@ fn cuGraphNodeSetEnabled() {
     });
 }
 
+/// `cuGraphReleaseUserObject` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphReleaseUserObject() {
+    case("generated::cuGraphReleaseUserObject", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphReleaseUserObject");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), core::ptr::null_mut(), 1507100144u32) };
+        f.ok("cuGraphReleaseUserObject", st);
+    });
+}
+
 /// `cuGraphRemoveDependencies` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphRemoveDependencies() {
@@ -1810,6 +1826,30 @@ fn cuGraphRemoveDependencies() {
             )
         };
         f.ok("cuGraphRemoveDependencies", st);
+    });
+}
+
+/// `cuGraphRetainUserObject` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphRetainUserObject() {
+    case("generated::cuGraphRetainUserObject", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphRetainUserObject");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                1468230657u32,
+                3384336959u32,
+            )
+        };
+        f.ok("cuGraphRetainUserObject", st);
     });
 }
 
@@ -4132,5 +4172,35 @@ fn cuStreamWriteValue64_v2_ptsz() {
             )
         };
         f.ok("cuStreamWriteValue64_v2_ptsz", st);
+    });
+}
+
+/// `cuUserObjectRelease` arrives with the values passed and its outputs come back.
+#[test]
+fn cuUserObjectRelease() {
+    case("generated::cuUserObjectRelease", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuUserObjectRelease");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 2833482388u32) };
+        f.ok("cuUserObjectRelease", st);
+    });
+}
+
+/// `cuUserObjectRetain` arrives with the values passed and its outputs come back.
+#[test]
+fn cuUserObjectRetain() {
+    case("generated::cuUserObjectRetain", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuUserObjectRetain");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 1175965256u32) };
+        f.ok("cuUserObjectRetain", st);
     });
 }

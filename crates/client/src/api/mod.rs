@@ -277,6 +277,8 @@ implement! {
     cuGraphExecHostNodeSetParams(e, node, p) => graph::host_node(graph::HostNodeCall::ExecSet,
         std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphHostNodeGetParams(node, p) => graph::host_node_params(node, p);
+    cuUserObjectCreate(out, ptr, destroy, count, flags) =>
+        graph::user_object_create(out, ptr, destroy, count, flags);
     cuGraphAddMemcpyNode(ph, g, deps, n, p, ctx) => graph::memcpy_node(graph::MemcpyNodeCall::Add,
         ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p, ctx);
     cuGraphMemcpyNodeSetParams(node, p) => graph::memcpy_node(graph::MemcpyNodeCall::Set,

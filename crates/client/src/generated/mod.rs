@@ -114,7 +114,9 @@ crate::api::implement! {
     cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_get_enabled(hGraphExec, hNode, isEnabled);
     cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
     cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_set_enabled(hGraphExec, hNode, isEnabled);
+    cuGraphReleaseUserObject(graph, object, count) => self::graph_release_user_object(graph, object, count);
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
+    cuGraphRetainUserObject(graph, object, count, flags) => self::graph_retain_user_object(graph, object, count, flags);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
     cuKernelGetAttribute(pi, attrib, kernel, dev) => crate::api::library::kernel_get_attribute(pi, attrib, kernel, dev);
@@ -220,6 +222,8 @@ crate::api::implement! {
     cuStreamWriteValue64_ptsz(stream, addr, value, flags) => self::stream_write_value64_ptsz(stream, addr, value, flags);
     cuStreamWriteValue64_v2(stream, addr, value, flags) => self::stream_write_value64_v2(stream, addr, value, flags);
     cuStreamWriteValue64_v2_ptsz(stream, addr, value, flags) => self::stream_write_value64_v2_ptsz(stream, addr, value, flags);
+    cuUserObjectRelease(object, count) => self::user_object_release(object, count);
+    cuUserObjectRetain(object, count) => self::user_object_retain(object, count);
 }
 
 /// `cuArray3DCreate_v2`, generated.
@@ -1811,6 +1815,26 @@ pub unsafe fn graph_node_set_enabled(
     Ok(())
 }
 
+/// `cuGraphReleaseUserObject`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_release_user_object(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_release_user_object::Request {
+        graph: U64::new(graph as usize as u64),
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuGraphRemoveDependencies`, generated.
 ///
 /// # Safety
@@ -1834,6 +1858,28 @@ pub unsafe fn graph_remove_dependencies(
         num_dependencies: U64::new(numDependencies as u64),
     };
     let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphRetainUserObject`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_retain_user_object(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_retain_user_object::Request {
+        graph: U64::new(graph as usize as u64),
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
     Ok(())
 }
@@ -4083,6 +4129,42 @@ pub unsafe fn stream_write_value64_v2_ptsz(
         addr: U64::new(addr),
         value: U64::new(value),
         flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuUserObjectRelease`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn user_object_release(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::user_object_release::Request {
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuUserObjectRetain`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn user_object_retain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::user_object_retain::Request {
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

@@ -272,3 +272,22 @@ unsafe extern "C" fn node_trampoline(data: *mut c_void) {
         c.run(t.id, 0);
     }
 }
+
+/// A ticket good for one run of the client's callback `id`, and the
+/// trampoline that takes it back (a user object's destructor).
+pub fn one_shot(s: &Session, id: u64) -> (unsafe extern "C" fn(*mut c_void), *mut c_void) {
+    let ticket = Box::into_raw(Box::new(Ticket {
+        callbacks: Arc::clone(&s.callbacks),
+        id,
+    }));
+    (trampoline, ticket.cast())
+}
+
+/// Takes back a ticket from [`one_shot`] that the driver refused.
+///
+/// # Safety
+/// `data` is a ticket from [`one_shot`] that no trampoline will run.
+pub unsafe fn forget_one_shot(data: *mut c_void) {
+    // SAFETY: the caller's contract: the ticket is still ours.
+    drop(unsafe { Box::from_raw(data.cast::<Ticket>()) });
+}

@@ -35,7 +35,7 @@ use crate::driver::{entry, Handle, Status};
 mod host;
 mod memcpy;
 mod memset;
-pub use host::{graph_host_node, graph_host_node_params};
+pub use host::{graph_host_node, graph_host_node_params, user_object_create};
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
 pub use memset::{graph_memset_node, graph_memset_node_params};
 

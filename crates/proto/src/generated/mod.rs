@@ -609,6 +609,19 @@ pub enum Op {
     /// them; the worker checks each wait's and write's address against
     /// the session's allocations.
     StreamBatchMemOp = 452,
+    /// `cuUserObjectRetain`.
+    UserObjectRetain = 453,
+    /// `cuUserObjectRelease`.
+    UserObjectRelease = 454,
+    /// `cuGraphRetainUserObject`.
+    GraphRetainUserObject = 455,
+    /// `cuGraphReleaseUserObject`.
+    GraphReleaseUserObject = 456,
+    /// `cuUserObjectCreate` with `count` references: the object's
+    /// destructor is a worker trampoline that asks the client to run its
+    /// callback `id` (the application's destructor and pointer) over the
+    /// callback channel when the last reference goes.
+    UserObjectCreate = 457,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -944,6 +957,11 @@ impl Op {
         Op::GraphExecChildGraphNodeSetParams,
         Op::GraphEdges,
         Op::StreamBatchMemOp,
+        Op::UserObjectRetain,
+        Op::UserObjectRelease,
+        Op::GraphRetainUserObject,
+        Op::GraphReleaseUserObject,
+        Op::UserObjectCreate,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1226,6 +1244,11 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => "GraphExecChildGraphNodeSetParams",
             Op::GraphEdges => "GraphEdges",
             Op::StreamBatchMemOp => "StreamBatchMemOp",
+            Op::UserObjectRetain => "UserObjectRetain",
+            Op::UserObjectRelease => "UserObjectRelease",
+            Op::GraphRetainUserObject => "GraphRetainUserObject",
+            Op::GraphReleaseUserObject => "GraphReleaseUserObject",
+            Op::UserObjectCreate => "UserObjectCreate",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1505,6 +1528,11 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => false,
             Op::GraphEdges => false,
             Op::StreamBatchMemOp => false,
+            Op::UserObjectRetain => false,
+            Op::UserObjectRelease => false,
+            Op::GraphRetainUserObject => false,
+            Op::GraphReleaseUserObject => false,
+            Op::UserObjectCreate => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -1784,6 +1812,11 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => true,
             Op::GraphEdges => true,
             Op::StreamBatchMemOp => true,
+            Op::UserObjectRetain => true,
+            Op::UserObjectRelease => true,
+            Op::GraphRetainUserObject => true,
+            Op::GraphReleaseUserObject => true,
+            Op::UserObjectCreate => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2063,6 +2096,11 @@ impl Op {
             Op::GraphExecChildGraphNodeSetParams => false,
             Op::GraphEdges => false,
             Op::StreamBatchMemOp => false,
+            Op::UserObjectRetain => false,
+            Op::UserObjectRelease => false,
+            Op::GraphRetainUserObject => false,
+            Op::GraphReleaseUserObject => false,
+            Op::UserObjectCreate => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2436,6 +2474,13 @@ impl Op {
             }
             Op::GraphEdges => core::mem::size_of::<graph_edges::Request>(),
             Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Request>(),
+            Op::UserObjectRetain => core::mem::size_of::<user_object_retain::Request>(),
+            Op::UserObjectRelease => core::mem::size_of::<user_object_release::Request>(),
+            Op::GraphRetainUserObject => core::mem::size_of::<graph_retain_user_object::Request>(),
+            Op::GraphReleaseUserObject => {
+                core::mem::size_of::<graph_release_user_object::Request>()
+            }
+            Op::UserObjectCreate => core::mem::size_of::<user_object_create::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -2805,6 +2850,11 @@ impl Op {
             }
             Op::GraphEdges => core::mem::size_of::<graph_edges::Reply>(),
             Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Reply>(),
+            Op::UserObjectRetain => core::mem::size_of::<user_object_retain::Reply>(),
+            Op::UserObjectRelease => core::mem::size_of::<user_object_release::Reply>(),
+            Op::GraphRetainUserObject => core::mem::size_of::<graph_retain_user_object::Reply>(),
+            Op::GraphReleaseUserObject => core::mem::size_of::<graph_release_user_object::Reply>(),
+            Op::UserObjectCreate => core::mem::size_of::<user_object_create::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -3406,6 +3456,17 @@ impl Op {
             }
             Op::GraphEdges => message::check::<graph_edges::Request>(fixed, blob_len),
             Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Request>(fixed, blob_len),
+            Op::UserObjectRetain => message::check::<user_object_retain::Request>(fixed, blob_len),
+            Op::UserObjectRelease => {
+                message::check::<user_object_release::Request>(fixed, blob_len)
+            }
+            Op::GraphRetainUserObject => {
+                message::check::<graph_retain_user_object::Request>(fixed, blob_len)
+            }
+            Op::GraphReleaseUserObject => {
+                message::check::<graph_release_user_object::Request>(fixed, blob_len)
+            }
+            Op::UserObjectCreate => message::check::<user_object_create::Request>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -3918,6 +3979,15 @@ impl Op {
             }
             Op::GraphEdges => message::check::<graph_edges::Reply>(fixed, blob_len),
             Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Reply>(fixed, blob_len),
+            Op::UserObjectRetain => message::check::<user_object_retain::Reply>(fixed, blob_len),
+            Op::UserObjectRelease => message::check::<user_object_release::Reply>(fixed, blob_len),
+            Op::GraphRetainUserObject => {
+                message::check::<graph_retain_user_object::Reply>(fixed, blob_len)
+            }
+            Op::GraphReleaseUserObject => {
+                message::check::<graph_release_user_object::Reply>(fixed, blob_len)
+            }
+            Op::UserObjectCreate => message::check::<user_object_create::Reply>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -4219,6 +4289,11 @@ impl TryFrom<u16> for Op {
             450 => Ok(Op::GraphExecChildGraphNodeSetParams),
             451 => Ok(Op::GraphEdges),
             452 => Ok(Op::StreamBatchMemOp),
+            453 => Ok(Op::UserObjectRetain),
+            454 => Ok(Op::UserObjectRelease),
+            455 => Ok(Op::GraphRetainUserObject),
+            456 => Ok(Op::GraphReleaseUserObject),
+            457 => Ok(Op::UserObjectCreate),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -4500,6 +4575,11 @@ pub const SCHEMA: &str = concat!(
     "450 GraphExecChildGraphNodeSetParams {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),child_graph:handle(Graph)} => {}\n",
     "451 GraphEdges {add:bool,graph:handle(Graph),count:u32}+blob => {}\n",
     "452 StreamBatchMemOp {stream:handle(Stream),count:u32,flags:u32}+blob => {}\n",
+    "453 UserObjectRetain {object:handle(UserObject),count:u32} => {}\n",
+    "454 UserObjectRelease {object:handle(UserObject),count:u32} => {}\n",
+    "455 GraphRetainUserObject {graph:handle(Graph),object:handle(UserObject),count:u32,flags:u32} => {}\n",
+    "456 GraphReleaseUserObject {graph:handle(Graph),object:handle(UserObject),count:u32} => {}\n",
+    "457 UserObjectCreate {id:u64,count:u32,flags:u32} => {object:handle(UserObject)}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -15001,6 +15081,212 @@ pub mod stream_batch_mem_op {
     }
 }
 
+/// `cuUserObjectRetain`: wire id 453.
+pub mod user_object_retain {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectRetain;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectRetain;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuUserObjectRelease`: wire id 454.
+pub mod user_object_release {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphRetainUserObject`: wire id 455.
+pub mod graph_retain_user_object {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub object: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphRetainUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphRetainUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphReleaseUserObject`: wire id 456.
+pub mod graph_release_user_object {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphReleaseUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphReleaseUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation UserObjectCreate: wire id 457.
+pub mod user_object_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub id: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub object: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// `cuArrayCreate_v2`: wire id 460.
 pub mod array_create_v2 {
     use super::*;
@@ -17441,6 +17727,37 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.hgraph_exec = U64::new(0x4100_0000_0000_0049);
             r.hnode = U64::new(0x4100_0000_0000_005a);
             r.child_graph = U64::new(0x4100_0000_0000_006b);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::UserObjectRetain => {
+            let mut r = user_object_retain::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.object = U64::new(0x4100_0000_0000_0052);
+            r.count = U32::new(99);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::UserObjectRelease => {
+            let mut r = user_object_release::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.object = U64::new(0x4100_0000_0000_0055);
+            r.count = U32::new(102);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphRetainUserObject => {
+            let mut r = graph_retain_user_object::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.graph = U64::new(0x4100_0000_0000_0058);
+            r.object = U64::new(0x4100_0000_0000_0069);
+            r.count = U32::new(122);
+            r.flags = U32::new(11);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphReleaseUserObject => {
+            let mut r = graph_release_user_object::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.graph = U64::new(0x4100_0000_0000_005b);
+            r.object = U64::new(0x4100_0000_0000_006c);
+            r.count = U32::new(125);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ArrayCreate_v2 => {

@@ -498,6 +498,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             ]
             .concat(),
         ),
+        // One reference, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, the client's callback 4.
+        Op::UserObjectCreate => (
+            b(user_object_create::Request {
+                id: u(4),
+                count: U32::new(1),
+                flags: U32::new(1),
+            }),
+            none(),
+        ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).

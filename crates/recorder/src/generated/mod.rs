@@ -1733,6 +1733,23 @@ pub extern "C" fn cuGraphNodeSetEnabled(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphReleaseUserObject`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphReleaseUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphReleaseUserObject");
+    c.eq("graph", graph as usize as u64, 0x0u64);
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1507100144u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphRemoveDependencies`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1763,6 +1780,25 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies(
         )
     };
     c.eq("numDependencies", numDependencies, 8usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphRetainUserObject`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphRetainUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphRetainUserObject");
+    c.eq("graph", graph as usize as u64, 0x0u64);
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1468230657u32);
+    c.eq("flags", flags, 3384336959u32);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -4046,6 +4082,36 @@ pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuUserObjectRelease`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRelease(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuUserObjectRelease");
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 2833482388u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuUserObjectRetain`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRetain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuUserObjectRetain");
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1175965256u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate_v2",
@@ -4132,7 +4198,9 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
     "cuGraphNodeSetEnabled",
+    "cuGraphReleaseUserObject",
     "cuGraphRemoveDependencies",
+    "cuGraphRetainUserObject",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
@@ -4238,6 +4306,8 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamWriteValue64_ptsz",
     "cuStreamWriteValue64_v2",
     "cuStreamWriteValue64_v2_ptsz",
+    "cuUserObjectRelease",
+    "cuUserObjectRetain",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -4325,7 +4395,9 @@ const _: crate::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: crate::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: crate::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
+const _: crate::signature::cuGraphReleaseUserObject = cuGraphReleaseUserObject;
 const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: crate::signature::cuGraphRetainUserObject = cuGraphRetainUserObject;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: crate::signature::cuKernelGetAttribute = cuKernelGetAttribute;
@@ -4436,3 +4508,5 @@ const _: crate::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
 const _: crate::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
 const _: crate::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
 const _: crate::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;
+const _: crate::signature::cuUserObjectRelease = cuUserObjectRelease;
+const _: crate::signature::cuUserObjectRetain = cuUserObjectRetain;

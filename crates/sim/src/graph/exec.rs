@@ -50,6 +50,7 @@ pub(crate) fn instantiate(st: &mut State, key: usize, flags: u64) -> Res<usize> 
         disabled: HashSet::new(),
     };
     st.ext.graphs.execs.insert(exec, e);
+    super::user::copy_held(st, key, exec);
     Ok(exec)
 }
 
@@ -84,7 +85,10 @@ pub(crate) fn exec_update(st: &mut State, exec_key: usize, key: usize) -> Res<(u
 /// `cuGraphExecDestroy`.
 pub(crate) fn exec_destroy(st: &mut State, key: usize) -> Res<()> {
     match st.ext.graphs.execs.remove(&key) {
-        Some(_) => Ok(()),
+        Some(_) => {
+            super::user::drop_held(st, key);
+            Ok(())
+        }
         None => invalid(format!("executable graph {key:#x} does not exist")),
     }
 }

@@ -33,10 +33,12 @@ use crate::state::State;
 mod capture;
 mod exec;
 mod node;
+mod user;
 
 pub(crate) use capture::*;
 pub(crate) use exec::*;
 pub(crate) use node::*;
+pub(crate) use user::*;
 
 /// One end of a recorded copy.
 #[derive(Clone, Copy, Debug)]
@@ -204,6 +206,7 @@ pub(crate) struct Graphs {
     pub captures: HashMap<usize, Capture>,
     /// Capture ids handed out so far.
     pub capture_ids: u64,
+    pub users: UserObjects,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -226,6 +229,8 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let Some(graph) = g.graphs.remove(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));
     };
+    user::drop_held(st, key);
+    let g = &mut st.ext.graphs;
     let mut children = Vec::new();
     for n in graph.nodes {
         if let Some(Node {

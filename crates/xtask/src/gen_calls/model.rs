@@ -294,6 +294,7 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "SurfRef" => HandleKind::SurfRef,
         "Array" => HandleKind::Array,
         "MipmappedArray" => HandleKind::MipmappedArray,
+        "UserObject" => HandleKind::UserObject,
         other => return Err(format!("handle kind {other} is not known to the generator").into()),
     })
 }

@@ -40,7 +40,7 @@ mod kernel_v1;
 mod memcpy;
 mod nodes;
 
-pub use host::{host_node, host_node_params, HostNodeCall};
+pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
 pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{

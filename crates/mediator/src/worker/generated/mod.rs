@@ -286,6 +286,11 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphExecChildGraphNodeSetParams => graph_exec_child_graph_node_set_params(s, req),
         Op::GraphEdges => super::graph::graph_edges(lane, s, req),
         Op::StreamBatchMemOp => super::memop::stream_batch_mem_op(lane, s, req),
+        Op::UserObjectRetain => user_object_retain(s, req),
+        Op::UserObjectRelease => user_object_release(s, req),
+        Op::GraphRetainUserObject => graph_retain_user_object(s, req),
+        Op::GraphReleaseUserObject => graph_release_user_object(s, req),
+        Op::UserObjectCreate => super::graph::user_object_create(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
@@ -4406,6 +4411,88 @@ fn graph_exec_child_graph_node_set_params(s: &Session, req: &Request) -> Result<
     })?;
     Ok(Reply::new(
         &vgpu_proto::graph_exec_child_graph_node_set_params::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuUserObjectRetain`.
+fn user_object_retain(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::user_object_retain::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuUserObjectRetain)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::user_object_retain::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuUserObjectRelease`.
+fn user_object_release(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::user_object_release::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuUserObjectRelease)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::user_object_release::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphRetainUserObject`.
+fn graph_retain_user_object(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_retain_user_object::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_graph = t.handle(HandleKind::Graph, r.graph.get())?;
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphRetainUserObject)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_graph),
+            calls::as_ptr(a_object),
+            a_count,
+            a_flags,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_retain_user_object::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphReleaseUserObject`.
+fn graph_release_user_object(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_release_user_object::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_graph = t.handle(HandleKind::Graph, r.graph.get())?;
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphReleaseUserObject)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_graph), calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_release_user_object::Reply {},
         Vec::new(),
     ))
 }

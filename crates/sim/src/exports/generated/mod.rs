@@ -1211,6 +1211,18 @@ pub extern "C" fn cuGraphNodeSetEnabled(
     })
 }
 
+/// `cuGraphReleaseUserObject`.
+#[no_mangle]
+pub extern "C" fn cuGraphReleaseUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphReleaseUserObject", || {
+        super::graph::graph_release_user_object(graph, object, count)
+    })
+}
+
 /// `cuGraphRemoveDependencies`.
 ///
 /// # Safety
@@ -1225,6 +1237,19 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies(
     run("cuGraphRemoveDependencies", || {
         // SAFETY: the caller's pointers, valid as the CUDA API requires.
         unsafe { super::graph::graph_remove_dependencies(hGraph, from, to, numDependencies) }
+    })
+}
+
+/// `cuGraphRetainUserObject`.
+#[no_mangle]
+pub extern "C" fn cuGraphRetainUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphRetainUserObject", || {
+        super::graph::graph_retain_user_object(graph, object, count, flags)
     })
 }
 
@@ -2785,6 +2810,28 @@ pub extern "C" fn cuStreamWriteValue64_v2_ptsz(
     })
 }
 
+/// `cuUserObjectRelease`.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRelease(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuUserObjectRelease", || {
+        super::graph::user_object_release(object, count)
+    })
+}
+
+/// `cuUserObjectRetain`.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRetain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuUserObjectRetain", || {
+        super::graph::user_object_retain(object, count)
+    })
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate_v2",
@@ -2871,7 +2918,9 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
     "cuGraphNodeSetEnabled",
+    "cuGraphReleaseUserObject",
     "cuGraphRemoveDependencies",
+    "cuGraphRetainUserObject",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuKernelGetAttribute",
@@ -2977,6 +3026,8 @@ pub const EXPORTS: &[&str] = &[
     "cuStreamWriteValue64_ptsz",
     "cuStreamWriteValue64_v2",
     "cuStreamWriteValue64_v2_ptsz",
+    "cuUserObjectRelease",
+    "cuUserObjectRetain",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -3064,7 +3115,9 @@ const _: super::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: super::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: super::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
+const _: super::signature::cuGraphReleaseUserObject = cuGraphReleaseUserObject;
 const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: super::signature::cuGraphRetainUserObject = cuGraphRetainUserObject;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: super::signature::cuKernelGetAttribute = cuKernelGetAttribute;
@@ -3175,3 +3228,5 @@ const _: super::signature::cuStreamWriteValue64 = cuStreamWriteValue64;
 const _: super::signature::cuStreamWriteValue64_ptsz = cuStreamWriteValue64_ptsz;
 const _: super::signature::cuStreamWriteValue64_v2 = cuStreamWriteValue64_v2;
 const _: super::signature::cuStreamWriteValue64_v2_ptsz = cuStreamWriteValue64_v2_ptsz;
+const _: super::signature::cuUserObjectRelease = cuUserObjectRelease;
+const _: super::signature::cuUserObjectRetain = cuUserObjectRetain;

@@ -109,7 +109,8 @@ pub(crate) fn graph_create(out: Out<CUgraph>, flags: c_uint) -> Res<()> {
 
 /// `cuGraphDestroy`.
 pub(crate) fn graph_destroy(h: CUgraph) -> Res<()> {
-    graph::destroy(&mut state::sim()?.lock(), key(h))
+    graph::destroy(&mut state::sim()?.lock(), key(h))?;
+    params::after_destroy()
 }
 
 /// `cuGraphClone`.
@@ -164,7 +165,8 @@ pub(crate) unsafe fn graph_instantiate_v2(
 
 /// `cuGraphExecDestroy`.
 pub(crate) fn graph_exec_destroy(h: CUgraphExec) -> Res<()> {
-    graph::exec_destroy(&mut state::sim()?.lock(), key(h))
+    graph::exec_destroy(&mut state::sim()?.lock(), key(h))?;
+    params::after_destroy()
 }
 
 /// `cuGraphExecGetFlags`.
