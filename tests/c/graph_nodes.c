@@ -21,7 +21,9 @@
  *   each launch, in order (an event recorded after a sleeping host node
  *   completes after it); its parameters read back and replaced in the graph
  *   and in an executable graph; a CUDA call from inside one returns (success
- *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs.
+ *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs; a
+ *   cuLaunchHostFunc on a capturing stream becomes a host node run at each
+ *   launch;
  * - memset nodes' parameters read back and replaced, in the graph and in an
  *   executable graph; a memset getter or setter on an empty node gives
  *   CUDA_ERROR_INVALID_VALUE;
@@ -147,6 +149,9 @@ static struct {
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
     CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
     CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*LaunchHostFunc)(CUstream, host_fn, void *);
     CUresult (*UserObjectCreate)(CUuserObject *, void *, host_fn, unsigned int, unsigned int);
     CUresult (*UserObjectRetain)(CUuserObject, unsigned int);
     CUresult (*UserObjectRelease)(CUuserObject, unsigned int);
@@ -223,6 +228,9 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
     ENTRY(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams"),
     ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
+    ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    ENTRY(StreamEndCapture, "cuStreamEndCapture"),
+    ENTRY(LaunchHostFunc, "cuLaunchHostFunc"),
     ENTRY(UserObjectCreate, "cuUserObjectCreate"),
     ENTRY(UserObjectRetain, "cuUserObjectRetain"),
     ENTRY(UserObjectRelease, "cuUserObjectRelease"),
@@ -488,6 +496,30 @@ static void host_nodes(CUstream s, CUdeviceptr d)
                 inner_result == CUDA_SUCCESS || inner_result == CUDA_ERROR_NOT_PERMITTED,
                 "the CUDA call from the host function did not return");
     EXPECT("host_exec_destroy_2", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    /* cuLaunchHostFunc on a capturing stream: a host node, run at each launch. */
+    CUgraph captured = NULL;
+    CUgraphNode nodes[2];
+    size_t count = 2;
+    int runs_before = other_runs;
+    EXPECT("host_capture_begin", cu.StreamBeginCapture(s, 0), CUDA_SUCCESS);
+    EXPECT("host_capture_launch_host_func", cu.LaunchHostFunc(s, other_run, &tag_b), CUDA_SUCCESS);
+    EXPECT("host_capture_end", cu.StreamEndCapture(s, &captured), CUDA_SUCCESS);
+    expect_true("host_capture_ran_nothing", other_runs == runs_before,
+                "the captured host function ran at capture");
+    EXPECT("host_capture_nodes", cu.GraphGetNodes(captured, nodes, &count), CUDA_SUCCESS);
+    type = -1;
+    if (count == 1)
+        cu.GraphNodeGetType(nodes[0], &type);
+    expect_true("host_capture_is_host_node", count == 1 && type == NODE_TYPE_HOST,
+                "the capture did not make one host node");
+    EXPECT("host_capture_instantiate", cu.GraphInstantiate(&x, captured, 0), CUDA_SUCCESS);
+    EXPECT("host_capture_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_capture_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_capture_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("host_capture_ran_twice", other_runs == runs_before + 2,
+                "the captured host function did not run at each launch");
+    EXPECT("host_capture_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("host_capture_graph_destroy", cu.GraphDestroy(captured), CUDA_SUCCESS);
     EXPECT("host_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("host_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }

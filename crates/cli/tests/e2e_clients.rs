@@ -277,7 +277,10 @@ fn c_graph_nodes() {
         .assert_line("ok user_destructor_in_process")
         .assert_line("ok user_exec_keeps_alive")
         .assert_line("ok user_destroyed_with_exec")
-        .assert_line("258 checks, 0 failed");
+        .assert_line("ok host_capture_ran_nothing")
+        .assert_line("ok host_capture_is_host_node")
+        .assert_line("ok host_capture_ran_twice")
+        .assert_line("271 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
