@@ -617,20 +617,19 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     if is_child() {
         let mut c = Cases::default();
         cu::init_context();
-        // Host nodes (a host function run in the client) are not remoted.
+        // Memory free nodes (graph-allocated memory) are not remoted.
         let mut node: sys::CUgraphNode = null_mut();
-        let params = std::ptr::null();
         // SAFETY: the out-pointer is a valid local; the call is refused
         // before any argument is read.
         unsafe {
             c.add(
-                "first cuGraphAddHostNode",
-                sys::cuGraphAddHostNode(&mut node, null_mut(), std::ptr::null(), 0, params),
+                "first cuGraphAddMemFreeNode",
+                sys::cuGraphAddMemFreeNode(&mut node, null_mut(), std::ptr::null(), 0, 0),
                 NOT_SUPPORTED,
             );
             c.add(
-                "second cuGraphAddHostNode",
-                sys::cuGraphAddHostNode(&mut node, null_mut(), std::ptr::null(), 0, params),
+                "second cuGraphAddMemFreeNode",
+                sys::cuGraphAddMemFreeNode(&mut node, null_mut(), std::ptr::null(), 0, 0),
                 NOT_SUPPORTED,
             );
         }
@@ -641,10 +640,10 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     h.env("VGPU_LOG", "1");
     let out = h.run(h.self_test("unimplemented_export_gives_not_supported_and_names_itself_once"));
     out.assert_success();
-    // Whole-word matches only (not cuGraphAddHostNodeX).
+    // Whole-word matches only (not cuGraphAddMemFreeNodeX).
     let mentions = out
         .stderr
-        .match_indices("cuGraphAddHostNode")
+        .match_indices("cuGraphAddMemFreeNode")
         .filter(|(i, m)| {
             !out.stderr[i + m.len()..]
                 .starts_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
@@ -652,6 +651,6 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
         .count();
     assert_eq!(
         mentions, 1,
-        "cuGraphAddHostNode must be named exactly once:\n{out}"
+        "cuGraphAddMemFreeNode must be named exactly once:\n{out}"
     );
 }
