@@ -786,8 +786,11 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     EXPECT("parent_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
     EXPECT("parent_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
     expect_true("child_ran_again", holds(d, 5), "the child graph did not run at the second launch");
-    EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
-           CUDA_ERROR_INVALID_VALUE);
+    if (invalid_handle_checks()) {
+        /* The driver crashes on a graph made a child of itself. */
+        EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
+               CUDA_ERROR_INVALID_VALUE);
+    }
     /* The executable graph's child node takes another graph of the same shape. */
     CUgraph child2;
     CUgraphNode set2, rec2;

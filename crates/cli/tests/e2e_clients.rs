@@ -171,7 +171,8 @@ fn c_host_callbacks() {
 
 /// Stream memory operations through vgpu: each form of `cuStreamWriteValue32/64`
 /// stores its value in stream order, `cuStreamWaitValue32/64` with a met condition
-/// lets later work run, one stream waits for another's flag, a captured write runs
+/// lets later work run, one stream waits for another's flag, an unmet wait holds
+/// its stream (`CUDA_ERROR_NOT_READY`) until the host writes the value, a captured write runs
 /// at each launch, bad flags get `CUDA_ERROR_INVALID_VALUE` and addresses outside
 /// the session's allocations are refused (`tests/c/stream_memops.c`, which a GPU
 /// machine also runs natively). Straight on the simulated device it prints the
@@ -189,6 +190,8 @@ fn c_stream_memory_operations() {
         .assert_line("ok ptsz_values")
         .assert_line("ok work_after_waits_ran")
         .assert_line("ok consumer_saw_producer")
+        .assert_line("ok held_query")
+        .assert_line("ok released")
         .assert_line("ok captured_batch_mem_op")
         .assert_line("ok capture_did_not_run")
         .assert_line("ok launch_wrote")
@@ -199,7 +202,7 @@ fn c_stream_memory_operations() {
         .assert_line("ok batch_values")
         .assert_line("ok batch_bad_flags")
         .assert_line("ok batch_past_allocation")
-        .assert_line("87 checks, 0 failed");
+        .assert_line("91 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

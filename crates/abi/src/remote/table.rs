@@ -166,7 +166,7 @@ remote_table! {
         graph: cuGraphNodeGetEnabled = 440 gen;
         graph: cuGraphNodeSetEnabled = 441 gen;
         graph: cuGraphNodeFindInClone = 442 gen;
-        graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddChildGraphNode = 443 gen (checked) [dependencies: array(numDependencies)];
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
         graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
         graph: cuUserObjectRetain = 453 gen;

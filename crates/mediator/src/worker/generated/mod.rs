@@ -276,7 +276,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphNodeGetEnabled => graph_node_get_enabled(s, req),
         Op::GraphNodeSetEnabled => graph_node_set_enabled(s, req),
         Op::GraphNodeFindInClone => graph_node_find_in_clone(s, req),
-        Op::GraphAddChildGraphNode => graph_add_child_graph_node(s, req),
+        Op::GraphAddChildGraphNode => super::graph::check_graph_add_child_graph_node(s, req)
+            .and_then(|()| graph_add_child_graph_node(s, req)),
         Op::GraphChildGraphNodeGetGraph => graph_child_graph_node_get_graph(s, req),
         Op::GraphHostNode => super::graph::graph_host_node(lane, s, req),
         Op::GraphHostNodeParams => super::graph::graph_host_node_params(lane, s, req),
