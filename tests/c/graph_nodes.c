@@ -34,10 +34,10 @@
  * - user objects: references held by the application, a graph (retained or
  *   moved) and an executable graph; the destructor runs once, in this
  *   process, when the last one goes.
- * With --pageable (vgpu only) a memcpy node from pageable memory of this
- * process, which the driver accepts and vgpu refuses with
- * CUDA_ERROR_INVALID_VALUE (its worker cannot reach that memory when the
- * graph runs).
+ * - memcpy nodes whose host side is pageable memory (static and stack
+ *   arrays, pitched rows): read and written at each launch, the bytes
+ *   between rows untouched; the nodes are memcpy nodes with the parameters
+ *   given.
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
  * adds a destroyed graph as a child and launches a destroyed executable
  * graph, which the driver documents as undefined and vgpu refuses.
@@ -46,7 +46,7 @@
  * alike (the output is the same).
  *
  * Build:  cc -std=c11 -O2 -Wall -o graph_nodes graph_nodes.c -ldl
- * Usage:  graph_nodes [LIBRARY] [--pageable]      (default: libcuda.so.1)
+ * Usage:  graph_nodes [LIBRARY]      (default: libcuda.so.1)
  * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
@@ -543,7 +543,7 @@ static CUDA_MEMCPY3D linear(unsigned int src_type, const void *src_host, CUdevic
     return c;
 }
 
-static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable)
+static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2)
 {
     unsigned int *in = NULL, *out = NULL;
     CUgraph g;
@@ -612,20 +612,70 @@ static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable
     EXPECT("memcpy_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
     expect_true("memcpy_exec_set_ran", out[0] == 99 && out[WORDS - 1] == 99,
                 "the executable graph's middle copy did not take its new direction");
-    if (pageable) {
-        /* Pageable memory of this process: the driver copies it at each launch;
-         * vgpu's worker cannot reach it then, and refuses the node. */
-        static unsigned int plain[WORDS];
-        CUgraphNode refused;
-        CUDA_MEMCPY3D c_plain = linear(MEMORY_HOST, plain, 0, MEMORY_DEVICE, NULL, d, bytes);
-        EXPECT("memcpy_pageable_refused",
-               cu.GraphAddMemcpyNode(&refused, g, NULL, 0, &c_plain, ctx),
-               CUDA_ERROR_INVALID_VALUE);
-    }
     EXPECT("memcpy_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
     EXPECT("memcpy_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("memcpy_free_in", cu.MemFreeHost(in), CUDA_SUCCESS);
     EXPECT("memcpy_free_out", cu.MemFreeHost(out), CUDA_SUCCESS);
+}
+
+/* Memcpy nodes whose host side is pageable memory of this process (a static
+ * array to the device, then the device to a stack array, four 16-byte rows
+ * 32 bytes apart): each launch reads and writes that memory then, and the
+ * bytes between the rows stay as they were. */
+static void pageable_memcpy_nodes(CUstream s, CUdeviceptr d)
+{
+    static unsigned int plain[WORDS];
+    unsigned char rows[4 * 32];
+    CUgraph g;
+    CUgraphNode up, down;
+    CUgraphExec x;
+    CUDA_MEMCPY3D got;
+    int type = -1;
+    for (int i = 0; i < WORDS; i++)
+        plain[i] = 500 + i;
+    memset(rows, 0xEE, sizeof rows);
+    EXPECT("pageable_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D c_up = linear(MEMORY_HOST, plain, 0, MEMORY_DEVICE, NULL, d, WORDS * 4);
+    CUDA_MEMCPY3D c_down = linear(MEMORY_DEVICE, NULL, d + 4, MEMORY_HOST, rows, 0, 16);
+    c_down.srcPitch = 16;
+    c_down.dstPitch = 32;
+    c_down.Height = 4;
+    EXPECT("pageable_add_up", cu.GraphAddMemcpyNode(&up, g, NULL, 0, &c_up, ctx), CUDA_SUCCESS);
+    EXPECT("pageable_add_down", cu.GraphAddMemcpyNode(&down, g, &up, 1, &c_down, ctx),
+           CUDA_SUCCESS);
+    EXPECT("pageable_type", cu.GraphNodeGetType(down, &type), CUDA_SUCCESS);
+    expect_true("pageable_is_memcpy_node", type == NODE_TYPE_MEMCPY,
+                "the node is not a memcpy node");
+    memset(&got, 0, sizeof got);
+    EXPECT("pageable_get", cu.GraphMemcpyNodeGetParams(down, &got), CUDA_SUCCESS);
+    expect_true("pageable_get_params",
+                got.srcMemoryType == MEMORY_DEVICE && got.srcDevice == d + 4 &&
+                    got.dstMemoryType == MEMORY_HOST && got.dstHost == rows &&
+                    got.dstPitch == 32 && got.WidthInBytes == 16 && got.Height == 4,
+                "the memcpy node's parameters are not the ones given");
+    EXPECT("pageable_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    for (int launch = 0; launch < 2; launch++) {
+        EXPECT(launch ? "pageable_launch_2" : "pageable_launch", cu.GraphLaunch(x, s),
+               CUDA_SUCCESS);
+        EXPECT(launch ? "pageable_synchronize_2" : "pageable_synchronize",
+               cu.StreamSynchronize(s), CUDA_SUCCESS);
+        int same = 1;
+        for (int r = 0; r < 4; r++) {
+            unsigned int v[4];
+            memcpy(v, rows + r * 32, sizeof v);
+            for (int i = 0; i < 4; i++)
+                same &= v[i] == plain[1 + r * 4 + i];
+            for (int i = 16; i < 32; i++)
+                same &= rows[r * 32 + i] == 0xEE;
+        }
+        expect_true(launch ? "pageable_round_trip_2" : "pageable_round_trip", same,
+                    "the rows do not hold the pageable source, or a gap was written");
+        /* The next launch reads the new values. */
+        for (int i = 0; i < WORDS; i++)
+            plain[i] = 9000 + i;
+    }
+    EXPECT("pageable_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("pageable_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
 /* What the user objects' destructors record. */
@@ -828,7 +878,6 @@ int main(int argc, char **argv)
 {
     cu_load(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, entries, CU_COUNT(entries));
     main_pid = getpid();
-    int pageable = strcmp(argv[argc - 1], "--pageable") == 0;
     CUdevice dev;
     CUstream s;
     CUdeviceptr d, d2;
@@ -843,7 +892,8 @@ int main(int argc, char **argv)
     event_nodes(s);
     enabled_nodes(s, d);
     host_nodes(s, d);
-    memcpy_nodes(s, d, d2, pageable);
+    memcpy_nodes(s, d, d2);
+    pageable_memcpy_nodes(s, d);
     user_objects(s);
     clones();
     child_graphs(s, d, d2);

@@ -263,6 +263,10 @@ fn c_graph_nodes() {
         .assert_line("ok memcpy_reads_at_launch")
         .assert_line("ok memcpy_set_params")
         .assert_line("ok memcpy_exec_set_ran")
+        .assert_line("ok pageable_is_memcpy_node")
+        .assert_line("ok pageable_get_params")
+        .assert_line("ok pageable_round_trip")
+        .assert_line("ok pageable_round_trip_2")
         .assert_line("ok memset_get_params")
         .assert_line("ok memset_exec_set_ran")
         .assert_line("ok memset_graph_kept_params")
@@ -283,7 +287,7 @@ fn c_graph_nodes() {
         .assert_line("ok host_capture_ran_nothing")
         .assert_line("ok host_capture_is_host_node")
         .assert_line("ok host_capture_ran_twice")
-        .assert_line("271 checks, 0 failed");
+        .assert_line("287 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
@@ -293,13 +297,6 @@ fn c_graph_nodes() {
         body(&native.stdout),
         "through vgpu and straight on the sim differ"
     );
-    // vgpu's one refusal the driver does not make: a memcpy node from
-    // pageable memory, which the worker cannot reach when the graph runs.
-    let mut pageable = h.command(&exe);
-    pageable.arg("--pageable");
-    h.run(pageable)
-        .assert_success()
-        .assert_line("ok memcpy_pageable_refused");
 }
 
 /// The memory-pool family through a real client and mediator: the device's

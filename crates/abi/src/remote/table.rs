@@ -146,7 +146,7 @@ remote_table! {
         graph: cuGraphExecGetFlags = 398 gen;
         graph: cuGraphLaunch_ptsz = 399 gen (posted(stream));
         graph: cuGraphUpload_ptsz = 400 gen;
-        graph: cuGraphNodeGetType = 401 gen;
+        graph: cuGraphNodeGetType = 401 client;
         graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
         graph: cuStreamBeginCapture_ptsz = 403 client;
         graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];

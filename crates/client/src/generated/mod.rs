@@ -112,7 +112,7 @@ crate::api::implement! {
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
     cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) => self::graph_node_find_in_clone(phNode, hOriginalNode, hClonedGraph);
     cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_get_enabled(hGraphExec, hNode, isEnabled);
-    cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphNodeGetType(hNode, type_) => crate::api::graph::graph_node_get_type(hNode, type_);
     cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_set_enabled(hGraphExec, hNode, isEnabled);
     cuGraphReleaseUserObject(graph, object, count) => self::graph_release_user_object(graph, object, count);
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
@@ -1769,28 +1769,6 @@ pub unsafe fn graph_node_get_enabled(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(isEnabled, rep.is_enabled.get())?;
-    }
-    Ok(())
-}
-
-/// `cuGraphNodeGetType`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn graph_node_get_type(
-    hNode: vgpu_abi::types::CUgraphNode,
-    type_: *mut vgpu_abi::types::CUgraphNodeType,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(type_)?;
-    let r = vgpu_proto::graph_node_get_type::Request {
-        hnode: U64::new(hNode as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        write_out(type_, CUgraphNodeType(rep.type_.get()))?;
     }
     Ok(())
 }

@@ -39,6 +39,7 @@ mod host;
 mod kernel_v1;
 mod memcpy;
 mod nodes;
+mod staged;
 
 pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
@@ -47,6 +48,7 @@ pub use nodes::{
     debug_dot_print, edges_v2, exec_update, exec_update_v1, kernel_node, kernel_node_params,
     memset_node, memset_node_params, query,
 };
+pub use staged::graph_node_get_type;
 
 /// Notes a capture begun on stream `sid`.
 fn opened(s: &Session, sid: u64) {
