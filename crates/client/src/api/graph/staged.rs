@@ -8,6 +8,10 @@
 //! - device to host: the device copy into the staging memory, then a host
 //!   node copying it to the application's rows.
 //!
+//! An asynchronous copy between the device and pageable memory on a
+//! capturing stream is captured the same way: a host function (a host node
+//! of the captured graph) and a copy from or to the staging memory.
+//!
 //! The host node runs here, over the callback channel, at each launch. The
 //! application still sees a memcpy node: its type and parameters are
 //! answered from a record kept here. The staging memory and the host node's
@@ -18,18 +22,19 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
+use vgpu_abi::types::CUdeviceptr;
 use vgpu_abi::types::{
     CUcontext, CUgraph, CUgraphNode, CUgraphNodeType, CUmemorytype, CUDA_HOST_NODE_PARAMS,
     CUDA_MEMCPY3D,
 };
-use vgpu_proto::graph_node_get_type;
+use vgpu_proto::{graph_node_get_type, memcpy_dtoh_shared, memcpy_htod_shared};
 use zerocopy::little_endian::U64;
 
 use super::host::{host_node, HostNodeCall};
 use super::memcpy::{request, MemcpyNodeCall};
 use crate::api::host::map_shared;
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::runtime::runtime;
+use crate::runtime::{runtime, Session};
 
 /// `CU_MEMORYTYPE_HOST`.
 const HOST: u32 = 1;
@@ -267,4 +272,56 @@ pub unsafe fn graph_node_get_type(node: CUgraphNode, ty: *mut CUgraphNodeType) -
     };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(ty, answer) }
+}
+
+/// An asynchronous copy of `n` bytes between `device` and pageable memory at
+/// `app` on capturing stream `sid` (`to_device`: from `app`): captured as a
+/// host function copying between `app` and new staging memory and the copy
+/// from or to that staging memory, in the copy's order.
+///
+/// # Safety
+/// `app` must hold `n` bytes for as long as the captured graph runs.
+pub(crate) unsafe fn capture_copy(
+    s: &Session,
+    device: CUdeviceptr,
+    app: usize,
+    n: usize,
+    sid: u64,
+    to_device: bool,
+) -> CuResult<()> {
+    let staging = map_shared(s, n, 0)?;
+    let rows = Box::leak(Box::new(Rows {
+        app,
+        staging: staging.at as usize,
+        pitch: n,
+        height: 1,
+        width: n,
+        count: 1,
+        depth: 1,
+        to_device,
+    }));
+    let data: *mut Rows = rows;
+    let run = || crate::api::callback::launch_host_func(sid, Some(copy_rows), data.cast());
+    let (host, bytes, stream) = (U64::new(staging.worker), U64::new(n as u64), U64::new(sid));
+    if to_device {
+        run()?;
+        let r = memcpy_htod_shared::Request {
+            dst: U64::new(device),
+            host,
+            bytes,
+            stream,
+            is_async: 1,
+        };
+        s.request(&r, &[]).map(drop)
+    } else {
+        let r = memcpy_dtoh_shared::Request {
+            host,
+            src: U64::new(device),
+            bytes,
+            stream,
+            is_async: 1,
+        };
+        s.request(&r, &[])?;
+        run()
+    }
 }
