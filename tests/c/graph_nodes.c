@@ -31,6 +31,8 @@
  *   read at each launch; parameters read back and replaced in the graph and
  *   in an executable graph; a memcpy getter on a host node gives
  *   CUDA_ERROR_INVALID_VALUE.
+ * - graph memory attributes: read, high watermarks reset (and nothing
+ *   else set), trimmed.
  * - user objects: references held by the application, a graph (retained or
  *   moved) and an executable graph; the destructor runs once, in this
  *   process, when the last one goes.
@@ -122,6 +124,9 @@ static struct {
     CUresult (*EventQuery)(CUevent);
     CUresult (*GraphCreate)(CUgraph *, unsigned int);
     CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*DeviceGetGraphMemAttribute)(CUdevice, int, void *);
+    CUresult (*DeviceSetGraphMemAttribute)(CUdevice, int, void *);
+    CUresult (*DeviceGraphMemTrim)(CUdevice);
     CUresult (*GraphClone)(CUgraph *, CUgraph);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
@@ -205,6 +210,9 @@ static const struct cu_entry entries[] = {
     ENTRY(EventQuery, "cuEventQuery"),
     ENTRY(GraphCreate, "cuGraphCreate"),
     ENTRY(GraphDestroy, "cuGraphDestroy"),
+    ENTRY(DeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute"),
+    ENTRY(DeviceSetGraphMemAttribute, "cuDeviceSetGraphMemAttribute"),
+    ENTRY(DeviceGraphMemTrim, "cuDeviceGraphMemTrim"),
     ENTRY(GraphClone, "cuGraphClone"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
@@ -874,6 +882,35 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     EXPECT("child_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }
 
+/* The device's graph memory attributes: with no memory allocation node in
+ * this program, the used high watermark reads 0 once reset; only the high
+ * watermarks may be set, and only to 0; trimming succeeds. */
+static void graph_memory(CUdevice dev)
+{
+    unsigned long long v = 1;
+    enum { USED_CURRENT = 0, USED_HIGH = 1, RESERVED_CURRENT = 2, RESERVED_HIGH = 3 };
+    EXPECT("graph_mem_used", cu.DeviceGetGraphMemAttribute(dev, USED_CURRENT, &v), CUDA_SUCCESS);
+    EXPECT("graph_mem_reserved", cu.DeviceGetGraphMemAttribute(dev, RESERVED_CURRENT, &v),
+           CUDA_SUCCESS);
+    v = 0;
+    EXPECT("graph_mem_reset_used_high", cu.DeviceSetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_SUCCESS);
+    EXPECT("graph_mem_reset_reserved_high",
+           cu.DeviceSetGraphMemAttribute(dev, RESERVED_HIGH, &v), CUDA_SUCCESS);
+    v = 1;
+    EXPECT("graph_mem_used_high", cu.DeviceGetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_SUCCESS);
+    expect_true("graph_mem_used_high_zero", v == 0, "the used high watermark is not 0");
+    v = 0;
+    EXPECT("graph_mem_set_current", cu.DeviceSetGraphMemAttribute(dev, USED_CURRENT, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    v = 5;
+    EXPECT("graph_mem_set_high_nonzero", cu.DeviceSetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("graph_mem_trim", cu.DeviceGraphMemTrim(dev), CUDA_SUCCESS);
+    EXPECT("graph_mem_bad_device", cu.DeviceGraphMemTrim(99), CUDA_ERROR_INVALID_DEVICE);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, entries, CU_COUNT(entries));
@@ -897,6 +934,7 @@ int main(int argc, char **argv)
     user_objects(s);
     clones();
     child_graphs(s, d, d2);
+    graph_memory(dev);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);
     EXPECT("free_2", cu.MemFree(d2), CUDA_SUCCESS);
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);

@@ -287,7 +287,12 @@ fn c_graph_nodes() {
         .assert_line("ok host_capture_ran_nothing")
         .assert_line("ok host_capture_is_host_node")
         .assert_line("ok host_capture_ran_twice")
-        .assert_line("287 checks, 0 failed");
+        .assert_line("ok graph_mem_used_high_zero")
+        .assert_line("ok graph_mem_set_current")
+        .assert_line("ok graph_mem_set_high_nonzero")
+        .assert_line("ok graph_mem_trim")
+        .assert_line("ok graph_mem_bad_device")
+        .assert_line("297 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -169,6 +169,7 @@ remote_table! {
         graph: cuGraphAddChildGraphNode = 443 gen (checked) [dependencies: array(numDependencies)];
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
         graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
+        graph: cuDeviceGraphMemTrim = 621 gen;
         graph: cuUserObjectRetain = 453 gen;
         graph: cuUserObjectRelease = 454 gen;
         graph: cuGraphRetainUserObject = 455 gen;
@@ -295,7 +296,7 @@ remote_table! {
             cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
             cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
             cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2,
-            cuUserObjectCreate;
+            cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -440,6 +441,11 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// `cuDeviceGetGraphMemAttribute` (`set` false) or
+        /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
+        /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
+        graph: DeviceGraphMemAttribute = 620 { set: bool, dev: i32, attr: u32, value: u64 } => { value: u64 };
 
         /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
         /// has destroyed it (its outstanding allocations stay live).

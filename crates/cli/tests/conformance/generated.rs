@@ -723,6 +723,19 @@ fn cuDeviceGetTexture1DLinearMaxWidth() {
     });
 }
 
+/// `cuDeviceGraphMemTrim` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGraphMemTrim() {
+    case("generated::cuDeviceGraphMemTrim", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUdevice) -> vgpu_abi::types::CUresult =
+            f.sym("cuDeviceGraphMemTrim");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(1i32) };
+        f.ok("cuDeviceGraphMemTrim", st);
+    });
+}
+
 /// `cuDevicePrimaryCtxGetState` arrives with the values passed and its outputs come back.
 #[test]
 fn cuDevicePrimaryCtxGetState() {

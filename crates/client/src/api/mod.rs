@@ -288,6 +288,10 @@ implement! {
         graph::MemcpyNodeCall::ExecSet, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
         std::ptr::null(), 0, p, ctx);
     cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
+    cuDeviceGetGraphMemAttribute(dev, attr, value) =>
+        graph::graph_mem_attribute(dev, attr, value, false);
+    cuDeviceSetGraphMemAttribute(dev, attr, value) =>
+        graph::graph_mem_attribute(dev, attr, value, true);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

@@ -63,6 +63,7 @@ crate::api::implement! {
     cuDeviceGetMemPool(pool, dev) => self::device_get_mem_pool(pool, dev);
     cuDeviceGetProperties(prop, dev) => self::device_get_properties(prop, dev);
     cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) => self::device_get_texture1d_linear_max_width(maxWidthInElements, format, numChannels, dev);
+    cuDeviceGraphMemTrim(device) => self::device_graph_mem_trim(device);
     cuDevicePrimaryCtxGetState(dev, flags, active) => crate::api::context::device_primary_ctx_get_state(dev, flags, active);
     cuDevicePrimaryCtxRelease_v2(dev) => crate::api::context::device_primary_ctx_release_v2(dev);
     cuDevicePrimaryCtxReset_v2(dev) => crate::api::context::device_primary_ctx_reset_v2(dev);
@@ -907,6 +908,20 @@ pub unsafe fn device_get_texture1d_linear_max_width(
             wire::usize(rep.max_width_in_elements.get()),
         )?;
     }
+    Ok(())
+}
+
+/// `cuDeviceGraphMemTrim`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_graph_mem_trim(device: vgpu_abi::types::CUdevice) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::device_graph_mem_trim::Request {
+        device: I32::new(device),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

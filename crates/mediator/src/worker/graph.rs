@@ -34,10 +34,12 @@ use crate::driver::{entry, Handle, Status};
 
 mod child;
 mod host;
+mod mem;
 mod memcpy;
 mod memset;
 pub use child::check_graph_add_child_graph_node;
 pub use host::{graph_host_node, graph_host_node_params, user_object_create};
+pub use mem::device_graph_mem_attribute;
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
 pub use memset::{graph_memset_node, graph_memset_node_params};
 

@@ -705,6 +705,12 @@ pub enum Op {
     /// `cuTensorMapReplaceAddress`: the blob is the 128-byte map, the
     /// reply's blob the map with `address` in it (unchecked, as above).
     TensorMapReplaceAddress = 541,
+    /// `cuDeviceGetGraphMemAttribute` (`set` false) or
+    /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
+    /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
+    DeviceGraphMemAttribute = 620,
+    /// `cuDeviceGraphMemTrim`.
+    DeviceGraphMemTrim = 621,
 }
 
 impl Op {
@@ -988,6 +994,8 @@ impl Op {
         Op::HostCallback,
         Op::TensorMapEncode,
         Op::TensorMapReplaceAddress,
+        Op::DeviceGraphMemAttribute,
+        Op::DeviceGraphMemTrim,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1275,6 +1283,8 @@ impl Op {
             Op::HostCallback => "HostCallback",
             Op::TensorMapEncode => "TensorMapEncode",
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
+            Op::DeviceGraphMemAttribute => "DeviceGraphMemAttribute",
+            Op::DeviceGraphMemTrim => "DeviceGraphMemTrim",
         }
     }
 
@@ -1559,6 +1569,8 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::DeviceGraphMemAttribute => false,
+            Op::DeviceGraphMemTrim => false,
         }
     }
 
@@ -1843,6 +1855,8 @@ impl Op {
             Op::HostCallback => true,
             Op::TensorMapEncode => true,
             Op::TensorMapReplaceAddress => true,
+            Op::DeviceGraphMemAttribute => true,
+            Op::DeviceGraphMemTrim => true,
         }
     }
 
@@ -2127,6 +2141,8 @@ impl Op {
             Op::HostCallback => false,
             Op::TensorMapEncode => false,
             Op::TensorMapReplaceAddress => false,
+            Op::DeviceGraphMemAttribute => false,
+            Op::DeviceGraphMemTrim => false,
         }
     }
 
@@ -2521,6 +2537,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Request>()
             }
+            Op::DeviceGraphMemAttribute => {
+                core::mem::size_of::<device_graph_mem_attribute::Request>()
+            }
+            Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Request>(),
         }
     }
 
@@ -2891,6 +2911,10 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 core::mem::size_of::<tensor_map_replace_address::Reply>()
             }
+            Op::DeviceGraphMemAttribute => {
+                core::mem::size_of::<device_graph_mem_attribute::Reply>()
+            }
+            Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Reply>(),
         }
     }
 
@@ -3515,6 +3539,12 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Request>(fixed, blob_len)
             }
+            Op::DeviceGraphMemAttribute => {
+                message::check::<device_graph_mem_attribute::Request>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemTrim => {
+                message::check::<device_graph_mem_trim::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -4034,6 +4064,12 @@ impl Op {
             Op::TensorMapReplaceAddress => {
                 message::check::<tensor_map_replace_address::Reply>(fixed, blob_len)
             }
+            Op::DeviceGraphMemAttribute => {
+                message::check::<device_graph_mem_attribute::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemTrim => {
+                message::check::<device_graph_mem_trim::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -4320,6 +4356,8 @@ impl TryFrom<u16> for Op {
             521 => Ok(Op::HostCallback),
             540 => Ok(Op::TensorMapEncode),
             541 => Ok(Op::TensorMapReplaceAddress),
+            620 => Ok(Op::DeviceGraphMemAttribute),
+            621 => Ok(Op::DeviceGraphMemTrim),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4606,6 +4644,8 @@ pub const SCHEMA: &str = concat!(
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
     "540 TensorMapEncode {kind:u8,data_type:u32,rank:u32,address:devptr,channels_per_pixel:u32,pixels_per_column:u32,interleave:u32,mode:u32,swizzle:u32,l2_promotion:u32,oob_fill:u32,lower_width:i32,upper_width:i32}+blob => {}+blob\n",
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
+    "620 DeviceGraphMemAttribute {set:bool,dev:i32,attr:u32,value:u64} => {value:u64}\n",
+    "621 DeviceGraphMemTrim {device:i32} => {}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -16400,6 +16440,90 @@ pub mod tensor_map_replace_address {
     }
 }
 
+/// The hand-written operation DeviceGraphMemAttribute: wire id 620.
+pub mod device_graph_mem_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub set: u8,
+        pub dev: I32,
+        pub attr: U32,
+        pub value: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub value: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGraphMemAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGraphMemAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGraphMemTrim`: wire id 621.
+pub mod device_graph_mem_trim {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGraphMemTrim;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGraphMemTrim;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -17857,6 +17981,12 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
             let mut blob = Vec::new();
             r.mipmap = U64::new(0x4100_0000_0000_0023);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGraphMemTrim => {
+            let mut r = device_graph_mem_trim::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.device = I32::new(74);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -509,6 +509,16 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
+        // cuDeviceSetGraphMemAttribute of device 0: CU_GRAPH_MEM_ATTR_USED_MEM_HIGH reset to 0.
+        Op::DeviceGraphMemAttribute => (
+            b(device_graph_mem_attribute::Request {
+                set: 1,
+                dev: I32::new(0),
+                attr: U32::new(1),
+                value: u(0),
+            }),
+            none(),
+        ),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).
         Op::GraphMemcpyNode => (
             b(graph_memcpy_node::Request {

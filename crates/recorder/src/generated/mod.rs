@@ -741,6 +741,17 @@ pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuDeviceGraphMemTrim`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuDeviceGraphMemTrim(device: vgpu_abi::types::CUdevice) -> CUresult {
+    let mut c = Check::new("cuDeviceGraphMemTrim");
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuDevicePrimaryCtxGetState`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -4147,6 +4158,7 @@ pub const EXPORTS: &[&str] = &[
     "cuDeviceGetMemPool",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
+    "cuDeviceGraphMemTrim",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
@@ -4344,6 +4356,7 @@ const _: crate::signature::cuDeviceGetLuid = cuDeviceGetLuid;
 const _: crate::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
 const _: crate::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: crate::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
+const _: crate::signature::cuDeviceGraphMemTrim = cuDeviceGraphMemTrim;
 const _: crate::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: crate::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: crate::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;

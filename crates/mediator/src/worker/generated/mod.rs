@@ -318,6 +318,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::HostCallback => super::callback::host_callback(lane, s, req),
         Op::TensorMapEncode => super::tensormap::tensor_map_encode(lane, s, req),
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
+        Op::DeviceGraphMemAttribute => super::graph::device_graph_mem_attribute(lane, s, req),
+        Op::DeviceGraphMemTrim => device_graph_mem_trim(s, req),
     }
 }
 
@@ -4860,6 +4862,21 @@ fn mipmapped_array_get_sparse_properties(s: &Session, req: &Request) -> Result<R
         &vgpu_proto::mipmapped_array_get_sparse_properties::Reply {
             sparse_properties: calls::record_bytes(&o_sparse_properties),
         },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGraphMemTrim`.
+fn device_graph_mem_trim(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_graph_mem_trim::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let f = entry(s.driver.cuDeviceGraphMemTrim)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(a_device) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_graph_mem_trim::Reply {},
         Vec::new(),
     ))
 }

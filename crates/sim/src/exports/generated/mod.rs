@@ -483,6 +483,14 @@ pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
     })
 }
 
+/// `cuDeviceGraphMemTrim`.
+#[no_mangle]
+pub extern "C" fn cuDeviceGraphMemTrim(device: vgpu_abi::types::CUdevice) -> CUresult {
+    run("cuDeviceGraphMemTrim", || {
+        super::graph::device_graph_mem_trim(device)
+    })
+}
+
 /// `cuDevicePrimaryCtxGetState`.
 ///
 /// # Safety
@@ -2867,6 +2875,7 @@ pub const EXPORTS: &[&str] = &[
     "cuDeviceGetMemPool",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
+    "cuDeviceGraphMemTrim",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
@@ -3064,6 +3073,7 @@ const _: super::signature::cuDeviceGetLuid = cuDeviceGetLuid;
 const _: super::signature::cuDeviceGetMemPool = cuDeviceGetMemPool;
 const _: super::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: super::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
+const _: super::signature::cuDeviceGraphMemTrim = cuDeviceGraphMemTrim;
 const _: super::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: super::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: super::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;
