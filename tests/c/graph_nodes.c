@@ -31,6 +31,9 @@
  *   read at each launch; parameters read back and replaced in the graph and
  *   in an executable graph; a memcpy getter on a host node gives
  *   CUDA_ERROR_INVALID_VALUE.
+ * - memory allocation and free nodes: the graph's allocation set, copied
+ *   out and freed at each launch; their types and parameters; a free node
+ *   of an address no allocation node gave is refused.
  * - graph memory attributes: read, high watermarks reset (and nothing
  *   else set), trimmed.
  * - user objects: references held by the application, a graph (retained or
@@ -65,6 +68,30 @@ typedef struct {
 } CUgraphEdgeData;
 typedef void (*host_fn)(void *);
 typedef struct CUuserObject_st *CUuserObject;
+/* CUmemLocation, CUmemAccessDesc, CUmemPoolProps (88 bytes) and
+ * CUDA_MEM_ALLOC_NODE_PARAMS. */
+typedef struct {
+    int type, id;
+} mem_location;
+typedef struct {
+    mem_location location;
+    int flags;
+} mem_access_desc;
+typedef struct {
+    int allocType, handleTypes;
+    mem_location location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} mem_pool_props;
+_Static_assert(sizeof(mem_pool_props) == 88, "CUmemPoolProps is 88 bytes");
+typedef struct {
+    mem_pool_props poolProps;
+    const mem_access_desc *accessDescs;
+    size_t accessDescCount, bytesize;
+    CUdeviceptr dptr;
+} mem_alloc_node_params;
 typedef struct {
     host_fn fn;
     void *userData;
@@ -127,6 +154,12 @@ static struct {
     CUresult (*DeviceGetGraphMemAttribute)(CUdevice, int, void *);
     CUresult (*DeviceSetGraphMemAttribute)(CUdevice, int, void *);
     CUresult (*DeviceGraphMemTrim)(CUdevice);
+    CUresult (*GraphAddMemAllocNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                     mem_alloc_node_params *);
+    CUresult (*GraphMemAllocNodeGetParams)(CUgraphNode, mem_alloc_node_params *);
+    CUresult (*GraphAddMemFreeNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                    CUdeviceptr);
+    CUresult (*GraphMemFreeNodeGetParams)(CUgraphNode, CUdeviceptr *);
     CUresult (*GraphClone)(CUgraph *, CUgraph);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
@@ -213,6 +246,10 @@ static const struct cu_entry entries[] = {
     ENTRY(DeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute"),
     ENTRY(DeviceSetGraphMemAttribute, "cuDeviceSetGraphMemAttribute"),
     ENTRY(DeviceGraphMemTrim, "cuDeviceGraphMemTrim"),
+    ENTRY(GraphAddMemAllocNode, "cuGraphAddMemAllocNode"),
+    ENTRY(GraphMemAllocNodeGetParams, "cuGraphMemAllocNodeGetParams"),
+    ENTRY(GraphAddMemFreeNode, "cuGraphAddMemFreeNode"),
+    ENTRY(GraphMemFreeNodeGetParams, "cuGraphMemFreeNodeGetParams"),
     ENTRY(GraphClone, "cuGraphClone"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
@@ -882,6 +919,69 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     EXPECT("child_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }
 
+/* Memory allocation and free nodes: an allocation of the graph, set by a
+ * memset node and copied to d by a memcpy node, then freed, at each launch;
+ * the nodes' types and parameters; a free node of an address no allocation
+ * node gave is refused. */
+static void memory_nodes(CUstream s, CUdeviceptr d, CUdevice dev)
+{
+    enum { NODE_TYPE_MEM_ALLOC = 10, NODE_TYPE_MEM_FREE = 11, ON_DEVICE = 1, READ_WRITE = 3 };
+    CUgraph g;
+    CUgraphNode alloc, set, copy, freed, refused;
+    CUgraphExec x;
+    mem_access_desc access = {{ON_DEVICE, dev}, READ_WRITE};
+    mem_alloc_node_params p, got;
+    int type = -1;
+    CUdeviceptr at = 1;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = 1; /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    p.poolProps.location.type = ON_DEVICE;
+    p.poolProps.location.id = dev;
+    p.accessDescs = &access;
+    p.accessDescCount = 1;
+    p.bytesize = WORDS * 4;
+    EXPECT("alloc_node_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    if (!EXPECT("alloc_node_add", cu.GraphAddMemAllocNode(&alloc, g, NULL, 0, &p), CUDA_SUCCESS))
+        return;
+    expect_true("alloc_node_address", p.dptr != 0, "the allocation node gave no address");
+    EXPECT("alloc_node_memset", add_memset(&set, g, alloc, p.dptr, 42), CUDA_SUCCESS);
+    CUDA_MEMCPY3D c = linear(MEMORY_DEVICE, NULL, p.dptr, MEMORY_DEVICE, NULL, d, WORDS * 4);
+    EXPECT("alloc_node_copy", cu.GraphAddMemcpyNode(&copy, g, &set, 1, &c, ctx), CUDA_SUCCESS);
+    EXPECT("free_node_add", cu.GraphAddMemFreeNode(&freed, g, &copy, 1, p.dptr), CUDA_SUCCESS);
+    EXPECT("free_node_not_allocated", cu.GraphAddMemFreeNode(&refused, g, NULL, 0, d),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("alloc_node_type", cu.GraphNodeGetType(alloc, &type), CUDA_SUCCESS);
+    expect_true("alloc_node_is_alloc", type == NODE_TYPE_MEM_ALLOC,
+                "the node is not a memory allocation node");
+    EXPECT("free_node_type", cu.GraphNodeGetType(freed, &type), CUDA_SUCCESS);
+    expect_true("free_node_is_free", type == NODE_TYPE_MEM_FREE,
+                "the node is not a memory free node");
+    memset(&got, 0, sizeof got);
+    EXPECT("alloc_node_get", cu.GraphMemAllocNodeGetParams(alloc, &got), CUDA_SUCCESS);
+    expect_true("alloc_node_params",
+                got.dptr == p.dptr && got.bytesize == WORDS * 4 && got.poolProps.allocType == 1 &&
+                    got.poolProps.location.type == ON_DEVICE &&
+                    got.poolProps.location.id == dev && got.accessDescCount == 1 &&
+                    got.accessDescs != NULL && got.accessDescs[0].flags == READ_WRITE,
+                "the allocation node's parameters are not the ones given");
+    EXPECT("free_node_get", cu.GraphMemFreeNodeGetParams(freed, &at), CUDA_SUCCESS);
+    expect_true("free_node_params", at == p.dptr, "the free node's address is not the one given");
+    EXPECT("alloc_get_on_free", cu.GraphMemAllocNodeGetParams(freed, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("alloc_node_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    for (int launch = 0; launch < 2; launch++) {
+        EXPECT("alloc_node_zero", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+        EXPECT(launch ? "alloc_node_launch_2" : "alloc_node_launch", cu.GraphLaunch(x, s),
+               CUDA_SUCCESS);
+        EXPECT(launch ? "alloc_node_synchronize_2" : "alloc_node_synchronize",
+               cu.StreamSynchronize(s), CUDA_SUCCESS);
+        expect_true(launch ? "alloc_node_ran_2" : "alloc_node_ran", holds(d, 42),
+                    "the copy from the graph's allocation did not arrive");
+    }
+    EXPECT("alloc_node_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("alloc_node_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 /* The device's graph memory attributes: with no memory allocation node in
  * this program, the used high watermark reads 0 once reset; only the high
  * watermarks may be set, and only to 0; trimming succeeds. */
@@ -934,6 +1034,7 @@ int main(int argc, char **argv)
     user_objects(s);
     clones();
     child_graphs(s, d, d2);
+    memory_nodes(s, d, dev);
     graph_memory(dev);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);
     EXPECT("free_2", cu.MemFree(d2), CUDA_SUCCESS);

@@ -287,12 +287,21 @@ fn c_graph_nodes() {
         .assert_line("ok host_capture_ran_nothing")
         .assert_line("ok host_capture_is_host_node")
         .assert_line("ok host_capture_ran_twice")
+        .assert_line("ok alloc_node_address")
+        .assert_line("ok free_node_not_allocated")
+        .assert_line("ok alloc_node_is_alloc")
+        .assert_line("ok free_node_is_free")
+        .assert_line("ok alloc_node_params")
+        .assert_line("ok free_node_params")
+        .assert_line("ok alloc_get_on_free")
+        .assert_line("ok alloc_node_ran")
+        .assert_line("ok alloc_node_ran_2")
         .assert_line("ok graph_mem_used_high_zero")
         .assert_line("ok graph_mem_set_current")
         .assert_line("ok graph_mem_set_high_nonzero")
         .assert_line("ok graph_mem_trim")
         .assert_line("ok graph_mem_bad_device")
-        .assert_line("297 checks, 0 failed");
+        .assert_line("324 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -617,19 +617,31 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     if is_child() {
         let mut c = Cases::default();
         cu::init_context();
-        // Memory free nodes (graph-allocated memory) are not remoted.
+        // Batch memory-operation nodes are not remoted.
         let mut node: sys::CUgraphNode = null_mut();
         // SAFETY: the out-pointer is a valid local; the call is refused
         // before any argument is read.
         unsafe {
             c.add(
-                "first cuGraphAddMemFreeNode",
-                sys::cuGraphAddMemFreeNode(&mut node, null_mut(), std::ptr::null(), 0, 0),
+                "first cuGraphAddBatchMemOpNode",
+                sys::cuGraphAddBatchMemOpNode(
+                    &mut node,
+                    null_mut(),
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                ),
                 NOT_SUPPORTED,
             );
             c.add(
-                "second cuGraphAddMemFreeNode",
-                sys::cuGraphAddMemFreeNode(&mut node, null_mut(), std::ptr::null(), 0, 0),
+                "second cuGraphAddBatchMemOpNode",
+                sys::cuGraphAddBatchMemOpNode(
+                    &mut node,
+                    null_mut(),
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                ),
                 NOT_SUPPORTED,
             );
         }
@@ -640,10 +652,10 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     h.env("VGPU_LOG", "1");
     let out = h.run(h.self_test("unimplemented_export_gives_not_supported_and_names_itself_once"));
     out.assert_success();
-    // Whole-word matches only (not cuGraphAddMemFreeNodeX).
+    // Whole-word matches only (not cuGraphAddBatchMemOpNodeX).
     let mentions = out
         .stderr
-        .match_indices("cuGraphAddMemFreeNode")
+        .match_indices("cuGraphAddBatchMemOpNode")
         .filter(|(i, m)| {
             !out.stderr[i + m.len()..]
                 .starts_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
@@ -651,6 +663,6 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
         .count();
     assert_eq!(
         mentions, 1,
-        "cuGraphAddMemFreeNode must be named exactly once:\n{out}"
+        "cuGraphAddBatchMemOpNode must be named exactly once:\n{out}"
     );
 }

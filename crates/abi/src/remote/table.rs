@@ -170,6 +170,8 @@ remote_table! {
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
         graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
         graph: cuDeviceGraphMemTrim = 621 gen;
+        graph: cuGraphAddMemFreeNode = 624 gen [dependencies: array(numDependencies)];
+        graph: cuGraphMemFreeNodeGetParams = 625 gen;
         graph: cuUserObjectRetain = 453 gen;
         graph: cuUserObjectRelease = 454 gen;
         graph: cuGraphRetainUserObject = 455 gen;
@@ -296,7 +298,8 @@ remote_table! {
             cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
             cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
             cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2,
-            cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute;
+            cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute,
+            cuGraphAddMemAllocNode, cuGraphMemAllocNodeGetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -446,6 +449,20 @@ remote_table! {
         /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
         /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
         graph: DeviceGraphMemAttribute = 620 { set: bool, dev: i32, attr: u32, value: u64 } => { value: u64 };
+        /// `cuGraphAddMemAllocNode` in `graph` after `deps` nodes: the pool
+        /// properties' allocation type, handle types and location, `bytes`,
+        /// and `access` access descriptors. The blob holds the dependencies
+        /// (node ids, u64 each), then the descriptors (location type, location
+        /// id, flags: u32 each). The allocation's range joins the session's
+        /// live allocations.
+        graph: GraphMemAllocNode = 622 { graph: handle(Graph), deps: u32, alloc_type: u32,
+            handle_types: u32, loc_type: u32, loc_id: i32, bytes: u64, access: u32 } + blob
+            => { node: handle(GraphNode), dptr: devptr };
+        /// `cuGraphMemAllocNodeGetParams`: as for GraphMemAllocNode; the blob
+        /// holds the access descriptors.
+        graph: GraphMemAllocNodeParams = 623 { node: handle(GraphNode) } => { alloc_type: u32,
+            handle_types: u32, loc_type: u32, loc_id: i32, bytes: u64, dptr: devptr, access: u32 }
+            + blob;
 
         /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
         /// has destroyed it (its outstanding allocations stay live).

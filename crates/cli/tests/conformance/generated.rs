@@ -1307,6 +1307,40 @@ fn cuGraphAddEventWaitNode() {
     });
 }
 
+/// `cuGraphAddMemFreeNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddMemFreeNode() {
+    case("generated::cuGraphAddMemFreeNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUdeviceptr,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddMemFreeNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                8usize,
+                f.dptr + 256,
+            )
+        };
+        f.ok("cuGraphAddMemFreeNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddMemFreeNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
 /// `cuGraphChildGraphNodeGetGraph` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphChildGraphNodeGetGraph() {
@@ -1709,6 +1743,27 @@ fn cuGraphLaunch_ptsz() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(core::ptr::null_mut(), handle(f.stream)) };
         f.ok("cuGraphLaunch_ptsz", st);
+    });
+}
+
+/// `cuGraphMemFreeNodeGetParams` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphMemFreeNodeGetParams() {
+    case("generated::cuGraphMemFreeNodeGetParams", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUdeviceptr,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphMemFreeNodeGetParams");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_dptr_out: vgpu_abi::types::CUdeviceptr = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_dptr_out) };
+        f.ok("cuGraphMemFreeNodeGetParams", st);
+        assert_eq!(
+            o_dptr_out, 5061111397508368261u64,
+            "cuGraphMemFreeNodeGetParams: dptr_out"
+        );
     });
 }
 

@@ -288,6 +288,8 @@ implement! {
         graph::MemcpyNodeCall::ExecSet, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
         std::ptr::null(), 0, p, ctx);
     cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
+    cuGraphAddMemAllocNode(ph, g, deps, n, p) => graph::mem_alloc_node(ph, g, deps, n, p);
+    cuGraphMemAllocNodeGetParams(node, p) => graph::mem_alloc_node_params(node, p);
     cuDeviceGetGraphMemAttribute(dev, attr, value) =>
         graph::graph_mem_attribute(dev, attr, value, false);
     cuDeviceSetGraphMemAttribute(dev, attr, value) =>

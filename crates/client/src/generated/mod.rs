@@ -92,6 +92,7 @@ crate::api::implement! {
     cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) => self::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies);
     cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_record_node(phGraphNode, hGraph, dependencies, numDependencies, event);
     cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_wait_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) => self::graph_add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr);
     cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
@@ -111,6 +112,7 @@ crate::api::implement! {
     cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
+    cuGraphMemFreeNodeGetParams(hNode, dptr_out) => self::graph_mem_free_node_get_params(hNode, dptr_out);
     cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) => self::graph_node_find_in_clone(phNode, hOriginalNode, hClonedGraph);
     cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_get_enabled(hGraphExec, hNode, isEnabled);
     cuGraphNodeGetType(hNode, type_) => crate::api::graph::graph_node_get_type(hNode, type_);
@@ -1320,6 +1322,37 @@ pub unsafe fn graph_add_event_wait_node(
     Ok(())
 }
 
+/// `cuGraphAddMemFreeNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_mem_free_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_mem_free_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        dptr: U64::new(dptr),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuGraphChildGraphNodeGetGraph`, generated.
 ///
 /// # Safety
@@ -1737,6 +1770,28 @@ pub unsafe fn graph_launch_ptsz(
             && o.stream_ok(ctx, stream::id_ptsz(hStream))
     };
     s.post_or_request(&r, &[], postable, Follows::Stream(stream::id_ptsz(hStream)))?;
+    Ok(())
+}
+
+/// `cuGraphMemFreeNodeGetParams`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_mem_free_node_get_params(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr_out)?;
+    let r = vgpu_proto::graph_mem_free_node_get_params::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(dptr_out, rep.dptr_out.get())?;
+    }
     Ok(())
 }
 

@@ -39,7 +39,7 @@ mod memcpy;
 mod memset;
 pub use child::check_graph_add_child_graph_node;
 pub use host::{graph_host_node, graph_host_node_params, user_object_create};
-pub use mem::device_graph_mem_attribute;
+pub use mem::{device_graph_mem_attribute, graph_mem_alloc_node, graph_mem_alloc_node_params};
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
 pub use memset::{graph_memset_node, graph_memset_node_params};
 

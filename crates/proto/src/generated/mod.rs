@@ -711,6 +711,20 @@ pub enum Op {
     DeviceGraphMemAttribute = 620,
     /// `cuDeviceGraphMemTrim`.
     DeviceGraphMemTrim = 621,
+    /// `cuGraphAddMemAllocNode` in `graph` after `deps` nodes: the pool
+    /// properties' allocation type, handle types and location, `bytes`,
+    /// and `access` access descriptors. The blob holds the dependencies
+    /// (node ids, u64 each), then the descriptors (location type, location
+    /// id, flags: u32 each). The allocation's range joins the session's
+    /// live allocations.
+    GraphMemAllocNode = 622,
+    /// `cuGraphMemAllocNodeGetParams`: as for GraphMemAllocNode; the blob
+    /// holds the access descriptors.
+    GraphMemAllocNodeParams = 623,
+    /// `cuGraphAddMemFreeNode`.
+    GraphAddMemFreeNode = 624,
+    /// `cuGraphMemFreeNodeGetParams`.
+    GraphMemFreeNodeGetParams = 625,
 }
 
 impl Op {
@@ -996,6 +1010,10 @@ impl Op {
         Op::TensorMapReplaceAddress,
         Op::DeviceGraphMemAttribute,
         Op::DeviceGraphMemTrim,
+        Op::GraphMemAllocNode,
+        Op::GraphMemAllocNodeParams,
+        Op::GraphAddMemFreeNode,
+        Op::GraphMemFreeNodeGetParams,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1285,6 +1303,10 @@ impl Op {
             Op::TensorMapReplaceAddress => "TensorMapReplaceAddress",
             Op::DeviceGraphMemAttribute => "DeviceGraphMemAttribute",
             Op::DeviceGraphMemTrim => "DeviceGraphMemTrim",
+            Op::GraphMemAllocNode => "GraphMemAllocNode",
+            Op::GraphMemAllocNodeParams => "GraphMemAllocNodeParams",
+            Op::GraphAddMemFreeNode => "GraphAddMemFreeNode",
+            Op::GraphMemFreeNodeGetParams => "GraphMemFreeNodeGetParams",
         }
     }
 
@@ -1571,6 +1593,10 @@ impl Op {
             Op::TensorMapReplaceAddress => false,
             Op::DeviceGraphMemAttribute => false,
             Op::DeviceGraphMemTrim => false,
+            Op::GraphMemAllocNode => false,
+            Op::GraphMemAllocNodeParams => false,
+            Op::GraphAddMemFreeNode => false,
+            Op::GraphMemFreeNodeGetParams => false,
         }
     }
 
@@ -1857,6 +1883,10 @@ impl Op {
             Op::TensorMapReplaceAddress => true,
             Op::DeviceGraphMemAttribute => true,
             Op::DeviceGraphMemTrim => true,
+            Op::GraphMemAllocNode => true,
+            Op::GraphMemAllocNodeParams => true,
+            Op::GraphAddMemFreeNode => true,
+            Op::GraphMemFreeNodeGetParams => true,
         }
     }
 
@@ -2143,6 +2173,10 @@ impl Op {
             Op::TensorMapReplaceAddress => false,
             Op::DeviceGraphMemAttribute => false,
             Op::DeviceGraphMemTrim => false,
+            Op::GraphMemAllocNode => false,
+            Op::GraphMemAllocNodeParams => false,
+            Op::GraphAddMemFreeNode => false,
+            Op::GraphMemFreeNodeGetParams => false,
         }
     }
 
@@ -2541,6 +2575,14 @@ impl Op {
                 core::mem::size_of::<device_graph_mem_attribute::Request>()
             }
             Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Request>(),
+            Op::GraphMemAllocNode => core::mem::size_of::<graph_mem_alloc_node::Request>(),
+            Op::GraphMemAllocNodeParams => {
+                core::mem::size_of::<graph_mem_alloc_node_params::Request>()
+            }
+            Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Request>(),
+            Op::GraphMemFreeNodeGetParams => {
+                core::mem::size_of::<graph_mem_free_node_get_params::Request>()
+            }
         }
     }
 
@@ -2915,6 +2957,14 @@ impl Op {
                 core::mem::size_of::<device_graph_mem_attribute::Reply>()
             }
             Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Reply>(),
+            Op::GraphMemAllocNode => core::mem::size_of::<graph_mem_alloc_node::Reply>(),
+            Op::GraphMemAllocNodeParams => {
+                core::mem::size_of::<graph_mem_alloc_node_params::Reply>()
+            }
+            Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Reply>(),
+            Op::GraphMemFreeNodeGetParams => {
+                core::mem::size_of::<graph_mem_free_node_get_params::Reply>()
+            }
         }
     }
 
@@ -3545,6 +3595,18 @@ impl Op {
             Op::DeviceGraphMemTrim => {
                 message::check::<device_graph_mem_trim::Request>(fixed, blob_len)
             }
+            Op::GraphMemAllocNode => {
+                message::check::<graph_mem_alloc_node::Request>(fixed, blob_len)
+            }
+            Op::GraphMemAllocNodeParams => {
+                message::check::<graph_mem_alloc_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphAddMemFreeNode => {
+                message::check::<graph_add_mem_free_node::Request>(fixed, blob_len)
+            }
+            Op::GraphMemFreeNodeGetParams => {
+                message::check::<graph_mem_free_node_get_params::Request>(fixed, blob_len)
+            }
         }
     }
 
@@ -4070,6 +4132,16 @@ impl Op {
             Op::DeviceGraphMemTrim => {
                 message::check::<device_graph_mem_trim::Reply>(fixed, blob_len)
             }
+            Op::GraphMemAllocNode => message::check::<graph_mem_alloc_node::Reply>(fixed, blob_len),
+            Op::GraphMemAllocNodeParams => {
+                message::check::<graph_mem_alloc_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddMemFreeNode => {
+                message::check::<graph_add_mem_free_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphMemFreeNodeGetParams => {
+                message::check::<graph_mem_free_node_get_params::Reply>(fixed, blob_len)
+            }
         }
     }
 }
@@ -4358,6 +4430,10 @@ impl TryFrom<u16> for Op {
             541 => Ok(Op::TensorMapReplaceAddress),
             620 => Ok(Op::DeviceGraphMemAttribute),
             621 => Ok(Op::DeviceGraphMemTrim),
+            622 => Ok(Op::GraphMemAllocNode),
+            623 => Ok(Op::GraphMemAllocNodeParams),
+            624 => Ok(Op::GraphAddMemFreeNode),
+            625 => Ok(Op::GraphMemFreeNodeGetParams),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -4646,6 +4722,10 @@ pub const SCHEMA: &str = concat!(
     "541 TensorMapReplaceAddress {address:devptr}+blob => {}+blob\n",
     "620 DeviceGraphMemAttribute {set:bool,dev:i32,attr:u32,value:u64} => {value:u64}\n",
     "621 DeviceGraphMemTrim {device:i32} => {}\n",
+    "622 GraphMemAllocNode {graph:handle(Graph),deps:u32,alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,access:u32}+blob => {node:handle(GraphNode),dptr:devptr}\n",
+    "623 GraphMemAllocNodeParams {node:handle(GraphNode)} => {alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,dptr:devptr,access:u32}+blob\n",
+    "624 GraphAddMemFreeNode {hgraph:handle(Graph),num_dependencies:u64,dptr:devptr}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "625 GraphMemFreeNodeGetParams {hnode:handle(GraphNode)} => {dptr_out:u64}\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -16524,6 +16604,196 @@ pub mod device_graph_mem_trim {
     }
 }
 
+/// The hand-written operation GraphMemAllocNode: wire id 622.
+pub mod graph_mem_alloc_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub deps: U32,
+        pub alloc_type: U32,
+        pub handle_types: U32,
+        pub loc_type: U32,
+        pub loc_id: I32,
+        pub bytes: U64,
+        pub access: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemAllocNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemAllocNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemAllocNodeParams: wire id 623.
+pub mod graph_mem_alloc_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub alloc_type: U32,
+        pub handle_types: U32,
+        pub loc_type: U32,
+        pub loc_id: I32,
+        pub bytes: U64,
+        pub dptr: U64,
+        pub access: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemAllocNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemAllocNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddMemFreeNode`: wire id 624.
+pub mod graph_add_mem_free_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddMemFreeNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddMemFreeNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphMemFreeNodeGetParams`: wire id 625.
+pub mod graph_mem_free_node_get_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemFreeNodeGetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemFreeNodeGetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// Sample requests of the table calls, for the golden fixtures and the
 /// fuzz corpus: (fixed part, blob). Hand-written operations have their
 /// samples in the protocol tests.
@@ -17987,6 +18257,24 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = device_graph_mem_trim::Request::new_zeroed();
             let mut blob = Vec::new();
             r.device = I32::new(74);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddMemFreeNode => {
+            let mut r = graph_add_mem_free_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0053);
+            r.num_dependencies = U64::new(2);
+            r.dptr = U64::new(0x4100_0000_0000_0075);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphMemFreeNodeGetParams => {
+            let mut r = graph_mem_free_node_get_params::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0056);
             Some((r.as_bytes().to_vec(), blob))
         }
         _ => None,

@@ -509,6 +509,29 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
+        // cuGraphAddMemAllocNode of 256 pinned bytes on device 0, after node 9, with one
+        // read-write access descriptor for device 0.
+        Op::GraphMemAllocNode => (
+            b(graph_mem_alloc_node::Request {
+                graph: u(5),
+                deps: U32::new(1),
+                alloc_type: U32::new(1),
+                handle_types: U32::new(0),
+                loc_type: U32::new(1),
+                loc_id: I32::new(0),
+                bytes: u(256),
+                access: U32::new(1),
+            }),
+            [
+                9u64.to_le_bytes().to_vec(),
+                [1u32, 0, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ]
+            .concat(),
+        ),
+        Op::GraphMemAllocNodeParams => (
+            b(graph_mem_alloc_node_params::Request { node: u(9) }),
+            none(),
+        ),
         // cuDeviceSetGraphMemAttribute of device 0: CU_GRAPH_MEM_ATTR_USED_MEM_HIGH reset to 0.
         Op::DeviceGraphMemAttribute => (
             b(device_graph_mem_attribute::Request {

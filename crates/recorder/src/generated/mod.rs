@@ -1317,6 +1317,39 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphAddMemFreeNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddMemFreeNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 8usize);
+    c.eq("dptr", dptr, 0x10000100u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1660,6 +1693,26 @@ pub extern "C" fn cuGraphLaunch_ptsz(
     if let Some(e) = c.failed() {
         return e;
     }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphMemFreeNodeGetParams`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    let mut c = Check::new("cuGraphMemFreeNodeGetParams");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("dptr_out", dptr_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { dptr_out.write_unaligned(5061111397508368261u64) };
     CUresult::CUDA_SUCCESS
 }
 
@@ -4187,6 +4240,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
@@ -4206,6 +4260,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphMemFreeNodeGetParams",
     "cuGraphNodeFindInClone",
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
@@ -4385,6 +4440,7 @@ const _: crate::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: crate::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: crate::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: crate::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: crate::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: crate::signature::cuGraphClone = cuGraphClone;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
@@ -4404,6 +4460,7 @@ const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithF
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: crate::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;
 const _: crate::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: crate::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;

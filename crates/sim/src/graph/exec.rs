@@ -221,6 +221,7 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             captured(st, stream_key, || w).map(drop)
         }
         Work::Child { work, .. } => work.into_iter().try_for_each(|w| run(st, stream_key, w)),
+        Work::MemAlloc { .. } | Work::MemFree { .. } => Ok(()),
         Work::Copy3D(c) => {
             stream::usable(st, stream_key)?;
             if captured(st, stream_key, || Work::Copy3D(c))? {

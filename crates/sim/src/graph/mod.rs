@@ -126,6 +126,21 @@ pub(crate) enum Work {
         f: unsafe extern "C" fn(*mut std::ffi::c_void),
         data: usize,
     },
+    /// A memory allocation node. The driver reserves the address when the node is
+    /// made; the simulator allocates the memory then, and keeps it for the process's
+    /// life, so a launch has nothing to do. `access` holds the access descriptors as
+    /// (location type, location id, flags).
+    MemAlloc {
+        dptr: u64,
+        bytes: usize,
+        device: i32,
+        access: Vec<(u32, i32, u32)>,
+    },
+    /// A memory free node of an allocation node's address: nothing to do at a launch
+    /// (see `MemAlloc`).
+    MemFree {
+        dptr: u64,
+    },
 }
 
 impl Work {
@@ -142,6 +157,8 @@ impl Work {
             Work::MemOps(_) => 12,
             Work::Host { .. } => 3,
             Work::Copy3D(_) => 1,
+            Work::MemAlloc { .. } => 10,
+            Work::MemFree { .. } => 11,
         }
     }
 }

@@ -44,7 +44,7 @@ mod staged;
 
 pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
-pub use mem::graph_mem_attribute;
+pub use mem::{graph_mem_attribute, mem_alloc_node, mem_alloc_node_params};
 pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{
     debug_dot_print, edges_v2, exec_update, exec_update_v1, kernel_node, kernel_node_params,

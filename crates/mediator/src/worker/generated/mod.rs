@@ -320,6 +320,10 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::TensorMapReplaceAddress => super::tensormap::tensor_map_replace_address(lane, s, req),
         Op::DeviceGraphMemAttribute => super::graph::device_graph_mem_attribute(lane, s, req),
         Op::DeviceGraphMemTrim => device_graph_mem_trim(s, req),
+        Op::GraphMemAllocNode => super::graph::graph_mem_alloc_node(lane, s, req),
+        Op::GraphMemAllocNodeParams => super::graph::graph_mem_alloc_node_params(lane, s, req),
+        Op::GraphAddMemFreeNode => graph_add_mem_free_node(s, req),
+        Op::GraphMemFreeNodeGetParams => graph_mem_free_node_get_params(s, req),
     }
 }
 
@@ -4877,6 +4881,77 @@ fn device_graph_mem_trim(s: &Session, req: &Request) -> Result<Reply, Status> {
     ok(unsafe { f(a_device) })?;
     Ok(Reply::new(
         &vgpu_proto::device_graph_mem_trim::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddMemFreeNode`.
+fn graph_add_mem_free_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_mem_free_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let a_dptr = r.dptr.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddMemFreeNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            a_dptr,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_mem_free_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphMemFreeNodeGetParams`.
+fn graph_mem_free_node_get_params(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_mem_free_node_get_params::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_dptr_out: vgpu_abi::types::CUdeviceptr = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphMemFreeNodeGetParams)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_dptr_out) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_mem_free_node_get_params::Reply {
+            dptr_out: U64::new(o_dptr_out),
+        },
         Vec::new(),
     ))
 }

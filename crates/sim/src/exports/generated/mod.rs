@@ -888,6 +888,34 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     })
 }
 
+/// `cuGraphAddMemFreeNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    run("cuGraphAddMemFreeNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_mem_free_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                dptr,
+            )
+        }
+    })
+}
+
 /// `cuGraphChildGraphNodeGetGraph`.
 ///
 /// # Safety
@@ -1154,6 +1182,22 @@ pub extern "C" fn cuGraphLaunch_ptsz(
 ) -> CUresult {
     run("cuGraphLaunch_ptsz", || {
         super::graph::graph_launch_ptsz(hGraphExec, hStream)
+    })
+}
+
+/// `cuGraphMemFreeNodeGetParams`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    run("cuGraphMemFreeNodeGetParams", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let dptr_out = unsafe { Out::new(dptr_out, "dptr_out") }?;
+        super::graph::graph_mem_free_node_get_params(hNode, dptr_out)
     })
 }
 
@@ -2904,6 +2948,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
@@ -2923,6 +2968,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphMemFreeNodeGetParams",
     "cuGraphNodeFindInClone",
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
@@ -3102,6 +3148,7 @@ const _: super::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: super::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: super::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: super::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: super::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: super::signature::cuGraphClone = cuGraphClone;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
@@ -3121,6 +3168,7 @@ const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithF
 const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
 const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: super::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;
 const _: super::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: super::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
