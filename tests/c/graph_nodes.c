@@ -8,18 +8,22 @@
  * - cuGraphNodeGetEnabled/SetEnabled: a disabled memset node does not run
  *   until enabled again; an event node cannot be disabled;
  * - cuGraphNodeFindInClone: each node's copy in a clone, and
- *   CUDA_ERROR_INVALID_VALUE for a graph that is not its clone;
+ *   CUDA_ERROR_INVALID_VALUE for a graph that is not its clone; removing an
+ *   edge that does not exist gives CUDA_ERROR_INVALID_VALUE;
  * - child graph nodes: the node runs a copy of the child graph (changing the
  *   child afterwards changes nothing), cuGraphChildGraphNodeGetGraph gives
  *   the node's own graph, and a node of another type gives
- *   CUDA_ERROR_INVALID_VALUE;
+ *   CUDA_ERROR_INVALID_VALUE; an executable graph's child graph node takes
+ *   another graph of the same shape;
  * - a graph whose child node holds an event record node: the event completes
  *   at each launch;
  * - host nodes: the function runs in this process, with its userData, at
  *   each launch, in order (an event recorded after a sleeping host node
  *   completes after it); its parameters read back and replaced in the graph
  *   and in an executable graph; a CUDA call from inside one returns (success
- *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs.
+ *   or CUDA_ERROR_NOT_PERMITTED, as the driver documents), never hangs; a
+ *   cuLaunchHostFunc on a capturing stream becomes a host node run at each
+ *   launch;
  * - memset nodes' parameters read back and replaced, in the graph and in an
  *   executable graph; a memset getter or setter on an empty node gives
  *   CUDA_ERROR_INVALID_VALUE;
@@ -27,10 +31,18 @@
  *   read at each launch; parameters read back and replaced in the graph and
  *   in an executable graph; a memcpy getter on a host node gives
  *   CUDA_ERROR_INVALID_VALUE.
- * With --pageable (vgpu only) a memcpy node from pageable memory of this
- * process, which the driver accepts and vgpu refuses with
- * CUDA_ERROR_INVALID_VALUE (its worker cannot reach that memory when the
- * graph runs).
+ * - memory allocation and free nodes: the graph's allocation set, copied
+ *   out and freed at each launch; their types and parameters; a free node
+ *   of an address no allocation node gave is refused.
+ * - graph memory attributes: read, high watermarks reset (and nothing
+ *   else set), trimmed.
+ * - user objects: references held by the application, a graph (retained or
+ *   moved) and an executable graph; the destructor runs once, in this
+ *   process, when the last one goes.
+ * - memcpy nodes whose host side is pageable memory (static and stack
+ *   arrays, pitched rows): read and written at each launch, the bytes
+ *   between rows untouched; the nodes are memcpy nodes with the parameters
+ *   given.
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
  * adds a destroyed graph as a child and launches a destroyed executable
  * graph, which the driver documents as undefined and vgpu refuses.
@@ -39,7 +51,7 @@
  * alike (the output is the same).
  *
  * Build:  cc -std=c11 -O2 -Wall -o graph_nodes graph_nodes.c -ldl
- * Usage:  graph_nodes [LIBRARY] [--pageable]      (default: libcuda.so.1)
+ * Usage:  graph_nodes [LIBRARY]      (default: libcuda.so.1)
  * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
  *         loaded or lacks an entry point.
@@ -51,7 +63,35 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
 typedef void (*host_fn)(void *);
+typedef struct CUuserObject_st *CUuserObject;
+/* CUmemLocation, CUmemAccessDesc, CUmemPoolProps (88 bytes) and
+ * CUDA_MEM_ALLOC_NODE_PARAMS. */
+typedef struct {
+    int type, id;
+} mem_location;
+typedef struct {
+    mem_location location;
+    int flags;
+} mem_access_desc;
+typedef struct {
+    int allocType, handleTypes;
+    mem_location location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} mem_pool_props;
+_Static_assert(sizeof(mem_pool_props) == 88, "CUmemPoolProps is 88 bytes");
+typedef struct {
+    mem_pool_props poolProps;
+    const mem_access_desc *accessDescs;
+    size_t accessDescCount, bytesize;
+    CUdeviceptr dptr;
+} mem_alloc_node_params;
 typedef struct {
     host_fn fn;
     void *userData;
@@ -111,6 +151,15 @@ static struct {
     CUresult (*EventQuery)(CUevent);
     CUresult (*GraphCreate)(CUgraph *, unsigned int);
     CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*DeviceGetGraphMemAttribute)(CUdevice, int, void *);
+    CUresult (*DeviceSetGraphMemAttribute)(CUdevice, int, void *);
+    CUresult (*DeviceGraphMemTrim)(CUdevice);
+    CUresult (*GraphAddMemAllocNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                     mem_alloc_node_params *);
+    CUresult (*GraphMemAllocNodeGetParams)(CUgraphNode, mem_alloc_node_params *);
+    CUresult (*GraphAddMemFreeNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                    CUdeviceptr);
+    CUresult (*GraphMemFreeNodeGetParams)(CUgraphNode, CUdeviceptr *);
     CUresult (*GraphClone)(CUgraph *, CUgraph);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
@@ -136,6 +185,26 @@ static struct {
     CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                        CUgraph);
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
+    CUresult (*GraphRemoveDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*LaunchHostFunc)(CUstream, host_fn, void *);
+    CUresult (*UserObjectCreate)(CUuserObject *, void *, host_fn, unsigned int, unsigned int);
+    CUresult (*UserObjectRetain)(CUuserObject, unsigned int);
+    CUresult (*UserObjectRelease)(CUuserObject, unsigned int);
+    CUresult (*GraphRetainUserObject)(CUgraph, CUuserObject, unsigned int, unsigned int);
+    CUresult (*GraphReleaseUserObject)(CUgraph, CUuserObject, unsigned int);
+    CUresult (*GraphAddDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
+                                       const CUgraphEdgeData *, size_t);
+    CUresult (*GraphRemoveDependenciesV2)(CUgraph, const CUgraphNode *, const CUgraphNode *,
+                                          const CUgraphEdgeData *, size_t);
+    CUresult (*GraphGetEdgesV2)(CUgraph, CUgraphNode *, CUgraphNode *, CUgraphEdgeData *,
+                                size_t *);
+    CUresult (*GraphNodeGetDependenciesV2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *,
+                                           size_t *);
+    CUresult (*GraphNodeGetDependentNodesV2)(CUgraphNode, CUgraphNode *, CUgraphEdgeData *,
+                                             size_t *);
     CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                  const CUDA_HOST_NODE_PARAMS *);
     CUresult (*GraphHostNodeGetParams)(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
@@ -174,6 +243,13 @@ static const struct cu_entry entries[] = {
     ENTRY(EventQuery, "cuEventQuery"),
     ENTRY(GraphCreate, "cuGraphCreate"),
     ENTRY(GraphDestroy, "cuGraphDestroy"),
+    ENTRY(DeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute"),
+    ENTRY(DeviceSetGraphMemAttribute, "cuDeviceSetGraphMemAttribute"),
+    ENTRY(DeviceGraphMemTrim, "cuDeviceGraphMemTrim"),
+    ENTRY(GraphAddMemAllocNode, "cuGraphAddMemAllocNode"),
+    ENTRY(GraphMemAllocNodeGetParams, "cuGraphMemAllocNodeGetParams"),
+    ENTRY(GraphAddMemFreeNode, "cuGraphAddMemFreeNode"),
+    ENTRY(GraphMemFreeNodeGetParams, "cuGraphMemFreeNodeGetParams"),
     ENTRY(GraphClone, "cuGraphClone"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
@@ -195,6 +271,21 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphNodeFindInClone, "cuGraphNodeFindInClone"),
     ENTRY(GraphAddChildGraphNode, "cuGraphAddChildGraphNode"),
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
+    ENTRY(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams"),
+    ENTRY(GraphRemoveDependencies, "cuGraphRemoveDependencies"),
+    ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    ENTRY(StreamEndCapture, "cuStreamEndCapture"),
+    ENTRY(LaunchHostFunc, "cuLaunchHostFunc"),
+    ENTRY(UserObjectCreate, "cuUserObjectCreate"),
+    ENTRY(UserObjectRetain, "cuUserObjectRetain"),
+    ENTRY(UserObjectRelease, "cuUserObjectRelease"),
+    ENTRY(GraphRetainUserObject, "cuGraphRetainUserObject"),
+    ENTRY(GraphReleaseUserObject, "cuGraphReleaseUserObject"),
+    ENTRY(GraphAddDependenciesV2, "cuGraphAddDependencies_v2"),
+    ENTRY(GraphRemoveDependenciesV2, "cuGraphRemoveDependencies_v2"),
+    ENTRY(GraphGetEdgesV2, "cuGraphGetEdges_v2"),
+    ENTRY(GraphNodeGetDependenciesV2, "cuGraphNodeGetDependencies_v2"),
+    ENTRY(GraphNodeGetDependentNodesV2, "cuGraphNodeGetDependentNodes_v2"),
     ENTRY(GraphAddHostNode, "cuGraphAddHostNode"),
     ENTRY(GraphHostNodeGetParams, "cuGraphHostNodeGetParams"),
     ENTRY(GraphHostNodeSetParams, "cuGraphHostNodeSetParams"),
@@ -450,6 +541,30 @@ static void host_nodes(CUstream s, CUdeviceptr d)
                 inner_result == CUDA_SUCCESS || inner_result == CUDA_ERROR_NOT_PERMITTED,
                 "the CUDA call from the host function did not return");
     EXPECT("host_exec_destroy_2", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    /* cuLaunchHostFunc on a capturing stream: a host node, run at each launch. */
+    CUgraph captured = NULL;
+    CUgraphNode nodes[2];
+    size_t count = 2;
+    int runs_before = other_runs;
+    EXPECT("host_capture_begin", cu.StreamBeginCapture(s, 0), CUDA_SUCCESS);
+    EXPECT("host_capture_launch_host_func", cu.LaunchHostFunc(s, other_run, &tag_b), CUDA_SUCCESS);
+    EXPECT("host_capture_end", cu.StreamEndCapture(s, &captured), CUDA_SUCCESS);
+    expect_true("host_capture_ran_nothing", other_runs == runs_before,
+                "the captured host function ran at capture");
+    EXPECT("host_capture_nodes", cu.GraphGetNodes(captured, nodes, &count), CUDA_SUCCESS);
+    type = -1;
+    if (count == 1)
+        cu.GraphNodeGetType(nodes[0], &type);
+    expect_true("host_capture_is_host_node", count == 1 && type == NODE_TYPE_HOST,
+                "the capture did not make one host node");
+    EXPECT("host_capture_instantiate", cu.GraphInstantiate(&x, captured, 0), CUDA_SUCCESS);
+    EXPECT("host_capture_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_capture_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("host_capture_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("host_capture_ran_twice", other_runs == runs_before + 2,
+                "the captured host function did not run at each launch");
+    EXPECT("host_capture_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("host_capture_graph_destroy", cu.GraphDestroy(captured), CUDA_SUCCESS);
     EXPECT("host_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("host_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }
@@ -473,7 +588,7 @@ static CUDA_MEMCPY3D linear(unsigned int src_type, const void *src_host, CUdevic
     return c;
 }
 
-static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable)
+static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2)
 {
     unsigned int *in = NULL, *out = NULL;
     CUgraph g;
@@ -542,20 +657,132 @@ static void memcpy_nodes(CUstream s, CUdeviceptr d, CUdeviceptr d2, int pageable
     EXPECT("memcpy_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
     expect_true("memcpy_exec_set_ran", out[0] == 99 && out[WORDS - 1] == 99,
                 "the executable graph's middle copy did not take its new direction");
-    if (pageable) {
-        /* Pageable memory of this process: the driver copies it at each launch;
-         * vgpu's worker cannot reach it then, and refuses the node. */
-        static unsigned int plain[WORDS];
-        CUgraphNode refused;
-        CUDA_MEMCPY3D c_plain = linear(MEMORY_HOST, plain, 0, MEMORY_DEVICE, NULL, d, bytes);
-        EXPECT("memcpy_pageable_refused",
-               cu.GraphAddMemcpyNode(&refused, g, NULL, 0, &c_plain, ctx),
-               CUDA_ERROR_INVALID_VALUE);
-    }
     EXPECT("memcpy_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
     EXPECT("memcpy_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("memcpy_free_in", cu.MemFreeHost(in), CUDA_SUCCESS);
     EXPECT("memcpy_free_out", cu.MemFreeHost(out), CUDA_SUCCESS);
+}
+
+/* Memcpy nodes whose host side is pageable memory of this process (a static
+ * array to the device, then the device to a stack array, four 16-byte rows
+ * 32 bytes apart): each launch reads and writes that memory then, and the
+ * bytes between the rows stay as they were. */
+static void pageable_memcpy_nodes(CUstream s, CUdeviceptr d)
+{
+    static unsigned int plain[WORDS];
+    unsigned char rows[4 * 32];
+    CUgraph g;
+    CUgraphNode up, down;
+    CUgraphExec x;
+    CUDA_MEMCPY3D got;
+    int type = -1;
+    for (int i = 0; i < WORDS; i++)
+        plain[i] = 500 + i;
+    memset(rows, 0xEE, sizeof rows);
+    EXPECT("pageable_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D c_up = linear(MEMORY_HOST, plain, 0, MEMORY_DEVICE, NULL, d, WORDS * 4);
+    CUDA_MEMCPY3D c_down = linear(MEMORY_DEVICE, NULL, d + 4, MEMORY_HOST, rows, 0, 16);
+    c_down.srcPitch = 16;
+    c_down.dstPitch = 32;
+    c_down.Height = 4;
+    EXPECT("pageable_add_up", cu.GraphAddMemcpyNode(&up, g, NULL, 0, &c_up, ctx), CUDA_SUCCESS);
+    EXPECT("pageable_add_down", cu.GraphAddMemcpyNode(&down, g, &up, 1, &c_down, ctx),
+           CUDA_SUCCESS);
+    EXPECT("pageable_type", cu.GraphNodeGetType(down, &type), CUDA_SUCCESS);
+    expect_true("pageable_is_memcpy_node", type == NODE_TYPE_MEMCPY,
+                "the node is not a memcpy node");
+    memset(&got, 0, sizeof got);
+    EXPECT("pageable_get", cu.GraphMemcpyNodeGetParams(down, &got), CUDA_SUCCESS);
+    expect_true("pageable_get_params",
+                got.srcMemoryType == MEMORY_DEVICE && got.srcDevice == d + 4 &&
+                    got.dstMemoryType == MEMORY_HOST && got.dstHost == rows &&
+                    got.dstPitch == 32 && got.WidthInBytes == 16 && got.Height == 4,
+                "the memcpy node's parameters are not the ones given");
+    EXPECT("pageable_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    for (int launch = 0; launch < 2; launch++) {
+        EXPECT(launch ? "pageable_launch_2" : "pageable_launch", cu.GraphLaunch(x, s),
+               CUDA_SUCCESS);
+        EXPECT(launch ? "pageable_synchronize_2" : "pageable_synchronize",
+               cu.StreamSynchronize(s), CUDA_SUCCESS);
+        int same = 1;
+        for (int r = 0; r < 4; r++) {
+            unsigned int v[4];
+            memcpy(v, rows + r * 32, sizeof v);
+            for (int i = 0; i < 4; i++)
+                same &= v[i] == plain[1 + r * 4 + i];
+            for (int i = 16; i < 32; i++)
+                same &= rows[r * 32 + i] == 0xEE;
+        }
+        expect_true(launch ? "pageable_round_trip_2" : "pageable_round_trip", same,
+                    "the rows do not hold the pageable source, or a gap was written");
+        /* The next launch reads the new values. */
+        for (int i = 0; i < WORDS; i++)
+            plain[i] = 9000 + i;
+    }
+    EXPECT("pageable_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("pageable_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
+/* What the user objects' destructors record. */
+static volatile int destroyed_a, destroyed_b, destructor_same_pid;
+
+static void destroy_object(void *data)
+{
+    *(volatile int *)data += 1;
+    destructor_same_pid = getpid() == main_pid;
+}
+
+/* Waits up to 5 s for *flag to become 1 (the driver may run a destructor on
+ * its own thread, after the call that released the last reference). */
+static int eventually(volatile int *flag)
+{
+    for (int i = 0; i < 500 && *flag == 0; i++) {
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    return *flag == 1;
+}
+
+static void user_objects(CUstream s)
+{
+    enum { NO_DESTRUCTOR_SYNC = 1, MOVE = 1 };
+    CUuserObject a = NULL, b = NULL, bad;
+    CUgraph g;
+    CUgraphExec x;
+    EXPECT("user_create", cu.UserObjectCreate(&a, (void *)&destroyed_a, destroy_object, 1,
+                                              NO_DESTRUCTOR_SYNC),
+           CUDA_SUCCESS);
+    EXPECT("user_create_null_destructor", cu.UserObjectCreate(&bad, NULL, NULL, 1,
+                                                              NO_DESTRUCTOR_SYNC),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("user_retain", cu.UserObjectRetain(a, 2), CUDA_SUCCESS);
+    EXPECT("user_release_two", cu.UserObjectRelease(a, 2), CUDA_SUCCESS);
+    expect_true("user_alive", destroyed_a == 0, "the destructor ran while a reference was held");
+    /* A graph holds a reference; the application's last one goes. */
+    EXPECT("user_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_retain", cu.GraphRetainUserObject(g, a, 1, 0), CUDA_SUCCESS);
+    EXPECT("user_release_last_own", cu.UserObjectRelease(a, 1), CUDA_SUCCESS);
+    expect_true("user_graph_keeps_alive", destroyed_a == 0, "the graph's reference did not count");
+    EXPECT("user_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    expect_true("user_destroyed_with_graph", eventually(&destroyed_a),
+                "the destructor did not run once when the graph went");
+    expect_true("user_destructor_in_process", destructor_same_pid,
+                "the destructor ran in another process");
+    /* A reference moved to a graph, then held by its executable graph. */
+    EXPECT("user_create_b", cu.UserObjectCreate(&b, (void *)&destroyed_b, destroy_object, 1,
+                                                NO_DESTRUCTOR_SYNC),
+           CUDA_SUCCESS);
+    EXPECT("user_graph_b", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_move", cu.GraphRetainUserObject(g, b, 1, MOVE), CUDA_SUCCESS);
+    EXPECT("user_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    EXPECT("user_graph_b_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+    EXPECT("user_launch", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("user_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("user_exec_keeps_alive", destroyed_b == 0,
+                "the executable graph's reference did not count");
+    EXPECT("user_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    expect_true("user_destroyed_with_exec", eventually(&destroyed_b),
+                "the destructor did not run once when the executable graph went");
 }
 
 static void clones(void)
@@ -575,6 +802,34 @@ static void clones(void)
     EXPECT("find_b", cu.GraphNodeFindInClone(&found_b, b, copy), CUDA_SUCCESS);
     expect_true("find_b_distinct", found_b != NULL && found_b != found,
                 "nodes a and b have the same copy");
+    /* Edges with data (_v2): the one edge a -> b, default data. */
+    CUgraphNode from[2] = {NULL, NULL}, to[2] = {NULL, NULL};
+    CUgraphEdgeData data[2];
+    memset(data, 0xff, sizeof data);
+    size_t count = 2;
+    EXPECT("edges_v2", cu.GraphGetEdgesV2(g, from, to, data, &count), CUDA_SUCCESS);
+    expect_true("edges_v2_one_default",
+                count == 1 && from[0] == a && to[0] == b && data[0].from_port == 0 &&
+                    data[0].to_port == 0 && data[0].type == 0,
+                "the graph's edge, with default data, did not come back");
+    count = 2;
+    EXPECT("dependencies_v2", cu.GraphNodeGetDependenciesV2(b, from, data, &count), CUDA_SUCCESS);
+    expect_true("dependencies_v2_a", count == 1 && from[0] == a, "b does not depend on a");
+    count = 2;
+    EXPECT("dependents_v2", cu.GraphNodeGetDependentNodesV2(a, to, NULL, &count), CUDA_SUCCESS);
+    expect_true("dependents_v2_b", count == 1 && to[0] == b, "a has not b as dependent");
+    CUgraphEdgeData plain = {0, 0, 0, {0, 0, 0, 0, 0}};
+    EXPECT("remove_edge_v2", cu.GraphRemoveDependenciesV2(g, &a, &b, &plain, 1), CUDA_SUCCESS);
+    EXPECT("remove_edge_v2_again", cu.GraphRemoveDependenciesV2(g, &a, &b, NULL, 1),
+           CUDA_ERROR_INVALID_VALUE);
+    count = 2;
+    EXPECT("edges_v2_none", cu.GraphGetEdgesV2(g, NULL, NULL, NULL, &count), CUDA_SUCCESS);
+    expect_true("edges_v2_zero", count == 0, "the removed edge is still counted");
+    EXPECT("add_edge_v2", cu.GraphAddDependenciesV2(g, &a, &b, NULL, 1), CUDA_SUCCESS);
+    /* Removing an edge that does not exist (b -> a; the edge is a -> b). */
+    EXPECT("remove_missing_edge", cu.GraphRemoveDependencies(g, &b, &a, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT("remove_edge", cu.GraphRemoveDependencies(g, &a, &b, 1), CUDA_SUCCESS);
+    EXPECT("remove_edge_again", cu.GraphRemoveDependencies(g, &a, &b, 1), CUDA_ERROR_INVALID_VALUE);
     EXPECT("other_graph", cu.GraphCreate(&other, 0), CUDA_SUCCESS);
     EXPECT("find_in_not_clone", cu.GraphNodeFindInClone(&found, a, other),
            CUDA_ERROR_INVALID_VALUE);
@@ -626,8 +881,24 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     EXPECT("parent_launch_2", cu.GraphLaunch(x, s), CUDA_SUCCESS);
     EXPECT("parent_synchronize_2", cu.StreamSynchronize(s), CUDA_SUCCESS);
     expect_true("child_ran_again", holds(d, 5), "the child graph did not run at the second launch");
-    EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
+    if (invalid_handle_checks()) {
+        /* The driver crashes on a graph made a child of itself. */
+        EXPECT("child_self", cu.GraphAddChildGraphNode(&late, child, NULL, 0, child),
+               CUDA_ERROR_INVALID_VALUE);
+    }
+    /* The executable graph's child node takes another graph of the same shape. */
+    CUgraph child2;
+    CUgraphNode set2, rec2;
+    EXPECT("child2_create", cu.GraphCreate(&child2, 0), CUDA_SUCCESS);
+    EXPECT("child2_add_memset", add_memset(&set2, child2, NULL, d, 7), CUDA_SUCCESS);
+    EXPECT("child2_add_record", cu.GraphAddEventRecordNode(&rec2, child2, &set2, 1, e), CUDA_SUCCESS);
+    EXPECT("exec_child_set", cu.GraphExecChildGraphNodeSetParams(x, node, child2), CUDA_SUCCESS);
+    EXPECT("exec_child_set_on_memset", cu.GraphExecChildGraphNodeSetParams(x, after, child2),
            CUDA_ERROR_INVALID_VALUE);
+    EXPECT("parent_launch_3", cu.GraphLaunch(x, s), CUDA_SUCCESS);
+    EXPECT("parent_synchronize_3", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    expect_true("exec_child_set_ran", holds(d, 7), "the executable graph's child did not change");
+    EXPECT("child2_destroy", cu.GraphDestroy(child2), CUDA_SUCCESS);
     EXPECT("parent_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
 
     if (invalid_handle_checks()) {
@@ -648,11 +919,102 @@ static void child_graphs(CUstream s, CUdeviceptr d, CUdeviceptr d2)
     EXPECT("child_event_destroy", cu.EventDestroy(e), CUDA_SUCCESS);
 }
 
+/* Memory allocation and free nodes: an allocation of the graph, set by a
+ * memset node and copied to d by a memcpy node, then freed, at each launch;
+ * the nodes' types and parameters; a free node of an address no allocation
+ * node gave is refused. */
+static void memory_nodes(CUstream s, CUdeviceptr d, CUdevice dev)
+{
+    enum { NODE_TYPE_MEM_ALLOC = 10, NODE_TYPE_MEM_FREE = 11, ON_DEVICE = 1, READ_WRITE = 3 };
+    CUgraph g;
+    CUgraphNode alloc, set, copy, freed, refused;
+    CUgraphExec x;
+    mem_access_desc access = {{ON_DEVICE, dev}, READ_WRITE};
+    mem_alloc_node_params p, got;
+    int type = -1;
+    CUdeviceptr at = 1;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = 1; /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    p.poolProps.location.type = ON_DEVICE;
+    p.poolProps.location.id = dev;
+    p.accessDescs = &access;
+    p.accessDescCount = 1;
+    p.bytesize = WORDS * 4;
+    EXPECT("alloc_node_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS);
+    if (!EXPECT("alloc_node_add", cu.GraphAddMemAllocNode(&alloc, g, NULL, 0, &p), CUDA_SUCCESS))
+        return;
+    expect_true("alloc_node_address", p.dptr != 0, "the allocation node gave no address");
+    EXPECT("alloc_node_memset", add_memset(&set, g, alloc, p.dptr, 42), CUDA_SUCCESS);
+    CUDA_MEMCPY3D c = linear(MEMORY_DEVICE, NULL, p.dptr, MEMORY_DEVICE, NULL, d, WORDS * 4);
+    EXPECT("alloc_node_copy", cu.GraphAddMemcpyNode(&copy, g, &set, 1, &c, ctx), CUDA_SUCCESS);
+    EXPECT("free_node_add", cu.GraphAddMemFreeNode(&freed, g, &copy, 1, p.dptr), CUDA_SUCCESS);
+    EXPECT("free_node_not_allocated", cu.GraphAddMemFreeNode(&refused, g, NULL, 0, d),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("alloc_node_type", cu.GraphNodeGetType(alloc, &type), CUDA_SUCCESS);
+    expect_true("alloc_node_is_alloc", type == NODE_TYPE_MEM_ALLOC,
+                "the node is not a memory allocation node");
+    EXPECT("free_node_type", cu.GraphNodeGetType(freed, &type), CUDA_SUCCESS);
+    expect_true("free_node_is_free", type == NODE_TYPE_MEM_FREE,
+                "the node is not a memory free node");
+    memset(&got, 0, sizeof got);
+    EXPECT("alloc_node_get", cu.GraphMemAllocNodeGetParams(alloc, &got), CUDA_SUCCESS);
+    expect_true("alloc_node_params",
+                got.dptr == p.dptr && got.bytesize == WORDS * 4 && got.poolProps.allocType == 1 &&
+                    got.poolProps.location.type == ON_DEVICE &&
+                    got.poolProps.location.id == dev && got.accessDescCount == 1 &&
+                    got.accessDescs != NULL && got.accessDescs[0].flags == READ_WRITE,
+                "the allocation node's parameters are not the ones given");
+    EXPECT("free_node_get", cu.GraphMemFreeNodeGetParams(freed, &at), CUDA_SUCCESS);
+    expect_true("free_node_params", at == p.dptr, "the free node's address is not the one given");
+    EXPECT("alloc_get_on_free", cu.GraphMemAllocNodeGetParams(freed, &got),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("alloc_node_instantiate", cu.GraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+    for (int launch = 0; launch < 2; launch++) {
+        EXPECT("alloc_node_zero", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+        EXPECT(launch ? "alloc_node_launch_2" : "alloc_node_launch", cu.GraphLaunch(x, s),
+               CUDA_SUCCESS);
+        EXPECT(launch ? "alloc_node_synchronize_2" : "alloc_node_synchronize",
+               cu.StreamSynchronize(s), CUDA_SUCCESS);
+        expect_true(launch ? "alloc_node_ran_2" : "alloc_node_ran", holds(d, 42),
+                    "the copy from the graph's allocation did not arrive");
+    }
+    EXPECT("alloc_node_exec_destroy", cu.GraphExecDestroy(x), CUDA_SUCCESS);
+    EXPECT("alloc_node_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
+/* The device's graph memory attributes: with no memory allocation node in
+ * this program, the used high watermark reads 0 once reset; only the high
+ * watermarks may be set, and only to 0; trimming succeeds. */
+static void graph_memory(CUdevice dev)
+{
+    unsigned long long v = 1;
+    enum { USED_CURRENT = 0, USED_HIGH = 1, RESERVED_CURRENT = 2, RESERVED_HIGH = 3 };
+    EXPECT("graph_mem_used", cu.DeviceGetGraphMemAttribute(dev, USED_CURRENT, &v), CUDA_SUCCESS);
+    EXPECT("graph_mem_reserved", cu.DeviceGetGraphMemAttribute(dev, RESERVED_CURRENT, &v),
+           CUDA_SUCCESS);
+    v = 0;
+    EXPECT("graph_mem_reset_used_high", cu.DeviceSetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_SUCCESS);
+    EXPECT("graph_mem_reset_reserved_high",
+           cu.DeviceSetGraphMemAttribute(dev, RESERVED_HIGH, &v), CUDA_SUCCESS);
+    v = 1;
+    EXPECT("graph_mem_used_high", cu.DeviceGetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_SUCCESS);
+    expect_true("graph_mem_used_high_zero", v == 0, "the used high watermark is not 0");
+    v = 0;
+    EXPECT("graph_mem_set_current", cu.DeviceSetGraphMemAttribute(dev, USED_CURRENT, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    v = 5;
+    EXPECT("graph_mem_set_high_nonzero", cu.DeviceSetGraphMemAttribute(dev, USED_HIGH, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT("graph_mem_trim", cu.DeviceGraphMemTrim(dev), CUDA_SUCCESS);
+    EXPECT("graph_mem_bad_device", cu.DeviceGraphMemTrim(99), CUDA_ERROR_INVALID_DEVICE);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, entries, CU_COUNT(entries));
     main_pid = getpid();
-    int pageable = strcmp(argv[argc - 1], "--pageable") == 0;
     CUdevice dev;
     CUstream s;
     CUdeviceptr d, d2;
@@ -667,9 +1029,13 @@ int main(int argc, char **argv)
     event_nodes(s);
     enabled_nodes(s, d);
     host_nodes(s, d);
-    memcpy_nodes(s, d, d2, pageable);
+    memcpy_nodes(s, d, d2);
+    pageable_memcpy_nodes(s, d);
+    user_objects(s);
     clones();
     child_graphs(s, d, d2);
+    memory_nodes(s, d, dev);
+    graph_memory(dev);
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);
     EXPECT("free_2", cu.MemFree(d2), CUDA_SUCCESS);
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);

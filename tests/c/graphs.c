@@ -9,6 +9,8 @@
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose
  * cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and
  * no graph; a thread in relaxed mode may allocate during another capture.
+ * Asynchronous copies from and to pageable memory are captured too, and read
+ * and write that memory at each launch.
  *
  * Without options it uses no module, so it runs on the simulated device and
  * on a real GPU alike, and the outputs can be compared. Options:
@@ -18,14 +20,9 @@
  *              driver documents as undefined behaviour, and adds a memset
  *              node outside every allocation: only through vgpu (and the
  *              simulator), which answer CUDA_ERROR_INVALID_VALUE;
- *   --pageable also makes an asynchronous copy from pageable memory on the
- *              capturing stream, which the driver captures and vgpu refuses
- *              with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the worker cannot
- *              read the application's pageable memory at each launch): only
- *              through vgpu.
  *
  * Build:  cc -std=c11 -O2 -Wall -o graphs graphs.c -ldl
- * Usage:  graphs [LIBRARY] [--kernel] [--handles] [--pageable]
+ * Usage:  graphs [LIBRARY] [--kernel] [--handles]
  *         (default library: libcuda.so.1)
  * Output: one line per check, `ok NAME` or `FAIL NAME: ...`, then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
@@ -101,6 +98,7 @@ static struct {
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
@@ -173,6 +171,7 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     ENTRY(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+    ENTRY(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
     ENTRY(StreamCreate, "cuStreamCreate"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
@@ -518,18 +517,42 @@ static void memset_node(int handles)
     EXPECT("memset_node_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
-/* An asynchronous copy from pageable memory on the capturing stream: vgpu
- * refuses it and the capture goes on. */
+/* Asynchronous copies between the device and pageable memory (a static
+ * array to the device, the device to a stack array) on the capturing stream:
+ * captured, they read and write that memory at each launch, not at capture. */
 static void pageable_copy(void)
 {
     static unsigned int host[WORDS];
+    unsigned int back[WORDS];
     CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    for (int i = 0; i < WORDS; i++)
+        host[i] = 300 + i;
+    memset(back, 0, sizeof back);
     EXPECT("pageable_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    EXPECT("pageable_copy_refused", cu.MemcpyHtoDAsync(a, host, sizeof host, stream),
-           ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT("pageable_copy_in", cu.MemcpyHtoDAsync(a, host, sizeof host, stream), CUDA_SUCCESS);
+    EXPECT("pageable_copy_out", cu.MemcpyDtoHAsync(back, a, sizeof back, stream), CUDA_SUCCESS);
     EXPECT("pageable_end", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
-    if (graph != NULL)
-        EXPECT("pageable_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+    expect_true("pageable_not_at_capture", back[0] == 0 && back[WORDS - 1] == 0,
+                "the captured copy ran at capture");
+    if (graph == NULL || !EXPECT("pageable_instantiate", cu.GraphInstantiate(&exec, graph, 0),
+                                 CUDA_SUCCESS))
+        return;
+    for (int launch = 0; launch < 2; launch++) {
+        EXPECT(launch ? "pageable_launch_2" : "pageable_launch", cu.GraphLaunch(exec, stream),
+               CUDA_SUCCESS);
+        EXPECT(launch ? "pageable_synchronize_2" : "pageable_synchronize",
+               cu.StreamSynchronize(stream), CUDA_SUCCESS);
+        int same = 1;
+        for (int i = 0; i < WORDS; i++)
+            same &= back[i] == host[i];
+        expect_true(launch ? "pageable_round_trip_2" : "pageable_round_trip", same,
+                    "the launch did not copy the pageable memory through the device");
+        for (int i = 0; i < WORDS; i++)
+            host[i] = 7000 + i;
+    }
+    EXPECT("pageable_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    EXPECT("pageable_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
 }
 
 /* Captures a fill_u32 launch (a simulator kernel) and replays it twice. */
@@ -613,14 +636,12 @@ static void kernel_graph(void)
 int main(int argc, char **argv)
 {
     const char *library = NULL;
-    int kernel = 0, handles = 0, pageable = 0;
+    int kernel = 0, handles = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kernel") == 0)
             kernel = 1;
         else if (strcmp(argv[i], "--handles") == 0)
             handles = 1;
-        else if (strcmp(argv[i], "--pageable") == 0)
-            pageable = 1;
         else
             library = argv[i];
     }
@@ -677,8 +698,7 @@ int main(int argc, char **argv)
     }
     if (kernel)
         kernel_graph();
-    if (pageable)
-        pageable_copy();
+    pageable_copy();
 
     EXPECT("stream_sync_end", cu.StreamSynchronize(stream), CUDA_SUCCESS);
     EXPECT("event_destroy", cu.EventDestroy(done), CUDA_SUCCESS);

@@ -9,11 +9,18 @@
  * - one stream waits for a flag that another stream writes after its own
  *   work, then copies that work's result: the copy sees it (the writer's
  *   work is enqueued before the wait, so the program is deterministic);
+ * - a wait whose condition is not met holds its stream (cuStreamQuery answers
+ *   CUDA_ERROR_NOT_READY) until the host writes the value;
+ * - every wait for a stream polls cuStreamQuery for at most 20 seconds, so a
+ *   wait that is never met on a real device ends the program with a FAIL
+ *   instead of a hang;
  * - a write captured into a graph runs at each launch, as one batch
  *   memory-operation node;
+ * - a batch (cuStreamBatchMemOp_v2 and its _ptsz form) of writes and waits
+ *   runs in order;
  * - bad flags give CUDA_ERROR_INVALID_VALUE.
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
- * writes outside every allocation, which vgpu refuses with
+ * writes outside every allocation (alone and in a batch), which vgpu refuses with
  * CUDA_ERROR_INVALID_VALUE (the driver would fault on the device).
  *
  * It uses no module, so it runs on the simulated device and on a real GPU
@@ -30,11 +37,23 @@
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
+/* CUstreamBatchMemOpParams as a wait or write operation (48 bytes). */
+typedef struct {
+    unsigned int operation, pad0;
+    CUdeviceptr address;
+    unsigned long long value; /* value (32-bit operations: the low half) */
+    unsigned int flags, pad1;
+    CUdeviceptr alias;
+    unsigned long long pad2;
+} batch_op;
+_Static_assert(sizeof(batch_op) == 48, "CUstreamBatchMemOpParams is 48 bytes");
 typedef CUresult (*write32_fn)(CUstream, CUdeviceptr, unsigned int, unsigned int);
 typedef CUresult (*write64_fn)(CUstream, CUdeviceptr, unsigned long long, unsigned int);
 
 enum {
     WORDS = 64,
+    SETTLE_SECONDS = 20,
+    CUDA_ERROR_NOT_READY = 600,
     WAIT_GEQ = 0,
     WAIT_EQ = 1,
     WAIT_AND = 2,
@@ -43,6 +62,10 @@ enum {
     CU_STREAM_NON_BLOCKING = 1,
     CAPTURE_MODE_GLOBAL = 0,
     NODE_TYPE_BATCH_MEM_OP = 12,
+    OP_WAIT_32 = 1,
+    OP_WRITE_32 = 2,
+    OP_WAIT_64 = 4,
+    OP_WRITE_64 = 5,
 };
 
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
@@ -59,7 +82,8 @@ static struct {
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamDestroy)(CUstream);
-    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamQuery)(CUstream);
+    CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
     CUresult (*StreamBeginCapture)(CUstream, int);
     CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
@@ -72,6 +96,8 @@ static struct {
     write64_fn Write64, Write64V2, Write64Ptsz, Write64V2Ptsz;
     write32_fn Wait32, Wait32V2, Wait32V2Ptsz;
     write64_fn Wait64, Wait64V2, Wait64V2Ptsz;
+    CUresult (*BatchMemOp)(CUstream, unsigned int, batch_op *, unsigned int);
+    CUresult (*BatchMemOpPtsz)(CUstream, unsigned int, batch_op *, unsigned int);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -87,7 +113,8 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
     ENTRY(StreamCreate, "cuStreamCreate"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
-    ENTRY(StreamSynchronize, "cuStreamSynchronize"),
+    ENTRY(StreamQuery, "cuStreamQuery"),
+    ENTRY(MemsetD32, "cuMemsetD32_v2"),
     ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
     ENTRY(StreamEndCapture, "cuStreamEndCapture"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
@@ -110,6 +137,8 @@ static const struct cu_entry entries[] = {
     ENTRY(Wait64, "cuStreamWaitValue64"),
     ENTRY(Wait64V2, "cuStreamWaitValue64_v2"),
     ENTRY(Wait64V2Ptsz, "cuStreamWaitValue64_v2_ptsz"),
+    ENTRY(BatchMemOp, "cuStreamBatchMemOp_v2"),
+    ENTRY(BatchMemOpPtsz, "cuStreamBatchMemOp_v2_ptsz"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -126,6 +155,24 @@ static unsigned long long word64(int i)
     unsigned long long v;
     memcpy(&v, &host[i], sizeof v);
     return v;
+}
+
+/* Waits for stream `s` to finish its work, polling cuStreamQuery for at most
+ * SETTLE_SECONDS: a wait-value whose condition is never met holds a stream for ever
+ * on a real device, so a stream still busy then is a failure, and the program ends at
+ * once (its held stream would block the rest, and its teardown). */
+static int settle(const char *name, CUstream s)
+{
+    for (long i = 0; i < SETTLE_SECONDS * 1000L; i++) {
+        CUresult r = cu.StreamQuery(s);
+        if (r != CUDA_ERROR_NOT_READY)
+            return EXPECT(name, r, CUDA_SUCCESS);
+        usleep(1000);
+    }
+    expect_true(name, 0, "the stream is still busy: a wait-value was never met");
+    checks_summary();
+    fflush(stdout);
+    _exit(1);
 }
 
 int main(int argc, char **argv)
@@ -153,7 +200,7 @@ int main(int argc, char **argv)
     EXPECT("write32_no_barrier", cu.Write32(s, d + 8, 0x33333333u, 1), CUDA_SUCCESS);
     EXPECT("write64", cu.Write64(s, d + 16, 0x0102030405060708ull, 0), CUDA_SUCCESS);
     EXPECT("write64_v2", cu.Write64V2(s, d + 24, 0xF0E0D0C0B0A09080ull, 0), CUDA_SUCCESS);
-    EXPECT("synchronize_writes", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    settle("synchronize_writes", s);
     expect_true("read_writes", read_back(d), "cuMemcpyDtoH failed");
     expect_true("write32_value", host[0] == 0x11111111u, "word 0 does not hold the write");
     expect_true("write32_v2_value", host[1] == 0x22222222u, "word 1 does not hold the write");
@@ -168,7 +215,7 @@ int main(int argc, char **argv)
     EXPECT("write32_v2_ptsz", cu.Write32V2Ptsz(NULL, d + 36, 8, 0), CUDA_SUCCESS);
     EXPECT("write64_ptsz", cu.Write64Ptsz(NULL, d + 40, 9, 0), CUDA_SUCCESS);
     EXPECT("write64_v2_ptsz", cu.Write64V2Ptsz(CU_STREAM_PER_THREAD, d + 48, 10, 0), CUDA_SUCCESS);
-    EXPECT("synchronize_ptsz", cu.StreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    settle("synchronize_ptsz", CU_STREAM_PER_THREAD);
     expect_true("read_ptsz", read_back(d), "cuMemcpyDtoH failed");
     expect_true("ptsz_values",
                 host[8] == 7 && host[9] == 8 && word64(10) == 9 && word64(12) == 10,
@@ -185,8 +232,8 @@ int main(int argc, char **argv)
     EXPECT("wait32_v2_ptsz", cu.Wait32V2Ptsz(NULL, d + 32, 7, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("wait64_v2_ptsz", cu.Wait64V2Ptsz(NULL, d + 40, 9, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("memset_after_waits", cu.MemsetD32Async(d + 128, 5, 4, s), CUDA_SUCCESS);
-    EXPECT("synchronize_waits", cu.StreamSynchronize(s), CUDA_SUCCESS);
-    EXPECT("synchronize_waits_ptsz", cu.StreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    settle("synchronize_waits", s);
+    settle("synchronize_waits_ptsz", CU_STREAM_PER_THREAD);
     expect_true("read_waits", read_back(d), "cuMemcpyDtoH failed");
     expect_true("work_after_waits_ran", host[32] == 5 && host[35] == 5,
                 "the memset after the waits did not run");
@@ -197,13 +244,20 @@ int main(int argc, char **argv)
     EXPECT("producer_flag", cu.Write32V2(s, flag, 1, 0), CUDA_SUCCESS);
     EXPECT("consumer_wait", cu.Wait32V2(t, flag, 1, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("consumer_copy", cu.MemcpyDtoDAsync(out, d, WORDS * 4, t), CUDA_SUCCESS);
-    EXPECT("synchronize_consumer", cu.StreamSynchronize(t), CUDA_SUCCESS);
-    EXPECT("synchronize_producer", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    settle("synchronize_consumer", t);
+    settle("synchronize_producer", s);
     expect_true("read_consumer", read_back(out), "cuMemcpyDtoH failed");
     int all = 1;
     for (int i = 0; i < WORDS; i++)
         all &= host[i] == 0xABCD;
     expect_true("consumer_saw_producer", all, "the copy after the wait missed the producer's memset");
+
+    /* A wait whose condition is not met holds its stream until the host writes the value
+     * (stream t does not synchronize with the legacy stream, so the write is not held). */
+    EXPECT("held_wait", cu.Wait32V2(t, flag + 4, 5, WAIT_EQ), CUDA_SUCCESS);
+    EXPECT("held_query", cu.StreamQuery(t), CUDA_ERROR_NOT_READY);
+    EXPECT("release_write", cu.MemsetD32(flag + 4, 5, 1), CUDA_SUCCESS);
+    settle("released", t);
 
     /* A captured write is a batch memory-operation node, run at each launch. */
     CUgraph g = NULL;
@@ -223,17 +277,35 @@ int main(int argc, char **argv)
                 "the captured write ran at capture");
     EXPECT("instantiate", cu.GraphInstantiate(&e, g, 0), CUDA_SUCCESS);
     EXPECT("launch", cu.GraphLaunch(e, s), CUDA_SUCCESS);
-    EXPECT("synchronize_launch", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    settle("synchronize_launch", s);
     expect_true("launch_wrote", read_back(d) && host[15] == 0xC0FFEE,
                 "the launched graph did not write");
     EXPECT("exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
     EXPECT("graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 
+    /* A batch: two writes, then a wait on the first, then a 64-bit write. */
+    batch_op ops[4];
+    memset(ops, 0, sizeof ops);
+    ops[0] = (batch_op){OP_WRITE_32, 0, d + 64, 0xAAAA0001u, 0, 0, 0, 0};
+    ops[1] = (batch_op){OP_WRITE_32, 0, d + 68, 0xAAAA0002u, 0, 0, 0, 0};
+    ops[2] = (batch_op){OP_WAIT_32, 0, d + 64, 0xAAAA0001u, WAIT_EQ, 0, 0, 0};
+    ops[3] = (batch_op){OP_WRITE_64, 0, d + 72, 0x1122334455667788ull, 0, 0, 0, 0};
+    EXPECT("batch", cu.BatchMemOp(s, 4, ops, 0), CUDA_SUCCESS);
+    settle("synchronize_batch", s);
+    expect_true("batch_values",
+                read_back(d) && host[16] == 0xAAAA0001u && host[17] == 0xAAAA0002u &&
+                    word64(18) == 0x1122334455667788ull,
+                "the batch's writes are not all there");
+    batch_op wait64 = {OP_WAIT_64, 0, d + 72, 0x1122334455667788ull, WAIT_EQ, 0, 0, 0};
+    EXPECT("batch_ptsz", cu.BatchMemOpPtsz(NULL, 1, &wait64, 0), CUDA_SUCCESS);
+    settle("synchronize_batch_ptsz", CU_STREAM_PER_THREAD);
+    EXPECT("batch_bad_flags", cu.BatchMemOp(s, 1, &wait64, 1), CUDA_ERROR_INVALID_VALUE);
+
     /* Bad flags. */
     EXPECT("write_bad_flags", cu.Write32V2(s, d, 1, 2), CUDA_ERROR_INVALID_VALUE);
     EXPECT("write64_bad_flags", cu.Write64V2(s, d, 1, 4), CUDA_ERROR_INVALID_VALUE);
     EXPECT("wait_bad_flags", cu.Wait32V2(s, d, 1, 4), CUDA_ERROR_INVALID_VALUE);
-    EXPECT("synchronize_after_refusals", cu.StreamSynchronize(s), CUDA_SUCCESS);
+    settle("synchronize_after_refusals", s);
 
     if (invalid_handle_checks()) {
         /* Outside every allocation: vgpu refuses it before the driver sees it. */
@@ -241,7 +313,9 @@ int main(int argc, char **argv)
                CUDA_ERROR_INVALID_VALUE);
         EXPECT("write64_straddling", cu.Write64V2(s, flag + 4, 1, 0), CUDA_ERROR_INVALID_VALUE);
         EXPECT("wait_unallocated", cu.Wait32V2(s, 0x1000, 1, WAIT_EQ), CUDA_ERROR_INVALID_VALUE);
-        EXPECT("synchronize_after_invalid", cu.StreamSynchronize(s), CUDA_SUCCESS);
+        batch_op wild = {OP_WRITE_32, 0, d + WORDS * 4, 1, 0, 0, 0, 0};
+        EXPECT("batch_past_allocation", cu.BatchMemOp(s, 1, &wild, 0), CUDA_ERROR_INVALID_VALUE);
+        settle("synchronize_after_invalid", s);
     }
 
     EXPECT("free", cu.MemFree(d), CUDA_SUCCESS);

@@ -373,7 +373,8 @@ fn c_host_callbacks() {
 
 /// Stream memory operations through vgpu: each form of `cuStreamWriteValue32/64`
 /// stores its value in stream order, `cuStreamWaitValue32/64` with a met condition
-/// lets later work run, one stream waits for another's flag, a captured write runs
+/// lets later work run, one stream waits for another's flag, an unmet wait holds
+/// its stream (`CUDA_ERROR_NOT_READY`) until the host writes the value, a captured write runs
 /// at each launch, bad flags get `CUDA_ERROR_INVALID_VALUE` and addresses outside
 /// the session's allocations are refused (`tests/c/stream_memops.c`, which a GPU
 /// machine also runs natively). Straight on the simulated device it prints the
@@ -391,6 +392,8 @@ fn c_stream_memory_operations() {
         .assert_line("ok ptsz_values")
         .assert_line("ok work_after_waits_ran")
         .assert_line("ok consumer_saw_producer")
+        .assert_line("ok held_query")
+        .assert_line("ok released")
         .assert_line("ok captured_batch_mem_op")
         .assert_line("ok capture_did_not_run")
         .assert_line("ok launch_wrote")
@@ -398,7 +401,10 @@ fn c_stream_memory_operations() {
         .assert_line("ok wait_bad_flags")
         .assert_line("ok write_past_allocation")
         .assert_line("ok wait_unallocated")
-        .assert_line("80 checks, 0 failed");
+        .assert_line("ok batch_values")
+        .assert_line("ok batch_bad_flags")
+        .assert_line("ok batch_past_allocation")
+        .assert_line("91 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
@@ -459,12 +465,45 @@ fn c_graph_nodes() {
         .assert_line("ok memcpy_reads_at_launch")
         .assert_line("ok memcpy_set_params")
         .assert_line("ok memcpy_exec_set_ran")
+        .assert_line("ok pageable_is_memcpy_node")
+        .assert_line("ok pageable_get_params")
+        .assert_line("ok pageable_round_trip")
+        .assert_line("ok pageable_round_trip_2")
         .assert_line("ok memset_get_params")
         .assert_line("ok memset_exec_set_ran")
         .assert_line("ok memset_graph_kept_params")
         .assert_line("ok memset_set_ran")
         .assert_line("ok memset_get_on_empty")
-        .assert_line("213 checks, 0 failed");
+        .assert_line("ok remove_missing_edge")
+        .assert_line("ok exec_child_set_ran")
+        .assert_line("ok edges_v2_one_default")
+        .assert_line("ok dependencies_v2_a")
+        .assert_line("ok dependents_v2_b")
+        .assert_line("ok remove_edge_v2_again")
+        .assert_line("ok user_alive")
+        .assert_line("ok user_graph_keeps_alive")
+        .assert_line("ok user_destroyed_with_graph")
+        .assert_line("ok user_destructor_in_process")
+        .assert_line("ok user_exec_keeps_alive")
+        .assert_line("ok user_destroyed_with_exec")
+        .assert_line("ok host_capture_ran_nothing")
+        .assert_line("ok host_capture_is_host_node")
+        .assert_line("ok host_capture_ran_twice")
+        .assert_line("ok alloc_node_address")
+        .assert_line("ok free_node_not_allocated")
+        .assert_line("ok alloc_node_is_alloc")
+        .assert_line("ok free_node_is_free")
+        .assert_line("ok alloc_node_params")
+        .assert_line("ok free_node_params")
+        .assert_line("ok alloc_get_on_free")
+        .assert_line("ok alloc_node_ran")
+        .assert_line("ok alloc_node_ran_2")
+        .assert_line("ok graph_mem_used_high_zero")
+        .assert_line("ok graph_mem_set_current")
+        .assert_line("ok graph_mem_set_high_nonzero")
+        .assert_line("ok graph_mem_trim")
+        .assert_line("ok graph_mem_bad_device")
+        .assert_line("324 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
@@ -474,13 +513,6 @@ fn c_graph_nodes() {
         body(&native.stdout),
         "through vgpu and straight on the sim differ"
     );
-    // vgpu's one refusal the driver does not make: a memcpy node from
-    // pageable memory, which the worker cannot reach when the graph runs.
-    let mut pageable = h.command(&exe);
-    pageable.arg("--pageable");
-    h.run(pageable)
-        .assert_success()
-        .assert_line("ok memcpy_pageable_refused");
 }
 
 /// Managed memory through a real mediator on the simulated device: CPU
@@ -854,7 +886,10 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok kernel_node_data")
         .assert_line("ok kernel_node_set_data")
         .assert_line("ok kernel_exec_set_data")
-        .assert_line("ok kernel_node_params_back");
+        .assert_line("ok kernel_node_params_back")
+        .assert_line("ok pageable_not_at_capture")
+        .assert_line("ok pageable_round_trip")
+        .assert_line("ok pageable_round_trip_2");
     // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.
     let text = std::fs::read_to_string(&trace).expect("the trace file");
@@ -879,14 +914,6 @@ fn c_stream_capture_and_graphs() {
         body(&native.stdout),
         "through vgpu and straight on the simulated device differ"
     );
-    // vgpu's one refusal the driver does not make: a copy through the
-    // worker's own buffer into a captured graph.
-    let mut pageable = h.command(&exe);
-    pageable.arg("--pageable");
-    h.run(pageable)
-        .assert_success()
-        .assert_line("ok pageable_copy_refused")
-        .assert_line("ok pageable_end");
 }
 
 #[test]

@@ -4,13 +4,16 @@
 //! holds its stream until the value at an address meets a condition. The simulator runs
 //! work when it is enqueued, so everything ordered before a wait has already run when
 //! the wait is checked: a met condition lets the stream go on. A condition that is not
-//! met would need work that is not yet enqueued (another stream, or the host, writing the
-//! value later); the simulator cannot hold a stream for it, and reports the wait as
-//! `CUDA_ERROR_NOT_READY`, a limit of this test double that the driver does not share.
+//! met holds a created stream, as the driver's does: the wait succeeds, and the stream
+//! answers `CUDA_ERROR_NOT_READY` to queries until a later write (from another stream or
+//! the host) meets the condition. Limits of this test double: work enqueued on the
+//! stream after the wait still runs at once (a batch's operations after it never run),
+//! `cuStreamSynchronize` answers `CUDA_ERROR_NOT_READY` where the driver would block,
+//! and on an implicit stream the unmet wait itself is reported as `CUDA_ERROR_NOT_READY`.
 //! While the stream is capturing, each operation becomes a batch memory-operation node.
 
 use crate::cu::{CUdeviceptr, CUresult};
-use crate::error::{err, Res};
+use crate::error::{err, Error, Res};
 use crate::graph::{captured, Work};
 use crate::memory;
 use crate::state::State;
@@ -142,7 +145,33 @@ pub(crate) fn enqueue(st: &mut State, stream_key: usize, op: MemOp) -> Res<()> {
     if captured(st, stream_key, || Work::MemOps(vec![op]))? {
         return Ok(());
     }
-    op.run(st)
+    let ran = op.run(st).map_err(|e| (op, e));
+    hold_if_unmet(st, stream_key, ran)
+}
+
+/// A created stream whose wait is not met is held (see the module documentation) and
+/// the wait succeeds; every other outcome is the operation's own.
+fn hold_if_unmet(st: &mut State, stream_key: usize, ran: Result<(), (MemOp, Error)>) -> Res<()> {
+    match (ran, st.streams.get_mut(&stream_key)) {
+        (Err((wait, e)), Some(s)) if e.code == CUresult::CUDA_ERROR_NOT_READY => {
+            s.stalled = Some(wait);
+            Ok(())
+        }
+        (ran, _) => ran.map_err(|(_, e)| e),
+    }
+}
+
+/// Enqueues a batch on stream `stream_key`: one node while the stream is capturing, each
+/// operation run in order otherwise.
+pub(crate) fn enqueue_all(st: &mut State, stream_key: usize, ops: Vec<MemOp>) -> Res<()> {
+    stream::usable(st, stream_key)?;
+    if captured(st, stream_key, || Work::MemOps(ops.clone()))? {
+        return Ok(());
+    }
+    let ran = ops
+        .into_iter()
+        .try_for_each(|op| op.run(st).map_err(|e| (op, e)));
+    hold_if_unmet(st, stream_key, ran)
 }
 
 #[cfg(test)]

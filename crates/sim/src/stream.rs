@@ -67,6 +67,7 @@ pub(crate) fn create(st: &mut State, flags: u32, priority: i32) -> Res<usize> {
             flags,
             priority,
             attrs: Attrs::new(),
+            stalled: None,
         },
     );
     Ok(key)
@@ -83,11 +84,22 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     }
 }
 
-/// `cuStreamSynchronize` / `cuStreamQuery` (`query`): the stream is always idle, so this
-/// reports the context's sticky error, if any, or what an open capture forbids.
+/// `cuStreamSynchronize` / `cuStreamQuery` (`query`): the stream is idle unless an unmet
+/// wait-value holds it, so this reports the context's sticky error, if any, what an open
+/// capture forbids, or `CUDA_ERROR_NOT_READY` while the held wait's condition is still
+/// not met (where the driver's synchronize would block, the simulator answers as a query
+/// does); a met condition releases the stream.
 pub(crate) fn synchronize(st: &mut State, key: usize, query: bool) -> Res<()> {
     usable(st, key)?;
-    crate::graph::forbid_sync(st, key, query)
+    crate::graph::forbid_sync(st, key, query)?;
+    let Some(wait) = st.streams.get(&key).and_then(|s| s.stalled) else {
+        return Ok(());
+    };
+    wait.run(st)?;
+    if let Some(s) = st.streams.get_mut(&key) {
+        s.stalled = None;
+    }
+    Ok(())
 }
 
 /// `cuStreamGetFlags`.

@@ -15,7 +15,9 @@
 //!   the client can check what the driver checks at once; its work follows
 //!   its stream's earlier posted work, or everything before it),
 //!   `nocontext` (the worker does not make the calling thread's context
-//!   current for it);
+//!   current for it), `checked` (the worker runs its area's
+//!   `check_<snake name>` on the request first: a refusal the driver
+//!   would not make safely itself);
 //! - **parameter notes** ([`Call::notes`]), where the header's types are not
 //!   enough: `optional` (an out-pointer that may be NULL), `in` / `out`
 //!   (a pointer whose direction the `const` qualifier does not give),

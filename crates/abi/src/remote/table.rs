@@ -153,7 +153,7 @@ remote_table! {
         graph: cuGraphExecGetFlags = 398 gen;
         graph: cuGraphLaunch_ptsz = 399 gen (posted(stream));
         graph: cuGraphUpload_ptsz = 400 gen;
-        graph: cuGraphNodeGetType = 401 gen;
+        graph: cuGraphNodeGetType = 401 client;
         graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
         graph: cuStreamBeginCapture_ptsz = 403 client;
         graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
@@ -173,8 +173,16 @@ remote_table! {
         graph: cuGraphNodeGetEnabled = 440 gen;
         graph: cuGraphNodeSetEnabled = 441 gen;
         graph: cuGraphNodeFindInClone = 442 gen;
-        graph: cuGraphAddChildGraphNode = 443 gen [dependencies: array(numDependencies)];
+        graph: cuGraphAddChildGraphNode = 443 gen (checked) [dependencies: array(numDependencies)];
         graph: cuGraphChildGraphNodeGetGraph = 444 gen;
+        graph: cuGraphExecChildGraphNodeSetParams = 450 gen;
+        graph: cuDeviceGraphMemTrim = 621 gen;
+        graph: cuGraphAddMemFreeNode = 624 gen [dependencies: array(numDependencies)];
+        graph: cuGraphMemFreeNodeGetParams = 625 gen;
+        graph: cuUserObjectRetain = 453 gen;
+        graph: cuUserObjectRelease = 454 gen;
+        graph: cuGraphRetainUserObject = 455 gen;
+        graph: cuGraphReleaseUserObject = 456 gen;
 
         // ---- stream memory operations ----
         memop: cuStreamWriteValue32 = 418 gen [addr: range(4)];
@@ -382,7 +390,11 @@ remote_table! {
             cuGraphAddMemcpyNode, cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeSetParams,
             cuGraphExecMemcpyNodeSetParams, cuGraphExecKernelNodeSetParams_v2, cuGraphAddKernelNode,
             cuGraphKernelNodeGetParams, cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams,
-            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams;
+            cuGraphMemsetNodeGetParams, cuGraphMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams,
+            cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
+            cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2,
+            cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute,
+            cuGraphAddMemAllocNode, cuGraphMemAllocNodeGetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -413,6 +425,8 @@ remote_table! {
             cuMemcpyBatchAsync_v2_ptsz;
         batch3d: cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, cuMemcpy3DBatchAsync_v2,
             cuMemcpy3DBatchAsync_v2_ptsz;
+        memop: cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2,
+            cuStreamBatchMemOp_v2_ptsz;
     }
 
     ops {
@@ -552,6 +566,25 @@ remote_table! {
         copy: Memcpy2D = 104 { direction: u8, src: devptr, src_pitch: u64, src_x: u64, src_y: u64,
             dst: devptr, dst_pitch: u64, dst_x: u64, dst_y: u64, width: u64, height: u64,
             stream: handle(Stream), is_async: bool } + blob => {} + blob (sync_unless(is_async));
+
+        /// `cuDeviceGetGraphMemAttribute` (`set` false) or
+        /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
+        /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
+        graph: DeviceGraphMemAttribute = 620 { set: bool, dev: i32, attr: u32, value: u64 } => { value: u64 };
+        /// `cuGraphAddMemAllocNode` in `graph` after `deps` nodes: the pool
+        /// properties' allocation type, handle types and location, `bytes`,
+        /// and `access` access descriptors. The blob holds the dependencies
+        /// (node ids, u64 each), then the descriptors (location type, location
+        /// id, flags: u32 each). The allocation's range joins the session's
+        /// live allocations.
+        graph: GraphMemAllocNode = 622 { graph: handle(Graph), deps: u32, alloc_type: u32,
+            handle_types: u32, loc_type: u32, loc_id: i32, bytes: u64, access: u32 } + blob
+            => { node: handle(GraphNode), dptr: devptr };
+        /// `cuGraphMemAllocNodeGetParams`: as for GraphMemAllocNode; the blob
+        /// holds the access descriptors.
+        graph: GraphMemAllocNodeParams = 623 { node: handle(GraphNode) } => { alloc_type: u32,
+            handle_types: u32, loc_type: u32, loc_id: i32, bytes: u64, dptr: devptr, access: u32 }
+            + blob;
 
         /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
         /// has destroyed it (its outstanding allocations stay live).
@@ -766,7 +799,14 @@ remote_table! {
         /// `handle`. With `want` the driver fills `capacity` entries (node ids,
         /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
         /// destinations), which are the reply's blob; `count` is the driver's.
-        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool } => { count: u64 } + blob;
+        /// With `v2` the `_v2` form is called; with `edges` too, the blob
+        /// then holds `capacity` `CUgraphEdgeData` (8 bytes each).
+        graph: GraphQuery = 412 { what: u8, handle: u64, capacity: u64, want: bool, v2: bool,
+            edges: bool } => { count: u64 } + blob;
+        /// `cuGraphAddDependencies_v2` (`add`) or `cuGraphRemoveDependencies_v2`
+        /// of `count` edges: the blob holds the sources (node ids, u64 each),
+        /// the destinations, then their `CUgraphEdgeData` (8 bytes each).
+        graph: GraphEdges = 451 { add: bool, graph: handle(Graph), count: u32 } + blob => {};
         /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
         /// whose bytes are the reply's blob; the client writes them at the
         /// application's path.
@@ -832,6 +872,16 @@ remote_table! {
             src_pitch: u64, src_height: u64, dst_kind: u8, dst_addr: u64, dst_array: handle(Array),
             dst_x: u64, dst_y: u64, dst_z: u64, dst_pitch: u64, dst_height: u64, width: u64,
             height: u64, depth: u64 };
+        /// `cuStreamBatchMemOp` (every form): the blob holds the `count`
+        /// `CUstreamBatchMemOpParams` (48 bytes each) as the application gave
+        /// them; the worker checks each wait's and write's address against
+        /// the session's allocations.
+        memop: StreamBatchMemOp = 452 { stream: handle(Stream), count: u32, flags: u32 } + blob => {};
+        /// `cuUserObjectCreate` with `count` references: the object's
+        /// destructor is a worker trampoline that asks the client to run its
+        /// callback `id` (the application's destructor and pointer) over the
+        /// callback channel when the last reference goes.
+        graph: UserObjectCreate = 457 { id: u64, count: u32, flags: u32 } => { object: handle(UserObject) };
         /// Encodes a tensor map on the driver: `kind` 0 `cuTensorMapEncodeTiled`,
         /// 1 `cuTensorMapEncodeIm2col`, 2 `cuTensorMapEncodeIm2colWide`. The
         /// blob holds `globalDim` (`rank` u64), `globalStrides` (`rank - 1`

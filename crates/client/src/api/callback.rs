@@ -5,9 +5,12 @@
 //!
 //! The call is posted when this side can check what the driver checks at
 //! once (a function, flags 0, a live current context and a stream of it);
-//! anything else waits for the worker's answer, which is the driver's.
+//! anything else waits for the worker's answer, which is the driver's. A
+//! `cuLaunchHostFunc` on a capturing stream becomes a host node of the
+//! captured graph, run at every launch.
 
 use std::ffi::{c_uint, c_void};
+use std::sync::atomic::Ordering;
 
 use vgpu_abi::types::{CUhostFn, CUstream, CUstreamCallback};
 use vgpu_proto::host_callback;
@@ -54,7 +57,13 @@ pub fn add_callback(
 fn enqueue(sid: u64, p: Pending, status: bool) -> CuResult<()> {
     let s = runtime().session()?;
     let postable = s.objects().stream_ok(current(), sid);
-    let id = s.callbacks.register(s, p)?;
+    // While a capture is open the worker may put the function in a graph as a
+    // host node, which runs at every launch: it stays registered.
+    let id = if s.captures.load(Ordering::SeqCst) > 0 {
+        s.callbacks.register_kept(s, p)?
+    } else {
+        s.callbacks.register(s, p)?
+    };
     let r = host_callback::Request {
         stream: U64::new(sid),
         id: U64::new(id),

@@ -202,8 +202,10 @@ pub unsafe fn htod(dst: CUdeviceptr, src: *const c_void, n: usize, sync: Sync) -
         s.post_or_request(&r, &[], post, Follows::Stream(stream))?;
         return sync.finish();
     }
-    if is_async == 1 {
-        super::graph::refuse_pageable_capture(s, stream)?;
+    if is_async == 1 && super::graph::capturing(s, stream)? {
+        // SAFETY: a captured copy reads `src` at each launch, as the driver's does.
+        unsafe { super::graph::capture_copy(s, dst, src as usize, n, stream, true) }?;
+        return sync.finish();
     }
     // SAFETY: the application promises `src` holds `n` readable bytes.
     let data = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
@@ -279,8 +281,10 @@ pub unsafe fn dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize, sync: Sync) -> 
         s.post_or_request(&r, &[], checked, Follows::Stream(stream))?;
         return sync.finish();
     }
-    if is_async == 1 {
-        super::graph::refuse_pageable_capture(s, stream)?;
+    if is_async == 1 && super::graph::capturing(s, stream)? {
+        // SAFETY: a captured copy writes `dst` at each launch, as the driver's does.
+        unsafe { super::graph::capture_copy(s, src, dst as usize, n, stream, false) }?;
+        return sync.finish();
     }
     // SAFETY: the application promises `dst` holds `n` writable bytes, and
     // owns them for the duration of this synchronous call.

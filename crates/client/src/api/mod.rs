@@ -29,6 +29,8 @@ mod logs;
 pub(crate) mod managed;
 mod managed_range;
 pub(crate) mod memory;
+mod memop;
+mod memory;
 mod module;
 mod multicast;
 mod occupancy;
@@ -298,13 +300,23 @@ implement! {
         graph::update_dependencies(s, false, deps, Some(e), n, flags);
     cuStreamUpdateCaptureDependencies_v2_ptsz(s, deps, e, n, flags) =>
         graph::update_dependencies(s, true, deps, Some(e), n, flags);
-    cuGraphGetNodes(g, nodes, n) => graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), n);
-    cuGraphGetRootNodes(g, nodes, n) => graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), n);
+    cuGraphGetNodes(g, nodes, n) =>
+        graph::query(0, g as usize as u64, nodes, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
+    cuGraphGetRootNodes(g, nodes, n) =>
+        graph::query(1, g as usize as u64, nodes, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
     cuGraphNodeGetDependencies(node, deps, n) =>
-        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), n);
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
     cuGraphNodeGetDependentNodes(node, deps, n) =>
-        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), n);
-    cuGraphGetEdges(g, from, to, n) => graph::query(4, g as usize as u64, from, to, n);
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), std::ptr::null_mut(), false, n);
+    cuGraphGetEdges(g, from, to, n) =>
+        graph::query(4, g as usize as u64, from, to, std::ptr::null_mut(), false, n);
+    cuGraphNodeGetDependencies_v2(node, deps, e, n) =>
+        graph::query(2, node as usize as u64, deps, std::ptr::null_mut(), e, true, n);
+    cuGraphNodeGetDependentNodes_v2(node, deps, e, n) =>
+        graph::query(3, node as usize as u64, deps, std::ptr::null_mut(), e, true, n);
+    cuGraphGetEdges_v2(g, from, to, e, n) => graph::query(4, g as usize as u64, from, to, e, true, n);
+    cuGraphAddDependencies_v2(g, from, to, e, n) => graph::edges_v2(true, g, from, to, e, n);
+    cuGraphRemoveDependencies_v2(g, from, to, e, n) => graph::edges_v2(false, g, from, to, e, n);
     cuGraphAddKernelNode_v2(ph, g, deps, n, p) =>
         graph::kernel_node(ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
     cuGraphKernelNodeSetParams_v2(node, p) =>
@@ -320,7 +332,13 @@ implement! {
         std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphKernelNodeGetParams(node, p) => graph::kernel_node_params_v1(node, p);
     cuGraphExecUpdate_v2(e, g, info) => graph::exec_update(e, g, info);
+    cuGraphExecUpdate(e, g, node, result) => graph::exec_update_v1(e, g, node, result);
     cuGraphKernelNodeGetParams_v2(node, p) => graph::kernel_node_params(node, p);
+    cuStreamBatchMemOp(s, n, p, flags) => memop::batch_mem_op(stream::id(s), n, p, flags);
+    cuStreamBatchMemOp_ptsz(s, n, p, flags) => memop::batch_mem_op(stream::id_ptsz(s), n, p, flags);
+    cuStreamBatchMemOp_v2(s, n, p, flags) => memop::batch_mem_op(stream::id(s), n, p, flags);
+    cuStreamBatchMemOp_v2_ptsz(s, n, p, flags) =>
+        memop::batch_mem_op(stream::id_ptsz(s), n, p, flags);
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
         std::ptr::null_mut(), deps, n, p, ctx);
     cuGraphMemsetNodeSetParams(node, p) => graph::memset_node(1, std::ptr::null_mut(),
@@ -336,6 +354,8 @@ implement! {
     cuGraphExecHostNodeSetParams(e, node, p) => graph::host_node(graph::HostNodeCall::ExecSet,
         std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphHostNodeGetParams(node, p) => graph::host_node_params(node, p);
+    cuUserObjectCreate(out, ptr, destroy, count, flags) =>
+        graph::user_object_create(out, ptr, destroy, count, flags);
     cuGraphAddMemcpyNode(ph, g, deps, n, p, ctx) => graph::memcpy_node(graph::MemcpyNodeCall::Add,
         ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p, ctx);
     cuGraphMemcpyNodeSetParams(node, p) => graph::memcpy_node(graph::MemcpyNodeCall::Set,
@@ -345,6 +365,12 @@ implement! {
         graph::MemcpyNodeCall::ExecSet, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
         std::ptr::null(), 0, p, ctx);
     cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
+    cuGraphAddMemAllocNode(ph, g, deps, n, p) => graph::mem_alloc_node(ph, g, deps, n, p);
+    cuGraphMemAllocNodeGetParams(node, p) => graph::mem_alloc_node_params(node, p);
+    cuDeviceGetGraphMemAttribute(dev, attr, value) =>
+        graph::graph_mem_attribute(dev, attr, value, false);
+    cuDeviceSetGraphMemAttribute(dev, attr, value) =>
+        graph::graph_mem_attribute(dev, attr, value, true);
     cuGraphDebugDotPrint(g, path, flags) => graph::debug_dot_print(g, path, flags);
     cuGraphInstantiateWithParams(ph, g, p) => graph::instantiate_with_params(ph, g, p, false);
     cuGraphInstantiateWithParams_ptsz(ph, g, p) => graph::instantiate_with_params(ph, g, p, true);

@@ -17,8 +17,10 @@
 //! once. Callbacks pending when the session ends are not run.
 //!
 //! # Capture
-//! A ticket is good for one run, so a callback on a stream being captured
-//! into a graph is refused with `CUDA_ERROR_NOT_SUPPORTED`.
+//! A ticket is good for one run, so a `cuLaunchHostFunc` on a stream being
+//! captured gets a host node's ticket instead (the captured graph runs it
+//! at every launch); a `cuStreamAddCallback` there is refused with
+//! `CUDA_ERROR_NOT_SUPPORTED`.
 //!
 //! # Host nodes
 //! A graph's host node runs at every launch: its trampoline's ticket
@@ -157,11 +159,23 @@ struct Ticket {
 }
 
 /// `cuLaunchHostFunc` (`status` false) or `cuStreamAddCallback` of a
-/// trampoline that runs the client's callback `id`.
+/// trampoline that runs the client's callback `id`. On a capturing stream
+/// `cuLaunchHostFunc` becomes a host node of the captured graph, with a
+/// node ticket (the client keeps such a callback registered).
 pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &host_callback::Request = message(req)?;
     let stream = checked(s, &[], r.stream.get())?;
-    refuse_capture(s, stream)?;
+    if capturing(s, stream)? {
+        if r.status != 0 {
+            tracing::warn!("cuStreamAddCallback on a capturing stream: not supported");
+            return Err(status::NOT_SUPPORTED);
+        }
+        let p = node_params(s, r.id.get());
+        // SAFETY: `stream` is a live stream of this session; the node
+        // trampoline's ticket is kept until the session ends.
+        ok(unsafe { entry(s.driver.cuLaunchHostFunc)?(stream.cast(), p.fn_, p.userData) })?;
+        return Ok(Reply::default());
+    }
     let ticket = Box::into_raw(Box::new(Ticket {
         callbacks: Arc::clone(&s.callbacks),
         id: r.id.get(),
@@ -193,19 +207,12 @@ pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, 
     res.map(|()| Reply::default())
 }
 
-/// A stream being captured would put the trampoline in a graph, which may
-/// run it many times or never, while its ticket is good for one run:
-/// callbacks under capture are refused (`CUDA_ERROR_NOT_SUPPORTED`).
-fn refuse_capture(s: &Session, stream: crate::driver::Handle) -> Result<(), Status> {
+/// Whether `stream` is being captured into a graph.
+fn capturing(s: &Session, stream: crate::driver::Handle) -> Result<bool, Status> {
     let mut capturing = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: `stream` is a live stream of this session; the out-pointer a local.
     ok(unsafe { entry(s.driver.cuStreamIsCapturing)?(stream.cast(), &mut capturing) })?;
-    if capturing == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        Ok(())
-    } else {
-        tracing::warn!("host callback on a capturing stream: not supported");
-        Err(status::NOT_SUPPORTED)
-    }
+    Ok(capturing != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// Runs the ticket's callback with `stream_status`.
@@ -271,4 +278,23 @@ unsafe extern "C" fn node_trampoline(data: *mut c_void) {
     if let Some(c) = t.callbacks.upgrade() {
         c.run(t.id, 0);
     }
+}
+
+/// A ticket good for one run of the client's callback `id`, and the
+/// trampoline that takes it back (a user object's destructor).
+pub fn one_shot(s: &Session, id: u64) -> (unsafe extern "C" fn(*mut c_void), *mut c_void) {
+    let ticket = Box::into_raw(Box::new(Ticket {
+        callbacks: Arc::clone(&s.callbacks),
+        id,
+    }));
+    (trampoline, ticket.cast())
+}
+
+/// Takes back a ticket from [`one_shot`] that the driver refused.
+///
+/// # Safety
+/// `data` is a ticket from [`one_shot`] that no trampoline will run.
+pub unsafe fn forget_one_shot(data: *mut c_void) {
+    // SAFETY: the caller's contract: the ticket is still ours.
+    drop(unsafe { Box::from_raw(data.cast::<Ticket>()) });
 }

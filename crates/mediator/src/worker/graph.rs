@@ -20,9 +20,9 @@ use vgpu_abi::types::{
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_exec_update,
-    graph_kernel_node, graph_kernel_node_params, graph_query, instantiate_with_params,
-    stream_capture_info, update_capture_dependencies, Request,
+    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_edges,
+    graph_exec_update, graph_kernel_node, graph_kernel_node_params, graph_query,
+    instantiate_with_params, stream_capture_info, update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
@@ -32,10 +32,14 @@ use super::status::{INVALID_VALUE, OPERATING_SYSTEM};
 use super::Session;
 use crate::driver::{entry, Handle, Status};
 
+mod child;
 mod host;
+mod mem;
 mod memcpy;
 mod memset;
-pub use host::{graph_host_node, graph_host_node_params};
+pub use child::check_graph_add_child_graph_node;
+pub use host::{graph_host_node, graph_host_node_params, user_object_create};
+pub use mem::{device_graph_mem_attribute, graph_mem_alloc_node, graph_mem_alloc_node_params};
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
 pub use memset::{graph_memset_node, graph_memset_node_params};
 
@@ -342,26 +346,37 @@ pub fn graph_query(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
     let len = if want { capacity } else { 0 };
     let mut a: Vec<CUgraphNode> = vec![ptr::null_mut(); len];
     let mut b: Vec<CUgraphNode> = vec![ptr::null_mut(); if r.what == 4 { len } else { 0 }];
-    let (pa, pb) = if want {
-        (a.as_mut_ptr(), b.as_mut_ptr())
-    } else {
-        (ptr::null_mut(), ptr::null_mut())
+    let none = CUgraphEdgeData {
+        from_port: 0,
+        to_port: 0,
+        type_: 0,
+        reserved: [0; 5],
     };
+    let mut e = vec![none; if r.edges != 0 { len } else { 0 }];
+    let (pa, pb, pe) = match want {
+        true => (a.as_mut_ptr(), b.as_mut_ptr(), e.as_mut_ptr()),
+        false => (ptr::null_mut(), ptr::null_mut(), ptr::null_mut()),
+    };
+    let pe = if r.edges != 0 { pe } else { ptr::null_mut() };
     let mut n = len;
+    let d = &s.driver;
     // SAFETY: the arrays hold `n` entries (or are NULL without `want`); the
     // graph or node is this session's own.
     ok(unsafe {
-        match r.what {
-            0 => entry(s.driver.cuGraphGetNodes)?(h.cast(), pa, &mut n),
-            1 => entry(s.driver.cuGraphGetRootNodes)?(h.cast(), pa, &mut n),
-            2 => entry(s.driver.cuGraphNodeGetDependencies)?(h.cast(), pa, &mut n),
-            3 => entry(s.driver.cuGraphNodeGetDependentNodes)?(h.cast(), pa, &mut n),
-            4 => entry(s.driver.cuGraphGetEdges)?(h.cast(), pa, pb, &mut n),
+        match (r.what, r.v2 != 0) {
+            (0, _) => entry(d.cuGraphGetNodes)?(h.cast(), pa, &mut n),
+            (1, _) => entry(d.cuGraphGetRootNodes)?(h.cast(), pa, &mut n),
+            (2, false) => entry(d.cuGraphNodeGetDependencies)?(h.cast(), pa, &mut n),
+            (3, false) => entry(d.cuGraphNodeGetDependentNodes)?(h.cast(), pa, &mut n),
+            (4, false) => entry(d.cuGraphGetEdges)?(h.cast(), pa, pb, &mut n),
+            (2, true) => entry(d.cuGraphNodeGetDependencies_v2)?(h.cast(), pa, pe, &mut n),
+            (3, true) => entry(d.cuGraphNodeGetDependentNodes_v2)?(h.cast(), pa, pe, &mut n),
+            (4, true) => entry(d.cuGraphGetEdges_v2)?(h.cast(), pa, pb, pe, &mut n),
             _ => return Err(INVALID_VALUE),
         }
     })?;
     let mut t = s.tables();
-    let blob = a
+    let mut blob: Vec<u8> = a
         .iter()
         .chain(&b)
         .flat_map(|&node| {
@@ -370,12 +385,34 @@ pub fn graph_query(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         })
         .collect();
     drop(t);
+    blob.extend(
+        e.iter()
+            .flat_map(|x| [x.from_port, x.to_port, x.type_, 0, 0, 0, 0, 0]),
+    );
     Ok(Reply::new(
         &graph_query::Reply {
             count: U64::new(n as u64),
         },
         blob,
     ))
+}
+
+/// `cuGraphAddDependencies_v2` / `cuGraphRemoveDependencies_v2`.
+pub fn graph_edges(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &graph_edges::Request = message(req)?;
+    let n = r.count.get() as usize;
+    let (from, rest) = req.blob.split_at_checked(n * 8).ok_or(INVALID_VALUE)?;
+    let (from, _) = dependencies(s, from, r.count.get(), false)?;
+    let (to, data) = dependencies(s, rest, r.count.get(), true)?;
+    let g: CUgraph = as_ptr(s.tables().handle(HandleKind::Graph, r.graph.get())?);
+    let f = match r.add != 0 {
+        true => entry(s.driver.cuGraphAddDependencies_v2)?,
+        false => entry(s.driver.cuGraphRemoveDependencies_v2)?,
+    };
+    // SAFETY: three arrays of `n` entries, live locals; the graph and nodes
+    // are this session's own.
+    ok(unsafe { f(g, list(&from), list(&to), list(&data), n) })?;
+    Ok(Reply::default())
 }
 
 /// `cuGraphDebugDotPrint` into an anonymous file of the worker (named by

@@ -27,6 +27,7 @@ mod launch;
 mod library;
 mod link;
 mod logs;
+mod memop;
 mod memory;
 mod module;
 mod multicast;

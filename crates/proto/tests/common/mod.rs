@@ -499,8 +499,76 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             9u64.to_le_bytes().to_vec(),
         ),
+        // Remove one default edge 7 -> 9 (`cuGraphRemoveDependencies_v2`).
+        Op::GraphEdges => (
+            b(graph_edges::Request {
+                add: 0,
+                graph: u(5),
+                count: U32::new(1),
+            }),
+            [7u64.to_le_bytes(), 9u64.to_le_bytes(), [0; 8]].concat(),
+        ),
+        // One 32-bit write of 7 at the sample device address.
+        Op::StreamBatchMemOp => (
+            b(stream_batch_mem_op::Request {
+                stream: u(STREAM),
+                count: U32::new(1),
+                flags: U32::new(0),
+            }),
+            [
+                2u64.to_le_bytes(),
+                DPTR.to_le_bytes(),
+                7u64.to_le_bytes(),
+                [0; 8],
+                [0; 8],
+                [0; 8],
+            ]
+            .concat(),
+        ),
+        // One reference, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, the client's callback 4.
+        Op::UserObjectCreate => (
+            b(user_object_create::Request {
+                id: u(4),
+                count: U32::new(1),
+                flags: U32::new(1),
+            }),
+            none(),
+        ),
         Op::GraphMemsetNodeParams => (b(graph_memset_node_params::Request { node: u(9) }), none()),
         Op::GraphHostNodeParams => (b(graph_host_node_params::Request { node: u(9) }), none()),
+        // cuGraphAddMemAllocNode of 256 pinned bytes on device 0, after node 9, with one
+        // read-write access descriptor for device 0.
+        Op::GraphMemAllocNode => (
+            b(graph_mem_alloc_node::Request {
+                graph: u(5),
+                deps: U32::new(1),
+                alloc_type: U32::new(1),
+                handle_types: U32::new(0),
+                loc_type: U32::new(1),
+                loc_id: I32::new(0),
+                bytes: u(256),
+                access: U32::new(1),
+            }),
+            [
+                9u64.to_le_bytes().to_vec(),
+                [1u32, 0, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ]
+            .concat(),
+        ),
+        Op::GraphMemAllocNodeParams => (
+            b(graph_mem_alloc_node_params::Request { node: u(9) }),
+            none(),
+        ),
+        // cuDeviceSetGraphMemAttribute of device 0: CU_GRAPH_MEM_ATTR_USED_MEM_HIGH reset to 0.
+        Op::DeviceGraphMemAttribute => (
+            b(device_graph_mem_attribute::Request {
+                set: 1,
+                dev: I32::new(0),
+                attr: U32::new(1),
+                value: u(0),
+            }),
+            none(),
+        ),
         // cuGraphAddMemcpyNode of 4 rows of 64 bytes, host (pitch 64) to device (pitch 256).
         Op::GraphMemcpyNode => (
             b(graph_memcpy_node::Request {
@@ -555,6 +623,8 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 handle: u(5),
                 capacity: u(8),
                 want: 1,
+                v2: 0,
+                edges: 0,
             }),
             none(),
         ),

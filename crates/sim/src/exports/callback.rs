@@ -31,7 +31,19 @@ fn launch_host_func(k: usize, f: CUhostFn, user_data: *mut c_void) -> Res<()> {
             "the host function is NULL",
         );
     };
-    enqueue_check(k)?;
+    {
+        let sim = state::sim()?;
+        let mut st = sim.lock();
+        stream::usable(&st, k)?;
+        // On a capturing stream the function becomes a host node of the graph.
+        let node = || crate::graph::Work::Host {
+            f,
+            data: user_data as usize,
+        };
+        if crate::graph::captured(&mut st, k, node)? {
+            return Ok(());
+        }
+    }
     // SAFETY: the application's function with its own argument, called as
     // the driver calls it, with no lock of ours held.
     unsafe { f(user_data) };

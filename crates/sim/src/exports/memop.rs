@@ -1,11 +1,13 @@
 //! Stream memory operations: the model functions of the generated exports
-//! (`generated/mod.rs`). The `_ptsz` forms read NULL as the per-thread stream; the first
-//! and `_v2` forms are the same operation on driver 580.
+//! (`generated/mod.rs`) and `cuStreamBatchMemOp`. The `_ptsz` forms read NULL as the
+//! per-thread stream; the first and `_v2` forms are the same operation on driver 580.
 
-use crate::cu::{CUdeviceptr, CUstream};
-use crate::error::Res;
-use crate::ffi::key;
-use crate::memop::{enqueue, MemOp};
+use std::ffi::c_uint;
+
+use crate::cu::{CUdeviceptr, CUresult, CUstream, CUstreamBatchMemOpParams};
+use crate::error::{err, Res};
+use crate::ffi::{key, run};
+use crate::memop::{enqueue, enqueue_all, MemOp};
 use crate::state;
 
 use super::stream::ptsz;
@@ -50,3 +52,116 @@ forms!(wait, 4, u32: stream_wait_value32, stream_wait_value32_ptsz,
     stream_wait_value32_v2, stream_wait_value32_v2_ptsz);
 forms!(wait, 8, u64: stream_wait_value64, stream_wait_value64_ptsz,
     stream_wait_value64_v2, stream_wait_value64_v2_ptsz);
+
+/// Bytes of one `CUstreamBatchMemOpParams`.
+const OP: usize = core::mem::size_of::<CUstreamBatchMemOpParams>();
+
+/// The operations of a batch: waits and writes; memory barriers and remote-write
+/// flushes order nothing more on the simulated device, which runs work in order.
+///
+/// # Safety
+/// `params` must be NULL or hold `count` operations.
+unsafe fn batch(
+    params: *const CUstreamBatchMemOpParams,
+    count: c_uint,
+    flags: c_uint,
+) -> Res<Vec<MemOp>> {
+    if flags != 0 || count == 0 || params.is_null() {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            "a batch needs operations and flags 0",
+        );
+    }
+    let mut ops = Vec::new();
+    for i in 0..count as usize {
+        // SAFETY: `count` readable operations by the contract.
+        let raw = unsafe { params.add(i).cast::<[u8; OP]>().read_unaligned() };
+        let word = |at: usize| u32::from_ne_bytes([raw[at], raw[at + 1], raw[at + 2], raw[at + 3]]);
+        let long = |at: usize| u64::from(word(at)) | (u64::from(word(at + 4)) << 32);
+        let (addr, op_flags) = (long(8), word(24));
+        ops.push(match word(0) {
+            1 => MemOp::wait(addr, u64::from(word(16)), 4, op_flags)?,
+            2 => MemOp::write(addr, u64::from(word(16)), 4, op_flags)?,
+            4 => MemOp::wait(addr, long(16), 8, op_flags)?,
+            5 => MemOp::write(addr, long(16), 8, op_flags)?,
+            3 | 6 => continue,
+            other => {
+                return err(
+                    CUresult::CUDA_ERROR_INVALID_VALUE,
+                    format!("{other} is not a CUstreamBatchMemOpType"),
+                )
+            }
+        });
+    }
+    Ok(ops)
+}
+
+fn batch_on(
+    name: &str,
+    k: usize,
+    p: *const CUstreamBatchMemOpParams,
+    n: c_uint,
+    f: c_uint,
+) -> CUresult {
+    run(name, || {
+        // SAFETY: the caller's operations, valid as the CUDA API requires.
+        let ops = unsafe { batch(p, n, f) }?;
+        enqueue_all(&mut state::sim()?.lock(), k, ops)
+    })
+}
+
+/// `cuStreamBatchMemOp`.
+///
+/// # Safety
+/// `p` must be NULL or hold `n` operations.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBatchMemOp(
+    s: CUstream,
+    n: c_uint,
+    p: *mut CUstreamBatchMemOpParams,
+    flags: c_uint,
+) -> CUresult {
+    batch_on("cuStreamBatchMemOp", key(s), p, n, flags)
+}
+
+/// `cuStreamBatchMemOp_ptsz`.
+///
+/// # Safety
+/// As for `cuStreamBatchMemOp`.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBatchMemOp_ptsz(
+    s: CUstream,
+    n: c_uint,
+    p: *mut CUstreamBatchMemOpParams,
+    flags: c_uint,
+) -> CUresult {
+    batch_on("cuStreamBatchMemOp_ptsz", ptsz(s), p, n, flags)
+}
+
+/// `cuStreamBatchMemOp_v2`.
+///
+/// # Safety
+/// As for `cuStreamBatchMemOp`.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBatchMemOp_v2(
+    s: CUstream,
+    n: c_uint,
+    p: *mut CUstreamBatchMemOpParams,
+    flags: c_uint,
+) -> CUresult {
+    batch_on("cuStreamBatchMemOp_v2", key(s), p, n, flags)
+}
+
+/// `cuStreamBatchMemOp_v2_ptsz`.
+///
+/// # Safety
+/// As for `cuStreamBatchMemOp`.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBatchMemOp_v2_ptsz(
+    s: CUstream,
+    n: c_uint,
+    p: *mut CUstreamBatchMemOpParams,
+    flags: c_uint,
+) -> CUresult {
+    batch_on("cuStreamBatchMemOp_v2_ptsz", ptsz(s), p, n, flags)
+}

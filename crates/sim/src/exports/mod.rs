@@ -66,6 +66,7 @@ pub use launch::*;
 pub use library::*;
 pub use link::*;
 pub use logs::*;
+pub use memop::*;
 pub use memory::*;
 pub use module::*;
 pub use pointer::*;

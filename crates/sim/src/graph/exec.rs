@@ -9,7 +9,7 @@ use crate::state::{Sim, State};
 use crate::stream;
 
 /// Graph `key`'s nodes and a snapshot of their work, child graphs' work included.
-fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
+pub(super) fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
     let g = &st.ext.graphs;
     let Some(graph) = g.graphs.get(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));
@@ -50,6 +50,7 @@ pub(crate) fn instantiate(st: &mut State, key: usize, flags: u64) -> Res<usize> 
         disabled: HashSet::new(),
     };
     st.ext.graphs.execs.insert(exec, e);
+    super::user::copy_held(st, key, exec);
     Ok(exec)
 }
 
@@ -84,7 +85,10 @@ pub(crate) fn exec_update(st: &mut State, exec_key: usize, key: usize) -> Res<(u
 /// `cuGraphExecDestroy`.
 pub(crate) fn exec_destroy(st: &mut State, key: usize) -> Res<()> {
     match st.ext.graphs.execs.remove(&key) {
-        Some(_) => Ok(()),
+        Some(_) => {
+            super::user::drop_held(st, key);
+            Ok(())
+        }
         None => invalid(format!("executable graph {key:#x} does not exist")),
     }
 }
@@ -217,6 +221,7 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             captured(st, stream_key, || w).map(drop)
         }
         Work::Child { work, .. } => work.into_iter().try_for_each(|w| run(st, stream_key, w)),
+        Work::MemAlloc { .. } | Work::MemFree { .. } => Ok(()),
         Work::Copy3D(c) => {
             stream::usable(st, stream_key)?;
             if captured(st, stream_key, || Work::Copy3D(c))? {

@@ -33,10 +33,12 @@ use crate::state::State;
 mod capture;
 mod exec;
 mod node;
+mod user;
 
 pub(crate) use capture::*;
 pub(crate) use exec::*;
 pub(crate) use node::*;
+pub(crate) use user::*;
 
 /// One end of a recorded copy.
 #[derive(Clone, Copy, Debug)]
@@ -124,6 +126,21 @@ pub(crate) enum Work {
         f: unsafe extern "C" fn(*mut std::ffi::c_void),
         data: usize,
     },
+    /// A memory allocation node. The driver reserves the address when the node is
+    /// made; the simulator allocates the memory then, and keeps it for the process's
+    /// life, so a launch has nothing to do. `access` holds the access descriptors as
+    /// (location type, location id, flags).
+    MemAlloc {
+        dptr: u64,
+        bytes: usize,
+        device: i32,
+        access: Vec<(u32, i32, u32)>,
+    },
+    /// A memory free node of an allocation node's address: nothing to do at a launch
+    /// (see `MemAlloc`).
+    MemFree {
+        dptr: u64,
+    },
 }
 
 impl Work {
@@ -140,6 +157,8 @@ impl Work {
             Work::MemOps(_) => 12,
             Work::Host { .. } => 3,
             Work::Copy3D(_) => 1,
+            Work::MemAlloc { .. } => 10,
+            Work::MemFree { .. } => 11,
         }
     }
 }
@@ -204,6 +223,7 @@ pub(crate) struct Graphs {
     pub captures: HashMap<usize, Capture>,
     /// Capture ids handed out so far.
     pub capture_ids: u64,
+    pub users: UserObjects,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -226,6 +246,8 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let Some(graph) = g.graphs.remove(&key) else {
         return invalid(format!("graph {key:#x} does not exist"));
     };
+    user::drop_held(st, key);
+    let g = &mut st.ext.graphs;
     let mut children = Vec::new();
     for n in graph.nodes {
         if let Some(Node {

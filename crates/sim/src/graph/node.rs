@@ -342,3 +342,41 @@ pub(crate) fn set_memset(
         _ => invalid(format!("node {key:#x} is not a memset node")),
     }
 }
+
+/// `cuGraphExecChildGraphNodeSetParams`: the executable graph's copy of child graph
+/// node `key` takes graph `child`'s work (a snapshot, as at instantiation).
+pub(crate) fn exec_set_child(st: &mut State, exec_key: usize, key: usize, child: usize) -> Res<()> {
+    let i = exec_index(st, exec_key, key)?;
+    let work = super::exec::work_of(st, child)?.1;
+    let e = st.ext.graphs.execs.get_mut(&exec_key);
+    match e.and_then(|e| e.work.get_mut(i)) {
+        Some(Work::Child { work: w, .. }) => {
+            *w = work;
+            Ok(())
+        }
+        _ => invalid(format!("node {key:#x} is not a child graph node")),
+    }
+}
+
+/// A memory allocation node's work (`cuGraphMemAllocNodeGetParams`).
+pub(crate) fn mem_alloc_of(st: &State, key: usize) -> Res<Work> {
+    match &node(st, key)?.work {
+        w @ Work::MemAlloc { .. } => Ok(w.clone()),
+        _ => invalid(format!("node {key:#x} is not a memory allocation node")),
+    }
+}
+
+/// A memory free node's address (`cuGraphMemFreeNodeGetParams`).
+pub(crate) fn mem_free_of(st: &State, key: usize) -> Res<u64> {
+    match node(st, key)?.work {
+        Work::MemFree { dptr } => Ok(dptr),
+        _ => invalid(format!("node {key:#x} is not a memory free node")),
+    }
+}
+
+/// Whether `dptr` is the address of a memory allocation node of any graph, which a
+/// free node may free.
+pub(crate) fn is_graph_allocation(st: &State, dptr: u64) -> bool {
+    (st.ext.graphs.nodes.values())
+        .any(|n| matches!(n.work, Work::MemAlloc { dptr: d, .. } if d == dptr))
+}

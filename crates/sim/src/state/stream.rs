@@ -14,6 +14,9 @@ pub(crate) struct Stream {
     pub priority: i32,
     /// Attributes other than the priority, by `CUstreamAttrID`.
     pub attrs: Attrs,
+    /// A wait-value whose condition was not met holds the stream until its
+    /// condition is met (see `crate::memop`).
+    pub stalled: Option<crate::memop::MemOp>,
 }
 
 /// What an implicit stream (legacy or per-thread) keeps, in its context.

@@ -140,6 +140,9 @@ pub struct CallModel {
     /// Handle parameters noted `destroys`: the worker forgets their ids
     /// once the driver destroyed the object (request field, kind).
     pub destroys: Vec<(String, HandleKind)>,
+    /// `checked`: the worker runs `<area>::check_<snake>` on the request
+    /// before the generated call (a check the driver would crash on).
+    pub checked: bool,
 }
 
 /// What a synchronizing check looks at.
@@ -296,6 +299,7 @@ pub(super) fn handle_kind(name: &str) -> Result<HandleKind, Error> {
         "SurfRef" => HandleKind::SurfRef,
         "Array" => HandleKind::Array,
         "MipmappedArray" => HandleKind::MipmappedArray,
+        "UserObject" => HandleKind::UserObject,
         other => return Err(format!("handle kind {other} is not known to the generator").into()),
     })
 }

@@ -53,9 +53,11 @@ pub(super) fn call_op(
         call: None,
     };
     let mut follows_stream = None;
+    let mut checked = false;
     for (name, arg) in options(c.opts) {
         match name.as_str() {
             "sync" => op.sync = Sync::Always,
+            "checked" => checked = true,
             "nocontext" => op.context = false,
             "posted" => {
                 op.posted = true;
@@ -319,6 +321,7 @@ pub(super) fn call_op(
         ranges,
         follows_stream,
         destroys,
+        checked,
     });
     Ok(op)
 }

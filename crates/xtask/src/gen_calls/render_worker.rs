@@ -27,7 +27,13 @@ pub fn render(model: &Model) -> String {
          \x20   match req.op {\n",
     );
     for op in &ops {
-        if op.call.is_some() {
+        if op.call.as_ref().is_some_and(|c| c.checked) {
+            let _ = writeln!(
+                s,
+                "        Op::{} => super::{}::check_{}(s, req).and_then(|()| {}(s, req)),",
+                op.name, op.area, op.snake, op.snake
+            );
+        } else if op.call.is_some() {
             let _ = writeln!(s, "        Op::{} => {}(s, req),", op.name, op.snake);
         } else {
             let _ = writeln!(

@@ -3,10 +3,13 @@
 //! the node; the worker's trampoline in the graph asks for it and waits. A
 //! CUDA call from inside it returns `CUDA_ERROR_NOT_PERMITTED`, as for
 //! stream callbacks. Each node's function stays registered for the
-//! session's life.
+//! session's life. A user object's destructor is registered the same way,
+//! for one run.
 
-use vgpu_abi::types::{CUgraph, CUgraphExec, CUgraphNode, CUDA_HOST_NODE_PARAMS};
-use vgpu_proto::{graph_host_node, graph_host_node_params};
+use vgpu_abi::types::{
+    CUgraph, CUgraphExec, CUgraphNode, CUhostFn, CUuserObject, CUDA_HOST_NODE_PARAMS,
+};
+use vgpu_proto::{graph_host_node, graph_host_node_params, user_object_create};
 use zerocopy::little_endian::{U32, U64};
 
 use super::dependency_blob;
@@ -94,4 +97,36 @@ pub unsafe fn host_node_params(node: CUgraphNode, p: *mut CUDA_HOST_NODE_PARAMS)
     };
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(p, params) }
+}
+
+/// `cuUserObjectCreate`: `destroy(ptr)` runs in this process, on the
+/// callback thread, when the object's last reference goes.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+pub unsafe fn user_object_create(
+    out: *mut CUuserObject,
+    ptr: *mut core::ffi::c_void,
+    destroy: CUhostFn,
+    count: core::ffi::c_uint,
+    flags: core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(out)?;
+    let f = destroy.ok_or(CuError::INVALID_VALUE)?;
+    let id = s.callbacks.register(
+        s,
+        Pending::Host {
+            f,
+            data: ptr as usize,
+        },
+    )?;
+    let r = user_object_create::Request {
+        id: U64::new(id),
+        count: U32::new(count),
+        flags: U32::new(flags),
+    };
+    let (rep, _) = s.request(&r, &[]).inspect_err(|_| s.callbacks.forget(id))?;
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(out, wire::handle(rep.object.get())) }
 }

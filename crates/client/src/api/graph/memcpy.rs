@@ -1,13 +1,14 @@
 //! Memcpy nodes: a `CUDA_MEMCPY3D` travels as its sides' fields (host sides
 //! as the application's addresses, arrays as ids); the worker checks them
 //! and refuses a host side outside shared pinned memory (see the
-//! `GraphMemcpyNode` operation).
+//! `GraphMemcpyNode` operation). A new node with a pageable host side goes
+//! through staging memory ([`super::staged`]).
 
 use vgpu_abi::types::{CUcontext, CUgraph, CUgraphExec, CUgraphNode, CUmemorytype, CUDA_MEMCPY3D};
 use vgpu_proto::{graph_memcpy_node, graph_memcpy_node_params};
 use zerocopy::little_endian::{U32, U64};
 
-use super::dependency_blob;
+use super::{dependency_blob, staged};
 use crate::edge::{non_null, wire, write_out, CuResult};
 use crate::runtime::runtime;
 
@@ -62,6 +63,31 @@ pub unsafe fn memcpy_node(
     non_null(p)?;
     // SAFETY: checked non-NULL; the application's parameters.
     let c = unsafe { p.read() };
+    if call == MemcpyNodeCall::Add && !s.remote && staged::pageable(&c) {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { staged::add(ph, graph, deps, n, &c, ctx) };
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { request(call, ph, graph, exec, node, deps, n, &c, ctx) }
+}
+
+/// Sends a memcpy-node call as [`memcpy_node`] describes it, `c` unchanged.
+///
+/// # Safety
+/// As for [`memcpy_node`], `ph` checked non-NULL for an addition.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn request(
+    call: MemcpyNodeCall,
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    deps: *const CUgraphNode,
+    n: usize,
+    c: &CUDA_MEMCPY3D,
+    ctx: CUcontext,
+) -> CuResult<()> {
+    let s = runtime().session()?;
     // SAFETY: forwarded from this function's contract.
     let (count, blob) = unsafe { dependency_blob(deps, None, n) }?;
     let (src_kind, src_addr, src_array) = side(
@@ -119,6 +145,10 @@ pub unsafe fn memcpy_node(
 pub unsafe fn memcpy_node_params(node: CUgraphNode, p: *mut CUDA_MEMCPY3D) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(p)?;
+    if let Some(given) = staged::params(node) {
+        // SAFETY: checked non-NULL; the application's out-pointer.
+        return unsafe { write_out(p, given) };
+    }
     let r = graph_memcpy_node_params::Request {
         node: U64::new(node as usize as u64),
     };

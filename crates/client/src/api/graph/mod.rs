@@ -37,16 +37,21 @@ use crate::runtime::{runtime, Session};
 
 mod host;
 mod kernel_v1;
+mod mem;
 mod memcpy;
 mod nodes;
+mod staged;
 
-pub use host::{host_node, host_node_params, HostNodeCall};
+pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
+pub use mem::{graph_mem_attribute, mem_alloc_node, mem_alloc_node_params};
 pub use memcpy::{memcpy_node, memcpy_node_params, MemcpyNodeCall};
 pub use nodes::{
-    debug_dot_print, exec_update, kernel_node, kernel_node_params, memset_node, memset_node_params,
-    query,
+    debug_dot_print, edges_v2, exec_update, exec_update_v1, kernel_node, kernel_node_params,
+    memset_node, memset_node_params, query,
 };
+pub(crate) use staged::capture_copy;
+pub use staged::graph_node_get_type;
 
 /// Notes a capture begun on stream `sid`.
 fn opened(s: &Session, sid: u64) {
@@ -71,25 +76,29 @@ fn closed(s: &Session, sid: u64, result: &CuResult<()>) {
     }
 }
 
-/// Refuses an asynchronous copy between device memory and pageable host
-/// memory on stream `sid` while it is capturing: such a copy goes through a
-/// buffer of the worker that lives only for the call, which a captured node
-/// would name at every launch. The driver would capture it and read or
-/// write the application's memory at each launch, which the worker cannot
-/// reach; the application can use pinned memory (`cuMemHostAlloc`), which
-/// both processes map. Costs a round trip only while a capture is open.
-pub(crate) fn refuse_pageable_capture(s: &Session, sid: u64) -> CuResult<()> {
+/// Whether stream `sid` is capturing; costs a round trip only while a
+/// capture is open.
+pub(crate) fn capturing(s: &Session, sid: u64) -> CuResult<bool> {
     if s.captures.load(Ordering::SeqCst) == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let r = stream_is_capturing::Request {
         hstream: U64::new(sid),
     };
     let (rep, _) = s.request(&r, &[])?;
-    if rep.capture_status.get() != 0 {
+    Ok(rep.capture_status.get() != 0)
+}
+
+/// Refuses an asynchronous 2D copy between device memory and pageable host
+/// memory on stream `sid` while it is capturing: such a copy goes through a
+/// buffer of the worker that lives only for the call, which a captured node
+/// would name at every launch (1D copies are captured through staging
+/// memory instead, [`staged::capture_copy`]).
+pub(crate) fn refuse_pageable_capture(s: &Session, sid: u64) -> CuResult<()> {
+    if capturing(s, sid)? {
         crate::log::line(format_args!(
-            "an asynchronous copy to or from pageable host memory on a capturing stream \
-             is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
+            "an asynchronous 2D copy to or from pageable host memory on a capturing \
+             stream is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
         ));
         return Err(CuError::STREAM_CAPTURE_UNSUPPORTED);
     }

@@ -6,17 +6,20 @@ use super::*;
 /// `cuGraphGetNodes` (`what` 0), `cuGraphGetRootNodes` (1),
 /// `cuGraphNodeGetDependencies` (2), `cuGraphNodeGetDependentNodes` (3),
 /// `cuGraphGetEdges` (4, sources in `a` and destinations in `b`) of graph or
-/// node id `handle`. With arrays, `*n` is their capacity and the driver
-/// fills them; without, it gives the count.
+/// node id `handle`; with `v2` their `_v2` forms, whose edge data goes to
+/// `e` (NULL: none asked). With arrays, `*n` is their capacity and the
+/// driver fills them; without, it gives the count.
 ///
 /// # Safety
-/// `n` must be NULL or valid for a read and a write; `a` and `b` NULL or
-/// valid for `*n` writes.
+/// `n` must be NULL or valid for a read and a write; `a`, `b` and `e` NULL
+/// or valid for `*n` writes.
 pub unsafe fn query(
     what: u8,
     handle: u64,
     a: *mut CUgraphNode,
     b: *mut CUgraphNode,
+    e: *mut CUgraphEdgeData,
+    v2: bool,
     n: *mut usize,
 ) -> CuResult<()> {
     let s = runtime().session()?;
@@ -28,18 +31,23 @@ pub unsafe fn query(
     let want = !a.is_null();
     // SAFETY: checked non-NULL; the application's count.
     let capacity = if want { unsafe { n.read() } } else { 0 };
+    let with_data = v2 && !e.is_null();
     let r = graph_query::Request {
         what,
         handle: U64::new(handle),
         capacity: U64::new(capacity as u64),
         want: u8::from(want),
+        v2: u8::from(v2),
+        edges: u8::from(with_data),
     };
     let (rep, back) = s.request(&r, &[])?;
     let lists = if edges { 2 } else { 1 };
-    if want && back.len() != capacity * 8 * lists {
+    let data_len = if with_data && want { capacity * 8 } else { 0 };
+    if want && back.len() != capacity * 8 * lists + data_len {
         return Err(CuError::UNKNOWN);
-    }
-    let ids: Vec<u64> = back
+    };
+    let (id_bytes, data) = back.split_at(back.len() - data_len);
+    let ids: Vec<u64> = id_bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
         .collect();
@@ -53,8 +61,44 @@ pub unsafe fn query(
             };
             dst.add(at).write(wire::handle(id));
         }
+        for (i, d) in data.chunks_exact(8).enumerate() {
+            let edge = CUgraphEdgeData {
+                from_port: d[0],
+                to_port: d[1],
+                type_: d[2],
+                reserved: [0; 5],
+            };
+            e.add(i).write(edge);
+        }
         write_out(n, usize::try_from(rep.count.get()).unwrap_or(usize::MAX))
     }
+}
+
+/// `cuGraphAddDependencies_v2` (`add`) / `cuGraphRemoveDependencies_v2` of
+/// `n` edges; NULL edge data is default data.
+///
+/// # Safety
+/// `from`, `to` and `data` must be NULL or hold `n` entries.
+pub unsafe fn edges_v2(
+    add: bool,
+    graph: CUgraph,
+    from: *const CUgraphNode,
+    to: *const CUgraphNode,
+    data: *const CUgraphEdgeData,
+    n: usize,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: forwarded from this function's contract.
+    let (count, mut blob) = unsafe { dependency_blob(from, None, n) }?;
+    // SAFETY: as above; the destinations, then the edge data (zeros when NULL).
+    let (_, rest) = unsafe { dependency_blob(to, Some(data), n) }?;
+    blob.extend_from_slice(&rest);
+    let r = vgpu_proto::graph_edges::Request {
+        add: u8::from(add),
+        graph: U64::new(graph as usize as u64),
+        count: U32::new(count),
+    };
+    s.request(&r, &blob).map(drop)
 }
 
 /// `cuGraphDebugDotPrint`: the file is written here, where the application
@@ -183,6 +227,34 @@ pub unsafe fn exec_update(
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(info, out) }?;
     crate::edge::check(rep.status.get())
+}
+
+/// `cuGraphExecUpdate`, the first form: as `cuGraphExecUpdate_v2`, the node
+/// the driver blames and the result written to two out-pointers.
+///
+/// # Safety
+/// `error_node` and `result` must be NULL or valid for writes.
+pub unsafe fn exec_update_v1(
+    exec: CUgraphExec,
+    graph: CUgraph,
+    error_node: *mut CUgraphNode,
+    result: *mut CUgraphExecUpdateResult,
+) -> CuResult<()> {
+    non_null(error_node)?;
+    non_null(result)?;
+    let mut info = CUgraphExecUpdateResultInfo {
+        result: CUgraphExecUpdateResult(0),
+        errorNode: ptr::null_mut(),
+        errorFromNode: ptr::null_mut(),
+    };
+    // SAFETY: `info` is a live local.
+    let updated = unsafe { exec_update(exec, graph, &mut info) };
+    // SAFETY: checked non-NULL; the application's out-pointers.
+    unsafe {
+        write_out(error_node, info.errorNode)?;
+        write_out(result, info.result)?;
+    }
+    updated
 }
 
 /// `cuGraphAddMemsetNode` (`what` 0, in `graph` after `n` `deps`, the node

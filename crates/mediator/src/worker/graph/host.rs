@@ -1,10 +1,11 @@
 //! Host nodes: the node runs the worker's trampoline, which asks the client to
 //! run the application's function over the callback channel
-//! ([`super::super::callback`]) at every launch, and waits for it.
+//! ([`super::super::callback`]) at every launch, and waits for it. User
+//! objects' destructors run the same way, once.
 
-use vgpu_abi::types::{CUgraphNode, CUDA_HOST_NODE_PARAMS};
+use vgpu_abi::types::{CUgraphNode, CUuserObject, CUDA_HOST_NODE_PARAMS};
 use vgpu_abi::HandleKind;
-use vgpu_proto::{graph_host_node, graph_host_node_params, Request};
+use vgpu_proto::{graph_host_node, graph_host_node_params, user_object_create, Request};
 use zerocopy::little_endian::U64;
 
 use super::super::callback;
@@ -78,6 +79,34 @@ pub fn graph_host_node_params(_: &mut Lane, s: &Session, req: &Request) -> Resul
     let id = callback::node_id(s, &p).ok_or(INVALID_VALUE)?;
     Ok(Reply::new(
         &graph_host_node_params::Reply { id: U64::new(id) },
+        Vec::new(),
+    ))
+}
+
+/// `cuUserObjectCreate`: the destructor is a one-run trampoline for the
+/// client's callback `id`. An object whose last reference went is not
+/// forgotten by the worker's tables (the driver destroys it on its own).
+pub fn user_object_create(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &user_object_create::Request = message(req)?;
+    let (f, ticket) = callback::one_shot(s, r.id.get());
+    let mut object: CUuserObject = std::ptr::null_mut();
+    let f_create = entry(s.driver.cuUserObjectCreate);
+    // SAFETY: the out-pointer is a live local; the trampoline takes the
+    // ticket back once, when the driver destroys the object.
+    let made = f_create
+        .and_then(|c| ok(unsafe { c(&mut object, ticket, Some(f), r.count.get(), r.flags.get()) }));
+    if let Err(e) = made {
+        // SAFETY: the driver refused the object, so never runs the trampoline.
+        unsafe { callback::forget_one_shot(ticket) };
+        return Err(e);
+    }
+    let id = s
+        .tables()
+        .id_of(HandleKind::UserObject, object as usize, req.ctx);
+    Ok(Reply::new(
+        &user_object_create::Reply {
+            object: U64::new(id),
+        },
         Vec::new(),
     ))
 }

@@ -16,14 +16,18 @@ use crate::graph;
 use crate::state;
 
 mod capture;
+mod edges;
 mod host;
+mod mem;
 mod memcpy;
 mod memset;
 mod nodes;
 mod params;
 
 pub use capture::*;
+pub use edges::*;
 pub use host::*;
+pub use mem::*;
 pub use memcpy::*;
 pub use memset::*;
 pub use nodes::*;
@@ -107,7 +111,8 @@ pub(crate) fn graph_create(out: Out<CUgraph>, flags: c_uint) -> Res<()> {
 
 /// `cuGraphDestroy`.
 pub(crate) fn graph_destroy(h: CUgraph) -> Res<()> {
-    graph::destroy(&mut state::sim()?.lock(), key(h))
+    graph::destroy(&mut state::sim()?.lock(), key(h))?;
+    params::after_destroy()
 }
 
 /// `cuGraphClone`.
@@ -162,7 +167,8 @@ pub(crate) unsafe fn graph_instantiate_v2(
 
 /// `cuGraphExecDestroy`.
 pub(crate) fn graph_exec_destroy(h: CUgraphExec) -> Res<()> {
-    graph::exec_destroy(&mut state::sim()?.lock(), key(h))
+    graph::exec_destroy(&mut state::sim()?.lock(), key(h))?;
+    params::after_destroy()
 }
 
 /// `cuGraphExecGetFlags`.

@@ -130,7 +130,7 @@ pub(crate) unsafe fn graph_remove_dependencies(
 /// # Safety
 /// `n` must be NULL or valid for a read and a write; `a` and `b` NULL or valid for `*n`
 /// writes.
-unsafe fn query_into(
+pub(super) unsafe fn query_into(
     name: &str,
     q: graph::Query,
     key: usize,

@@ -4,7 +4,10 @@
 use std::ffi::c_uint;
 
 use super::nodes::{kernel_work, node_keys};
-use crate::cu::{CUevent, CUgraph, CUgraphExec, CUgraphNode, CUresult, CUDA_KERNEL_NODE_PARAMS};
+use crate::cu::{
+    CUevent, CUgraph, CUgraphExec, CUgraphNode, CUhostFn, CUresult, CUuserObject,
+    CUDA_KERNEL_NODE_PARAMS,
+};
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
 use crate::graph;
@@ -101,6 +104,16 @@ pub(crate) unsafe fn graph_add_child_graph_node(
     Ok(())
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`: the executable graph's copy of a child graph
+/// node runs `child`'s work from now on.
+pub(crate) fn graph_exec_child_graph_node_set_params(
+    e: CUgraphExec,
+    n: CUgraphNode,
+    child: CUgraph,
+) -> Res<()> {
+    graph::exec_set_child(&mut state::sim()?.lock(), key(e), key(n), key(child))
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: the node's own graph, not the one it was made from.
 pub(crate) fn graph_child_graph_node_get_graph(n: CUgraphNode, out: Out<CUgraph>) -> Res<()> {
     out.write(handle(graph::child_graph(&state::sim()?.lock(), key(n))?));
@@ -127,4 +140,81 @@ pub unsafe extern "C" fn cuGraphExecKernelNodeSetParams_v2(
         let work = unsafe { kernel_work(&mut st, &*p) }?;
         graph::exec_set_kernel(&mut st, key(e), key(node), work)
     })
+}
+
+/// Runs the user-object destructors that became due, without the device's lock.
+fn run_due(mut st: std::sync::MutexGuard<'_, crate::state::State>) {
+    let due = graph::take_due(&mut st);
+    drop(st);
+    for (f, ptr) in due {
+        // SAFETY: the destructor and pointer the application gave `cuUserObjectCreate`,
+        // called once, as the driver calls it, with no lock of ours held.
+        unsafe { f(ptr as *mut std::ffi::c_void) };
+    }
+}
+
+/// `cuUserObjectCreate`.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write; `destroy` must be callable with `ptr`.
+#[no_mangle]
+pub unsafe extern "C" fn cuUserObjectCreate(
+    out: *mut CUuserObject,
+    ptr: *mut std::ffi::c_void,
+    destroy: CUhostFn,
+    refs: std::ffi::c_uint,
+    flags: std::ffi::c_uint,
+) -> CUresult {
+    run("cuUserObjectCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let out = unsafe { Out::new(out, "object_out") }?;
+        let Some(f) = destroy else {
+            return err(CUresult::CUDA_ERROR_INVALID_VALUE, "the destructor is NULL");
+        };
+        let k = graph::create_user_object(&mut state::sim()?.lock(), f, ptr as usize, refs, flags)?;
+        out.write(handle(k));
+        Ok(())
+    })
+}
+
+/// `cuUserObjectRetain`.
+pub(crate) fn user_object_retain(o: CUuserObject, count: std::ffi::c_uint) -> Res<()> {
+    graph::retain_user_object(&mut state::sim()?.lock(), key(o), count)
+}
+
+/// `cuUserObjectRelease`: the last reference runs the destructor.
+pub(crate) fn user_object_release(o: CUuserObject, count: std::ffi::c_uint) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    graph::release_user_object(&mut st, key(o), u64::from(count))?;
+    run_due(st);
+    Ok(())
+}
+
+/// `cuGraphRetainUserObject`.
+pub(crate) fn graph_retain_user_object(
+    g: CUgraph,
+    o: CUuserObject,
+    count: std::ffi::c_uint,
+    flags: std::ffi::c_uint,
+) -> Res<()> {
+    graph::graph_retain(&mut state::sim()?.lock(), key(g), key(o), count, flags)
+}
+
+/// `cuGraphReleaseUserObject`.
+pub(crate) fn graph_release_user_object(
+    g: CUgraph,
+    o: CUuserObject,
+    count: std::ffi::c_uint,
+) -> Res<()> {
+    let mut st = state::sim()?.lock();
+    graph::graph_release(&mut st, key(g), key(o), count)?;
+    run_due(st);
+    Ok(())
+}
+
+/// After a graph or executable graph is destroyed: the destructors its references
+/// made due.
+pub(crate) fn after_destroy() -> Res<()> {
+    run_due(state::sim()?.lock());
+    Ok(())
 }
