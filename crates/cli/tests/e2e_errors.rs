@@ -629,31 +629,6 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
             c.add(
                 "second cuGraphicsUnregisterResource",
                 sys::cuGraphicsUnregisterResource(null_mut()),
-        // Batch memory-operation nodes are not remoted.
-        let mut node: sys::CUgraphNode = null_mut();
-        // SAFETY: the out-pointer is a valid local; the call is refused
-        // before any argument is read.
-        unsafe {
-            c.add(
-                "first cuGraphAddBatchMemOpNode",
-                sys::cuGraphAddBatchMemOpNode(
-                    &mut node,
-                    null_mut(),
-                    std::ptr::null(),
-                    0,
-                    std::ptr::null(),
-                ),
-                NOT_SUPPORTED,
-            );
-            c.add(
-                "second cuGraphAddBatchMemOpNode",
-                sys::cuGraphAddBatchMemOpNode(
-                    &mut node,
-                    null_mut(),
-                    std::ptr::null(),
-                    0,
-                    std::ptr::null(),
-                ),
                 NOT_SUPPORTED,
             );
         }
@@ -668,10 +643,6 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     let mentions = out
         .stderr
         .match_indices("cuGraphicsUnregisterResource")
-    // Whole-word matches only (not cuGraphAddBatchMemOpNodeX).
-    let mentions = out
-        .stderr
-        .match_indices("cuGraphAddBatchMemOpNode")
         .filter(|(i, m)| {
             !out.stderr[i + m.len()..]
                 .starts_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
@@ -680,6 +651,5 @@ fn unimplemented_export_gives_not_supported_and_names_itself_once() {
     assert_eq!(
         mentions, 1,
         "cuGraphicsUnregisterResource must be named exactly once:\n{out}"
-        "cuGraphAddBatchMemOpNode must be named exactly once:\n{out}"
     );
 }

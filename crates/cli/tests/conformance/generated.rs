@@ -1051,6 +1051,19 @@ fn cuDeviceGetTexture1DLinearMaxWidth() {
     });
 }
 
+/// `cuDeviceGraphMemTrim` arrives with the values passed and its outputs come back.
+#[test]
+fn cuDeviceGraphMemTrim() {
+    case("generated::cuDeviceGraphMemTrim", |f| {
+        let call: unsafe extern "C" fn(vgpu_abi::types::CUdevice) -> vgpu_abi::types::CUresult =
+            f.sym("cuDeviceGraphMemTrim");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(1i32) };
+        f.ok("cuDeviceGraphMemTrim", st);
+    });
+}
+
 /// `cuDevicePrimaryCtxGetState` arrives with the values passed and its outputs come back.
 #[test]
 fn cuDevicePrimaryCtxGetState() {
@@ -1622,6 +1635,40 @@ fn cuGraphAddEventWaitNode() {
     });
 }
 
+/// `cuGraphAddMemFreeNode` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphAddMemFreeNode() {
+    case("generated::cuGraphAddMemFreeNode", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+            *const vgpu_abi::types::CUgraphNode,
+            usize,
+            vgpu_abi::types::CUdeviceptr,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphAddMemFreeNode");
+        let mut o_phGraphNode: vgpu_abi::types::CUgraphNode = core::ptr::null_mut();
+        let mut i_dependencies =
+            vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()];
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_phGraphNode,
+                core::ptr::null_mut(),
+                i_dependencies.as_ptr().cast(),
+                8usize,
+                f.dptr + 256,
+            )
+        };
+        f.ok("cuGraphAddMemFreeNode", st);
+        assert!(
+            minted(o_phGraphNode as usize as u64, HandleKind::GraphNode),
+            "cuGraphAddMemFreeNode: phGraphNode: {:#x} is not a worker-minted id",
+            o_phGraphNode as usize
+        );
+    });
+}
+
 /// `cuGraphChildGraphNodeGetGraph` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphChildGraphNodeGetGraph() {
@@ -1778,6 +1825,28 @@ fn cuGraphEventWaitNodeSetEvent() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(core::ptr::null_mut(), handle(f.event)) };
         f.ok("cuGraphEventWaitNodeSetEvent", st);
+    });
+}
+
+/// `cuGraphExecChildGraphNodeSetParams` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphExecChildGraphNodeSetParams() {
+    case("generated::cuGraphExecChildGraphNodeSetParams", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphExec,
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraph,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphExecChildGraphNodeSetParams");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        };
+        f.ok("cuGraphExecChildGraphNodeSetParams", st);
     });
 }
 
@@ -2005,6 +2074,27 @@ fn cuGraphLaunch_ptsz() {
     });
 }
 
+/// `cuGraphMemFreeNodeGetParams` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphMemFreeNodeGetParams() {
+    case("generated::cuGraphMemFreeNodeGetParams", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            *mut vgpu_abi::types::CUdeviceptr,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphMemFreeNodeGetParams");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_dptr_out: vgpu_abi::types::CUdeviceptr = unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), &mut o_dptr_out) };
+        f.ok("cuGraphMemFreeNodeGetParams", st);
+        assert_eq!(
+            o_dptr_out, 5061111397508368261u64,
+            "cuGraphMemFreeNodeGetParams: dptr_out"
+        );
+    });
+}
+
 /// `cuGraphNodeFindInClone` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphNodeFindInClone() {
@@ -2093,6 +2183,22 @@ fn cuGraphNodeSetEnabled() {
     });
 }
 
+/// `cuGraphReleaseUserObject` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphReleaseUserObject() {
+    case("generated::cuGraphReleaseUserObject", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphReleaseUserObject");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), core::ptr::null_mut(), 1507100144u32) };
+        f.ok("cuGraphReleaseUserObject", st);
+    });
+}
+
 /// `cuGraphRemoveDependencies` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphRemoveDependencies() {
@@ -2116,6 +2222,30 @@ fn cuGraphRemoveDependencies() {
             )
         };
         f.ok("cuGraphRemoveDependencies", st);
+    });
+}
+
+/// `cuGraphRetainUserObject` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphRetainUserObject() {
+    case("generated::cuGraphRetainUserObject", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphRetainUserObject");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                1468230657u32,
+                3384336959u32,
+            )
+        };
+        f.ok("cuGraphRetainUserObject", st);
     });
 }
 
@@ -5713,5 +5843,35 @@ fn cuTexRefSetMipmappedArray() {
         // local sized as the call reads or writes it.
         let st = unsafe { call(core::ptr::null_mut(), handle(f.mipmap), 1239545780u32) };
         f.ok("cuTexRefSetMipmappedArray", st);
+    });
+}
+
+/// `cuUserObjectRelease` arrives with the values passed and its outputs come back.
+#[test]
+fn cuUserObjectRelease() {
+    case("generated::cuUserObjectRelease", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuUserObjectRelease");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 2833482388u32) };
+        f.ok("cuUserObjectRelease", st);
+    });
+}
+
+/// `cuUserObjectRetain` arrives with the values passed and its outputs come back.
+#[test]
+fn cuUserObjectRetain() {
+    case("generated::cuUserObjectRetain", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUuserObject,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuUserObjectRetain");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), 1175965256u32) };
+        f.ok("cuUserObjectRetain", st);
     });
 }

@@ -76,6 +76,7 @@ crate::api::implement! {
     cuDeviceGetP2PAttribute(value, attrib, srcDevice, dstDevice) => self::device_get_p2p_attribute(value, attrib, srcDevice, dstDevice);
     cuDeviceGetProperties(prop, dev) => self::device_get_properties(prop, dev);
     cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, format, numChannels, dev) => self::device_get_texture1d_linear_max_width(maxWidthInElements, format, numChannels, dev);
+    cuDeviceGraphMemTrim(device) => self::device_graph_mem_trim(device);
     cuDevicePrimaryCtxGetState(dev, flags, active) => crate::api::context::device_primary_ctx_get_state(dev, flags, active);
     cuDevicePrimaryCtxRelease_v2(dev) => crate::api::context::device_primary_ctx_release_v2(dev);
     cuDevicePrimaryCtxReset_v2(dev) => crate::api::context::device_primary_ctx_reset_v2(dev);
@@ -104,6 +105,7 @@ crate::api::implement! {
     cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies) => self::graph_add_empty_node(phGraphNode, hGraph, dependencies, numDependencies);
     cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_record_node(phGraphNode, hGraph, dependencies, numDependencies, event);
     cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, event) => self::graph_add_event_wait_node(phGraphNode, hGraph, dependencies, numDependencies, event);
+    cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) => self::graph_add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr);
     cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
@@ -113,6 +115,7 @@ crate::api::implement! {
     cuGraphEventRecordNodeSetEvent(hNode, event) => self::graph_event_record_node_set_event(hNode, event);
     cuGraphEventWaitNodeGetEvent(hNode, event_out) => self::graph_event_wait_node_get_event(hNode, event_out);
     cuGraphEventWaitNodeSetEvent(hNode, event) => self::graph_event_wait_node_set_event(hNode, event);
+    cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) => self::graph_exec_child_graph_node_set_params(hGraphExec, hNode, childGraph);
     cuGraphExecDestroy(hGraphExec) => self::graph_exec_destroy(hGraphExec);
     cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_record_node_set_event(hGraphExec, hNode, event);
     cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) => self::graph_exec_event_wait_node_set_event(hGraphExec, hNode, event);
@@ -122,11 +125,14 @@ crate::api::implement! {
     cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
+    cuGraphMemFreeNodeGetParams(hNode, dptr_out) => self::graph_mem_free_node_get_params(hNode, dptr_out);
     cuGraphNodeFindInClone(phNode, hOriginalNode, hClonedGraph) => self::graph_node_find_in_clone(phNode, hOriginalNode, hClonedGraph);
     cuGraphNodeGetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_get_enabled(hGraphExec, hNode, isEnabled);
-    cuGraphNodeGetType(hNode, type_) => self::graph_node_get_type(hNode, type_);
+    cuGraphNodeGetType(hNode, type_) => crate::api::graph::graph_node_get_type(hNode, type_);
     cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) => self::graph_node_set_enabled(hGraphExec, hNode, isEnabled);
+    cuGraphReleaseUserObject(graph, object, count) => self::graph_release_user_object(graph, object, count);
     cuGraphRemoveDependencies(hGraph, from, to, numDependencies) => self::graph_remove_dependencies(hGraph, from, to, numDependencies);
+    cuGraphRetainUserObject(graph, object, count, flags) => self::graph_retain_user_object(graph, object, count, flags);
     cuGraphUpload(hGraph, hStream) => self::graph_upload(hGraph, hStream);
     cuGraphUpload_ptsz(hGraphExec, hStream) => self::graph_upload_ptsz(hGraphExec, hStream);
     cuGreenCtxCreate(phCtx, desc, dev, flags) => crate::api::green::green_ctx_create(phCtx, desc, dev, flags);
@@ -291,6 +297,8 @@ crate::api::implement! {
     cuTexRefSetMipmapLevelBias(hTexRef, bias) => self::tex_ref_set_mipmap_level_bias(hTexRef, bias);
     cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) => self::tex_ref_set_mipmap_level_clamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp);
     cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags) => self::tex_ref_set_mipmapped_array(hTexRef, hMipmappedArray, Flags);
+    cuUserObjectRelease(object, count) => self::user_object_release(object, count);
+    cuUserObjectRetain(object, count) => self::user_object_retain(object, count);
 }
 
 /// `cuArray3DCreate`, generated.
@@ -1265,6 +1273,20 @@ pub unsafe fn device_get_texture1d_linear_max_width(
     Ok(())
 }
 
+/// `cuDeviceGraphMemTrim`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn device_graph_mem_trim(device: vgpu_abi::types::CUdevice) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::device_graph_mem_trim::Request {
+        device: I32::new(device),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
 /// `cuDeviceSetMemPool`, generated.
 ///
 /// # Safety
@@ -1660,6 +1682,37 @@ pub unsafe fn graph_add_event_wait_node(
     Ok(())
 }
 
+/// `cuGraphAddMemFreeNode`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_add_mem_free_node(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(phGraphNode)?;
+    // SAFETY: the application's array of `numDependencies` elements.
+    let b_dependencies = unsafe {
+        call::elements_at::<vgpu_abi::types::CUgraphNode>(dependencies, numDependencies as usize)
+    }?;
+    let r = vgpu_proto::graph_add_mem_free_node::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        num_dependencies: U64::new(numDependencies as u64),
+        dptr: U64::new(dptr),
+    };
+    let (rep, back) = s.request(&r, &b_dependencies)?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(phGraphNode, wire::handle(rep.ph_graph_node.get()))?;
+    }
+    Ok(())
+}
+
 /// `cuGraphChildGraphNodeGetGraph`, generated.
 ///
 /// # Safety
@@ -1828,6 +1881,26 @@ pub unsafe fn graph_event_wait_node_set_event(
     let r = vgpu_proto::graph_event_wait_node_set_event::Request {
         hnode: U64::new(hNode as usize as u64),
         event: U64::new(event as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_exec_child_graph_node_set_params(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_exec_child_graph_node_set_params::Request {
+        hgraph_exec: U64::new(hGraphExec as usize as u64),
+        hnode: U64::new(hNode as usize as u64),
+        child_graph: U64::new(childGraph as usize as u64),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
@@ -2060,6 +2133,28 @@ pub unsafe fn graph_launch_ptsz(
     Ok(())
 }
 
+/// `cuGraphMemFreeNodeGetParams`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_mem_free_node_get_params(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(dptr_out)?;
+    let r = vgpu_proto::graph_mem_free_node_get_params::Request {
+        hnode: U64::new(hNode as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(dptr_out, rep.dptr_out.get())?;
+    }
+    Ok(())
+}
+
 /// `cuGraphNodeFindInClone`, generated.
 ///
 /// # Safety
@@ -2108,28 +2203,6 @@ pub unsafe fn graph_node_get_enabled(
     Ok(())
 }
 
-/// `cuGraphNodeGetType`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn graph_node_get_type(
-    hNode: vgpu_abi::types::CUgraphNode,
-    type_: *mut vgpu_abi::types::CUgraphNodeType,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(type_)?;
-    let r = vgpu_proto::graph_node_get_type::Request {
-        hnode: U64::new(hNode as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        write_out(type_, CUgraphNodeType(rep.type_.get()))?;
-    }
-    Ok(())
-}
-
 /// `cuGraphNodeSetEnabled`, generated.
 ///
 /// # Safety
@@ -2144,6 +2217,26 @@ pub unsafe fn graph_node_set_enabled(
         hgraph_exec: U64::new(hGraphExec as usize as u64),
         hnode: U64::new(hNode as usize as u64),
         is_enabled: U32::new(isEnabled),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphReleaseUserObject`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_release_user_object(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_release_user_object::Request {
+        graph: U64::new(graph as usize as u64),
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
@@ -2173,6 +2266,28 @@ pub unsafe fn graph_remove_dependencies(
         num_dependencies: U64::new(numDependencies as u64),
     };
     let (rep, back) = s.request(&r, &[&b_from[..], &b_to[..]].concat())?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphRetainUserObject`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_retain_user_object(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_retain_user_object::Request {
+        graph: U64::new(graph as usize as u64),
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
     Ok(())
 }
@@ -5599,6 +5714,42 @@ pub unsafe fn tex_ref_set_mipmapped_array(
         htex_ref: U64::new(hTexRef as usize as u64),
         hmipmapped_array: U64::new(hMipmappedArray as usize as u64),
         flags: U32::new(Flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuUserObjectRelease`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn user_object_release(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::user_object_release::Request {
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuUserObjectRetain`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn user_object_retain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::user_object_retain::Request {
+        object: U64::new(object as usize as u64),
+        count: U32::new(count),
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;

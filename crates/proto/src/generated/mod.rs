@@ -541,6 +541,8 @@ pub enum Op {
     /// `handle`. With `want` the driver fills `capacity` entries (node ids,
     /// u64 each, 0 for none; for edges `capacity` sources then `capacity`
     /// destinations), which are the reply's blob; `count` is the driver's.
+    /// With `v2` the `_v2` form is called; with `edges` too, the blob
+    /// then holds `capacity` `CUgraphEdgeData` (8 bytes each).
     GraphQuery = 412,
     /// `cuGraphDebugDotPrint`: the driver writes the file in the worker,
     /// whose bytes are the reply's blob; the client writes them at the
@@ -641,6 +643,30 @@ pub enum Op {
     GraphMemcpyNodeParams = 448,
     /// `cuGraphMemsetNodeGetParams`.
     GraphMemsetNodeParams = 449,
+    /// `cuGraphExecChildGraphNodeSetParams`.
+    GraphExecChildGraphNodeSetParams = 450,
+    /// `cuGraphAddDependencies_v2` (`add`) or `cuGraphRemoveDependencies_v2`
+    /// of `count` edges: the blob holds the sources (node ids, u64 each),
+    /// the destinations, then their `CUgraphEdgeData` (8 bytes each).
+    GraphEdges = 451,
+    /// `cuStreamBatchMemOp` (every form): the blob holds the `count`
+    /// `CUstreamBatchMemOpParams` (48 bytes each) as the application gave
+    /// them; the worker checks each wait's and write's address against
+    /// the session's allocations.
+    StreamBatchMemOp = 452,
+    /// `cuUserObjectRetain`.
+    UserObjectRetain = 453,
+    /// `cuUserObjectRelease`.
+    UserObjectRelease = 454,
+    /// `cuGraphRetainUserObject`.
+    GraphRetainUserObject = 455,
+    /// `cuGraphReleaseUserObject`.
+    GraphReleaseUserObject = 456,
+    /// `cuUserObjectCreate` with `count` references: the object's
+    /// destructor is a worker trampoline that asks the client to run its
+    /// callback `id` (the application's destructor and pointer) over the
+    /// callback channel when the last reference goes.
+    UserObjectCreate = 457,
     /// `cuArrayCreate_v2`.
     ArrayCreate_v2 = 460,
     /// `cuArray3DCreate_v2`.
@@ -770,6 +796,26 @@ pub enum Op {
     /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
     /// (the only settable attribute) to `value`.
     PointerSetSyncMemops = 562,
+    /// `cuDeviceGetGraphMemAttribute` (`set` false) or
+    /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
+    /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
+    DeviceGraphMemAttribute = 620,
+    /// `cuDeviceGraphMemTrim`.
+    DeviceGraphMemTrim = 621,
+    /// `cuGraphAddMemAllocNode` in `graph` after `deps` nodes: the pool
+    /// properties' allocation type, handle types and location, `bytes`,
+    /// and `access` access descriptors. The blob holds the dependencies
+    /// (node ids, u64 each), then the descriptors (location type, location
+    /// id, flags: u32 each). The allocation's range joins the session's
+    /// live allocations.
+    GraphMemAllocNode = 622,
+    /// `cuGraphMemAllocNodeGetParams`: as for GraphMemAllocNode; the blob
+    /// holds the access descriptors.
+    GraphMemAllocNodeParams = 623,
+    /// `cuGraphAddMemFreeNode`.
+    GraphAddMemFreeNode = 624,
+    /// `cuGraphMemFreeNodeGetParams`.
+    GraphMemFreeNodeGetParams = 625,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -1264,6 +1310,14 @@ impl Op {
         Op::GraphMemcpyNode,
         Op::GraphMemcpyNodeParams,
         Op::GraphMemsetNodeParams,
+        Op::GraphExecChildGraphNodeSetParams,
+        Op::GraphEdges,
+        Op::StreamBatchMemOp,
+        Op::UserObjectRetain,
+        Op::UserObjectRelease,
+        Op::GraphRetainUserObject,
+        Op::GraphReleaseUserObject,
+        Op::UserObjectCreate,
         Op::ArrayCreate_v2,
         Op::Array3DCreate_v2,
         Op::ArrayGetDescriptor_v2,
@@ -1304,6 +1358,12 @@ impl Op {
         Op::MemShare,
         Op::MemAllocPitch,
         Op::PointerSetSyncMemops,
+        Op::DeviceGraphMemAttribute,
+        Op::DeviceGraphMemTrim,
+        Op::GraphMemAllocNode,
+        Op::GraphMemAllocNodeParams,
+        Op::GraphAddMemFreeNode,
+        Op::GraphMemFreeNodeGetParams,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1662,6 +1722,14 @@ impl Op {
             Op::GraphMemcpyNode => "GraphMemcpyNode",
             Op::GraphMemcpyNodeParams => "GraphMemcpyNodeParams",
             Op::GraphMemsetNodeParams => "GraphMemsetNodeParams",
+            Op::GraphExecChildGraphNodeSetParams => "GraphExecChildGraphNodeSetParams",
+            Op::GraphEdges => "GraphEdges",
+            Op::StreamBatchMemOp => "StreamBatchMemOp",
+            Op::UserObjectRetain => "UserObjectRetain",
+            Op::UserObjectRelease => "UserObjectRelease",
+            Op::GraphRetainUserObject => "GraphRetainUserObject",
+            Op::GraphReleaseUserObject => "GraphReleaseUserObject",
+            Op::UserObjectCreate => "UserObjectCreate",
             Op::ArrayCreate_v2 => "ArrayCreate_v2",
             Op::Array3DCreate_v2 => "Array3DCreate_v2",
             Op::ArrayGetDescriptor_v2 => "ArrayGetDescriptor_v2",
@@ -1702,6 +1770,12 @@ impl Op {
             Op::MemShare => "MemShare",
             Op::MemAllocPitch => "MemAllocPitch",
             Op::PointerSetSyncMemops => "PointerSetSyncMemops",
+            Op::DeviceGraphMemAttribute => "DeviceGraphMemAttribute",
+            Op::DeviceGraphMemTrim => "DeviceGraphMemTrim",
+            Op::GraphMemAllocNode => "GraphMemAllocNode",
+            Op::GraphMemAllocNodeParams => "GraphMemAllocNodeParams",
+            Op::GraphAddMemFreeNode => "GraphAddMemFreeNode",
+            Op::GraphMemFreeNodeGetParams => "GraphMemFreeNodeGetParams",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -2057,6 +2131,14 @@ impl Op {
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
+            Op::GraphExecChildGraphNodeSetParams => false,
+            Op::GraphEdges => false,
+            Op::StreamBatchMemOp => false,
+            Op::UserObjectRetain => false,
+            Op::UserObjectRelease => false,
+            Op::GraphRetainUserObject => false,
+            Op::GraphReleaseUserObject => false,
+            Op::UserObjectCreate => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2097,6 +2179,12 @@ impl Op {
             Op::MemShare => false,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::DeviceGraphMemAttribute => false,
+            Op::DeviceGraphMemTrim => false,
+            Op::GraphMemAllocNode => false,
+            Op::GraphMemAllocNodeParams => false,
+            Op::GraphAddMemFreeNode => false,
+            Op::GraphMemFreeNodeGetParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2452,6 +2540,14 @@ impl Op {
             Op::GraphMemcpyNode => true,
             Op::GraphMemcpyNodeParams => true,
             Op::GraphMemsetNodeParams => true,
+            Op::GraphExecChildGraphNodeSetParams => true,
+            Op::GraphEdges => true,
+            Op::StreamBatchMemOp => true,
+            Op::UserObjectRetain => true,
+            Op::UserObjectRelease => true,
+            Op::GraphRetainUserObject => true,
+            Op::GraphReleaseUserObject => true,
+            Op::UserObjectCreate => true,
             Op::ArrayCreate_v2 => true,
             Op::Array3DCreate_v2 => true,
             Op::ArrayGetDescriptor_v2 => true,
@@ -2492,6 +2588,12 @@ impl Op {
             Op::MemShare => true,
             Op::MemAllocPitch => true,
             Op::PointerSetSyncMemops => false,
+            Op::DeviceGraphMemAttribute => true,
+            Op::DeviceGraphMemTrim => true,
+            Op::GraphMemAllocNode => true,
+            Op::GraphMemAllocNodeParams => true,
+            Op::GraphAddMemFreeNode => true,
+            Op::GraphMemFreeNodeGetParams => true,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -2847,6 +2949,14 @@ impl Op {
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
+            Op::GraphExecChildGraphNodeSetParams => false,
+            Op::GraphEdges => false,
+            Op::StreamBatchMemOp => false,
+            Op::UserObjectRetain => false,
+            Op::UserObjectRelease => false,
+            Op::GraphRetainUserObject => false,
+            Op::GraphReleaseUserObject => false,
+            Op::UserObjectCreate => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -2887,6 +2997,12 @@ impl Op {
             Op::MemShare => true,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::DeviceGraphMemAttribute => false,
+            Op::DeviceGraphMemTrim => false,
+            Op::GraphMemAllocNode => false,
+            Op::GraphMemAllocNodeParams => false,
+            Op::GraphAddMemFreeNode => false,
+            Op::GraphMemFreeNodeGetParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3242,6 +3358,14 @@ impl Op {
             Op::GraphMemcpyNode => false,
             Op::GraphMemcpyNodeParams => false,
             Op::GraphMemsetNodeParams => false,
+            Op::GraphExecChildGraphNodeSetParams => false,
+            Op::GraphEdges => false,
+            Op::StreamBatchMemOp => false,
+            Op::UserObjectRetain => false,
+            Op::UserObjectRelease => false,
+            Op::GraphRetainUserObject => false,
+            Op::GraphReleaseUserObject => false,
+            Op::UserObjectCreate => false,
             Op::ArrayCreate_v2 => false,
             Op::Array3DCreate_v2 => false,
             Op::ArrayGetDescriptor_v2 => false,
@@ -3282,6 +3406,12 @@ impl Op {
             Op::MemShare => false,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::DeviceGraphMemAttribute => false,
+            Op::DeviceGraphMemTrim => false,
+            Op::GraphMemAllocNode => false,
+            Op::GraphMemAllocNodeParams => false,
+            Op::GraphAddMemFreeNode => false,
+            Op::GraphMemFreeNodeGetParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3739,6 +3869,18 @@ impl Op {
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Request>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Request>(),
             Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Request>(),
+            Op::GraphExecChildGraphNodeSetParams => {
+                core::mem::size_of::<graph_exec_child_graph_node_set_params::Request>()
+            }
+            Op::GraphEdges => core::mem::size_of::<graph_edges::Request>(),
+            Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Request>(),
+            Op::UserObjectRetain => core::mem::size_of::<user_object_retain::Request>(),
+            Op::UserObjectRelease => core::mem::size_of::<user_object_release::Request>(),
+            Op::GraphRetainUserObject => core::mem::size_of::<graph_retain_user_object::Request>(),
+            Op::GraphReleaseUserObject => {
+                core::mem::size_of::<graph_release_user_object::Request>()
+            }
+            Op::UserObjectCreate => core::mem::size_of::<user_object_create::Request>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Request>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Request>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Request>(),
@@ -3793,6 +3935,18 @@ impl Op {
             Op::MemShare => core::mem::size_of::<mem_share::Request>(),
             Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Request>(),
             Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Request>(),
+            Op::DeviceGraphMemAttribute => {
+                core::mem::size_of::<device_graph_mem_attribute::Request>()
+            }
+            Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Request>(),
+            Op::GraphMemAllocNode => core::mem::size_of::<graph_mem_alloc_node::Request>(),
+            Op::GraphMemAllocNodeParams => {
+                core::mem::size_of::<graph_mem_alloc_node_params::Request>()
+            }
+            Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Request>(),
+            Op::GraphMemFreeNodeGetParams => {
+                core::mem::size_of::<graph_mem_free_node_get_params::Request>()
+            }
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
@@ -4258,6 +4412,16 @@ impl Op {
             Op::GraphMemcpyNode => core::mem::size_of::<graph_memcpy_node::Reply>(),
             Op::GraphMemcpyNodeParams => core::mem::size_of::<graph_memcpy_node_params::Reply>(),
             Op::GraphMemsetNodeParams => core::mem::size_of::<graph_memset_node_params::Reply>(),
+            Op::GraphExecChildGraphNodeSetParams => {
+                core::mem::size_of::<graph_exec_child_graph_node_set_params::Reply>()
+            }
+            Op::GraphEdges => core::mem::size_of::<graph_edges::Reply>(),
+            Op::StreamBatchMemOp => core::mem::size_of::<stream_batch_mem_op::Reply>(),
+            Op::UserObjectRetain => core::mem::size_of::<user_object_retain::Reply>(),
+            Op::UserObjectRelease => core::mem::size_of::<user_object_release::Reply>(),
+            Op::GraphRetainUserObject => core::mem::size_of::<graph_retain_user_object::Reply>(),
+            Op::GraphReleaseUserObject => core::mem::size_of::<graph_release_user_object::Reply>(),
+            Op::UserObjectCreate => core::mem::size_of::<user_object_create::Reply>(),
             Op::ArrayCreate_v2 => core::mem::size_of::<array_create_v2::Reply>(),
             Op::Array3DCreate_v2 => core::mem::size_of::<array3d_create_v2::Reply>(),
             Op::ArrayGetDescriptor_v2 => core::mem::size_of::<array_get_descriptor_v2::Reply>(),
@@ -4308,6 +4472,18 @@ impl Op {
             Op::MemShare => core::mem::size_of::<mem_share::Reply>(),
             Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Reply>(),
             Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Reply>(),
+            Op::DeviceGraphMemAttribute => {
+                core::mem::size_of::<device_graph_mem_attribute::Reply>()
+            }
+            Op::DeviceGraphMemTrim => core::mem::size_of::<device_graph_mem_trim::Reply>(),
+            Op::GraphMemAllocNode => core::mem::size_of::<graph_mem_alloc_node::Reply>(),
+            Op::GraphMemAllocNodeParams => {
+                core::mem::size_of::<graph_mem_alloc_node_params::Reply>()
+            }
+            Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Reply>(),
+            Op::GraphMemFreeNodeGetParams => {
+                core::mem::size_of::<graph_mem_free_node_get_params::Reply>()
+            }
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
@@ -5029,6 +5205,22 @@ impl Op {
             Op::GraphMemsetNodeParams => {
                 message::check::<graph_memset_node_params::Request>(fixed, blob_len)
             }
+            Op::GraphExecChildGraphNodeSetParams => {
+                message::check::<graph_exec_child_graph_node_set_params::Request>(fixed, blob_len)
+            }
+            Op::GraphEdges => message::check::<graph_edges::Request>(fixed, blob_len),
+            Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Request>(fixed, blob_len),
+            Op::UserObjectRetain => message::check::<user_object_retain::Request>(fixed, blob_len),
+            Op::UserObjectRelease => {
+                message::check::<user_object_release::Request>(fixed, blob_len)
+            }
+            Op::GraphRetainUserObject => {
+                message::check::<graph_retain_user_object::Request>(fixed, blob_len)
+            }
+            Op::GraphReleaseUserObject => {
+                message::check::<graph_release_user_object::Request>(fixed, blob_len)
+            }
+            Op::UserObjectCreate => message::check::<user_object_create::Request>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Request>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Request>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -5104,6 +5296,24 @@ impl Op {
             Op::MemAllocPitch => message::check::<mem_alloc_pitch::Request>(fixed, blob_len),
             Op::PointerSetSyncMemops => {
                 message::check::<pointer_set_sync_memops::Request>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemAttribute => {
+                message::check::<device_graph_mem_attribute::Request>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemTrim => {
+                message::check::<device_graph_mem_trim::Request>(fixed, blob_len)
+            }
+            Op::GraphMemAllocNode => {
+                message::check::<graph_mem_alloc_node::Request>(fixed, blob_len)
+            }
+            Op::GraphMemAllocNodeParams => {
+                message::check::<graph_mem_alloc_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphAddMemFreeNode => {
+                message::check::<graph_add_mem_free_node::Request>(fixed, blob_len)
+            }
+            Op::GraphMemFreeNodeGetParams => {
+                message::check::<graph_mem_free_node_get_params::Request>(fixed, blob_len)
             }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
@@ -5777,6 +5987,20 @@ impl Op {
             Op::GraphMemsetNodeParams => {
                 message::check::<graph_memset_node_params::Reply>(fixed, blob_len)
             }
+            Op::GraphExecChildGraphNodeSetParams => {
+                message::check::<graph_exec_child_graph_node_set_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphEdges => message::check::<graph_edges::Reply>(fixed, blob_len),
+            Op::StreamBatchMemOp => message::check::<stream_batch_mem_op::Reply>(fixed, blob_len),
+            Op::UserObjectRetain => message::check::<user_object_retain::Reply>(fixed, blob_len),
+            Op::UserObjectRelease => message::check::<user_object_release::Reply>(fixed, blob_len),
+            Op::GraphRetainUserObject => {
+                message::check::<graph_retain_user_object::Reply>(fixed, blob_len)
+            }
+            Op::GraphReleaseUserObject => {
+                message::check::<graph_release_user_object::Reply>(fixed, blob_len)
+            }
+            Op::UserObjectCreate => message::check::<user_object_create::Reply>(fixed, blob_len),
             Op::ArrayCreate_v2 => message::check::<array_create_v2::Reply>(fixed, blob_len),
             Op::Array3DCreate_v2 => message::check::<array3d_create_v2::Reply>(fixed, blob_len),
             Op::ArrayGetDescriptor_v2 => {
@@ -5846,6 +6070,22 @@ impl Op {
             Op::MemAllocPitch => message::check::<mem_alloc_pitch::Reply>(fixed, blob_len),
             Op::PointerSetSyncMemops => {
                 message::check::<pointer_set_sync_memops::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemAttribute => {
+                message::check::<device_graph_mem_attribute::Reply>(fixed, blob_len)
+            }
+            Op::DeviceGraphMemTrim => {
+                message::check::<device_graph_mem_trim::Reply>(fixed, blob_len)
+            }
+            Op::GraphMemAllocNode => message::check::<graph_mem_alloc_node::Reply>(fixed, blob_len),
+            Op::GraphMemAllocNodeParams => {
+                message::check::<graph_mem_alloc_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphAddMemFreeNode => {
+                message::check::<graph_add_mem_free_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphMemFreeNodeGetParams => {
+                message::check::<graph_mem_free_node_get_params::Reply>(fixed, blob_len)
             }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
@@ -6280,6 +6520,14 @@ impl TryFrom<u16> for Op {
             447 => Ok(Op::GraphMemcpyNode),
             448 => Ok(Op::GraphMemcpyNodeParams),
             449 => Ok(Op::GraphMemsetNodeParams),
+            450 => Ok(Op::GraphExecChildGraphNodeSetParams),
+            451 => Ok(Op::GraphEdges),
+            452 => Ok(Op::StreamBatchMemOp),
+            453 => Ok(Op::UserObjectRetain),
+            454 => Ok(Op::UserObjectRelease),
+            455 => Ok(Op::GraphRetainUserObject),
+            456 => Ok(Op::GraphReleaseUserObject),
+            457 => Ok(Op::UserObjectCreate),
             460 => Ok(Op::ArrayCreate_v2),
             461 => Ok(Op::Array3DCreate_v2),
             462 => Ok(Op::ArrayGetDescriptor_v2),
@@ -6320,6 +6568,12 @@ impl TryFrom<u16> for Op {
             560 => Ok(Op::MemShare),
             561 => Ok(Op::MemAllocPitch),
             562 => Ok(Op::PointerSetSyncMemops),
+            620 => Ok(Op::DeviceGraphMemAttribute),
+            621 => Ok(Op::DeviceGraphMemTrim),
+            622 => Ok(Op::GraphMemAllocNode),
+            623 => Ok(Op::GraphMemAllocNodeParams),
+            624 => Ok(Op::GraphAddMemFreeNode),
+            625 => Ok(Op::GraphMemFreeNodeGetParams),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -6639,7 +6893,7 @@ pub const SCHEMA: &str = concat!(
     "409 GraphRemoveDependencies {hgraph:handle(Graph),num_dependencies:u64}+blob(array(numDependencies),array(numDependencies)) => {}\n",
     "410 GraphAddEventRecordNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "411 GraphAddEventWaitNode {hgraph:handle(Graph),num_dependencies:u64,event:handle(Event)}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
-    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool} => {count:u64}+blob\n",
+    "412 GraphQuery {what:u8,handle:u64,capacity:u64,want:bool,v2:bool,edges:bool} => {count:u64}+blob\n",
     "413 GraphDebugDotPrint {graph:handle(Graph),flags:u32} => {}+blob\n",
     "414 GraphKernelNode {graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),function:handle(Function),kernel:handle(Kernel),ctx:handle(Context),grid_x:u32,grid_y:u32,grid_z:u32,block_x:u32,block_y:u32,block_z:u32,shared:u32,deps:u32,set:bool}+blob => {node:handle(GraphNode)}\n",
     "415 GraphExecUpdate {exec:handle(GraphExec),graph:handle(Graph)} => {status:u32,result:u32,error_node:handle(GraphNode),error_from_node:handle(GraphNode)}\n",
@@ -6677,6 +6931,14 @@ pub const SCHEMA: &str = concat!(
     "447 GraphMemcpyNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),deps:u32,src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}+blob => {node:handle(GraphNode)}\n",
     "448 GraphMemcpyNodeParams {node:handle(GraphNode)} => {src_kind:u8,src_addr:u64,src_array:handle(Array),src_x:u64,src_y:u64,src_z:u64,src_pitch:u64,src_height:u64,dst_kind:u8,dst_addr:u64,dst_array:handle(Array),dst_x:u64,dst_y:u64,dst_z:u64,dst_pitch:u64,dst_height:u64,width:u64,height:u64,depth:u64}\n",
     "449 GraphMemsetNodeParams {node:handle(GraphNode)} => {dst:devptr,pitch:u64,value:u32,element:u32,width:u64,height:u64}\n",
+    "450 GraphExecChildGraphNodeSetParams {hgraph_exec:handle(GraphExec),hnode:handle(GraphNode),child_graph:handle(Graph)} => {}\n",
+    "451 GraphEdges {add:bool,graph:handle(Graph),count:u32}+blob => {}\n",
+    "452 StreamBatchMemOp {stream:handle(Stream),count:u32,flags:u32}+blob => {}\n",
+    "453 UserObjectRetain {object:handle(UserObject),count:u32} => {}\n",
+    "454 UserObjectRelease {object:handle(UserObject),count:u32} => {}\n",
+    "455 GraphRetainUserObject {graph:handle(Graph),object:handle(UserObject),count:u32,flags:u32} => {}\n",
+    "456 GraphReleaseUserObject {graph:handle(Graph),object:handle(UserObject),count:u32} => {}\n",
+    "457 UserObjectCreate {id:u64,count:u32,flags:u32} => {object:handle(UserObject)}\n",
     "460 ArrayCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "461 Array3DCreate_v2 {pallocate_array:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY3D_DESCRIPTOR_v2>())} => {phandle:handle(Array)}\n",
     "462 ArrayGetDescriptor_v2 {harray:handle(Array)} => {parray_descriptor:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_ARRAY_DESCRIPTOR_v2>())}\n",
@@ -6717,6 +6979,12 @@ pub const SCHEMA: &str = concat!(
     "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
     "561 MemAllocPitch {width:u64,height:u64,element:u32} => {dptr:devptr,pitch:u64}\n",
     "562 PointerSetSyncMemops {pointer:devptr,value:u32} => {} nocontext\n",
+    "620 DeviceGraphMemAttribute {set:bool,dev:i32,attr:u32,value:u64} => {value:u64}\n",
+    "621 DeviceGraphMemTrim {device:i32} => {}\n",
+    "622 GraphMemAllocNode {graph:handle(Graph),deps:u32,alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,access:u32}+blob => {node:handle(GraphNode),dptr:devptr}\n",
+    "623 GraphMemAllocNodeParams {node:handle(GraphNode)} => {alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,dptr:devptr,access:u32}+blob\n",
+    "624 GraphAddMemFreeNode {hgraph:handle(Graph),num_dependencies:u64,dptr:devptr}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
+    "625 GraphMemFreeNodeGetParams {hnode:handle(GraphNode)} => {dptr_out:u64}\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -16024,6 +16292,8 @@ pub mod graph_query {
         pub handle: U64,
         pub capacity: U64,
         pub want: u8,
+        pub v2: u8,
+        pub edges: u8,
     }
 
     /// A successful reply's fixed part.
@@ -16039,6 +16309,8 @@ pub mod graph_query {
         const OP: Op = Op::GraphQuery;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::check_bool(Self::OP, "want", self.want)?;
+            message::check_bool(Self::OP, "v2", self.v2)?;
+            message::check_bool(Self::OP, "edges", self.edges)?;
             message::no_blob(Self::OP, blob_len)
         }
     }
@@ -17680,6 +17952,336 @@ pub mod graph_memset_node_params {
 
     impl Message for Reply {
         const OP: Op = Op::GraphMemsetNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`: wire id 450.
+pub mod graph_exec_child_graph_node_set_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph_exec: U64,
+        pub hnode: U64,
+        pub child_graph: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExecChildGraphNodeSetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExecChildGraphNodeSetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphEdges: wire id 451.
+pub mod graph_edges {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub add: u8,
+        pub graph: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphEdges;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "add", self.add)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphEdges;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation StreamBatchMemOp: wire id 452.
+pub mod stream_batch_mem_op {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::StreamBatchMemOp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::StreamBatchMemOp;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuUserObjectRetain`: wire id 453.
+pub mod user_object_retain {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectRetain;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectRetain;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuUserObjectRelease`: wire id 454.
+pub mod user_object_release {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectRelease;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphRetainUserObject`: wire id 455.
+pub mod graph_retain_user_object {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub object: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphRetainUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphRetainUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphReleaseUserObject`: wire id 456.
+pub mod graph_release_user_object {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub object: U64,
+        pub count: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphReleaseUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphReleaseUserObject;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation UserObjectCreate: wire id 457.
+pub mod user_object_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub id: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub object: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::UserObjectCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::UserObjectCreate;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }
@@ -19378,6 +19980,280 @@ pub mod pointer_set_sync_memops {
 
     impl Message for Reply {
         const OP: Op = Op::PointerSetSyncMemops;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation DeviceGraphMemAttribute: wire id 620.
+pub mod device_graph_mem_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub set: u8,
+        pub dev: I32,
+        pub attr: U32,
+        pub value: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub value: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGraphMemAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "set", self.set)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGraphMemAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuDeviceGraphMemTrim`: wire id 621.
+pub mod device_graph_mem_trim {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub device: I32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::DeviceGraphMemTrim;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::DeviceGraphMemTrim;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemAllocNode: wire id 622.
+pub mod graph_mem_alloc_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub deps: U32,
+        pub alloc_type: U32,
+        pub handle_types: U32,
+        pub loc_type: U32,
+        pub loc_id: I32,
+        pub bytes: U64,
+        pub access: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+        pub dptr: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemAllocNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemAllocNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphMemAllocNodeParams: wire id 623.
+pub mod graph_mem_alloc_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub alloc_type: U32,
+        pub handle_types: U32,
+        pub loc_type: U32,
+        pub loc_id: I32,
+        pub bytes: U64,
+        pub dptr: U64,
+        pub access: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemAllocNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemAllocNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphAddMemFreeNode`: wire id 624.
+pub mod graph_add_mem_free_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub num_dependencies: U64,
+        pub dptr: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ph_graph_node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphAddMemFreeNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            let mut want: u64 = 0;
+            want = message::add(
+                Self::OP,
+                want,
+                message::array_len(
+                    Self::OP,
+                    u64::from(self.num_dependencies.get()),
+                    core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+                )?,
+            )?;
+            message::blob_is(Self::OP, blob_len, want)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphAddMemFreeNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphMemFreeNodeGetParams`: wire id 625.
+pub mod graph_mem_free_node_get_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dptr_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphMemFreeNodeGetParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphMemFreeNodeGetParams;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }
@@ -24565,6 +25441,45 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.hnode = U64::new(0x4100_0000_0000_0037);
             Some((r.as_bytes().to_vec(), blob))
         }
+        Op::GraphExecChildGraphNodeSetParams => {
+            let mut r = graph_exec_child_graph_node_set_params::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph_exec = U64::new(0x4100_0000_0000_0049);
+            r.hnode = U64::new(0x4100_0000_0000_005a);
+            r.child_graph = U64::new(0x4100_0000_0000_006b);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::UserObjectRetain => {
+            let mut r = user_object_retain::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.object = U64::new(0x4100_0000_0000_0052);
+            r.count = U32::new(99);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::UserObjectRelease => {
+            let mut r = user_object_release::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.object = U64::new(0x4100_0000_0000_0055);
+            r.count = U32::new(102);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphRetainUserObject => {
+            let mut r = graph_retain_user_object::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.graph = U64::new(0x4100_0000_0000_0058);
+            r.object = U64::new(0x4100_0000_0000_0069);
+            r.count = U32::new(122);
+            r.flags = U32::new(11);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphReleaseUserObject => {
+            let mut r = graph_release_user_object::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.graph = U64::new(0x4100_0000_0000_005b);
+            r.object = U64::new(0x4100_0000_0000_006c);
+            r.count = U32::new(125);
+            Some((r.as_bytes().to_vec(), blob))
+        }
         Op::ArrayCreate_v2 => {
             let mut r = array_create_v2::Request::new_zeroed();
             let mut blob = Vec::new();
@@ -24662,6 +25577,30 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = mipmapped_array_get_sparse_properties::Request::new_zeroed();
             let mut blob = Vec::new();
             r.mipmap = U64::new(0x4100_0000_0000_0023);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::DeviceGraphMemTrim => {
+            let mut r = device_graph_mem_trim::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.device = I32::new(74);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphAddMemFreeNode => {
+            let mut r = graph_add_mem_free_node::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0053);
+            r.num_dependencies = U64::new(2);
+            r.dptr = U64::new(0x4100_0000_0000_0075);
+            blob.extend(std::iter::repeat_n(
+                0x5au8,
+                2 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+            ));
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphMemFreeNodeGetParams => {
+            let mut r = graph_mem_free_node_get_params::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_0056);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ParamSetSize => {

@@ -1110,6 +1110,17 @@ pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuDeviceGraphMemTrim`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuDeviceGraphMemTrim(device: vgpu_abi::types::CUdevice) -> CUresult {
+    let mut c = Check::new("cuDeviceGraphMemTrim");
+    c.eq("device", device, 1i32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuDevicePrimaryCtxGetState`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1675,6 +1686,39 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphAddMemFreeNode`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    let mut c = Check::new("cuGraphAddMemFreeNode");
+    c.non_null("phGraphNode", phGraphNode);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; `numDependencies` elements.
+    unsafe {
+        c.bytes(
+            "dependencies",
+            dependencies.cast(),
+            &vec![0u8; 8 * core::mem::size_of::<vgpu_abi::types::CUgraphNode>()],
+        )
+    };
+    c.eq("numDependencies", numDependencies, 8usize);
+    c.eq("dptr", dptr, 0x10000100u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { phGraphNode.write_unaligned(0x5f00000000f0usize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -1821,6 +1865,23 @@ pub extern "C" fn cuGraphEventWaitNodeSetEvent(
     let mut c = Check::new("cuGraphEventWaitNodeSetEvent");
     c.eq("hNode", hNode as usize as u64, 0x0u64);
     c.eq("event", event as usize as u64, 0x530000000003u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphExecChildGraphNodeSetParams(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    let mut c = Check::new("cuGraphExecChildGraphNodeSetParams");
+    c.eq("hGraphExec", hGraphExec as usize as u64, 0x0u64);
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq("childGraph", childGraph as usize as u64, 0x0u64);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -2004,6 +2065,26 @@ pub extern "C" fn cuGraphLaunch_ptsz(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphMemFreeNodeGetParams`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    let mut c = Check::new("cuGraphMemFreeNodeGetParams");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.non_null("dptr_out", dptr_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { dptr_out.write_unaligned(5061111397508368261u64) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphNodeFindInClone`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2085,6 +2166,23 @@ pub extern "C" fn cuGraphNodeSetEnabled(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphReleaseUserObject`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphReleaseUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphReleaseUserObject");
+    c.eq("graph", graph as usize as u64, 0x0u64);
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1507100144u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphRemoveDependencies`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2115,6 +2213,25 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies(
         )
     };
     c.eq("numDependencies", numDependencies, 8usize);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphRetainUserObject`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphRetainUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphRetainUserObject");
+    c.eq("graph", graph as usize as u64, 0x0u64);
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1468230657u32);
+    c.eq("flags", flags, 3384336959u32);
     if let Some(e) = c.failed() {
         return e;
     }
@@ -5602,6 +5719,36 @@ pub extern "C" fn cuTexRefSetMipmappedArray(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuUserObjectRelease`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRelease(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuUserObjectRelease");
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 2833482388u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuUserObjectRetain`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRetain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuUserObjectRetain");
+    c.eq("object", object as usize as u64, 0x0u64);
+    c.eq("count", count, 1175965256u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate",
@@ -5650,6 +5797,7 @@ pub const EXPORTS: &[&str] = &[
     "cuDeviceGetP2PAttribute",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
+    "cuDeviceGraphMemTrim",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
@@ -5678,6 +5826,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
@@ -5687,6 +5836,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphEventRecordNodeSetEvent",
     "cuGraphEventWaitNodeGetEvent",
     "cuGraphEventWaitNodeSetEvent",
+    "cuGraphExecChildGraphNodeSetParams",
     "cuGraphExecDestroy",
     "cuGraphExecEventRecordNodeSetEvent",
     "cuGraphExecEventWaitNodeSetEvent",
@@ -5696,11 +5846,14 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphMemFreeNodeGetParams",
     "cuGraphNodeFindInClone",
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
     "cuGraphNodeSetEnabled",
+    "cuGraphReleaseUserObject",
     "cuGraphRemoveDependencies",
+    "cuGraphRetainUserObject",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuGreenCtxCreate",
@@ -5865,6 +6018,8 @@ pub const EXPORTS: &[&str] = &[
     "cuTexRefSetMipmapLevelBias",
     "cuTexRefSetMipmapLevelClamp",
     "cuTexRefSetMipmappedArray",
+    "cuUserObjectRelease",
+    "cuUserObjectRetain",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -5914,6 +6069,7 @@ const _: crate::signature::cuDeviceGetP2PAtomicCapabilities = cuDeviceGetP2PAtom
 const _: crate::signature::cuDeviceGetP2PAttribute = cuDeviceGetP2PAttribute;
 const _: crate::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: crate::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
+const _: crate::signature::cuDeviceGraphMemTrim = cuDeviceGraphMemTrim;
 const _: crate::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: crate::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: crate::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;
@@ -5942,6 +6098,7 @@ const _: crate::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: crate::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: crate::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: crate::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: crate::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: crate::signature::cuGraphClone = cuGraphClone;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
@@ -5951,6 +6108,7 @@ const _: crate::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNo
 const _: crate::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
 const _: crate::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
 const _: crate::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
+const _: crate::signature::cuGraphExecChildGraphNodeSetParams = cuGraphExecChildGraphNodeSetParams;
 const _: crate::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: crate::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
 const _: crate::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;
@@ -5960,11 +6118,14 @@ const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithF
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: crate::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;
 const _: crate::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: crate::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: crate::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: crate::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
+const _: crate::signature::cuGraphReleaseUserObject = cuGraphReleaseUserObject;
 const _: crate::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: crate::signature::cuGraphRetainUserObject = cuGraphRetainUserObject;
 const _: crate::signature::cuGraphUpload = cuGraphUpload;
 const _: crate::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: crate::signature::cuGreenCtxCreate = cuGreenCtxCreate;
@@ -6134,3 +6295,5 @@ const _: crate::signature::cuTexRefSetMipmapFilterMode = cuTexRefSetMipmapFilter
 const _: crate::signature::cuTexRefSetMipmapLevelBias = cuTexRefSetMipmapLevelBias;
 const _: crate::signature::cuTexRefSetMipmapLevelClamp = cuTexRefSetMipmapLevelClamp;
 const _: crate::signature::cuTexRefSetMipmappedArray = cuTexRefSetMipmappedArray;
+const _: crate::signature::cuUserObjectRelease = cuUserObjectRelease;
+const _: crate::signature::cuUserObjectRetain = cuUserObjectRetain;

@@ -293,13 +293,22 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphNodeGetEnabled => graph_node_get_enabled(s, req),
         Op::GraphNodeSetEnabled => graph_node_set_enabled(s, req),
         Op::GraphNodeFindInClone => graph_node_find_in_clone(s, req),
-        Op::GraphAddChildGraphNode => graph_add_child_graph_node(s, req),
+        Op::GraphAddChildGraphNode => super::graph::check_graph_add_child_graph_node(s, req)
+            .and_then(|()| graph_add_child_graph_node(s, req)),
         Op::GraphChildGraphNodeGetGraph => graph_child_graph_node_get_graph(s, req),
         Op::GraphHostNode => super::graph::graph_host_node(lane, s, req),
         Op::GraphHostNodeParams => super::graph::graph_host_node_params(lane, s, req),
         Op::GraphMemcpyNode => super::graph::graph_memcpy_node(lane, s, req),
         Op::GraphMemcpyNodeParams => super::graph::graph_memcpy_node_params(lane, s, req),
         Op::GraphMemsetNodeParams => super::graph::graph_memset_node_params(lane, s, req),
+        Op::GraphExecChildGraphNodeSetParams => graph_exec_child_graph_node_set_params(s, req),
+        Op::GraphEdges => super::graph::graph_edges(lane, s, req),
+        Op::StreamBatchMemOp => super::memop::stream_batch_mem_op(lane, s, req),
+        Op::UserObjectRetain => user_object_retain(s, req),
+        Op::UserObjectRelease => user_object_release(s, req),
+        Op::GraphRetainUserObject => graph_retain_user_object(s, req),
+        Op::GraphReleaseUserObject => graph_release_user_object(s, req),
+        Op::UserObjectCreate => super::graph::user_object_create(lane, s, req),
         Op::ArrayCreate_v2 => array_create_v2(s, req),
         Op::Array3DCreate_v2 => array3d_create_v2(s, req),
         Op::ArrayGetDescriptor_v2 => array_get_descriptor_v2(s, req),
@@ -340,6 +349,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemShare => super::host::mem_share(lane, s, req),
         Op::MemAllocPitch => super::memory::mem_alloc_pitch(lane, s, req),
         Op::PointerSetSyncMemops => super::pointer::pointer_set_sync_memops(lane, s, req),
+        Op::DeviceGraphMemAttribute => super::graph::device_graph_mem_attribute(lane, s, req),
+        Op::DeviceGraphMemTrim => device_graph_mem_trim(s, req),
+        Op::GraphMemAllocNode => super::graph::graph_mem_alloc_node(lane, s, req),
+        Op::GraphMemAllocNodeParams => super::graph::graph_mem_alloc_node_params(lane, s, req),
+        Op::GraphAddMemFreeNode => graph_add_mem_free_node(s, req),
+        Op::GraphMemFreeNodeGetParams => graph_mem_free_node_get_params(s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
@@ -4507,6 +4522,113 @@ fn graph_child_graph_node_get_graph(s: &Session, req: &Request) -> Result<Reply,
     ))
 }
 
+/// `cuGraphExecChildGraphNodeSetParams`.
+fn graph_exec_child_graph_node_set_params(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_exec_child_graph_node_set_params::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hgraph_exec = t.handle(HandleKind::GraphExec, r.hgraph_exec.get())?;
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    let a_child_graph = t.handle(HandleKind::Graph, r.child_graph.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphExecChildGraphNodeSetParams)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_hgraph_exec),
+            calls::as_ptr(a_hnode),
+            calls::as_ptr(a_child_graph),
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_exec_child_graph_node_set_params::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuUserObjectRetain`.
+fn user_object_retain(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::user_object_retain::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuUserObjectRetain)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::user_object_retain::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuUserObjectRelease`.
+fn user_object_release(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::user_object_release::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuUserObjectRelease)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::user_object_release::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphRetainUserObject`.
+fn graph_retain_user_object(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_retain_user_object::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_graph = t.handle(HandleKind::Graph, r.graph.get())?;
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphRetainUserObject)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            calls::as_ptr(a_graph),
+            calls::as_ptr(a_object),
+            a_count,
+            a_flags,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_retain_user_object::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphReleaseUserObject`.
+fn graph_release_user_object(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_release_user_object::Request = calls::message(req)?;
+    let a_count = r.count.get();
+    let t = s.tables();
+    let a_graph = t.handle(HandleKind::Graph, r.graph.get())?;
+    let a_object = t.handle(HandleKind::UserObject, r.object.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphReleaseUserObject)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_graph), calls::as_ptr(a_object), a_count) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_release_user_object::Reply {},
+        Vec::new(),
+    ))
+}
+
 /// `cuArrayCreate_v2`.
 fn array_create_v2(s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &vgpu_proto::array_create_v2::Request = calls::message(req)?;
@@ -4868,6 +4990,92 @@ fn mipmapped_array_get_sparse_properties(s: &Session, req: &Request) -> Result<R
     Ok(Reply::new(
         &vgpu_proto::mipmapped_array_get_sparse_properties::Reply {
             sparse_properties: calls::record_bytes(&o_sparse_properties),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuDeviceGraphMemTrim`.
+fn device_graph_mem_trim(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::device_graph_mem_trim::Request = calls::message(req)?;
+    let a_device = r.device.get();
+    let f = entry(s.driver.cuDeviceGraphMemTrim)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(a_device) })?;
+    Ok(Reply::new(
+        &vgpu_proto::device_graph_mem_trim::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphAddMemFreeNode`.
+fn graph_add_mem_free_node(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_add_mem_free_node::Request = calls::message(req)?;
+    let a_num_dependencies = calls::size(r.num_dependencies.get())?;
+    let a_dptr = r.dptr.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    drop(t);
+    let mut at = 0usize;
+    let n_dependencies = calls::size(a_num_dependencies as u64)?;
+    // SAFETY: `vgpu_abi::types::CUgraphNode` is a plain C value, valid for any bytes.
+    let mut a_dependencies: Vec<vgpu_abi::types::CUgraphNode> = unsafe {
+        calls::elements(calls::part(
+            &req.blob,
+            &mut at,
+            n_dependencies * core::mem::size_of::<vgpu_abi::types::CUgraphNode>(),
+        )?)
+    };
+    {
+        let t = s.tables();
+        for h in a_dependencies.iter_mut() {
+            *h = calls::as_ptr(t.handle(HandleKind::GraphNode, *h as usize as u64)?);
+        }
+    }
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_ph_graph_node: vgpu_abi::types::CUgraphNode = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphAddMemFreeNode)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_ph_graph_node,
+            calls::as_ptr(a_hgraph),
+            a_dependencies.as_ptr(),
+            a_num_dependencies,
+            a_dptr,
+        )
+    })?;
+    let mut t = s.tables();
+    let id_ph_graph_node = t.id_of(HandleKind::GraphNode, o_ph_graph_node as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::graph_add_mem_free_node::Reply {
+            ph_graph_node: U64::new(id_ph_graph_node),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphMemFreeNodeGetParams`.
+fn graph_mem_free_node_get_params(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_mem_free_node_get_params::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_dptr_out: vgpu_abi::types::CUdeviceptr = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphMemFreeNodeGetParams)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), &mut o_dptr_out) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_mem_free_node_get_params::Reply {
+            dptr_out: U64::new(o_dptr_out),
         },
         Vec::new(),
     ))

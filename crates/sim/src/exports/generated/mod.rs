@@ -697,6 +697,14 @@ pub unsafe extern "C" fn cuDeviceGetTexture1DLinearMaxWidth(
     })
 }
 
+/// `cuDeviceGraphMemTrim`.
+#[no_mangle]
+pub extern "C" fn cuDeviceGraphMemTrim(device: vgpu_abi::types::CUdevice) -> CUresult {
+    run("cuDeviceGraphMemTrim", || {
+        super::graph::device_graph_mem_trim(device)
+    })
+}
+
 /// `cuDevicePrimaryCtxGetState`.
 ///
 /// # Safety
@@ -1094,6 +1102,34 @@ pub unsafe extern "C" fn cuGraphAddEventWaitNode(
     })
 }
 
+/// `cuGraphAddMemFreeNode`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphAddMemFreeNode(
+    phGraphNode: *mut vgpu_abi::types::CUgraphNode,
+    hGraph: vgpu_abi::types::CUgraph,
+    dependencies: *const vgpu_abi::types::CUgraphNode,
+    numDependencies: usize,
+    dptr: vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    run("cuGraphAddMemFreeNode", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let phGraphNode = unsafe { Out::new(phGraphNode, "phGraphNode") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::graph::graph_add_mem_free_node(
+                phGraphNode,
+                hGraph,
+                dependencies,
+                numDependencies,
+                dptr,
+            )
+        }
+    })
+}
+
 /// `cuGraphChildGraphNodeGetGraph`.
 ///
 /// # Safety
@@ -1207,6 +1243,18 @@ pub extern "C" fn cuGraphEventWaitNodeSetEvent(
 ) -> CUresult {
     run("cuGraphEventWaitNodeSetEvent", || {
         super::graph::graph_event_wait_node_set_event(hNode, event)
+    })
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`.
+#[no_mangle]
+pub extern "C" fn cuGraphExecChildGraphNodeSetParams(
+    hGraphExec: vgpu_abi::types::CUgraphExec,
+    hNode: vgpu_abi::types::CUgraphNode,
+    childGraph: vgpu_abi::types::CUgraph,
+) -> CUresult {
+    run("cuGraphExecChildGraphNodeSetParams", || {
+        super::graph::graph_exec_child_graph_node_set_params(hGraphExec, hNode, childGraph)
     })
 }
 
@@ -1351,6 +1399,22 @@ pub extern "C" fn cuGraphLaunch_ptsz(
     })
 }
 
+/// `cuGraphMemFreeNodeGetParams`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphMemFreeNodeGetParams(
+    hNode: vgpu_abi::types::CUgraphNode,
+    dptr_out: *mut vgpu_abi::types::CUdeviceptr,
+) -> CUresult {
+    run("cuGraphMemFreeNodeGetParams", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let dptr_out = unsafe { Out::new(dptr_out, "dptr_out") }?;
+        super::graph::graph_mem_free_node_get_params(hNode, dptr_out)
+    })
+}
+
 /// `cuGraphNodeFindInClone`.
 ///
 /// # Safety
@@ -1413,6 +1477,18 @@ pub extern "C" fn cuGraphNodeSetEnabled(
     })
 }
 
+/// `cuGraphReleaseUserObject`.
+#[no_mangle]
+pub extern "C" fn cuGraphReleaseUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphReleaseUserObject", || {
+        super::graph::graph_release_user_object(graph, object, count)
+    })
+}
+
 /// `cuGraphRemoveDependencies`.
 ///
 /// # Safety
@@ -1427,6 +1503,19 @@ pub unsafe extern "C" fn cuGraphRemoveDependencies(
     run("cuGraphRemoveDependencies", || {
         // SAFETY: the caller's pointers, valid as the CUDA API requires.
         unsafe { super::graph::graph_remove_dependencies(hGraph, from, to, numDependencies) }
+    })
+}
+
+/// `cuGraphRetainUserObject`.
+#[no_mangle]
+pub extern "C" fn cuGraphRetainUserObject(
+    graph: vgpu_abi::types::CUgraph,
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphRetainUserObject", || {
+        super::graph::graph_retain_user_object(graph, object, count, flags)
     })
 }
 
@@ -3838,6 +3927,28 @@ pub extern "C" fn cuTexRefSetMipmappedArray(
     })
 }
 
+/// `cuUserObjectRelease`.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRelease(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuUserObjectRelease", || {
+        super::graph::user_object_release(object, count)
+    })
+}
+
+/// `cuUserObjectRetain`.
+#[no_mangle]
+pub extern "C" fn cuUserObjectRetain(
+    object: vgpu_abi::types::CUuserObject,
+    count: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuUserObjectRetain", || {
+        super::graph::user_object_retain(object, count)
+    })
+}
+
 /// Every generated export.
 pub const EXPORTS: &[&str] = &[
     "cuArray3DCreate",
@@ -3886,6 +3997,7 @@ pub const EXPORTS: &[&str] = &[
     "cuDeviceGetP2PAttribute",
     "cuDeviceGetProperties",
     "cuDeviceGetTexture1DLinearMaxWidth",
+    "cuDeviceGraphMemTrim",
     "cuDevicePrimaryCtxGetState",
     "cuDevicePrimaryCtxRelease_v2",
     "cuDevicePrimaryCtxReset_v2",
@@ -3914,6 +4026,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddEmptyNode",
     "cuGraphAddEventRecordNode",
     "cuGraphAddEventWaitNode",
+    "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
     "cuGraphCreate",
@@ -3923,6 +4036,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphEventRecordNodeSetEvent",
     "cuGraphEventWaitNodeGetEvent",
     "cuGraphEventWaitNodeSetEvent",
+    "cuGraphExecChildGraphNodeSetParams",
     "cuGraphExecDestroy",
     "cuGraphExecEventRecordNodeSetEvent",
     "cuGraphExecEventWaitNodeSetEvent",
@@ -3932,11 +4046,14 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate_v2",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphMemFreeNodeGetParams",
     "cuGraphNodeFindInClone",
     "cuGraphNodeGetEnabled",
     "cuGraphNodeGetType",
     "cuGraphNodeSetEnabled",
+    "cuGraphReleaseUserObject",
     "cuGraphRemoveDependencies",
+    "cuGraphRetainUserObject",
     "cuGraphUpload",
     "cuGraphUpload_ptsz",
     "cuGreenCtxCreate",
@@ -4101,6 +4218,8 @@ pub const EXPORTS: &[&str] = &[
     "cuTexRefSetMipmapLevelBias",
     "cuTexRefSetMipmapLevelClamp",
     "cuTexRefSetMipmappedArray",
+    "cuUserObjectRelease",
+    "cuUserObjectRetain",
 ];
 
 // Compile-time ABI check: each export has exactly the driver's signature.
@@ -4150,6 +4269,7 @@ const _: super::signature::cuDeviceGetP2PAtomicCapabilities = cuDeviceGetP2PAtom
 const _: super::signature::cuDeviceGetP2PAttribute = cuDeviceGetP2PAttribute;
 const _: super::signature::cuDeviceGetProperties = cuDeviceGetProperties;
 const _: super::signature::cuDeviceGetTexture1DLinearMaxWidth = cuDeviceGetTexture1DLinearMaxWidth;
+const _: super::signature::cuDeviceGraphMemTrim = cuDeviceGraphMemTrim;
 const _: super::signature::cuDevicePrimaryCtxGetState = cuDevicePrimaryCtxGetState;
 const _: super::signature::cuDevicePrimaryCtxRelease_v2 = cuDevicePrimaryCtxRelease_v2;
 const _: super::signature::cuDevicePrimaryCtxReset_v2 = cuDevicePrimaryCtxReset_v2;
@@ -4178,6 +4298,7 @@ const _: super::signature::cuGraphAddDependencies = cuGraphAddDependencies;
 const _: super::signature::cuGraphAddEmptyNode = cuGraphAddEmptyNode;
 const _: super::signature::cuGraphAddEventRecordNode = cuGraphAddEventRecordNode;
 const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
+const _: super::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: super::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: super::signature::cuGraphClone = cuGraphClone;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
@@ -4187,6 +4308,7 @@ const _: super::signature::cuGraphEventRecordNodeGetEvent = cuGraphEventRecordNo
 const _: super::signature::cuGraphEventRecordNodeSetEvent = cuGraphEventRecordNodeSetEvent;
 const _: super::signature::cuGraphEventWaitNodeGetEvent = cuGraphEventWaitNodeGetEvent;
 const _: super::signature::cuGraphEventWaitNodeSetEvent = cuGraphEventWaitNodeSetEvent;
+const _: super::signature::cuGraphExecChildGraphNodeSetParams = cuGraphExecChildGraphNodeSetParams;
 const _: super::signature::cuGraphExecDestroy = cuGraphExecDestroy;
 const _: super::signature::cuGraphExecEventRecordNodeSetEvent = cuGraphExecEventRecordNodeSetEvent;
 const _: super::signature::cuGraphExecEventWaitNodeSetEvent = cuGraphExecEventWaitNodeSetEvent;
@@ -4196,11 +4318,14 @@ const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithF
 const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
 const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
+const _: super::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;
 const _: super::signature::cuGraphNodeFindInClone = cuGraphNodeFindInClone;
 const _: super::signature::cuGraphNodeGetEnabled = cuGraphNodeGetEnabled;
 const _: super::signature::cuGraphNodeGetType = cuGraphNodeGetType;
 const _: super::signature::cuGraphNodeSetEnabled = cuGraphNodeSetEnabled;
+const _: super::signature::cuGraphReleaseUserObject = cuGraphReleaseUserObject;
 const _: super::signature::cuGraphRemoveDependencies = cuGraphRemoveDependencies;
+const _: super::signature::cuGraphRetainUserObject = cuGraphRetainUserObject;
 const _: super::signature::cuGraphUpload = cuGraphUpload;
 const _: super::signature::cuGraphUpload_ptsz = cuGraphUpload_ptsz;
 const _: super::signature::cuGreenCtxCreate = cuGreenCtxCreate;
@@ -4370,3 +4495,5 @@ const _: super::signature::cuTexRefSetMipmapFilterMode = cuTexRefSetMipmapFilter
 const _: super::signature::cuTexRefSetMipmapLevelBias = cuTexRefSetMipmapLevelBias;
 const _: super::signature::cuTexRefSetMipmapLevelClamp = cuTexRefSetMipmapLevelClamp;
 const _: super::signature::cuTexRefSetMipmappedArray = cuTexRefSetMipmappedArray;
+const _: super::signature::cuUserObjectRelease = cuUserObjectRelease;
+const _: super::signature::cuUserObjectRetain = cuUserObjectRetain;
