@@ -99,6 +99,7 @@ static struct {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*Memcpy2DAsync)(const CUDA_MEMCPY2D *, CUstream);
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
@@ -172,6 +173,7 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     ENTRY(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     ENTRY(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+    ENTRY(Memcpy2DAsync, "cuMemcpy2DAsync_v2"),
     ENTRY(StreamCreate, "cuStreamCreate"),
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
@@ -519,40 +521,67 @@ static void memset_node(int handles)
 
 /* Asynchronous copies between the device and pageable memory (a static
  * array to the device, the device to a stack array) on the capturing stream:
- * captured, they read and write that memory at each launch, not at capture. */
-static void pageable_copy(void)
+ * captured, they read and write that memory at each launch, not at capture.
+ * With `two_d` the copies are cuMemcpy2DAsync of one row in and of gapless
+ * rows out, as CUDA 13's runtime sends cudaMemcpyAsync. */
+static void pageable_copy(int two_d)
 {
     static unsigned int host[WORDS];
     unsigned int back[WORDS];
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
+    const char *tag = two_d ? "pageable_2d" : "pageable";
+    char name[64];
+#define NAME(what) (snprintf(name, sizeof name, "%s_%s", tag, what), name)
     for (int i = 0; i < WORDS; i++)
         host[i] = 300 + i;
     memset(back, 0, sizeof back);
-    EXPECT("pageable_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    EXPECT("pageable_copy_in", cu.MemcpyHtoDAsync(a, host, sizeof host, stream), CUDA_SUCCESS);
-    EXPECT("pageable_copy_out", cu.MemcpyDtoHAsync(back, a, sizeof back, stream), CUDA_SUCCESS);
-    EXPECT("pageable_end", cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
-    expect_true("pageable_not_at_capture", back[0] == 0 && back[WORDS - 1] == 0,
+    EXPECT(NAME("begin"), cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    if (two_d) {
+        CUDA_MEMCPY2D in = {0}, out = {0};
+        in.srcMemoryType = 1; /* CU_MEMORYTYPE_HOST */
+        in.srcHost = host;
+        in.srcPitch = sizeof host;
+        in.dstMemoryType = 2; /* CU_MEMORYTYPE_DEVICE */
+        in.dstDevice = a;
+        in.dstPitch = sizeof host;
+        in.WidthInBytes = sizeof host;
+        in.Height = 1;
+        out.srcMemoryType = 2;
+        out.srcDevice = a;
+        out.srcPitch = sizeof back / 4;
+        out.dstMemoryType = 1;
+        out.dstHost = back;
+        out.dstPitch = sizeof back / 4;
+        out.WidthInBytes = sizeof back / 4;
+        out.Height = 4;
+        EXPECT(NAME("copy_in"), cu.Memcpy2DAsync(&in, stream), CUDA_SUCCESS);
+        EXPECT(NAME("copy_out"), cu.Memcpy2DAsync(&out, stream), CUDA_SUCCESS);
+    } else {
+        EXPECT(NAME("copy_in"), cu.MemcpyHtoDAsync(a, host, sizeof host, stream), CUDA_SUCCESS);
+        EXPECT(NAME("copy_out"), cu.MemcpyDtoHAsync(back, a, sizeof back, stream), CUDA_SUCCESS);
+    }
+    EXPECT(NAME("end"), cu.StreamEndCapture(stream, &graph), CUDA_SUCCESS);
+    expect_true(NAME("not_at_capture"), back[0] == 0 && back[WORDS - 1] == 0,
                 "the captured copy ran at capture");
-    if (graph == NULL || !EXPECT("pageable_instantiate", cu.GraphInstantiate(&exec, graph, 0),
-                                 CUDA_SUCCESS))
+    if (graph == NULL ||
+        !EXPECT(NAME("instantiate"), cu.GraphInstantiate(&exec, graph, 0), CUDA_SUCCESS))
         return;
     for (int launch = 0; launch < 2; launch++) {
-        EXPECT(launch ? "pageable_launch_2" : "pageable_launch", cu.GraphLaunch(exec, stream),
+        EXPECT(NAME(launch ? "launch_2" : "launch"), cu.GraphLaunch(exec, stream), CUDA_SUCCESS);
+        EXPECT(NAME(launch ? "synchronize_2" : "synchronize"), cu.StreamSynchronize(stream),
                CUDA_SUCCESS);
-        EXPECT(launch ? "pageable_synchronize_2" : "pageable_synchronize",
-               cu.StreamSynchronize(stream), CUDA_SUCCESS);
         int same = 1;
         for (int i = 0; i < WORDS; i++)
             same &= back[i] == host[i];
-        expect_true(launch ? "pageable_round_trip_2" : "pageable_round_trip", same,
+        expect_true(NAME(launch ? "round_trip_2" : "round_trip"), same,
                     "the launch did not copy the pageable memory through the device");
         for (int i = 0; i < WORDS; i++)
             host[i] = 7000 + i;
     }
-    EXPECT("pageable_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
-    EXPECT("pageable_graph_destroy", cu.GraphDestroy(graph), CUDA_SUCCESS);
+    EXPECT(NAME("exec_destroy"), cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    EXPECT(NAME("graph_destroy"), cu.GraphDestroy(graph), CUDA_SUCCESS);
+#undef NAME
 }
 
 /* Captures a fill_u32 launch (a simulator kernel) and replays it twice. */
@@ -698,7 +727,8 @@ int main(int argc, char **argv)
     }
     if (kernel)
         kernel_graph();
-    pageable_copy();
+    pageable_copy(0);
+    pageable_copy(1);
 
     EXPECT("stream_sync_end", cu.StreamSynchronize(stream), CUDA_SUCCESS);
     EXPECT("event_destroy", cu.EventDestroy(done), CUDA_SUCCESS);

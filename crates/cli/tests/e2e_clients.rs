@@ -889,7 +889,10 @@ fn c_stream_capture_and_graphs() {
         .assert_line("ok kernel_node_params_back")
         .assert_line("ok pageable_not_at_capture")
         .assert_line("ok pageable_round_trip")
-        .assert_line("ok pageable_round_trip_2");
+        .assert_line("ok pageable_round_trip_2")
+        .assert_line("ok pageable_2d_not_at_capture")
+        .assert_line("ok pageable_2d_round_trip")
+        .assert_line("ok pageable_2d_round_trip_2");
     // Launches of a live executable graph outside capture are posted (7 of
     // them), as are the stream's and the event's creation and destruction.
     let text = std::fs::read_to_string(&trace).expect("the trace file");

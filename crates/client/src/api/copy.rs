@@ -43,6 +43,68 @@ fn side(kind: CUmemorytype, host: *const c_void, device: CUdeviceptr) -> CuResul
     }
 }
 
+/// A 2D copy between device and host memory whose region is one run of
+/// bytes on both sides.
+enum Linear {
+    ToDevice {
+        dst: CUdeviceptr,
+        src: *const u8,
+        n: usize,
+    },
+    ToHost {
+        dst: *mut u8,
+        src: CUdeviceptr,
+        n: usize,
+    },
+}
+
+impl Linear {
+    /// Runs it as the 1D asynchronous copy on stream `sid`.
+    ///
+    /// # Safety
+    /// The host side must hold the `n` bytes.
+    unsafe fn copy(self, sid: u64) -> CuResult<()> {
+        let sync = super::memory::Sync::Stream(sid);
+        match self {
+            // SAFETY: forwarded from this function's contract.
+            Linear::ToDevice { dst, src, n } => unsafe {
+                super::memory::htod(dst, src.cast(), n, sync)
+            },
+            // SAFETY: forwarded from this function's contract.
+            Linear::ToHost { dst, src, n } => unsafe {
+                super::memory::dtoh(dst.cast(), src, n, sync)
+            },
+        }
+    }
+}
+
+/// `c` as one run of bytes, when it is one: one row, or rows whose pitch is
+/// their width on both sides, between device and host memory.
+fn linear(c: &CUDA_MEMCPY2D, src: &Side, dst: &Side) -> CuResult<Option<Linear>> {
+    let (w, h) = (c.WidthInBytes, c.Height);
+    if h != 1 && (c.srcPitch != w || c.dstPitch != w) {
+        return Ok(None);
+    }
+    let n = w.checked_mul(h).ok_or(CuError::INVALID_VALUE)?;
+    let src_at = row_offset(c.srcY, c.srcPitch, c.srcXInBytes)?;
+    let dst_at = row_offset(c.dstY, c.dstPitch, c.dstXInBytes)?;
+    let dev =
+        |base: CUdeviceptr, at: usize| base.checked_add(at as u64).ok_or(CuError::INVALID_VALUE);
+    Ok(match (src, dst) {
+        (Side::Host(sh), Side::Device(dd)) => Some(Linear::ToDevice {
+            dst: dev(*dd, dst_at)?,
+            src: sh.wrapping_add(src_at),
+            n,
+        }),
+        (Side::Device(sd), Side::Host(dh)) => Some(Linear::ToHost {
+            dst: dh.cast_mut().wrapping_add(dst_at),
+            src: dev(*sd, src_at)?,
+            n,
+        }),
+        _ => None,
+    })
+}
+
 /// Largest packed band of host rows one message carries.
 pub(super) const CHUNK: usize = 16 << 20;
 
@@ -109,7 +171,17 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     let band = (CHUNK / w).max(1);
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
     if is_async == 1 && (matches!(src, Side::Host(_)) || matches!(dst, Side::Host(_))) {
-        super::graph::refuse_pageable_capture(s, stream)?;
+        if super::graph::capturing(s, stream)? {
+            // A region that is one run of bytes on both sides (one row, or
+            // rows without gaps) is a linear copy, which a capture takes
+            // whatever memory the host side is: CUDA 13's runtime sends
+            // cudaMemcpyAsync this way.
+            if let Some(run) = linear(c, &src, &dst)? {
+                // SAFETY: the application promises the host side holds the region.
+                return unsafe { run.copy(stream) };
+            }
+            super::graph::refuse_pageable_capture(s, stream)?;
+        }
     }
     let u = |v: usize| U64::new(v as u64);
     // A request of `rows` rows from `first`: the host side of a direction
