@@ -170,18 +170,19 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
     }
     let band = (CHUNK / w).max(1);
     let (stream, is_async) = sid.map_or((0, 0), |id| (id, 1));
-    if is_async == 1 && (matches!(src, Side::Host(_)) || matches!(dst, Side::Host(_))) {
-        if super::graph::capturing(s, stream)? {
-            // A region that is one run of bytes on both sides (one row, or
-            // rows without gaps) is a linear copy, which a capture takes
-            // whatever memory the host side is: CUDA 13's runtime sends
-            // cudaMemcpyAsync this way.
-            if let Some(run) = linear(c, &src, &dst)? {
-                // SAFETY: the application promises the host side holds the region.
-                return unsafe { run.copy(stream) };
-            }
-            super::graph::refuse_pageable_capture(s, stream)?;
+    if is_async == 1
+        && (matches!(src, Side::Host(_)) || matches!(dst, Side::Host(_)))
+        && super::graph::capturing(s, stream)?
+    {
+        // A region that is one run of bytes on both sides (one row, or
+        // rows without gaps) is a linear copy, which a capture takes
+        // whatever memory the host side is: CUDA 13's runtime sends
+        // cudaMemcpyAsync this way.
+        if let Some(run) = linear(c, &src, &dst)? {
+            // SAFETY: the application promises the host side holds the region.
+            return unsafe { run.copy(stream) };
         }
+        super::graph::refuse_pageable_capture(s, stream)?;
     }
     let u = |v: usize| U64::new(v as u64);
     // A request of `rows` rows from `first`: the host side of a direction
