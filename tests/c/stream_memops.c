@@ -193,12 +193,21 @@ int main(int argc, char **argv)
         !EXPECT("alloc_out", cu.MemAlloc(&out, WORDS * 4), CUDA_SUCCESS))
         return checks_summary();
 
+    /* Driver 580 refuses the first forms (CUDA 8's, without _v2) with
+     * CUDA_ERROR_NOT_SUPPORTED; the _v2 forms below are the working ones. */
+    EXPECT("v1_write32", cu.Write32(s, d, 1, 0), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT("v1_write64", cu.Write64(s, d, 1, 0), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT("v1_write32_ptsz", cu.Write32Ptsz(NULL, d, 1, 0), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT("v1_write64_ptsz", cu.Write64Ptsz(NULL, d, 1, 0), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT("v1_wait32", cu.Wait32(s, d, 0, WAIT_GEQ), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT("v1_wait64", cu.Wait64(s, d, 0, WAIT_GEQ), CUDA_ERROR_NOT_SUPPORTED);
+
     /* Writes, after the stream's earlier memset, each form at its own word. */
     EXPECT("memset_zero", cu.MemsetD32Async(d, 0, WORDS, s), CUDA_SUCCESS);
-    EXPECT("write32", cu.Write32(s, d + 0, 0x11111111u, 0), CUDA_SUCCESS);
+    EXPECT("write32", cu.Write32V2(s, d + 0, 0x11111111u, 0), CUDA_SUCCESS);
     EXPECT("write32_v2", cu.Write32V2(s, d + 4, 0x22222222u, 0), CUDA_SUCCESS);
-    EXPECT("write32_no_barrier", cu.Write32(s, d + 8, 0x33333333u, 1), CUDA_SUCCESS);
-    EXPECT("write64", cu.Write64(s, d + 16, 0x0102030405060708ull, 0), CUDA_SUCCESS);
+    EXPECT("write32_no_barrier", cu.Write32V2(s, d + 8, 0x33333333u, 1), CUDA_SUCCESS);
+    EXPECT("write64", cu.Write64V2(s, d + 16, 0x0102030405060708ull, 0), CUDA_SUCCESS);
     EXPECT("write64_v2", cu.Write64V2(s, d + 24, 0xF0E0D0C0B0A09080ull, 0), CUDA_SUCCESS);
     settle("synchronize_writes", s);
     expect_true("read_writes", read_back(d), "cuMemcpyDtoH failed");
@@ -211,9 +220,9 @@ int main(int argc, char **argv)
                 "words 6-7 do not hold the write");
 
     /* The per-thread default stream forms. */
-    EXPECT("write32_ptsz", cu.Write32Ptsz(CU_STREAM_PER_THREAD, d + 32, 7, 0), CUDA_SUCCESS);
+    EXPECT("write32_ptsz", cu.Write32V2Ptsz(CU_STREAM_PER_THREAD, d + 32, 7, 0), CUDA_SUCCESS);
     EXPECT("write32_v2_ptsz", cu.Write32V2Ptsz(NULL, d + 36, 8, 0), CUDA_SUCCESS);
-    EXPECT("write64_ptsz", cu.Write64Ptsz(NULL, d + 40, 9, 0), CUDA_SUCCESS);
+    EXPECT("write64_ptsz", cu.Write64V2Ptsz(NULL, d + 40, 9, 0), CUDA_SUCCESS);
     EXPECT("write64_v2_ptsz", cu.Write64V2Ptsz(CU_STREAM_PER_THREAD, d + 48, 10, 0), CUDA_SUCCESS);
     settle("synchronize_ptsz", CU_STREAM_PER_THREAD);
     expect_true("read_ptsz", read_back(d), "cuMemcpyDtoH failed");
@@ -222,12 +231,12 @@ int main(int argc, char **argv)
                 "the per-thread stream's writes are not all there");
 
     /* Waits whose condition holds let the stream go on. */
-    EXPECT("wait32_geq", cu.Wait32(s, d + 0, 0x11111110u, WAIT_GEQ), CUDA_SUCCESS);
+    EXPECT("wait32_geq", cu.Wait32V2(s, d + 0, 0x11111110u, WAIT_GEQ), CUDA_SUCCESS);
     EXPECT("wait32_eq", cu.Wait32V2(s, d + 4, 0x22222222u, WAIT_EQ), CUDA_SUCCESS);
-    EXPECT("wait32_and", cu.Wait32(s, d + 8, 0x00000001u, WAIT_AND), CUDA_SUCCESS);
-    EXPECT("wait32_nor", cu.Wait32(s, d + 12, 0x0000FFFFu, WAIT_NOR), CUDA_SUCCESS);
-    EXPECT("wait32_flush", cu.Wait32(s, d + 0, 0x11111111u, WAIT_EQ | WAIT_FLUSH), CUDA_SUCCESS);
-    EXPECT("wait64_eq", cu.Wait64(s, d + 16, 0x0102030405060708ull, WAIT_EQ), CUDA_SUCCESS);
+    EXPECT("wait32_and", cu.Wait32V2(s, d + 8, 0x00000001u, WAIT_AND), CUDA_SUCCESS);
+    EXPECT("wait32_nor", cu.Wait32V2(s, d + 12, 0x0000FFFFu, WAIT_NOR), CUDA_SUCCESS);
+    EXPECT("wait32_flush", cu.Wait32V2(s, d + 0, 0x11111111u, WAIT_EQ | WAIT_FLUSH), CUDA_SUCCESS);
+    EXPECT("wait64_eq", cu.Wait64V2(s, d + 16, 0x0102030405060708ull, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("wait64_geq", cu.Wait64V2(s, d + 24, 0x8000000000000000ull, WAIT_GEQ), CUDA_SUCCESS);
     EXPECT("wait32_v2_ptsz", cu.Wait32V2Ptsz(NULL, d + 32, 7, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("wait64_v2_ptsz", cu.Wait64V2Ptsz(NULL, d + 40, 9, WAIT_EQ), CUDA_SUCCESS);

@@ -404,7 +404,7 @@ fn c_stream_memory_operations() {
         .assert_line("ok batch_values")
         .assert_line("ok batch_bad_flags")
         .assert_line("ok batch_past_allocation")
-        .assert_line("91 checks, 0 failed");
+        .assert_line("97 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);
@@ -498,12 +498,12 @@ fn c_graph_nodes() {
         .assert_line("ok alloc_get_on_free")
         .assert_line("ok alloc_node_ran")
         .assert_line("ok alloc_node_ran_2")
-        .assert_line("ok graph_mem_used_high_zero")
+        .assert_line("ok graph_mem_used_high_reset")
         .assert_line("ok graph_mem_set_current")
         .assert_line("ok graph_mem_set_high_nonzero")
         .assert_line("ok graph_mem_trim")
         .assert_line("ok graph_mem_bad_device")
-        .assert_line("324 checks, 0 failed");
+        .assert_line("325 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

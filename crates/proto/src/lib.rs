@@ -70,6 +70,14 @@ pub mod features {
     pub const ALL: u64 = LANES | RINGS;
 }
 
+/// Bits of a `MemHostAlloc` request's `flags` beyond `CU_MEMHOSTALLOC_*`.
+pub mod host_alloc {
+    /// Staging memory the client takes for itself (for a copy captured from
+    /// pageable memory): the worker registers it under the relaxed capture
+    /// mode, so an open capture of the application's does not forbid it.
+    pub const STAGING: u32 = 1 << 31;
+}
+
 /// What an `OpenLane` reply's `kind` says the new lane is.
 pub mod lane_kind {
     /// A socket passed by `SCM_RIGHTS`.

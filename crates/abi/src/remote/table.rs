@@ -143,7 +143,7 @@ remote_table! {
         graph: cuStreamEndCapture = 383 client;
         graph: cuStreamEndCapture_ptsz = 384 client;
         graph: cuGraphCreate = 390 gen;
-        graph: cuGraphDestroy = 391 gen [hGraph: destroys];
+        graph: cuGraphDestroy = 391 client [hGraph: destroys];
         graph: cuGraphInstantiateWithFlags = 392 gen;
         graph: cuGraphInstantiate_v2 = 393 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
         graph: cuGraphLaunch = 394 gen (posted(stream));
@@ -154,7 +154,7 @@ remote_table! {
         graph: cuGraphLaunch_ptsz = 399 gen (posted(stream));
         graph: cuGraphUpload_ptsz = 400 gen;
         graph: cuGraphNodeGetType = 401 client;
-        graph: cuGraphDestroyNode = 402 gen [hNode: destroys];
+        graph: cuGraphDestroyNode = 402 client [hNode: destroys];
         graph: cuStreamBeginCapture_ptsz = 403 client;
         graph: cuGraphInstantiate = 404 gen [phErrorNode: optional, logBuffer: string(bufferSize)];
         graph: cuStreamGetCaptureInfo = 405 gen [id_out: optional];

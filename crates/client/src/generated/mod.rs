@@ -109,8 +109,8 @@ crate::api::implement! {
     cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
-    cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
-    cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
+    cuGraphDestroy(hGraph) => crate::api::graph::graph_destroy(hGraph);
+    cuGraphDestroyNode(hNode) => crate::api::graph::graph_destroy_node(hNode);
     cuGraphEventRecordNodeGetEvent(hNode, event_out) => self::graph_event_record_node_get_event(hNode, event_out);
     cuGraphEventRecordNodeSetEvent(hNode, event) => self::graph_event_record_node_set_event(hNode, event);
     cuGraphEventWaitNodeGetEvent(hNode, event_out) => self::graph_event_wait_node_get_event(hNode, event_out);
@@ -1776,34 +1776,6 @@ pub unsafe fn graph_create(
     unsafe {
         write_out(phGraph, wire::handle(rep.ph_graph.get()))?;
     }
-    Ok(())
-}
-
-/// `cuGraphDestroy`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn graph_destroy(hGraph: vgpu_abi::types::CUgraph) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::graph_destroy::Request {
-        hgraph: U64::new(hGraph as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    Ok(())
-}
-
-/// `cuGraphDestroyNode`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn graph_destroy_node(hNode: vgpu_abi::types::CUgraphNode) -> CuResult<()> {
-    let s = runtime().session()?;
-    let r = vgpu_proto::graph_destroy_node::Request {
-        hnode: U64::new(hNode as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

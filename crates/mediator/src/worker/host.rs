@@ -12,8 +12,10 @@ use std::os::fd::AsFd;
 use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
+use vgpu_abi::types::CUstreamCaptureMode;
 use vgpu_proto::{
-    mem_free_host, mem_host_alloc, mem_share, memcpy_dtoh_shared, memcpy_htod_shared, Request,
+    host_alloc, mem_free_host, mem_host_alloc, mem_share, memcpy_dtoh_shared, memcpy_htod_shared,
+    Request,
 };
 use zerocopy::little_endian::U64;
 
@@ -27,6 +29,7 @@ use crate::driver::{entry, DevPtr, Status};
 /// `CU_MEMHOSTALLOC_*` flags map one to one onto `CU_MEMHOSTREGISTER_*`
 /// (portable 1, device map 2); write-combined (4) has no registration form.
 const REGISTER_FLAGS: c_uint = 0x1 | 0x2;
+const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode = CUstreamCaptureMode(2);
 /// Largest pinned allocation one call may make.
 const MAX_PINNED: usize = 1 << 40;
 
@@ -35,7 +38,26 @@ const MAX_PINNED: usize = 1 << 40;
 pub fn mem_host_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &mem_host_alloc::Request = message(req)?;
     let (len, flags) = (size(r.bytes.get())?, r.flags.get());
-    share(s, "MemHostAlloc", 0, len, (flags & REGISTER_FLAGS) | 0x2)
+    let register = (flags & REGISTER_FLAGS) | 0x2;
+    if flags & host_alloc::STAGING != 0 {
+        // The client's own staging memory, which it may need while the
+        // application captures: registering pinned memory is an unsafe call
+        // in global capture mode, so it runs in relaxed mode.
+        return relaxed(s, || share(s, "MemHostAlloc", 0, len, register));
+    }
+    share(s, "MemHostAlloc", 0, len, register)
+}
+
+/// Runs `f` with this thread's capture mode relaxed, then restores it.
+fn relaxed<T>(s: &Session, f: impl FnOnce() -> Result<T, Status>) -> Result<T, Status> {
+    let exchange = entry(s.driver.cuThreadExchangeStreamCaptureMode)?;
+    let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: a live local the driver reads and writes.
+    ok(unsafe { exchange(&mut mode) })?;
+    let out = f();
+    // SAFETY: as above; `mode` now holds the thread's previous mode.
+    let _ = unsafe { exchange(&mut mode) };
+    out
 }
 
 /// Managed or registered memory: shared pages at the client's `address`

@@ -1,6 +1,8 @@
 //! Stream memory operations: the model functions of the generated exports
 //! (`generated/mod.rs`) and `cuStreamBatchMemOp`. The `_ptsz` forms read NULL as the
-//! per-thread stream; the first and `_v2` forms are the same operation on driver 580.
+//! per-thread stream. Driver 580 refuses the first forms of the waits and
+//! writes (those without `_v2`) with `CUDA_ERROR_NOT_SUPPORTED`, and so does
+//! the simulated device.
 
 use std::ffi::c_uint;
 
@@ -22,16 +24,24 @@ fn wait(stream: usize, addr: CUdeviceptr, value: u64, width: usize, flags: u32) 
     enqueue(&mut state::sim()?.lock(), stream, op)
 }
 
+/// The first forms' answer on driver 580 (an H200 run of stream_memops.c).
+fn first_form() -> Res<()> {
+    err(
+        CUresult::CUDA_ERROR_NOT_SUPPORTED,
+        "the first forms of the stream waits and writes are not supported; use the _v2 forms",
+    )
+}
+
 /// Defines the model functions of one operation's four forms.
 macro_rules! forms {
     ($op:ident, $width:literal, $ty:ty: $first:ident, $first_ptsz:ident, $v2:ident, $v2_ptsz:ident) => {
-        #[doc = concat!("`cuStream", stringify!($op), "` of ", stringify!($width), " bytes, first form.")]
-        pub(crate) fn $first(s: CUstream, addr: CUdeviceptr, value: $ty, flags: u32) -> Res<()> {
-            $op(key(s), addr, u64::from(value), $width, flags)
+        #[doc = concat!("`cuStream", stringify!($op), "` of ", stringify!($width), " bytes, first form: refused.")]
+        pub(crate) fn $first(_: CUstream, _: CUdeviceptr, _: $ty, _: u32) -> Res<()> {
+            first_form()
         }
-        #[doc = "The `_ptsz` first form."]
-        pub(crate) fn $first_ptsz(s: CUstream, addr: CUdeviceptr, value: $ty, flags: u32) -> Res<()> {
-            $op(ptsz(s), addr, u64::from(value), $width, flags)
+        #[doc = "The `_ptsz` first form: refused."]
+        pub(crate) fn $first_ptsz(_: CUstream, _: CUdeviceptr, _: $ty, _: u32) -> Res<()> {
+            first_form()
         }
         #[doc = "The `_v2` form."]
         pub(crate) fn $v2(s: CUstream, addr: CUdeviceptr, value: $ty, flags: u32) -> Res<()> {

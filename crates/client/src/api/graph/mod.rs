@@ -51,7 +51,7 @@ pub use nodes::{
     memset_node, memset_node_params, query,
 };
 pub(crate) use staged::capture_copy;
-pub use staged::graph_node_get_type;
+pub use staged::{graph_destroy, graph_destroy_node, graph_node_get_type};
 
 /// Notes a capture begun on stream `sid`.
 fn opened(s: &Session, sid: u64) {

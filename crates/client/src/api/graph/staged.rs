@@ -39,9 +39,9 @@ use crate::runtime::{runtime, Session};
 /// `CU_MEMORYTYPE_HOST`.
 const HOST: u32 = 1;
 
-/// The parameters the application gave a staged node.
+/// The parameters the application gave a staged node, and its graph.
 #[derive(Clone, Copy)]
-struct Given(CUDA_MEMCPY3D);
+struct Given(CUDA_MEMCPY3D, usize);
 
 // SAFETY: plain values; the pointers in it are only handed back to the
 // application, never dereferenced here.
@@ -49,6 +49,37 @@ unsafe impl Send for Given {}
 
 /// Staged memcpy nodes, by node handle: the parameters the application gave.
 static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
+
+/// `cuGraphDestroy`: the graph's staged nodes are forgotten with it, as the
+/// driver may hand their handles out again.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy::Request {
+        hgraph: U64::new(graph as usize as u64),
+    };
+    s.request(&r, &[])?;
+    let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
+    map.retain(|_, g| g.1 != graph as usize);
+    Ok(())
+}
+
+/// `cuGraphDestroyNode`: a staged node is forgotten with it.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_destroy_node::Request {
+        hnode: U64::new(node as usize as u64),
+    };
+    s.request(&r, &[])?;
+    let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
+    map.remove(&(node as usize));
+    Ok(())
+}
 
 fn staged(node: CUgraphNode) -> Option<CUDA_MEMCPY3D> {
     let map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
@@ -157,7 +188,7 @@ pub(super) unsafe fn add(
         .and_then(|v| v.checked_add(c.WidthInBytes))
         .filter(|&v| v > 0)
         .ok_or_else(bad)?;
-    let staging = map_shared(s, span, 0)?;
+    let staging = map_shared(s, span, vgpu_proto::host_alloc::STAGING)?;
     let rows = Box::leak(Box::new(Rows {
         app: app.checked_add(start).ok_or_else(bad)?,
         staging: staging.at as usize,
@@ -195,13 +226,13 @@ pub(super) unsafe fn add(
         crate::generated::graph_add_child_graph_node(ph, graph, deps, n, child)
     });
     // SAFETY: the graph made above; the driver cloned it into the node.
-    let destroyed = unsafe { crate::generated::graph_destroy(child) };
+    let destroyed = unsafe { graph_destroy(child) };
     added?;
     destroyed?;
     // SAFETY: the node was written to `ph` above.
     let node = unsafe { ph.read() };
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
-    map.insert(node as usize, Given(*c));
+    map.insert(node as usize, Given(*c, graph as usize));
     Ok(())
 }
 
@@ -289,7 +320,7 @@ pub(crate) unsafe fn capture_copy(
     sid: u64,
     to_device: bool,
 ) -> CuResult<()> {
-    let staging = map_shared(s, n, 0)?;
+    let staging = map_shared(s, n, vgpu_proto::host_alloc::STAGING)?;
     let rows = Box::leak(Box::new(Rows {
         app,
         staging: staging.at as usize,
