@@ -179,6 +179,9 @@ remote_table! {
         graph: cuDeviceGraphMemTrim = 621 gen;
         graph: cuGraphAddMemFreeNode = 624 gen [dependencies: array(numDependencies)];
         graph: cuGraphMemFreeNodeGetParams = 625 gen;
+        graph: cuGraphKernelNodeCopyAttributes = 626 gen;
+        graph: cuGraphKernelNodeGetAttribute = 627 gen [value_out: bytes];
+        graph: cuGraphKernelNodeSetAttribute = 628 gen [value: bytes];
         graph: cuUserObjectRetain = 453 gen;
         graph: cuUserObjectRelease = 454 gen;
         graph: cuGraphRetainUserObject = 455 gen;

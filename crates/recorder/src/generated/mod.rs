@@ -2035,6 +2035,91 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphKernelNodeCopyAttributes`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphKernelNodeCopyAttributes(
+    dst: vgpu_abi::types::CUgraphNode,
+    src: vgpu_abi::types::CUgraphNode,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeCopyAttributes");
+    c.eq("dst", dst as usize as u64, 0x0u64);
+    c.eq("src", src as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphKernelNodeGetAttribute`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value_out: *mut vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeGetAttribute");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq(
+        "attr",
+        attr,
+        vgpu_abi::types::CUkernelNodeAttrID(4101219714u32),
+    );
+    c.non_null("value_out", value_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUkernelNodeAttrValue_v1`.
+    unsafe {
+        crate::write(
+            value_out.cast(),
+            &pattern(
+                627,
+                102,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphKernelNodeSetAttribute`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value: *const vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeSetAttribute");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq(
+        "attr",
+        attr,
+        vgpu_abi::types::CUkernelNodeAttrID(3415463649u32),
+    );
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUkernelNodeAttrValue_v1`.
+    unsafe {
+        c.bytes(
+            "value",
+            value.cast(),
+            &pattern(
+                628,
+                2,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphLaunch`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuGraphLaunch(
@@ -5844,6 +5929,9 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
+    "cuGraphKernelNodeCopyAttributes",
+    "cuGraphKernelNodeGetAttribute",
+    "cuGraphKernelNodeSetAttribute",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
     "cuGraphMemFreeNodeGetParams",
@@ -6116,6 +6204,9 @@ const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
 const _: crate::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: crate::signature::cuGraphKernelNodeCopyAttributes = cuGraphKernelNodeCopyAttributes;
+const _: crate::signature::cuGraphKernelNodeGetAttribute = cuGraphKernelNodeGetAttribute;
+const _: crate::signature::cuGraphKernelNodeSetAttribute = cuGraphKernelNodeSetAttribute;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
 const _: crate::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;

@@ -28,13 +28,16 @@ use crate::cu::{CUgraphEdgeData, CUresult};
 use crate::error::{err, Res};
 use crate::launch::Launch;
 use crate::memory::End;
+use crate::state::stream::AttrValue;
 use crate::state::State;
 
+mod attrs;
 mod capture;
 mod exec;
 mod node;
 mod user;
 
+pub(crate) use attrs::*;
 pub(crate) use capture::*;
 pub(crate) use exec::*;
 pub(crate) use node::*;
@@ -224,6 +227,8 @@ pub(crate) struct Graphs {
     /// Capture ids handed out so far.
     pub capture_ids: u64,
     pub users: UserObjects,
+    /// Kernel nodes' launch attributes set by `cuGraphKernelNodeSetAttribute`, by node.
+    pub kernel_attrs: HashMap<usize, HashMap<u32, AttrValue>>,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -250,6 +255,7 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let g = &mut st.ext.graphs;
     let mut children = Vec::new();
     for n in graph.nodes {
+        g.kernel_attrs.remove(&n);
         if let Some(Node {
             work: Work::Child { graph: child, .. },
             ..
@@ -430,6 +436,7 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     let Some(n) = g.nodes.remove(&node) else {
         return invalid(format!("node {node:#x} does not exist"));
     };
+    g.kernel_attrs.remove(&node);
     if let Some(graph) = g.graphs.get_mut(&n.graph) {
         graph.nodes.retain(|&k| k != node);
     }
