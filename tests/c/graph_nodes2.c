@@ -6,7 +6,8 @@
  * - cuGraphKernelNodeCopyAttributes: another kernel node takes them all;
  * - a graph of the attributed node still runs its kernel;
  * - the results of an attribute call on an empty node and of an unknown
- *   attribute id are printed (the driver's code, compared on a GPU).
+ *   attribute id are printed (the driver's code, compared on a GPU), and so
+ *   is the priority of the attributed node's copy in a clone of its graph.
  *
  * The kernel, fill_u32(unsigned *p, unsigned v, int n), is PTX on a GPU and
  * a built-in kernel on vgpu's simulated device, so it runs on both.
@@ -65,6 +66,8 @@ static struct {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*GraphCreate)(CUgraph *, unsigned int);
     CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphClone)(CUgraph *, CUgraph);
+    CUresult (*GraphNodeFindInClone)(CUgraphNode *, CUgraphNode, CUgraph);
     CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const CUDA_KERNEL_NODE_PARAMS *);
@@ -95,6 +98,8 @@ static const struct cu_entry entries[] = {
     ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
     ENTRY(GraphCreate, "cuGraphCreate"),
     ENTRY(GraphDestroy, "cuGraphDestroy"),
+    ENTRY(GraphClone, "cuGraphClone"),
+    ENTRY(GraphNodeFindInClone, "cuGraphNodeFindInClone"),
     ENTRY(GraphAddEmptyNode, "cuGraphAddEmptyNode"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphKernelNodeGetAttribute, "cuGraphKernelNodeGetAttribute"),
@@ -177,6 +182,15 @@ static void kernel_attributes(CUfunction f, CUdeviceptr d, CUstream s)
                 "the copied node does not have the priority");
     expect_true("kattr_copied_domain", get_int("kattr_get_domain", k2, ATTR_MEM_SYNC_DOMAIN) == 1,
                 "the copied node does not have the domain");
+
+    CUgraph copy = NULL;
+    CUgraphNode k1_copy = NULL;
+    if (EXPECT("kattr_clone", cu.GraphClone(&copy, g), CUDA_SUCCESS) &&
+        EXPECT("kattr_find_in_clone", cu.GraphNodeFindInClone(&k1_copy, k1, copy), CUDA_SUCCESS)) {
+        printf("ok kattr_clone_priority: %d\n",
+               get_int("kattr_get_clone_priority", k1_copy, ATTR_PRIORITY));
+        EXPECT("kattr_clone_destroy", cu.GraphDestroy(copy), CUDA_SUCCESS);
+    }
 
     attr_value out;
     show("kattr_get_on_empty", cu.GraphKernelNodeGetAttribute(empty, ATTR_PRIORITY, &out));

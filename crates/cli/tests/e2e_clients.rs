@@ -533,7 +533,8 @@ fn c_graph_nodes2() {
         .assert_line("ok kattr_copied_priority")
         .assert_line("ok kattr_copied_domain")
         .assert_line("ok kattr_kernel_ran")
-        .assert_line("40 checks, 0 failed");
+        .assert_line("ok kattr_clone_priority: -1")
+        .assert_line("44 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -488,6 +488,10 @@ pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
         if let Some(n) = st.ext.graphs.nodes.get_mut(&new) {
             n.origin = Some(old);
         }
+        // A kernel node's copy has its launch attributes.
+        if let Some(attrs) = st.ext.graphs.kernel_attrs.get(&old).cloned() {
+            st.ext.graphs.kernel_attrs.insert(new, attrs);
+        }
         new_of.insert(old, new);
     }
     Ok(copy)
