@@ -7,7 +7,11 @@
  * - a graph of the attributed node still runs its kernel;
  * - the results of an attribute call on an empty node and of an unknown
  *   attribute id are printed (the driver's code, compared on a GPU), and so
- *   is the priority of the attributed node's copy in a clone of its graph.
+ *   is the priority of the attributed node's copy in a clone of its graph;
+ * - batch memory-operation nodes (a met wait and a write): the write runs at
+ *   each launch; the parameters read back and are replaced in the graph and
+ *   in an executable graph; the results of a getter on an empty node and of
+ *   nodes with flags 1 or no operations are printed.
  *
  * The kernel, fill_u32(unsigned *p, unsigned v, int n), is PTX on a GPU and
  * a built-in kernel on vgpu's simulated device, so it runs on both.
@@ -31,6 +35,22 @@ typedef struct {
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 _Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 is 72 bytes");
+/* CUstreamBatchMemOpParams as a write or wait: 48 bytes. */
+typedef struct {
+    unsigned int operation, pad0;
+    CUdeviceptr address;
+    unsigned long long value;
+    unsigned int flags, pad1;
+    CUdeviceptr alias;
+    unsigned long long pad2;
+} mem_op;
+_Static_assert(sizeof(mem_op) == 48, "CUstreamBatchMemOpParams is 48 bytes");
+typedef struct {
+    CUcontext ctx;
+    unsigned int count;
+    mem_op *paramArray;
+    unsigned int flags;
+} batch_node_params;
 /* CUlaunchAttributeValue (CUkernelNodeAttrValue): a 64-byte union. */
 typedef union {
     char pad[64];
@@ -46,6 +66,10 @@ enum {
     ATTR_PRIORITY = 8,
     ATTR_MEM_SYNC_DOMAIN = 10,
     ATTR_UNKNOWN = 99,
+    OP_WAIT_VALUE_32 = 1,
+    OP_WRITE_VALUE_32 = 2,
+    WAIT_VALUE_GEQ = 0,
+    NODE_TYPE_BATCH_MEM_OP = 12,
 };
 
 static struct {
@@ -74,6 +98,13 @@ static struct {
     CUresult (*GraphKernelNodeGetAttribute)(CUgraphNode, int, attr_value *);
     CUresult (*GraphKernelNodeSetAttribute)(CUgraphNode, int, const attr_value *);
     CUresult (*GraphKernelNodeCopyAttributes)(CUgraphNode, CUgraphNode);
+    CUresult (*GraphAddBatchMemOpNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                       const batch_node_params *);
+    CUresult (*GraphBatchMemOpNodeGetParams)(CUgraphNode, batch_node_params *);
+    CUresult (*GraphBatchMemOpNodeSetParams)(CUgraphNode, const batch_node_params *);
+    CUresult (*GraphExecBatchMemOpNodeSetParams)(CUgraphExec, CUgraphNode,
+                                                 const batch_node_params *);
+    CUresult (*GraphNodeGetType)(CUgraphNode, int *);
     CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
@@ -105,6 +136,11 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphKernelNodeGetAttribute, "cuGraphKernelNodeGetAttribute"),
     ENTRY(GraphKernelNodeSetAttribute, "cuGraphKernelNodeSetAttribute"),
     ENTRY(GraphKernelNodeCopyAttributes, "cuGraphKernelNodeCopyAttributes"),
+    ENTRY(GraphAddBatchMemOpNode, "cuGraphAddBatchMemOpNode"),
+    ENTRY(GraphBatchMemOpNodeGetParams, "cuGraphBatchMemOpNodeGetParams"),
+    ENTRY(GraphBatchMemOpNodeSetParams, "cuGraphBatchMemOpNodeSetParams"),
+    ENTRY(GraphExecBatchMemOpNodeSetParams, "cuGraphExecBatchMemOpNodeSetParams"),
+    ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
     ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
     ENTRY(GraphLaunch, "cuGraphLaunch"),
     ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
@@ -214,6 +250,91 @@ static void kernel_attributes(CUfunction f, CUdeviceptr d, CUstream s)
     EXPECT("kattr_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* The first word of `d`. */
+static unsigned int first_word(CUdeviceptr d)
+{
+    unsigned int v = 0;
+    EXPECT("batch_read", cu.MemcpyDtoH(&v, d, sizeof v), CUDA_SUCCESS);
+    return v;
+}
+
+/* A batch node of a met wait on word 1 and a write of `value` to word 0 of `d`. */
+static void batch_ops(mem_op ops[2], CUdeviceptr d, unsigned int value)
+{
+    memset(ops, 0, 2 * sizeof *ops);
+    ops[0].operation = OP_WAIT_VALUE_32;
+    ops[0].address = d + 4;
+    ops[0].value = 0;
+    ops[0].flags = WAIT_VALUE_GEQ;
+    ops[1].operation = OP_WRITE_VALUE_32;
+    ops[1].address = d;
+    ops[1].value = value;
+}
+
+/* Batch memory-operation nodes: run at each launch, read back, replaced in the graph
+ * and in an executable graph. */
+static void batch_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
+{
+    mem_op ops[2];
+    batch_ops(ops, d, 7);
+    batch_node_params p = {ctx, 2, ops, 0};
+    CUgraph g = NULL;
+    CUgraphNode node = NULL, empty = NULL;
+    CUgraphExec exec = NULL;
+    if (!EXPECT("batch_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS) ||
+        !EXPECT("batch_add", cu.GraphAddBatchMemOpNode(&node, g, NULL, 0, &p), CUDA_SUCCESS) ||
+        !EXPECT("batch_add_empty", cu.GraphAddEmptyNode(&empty, g, NULL, 0), CUDA_SUCCESS))
+        return;
+    int type = -1;
+    EXPECT("batch_type", cu.GraphNodeGetType(node, &type), CUDA_SUCCESS);
+    expect_true("batch_is_batch_node", type == NODE_TYPE_BATCH_MEM_OP,
+                "the node is not a batch memory-operation node");
+    batch_node_params got;
+    memset(&got, 0, sizeof got);
+    EXPECT("batch_get", cu.GraphBatchMemOpNodeGetParams(node, &got), CUDA_SUCCESS);
+    expect_true("batch_get_params",
+                got.ctx == ctx && got.count == 2 && got.flags == 0 && got.paramArray != NULL &&
+                    got.paramArray[1].operation == OP_WRITE_VALUE_32 &&
+                    got.paramArray[1].address == d && (unsigned int)got.paramArray[1].value == 7,
+                "the node's parameters do not read back");
+
+    EXPECT("batch_reset", cu.MemsetD32(d, 0, WORDS), CUDA_SUCCESS);
+    if (EXPECT("batch_instantiate", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
+        EXPECT("batch_launch", cu.GraphLaunch(exec, s), CUDA_SUCCESS);
+        EXPECT("batch_sync", cu.StreamSynchronize(s), CUDA_SUCCESS);
+        expect_true("batch_ran", first_word(d) == 7, "the batch node did not write its value");
+        batch_ops(ops, d, 11);
+        EXPECT("batch_exec_set", cu.GraphExecBatchMemOpNodeSetParams(exec, node, &p),
+               CUDA_SUCCESS);
+        EXPECT("batch_exec_launch", cu.GraphLaunch(exec, s), CUDA_SUCCESS);
+        EXPECT("batch_exec_sync", cu.StreamSynchronize(s), CUDA_SUCCESS);
+        expect_true("batch_exec_set_ran", first_word(d) == 11,
+                    "the executable graph's batch node did not take its new value");
+        EXPECT("batch_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+    batch_ops(ops, d, 9);
+    EXPECT("batch_set", cu.GraphBatchMemOpNodeSetParams(node, &p), CUDA_SUCCESS);
+    memset(&got, 0, sizeof got);
+    EXPECT("batch_get_after_set", cu.GraphBatchMemOpNodeGetParams(node, &got), CUDA_SUCCESS);
+    expect_true("batch_set_params", got.count == 2 && (unsigned int)got.paramArray[1].value == 9,
+                "the node did not take its new parameters");
+    exec = NULL;
+    if (EXPECT("batch_instantiate_after_set", cu.GraphInstantiate(&exec, g, 0), CUDA_SUCCESS)) {
+        EXPECT("batch_launch_after_set", cu.GraphLaunch(exec, s), CUDA_SUCCESS);
+        EXPECT("batch_sync_after_set", cu.StreamSynchronize(s), CUDA_SUCCESS);
+        expect_true("batch_set_ran", first_word(d) == 9, "the batch node did not use its new value");
+        EXPECT("batch_exec_destroy", cu.GraphExecDestroy(exec), CUDA_SUCCESS);
+    }
+
+    show("batch_get_on_empty", cu.GraphBatchMemOpNodeGetParams(empty, &got));
+    batch_node_params flagged = {ctx, 2, ops, 1};
+    CUgraphNode bad = NULL;
+    show("batch_add_flags_1", cu.GraphAddBatchMemOpNode(&bad, g, NULL, 0, &flagged));
+    batch_node_params none = {ctx, 0, NULL, 0};
+    show("batch_add_no_ops", cu.GraphAddBatchMemOpNode(&bad, g, NULL, 0, &none));
+    EXPECT("batch_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
@@ -238,6 +359,7 @@ int main(int argc, char **argv)
         return checks_summary();
 
     kernel_attributes(f, d, s);
+    batch_nodes(ctx, d, s);
 
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
     EXPECT("module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);

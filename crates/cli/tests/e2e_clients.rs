@@ -518,7 +518,9 @@ fn c_graph_nodes() {
 /// Kernel node launch attributes: a priority, the cooperative flag and a memory
 /// synchronisation domain set on a kernel node read back, another kernel node
 /// takes them by `cuGraphKernelNodeCopyAttributes`, and the graph still runs its
-/// kernel (`tests/c/graph_nodes2.c`, which a GPU machine also runs natively).
+/// kernel; batch memory-operation nodes run their write at each launch, and their
+/// parameters read back and are replaced in the graph and in an executable graph
+/// (`tests/c/graph_nodes2.c`, which a GPU machine also runs natively).
 /// Straight on the simulated device it prints the same lines.
 #[test]
 fn c_graph_nodes2() {
@@ -534,7 +536,13 @@ fn c_graph_nodes2() {
         .assert_line("ok kattr_copied_domain")
         .assert_line("ok kattr_kernel_ran")
         .assert_line("ok kattr_clone_priority: -1")
-        .assert_line("44 checks, 0 failed");
+        .assert_line("ok batch_is_batch_node")
+        .assert_line("ok batch_get_params")
+        .assert_line("ok batch_ran")
+        .assert_line("ok batch_exec_set_ran")
+        .assert_line("ok batch_set_params")
+        .assert_line("ok batch_set_ran")
+        .assert_line("73 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -822,6 +822,17 @@ pub enum Op {
     GraphKernelNodeGetAttribute = 627,
     /// `cuGraphKernelNodeSetAttribute`.
     GraphKernelNodeSetAttribute = 628,
+    /// `cuGraphAddBatchMemOpNode` in `graph` after `deps` nodes (`what`
+    /// 0), `cuGraphBatchMemOpNodeSetParams` of `node` (1) or
+    /// `cuGraphExecBatchMemOpNodeSetParams` of `node` in `exec` (2): the
+    /// blob holds the dependencies (ids, u64 each), then the `count`
+    /// `CUstreamBatchMemOpParams` (48 bytes each); the worker checks each
+    /// wait's and write's address against the session's allocations, as
+    /// for cuStreamBatchMemOp.
+    GraphBatchMemOpNode = 629,
+    /// `cuGraphBatchMemOpNodeGetParams`: the blob holds the `count`
+    /// operations.
+    GraphBatchMemOpNodeParams = 630,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -1373,6 +1384,8 @@ impl Op {
         Op::GraphKernelNodeCopyAttributes,
         Op::GraphKernelNodeGetAttribute,
         Op::GraphKernelNodeSetAttribute,
+        Op::GraphBatchMemOpNode,
+        Op::GraphBatchMemOpNodeParams,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1788,6 +1801,8 @@ impl Op {
             Op::GraphKernelNodeCopyAttributes => "GraphKernelNodeCopyAttributes",
             Op::GraphKernelNodeGetAttribute => "GraphKernelNodeGetAttribute",
             Op::GraphKernelNodeSetAttribute => "GraphKernelNodeSetAttribute",
+            Op::GraphBatchMemOpNode => "GraphBatchMemOpNode",
+            Op::GraphBatchMemOpNodeParams => "GraphBatchMemOpNodeParams",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -2200,6 +2215,8 @@ impl Op {
             Op::GraphKernelNodeCopyAttributes => false,
             Op::GraphKernelNodeGetAttribute => false,
             Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2612,6 +2629,8 @@ impl Op {
             Op::GraphKernelNodeCopyAttributes => true,
             Op::GraphKernelNodeGetAttribute => true,
             Op::GraphKernelNodeSetAttribute => true,
+            Op::GraphBatchMemOpNode => true,
+            Op::GraphBatchMemOpNodeParams => true,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -3024,6 +3043,8 @@ impl Op {
             Op::GraphKernelNodeCopyAttributes => false,
             Op::GraphKernelNodeGetAttribute => false,
             Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3436,6 +3457,8 @@ impl Op {
             Op::GraphKernelNodeCopyAttributes => false,
             Op::GraphKernelNodeGetAttribute => false,
             Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3979,6 +4002,10 @@ impl Op {
             }
             Op::GraphKernelNodeSetAttribute => {
                 core::mem::size_of::<graph_kernel_node_set_attribute::Request>()
+            }
+            Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Request>(),
+            Op::GraphBatchMemOpNodeParams => {
+                core::mem::size_of::<graph_batch_mem_op_node_params::Request>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
@@ -4525,6 +4552,10 @@ impl Op {
             }
             Op::GraphKernelNodeSetAttribute => {
                 core::mem::size_of::<graph_kernel_node_set_attribute::Reply>()
+            }
+            Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Reply>(),
+            Op::GraphBatchMemOpNodeParams => {
+                core::mem::size_of::<graph_batch_mem_op_node_params::Reply>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
@@ -5366,6 +5397,12 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => {
                 message::check::<graph_kernel_node_set_attribute::Request>(fixed, blob_len)
             }
+            Op::GraphBatchMemOpNode => {
+                message::check::<graph_batch_mem_op_node::Request>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNodeParams => {
+                message::check::<graph_batch_mem_op_node_params::Request>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
@@ -6147,6 +6184,12 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => {
                 message::check::<graph_kernel_node_set_attribute::Reply>(fixed, blob_len)
             }
+            Op::GraphBatchMemOpNode => {
+                message::check::<graph_batch_mem_op_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNodeParams => {
+                message::check::<graph_batch_mem_op_node_params::Reply>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
@@ -6637,6 +6680,8 @@ impl TryFrom<u16> for Op {
             626 => Ok(Op::GraphKernelNodeCopyAttributes),
             627 => Ok(Op::GraphKernelNodeGetAttribute),
             628 => Ok(Op::GraphKernelNodeSetAttribute),
+            629 => Ok(Op::GraphBatchMemOpNode),
+            630 => Ok(Op::GraphBatchMemOpNodeParams),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -7051,6 +7096,8 @@ pub const SCHEMA: &str = concat!(
     "626 GraphKernelNodeCopyAttributes {dst:handle(GraphNode),src:handle(GraphNode)} => {}\n",
     "627 GraphKernelNodeGetAttribute {hnode:handle(GraphNode),attr:u32} => {value_out:bytes(core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>())}\n",
     "628 GraphKernelNodeSetAttribute {hnode:handle(GraphNode),attr:u32,value:bytes(core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>())} => {}\n",
+    "629 GraphBatchMemOpNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),count:u32,flags:u32,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "630 GraphBatchMemOpNodeParams {node:handle(GraphNode)} => {ctx:handle(Context),count:u32,flags:u32}+blob\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -20445,6 +20492,97 @@ pub mod graph_kernel_node_set_attribute {
         const OP: Op = Op::GraphKernelNodeSetAttribute;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphBatchMemOpNode: wire id 629.
+pub mod graph_batch_mem_op_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub ctx: U64,
+        pub count: U32,
+        pub flags: U32,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphBatchMemOpNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphBatchMemOpNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphBatchMemOpNodeParams: wire id 630.
+pub mod graph_batch_mem_op_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ctx: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphBatchMemOpNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphBatchMemOpNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

@@ -32,12 +32,14 @@ use crate::state::stream::AttrValue;
 use crate::state::State;
 
 mod attrs;
+mod batch;
 mod capture;
 mod exec;
 mod node;
 mod user;
 
 pub(crate) use attrs::*;
+pub(crate) use batch::*;
 pub(crate) use capture::*;
 pub(crate) use exec::*;
 pub(crate) use node::*;
@@ -229,6 +231,8 @@ pub(crate) struct Graphs {
     pub users: UserObjects,
     /// Kernel nodes' launch attributes set by `cuGraphKernelNodeSetAttribute`, by node.
     pub kernel_attrs: HashMap<usize, HashMap<u32, AttrValue>>,
+    /// Batch memory-operation nodes' parameters as given, by node.
+    pub batches: HashMap<usize, BatchParams>,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -256,6 +260,7 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let mut children = Vec::new();
     for n in graph.nodes {
         g.kernel_attrs.remove(&n);
+        g.batches.remove(&n);
         if let Some(Node {
             work: Work::Child { graph: child, .. },
             ..
@@ -437,6 +442,7 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
         return invalid(format!("node {node:#x} does not exist"));
     };
     g.kernel_attrs.remove(&node);
+    g.batches.remove(&node);
     if let Some(graph) = g.graphs.get_mut(&n.graph) {
         graph.nodes.retain(|&k| k != node);
     }
@@ -491,6 +497,9 @@ pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
         // A kernel node's copy has its launch attributes.
         if let Some(attrs) = st.ext.graphs.kernel_attrs.get(&old).cloned() {
             st.ext.graphs.kernel_attrs.insert(new, attrs);
+        }
+        if let Some(p) = st.ext.graphs.batches.get(&old).cloned() {
+            st.ext.graphs.batches.insert(new, p);
         }
         new_of.insert(old, new);
     }

@@ -358,6 +358,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphKernelNodeCopyAttributes => graph_kernel_node_copy_attributes(s, req),
         Op::GraphKernelNodeGetAttribute => graph_kernel_node_get_attribute(s, req),
         Op::GraphKernelNodeSetAttribute => graph_kernel_node_set_attribute(s, req),
+        Op::GraphBatchMemOpNode => super::graph::graph_batch_mem_op_node(lane, s, req),
+        Op::GraphBatchMemOpNodeParams => super::graph::graph_batch_mem_op_node_params(lane, s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
