@@ -11,7 +11,9 @@
  * - batch memory-operation nodes (a met wait and a write): the write runs at
  *   each launch; the parameters read back and are replaced in the graph and
  *   in an executable graph; the results of a getter on an empty node and of
- *   nodes with flags 1 or no operations are printed.
+ *   nodes with flags 1 or no operations are printed;
+ * - cuGraphConditionalHandleCreate: two handles of one graph differ; the
+ *   result of unknown flags is printed.
  *
  * The kernel, fill_u32(unsigned *p, unsigned v, int n), is PTX on a GPU and
  * a built-in kernel on vgpu's simulated device, so it runs on both.
@@ -105,6 +107,8 @@ static struct {
     CUresult (*GraphExecBatchMemOpNodeSetParams)(CUgraphExec, CUgraphNode,
                                                  const batch_node_params *);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
+    CUresult (*GraphConditionalHandleCreate)(unsigned long long *, CUgraph, CUcontext,
+                                             unsigned int, unsigned int);
     CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
@@ -141,6 +145,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphBatchMemOpNodeSetParams, "cuGraphBatchMemOpNodeSetParams"),
     ENTRY(GraphExecBatchMemOpNodeSetParams, "cuGraphExecBatchMemOpNodeSetParams"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
+    ENTRY(GraphConditionalHandleCreate, "cuGraphConditionalHandleCreate"),
     ENTRY(GraphInstantiate, "cuGraphInstantiateWithFlags"),
     ENTRY(GraphLaunch, "cuGraphLaunch"),
     ENTRY(GraphExecDestroy, "cuGraphExecDestroy"),
@@ -335,6 +340,21 @@ static void batch_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
     EXPECT("batch_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* Conditional handles: two of one graph differ; unknown flags are printed. */
+static void conditional_handles(CUcontext ctx)
+{
+    CUgraph g = NULL;
+    unsigned long long a = 0, b = 0, c = 0;
+    if (!EXPECT("cond_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS))
+        return;
+    EXPECT("cond_create", cu.GraphConditionalHandleCreate(&a, g, ctx, 0, 0), CUDA_SUCCESS);
+    EXPECT("cond_create_default", cu.GraphConditionalHandleCreate(&b, g, ctx, 1, 1),
+           CUDA_SUCCESS);
+    expect_true("cond_handles_differ", a != b, "two conditional handles are equal");
+    show("cond_create_flags_2", cu.GraphConditionalHandleCreate(&c, g, ctx, 0, 2));
+    EXPECT("cond_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
@@ -360,6 +380,7 @@ int main(int argc, char **argv)
 
     kernel_attributes(f, d, s);
     batch_nodes(ctx, d, s);
+    conditional_handles(ctx);
 
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);
     EXPECT("module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);

@@ -542,7 +542,8 @@ fn c_graph_nodes2() {
         .assert_line("ok batch_exec_set_ran")
         .assert_line("ok batch_set_params")
         .assert_line("ok batch_set_ran")
-        .assert_line("73 checks, 0 failed");
+        .assert_line("ok cond_handles_differ")
+        .assert_line("78 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     let native = h.run(direct);

@@ -182,6 +182,7 @@ remote_table! {
         graph: cuGraphKernelNodeCopyAttributes = 626 gen;
         graph: cuGraphKernelNodeGetAttribute = 627 gen [value_out: bytes];
         graph: cuGraphKernelNodeSetAttribute = 628 gen [value: bytes];
+        graph: cuGraphConditionalHandleCreate = 631 gen;
         graph: cuUserObjectRetain = 453 gen;
         graph: cuUserObjectRelease = 454 gen;
         graph: cuGraphRetainUserObject = 455 gen;

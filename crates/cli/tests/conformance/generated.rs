@@ -1711,6 +1711,39 @@ fn cuGraphClone() {
     });
 }
 
+/// `cuGraphConditionalHandleCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphConditionalHandleCreate() {
+    case("generated::cuGraphConditionalHandleCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphConditionalHandle,
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUcontext,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphConditionalHandleCreate");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pHandle_out: vgpu_abi::types::CUgraphConditionalHandle =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pHandle_out,
+                core::ptr::null_mut(),
+                handle(f.ctx),
+                190764081u32,
+                1184025149u32,
+            )
+        };
+        f.ok("cuGraphConditionalHandleCreate", st);
+        assert_eq!(
+            o_pHandle_out, 4317433405066374926u64,
+            "cuGraphConditionalHandleCreate: pHandle_out"
+        );
+    });
+}
+
 /// `cuGraphCreate` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphCreate() {

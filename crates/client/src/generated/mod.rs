@@ -108,6 +108,7 @@ crate::api::implement! {
     cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) => self::graph_add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr);
     cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
+    cuGraphConditionalHandleCreate(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) => self::graph_conditional_handle_create(pHandle_out, hGraph, ctx, defaultLaunchValue, flags);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
     cuGraphDestroy(hGraph) => self::graph_destroy(hGraph);
     cuGraphDestroyNode(hNode) => self::graph_destroy_node(hNode);
@@ -1756,6 +1757,34 @@ pub unsafe fn graph_clone(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(phGraphClone, wire::handle(rep.ph_graph_clone.get()))?;
+    }
+    Ok(())
+}
+
+/// `cuGraphConditionalHandleCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_conditional_handle_create(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle_out)?;
+    let r = vgpu_proto::graph_conditional_handle_create::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        ctx: U64::new(ctx as usize as u64),
+        default_launch_value: U32::new(defaultLaunchValue),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle_out, rep.phandle_out.get())?;
     }
     Ok(())
 }

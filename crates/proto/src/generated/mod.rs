@@ -833,6 +833,8 @@ pub enum Op {
     /// `cuGraphBatchMemOpNodeGetParams`: the blob holds the `count`
     /// operations.
     GraphBatchMemOpNodeParams = 630,
+    /// `cuGraphConditionalHandleCreate`.
+    GraphConditionalHandleCreate = 631,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -1386,6 +1388,7 @@ impl Op {
         Op::GraphKernelNodeSetAttribute,
         Op::GraphBatchMemOpNode,
         Op::GraphBatchMemOpNodeParams,
+        Op::GraphConditionalHandleCreate,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1803,6 +1806,7 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => "GraphKernelNodeSetAttribute",
             Op::GraphBatchMemOpNode => "GraphBatchMemOpNode",
             Op::GraphBatchMemOpNodeParams => "GraphBatchMemOpNodeParams",
+            Op::GraphConditionalHandleCreate => "GraphConditionalHandleCreate",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -2217,6 +2221,7 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => false,
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2631,6 +2636,7 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => true,
             Op::GraphBatchMemOpNode => true,
             Op::GraphBatchMemOpNodeParams => true,
+            Op::GraphConditionalHandleCreate => true,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -3045,6 +3051,7 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => false,
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3459,6 +3466,7 @@ impl Op {
             Op::GraphKernelNodeSetAttribute => false,
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -4006,6 +4014,9 @@ impl Op {
             Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Request>(),
             Op::GraphBatchMemOpNodeParams => {
                 core::mem::size_of::<graph_batch_mem_op_node_params::Request>()
+            }
+            Op::GraphConditionalHandleCreate => {
+                core::mem::size_of::<graph_conditional_handle_create::Request>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
@@ -4556,6 +4567,9 @@ impl Op {
             Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Reply>(),
             Op::GraphBatchMemOpNodeParams => {
                 core::mem::size_of::<graph_batch_mem_op_node_params::Reply>()
+            }
+            Op::GraphConditionalHandleCreate => {
+                core::mem::size_of::<graph_conditional_handle_create::Reply>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
@@ -5403,6 +5417,9 @@ impl Op {
             Op::GraphBatchMemOpNodeParams => {
                 message::check::<graph_batch_mem_op_node_params::Request>(fixed, blob_len)
             }
+            Op::GraphConditionalHandleCreate => {
+                message::check::<graph_conditional_handle_create::Request>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
@@ -6190,6 +6207,9 @@ impl Op {
             Op::GraphBatchMemOpNodeParams => {
                 message::check::<graph_batch_mem_op_node_params::Reply>(fixed, blob_len)
             }
+            Op::GraphConditionalHandleCreate => {
+                message::check::<graph_conditional_handle_create::Reply>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
@@ -6682,6 +6702,7 @@ impl TryFrom<u16> for Op {
             628 => Ok(Op::GraphKernelNodeSetAttribute),
             629 => Ok(Op::GraphBatchMemOpNode),
             630 => Ok(Op::GraphBatchMemOpNodeParams),
+            631 => Ok(Op::GraphConditionalHandleCreate),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -7098,6 +7119,7 @@ pub const SCHEMA: &str = concat!(
     "628 GraphKernelNodeSetAttribute {hnode:handle(GraphNode),attr:u32,value:bytes(core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>())} => {}\n",
     "629 GraphBatchMemOpNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),count:u32,flags:u32,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "630 GraphBatchMemOpNodeParams {node:handle(GraphNode)} => {ctx:handle(Context),count:u32,flags:u32}+blob\n",
+    "631 GraphConditionalHandleCreate {hgraph:handle(Graph),ctx:handle(Context),default_launch_value:u32,flags:u32} => {phandle_out:u64}\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -20591,6 +20613,50 @@ pub mod graph_batch_mem_op_node_params {
     }
 }
 
+/// `cuGraphConditionalHandleCreate`: wire id 631.
+pub mod graph_conditional_handle_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub ctx: U64,
+        pub default_launch_value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphConditionalHandleCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphConditionalHandleCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// The hand-written operation LinkCreate: wire id 680.
 pub mod link_create {
     use super::*;
@@ -25950,6 +26016,15 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.hnode = U64::new(0x4100_0000_0000_005f);
             r.attr = U32::new(112);
             r.value.fill(1);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphConditionalHandleCreate => {
+            let mut r = graph_conditional_handle_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0068);
+            r.ctx = U64::new(0x4100_0000_0000_0079);
+            r.default_launch_value = U32::new(10);
+            r.flags = U32::new(27);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ParamSetSize => {

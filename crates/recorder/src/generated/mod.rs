@@ -1759,6 +1759,32 @@ pub unsafe extern "C" fn cuGraphClone(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphConditionalHandleCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphConditionalHandleCreate");
+    c.non_null("pHandle_out", pHandle_out);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("ctx", ctx as usize as u64, 0x510000000001u64);
+    c.eq("defaultLaunchValue", defaultLaunchValue, 190764081u32);
+    c.eq("flags", flags, 1184025149u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle_out.write_unaligned(4317433405066374926u64) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphCreate`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -5914,6 +5940,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
+    "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
@@ -6189,6 +6216,7 @@ const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: crate::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: crate::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: crate::signature::cuGraphClone = cuGraphClone;
+const _: crate::signature::cuGraphConditionalHandleCreate = cuGraphConditionalHandleCreate;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
 const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
 const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;

@@ -5,7 +5,7 @@
 //! policy window, priority, memory synchronisation domain and map), checked as for a
 //! stream, and the cooperative flag; any other attribute is refused with
 //! `CUDA_ERROR_INVALID_VALUE`. Attributes change nothing in how the simulator runs a
-//! kernel.
+//! kernel. Conditional handles are made here too (`cuGraphConditionalHandleCreate`).
 
 use super::{invalid, Work};
 use crate::cu::CUstreamAttrValue;
@@ -86,4 +86,22 @@ pub(crate) fn copy_kernel_attrs(st: &mut State, dst: usize, src: usize) -> Res<(
         None => g.kernel_attrs.remove(&dst),
     };
     Ok(())
+}
+
+/// `CU_GRAPH_COND_ASSIGN_DEFAULT`: the handle takes its default value at each launch.
+const COND_ASSIGN_DEFAULT: u32 = 1;
+
+/// `cuGraphConditionalHandleCreate`: a new handle of graph `key` in context `ctx`,
+/// unique in the process. The simulator has no conditional nodes to read it, so the
+/// default value is only checked to be usable (any value is).
+pub(crate) fn conditional_handle(st: &mut State, key: usize, ctx: usize, flags: u32) -> Res<u64> {
+    if !st.ext.graphs.graphs.contains_key(&key) {
+        return invalid(format!("graph {key:#x} does not exist"));
+    }
+    crate::context::live(st, ctx)?;
+    if flags & !COND_ASSIGN_DEFAULT != 0 {
+        return invalid(format!("conditional handle flags {flags:#x} are not valid"));
+    }
+    st.ext.graphs.conditionals += 1;
+    Ok(st.ext.graphs.conditionals)
 }

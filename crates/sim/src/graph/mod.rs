@@ -233,6 +233,8 @@ pub(crate) struct Graphs {
     pub kernel_attrs: HashMap<usize, HashMap<u32, AttrValue>>,
     /// Batch memory-operation nodes' parameters as given, by node.
     pub batches: HashMap<usize, BatchParams>,
+    /// Conditional handles handed out so far.
+    pub conditionals: u64,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {

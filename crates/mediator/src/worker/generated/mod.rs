@@ -360,6 +360,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphKernelNodeSetAttribute => graph_kernel_node_set_attribute(s, req),
         Op::GraphBatchMemOpNode => super::graph::graph_batch_mem_op_node(lane, s, req),
         Op::GraphBatchMemOpNodeParams => super::graph::graph_batch_mem_op_node_params(lane, s, req),
+        Op::GraphConditionalHandleCreate => graph_conditional_handle_create(s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
@@ -5142,6 +5143,39 @@ fn graph_kernel_node_set_attribute(s: &Session, req: &Request) -> Result<Reply, 
     ok(unsafe { f(calls::as_ptr(a_hnode), a_attr, &a_value) })?;
     Ok(Reply::new(
         &vgpu_proto::graph_kernel_node_set_attribute::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphConditionalHandleCreate`.
+fn graph_conditional_handle_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_conditional_handle_create::Request = calls::message(req)?;
+    let a_default_launch_value = r.default_launch_value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_ctx = t.handle(HandleKind::Context, r.ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle_out: vgpu_abi::types::CUgraphConditionalHandle =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphConditionalHandleCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_phandle_out,
+            calls::as_ptr(a_hgraph),
+            calls::as_ptr(a_ctx),
+            a_default_launch_value,
+            a_flags,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_conditional_handle_create::Reply {
+            phandle_out: U64::new(o_phandle_out),
+        },
         Vec::new(),
     ))
 }

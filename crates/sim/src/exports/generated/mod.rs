@@ -1162,6 +1162,31 @@ pub unsafe extern "C" fn cuGraphClone(
     })
 }
 
+/// `cuGraphConditionalHandleCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphConditionalHandleCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle_out = unsafe { Out::new(pHandle_out, "pHandle_out") }?;
+        super::graph::graph_conditional_handle_create(
+            pHandle_out,
+            hGraph,
+            ctx,
+            defaultLaunchValue,
+            flags,
+        )
+    })
+}
+
 /// `cuGraphCreate`.
 ///
 /// # Safety
@@ -4073,6 +4098,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
+    "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
@@ -4348,6 +4374,7 @@ const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: super::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: super::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: super::signature::cuGraphClone = cuGraphClone;
+const _: super::signature::cuGraphConditionalHandleCreate = cuGraphConditionalHandleCreate;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
 const _: super::signature::cuGraphDestroy = cuGraphDestroy;
 const _: super::signature::cuGraphDestroyNode = cuGraphDestroyNode;

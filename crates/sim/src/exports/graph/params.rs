@@ -5,8 +5,8 @@ use std::ffi::c_uint;
 
 use super::nodes::{kernel_work, node_keys};
 use crate::cu::{
-    CUevent, CUgraph, CUgraphExec, CUgraphNode, CUhostFn, CUkernelNodeAttrID,
-    CUkernelNodeAttrValue, CUresult, CUuserObject, CUDA_KERNEL_NODE_PARAMS,
+    CUcontext, CUevent, CUgraph, CUgraphConditionalHandle, CUgraphExec, CUgraphNode, CUhostFn,
+    CUkernelNodeAttrID, CUkernelNodeAttrValue, CUresult, CUuserObject, CUDA_KERNEL_NODE_PARAMS,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
@@ -250,4 +250,17 @@ pub(crate) unsafe fn graph_kernel_node_set_attribute(
 /// `cuGraphKernelNodeCopyAttributes`.
 pub(crate) fn graph_kernel_node_copy_attributes(dst: CUgraphNode, src: CUgraphNode) -> Res<()> {
     graph::copy_kernel_attrs(&mut state::sim()?.lock(), key(dst), key(src))
+}
+
+/// `cuGraphConditionalHandleCreate`.
+pub(crate) fn graph_conditional_handle_create(
+    out: Out<CUgraphConditionalHandle>,
+    g: CUgraph,
+    ctx: CUcontext,
+    _default_launch_value: c_uint,
+    flags: c_uint,
+) -> Res<()> {
+    let h = graph::conditional_handle(&mut state::sim()?.lock(), key(g), key(ctx), flags)?;
+    out.write(h);
+    Ok(())
 }
