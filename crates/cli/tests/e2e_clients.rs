@@ -515,6 +515,46 @@ fn c_graph_nodes() {
     );
 }
 
+/// Kernel node launch attributes: a priority, the cooperative flag and a memory
+/// synchronisation domain set on a kernel node read back, another kernel node
+/// takes them by `cuGraphKernelNodeCopyAttributes`, and the graph still runs its
+/// kernel; batch memory-operation nodes run their write at each launch, and their
+/// parameters read back and are replaced in the graph and in an executable graph
+/// (`tests/c/graph_nodes2.c`, which a GPU machine also runs natively).
+/// Straight on the simulated device it prints the same lines.
+#[test]
+fn c_graph_nodes2() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "graph_nodes2");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok kattr_priority_read_back")
+        .assert_line("ok kattr_cooperative_read_back")
+        .assert_line("ok kattr_domain_read_back")
+        .assert_line("ok kattr_copied_priority")
+        .assert_line("ok kattr_copied_domain")
+        .assert_line("ok kattr_kernel_ran")
+        .assert_line("ok kattr_clone_priority: -1")
+        .assert_line("ok batch_is_batch_node")
+        .assert_line("ok batch_get_params")
+        .assert_line("ok batch_ran")
+        .assert_line("ok batch_exec_set_ran")
+        .assert_line("ok batch_set_params")
+        .assert_line("ok batch_set_ran")
+        .assert_line("ok cond_handles_differ")
+        .assert_line("78 checks, 0 failed");
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    let native = h.run(direct);
+    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        body(&out.stdout),
+        body(&native.stdout),
+        "through vgpu and straight on the sim differ"
+    );
+}
+
 /// Managed memory through a real mediator on the simulated device: CPU
 /// stores a kernel reads and kernel stores the CPU reads after
 /// synchronization, copies and memsets into managed pages, the pointer

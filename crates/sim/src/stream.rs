@@ -170,11 +170,11 @@ pub(crate) fn id(st: &mut State, key: usize) -> Res<u64> {
 }
 
 /// The `CUstreamAttrID`s a stream has (`CU_LAUNCH_ATTRIBUTE_*` valid for streams).
-const ATTR_ACCESS_POLICY_WINDOW: u32 = 1;
+pub(crate) const ATTR_ACCESS_POLICY_WINDOW: u32 = 1;
 const ATTR_SYNC_POLICY: u32 = 3;
-const ATTR_PRIORITY: u32 = 8;
-const ATTR_MEM_SYNC_DOMAIN_MAP: u32 = 9;
-const ATTR_MEM_SYNC_DOMAIN: u32 = 10;
+pub(crate) const ATTR_PRIORITY: u32 = 8;
+pub(crate) const ATTR_MEM_SYNC_DOMAIN_MAP: u32 = 9;
+pub(crate) const ATTR_MEM_SYNC_DOMAIN: u32 = 10;
 /// `CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE`.
 const MAX_ACCESS_POLICY_WINDOW: usize = 134_213_632;
 /// `CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT`.
@@ -194,13 +194,13 @@ fn check_attr(attr: u32) -> Res<()> {
     }
 }
 
-fn zeroed() -> CUstreamAttrValue {
+pub(crate) fn zeroed() -> CUstreamAttrValue {
     CUstreamAttrValue { pad: [0; 64] }
 }
 
 /// An attribute's value before it is first set: no access policy window, automatic
 /// synchronisation, domain map {default: 0, remote: 1}, the default domain.
-fn default_value(attr: u32) -> CUstreamAttrValue {
+pub(crate) fn default_value(attr: u32) -> CUstreamAttrValue {
     let mut v = zeroed();
     match attr {
         ATTR_SYNC_POLICY => v.syncPolicy = CUsynchronizationPolicy::CU_SYNC_POLICY_AUTO,
@@ -217,7 +217,7 @@ fn default_value(attr: u32) -> CUstreamAttrValue {
 
 /// Checks the field of `v` that `attr` (not the priority) selects and returns a value
 /// holding only it.
-fn normalize(attr: u32, v: &CUstreamAttrValue) -> Res<CUstreamAttrValue> {
+pub(crate) fn normalize(attr: u32, v: &CUstreamAttrValue) -> Res<CUstreamAttrValue> {
     let bad = |why: String| err(CUresult::CUDA_ERROR_INVALID_VALUE, why);
     let mut out = zeroed();
     match attr {

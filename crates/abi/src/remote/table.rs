@@ -179,6 +179,10 @@ remote_table! {
         graph: cuDeviceGraphMemTrim = 621 gen;
         graph: cuGraphAddMemFreeNode = 624 gen [dependencies: array(numDependencies)];
         graph: cuGraphMemFreeNodeGetParams = 625 gen;
+        graph: cuGraphKernelNodeCopyAttributes = 626 gen;
+        graph: cuGraphKernelNodeGetAttribute = 627 gen [value_out: bytes];
+        graph: cuGraphKernelNodeSetAttribute = 628 gen [value: bytes];
+        graph: cuGraphConditionalHandleCreate = 631 gen;
         graph: cuUserObjectRetain = 453 gen;
         graph: cuUserObjectRelease = 454 gen;
         graph: cuGraphRetainUserObject = 455 gen;
@@ -394,7 +398,9 @@ remote_table! {
             cuGraphExecUpdate, cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
             cuGraphGetEdges_v2, cuGraphNodeGetDependencies_v2, cuGraphNodeGetDependentNodes_v2,
             cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute,
-            cuGraphAddMemAllocNode, cuGraphMemAllocNodeGetParams;
+            cuGraphAddMemAllocNode, cuGraphMemAllocNodeGetParams, cuGraphAddBatchMemOpNode,
+            cuGraphBatchMemOpNodeGetParams, cuGraphBatchMemOpNodeSetParams,
+            cuGraphExecBatchMemOpNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -585,6 +591,20 @@ remote_table! {
         graph: GraphMemAllocNodeParams = 623 { node: handle(GraphNode) } => { alloc_type: u32,
             handle_types: u32, loc_type: u32, loc_id: i32, bytes: u64, dptr: devptr, access: u32 }
             + blob;
+        /// `cuGraphAddBatchMemOpNode` in `graph` after `deps` nodes (`what`
+        /// 0), `cuGraphBatchMemOpNodeSetParams` of `node` (1) or
+        /// `cuGraphExecBatchMemOpNodeSetParams` of `node` in `exec` (2): the
+        /// blob holds the dependencies (ids, u64 each), then the `count`
+        /// `CUstreamBatchMemOpParams` (48 bytes each); the worker checks each
+        /// wait's and write's address against the session's allocations, as
+        /// for cuStreamBatchMemOp.
+        graph: GraphBatchMemOpNode = 629 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), ctx: handle(Context), count: u32, flags: u32, deps: u32 } + blob
+            => { node: handle(GraphNode) };
+        /// `cuGraphBatchMemOpNodeGetParams`: the blob holds the `count`
+        /// operations.
+        graph: GraphBatchMemOpNodeParams = 630 { node: handle(GraphNode) } => { ctx: handle(Context),
+            count: u32, flags: u32 } + blob;
 
         /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
         /// has destroyed it (its outstanding allocations stay live).

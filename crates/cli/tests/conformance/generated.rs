@@ -1711,6 +1711,39 @@ fn cuGraphClone() {
     });
 }
 
+/// `cuGraphConditionalHandleCreate` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphConditionalHandleCreate() {
+    case("generated::cuGraphConditionalHandleCreate", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUgraphConditionalHandle,
+            vgpu_abi::types::CUgraph,
+            vgpu_abi::types::CUcontext,
+            ::core::ffi::c_uint,
+            ::core::ffi::c_uint,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphConditionalHandleCreate");
+        // SAFETY: every C value is valid when all zero.
+        let mut o_pHandle_out: vgpu_abi::types::CUgraphConditionalHandle =
+            unsafe { core::mem::zeroed() };
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                &mut o_pHandle_out,
+                core::ptr::null_mut(),
+                handle(f.ctx),
+                190764081u32,
+                1184025149u32,
+            )
+        };
+        f.ok("cuGraphConditionalHandleCreate", st);
+        assert_eq!(
+            o_pHandle_out, 4317433405066374926u64,
+            "cuGraphConditionalHandleCreate: pHandle_out"
+        );
+    });
+}
+
 /// `cuGraphCreate` arrives with the values passed and its outputs come back.
 #[test]
 fn cuGraphCreate() {
@@ -2041,6 +2074,81 @@ fn cuGraphInstantiate_v2() {
             pattern(393, 103, 7),
             "cuGraphInstantiate_v2: logBuffer"
         );
+    });
+}
+
+/// `cuGraphKernelNodeCopyAttributes` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphKernelNodeCopyAttributes() {
+    case("generated::cuGraphKernelNodeCopyAttributes", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUgraphNode,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphKernelNodeCopyAttributes");
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(core::ptr::null_mut(), core::ptr::null_mut()) };
+        f.ok("cuGraphKernelNodeCopyAttributes", st);
+    });
+}
+
+/// `cuGraphKernelNodeGetAttribute` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphKernelNodeGetAttribute() {
+    case("generated::cuGraphKernelNodeGetAttribute", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUkernelNodeAttrID,
+            *mut vgpu_abi::types::CUkernelNodeAttrValue_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphKernelNodeGetAttribute");
+        let mut o_value_out = Record::<vgpu_abi::types::CUkernelNodeAttrValue_v1>::zeroed();
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                vgpu_abi::types::CUkernelNodeAttrID(4101219714u32),
+                o_value_out.as_mut_ptr(),
+            )
+        };
+        f.ok("cuGraphKernelNodeGetAttribute", st);
+        assert_eq!(
+            o_value_out.bytes(),
+            pattern(
+                627,
+                102,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>()
+            ),
+            "cuGraphKernelNodeGetAttribute: value_out"
+        );
+    });
+}
+
+/// `cuGraphKernelNodeSetAttribute` arrives with the values passed and its outputs come back.
+#[test]
+fn cuGraphKernelNodeSetAttribute() {
+    case("generated::cuGraphKernelNodeSetAttribute", |f| {
+        let call: unsafe extern "C" fn(
+            vgpu_abi::types::CUgraphNode,
+            vgpu_abi::types::CUkernelNodeAttrID,
+            *const vgpu_abi::types::CUkernelNodeAttrValue_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuGraphKernelNodeSetAttribute");
+        let mut i_value =
+            Record::<vgpu_abi::types::CUkernelNodeAttrValue_v1>::from_bytes(&pattern(
+                628,
+                2,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>(),
+            ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe {
+            call(
+                core::ptr::null_mut(),
+                vgpu_abi::types::CUkernelNodeAttrID(3415463649u32),
+                i_value.as_ptr(),
+            )
+        };
+        f.ok("cuGraphKernelNodeSetAttribute", st);
     });
 }
 

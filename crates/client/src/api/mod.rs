@@ -366,6 +366,13 @@ implement! {
     cuGraphMemcpyNodeGetParams(node, p) => graph::memcpy_node_params(node, p);
     cuGraphAddMemAllocNode(ph, g, deps, n, p) => graph::mem_alloc_node(ph, g, deps, n, p);
     cuGraphMemAllocNodeGetParams(node, p) => graph::mem_alloc_node_params(node, p);
+    cuGraphAddBatchMemOpNode(ph, g, deps, n, p) => graph::batch_mem_op_node(0, ph, g,
+        std::ptr::null_mut(), std::ptr::null_mut(), deps, n, p);
+    cuGraphBatchMemOpNodeSetParams(node, p) => graph::batch_mem_op_node(1, std::ptr::null_mut(),
+        std::ptr::null_mut(), std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExecBatchMemOpNodeSetParams(e, node, p) => graph::batch_mem_op_node(2,
+        std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
+    cuGraphBatchMemOpNodeGetParams(node, p) => graph::batch_mem_op_node_params(node, p);
     cuDeviceGetGraphMemAttribute(dev, attr, value) =>
         graph::graph_mem_attribute(dev, attr, value, false);
     cuDeviceSetGraphMemAttribute(dev, attr, value) =>

@@ -108,6 +108,7 @@ crate::api::implement! {
     cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, dptr) => self::graph_add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr);
     cuGraphChildGraphNodeGetGraph(hNode, phGraph) => self::graph_child_graph_node_get_graph(hNode, phGraph);
     cuGraphClone(phGraphClone, originalGraph) => self::graph_clone(phGraphClone, originalGraph);
+    cuGraphConditionalHandleCreate(pHandle_out, hGraph, ctx, defaultLaunchValue, flags) => self::graph_conditional_handle_create(pHandle_out, hGraph, ctx, defaultLaunchValue, flags);
     cuGraphCreate(phGraph, flags) => self::graph_create(phGraph, flags);
     cuGraphDestroy(hGraph) => crate::api::graph::graph_destroy(hGraph);
     cuGraphDestroyNode(hNode) => crate::api::graph::graph_destroy_node(hNode);
@@ -123,6 +124,9 @@ crate::api::implement! {
     cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
     cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags) => self::graph_instantiate_with_flags(phGraphExec, hGraph, flags);
     cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize) => self::graph_instantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    cuGraphKernelNodeCopyAttributes(dst, src) => self::graph_kernel_node_copy_attributes(dst, src);
+    cuGraphKernelNodeGetAttribute(hNode, attr, value_out) => self::graph_kernel_node_get_attribute(hNode, attr, value_out);
+    cuGraphKernelNodeSetAttribute(hNode, attr, value) => self::graph_kernel_node_set_attribute(hNode, attr, value);
     cuGraphLaunch(hGraph, hStream) => self::graph_launch(hGraph, hStream);
     cuGraphLaunch_ptsz(hGraphExec, hStream) => self::graph_launch_ptsz(hGraphExec, hStream);
     cuGraphMemFreeNodeGetParams(hNode, dptr_out) => self::graph_mem_free_node_get_params(hNode, dptr_out);
@@ -1757,6 +1761,34 @@ pub unsafe fn graph_clone(
     Ok(())
 }
 
+/// `cuGraphConditionalHandleCreate`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_conditional_handle_create(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(pHandle_out)?;
+    let r = vgpu_proto::graph_conditional_handle_create::Request {
+        hgraph: U64::new(hGraph as usize as u64),
+        ctx: U64::new(ctx as usize as u64),
+        default_launch_value: U32::new(defaultLaunchValue),
+        flags: U32::new(flags),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(pHandle_out, rep.phandle_out.get())?;
+    }
+    Ok(())
+}
+
 /// `cuGraphCreate`, generated.
 ///
 /// # Safety
@@ -2054,6 +2086,71 @@ pub unsafe fn graph_instantiate_v2(
         }
         call::write_bytes(logBuffer.cast(), p_logBuffer)?;
     }
+    Ok(())
+}
+
+/// `cuGraphKernelNodeCopyAttributes`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_kernel_node_copy_attributes(
+    dst: vgpu_abi::types::CUgraphNode,
+    src: vgpu_abi::types::CUgraphNode,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let r = vgpu_proto::graph_kernel_node_copy_attributes::Request {
+        dst: U64::new(dst as usize as u64),
+        src: U64::new(src as usize as u64),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuGraphKernelNodeGetAttribute`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_kernel_node_get_attribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value_out: *mut vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(value_out)?;
+    let r = vgpu_proto::graph_kernel_node_get_attribute::Request {
+        hnode: U64::new(hNode as usize as u64),
+        attr: U32::new(attr.0),
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        call::write_record(value_out, &rep.value_out)?;
+    }
+    Ok(())
+}
+
+/// `cuGraphKernelNodeSetAttribute`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn graph_kernel_node_set_attribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value: *const vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(value)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_value = unsafe { call::record_bytes_at(value) };
+    let r = vgpu_proto::graph_kernel_node_set_attribute::Request {
+        hnode: U64::new(hNode as usize as u64),
+        attr: U32::new(attr.0),
+        value: b_value,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
     Ok(())
 }
 

@@ -43,24 +43,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// call has this layout and meaning on driver 580).
 pub fn stream_batch_mem_op(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &stream_batch_mem_op::Request = message(req)?;
-    let n = r.count.get() as usize;
-    if n > MAX_OPS || req.blob.len() != n * OP {
-        return Err(INVALID_VALUE);
-    }
-    let mut ranges = Vec::new();
-    let mut ops = Vec::with_capacity(n);
-    for raw in req.blob.chunks_exact(OP) {
-        // Wait and write operations: the address at byte 8; the alias at
-        // byte 32 is the driver's own and starts at zero.
-        let mut bytes = [0u8; OP];
-        bytes.copy_from_slice(raw);
-        if let Some(len) = touched(u32_at(raw, 0)) {
-            ranges.push((u64_at(raw, 8), len));
-            bytes[32..40].fill(0);
-        }
-        // SAFETY: the union is plain data, valid for any bytes.
-        ops.push(unsafe { core::mem::transmute::<[u8; OP], CUstreamBatchMemOpParams>(bytes) });
-    }
+    let (mut ops, ranges) = operations(&req.blob, r.count.get())?;
     let stream = checked(s, &ranges, r.stream.get())?;
     let count = r.count.get();
     let p = if ops.is_empty() {
@@ -72,4 +55,32 @@ pub fn stream_batch_mem_op(_: &mut Lane, s: &Session, req: &Request) -> Result<R
     // the stream is this session's own.
     ok(unsafe { entry(s.driver.cuStreamBatchMemOp_v2)?(stream.cast(), count, p, r.flags.get()) })?;
     Ok(Reply::default())
+}
+
+/// Operations for the driver, and the device ranges (address, bytes) their
+/// waits and writes touch.
+pub(super) type Checked = (Vec<CUstreamBatchMemOpParams>, Vec<(u64, u64)>);
+
+/// The `count` operations of `blob` (48 bytes each) and the device ranges
+/// their waits and writes touch, for the caller to check.
+pub(super) fn operations(blob: &[u8], count: u32) -> Result<Checked, Status> {
+    let n = count as usize;
+    if n > MAX_OPS || blob.len() != n * OP {
+        return Err(INVALID_VALUE);
+    }
+    let mut ranges = Vec::new();
+    let mut ops = Vec::with_capacity(n);
+    for raw in blob.chunks_exact(OP) {
+        // Wait and write operations: the address at byte 8; the alias at
+        // byte 32 is the driver's own and starts at zero.
+        let mut bytes = [0u8; OP];
+        bytes.copy_from_slice(raw);
+        if let Some(len) = touched(u32_at(raw, 0)) {
+            ranges.push((u64_at(raw, 8), len));
+            bytes[32..40].fill(0);
+        }
+        // SAFETY: the union is plain data, valid for any bytes.
+        ops.push(unsafe { core::mem::transmute::<[u8; OP], CUstreamBatchMemOpParams>(bytes) });
+    }
+    Ok((ops, ranges))
 }

@@ -816,6 +816,25 @@ pub enum Op {
     GraphAddMemFreeNode = 624,
     /// `cuGraphMemFreeNodeGetParams`.
     GraphMemFreeNodeGetParams = 625,
+    /// `cuGraphKernelNodeCopyAttributes`.
+    GraphKernelNodeCopyAttributes = 626,
+    /// `cuGraphKernelNodeGetAttribute`.
+    GraphKernelNodeGetAttribute = 627,
+    /// `cuGraphKernelNodeSetAttribute`.
+    GraphKernelNodeSetAttribute = 628,
+    /// `cuGraphAddBatchMemOpNode` in `graph` after `deps` nodes (`what`
+    /// 0), `cuGraphBatchMemOpNodeSetParams` of `node` (1) or
+    /// `cuGraphExecBatchMemOpNodeSetParams` of `node` in `exec` (2): the
+    /// blob holds the dependencies (ids, u64 each), then the `count`
+    /// `CUstreamBatchMemOpParams` (48 bytes each); the worker checks each
+    /// wait's and write's address against the session's allocations, as
+    /// for cuStreamBatchMemOp.
+    GraphBatchMemOpNode = 629,
+    /// `cuGraphBatchMemOpNodeGetParams`: the blob holds the `count`
+    /// operations.
+    GraphBatchMemOpNodeParams = 630,
+    /// `cuGraphConditionalHandleCreate`.
+    GraphConditionalHandleCreate = 631,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -1364,6 +1383,12 @@ impl Op {
         Op::GraphMemAllocNodeParams,
         Op::GraphAddMemFreeNode,
         Op::GraphMemFreeNodeGetParams,
+        Op::GraphKernelNodeCopyAttributes,
+        Op::GraphKernelNodeGetAttribute,
+        Op::GraphKernelNodeSetAttribute,
+        Op::GraphBatchMemOpNode,
+        Op::GraphBatchMemOpNodeParams,
+        Op::GraphConditionalHandleCreate,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1776,6 +1801,12 @@ impl Op {
             Op::GraphMemAllocNodeParams => "GraphMemAllocNodeParams",
             Op::GraphAddMemFreeNode => "GraphAddMemFreeNode",
             Op::GraphMemFreeNodeGetParams => "GraphMemFreeNodeGetParams",
+            Op::GraphKernelNodeCopyAttributes => "GraphKernelNodeCopyAttributes",
+            Op::GraphKernelNodeGetAttribute => "GraphKernelNodeGetAttribute",
+            Op::GraphKernelNodeSetAttribute => "GraphKernelNodeSetAttribute",
+            Op::GraphBatchMemOpNode => "GraphBatchMemOpNode",
+            Op::GraphBatchMemOpNodeParams => "GraphBatchMemOpNodeParams",
+            Op::GraphConditionalHandleCreate => "GraphConditionalHandleCreate",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -2185,6 +2216,12 @@ impl Op {
             Op::GraphMemAllocNodeParams => false,
             Op::GraphAddMemFreeNode => false,
             Op::GraphMemFreeNodeGetParams => false,
+            Op::GraphKernelNodeCopyAttributes => false,
+            Op::GraphKernelNodeGetAttribute => false,
+            Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2594,6 +2631,12 @@ impl Op {
             Op::GraphMemAllocNodeParams => true,
             Op::GraphAddMemFreeNode => true,
             Op::GraphMemFreeNodeGetParams => true,
+            Op::GraphKernelNodeCopyAttributes => true,
+            Op::GraphKernelNodeGetAttribute => true,
+            Op::GraphKernelNodeSetAttribute => true,
+            Op::GraphBatchMemOpNode => true,
+            Op::GraphBatchMemOpNodeParams => true,
+            Op::GraphConditionalHandleCreate => true,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -3003,6 +3046,12 @@ impl Op {
             Op::GraphMemAllocNodeParams => false,
             Op::GraphAddMemFreeNode => false,
             Op::GraphMemFreeNodeGetParams => false,
+            Op::GraphKernelNodeCopyAttributes => false,
+            Op::GraphKernelNodeGetAttribute => false,
+            Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3412,6 +3461,12 @@ impl Op {
             Op::GraphMemAllocNodeParams => false,
             Op::GraphAddMemFreeNode => false,
             Op::GraphMemFreeNodeGetParams => false,
+            Op::GraphKernelNodeCopyAttributes => false,
+            Op::GraphKernelNodeGetAttribute => false,
+            Op::GraphKernelNodeSetAttribute => false,
+            Op::GraphBatchMemOpNode => false,
+            Op::GraphBatchMemOpNodeParams => false,
+            Op::GraphConditionalHandleCreate => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3946,6 +4001,22 @@ impl Op {
             Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Request>(),
             Op::GraphMemFreeNodeGetParams => {
                 core::mem::size_of::<graph_mem_free_node_get_params::Request>()
+            }
+            Op::GraphKernelNodeCopyAttributes => {
+                core::mem::size_of::<graph_kernel_node_copy_attributes::Request>()
+            }
+            Op::GraphKernelNodeGetAttribute => {
+                core::mem::size_of::<graph_kernel_node_get_attribute::Request>()
+            }
+            Op::GraphKernelNodeSetAttribute => {
+                core::mem::size_of::<graph_kernel_node_set_attribute::Request>()
+            }
+            Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Request>(),
+            Op::GraphBatchMemOpNodeParams => {
+                core::mem::size_of::<graph_batch_mem_op_node_params::Request>()
+            }
+            Op::GraphConditionalHandleCreate => {
+                core::mem::size_of::<graph_conditional_handle_create::Request>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
@@ -4483,6 +4554,22 @@ impl Op {
             Op::GraphAddMemFreeNode => core::mem::size_of::<graph_add_mem_free_node::Reply>(),
             Op::GraphMemFreeNodeGetParams => {
                 core::mem::size_of::<graph_mem_free_node_get_params::Reply>()
+            }
+            Op::GraphKernelNodeCopyAttributes => {
+                core::mem::size_of::<graph_kernel_node_copy_attributes::Reply>()
+            }
+            Op::GraphKernelNodeGetAttribute => {
+                core::mem::size_of::<graph_kernel_node_get_attribute::Reply>()
+            }
+            Op::GraphKernelNodeSetAttribute => {
+                core::mem::size_of::<graph_kernel_node_set_attribute::Reply>()
+            }
+            Op::GraphBatchMemOpNode => core::mem::size_of::<graph_batch_mem_op_node::Reply>(),
+            Op::GraphBatchMemOpNodeParams => {
+                core::mem::size_of::<graph_batch_mem_op_node_params::Reply>()
+            }
+            Op::GraphConditionalHandleCreate => {
+                core::mem::size_of::<graph_conditional_handle_create::Reply>()
             }
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
@@ -5315,6 +5402,24 @@ impl Op {
             Op::GraphMemFreeNodeGetParams => {
                 message::check::<graph_mem_free_node_get_params::Request>(fixed, blob_len)
             }
+            Op::GraphKernelNodeCopyAttributes => {
+                message::check::<graph_kernel_node_copy_attributes::Request>(fixed, blob_len)
+            }
+            Op::GraphKernelNodeGetAttribute => {
+                message::check::<graph_kernel_node_get_attribute::Request>(fixed, blob_len)
+            }
+            Op::GraphKernelNodeSetAttribute => {
+                message::check::<graph_kernel_node_set_attribute::Request>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNode => {
+                message::check::<graph_batch_mem_op_node::Request>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNodeParams => {
+                message::check::<graph_batch_mem_op_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphConditionalHandleCreate => {
+                message::check::<graph_conditional_handle_create::Request>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
@@ -6087,6 +6192,24 @@ impl Op {
             Op::GraphMemFreeNodeGetParams => {
                 message::check::<graph_mem_free_node_get_params::Reply>(fixed, blob_len)
             }
+            Op::GraphKernelNodeCopyAttributes => {
+                message::check::<graph_kernel_node_copy_attributes::Reply>(fixed, blob_len)
+            }
+            Op::GraphKernelNodeGetAttribute => {
+                message::check::<graph_kernel_node_get_attribute::Reply>(fixed, blob_len)
+            }
+            Op::GraphKernelNodeSetAttribute => {
+                message::check::<graph_kernel_node_set_attribute::Reply>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNode => {
+                message::check::<graph_batch_mem_op_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphBatchMemOpNodeParams => {
+                message::check::<graph_batch_mem_op_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphConditionalHandleCreate => {
+                message::check::<graph_conditional_handle_create::Reply>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
@@ -6574,6 +6697,12 @@ impl TryFrom<u16> for Op {
             623 => Ok(Op::GraphMemAllocNodeParams),
             624 => Ok(Op::GraphAddMemFreeNode),
             625 => Ok(Op::GraphMemFreeNodeGetParams),
+            626 => Ok(Op::GraphKernelNodeCopyAttributes),
+            627 => Ok(Op::GraphKernelNodeGetAttribute),
+            628 => Ok(Op::GraphKernelNodeSetAttribute),
+            629 => Ok(Op::GraphBatchMemOpNode),
+            630 => Ok(Op::GraphBatchMemOpNodeParams),
+            631 => Ok(Op::GraphConditionalHandleCreate),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -6985,6 +7114,12 @@ pub const SCHEMA: &str = concat!(
     "623 GraphMemAllocNodeParams {node:handle(GraphNode)} => {alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,dptr:devptr,access:u32}+blob\n",
     "624 GraphAddMemFreeNode {hgraph:handle(Graph),num_dependencies:u64,dptr:devptr}+blob(array(numDependencies)) => {ph_graph_node:handle(GraphNode)}\n",
     "625 GraphMemFreeNodeGetParams {hnode:handle(GraphNode)} => {dptr_out:u64}\n",
+    "626 GraphKernelNodeCopyAttributes {dst:handle(GraphNode),src:handle(GraphNode)} => {}\n",
+    "627 GraphKernelNodeGetAttribute {hnode:handle(GraphNode),attr:u32} => {value_out:bytes(core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>())}\n",
+    "628 GraphKernelNodeSetAttribute {hnode:handle(GraphNode),attr:u32,value:bytes(core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>())} => {}\n",
+    "629 GraphBatchMemOpNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),count:u32,flags:u32,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "630 GraphBatchMemOpNodeParams {node:handle(GraphNode)} => {ctx:handle(Context),count:u32,flags:u32}+blob\n",
+    "631 GraphConditionalHandleCreate {hgraph:handle(Graph),ctx:handle(Context),default_launch_value:u32,flags:u32} => {phandle_out:u64}\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -20264,6 +20399,264 @@ pub mod graph_mem_free_node_get_params {
     }
 }
 
+/// `cuGraphKernelNodeCopyAttributes`: wire id 626.
+pub mod graph_kernel_node_copy_attributes {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub dst: U64,
+        pub src: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNodeCopyAttributes;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNodeCopyAttributes;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphKernelNodeGetAttribute`: wire id 627.
+pub mod graph_kernel_node_get_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+        pub attr: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub value_out: [u8; core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>()],
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNodeGetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNodeGetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphKernelNodeSetAttribute`: wire id 628.
+pub mod graph_kernel_node_set_attribute {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hnode: U64,
+        pub attr: U32,
+        pub value: [u8; core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::GraphKernelNodeSetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphKernelNodeSetAttribute;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphBatchMemOpNode: wire id 629.
+pub mod graph_batch_mem_op_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub ctx: U64,
+        pub count: U32,
+        pub flags: U32,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphBatchMemOpNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphBatchMemOpNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphBatchMemOpNodeParams: wire id 630.
+pub mod graph_batch_mem_op_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub ctx: U64,
+        pub count: U32,
+        pub flags: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphBatchMemOpNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphBatchMemOpNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// `cuGraphConditionalHandleCreate`: wire id 631.
+pub mod graph_conditional_handle_create {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub hgraph: U64,
+        pub ctx: U64,
+        pub default_launch_value: U32,
+        pub flags: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub phandle_out: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphConditionalHandleCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphConditionalHandleCreate;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// The hand-written operation LinkCreate: wire id 680.
 pub mod link_create {
     use super::*;
@@ -25601,6 +25994,37 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             let mut r = graph_mem_free_node_get_params::Request::new_zeroed();
             let mut blob = Vec::new();
             r.hnode = U64::new(0x4100_0000_0000_0056);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphKernelNodeCopyAttributes => {
+            let mut r = graph_kernel_node_copy_attributes::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.dst = U64::new(0x4100_0000_0000_0059);
+            r.src = U64::new(0x4100_0000_0000_006a);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphKernelNodeGetAttribute => {
+            let mut r = graph_kernel_node_get_attribute::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_005c);
+            r.attr = U32::new(109);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphKernelNodeSetAttribute => {
+            let mut r = graph_kernel_node_set_attribute::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hnode = U64::new(0x4100_0000_0000_005f);
+            r.attr = U32::new(112);
+            r.value.fill(1);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::GraphConditionalHandleCreate => {
+            let mut r = graph_conditional_handle_create::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.hgraph = U64::new(0x4100_0000_0000_0068);
+            r.ctx = U64::new(0x4100_0000_0000_0079);
+            r.default_launch_value = U32::new(10);
+            r.flags = U32::new(27);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ParamSetSize => {

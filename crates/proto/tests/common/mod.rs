@@ -555,6 +555,32 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             ]
             .concat(),
         ),
+        // cuGraphAddBatchMemOpNode in graph 5 after node 9, context 2: one 32-bit write
+        // of 7 to DPTR (CU_STREAM_MEM_OP_WRITE_VALUE_32).
+        Op::GraphBatchMemOpNode => (
+            b(graph_batch_mem_op_node::Request {
+                what: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                ctx: u(2),
+                count: U32::new(1),
+                flags: U32::new(0),
+                deps: U32::new(1),
+            }),
+            [
+                9u64.to_le_bytes().to_vec(),
+                2u64.to_le_bytes().to_vec(),
+                DPTR.to_le_bytes().to_vec(),
+                7u64.to_le_bytes().to_vec(),
+                vec![0; 24],
+            ]
+            .concat(),
+        ),
+        Op::GraphBatchMemOpNodeParams => (
+            b(graph_batch_mem_op_node_params::Request { node: u(9) }),
+            none(),
+        ),
         Op::GraphMemAllocNodeParams => (
             b(graph_mem_alloc_node_params::Request { node: u(9) }),
             none(),

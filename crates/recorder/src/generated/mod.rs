@@ -1759,6 +1759,32 @@ pub unsafe extern "C" fn cuGraphClone(
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuGraphConditionalHandleCreate`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    let mut c = Check::new("cuGraphConditionalHandleCreate");
+    c.non_null("pHandle_out", pHandle_out);
+    c.eq("hGraph", hGraph as usize as u64, 0x0u64);
+    c.eq("ctx", ctx as usize as u64, 0x510000000001u64);
+    c.eq("defaultLaunchValue", defaultLaunchValue, 190764081u32);
+    c.eq("flags", flags, 1184025149u32);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { pHandle_out.write_unaligned(4317433405066374926u64) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuGraphCreate`: checks the arguments, writes the outputs.
 ///
 /// # Safety
@@ -2032,6 +2058,91 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
     unsafe { phErrorNode.write_unaligned(0x5f00000000f0usize as _) };
     // SAFETY: checked non-NULL; `bufferSize` bytes.
     unsafe { crate::write(logBuffer.cast(), &pattern(393, 103, 7)) };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphKernelNodeCopyAttributes`: checks the arguments, writes the outputs.
+#[no_mangle]
+pub extern "C" fn cuGraphKernelNodeCopyAttributes(
+    dst: vgpu_abi::types::CUgraphNode,
+    src: vgpu_abi::types::CUgraphNode,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeCopyAttributes");
+    c.eq("dst", dst as usize as u64, 0x0u64);
+    c.eq("src", src as usize as u64, 0x0u64);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphKernelNodeGetAttribute`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value_out: *mut vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeGetAttribute");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq(
+        "attr",
+        attr,
+        vgpu_abi::types::CUkernelNodeAttrID(4101219714u32),
+    );
+    c.non_null("value_out", value_out);
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL; a whole `CUkernelNodeAttrValue_v1`.
+    unsafe {
+        crate::write(
+            value_out.cast(),
+            &pattern(
+                627,
+                102,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>(),
+            ),
+        )
+    };
+    CUresult::CUDA_SUCCESS
+}
+
+/// `cuGraphKernelNodeSetAttribute`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value: *const vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    let mut c = Check::new("cuGraphKernelNodeSetAttribute");
+    c.eq("hNode", hNode as usize as u64, 0x0u64);
+    c.eq(
+        "attr",
+        attr,
+        vgpu_abi::types::CUkernelNodeAttrID(3415463649u32),
+    );
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUkernelNodeAttrValue_v1`.
+    unsafe {
+        c.bytes(
+            "value",
+            value.cast(),
+            &pattern(
+                628,
+                2,
+                core::mem::size_of::<vgpu_abi::types::CUkernelNodeAttrValue_v1>(),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
     CUresult::CUDA_SUCCESS
 }
 
@@ -5829,6 +5940,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
+    "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
@@ -5844,6 +5956,9 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
+    "cuGraphKernelNodeCopyAttributes",
+    "cuGraphKernelNodeGetAttribute",
+    "cuGraphKernelNodeSetAttribute",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
     "cuGraphMemFreeNodeGetParams",
@@ -6101,6 +6216,7 @@ const _: crate::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: crate::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: crate::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: crate::signature::cuGraphClone = cuGraphClone;
+const _: crate::signature::cuGraphConditionalHandleCreate = cuGraphConditionalHandleCreate;
 const _: crate::signature::cuGraphCreate = cuGraphCreate;
 const _: crate::signature::cuGraphDestroy = cuGraphDestroy;
 const _: crate::signature::cuGraphDestroyNode = cuGraphDestroyNode;
@@ -6116,6 +6232,9 @@ const _: crate::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
 const _: crate::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: crate::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: crate::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: crate::signature::cuGraphKernelNodeCopyAttributes = cuGraphKernelNodeCopyAttributes;
+const _: crate::signature::cuGraphKernelNodeGetAttribute = cuGraphKernelNodeGetAttribute;
+const _: crate::signature::cuGraphKernelNodeSetAttribute = cuGraphKernelNodeSetAttribute;
 const _: crate::signature::cuGraphLaunch = cuGraphLaunch;
 const _: crate::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
 const _: crate::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;

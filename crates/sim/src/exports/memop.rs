@@ -71,7 +71,7 @@ const OP: usize = core::mem::size_of::<CUstreamBatchMemOpParams>();
 ///
 /// # Safety
 /// `params` must be NULL or hold `count` operations.
-unsafe fn batch(
+pub(crate) unsafe fn batch(
     params: *const CUstreamBatchMemOpParams,
     count: c_uint,
     flags: c_uint,

@@ -28,13 +28,18 @@ use crate::cu::{CUgraphEdgeData, CUresult};
 use crate::error::{err, Res};
 use crate::launch::Launch;
 use crate::memory::End;
+use crate::state::stream::AttrValue;
 use crate::state::State;
 
+mod attrs;
+mod batch;
 mod capture;
 mod exec;
 mod node;
 mod user;
 
+pub(crate) use attrs::*;
+pub(crate) use batch::*;
 pub(crate) use capture::*;
 pub(crate) use exec::*;
 pub(crate) use node::*;
@@ -224,6 +229,12 @@ pub(crate) struct Graphs {
     /// Capture ids handed out so far.
     pub capture_ids: u64,
     pub users: UserObjects,
+    /// Kernel nodes' launch attributes set by `cuGraphKernelNodeSetAttribute`, by node.
+    pub kernel_attrs: HashMap<usize, HashMap<u32, AttrValue>>,
+    /// Batch memory-operation nodes' parameters as given, by node.
+    pub batches: HashMap<usize, BatchParams>,
+    /// Conditional handles handed out so far.
+    pub conditionals: u64,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -250,6 +261,8 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     let g = &mut st.ext.graphs;
     let mut children = Vec::new();
     for n in graph.nodes {
+        g.kernel_attrs.remove(&n);
+        g.batches.remove(&n);
         if let Some(Node {
             work: Work::Child { graph: child, .. },
             ..
@@ -430,6 +443,8 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     let Some(n) = g.nodes.remove(&node) else {
         return invalid(format!("node {node:#x} does not exist"));
     };
+    g.kernel_attrs.remove(&node);
+    g.batches.remove(&node);
     if let Some(graph) = g.graphs.get_mut(&n.graph) {
         graph.nodes.retain(|&k| k != node);
     }
@@ -480,6 +495,13 @@ pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
         let new = add_node(st, copy, w, deps)?;
         if let Some(n) = st.ext.graphs.nodes.get_mut(&new) {
             n.origin = Some(old);
+        }
+        // A kernel node's copy has its launch attributes.
+        if let Some(attrs) = st.ext.graphs.kernel_attrs.get(&old).cloned() {
+            st.ext.graphs.kernel_attrs.insert(new, attrs);
+        }
+        if let Some(p) = st.ext.graphs.batches.get(&old).cloned() {
+            st.ext.graphs.batches.insert(new, p);
         }
         new_of.insert(old, new);
     }

@@ -57,7 +57,7 @@ pub(crate) fn set_event(st: &mut State, key: usize, record: bool, event: usize) 
 }
 
 /// The index in executable graph `exec_key` of graph node `key`.
-fn exec_index(st: &State, exec_key: usize, key: usize) -> Res<usize> {
+pub(super) fn exec_index(st: &State, exec_key: usize, key: usize) -> Res<usize> {
     match exec(st, exec_key)?.nodes.iter().position(|&n| n == key) {
         Some(i) => Ok(i),
         None => invalid(format!(

@@ -35,6 +35,7 @@ use crate::edge::{non_null, wire, write_out, CuError, CuResult};
 use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
+mod batch;
 mod host;
 mod kernel_v1;
 mod mem;
@@ -42,6 +43,7 @@ mod memcpy;
 mod nodes;
 mod staged;
 
+pub use batch::{batch_mem_op_node, batch_mem_op_node_params};
 pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
 pub use mem::{graph_mem_attribute, mem_alloc_node, mem_alloc_node_params};

@@ -355,6 +355,12 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphMemAllocNodeParams => super::graph::graph_mem_alloc_node_params(lane, s, req),
         Op::GraphAddMemFreeNode => graph_add_mem_free_node(s, req),
         Op::GraphMemFreeNodeGetParams => graph_mem_free_node_get_params(s, req),
+        Op::GraphKernelNodeCopyAttributes => graph_kernel_node_copy_attributes(s, req),
+        Op::GraphKernelNodeGetAttribute => graph_kernel_node_get_attribute(s, req),
+        Op::GraphKernelNodeSetAttribute => graph_kernel_node_set_attribute(s, req),
+        Op::GraphBatchMemOpNode => super::graph::graph_batch_mem_op_node(lane, s, req),
+        Op::GraphBatchMemOpNodeParams => super::graph::graph_batch_mem_op_node_params(lane, s, req),
+        Op::GraphConditionalHandleCreate => graph_conditional_handle_create(s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
@@ -5076,6 +5082,99 @@ fn graph_mem_free_node_get_params(s: &Session, req: &Request) -> Result<Reply, S
     Ok(Reply::new(
         &vgpu_proto::graph_mem_free_node_get_params::Reply {
             dptr_out: U64::new(o_dptr_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphKernelNodeCopyAttributes`.
+fn graph_kernel_node_copy_attributes(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_kernel_node_copy_attributes::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_dst = t.handle(HandleKind::GraphNode, r.dst.get())?;
+    let a_src = t.handle(HandleKind::GraphNode, r.src.get())?;
+    drop(t);
+    let f = entry(s.driver.cuGraphKernelNodeCopyAttributes)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_dst), calls::as_ptr(a_src)) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_kernel_node_copy_attributes::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphKernelNodeGetAttribute`.
+fn graph_kernel_node_get_attribute(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_kernel_node_get_attribute::Request = calls::message(req)?;
+    let a_attr = vgpu_abi::types::CUkernelNodeAttrID(r.attr.get());
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_value_out: vgpu_abi::types::CUkernelNodeAttrValue_v1 = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphKernelNodeGetAttribute)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), a_attr, &mut o_value_out) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_kernel_node_get_attribute::Reply {
+            value_out: calls::record_bytes(&o_value_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphKernelNodeSetAttribute`.
+fn graph_kernel_node_set_attribute(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_kernel_node_set_attribute::Request = calls::message(req)?;
+    let a_attr = vgpu_abi::types::CUkernelNodeAttrID(r.attr.get());
+    let t = s.tables();
+    let a_hnode = t.handle(HandleKind::GraphNode, r.hnode.get())?;
+    // SAFETY: `CUkernelNodeAttrValue_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_value: vgpu_abi::types::CUkernelNodeAttrValue_v1 = unsafe { calls::record(&r.value) };
+    drop(t);
+    let f = entry(s.driver.cuGraphKernelNodeSetAttribute)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(calls::as_ptr(a_hnode), a_attr, &a_value) })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_kernel_node_set_attribute::Reply {},
+        Vec::new(),
+    ))
+}
+
+/// `cuGraphConditionalHandleCreate`.
+fn graph_conditional_handle_create(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::graph_conditional_handle_create::Request = calls::message(req)?;
+    let a_default_launch_value = r.default_launch_value.get();
+    let a_flags = r.flags.get();
+    let t = s.tables();
+    let a_hgraph = t.handle(HandleKind::Graph, r.hgraph.get())?;
+    let a_ctx = t.handle(HandleKind::Context, r.ctx.get())?;
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_phandle_out: vgpu_abi::types::CUgraphConditionalHandle =
+        unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuGraphConditionalHandleCreate)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe {
+        f(
+            &mut o_phandle_out,
+            calls::as_ptr(a_hgraph),
+            calls::as_ptr(a_ctx),
+            a_default_launch_value,
+            a_flags,
+        )
+    })?;
+    Ok(Reply::new(
+        &vgpu_proto::graph_conditional_handle_create::Reply {
+            phandle_out: U64::new(o_phandle_out),
         },
         Vec::new(),
     ))

@@ -1162,6 +1162,31 @@ pub unsafe extern "C" fn cuGraphClone(
     })
 }
 
+/// `cuGraphConditionalHandleCreate`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphConditionalHandleCreate(
+    pHandle_out: *mut vgpu_abi::types::CUgraphConditionalHandle,
+    hGraph: vgpu_abi::types::CUgraph,
+    ctx: vgpu_abi::types::CUcontext,
+    defaultLaunchValue: ::core::ffi::c_uint,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    run("cuGraphConditionalHandleCreate", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let pHandle_out = unsafe { Out::new(pHandle_out, "pHandle_out") }?;
+        super::graph::graph_conditional_handle_create(
+            pHandle_out,
+            hGraph,
+            ctx,
+            defaultLaunchValue,
+            flags,
+        )
+    })
+}
+
 /// `cuGraphCreate`.
 ///
 /// # Safety
@@ -1374,6 +1399,50 @@ pub unsafe extern "C" fn cuGraphInstantiate_v2(
                 bufferSize,
             )
         }
+    })
+}
+
+/// `cuGraphKernelNodeCopyAttributes`.
+#[no_mangle]
+pub extern "C" fn cuGraphKernelNodeCopyAttributes(
+    dst: vgpu_abi::types::CUgraphNode,
+    src: vgpu_abi::types::CUgraphNode,
+) -> CUresult {
+    run("cuGraphKernelNodeCopyAttributes", || {
+        super::graph::graph_kernel_node_copy_attributes(dst, src)
+    })
+}
+
+/// `cuGraphKernelNodeGetAttribute`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeGetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value_out: *mut vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    run("cuGraphKernelNodeGetAttribute", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let value_out = unsafe { Out::new(value_out, "value_out") }?;
+        super::graph::graph_kernel_node_get_attribute(hNode, attr, value_out)
+    })
+}
+
+/// `cuGraphKernelNodeSetAttribute`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphKernelNodeSetAttribute(
+    hNode: vgpu_abi::types::CUgraphNode,
+    attr: vgpu_abi::types::CUkernelNodeAttrID,
+    value: *const vgpu_abi::types::CUkernelNodeAttrValue_v1,
+) -> CUresult {
+    run("cuGraphKernelNodeSetAttribute", || {
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe { super::graph::graph_kernel_node_set_attribute(hNode, attr, value) }
     })
 }
 
@@ -4029,6 +4098,7 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphAddMemFreeNode",
     "cuGraphChildGraphNodeGetGraph",
     "cuGraphClone",
+    "cuGraphConditionalHandleCreate",
     "cuGraphCreate",
     "cuGraphDestroy",
     "cuGraphDestroyNode",
@@ -4044,6 +4114,9 @@ pub const EXPORTS: &[&str] = &[
     "cuGraphInstantiate",
     "cuGraphInstantiateWithFlags",
     "cuGraphInstantiate_v2",
+    "cuGraphKernelNodeCopyAttributes",
+    "cuGraphKernelNodeGetAttribute",
+    "cuGraphKernelNodeSetAttribute",
     "cuGraphLaunch",
     "cuGraphLaunch_ptsz",
     "cuGraphMemFreeNodeGetParams",
@@ -4301,6 +4374,7 @@ const _: super::signature::cuGraphAddEventWaitNode = cuGraphAddEventWaitNode;
 const _: super::signature::cuGraphAddMemFreeNode = cuGraphAddMemFreeNode;
 const _: super::signature::cuGraphChildGraphNodeGetGraph = cuGraphChildGraphNodeGetGraph;
 const _: super::signature::cuGraphClone = cuGraphClone;
+const _: super::signature::cuGraphConditionalHandleCreate = cuGraphConditionalHandleCreate;
 const _: super::signature::cuGraphCreate = cuGraphCreate;
 const _: super::signature::cuGraphDestroy = cuGraphDestroy;
 const _: super::signature::cuGraphDestroyNode = cuGraphDestroyNode;
@@ -4316,6 +4390,9 @@ const _: super::signature::cuGraphExecGetFlags = cuGraphExecGetFlags;
 const _: super::signature::cuGraphInstantiate = cuGraphInstantiate;
 const _: super::signature::cuGraphInstantiateWithFlags = cuGraphInstantiateWithFlags;
 const _: super::signature::cuGraphInstantiate_v2 = cuGraphInstantiate_v2;
+const _: super::signature::cuGraphKernelNodeCopyAttributes = cuGraphKernelNodeCopyAttributes;
+const _: super::signature::cuGraphKernelNodeGetAttribute = cuGraphKernelNodeGetAttribute;
+const _: super::signature::cuGraphKernelNodeSetAttribute = cuGraphKernelNodeSetAttribute;
 const _: super::signature::cuGraphLaunch = cuGraphLaunch;
 const _: super::signature::cuGraphLaunch_ptsz = cuGraphLaunch_ptsz;
 const _: super::signature::cuGraphMemFreeNodeGetParams = cuGraphMemFreeNodeGetParams;

@@ -15,6 +15,7 @@ use crate::ffi::{handle, key, run, Out};
 use crate::graph;
 use crate::state;
 
+mod batch;
 mod capture;
 mod edges;
 mod host;
@@ -24,6 +25,7 @@ mod memset;
 mod nodes;
 mod params;
 
+pub use batch::*;
 pub use capture::*;
 pub use edges::*;
 pub use host::*;

@@ -5,8 +5,8 @@ use std::ffi::c_uint;
 
 use super::nodes::{kernel_work, node_keys};
 use crate::cu::{
-    CUevent, CUgraph, CUgraphExec, CUgraphNode, CUhostFn, CUresult, CUuserObject,
-    CUDA_KERNEL_NODE_PARAMS,
+    CUcontext, CUevent, CUgraph, CUgraphConditionalHandle, CUgraphExec, CUgraphNode, CUhostFn,
+    CUkernelNodeAttrID, CUkernelNodeAttrValue, CUresult, CUuserObject, CUDA_KERNEL_NODE_PARAMS,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
@@ -216,5 +216,51 @@ pub(crate) fn graph_release_user_object(
 /// made due.
 pub(crate) fn after_destroy() -> Res<()> {
     run_due(state::sim()?.lock());
+    Ok(())
+}
+
+/// `cuGraphKernelNodeGetAttribute`.
+pub(crate) fn graph_kernel_node_get_attribute(
+    n: CUgraphNode,
+    attr: CUkernelNodeAttrID,
+    value_out: Out<CUkernelNodeAttrValue>,
+) -> Res<()> {
+    value_out.write(graph::kernel_attr(&state::sim()?.lock(), key(n), attr.0)?);
+    Ok(())
+}
+
+/// `cuGraphKernelNodeSetAttribute`.
+///
+/// # Safety
+/// `value` must be NULL or valid for reads of one `CUkernelNodeAttrValue`.
+pub(crate) unsafe fn graph_kernel_node_set_attribute(
+    n: CUgraphNode,
+    attr: CUkernelNodeAttrID,
+    value: *const CUkernelNodeAttrValue,
+) -> Res<()> {
+    let sim = state::sim()?;
+    if value.is_null() {
+        return err(CUresult::CUDA_ERROR_INVALID_VALUE, "value is NULL");
+    }
+    // SAFETY: non-NULL, and readable for one value by this function's contract.
+    let v = unsafe { std::ptr::read_unaligned(value) };
+    graph::set_kernel_attr(&mut sim.lock(), key(n), attr.0, &v)
+}
+
+/// `cuGraphKernelNodeCopyAttributes`.
+pub(crate) fn graph_kernel_node_copy_attributes(dst: CUgraphNode, src: CUgraphNode) -> Res<()> {
+    graph::copy_kernel_attrs(&mut state::sim()?.lock(), key(dst), key(src))
+}
+
+/// `cuGraphConditionalHandleCreate`.
+pub(crate) fn graph_conditional_handle_create(
+    out: Out<CUgraphConditionalHandle>,
+    g: CUgraph,
+    ctx: CUcontext,
+    _default_launch_value: c_uint,
+    flags: c_uint,
+) -> Res<()> {
+    let h = graph::conditional_handle(&mut state::sim()?.lock(), key(g), key(ctx), flags)?;
+    out.write(h);
     Ok(())
 }
