@@ -7,9 +7,11 @@
 //! on the control connection (the worker passes the client end of a socket
 //! pair) and starts one thread, `vgpu-callbacks`. The worker's trampoline,
 //! run by the driver in stream order, sends a 16-byte request (callback id
-//! u64, stream status u32, 4 bytes of padding); this thread runs the
+//! u64, stream status u32, payload length u32 = 0); this thread runs the
 //! application's function and answers with the id (u64). The stream's later
-//! work waits for that answer. See `docs/protocol.md`.
+//! work waits for that answer. A header with a non-zero payload length is
+//! an event: its payload follows and it gets no answer. See
+//! `docs/protocol.md`.
 //!
 //! A callback must not call CUDA (the driver's documented rule): a call from
 //! this thread that needs the session returns `CUDA_ERROR_NOT_PERMITTED`,
@@ -151,12 +153,34 @@ fn start(s: &'static Session) -> CuResult<()> {
     Ok(())
 }
 
+/// The largest event payload accepted; a longer one means the channel is
+/// out of step, and it is closed.
+const MAX_EVENT: u32 = 1 << 20;
+
 /// Runs the worker's requests until the channel closes.
 fn serve(s: &'static Session, mut ch: Channel) {
     let _ = RUNNING.try_with(|r| r.set(true));
     let mut req = [0u8; 16];
     while ch.read_exact(&mut req).is_ok() {
-        let (id, status) = decode(&req);
+        let (id, status, len) = decode(&req);
+        if len != 0 {
+            // An event: a payload of `len` bytes follows, and the worker
+            // waits for no answer. No event callback is registered with
+            // this client yet, so the payload is read (keeping the channel
+            // in step) and dropped.
+            if len > MAX_EVENT {
+                crate::log::line(format_args!(
+                    "event of {len} bytes; callback channel closed"
+                ));
+                break;
+            }
+            let mut payload = vec![0u8; len as usize];
+            if ch.read_exact(&mut payload).is_err() {
+                break;
+            }
+            crate::log::line(format_args!("event for callback {id} is unknown; skipped"));
+            continue;
+        }
         match s.callbacks.take(id) {
             Some(p) => run(p, status),
             None => crate::log::line(format_args!("callback {id} is unknown; skipped")),
@@ -167,13 +191,21 @@ fn serve(s: &'static Session, mut ch: Channel) {
     }
 }
 
-/// A request's callback id and stream status.
-fn decode(req: &[u8; 16]) -> (u64, u32) {
+/// A header's callback id, stream status (or event word) and payload
+/// length: zero for a request that waits for an answer, else the length of
+/// the event payload that follows.
+fn decode(req: &[u8; 16]) -> (u64, u32, u32) {
     let mut id = [0u8; 8];
     let mut st = [0u8; 4];
+    let mut len = [0u8; 4];
     id.copy_from_slice(&req[..8]);
     st.copy_from_slice(&req[8..12]);
-    (u64::from_le_bytes(id), u32::from_le_bytes(st))
+    len.copy_from_slice(&req[12..16]);
+    (
+        u64::from_le_bytes(id),
+        u32::from_le_bytes(st),
+        u32::from_le_bytes(len),
+    )
 }
 
 fn run(p: Pending, status: u32) {
@@ -198,6 +230,15 @@ mod tests {
         let mut req = [0u8; 16];
         req[..8].copy_from_slice(&7u64.to_le_bytes());
         req[8..12].copy_from_slice(&719u32.to_le_bytes());
-        assert_eq!(decode(&req), (7, 719));
+        assert_eq!(decode(&req), (7, 719, 0));
+    }
+
+    #[test]
+    fn events_carry_their_payload_length() {
+        let mut req = [0u8; 16];
+        req[..8].copy_from_slice(&3u64.to_le_bytes());
+        req[8..12].copy_from_slice(&2u32.to_le_bytes());
+        req[12..16].copy_from_slice(&41u32.to_le_bytes());
+        assert_eq!(decode(&req), (3, 2, 41));
     }
 }
