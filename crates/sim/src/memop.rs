@@ -53,7 +53,8 @@ fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
 impl MemOp {
     /// A write of `width` (4 or 8) bytes, its flags checked.
     pub(crate) fn write(addr: CUdeviceptr, value: u64, width: usize, flags: u32) -> Res<Self> {
-        if flags & !WRITE_NO_MEMORY_BARRIER != 0 {
+        // Driver 580 on an H100/H200 refuses NO_MEMORY_BARRIER too.
+        if flags & !WRITE_NO_MEMORY_BARRIER != 0 || flags & WRITE_NO_MEMORY_BARRIER != 0 {
             return invalid(format!("write-value flags {flags:#x} are not valid"));
         }
         aligned(addr, width)?;
@@ -64,6 +65,14 @@ impl MemOp {
     pub(crate) fn wait(addr: CUdeviceptr, value: u64, width: usize, flags: u32) -> Res<Self> {
         if (flags & !WAIT_FLUSH) > WAIT_NOR {
             return invalid(format!("wait-value flags {flags:#x} are not valid"));
+        }
+        if flags & WAIT_FLUSH != 0 {
+            // A device that cannot flush remote writes
+            // (CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES 0, as on an H200).
+            return err(
+                CUresult::CUDA_ERROR_NOT_SUPPORTED,
+                "CU_STREAM_WAIT_VALUE_FLUSH: the device cannot flush remote writes",
+            );
         }
         aligned(addr, width)?;
         Ok(MemOp::Wait {
@@ -200,6 +209,8 @@ mod tests {
         assert!(MemOp::write(0x1002, 1, 4, 0).is_err());
         assert!(MemOp::write(0x1004, 1, 8, 0).is_err());
         assert!(MemOp::wait(0x1000, 1, 4, 4).is_err());
-        assert!(MemOp::wait(0x1000, 1, 4, WAIT_FLUSH | WAIT_AND).is_ok());
+        assert!(MemOp::wait(0x1000, 1, 4, WAIT_AND).is_ok());
+        assert!(MemOp::wait(0x1000, 1, 4, WAIT_FLUSH | WAIT_AND).is_err());
+        assert!(MemOp::write(0x1000, 1, 4, WRITE_NO_MEMORY_BARRIER).is_err());
     }
 }

@@ -208,7 +208,7 @@ pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, 
 }
 
 /// Whether `stream` is being captured into a graph.
-fn capturing(s: &Session, stream: crate::driver::Handle) -> Result<bool, Status> {
+pub(super) fn capturing(s: &Session, stream: crate::driver::Handle) -> Result<bool, Status> {
     let mut capturing = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: `stream` is a live stream of this session; the out-pointer a local.
     ok(unsafe { entry(s.driver.cuStreamIsCapturing)?(stream.cast(), &mut capturing) })?;

@@ -179,6 +179,14 @@ pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     let r: &mem_free_async::Request = message(req)?;
     let (p, stream) = (r.dptr.get(), r.stream.get());
     let st = as_handle(s.tables().stream(stream)?);
+    if super::callback::capturing(s, st)? {
+        // Captured, the free is a node of the graph: the memory is freed when
+        // a launch runs it, and the allocation stays live until then (a graph
+        // that allocates it may run again). The driver checks the address.
+        // SAFETY: `p` goes to the driver as a value; a live stream of this session.
+        ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
+        return Ok(Reply::default());
+    }
     let range = take_alloc(s, p, "cuMemFreeAsync")?;
     // SAFETY: `p` is the base of a live allocation of this session.
     if let Err(e) = ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) }) {
