@@ -264,11 +264,13 @@ int main(int argc, char **argv)
         all &= host[i] == 0xABCD;
     expect_true("consumer_saw_producer", all, "the copy after the wait missed the producer's memset");
 
-    /* A wait whose condition is not met holds its stream until the host writes the value
-     * (stream t does not synchronize with the legacy stream, so the write is not held). */
+    /* A wait whose condition is not met holds its stream until another stream writes
+     * the value. */
     EXPECT("held_wait", cu.Wait32V2(t, flag + 4, 5, WAIT_EQ), CUDA_SUCCESS);
     EXPECT("held_query", cu.StreamQuery(t), CUDA_ERROR_NOT_READY);
-    EXPECT("release_write", cu.MemsetD32(flag + 4, 5, 1), CUDA_SUCCESS);
+    /* Released by a write on stream s: a synchronous memset from the host does
+     * not get past the held stream on a real device. */
+    EXPECT("release_write", cu.Write32V2(s, flag + 4, 5, 0), CUDA_SUCCESS);
     settle("released", t);
 
     /* A captured write is a batch memory-operation node, run at each launch. */

@@ -55,6 +55,11 @@ pub fn mem_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Statu
     if p == 0 {
         return Ok(Reply::default());
     }
+    if s.tables().graph_allocs.contains(&p) {
+        // SAFETY: an address a graph of this session allocates; the driver
+        // checks whether it is allocated now.
+        return ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) }).map(|()| Reply::default());
+    }
     let range = take_alloc(s, p, "cuMemFree")?;
     // SAFETY: `p` is the base of a live allocation of this session.
     if let Err(st) = ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) }) {
@@ -167,7 +172,13 @@ pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
     let mut p: DevPtr = 0;
     // SAFETY: live out-pointer; live stream of this session or a sentinel.
     ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
-    s.tables().insert_alloc(p, bytes as u64, req.ctx);
+    let captured = super::callback::capturing(s, st)?;
+    let mut t = s.tables();
+    t.insert_alloc(p, bytes as u64, req.ctx);
+    if captured {
+        t.graph_allocs.insert(p);
+    }
+    drop(t);
     Ok(Reply::new(
         &mem_alloc_async::Reply { dptr: U64::new(p) },
         Vec::new(),
@@ -179,10 +190,12 @@ pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     let r: &mem_free_async::Request = message(req)?;
     let (p, stream) = (r.dptr.get(), r.stream.get());
     let st = as_handle(s.tables().stream(stream)?);
-    if super::callback::capturing(s, st)? {
+    if super::callback::capturing(s, st)? || s.tables().graph_allocs.contains(&p) {
         // Captured, the free is a node of the graph: the memory is freed when
         // a launch runs it, and the allocation stays live until then (a graph
-        // that allocates it may run again). The driver checks the address.
+        // that allocates it may run again); a graph's allocation freed in a
+        // stream is allocated again by the graph's next launch. The driver
+        // checks the address.
         // SAFETY: `p` goes to the driver as a value; a live stream of this session.
         ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) })?;
         return Ok(Reply::default());

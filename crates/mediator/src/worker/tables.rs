@@ -119,6 +119,11 @@ pub struct Tables {
     /// Texture and surface objects the session created, by the driver's
     /// own value (applications pass it to kernels, so it is not translated).
     pub tex_objects: HashMap<u64, TexObject>,
+    /// Addresses a graph allocates (allocation nodes, captured
+    /// `cuMemAllocAsync`): each launch of the graph allocates the same
+    /// address again, so a free outside the graph goes to the driver and the
+    /// range stays known.
+    pub graph_allocs: std::collections::HashSet<u64>,
     /// JIT links by the client's id.
     pub links: super::link::Links,
     /// Inter-process handles exported and opened (`cuIpc*`).
