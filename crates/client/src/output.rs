@@ -114,8 +114,12 @@ impl Output {
 
 /// Moves bytes from `pipe` to `stream` until the pipe is empty (the caller
 /// holds `moving`).
+///
+/// It runs after every call a thread waits for, almost always on an empty
+/// pipe: the buffer is small, since clearing a large one would cost that
+/// call microseconds.
 fn move_all(pipe: &OwnedFd, stream: *mut libc::FILE) {
-    let mut buf = [0u8; 64 << 10];
+    let mut buf = [0u8; 4 << 10];
     loop {
         // SAFETY: `buf` is valid for writes of its length; the descriptor is
         // the session's own, non-blocking read end.
