@@ -57,6 +57,18 @@ fn invalid_handle_checks(mut cmd: Command) -> Command {
 }
 
 /// Compiles `tests/c/<name>.c` into `dir`.
+/// Asserts that a C test printed the same lines through vgpu (`through`) as
+/// straight on the simulated device (`direct`), but for the first line,
+/// which names the library it loaded.
+fn same_as_on_the_sim(through: &common::Output, direct: &common::Output) {
+    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        body(&through.stdout),
+        body(&direct.stdout),
+        "through vgpu and straight on the simulated device differ"
+    );
+}
+
 fn build_c(dir: &std::path::Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
     let mut cc = Command::new("cc");
@@ -407,13 +419,7 @@ fn c_stream_memory_operations() {
         .assert_line("97 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
-    let native = h.run(direct);
-    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(
-        body(&out.stdout),
-        body(&native.stdout),
-        "through vgpu and straight on the sim differ"
-    );
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// Typed node parameters through vgpu: event record and wait nodes' events
@@ -506,13 +512,7 @@ fn c_graph_nodes() {
         .assert_line("325 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
-    let native = h.run(direct);
-    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(
-        body(&out.stdout),
-        body(&native.stdout),
-        "through vgpu and straight on the sim differ"
-    );
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// Kernel node launch attributes: a priority, the cooperative flag and a memory
@@ -546,13 +546,7 @@ fn c_graph_nodes2() {
         .assert_line("78 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
-    let native = h.run(direct);
-    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(
-        body(&out.stdout),
-        body(&native.stdout),
-        "through vgpu and straight on the sim differ"
-    );
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// Managed memory through a real mediator on the simulated device: CPU
@@ -951,12 +945,7 @@ fn c_stream_capture_and_graphs() {
     direct.arg(&h.build.sim).args(["--kernel", "--handles"]);
     let native = h.run(direct);
     native.assert_success();
-    let body = |s: &str| s.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(
-        body(&out.stdout),
-        body(&native.stdout),
-        "through vgpu and straight on the simulated device differ"
-    );
+    same_as_on_the_sim(&out, &native);
 }
 
 #[test]

@@ -182,7 +182,7 @@ pub unsafe fn memcpy_2d(p: *const CUDA_MEMCPY2D, sid: Option<u64>) -> CuResult<(
             // SAFETY: the application promises the host side holds the region.
             return unsafe { run.copy(stream) };
         }
-        super::graph::refuse_pageable_capture(s, stream)?;
+        return Err(super::graph::refuse_pageable_capture());
     }
     let u = |v: usize| U64::new(v as u64);
     // A request of `rows` rows from `first`: the host side of a direction

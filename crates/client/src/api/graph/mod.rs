@@ -91,20 +91,17 @@ pub(crate) fn capturing(s: &Session, sid: u64) -> CuResult<bool> {
     Ok(rep.capture_status.get() != 0)
 }
 
-/// Refuses an asynchronous 2D copy between device memory and pageable host
-/// memory on stream `sid` while it is capturing: such a copy goes through a
-/// buffer of the worker that lives only for the call, which a captured node
-/// would name at every launch (1D copies are captured through staging
-/// memory instead, [`staged::capture_copy`]).
-pub(crate) fn refuse_pageable_capture(s: &Session, sid: u64) -> CuResult<()> {
-    if capturing(s, sid)? {
-        crate::log::line(format_args!(
-            "an asynchronous 2D copy to or from pageable host memory on a capturing \
-             stream is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
-        ));
-        return Err(CuError::STREAM_CAPTURE_UNSUPPORTED);
-    }
-    Ok(())
+/// The refusal of an asynchronous 2D copy between device memory and
+/// pageable host memory with gaps between its rows, on a capturing stream:
+/// such a copy goes through a buffer of the worker that lives only for the
+/// call, which a captured node would name at every launch (gapless copies
+/// are captured through staging memory instead, [`staged::capture_copy`]).
+pub(crate) fn refuse_pageable_capture() -> CuError {
+    crate::log::line(format_args!(
+        "an asynchronous 2D copy with gaps between its rows, to or from pageable host memory \
+         on a capturing stream, is not supported by vgpu: use pinned memory (cuMemHostAlloc)"
+    ));
+    CuError::STREAM_CAPTURE_UNSUPPORTED
 }
 
 /// `cuStreamBeginCapture_v2`.
