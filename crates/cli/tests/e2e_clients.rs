@@ -240,7 +240,7 @@ fn c_legacy_launch() {
 /// kernel's lines reach the client's own standard output through the
 /// session's output channel, in order, at the synchronization that flushes
 /// them, between the host lines printed before and after it, and a flush
-/// larger than the pipe arrives whole (`tests/c/printf.c`, which a GPU
+/// larger than a megabyte arrives whole (`tests/c/printf.c`, which a GPU
 /// machine also runs natively).
 #[test]
 fn c_printf() {
@@ -249,7 +249,7 @@ fn c_printf() {
     let exe = build_c(dir.path(), "printf");
     let out = h.run(h.command(&exe));
     out.assert_success().assert_line("16 checks, 0 failed");
-    // A flush larger than the pipe arrives whole.
+    // A flush of megabytes arrives whole.
     let big = out
         .stdout
         .lines()

@@ -303,7 +303,7 @@ impl Session {
             }
             Ok((fixed, owned))
         });
-        // Device printf output the call flushed is in the pipe by now.
+        // Device printf output the call flushed is in the output files by now.
         if let Some(output) = &self.output {
             output.drain();
         }

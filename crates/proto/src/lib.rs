@@ -70,6 +70,14 @@ pub mod features {
     pub const ALL: u64 = LANES | RINGS;
 }
 
+/// The output channel (`OpenOutput`, `docs/protocol.md`).
+pub mod output {
+    /// Bytes of each output file that the client maps, and the size the
+    /// worker gives the sparse file: new bytes within it are seen without
+    /// a system call. Output past it is still read, with one.
+    pub const WINDOW: u64 = 1 << 30;
+}
+
 /// Bits of a `MemHostAlloc` request's `flags` beyond `CU_MEMHOSTALLOC_*`.
 pub mod host_alloc {
     /// Staging memory the client takes for itself (for a copy captured from

@@ -5,26 +5,30 @@
 //! The driver writes device `printf` output to its process's standard
 //! output when it flushes its printf buffer (at synchronization, module
 //! unload and context destruction), so before the synchronizing call
-//! returns. `OpenOutput` makes the worker's standard output the write end
-//! of a pipe, unbuffered, and passes the read end to the client, which
-//! drains it after each call it waited for (never on the launch path) and
-//! writes what it reads to the application's standard output: the bytes
-//! appear where the native driver would have written them.
+//! returns. `OpenOutput` makes the worker's standard output a memfd,
+//! unbuffered, written from offset 0 on, and passes the same open file to
+//! the client. The client maps it to see new bytes without a system call
+//! after each call it waited for, asks the shared file offset (the end of
+//! what the driver wrote) only when there are some, and writes them to the
+//! application's standard output: the bytes appear where the native driver
+//! would have written them.
 //!
 //! The driver writes device `assert` messages to its standard error when
 //! it reports `CUDA_ERROR_ASSERT`, so standard error gets the same
-//! treatment: a second pipe, drained at the same points, whose bytes the
-//! client writes to the application's standard error. The worker's own log
-//! keeps going where it went before: the logger writes to a duplicate of
-//! the original standard error made at start-up (`main.rs`).
+//! treatment: a second memfd, whose bytes the client writes to the
+//! application's standard error. The worker's own log keeps going where it
+//! went before: the logger writes to a duplicate of the original standard
+//! error made at start-up (`main.rs`).
 //!
-//! The pipes are made as large as the system allows (the driver's default
-//! printf buffer is 1 MiB): a client that stopped draining would stall the
-//! driver only after that much output.
+//! A file never fills as a pipe does, so the driver never stalls on a
+//! client that is slow to drain. The file is sized to the client's view
+//! ([`WINDOW`]) but sparse: it holds memory only for bytes written and not
+//! yet consumed, since the client punches out what it has moved.
 
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
-use vgpu_proto::{write_response, Request};
+use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
+use vgpu_proto::{output::WINDOW, write_response, Request};
 use vgpu_transport::Channel;
 
 use super::calls::Reply;
@@ -33,57 +37,43 @@ use super::status;
 use super::Session;
 use crate::driver::Status;
 
-/// Pipe capacity asked for: the driver's default printf buffer.
-const PIPE_BYTES: libc::c_int = 1 << 20;
-
 extern "C" {
     /// The C library's standard output stream, which the driver prints to.
     static mut stdout: *mut libc::FILE;
 }
 
-/// Makes a pipe and points descriptor `target` (standard output or
-/// standard error) at it; returns the read end.
-fn redirect(target: libc::c_int) -> std::io::Result<OwnedFd> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just opened both descriptors; nothing else owns them.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on descriptors this function owns; a failure to grow
-    // the pipe only leaves it at the default size.
-    unsafe {
-        libc::fcntl(fds[1], libc::F_SETPIPE_SZ, PIPE_BYTES);
-        let flags = libc::fcntl(fds[0], libc::F_GETFL);
-        libc::fcntl(fds[0], libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
+/// Makes a sparse memfd of [`WINDOW`] bytes and points descriptor `target`
+/// (standard output or standard error) at it, sharing its file offset;
+/// returns the memfd.
+fn redirect(target: libc::c_int, name: &str) -> std::io::Result<OwnedFd> {
+    let file = memfd_create(name, MemfdFlags::CLOEXEC)?;
+    ftruncate(&file, WINDOW)?;
     // SAFETY: dup2 onto `target` closes what was there (the worker's
     // inherited descriptor; the logger holds its own duplicate of standard
-    // error); `write` stays valid for the call.
-    if unsafe { libc::dup2(fds[1], target) } < 0 {
+    // error) and makes it a second descriptor of the same open file, so
+    // the two share the offset the client reads.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&file), target) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    drop(write);
-    Ok(read)
+    Ok(file)
 }
 
-/// Points standard output and standard error at two pipes; returns their
-/// read ends, in that order.
+/// Points standard output and standard error at two memfds; returns them,
+/// in that order.
 fn redirect_both() -> std::io::Result<[OwnedFd; 2]> {
-    let out = redirect(libc::STDOUT_FILENO)?;
-    let err = redirect(libc::STDERR_FILENO)?;
+    let out = redirect(libc::STDOUT_FILENO, "vgpu-stdout")?;
+    let err = redirect(libc::STDERR_FILENO, "vgpu-stderr")?;
     // SAFETY: the C library's `stdout` is a valid stream for the process's
     // life; making it unbuffered before anything wrote through it sends
-    // each driver write to the pipe at once. (`stderr` is unbuffered
+    // each driver write to the file at once. (`stderr` is unbuffered
     // already.)
     unsafe { libc::setvbuf(stdout, std::ptr::null_mut(), libc::_IONBF, 0) };
     Ok([out, err])
 }
 
 /// Opens the output channel: answers the `OpenOutput` request `seq` on the
-/// control connection and passes the pipes' read ends (standard output,
-/// then standard error). `false`: the control
+/// control connection and passes the two files (standard output, then
+/// standard error). `false`: the control
 /// connection failed.
 pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
     let mut opened = session
