@@ -312,6 +312,10 @@ pub(super) fn with_params(
     {
         return Err(INVALID_VALUE);
     }
+    if layout.is_empty() {
+        // No parameters: nothing to copy, no scratch to borrow.
+        return ok(launch(ptr::null_mut()));
+    }
     LAUNCH_SCRATCH.with(|scratch| {
         let (words, ptrs) = &mut *scratch.borrow_mut();
         words.clear();
