@@ -924,9 +924,10 @@ remote_table! {
 
         /// Control connection: opens the session's callback channel, a
         /// socket whose client end follows the reply. The worker asks the
-        /// client to run callback `id` by sending `id` (u64) and the stream's
-        /// status (u32, then 4 bytes of padding); the client runs it and
-        /// answers with `id` (u64). See `docs/protocol.md`.
+        /// client to run callback `id` by sending `id` (u64), the stream's
+        /// status (u32) and a payload length of 0 (u32); the client runs it
+        /// and answers with `id` (u64). Events (a non-zero length, its
+        /// payload following) get no answer. See `docs/protocol.md`.
         callback: OpenCallbacks = 520 {} => {} (fd, nocontext);
         /// A host callback in stream order: the worker enqueues a trampoline
         /// on the stream that asks the client to run callback `id`
