@@ -46,7 +46,7 @@ cc -std=c11 -O2 -o "$WORK/assert" tests/c/assert.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/logs" tests/c/logs.c -ldl >>"$LOG" 2>&1
-cc -std=c11 -O2 -o "$WORK/log_callbacks" tests/c/log_callbacks.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -pthread -o "$WORK/log_callbacks" tests/c/log_callbacks.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"

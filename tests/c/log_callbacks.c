@@ -17,8 +17,13 @@
  * thread ids, and a driver may log one failure in several lines); the first
  * message's level is printed.
  *
- * Build:  cc -std=c11 -O2 -Wall -o log_callbacks log_callbacks.c -ldl
- * Usage:  log_callbacks [LIBRARY]      (default: libcuda.so.1)
+ * With --blocked (only where callbacks run on a thread of their own, as
+ * through vgpu: a driver that calls them inside the failing call would
+ * wait forever) a log function blocks until thousands of failing calls
+ * have returned: the calls must not wait for it.
+ *
+ * Build:  cc -std=c11 -O2 -Wall -pthread -o log_callbacks log_callbacks.c -ldl
+ * Usage:  log_callbacks [LIBRARY] [--blocked]      (default: libcuda.so.1)
  * Output: one line per check, `ok NAME`, `ok NAME: CODE` or `FAIL NAME: ...`,
  *         then a summary.
  * Exit:   0 every check passed; 1 a check failed; 2 the library could not be
@@ -26,6 +31,7 @@
  */
 #include "cuda_prelude.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -117,6 +123,53 @@ static void failing_call(void)
     cu.ModuleLoadData(&mod, "not a module image");
 }
 
+/* The blocked log function: waits until `released`. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t opened = PTHREAD_COND_INITIALIZER;
+static int released;
+static atomic_int blocked_messages;
+
+static void on_log_blocked(void *data, unsigned int level, char *message, size_t length)
+{
+    (void)data;
+    (void)level;
+    (void)message;
+    (void)length;
+    pthread_mutex_lock(&gate);
+    while (!released)
+        pthread_cond_wait(&opened, &gate);
+    pthread_mutex_unlock(&gate);
+    atomic_fetch_add(&blocked_messages, 1);
+}
+
+/* Thousands of logged failures while the log function blocks: more than the
+ * socket and a bounded queue hold, so a worker that waited for the client
+ * would stall them. */
+static void blocked_callback(void)
+{
+    enum { CALLS = 5000 };
+    CUlogsCallbackHandle h = NULL;
+    if (!EXPECT("blocked_register", cu.LogsRegisterCallback(on_log_blocked, NULL, &h),
+                CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < CALLS; i++)
+        failing_call();
+    expect_true("blocked_calls_returned", 1, "");
+    pthread_mutex_lock(&gate);
+    released = 1;
+    pthread_cond_broadcast(&opened);
+    pthread_mutex_unlock(&gate);
+    int settled = -1;
+    for (int i = 0; i < 100 && settled != atomic_load(&blocked_messages); i++) {
+        settled = atomic_load(&blocked_messages);
+        sleep_ms(20);
+    }
+    expect_true("blocked_ran", atomic_load(&blocked_messages) > 0, "the function never ran");
+    expect_true("blocked_at_most_once_each", atomic_load(&blocked_messages) <= CALLS * 4,
+                "more messages than failures could log");
+    EXPECT("blocked_unregister", cu.LogsUnregisterCallback(h), CUDA_SUCCESS);
+}
+
 /* Records a call whose exact code is printed for comparison. */
 static void print_code(const char *name, CUresult r)
 {
@@ -126,6 +179,7 @@ static void print_code(const char *name, CUresult r)
 
 int main(int argc, char **argv)
 {
+    int blocked = argc > 2 && strcmp(argv[2], "--blocked") == 0;
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
     CUdevice dev;
     CUcontext ctx;
@@ -134,6 +188,10 @@ int main(int argc, char **argv)
         !EXPECT("retain", cu.DevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS) ||
         !EXPECT("set_current", cu.CtxSetCurrent(ctx), CUDA_SUCCESS))
         return checks_summary();
+    if (blocked) {
+        blocked_callback();
+        return checks_summary();
+    }
 
     /* One function gets the failure's message. */
     CUlogsCallbackHandle ha = NULL, hb = NULL;

@@ -396,6 +396,27 @@ fn c_log_callbacks() {
     same_as_on_the_sim(&out, &h.run(direct));
 }
 
+/// A log function that blocks never holds up the worker's driver: thousands
+/// of logged failures return while it waits (events past the queue's bound
+/// are dropped), and once it returns the queued messages reach it
+/// (`tests/c/log_callbacks.c --blocked`; CI only, since a driver that runs
+/// log callbacks inside the failing call would wait forever).
+#[test]
+fn c_log_callbacks_blocked() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "log_callbacks");
+    let mut cmd = h.command(&exe);
+    cmd.args(["libcuda.so.1", "--blocked"]);
+    h.run(cmd)
+        .assert_success()
+        .assert_line("ok blocked_calls_returned")
+        .assert_line("ok blocked_ran")
+        .assert_line("ok blocked_at_most_once_each")
+        .assert_line("ok blocked_unregister")
+        .assert_line("9 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

@@ -314,6 +314,72 @@ mod tests {
         assert_eq!(decode(&req), (7, 719, 0));
     }
 
+    /// A log function's call: user data, level, message with its NUL, length.
+    type Logged = (usize, u32, Vec<u8>, usize);
+
+    static LOGGED: Mutex<Vec<Logged>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn log_fn(
+        data: *mut c_void,
+        level: CUlogLevel,
+        msg: *mut c_char,
+        len: usize,
+    ) {
+        // SAFETY: the caller passes `len` bytes and a NUL.
+        let text = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len + 1) }.to_vec();
+        LOGGED
+            .lock()
+            .expect("lock")
+            .push((data as usize, level.0, text, len));
+    }
+
+    static NOTIFIED: Mutex<Vec<(u32, u64, usize, usize)>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn notify_fn(
+        info: *mut CUasyncNotificationInfo,
+        data: *mut c_void,
+        h: CUasyncCallbackHandle,
+    ) {
+        // SAFETY: the caller passes a live notification.
+        let info = unsafe { &*info };
+        // SAFETY: the only member of the union.
+        let bytes = unsafe { info.info.overBudget.bytesOverBudget };
+        NOTIFIED
+            .lock()
+            .expect("lock")
+            .push((info.type_.0, bytes, data as usize, h as usize));
+    }
+
+    #[test]
+    fn log_events_run_the_function_with_level_and_message() {
+        let p = Pending::Log {
+            f: log_fn,
+            data: 0x55,
+        };
+        let mut payload = 1u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(b"bad image");
+        run_event(p, 9, EVENT_LOG, payload);
+        // A notification's payload does not fit a log function.
+        run_event(p, 9, EVENT_NOTIFY, vec![0; 16]);
+        let logged = LOGGED.lock().expect("lock");
+        assert_eq!(*logged, vec![(0x55, 1, b"bad image\0".to_vec(), 9)]);
+    }
+
+    #[test]
+    fn notification_events_run_the_function_with_the_info_and_handle() {
+        let p = Pending::Notify {
+            f: notify_fn,
+            data: 0x66,
+        };
+        let mut payload = 1u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(&[0; 4]);
+        payload.extend_from_slice(&4096u64.to_le_bytes());
+        run_event(p, 12, EVENT_NOTIFY, payload);
+        // The wrong size is skipped.
+        run_event(p, 12, EVENT_NOTIFY, vec![0; 8]);
+        assert_eq!(*NOTIFIED.lock().expect("lock"), vec![(1, 4096, 0x66, 12)]);
+    }
+
     #[test]
     fn events_carry_their_payload_length() {
         let mut req = [0u8; 16];

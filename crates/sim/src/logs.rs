@@ -135,6 +135,36 @@ impl Logs {
 mod tests {
     use super::*;
 
+    static SEEN: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn seen(data: *mut c_void, _: CUlogLevel, msg: *mut c_char, len: usize) {
+        // SAFETY: the caller passes `len` bytes of message.
+        let text = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+        let text = String::from_utf8_lossy(text).into_owned();
+        SEEN.lock().expect("lock").push((data as usize, text));
+    }
+
+    #[test]
+    fn registered_callbacks_get_each_new_line_until_unregistered() {
+        let mut l = Logs::default();
+        l.record("cuA", "before").deliver();
+        l.register(0x100, seen, 1);
+        l.register(0x110, seen, 2);
+        l.record("cuB", "both").deliver();
+        l.unregister(0x100).expect("registered");
+        assert!(l.unregister(0x100).is_err());
+        l.record("cuC", "one").deliver();
+        let line = |s: &str| s.to_owned();
+        assert_eq!(
+            *SEEN.lock().expect("lock"),
+            vec![
+                (1, line("[vgpu-sim][E][cuB] both")),
+                (2, line("[vgpu-sim][E][cuB] both")),
+                (2, line("[vgpu-sim][E][cuC] one")),
+            ]
+        );
+    }
+
     #[test]
     fn dumps_from_an_iterator_and_advances() {
         let mut l = Logs::default();

@@ -104,8 +104,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Events {
-    /// Wakes the sender thread (the channel ended).
+    /// Wakes the sender thread (the channel ended). The queue's lock is
+    /// taken first, so a sender between its check and its wait cannot miss
+    /// the wake-up.
     pub fn wake(&self) {
+        drop(lock(&self.queue));
         self.ready.notify_all();
     }
 
@@ -401,4 +404,48 @@ fn remove(
         events.release(reg.ticket);
     }
     Ok(Reply::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_carry_a_header_and_a_full_queue_drops_and_counts() {
+        let e = Events::default();
+        e.push(7, EVENT_LOG, b"\0\0\0\0hi");
+        {
+            let q = lock(&e.queue);
+            let ev = q.events.front().expect("queued");
+            assert_eq!(&ev[..8], &7u64.to_le_bytes());
+            assert_eq!(&ev[8..12], &EVENT_LOG.to_le_bytes());
+            assert_eq!(&ev[12..16], &6u32.to_le_bytes());
+            assert_eq!(&ev[16..], b"\0\0\0\0hi");
+            assert_eq!(q.bytes, 6);
+        }
+        for _ in 0..MAX_QUEUED + 5 {
+            e.push(7, EVENT_NOTIFY, &[0u8; 16]);
+        }
+        let q = lock(&e.queue);
+        assert_eq!(q.events.len(), MAX_QUEUED);
+        assert_eq!(q.dropped, 6);
+    }
+
+    #[test]
+    fn a_released_ticket_is_reused_and_sends_nothing_meanwhile() {
+        let c = Arc::new(Callbacks::default());
+        let e = &c.notify;
+        let first = e.ticket(&c, 3);
+        let second = e.ticket(&c, 4);
+        assert_ne!(first, second);
+        e.release(first);
+        // SAFETY: `first` is a ticket of `e`, kept as long as `c`.
+        unsafe { raise(first as *mut c_void, EVENT_LOG, b"\0\0\0\0x") };
+        assert!(lock(&e.queue).events.is_empty());
+        assert_eq!(e.ticket(&c, 5), first);
+        // SAFETY: as above.
+        unsafe { raise(first as *mut c_void, EVENT_LOG, b"\0\0\0\0x") };
+        let q = lock(&e.queue);
+        assert_eq!(&q.events.front().expect("queued")[..8], &5u64.to_le_bytes());
+    }
 }
