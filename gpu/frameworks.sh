@@ -46,6 +46,7 @@ cc -std=c11 -O2 -o "$WORK/assert" tests/c/assert.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/logs" tests/c/logs.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -pthread -o "$WORK/log_callbacks" tests/c/log_callbacks.c -ldl >>"$LOG" 2>&1
 
 declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
@@ -85,6 +86,7 @@ declare -A CMD=(
     [checkpoint]="$WORK/checkpoint"
     [coredump]="$WORK/coredump"
     [logs]="$WORK/logs"
+    [log_callbacks]="$WORK/log_callbacks"
     [compile]="python3 gpu/compile_smoke.py"
     [cudagraph]="python3 gpu/cudagraph_smoke.py"
     [expandable]="python3 gpu/expandable_smoke.py"
@@ -92,7 +94,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs assert compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert compile cudagraph expandable jax nccl)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

@@ -357,6 +357,66 @@ fn c_logs() {
         .assert_line("18 checks, 0 failed");
 }
 
+/// Driver log callbacks and async notification registrations through a
+/// real client and mediator: the worker driver's log message of a failed
+/// call reaches the application's function in the client, with its user
+/// data and a non-empty message, and stops once it is unregistered; two
+/// functions both get it; a NULL function, an unknown device and handles
+/// taken back or never given get the simulated device's codes, as straight
+/// on it (`tests/c/log_callbacks.c`, which a GPU machine also runs
+/// natively).
+#[test]
+fn c_log_callbacks() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "log_callbacks");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok log_arrived")
+        .assert_line("ok log_not_empty")
+        .assert_line("ok log_user_data")
+        .assert_line("log callback got message(s) at level 0")
+        .assert_line("ok log_none_after_unregister")
+        .assert_line("ok log_both_a")
+        .assert_line("ok log_both_b")
+        .assert_line("ok log_register_null: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok notify_register: CUDA_SUCCESS")
+        .assert_line("ok notify_unregister")
+        .assert_line("ok notify_register_null: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok notify_register_bad_device: CUDA_ERROR_INVALID_DEVICE")
+        .assert_line("ok log_unregister_twice: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok log_unregister_null: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok log_unregister_unknown: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok notify_unregister_twice: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok notify_unregister_unknown: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok notify_register_no_out: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("32 checks, 0 failed");
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
+}
+
+/// A log function that blocks never holds up the worker's driver: thousands
+/// of logged failures return while it waits (events past the queue's bound
+/// are dropped), and once it returns the queued messages reach it
+/// (`tests/c/log_callbacks.c --blocked`; CI only, since a driver that runs
+/// log callbacks inside the failing call would wait forever).
+#[test]
+fn c_log_callbacks_blocked() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "log_callbacks");
+    let mut cmd = h.command(&exe);
+    cmd.args(["libcuda.so.1", "--blocked"]);
+    h.run(cmd)
+        .assert_success()
+        .assert_line("ok blocked_calls_returned")
+        .assert_line("ok blocked_ran")
+        .assert_line("ok blocked_at_most_once_each")
+        .assert_line("ok blocked_unregister")
+        .assert_line("9 checks, 0 failed");
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one

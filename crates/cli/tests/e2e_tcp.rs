@@ -46,7 +46,9 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
         h.self_test("tcp_session_copies_launches_threads_and_local_pinned_memory"),
         Duration::from_secs(120),
     );
-    out.assert_success().assert_line("done");
+    out.assert_success()
+        .assert_line("no callback channel ok")
+        .assert_line("done");
     let endpoint = h.mediator().tcp_endpoint();
     assert!(
         out.stderr
@@ -174,6 +176,7 @@ fn session_child() {
     threads();
     pinned(stream);
     no_shared_pages();
+    no_callback_channel();
     println!("done");
 }
 
@@ -207,6 +210,31 @@ fn no_shared_pages() {
     c.check();
     assert_eq!(dptr, 0, "nothing written on failure");
     println!("no shared pages ok");
+}
+
+/// Async notifications (like host and log callbacks) run over the callback
+/// channel, which a TCP session cannot open: registering is
+/// `CUDA_ERROR_NOT_SUPPORTED` and writes no handle.
+fn no_callback_channel() {
+    unsafe extern "C" fn on_notification(
+        _: *mut sys::CUasyncNotificationInfo,
+        _: *mut c_void,
+        _: sys::CUasyncCallbackHandle,
+    ) {
+    }
+    let mut h: sys::CUasyncCallbackHandle = null_mut();
+    let mut c = Cases::default();
+    // SAFETY: a valid function and out-pointer; the call fails.
+    unsafe {
+        c.add(
+            "cuDeviceRegisterAsyncNotification over TCP",
+            sys::cuDeviceRegisterAsyncNotification(0, Some(on_notification), null_mut(), &mut h),
+            vgpu_abi::types::CUresult::CUDA_ERROR_NOT_SUPPORTED.0,
+        );
+    }
+    c.check();
+    assert!(h.is_null(), "no handle written on failure");
+    println!("no callback channel ok");
 }
 
 /// Six threads, each on its own lane, copying distinct patterns.

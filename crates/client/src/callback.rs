@@ -10,7 +10,11 @@
 //! u64, stream status u32, payload length u32 = 0); this thread runs the
 //! application's function and answers with the id (u64). The stream's later
 //! work waits for that answer. A header with a non-zero payload length is
-//! an event: its payload follows and it gets no answer. See
+//! an event: its payload follows and it gets no answer. Events carry the
+//! driver's log messages and async notifications to the functions
+//! registered with `cuLogsRegisterCallback` and
+//! `cuDeviceRegisterAsyncNotification` (`crate::api::notify`), which stay
+//! registered until the application unregisters them. See
 //! `docs/protocol.md`.
 //!
 //! A callback must not call CUDA (the driver's documented rule): a call from
@@ -27,12 +31,14 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use vgpu_abi::types::{CUresult, CUstream};
+use vgpu_abi::types::{
+    CUasyncCallbackHandle, CUasyncNotificationInfo, CUlogLevel, CUresult, CUstream,
+};
 use vgpu_proto::{read_response_head, write_request, Op};
 use vgpu_transport::Channel;
 
@@ -64,7 +70,26 @@ pub enum Pending {
         stream: usize,
         data: usize,
     },
+    /// `cuLogsRegisterCallback`: `fn(userData, level, message, length)` for
+    /// each log event.
+    Log {
+        f: unsafe extern "C" fn(*mut c_void, CUlogLevel, *mut c_char, usize),
+        data: usize,
+    },
+    /// `cuDeviceRegisterAsyncNotification`: `fn(info, userData, handle)`
+    /// for each notification event; the handle is the registration's id.
+    Notify {
+        f: unsafe extern "C" fn(*mut CUasyncNotificationInfo, *mut c_void, CUasyncCallbackHandle),
+        data: usize,
+    },
 }
+
+/// An event's kind, in the header's status word: a driver log message
+/// (payload: the level, u32 LE, then the message's bytes).
+pub const EVENT_LOG: u32 = 1;
+/// An event's kind: an async notification (payload: the driver's
+/// `CUasyncNotificationInfo`, by value).
+pub const EVENT_NOTIFY: u32 = 2;
 
 /// The session's registered callbacks and its callback thread.
 #[derive(Default)]
@@ -89,7 +114,8 @@ impl Callbacks {
 
     /// Registers `p` for every run of a graph's host node: it stays
     /// registered for the session's life (a node's parameters may be read
-    /// back, and an executable graph may outlive the node's graph).
+    /// back, and an executable graph may outlive the node's graph). Event
+    /// functions are kept this way until they are unregistered.
     pub fn register_kept(&self, s: &'static Session, p: Pending) -> CuResult<u64> {
         self.register_as(s, p, true)
     }
@@ -112,7 +138,7 @@ impl Callbacks {
         self.pending().get(&id).map(|&(p, _)| p)
     }
 
-    /// Forgets `id` (its registration failed).
+    /// Forgets `id` (its registration failed, or it was unregistered).
     pub fn forget(&self, id: u64) {
         self.pending().remove(&id);
     }
@@ -165,9 +191,8 @@ fn serve(s: &'static Session, mut ch: Channel) {
         let (id, status, len) = decode(&req);
         if len != 0 {
             // An event: a payload of `len` bytes follows, and the worker
-            // waits for no answer. No event callback is registered with
-            // this client yet, so the payload is read (keeping the channel
-            // in step) and dropped.
+            // waits for no answer. The payload is always read, keeping the
+            // channel in step.
             if len > MAX_EVENT {
                 crate::log::line(format_args!(
                     "event of {len} bytes; callback channel closed"
@@ -178,7 +203,13 @@ fn serve(s: &'static Session, mut ch: Channel) {
             if ch.read_exact(&mut payload).is_err() {
                 break;
             }
-            crate::log::line(format_args!("event for callback {id} is unknown; skipped"));
+            match s.callbacks.get(id) {
+                Some(p) => run_event(p, id, status, payload),
+                // Unregistered since the worker sent it.
+                None => {
+                    crate::log::line(format_args!("event for callback {id} is unknown; skipped"))
+                }
+            }
             continue;
         }
         match s.callbacks.take(id) {
@@ -210,6 +241,11 @@ fn decode(req: &[u8; 16]) -> (u64, u32, u32) {
 
 fn run(p: Pending, status: u32) {
     match p {
+        Pending::Log { .. } | Pending::Notify { .. } => {
+            crate::log::line(format_args!(
+                "an event function asked to run as a host callback; skipped"
+            ));
+        }
         // SAFETY: the application's function with its own argument, as it
         // registered them, called once, in stream order.
         Pending::Host { f, data } => unsafe { f(data as *mut c_void) },
@@ -218,6 +254,51 @@ fn run(p: Pending, status: u32) {
             // SAFETY: as above, with the application's stream handle.
             unsafe { f(stream as CUstream, st, data as *mut c_void) }
         }
+    }
+}
+
+/// Runs event function `p`, registered as `id`, with an event of `kind`.
+fn run_event(p: Pending, id: u64, kind: u32, mut payload: Vec<u8>) {
+    match (p, kind) {
+        (Pending::Log { f, data }, EVENT_LOG) if payload.len() >= 4 => {
+            let mut level = [0u8; 4];
+            level.copy_from_slice(&payload[..4]);
+            let length = payload.len() - 4;
+            // The message as the driver gave it, NUL-terminated after its
+            // `length` bytes.
+            payload.push(0);
+            let message = payload[4..].as_mut_ptr().cast::<c_char>();
+            let level = CUlogLevel(u32::from_le_bytes(level));
+            // SAFETY: the application's function with its own argument, as
+            // it registered them; `message` holds `length` bytes and a NUL
+            // and lives across the call.
+            unsafe { f(data as *mut c_void, level, message, length) }
+        }
+        (Pending::Notify { f, data }, EVENT_NOTIFY)
+            if payload.len() == size_of::<CUasyncNotificationInfo>() =>
+        {
+            // SAFETY: the payload holds exactly one `CUasyncNotificationInfo`
+            // (plain integers, valid for any bytes), read unaligned.
+            let mut info = unsafe {
+                payload
+                    .as_ptr()
+                    .cast::<CUasyncNotificationInfo>()
+                    .read_unaligned()
+            };
+            // SAFETY: as above; `info` is a local that lives across the
+            // call, and the handle is the one the application was given.
+            unsafe {
+                f(
+                    &raw mut info,
+                    data as *mut c_void,
+                    id as CUasyncCallbackHandle,
+                )
+            }
+        }
+        _ => crate::log::line(format_args!(
+            "event of kind {kind} ({} bytes) does not fit callback {id}; skipped",
+            payload.len()
+        )),
     }
 }
 
@@ -231,6 +312,72 @@ mod tests {
         req[..8].copy_from_slice(&7u64.to_le_bytes());
         req[8..12].copy_from_slice(&719u32.to_le_bytes());
         assert_eq!(decode(&req), (7, 719, 0));
+    }
+
+    /// A log function's call: user data, level, message with its NUL, length.
+    type Logged = (usize, u32, Vec<u8>, usize);
+
+    static LOGGED: Mutex<Vec<Logged>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn log_fn(
+        data: *mut c_void,
+        level: CUlogLevel,
+        msg: *mut c_char,
+        len: usize,
+    ) {
+        // SAFETY: the caller passes `len` bytes and a NUL.
+        let text = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len + 1) }.to_vec();
+        LOGGED
+            .lock()
+            .expect("lock")
+            .push((data as usize, level.0, text, len));
+    }
+
+    static NOTIFIED: Mutex<Vec<(u32, u64, usize, usize)>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn notify_fn(
+        info: *mut CUasyncNotificationInfo,
+        data: *mut c_void,
+        h: CUasyncCallbackHandle,
+    ) {
+        // SAFETY: the caller passes a live notification.
+        let info = unsafe { &*info };
+        // SAFETY: the only member of the union.
+        let bytes = unsafe { info.info.overBudget.bytesOverBudget };
+        NOTIFIED
+            .lock()
+            .expect("lock")
+            .push((info.type_.0, bytes, data as usize, h as usize));
+    }
+
+    #[test]
+    fn log_events_run_the_function_with_level_and_message() {
+        let p = Pending::Log {
+            f: log_fn,
+            data: 0x55,
+        };
+        let mut payload = 1u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(b"bad image");
+        run_event(p, 9, EVENT_LOG, payload);
+        // A notification's payload does not fit a log function.
+        run_event(p, 9, EVENT_NOTIFY, vec![0; 16]);
+        let logged = LOGGED.lock().expect("lock");
+        assert_eq!(*logged, vec![(0x55, 1, b"bad image\0".to_vec(), 9)]);
+    }
+
+    #[test]
+    fn notification_events_run_the_function_with_the_info_and_handle() {
+        let p = Pending::Notify {
+            f: notify_fn,
+            data: 0x66,
+        };
+        let mut payload = 1u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(&[0; 4]);
+        payload.extend_from_slice(&4096u64.to_le_bytes());
+        run_event(p, 12, EVENT_NOTIFY, payload);
+        // The wrong size is skipped.
+        run_event(p, 12, EVENT_NOTIFY, vec![0; 8]);
+        assert_eq!(*NOTIFIED.lock().expect("lock"), vec![(1, 4096, 0x66, 12)]);
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub(crate) fn run(name: &str, body: impl FnOnce() -> Res<()>) -> CUresult {
         Ok(Err(e)) => {
             // The driver's error log (`cuLogs*`), once the simulator runs.
             if let Ok(sim) = crate::state::sim() {
-                sim.lock().ext.logs.record(name, &e.why);
+                let logged = sim.lock().ext.logs.record(name, &e.why);
+                logged.deliver();
             }
             if log_enabled() {
                 eprintln!(

@@ -34,7 +34,7 @@ const AREAS: &[(&[&str], &str, &str)] = &[
     (&["cuLink"], "JIT linker", "The link lives in the worker; the JIT options of cuLinkCreate (log buffers, their sizes, wall time) are copied back into the application's after every call on the link, failed inputs included, cuLinkAddFile reads the file where the application runs, and the linked image stays in the application's memory until cuLinkDestroy."),
     (&["cuLaunchHostFunc", "cuStreamAddCallback"], "Host callbacks", "They run in the client process, in stream order, over the session's callback channel (docs/protocol.md); not over TCP sessions yet, and a CUDA call from inside one returns CUDA_ERROR_NOT_PERMITTED."),
     (&["cuMemcpyPeer", "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess", "cuDeviceCanAccessPeer", "cuDeviceGetP2P"], "Peer access", "Not remoted yet; the contexts of a peer copy are the session's and both ranges are checked against its allocations."),
-    (&["cuLogs"], "Driver logs", "The log is the worker driver's, which runs the calls: cuLogsCurrent and cuLogsDumpToMemory read it, and cuLogsDumpToFile writes its lines where the application runs. The log callbacks would be called from the worker driver's own thread and run in the application's process; not remoted yet."),
+    (&["cuLogs"], "Driver logs", "The log is the worker driver's, which runs the calls: cuLogsCurrent and cuLogsDumpToMemory read it, and cuLogsDumpToFile writes its lines where the application runs. Log callbacks run in the application's process, on the session's callback thread, with the driver's level and message: the worker registers a function of its own with its driver, which queues each message as an event on the callback channel (docs/protocol.md), so a callback runs shortly after the call that logged, not during it. At most 1024 events (1 MiB) wait; past that messages are dropped, and the worker logs how many. Handles are ids of the client: one it never gave out, or took back, is CUDA_ERROR_INVALID_VALUE. Over TCP, as host callbacks, registering is CUDA_ERROR_NOT_SUPPORTED. The simulated device calls the callbacks with each line it logs."),
     (&["cuStreamWaitValue", "cuStreamWriteValue", "cuStreamBatchMemOp"], "Stream memory operations", "Every form is remoted; the worker checks each address against the session's allocations."),
 ];
 
@@ -70,13 +70,13 @@ const GENERAL_REASON: &str =
 /// What an implemented entry point of an area does differently from the
 /// native driver, printed after the area's implemented list.
 const NOTES: &[(&str, &str)] = &[
+    ("Devices", "`cuDeviceRegisterAsyncNotification`'s function runs in the application's process, on the session's callback thread, with a copy of the driver's `CUasyncNotificationInfo` and the handle the application got, an id of the client's (one it never gave out, or took back, is `CUDA_ERROR_INVALID_VALUE`); it is queued and dropped as the log callbacks are (Driver logs). The simulated device never raises a notification. Over TCP registering is `CUDA_ERROR_NOT_SUPPORTED`."),
     ("Modules, libraries and kernels", "`cuLibraryGetUnifiedFunction` asks the worker's driver, so its errors are the driver's (`CUDA_ERROR_NOT_FOUND` for a symbol that is not a unified function, as on GPUs without unified function pointers). A pointer it finds is an address in the worker's process: the application gets that value, which it can pass to kernels, but calling it from the application's own code is not possible."),
 ];
 
 /// Entry points of a general area that are not remoted for a reason of
 /// their own.
 const NAMED: &[(&[&str], &str)] = &[
-    (&["cuDeviceRegisterAsyncNotification", "cuDeviceUnregisterAsyncNotification"], "The driver calls the application back from its own thread; the worker would have to call back into the client process (as for host callbacks). Not remoted yet."),
     (&["cuMemGetAttribute", "cuMemGetAttribute_v2"], "Exported by the driver but declared in no CUDA header: their parameters are not known."),
     (&["cuMemBatchDecompressAsync", "cuMemBatchDecompressAsync_ptsz"], "Hardware decompression (Blackwell); the devices measured report no decompression engine (CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK 0). Not remoted yet."),
     (&["cuDeviceGetNvSciSyncAttributes"], "It fills an NvSciSync attribute list of the application's process, which the worker cannot reach; not remoted."),

@@ -411,6 +411,8 @@ remote_table! {
         coredump: cuCoredumpGetAttribute, cuCoredumpGetAttributeGlobal, cuCoredumpSetAttribute,
             cuCoredumpSetAttributeGlobal;
         logs: cuLogsDumpToMemory, cuLogsDumpToFile;
+        notify: cuLogsRegisterCallback, cuLogsUnregisterCallback, cuDeviceRegisterAsyncNotification,
+            cuDeviceUnregisterAsyncNotification;
         link: cuLinkCreate, cuLinkCreate_v2, cuLinkAddData, cuLinkAddData_v2, cuLinkAddFile,
             cuLinkAddFile_v2, cuLinkComplete, cuLinkDestroy;
         host: cuMemAllocHost, cuMemAlloc, cuMemFree, cuMemAllocPitch, cuMemGetAddressRange,
@@ -922,9 +924,10 @@ remote_table! {
 
         /// Control connection: opens the session's callback channel, a
         /// socket whose client end follows the reply. The worker asks the
-        /// client to run callback `id` by sending `id` (u64) and the stream's
-        /// status (u32, then 4 bytes of padding); the client runs it and
-        /// answers with `id` (u64). See `docs/protocol.md`.
+        /// client to run callback `id` by sending `id` (u64), the stream's
+        /// status (u32) and a payload length of 0 (u32); the client runs it
+        /// and answers with `id` (u64). Events (a non-zero length, its
+        /// payload following) get no answer. See `docs/protocol.md`.
         callback: OpenCallbacks = 520 {} => {} (fd, nocontext);
         /// A host callback in stream order: the worker enqueues a trampoline
         /// on the stream that asks the client to run callback `id`
@@ -1012,5 +1015,21 @@ remote_table! {
         /// u64 each; grid, block, shared memory and the parameter bytes'
         /// length, u32 each), then the packed parameter buffer.
         launch: LaunchMultiDevice = 699 { devices: u32, flags: u32 } + blob => {};
+
+        /// `cuLogsRegisterCallback` (`register`) of a worker trampoline that
+        /// sends each log message to the client as an event for its callback
+        /// `id` (see `docs/protocol.md`), or `cuLogsUnregisterCallback` of the
+        /// one registered as `id`. `null`: the application passed a NULL
+        /// function (or handle): the driver is asked with NULL, for its code.
+        notify: LogsCallback = 700 { id: u64, register: bool, null: bool } => {} (nocontext);
+        /// `cuDeviceRegisterAsyncNotification` (`register`) on `device` of a
+        /// worker trampoline that sends each notification's
+        /// `CUasyncNotificationInfo` to the client as an event for its
+        /// callback `id`, or `cuDeviceUnregisterAsyncNotification` of the one
+        /// registered as `id`. `null`: the application's function is NULL;
+        /// `no_out`: its handle pointer is NULL (both passed on to the
+        /// driver, for its code).
+        notify: AsyncNotification = 701 { device: i32, id: u64, register: bool, null: bool,
+            no_out: bool } => {} (nocontext);
     }
 }

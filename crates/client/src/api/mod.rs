@@ -32,6 +32,7 @@ mod memop;
 pub(crate) mod memory;
 mod module;
 mod multicast;
+mod notify;
 mod occupancy;
 mod options;
 mod peer;
@@ -185,6 +186,10 @@ implement! {
     cuCoredumpSetAttributeGlobal(a, v, size) => coredump::set(a, v, size, true);
     cuLogsDumpToMemory(it, buf, size, flags) => logs::dump_to_memory(it, buf, size, flags);
     cuLogsDumpToFile(it, path, flags) => logs::dump_to_file(it, path, flags);
+    cuLogsRegisterCallback(f, data, out) => notify::logs_register_callback(f, data, out);
+    cuLogsUnregisterCallback(h) => notify::logs_unregister_callback(h);
+    cuDeviceRegisterAsyncNotification(dev, f, data, out) => notify::device_register_async_notification(dev, f, data, out);
+    cuDeviceUnregisterAsyncNotification(dev, h) => notify::device_unregister_async_notification(dev, h);
     cuLinkCreate(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkCreate_v2(n, opts, vals, st) => link::create(n, opts, vals, st);
     cuLinkAddData(st, ty, data, size, name, n, opts, vals) => link::add_data(st, ty, data, size, name, n, opts, vals);

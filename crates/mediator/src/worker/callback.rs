@@ -7,8 +7,11 @@
 //! the driver's own call, so the driver orders it. When the driver runs it
 //! (on its callback thread, once the stream's earlier work is done), the
 //! trampoline asks the client to run callback `id` — a 16-byte request: id
-//! u64, stream status u32, 4 bytes of padding — and blocks until the client
-//! answers with the id; the stream's later work waits for that.
+//! u64, stream status u32, payload length u32 = 0 — and blocks until the
+//! client answers with the id; the stream's later work waits for that.
+//! Events (driver log messages, async notifications: [`super::notify`])
+//! share the channel; every write goes through one lock, so a request and
+//! an event never interleave, and only requests wait for an answer.
 //!
 //! # Liveness
 //! The trampoline never blocks forever: a client that dies closes its end,
@@ -48,8 +51,12 @@ use crate::driver::{entry, Status};
 #[derive(Debug)]
 pub struct Callbacks {
     /// The channel, kept until the process ends once opened, so that `fd`
-    /// stays its descriptor.
+    /// stays its descriptor. Held for a whole exchange: answers are read
+    /// from it.
     io: Mutex<Option<Channel>>,
+    /// A second descriptor of the same socket, for every write (requests
+    /// and events), so the event sender never waits for an answer.
+    writer: Mutex<Option<Channel>>,
     /// The channel's descriptor, for [`Callbacks::close`] while a
     /// trampoline holds `io`; -1 before it opens.
     fd: AtomicI32,
@@ -59,15 +66,19 @@ pub struct Callbacks {
     /// boxed, so each keeps the address the driver holds as the list grows.
     #[allow(clippy::vec_box)]
     nodes: Mutex<Vec<Box<NodeTicket>>>,
+    /// Log and async-notification registrations and their event queue.
+    pub notify: super::notify::Events,
 }
 
 impl Default for Callbacks {
     fn default() -> Self {
         Callbacks {
             io: Mutex::new(None),
+            writer: Mutex::new(None),
             fd: AtomicI32::new(-1),
             dead: AtomicBool::new(false),
             nodes: Mutex::new(Vec::new()),
+            notify: super::notify::Events::default(),
         }
     }
 }
@@ -88,24 +99,45 @@ impl Callbacks {
         req[..8].copy_from_slice(&id.to_le_bytes());
         req[8..12].copy_from_slice(&stream_status.to_le_bytes());
         let mut back = [0u8; 8];
-        let done = ch.write_all(&req).and_then(|()| ch.read_exact(&mut back));
+        let done = self.write(&req).and_then(|()| ch.read_exact(&mut back));
         match done {
             Ok(()) if u64::from_le_bytes(back) == id => {}
             Ok(()) => {
                 tracing::error!(id, "the client answered another callback; channel closed");
-                self.dead.store(true, Ordering::SeqCst);
+                self.fail();
             }
             Err(e) => {
                 tracing::info!(id, "callback channel closed ({e}); callbacks no longer run");
-                self.dead.store(true, Ordering::SeqCst);
+                self.fail();
             }
         }
+    }
+
+    /// Writes `bytes` (one whole request or event) on the channel.
+    pub(super) fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        match w.as_mut() {
+            Some(w) => w.write_all(bytes),
+            None => Err(std::io::ErrorKind::NotConnected.into()),
+        }
+    }
+
+    /// Whether callbacks no longer run (the channel failed or the session
+    /// ended).
+    pub(super) fn dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
+
+    /// Marks the channel failed: callbacks and events no longer run.
+    pub(super) fn fail(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        self.notify.wake();
     }
 
     /// Ends the channel at the session's end: a trampoline waiting on it
     /// returns, and later ones return at once.
     pub fn close(&self) {
-        self.dead.store(true, Ordering::SeqCst);
+        self.fail();
         let fd = self.fd.load(Ordering::SeqCst);
         if fd >= 0 {
             // SAFETY: `fd` is the channel's descriptor, kept open by `io`
@@ -129,13 +161,22 @@ pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
         tracing::warn!("the callback channel is already open");
         return write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok();
     }
-    match Channel::pair() {
-        Ok((ours, theirs)) => {
+    let pair = Channel::pair().and_then(|(ours, theirs)| {
+        let writer = ours.as_fd().try_clone_to_owned()?;
+        Ok((ours, Channel::from_fd(writer), theirs))
+    });
+    match pair {
+        Ok((ours, writer, theirs)) => {
             session
                 .callbacks
                 .fd
                 .store(ours.as_fd().as_raw_fd(), Ordering::SeqCst);
             *io = Some(ours);
+            *session
+                .callbacks
+                .writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(writer);
             write_response(control, status::SUCCESS.0, seq, &[], &[]).is_ok()
                 && control.send_fd(theirs.as_fd()).is_ok()
         }

@@ -31,6 +31,7 @@ mod memop;
 mod memory;
 mod module;
 mod multicast;
+mod notify;
 mod options;
 mod order;
 mod output;

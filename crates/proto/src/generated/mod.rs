@@ -727,9 +727,10 @@ pub enum Op {
     MipmappedArrayDestroy = 481,
     /// Control connection: opens the session's callback channel, a
     /// socket whose client end follows the reply. The worker asks the
-    /// client to run callback `id` by sending `id` (u64) and the stream's
-    /// status (u32, then 4 bytes of padding); the client runs it and
-    /// answers with `id` (u64). See `docs/protocol.md`.
+    /// client to run callback `id` by sending `id` (u64), the stream's
+    /// status (u32) and a payload length of 0 (u32); the client runs it
+    /// and answers with `id` (u64). Events (a non-zero length, its
+    /// payload following) get no answer. See `docs/protocol.md`.
     OpenCallbacks = 520,
     /// A host callback in stream order: the worker enqueues a trampoline
     /// on the stream that asks the client to run callback `id`
@@ -912,6 +913,20 @@ pub enum Op {
     /// u64 each; grid, block, shared memory and the parameter bytes'
     /// length, u32 each), then the packed parameter buffer.
     LaunchMultiDevice = 699,
+    /// `cuLogsRegisterCallback` (`register`) of a worker trampoline that
+    /// sends each log message to the client as an event for its callback
+    /// `id` (see `docs/protocol.md`), or `cuLogsUnregisterCallback` of the
+    /// one registered as `id`. `null`: the application passed a NULL
+    /// function (or handle): the driver is asked with NULL, for its code.
+    LogsCallback = 700,
+    /// `cuDeviceRegisterAsyncNotification` (`register`) on `device` of a
+    /// worker trampoline that sends each notification's
+    /// `CUasyncNotificationInfo` to the client as an event for its
+    /// callback `id`, or `cuDeviceUnregisterAsyncNotification` of the one
+    /// registered as `id`. `null`: the application's function is NULL;
+    /// `no_out`: its handle pointer is NULL (both passed on to the
+    /// driver, for its code).
+    AsyncNotification = 701,
     /// `cuMemcpyAtoD`.
     MemcpyAtoD = 740,
     /// `cuMemcpyDtoA`.
@@ -1409,6 +1424,8 @@ impl Op {
         Op::LogsDump,
         Op::LibraryUnifiedFunction,
         Op::LaunchMultiDevice,
+        Op::LogsCallback,
+        Op::AsyncNotification,
         Op::MemcpyAtoD,
         Op::MemcpyDtoA,
         Op::MemcpyAtoA,
@@ -1827,6 +1844,8 @@ impl Op {
             Op::LogsDump => "LogsDump",
             Op::LibraryUnifiedFunction => "LibraryUnifiedFunction",
             Op::LaunchMultiDevice => "LaunchMultiDevice",
+            Op::LogsCallback => "LogsCallback",
+            Op::AsyncNotification => "AsyncNotification",
             Op::MemcpyAtoD => "MemcpyAtoD",
             Op::MemcpyDtoA => "MemcpyDtoA",
             Op::MemcpyAtoA => "MemcpyAtoA",
@@ -2242,6 +2261,8 @@ impl Op {
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => false,
             Op::LaunchMultiDevice => false,
+            Op::LogsCallback => false,
+            Op::AsyncNotification => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -2657,6 +2678,8 @@ impl Op {
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => true,
             Op::LaunchMultiDevice => true,
+            Op::LogsCallback => false,
+            Op::AsyncNotification => false,
             Op::MemcpyAtoD => true,
             Op::MemcpyDtoA => true,
             Op::MemcpyAtoA => true,
@@ -3072,6 +3095,8 @@ impl Op {
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => false,
             Op::LaunchMultiDevice => false,
+            Op::LogsCallback => false,
+            Op::AsyncNotification => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -3487,6 +3512,8 @@ impl Op {
             Op::LogsDump => false,
             Op::LibraryUnifiedFunction => false,
             Op::LaunchMultiDevice => false,
+            Op::LogsCallback => false,
+            Op::AsyncNotification => false,
             Op::MemcpyAtoD => false,
             Op::MemcpyDtoA => false,
             Op::MemcpyAtoA => false,
@@ -4040,6 +4067,8 @@ impl Op {
             Op::LogsDump => core::mem::size_of::<logs_dump::Request>(),
             Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Request>(),
             Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Request>(),
+            Op::LogsCallback => core::mem::size_of::<logs_callback::Request>(),
+            Op::AsyncNotification => core::mem::size_of::<async_notification::Request>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Request>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Request>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Request>(),
@@ -4593,6 +4622,8 @@ impl Op {
             Op::LogsDump => core::mem::size_of::<logs_dump::Reply>(),
             Op::LibraryUnifiedFunction => core::mem::size_of::<library_unified_function::Reply>(),
             Op::LaunchMultiDevice => core::mem::size_of::<launch_multi_device::Reply>(),
+            Op::LogsCallback => core::mem::size_of::<logs_callback::Reply>(),
+            Op::AsyncNotification => core::mem::size_of::<async_notification::Reply>(),
             Op::MemcpyAtoD => core::mem::size_of::<memcpy_atod::Reply>(),
             Op::MemcpyDtoA => core::mem::size_of::<memcpy_dtoa::Reply>(),
             Op::MemcpyAtoA => core::mem::size_of::<memcpy_atoa::Reply>(),
@@ -5446,6 +5477,8 @@ impl Op {
             Op::LaunchMultiDevice => {
                 message::check::<launch_multi_device::Request>(fixed, blob_len)
             }
+            Op::LogsCallback => message::check::<logs_callback::Request>(fixed, blob_len),
+            Op::AsyncNotification => message::check::<async_notification::Request>(fixed, blob_len),
             Op::MemcpyAtoD => message::check::<memcpy_atod::Request>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Request>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Request>(fixed, blob_len),
@@ -6234,6 +6267,8 @@ impl Op {
                 message::check::<library_unified_function::Reply>(fixed, blob_len)
             }
             Op::LaunchMultiDevice => message::check::<launch_multi_device::Reply>(fixed, blob_len),
+            Op::LogsCallback => message::check::<logs_callback::Reply>(fixed, blob_len),
+            Op::AsyncNotification => message::check::<async_notification::Reply>(fixed, blob_len),
             Op::MemcpyAtoD => message::check::<memcpy_atod::Reply>(fixed, blob_len),
             Op::MemcpyDtoA => message::check::<memcpy_dtoa::Reply>(fixed, blob_len),
             Op::MemcpyAtoA => message::check::<memcpy_atoa::Reply>(fixed, blob_len),
@@ -6723,6 +6758,8 @@ impl TryFrom<u16> for Op {
             697 => Ok(Op::LogsDump),
             698 => Ok(Op::LibraryUnifiedFunction),
             699 => Ok(Op::LaunchMultiDevice),
+            700 => Ok(Op::LogsCallback),
+            701 => Ok(Op::AsyncNotification),
             740 => Ok(Op::MemcpyAtoD),
             741 => Ok(Op::MemcpyDtoA),
             742 => Ok(Op::MemcpyAtoA),
@@ -7140,6 +7177,8 @@ pub const SCHEMA: &str = concat!(
     "697 LogsDump {has_iterator:bool,iterator:u32,size:u64,flags:u32} => {status:u32,iterator:u32,size:u64}+blob nocontext\n",
     "698 LibraryUnifiedFunction {library:handle(Library)}+blob => {fptr:u64}\n",
     "699 LaunchMultiDevice {devices:u32,flags:u32}+blob => {}\n",
+    "700 LogsCallback {id:u64,register:bool,null:bool} => {} nocontext\n",
+    "701 AsyncNotification {device:i32,id:u64,register:bool,null:bool,no_out:bool} => {} nocontext\n",
     "740 MemcpyAtoD {dst_device:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
     "741 MemcpyDtoA {dst_array:handle(Array),dst_offset:u32,src_device:u32,byte_count:u32} => {} sync\n",
     "742 MemcpyAtoA {dst_array:handle(Array),dst_offset:u32,src_array:handle(Array),src_offset:u32,byte_count:u32} => {} sync\n",
@@ -21488,6 +21527,95 @@ pub mod launch_multi_device {
 
     impl Message for Reply {
         const OP: Op = Op::LaunchMultiDevice;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation LogsCallback: wire id 700.
+pub mod logs_callback {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub id: U64,
+        pub register: u8,
+        pub null: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::LogsCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "register", self.register)?;
+            message::check_bool(Self::OP, "null", self.null)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::LogsCallback;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation AsyncNotification: wire id 701.
+pub mod async_notification {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub device: I32,
+        pub id: U64,
+        pub register: u8,
+        pub null: u8,
+        pub no_out: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {}
+
+    impl Message for Request {
+        const OP: Op = Op::AsyncNotification;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "register", self.register)?;
+            message::check_bool(Self::OP, "null", self.null)?;
+            message::check_bool(Self::OP, "no_out", self.no_out)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::AsyncNotification;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

@@ -1169,6 +1169,26 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             }),
             none(),
         ),
+        // register a log callback as the client's callback 3
+        Op::LogsCallback => (
+            b(vgpu_proto::logs_callback::Request {
+                id: u(3),
+                register: 1,
+                null: 0,
+            }),
+            none(),
+        ),
+        // register an async notification on device 0 as callback 4
+        Op::AsyncNotification => (
+            b(vgpu_proto::async_notification::Request {
+                device: zerocopy::little_endian::I32::new(0),
+                id: u(4),
+                register: 1,
+                null: 0,
+                no_out: 0,
+            }),
+            none(),
+        ),
         // one entry, no flags: function, stream, a 16x256 grid, 8 parameter bytes
         Op::LaunchMultiDevice => (
             b(vgpu_proto::launch_multi_device::Request {

@@ -102,6 +102,9 @@ pub(crate) struct Ext {
     pub coredump: crate::coredump::Coredump,
     /// Driver logs of failed calls (`cuLogs*`).
     pub logs: crate::logs::Logs,
+    /// Async notification registrations: handle -> device. The simulated
+    /// device never raises a notification.
+    pub notifications: HashMap<usize, i32>,
 }
 
 /// First handle value handed out; 0x1 and 0x2 stay free for `CU_STREAM_LEGACY` and

@@ -383,6 +383,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::LogsDump => super::logs::logs_dump(lane, s, req),
         Op::LibraryUnifiedFunction => super::library::library_unified_function(lane, s, req),
         Op::LaunchMultiDevice => super::launch::launch_multi_device(lane, s, req),
+        Op::LogsCallback => super::notify::logs_callback(lane, s, req),
+        Op::AsyncNotification => super::notify::async_notification(lane, s, req),
         Op::MemcpyAtoD => memcpy_atod(s, req),
         Op::MemcpyDtoA => memcpy_dtoa(s, req),
         Op::MemcpyAtoA => memcpy_atoa(s, req),
