@@ -34,12 +34,16 @@ use crate::driver::{entry, Handle, Status};
 
 mod batch;
 mod child;
+mod extsem;
+mod generic;
 mod host;
 mod mem;
 mod memcpy;
 mod memset;
 pub use batch::{graph_batch_mem_op_node, graph_batch_mem_op_node_params};
 pub use child::check_graph_add_child_graph_node;
+pub use extsem::{graph_ext_sem_node, graph_ext_sem_node_params};
+pub use generic::{graph_conditional_node, graph_node_generic};
 pub use host::{graph_host_node, graph_host_node_params, user_object_create};
 pub use mem::{device_graph_mem_attribute, graph_mem_alloc_node, graph_mem_alloc_node_params};
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};

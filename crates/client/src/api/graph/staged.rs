@@ -50,13 +50,15 @@ unsafe impl Send for Given {}
 /// Staged memcpy nodes, by node handle: the parameters the application gave.
 static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
 
-/// `cuGraphDestroy`: the graph's staged nodes are forgotten with it, as the
-/// driver may hand their handles out again.
+/// `cuGraphDestroy`: the graph's staged nodes (and the external-semaphore
+/// arrays handed out for its nodes) are forgotten with it, as the driver
+/// may hand their handles out again.
 ///
 /// # Safety
 /// Every pointer is NULL or valid as the CUDA API requires of its caller.
 pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     let s = runtime().session()?;
+    super::extsem::forget_graph(s, graph);
     let r = vgpu_proto::graph_destroy::Request {
         hgraph: U64::new(graph as usize as u64),
     };
@@ -66,7 +68,8 @@ pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     Ok(())
 }
 
-/// `cuGraphDestroyNode`: a staged node is forgotten with it.
+/// `cuGraphDestroyNode`: a staged node (or the external-semaphore arrays
+/// handed out for it) is forgotten with it.
 ///
 /// # Safety
 /// Every pointer is NULL or valid as the CUDA API requires of its caller.
@@ -76,6 +79,7 @@ pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CuResult<()> {
         hnode: U64::new(node as usize as u64),
     };
     s.request(&r, &[])?;
+    super::extsem::forget_node(node as usize);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.remove(&(node as usize));
     Ok(())
