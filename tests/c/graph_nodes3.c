@@ -16,6 +16,9 @@
  *   result is checked on the device; cuGraphNodeSetParams and
  *   cuGraphExecNodeSetParams of the kernel node take effect at the next
  *   launch; cuGraphAddNode_v2 with default edge data;
+ * - a memcpy node from pageable memory takes new parameters (another
+ *   pageable source, in the graph and in an executable graph; the other
+ *   direction; device memory on both sides) and copies by them;
  * - conditional nodes (cuGraphAddNode): an IF node of a handle whose
  *   default is 1 runs its body, one whose default is 0 does not; a SWITCH
  *   node runs the body its value picks; a WHILE node of value 0 runs
@@ -240,6 +243,7 @@ static struct {
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, int *);
     CUresult (*GraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+    CUresult (*GraphMemcpyNodeGetParams)(CUgraphNode, memcpy3d *);
     CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
     CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                                    const kernel_params *);
@@ -294,6 +298,7 @@ static const struct cu_entry entries[] = {
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
     ENTRY(GraphNodeGetType, "cuGraphNodeGetType"),
     ENTRY(GraphChildGraphNodeGetGraph, "cuGraphChildGraphNodeGetGraph"),
+    ENTRY(GraphMemcpyNodeGetParams, "cuGraphMemcpyNodeGetParams"),
     ENTRY(GraphAddEmptyNode, "cuGraphAddEmptyNode"),
     ENTRY(GraphAddKernelNode, "cuGraphAddKernelNode_v2"),
     ENTRY(GraphAddSignalNode, "cuGraphAddExternalSemaphoresSignalNode"),
@@ -718,6 +723,113 @@ static void generic_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
     EXPECT("gen_event_destroy", cu.EventDestroy(ev), CUDA_SUCCESS);
 }
 
+/* ---- memcpy nodes with a pageable host side, given new parameters ---- */
+
+static unsigned int page_a[WORDS], page_b[WORDS], page_out[WORDS];
+
+static void fill_host(unsigned int *p, unsigned int v)
+{
+    for (int i = 0; i < WORDS; i++)
+        p[i] = v;
+}
+
+static int host_is(const unsigned int *p, unsigned int v)
+{
+    for (int i = 0; i < WORDS; i++)
+        if (p[i] != v)
+            return 0;
+    return 1;
+}
+
+/* A 1D copy of BYTES bytes; NULL `from`/`to` is device memory `x`/`y`. */
+static memcpy3d copy_1d(const void *from, CUdeviceptr x, void *to, CUdeviceptr y)
+{
+    memcpy3d c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = from ? MEMORYTYPE_HOST : MEMORYTYPE_DEVICE;
+    c.srcHost = from;
+    c.srcDevice = from ? 0 : x;
+    c.dstMemoryType = to ? MEMORYTYPE_HOST : MEMORYTYPE_DEVICE;
+    c.dstHost = to;
+    c.dstDevice = to ? 0 : y;
+    c.WidthInBytes = BYTES;
+    c.Height = 1;
+    c.Depth = 1;
+    return c;
+}
+
+static int run_once(const char *name, CUgraph g, CUstream s)
+{
+    CUgraphExec e = NULL;
+    if (!EXPECT(name, cu.GraphInstantiate(&e, g, 0), CUDA_SUCCESS))
+        return 0;
+    int ok = launch(name, e, s);
+    EXPECT(name, cu.GraphExecDestroy(e), CUDA_SUCCESS);
+    return ok;
+}
+
+/* A memcpy node from pageable memory takes new parameters: another pageable
+ * source, in an executable graph too, then the other direction, then device
+ * memory on both sides. */
+static void pageable_memcpy_set(CUcontext ctx, CUdeviceptr d, CUstream s)
+{
+    CUdeviceptr x = d, y = d + BYTES;
+    CUgraph g = NULL;
+    CUgraphNode node = NULL;
+    fill_host(page_a, 1);
+    fill_host(page_b, 2);
+    memcpy3d c = copy_1d(page_a, 0, NULL, x);
+    if (!EXPECT("pset_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS) ||
+        !EXPECT("pset_reset", cu.MemsetD32(d, 0, 2 * WORDS), CUDA_SUCCESS))
+        return;
+    node_params p = typed(TYPE_MEMCPY);
+    p.u.memcpy.copyCtx = ctx;
+    p.u.memcpy.copyParams = c;
+    if (!EXPECT("pset_add", cu.GraphAddNode(&node, g, NULL, 0, &p), CUDA_SUCCESS))
+        return;
+    if (run_once("pset_run", g, s))
+        expect_true("pset_copied_a", all_words(x, 1), "the node did not copy page_a");
+
+    p.u.memcpy.copyParams = copy_1d(page_b, 0, NULL, x);
+    EXPECT("pset_set_b", cu.GraphNodeSetParams(node, &p), CUDA_SUCCESS);
+    memcpy3d back;
+    memset(&back, 0, sizeof back);
+    EXPECT("pset_get", cu.GraphMemcpyNodeGetParams(node, &back), CUDA_SUCCESS);
+    expect_true("pset_get_b", back.srcHost == page_b && back.dstDevice == x,
+                "the node's parameters do not read back");
+    if (run_once("pset_run_b", g, s))
+        expect_true("pset_copied_b", all_words(x, 2), "the node did not take page_b");
+
+    CUgraphExec e = NULL;
+    if (EXPECT("pset_instantiate", cu.GraphInstantiate(&e, g, 0), CUDA_SUCCESS)) {
+        fill_host(page_a, 3);
+        node_params ep = typed(TYPE_MEMCPY);
+        ep.u.memcpy.copyCtx = ctx;
+        ep.u.memcpy.copyParams = copy_1d(page_a, 0, NULL, x);
+        EXPECT("pset_exec_set_a", cu.GraphExecNodeSetParams(e, node, &ep), CUDA_SUCCESS);
+        if (launch("pset_exec_launch", e, s))
+            expect_true("pset_exec_copied_a", all_words(x, 3),
+                        "the executable graph's node did not take page_a");
+        EXPECT("pset_exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
+    }
+    if (run_once("pset_run_graph_kept", g, s))
+        expect_true("pset_graph_kept_b", all_words(x, 2),
+                    "the executable graph's setter changed the graph's node");
+
+    fill_host(page_out, 0);
+    p.u.memcpy.copyParams = copy_1d(NULL, x, page_out, 0);
+    EXPECT("pset_set_to_host", cu.GraphNodeSetParams(node, &p), CUDA_SUCCESS);
+    if (run_once("pset_run_to_host", g, s))
+        expect_true("pset_copied_to_host", host_is(page_out, 2),
+                    "the node did not copy to page_out");
+
+    p.u.memcpy.copyParams = copy_1d(NULL, x, NULL, y);
+    EXPECT("pset_set_device", cu.GraphNodeSetParams(node, &p), CUDA_SUCCESS);
+    if (run_once("pset_run_device", g, s))
+        expect_true("pset_copied_device", all_words(y, 2), "the node did not copy x to y");
+    EXPECT("pset_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
+}
+
 /* ---- conditional nodes ---- */
 
 /* A conditional node of handle `h` in `g` with `size` bodies written to `bodies`. */
@@ -827,6 +939,7 @@ int main(int argc, char **argv)
     semaphore_nodes(s);
     semaphore_node_answers();
     generic_nodes(ctx, d, s);
+    pageable_memcpy_set(ctx, d, s);
     conditional_nodes(ctx, d, s);
 
     EXPECT("stream_destroy", cu.StreamDestroy(s), CUDA_SUCCESS);

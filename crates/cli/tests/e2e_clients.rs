@@ -598,7 +598,14 @@ fn c_graph_nodes3() {
         .assert_line("ok cond_if_0_skipped")
         .assert_line("ok cond_switch_picked_1")
         .assert_line("ok cond_while_0_skipped")
-        .assert_line("148 checks, 0 failed");
+        .assert_line("ok pset_copied_a")
+        .assert_line("ok pset_get_b")
+        .assert_line("ok pset_copied_b")
+        .assert_line("ok pset_exec_copied_a")
+        .assert_line("ok pset_graph_kept_b")
+        .assert_line("ok pset_copied_to_host")
+        .assert_line("ok pset_copied_device")
+        .assert_line("193 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));

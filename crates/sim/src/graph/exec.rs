@@ -16,11 +16,7 @@ pub(super) fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
     };
     let mut nodes = Vec::new();
     let mut work = Vec::new();
-    for (&k, n) in graph
-        .nodes
-        .iter()
-        .filter_map(|k| g.nodes.get(k).map(|n| (k, n)))
-    {
+    for (k, n) in in_dependency_order(st, &graph.nodes) {
         nodes.push(k);
         work.push(match &n.work {
             Work::Child { graph, .. } => Work::Child {
@@ -45,6 +41,29 @@ pub(super) fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
         });
     }
     Ok((nodes, work))
+}
+
+/// A graph's nodes (`keys`, in the order they were added) so that each comes after
+/// the nodes it depends on: the first node whose dependencies have all come, again and
+/// again (edges may be added between nodes after them, so the order added is not
+/// enough). A cycle, which the driver refuses elsewhere, keeps the order added.
+fn in_dependency_order<'a>(st: &'a State, keys: &[usize]) -> Vec<(usize, &'a super::Node)> {
+    let g = &st.ext.graphs;
+    let mut left: Vec<(usize, &super::Node)> = keys
+        .iter()
+        .filter_map(|k| g.nodes.get(k).map(|n| (*k, n)))
+        .collect();
+    let mut done = HashSet::new();
+    let mut out = Vec::with_capacity(left.len());
+    while !left.is_empty() {
+        let ready = left
+            .iter()
+            .position(|(_, n)| n.deps.iter().all(|d| done.contains(d) || !keys.contains(d)));
+        let (k, n) = left.remove(ready.unwrap_or(0));
+        done.insert(k);
+        out.push((k, n));
+    }
+    out
 }
 
 /// `cuGraphInstantiateWithFlags`: a snapshot of the graph's work, in the current context.

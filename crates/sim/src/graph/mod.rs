@@ -2,10 +2,11 @@
 //!
 //! While a created stream is capturing, the work enqueued on it (memsets, copies,
 //! launches, event records) is recorded as nodes of the capture's graph instead of run
-//! ([`captured`]). A graph's nodes are kept in the order they were added, each after the
-//! one before it (the simulator runs everything in order, so a chain is faithful to any
-//! dependency structure); an executable graph is a copy of that work, and launching it
-//! runs the work in order on the stream, or records it when that stream is capturing.
+//! ([`captured`]). A graph's nodes are kept in the order they were added; an executable
+//! graph is a copy of their work, each node after the nodes it depends on (the simulator
+//! runs everything in order, so a chain is faithful to any dependency structure), and
+//! launching it runs the work in order on the stream, or records it when that stream is
+//! capturing.
 //!
 //! Capture modes follow the driver: a thread's mode (`cuThreadExchangeStreamCaptureMode`,
 //! global by default) decides whether a potentially unsafe call (a synchronous
