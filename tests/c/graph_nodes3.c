@@ -26,6 +26,9 @@
  * - the results of unknown types, mismatched types, setters of free nodes,
  *   edge data that is not the default and impossible conditional nodes are
  *   printed (the driver's codes, compared on a GPU).
+ * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
+ * adds a node of a destroyed semaphore and passes NULL node parameters,
+ * which the driver documents as undefined and vgpu refuses.
  *
  * The kernel, fill_u32(unsigned *p, unsigned v, int n), is PTX on a GPU and
  * a built-in kernel on vgpu's simulated device, so it runs on both.
@@ -536,6 +539,17 @@ static void semaphore_nodes(CUstream s)
     EXPECT("extsem_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("extsem_destroy", cu.DestroyExternalSemaphore(sem), CUDA_SUCCESS);
     close(keep);
+    if (invalid_handle_checks()) {
+        /* A destroyed semaphore in a new node; undefined on a real driver. */
+        CUgraph g2 = NULL;
+        CUgraphNode n2 = NULL;
+        ext_params(&sp, &sem, &sv, 1);
+        if (EXPECT("extsem_graph2", cu.GraphCreate(&g2, 0), CUDA_SUCCESS)) {
+            EXPECT("extsem_add_destroyed", cu.GraphAddSignalNode(&n2, g2, NULL, 0, &sp),
+                   CUDA_ERROR_INVALID_HANDLE);
+            EXPECT("extsem_graph2_destroy", cu.GraphDestroy(g2), CUDA_SUCCESS);
+        }
+    }
 }
 
 /* Nodes without semaphores, answered on the simulated device and a GPU alike. */
@@ -712,6 +726,13 @@ static void generic_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
     node_params fp = typed(TYPE_MEM_FREE);
     fp.u.free.dptr = got;
     show("gen_set_free", cu.GraphNodeSetParams(freed, &fp));
+    if (invalid_handle_checks()) {
+        /* NULL parameters; undefined on a real driver. */
+        CUgraphNode none = NULL;
+        EXPECT("gen_add_null_params", cu.GraphAddNode(&none, g, NULL, 0, NULL),
+               CUDA_ERROR_INVALID_VALUE);
+        EXPECT("gen_set_null_params", cu.GraphNodeSetParams(k, NULL), CUDA_ERROR_INVALID_VALUE);
+    }
     node_params unknown = typed(99);
     CUgraphNode bad = NULL;
     show("gen_add_unknown_type", cu.GraphAddNode(&bad, g, NULL, 0, &unknown));

@@ -557,9 +557,12 @@ fn c_graph_nodes2() {
 /// graph's setters take effect at the next launch; cuGraphAddNode of every
 /// kind of node runs, each result checked on the device, and the kernel
 /// node's parameters are replaced through cuGraphNodeSetParams and
-/// cuGraphExecNodeSetParams; an IF node of a handle whose default is 1 runs
-/// its body, one of 0 does not, a SWITCH picks its case and a WHILE of 0
-/// runs nothing. Straight on the simulated device it prints the same lines.
+/// cuGraphExecNodeSetParams; a memcpy node from pageable memory takes new
+/// parameters in the graph and in an executable graph; an IF node of a
+/// handle whose default is 1 runs its body, one of 0 does not, a SWITCH
+/// picks its case and a WHILE of 0 runs nothing; a destroyed semaphore and
+/// NULL parameters are refused. Straight on the simulated device it prints
+/// the same lines.
 #[test]
 fn c_graph_nodes3() {
     let h = Harness::start();
@@ -605,7 +608,9 @@ fn c_graph_nodes3() {
         .assert_line("ok pset_graph_kept_b")
         .assert_line("ok pset_copied_to_host")
         .assert_line("ok pset_copied_device")
-        .assert_line("193 checks, 0 failed");
+        .assert_line("ok extsem_add_destroyed")
+        .assert_line("ok gen_add_null_params")
+        .assert_line("198 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));

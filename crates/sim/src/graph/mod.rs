@@ -285,6 +285,7 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     };
     user::drop_held(st, key);
     let g = &mut st.ext.graphs;
+    g.handles.retain(|_, (graph, _)| *graph != key);
     let mut children = Vec::new();
     for n in graph.nodes {
         g.kernel_attrs.remove(&n);
