@@ -739,6 +739,11 @@ static void generic_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
     node_params e2 = typed(TYPE_EMPTY);
     edge.type = 1;
     show("gen_add_v2_programmatic_edge", cu.GraphAddNode_v2(&bad, g, &k, &edge, 1, &e2));
+    /* A programmatic edge (from the kernel's programmatic port) between kernel nodes. */
+    node_params k2 = typed(TYPE_KERNEL);
+    k2.u.kernel = fill_params(&ka, a, 8);
+    edge.from_port = 1;
+    show("gen_add_v2_kernel_programmatic", cu.GraphAddNode_v2(&bad, g, &k, &edge, 1, &k2));
     EXPECT("gen_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("gen_child_destroy", cu.GraphDestroy(child), CUDA_SUCCESS);
     EXPECT("gen_event_destroy", cu.EventDestroy(ev), CUDA_SUCCESS);

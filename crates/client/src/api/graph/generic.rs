@@ -81,14 +81,11 @@ pub unsafe fn node_params(call: NodeCall, p: *mut CUgraphNodeParams) -> CuResult
         n,
     } = call
     {
-        // SAFETY: `n` edges by the contract.
+        // SAFETY: `n` edges by the contract (read only when `e` is not NULL).
         let data = |i: usize| unsafe { e.add(i).cast::<[u8; 8]>().read_unaligned() };
-        if !e.is_null() && (0..n).any(|i| data(i) != [0; 8]) {
-            if t == ty::CONDITIONAL || generic(t) {
-                // These carry their edge data themselves.
-                // SAFETY: forwarded from this function's contract.
-                return unsafe { typed(call, t, p) };
-            }
+        let plain = e.is_null() || (0..n).all(|i| data(i) == [0; 8]);
+        // Conditional and generic nodes carry their edge data themselves.
+        if !plain && t != ty::CONDITIONAL && !generic(t) {
             // SAFETY: forwarded from this function's contract.
             return unsafe { add_then_link(ph, graph, deps, e, n, t, p) };
         }
@@ -133,6 +130,10 @@ unsafe fn add_then_link(
     if deps.is_null() {
         return Err(CuError::INVALID_VALUE);
     }
+    // The caller's value, put back when the node cannot be kept.
+    // SAFETY: `ph` is valid for a read and a write by the contract; read as
+    // possibly uninitialised bytes.
+    let before = unsafe { ph.cast::<std::mem::MaybeUninit<CUgraphNode>>().read() };
     let alone = NodeCall::Add {
         ph,
         graph,
@@ -148,8 +149,12 @@ unsafe fn add_then_link(
     // SAFETY: `n` dependencies and edges by the contract; `to` holds `n`.
     let linked = unsafe { edges_v2(true, graph, deps, to.as_ptr(), e, n) };
     if linked.is_err() {
-        // SAFETY: the node just added.
-        let _ = unsafe { graph_destroy_node(node) };
+        // SAFETY: the node just added; `ph` as above.
+        unsafe {
+            let _ = graph_destroy_node(node);
+            ph.cast::<std::mem::MaybeUninit<CUgraphNode>>()
+                .write(before);
+        }
     }
     linked
 }
