@@ -5,7 +5,8 @@
  * - external-semaphore signal and wait nodes on a timeline semaphore: the
  *   signal's value is there after each launch, a met wait lets the graph go
  *   on, the parameters read back, the graph's setters and the executable
- *   graph's setters take effect at the next launch. The simulated device
+ *   graph's setters take effect at the next launch; a captured signal is a
+ *   signal node that signals at each launch. The simulated device
  *   has no Vulkan to export a semaphore and takes a memfd named
  *   `vgpu-sim-semaphore` as its stand-in (crates/sim/src/semaphore.rs); a
  *   real driver refuses it, so on a GPU only the import's result and the
@@ -241,6 +242,10 @@ static struct {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*ImportExternalSemaphore)(CUexternalSemaphore *, const sem_handle_desc *);
     CUresult (*DestroyExternalSemaphore)(CUexternalSemaphore);
+    CUresult (*SignalExternalSemaphoresAsync)(const CUexternalSemaphore *, const sem_params *,
+                                              unsigned int, CUstream);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*GraphCreate)(CUgraph *, unsigned int);
     CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
@@ -296,6 +301,9 @@ static const struct cu_entry entries[] = {
     ENTRY(ModuleGetFunction, "cuModuleGetFunction"),
     ENTRY(ImportExternalSemaphore, "cuImportExternalSemaphore"),
     ENTRY(DestroyExternalSemaphore, "cuDestroyExternalSemaphore"),
+    ENTRY(SignalExternalSemaphoresAsync, "cuSignalExternalSemaphoresAsync"),
+    ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    ENTRY(StreamEndCapture, "cuStreamEndCapture"),
     ENTRY(GraphCreate, "cuGraphCreate"),
     ENTRY(GraphDestroy, "cuGraphDestroy"),
     ENTRY(GraphGetNodes, "cuGraphGetNodes"),
@@ -536,6 +544,38 @@ static void semaphore_nodes(CUstream s)
         }
     }
     show("extsem_signal_get_on_wait", cu.GraphSignalNodeGetParams(wait, &got));
+
+    /* A captured signal is a signal node, which signals at each launch. */
+    CUgraph cg = NULL;
+    sem_params cv;
+    memset(&cv, 0, sizeof cv);
+    cv.fence_value = 30;
+    if (EXPECT("extsem_capture_begin", cu.StreamBeginCapture(s, 0), CUDA_SUCCESS)) {
+        EXPECT("extsem_capture_signal", cu.SignalExternalSemaphoresAsync(&sem, &cv, 1, s),
+               CUDA_SUCCESS);
+        EXPECT("extsem_capture_end", cu.StreamEndCapture(s, &cg), CUDA_SUCCESS);
+    }
+    expect_true("extsem_capture_did_not_signal", sem_value(keep) == 20,
+                "the captured signal ran at capture");
+    CUgraphNode captured = NULL;
+    size_t one = 1;
+    if (cg != NULL && EXPECT("extsem_captured_nodes", cu.GraphGetNodes(cg, &captured, &one),
+                             CUDA_SUCCESS)) {
+        memset(&got, 0, sizeof got);
+        EXPECT("extsem_captured_get", cu.GraphSignalNodeGetParams(captured, &got), CUDA_SUCCESS);
+        expect_true("extsem_captured_params",
+                    got.numExtSems == 1 && got.extSemArray[0] == sem &&
+                        got.paramsArray[0].fence_value == 30,
+                    "the captured signal node's parameters do not read back");
+        e = NULL;
+        if (EXPECT("extsem_captured_instantiate", cu.GraphInstantiate(&e, cg, 0), CUDA_SUCCESS) &&
+            launch("extsem_captured_launch", e, s)) {
+            expect_true("extsem_captured_signalled_30", sem_value(keep) == 30,
+                        "the captured signal node did not signal");
+            EXPECT("extsem_exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
+        }
+        EXPECT("extsem_captured_destroy", cu.GraphDestroy(cg), CUDA_SUCCESS);
+    }
     EXPECT("extsem_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);
     EXPECT("extsem_destroy", cu.DestroyExternalSemaphore(sem), CUDA_SUCCESS);
     close(keep);

@@ -582,6 +582,9 @@ fn c_graph_nodes3() {
         .assert_line("ok extsem_wait_set_params")
         .assert_line("ok extsem_signalled_8")
         .assert_line("ok extsem_generic_signalled_20")
+        .assert_line("ok extsem_capture_did_not_signal")
+        .assert_line("ok extsem_captured_params")
+        .assert_line("ok extsem_captured_signalled_30")
         .assert_line("ok gen_alloc_address_written")
         .assert_line("ok gen_memcpy_is_memcpy")
         .assert_line("ok gen_kernel_ran")
@@ -611,7 +614,7 @@ fn c_graph_nodes3() {
         .assert_line("ok pset_copied_device")
         .assert_line("ok extsem_add_destroyed")
         .assert_line("ok gen_add_null_params")
-        .assert_line("197 checks, 0 failed");
+        .assert_line("210 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));
