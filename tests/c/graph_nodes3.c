@@ -28,8 +28,9 @@
  *   edge data that is not the default and impossible conditional nodes are
  *   printed (the driver's codes, compared on a GPU).
  * With CU_TEST_INVALID_HANDLES=1 (vgpu and its simulated device only) it also
- * adds a node of a destroyed semaphore and passes NULL node parameters,
- * which the driver documents as undefined and vgpu refuses.
+ * adds a node of a destroyed semaphore, passes NULL node parameters and
+ * makes a graph a child of itself, which the driver documents as undefined
+ * (or crashes on) and vgpu refuses.
  *
  * The kernel, fill_u32(unsigned *p, unsigned v, int n), is PTX on a GPU and
  * a built-in kernel on vgpu's simulated device, so it runs on both.
@@ -772,6 +773,11 @@ static void generic_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
         EXPECT("gen_add_null_params", cu.GraphAddNode(&none, g, NULL, 0, NULL),
                CUDA_ERROR_INVALID_VALUE);
         EXPECT("gen_set_null_params", cu.GraphNodeSetParams(k, NULL), CUDA_ERROR_INVALID_VALUE);
+        /* A graph made a child of itself, on which the driver crashes. */
+        node_params self = typed(TYPE_GRAPH);
+        self.u.graph.graph = g;
+        EXPECT("gen_add_self_child", cu.GraphAddNode(&none, g, NULL, 0, &self),
+               CUDA_ERROR_INVALID_VALUE);
     }
     node_params unknown = typed(99);
     CUgraphNode bad = NULL;

@@ -614,7 +614,8 @@ fn c_graph_nodes3() {
         .assert_line("ok pset_copied_device")
         .assert_line("ok extsem_add_destroyed")
         .assert_line("ok gen_add_null_params")
-        .assert_line("210 checks, 0 failed");
+        .assert_line("ok gen_add_self_child")
+        .assert_line("211 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));

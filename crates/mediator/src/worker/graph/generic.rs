@@ -71,23 +71,21 @@ pub fn graph_node_generic(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
     let mut p = zeroed(ty);
     let value = r.value.get();
     let handle = |kind, id: u64| s.tables().handle(kind, id);
-    {
-        match ty {
-            GRAPH => {
-                let child = handle(HandleKind::Graph, value)?;
-                p.__bindgen_anon_1.graph.graph = as_ptr(child);
-                p.__bindgen_anon_1.graph.ownership =
-                    CUgraphChildGraphNodeOwnership(r.ownership.get());
-            }
-            EVENT_WAIT => {
-                p.__bindgen_anon_1.eventWait.event = as_ptr(handle(HandleKind::Event, value)?)
-            }
-            EVENT_RECORD => {
-                p.__bindgen_anon_1.eventRecord.event = as_ptr(handle(HandleKind::Event, value)?);
-            }
-            MEM_FREE => p.__bindgen_anon_1.free.dptr = value,
-            _ => {}
+    let mut child: CUgraph = ptr::null_mut();
+    match ty {
+        GRAPH => {
+            child = as_ptr(handle(HandleKind::Graph, value)?);
+            p.__bindgen_anon_1.graph.graph = child;
+            p.__bindgen_anon_1.graph.ownership = CUgraphChildGraphNodeOwnership(r.ownership.get());
         }
+        EVENT_WAIT => {
+            p.__bindgen_anon_1.eventWait.event = as_ptr(handle(HandleKind::Event, value)?);
+        }
+        EVENT_RECORD => {
+            p.__bindgen_anon_1.eventRecord.event = as_ptr(handle(HandleKind::Event, value)?);
+        }
+        MEM_FREE => p.__bindgen_anon_1.free.dptr = value,
+        _ => {}
     }
     let mut node: CUgraphNode = ptr::null_mut();
     match r.what {
@@ -95,9 +93,7 @@ pub fn graph_node_generic(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
             let g: CUgraph = as_ptr(handle(HandleKind::Graph, r.graph.get())?);
             let (deps, edges) = dependencies(s, &req.blob, r.deps.get(), r.edges != 0)?;
             // The driver crashes on a graph made a child of itself.
-            // SAFETY: the member written above for this type.
-            let child = unsafe { p.__bindgen_anon_1.graph.graph };
-            if ty == GRAPH && !g.is_null() && !child.is_null() && holds(s, child, g)? {
+            if !g.is_null() && !child.is_null() && holds(s, child, g)? {
                 return Err(INVALID_VALUE);
             }
             let edges = (r.edges != 0).then_some(edges.as_slice());
