@@ -184,24 +184,26 @@ pub unsafe fn ext_sem_node_params(
     unsafe { write_out(p, out) }
 }
 
-/// Forgets the arrays handed out for `node` (destroyed).
-pub(super) fn forget_node(node: usize) {
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    given.remove(&node);
-}
-
-/// Forgets the arrays handed out for graph `graph`'s nodes; called before
-/// the graph is destroyed. Costs a round trip only when arrays were handed
-/// out.
-pub(super) fn forget_graph(s: &Session, graph: CUgraph) {
-    if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
-        return;
-    }
-    let Ok(nodes) = super::nodes::graph_nodes(s, graph as usize as u64) else {
-        return;
-    };
+/// Forgets the arrays handed out for `nodes` (destroyed).
+pub(super) fn forget(nodes: &[usize]) {
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     for n in nodes {
-        given.remove(&wire::handle::<u8>(n).addr());
+        given.remove(n);
     }
+}
+
+/// The nodes of graph `graph` whose arrays were handed out, to forget once
+/// the graph is destroyed. Costs a round trip only when arrays were handed
+/// out.
+pub(super) fn given_in(s: &Session, graph: CUgraph) -> Vec<usize> {
+    if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+        return Vec::new();
+    }
+    let nodes = super::nodes::graph_nodes(s, graph as usize as u64).unwrap_or_default();
+    let given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    nodes
+        .into_iter()
+        .map(|n| wire::handle::<u8>(n).addr())
+        .filter(|n| given.contains_key(n))
+        .collect()
 }

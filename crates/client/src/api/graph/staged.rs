@@ -58,11 +58,12 @@ static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
 /// Every pointer is NULL or valid as the CUDA API requires of its caller.
 pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     let s = runtime().session()?;
-    super::extsem::forget_graph(s, graph);
+    let given = super::extsem::given_in(s, graph);
     let r = vgpu_proto::graph_destroy::Request {
         hgraph: U64::new(graph as usize as u64),
     };
     s.request(&r, &[])?;
+    super::extsem::forget(&given);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.retain(|_, g| g.1 != graph as usize);
     Ok(())
@@ -79,7 +80,7 @@ pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CuResult<()> {
         hnode: U64::new(node as usize as u64),
     };
     s.request(&r, &[])?;
-    super::extsem::forget_node(node as usize);
+    super::extsem::forget(&[node as usize]);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.remove(&(node as usize));
     Ok(())
