@@ -779,8 +779,19 @@ static void generic_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
         EXPECT("gen_add_self_child", cu.GraphAddNode(&none, g, NULL, 0, &self),
                CUDA_ERROR_INVALID_VALUE);
     }
-    node_params unknown = typed(99);
+    node_params flagged = typed(TYPE_MEMCPY);
+    flagged.u.memcpy.flags = 1;
+    flagged.u.memcpy.copyCtx = ctx;
+    flagged.u.memcpy.copyParams.srcMemoryType = MEMORYTYPE_DEVICE;
+    flagged.u.memcpy.copyParams.srcDevice = a;
+    flagged.u.memcpy.copyParams.dstMemoryType = MEMORYTYPE_DEVICE;
+    flagged.u.memcpy.copyParams.dstDevice = b;
+    flagged.u.memcpy.copyParams.WidthInBytes = BYTES;
+    flagged.u.memcpy.copyParams.Height = 1;
+    flagged.u.memcpy.copyParams.Depth = 1;
     CUgraphNode bad = NULL;
+    show("gen_add_memcpy_flags_1", cu.GraphAddNode(&bad, g, NULL, 0, &flagged));
+    node_params unknown = typed(99);
     show("gen_add_unknown_type", cu.GraphAddNode(&bad, g, NULL, 0, &unknown));
     node_params e2 = typed(TYPE_EMPTY);
     edge.type = 1;

@@ -234,6 +234,10 @@ unsafe fn typed(call: NodeCall, t: u32, p: *mut CUgraphNodeParams) -> CuResult<(
             }
             ty::MEMCPY => {
                 let m = u.memcpy;
+                // Documented as zero; the copy's own path cannot carry them.
+                if m.flags != 0 || m.reserved != 0 {
+                    return Err(CuError::INVALID_VALUE);
+                }
                 let call = [
                     MemcpyNodeCall::Add,
                     MemcpyNodeCall::Set,

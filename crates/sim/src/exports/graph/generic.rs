@@ -71,6 +71,11 @@ pub unsafe extern "C" fn cuGraphAddNode(
                 let k = std::ptr::addr_of!(u.kernel).cast::<CUDA_KERNEL_NODE_PARAMS>();
                 cu::cuGraphAddKernelNode_v2(ph, g, deps, n, k)
             }
+            MEMCPY if u.memcpy.flags != 0 || u.memcpy.reserved != 0 => fail(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                name,
+                "a memcpy node's flags and reserved field must be zero",
+            ),
             MEMCPY => {
                 let m = u.memcpy;
                 cu::cuGraphAddMemcpyNode(ph, g, deps, n, &m.copyParams, m.copyCtx)
