@@ -231,6 +231,11 @@ unsafe fn set(
             (KERNEL, Some(e)) => {
                 cu::cuGraphExecKernelNodeSetParams_v2(e, node, std::ptr::addr_of!(u.kernel).cast())
             }
+            (MEMCPY, _) if u.memcpy.flags != 0 || u.memcpy.reserved != 0 => fail(
+                invalid,
+                name,
+                "a memcpy node's flags and reserved field must be zero",
+            ),
             (MEMCPY, None) => cu::cuGraphMemcpyNodeSetParams(node, &u.memcpy.copyParams),
             (MEMCPY, Some(e)) => {
                 let m = u.memcpy;
