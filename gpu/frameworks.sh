@@ -29,6 +29,7 @@ cc -std=c11 -O2 -o "$WORK/tensormap" tests/c/tensormap.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/callbacks" tests/c/callbacks.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/graph_nodes" tests/c/graph_nodes.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/graph_nodes2" tests/c/graph_nodes2.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/graph_nodes3" tests/c/graph_nodes3.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/stream_memops" tests/c/stream_memops.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/linker" tests/c/linker.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/occupancy" tests/c/occupancy.c -ldl >>"$LOG" 2>&1
@@ -66,6 +67,7 @@ declare -A CMD=(
     [callbacks]="$WORK/callbacks"
     [graph_nodes]="$WORK/graph_nodes"
     [graph_nodes2]="$WORK/graph_nodes2"
+    [graph_nodes3]="$WORK/graph_nodes3"
     [stream_memops]="$WORK/stream_memops"
     [linker]="$WORK/linker"
     [occupancy]="$WORK/occupancy"
@@ -94,7 +96,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 compile cudagraph expandable jax nccl)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

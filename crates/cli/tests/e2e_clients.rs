@@ -609,6 +609,78 @@ fn c_graph_nodes2() {
     same_as_on_the_sim(&out, &h.run(direct));
 }
 
+/// External-semaphore nodes, the generic node calls and conditional nodes
+/// through a real mediator on the simulated device (`tests/c/graph_nodes3.c`,
+/// which a GPU machine also runs natively): signal and wait nodes on the
+/// simulated device's stand-in timeline semaphore signal and pass at each
+/// launch, their parameters read back, and the graph's and the executable
+/// graph's setters take effect at the next launch; cuGraphAddNode of every
+/// kind of node runs, each result checked on the device, and the kernel
+/// node's parameters are replaced through cuGraphNodeSetParams and
+/// cuGraphExecNodeSetParams; a memcpy node from pageable memory takes new
+/// parameters in the graph and in an executable graph; an IF node of a
+/// handle whose default is 1 runs its body, one of 0 does not, a SWITCH
+/// picks its case and a WHILE of 0 runs nothing; a destroyed semaphore and
+/// NULL parameters are refused. Straight on the simulated device it prints
+/// the same lines.
+#[test]
+fn c_graph_nodes3() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "graph_nodes3");
+    let out = h.run(invalid_handle_checks(h.command(&exe)));
+    out.assert_success()
+        .assert_line("ok extsem_import: CUDA_SUCCESS")
+        .assert_line("ok extsem_signal_params")
+        .assert_line("ok extsem_wait_params")
+        .assert_line("ok extsem_signalled_5")
+        .assert_line("ok extsem_wait_passed")
+        .assert_line("ok extsem_exec_signalled_12")
+        .assert_line("ok extsem_exec_wait_passed")
+        .assert_line("ok extsem_graph_keeps_5")
+        .assert_line("ok extsem_signal_set_params")
+        .assert_line("ok extsem_wait_set_params")
+        .assert_line("ok extsem_signalled_8")
+        .assert_line("ok extsem_generic_signalled_20")
+        .assert_line("ok extsem_capture_did_not_signal")
+        .assert_line("ok extsem_captured_params")
+        .assert_line("ok extsem_captured_signalled_30")
+        .assert_line("ok gen_alloc_address_written")
+        .assert_line("ok gen_memcpy_is_memcpy")
+        .assert_line("ok gen_kernel_ran")
+        .assert_line("ok gen_memset_ran")
+        .assert_line("ok gen_child_ran")
+        .assert_line("ok gen_memcpy_ran")
+        .assert_line("ok gen_host_ran")
+        .assert_line("ok gen_batch_ran")
+        .assert_line("ok gen_moved_child_ran")
+        .assert_line("ok gen_moved_child_is_given_graph: yes")
+        .assert_line("ok gen_exec_set_ran")
+        .assert_line("ok gen_set_ran")
+        .assert_line("ok gen_add_unknown_type: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok cond_bodies_given")
+        .assert_line("ok cond_body_has_node")
+        .assert_line("ok cond_if_1_ran")
+        .assert_line("ok cond_if_0_skipped")
+        .assert_line("ok cond_switch_picked_1")
+        .assert_line("ok cond_while_0_skipped")
+        .assert_line("ok pset_copied_a")
+        .assert_line("ok pset_get_b")
+        .assert_line("ok pset_copied_b")
+        .assert_line("ok pset_exec_set_a: CUDA_SUCCESS")
+        .assert_line("ok pset_exec_copied_a")
+        .assert_line("ok pset_graph_kept_b")
+        .assert_line("ok pset_copied_to_host")
+        .assert_line("ok pset_copied_device")
+        .assert_line("ok extsem_add_destroyed")
+        .assert_line("ok gen_add_null_params")
+        .assert_line("ok gen_add_self_child")
+        .assert_line("211 checks, 0 failed");
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
+}
+
 /// Managed memory through a real mediator on the simulated device: CPU
 /// stores a kernel reads and kernel stores the CPU reads after
 /// synchronization, copies and memsets into managed pages, the pointer

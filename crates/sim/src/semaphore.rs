@@ -11,6 +11,8 @@
 //! the given one, a binary wait until it is nonzero, then takes it back to 0. Work on
 //! the simulated device has always completed, so a wait blocks the calling thread
 //! (without the simulator's lock) until the value is there, as the stream would wait.
+//! On a capturing stream a signal or wait is an external-semaphore node of the capture's
+//! graph instead, run as these are at each launch (`crate::graph::Work::ExtSem`).
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;

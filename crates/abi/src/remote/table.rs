@@ -400,7 +400,13 @@ remote_table! {
             cuUserObjectCreate, cuDeviceGetGraphMemAttribute, cuDeviceSetGraphMemAttribute,
             cuGraphAddMemAllocNode, cuGraphMemAllocNodeGetParams, cuGraphAddBatchMemOpNode,
             cuGraphBatchMemOpNodeGetParams, cuGraphBatchMemOpNodeSetParams,
-            cuGraphExecBatchMemOpNodeSetParams;
+            cuGraphExecBatchMemOpNodeSetParams, cuGraphAddExternalSemaphoresSignalNode,
+            cuGraphAddExternalSemaphoresWaitNode, cuGraphExternalSemaphoresSignalNodeGetParams,
+            cuGraphExternalSemaphoresSignalNodeSetParams, cuGraphExternalSemaphoresWaitNodeGetParams,
+            cuGraphExternalSemaphoresWaitNodeSetParams,
+            cuGraphExecExternalSemaphoresSignalNodeSetParams,
+            cuGraphExecExternalSemaphoresWaitNodeSetParams, cuGraphAddNode, cuGraphAddNode_v2,
+            cuGraphNodeSetParams, cuGraphExecNodeSetParams;
         tensormap: cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2colWide,
             cuTensorMapReplaceAddress;
         callback: cuLaunchHostFunc, cuLaunchHostFunc_ptsz, cuStreamAddCallback, cuStreamAddCallback_ptsz;
@@ -607,6 +613,40 @@ remote_table! {
         /// operations.
         graph: GraphBatchMemOpNodeParams = 630 { node: handle(GraphNode) } => { ctx: handle(Context),
             count: u32, flags: u32 } + blob;
+        /// `cuGraphAddExternalSemaphoresSignalNode` (`wait` false) or
+        /// `cuGraphAddExternalSemaphoresWaitNode` (`wait` true) in `graph`
+        /// after `deps` nodes (`what` 0), the node's `…SetParams` (1) or the
+        /// executable graph's `cuGraphExecExternalSemaphores…NodeSetParams`
+        /// of `node` in `exec` (2): the blob holds the dependencies (ids, u64
+        /// each), then `count` semaphore ids (u64 each), then their `count`
+        /// signal or wait parameter structs (144 bytes each).
+        graph: GraphExtSemNode = 563 { what: u8, wait: bool, graph: handle(Graph),
+            node: handle(GraphNode), exec: handle(GraphExec), count: u32, deps: u32 } + blob
+            => { node: handle(GraphNode) };
+        /// `cuGraphExternalSemaphoresSignalNodeGetParams` (`wait` false) or
+        /// `…WaitNodeGetParams` (true): the blob holds `count` semaphore ids
+        /// (u64 each), then their `count` parameter structs (144 bytes each).
+        graph: GraphExtSemNodeParams = 564 { node: handle(GraphNode), wait: bool } => { count: u32 }
+            + blob;
+        /// `cuGraphAddNode` (`_v2`) of a `CU_GRAPH_NODE_TYPE_CONDITIONAL` node
+        /// in `graph` after `deps` nodes (the blob: their ids, u64 each, then
+        /// with `edges` their `CUgraphEdgeData`, 8 bytes each), of conditional
+        /// handle `handle`, `CUgraphConditionalNodeType` `kind`, `size` body
+        /// graphs, in context `ctx`: the reply's blob holds the ids of the
+        /// body graphs the driver made (u64 each).
+        graph: GraphConditionalNode = 565 { graph: handle(Graph), deps: u32, edges: bool,
+            handle: u64, kind: u32, size: u32, ctx: handle(Context) } + blob
+            => { node: handle(GraphNode), count: u32 } + blob;
+        /// `cuGraphAddNode` (`_v2`, `what` 0, in `graph` after `deps` nodes:
+        /// the blob as for GraphConditionalNode), `cuGraphNodeSetParams` (1, of
+        /// `node`) or `cuGraphExecNodeSetParams` (2, of `node` in `exec`) of a
+        /// node whose parameters hold at most one handle or address: `ty` is
+        /// its `CUgraphNodeType`; `value` a child graph's id (with `ownership`),
+        /// an event's id or a freed address, by type; any other type travels
+        /// with its parameters zero, for the driver to judge.
+        graph: GraphNodeGeneric = 566 { what: u8, graph: handle(Graph), node: handle(GraphNode),
+            exec: handle(GraphExec), deps: u32, edges: bool, ty: u32, value: u64, ownership: u32 }
+            + blob => { node: handle(GraphNode) };
 
         /// `cuMemPoolDestroy`; the pool's id is forgotten once the driver
         /// has destroyed it (its outstanding allocations stay live).

@@ -114,7 +114,7 @@ pub fn destroy(mem: CUexternalMemory) -> CuResult<()> {
 /// `…_TIMELINE_SEMAPHORE_FD`: the types whose handle is a file descriptor.
 const SEMAPHORE_FDS: [u32; 2] = [1, 9];
 /// Most semaphores one signal or wait may name.
-const MAX_SEMAPHORES: u32 = 1024;
+pub(crate) const MAX_SEMAPHORES: u32 = 1024;
 
 /// `cuImportExternalSemaphore`: a file descriptor goes to the worker as for
 /// external memory, and belongs to CUDA once imported.

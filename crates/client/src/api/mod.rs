@@ -13,7 +13,7 @@ mod dark;
 mod device;
 mod errors;
 pub(crate) mod event;
-mod external;
+pub(crate) mod external;
 pub(crate) mod graph;
 pub(crate) mod green;
 mod host;
@@ -378,6 +378,35 @@ implement! {
     cuGraphExecBatchMemOpNodeSetParams(e, node, p) => graph::batch_mem_op_node(2,
         std::ptr::null_mut(), std::ptr::null_mut(), e, node, std::ptr::null(), 0, p);
     cuGraphBatchMemOpNodeGetParams(node, p) => graph::batch_mem_op_node_params(node, p);
+    cuGraphAddExternalSemaphoresSignalNode(ph, g, deps, n, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::Add, false, ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps,
+        n, p);
+    cuGraphAddExternalSemaphoresWaitNode(ph, g, deps, n, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::Add, true, ph, g, std::ptr::null_mut(), std::ptr::null_mut(), deps,
+        n, p.cast());
+    cuGraphExternalSemaphoresSignalNodeSetParams(node, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::Set, false, std::ptr::null_mut(), std::ptr::null_mut(),
+        std::ptr::null_mut(), node, std::ptr::null(), 0, p);
+    cuGraphExternalSemaphoresWaitNodeSetParams(node, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::Set, true, std::ptr::null_mut(), std::ptr::null_mut(),
+        std::ptr::null_mut(), node, std::ptr::null(), 0, p.cast());
+    cuGraphExecExternalSemaphoresSignalNodeSetParams(e, node, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::ExecSet, false, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
+        std::ptr::null(), 0, p);
+    cuGraphExecExternalSemaphoresWaitNodeSetParams(e, node, p) => graph::ext_sem_node(
+        graph::ExtSemNodeCall::ExecSet, true, std::ptr::null_mut(), std::ptr::null_mut(), e, node,
+        std::ptr::null(), 0, p.cast());
+    cuGraphExternalSemaphoresSignalNodeGetParams(node, p) =>
+        graph::ext_sem_node_params(node, false, p);
+    cuGraphExternalSemaphoresWaitNodeGetParams(node, p) =>
+        graph::ext_sem_node_params(node, true, p.cast());
+    cuGraphAddNode(ph, g, deps, n, p) => graph::node_params(
+        graph::NodeCall::Add { ph, graph: g, deps, edges: None, n }, p);
+    cuGraphAddNode_v2(ph, g, deps, e, n, p) => graph::node_params(
+        graph::NodeCall::Add { ph, graph: g, deps, edges: Some(e), n }, p);
+    cuGraphNodeSetParams(node, p) => graph::node_params(graph::NodeCall::Set { node }, p);
+    cuGraphExecNodeSetParams(e, node, p) =>
+        graph::node_params(graph::NodeCall::ExecSet { exec: e, node }, p);
     cuDeviceGetGraphMemAttribute(dev, attr, value) =>
         graph::graph_mem_attribute(dev, attr, value, false);
     cuDeviceSetGraphMemAttribute(dev, attr, value) =>

@@ -5,12 +5,7 @@
 //! Each call runs on the calling client thread's lane, whose thread keeps
 //! that thread's capture mode.
 
-use std::ffi::CString;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::AsRawFd;
 use std::ptr;
-
-use rustix::fs::{memfd_create, MemfdFlags};
 
 use vgpu_abi::types::{
     cuuint64_t, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphExecUpdateResult,
@@ -20,26 +15,32 @@ use vgpu_abi::types::{
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::{
-    begin_capture_to_graph, exchange_capture_mode, graph_debug_dot_print, graph_edges,
-    graph_exec_update, graph_kernel_node, graph_kernel_node_params, graph_query,
-    instantiate_with_params, stream_capture_info, update_capture_dependencies, Request,
+    begin_capture_to_graph, exchange_capture_mode, graph_edges, graph_exec_update,
+    graph_kernel_node, graph_kernel_node_params, graph_query, instantiate_with_params,
+    stream_capture_info, update_capture_dependencies, Request,
 };
 use zerocopy::little_endian::{U32, U64};
 
 use super::calls::{as_ptr, message, ok, Reply};
 use super::exec::Lane;
-use super::status::{INVALID_VALUE, OPERATING_SYSTEM};
+use super::status::INVALID_VALUE;
 use super::Session;
 use crate::driver::{entry, Handle, Status};
 
 mod batch;
 mod child;
+mod dot;
+mod extsem;
+mod generic;
 mod host;
 mod mem;
 mod memcpy;
 mod memset;
 pub use batch::{graph_batch_mem_op_node, graph_batch_mem_op_node_params};
 pub use child::check_graph_add_child_graph_node;
+pub use dot::graph_debug_dot_print;
+pub use extsem::{graph_ext_sem_node, graph_ext_sem_node_params};
+pub use generic::{graph_conditional_node, graph_node_generic};
 pub use host::{graph_host_node, graph_host_node_params, user_object_create};
 pub use mem::{device_graph_mem_attribute, graph_mem_alloc_node, graph_mem_alloc_node_params};
 pub use memcpy::{graph_memcpy_node, graph_memcpy_node_params};
@@ -415,24 +416,6 @@ pub fn graph_edges(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
     // are this session's own.
     ok(unsafe { f(g, list(&from), list(&to), list(&data), n) })?;
     Ok(Reply::default())
-}
-
-/// `cuGraphDebugDotPrint` into an anonymous file of the worker (named by
-/// its `/proc/self/fd` path), whose bytes go back to the client.
-pub fn graph_debug_dot_print(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
-    let r: &graph_debug_dot_print::Request = message(req)?;
-    let graph: CUgraph = as_ptr(s.tables().handle(HandleKind::Graph, r.graph.get())?);
-    let fd = memfd_create("vgpu-graph-dot", MemfdFlags::CLOEXEC).map_err(|_| OPERATING_SYSTEM)?;
-    let path =
-        CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| OPERATING_SYSTEM)?;
-    // SAFETY: a NUL-terminated path; the graph is this session's own.
-    ok(unsafe { entry(s.driver.cuGraphDebugDotPrint)?(graph, path.as_ptr(), r.flags.get()) })?;
-    let mut file = std::fs::File::from(fd);
-    let mut dot = Vec::new();
-    file.seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_to_end(&mut dot))
-        .map_err(|_| OPERATING_SYSTEM)?;
-    Ok(Reply::new(&graph_debug_dot_print::Reply {}, dot))
 }
 
 /// `cuGraphAddKernelNode_v2` / `cuGraphKernelNodeSetParams_v2`: the

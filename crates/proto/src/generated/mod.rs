@@ -797,6 +797,33 @@ pub enum Op {
     /// `cuPointerSetAttribute` of `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`
     /// (the only settable attribute) to `value`.
     PointerSetSyncMemops = 562,
+    /// `cuGraphAddExternalSemaphoresSignalNode` (`wait` false) or
+    /// `cuGraphAddExternalSemaphoresWaitNode` (`wait` true) in `graph`
+    /// after `deps` nodes (`what` 0), the node's `…SetParams` (1) or the
+    /// executable graph's `cuGraphExecExternalSemaphores…NodeSetParams`
+    /// of `node` in `exec` (2): the blob holds the dependencies (ids, u64
+    /// each), then `count` semaphore ids (u64 each), then their `count`
+    /// signal or wait parameter structs (144 bytes each).
+    GraphExtSemNode = 563,
+    /// `cuGraphExternalSemaphoresSignalNodeGetParams` (`wait` false) or
+    /// `…WaitNodeGetParams` (true): the blob holds `count` semaphore ids
+    /// (u64 each), then their `count` parameter structs (144 bytes each).
+    GraphExtSemNodeParams = 564,
+    /// `cuGraphAddNode` (`_v2`) of a `CU_GRAPH_NODE_TYPE_CONDITIONAL` node
+    /// in `graph` after `deps` nodes (the blob: their ids, u64 each, then
+    /// with `edges` their `CUgraphEdgeData`, 8 bytes each), of conditional
+    /// handle `handle`, `CUgraphConditionalNodeType` `kind`, `size` body
+    /// graphs, in context `ctx`: the reply's blob holds the ids of the
+    /// body graphs the driver made (u64 each).
+    GraphConditionalNode = 565,
+    /// `cuGraphAddNode` (`_v2`, `what` 0, in `graph` after `deps` nodes:
+    /// the blob as for GraphConditionalNode), `cuGraphNodeSetParams` (1, of
+    /// `node`) or `cuGraphExecNodeSetParams` (2, of `node` in `exec`) of a
+    /// node whose parameters hold at most one handle or address: `ty` is
+    /// its `CUgraphNodeType`; `value` a child graph's id (with `ownership`),
+    /// an event's id or a freed address, by type; any other type travels
+    /// with its parameters zero, for the driver to judge.
+    GraphNodeGeneric = 566,
     /// `cuDeviceGetGraphMemAttribute` (`set` false) or
     /// `cuDeviceSetGraphMemAttribute` (`set` true, `value` the client read)
     /// of device `dev`: every graph memory attribute is a `cuuint64_t`.
@@ -1392,6 +1419,10 @@ impl Op {
         Op::MemShare,
         Op::MemAllocPitch,
         Op::PointerSetSyncMemops,
+        Op::GraphExtSemNode,
+        Op::GraphExtSemNodeParams,
+        Op::GraphConditionalNode,
+        Op::GraphNodeGeneric,
         Op::DeviceGraphMemAttribute,
         Op::DeviceGraphMemTrim,
         Op::GraphMemAllocNode,
@@ -1812,6 +1843,10 @@ impl Op {
             Op::MemShare => "MemShare",
             Op::MemAllocPitch => "MemAllocPitch",
             Op::PointerSetSyncMemops => "PointerSetSyncMemops",
+            Op::GraphExtSemNode => "GraphExtSemNode",
+            Op::GraphExtSemNodeParams => "GraphExtSemNodeParams",
+            Op::GraphConditionalNode => "GraphConditionalNode",
+            Op::GraphNodeGeneric => "GraphNodeGeneric",
             Op::DeviceGraphMemAttribute => "DeviceGraphMemAttribute",
             Op::DeviceGraphMemTrim => "DeviceGraphMemTrim",
             Op::GraphMemAllocNode => "GraphMemAllocNode",
@@ -2229,6 +2264,10 @@ impl Op {
             Op::MemShare => false,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::GraphExtSemNode => false,
+            Op::GraphExtSemNodeParams => false,
+            Op::GraphConditionalNode => false,
+            Op::GraphNodeGeneric => false,
             Op::DeviceGraphMemAttribute => false,
             Op::DeviceGraphMemTrim => false,
             Op::GraphMemAllocNode => false,
@@ -2646,6 +2685,10 @@ impl Op {
             Op::MemShare => true,
             Op::MemAllocPitch => true,
             Op::PointerSetSyncMemops => false,
+            Op::GraphExtSemNode => true,
+            Op::GraphExtSemNodeParams => true,
+            Op::GraphConditionalNode => true,
+            Op::GraphNodeGeneric => true,
             Op::DeviceGraphMemAttribute => true,
             Op::DeviceGraphMemTrim => true,
             Op::GraphMemAllocNode => true,
@@ -3063,6 +3106,10 @@ impl Op {
             Op::MemShare => true,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::GraphExtSemNode => false,
+            Op::GraphExtSemNodeParams => false,
+            Op::GraphConditionalNode => false,
+            Op::GraphNodeGeneric => false,
             Op::DeviceGraphMemAttribute => false,
             Op::DeviceGraphMemTrim => false,
             Op::GraphMemAllocNode => false,
@@ -3480,6 +3527,10 @@ impl Op {
             Op::MemShare => false,
             Op::MemAllocPitch => false,
             Op::PointerSetSyncMemops => false,
+            Op::GraphExtSemNode => false,
+            Op::GraphExtSemNodeParams => false,
+            Op::GraphConditionalNode => false,
+            Op::GraphNodeGeneric => false,
             Op::DeviceGraphMemAttribute => false,
             Op::DeviceGraphMemTrim => false,
             Op::GraphMemAllocNode => false,
@@ -4017,6 +4068,10 @@ impl Op {
             Op::MemShare => core::mem::size_of::<mem_share::Request>(),
             Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Request>(),
             Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Request>(),
+            Op::GraphExtSemNode => core::mem::size_of::<graph_ext_sem_node::Request>(),
+            Op::GraphExtSemNodeParams => core::mem::size_of::<graph_ext_sem_node_params::Request>(),
+            Op::GraphConditionalNode => core::mem::size_of::<graph_conditional_node::Request>(),
+            Op::GraphNodeGeneric => core::mem::size_of::<graph_node_generic::Request>(),
             Op::DeviceGraphMemAttribute => {
                 core::mem::size_of::<device_graph_mem_attribute::Request>()
             }
@@ -4572,6 +4627,10 @@ impl Op {
             Op::MemShare => core::mem::size_of::<mem_share::Reply>(),
             Op::MemAllocPitch => core::mem::size_of::<mem_alloc_pitch::Reply>(),
             Op::PointerSetSyncMemops => core::mem::size_of::<pointer_set_sync_memops::Reply>(),
+            Op::GraphExtSemNode => core::mem::size_of::<graph_ext_sem_node::Reply>(),
+            Op::GraphExtSemNodeParams => core::mem::size_of::<graph_ext_sem_node_params::Reply>(),
+            Op::GraphConditionalNode => core::mem::size_of::<graph_conditional_node::Reply>(),
+            Op::GraphNodeGeneric => core::mem::size_of::<graph_node_generic::Reply>(),
             Op::DeviceGraphMemAttribute => {
                 core::mem::size_of::<device_graph_mem_attribute::Reply>()
             }
@@ -5415,6 +5474,14 @@ impl Op {
             Op::PointerSetSyncMemops => {
                 message::check::<pointer_set_sync_memops::Request>(fixed, blob_len)
             }
+            Op::GraphExtSemNode => message::check::<graph_ext_sem_node::Request>(fixed, blob_len),
+            Op::GraphExtSemNodeParams => {
+                message::check::<graph_ext_sem_node_params::Request>(fixed, blob_len)
+            }
+            Op::GraphConditionalNode => {
+                message::check::<graph_conditional_node::Request>(fixed, blob_len)
+            }
+            Op::GraphNodeGeneric => message::check::<graph_node_generic::Request>(fixed, blob_len),
             Op::DeviceGraphMemAttribute => {
                 message::check::<device_graph_mem_attribute::Request>(fixed, blob_len)
             }
@@ -6209,6 +6276,14 @@ impl Op {
             Op::PointerSetSyncMemops => {
                 message::check::<pointer_set_sync_memops::Reply>(fixed, blob_len)
             }
+            Op::GraphExtSemNode => message::check::<graph_ext_sem_node::Reply>(fixed, blob_len),
+            Op::GraphExtSemNodeParams => {
+                message::check::<graph_ext_sem_node_params::Reply>(fixed, blob_len)
+            }
+            Op::GraphConditionalNode => {
+                message::check::<graph_conditional_node::Reply>(fixed, blob_len)
+            }
+            Op::GraphNodeGeneric => message::check::<graph_node_generic::Reply>(fixed, blob_len),
             Op::DeviceGraphMemAttribute => {
                 message::check::<device_graph_mem_attribute::Reply>(fixed, blob_len)
             }
@@ -6726,6 +6801,10 @@ impl TryFrom<u16> for Op {
             560 => Ok(Op::MemShare),
             561 => Ok(Op::MemAllocPitch),
             562 => Ok(Op::PointerSetSyncMemops),
+            563 => Ok(Op::GraphExtSemNode),
+            564 => Ok(Op::GraphExtSemNodeParams),
+            565 => Ok(Op::GraphConditionalNode),
+            566 => Ok(Op::GraphNodeGeneric),
             620 => Ok(Op::DeviceGraphMemAttribute),
             621 => Ok(Op::DeviceGraphMemTrim),
             622 => Ok(Op::GraphMemAllocNode),
@@ -7145,6 +7224,10 @@ pub const SCHEMA: &str = concat!(
     "560 MemShare {address:u64,bytes:u64,flags:u32} => {address:u64,dptr:devptr} fd\n",
     "561 MemAllocPitch {width:u64,height:u64,element:u32} => {dptr:devptr,pitch:u64}\n",
     "562 PointerSetSyncMemops {pointer:devptr,value:u32} => {} nocontext\n",
+    "563 GraphExtSemNode {what:u8,wait:bool,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),count:u32,deps:u32}+blob => {node:handle(GraphNode)}\n",
+    "564 GraphExtSemNodeParams {node:handle(GraphNode),wait:bool} => {count:u32}+blob\n",
+    "565 GraphConditionalNode {graph:handle(Graph),deps:u32,edges:bool,handle:u64,kind:u32,size:u32,ctx:handle(Context)}+blob => {node:handle(GraphNode),count:u32}+blob\n",
+    "566 GraphNodeGeneric {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),deps:u32,edges:bool,ty:u32,value:u64,ownership:u32}+blob => {node:handle(GraphNode)}\n",
     "620 DeviceGraphMemAttribute {set:bool,dev:i32,attr:u32,value:u64} => {value:u64}\n",
     "621 DeviceGraphMemTrim {device:i32} => {}\n",
     "622 GraphMemAllocNode {graph:handle(Graph),deps:u32,alloc_type:u32,handle_types:u32,loc_type:u32,loc_id:i32,bytes:u64,access:u32}+blob => {node:handle(GraphNode),dptr:devptr}\n",
@@ -20154,6 +20237,196 @@ pub mod pointer_set_sync_memops {
 
     impl Message for Reply {
         const OP: Op = Op::PointerSetSyncMemops;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphExtSemNode: wire id 563.
+pub mod graph_ext_sem_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub wait: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub count: U32,
+        pub deps: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExtSemNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "wait", self.wait)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExtSemNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphExtSemNodeParams: wire id 564.
+pub mod graph_ext_sem_node_params {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub node: U64,
+        pub wait: u8,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub count: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphExtSemNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "wait", self.wait)?;
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphExtSemNodeParams;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphConditionalNode: wire id 565.
+pub mod graph_conditional_node {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub graph: U64,
+        pub deps: U32,
+        pub edges: u8,
+        pub handle: U64,
+        pub kind: U32,
+        pub size: U32,
+        pub ctx: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+        pub count: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphConditionalNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphConditionalNode;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation GraphNodeGeneric: wire id 566.
+pub mod graph_node_generic {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub what: u8,
+        pub graph: U64,
+        pub node: U64,
+        pub exec: U64,
+        pub deps: U32,
+        pub edges: u8,
+        pub ty: U32,
+        pub value: U64,
+        pub ownership: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub node: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::GraphNodeGeneric;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "edges", self.edges)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::GraphNodeGeneric;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
         }

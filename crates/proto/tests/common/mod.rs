@@ -577,6 +577,60 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             ]
             .concat(),
         ),
+        // An external-semaphore signal node after node 9: semaphore 6, fence value 1.
+        Op::GraphExtSemNode => (
+            b(graph_ext_sem_node::Request {
+                what: 0,
+                wait: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                count: U32::new(1),
+                deps: U32::new(1),
+            }),
+            [
+                9u64.to_le_bytes().to_vec(),
+                6u64.to_le_bytes().to_vec(),
+                1u64.to_le_bytes().to_vec(),
+                vec![0; 136],
+            ]
+            .concat(),
+        ),
+        Op::GraphExtSemNodeParams => (
+            b(graph_ext_sem_node_params::Request {
+                node: u(9),
+                wait: 1,
+            }),
+            none(),
+        ),
+        // An IF node of handle 1 with one body, in context 2, after node 9.
+        Op::GraphConditionalNode => (
+            b(graph_conditional_node::Request {
+                graph: u(5),
+                deps: U32::new(1),
+                edges: 0,
+                handle: u(1),
+                kind: U32::new(0),
+                size: U32::new(1),
+                ctx: u(2),
+            }),
+            9u64.to_le_bytes().to_vec(),
+        ),
+        // cuGraphAddNode of an event record node (event 4) after node 9.
+        Op::GraphNodeGeneric => (
+            b(graph_node_generic::Request {
+                what: 0,
+                graph: u(5),
+                node: u(0),
+                exec: u(0),
+                deps: U32::new(1),
+                edges: 0,
+                ty: U32::new(7),
+                value: u(4),
+                ownership: U32::new(0),
+            }),
+            9u64.to_le_bytes().to_vec(),
+        ),
         Op::GraphBatchMemOpNodeParams => (
             b(graph_batch_mem_op_node_params::Request { node: u(9) }),
             none(),

@@ -11,6 +11,7 @@ use crate::cu::{
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
+use crate::graph::{self, RawSemParams};
 use crate::{external, semaphore, state};
 
 /// A descriptor the caller passes by pointer, copied out.
@@ -111,71 +112,63 @@ pub unsafe extern "C" fn cuImportExternalSemaphore(
     })
 }
 
-/// The semaphores and the fence values of their `count` parameter structs (signal and
-/// wait parameters both start with the fence value).
+/// The semaphores and their `count` parameter structs (signal and wait parameters both
+/// are 144 bytes and start with the fence value).
 ///
 /// # Safety
 /// `sems` and `params` must be NULL or readable for `count` elements.
-unsafe fn operands<P: Copy>(
+unsafe fn operands<P>(
     sems: *const CUexternalSemaphore,
     params: *const P,
     count: c_uint,
-    fence: impl Fn(&P) -> u64,
-) -> Res<(Vec<usize>, Vec<u64>)> {
+) -> Res<(Vec<usize>, Vec<RawSemParams>)> {
     if count != 0 && (sems.is_null() || params.is_null()) {
         return err(CUresult::CUDA_ERROR_INVALID_VALUE, "a NULL array");
     }
     let n = count as usize;
-    let (mut keys, mut values) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut keys, mut raw) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         // SAFETY: readable for `count` elements by this function's contract.
         keys.push(key(unsafe { sems.add(i).read_unaligned() }));
-        // SAFETY: as above.
-        values.push(fence(&unsafe { params.add(i).read_unaligned() }));
+        // SAFETY: as above; each struct is `RawSemParams`' size.
+        raw.push(unsafe { params.add(i).cast::<RawSemParams>().read_unaligned() });
     }
-    Ok((keys, values))
+    Ok((keys, raw))
 }
 
-/// `cuSignalExternalSemaphoresAsync` on `stream`.
-fn signal(
+/// `cuSignalExternalSemaphoresAsync` (`wait` false) or `cuWaitExternalSemaphoresAsync`
+/// on `stream`: on a capturing stream, an external-semaphore node of the capture's
+/// graph; otherwise a wait blocks until satisfied (see `crate::semaphore`).
+fn semaphores(
     name: &str,
+    wait: bool,
     sems: *const CUexternalSemaphore,
-    params: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    params: *const RawSemParams,
     count: c_uint,
     stream: CUstream,
 ) -> CUresult {
     run(name, || {
         let sim = state::sim()?;
         // SAFETY: the caller's arrays, as the CUDA API defines them.
-        let (keys, values) = unsafe { operands(sems, params, count, |p| p.params.fence.value) }?;
+        let (keys, raw) = unsafe { operands(sems, params, count) }?;
         let resolved = {
-            let st = sim.lock();
+            let mut st = sim.lock();
             crate::stream::usable(&st, key(stream))?;
+            let node = || graph::Work::ExtSem {
+                wait,
+                sems: keys.clone(),
+                params: raw.clone(),
+            };
+            if graph::captured(&mut st, key(stream), node)? {
+                return Ok(());
+            }
             semaphore::resolve(&st, &keys)?
         };
-        semaphore::signal(&resolved, &values)
-    })
-}
-
-/// `cuWaitExternalSemaphoresAsync` on `stream`: blocks until satisfied (see
-/// `crate::semaphore`).
-fn wait(
-    name: &str,
-    sems: *const CUexternalSemaphore,
-    params: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
-    count: c_uint,
-    stream: CUstream,
-) -> CUresult {
-    run(name, || {
-        let sim = state::sim()?;
-        // SAFETY: the caller's arrays, as the CUDA API defines them.
-        let (keys, values) = unsafe { operands(sems, params, count, |p| p.params.fence.value) }?;
-        let resolved = {
-            let st = sim.lock();
-            crate::stream::usable(&st, key(stream))?;
-            semaphore::resolve(&st, &keys)?
-        };
-        semaphore::wait(&resolved, &values)
+        let values: Vec<u64> = raw.iter().map(|p| p[0]).collect();
+        match wait {
+            true => semaphore::wait(&resolved, &values),
+            false => semaphore::signal(&resolved, &values),
+        }
     })
 }
 
@@ -190,13 +183,8 @@ pub unsafe extern "C" fn cuSignalExternalSemaphoresAsync(
     count: c_uint,
     stream: CUstream,
 ) -> CUresult {
-    signal(
-        "cuSignalExternalSemaphoresAsync",
-        sems,
-        params,
-        count,
-        stream,
-    )
+    let name = "cuSignalExternalSemaphoresAsync";
+    semaphores(name, false, sems, params.cast(), count, stream)
 }
 
 /// `cuWaitExternalSemaphoresAsync`.
@@ -210,7 +198,8 @@ pub unsafe extern "C" fn cuWaitExternalSemaphoresAsync(
     count: c_uint,
     stream: CUstream,
 ) -> CUresult {
-    wait("cuWaitExternalSemaphoresAsync", sems, params, count, stream)
+    let name = "cuWaitExternalSemaphoresAsync";
+    semaphores(name, true, sems, params.cast(), count, stream)
 }
 
 /// `cuDestroyExternalSemaphore`.

@@ -92,9 +92,14 @@ pub(crate) fn copy_kernel_attrs(st: &mut State, dst: usize, src: usize) -> Res<(
 const COND_ASSIGN_DEFAULT: u32 = 1;
 
 /// `cuGraphConditionalHandleCreate`: a new handle of graph `key` in context `ctx`,
-/// unique in the process. The simulator has no conditional nodes to read it, so the
-/// default value is only checked to be usable (any value is).
-pub(crate) fn conditional_handle(st: &mut State, key: usize, ctx: usize, flags: u32) -> Res<u64> {
+/// unique in the process, whose value is `default` (see `super::cond`).
+pub(crate) fn conditional_handle(
+    st: &mut State,
+    key: usize,
+    ctx: usize,
+    default: u32,
+    flags: u32,
+) -> Res<u64> {
     if !st.ext.graphs.graphs.contains_key(&key) {
         return invalid(format!("graph {key:#x} does not exist"));
     }
@@ -103,5 +108,7 @@ pub(crate) fn conditional_handle(st: &mut State, key: usize, ctx: usize, flags: 
         return invalid(format!("conditional handle flags {flags:#x} are not valid"));
     }
     st.ext.graphs.conditionals += 1;
-    Ok(st.ext.graphs.conditionals)
+    let h = st.ext.graphs.conditionals;
+    st.ext.graphs.handles.insert(h, (key, default));
+    Ok(h)
 }

@@ -16,21 +16,54 @@ pub(super) fn work_of(st: &State, key: usize) -> Res<(Vec<usize>, Vec<Work>)> {
     };
     let mut nodes = Vec::new();
     let mut work = Vec::new();
-    for (&k, n) in graph
-        .nodes
-        .iter()
-        .filter_map(|k| g.nodes.get(k).map(|n| (k, n)))
-    {
+    for (k, n) in in_dependency_order(st, &graph.nodes) {
         nodes.push(k);
         work.push(match &n.work {
             Work::Child { graph, .. } => Work::Child {
                 graph: *graph,
                 work: work_of(st, *graph)?.1,
             },
+            Work::Conditional {
+                handle,
+                kind,
+                bodies,
+                ..
+            } => Work::Conditional {
+                handle: *handle,
+                kind: *kind,
+                bodies: bodies.clone(),
+                work: bodies
+                    .iter()
+                    .map(|b| work_of(st, *b).map(|w| w.1))
+                    .collect::<Res<_>>()?,
+            },
             w => w.clone(),
         });
     }
     Ok((nodes, work))
+}
+
+/// A graph's nodes (`keys`, in the order they were added) so that each comes after
+/// the nodes it depends on: the first node whose dependencies have all come, again and
+/// again (edges may be added between nodes after them, so the order added is not
+/// enough). A cycle, which the driver refuses elsewhere, keeps the order added.
+fn in_dependency_order<'a>(st: &'a State, keys: &[usize]) -> Vec<(usize, &'a super::Node)> {
+    let g = &st.ext.graphs;
+    let mut left: Vec<(usize, &super::Node)> = keys
+        .iter()
+        .filter_map(|k| g.nodes.get(k).map(|n| (*k, n)))
+        .collect();
+    let mut done = HashSet::new();
+    let mut out = Vec::with_capacity(left.len());
+    while !left.is_empty() {
+        let ready = left
+            .iter()
+            .position(|(_, n)| n.deps.iter().all(|d| done.contains(d) || !keys.contains(d)));
+        let (k, n) = left.remove(ready.unwrap_or(0));
+        done.insert(k);
+        out.push((k, n));
+    }
+    out
 }
 
 /// `cuGraphInstantiateWithFlags`: a snapshot of the graph's work, in the current context.
@@ -120,7 +153,7 @@ pub(crate) fn launch(sim: &Sim, key: usize, stream_key: usize) -> Res<()> {
             true => Work::Empty,
             false => w.clone(),
         });
-        flatten(enabled)
+        flatten(&st, enabled)?
     };
     for w in work {
         match w {
@@ -136,22 +169,61 @@ pub(crate) fn launch(sim: &Sim, key: usize, stream_key: usize) -> Res<()> {
                 // node, called as the driver calls it, with no lock of ours held.
                 unsafe { f(data as *mut c_void) };
             }
+            // A wait may block until another process signals: no lock is held.
+            Work::ExtSem { wait, sems, params } => {
+                let resolved = {
+                    let mut st = sim.lock();
+                    stream::usable(&st, stream_key)?;
+                    let again = || Work::ExtSem {
+                        wait,
+                        sems: sems.clone(),
+                        params: params.clone(),
+                    };
+                    if captured(&mut st, stream_key, again)? {
+                        continue;
+                    }
+                    crate::semaphore::resolve(&st, &sems)?
+                };
+                ext_sem(&resolved, wait, &params)?;
+            }
             w => run(&mut sim.lock(), stream_key, w)?,
         }
     }
     Ok(())
 }
 
-/// The work in order, each child graph node replaced by its graph's work.
-fn flatten(work: impl IntoIterator<Item = Work>) -> Vec<Work> {
+/// The work in order, each child graph node replaced by its graph's work and each
+/// conditional node by the work of the bodies its handle's value picks.
+fn flatten(st: &State, work: impl IntoIterator<Item = Work>) -> Res<Vec<Work>> {
     let mut out = Vec::new();
     for w in work {
         match w {
-            Work::Child { work, .. } => out.extend(flatten(work)),
+            Work::Child { work, .. } => out.extend(flatten(st, work)?),
+            Work::Conditional {
+                handle, kind, work, ..
+            } => {
+                let picked = super::chosen(st, handle, kind, work.len())?;
+                for i in picked {
+                    out.extend(flatten(st, work.get(i).cloned().unwrap_or_default())?);
+                }
+            }
             w => out.push(w),
         }
     }
-    out
+    Ok(out)
+}
+
+/// Signals or waits (`wait`) for each semaphore with its fence value.
+fn ext_sem(
+    sems: &[(std::os::fd::OwnedFd, bool)],
+    wait: bool,
+    params: &[super::RawSemParams],
+) -> Res<()> {
+    let values: Vec<u64> = params.iter().map(|p| p[0]).collect();
+    match wait {
+        true => crate::semaphore::wait(sems, &values),
+        false => crate::semaphore::signal(sems, &values),
+    }
 }
 
 /// Runs (or records) one node's work on a stream.
@@ -237,6 +309,21 @@ fn run(st: &mut State, stream_key: usize, w: Work) -> Res<()> {
             let _ = captured(st, stream_key, || Work::Host { f, data })?;
             Ok(())
         }
+        // Only `launch` meets these (it runs semaphore waits without the lock and
+        // expands conditional nodes); run here, a wait would hold the lock.
+        Work::ExtSem { wait, sems, params } => {
+            stream::usable(st, stream_key)?;
+            let again = || Work::ExtSem {
+                wait,
+                sems: sems.clone(),
+                params: params.clone(),
+            };
+            if captured(st, stream_key, again)? {
+                return Ok(());
+            }
+            ext_sem(&crate::semaphore::resolve(st, &sems)?, wait, &params)
+        }
+        Work::Conditional { .. } => invalid("a conditional node is expanded at launch"),
         Work::MemOps(ops) => ops
             .into_iter()
             .try_for_each(|op| crate::memop::enqueue(st, stream_key, op)),

@@ -2,10 +2,11 @@
 //!
 //! While a created stream is capturing, the work enqueued on it (memsets, copies,
 //! launches, event records) is recorded as nodes of the capture's graph instead of run
-//! ([`captured`]). A graph's nodes are kept in the order they were added, each after the
-//! one before it (the simulator runs everything in order, so a chain is faithful to any
-//! dependency structure); an executable graph is a copy of that work, and launching it
-//! runs the work in order on the stream, or records it when that stream is capturing.
+//! ([`captured`]). A graph's nodes are kept in the order they were added; an executable
+//! graph is a copy of their work, each node after the nodes it depends on (the simulator
+//! runs everything in order, so a chain is faithful to any dependency structure), and
+//! launching it runs the work in order on the stream, or records it when that stream is
+//! capturing.
 //!
 //! Capture modes follow the driver: a thread's mode (`cuThreadExchangeStreamCaptureMode`,
 //! global by default) decides whether a potentially unsafe call (a synchronous
@@ -34,14 +35,18 @@ use crate::state::State;
 mod attrs;
 mod batch;
 mod capture;
+mod cond;
 mod exec;
+mod extsem;
 mod node;
 mod user;
 
 pub(crate) use attrs::*;
 pub(crate) use batch::*;
 pub(crate) use capture::*;
+pub(crate) use cond::*;
 pub(crate) use exec::*;
+pub(crate) use extsem::*;
 pub(crate) use node::*;
 pub(crate) use user::*;
 
@@ -146,6 +151,22 @@ pub(crate) enum Work {
     MemFree {
         dptr: u64,
     },
+    /// An external-semaphore signal or wait node (`wait`): each semaphore with its
+    /// parameter struct's bytes, kept for `…GetParams`.
+    ExtSem {
+        wait: bool,
+        sems: Vec<usize>,
+        params: Vec<RawSemParams>,
+    },
+    /// A conditional node of handle `handle` and `CUgraphConditionalNodeType` `kind`:
+    /// in a graph, `bodies` are its body graphs and `work` is empty; in an executable
+    /// graph, `work` holds each body's work.
+    Conditional {
+        handle: u64,
+        kind: u32,
+        bodies: Vec<usize>,
+        work: Vec<Vec<Work>>,
+    },
 }
 
 impl Work {
@@ -164,6 +185,9 @@ impl Work {
             Work::Copy3D(_) => 1,
             Work::MemAlloc { .. } => 10,
             Work::MemFree { .. } => 11,
+            Work::ExtSem { wait: false, .. } => 8,
+            Work::ExtSem { wait: true, .. } => 9,
+            Work::Conditional { .. } => 13,
         }
     }
 }
@@ -235,6 +259,8 @@ pub(crate) struct Graphs {
     pub batches: HashMap<usize, BatchParams>,
     /// Conditional handles handed out so far.
     pub conditionals: u64,
+    /// Each conditional handle's graph and default value.
+    pub handles: HashMap<u64, (usize, u32)>,
 }
 
 pub(super) fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
@@ -259,16 +285,13 @@ pub(crate) fn destroy(st: &mut State, key: usize) -> Res<()> {
     };
     user::drop_held(st, key);
     let g = &mut st.ext.graphs;
+    g.handles.retain(|_, (graph, _)| *graph != key);
     let mut children = Vec::new();
     for n in graph.nodes {
         g.kernel_attrs.remove(&n);
         g.batches.remove(&n);
-        if let Some(Node {
-            work: Work::Child { graph: child, .. },
-            ..
-        }) = g.nodes.remove(&n)
-        {
-            children.push(child);
+        if let Some(node) = g.nodes.remove(&n) {
+            children.extend(owned_graphs(&node.work));
         }
     }
     children.into_iter().try_for_each(|c| destroy(st, c))
@@ -451,10 +474,18 @@ pub(crate) fn destroy_node(st: &mut State, node: usize) -> Res<()> {
     for other in g.nodes.values_mut() {
         other.deps.retain(|&d| d != node);
     }
-    if let Work::Child { graph: child, .. } = n.work {
-        destroy(st, child)?;
+    owned_graphs(&n.work)
+        .into_iter()
+        .try_for_each(|c| destroy(st, c))
+}
+
+/// The graphs a node owns: a child graph node's graph, a conditional node's bodies.
+fn owned_graphs(w: &Work) -> Vec<usize> {
+    match w {
+        Work::Child { graph, .. } => vec![*graph],
+        Work::Conditional { bodies, .. } => bodies.clone(),
+        _ => Vec::new(),
     }
-    Ok(())
 }
 
 /// `cuGraphNodeGetType`.
@@ -488,6 +519,20 @@ pub(crate) fn clone(st: &mut State, key: usize) -> Res<usize> {
         let w = match w {
             Work::Child { graph, .. } => Work::Child {
                 graph: clone(st, graph)?,
+                work: Vec::new(),
+            },
+            Work::Conditional {
+                handle,
+                kind,
+                bodies,
+                ..
+            } => Work::Conditional {
+                handle,
+                kind,
+                bodies: bodies
+                    .into_iter()
+                    .map(|b| clone(st, b))
+                    .collect::<Res<_>>()?,
                 work: Vec::new(),
             },
             w => w,

@@ -163,6 +163,37 @@ pub(crate) fn add_child(st: &mut State, graph: usize, deps: &[usize], child: usi
     }
 }
 
+/// `cuGraphAddNode` of a child graph node with `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE`:
+/// the node takes graph `child` itself (which must exist, must not be `graph` and must
+/// not be another node's already), to be destroyed with it.
+pub(crate) fn add_moved_child(
+    st: &mut State,
+    graph: usize,
+    deps: &[usize],
+    child: usize,
+) -> Res<usize> {
+    if child == graph {
+        return invalid("a graph cannot be its own child");
+    }
+    let g = &st.ext.graphs;
+    if !g.graphs.contains_key(&child) {
+        return invalid(format!("graph {child:#x} does not exist"));
+    }
+    let owned = g.nodes.values().any(|n| match &n.work {
+        Work::Child { graph, .. } => *graph == child,
+        Work::Conditional { bodies, .. } => bodies.contains(&child),
+        _ => false,
+    });
+    if owned {
+        return invalid(format!("graph {child:#x} belongs to a node already"));
+    }
+    let work = Work::Child {
+        graph: child,
+        work: Vec::new(),
+    };
+    add_node_after(st, graph, deps, work)
+}
+
 /// `cuGraphChildGraphNodeGetGraph`: the child graph node's own graph.
 pub(crate) fn child_graph(st: &State, key: usize) -> Res<usize> {
     match node(st, key)?.work {

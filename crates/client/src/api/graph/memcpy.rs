@@ -67,6 +67,10 @@ pub unsafe fn memcpy_node(
         // SAFETY: forwarded from this function's contract.
         return unsafe { staged::add(ph, graph, deps, n, &c, ctx) };
     }
+    if call != MemcpyNodeCall::Add && staged::params(node).is_some() {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { staged::set(exec, node, &c, ctx) };
+    }
     // SAFETY: forwarded from this function's contract.
     unsafe { request(call, ph, graph, exec, node, deps, n, &c, ctx) }
 }

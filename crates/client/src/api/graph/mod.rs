@@ -36,6 +36,8 @@ use crate::objects::{CaptureList, KernelArgs};
 use crate::runtime::{runtime, Session};
 
 mod batch;
+mod extsem;
+mod generic;
 mod host;
 mod kernel_v1;
 mod mem;
@@ -44,6 +46,8 @@ mod nodes;
 mod staged;
 
 pub use batch::{batch_mem_op_node, batch_mem_op_node_params};
+pub use extsem::{ext_sem_node, ext_sem_node_params, ExtSemNodeCall};
+pub use generic::{node_params, NodeCall};
 pub use host::{host_node, host_node_params, user_object_create, HostNodeCall};
 pub use kernel_v1::{kernel_node_params_v1, kernel_node_v1};
 pub use mem::{graph_mem_attribute, mem_alloc_node, mem_alloc_node_params};

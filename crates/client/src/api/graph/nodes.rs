@@ -399,3 +399,28 @@ pub unsafe fn kernel_node_params(
     // SAFETY: checked non-NULL; the application's out-pointer.
     unsafe { write_out(p, out) }
 }
+
+/// The ids of graph `graph`'s nodes (`cuGraphGetNodes`, for the client's
+/// own bookkeeping).
+pub(super) fn graph_nodes(s: &Session, graph: u64) -> CuResult<Vec<u64>> {
+    let ask = |capacity: u64| {
+        let r = graph_query::Request {
+            what: 0,
+            handle: U64::new(graph),
+            capacity: U64::new(capacity),
+            want: u8::from(capacity > 0),
+            v2: 0,
+            edges: 0,
+        };
+        s.request(&r, &[])
+    };
+    let count = ask(0)?.0.count.get();
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let (_, back) = ask(count)?;
+    Ok(back
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect())
+}

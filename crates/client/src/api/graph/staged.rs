@@ -24,8 +24,8 @@ use std::sync::Mutex;
 
 use vgpu_abi::types::CUdeviceptr;
 use vgpu_abi::types::{
-    CUcontext, CUgraph, CUgraphNode, CUgraphNodeType, CUmemorytype, CUDA_HOST_NODE_PARAMS,
-    CUDA_MEMCPY3D,
+    CUcontext, CUgraph, CUgraphExec, CUgraphNode, CUgraphNodeType, CUmemorytype,
+    CUDA_HOST_NODE_PARAMS, CUDA_MEMCPY3D,
 };
 use vgpu_proto::{graph_node_get_type, memcpy_dtoh_shared, memcpy_htod_shared};
 use zerocopy::little_endian::U64;
@@ -50,23 +50,27 @@ unsafe impl Send for Given {}
 /// Staged memcpy nodes, by node handle: the parameters the application gave.
 static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
 
-/// `cuGraphDestroy`: the graph's staged nodes are forgotten with it, as the
-/// driver may hand their handles out again.
+/// `cuGraphDestroy`: the graph's staged nodes (and the external-semaphore
+/// arrays handed out for its nodes) are forgotten with it, as the driver
+/// may hand their handles out again.
 ///
 /// # Safety
 /// Every pointer is NULL or valid as the CUDA API requires of its caller.
 pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     let s = runtime().session()?;
+    let given = super::extsem::given_in(s, graph);
     let r = vgpu_proto::graph_destroy::Request {
         hgraph: U64::new(graph as usize as u64),
     };
     s.request(&r, &[])?;
+    super::extsem::forget(&given);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.retain(|_, g| g.1 != graph as usize);
     Ok(())
 }
 
-/// `cuGraphDestroyNode`: a staged node is forgotten with it.
+/// `cuGraphDestroyNode`: a staged node (or the external-semaphore arrays
+/// handed out for it) is forgotten with it.
 ///
 /// # Safety
 /// Every pointer is NULL or valid as the CUDA API requires of its caller.
@@ -76,14 +80,20 @@ pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CuResult<()> {
         hnode: U64::new(node as usize as u64),
     };
     s.request(&r, &[])?;
+    super::extsem::forget(&[node as usize]);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.remove(&(node as usize));
     Ok(())
 }
 
 fn staged(node: CUgraphNode) -> Option<CUDA_MEMCPY3D> {
+    staged_record(node).map(|g| g.0)
+}
+
+/// A staged node's record: the parameters given and its graph.
+fn staged_record(node: CUgraphNode) -> Option<Given> {
     let map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
-    map.get(&(node as usize)).map(|g| g.0)
+    map.get(&(node as usize)).copied()
 }
 
 /// The host side's rows: where they start in the application's memory and
@@ -140,21 +150,17 @@ pub(super) fn pageable(c: &CUDA_MEMCPY3D) -> bool {
     }
 }
 
-/// `cuGraphAddMemcpyNode` of a copy whose host side is pageable (see the
-/// module documentation).
+/// The two nodes a staged copy `c` becomes: the device copy through new
+/// staging memory, the host node copying between it and the application's
+/// rows, and whether the copy goes to the device (the host node first).
 ///
 /// # Safety
-/// `ph` valid for a write; `deps` NULL or `n` handles; `c`'s host side the
-/// application's memory of the copy's extent, for as long as the graph runs.
-pub(super) unsafe fn add(
-    ph: *mut CUgraphNode,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    n: usize,
+/// `c`'s host side the application's memory of the copy's extent, for as
+/// long as the graph runs.
+unsafe fn prepare(
+    s: &Session,
     c: &CUDA_MEMCPY3D,
-    ctx: CUcontext,
-) -> CuResult<()> {
-    let s = runtime().session()?;
+) -> CuResult<(CUDA_MEMCPY3D, CUDA_HOST_NODE_PARAMS, bool)> {
     let to_device = c.srcMemoryType.0 == HOST;
     let (x, y, z, pitch, height, app) = match to_device {
         true => (
@@ -188,9 +194,10 @@ pub(super) unsafe fn add(
         .and_then(|v| v.checked_add(c.WidthInBytes))
         .filter(|&v| v > 0)
         .ok_or_else(bad)?;
+    let app = app.checked_add(start).ok_or_else(bad)?;
     let staging = map_shared(s, span, vgpu_proto::host_alloc::STAGING)?;
     let rows = Box::leak(Box::new(Rows {
-        app: app.checked_add(start).ok_or_else(bad)?,
+        app,
         staging: staging.at as usize,
         pitch,
         height,
@@ -218,13 +225,33 @@ pub(super) unsafe fn add(
         fn_: Some(copy_rows),
         userData: (rows as *mut Rows).cast(),
     };
-    let mut child: CUgraph = std::ptr::null_mut();
-    // SAFETY: a live out-pointer.
-    unsafe { crate::generated::graph_create(&mut child, 0) }?;
+    Ok((device_copy, host, to_device))
+}
+
+/// A staged node's host node once its copy needs no staging: it does nothing.
+unsafe extern "C" fn nothing(_: *mut c_void) {}
+
+/// `cuGraphAddMemcpyNode` of a copy whose host side is pageable (see the
+/// module documentation).
+///
+/// # Safety
+/// `ph` valid for a write; `deps` NULL or `n` handles; `c`'s host side the
+/// application's memory of the copy's extent, for as long as the graph runs.
+pub(super) unsafe fn add(
+    ph: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    n: usize,
+    c: &CUDA_MEMCPY3D,
+    ctx: CUcontext,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    // SAFETY: forwarded from this function's contract.
+    let (device_copy, host, to_device) = unsafe { prepare(s, c) }?;
     // SAFETY: live locals; `deps` as this function's contract says.
-    let added = unsafe { fill(child, &device_copy, &host, to_device, ctx) }.and_then(|()| unsafe {
-        crate::generated::graph_add_child_graph_node(ph, graph, deps, n, child)
-    });
+    let child = unsafe { child_graph(&device_copy, &host, to_device, ctx) }?;
+    // SAFETY: as above.
+    let added = unsafe { crate::generated::graph_add_child_graph_node(ph, graph, deps, n, child) };
     // SAFETY: the graph made above; the driver cloned it into the node.
     let destroyed = unsafe { graph_destroy(child) };
     added?;
@@ -234,6 +261,126 @@ pub(super) unsafe fn add(
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.insert(node as usize, Given(*c, graph as usize));
     Ok(())
+}
+
+/// A new graph of the device copy and the host node, in the copy's order.
+///
+/// # Safety
+/// As for [`fill`].
+unsafe fn child_graph(
+    device_copy: &CUDA_MEMCPY3D,
+    host: &CUDA_HOST_NODE_PARAMS,
+    to_device: bool,
+    ctx: CUcontext,
+) -> CuResult<CUgraph> {
+    let mut child: CUgraph = std::ptr::null_mut();
+    // SAFETY: a live out-pointer.
+    unsafe { crate::generated::graph_create(&mut child, 0) }?;
+    // SAFETY: forwarded from this function's contract.
+    match unsafe { fill(child, device_copy, host, to_device, ctx) } {
+        Ok(()) => Ok(child),
+        Err(e) => {
+            // SAFETY: the graph made above.
+            let _ = unsafe { graph_destroy(child) };
+            Err(e)
+        }
+    }
+}
+
+/// `cuGraphMemcpyNodeSetParams` (`exec` NULL) or
+/// `cuGraphExecMemcpyNodeSetParams` of staged node `node`: the new copy `c`
+/// goes through new staging memory when its host side is pageable, straight
+/// otherwise (the host node then does nothing). In the graph, the node's
+/// own graph takes the new copy and host function (its edge turned round
+/// when the direction changes); in an executable graph, its copy of the node
+/// takes a new graph of the same shape, which the driver judges as for
+/// `cuGraphExecChildGraphNodeSetParams`. The driver's refusals are its own.
+///
+/// # Safety
+/// `c`'s host side the application's memory of the copy's extent, for as
+/// long as the graph runs.
+pub(super) unsafe fn set(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    c: &CUDA_MEMCPY3D,
+    ctx: CUcontext,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    let Some(old) = staged_record(node) else {
+        return Err(CuError::INVALID_VALUE);
+    };
+    let was_to_device = old.0.srcMemoryType.0 == HOST;
+    let (device_copy, host, to_device) = match pageable(c) {
+        // SAFETY: forwarded from this function's contract.
+        true => unsafe { prepare(s, c) }?,
+        false => {
+            let host = CUDA_HOST_NODE_PARAMS {
+                fn_: Some(nothing),
+                userData: std::ptr::null_mut(),
+            };
+            (*c, host, was_to_device)
+        }
+    };
+    if !exec.is_null() {
+        // SAFETY: live locals.
+        let child = unsafe { child_graph(&device_copy, &host, to_device, ctx) }?;
+        // SAFETY: handles of this session.
+        let set =
+            unsafe { crate::generated::graph_exec_child_graph_node_set_params(exec, node, child) };
+        // SAFETY: the graph made above; the driver copied it.
+        let destroyed = unsafe { graph_destroy(child) };
+        return set.and(destroyed);
+    }
+    // SAFETY: live locals; `node` is a staged node of this session.
+    let (inner, copy, run) = unsafe { inner_nodes(node) }?;
+    let (ph, g, e, deps) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null(),
+    );
+    let set_copy = MemcpyNodeCall::Set;
+    // SAFETY: live locals; the node of the device copy.
+    unsafe { request(set_copy, ph, g, e, copy, deps, 0, &device_copy, ctx) }?;
+    // SAFETY: live locals; the host node.
+    unsafe { host_node(HostNodeCall::Set, ph, g, e, run, deps, 0, &host) }?;
+    if to_device != was_to_device {
+        // The host node runs first for a copy to the device, last otherwise.
+        let (from, to) = if to_device { (copy, run) } else { (run, copy) };
+        // SAFETY: one edge each; nodes of the node's own graph.
+        unsafe {
+            crate::generated::graph_remove_dependencies(inner, &from, &to, 1)?;
+            crate::generated::graph_add_dependencies(inner, &to, &from, 1)?;
+        }
+    }
+    let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
+    map.insert(node as usize, Given(*c, old.1));
+    Ok(())
+}
+
+/// A staged node's own graph, its device copy node and its host node.
+///
+/// # Safety
+/// `node` a staged node of this session.
+unsafe fn inner_nodes(node: CUgraphNode) -> CuResult<(CUgraph, CUgraphNode, CUgraphNode)> {
+    let s = runtime().session()?;
+    let mut inner: CUgraph = std::ptr::null_mut();
+    // SAFETY: a live out-pointer.
+    unsafe { crate::generated::graph_child_graph_node_get_graph(node, &mut inner) }?;
+    let (mut copy, mut run) = (None, None);
+    for id in super::nodes::graph_nodes(s, inner as usize as u64)? {
+        let r = graph_node_get_type::Request {
+            hnode: U64::new(id),
+        };
+        let (rep, _) = s.request(&r, &[])?;
+        match CUgraphNodeType(rep.type_.get()) {
+            CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEMCPY => copy = Some(wire::handle(id)),
+            CUgraphNodeType::CU_GRAPH_NODE_TYPE_HOST => run = Some(wire::handle(id)),
+            _ => {}
+        }
+    }
+    let (copy, run) = copy.zip(run).ok_or(CuError::UNKNOWN)?;
+    Ok((inner, copy, run))
 }
 
 /// Adds the device copy and the host node to `child`, in the copy's order.

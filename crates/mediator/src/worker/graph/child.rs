@@ -32,7 +32,7 @@ pub fn check_graph_add_child_graph_node(s: &Session, req: &Request) -> Result<()
 }
 
 /// Whether `graph` is `target` or holds it in a child node, at any depth.
-fn holds(s: &Session, graph: CUgraph, target: CUgraph) -> Result<bool, Status> {
+pub(super) fn holds(s: &Session, graph: CUgraph, target: CUgraph) -> Result<bool, Status> {
     if graph == target {
         return Ok(true);
     }

@@ -257,10 +257,11 @@ pub(crate) fn graph_conditional_handle_create(
     out: Out<CUgraphConditionalHandle>,
     g: CUgraph,
     ctx: CUcontext,
-    _default_launch_value: c_uint,
+    default_launch_value: c_uint,
     flags: c_uint,
 ) -> Res<()> {
-    let h = graph::conditional_handle(&mut state::sim()?.lock(), key(g), key(ctx), flags)?;
+    let mut st = state::sim()?.lock();
+    let h = graph::conditional_handle(&mut st, key(g), key(ctx), default_launch_value, flags)?;
     out.write(h);
     Ok(())
 }
