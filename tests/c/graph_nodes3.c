@@ -944,7 +944,8 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
 {
     CUdeviceptr e1 = d, e2 = d + BYTES, e3 = d + 2 * BYTES, e4 = d + 3 * BYTES;
     CUgraph g = NULL;
-    unsigned long long one = 0, zero = 0;
+    /* A handle serves one conditional node (driver 580 refuses a second). */
+    unsigned long long one = 0, zero = 0, pick = 0, loop = 0;
     struct fill_args a1, a2, a3, a4, a5;
     if (!EXPECT("cond_graph", cu.GraphCreate(&g, 0), CUDA_SUCCESS) ||
         !EXPECT("cond_reset", cu.MemsetD32(d, 0, 4 * WORDS), CUDA_SUCCESS) ||
@@ -953,6 +954,12 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
                 CUDA_SUCCESS) ||
         !EXPECT("cond_handle_0",
                 cu.GraphConditionalHandleCreate(&zero, g, ctx, 0, COND_ASSIGN_DEFAULT),
+                CUDA_SUCCESS) ||
+        !EXPECT("cond_handle_pick",
+                cu.GraphConditionalHandleCreate(&pick, g, ctx, 1, COND_ASSIGN_DEFAULT),
+                CUDA_SUCCESS) ||
+        !EXPECT("cond_handle_loop",
+                cu.GraphConditionalHandleCreate(&loop, g, ctx, 0, COND_ASSIGN_DEFAULT),
                 CUDA_SUCCESS))
         return;
     CUgraphNode if1 = NULL, if0 = NULL, sw = NULL, wh = NULL, bad = NULL;
@@ -961,9 +968,9 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
                 CUDA_SUCCESS) ||
         !EXPECT("cond_add_if_0", add_conditional(&if0, g, ctx, zero, COND_IF, 1, &b0),
                 CUDA_SUCCESS) ||
-        !EXPECT("cond_add_switch", add_conditional(&sw, g, ctx, one, COND_SWITCH, 2, bs),
+        !EXPECT("cond_add_switch", add_conditional(&sw, g, ctx, pick, COND_SWITCH, 2, bs),
                 CUDA_SUCCESS) ||
-        !EXPECT("cond_add_while_0", add_conditional(&wh, g, ctx, zero, COND_WHILE, 1, &bw),
+        !EXPECT("cond_add_while_0", add_conditional(&wh, g, ctx, loop, COND_WHILE, 1, &bw),
                 CUDA_SUCCESS))
         return;
     expect_true("cond_bodies_given", b1 != NULL && b0 != NULL && bs[0] != NULL && bs[1] != NULL &&
@@ -991,9 +998,16 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
         expect_true("cond_while_0_skipped", all_words(e4, 0), "the WHILE body of a 0 ran");
         EXPECT("cond_exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
     }
-    show("cond_add_if_3_bodies", add_conditional(&bad, g, ctx, one, COND_IF, 3, bb));
-    show("cond_add_while_2_bodies", add_conditional(&bad, g, ctx, one, COND_WHILE, 2, bb));
-    show("cond_add_type_7", add_conditional(&bad, g, ctx, one, 7, 1, bb));
+    show("cond_add_handle_taken", add_conditional(&bad, g, ctx, one, COND_IF, 1, bb));
+    /* Bad shapes, each on a handle of its own. */
+    unsigned long long spare[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        EXPECT("cond_handle_spare",
+               cu.GraphConditionalHandleCreate(&spare[i], g, ctx, 0, COND_ASSIGN_DEFAULT),
+               CUDA_SUCCESS);
+    show("cond_add_if_3_bodies", add_conditional(&bad, g, ctx, spare[0], COND_IF, 3, bb));
+    show("cond_add_while_2_bodies", add_conditional(&bad, g, ctx, spare[1], COND_WHILE, 2, bb));
+    show("cond_add_type_7", add_conditional(&bad, g, ctx, spare[2], 7, 1, bb));
     node_params cp = typed(TYPE_CONDITIONAL);
     show("cond_set_params", cu.GraphNodeSetParams(if1, &cp));
     EXPECT("cond_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);

@@ -675,7 +675,8 @@ fn c_graph_nodes3() {
         .assert_line("ok extsem_add_destroyed")
         .assert_line("ok gen_add_null_params")
         .assert_line("ok gen_add_self_child")
-        .assert_line("211 checks, 0 failed");
+        .assert_line("ok cond_add_handle_taken: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("216 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));

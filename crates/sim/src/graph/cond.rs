@@ -2,7 +2,7 @@
 //! owns its body graphs, made with it; each launch reads the handle's value and runs an
 //! IF node's body when it is nonzero (a second body, when there is one, when it is
 //! zero), a SWITCH node's body of that index (none when out of range), and a WHILE
-//! node's body while it is nonzero. Only a kernel calling `cudaGraphSetConditional`
+//! node's body while it is nonzero. A handle serves one conditional node. Only a kernel calling `cudaGraphSetConditional`
 //! changes a handle's value, which the simulator cannot run, so the value is always the
 //! default given to `cuGraphConditionalHandleCreate`: a WHILE node of a nonzero default
 //! would repeat forever, and its launch fails instead (`CUDA_ERROR_NOT_SUPPORTED`).
@@ -31,6 +31,15 @@ pub(crate) fn add_conditional(
     crate::context::live(st, ctx)?;
     if !st.ext.graphs.handles.contains_key(&handle) {
         return invalid(format!("{handle:#x} is not a conditional handle"));
+    }
+    // One conditional node per handle, as driver 580 answers a second one.
+    let taken = st.ext.graphs.nodes.values().any(
+        |n| matches!(n.work, Work::Conditional { handle: h, .. } if h == handle),
+    );
+    if taken {
+        return invalid(format!(
+            "conditional handle {handle:#x} belongs to another conditional node"
+        ));
     }
     let fits = match kind {
         IF => size == 1 || size == 2,
