@@ -253,6 +253,7 @@ remote_table! {
         array: cuArray3DCreate = 747 gen;
         array: cuArrayGetDescriptor = 748 gen;
         array: cuArray3DGetDescriptor = 749 gen;
+        external: cuExternalMemoryGetMappedMipmappedArray = 632 gen;
 
         // ---- peer access (one context a device here; the driver answers) ----
         peer: cuDeviceCanAccessPeer = 750 gen (nocontext);
@@ -433,6 +434,7 @@ remote_table! {
             cuMemcpy3DBatchAsync_v2_ptsz;
         memop: cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2,
             cuStreamBatchMemOp_v2_ptsz;
+        decompress: cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz;
     }
 
     ops {
@@ -1012,5 +1014,16 @@ remote_table! {
         /// u64 each; grid, block, shared memory and the parameter bytes'
         /// length, u32 each), then the packed parameter buffer.
         launch: LaunchMultiDevice = 699 { devices: u32, flags: u32 } + blob => {};
+        /// `cuMemBatchDecompressAsync` (both forms) of `count` operations on
+        /// `stream`: the blob holds the `CUmemDecompressParams` (64 bytes
+        /// each) as the application gave them, none when `params` is false
+        /// (its array was NULL). The worker checks every source, destination
+        /// and `dstActBytes` range against the session's allocations; the
+        /// reply gives the driver's status and, when `error_index` was
+        /// asked, the index it wrote (the failing operation, or `u64::MAX`
+        /// for the batch as a whole); a refused range is `error_index` of
+        /// that operation with `CUDA_ERROR_INVALID_VALUE`.
+        decompress: MemBatchDecompress = 633 { stream: handle(Stream), count: u64, flags: u32,
+            params: bool, error_index: bool } + blob => { status: u32, error_index: u64 };
     }
 }

@@ -16,6 +16,7 @@ mod checkpoint;
 mod context;
 mod copy;
 mod coredump;
+mod decompress;
 mod device;
 mod errors;
 mod event;

@@ -1,0 +1,86 @@
+//! `cuMemBatchDecompressAsync`: the operations arrive by value; every
+//! source (`srcNumBytes`), destination (`dstNumBytes`) and `dstActBytes`
+//! (4 bytes) range is checked against the session's allocations before the
+//! driver sees the batch. The driver's status and error index travel in the
+//! reply, so a failed batch still says which operation failed.
+
+use vgpu_abi::types::CUmemDecompressParams;
+use vgpu_proto::{mem_batch_decompress, Request};
+use zerocopy::little_endian::{U32, U64};
+
+use super::calls::{message, Reply};
+use super::exec::Lane;
+use super::status::INVALID_VALUE;
+use super::tables::as_handle;
+use super::Session;
+use crate::driver::{entry, Status};
+
+/// Bytes of one operation.
+const OP: usize = core::mem::size_of::<CUmemDecompressParams>();
+/// The most operations in one batch through vgpu.
+const MAX_OPS: usize = 4096;
+/// Where an operation's addresses lie: `srcNumBytes` at 0, `dstNumBytes`
+/// at 8, `dstActBytes` at 16, `src` at 24, `dst` at 32.
+const FIELDS: [usize; 5] = [0, 8, 16, 24, 32];
+
+/// The reply of a batch that ends with `status` and error index `index`.
+fn answer(status: u32, index: usize) -> Reply {
+    Reply::new(
+        &mem_batch_decompress::Reply {
+            status: U32::new(status),
+            error_index: U64::new(index as u64),
+        },
+        Vec::new(),
+    )
+}
+
+/// `cuMemBatchDecompressAsync` of the request's operations on its stream.
+pub fn mem_batch_decompress(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &mem_batch_decompress::Request = message(req)?;
+    let count = usize::try_from(r.count.get()).map_err(|_| INVALID_VALUE)?;
+    let n = if r.params != 0 { count } else { 0 };
+    if n > MAX_OPS || req.blob.len() != n * OP {
+        return Err(INVALID_VALUE);
+    }
+    // At least one element, so a non-NULL array is a real allocation even
+    // for a count of 0.
+    let mut ops: Vec<CUmemDecompressParams> = Vec::with_capacity(n.max(1));
+    let stream = {
+        let t = s.tables();
+        for (i, raw) in req.blob.chunks_exact(OP).enumerate() {
+            let [src_len, dst_len, act, src, dst] =
+                FIELDS.map(|at| u64::from_le_bytes(raw[at..at + 8].try_into().expect("8 bytes")));
+            for (p, len) in [(src, src_len), (dst, dst_len), (act, 4)] {
+                if let Err(why) = t.check_range(p, len.max(1)) {
+                    tracing::warn!("memory operation refused: decompression {i}: {why}");
+                    return Ok(answer(INVALID_VALUE.0, i));
+                }
+            }
+            // SAFETY: a C struct of integers, pointers (checked above) and
+            // padding: valid for any bytes; `raw` holds exactly one.
+            ops.push(unsafe {
+                raw.as_ptr()
+                    .cast::<CUmemDecompressParams>()
+                    .read_unaligned()
+            });
+        }
+        as_handle(t.stream(r.stream.get())?)
+    };
+    let mut index = usize::MAX;
+    let index_ptr = if r.error_index != 0 {
+        &raw mut index
+    } else {
+        std::ptr::null_mut()
+    };
+    let params = if r.params != 0 {
+        ops.as_mut_ptr()
+    } else {
+        std::ptr::null_mut()
+    };
+    let f = entry(s.driver.cuMemBatchDecompressAsync)?;
+    // SAFETY: NULL where the application passed NULL, else `n` operations in
+    // a live local whose every address was checked; the index is NULL or a
+    // live local; the stream is this session's own.
+    let st = unsafe { f(params, count, r.flags.get(), index_ptr, stream.cast()) };
+    Ok(answer(st.0, index))
+}
