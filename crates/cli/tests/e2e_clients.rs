@@ -734,9 +734,11 @@ fn c_inter_process_handles() {
 /// External memory through vgpu (`tests/c/extmem.c`): a VMM allocation's
 /// exported descriptor imported as opaque-fd external memory (the descriptor
 /// passes to the worker by SCM_RIGHTS), a buffer mapped on it sharing the
-/// allocation's bytes both ways, freed with `cuMemFree`; a buffer past the
-/// end, a descriptor that is no exported memory and a destroyed object
-/// refused.
+/// allocation's bytes both ways, freed with `cuMemFree`; a mipmapped array
+/// mapped on it whose levels have halving extents and keep their own bytes,
+/// destroyed with `cuMipmappedArrayDestroy`; a buffer past the end, a
+/// descriptor that is no exported memory, bad mipmapped array descriptors
+/// and a destroyed object refused.
 #[test]
 fn c_external_memory() {
     let h = Harness::start();
@@ -751,7 +753,14 @@ fn c_external_memory() {
         .assert_line("ok import_dev_null")
         .assert_line("ok buffer_of_destroyed")
         .assert_line("ok destroy_twice")
-        .assert_line("28 checks, 0 failed");
+        .assert_line("ok mipmap_map")
+        .assert_line("ok mipmap_level_shapes")
+        .assert_line("ok mipmap_levels_hold_their_bytes")
+        .assert_line("ok mipmap_destroy")
+        .assert_line("ok mipmap_too_many_levels: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_destroy_twice: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("55 checks, 0 failed");
 }
 
 /// External semaphores shared by two client processes on the simulated
