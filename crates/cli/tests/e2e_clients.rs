@@ -763,6 +763,34 @@ fn c_external_memory() {
         .assert_line("55 checks, 0 failed");
 }
 
+/// Batched decompression through vgpu (`tests/c/decompress.c`) on the
+/// simulated device's Snappy engine: two blocks decompressed on a stream and
+/// one on the per-thread stream, their sizes in `dstActBytes`; a corrupt
+/// block, a NULL array, no operations, flags, a destination outside the
+/// session's memory and an unknown algorithm refused with their error
+/// index; the same lines as straight on the simulated device.
+#[test]
+fn c_batch_decompress() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "decompress");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok snappy_engine: yes")
+        .assert_line("ok batch_output")
+        .assert_line("ok batch_sizes")
+        .assert_line("ok batch_ptsz_output")
+        .assert_line("ok corrupt_block: CUDA_ERROR_INVALID_VALUE index 1")
+        .assert_line("ok null_params: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok no_operations: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok flags: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok destination_outside: CUDA_ERROR_INVALID_VALUE index 1")
+        .assert_line("ok unknown_algorithm: CUDA_ERROR_INVALID_VALUE index 0");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
+}
+
 /// External semaphores shared by two client processes on the simulated
 /// device (`tests/c/extsem.c`, with its stand-in semaphore descriptor): a
 /// timeline signalled by one process and waited for by the other, both

@@ -1020,10 +1020,11 @@ remote_table! {
         /// (its array was NULL). The worker checks every source, destination
         /// and `dstActBytes` range against the session's allocations; the
         /// reply gives the driver's status and, when `error_index` was
-        /// asked, the index it wrote (the failing operation, or `u64::MAX`
-        /// for the batch as a whole); a refused range is `error_index` of
-        /// that operation with `CUDA_ERROR_INVALID_VALUE`.
+        /// asked, the index after the call (the driver starts from the
+        /// application's `index` and writes the failing operation, or
+        /// `u64::MAX` for the batch as a whole); a refused range is that
+        /// operation's index with `CUDA_ERROR_INVALID_VALUE`.
         decompress: MemBatchDecompress = 633 { stream: handle(Stream), count: u64, flags: u32,
-            params: bool, error_index: bool } + blob => { status: u32, error_index: u64 };
+            params: bool, error_index: bool, index: u64 } + blob => { status: u32, error_index: u64 };
     }
 }

@@ -22,11 +22,12 @@ pub const MAX_OPS: usize = 4096;
 /// `cuMemBatchDecompressAsync` on the stream of wire id `sid` (the `_ptsz`
 /// form passes the per-thread stream for NULL). A NULL array travels as
 /// none, so the driver answers it; `error_index`, when not NULL, receives
-/// the index the driver (or the worker's range check) reports.
+/// the index the driver (or the worker's range check) reports, and keeps
+/// its value where the driver writes none.
 ///
 /// # Safety
 /// `params` must be NULL or hold `count` operations; `error_index` NULL or
-/// writable.
+/// readable and writable.
 pub unsafe fn batch_decompress(
     params: *const CUmemDecompressParams,
     count: usize,
@@ -45,15 +46,23 @@ pub unsafe fn batch_decompress(
         let op = unsafe { params.add(i).cast::<[u8; OP]>().read_unaligned() };
         blob.extend_from_slice(&op);
     }
+    let index = if error_index.is_null() {
+        0
+    } else {
+        // SAFETY: checked non-NULL; readable by the contract (it is the
+        // application's variable, which the driver leaves alone on success).
+        unsafe { error_index.read_unaligned() }
+    };
     let r = mem_batch_decompress::Request {
         stream: U64::new(sid),
         count: U64::new(count as u64),
         flags: U32::new(flags),
         params: u8::from(!params.is_null()),
         error_index: u8::from(!error_index.is_null()),
+        index: U64::new(index as u64),
     };
     let (rep, _) = s.request(&r, &blob)?;
-    if !error_index.is_null() {
+    if !error_index.is_null() && rep.error_index.get() != index as u64 {
         let i = usize::try_from(rep.error_index.get()).unwrap_or(usize::MAX);
         // SAFETY: checked non-NULL; writable by the contract.
         unsafe { error_index.write_unaligned(i) };

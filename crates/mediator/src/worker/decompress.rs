@@ -66,7 +66,7 @@ pub fn mem_batch_decompress(_: &mut Lane, s: &Session, req: &Request) -> Result<
         }
         as_handle(t.stream(r.stream.get())?)
     };
-    let mut index = usize::MAX;
+    let mut index = usize::try_from(r.index.get()).unwrap_or(usize::MAX);
     let index_ptr = if r.error_index != 0 {
         &raw mut index
     } else {

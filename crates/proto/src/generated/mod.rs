@@ -843,9 +843,10 @@ pub enum Op {
     /// (its array was NULL). The worker checks every source, destination
     /// and `dstActBytes` range against the session's allocations; the
     /// reply gives the driver's status and, when `error_index` was
-    /// asked, the index it wrote (the failing operation, or `u64::MAX`
-    /// for the batch as a whole); a refused range is `error_index` of
-    /// that operation with `CUDA_ERROR_INVALID_VALUE`.
+    /// asked, the index after the call (the driver starts from the
+    /// application's `index` and writes the failing operation, or
+    /// `u64::MAX` for the batch as a whole); a refused range is that
+    /// operation's index with `CUDA_ERROR_INVALID_VALUE`.
     MemBatchDecompress = 633,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
@@ -7167,7 +7168,7 @@ pub const SCHEMA: &str = concat!(
     "630 GraphBatchMemOpNodeParams {node:handle(GraphNode)} => {ctx:handle(Context),count:u32,flags:u32}+blob\n",
     "631 GraphConditionalHandleCreate {hgraph:handle(Graph),ctx:handle(Context),default_launch_value:u32,flags:u32} => {phandle_out:u64}\n",
     "632 ExternalMemoryGetMappedMipmappedArray {ext_mem:handle(ExternalMemory),mipmap_desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1>())} => {mipmap:handle(MipmappedArray)}\n",
-    "633 MemBatchDecompress {stream:handle(Stream),count:u64,flags:u32,params:bool,error_index:bool}+blob => {status:u32,error_index:u64}\n",
+    "633 MemBatchDecompress {stream:handle(Stream),count:u64,flags:u32,params:bool,error_index:bool,index:u64}+blob => {status:u32,error_index:u64}\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -20764,6 +20765,7 @@ pub mod mem_batch_decompress {
         pub flags: U32,
         pub params: u8,
         pub error_index: u8,
+        pub index: U64,
     }
 
     /// A successful reply's fixed part.

@@ -534,6 +534,7 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
                 flags: U32::new(0),
                 params: 1,
                 error_index: 1,
+                index: u(0),
             }),
             [
                 9u64.to_le_bytes(),
