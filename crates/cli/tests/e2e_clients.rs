@@ -583,7 +583,9 @@ fn c_managed_memory() {
 /// program's own pages move into pages shared with the worker in place,
 /// keep their bytes, serve copies and a kernel, and stay the program's after
 /// unregistering; registering twice and unregistering what is not
-/// registered give the driver's codes (`tests/c/host_register.c`).
+/// registered give the driver's codes; registrations of disjoint bytes
+/// sharing a page are served, each for its own bytes, and stay registered
+/// while their neighbours are unregistered (`tests/c/host_register.c`).
 #[test]
 fn c_host_register() {
     let h = Harness::start();
@@ -599,7 +601,19 @@ fn c_host_register() {
         .assert_line("ok register_twice")
         .assert_line("ok unregister_keeps_bytes")
         .assert_line("ok unregister_twice")
-        .assert_line("ok unregister_never_registered");
+        .assert_line("ok unregister_never_registered")
+        .assert_line("ok shared_register_b")
+        .assert_line("ok shared_register_c_across_pages")
+        .assert_line("ok shared_register_overlap")
+        .assert_line("ok shared_flags_b_value")
+        .assert_line("ok shared_range_b")
+        .assert_line("ok shared_copies_b")
+        .assert_line("ok shared_flags_a_after")
+        .assert_line("ok shared_copies_b_after_a")
+        .assert_line("ok shared_unregister_a_twice")
+        .assert_line("ok shared_copies_b_after_c")
+        .assert_line("ok shared_unregister_keeps_bytes")
+        .assert_line("ok shared_register_again");
     assert_all_checks_passed(&out);
 }
 
