@@ -6,7 +6,8 @@
 //! `CUDA_ERROR_NOT_SUPPORTED`.
 //!
 //! A batch runs in stream order when it is enqueued, as all simulated work
-//! does. The whole batch is checked before any byte moves: flags 0, at
+//! does; on a capturing stream it is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
+//! (the simulator records no decompression node). The whole batch is checked before any byte moves: flags 0, at
 //! least one operation, a known algorithm, the source inside one live
 //! allocation, the destination (`dstNumBytes`, which bounds the output
 //! here) and the 4-byte `dstActBytes` too. Data that is not a valid Snappy
@@ -55,6 +56,16 @@ pub(crate) fn batch(
         return invalid(whole, "a batch of no operations".into());
     }
     crate::stream::usable(st, stream_key).map_err(|e| (e, whole))?;
+    if st.ext.graphs.captures.contains_key(&stream_key) {
+        // The simulated engine has no graph node to record.
+        return Err((
+            Error {
+                code: CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                why: "decompression is not captured by the simulated device".into(),
+            },
+            whole,
+        ));
+    }
     for (i, op) in ops.iter().enumerate() {
         check(st, i, op)?;
     }

@@ -54,6 +54,7 @@ pub use checkpoint::*;
 pub use context::*;
 pub use copy::*;
 pub use coredump::*;
+pub use decompress::*;
 pub use device::*;
 pub use errors::*;
 pub use event::*;
@@ -191,6 +192,8 @@ exports!(
     cuMemGetAllocationPropertiesFromHandle,
     cuArrayDestroy,
     cuMipmappedArrayDestroy,
+    cuMemBatchDecompressAsync,
+    cuMemBatchDecompressAsync_ptsz,
     cuMemcpyHtoA_v2,
     cuMemcpyHtoAAsync_v2,
     cuMemcpyAtoH_v2,
