@@ -181,6 +181,18 @@ static void copies(unsigned int *host)
     EXPECT("free_device", cu.MemFree(d), CUDA_SUCCESS);
 }
 
+/* A call that must fail: which error is the driver's to choose; its name is printed. */
+static void expect_failure(const char *name, CUresult got)
+{
+    checks++;
+    if (got != CUDA_SUCCESS) {
+        printf("ok %s: %s\n", name, error_name(cu.GetErrorName, got));
+        return;
+    }
+    failures++;
+    printf("FAIL %s: succeeded, expected an error\n", name);
+}
+
 /* Device to `n` bytes of registered host memory at `host` and back from a
  * device copy of `pattern`: whether both directions carry the bytes. */
 static int round_trip(unsigned char *host, size_t n, unsigned char pattern)
@@ -235,16 +247,16 @@ static void shared_pages(void)
     expect_true("shared_copies_c", round_trip(c, 200, 0x33), "c's bytes did not travel");
 
     EXPECT("shared_unregister_a", cu.MemHostUnregister(a), CUDA_SUCCESS);
-    EXPECT("shared_flags_a_after", cu.MemHostGetFlags(&got, a + 10), CUDA_ERROR_INVALID_VALUE);
+    expect_failure("shared_flags_a_after", cu.MemHostGetFlags(&got, a + 10));
     EXPECT("shared_flags_b_after_a", cu.MemHostGetFlags(&got, b + 10), CUDA_SUCCESS);
     EXPECT("shared_device_pointer_b_after_a", cu.MemHostGetDevicePointer(&d, b, 0), CUDA_SUCCESS);
     expect_true("shared_copies_b_after_a", round_trip(b, 100, 0x44), "b's bytes did not travel");
     expect_true("shared_copies_a_plain", round_trip(a, 100, 0x55), "a's bytes did not travel");
-    EXPECT("shared_unregister_a_twice", cu.MemHostUnregister(a), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    expect_failure("shared_unregister_a_twice", cu.MemHostUnregister(a));
     EXPECT("shared_unregister_c", cu.MemHostUnregister(c), CUDA_SUCCESS);
     expect_true("shared_copies_b_after_c", round_trip(b, 100, 0x66), "b's bytes did not travel");
     EXPECT("shared_unregister_b", cu.MemHostUnregister(b), CUDA_SUCCESS);
-    EXPECT("shared_flags_b_after", cu.MemHostGetFlags(&got, b + 10), CUDA_ERROR_INVALID_VALUE);
+    expect_failure("shared_flags_b_after", cu.MemHostGetFlags(&got, b + 10));
     expect_true("shared_unregister_keeps_bytes", b[0] == (0x66 ^ 0) && b[99] == (0x66 ^ 99) && c[0] == (0x33 ^ 0),
                 "bytes changed by unregistering");
     EXPECT("shared_register_again", cu.MemHostRegister(a, 300, 0), CUDA_SUCCESS);

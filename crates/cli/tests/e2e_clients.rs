@@ -608,10 +608,11 @@ fn c_host_register() {
         .assert_line("ok shared_flags_b_value")
         .assert_line("ok shared_range_b")
         .assert_line("ok shared_copies_b")
-        .assert_line("ok shared_flags_a_after")
+        .assert_line("ok shared_flags_a_after: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok shared_copies_b_after_a")
-        .assert_line("ok shared_unregister_a_twice")
+        .assert_line("ok shared_unregister_a_twice: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED")
         .assert_line("ok shared_copies_b_after_c")
+        .assert_line("ok shared_flags_b_after: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok shared_unregister_keeps_bytes")
         .assert_line("ok shared_register_again");
     assert_all_checks_passed(&out);
