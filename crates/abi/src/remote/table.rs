@@ -1022,8 +1022,10 @@ remote_table! {
         /// reply gives the driver's status and, when `error_index` was
         /// asked, the index after the call (the driver starts from the
         /// application's `index` and writes the failing operation, or
-        /// `u64::MAX` for the batch as a whole); a refused range is that
-        /// operation's index with `CUDA_ERROR_INVALID_VALUE`.
+        /// `u64::MAX` for the batch as a whole). A refused range fails its
+        /// operation with `CUDA_ERROR_INVALID_VALUE` on a device with a
+        /// decompression engine, and reaches the driver as NULL on one
+        /// without (which runs nothing and answers the batch itself).
         decompress: MemBatchDecompress = 633 { stream: handle(Stream), count: u64, flags: u32,
             params: bool, error_index: bool, index: u64 } + blob => { status: u32, error_index: u64 };
     }

@@ -3,12 +3,19 @@
 //! (4 bytes) range is checked against the session's allocations before the
 //! driver sees the batch. The driver's status and error index travel in the
 //! reply, so a failed batch still says which operation failed.
+//!
+//! An address outside the session's memory never reaches the driver. On a
+//! device with a decompression engine its operation fails with
+//! `CUDA_ERROR_INVALID_VALUE` and its index. On a device without one
+//! (`CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK` 0: an H100 or H200)
+//! the driver runs nothing, and the address goes to it as NULL instead, so
+//! the application gets the driver's own answer to its batch.
 
-use vgpu_abi::types::CUmemDecompressParams;
+use vgpu_abi::types::{CUdevice_attribute, CUmemDecompressParams};
 use vgpu_proto::{mem_batch_decompress, Request};
 use zerocopy::little_endian::{U32, U64};
 
-use super::calls::{message, Reply};
+use super::calls::{message, ok, Reply};
 use super::exec::Lane;
 use super::status::INVALID_VALUE;
 use super::tables::as_handle;
@@ -22,6 +29,9 @@ const MAX_OPS: usize = 4096;
 /// Where an operation's addresses lie: `srcNumBytes` at 0, `dstNumBytes`
 /// at 8, `dstActBytes` at 16, `src` at 24, `dst` at 32.
 const FIELDS: [usize; 5] = [0, 8, 16, 24, 32];
+/// `CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK`.
+const ALGORITHM_MASK: CUdevice_attribute =
+    CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK;
 
 /// The reply of a batch that ends with `status` and error index `index`.
 fn answer(status: u32, index: usize) -> Reply {
@@ -32,6 +42,18 @@ fn answer(status: u32, index: usize) -> Reply {
         },
         Vec::new(),
     )
+}
+
+/// Whether the current context's device has a decompression engine.
+fn has_engine(s: &Session) -> Result<bool, Status> {
+    let mut device = 0;
+    // SAFETY: a live out-pointer; the worker made the call's context current.
+    ok(unsafe { entry(s.driver.cuCtxGetDevice)?(&mut device) })?;
+    let mut mask = 0;
+    let get = entry(s.driver.cuDeviceGetAttribute)?;
+    // SAFETY: a live out-pointer and a device the driver just named.
+    ok(unsafe { get(&mut mask, ALGORITHM_MASK, device) })?;
+    Ok(mask != 0)
 }
 
 /// `cuMemBatchDecompressAsync` of the request's operations on its stream.
@@ -45,24 +67,25 @@ pub fn mem_batch_decompress(_: &mut Lane, s: &Session, req: &Request) -> Result<
     // At least one element, so a non-NULL array is a real allocation even
     // for a count of 0.
     let mut ops: Vec<CUmemDecompressParams> = Vec::with_capacity(n.max(1));
+    let engine = n > 0 && has_engine(s)?;
     let stream = {
         let t = s.tables();
         for (i, raw) in req.blob.chunks_exact(OP).enumerate() {
+            let mut op = *raw.first_chunk::<OP>().expect("chunks of OP bytes");
             let [src_len, dst_len, act, src, dst] =
                 FIELDS.map(|at| u64::from_le_bytes(raw[at..at + 8].try_into().expect("8 bytes")));
-            for (p, len) in [(src, src_len), (dst, dst_len), (act, 4)] {
+            for (at, p, len) in [(24, src, src_len), (32, dst, dst_len), (16, act, 4)] {
                 if let Err(why) = t.check_range(p, len.max(1)) {
                     tracing::warn!("memory operation refused: decompression {i}: {why}");
-                    return Ok(answer(INVALID_VALUE.0, i));
+                    if engine {
+                        return Ok(answer(INVALID_VALUE.0, i));
+                    }
+                    op[at..at + 8].fill(0);
                 }
             }
-            // SAFETY: a C struct of integers, pointers (checked above) and
-            // padding: valid for any bytes; `raw` holds exactly one.
-            ops.push(unsafe {
-                raw.as_ptr()
-                    .cast::<CUmemDecompressParams>()
-                    .read_unaligned()
-            });
+            // SAFETY: a C struct of integers, pointers (checked above, or
+            // NULL) and padding: valid for any bytes.
+            ops.push(unsafe { op.as_ptr().cast::<CUmemDecompressParams>().read_unaligned() });
         }
         as_handle(t.stream(r.stream.get())?)
     };

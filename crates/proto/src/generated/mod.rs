@@ -845,8 +845,10 @@ pub enum Op {
     /// reply gives the driver's status and, when `error_index` was
     /// asked, the index after the call (the driver starts from the
     /// application's `index` and writes the failing operation, or
-    /// `u64::MAX` for the batch as a whole); a refused range is that
-    /// operation's index with `CUDA_ERROR_INVALID_VALUE`.
+    /// `u64::MAX` for the batch as a whole). A refused range fails its
+    /// operation with `CUDA_ERROR_INVALID_VALUE` on a device with a
+    /// decompression engine, and reaches the driver as NULL on one
+    /// without (which runs nothing and answers the batch itself).
     MemBatchDecompress = 633,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
