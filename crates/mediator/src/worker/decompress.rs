@@ -64,31 +64,42 @@ pub fn mem_batch_decompress(_: &mut Lane, s: &Session, req: &Request) -> Result<
     if n > MAX_OPS || req.blob.len() != n * OP {
         return Err(INVALID_VALUE);
     }
-    // At least one element, so a non-NULL array is a real allocation even
-    // for a count of 0.
-    let mut ops: Vec<CUmemDecompressParams> = Vec::with_capacity(n.max(1));
-    let engine = n > 0 && has_engine(s)?;
+    // The operations' bytes, and the (operation, field offset) of each
+    // address outside the session's memory.
+    let mut raw: Vec<[u8; OP]> = Vec::with_capacity(n);
+    let mut refused = Vec::new();
     let stream = {
         let t = s.tables();
-        for (i, raw) in req.blob.chunks_exact(OP).enumerate() {
-            let mut op = *raw.first_chunk::<OP>().expect("chunks of OP bytes");
+        for (i, bytes) in req.blob.chunks_exact(OP).enumerate() {
+            let op = *bytes.first_chunk::<OP>().expect("chunks of OP bytes");
             let [src_len, dst_len, act, src, dst] =
-                FIELDS.map(|at| u64::from_le_bytes(raw[at..at + 8].try_into().expect("8 bytes")));
+                FIELDS.map(|at| u64::from_le_bytes(op[at..at + 8].try_into().expect("8 bytes")));
             for (at, p, len) in [(24, src, src_len), (32, dst, dst_len), (16, act, 4)] {
                 if let Err(why) = t.check_range(p, len.max(1)) {
                     tracing::warn!("memory operation refused: decompression {i}: {why}");
-                    if engine {
-                        return Ok(answer(INVALID_VALUE.0, i));
-                    }
-                    op[at..at + 8].fill(0);
+                    refused.push((i, at));
                 }
             }
-            // SAFETY: a C struct of integers, pointers (checked above, or
-            // NULL) and padding: valid for any bytes.
-            ops.push(unsafe { op.as_ptr().cast::<CUmemDecompressParams>().read_unaligned() });
+            raw.push(op);
         }
         as_handle(t.stream(r.stream.get())?)
     };
+    if let Some(&(i, _)) = refused.first() {
+        if has_engine(s)? {
+            return Ok(answer(INVALID_VALUE.0, i));
+        }
+        for (i, at) in refused {
+            raw[i][at..at + 8].fill(0);
+        }
+    }
+    // At least one element, so a non-NULL array is a real allocation even
+    // for a count of 0.
+    let mut ops: Vec<CUmemDecompressParams> = Vec::with_capacity(n.max(1));
+    for op in &raw {
+        // SAFETY: a C struct of integers, pointers (checked, or NULL) and
+        // padding: valid for any bytes.
+        ops.push(unsafe { op.as_ptr().cast::<CUmemDecompressParams>().read_unaligned() });
+    }
     let mut index = usize::try_from(r.index.get()).unwrap_or(usize::MAX);
     let index_ptr = if r.error_index != 0 {
         &raw mut index
@@ -102,8 +113,9 @@ pub fn mem_batch_decompress(_: &mut Lane, s: &Session, req: &Request) -> Result<
     };
     let f = entry(s.driver.cuMemBatchDecompressAsync)?;
     // SAFETY: NULL where the application passed NULL, else `n` operations in
-    // a live local whose every address was checked; the index is NULL or a
-    // live local; the stream is this session's own.
+    // a live local whose every address was checked (or is NULL, on a device
+    // that runs none); the index is NULL or a live local; the stream is this
+    // session's own.
     let st = unsafe { f(params, count, r.flags.get(), index_ptr, stream.cast()) };
     Ok(answer(st.0, index))
 }
