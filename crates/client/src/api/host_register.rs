@@ -381,3 +381,54 @@ impl<'a> Mapping<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(len: u64) -> HostInfo {
+        HostInfo {
+            len,
+            worker: 0,
+            dptr: 0,
+            flags: DEVICEMAP,
+            local: false,
+            ctx: 0,
+            kind: HostKind::Registered { start: 0, len: 1 },
+        }
+    }
+
+    #[test]
+    fn gaps_are_the_pages_no_run_covers() {
+        let p = PAGE;
+        assert_eq!(gaps(0, 4 * p, &[]), vec![(0, 4 * p)]);
+        // A run before the range, one inside it, one past its end.
+        let runs = [(0, run(2 * p)), (3 * p, run(p)), (5 * p, run(2 * p))];
+        assert_eq!(gaps(p, 6 * p, &runs), vec![(2 * p, 3 * p), (4 * p, 5 * p)]);
+        assert_eq!(gaps(0, 2 * p, &runs[..1]), vec![]);
+    }
+
+    #[test]
+    fn pages_meet_follows_the_registered_bytes() {
+        let mut o = Objects::default();
+        let reg = |len| Registration {
+            len,
+            flags: DEVICEMAP,
+        };
+        o.registrations.insert(100, reg(100));
+        o.registrations.insert(PAGE + 4000, reg(200));
+        assert!(pages_meet(&o, 0, PAGE), "the first page holds both");
+        assert!(
+            pages_meet(&o, 2 * PAGE, 3 * PAGE),
+            "the second crosses into the third page"
+        );
+        assert!(!pages_meet(&o, 3 * PAGE, 4 * PAGE));
+        assert!(registered_bytes_meet(&o, 150, 160));
+        assert!(
+            !registered_bytes_meet(&o, 200, 300),
+            "disjoint bytes of a shared page"
+        );
+        assert_eq!(o.registration_at(199).map(|(s, _)| s), Some(100));
+        assert_eq!(o.registration_at(200), None);
+    }
+}
