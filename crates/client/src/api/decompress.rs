@@ -17,7 +17,7 @@ use crate::runtime::runtime;
 const OP: usize = core::mem::size_of::<CUmemDecompressParams>();
 /// The most operations one batch may carry through vgpu (a bound on the
 /// request's size; the worker enforces the same).
-pub const MAX_OPS: usize = 4096;
+const MAX_OPS: usize = 4096;
 
 /// `cuMemBatchDecompressAsync` on the stream of wire id `sid` (the `_ptsz`
 /// form passes the per-thread stream for NULL). A NULL array travels as
