@@ -212,6 +212,36 @@ static int round_trip(unsigned char *host, size_t n, unsigned char pattern)
     return ok;
 }
 
+/* A kernel given the device pointers of two registrations in one page
+ * adds a's floats into b's: b[i] = a[i] + b[i]. */
+static void shared_kernel(float *a, float *b)
+{
+    CUmodule mod;
+    CUfunction fn;
+    if (cu.ModuleLoadData(&mod, PTX) != CUDA_SUCCESS &&
+        !EXPECT("shared_module_load", cu.ModuleLoadData(&mod, SIM_MODULE), CUDA_SUCCESS))
+        return;
+    if (!EXPECT("shared_module_get_function", cu.ModuleGetFunction(&fn, mod, "vector_add"), CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < 25; i++) {
+        a[i] = (float)i;
+        b[i] = 100.0f;
+    }
+    CUdeviceptr da = 0, db = 0;
+    EXPECT("shared_kernel_pointer_a", cu.MemHostGetDevicePointer(&da, a, 0), CUDA_SUCCESS);
+    EXPECT("shared_kernel_pointer_b", cu.MemHostGetDevicePointer(&db, b, 0), CUDA_SUCCESS);
+    int n = 25;
+    void *params[] = {&da, &db, &db, &n};
+    EXPECT("shared_kernel_launch", cu.LaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+           CUDA_SUCCESS);
+    EXPECT("shared_kernel_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    int good = 1;
+    for (int i = 0; i < 25; i++)
+        good &= b[i] == (float)i + 100.0f && a[i] == (float)i;
+    expect_true("shared_kernel_writes", good, "kernel stores not seen");
+    EXPECT("shared_module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
+}
+
 /* Registrations whose bytes are disjoint but whose pages are shared. */
 static void shared_pages(void)
 {
@@ -245,6 +275,7 @@ static void shared_pages(void)
     expect_true("shared_copies_a", round_trip(a, 100, 0x11), "a's bytes did not travel");
     expect_true("shared_copies_b", round_trip(b, 100, 0x22), "b's bytes did not travel");
     expect_true("shared_copies_c", round_trip(c, 200, 0x33), "c's bytes did not travel");
+    shared_kernel((float *)(void *)a, (float *)(void *)b);
 
     EXPECT("shared_unregister_a", cu.MemHostUnregister(a), CUDA_SUCCESS);
     expect_failure("shared_flags_a_after", cu.MemHostGetFlags(&got, a + 10));

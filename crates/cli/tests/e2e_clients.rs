@@ -608,6 +608,7 @@ fn c_host_register() {
         .assert_line("ok shared_flags_b_value")
         .assert_line("ok shared_range_b")
         .assert_line("ok shared_copies_b")
+        .assert_line("ok shared_kernel_writes")
         .assert_line("ok shared_flags_a_after: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok shared_copies_b_after_a")
         .assert_line("ok shared_unregister_a_twice: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED")
