@@ -84,6 +84,7 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         ));
         return Err(CuError::NOT_SUPPORTED);
     }
+    let _one_at_a_time = s.registering.lock().unwrap_or_else(|e| e.into_inner());
     let start = p as u64;
     let (base, top) = pages(start, len as u64)?;
     let gaps = {
@@ -213,6 +214,7 @@ fn move_pages(
 /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`, as the driver answers.
 pub fn unregister(p: *mut c_void) -> CuResult<()> {
     let s = runtime().session()?;
+    let _one_at_a_time = s.registering.lock().unwrap_or_else(|e| e.into_inner());
     let start = p as u64;
     let released = {
         let mut o = s.objects();
