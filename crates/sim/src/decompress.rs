@@ -7,10 +7,14 @@
 //!
 //! A batch runs in stream order when it is enqueued, as all simulated work
 //! does; on a capturing stream it is `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
-//! (the simulator records no decompression node). The whole batch is checked before any byte moves: flags 0, at
-//! least one operation, a known algorithm, the source inside one live
-//! allocation, the destination (`dstNumBytes`, which bounds the output
-//! here) and the 4-byte `dstActBytes` too. Data that is not a valid Snappy
+//! (the simulator records no decompression node). The whole batch is
+//! checked before any byte moves: flags 0, at least one operation, a known
+//! algorithm, the source inside one live allocation, the destination
+//! (`dstNumBytes`, which bounds the output here) and the 4-byte
+//! `dstActBytes` too. The simulated engine reads and writes any device
+//! memory; the driver asks for memory whose
+//! `CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE` is 1 (as the simulated
+//! device reports for `cuMemAlloc` memory). Data that is not a valid Snappy
 //! block, or that decompresses to more than `dstNumBytes`, fails its
 //! operation with `CUDA_ERROR_INVALID_VALUE` at once (the simulator's
 //! choice: a real engine would report it asynchronously). The error index
