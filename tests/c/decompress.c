@@ -35,6 +35,7 @@ enum {
     CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK = 136,
     CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY = 2,
     CU_STREAM_NON_BLOCKING = 1,
+    CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21,
 };
 
 /* The error index's value before a call. */
@@ -55,6 +56,7 @@ static struct {
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*Decompress)(CUmemDecompressParams *, size_t, unsigned int, size_t *, CUstream);
     CUresult (*DecompressPtsz)(CUmemDecompressParams *, size_t, unsigned int, size_t *,
                                CUstream);
@@ -76,6 +78,7 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyHtoD, "cuMemcpyHtoD_v2"),
     ENTRY(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     ENTRY(MemsetD8, "cuMemsetD8_v2"),
+    ENTRY(PointerGetAttribute, "cuPointerGetAttribute"),
     ENTRY(Decompress, "cuMemBatchDecompressAsync"),
     ENTRY(DecompressPtsz, "cuMemBatchDecompressAsync_ptsz"),
     ENTRY(GetErrorName, "cuGetErrorName"),
@@ -141,11 +144,16 @@ int main(int argc, char **argv)
     printf("ok snappy_engine: %s\n", engine ? "yes" : "no");
 
     CUstream s = NULL;
+    CUresult r;
     CUdeviceptr src = 0, dst = 0, act = 0;
     EXPECT("stream_create", cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     EXPECT("alloc_src", cu.MemAlloc(&src, 256), CUDA_SUCCESS);
     EXPECT("alloc_dst", cu.MemAlloc(&dst, 256), CUDA_SUCCESS);
     EXPECT("alloc_act", cu.MemAlloc(&act, 256), CUDA_SUCCESS);
+    /* The driver's answer, printed for the comparison with the native run. */
+    int capable = -1;
+    r = cu.PointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE, src);
+    printf("ok hw_decompress_capable: %s %d\n", error_name(cu.GetErrorName, r), capable);
     EXPECT("upload_a", cu.MemcpyHtoD(src, BLOCK_A, sizeof BLOCK_A), CUDA_SUCCESS);
     EXPECT("upload_b", cu.MemcpyHtoD(src + 64, BLOCK_B, sizeof BLOCK_B), CUDA_SUCCESS);
     EXPECT("upload_corrupt", cu.MemcpyHtoD(src + 128, CORRUPT, sizeof CORRUPT), CUDA_SUCCESS);
@@ -157,7 +165,7 @@ int main(int argc, char **argv)
         op(src + 64, sizeof BLOCK_B, dst + 64, 16, act + 4, CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY),
     };
     size_t index = UNTOUCHED;
-    CUresult r = cu.Decompress(two, 2, 0, &index, s);
+    r = cu.Decompress(two, 2, 0, &index, s);
     if (engine) {
         EXPECT("batch", r, CUDA_SUCCESS);
         EXPECT("batch_synchronize", cu.StreamSynchronize(s), CUDA_SUCCESS);

@@ -793,6 +793,7 @@ fn c_batch_decompress() {
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok snappy_engine: yes")
+        .assert_line("ok hw_decompress_capable: CUDA_SUCCESS 1")
         .assert_line("ok batch_output")
         .assert_line("ok batch_sizes")
         .assert_line("ok batch_ptsz_output")
