@@ -43,6 +43,7 @@ cc -std=c11 -O2 -o "$WORK/multicast" tests/c/multicast.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/green_contexts" tests/c/green_contexts.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/extmem" tests/c/extmem.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/decompress" tests/c/decompress.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/assert" tests/c/assert.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/checkpoint" tests/c/checkpoint.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/coredump" tests/c/coredump.c -ldl >>"$LOG" 2>&1
@@ -82,6 +83,7 @@ declare -A CMD=(
     [green_contexts]="$WORK/green_contexts"
     [ipc]="$WORK/ipc"
     [extmem]="$WORK/extmem"
+    [decompress]="$WORK/decompress"
     [torch_ipc]="python3 gpu/torch_ipc.py"
     [cupy_ipc]="python3 gpu/cupy_ipc.py"
     [assert]="$WORK/assert"
@@ -96,7 +98,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 decompress compile cudagraph expandable jax nccl)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

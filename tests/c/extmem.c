@@ -6,6 +6,10 @@
  * Under CU_TEST_INVALID_HANDLES (answers not yet read off a GPU): a
  * descriptor that is no exported memory, a buffer past the object's end, and
  * a destroyed object.
+ * A mipmapped array mapped on the same object behaves like one from
+ * cuMipmappedArrayCreate: its levels have halving extents, take and give
+ * back their own bytes, and cuMipmappedArrayDestroy destroys it. Calls that
+ * must fail print the driver's code.
  *
  * Build:  cc -std=c11 -O2 -Wall -o extmem extmem.c -ldl
  * Usage:  extmem [LIBRARY]      (default: libcuda.so.1)
@@ -61,6 +65,24 @@ typedef struct {
     unsigned int reserved[16];
 } CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
 
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+
+typedef struct {
+    size_t Width, Height, Depth;
+    int Format;
+    unsigned int NumChannels, Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+
+typedef struct {
+    unsigned long long offset;
+    CUDA_ARRAY3D_DESCRIPTOR arrayDesc;
+    unsigned int numLevels;
+    unsigned int reserved[16];
+} CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC;
+
+_Static_assert(sizeof(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) == 120,
+               "mipmapped array desc is 120 bytes");
 _Static_assert(sizeof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == 104, "handle desc is 104 bytes");
 _Static_assert(sizeof(CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == 88, "buffer desc is 88 bytes");
 
@@ -70,7 +92,12 @@ enum {
     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
     CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3,
     CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
 };
+
+/* The mipmapped array's shape: 1D, 32-bit elements, WIDTH wide, LEVELS levels. */
+#define WIDTH 64u
+#define LEVELS 4
 
 static struct {
     CUresult (*Init)(unsigned int);
@@ -98,6 +125,13 @@ static struct {
     CUresult (*ExternalMemoryGetMappedBuffer)(CUdeviceptr *, CUexternalMemory,
                                               const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *);
     CUresult (*DestroyExternalMemory)(CUexternalMemory);
+    CUresult (*ExternalMemoryGetMappedMipmappedArray)(
+        CUmipmappedArray *, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *);
+    CUresult (*MipmappedArrayGetLevel)(CUarray *, CUmipmappedArray, unsigned int);
+    CUresult (*MipmappedArrayDestroy)(CUmipmappedArray);
+    CUresult (*Array3DGetDescriptor)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray);
+    CUresult (*MemcpyHtoA)(CUarray, size_t, const void *, size_t);
+    CUresult (*MemcpyAtoH)(void *, CUarray, size_t, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -123,6 +157,12 @@ static const struct cu_entry entries[] = {
     ENTRY(ImportExternalMemory, "cuImportExternalMemory"),
     ENTRY(ExternalMemoryGetMappedBuffer, "cuExternalMemoryGetMappedBuffer"),
     ENTRY(DestroyExternalMemory, "cuDestroyExternalMemory"),
+    ENTRY(ExternalMemoryGetMappedMipmappedArray, "cuExternalMemoryGetMappedMipmappedArray"),
+    ENTRY(MipmappedArrayGetLevel, "cuMipmappedArrayGetLevel"),
+    ENTRY(MipmappedArrayDestroy, "cuMipmappedArrayDestroy"),
+    ENTRY(Array3DGetDescriptor, "cuArray3DGetDescriptor_v2"),
+    ENTRY(MemcpyHtoA, "cuMemcpyHtoA_v2"),
+    ENTRY(MemcpyAtoH, "cuMemcpyAtoH_v2"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -137,6 +177,85 @@ static int holds(CUdeviceptr p, size_t words, unsigned int value)
         if (host[i] != value)
             return 0;
     return 1;
+}
+
+/* A call that must fail: which error is the driver's to choose; its name is printed. */
+static void expect_failure(const char *name, CUresult got)
+{
+    checks++;
+    if (got != CUDA_SUCCESS) {
+        printf("ok %s: %s\n", name, error_name(cu.GetErrorName, got));
+        return;
+    }
+    failures++;
+    printf("FAIL %s: succeeded, expected an error\n", name);
+}
+
+/* A mipmapped array on external memory `ext` of `size` bytes: its levels'
+ * shapes, each level's own bytes both ways, and its destruction. */
+static void mipmapped(CUexternalMemory ext, size_t size)
+{
+    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC md;
+    memset(&md, 0, sizeof md);
+    md.arrayDesc.Width = WIDTH;
+    md.arrayDesc.Format = CU_AD_FORMAT_UNSIGNED_INT32;
+    md.arrayDesc.NumChannels = 1;
+    md.numLevels = LEVELS;
+    CUmipmappedArray m = NULL;
+    if (!EXPECT("mipmap_map", cu.ExternalMemoryGetMappedMipmappedArray(&m, ext, &md),
+                CUDA_SUCCESS))
+        return;
+    CUarray level[LEVELS];
+    int shapes = 1;
+    for (unsigned i = 0; i < LEVELS; i++) {
+        CUDA_ARRAY3D_DESCRIPTOR got;
+        memset(&got, 0, sizeof got);
+        EXPECT("mipmap_get_level", cu.MipmappedArrayGetLevel(&level[i], m, i), CUDA_SUCCESS);
+        EXPECT("mipmap_level_descriptor", cu.Array3DGetDescriptor(&got, level[i]), CUDA_SUCCESS);
+        shapes &= got.Width == (size_t)(WIDTH >> i) && got.Height == 0 && got.Depth == 0 &&
+                  got.Format == CU_AD_FORMAT_UNSIGNED_INT32 && got.NumChannels == 1;
+    }
+    expect_true("mipmap_level_shapes", shapes, "a level's extent is not half the one above");
+    CUarray past = NULL;
+    expect_failure("mipmap_level_past_last", cu.MipmappedArrayGetLevel(&past, m, LEVELS));
+
+    /* Every level gets its own pattern; each reads back as written. */
+    unsigned int in[LEVELS][WIDTH], out[WIDTH];
+    for (unsigned i = 0; i < LEVELS; i++) {
+        for (unsigned j = 0; j < WIDTH; j++)
+            in[i][j] = 0x1000u * (i + 1) + j;
+        EXPECT("mipmap_level_upload",
+               cu.MemcpyHtoA(level[i], 0, in[i], (WIDTH >> i) * sizeof(unsigned int)),
+               CUDA_SUCCESS);
+    }
+    int same = 1;
+    for (unsigned i = 0; i < LEVELS; i++) {
+        size_t bytes = (WIDTH >> i) * sizeof(unsigned int);
+        memset(out, 0, sizeof out);
+        EXPECT("mipmap_level_download", cu.MemcpyAtoH(out, level[i], 0, bytes), CUDA_SUCCESS);
+        same &= memcmp(in[i], out, bytes) == 0;
+    }
+    expect_true("mipmap_levels_hold_their_bytes", same, "a level's bytes differ");
+    expect_failure("mipmap_level_upload_past_end",
+                   cu.MemcpyHtoA(level[LEVELS - 1], 0, in[0], sizeof in[0]));
+    EXPECT("mipmap_destroy", cu.MipmappedArrayDestroy(m), CUDA_SUCCESS);
+
+    /* Descriptors the driver refuses. */
+    CUmipmappedArray bad = NULL;
+    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC many = md;
+    many.numLevels = 8; /* a width of 64 has 7 levels */
+    expect_failure("mipmap_too_many_levels",
+                   cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &many));
+    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC none = md;
+    none.numLevels = 0;
+    expect_failure("mipmap_no_levels", cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &none));
+    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC beyond = md;
+    beyond.offset = size;
+    expect_failure("mipmap_past_end", cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &beyond));
+    if (invalid_handle_checks()) {
+        expect_failure("mipmap_destroy_twice", cu.MipmappedArrayDestroy(m));
+        expect_failure("mipmap_level_of_destroyed", cu.MipmappedArrayGetLevel(&past, m, 0));
+    }
 }
 
 int main(int argc, char **argv)
@@ -188,6 +307,8 @@ int main(int argc, char **argv)
     EXPECT("buffer_write", cu.MemsetD32(p, 0x0badf00d, words), CUDA_SUCCESS);
     EXPECT("buffer_write_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
     expect_true("allocation_reads_buffer", holds(va, words, 0x0badf00d), "not the buffer's bytes");
+
+    mipmapped(ext, size);
 
     if (invalid_handle_checks()) {
         CUDA_EXTERNAL_MEMORY_BUFFER_DESC past = buf;

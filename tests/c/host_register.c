@@ -7,6 +7,12 @@
  * unregistering leaves the program its memory. Then bad input, each with the
  * driver's error code: registering a range twice, unregistering memory that
  * is not registered (or twice), unknown flags, NULL and empty ranges.
+ * Registrations of disjoint bytes that share a page (two 100-byte blocks
+ * side by side, and a third crossing into the next page) are accepted, as
+ * driver 580 accepts them: each copies through its own bytes, answers its
+ * own flags and range, and stays registered while the others are
+ * unregistered; once all are, the memory is plain memory again and
+ * registers anew.
  *
  * The kernel is PTX on a GPU and the simulated device's built-in
  * vector_add elsewhere, so the output is the same natively and through vgpu
@@ -24,7 +30,7 @@
 
 enum { REGISTER_PORTABLE = 1, REGISTER_DEVICEMAP = 2, REGISTER_IOMEMORY = 4, REGISTER_READ_ONLY = 8 };
 enum { DEV_CAN_USE_HOST_POINTER = 91, DEV_READ_ONLY_HOST_REGISTER = 113 };
-enum { POINTER_MEMORY_TYPE = 2, POINTER_IS_MANAGED = 8 };
+enum { POINTER_MEMORY_TYPE = 2, POINTER_IS_MANAGED = 8, POINTER_RANGE_START = 11, POINTER_RANGE_SIZE = 12 };
 enum { MEMORYTYPE_HOST = 1 };
 enum {
     CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
@@ -175,6 +181,121 @@ static void copies(unsigned int *host)
     EXPECT("free_device", cu.MemFree(d), CUDA_SUCCESS);
 }
 
+/* A call that must fail: which error is the driver's to choose; its name is printed. */
+static void expect_failure(const char *name, CUresult got)
+{
+    checks++;
+    if (got != CUDA_SUCCESS) {
+        printf("ok %s: %s\n", name, error_name(cu.GetErrorName, got));
+        return;
+    }
+    failures++;
+    printf("FAIL %s: succeeded, expected an error\n", name);
+}
+
+/* Device to `n` bytes of registered host memory at `host` and back from a
+ * device copy of `pattern`: whether both directions carry the bytes. */
+static int round_trip(unsigned char *host, size_t n, unsigned char pattern)
+{
+    CUdeviceptr d;
+    if (cu.MemAlloc(&d, 4096) != CUDA_SUCCESS)
+        return 0;
+    unsigned char src[256], back[256];
+    memset(src, pattern, n);
+    int ok = cu.MemcpyHtoD(d, src, n) == CUDA_SUCCESS &&
+             cu.MemcpyDtoH(host, d, n) == CUDA_SUCCESS && memcmp(host, src, n) == 0;
+    for (size_t i = 0; i < n; i++)
+        host[i] = (unsigned char)(pattern ^ i);
+    ok = ok && cu.MemcpyHtoD(d, host, n) == CUDA_SUCCESS &&
+         cu.MemcpyDtoH(back, d, n) == CUDA_SUCCESS && memcmp(back, host, n) == 0;
+    cu.MemFree(d);
+    return ok;
+}
+
+/* A kernel given the device pointers of two registrations in one page
+ * adds a's floats into b's: b[i] = a[i] + b[i]. */
+static void shared_kernel(float *a, float *b)
+{
+    CUmodule mod;
+    CUfunction fn;
+    if (cu.ModuleLoadData(&mod, PTX) != CUDA_SUCCESS &&
+        !EXPECT("shared_module_load", cu.ModuleLoadData(&mod, SIM_MODULE), CUDA_SUCCESS))
+        return;
+    if (!EXPECT("shared_module_get_function", cu.ModuleGetFunction(&fn, mod, "vector_add"), CUDA_SUCCESS))
+        return;
+    for (int i = 0; i < 25; i++) {
+        a[i] = (float)i;
+        b[i] = 100.0f;
+    }
+    CUdeviceptr da = 0, db = 0;
+    EXPECT("shared_kernel_pointer_a", cu.MemHostGetDevicePointer(&da, a, 0), CUDA_SUCCESS);
+    EXPECT("shared_kernel_pointer_b", cu.MemHostGetDevicePointer(&db, b, 0), CUDA_SUCCESS);
+    int n = 25;
+    void *params[] = {&da, &db, &db, &n};
+    EXPECT("shared_kernel_launch", cu.LaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+           CUDA_SUCCESS);
+    EXPECT("shared_kernel_synchronize", cu.CtxSynchronize(), CUDA_SUCCESS);
+    int good = 1;
+    for (int i = 0; i < 25; i++)
+        good &= b[i] == (float)i + 100.0f && a[i] == (float)i;
+    expect_true("shared_kernel_writes", good, "kernel stores not seen");
+    EXPECT("shared_module_unload", cu.ModuleUnload(mod), CUDA_SUCCESS);
+}
+
+/* Registrations whose bytes are disjoint but whose pages are shared. */
+static void shared_pages(void)
+{
+    unsigned char *page = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!expect_true("shared_mmap", page != MAP_FAILED, "mmap failed"))
+        return;
+    unsigned char *a = page, *b = page + 100, *c = page + 4000;
+    memset(page, 0x77, 2 * 4096);
+    unsigned int got = 0;
+    EXPECT("shared_register_a", cu.MemHostRegister(a, 100, REGISTER_DEVICEMAP), CUDA_SUCCESS);
+    EXPECT("shared_register_b", cu.MemHostRegister(b, 100, REGISTER_PORTABLE), CUDA_SUCCESS);
+    EXPECT("shared_register_c_across_pages", cu.MemHostRegister(c, 200, 0), CUDA_SUCCESS);
+    expect_true("shared_register_keeps_bytes", page[0] == 0x77 && page[150] == 0x77 && page[4150] == 0x77,
+                "bytes changed by registering");
+    EXPECT("shared_register_overlap", cu.MemHostRegister(b + 50, 100, 0),
+           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT("shared_flags_a", cu.MemHostGetFlags(&got, a + 10), CUDA_SUCCESS);
+    expect_true("shared_flags_a_value", got == REGISTER_DEVICEMAP, "not DEVICEMAP");
+    EXPECT("shared_flags_b", cu.MemHostGetFlags(&got, b + 10), CUDA_SUCCESS);
+    expect_true("shared_flags_b_value", got == (REGISTER_PORTABLE | REGISTER_DEVICEMAP),
+                "not PORTABLE | DEVICEMAP");
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    EXPECT("shared_range_start_b", cu.PointerGetAttribute(&start, POINTER_RANGE_START, (CUdeviceptr)(uintptr_t)(b + 10)),
+           CUDA_SUCCESS);
+    EXPECT("shared_range_size_b", cu.PointerGetAttribute(&size, POINTER_RANGE_SIZE, (CUdeviceptr)(uintptr_t)(b + 10)),
+           CUDA_SUCCESS);
+    expect_true("shared_range_b", start == (CUdeviceptr)(uintptr_t)b && size == 100, "not b's 100 bytes");
+    CUdeviceptr d = 0;
+    EXPECT("shared_device_pointer_b", cu.MemHostGetDevicePointer(&d, b, 0), CUDA_SUCCESS);
+    expect_true("shared_copies_a", round_trip(a, 100, 0x11), "a's bytes did not travel");
+    expect_true("shared_copies_b", round_trip(b, 100, 0x22), "b's bytes did not travel");
+    expect_true("shared_copies_c", round_trip(c, 200, 0x33), "c's bytes did not travel");
+    shared_kernel((float *)(void *)a, (float *)(void *)b);
+
+    EXPECT("shared_unregister_a", cu.MemHostUnregister(a), CUDA_SUCCESS);
+    expect_failure("shared_flags_a_after", cu.MemHostGetFlags(&got, a + 10));
+    EXPECT("shared_flags_b_after_a", cu.MemHostGetFlags(&got, b + 10), CUDA_SUCCESS);
+    EXPECT("shared_device_pointer_b_after_a", cu.MemHostGetDevicePointer(&d, b, 0), CUDA_SUCCESS);
+    expect_true("shared_copies_b_after_a", round_trip(b, 100, 0x44), "b's bytes did not travel");
+    expect_true("shared_copies_a_plain", round_trip(a, 100, 0x55), "a's bytes did not travel");
+    expect_failure("shared_unregister_a_twice", cu.MemHostUnregister(a));
+    EXPECT("shared_unregister_c", cu.MemHostUnregister(c), CUDA_SUCCESS);
+    expect_true("shared_copies_b_after_c", round_trip(b, 100, 0x66), "b's bytes did not travel");
+    EXPECT("shared_unregister_b", cu.MemHostUnregister(b), CUDA_SUCCESS);
+    expect_failure("shared_flags_b_after", cu.MemHostGetFlags(&got, b + 10));
+    expect_true("shared_unregister_keeps_bytes", b[0] == (0x66 ^ 0) && b[99] == (0x66 ^ 99) && c[0] == (0x33 ^ 0),
+                "bytes changed by unregistering");
+    EXPECT("shared_register_again", cu.MemHostRegister(a, 300, 0), CUDA_SUCCESS);
+    expect_true("shared_copies_again", round_trip(a, 256, 0x77), "bytes did not travel");
+    EXPECT("shared_unregister_again", cu.MemHostUnregister(a), CUDA_SUCCESS);
+    munmap(page, 2 * 4096);
+}
+
 int main(int argc, char **argv)
 {
     cu_load(argc > 1 ? argv[1] : NULL, entries, CU_COUNT(entries));
@@ -268,6 +389,7 @@ int main(int argc, char **argv)
     EXPECT("register_pinned", cu.MemHostRegister(p, 4096, 0), CUDA_ERROR_INVALID_VALUE);
     EXPECT("unregister_pinned", cu.MemHostUnregister(p), CUDA_ERROR_INVALID_VALUE);
     EXPECT("free_host", cu.MemFreeHost(p), CUDA_SUCCESS);
+    shared_pages();
     EXPECT("primary_ctx_release", cu.DevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     return checks_summary();
 }

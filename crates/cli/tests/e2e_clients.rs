@@ -716,7 +716,9 @@ fn c_managed_memory() {
 /// program's own pages move into pages shared with the worker in place,
 /// keep their bytes, serve copies and a kernel, and stay the program's after
 /// unregistering; registering twice and unregistering what is not
-/// registered give the driver's codes (`tests/c/host_register.c`).
+/// registered give the driver's codes; registrations of disjoint bytes
+/// sharing a page are served, each for its own bytes, and stay registered
+/// while their neighbours are unregistered (`tests/c/host_register.c`).
 #[test]
 fn c_host_register() {
     let h = Harness::start();
@@ -732,7 +734,21 @@ fn c_host_register() {
         .assert_line("ok register_twice")
         .assert_line("ok unregister_keeps_bytes")
         .assert_line("ok unregister_twice")
-        .assert_line("ok unregister_never_registered");
+        .assert_line("ok unregister_never_registered")
+        .assert_line("ok shared_register_b")
+        .assert_line("ok shared_register_c_across_pages")
+        .assert_line("ok shared_register_overlap")
+        .assert_line("ok shared_flags_b_value")
+        .assert_line("ok shared_range_b")
+        .assert_line("ok shared_copies_b")
+        .assert_line("ok shared_kernel_writes")
+        .assert_line("ok shared_flags_a_after: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok shared_copies_b_after_a")
+        .assert_line("ok shared_unregister_a_twice: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED")
+        .assert_line("ok shared_copies_b_after_c")
+        .assert_line("ok shared_flags_b_after: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok shared_unregister_keeps_bytes")
+        .assert_line("ok shared_register_again");
     assert_all_checks_passed(&out);
 }
 
@@ -867,9 +883,11 @@ fn c_inter_process_handles() {
 /// External memory through vgpu (`tests/c/extmem.c`): a VMM allocation's
 /// exported descriptor imported as opaque-fd external memory (the descriptor
 /// passes to the worker by SCM_RIGHTS), a buffer mapped on it sharing the
-/// allocation's bytes both ways, freed with `cuMemFree`; a buffer past the
-/// end, a descriptor that is no exported memory and a destroyed object
-/// refused.
+/// allocation's bytes both ways, freed with `cuMemFree`; a mipmapped array
+/// mapped on it whose levels have halving extents and keep their own bytes,
+/// destroyed with `cuMipmappedArrayDestroy`; a buffer past the end, a
+/// descriptor that is no exported memory, bad mipmapped array descriptors
+/// and a destroyed object refused.
 #[test]
 fn c_external_memory() {
     let h = Harness::start();
@@ -884,7 +902,43 @@ fn c_external_memory() {
         .assert_line("ok import_dev_null")
         .assert_line("ok buffer_of_destroyed")
         .assert_line("ok destroy_twice")
-        .assert_line("28 checks, 0 failed");
+        .assert_line("ok mipmap_map")
+        .assert_line("ok mipmap_level_shapes")
+        .assert_line("ok mipmap_levels_hold_their_bytes")
+        .assert_line("ok mipmap_destroy")
+        .assert_line("ok mipmap_too_many_levels: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_past_end: CUDA_ERROR_INVALID_VALUE")
+        .assert_line("ok mipmap_destroy_twice: CUDA_ERROR_INVALID_HANDLE")
+        .assert_line("55 checks, 0 failed");
+}
+
+/// Batched decompression through vgpu (`tests/c/decompress.c`) on the
+/// simulated device's Snappy engine: two blocks decompressed on a stream and
+/// one on the per-thread stream, their sizes in `dstActBytes`; a corrupt
+/// block, a NULL array, no operations, flags, a destination outside the
+/// session's memory and an unknown algorithm refused with their error
+/// index; the same lines as straight on the simulated device.
+#[test]
+fn c_batch_decompress() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "decompress");
+    let out = h.run(h.command(&exe));
+    out.assert_success()
+        .assert_line("ok snappy_engine: yes")
+        .assert_line("ok hw_decompress_capable: CUDA_SUCCESS 1")
+        .assert_line("ok batch_output")
+        .assert_line("ok batch_sizes")
+        .assert_line("ok batch_ptsz_output")
+        .assert_line("ok corrupt_block: CUDA_ERROR_INVALID_VALUE index 1")
+        .assert_line("ok null_params: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok no_operations: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok flags: CUDA_ERROR_INVALID_VALUE index SIZE_MAX")
+        .assert_line("ok destination_outside: CUDA_ERROR_INVALID_VALUE index 1")
+        .assert_line("ok unknown_algorithm: CUDA_ERROR_INVALID_VALUE index 0");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// External semaphores shared by two client processes on the simulated

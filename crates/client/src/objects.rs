@@ -58,6 +58,10 @@ pub struct Objects {
     /// Pinned host memory (shared, or local on a TCP session): client
     /// address → allocation.
     pub host: BTreeMap<u64, HostInfo>,
+    /// Host registrations (`cuMemHostRegister`): the first registered
+    /// byte → the registration. Their pages are `host` entries of kind
+    /// [`HostKind::Registered`], which registrations sharing a page share.
+    pub registrations: BTreeMap<u64, Registration>,
     /// Managed allocations: base → their advice and attachments.
     pub managed: BTreeMap<u64, crate::api::managed::Managed>,
     /// Context-local storage of the runtime's private interface: (context, key) → entry.
@@ -195,13 +199,23 @@ pub struct HostInfo {
     pub kind: HostKind,
 }
 
+/// One host registration: the bytes the application registered and the
+/// flags `cuMemHostGetFlags` reports for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    pub len: u64,
+    pub flags: u32,
+}
+
 /// What made shared or local host pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostKind {
     /// `cuMemHostAlloc` / `cuMemAllocHost`.
     Alloc,
-    /// `cuMemHostRegister` of the application's pages; `start` and `len`
-    /// are the bytes it registered (the pages are whole pages around them).
+    /// Pages `cuMemHostRegister` moved; `start` and `len` are the bytes of
+    /// the registration that moved them (the pages are whole pages around
+    /// them, and later registrations may share them: see
+    /// [`Objects::registrations`]).
     Registered { start: u64, len: u64 },
     /// `cuMemAllocManaged` (`crate::api::managed`).
     Managed,
@@ -254,6 +268,12 @@ impl Objects {
         let (&base, &info) = self.host.range(..=p).next_back()?;
         let end = p.checked_add(len)?;
         (end <= base + info.len).then_some((base, info))
+    }
+
+    /// The registration whose bytes hold `p`: (its first byte, it).
+    pub fn registration_at(&self, p: u64) -> Option<(u64, Registration)> {
+        let (&start, &r) = self.registrations.range(..=p).next_back()?;
+        (p - start < r.len).then_some((start, r))
     }
 
     /// Registers a context, giving it the next unique id the first time.

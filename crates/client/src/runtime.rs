@@ -217,6 +217,10 @@ pub struct Session {
     pub callbacks: crate::callback::Callbacks,
     /// The read end of the worker's standard output (`crate::output`).
     pub output: Option<std::sync::Arc<crate::output::Output>>,
+    /// Held while a host registration or unregistration runs
+    /// (`api::host_register`): deciding which pages move and moving them
+    /// must not interleave with another thread's doing the same.
+    pub registering: Mutex<()>,
 }
 
 /// Errors while setting up a session.
@@ -299,6 +303,7 @@ impl Session {
             staging: crate::staging::Stager::new(cfg.staging && !remote, cfg.copy_threads),
             captures: std::sync::atomic::AtomicU32::new(0),
             callbacks: crate::callback::Callbacks::default(),
+            registering: Mutex::new(()),
             output,
         })
     }

@@ -40,6 +40,20 @@ fn bad<T>(why: String) -> Res<T> {
 /// Creates an array in the current context from a 3D descriptor; its bytes
 /// count against the device's `budget`, as allocations do.
 pub(crate) fn create(st: &mut State, budget: u64, d: &CUDA_ARRAY3D_DESCRIPTOR) -> Res<usize> {
+    create_on(st, budget, d, &mut Allocation::new)
+}
+
+/// Makes the bytes of an array: `(ctx, device, bytes)` to a block of at
+/// least `bytes` bytes, `None` when there is no memory for it.
+pub(crate) type Blocks<'a> = dyn FnMut(usize, usize, usize) -> Option<Allocation> + 'a;
+
+/// [`create`] with its bytes from `block`.
+pub(crate) fn create_on(
+    st: &mut State,
+    budget: u64,
+    d: &CUDA_ARRAY3D_DESCRIPTOR,
+    block: &mut Blocks<'_>,
+) -> Res<usize> {
     let ctx = context::current_usable(st)?;
     let (w, h, depth, flags) = (d.Width, d.Height, d.Depth, d.Flags);
     let Some(element) = element_bytes(d.Format.0, d.NumChannels) else {
@@ -79,7 +93,7 @@ pub(crate) fn create(st: &mut State, budget: u64, d: &CUDA_ARRAY3D_DESCRIPTOR) -
             format!("an array of {bytes} bytes, {left} of the simulated budget left"),
         );
     }
-    let Some(block) = Allocation::new(ctx, device, bytes) else {
+    let Some(block) = block(ctx, device, bytes) else {
         return err(
             CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             format!("no host memory for an array of {bytes} bytes"),
@@ -111,6 +125,17 @@ pub(crate) fn create_mipmapped(
     d: &CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,
 ) -> Res<usize> {
+    create_mipmapped_on(st, budget, d, levels, &mut Allocation::new)
+}
+
+/// [`create_mipmapped`] with the levels' bytes from `block`, level after level.
+pub(crate) fn create_mipmapped_on(
+    st: &mut State,
+    budget: u64,
+    d: &CUDA_ARRAY3D_DESCRIPTOR,
+    levels: u32,
+    block: &mut Blocks<'_>,
+) -> Res<usize> {
     let ctx = context::current_usable(st)?;
     let largest = d.Width.max(d.Height).max(d.Depth).max(1);
     let most = usize::BITS - largest.leading_zeros();
@@ -124,7 +149,7 @@ pub(crate) fn create_mipmapped(
         let shrink = |v: usize| if v == 0 { 0 } else { (v >> level).max(1) };
         let mut one = *d;
         (one.Width, one.Height, one.Depth) = (shrink(d.Width), shrink(d.Height), shrink(d.Depth));
-        match create(st, budget, &one) {
+        match create_on(st, budget, &one, block) {
             Ok(k) => keys.push(k),
             Err(e) => {
                 for k in keys {

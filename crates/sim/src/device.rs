@@ -209,8 +209,9 @@ pub(crate) fn attribute(attr: A, dev: usize) -> Res<i32> {
         A::CU_DEVICE_ATTRIBUTE_MPS_ENABLED => 0,
         A::CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID => 0,
         A::CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED => 0,
-        A::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK => 0,
-        A::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH => 0,
+        // The simulated Snappy engine (`crate::decompress`); an H100/H200 has none (0, 0).
+        A::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK => crate::decompress::SNAPPY as i32,
+        A::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH => crate::decompress::MAXIMUM_LENGTH,
         A::CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED => 0,
         // (PCI device id << 16) | vendor id: 0x2330 (H100 SXM5), 0x10de (NVIDIA)
         A::CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID => 0x2330_10DE,

@@ -12,7 +12,7 @@
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use crate::cu::CUresult;
+use crate::cu::{CUresult, CUDA_ARRAY3D_DESCRIPTOR};
 use crate::error::{err, Res};
 use crate::ffi::us;
 use crate::state::memory::Allocation;
@@ -114,6 +114,55 @@ pub(crate) fn mapped_buffer(
     st.allocs.insert(base, a);
     st.used[device] += size;
     Ok(base)
+}
+
+/// `cuExternalMemoryGetMappedMipmappedArray` in the current context: a
+/// mipmapped array like `cuMipmappedArrayCreate`'s whose levels map the
+/// object's bytes from `offset` (page-aligned here), each level from the
+/// first page after the one before (the simulator's layout; the driver's is
+/// its own). Levels that do not fit in the object are
+/// `CUDA_ERROR_INVALID_VALUE`; `cuMipmappedArrayDestroy` unmaps them, also
+/// after the object is destroyed.
+pub(crate) fn mapped_mipmapped_array(
+    st: &mut State,
+    budget: u64,
+    key: usize,
+    offset: u64,
+    d: &CUDA_ARRAY3D_DESCRIPTOR,
+    levels: u32,
+) -> Res<usize> {
+    let Some((fd, total, _)) = st.ext.ipc.external.get(&key) else {
+        return err(
+            CUresult::CUDA_ERROR_INVALID_HANDLE,
+            format!("{key:#x} is not a live external memory object"),
+        );
+    };
+    let total = *total;
+    let page = rustix::param::page_size() as u64;
+    if offset >= total || !offset.is_multiple_of(page) {
+        return bad(format!(
+            "mipmapped array at {offset:#x} of an object of {total:#x} bytes"
+        ));
+    }
+    let fd = fd.try_clone().map_err(|e| crate::error::Error {
+        code: CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        why: format!("dup: {e}").into(),
+    })?;
+    let (mut at, mut past_end) = (offset, false);
+    let mut block = |ctx: usize, device: usize, bytes: usize| {
+        let end = at.checked_add(bytes as u64).filter(|&e| e <= total);
+        past_end = end.is_none();
+        let end = end?;
+        let a = Allocation::import_at(ctx, device, bytes, fd.try_clone().ok()?, at)?;
+        at = end.next_multiple_of(page);
+        Some(a)
+    };
+    match crate::array::create_mipmapped_on(st, budget, d, levels, &mut block) {
+        Err(_) if past_end => bad(format!(
+            "{levels} levels from {offset:#x} do not fit an object of {total:#x} bytes"
+        )),
+        r => r,
+    }
 }
 
 /// `cuDestroyExternalMemory`: mapped buffers stay until freed.

@@ -128,6 +128,7 @@ mod context;
 mod copy2d;
 mod coredump;
 mod cu;
+mod decompress;
 mod device;
 mod error;
 mod event;

@@ -169,8 +169,12 @@ pub(crate) fn attribute(st: &mut State, ptr: u64, attr: u32, single: bool) -> Re
             16 => Value::u32(ACCESS_READWRITE),
             17 if stream_ordered => Value::u64(pool(st, base, device)),
             6 => Value::flag(st.ext.facts.sync_memops(base)),
+            // cuMemAlloc memory serves the simulated decompression engine
+            // (`crate::decompress`); pool memory needs a usage flag the
+            // simulated pools never have.
+            21 => Value::flag(!stream_ordered),
             // P2P tokens, IS_MANAGED, handle types, pool of a plain
-            // allocation, HW decompression.
+            // allocation.
             _ => default(attr),
         },
         Found::Mapped {

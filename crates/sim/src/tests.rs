@@ -15,6 +15,7 @@ use crate::exports::*;
 use crate::state;
 
 mod arrays;
+mod external;
 mod memory_rest;
 mod peer;
 mod pool;

@@ -253,6 +253,7 @@ remote_table! {
         array: cuArray3DCreate = 747 gen;
         array: cuArrayGetDescriptor = 748 gen;
         array: cuArray3DGetDescriptor = 749 gen;
+        external: cuExternalMemoryGetMappedMipmappedArray = 632 gen;
 
         // ---- peer access (one context a device here; the driver answers) ----
         peer: cuDeviceCanAccessPeer = 750 gen (nocontext);
@@ -441,6 +442,7 @@ remote_table! {
             cuMemcpy3DBatchAsync_v2_ptsz;
         memop: cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp_v2,
             cuStreamBatchMemOp_v2_ptsz;
+        decompress: cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz;
     }
 
     ops {
@@ -1071,5 +1073,19 @@ remote_table! {
         /// driver, for its code).
         notify: AsyncNotification = 701 { device: i32, id: u64, register: bool, null: bool,
             no_out: bool } => {} (nocontext);
+        /// `cuMemBatchDecompressAsync` (both forms) of `count` operations on
+        /// `stream`: the blob holds the `CUmemDecompressParams` (64 bytes
+        /// each) as the application gave them, none when `params` is false
+        /// (its array was NULL). The worker checks every source, destination
+        /// and `dstActBytes` range against the session's allocations; the
+        /// reply gives the driver's status and, when `error_index` was
+        /// asked, the index after the call (the driver starts from the
+        /// application's `index` and writes the failing operation, or
+        /// `u64::MAX` for the batch as a whole). A refused range fails its
+        /// operation with `CUDA_ERROR_INVALID_VALUE` on a device with a
+        /// decompression engine, and reaches the driver as NULL on one
+        /// without (which runs nothing and answers the batch itself).
+        decompress: MemBatchDecompress = 633 { stream: handle(Stream), count: u64, flags: u32,
+            params: bool, error_index: bool, index: u64 } + blob => { status: u32, error_index: u64 };
     }
 }

@@ -1274,6 +1274,34 @@ fn cuEventSynchronize() {
     });
 }
 
+/// `cuExternalMemoryGetMappedMipmappedArray` arrives with the values passed and its outputs come back.
+#[test]
+fn cuExternalMemoryGetMappedMipmappedArray() {
+    case("generated::cuExternalMemoryGetMappedMipmappedArray", |f| {
+        let call: unsafe extern "C" fn(
+            *mut vgpu_abi::types::CUmipmappedArray,
+            vgpu_abi::types::CUexternalMemory,
+            *const vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+        ) -> vgpu_abi::types::CUresult = f.sym("cuExternalMemoryGetMappedMipmappedArray");
+        let mut o_mipmap: vgpu_abi::types::CUmipmappedArray = core::ptr::null_mut();
+        let mut i_mipmapDesc = Record::<
+            vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+        >::from_bytes(&pattern(
+            632,
+            2,
+            core::mem::size_of::<vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1>(),
+        ));
+        // SAFETY: the prototype is the ABI table's; every pointer is to a live
+        // local sized as the call reads or writes it.
+        let st = unsafe { call(&mut o_mipmap, core::ptr::null_mut(), i_mipmapDesc.as_ptr()) };
+        f.ok("cuExternalMemoryGetMappedMipmappedArray", st);
+        assert_eq!(
+            o_mipmap as usize as u64, f.mipmap,
+            "cuExternalMemoryGetMappedMipmappedArray: mipmap is the test's own handle"
+        );
+    });
+}
+
 /// `cuFlushGPUDirectRDMAWrites` arrives with the values passed and its outputs come back.
 #[test]
 fn cuFlushGPUDirectRDMAWrites() {

@@ -14,7 +14,7 @@ use vgpu_proto::{mem_free_host, mem_host_alloc, mem_share};
 use zerocopy::little_endian::{U32, U64};
 
 use crate::edge::{non_null, wire, write_out, CuError, CuResult};
-use crate::objects::{HostInfo, HostKind};
+use crate::objects::{HostInfo, HostKind, Registration};
 use crate::runtime::{runtime, Session};
 
 /// `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
@@ -202,6 +202,7 @@ pub unsafe fn device_pointer(
         return Err(CuError::INVALID_VALUE);
     }
     let (base, info) = lookup(p)?;
+    registered_here(&info, p)?;
     if info.kind == HostKind::Managed {
         // Managed memory is not mapped pinned memory (driver 580).
         return Err(CuError::INVALID_VALUE);
@@ -222,8 +223,22 @@ pub unsafe fn device_pointer(
 pub unsafe fn get_flags(pflags: *mut c_uint, p: *mut c_void) -> CuResult<()> {
     non_null(pflags)?;
     let (_, info) = lookup(p)?;
+    let own = registered_here(&info, p)?;
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(pflags, info.flags) }
+    unsafe { write_out(pflags, own.map_or(info.flags, |r| r.flags)) }
+}
+
+/// For pages a registration moved, the registration whose bytes hold `p`:
+/// registrations sharing pages answer each for its own bytes, and a byte no
+/// live registration holds is not registered memory
+/// (`CUDA_ERROR_INVALID_VALUE`, as the driver answers). `None` for other
+/// host memory.
+fn registered_here(info: &HostInfo, p: *mut c_void) -> CuResult<Option<Registration>> {
+    if !matches!(info.kind, HostKind::Registered { .. }) {
+        return Ok(None);
+    }
+    let found = runtime().session()?.objects().registration_at(p as u64);
+    found.map(|(_, r)| Some(r)).ok_or(CuError::INVALID_VALUE)
 }
 
 /// The worker's address for `[p, p + len)` if it lies in shared pinned

@@ -7,17 +7,26 @@
 //! address in its process, the client copies the current bytes into it and
 //! maps it over the application's range with `MAP_FIXED`. What that cannot
 //! do (docs/adr/0005-managed-memory-and-host-registration.md):
-//! - pages that an earlier registration moved are moved again as they are;
+//! - pages that an earlier registration moved and left are moved again as
+//!   they are;
 //! - shared anonymous mappings move too, so a process that shares them
 //!   (a forked child) no longer sees the application's stores;
 //! - shared file mappings give `CUDA_ERROR_INVALID_VALUE`, as driver 580
 //!   answers for them; private file mappings and the stack keep their own
 //!   pages: registering them fails with `CUDA_ERROR_NOT_SUPPORTED` and a
 //!   logged reason;
-//! - a store another thread makes to the range while it moves may be lost;
-//! - the whole pages around the range move, so two registrations that share
-//!   a page meet: the second gives
-//!   `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`.
+//! - a store another thread makes to the range while it moves may be lost.
+//!
+//! Whole pages move, so registrations of disjoint bytes may share a page
+//! (two small `malloc` blocks side by side), as driver 580 accepts. A
+//! registration moves only the pages no live registration moved yet; the
+//! moved pages (a run, one worker mapping each) stay registered while any
+//! registration's pages meet them. A shared page keeps the flags of the
+//! registration that moved it on the device side; `cuMemHostGetFlags` and
+//! the pointer attributes answer per registration. A registration that
+//! spans runs is served by each: copies through it are staged, and a kernel
+//! reaches it at its host address when the worker mapped its runs at the
+//! application's addresses (the usual case).
 //!
 //! When the worker cannot map the same address (it is in use there), it
 //! maps the pages elsewhere: copies still go through them, and the device
@@ -27,7 +36,7 @@ use std::ffi::{c_uint, c_void};
 use std::fs;
 
 use crate::edge::{wire, CuError, CuResult};
-use crate::objects::{HostInfo, HostKind};
+use crate::objects::{HostInfo, HostKind, Objects, Registration};
 use crate::runtime::{runtime, Session};
 
 /// `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
@@ -41,6 +50,15 @@ const DEVICEMAP: c_uint = 0x2;
 const PAGE: u64 = 4096;
 /// How the worker's memfds show in `/proc/self/maps`.
 const MEMFD_NAME: &str = "/memfd:vgpu-pinned";
+
+/// The whole pages around `len` bytes at `start`: `[base, top)`.
+fn pages(start: u64, len: u64) -> CuResult<(u64, u64)> {
+    let end = start.checked_add(len).ok_or(CuError::INVALID_VALUE)?;
+    let top = end
+        .checked_next_multiple_of(PAGE)
+        .ok_or(CuError::INVALID_VALUE)?;
+    Ok((start & !(PAGE - 1), top))
+}
 
 /// `cuMemHostRegister` and `cuMemHostRegister_v2`.
 pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
@@ -66,23 +84,84 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         ));
         return Err(CuError::NOT_SUPPORTED);
     }
+    let _one_at_a_time = s.registering.lock().unwrap_or_else(|e| e.into_inner());
     let start = p as u64;
-    let end = start
-        .checked_add(len as u64)
-        .ok_or(CuError::INVALID_VALUE)?;
-    let base = start & !(PAGE - 1);
-    let top = end
-        .checked_next_multiple_of(PAGE)
-        .ok_or(CuError::INVALID_VALUE)?;
-    let span = wire::usize(top - base);
-    match overlaps(s, base, top) {
-        Some(HostKind::Registered { .. }) => return Err(CuError::HOST_MEMORY_ALREADY_REGISTERED),
-        // Pinned or managed memory of the driver's own is not the
-        // application's to register.
-        Some(_) => return Err(CuError::INVALID_VALUE),
-        None => {}
+    let (base, top) = pages(start, len as u64)?;
+    let gaps = {
+        let o = s.objects();
+        if registered_bytes_meet(&o, start, start + len as u64) {
+            return Err(CuError::HOST_MEMORY_ALREADY_REGISTERED);
+        }
+        let runs = runs_in(&o, base, top);
+        if runs
+            .iter()
+            .any(|(_, i)| i.local || !matches!(i.kind, HostKind::Registered { .. }))
+        {
+            // Pinned or managed memory of the driver's own is not the
+            // application's to register.
+            return Err(CuError::INVALID_VALUE);
+        }
+        gaps(base, top, &runs)
+    };
+    // Every page to move must be movable before any moves.
+    let protections = gaps
+        .iter()
+        .map(|&(b, t)| movable(b, t))
+        .collect::<CuResult<Vec<_>>>()?;
+    let mut moved = Vec::new();
+    for (&(b, t), &prot) in gaps.iter().zip(&protections) {
+        match move_pages(s, b, t, prot, flags) {
+            Ok(shared) => moved.push((b, shared)),
+            Err(e) => {
+                for (_, shared) in moved {
+                    let _ = super::host::free_shared(s, shared.worker);
+                }
+                return Err(e);
+            }
+        }
     }
-    let prot = movable(base, top)?;
+    let mut o = s.objects();
+    for (b, shared) in moved {
+        let info = HostInfo {
+            len: shared.len,
+            worker: shared.worker,
+            dptr: shared.dptr,
+            flags: (flags & PORTABLE) | DEVICEMAP,
+            local: false,
+            ctx,
+            kind: HostKind::Registered {
+                start,
+                len: len as u64,
+            },
+        };
+        o.host.insert(b, info);
+    }
+    let registration = Registration {
+        len: len as u64,
+        flags: (flags & PORTABLE) | DEVICEMAP,
+    };
+    o.registrations.insert(start, registration);
+    Ok(())
+}
+
+/// Pages moved into shared memory: their length and the worker's address
+/// and device pointer for them.
+struct Moved {
+    len: u64,
+    worker: u64,
+    dptr: u64,
+}
+
+/// Moves the application's pages `[base, top)`, of protection `prot`, into
+/// pages shared with the worker, registered with `flags`.
+fn move_pages(
+    s: &Session,
+    base: u64,
+    top: u64,
+    prot: libc::c_int,
+    flags: c_uint,
+) -> CuResult<Moved> {
+    let span = wire::usize(top - base);
     let shared = match super::host::share_at(s, base, span, flags, false)? {
         Some(v) => v,
         None => super::host::share_at(s, 0, span, flags, false)?.ok_or(CuError::OUT_OF_MEMORY)?,
@@ -120,48 +199,99 @@ pub fn register(p: *mut c_void, len: usize, flags: c_uint) -> CuResult<()> {
         let _ = super::host::free_shared(s, tmp.worker);
         return Err(CuError::OUT_OF_MEMORY);
     }
-    let info = HostInfo {
+    Ok(Moved {
         len: span as u64,
         worker: tmp.worker,
         dptr: tmp.dptr,
-        flags: (flags & PORTABLE) | DEVICEMAP,
-        local: false,
-        ctx,
-        kind: HostKind::Registered {
-            start,
-            len: len as u64,
-        },
-    };
-    s.objects().host.insert(base, info);
-    Ok(())
+    })
 }
 
 /// `cuMemHostUnregister`: `p` must be the pointer a registration was made
-/// with. The worker lets go of the pages; the application keeps them, with
-/// their bytes. A pointer inside registered, pinned or managed memory that
-/// is not such a start is `CUDA_ERROR_INVALID_VALUE`; any other
+/// with. The moved pages that no other registration's pages meet any more
+/// are let go by the worker; the application keeps them, with their bytes.
+/// A pointer inside registered, pinned or managed memory that is not such a
+/// start is `CUDA_ERROR_INVALID_VALUE`; any other
 /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`, as the driver answers.
 pub fn unregister(p: *mut c_void) -> CuResult<()> {
     let s = runtime().session()?;
+    let _one_at_a_time = s.registering.lock().unwrap_or_else(|e| e.into_inner());
     let start = p as u64;
-    let found = s.objects().host_range(start, 1).filter(|(_, i)| !i.local);
-    let (base, info) = found.ok_or(CuError::HOST_MEMORY_NOT_REGISTERED)?;
-    if !matches!(info.kind, HostKind::Registered { start: s0, .. } if s0 == start) {
-        return Err(CuError::INVALID_VALUE);
+    let released = {
+        let mut o = s.objects();
+        let Some(r) = o.registrations.remove(&start) else {
+            // Pages only registrations moved answer for their registrations' bytes.
+            let pinned = o
+                .host_range(start, 1)
+                .is_some_and(|(_, i)| !i.local && !matches!(i.kind, HostKind::Registered { .. }));
+            return Err(if pinned || o.registration_at(start).is_some() {
+                CuError::INVALID_VALUE
+            } else {
+                CuError::HOST_MEMORY_NOT_REGISTERED
+            });
+        };
+        let (base, top) = pages(start, r.len)?;
+        let unused: Vec<u64> = runs_in(&o, base, top)
+            .into_iter()
+            .filter(|&(b, i)| !pages_meet(&o, b, b + i.len))
+            .map(|(b, _)| b)
+            .collect();
+        unused
+            .into_iter()
+            .filter_map(|b| o.host.remove(&b))
+            .collect::<Vec<_>>()
+    };
+    let mut result = Ok(());
+    for info in released {
+        result = result.and(super::host::free_shared(s, info.worker));
     }
-    s.objects().host.remove(&base);
-    super::host::free_shared(s, info.worker)
+    result
 }
 
-/// What made the host memory this session already shares that `[base,
-/// top)` meets, if any.
-fn overlaps(s: &Session, base: u64, top: u64) -> Option<HostKind> {
-    let o = s.objects();
-    o.host
-        .range(..top)
+/// The host pages this session shares that meet `[base, top)`, in order.
+fn runs_in(o: &Objects, base: u64, top: u64) -> Vec<(u64, HostInfo)> {
+    let first = o
+        .host
+        .range(..base)
         .next_back()
         .filter(|(&b, i)| b + i.len > base)
-        .map(|(_, i)| i.kind)
+        .map(|(&b, &i)| (b, i));
+    first
+        .into_iter()
+        .chain(o.host.range(base..top).map(|(&b, &i)| (b, i)))
+        .collect()
+}
+
+/// The parts of `[base, top)` that none of `runs` (in order) covers.
+fn gaps(base: u64, top: u64, runs: &[(u64, HostInfo)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = base;
+    for &(b, i) in runs {
+        if b > at {
+            out.push((at, b.min(top)));
+        }
+        at = at.max(b + i.len);
+    }
+    if at < top {
+        out.push((at, top));
+    }
+    out
+}
+
+/// Whether a live registration's bytes meet `[start, end)`.
+fn registered_bytes_meet(o: &Objects, start: u64, end: u64) -> bool {
+    o.registrations
+        .range(..end)
+        .next_back()
+        .is_some_and(|(&s, r)| s + r.len > start)
+}
+
+/// Whether a live registration's pages meet `[base, top)`. Registrations
+/// are disjoint and ordered, so the last one starting below `top` ends last.
+fn pages_meet(o: &Objects, base: u64, top: u64) -> bool {
+    o.registrations
+        .range(..top)
+        .next_back()
+        .is_some_and(|(&s, r)| (s + r.len).next_multiple_of(PAGE) > base)
 }
 
 /// The protection of `[base, top)` if every page of it is private anonymous
@@ -251,5 +381,56 @@ impl<'a> Mapping<'a> {
             shared_file: !private && !ours && !shared_anonymous,
             what,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(len: u64) -> HostInfo {
+        HostInfo {
+            len,
+            worker: 0,
+            dptr: 0,
+            flags: DEVICEMAP,
+            local: false,
+            ctx: 0,
+            kind: HostKind::Registered { start: 0, len: 1 },
+        }
+    }
+
+    #[test]
+    fn gaps_are_the_pages_no_run_covers() {
+        let p = PAGE;
+        assert_eq!(gaps(0, 4 * p, &[]), vec![(0, 4 * p)]);
+        // A run before the range, one inside it, one past its end.
+        let runs = [(0, run(2 * p)), (3 * p, run(p)), (5 * p, run(2 * p))];
+        assert_eq!(gaps(p, 6 * p, &runs), vec![(2 * p, 3 * p), (4 * p, 5 * p)]);
+        assert_eq!(gaps(0, 2 * p, &runs[..1]), vec![]);
+    }
+
+    #[test]
+    fn pages_meet_follows_the_registered_bytes() {
+        let mut o = Objects::default();
+        let reg = |len| Registration {
+            len,
+            flags: DEVICEMAP,
+        };
+        o.registrations.insert(100, reg(100));
+        o.registrations.insert(PAGE + 4000, reg(200));
+        assert!(pages_meet(&o, 0, PAGE), "the first page holds both");
+        assert!(
+            pages_meet(&o, 2 * PAGE, 3 * PAGE),
+            "the second crosses into the third page"
+        );
+        assert!(!pages_meet(&o, 3 * PAGE, 4 * PAGE));
+        assert!(registered_bytes_meet(&o, 150, 160));
+        assert!(
+            !registered_bytes_meet(&o, 200, 300),
+            "disjoint bytes of a shared page"
+        );
+        assert_eq!(o.registration_at(199).map(|(s, _)| s), Some(100));
+        assert_eq!(o.registration_at(200), None);
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod context;
 mod copy;
 mod coredump;
 mod dark;
+mod decompress;
 mod device;
 mod errors;
 pub(crate) mod event;
@@ -343,6 +344,10 @@ implement! {
     cuStreamBatchMemOp_v2(s, n, p, flags) => memop::batch_mem_op(stream::id(s), n, p, flags);
     cuStreamBatchMemOp_v2_ptsz(s, n, p, flags) =>
         memop::batch_mem_op(stream::id_ptsz(s), n, p, flags);
+    cuMemBatchDecompressAsync(p, n, flags, idx, s) =>
+        decompress::batch_decompress(p, n, flags, idx, stream::id(s));
+    cuMemBatchDecompressAsync_ptsz(p, n, flags, idx, s) =>
+        decompress::batch_decompress(p, n, flags, idx, stream::id_ptsz(s));
     cuGraphAddMemsetNode(ph, g, deps, n, p, ctx) => graph::memset_node(0, ph, g, std::ptr::null_mut(),
         std::ptr::null_mut(), deps, n, p, ctx);
     cuGraphMemsetNodeSetParams(node, p) => graph::memset_node(1, std::ptr::null_mut(),

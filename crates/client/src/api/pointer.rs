@@ -46,6 +46,21 @@ unsafe fn query(
         return unsafe { local_attributes(s, ptr, local, attrs, data, single) };
     }
     let managed = shared.and_then(|(base, _)| super::managed::pointer_facts(s, base));
+    let registration = shared
+        .filter(|(_, i)| matches!(i.kind, crate::objects::HostKind::Registered { .. }))
+        .and_then(|(base, i)| {
+            let o = s.objects();
+            // A pointer in a moved page but outside every registration's
+            // bytes answers for the registration that moved the page.
+            o.registration_at(ptr).or(match i.kind {
+                crate::objects::HostKind::Registered { start, .. } => o
+                    .registrations
+                    .get(&start)
+                    .map(|&r| (start, r))
+                    .or_else(|| o.registration_at(base)),
+                _ => None,
+            })
+        });
     let asked = shared.map_or(ptr, |(base, info)| info.worker + (ptr - base));
     let ids: Vec<u8> = attrs.iter().flat_map(|a| a.to_le_bytes()).collect();
     let r = pointer_get_attributes::Request {
@@ -69,11 +84,11 @@ unsafe fn query(
                 bytes[..8].copy_from_slice(&(base + (addr - info.worker)).to_le_bytes());
             }
         }
-        let registered = shared.and_then(|(_, info)| match (info.kind, attr) {
-            // The registered bytes, as the driver reports them, not the
-            // whole pages vgpu shares around them.
-            (crate::objects::HostKind::Registered { start, .. }, RANGE_START_ADDR) => Some(start),
-            (crate::objects::HostKind::Registered { len, .. }, RANGE_SIZE) => Some(len),
+        // The registered bytes, as the driver reports them, not the whole
+        // pages vgpu shares around them (which registrations may share).
+        let registered = registration.and_then(|(start, r)| match attr {
+            RANGE_START_ADDR => Some(start),
+            RANGE_SIZE => Some(r.len),
             _ => None,
         });
         if let Some(v) = managed.and_then(|m| m.value(attr, ptr)).or(registered) {

@@ -90,6 +90,7 @@ crate::api::implement! {
     cuEventRecordWithFlags_ptsz(hEvent, hStream, flags) => crate::api::event::event_record_with_flags_ptsz(hEvent, hStream, flags);
     cuEventRecord_ptsz(hEvent, hStream) => crate::api::event::event_record_ptsz(hEvent, hStream);
     cuEventSynchronize(hEvent) => self::event_synchronize(hEvent);
+    cuExternalMemoryGetMappedMipmappedArray(mipmap, extMem, mipmapDesc) => self::external_memory_get_mapped_mipmapped_array(mipmap, extMem, mipmapDesc);
     cuFlushGPUDirectRDMAWrites(target, scope) => self::flush_gpu_direct_rdma_writes(target, scope);
     cuFuncGetAttribute(pi, attrib, hfunc) => crate::api::library::func_get_attribute(pi, attrib, hfunc);
     cuFuncGetModule(hmod, hfunc) => self::func_get_module(hmod, hfunc);
@@ -1382,6 +1383,33 @@ pub unsafe fn event_synchronize(hEvent: vgpu_abi::types::CUevent) -> CuResult<()
     };
     let (rep, back) = s.request(&r, &[])?;
     call::all_read(s, &back, 0)?;
+    Ok(())
+}
+
+/// `cuExternalMemoryGetMappedMipmappedArray`, generated.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+pub unsafe fn external_memory_get_mapped_mipmapped_array(
+    mipmap: *mut vgpu_abi::types::CUmipmappedArray,
+    extMem: vgpu_abi::types::CUexternalMemory,
+    mipmapDesc: *const vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(mipmap)?;
+    non_null(mipmapDesc)?;
+    // SAFETY: checked non-NULL; the application's struct.
+    let b_mipmapDesc = unsafe { call::record_bytes_at(mipmapDesc) };
+    let r = vgpu_proto::external_memory_get_mapped_mipmapped_array::Request {
+        ext_mem: U64::new(extMem as usize as u64),
+        mipmap_desc: b_mipmapDesc,
+    };
+    let (rep, back) = s.request(&r, &[])?;
+    call::all_read(s, &back, 0)?;
+    // SAFETY: the application's pointers, checked non-NULL where required.
+    unsafe {
+        write_out(mipmap, wire::handle(rep.mipmap.get()))?;
+    }
     Ok(())
 }
 

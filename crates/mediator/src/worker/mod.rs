@@ -14,6 +14,7 @@ mod checkpoint;
 mod context;
 mod copy;
 mod coredump;
+mod decompress;
 mod event;
 mod exec;
 mod external;

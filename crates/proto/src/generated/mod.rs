@@ -863,6 +863,21 @@ pub enum Op {
     GraphBatchMemOpNodeParams = 630,
     /// `cuGraphConditionalHandleCreate`.
     GraphConditionalHandleCreate = 631,
+    /// `cuExternalMemoryGetMappedMipmappedArray`.
+    ExternalMemoryGetMappedMipmappedArray = 632,
+    /// `cuMemBatchDecompressAsync` (both forms) of `count` operations on
+    /// `stream`: the blob holds the `CUmemDecompressParams` (64 bytes
+    /// each) as the application gave them, none when `params` is false
+    /// (its array was NULL). The worker checks every source, destination
+    /// and `dstActBytes` range against the session's allocations; the
+    /// reply gives the driver's status and, when `error_index` was
+    /// asked, the index after the call (the driver starts from the
+    /// application's `index` and writes the failing operation, or
+    /// `u64::MAX` for the batch as a whole). A refused range fails its
+    /// operation with `CUDA_ERROR_INVALID_VALUE` on a device with a
+    /// decompression engine, and reaches the driver as NULL on one
+    /// without (which runs nothing and answers the batch itself).
+    MemBatchDecompress = 633,
     /// `cuLinkCreate_v2` under the client's id: the blob holds `options`
     /// JIT options (16 bytes each, as for ModuleLoadData). The worker
     /// keeps the options, with log buffers of its own, until LinkDestroy:
@@ -1435,6 +1450,8 @@ impl Op {
         Op::GraphBatchMemOpNode,
         Op::GraphBatchMemOpNodeParams,
         Op::GraphConditionalHandleCreate,
+        Op::ExternalMemoryGetMappedMipmappedArray,
+        Op::MemBatchDecompress,
         Op::LinkCreate,
         Op::LinkAddData,
         Op::LinkComplete,
@@ -1859,6 +1876,8 @@ impl Op {
             Op::GraphBatchMemOpNode => "GraphBatchMemOpNode",
             Op::GraphBatchMemOpNodeParams => "GraphBatchMemOpNodeParams",
             Op::GraphConditionalHandleCreate => "GraphConditionalHandleCreate",
+            Op::ExternalMemoryGetMappedMipmappedArray => "ExternalMemoryGetMappedMipmappedArray",
+            Op::MemBatchDecompress => "MemBatchDecompress",
             Op::LinkCreate => "LinkCreate",
             Op::LinkAddData => "LinkAddData",
             Op::LinkComplete => "LinkComplete",
@@ -2280,6 +2299,8 @@ impl Op {
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
             Op::GraphConditionalHandleCreate => false,
+            Op::ExternalMemoryGetMappedMipmappedArray => false,
+            Op::MemBatchDecompress => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -2701,6 +2722,8 @@ impl Op {
             Op::GraphBatchMemOpNode => true,
             Op::GraphBatchMemOpNodeParams => true,
             Op::GraphConditionalHandleCreate => true,
+            Op::ExternalMemoryGetMappedMipmappedArray => true,
+            Op::MemBatchDecompress => true,
             Op::LinkCreate => true,
             Op::LinkAddData => true,
             Op::LinkComplete => true,
@@ -3122,6 +3145,8 @@ impl Op {
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
             Op::GraphConditionalHandleCreate => false,
+            Op::ExternalMemoryGetMappedMipmappedArray => false,
+            Op::MemBatchDecompress => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -3543,6 +3568,8 @@ impl Op {
             Op::GraphBatchMemOpNode => false,
             Op::GraphBatchMemOpNodeParams => false,
             Op::GraphConditionalHandleCreate => false,
+            Op::ExternalMemoryGetMappedMipmappedArray => false,
+            Op::MemBatchDecompress => false,
             Op::LinkCreate => false,
             Op::LinkAddData => false,
             Op::LinkComplete => false,
@@ -4100,6 +4127,10 @@ impl Op {
             Op::GraphConditionalHandleCreate => {
                 core::mem::size_of::<graph_conditional_handle_create::Request>()
             }
+            Op::ExternalMemoryGetMappedMipmappedArray => {
+                core::mem::size_of::<external_memory_get_mapped_mipmapped_array::Request>()
+            }
+            Op::MemBatchDecompress => core::mem::size_of::<mem_batch_decompress::Request>(),
             Op::LinkCreate => core::mem::size_of::<link_create::Request>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Request>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Request>(),
@@ -4659,6 +4690,10 @@ impl Op {
             Op::GraphConditionalHandleCreate => {
                 core::mem::size_of::<graph_conditional_handle_create::Reply>()
             }
+            Op::ExternalMemoryGetMappedMipmappedArray => {
+                core::mem::size_of::<external_memory_get_mapped_mipmapped_array::Reply>()
+            }
+            Op::MemBatchDecompress => core::mem::size_of::<mem_batch_decompress::Reply>(),
             Op::LinkCreate => core::mem::size_of::<link_create::Reply>(),
             Op::LinkAddData => core::mem::size_of::<link_add_data::Reply>(),
             Op::LinkComplete => core::mem::size_of::<link_complete::Reply>(),
@@ -5518,6 +5553,12 @@ impl Op {
             Op::GraphConditionalHandleCreate => {
                 message::check::<graph_conditional_handle_create::Request>(fixed, blob_len)
             }
+            Op::ExternalMemoryGetMappedMipmappedArray => message::check::<
+                external_memory_get_mapped_mipmapped_array::Request,
+            >(fixed, blob_len),
+            Op::MemBatchDecompress => {
+                message::check::<mem_batch_decompress::Request>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Request>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Request>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Request>(fixed, blob_len),
@@ -6318,6 +6359,12 @@ impl Op {
             Op::GraphConditionalHandleCreate => {
                 message::check::<graph_conditional_handle_create::Reply>(fixed, blob_len)
             }
+            Op::ExternalMemoryGetMappedMipmappedArray => {
+                message::check::<external_memory_get_mapped_mipmapped_array::Reply>(fixed, blob_len)
+            }
+            Op::MemBatchDecompress => {
+                message::check::<mem_batch_decompress::Reply>(fixed, blob_len)
+            }
             Op::LinkCreate => message::check::<link_create::Reply>(fixed, blob_len),
             Op::LinkAddData => message::check::<link_add_data::Reply>(fixed, blob_len),
             Op::LinkComplete => message::check::<link_complete::Reply>(fixed, blob_len),
@@ -6817,6 +6864,8 @@ impl TryFrom<u16> for Op {
             629 => Ok(Op::GraphBatchMemOpNode),
             630 => Ok(Op::GraphBatchMemOpNodeParams),
             631 => Ok(Op::GraphConditionalHandleCreate),
+            632 => Ok(Op::ExternalMemoryGetMappedMipmappedArray),
+            633 => Ok(Op::MemBatchDecompress),
             680 => Ok(Op::LinkCreate),
             681 => Ok(Op::LinkAddData),
             682 => Ok(Op::LinkComplete),
@@ -7240,6 +7289,8 @@ pub const SCHEMA: &str = concat!(
     "629 GraphBatchMemOpNode {what:u8,graph:handle(Graph),node:handle(GraphNode),exec:handle(GraphExec),ctx:handle(Context),count:u32,flags:u32,deps:u32}+blob => {node:handle(GraphNode)}\n",
     "630 GraphBatchMemOpNodeParams {node:handle(GraphNode)} => {ctx:handle(Context),count:u32,flags:u32}+blob\n",
     "631 GraphConditionalHandleCreate {hgraph:handle(Graph),ctx:handle(Context),default_launch_value:u32,flags:u32} => {phandle_out:u64}\n",
+    "632 ExternalMemoryGetMappedMipmappedArray {ext_mem:handle(ExternalMemory),mipmap_desc:bytes(core::mem::size_of::<vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1>())} => {mipmap:handle(MipmappedArray)}\n",
+    "633 MemBatchDecompress {stream:handle(Stream),count:u64,flags:u32,params:bool,error_index:bool,index:u64}+blob => {status:u32,error_index:u64}\n",
     "680 LinkCreate {link:u64,options:u32}+blob => {}\n",
     "681 LinkAddData {link:u64,kind:u32,options:u32,stage:u64,has_name:bool,name_len:u32}+blob => {status:u32,link_options:u32}+blob\n",
     "682 LinkComplete {link:u64} => {status:u32,link_options:u32,cubin:u64}+blob\n",
@@ -20969,6 +21020,99 @@ pub mod graph_conditional_handle_create {
     }
 }
 
+/// `cuExternalMemoryGetMappedMipmappedArray`: wire id 632.
+pub mod external_memory_get_mapped_mipmapped_array {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub ext_mem: U64,
+        pub mipmap_desc: [u8; core::mem::size_of::<
+            vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+        >()],
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub mipmap: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::ExternalMemoryGetMappedMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::ExternalMemoryGetMappedMipmappedArray;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation MemBatchDecompress: wire id 633.
+pub mod mem_batch_decompress {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub stream: U64,
+        pub count: U64,
+        pub flags: U32,
+        pub params: u8,
+        pub error_index: u8,
+        pub index: U64,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub error_index: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::MemBatchDecompress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::check_bool(Self::OP, "params", self.params)?;
+            message::check_bool(Self::OP, "error_index", self.error_index)?;
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::MemBatchDecompress;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
 /// The hand-written operation LinkCreate: wire id 680.
 pub mod link_create {
     use super::*;
@@ -26426,6 +26570,13 @@ pub fn sample_request(op: Op) -> Option<(Vec<u8>, Vec<u8>)> {
             r.ctx = U64::new(0x4100_0000_0000_0079);
             r.default_launch_value = U32::new(10);
             r.flags = U32::new(27);
+            Some((r.as_bytes().to_vec(), blob))
+        }
+        Op::ExternalMemoryGetMappedMipmappedArray => {
+            let mut r = external_memory_get_mapped_mipmapped_array::Request::new_zeroed();
+            let mut blob = Vec::new();
+            r.ext_mem = U64::new(0x4100_0000_0000_006b);
+            r.mipmap_desc.fill(124);
             Some((r.as_bytes().to_vec(), blob))
         }
         Op::ParamSetSize => {

@@ -525,6 +525,29 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             ]
             .concat(),
         ),
+        // One Snappy decompression (algorithm 2) of 9 bytes into 16, its
+        // sizes and addresses around the sample device address.
+        Op::MemBatchDecompress => (
+            b(mem_batch_decompress::Request {
+                stream: u(STREAM),
+                count: u(1),
+                flags: U32::new(0),
+                params: 1,
+                error_index: 1,
+                index: u(0),
+            }),
+            [
+                9u64.to_le_bytes(),
+                16u64.to_le_bytes(),
+                (DPTR + 0x100).to_le_bytes(),
+                DPTR.to_le_bytes(),
+                (DPTR + 0x40).to_le_bytes(),
+                2u64.to_le_bytes(),
+                [0; 8],
+                [0; 8],
+            ]
+            .concat(),
+        ),
         // One reference, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, the client's callback 4.
         Op::UserObjectCreate => (
             b(user_object_create::Request {

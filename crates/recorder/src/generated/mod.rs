@@ -1327,6 +1327,40 @@ pub extern "C" fn cuEventSynchronize(hEvent: vgpu_abi::types::CUevent) -> CUresu
     CUresult::CUDA_SUCCESS
 }
 
+/// `cuExternalMemoryGetMappedMipmappedArray`: checks the arguments, writes the outputs.
+///
+/// # Safety
+/// Pointers as the CUDA API requires; NULL ones are reported, not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
+    mipmap: *mut vgpu_abi::types::CUmipmappedArray,
+    extMem: vgpu_abi::types::CUexternalMemory,
+    mipmapDesc: *const vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+) -> CUresult {
+    let mut c = Check::new("cuExternalMemoryGetMappedMipmappedArray");
+    c.non_null("mipmap", mipmap);
+    c.eq("extMem", extMem as usize as u64, 0x0u64);
+    // SAFETY: checked non-NULL first; the worker passes a whole `CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1`.
+    unsafe {
+        c.bytes(
+            "mipmapDesc",
+            mipmapDesc.cast(),
+            &pattern(
+                632,
+                2,
+                core::mem::size_of::<vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1>(
+                ),
+            ),
+        )
+    };
+    if let Some(e) = c.failed() {
+        return e;
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { mipmap.write_unaligned(0x5a000000000ausize as _) };
+    CUresult::CUDA_SUCCESS
+}
+
 /// `cuFlushGPUDirectRDMAWrites`: checks the arguments, writes the outputs.
 #[no_mangle]
 pub extern "C" fn cuFlushGPUDirectRDMAWrites(
@@ -5922,6 +5956,7 @@ pub const EXPORTS: &[&str] = &[
     "cuEventRecordWithFlags_ptsz",
     "cuEventRecord_ptsz",
     "cuEventSynchronize",
+    "cuExternalMemoryGetMappedMipmappedArray",
     "cuFlushGPUDirectRDMAWrites",
     "cuFuncGetAttribute",
     "cuFuncGetModule",
@@ -6198,6 +6233,8 @@ const _: crate::signature::cuEventRecordWithFlags = cuEventRecordWithFlags;
 const _: crate::signature::cuEventRecordWithFlags_ptsz = cuEventRecordWithFlags_ptsz;
 const _: crate::signature::cuEventRecord_ptsz = cuEventRecord_ptsz;
 const _: crate::signature::cuEventSynchronize = cuEventSynchronize;
+const _: crate::signature::cuExternalMemoryGetMappedMipmappedArray =
+    cuExternalMemoryGetMappedMipmappedArray;
 const _: crate::signature::cuFlushGPUDirectRDMAWrites = cuFlushGPUDirectRDMAWrites;
 const _: crate::signature::cuFuncGetAttribute = cuFuncGetAttribute;
 const _: crate::signature::cuFuncGetModule = cuFuncGetModule;

@@ -4,10 +4,10 @@
 use std::ffi::c_uint;
 
 use crate::cu::{
-    CUdeviceptr, CUexternalMemory, CUexternalSemaphore, CUresult, CUstream,
+    CUdeviceptr, CUexternalMemory, CUexternalSemaphore, CUmipmappedArray, CUresult, CUstream,
     CUDA_EXTERNAL_MEMORY_BUFFER_DESC, CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
-    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
-    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+    CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
 };
 use crate::error::{err, Res};
 use crate::ffi::{handle, key, run, Out};
@@ -80,6 +80,32 @@ pub unsafe extern "C" fn cuExternalMemoryGetMappedBuffer(
         )?);
         Ok(())
     })
+}
+
+/// `cuExternalMemoryGetMappedMipmappedArray` (`crate::external`).
+///
+/// # Safety
+/// `desc` must be NULL or valid for reads.
+pub(crate) unsafe fn external_memory_get_mapped_mipmapped_array(
+    out: Out<CUmipmappedArray>,
+    mem: CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+) -> Res<()> {
+    let sim = state::sim()?;
+    // SAFETY: forwarded from this function's contract.
+    let d = unsafe { read(desc, "mipmapDesc") }?;
+    let budget = sim.cfg.memory_bytes;
+    let mut st = sim.lock();
+    let k = external::mapped_mipmapped_array(
+        &mut st,
+        budget,
+        key(mem),
+        d.offset,
+        &d.arrayDesc,
+        d.numLevels,
+    )?;
+    out.write(handle(k));
+    Ok(())
 }
 
 /// `cuDestroyExternalMemory`.

@@ -16,6 +16,7 @@ mod checkpoint;
 mod context;
 mod copy;
 mod coredump;
+mod decompress;
 mod device;
 mod errors;
 mod event;
@@ -54,6 +55,7 @@ pub use checkpoint::*;
 pub use context::*;
 pub use copy::*;
 pub use coredump::*;
+pub use decompress::*;
 pub use device::*;
 pub use errors::*;
 pub use event::*;
@@ -192,6 +194,8 @@ exports!(
     cuMemGetAllocationPropertiesFromHandle,
     cuArrayDestroy,
     cuMipmappedArrayDestroy,
+    cuMemBatchDecompressAsync,
+    cuMemBatchDecompressAsync_ptsz,
     cuMemcpyHtoA_v2,
     cuMemcpyHtoAAsync_v2,
     cuMemcpyAtoH_v2,

@@ -135,8 +135,18 @@ impl Abi {
             exports: HashMap::new(),
         };
         let mut open: Option<String> = None;
+        // rustfmt wraps a long `pub type A =\n    B;` over two lines.
+        let mut wrapped: Option<String> = None;
         for line in types_rs.lines() {
-            let t = line.trim();
+            let joined;
+            let mut t = line.trim();
+            if let Some(head) = wrapped.take() {
+                joined = format!("{head} {t}");
+                t = &joined;
+            } else if t.starts_with("pub type ") && t.ends_with(" =") {
+                wrapped = Some(t.to_string());
+                continue;
+            }
             if let Some(name) = &open {
                 if t == "}" {
                     open = None;

@@ -365,6 +365,10 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphBatchMemOpNode => super::graph::graph_batch_mem_op_node(lane, s, req),
         Op::GraphBatchMemOpNodeParams => super::graph::graph_batch_mem_op_node_params(lane, s, req),
         Op::GraphConditionalHandleCreate => graph_conditional_handle_create(s, req),
+        Op::ExternalMemoryGetMappedMipmappedArray => {
+            external_memory_get_mapped_mipmapped_array(s, req)
+        }
+        Op::MemBatchDecompress => super::decompress::mem_batch_decompress(lane, s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),
         Op::LinkAddData => super::link::link_add_data(lane, s, req),
         Op::LinkComplete => super::link::link_complete(lane, s, req),
@@ -5181,6 +5185,33 @@ fn graph_conditional_handle_create(s: &Session, req: &Request) -> Result<Reply, 
     Ok(Reply::new(
         &vgpu_proto::graph_conditional_handle_create::Reply {
             phandle_out: U64::new(o_phandle_out),
+        },
+        Vec::new(),
+    ))
+}
+
+/// `cuExternalMemoryGetMappedMipmappedArray`.
+fn external_memory_get_mapped_mipmapped_array(s: &Session, req: &Request) -> Result<Reply, Status> {
+    let r: &vgpu_proto::external_memory_get_mapped_mipmapped_array::Request = calls::message(req)?;
+    let t = s.tables();
+    let a_ext_mem = t.handle(HandleKind::ExternalMemory, r.ext_mem.get())?;
+    // SAFETY: `CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1` is a C struct of integers and pointers, valid for any bytes.
+    let mut a_mipmap_desc: vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1 =
+        unsafe { calls::record(&r.mipmap_desc) };
+    drop(t);
+    // SAFETY: every C value the driver writes here is valid when all zero.
+    let mut o_mipmap: vgpu_abi::types::CUmipmappedArray = unsafe { core::mem::zeroed() };
+    let f = entry(s.driver.cuExternalMemoryGetMappedMipmappedArray)?;
+    // SAFETY: the prototype is the ABI table's; every pointer is to a live local
+    // of the pointee's type, sized as the call reads or writes it, or NULL
+    // where the application passed NULL; handles are this session's own.
+    ok(unsafe { f(&mut o_mipmap, calls::as_ptr(a_ext_mem), &a_mipmap_desc) })?;
+    let mut t = s.tables();
+    let id_mipmap = t.id_of(HandleKind::MipmappedArray, o_mipmap as usize, req.ctx);
+    drop(t);
+    Ok(Reply::new(
+        &vgpu_proto::external_memory_get_mapped_mipmapped_array::Reply {
+            mipmap: U64::new(id_mipmap),
         },
         Vec::new(),
     ))

@@ -856,6 +856,26 @@ pub extern "C" fn cuEventSynchronize(hEvent: vgpu_abi::types::CUevent) -> CUresu
     })
 }
 
+/// `cuExternalMemoryGetMappedMipmappedArray`.
+///
+/// # Safety
+/// Every pointer is NULL or valid as the CUDA API requires of its caller.
+#[no_mangle]
+pub unsafe extern "C" fn cuExternalMemoryGetMappedMipmappedArray(
+    mipmap: *mut vgpu_abi::types::CUmipmappedArray,
+    extMem: vgpu_abi::types::CUexternalMemory,
+    mipmapDesc: *const vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1,
+) -> CUresult {
+    run("cuExternalMemoryGetMappedMipmappedArray", || {
+        // SAFETY: the caller's pointer, valid as the CUDA API requires.
+        let mipmap = unsafe { Out::new(mipmap, "mipmap") }?;
+        // SAFETY: the caller's pointers, valid as the CUDA API requires.
+        unsafe {
+            super::external::external_memory_get_mapped_mipmapped_array(mipmap, extMem, mipmapDesc)
+        }
+    })
+}
+
 /// `cuFlushGPUDirectRDMAWrites`.
 #[no_mangle]
 pub extern "C" fn cuFlushGPUDirectRDMAWrites(
@@ -4080,6 +4100,7 @@ pub const EXPORTS: &[&str] = &[
     "cuEventRecordWithFlags_ptsz",
     "cuEventRecord_ptsz",
     "cuEventSynchronize",
+    "cuExternalMemoryGetMappedMipmappedArray",
     "cuFlushGPUDirectRDMAWrites",
     "cuFuncGetAttribute",
     "cuFuncGetModule",
@@ -4356,6 +4377,8 @@ const _: super::signature::cuEventRecordWithFlags = cuEventRecordWithFlags;
 const _: super::signature::cuEventRecordWithFlags_ptsz = cuEventRecordWithFlags_ptsz;
 const _: super::signature::cuEventRecord_ptsz = cuEventRecord_ptsz;
 const _: super::signature::cuEventSynchronize = cuEventSynchronize;
+const _: super::signature::cuExternalMemoryGetMappedMipmappedArray =
+    cuExternalMemoryGetMappedMipmappedArray;
 const _: super::signature::cuFlushGPUDirectRDMAWrites = cuFlushGPUDirectRDMAWrites;
 const _: super::signature::cuFuncGetAttribute = cuFuncGetAttribute;
 const _: super::signature::cuFuncGetModule = cuFuncGetModule;
