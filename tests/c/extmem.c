@@ -246,13 +246,16 @@ static void mipmapped(CUexternalMemory ext, size_t size)
     many.numLevels = 8; /* a width of 64 has 7 levels */
     expect_failure("mipmap_too_many_levels",
                    cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &many));
-    CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC none = md;
-    none.numLevels = 0;
-    expect_failure("mipmap_no_levels", cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &none));
     CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC beyond = md;
     beyond.offset = size;
     expect_failure("mipmap_past_end", cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &beyond));
     if (invalid_handle_checks()) {
+        /* Driver 580 corrupts its heap on no levels and aborts; vgpu's
+         * worker refuses it first. */
+        CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC none = md;
+        none.numLevels = 0;
+        expect_failure("mipmap_no_levels",
+                       cu.ExternalMemoryGetMappedMipmappedArray(&bad, ext, &none));
         expect_failure("mipmap_destroy_twice", cu.MipmappedArrayDestroy(m));
         expect_failure("mipmap_level_of_destroyed", cu.MipmappedArrayGetLevel(&past, m, 0));
     }

@@ -918,16 +918,21 @@ static void pageable_memcpy_set(CUcontext ctx, CUdeviceptr d, CUstream s)
 /* ---- conditional nodes ---- */
 
 /* A conditional node of handle `h` in `g` with `size` bodies written to `bodies`. */
+/* The driver sets phGraph_out to an array of the body graphs that it owns,
+ * valid as long as the node; *bodies gets that pointer (what the
+ * application put there is not read). */
 static CUresult add_conditional(CUgraphNode *node, CUgraph g, CUcontext ctx, unsigned long long h,
-                                int type, unsigned int size, CUgraph *bodies)
+                                int type, unsigned int size, CUgraph **bodies)
 {
     node_params p = typed(TYPE_CONDITIONAL);
     p.u.conditional.handle = h;
     p.u.conditional.type = type;
     p.u.conditional.size = size;
-    p.u.conditional.phGraph_out = bodies;
+    p.u.conditional.phGraph_out = NULL;
     p.u.conditional.ctx = ctx;
-    return cu.GraphAddNode(node, g, NULL, 0, &p);
+    CUresult r = cu.GraphAddNode(node, g, NULL, 0, &p);
+    *bodies = p.u.conditional.phGraph_out;
+    return r;
 }
 
 /* Adds a fill of `p` with `v` to body graph `body`. */
@@ -963,19 +968,23 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
                 CUDA_SUCCESS))
         return;
     CUgraphNode if1 = NULL, if0 = NULL, sw = NULL, wh = NULL, bad = NULL;
-    CUgraph b1 = NULL, b0 = NULL, bs[2] = {NULL, NULL}, bw = NULL, bb[3];
-    if (!EXPECT("cond_add_if_1", add_conditional(&if1, g, ctx, one, COND_IF, 1, &b1),
+    CUgraph *p1 = NULL, *p0 = NULL, *ps = NULL, *pw = NULL, *pb = NULL;
+    if (!EXPECT("cond_add_if_1", add_conditional(&if1, g, ctx, one, COND_IF, 1, &p1),
                 CUDA_SUCCESS) ||
-        !EXPECT("cond_add_if_0", add_conditional(&if0, g, ctx, zero, COND_IF, 1, &b0),
+        !EXPECT("cond_add_if_0", add_conditional(&if0, g, ctx, zero, COND_IF, 1, &p0),
                 CUDA_SUCCESS) ||
-        !EXPECT("cond_add_switch", add_conditional(&sw, g, ctx, pick, COND_SWITCH, 2, bs),
+        !EXPECT("cond_add_switch", add_conditional(&sw, g, ctx, pick, COND_SWITCH, 2, &ps),
                 CUDA_SUCCESS) ||
-        !EXPECT("cond_add_while_0", add_conditional(&wh, g, ctx, loop, COND_WHILE, 1, &bw),
+        !EXPECT("cond_add_while_0", add_conditional(&wh, g, ctx, loop, COND_WHILE, 1, &pw),
                 CUDA_SUCCESS))
         return;
-    expect_true("cond_bodies_given", b1 != NULL && b0 != NULL && bs[0] != NULL && bs[1] != NULL &&
-                                         bw != NULL && bs[0] != bs[1],
-                "the body graphs were not written back");
+    if (!expect_true("cond_bodies_given", p1 && p0 && ps && pw, "phGraph_out was not set"))
+        return;
+    CUgraph b1 = p1[0], b0 = p0[0], bs[2] = {ps[0], ps[1]}, bw = pw[0];
+    expect_true("cond_bodies_differ",
+                b1 != NULL && b0 != NULL && bs[0] != NULL && bs[1] != NULL && bw != NULL &&
+                    bs[0] != bs[1] && b1 != b0,
+                "the body graphs are missing or shared");
     int type = -1;
     EXPECT("cond_type", cu.GraphNodeGetType(if1, &type), CUDA_SUCCESS);
     expect_true("cond_is_conditional", type == TYPE_CONDITIONAL, "not a conditional node");
@@ -998,16 +1007,16 @@ static void conditional_nodes(CUcontext ctx, CUdeviceptr d, CUstream s)
         expect_true("cond_while_0_skipped", all_words(e4, 0), "the WHILE body of a 0 ran");
         EXPECT("cond_exec_destroy", cu.GraphExecDestroy(e), CUDA_SUCCESS);
     }
-    show("cond_add_handle_taken", add_conditional(&bad, g, ctx, one, COND_IF, 1, bb));
+    show("cond_add_handle_taken", add_conditional(&bad, g, ctx, one, COND_IF, 1, &pb));
     /* Bad shapes, each on a handle of its own. */
     unsigned long long spare[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++)
         EXPECT("cond_handle_spare",
                cu.GraphConditionalHandleCreate(&spare[i], g, ctx, 0, COND_ASSIGN_DEFAULT),
                CUDA_SUCCESS);
-    show("cond_add_if_3_bodies", add_conditional(&bad, g, ctx, spare[0], COND_IF, 3, bb));
-    show("cond_add_while_2_bodies", add_conditional(&bad, g, ctx, spare[1], COND_WHILE, 2, bb));
-    show("cond_add_type_7", add_conditional(&bad, g, ctx, spare[2], 7, 1, bb));
+    show("cond_add_if_3_bodies", add_conditional(&bad, g, ctx, spare[0], COND_IF, 3, &pb));
+    show("cond_add_while_2_bodies", add_conditional(&bad, g, ctx, spare[1], COND_WHILE, 2, &pb));
+    show("cond_add_type_7", add_conditional(&bad, g, ctx, spare[2], 7, 1, &pb));
     node_params cp = typed(TYPE_CONDITIONAL);
     show("cond_set_params", cu.GraphNodeSetParams(if1, &cp));
     EXPECT("cond_graph_destroy", cu.GraphDestroy(g), CUDA_SUCCESS);

@@ -659,6 +659,7 @@ fn c_graph_nodes3() {
         .assert_line("ok gen_set_ran")
         .assert_line("ok gen_add_unknown_type: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok cond_bodies_given")
+        .assert_line("ok cond_bodies_differ")
         .assert_line("ok cond_body_has_node")
         .assert_line("ok cond_if_1_ran")
         .assert_line("ok cond_if_0_skipped")
@@ -676,7 +677,7 @@ fn c_graph_nodes3() {
         .assert_line("ok gen_add_null_params")
         .assert_line("ok gen_add_self_child")
         .assert_line("ok cond_add_handle_taken: CUDA_ERROR_INVALID_VALUE")
-        .assert_line("216 checks, 0 failed");
+        .assert_line("217 checks, 0 failed");
     let mut direct = invalid_handle_checks(h.command(&exe));
     direct.arg(&h.build.sim);
     same_as_on_the_sim(&out, &h.run(direct));

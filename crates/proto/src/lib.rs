@@ -75,7 +75,7 @@ pub mod output {
     /// Bytes of each output file that the client maps, and the size the
     /// worker gives the sparse file: new bytes within it are seen without
     /// a system call. Output past it is still read, with one.
-    pub const WINDOW: u64 = 1 << 30;
+    pub const WINDOW: u64 = 256 << 20;
 }
 
 /// Bits of a `MemHostAlloc` request's `flags` beyond `CU_MEMHOSTALLOC_*`.

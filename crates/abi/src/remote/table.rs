@@ -253,7 +253,7 @@ remote_table! {
         array: cuArray3DCreate = 747 gen;
         array: cuArrayGetDescriptor = 748 gen;
         array: cuArray3DGetDescriptor = 749 gen;
-        external: cuExternalMemoryGetMappedMipmappedArray = 632 gen;
+        external: cuExternalMemoryGetMappedMipmappedArray = 632 gen (checked);
 
         // ---- peer access (one context a device here; the driver answers) ----
         peer: cuDeviceCanAccessPeer = 750 gen (nocontext);

@@ -174,15 +174,76 @@ fn share(s: &Session, span: usize) -> CuResult<u64> {
     if shared.at as u64 == shared.worker && shared.dptr == shared.worker {
         return Ok(shared.worker);
     }
+    // SAFETY: the mapping `share_at` made here, not yet handed out.
+    unsafe { libc::munmap(shared.at, span) };
+    let _ = super::host::free_shared(s, shared.worker);
+    // Both processes place mappings top-down from similar bases, so their
+    // first choices can collide: try addresses far below both.
+    for _ in 0..FAR_TRIES {
+        if let Some(at) = share_far(s, span)? {
+            return Ok(at);
+        }
+    }
     crate::log::line(format_args!(
         "cuMemAllocManaged: no address common to this process, the worker and the device \
          ({:#x}, {:#x}, {:#x}) (CUDA_ERROR_OUT_OF_MEMORY)",
         shared.at as u64, shared.worker, shared.dptr
     ));
+    Err(CuError::OUT_OF_MEMORY)
+}
+
+/// Random addresses [`share`] tries after the kernels' own choices.
+const FAR_TRIES: usize = 8;
+/// Where those addresses lie: 16 TiB to 48 TiB, far below where either
+/// process's mappings grow down from and above where their heaps grow up.
+const FAR: std::ops::Range<u64> = (16 << 40)..(48 << 40);
+
+/// One try of [`share`] at a random page-aligned address in [`FAR`]:
+/// reserved here first, then shared by the worker exactly there; `None`
+/// when either side, or the device, has something there.
+fn share_far(s: &Session, span: usize) -> CuResult<Option<u64>> {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let at = (FAR.start + random % (FAR.end - FAR.start)) & !(PAGE - 1);
+    // SAFETY: a new private reservation; MAP_FIXED_NOREPLACE fails rather
+    // than replace anything of this process.
+    let hole = unsafe {
+        libc::mmap(
+            wire::handle::<c_void>(at),
+            span,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_NORESERVE
+                | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if hole == libc::MAP_FAILED {
+        return Ok(None);
+    }
+    if hole as u64 != at {
+        // An old kernel took the address as a hint only.
+        // SAFETY: the reservation just made, unused.
+        unsafe { libc::munmap(hole, span) };
+        return Ok(None);
+    }
+    const FLAGS: c_uint = 0x1 | 0x2;
+    let Some((shared, _)) = super::host::share_at(s, at, span, FLAGS, true)? else {
+        // SAFETY: the reservation made above, unused.
+        unsafe { libc::munmap(hole, span) };
+        return Ok(None);
+    };
+    if shared.at as u64 == at && shared.worker == at && shared.dptr == at {
+        return Ok(Some(at));
+    }
     // SAFETY: the mapping `share_at` made here, not yet handed out.
     unsafe { libc::munmap(shared.at, span) };
     let _ = super::host::free_shared(s, shared.worker);
-    Err(CuError::OUT_OF_MEMORY)
+    Ok(None)
 }
 
 /// `cuMemFree` of a managed allocation; `None` when `dptr` is not one.

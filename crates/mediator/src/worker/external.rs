@@ -249,3 +249,21 @@ pub fn destroy_external_semaphore(
     s.tables().forget_other(HandleKind::ExternalSemaphore, id);
     Ok(Reply::default())
 }
+
+/// Refuses a mipmapped array of no levels on external memory with
+/// `CUDA_ERROR_INVALID_VALUE` before the driver sees it: driver 580
+/// corrupts its process's heap on one (an H200 run aborted in `malloc`).
+pub fn check_external_memory_get_mapped_mipmapped_array(
+    _: &Session,
+    req: &Request,
+) -> Result<(), Status> {
+    let r: &vgpu_proto::external_memory_get_mapped_mipmapped_array::Request = message(req)?;
+    // SAFETY: the descriptor is a C struct of integers, valid for any bytes.
+    let desc: vgpu_abi::types::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1 =
+        unsafe { record(&r.mipmap_desc) };
+    if desc.numLevels == 0 {
+        tracing::warn!("a mipmapped array of no levels on external memory: refused");
+        return Err(INVALID_VALUE);
+    }
+    Ok(())
+}

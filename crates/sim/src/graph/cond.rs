@@ -18,7 +18,8 @@ const WHILE: u32 = 1;
 const SWITCH: u32 = 2;
 
 /// `cuGraphAddNode` of a conditional node of `handle`, `kind` and `size` bodies in
-/// graph `key`, in context `ctx`: the node and its new, empty body graphs.
+/// graph `key`, in context `ctx`: the node, with new, empty body graphs
+/// ([`bodies_of`]).
 pub(crate) fn add_conditional(
     st: &mut State,
     key: usize,
@@ -27,15 +28,18 @@ pub(crate) fn add_conditional(
     kind: u32,
     size: u32,
     ctx: usize,
-) -> Res<(usize, Vec<usize>)> {
+) -> Res<usize> {
     crate::context::live(st, ctx)?;
     if !st.ext.graphs.handles.contains_key(&handle) {
         return invalid(format!("{handle:#x} is not a conditional handle"));
     }
     // One conditional node per handle, as driver 580 answers a second one.
-    let taken = st.ext.graphs.nodes.values().any(
-        |n| matches!(n.work, Work::Conditional { handle: h, .. } if h == handle),
-    );
+    let taken = st
+        .ext
+        .graphs
+        .nodes
+        .values()
+        .any(|n| matches!(n.work, Work::Conditional { handle: h, .. } if h == handle));
     if taken {
         return invalid(format!(
             "conditional handle {handle:#x} belongs to another conditional node"
@@ -60,13 +64,22 @@ pub(crate) fn add_conditional(
         work: Vec::new(),
     };
     match add_node_after(st, key, deps, work) {
-        Ok(node) => Ok((node, bodies)),
+        Ok(node) => Ok(node),
         Err(e) => {
             for b in bodies {
                 let _ = destroy(st, b);
             }
             Err(e)
         }
+    }
+}
+
+/// The body graphs of conditional node `node`, as the node keeps them: an array of
+/// their keys (which are their handles) that stays where it is as long as the node.
+pub(crate) fn bodies_of(st: &State, node: usize) -> Res<*const usize> {
+    match st.ext.graphs.nodes.get(&node).map(|n| &n.work) {
+        Some(Work::Conditional { bodies, .. }) => Ok(bodies.as_ptr()),
+        _ => invalid(format!("{node:#x} is not a conditional node")),
     }
 }
 

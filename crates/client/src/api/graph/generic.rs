@@ -8,6 +8,9 @@
 //! setter of their own travel as GraphNodeGeneric; a conditional node is
 //! GraphConditionalNode, whose reply names the body graphs the driver made.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use vgpu_abi::types::{
     CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgraphNodeParams,
     CUDA_BATCH_MEM_OP_NODE_PARAMS, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS, CUDA_HOST_NODE_PARAMS,
@@ -359,8 +362,28 @@ unsafe fn generic_call(
 /// Most body graphs a conditional node has (a SWITCH node's cases).
 const MAX_BODIES: u32 = 1 << 16;
 
-/// `cuGraphAddNode` of a conditional node: the driver makes the body graphs,
-/// whose handles go to `conditional.phGraph_out`.
+/// The body graphs of conditional nodes, by node handle (with the graph
+/// that holds the node): the arrays `conditional.phGraph_out` points at,
+/// valid as long as the node, as the driver's own are.
+static BODIES: Mutex<BTreeMap<usize, (usize, Box<[usize]>)>> = Mutex::new(BTreeMap::new());
+
+/// Forgets the body arrays of `nodes` (destroyed).
+pub(super) fn forget_bodies(nodes: &[usize]) {
+    let mut bodies = BODIES.lock().unwrap_or_else(|e| e.into_inner());
+    for n in nodes {
+        bodies.remove(n);
+    }
+}
+
+/// Forgets the body arrays of the nodes of `graph` (destroyed).
+pub(super) fn forget_bodies_in(graph: usize) {
+    let mut bodies = BODIES.lock().unwrap_or_else(|e| e.into_inner());
+    bodies.retain(|_, (g, _)| *g != graph);
+}
+
+/// `cuGraphAddNode` of a conditional node: the driver makes the body graphs
+/// and sets `conditional.phGraph_out` to an array of them that it owns,
+/// valid as long as the node (the application's value is not read).
 ///
 /// # Safety
 /// As for [`node_params`].
@@ -379,7 +402,6 @@ unsafe fn conditional(call: NodeCall, p: *mut CUgraphNodeParams) -> CuResult<()>
     non_null(ph)?;
     // SAFETY: `p` is valid for a read by the contract; a conditional node's member.
     let c = unsafe { (*p).__bindgen_anon_1.conditional };
-    non_null(c.phGraph_out)?;
     if c.size > MAX_BODIES {
         return Err(CuError::INVALID_VALUE);
     }
@@ -399,11 +421,20 @@ unsafe fn conditional(call: NodeCall, p: *mut CUgraphNodeParams) -> CuResult<()>
     if bodies != c.size || back.len() != bodies as usize * 8 {
         return Err(CuError::UNKNOWN);
     }
-    for (i, id) in back.chunks_exact(8).enumerate() {
-        let id = u64::from_le_bytes(id.try_into().unwrap_or_default());
-        // SAFETY: `phGraph_out` holds `size` graphs, as the CUDA API requires.
-        unsafe { c.phGraph_out.add(i).write(wire::handle(id)) };
-    }
+    let ids: Box<[usize]> = back
+        .chunks_exact(8)
+        .map(|id| wire::handle::<u8>(u64::from_le_bytes(id.try_into().unwrap_or_default())).addr())
+        .collect();
+    let node: CUgraphNode = wire::handle(rep.node.get());
+    // A `usize` array is a `CUgraph` array: both are pointer-sized words.
+    let out = ids.as_ptr().cast_mut().cast::<CUgraph>();
+    BODIES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(node.addr(), (graph as usize, ids));
+    // SAFETY: `p` is valid for writes by the contract; the array lives in
+    // BODIES until the node or its graph is destroyed.
+    unsafe { (*p).__bindgen_anon_1.conditional.phGraph_out = out };
     // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(ph, wire::handle(rep.node.get())) }
+    unsafe { write_out(ph, node) }
 }

@@ -51,7 +51,7 @@ unsafe impl Send for Given {}
 static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
 
 /// `cuGraphDestroy`: the graph's staged nodes (and the external-semaphore
-/// arrays handed out for its nodes) are forgotten with it, as the driver
+/// and conditional body arrays handed out for its nodes) are forgotten with it, as the driver
 /// may hand their handles out again.
 ///
 /// # Safety
@@ -64,6 +64,7 @@ pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     };
     s.request(&r, &[])?;
     super::extsem::forget(&given);
+    super::generic::forget_bodies_in(graph as usize);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.retain(|_, g| g.1 != graph as usize);
     Ok(())
@@ -81,6 +82,7 @@ pub unsafe fn graph_destroy_node(node: CUgraphNode) -> CuResult<()> {
     };
     s.request(&r, &[])?;
     super::extsem::forget(&[node as usize]);
+    super::generic::forget_bodies(&[node as usize]);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.remove(&(node as usize));
     Ok(())

@@ -366,7 +366,8 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GraphBatchMemOpNodeParams => super::graph::graph_batch_mem_op_node_params(lane, s, req),
         Op::GraphConditionalHandleCreate => graph_conditional_handle_create(s, req),
         Op::ExternalMemoryGetMappedMipmappedArray => {
-            external_memory_get_mapped_mipmapped_array(s, req)
+            super::external::check_external_memory_get_mapped_mipmapped_array(s, req)
+                .and_then(|()| external_memory_get_mapped_mipmapped_array(s, req))
         }
         Op::MemBatchDecompress => super::decompress::mem_batch_decompress(lane, s, req),
         Op::LinkCreate => super::link::link_create(lane, s, req),

@@ -138,21 +138,28 @@ pub fn graph_conditional_node(_: &mut Lane, s: &Session, req: &Request) -> Resul
         )
     };
     let (deps, edges) = dependencies(s, &req.blob, r.deps.get(), r.edges != 0)?;
-    let mut bodies: Vec<CUgraph> = vec![ptr::null_mut(); size as usize];
     let mut p = zeroed(13);
     p.__bindgen_anon_1.conditional = vgpu_abi::types::CUDA_CONDITIONAL_NODE_PARAMS {
         handle: r.handle.get(),
         type_: CUgraphConditionalNodeType(r.kind.get()),
         size,
-        phGraph_out: if bodies.is_empty() {
-            ptr::null_mut()
-        } else {
-            bodies.as_mut_ptr()
-        },
+        phGraph_out: ptr::null_mut(),
         ctx: as_ptr(ctx),
     };
     let edges = (r.edges != 0).then_some(edges.as_slice());
     let node = add(s, as_ptr(g), &deps, edges, &mut p)?;
+    // The driver sets `phGraph_out` to an array of its own, valid as long
+    // as the node, holding `size` body graphs.
+    // SAFETY: the conditional member was written above and by the driver.
+    let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+    if out.is_null() && size != 0 {
+        tracing::warn!("the driver gave a conditional node no body graphs");
+        return Err(INVALID_VALUE);
+    }
+    let bodies: Vec<CUgraph> = (0..size as usize)
+        // SAFETY: the driver's array holds `size` graphs.
+        .map(|i| unsafe { out.add(i).read() })
+        .collect();
     let mut t = s.tables();
     let mut blob = Vec::with_capacity(bodies.len() * 8);
     for b in &bodies {

@@ -136,12 +136,9 @@ pub unsafe extern "C" fn cuGraphAddNode(
             CONDITIONAL => run(name, || {
                 let out = Out::new(ph, "phGraphNode")?;
                 let c = u.conditional;
-                if c.phGraph_out.is_null() {
-                    return err(CUresult::CUDA_ERROR_INVALID_VALUE, "phGraph_out is NULL");
-                }
                 let deps = node_keys(deps, n)?;
                 let mut st = state::sim()?.lock();
-                let (node, bodies) = graph::add_conditional(
+                let node = graph::add_conditional(
                     &mut st,
                     key(g),
                     &deps,
@@ -150,9 +147,11 @@ pub unsafe extern "C" fn cuGraphAddNode(
                     c.size,
                     key(c.ctx),
                 )?;
-                for (i, b) in bodies.into_iter().enumerate() {
-                    c.phGraph_out.add(i).write(handle(b));
-                }
+                // As the driver does, `phGraph_out` is set to an array the
+                // simulator owns, valid as long as the node: the node's own
+                // list of body keys, which are the graphs' handles.
+                let bodies = graph::bodies_of(&st, node)?;
+                (*p).__bindgen_anon_1.conditional.phGraph_out = bodies.cast_mut().cast();
                 out.write(handle(node));
                 Ok(())
             }),
