@@ -31,6 +31,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use vgpu_proto::output::WINDOW;
+
+use crate::edge::wire;
 use vgpu_proto::{read_response_head, write_request, Op};
 use vgpu_transport::Channel;
 
@@ -148,7 +150,7 @@ fn serve(output: &Weak<Output>) {
 impl Stream {
     /// Maps the first [`WINDOW`] bytes of `file`.
     fn map(file: OwnedFd, to_err: bool) -> std::io::Result<Stream> {
-        let len = WINDOW as usize;
+        let len = wire::usize(WINDOW);
         // SAFETY: a fresh read-only shared mapping of a descriptor this
         // stream owns; it is unmapped in `drop`.
         let at = unsafe {
@@ -183,7 +185,7 @@ impl Stream {
         // SAFETY: `read` is inside the mapping, which is valid for reads of
         // WINDOW bytes while `self` lives; the driver writes the file
         // concurrently, so the read is volatile.
-        unsafe { self.map.as_ptr().add(read as usize).read_volatile() != 0 }
+        unsafe { self.map.as_ptr().add(wire::usize(read)).read_volatile() != 0 }
     }
 
     /// Writes the bytes from the read position up to the file offset to
@@ -197,7 +199,7 @@ impl Stream {
         let mut read = self.read.load(Acquire);
         let mut buf = [0u8; 16 << 10];
         while read < end {
-            let want = buf.len().min((end - read) as usize);
+            let want = buf.len().min(wire::usize(end - read));
             // SAFETY: `buf` is valid for writes of `want` bytes; pread
             // leaves the shared offset alone.
             let n = unsafe {
@@ -251,6 +253,6 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `Stream::map`, unmapped once.
-        unsafe { libc::munmap(self.map.as_ptr().cast(), WINDOW as usize) };
+        unsafe { libc::munmap(self.map.as_ptr().cast(), wire::usize(WINDOW)) };
     }
 }

@@ -365,7 +365,10 @@ const MAX_BODIES: u32 = 1 << 16;
 /// The body graphs of conditional nodes, by node handle (with the graph
 /// that holds the node): the arrays `conditional.phGraph_out` points at,
 /// valid as long as the node, as the driver's own are.
-static BODIES: Mutex<BTreeMap<usize, (usize, Box<[usize]>)>> = Mutex::new(BTreeMap::new());
+static BODIES: Mutex<BTreeMap<usize, Bodies>> = Mutex::new(BTreeMap::new());
+
+/// A conditional node's graph and body graphs.
+type Bodies = (usize, Box<[usize]>);
 
 /// Forgets the body arrays of `nodes` (destroyed).
 pub(super) fn forget_bodies(nodes: &[usize]) {
