@@ -145,10 +145,14 @@ fn serve(output: &Weak<Output>) {
     }
 }
 
+/// [`WINDOW`] as a length (vgpu supports 64-bit targets only).
+#[allow(clippy::cast_possible_truncation)]
+const WINDOW_LEN: usize = WINDOW as usize;
+
 impl Stream {
     /// Maps the first [`WINDOW`] bytes of `file`.
     fn map(file: OwnedFd, to_err: bool) -> std::io::Result<Stream> {
-        let len = WINDOW as usize;
+        let len = WINDOW_LEN;
         // SAFETY: a fresh read-only shared mapping of a descriptor this
         // stream owns; it is unmapped in `drop`.
         let at = unsafe {
@@ -180,10 +184,13 @@ impl Stream {
         if read >= WINDOW {
             return true;
         }
-        // SAFETY: `read` is inside the mapping, which is valid for reads of
+        let Ok(at) = usize::try_from(read) else {
+            return true;
+        };
+        // SAFETY: `at` is inside the mapping, which is valid for reads of
         // WINDOW bytes while `self` lives; the driver writes the file
         // concurrently, so the read is volatile.
-        unsafe { self.map.as_ptr().add(read as usize).read_volatile() != 0 }
+        unsafe { self.map.as_ptr().add(at).read_volatile() != 0 }
     }
 
     /// Writes the bytes from the read position up to the file offset to
@@ -197,7 +204,7 @@ impl Stream {
         let mut read = self.read.load(Acquire);
         let mut buf = [0u8; 16 << 10];
         while read < end {
-            let want = buf.len().min((end - read) as usize);
+            let want = usize::try_from(end - read).map_or(buf.len(), |n| buf.len().min(n));
             // SAFETY: `buf` is valid for writes of `want` bytes; pread
             // leaves the shared offset alone.
             let n = unsafe {
@@ -251,6 +258,6 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `Stream::map`, unmapped once.
-        unsafe { libc::munmap(self.map.as_ptr().cast(), WINDOW as usize) };
+        unsafe { libc::munmap(self.map.as_ptr().cast(), WINDOW_LEN) };
     }
 }

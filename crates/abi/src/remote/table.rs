@@ -1031,5 +1031,13 @@ remote_table! {
         /// driver, for its code).
         notify: AsyncNotification = 701 { device: i32, id: u64, register: bool, null: bool,
             no_out: bool } => {} (nocontext);
+        /// The events the worker's driver raised on this lane's thread inside
+        /// the lane's waited requests (log callbacks run inside the failing
+        /// call): the blob holds them as the callback channel carries them
+        /// (16-byte header, then the payload), oldest first; `dropped` counts
+        /// those past the lane's bound. The lane holds none afterwards. Sent
+        /// by the client when a reply has `reply_flags::EVENTS`, so that the
+        /// application's functions run before the call returns.
+        notify: TakeEvents = 759 {} => { dropped: u32 } + blob (nocontext);
     }
 }
