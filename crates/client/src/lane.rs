@@ -27,6 +27,12 @@
 //! earlier posted request. Every other request carries the count of tickets
 //! issued before it, and the worker runs nothing before the posted requests
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
+//!
+//! # Events inside a call
+//!
+//! A reply flagged `reply_flags::EVENTS` means the worker's driver ran log
+//! callbacks inside the call: the thread takes them from its lane and runs
+//! the application's functions before the call returns (`events`).
 
 use std::cell::RefCell;
 use std::io::Read;
