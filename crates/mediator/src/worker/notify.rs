@@ -40,7 +40,7 @@
 //! registration, so registering in a loop never grows the worker, and a
 //! trampoline the driver might still be running never reads freed memory.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_void};
 use std::ptr;
@@ -195,8 +195,6 @@ fn encode(out: &mut Vec<u8>, id: u64, kind: u32, payload: &[u8]) -> bool {
 /// requests, until `TakeEvents`. Bounded as the queue is.
 #[derive(Debug)]
 struct Held {
-    /// The lane runs a request its client waits for.
-    catching: bool,
     /// Encoded events, oldest first.
     bytes: Vec<u8>,
     count: usize,
@@ -206,9 +204,12 @@ struct Held {
 }
 
 thread_local! {
+    /// The lane runs a request its client waits for.
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+    /// This thread holds events (or dropped some) not yet taken.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
     static HELD: RefCell<Held> = const {
         RefCell::new(Held {
-            catching: false,
             bytes: Vec::new(),
             count: 0,
             payload: 0,
@@ -220,40 +221,32 @@ thread_local! {
 /// Runs `f` (a lane running a request its client waits for) so that the
 /// events the driver raises on this thread meanwhile are held for the
 /// client ([`take_events`]) instead of queued. Returns `f`'s result and
-/// whether this thread now holds events (or dropped some) to take.
+/// whether this thread now holds events (or dropped some) to take. Costs
+/// three thread-local flag accesses when nothing is raised.
 pub fn catching<R>(f: impl FnOnce() -> R) -> (R, bool) {
-    let set = |on: bool| {
-        let _ = HELD.try_with(|h| {
-            if let Ok(mut h) = h.try_borrow_mut() {
-                h.catching = on;
-            }
-        });
-    };
-    set(true);
+    CATCHING.set(true);
     let r = f();
-    set(false);
-    let held = HELD
-        .try_with(|h| h.try_borrow().is_ok_and(|h| h.count != 0 || h.dropped != 0))
-        .unwrap_or(false);
-    (r, held)
+    CATCHING.set(false);
+    (r, HOLDING.get())
 }
 
 /// Holds an event on this thread if it is catching; `false` if it is not
 /// (the event is for the queue).
 fn hold(id: u64, kind: u32, payload: &[u8]) -> bool {
+    if !CATCHING.get() {
+        return false;
+    }
     HELD.try_with(|h| {
         let Ok(mut h) = h.try_borrow_mut() else {
             return false;
         };
-        if !h.catching {
-            return false;
-        }
         if h.count >= MAX_QUEUED || h.payload + payload.len() > MAX_QUEUED_BYTES {
             h.dropped = h.dropped.saturating_add(1);
         } else if encode(&mut h.bytes, id, kind, payload) {
             h.count += 1;
             h.payload += payload.len();
         }
+        HOLDING.set(true);
         true
     })
     .unwrap_or(false)
@@ -262,6 +255,7 @@ fn hold(id: u64, kind: u32, payload: &[u8]) -> bool {
 /// The events this thread holds, encoded, and the count of those dropped;
 /// it holds none afterwards.
 fn take_held() -> (Vec<u8>, u32) {
+    HOLDING.set(false);
     HELD.try_with(|h| {
         let mut h = h.try_borrow_mut().ok()?;
         let bytes = std::mem::take(&mut h.bytes);
