@@ -1935,6 +1935,14 @@ fn response_seeds() -> Vec<Named> {
             patched(ok.clone(), fixed_at, &le16(MAX_FIXED + 1)),
         ),
         (
+            "err-unknown-reply-flag".into(),
+            patched(ok.clone(), offset_of!(ResponseHead, flags), &[8, 0]),
+        ),
+        (
+            "err-reserved2".into(),
+            patched(ok.clone(), offset_of!(ResponseHead, reserved2), &le32(1)),
+        ),
+        (
             "err-blob-over-bound".into(),
             patched(ok, blob_at, &le32(MAX_BLOB + 1)),
         ),
