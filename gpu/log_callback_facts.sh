@@ -19,6 +19,10 @@
 #     call to return (through vgpu that host function runs on the client's
 #     callback thread, which the message must not need). Both must exit 0
 #     with the same lines.
+#  4. --reenter, natively and through vgpu: the code a CUDA call
+#     (cuCtxGetDevice) gets from inside a log function; through vgpu it is
+#     CUDA_SUCCESS, any other native answer (or a hang, exit 124) is a
+#     finding.
 # Run from the repository root on a GPU machine after gpu/stage.sh:
 #   OUT=dir gpu/log_callback_facts.sh
 set -uo pipefail
@@ -42,7 +46,7 @@ vgpu() {
     CU_TEST_INVALID_HANDLES=1 timeout 60 "$WORK/log_callbacks"; echo "exit $?"
     echo "=== invalid handles: vgpu"
     CU_TEST_INVALID_HANDLES=1 vgpu timeout 60 "$WORK/log_callbacks"; echo "exit $?"
-    for mode in --blocked --host-func; do
+    for mode in --blocked --host-func --reenter; do
         echo "=== $mode: native (must be 0)"
         timeout 60 "$WORK/log_callbacks" libcuda.so.1 "$mode" >"$WORK/native$mode.txt"
         echo "exit $?"

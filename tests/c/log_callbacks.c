@@ -28,8 +28,11 @@
  * the driver's (a GPU): the simulated device runs them inside
  * cuLaunchHostFunc, and through vgpu every later call then waits for it.
  *
+ * With --reenter a log function calls cuCtxGetDevice inside the failing
+ * call and the code it got is printed.
+ *
  * Build:  cc -std=c11 -O2 -Wall -pthread -o log_callbacks log_callbacks.c -ldl
- * Usage:  log_callbacks [LIBRARY] [--blocked | --host-func]
+ * Usage:  log_callbacks [LIBRARY] [--blocked | --host-func | --reenter]
  *         (default library: libcuda.so.1)
  * Output: one line per check, `ok NAME`, `ok NAME: CODE` or `FAIL NAME: ...`,
  *         then a summary.
@@ -53,6 +56,7 @@ static struct {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
+    CUresult (*CtxGetDevice)(CUdevice *);
     CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*LogsRegisterCallback)(CUlogsCallback, void *, CUlogsCallbackHandle *);
@@ -69,6 +73,7 @@ static const struct cu_entry entries[] = {
     ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
     ENTRY(CtxSynchronize, "cuCtxSynchronize"),
+    ENTRY(CtxGetDevice, "cuCtxGetDevice"),
     ENTRY(LaunchHostFunc, "cuLaunchHostFunc"),
     ENTRY(ModuleLoadData, "cuModuleLoadData"),
     ENTRY(LogsRegisterCallback, "cuLogsRegisterCallback"),
@@ -204,6 +209,36 @@ static void during_host_func(CUcontext ctx)
     EXPECT("host_log_unregister", cu.LogsUnregisterCallback(h), CUDA_SUCCESS);
 }
 
+/* --reenter: what a CUDA call from inside a log function returns. */
+static atomic_int reentered = -1;
+
+static void on_log_reenter(void *data, unsigned int level, char *message, size_t length)
+{
+    (void)data;
+    (void)level;
+    (void)message;
+    (void)length;
+    CUdevice d;
+    int none = -1;
+    atomic_compare_exchange_strong(&reentered, &none, (int)cu.CtxGetDevice(&d));
+}
+
+static void reenter(void)
+{
+    CUlogsCallbackHandle h = NULL;
+    if (!EXPECT("reenter_register", cu.LogsRegisterCallback(on_log_reenter, NULL, &h),
+                CUDA_SUCCESS))
+        return;
+    failing_call();
+    int r = atomic_load(&reentered);
+    expect_true("reenter_ran", r != -1, "the function did not run inside the call");
+    if (r != -1) {
+        checks++;
+        printf("ok reenter_call: %s\n", error_name(cu.GetErrorName, (CUresult)r));
+    }
+    EXPECT("reenter_unregister", cu.LogsUnregisterCallback(h), CUDA_SUCCESS);
+}
+
 /* A failing call on a thread whose log function blocks. */
 static void *blocked_caller(void *ctx)
 {
@@ -278,6 +313,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "--host-func") == 0) {
         during_host_func(ctx);
+        return checks_summary();
+    }
+    if (strcmp(mode, "--reenter") == 0) {
+        reenter();
         return checks_summary();
     }
 

@@ -422,6 +422,26 @@ fn c_log_callbacks_blocked() {
     same_as_on_the_sim(&out, &h.run(direct));
 }
 
+/// A CUDA call from inside a log function runs, as straight on the
+/// simulated device: the function runs on the failing call's thread once
+/// its lane is free (`tests/c/log_callbacks.c --reenter`).
+#[test]
+fn c_log_callbacks_reenter() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "log_callbacks");
+    let mut cmd = h.command(&exe);
+    cmd.args(["libcuda.so.1", "--reenter"]);
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok reenter_ran")
+        .assert_line("ok reenter_call: CUDA_SUCCESS")
+        .assert_line("8 checks, 0 failed");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim).arg("--reenter");
+    same_as_on_the_sim(&out, &h.run(direct));
+}
+
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`
 /// and `cuStreamAddCallback` run in the client's process, with its userData
 /// and stream, exactly once, in stream order (a later copy reads what one
