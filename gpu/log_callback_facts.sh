@@ -7,9 +7,22 @@
 #     stale handle (it reads what the handle points at); the exit status
 #     says so. Through vgpu these are answered by the client or the
 #     simulated device's rules; any difference from native is a finding.
-#  2. --blocked, natively: exit 124 (the timeout) means the driver runs log
-#     callbacks inside the failing call, on the caller's thread; exit 0
-#     means it runs them elsewhere. Through vgpu it must exit 0.
+#  2. --blocked, natively and through vgpu: a log function that blocks on
+#     one thread's failing call holds that call (driver 580 runs log
+#     callbacks inside the failing call, on the caller's thread), while
+#     failing calls on another thread return, each with its message. Both
+#     must exit 0 with the same lines; natively, exit 124 (the timeout)
+#     would mean the driver holds other threads' calls while a log callback
+#     runs, and blocked_call_waits failing that it runs callbacks elsewhere.
+#  3. --host-func, natively and through vgpu: a message arrives while a host
+#     function launched from another thread runs and waits for the failing
+#     call to return (through vgpu that host function runs on the client's
+#     callback thread, which the message must not need). Both must exit 0
+#     with the same lines.
+#  4. --reenter, natively and through vgpu: the code a CUDA call
+#     (cuCtxGetDevice) gets from inside a log function; through vgpu it is
+#     CUDA_SUCCESS, any other native answer (or a hang, exit 124) is a
+#     finding.
 # Run from the repository root on a GPU machine after gpu/stage.sh:
 #   OUT=dir gpu/log_callback_facts.sh
 set -uo pipefail
@@ -33,10 +46,17 @@ vgpu() {
     CU_TEST_INVALID_HANDLES=1 timeout 60 "$WORK/log_callbacks"; echo "exit $?"
     echo "=== invalid handles: vgpu"
     CU_TEST_INVALID_HANDLES=1 vgpu timeout 60 "$WORK/log_callbacks"; echo "exit $?"
-    echo "=== blocked log function: native (124: runs inside the failing call)"
-    timeout 20 "$WORK/log_callbacks" libcuda.so.1 --blocked; echo "exit $?"
-    echo "=== blocked log function: vgpu (must be 0)"
-    vgpu timeout 20 "$WORK/log_callbacks" libcuda.so.1 --blocked; echo "exit $?"
+    for mode in --blocked --host-func --reenter; do
+        echo "=== $mode: native (must be 0)"
+        timeout 60 "$WORK/log_callbacks" libcuda.so.1 "$mode" >"$WORK/native$mode.txt"
+        echo "exit $?"
+        cat "$WORK/native$mode.txt"
+        echo "=== $mode: vgpu (must be 0, the same lines)"
+        vgpu timeout 60 "$WORK/log_callbacks" libcuda.so.1 "$mode" >"$WORK/vgpu$mode.txt"
+        echo "exit $?"
+        cat "$WORK/vgpu$mode.txt"
+        diff "$WORK/native$mode.txt" "$WORK/vgpu$mode.txt" && echo "same lines"
+    done
     echo "=== worker log lines about events"
     grep -i "event" "$OUT/mediator.log" | tail -5
 } 2>&1 | tee "$OUT/log_callback_facts.txt"

@@ -359,12 +359,12 @@ fn c_logs() {
 
 /// Driver log callbacks and async notification registrations through a
 /// real client and mediator: the worker driver's log message of a failed
-/// call reaches the application's function in the client, with its user
-/// data and a non-empty message, and stops once it is unregistered; two
-/// functions both get it; a NULL function, an unknown device and handles
-/// taken back or never given get the simulated device's codes, as straight
-/// on it (`tests/c/log_callbacks.c`, which a GPU machine also runs
-/// natively).
+/// call reaches the application's function in the client before the call
+/// returns (checked at once, without waiting), with its user data and a
+/// non-empty message, and stops once it is unregistered; two functions both
+/// get it; a NULL function, an unknown device and handles taken back or never given
+/// get the simulated device's codes, as straight on it
+/// (`tests/c/log_callbacks.c`, which a GPU machine also runs natively).
 #[test]
 fn c_log_callbacks() {
     let h = Harness::start();
@@ -396,11 +396,11 @@ fn c_log_callbacks() {
     same_as_on_the_sim(&out, &h.run(direct));
 }
 
-/// A log function that blocks never holds up the worker's driver: thousands
-/// of logged failures return while it waits (events past the queue's bound
-/// are dropped), and once it returns the queued messages reach it
-/// (`tests/c/log_callbacks.c --blocked`; CI only, since a driver that runs
-/// log callbacks inside the failing call would wait forever).
+/// A log function that blocks holds up the failing call it runs in, as the
+/// driver runs it inside the call, and nothing else: thousands of failing
+/// calls on another thread return meanwhile, each with its message, so the
+/// worker's other lanes go on (`tests/c/log_callbacks.c --blocked`, also
+/// straight on the simulated device).
 #[test]
 fn c_log_callbacks_blocked() {
     let h = Harness::start();
@@ -408,13 +408,38 @@ fn c_log_callbacks_blocked() {
     let exe = build_c(dir.path(), "log_callbacks");
     let mut cmd = h.command(&exe);
     cmd.args(["libcuda.so.1", "--blocked"]);
-    h.run(cmd)
-        .assert_success()
-        .assert_line("ok blocked_calls_returned")
-        .assert_line("ok blocked_ran")
-        .assert_line("ok blocked_at_most_once_each")
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok blocked_entered")
+        .assert_line("ok blocked_call_waits")
+        .assert_line("ok blocked_others_returned")
+        .assert_line("ok blocked_others_logged")
+        .assert_line("ok blocked_call_returned")
         .assert_line("ok blocked_unregister")
-        .assert_line("9 checks, 0 failed");
+        .assert_line("11 checks, 0 failed");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim).arg("--blocked");
+    same_as_on_the_sim(&out, &h.run(direct));
+}
+
+/// A CUDA call from inside a log function runs, as straight on the
+/// simulated device: the function runs on the failing call's thread once
+/// its lane is free (`tests/c/log_callbacks.c --reenter`).
+#[test]
+fn c_log_callbacks_reenter() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "log_callbacks");
+    let mut cmd = h.command(&exe);
+    cmd.args(["libcuda.so.1", "--reenter"]);
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok reenter_ran")
+        .assert_line("ok reenter_call: CUDA_SUCCESS")
+        .assert_line("8 checks, 0 failed");
+    let mut direct = h.command(&exe);
+    direct.arg(&h.build.sim).arg("--reenter");
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// Host callbacks through a real client and mediator: `cuLaunchHostFunc`

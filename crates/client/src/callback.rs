@@ -15,7 +15,10 @@
 //! registered with `cuLogsRegisterCallback` and
 //! `cuDeviceRegisterAsyncNotification` (`crate::api::notify`), which stay
 //! registered until the application unregisters them. See
-//! `docs/protocol.md`.
+//! `docs/protocol.md`. A log event the driver raised inside a call this
+//! client waited for does not come here: the reply says so, the calling
+//! thread takes it from its lane and runs the function itself before the
+//! call returns ([`run_held`]), as the driver does.
 //!
 //! A callback must not call CUDA (the driver's documented rule): a call from
 //! this thread that needs the session returns `CUDA_ERROR_NOT_PERMITTED`,
@@ -222,6 +225,40 @@ fn serve(s: &'static Session, mut ch: Channel) {
     }
 }
 
+/// Runs, on the calling thread, the events its lane held for one call
+/// (`crate::lane`): each as the callback thread would, in the order the
+/// driver raised them. A function unregistered meanwhile is skipped.
+pub fn run_held(s: &Session, events: &[u8]) {
+    let (split, whole) = split_held(events);
+    for (id, kind, payload) in split {
+        match s.callbacks.get(id) {
+            Some(p) => run_event(p, id, kind, payload.to_vec()),
+            None => crate::log::line(format_args!("event for callback {id} is unknown; skipped")),
+        }
+    }
+    if !whole {
+        crate::log::line(format_args!("held events cut short; the rest skipped"));
+    }
+}
+
+/// One held event: callback id, kind and payload.
+type Held<'a> = (u64, u32, &'a [u8]);
+
+/// The events in `events` (headers as on the channel, each followed by its
+/// payload), and whether they filled it exactly.
+fn split_held(mut events: &[u8]) -> (Vec<Held<'_>>, bool) {
+    let mut out = Vec::new();
+    while let Some((head, rest)) = events.split_first_chunk::<16>() {
+        let (id, kind, len) = decode(head);
+        let Some((payload, rest)) = rest.split_at_checked(len as usize) else {
+            return (out, false);
+        };
+        out.push((id, kind, payload));
+        events = rest;
+    }
+    (out, events.is_empty())
+}
+
 /// A header's callback id, stream status (or event word) and payload
 /// length: zero for a request that waits for an answer, else the length of
 /// the event payload that follows.
@@ -378,6 +415,25 @@ mod tests {
         // The wrong size is skipped.
         run_event(p, 12, EVENT_NOTIFY, vec![0; 8]);
         assert_eq!(*NOTIFIED.lock().expect("lock"), vec![(1, 4096, 0x66, 12)]);
+    }
+
+    #[test]
+    fn held_events_split_in_order_and_a_cut_one_is_refused() {
+        let mut bytes = Vec::new();
+        for (id, kind, payload) in [(4u64, EVENT_LOG, &b"\x02\0\0\0one"[..]), (5, 2, b"")] {
+            bytes.extend_from_slice(&id.to_le_bytes());
+            bytes.extend_from_slice(&kind.to_le_bytes());
+            bytes.extend_from_slice(&u32::try_from(payload.len()).expect("short").to_le_bytes());
+            bytes.extend_from_slice(payload);
+        }
+        let want = vec![(4, EVENT_LOG, &b"\x02\0\0\0one"[..]), (5, 2, &b""[..])];
+        assert_eq!(split_held(&bytes), (want.clone(), true));
+        assert_eq!(
+            split_held(&bytes[..bytes.len() - 1]),
+            (want[..1].to_vec(), false)
+        );
+        assert_eq!(split_held(&bytes[..10]), (vec![], false));
+        assert_eq!(split_held(&[]), (vec![], true));
     }
 
     #[test]

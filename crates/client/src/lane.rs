@@ -27,6 +27,12 @@
 //! earlier posted request. Every other request carries the count of tickets
 //! issued before it, and the worker runs nothing before the posted requests
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
+//!
+//! # Events inside a call
+//!
+//! A reply flagged `reply_flags::EVENTS` means the worker's driver ran log
+//! callbacks inside the call: the thread takes them from its lane and runs
+//! the application's functions before the call returns (`events`).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -46,6 +52,7 @@ use crate::config::{Config, TransportChoice};
 use crate::edge::{CuError, CuResult};
 use crate::runtime::Session;
 
+mod events;
 mod order;
 mod pieces;
 
@@ -282,6 +289,8 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         self.lanes.count(&self.lanes.round_trips, 1);
+        // Log events the driver raised inside the call (`lane::events`).
+        let mut events = None;
         let done = self.on_lane(|lane, _| {
             let meta = lane.meta(op, ctx, self.lanes.fence());
             lane.send(&meta, fixed, blob)
@@ -293,19 +302,27 @@ impl Session {
             }
             let (head, fixed, owned) =
                 receive(&mut lane.io, sink).map_err(|e| self.fail(op.name(), e))?;
-            crate::edge::check(head.status.get())?;
-            if let Some(slot) = fd_out {
-                *slot = Some(
-                    lane.io
-                        .recv_fd()
-                        .map_err(|e| self.fail(op.name(), LaneError::from(e)))?,
-                );
+            let done = crate::edge::check(head.status.get()).and_then(|()| {
+                if let Some(slot) = fd_out {
+                    *slot = Some(
+                        lane.io
+                            .recv_fd()
+                            .map_err(|e| self.fail(op.name(), LaneError::from(e)))?,
+                    );
+                }
+                Ok((fixed, owned))
+            });
+            if head.events() {
+                events = Some(self.take_events(lane, ctx, meta.order));
             }
-            Ok((fixed, owned))
+            done
         });
         // Device printf output the call flushed is in the output files by now.
         if let Some(output) = &self.output {
             output.drain();
+        }
+        if let Some(events) = events {
+            crate::callback::run_held(self, &events);
         }
         done
     }

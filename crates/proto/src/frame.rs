@@ -21,6 +21,15 @@
 //!   most one of them): what the request waits for (below).
 //! - Every other bit is reserved and must be zero.
 //!
+//! # Reply flags ([`reply_flags`])
+//!
+//! - [`reply_flags::EVENTS`]: while the request ran, the worker's driver
+//!   called a log callback on the lane's thread (inside the call, as driver
+//!   580 does); the lane holds those events until the client takes them with
+//!   `TakeEvents` on the same lane, and runs the application's functions
+//!   before the call returns (`docs/protocol.md`, "Events").
+//! - Every other bit, and [`ResponseHead::reserved2`], must be zero.
+//!
 //! # Order ([`RequestHead::order`], [`RequestHead::after`])
 //!
 //! Order numbers are session-wide `u32`s compared with wrap-around
@@ -107,9 +116,20 @@ pub struct ResponseHead {
     pub seq: U32,
     /// Bytes of the fixed part: the op's reply struct on success, else 0.
     pub fixed_len: U16,
-    pub reserved: U16,
+    /// [`reply_flags`] bits.
+    pub flags: U16,
     pub blob_len: U32,
+    /// Zero.
     pub reserved2: U32,
+}
+
+/// Reply flag bits, in [`ResponseHead::flags`].
+pub mod reply_flags {
+    /// The lane holds events raised inside this request (or an earlier one
+    /// whose events were not taken yet), for `TakeEvents`.
+    pub const EVENTS: u16 = 1 << 0;
+    /// Every defined bit.
+    pub const ALL: u16 = EVENTS;
 }
 
 /// A decoded request.
@@ -181,6 +201,8 @@ pub struct RequestMeta {
 pub struct Response {
     pub status: u32,
     pub seq: u32,
+    /// [`reply_flags`] bits.
+    pub flags: u16,
     /// The op's reply struct as bytes, on success.
     pub fixed: Vec<u8>,
     pub blob: Vec<u8>,
@@ -269,13 +291,17 @@ impl RequestHead {
 }
 
 impl ResponseHead {
-    /// Checks magic and bounds.
+    /// Checks magic, flags and bounds.
     pub fn validate(&self) -> Result<(), ProtoError> {
         if self.magic.get() != RESPONSE_MAGIC {
             return Err(ProtoError::BadMagic {
                 found: self.magic.get(),
                 expected: RESPONSE_MAGIC,
             });
+        }
+        let f = self.flags.get();
+        if f & !reply_flags::ALL != 0 || self.reserved2.get() != 0 {
+            return Err(ProtoError::Flags(u32::from(f)));
         }
         check_len("fixed part", usize::from(self.fixed_len.get()), MAX_FIXED)?;
         check_len("blob", self.blob_len.get() as usize, MAX_BLOB)?;
@@ -285,6 +311,12 @@ impl ResponseHead {
     /// Blob length, already bounded by [`ResponseHead::validate`].
     pub fn blob_len(&self) -> usize {
         self.blob_len.get() as usize
+    }
+
+    /// Whether the lane holds events for `TakeEvents`
+    /// ([`reply_flags::EVENTS`]).
+    pub fn events(&self) -> bool {
+        self.flags.get() & reply_flags::EVENTS != 0
     }
 }
 
@@ -443,6 +475,20 @@ pub fn write_response(
     write_all_vectored(w, &[&prefix, blob])
 }
 
+/// Writes one response frame with reply `flags` ([`reply_flags`]).
+pub fn write_response_flagged(
+    w: &mut impl Write,
+    status: u32,
+    seq: u32,
+    flags: u16,
+    fixed: &[u8],
+    blob: &[u8],
+) -> Result<(), ProtoError> {
+    let mut prefix = Vec::new();
+    response_prefix_into(&mut prefix, status, seq, flags, fixed, blob.len())?;
+    write_all_vectored(w, &[&prefix, blob])
+}
+
 /// The head and fixed part of a response whose blob is `blob_len` bytes,
 /// as [`request_prefix`] is for requests.
 pub fn response_prefix(
@@ -452,16 +498,18 @@ pub fn response_prefix(
     blob_len: usize,
 ) -> Result<Vec<u8>, ProtoError> {
     let mut out = Vec::with_capacity(std::mem::size_of::<ResponseHead>() + fixed.len());
-    response_prefix_into(&mut out, status, seq, fixed, blob_len)?;
+    response_prefix_into(&mut out, status, seq, 0, fixed, blob_len)?;
     Ok(out)
 }
 
-/// [`response_prefix`] into `out` (replacing its contents): a lane that
-/// keeps one buffer allocates nothing per reply.
+/// [`response_prefix`] with reply `flags` ([`reply_flags`]) into `out`
+/// (replacing its contents): a lane that keeps one buffer allocates nothing
+/// per reply. Checks the head as the receiver will.
 pub fn response_prefix_into(
     out: &mut Vec<u8>,
     status: u32,
     seq: u32,
+    flags: u16,
     fixed: &[u8],
     blob_len: usize,
 ) -> Result<(), ProtoError> {
@@ -471,10 +519,11 @@ pub fn response_prefix_into(
         status: U32::new(status),
         seq: U32::new(seq),
         fixed_len: U16::new(u16::try_from(fixed_len).expect("bounded by MAX_FIXED")),
-        reserved: U16::new(0),
+        flags: U16::new(flags),
         blob_len: len_u32("blob", blob_len)?,
         reserved2: U32::new(0),
     };
+    head.validate()?;
     out.clear();
     out.extend_from_slice(head.as_bytes());
     out.extend_from_slice(fixed);
@@ -502,6 +551,7 @@ impl Response {
         Ok(Response {
             status: head.status.get(),
             seq: head.seq.get(),
+            flags: head.flags.get(),
             fixed,
             blob,
         })
@@ -510,7 +560,14 @@ impl Response {
     /// Encodes this response as bytes.
     pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
         let mut out = Vec::new();
-        write_response(&mut out, self.status, self.seq, &self.fixed, &self.blob)?;
+        write_response_flagged(
+            &mut out,
+            self.status,
+            self.seq,
+            self.flags,
+            &self.fixed,
+            &self.blob,
+        )?;
         Ok(out)
     }
 }
@@ -637,6 +694,29 @@ mod tests {
     }
 
     #[test]
+    fn reply_flags_are_checked() {
+        let mut out = Vec::new();
+        response_prefix_into(&mut out, 200, 4, reply_flags::EVENTS, &[], 0).expect("a known flag");
+        let (head, _) = read_response_head(&mut &out[..]).expect("reads");
+        assert!(head.events());
+        assert!(
+            response_prefix_into(&mut out, 0, 4, 1 << 3, &[], 0).is_err(),
+            "the sender checks unknown bits"
+        );
+        let mut bad = ResponseHead {
+            magic: U32::new(RESPONSE_MAGIC),
+            flags: U16::new(1 << 3),
+            ..Default::default()
+        };
+        assert!(matches!(bad.validate(), Err(ProtoError::Flags(8))));
+        bad.flags = U16::new(0);
+        bad.reserved2 = U32::new(1);
+        assert!(bad.validate().is_err(), "reserved2 must be zero");
+        bad.reserved2 = U32::new(0);
+        assert!(bad.validate().is_ok() && !bad.events());
+    }
+
+    #[test]
     fn order_wraps() {
         assert!(order_reached(5, 5));
         assert!(order_reached(6, 5));
@@ -668,6 +748,7 @@ mod tests {
         let resp = Response {
             status: 0,
             seq: 9,
+            flags: 0,
             fixed: info.as_bytes().to_vec(),
             blob: b"xy".to_vec(),
         };

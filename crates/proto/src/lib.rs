@@ -36,9 +36,9 @@ pub mod vmm;
 pub use error::ProtoError;
 pub use frame::{
     decode_request_into, flags, order_reached, read_request, read_request_into, read_response_head,
-    request_prefix, request_prefix_into, response_prefix, response_prefix_into, write_request,
-    write_request_meta, write_response, Request, RequestHead, RequestMeta, Response, ResponseHead,
-    REQUEST_MAGIC, RESPONSE_MAGIC,
+    reply_flags, request_prefix, request_prefix_into, response_prefix, response_prefix_into,
+    write_request, write_request_meta, write_response, write_response_flagged, Request,
+    RequestHead, RequestMeta, Response, ResponseHead, REQUEST_MAGIC, RESPONSE_MAGIC,
 };
 pub use generated::*;
 pub use handshake::{

@@ -3,8 +3,9 @@
 //! byte while the decoder must read it back to the same value.
 //!
 //! - `request-<Op>.hex`: a request of every operation in `Op::ALL`;
-//! - `response.hex`, `response-error.hex`: a reply with a fixed part and a blob, and a
-//!   bare error status;
+//! - `response.hex`, `response-error.hex`, `response-events.hex`: a reply
+//!   with a fixed part and a blob, a bare error status, and an error status
+//!   with the events reply flag;
 //! - `hello.hex`: the client's hello with an allowlisted environment;
 //! - `welcome.hex`: the worker's welcome with two device snapshots;
 //! - `schema-hash.txt`: the recorded `SCHEMA_HASH`, so that changing the op
@@ -249,9 +250,15 @@ fn fixtures_follow_the_documented_layout() {
         );
         assert_eq!(u32_at(&b, 36), 0, "{file}: reserved");
     }
-    for file in ["response.hex", "response-error.hex"] {
+    for file in ["response.hex", "response-error.hex", "response-events.hex"] {
         let (_, b) = read_fixture(file);
         assert_eq!(&b[0..4], b"VGRS", "{file}: magic");
+        assert_eq!(
+            u16_at(&b, 14),
+            u16::from(file == "response-events.hex"),
+            "{file}: reply flags"
+        );
+        assert_eq!(u32_at(&b, 20), 0, "{file}: reserved2");
         assert_eq!(u32_at(&b, 0), RESPONSE_MAGIC);
         let fixed = usize::from(u16_at(&b, 12));
         assert_eq!(

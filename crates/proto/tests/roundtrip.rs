@@ -10,7 +10,7 @@ use std::io::{self, IoSlice, Read, Write};
 use common::{arb, encode_hello, encode_welcome, welcome_key};
 use proptest::prelude::*;
 use vgpu_proto::{
-    decode_request_into, read_request, read_response_head, write_request, write_response,
+    decode_request_into, read_request, read_response_head, write_request, write_response_flagged,
     DeviceSnapshot, Hello, Op, ProtoError, Request, RequestHead, Response, ResponseHead, Welcome,
     MAX_BLOB, MAX_DEVICES, MAX_ENV_BYTES, MAX_FIXED,
 };
@@ -114,7 +114,7 @@ proptest! {
         prop_assert_eq!(rest, &resp.blob[..]);
 
         let mut written = Vec::new();
-        write_response(&mut written, resp.status, resp.seq, &resp.fixed, &resp.blob).expect("writes");
+        write_response_flagged(&mut written, resp.status, resp.seq, resp.flags, &resp.fixed, &resp.blob).expect("writes");
         prop_assert_eq!(written, bytes);
     }
 
@@ -208,7 +208,7 @@ proptest! {
     ) {
         let mut w = Choppy::new(Vec::new(), step);
         write_request(&mut w, req.op, req.seq, req.ctx, &req.fixed, &req.blob).expect("writes through EINTR");
-        write_response(&mut w, resp.status, resp.seq, &resp.fixed, &resp.blob).expect("writes through EINTR");
+        write_response_flagged(&mut w, resp.status, resp.seq, resp.flags, &resp.fixed, &resp.blob).expect("writes through EINTR");
         hello.write(&mut w).expect("writes through EINTR");
         welcome.write(&mut w).expect("writes through EINTR");
         let mut whole = Vec::new();

@@ -4,8 +4,10 @@
 //! the number of lines logged before the one it points at.
 //!
 //! Functions registered with `cuLogsRegisterCallback` get each new line
-//! (without its newline) at level `CU_LOG_LEVEL_ERROR`, on the thread of the
-//! failed call, once the simulator's lock is released.
+//! (without its newline) at level `CU_LOG_LEVEL_ERROR` inside the failed
+//! call, on its thread, once the simulator's lock is released and before
+//! the call returns, as driver 580 runs them: a function that blocks holds
+//! the call (`tests/log_callbacks.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{c_char, c_void};

@@ -1087,5 +1087,13 @@ remote_table! {
         /// without (which runs nothing and answers the batch itself).
         decompress: MemBatchDecompress = 633 { stream: handle(Stream), count: u64, flags: u32,
             params: bool, error_index: bool, index: u64 } + blob => { status: u32, error_index: u64 };
+        /// The events the worker's driver raised on this lane's thread inside
+        /// the lane's waited requests (log callbacks run inside the failing
+        /// call): the blob holds them as the callback channel carries them
+        /// (16-byte header, then the payload), oldest first; `dropped` counts
+        /// those past the lane's bound. The lane holds none afterwards. Sent
+        /// by the client when a reply has `reply_flags::EVENTS`, so that the
+        /// application's functions run before the call returns.
+        notify: TakeEvents = 759 {} => { dropped: u32 } + blob (nocontext);
     }
 }

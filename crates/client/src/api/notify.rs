@@ -5,7 +5,9 @@
 //! The worker's driver raises them, so the worker registers a trampoline of
 //! its own that sends each one to this process as an event on the callback
 //! channel (`crate::callback`); the callback thread runs the application's
-//! function with the event's payload. The application's function and user
+//! function with the event's payload. A log message the driver raised inside
+//! a call this thread waited for is run by the calling thread itself before
+//! the call returns, as the driver does (`crate::lane`'s events). The application's function and user
 //! data are kept here under a client-minted id, until it unregisters them;
 //! the handle the application gets is that id, so a handle this process never
 //! gave out (or gave out and took back) is refused here and never reaches

@@ -39,29 +39,42 @@ impl Session {
         let ctx = crate::context::current();
         self.lanes
             .count(&self.lanes.round_trips, pieces.len() as u64);
-        self.on_lane(|lane, _| {
+        let mut events = None;
+        let done = self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
             let mut pieces = pieces.into_iter();
             let mut waiting = std::collections::VecDeque::with_capacity(WINDOW);
             let mut result = Ok(());
             let mut window = 1;
+            // The fence of a request whose reply said the lane holds events.
+            let mut held = None;
             loop {
                 while result.is_ok() && waiting.len() < window {
                     let Some(p) = pieces.next() else { break };
                     let meta = lane.meta(op, ctx, self.lanes.fence());
                     lane.send(&meta, &p.fixed, p.blob).map_err(fail)?;
-                    waiting.push_back(p.sink);
+                    waiting.push_back((p.sink, meta.order));
                 }
-                let Some(sink) = waiting.pop_front() else {
+                let Some((sink, order)) = waiting.pop_front() else {
+                    if let Some(order) = held {
+                        events = Some(self.take_events(lane, ctx, order));
+                    }
                     return result;
                 };
                 let (head, _, _) = super::receive(&mut lane.io, sink).map_err(fail)?;
+                if head.events() {
+                    held = Some(order);
+                }
                 if result.is_ok() {
                     result = crate::edge::check(head.status.get());
                 }
                 window = WINDOW;
             }
-        })
+        });
+        if let Some(events) = events {
+            crate::callback::run_held(self, &events);
+        }
+        done
     }
 
     /// Runs `count` calls of `op` on the calling thread's lane with up to
@@ -85,32 +98,49 @@ impl Session {
         }
         let ctx = crate::context::current();
         self.lanes.count(&self.lanes.round_trips, count as u64);
-        self.on_lane(|lane, _| {
+        let mut events = None;
+        let finished = self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
             let (mut sent, mut answered) = (0, 0);
             let mut result = Ok(());
             let mut limit = 1;
+            // Fences of the requests in flight, and of one whose reply said
+            // the lane holds events.
+            let mut orders = std::collections::VecDeque::new();
+            let mut held = None;
             loop {
                 while result.is_ok() && sent < count && sent - answered < limit {
                     match send(sent) {
                         Ok(fixed) => {
                             let meta = lane.meta(op, ctx, self.lanes.fence());
                             lane.send(&meta, &fixed, &[]).map_err(fail)?;
+                            orders.push_back(meta.order);
                             sent += 1;
                         }
                         Err(e) => result = Err(e),
                     }
                 }
                 if answered == sent {
+                    if let Some(order) = held {
+                        events = Some(self.take_events(lane, ctx, order));
+                    }
                     return result;
                 }
                 let (head, _, _) = super::receive(&mut lane.io, None).map_err(fail)?;
+                let order = orders.pop_front();
+                if head.events() {
+                    held = order;
+                }
                 if result.is_ok() {
                     result = crate::edge::check(head.status.get()).and_then(|()| done(answered));
                 }
                 answered += 1;
                 limit = window.max(1);
             }
-        })
+        });
+        if let Some(events) = events {
+            crate::callback::run_held(self, &events);
+        }
+        finished
     }
 }

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vgpu_proto::{
-    decode_request_into, lane_kind, open_lane, read_request_into, response_prefix_into,
-    write_response, ProtoError, Request,
+    decode_request_into, lane_kind, open_lane, read_request_into, reply_flags,
+    response_prefix_into, write_response, ProtoError, Request,
 };
 use vgpu_transport::{Channel, FrameLane, Incoming, TransportError, WaitPolicy};
 use zerocopy::little_endian::U16;
@@ -41,6 +41,7 @@ use zerocopy::IntoBytes;
 
 use super::calls::Reply;
 use super::exec;
+use super::notify;
 use super::order::{LaneView, Ticket};
 use super::status;
 use super::Session;
@@ -168,7 +169,7 @@ fn serve(s: &Session, mut io: FrameLane) {
             }
             continue;
         }
-        let (st, reply) = match deferred {
+        let ((st, reply), events) = match deferred {
             Some(st) if req.synchronizes() => {
                 deferred = None;
                 tracing::debug!(
@@ -176,17 +177,20 @@ fn serve(s: &Session, mut io: FrameLane) {
                     status = st.0,
                     "reporting a posted call's failure"
                 );
-                (st, Reply::default())
+                ((st, Reply::default()), false)
             }
-            _ => match lane.execute(s, &req) {
+            // Log callbacks the driver runs inside the call are held for
+            // the client, which runs them before the call returns.
+            _ => notify::catching(|| match lane.execute(s, &req) {
                 Ok(reply) => (status::SUCCESS, reply),
                 Err(st) => {
                     tracing::debug!(op = req.op.name(), status = st.0, "call failed");
                     (st, Reply::default())
                 }
-            },
+            }),
         };
-        if let Err(e) = send_reply(&mut io, &mut prefix, s, st, req.seq, &reply) {
+        let flags = if events { reply_flags::EVENTS } else { 0 };
+        if let Err(e) = send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply) {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
@@ -209,16 +213,17 @@ fn next(io: &mut FrameLane, s: &Session, req: &mut Request) -> Result<bool, Prot
     }
 }
 
-/// Sends the reply to request `seq`, then its descriptor, if any.
+/// Sends the reply to request `seq` with its status and reply flags, then
+/// its descriptor, if any.
 fn send_reply(
     io: &mut FrameLane,
     prefix: &mut Vec<u8>,
     s: &Session,
-    st: Status,
+    (st, flags): (Status, u16),
     seq: u32,
     reply: &Reply,
 ) -> Result<(), MediatorError> {
-    response_prefix_into(prefix, st.0, seq, &reply.fixed, reply.blob.len())?;
+    response_prefix_into(prefix, st.0, seq, flags, &reply.fixed, reply.blob.len())?;
     io.send(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
     if let Some(fd) = &reply.fd {
         io.send_fd(fd.as_fd())?;

@@ -13,6 +13,20 @@
 //! registration, writes queued events on the channel in order; the client
 //! runs the application's function and sends no answer.
 //!
+//! # Events inside a waited call
+//!
+//! Driver 580 calls a log callback inside the failing call, on the calling
+//! thread, before the call returns. A trampoline that runs on a lane's
+//! thread while the lane runs a request the client waits for
+//! ([`catching`]) therefore holds its event in the lane thread instead of
+//! queueing it; the reply carries `reply_flags::EVENTS`, and the client
+//! takes the held events with `TakeEvents` on the same lane
+//! ([`take_events`]) and runs the application's functions on the calling
+//! thread before the call returns, as natively. Nothing then depends on the
+//! callback channel or its thread (which may be running a host function),
+//! and a client that never takes them only keeps its own lane's bounded
+//! store full. Posted requests and the driver's own threads use the queue.
+//!
 //! # Bounds
 //! At most [`MAX_QUEUED`] events or [`MAX_QUEUED_BYTES`] bytes wait; an
 //! event past either is dropped and counted, and the count is logged when
@@ -26,6 +40,7 @@
 //! registration, so registering in a loop never grows the worker, and a
 //! trampoline the driver might still be running never reads freed memory.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_void};
 use std::ptr;
@@ -35,7 +50,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use vgpu_abi::types::{
     CUasyncCallbackHandle, CUasyncNotificationInfo, CUdevice, CUlogLevel, CUlogsCallbackHandle,
 };
-use vgpu_proto::{async_notification, logs_callback, Request};
+use vgpu_proto::{async_notification, logs_callback, take_events, Request};
+use zerocopy::little_endian::U32;
 
 use super::callback::Callbacks;
 use super::calls::{message, ok, Reply};
@@ -115,20 +131,16 @@ impl Events {
     /// Queues one event, or drops and counts it when the queue is full.
     /// Never blocks beyond the queue's own short lock.
     fn push(&self, id: u64, kind: u32, payload: &[u8]) {
-        let Ok(len) = u32::try_from(payload.len()) else {
-            return;
-        };
         let mut q = lock(&self.queue);
         if q.events.len() >= MAX_QUEUED || q.bytes + payload.len() > MAX_QUEUED_BYTES {
             q.dropped += 1;
             return;
         }
         let mut ev = Vec::with_capacity(16 + payload.len());
-        ev.extend_from_slice(&id.to_le_bytes());
-        ev.extend_from_slice(&kind.to_le_bytes());
-        ev.extend_from_slice(&len.to_le_bytes());
-        ev.extend_from_slice(payload);
-        q.bytes += ev.len() - 16;
+        if !encode(&mut ev, id, kind, payload) {
+            return;
+        }
+        q.bytes += payload.len();
         q.events.push_back(ev);
         drop(q);
         self.ready.notify_one();
@@ -163,6 +175,115 @@ impl Events {
             t.id.store(0, Ordering::SeqCst);
         }
     }
+}
+
+/// Appends one event to `out`: the 16-byte header (id, kind, payload
+/// length), then the payload. `false` (nothing appended) for a payload
+/// whose length does not fit the header.
+fn encode(out: &mut Vec<u8>, id: u64, kind: u32, payload: &[u8]) -> bool {
+    let Ok(len) = u32::try_from(payload.len()) else {
+        return false;
+    };
+    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(payload);
+    true
+}
+
+/// Events a lane's thread holds for the client: raised inside its waited
+/// requests, until `TakeEvents`. Bounded as the queue is.
+#[derive(Debug)]
+struct Held {
+    /// Encoded events, oldest first.
+    bytes: Vec<u8>,
+    count: usize,
+    payload: usize,
+    /// Events past the bound since the last `TakeEvents`.
+    dropped: u32,
+}
+
+thread_local! {
+    /// The lane runs a request its client waits for.
+    static CATCHING: Cell<bool> = const { Cell::new(false) };
+    /// This thread holds events (or dropped some) not yet taken.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+    static HELD: RefCell<Held> = const {
+        RefCell::new(Held {
+            bytes: Vec::new(),
+            count: 0,
+            payload: 0,
+            dropped: 0,
+        })
+    };
+}
+
+/// Runs `f` (a lane running a request its client waits for) so that the
+/// events the driver raises on this thread meanwhile are held for the
+/// client ([`take_events`]) instead of queued. Returns `f`'s result and
+/// whether this thread now holds events (or dropped some) to take. Costs
+/// three thread-local flag accesses when nothing is raised.
+pub fn catching<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    CATCHING.set(true);
+    let r = f();
+    CATCHING.set(false);
+    (r, HOLDING.get())
+}
+
+/// Holds an event on this thread if it is catching; `false` if it is not
+/// (the event is for the queue).
+fn hold(id: u64, kind: u32, payload: &[u8]) -> bool {
+    if !CATCHING.get() {
+        return false;
+    }
+    HELD.try_with(|h| {
+        let Ok(mut h) = h.try_borrow_mut() else {
+            return false;
+        };
+        if h.count >= MAX_QUEUED || h.payload + payload.len() > MAX_QUEUED_BYTES {
+            h.dropped = h.dropped.saturating_add(1);
+        } else if encode(&mut h.bytes, id, kind, payload) {
+            h.count += 1;
+            h.payload += payload.len();
+        }
+        HOLDING.set(true);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// The events this thread holds, encoded, and the count of those dropped;
+/// it holds none afterwards.
+fn take_held() -> (Vec<u8>, u32) {
+    HOLDING.set(false);
+    HELD.try_with(|h| {
+        let mut h = h.try_borrow_mut().ok()?;
+        let bytes = std::mem::take(&mut h.bytes);
+        let dropped = std::mem::take(&mut h.dropped);
+        h.count = 0;
+        h.payload = 0;
+        Some((bytes, dropped))
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+/// `TakeEvents`: the events this lane's thread holds, and how many were
+/// dropped; it holds none afterwards.
+pub fn take_events(_: &mut Lane, _: &Session, req: &Request) -> Result<Reply, Status> {
+    let _: &take_events::Request = message(req)?;
+    let (bytes, dropped) = take_held();
+    if dropped > 0 {
+        tracing::warn!(
+            dropped,
+            "events of waited calls past the lane's bound: dropped"
+        );
+    }
+    let reply = take_events::Reply {
+        dropped: U32::new(dropped),
+    };
+    Ok(Reply::new(&reply, bytes))
 }
 
 /// Starts the sender thread once.
@@ -222,7 +343,10 @@ unsafe fn raise(data: *mut c_void, kind: u32, payload: &[u8]) {
     // SAFETY: the caller's contract: tickets are never freed.
     let t = unsafe { &*data.cast::<Ticket>() };
     let id = t.id.load(Ordering::SeqCst);
-    if let (true, Some(c)) = (id != 0, t.callbacks.upgrade()) {
+    if id == 0 || hold(id, kind, payload) {
+        return;
+    }
+    if let Some(c) = t.callbacks.upgrade() {
         c.notify.push(id, kind, payload);
     }
 }
@@ -409,6 +533,46 @@ fn remove(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_inside_a_waited_request_are_held_for_the_lane_until_taken() {
+        let c = Arc::new(Callbacks::default());
+        let t = c.notify.ticket(&c, 9) as *mut c_void;
+        let ((), held) = catching(|| {
+            // SAFETY: `t` is a ticket of `c`, kept as long as `c`.
+            unsafe { raise(t, EVENT_LOG, b"\x02\0\0\0bad image") };
+        });
+        assert!(held, "the reply says the lane holds events");
+        assert!(lock(&c.notify.queue).events.is_empty(), "nothing queued");
+        // Outside a waited request (a posted one), events are queued.
+        // SAFETY: as above.
+        unsafe { raise(t, EVENT_LOG, b"\x02\0\0\0later") };
+        assert_eq!(lock(&c.notify.queue).events.len(), 1);
+        let ((), held) = catching(|| ());
+        assert!(held, "still held: not taken yet");
+        let (bytes, dropped) = take_held();
+        let mut want = Vec::new();
+        assert!(encode(&mut want, 9, EVENT_LOG, b"\x02\0\0\0bad image"));
+        assert_eq!((bytes, dropped), (want, 0));
+        let ((), held) = catching(|| ());
+        assert!(!held, "taken: nothing held");
+    }
+
+    #[test]
+    fn a_lane_holds_a_bounded_number_of_events_and_counts_the_rest() {
+        let c = Arc::new(Callbacks::default());
+        let t = c.notify.ticket(&c, 4) as *mut c_void;
+        let ((), held) = catching(|| {
+            for _ in 0..MAX_QUEUED + 3 {
+                // SAFETY: `t` is a ticket of `c`, kept as long as `c`.
+                unsafe { raise(t, EVENT_LOG, b"\x02\0\0\0x") };
+            }
+        });
+        assert!(held);
+        assert!(lock(&c.notify.queue).events.is_empty());
+        let (bytes, dropped) = take_held();
+        assert_eq!((bytes.len(), dropped), (MAX_QUEUED * 21, 3));
+    }
 
     #[test]
     fn events_carry_a_header_and_a_full_queue_drops_and_counts() {

@@ -1007,6 +1007,14 @@ pub enum Op {
     MemcpyPeerAsync = 757,
     /// `cuMemcpyPeerAsync_ptsz`.
     MemcpyPeerAsync_ptsz = 758,
+    /// The events the worker's driver raised on this lane's thread inside
+    /// the lane's waited requests (log callbacks run inside the failing
+    /// call): the blob holds them as the callback channel carries them
+    /// (16-byte header, then the payload), oldest first; `dropped` counts
+    /// those past the lane's bound. The lane holds none afterwards. Sent
+    /// by the client when a reply has `reply_flags::EVENTS`, so that the
+    /// application's functions run before the call returns.
+    TakeEvents = 759,
     /// `cuTexRefCreate`.
     TexRefCreate = 760,
     /// `cuTexRefDestroy`.
@@ -1493,6 +1501,7 @@ impl Op {
         Op::MemcpyPeer_ptds,
         Op::MemcpyPeerAsync,
         Op::MemcpyPeerAsync_ptsz,
+        Op::TakeEvents,
         Op::TexRefCreate,
         Op::TexRefDestroy,
         Op::TexRefSetArray,
@@ -1919,6 +1928,7 @@ impl Op {
             Op::MemcpyPeer_ptds => "MemcpyPeer_ptds",
             Op::MemcpyPeerAsync => "MemcpyPeerAsync",
             Op::MemcpyPeerAsync_ptsz => "MemcpyPeerAsync_ptsz",
+            Op::TakeEvents => "TakeEvents",
             Op::TexRefCreate => "TexRefCreate",
             Op::TexRefDestroy => "TexRefDestroy",
             Op::TexRefSetArray => "TexRefSetArray",
@@ -2342,6 +2352,7 @@ impl Op {
             Op::MemcpyPeer_ptds => false,
             Op::MemcpyPeerAsync => true,
             Op::MemcpyPeerAsync_ptsz => true,
+            Op::TakeEvents => false,
             Op::TexRefCreate => false,
             Op::TexRefDestroy => false,
             Op::TexRefSetArray => false,
@@ -2765,6 +2776,7 @@ impl Op {
             Op::MemcpyPeer_ptds => true,
             Op::MemcpyPeerAsync => true,
             Op::MemcpyPeerAsync_ptsz => true,
+            Op::TakeEvents => false,
             Op::TexRefCreate => true,
             Op::TexRefDestroy => true,
             Op::TexRefSetArray => true,
@@ -3188,6 +3200,7 @@ impl Op {
             Op::MemcpyPeer_ptds => false,
             Op::MemcpyPeerAsync => false,
             Op::MemcpyPeerAsync_ptsz => false,
+            Op::TakeEvents => false,
             Op::TexRefCreate => false,
             Op::TexRefDestroy => false,
             Op::TexRefSetArray => false,
@@ -3611,6 +3624,7 @@ impl Op {
             Op::MemcpyPeer_ptds => false,
             Op::MemcpyPeerAsync => false,
             Op::MemcpyPeerAsync_ptsz => false,
+            Op::TakeEvents => false,
             Op::TexRefCreate => false,
             Op::TexRefDestroy => false,
             Op::TexRefSetArray => false,
@@ -4176,6 +4190,7 @@ impl Op {
             Op::MemcpyPeer_ptds => core::mem::size_of::<memcpy_peer_ptds::Request>(),
             Op::MemcpyPeerAsync => core::mem::size_of::<memcpy_peer_async::Request>(),
             Op::MemcpyPeerAsync_ptsz => core::mem::size_of::<memcpy_peer_async_ptsz::Request>(),
+            Op::TakeEvents => core::mem::size_of::<take_events::Request>(),
             Op::TexRefCreate => core::mem::size_of::<tex_ref_create::Request>(),
             Op::TexRefDestroy => core::mem::size_of::<tex_ref_destroy::Request>(),
             Op::TexRefSetArray => core::mem::size_of::<tex_ref_set_array::Request>(),
@@ -4739,6 +4754,7 @@ impl Op {
             Op::MemcpyPeer_ptds => core::mem::size_of::<memcpy_peer_ptds::Reply>(),
             Op::MemcpyPeerAsync => core::mem::size_of::<memcpy_peer_async::Reply>(),
             Op::MemcpyPeerAsync_ptsz => core::mem::size_of::<memcpy_peer_async_ptsz::Reply>(),
+            Op::TakeEvents => core::mem::size_of::<take_events::Reply>(),
             Op::TexRefCreate => core::mem::size_of::<tex_ref_create::Reply>(),
             Op::TexRefDestroy => core::mem::size_of::<tex_ref_destroy::Reply>(),
             Op::TexRefSetArray => core::mem::size_of::<tex_ref_set_array::Reply>(),
@@ -5628,6 +5644,7 @@ impl Op {
             Op::MemcpyPeerAsync_ptsz => {
                 message::check::<memcpy_peer_async_ptsz::Request>(fixed, blob_len)
             }
+            Op::TakeEvents => message::check::<take_events::Request>(fixed, blob_len),
             Op::TexRefCreate => message::check::<tex_ref_create::Request>(fixed, blob_len),
             Op::TexRefDestroy => message::check::<tex_ref_destroy::Request>(fixed, blob_len),
             Op::TexRefSetArray => message::check::<tex_ref_set_array::Request>(fixed, blob_len),
@@ -6426,6 +6443,7 @@ impl Op {
             Op::MemcpyPeerAsync_ptsz => {
                 message::check::<memcpy_peer_async_ptsz::Reply>(fixed, blob_len)
             }
+            Op::TakeEvents => message::check::<take_events::Reply>(fixed, blob_len),
             Op::TexRefCreate => message::check::<tex_ref_create::Reply>(fixed, blob_len),
             Op::TexRefDestroy => message::check::<tex_ref_destroy::Reply>(fixed, blob_len),
             Op::TexRefSetArray => message::check::<tex_ref_set_array::Reply>(fixed, blob_len),
@@ -6907,6 +6925,7 @@ impl TryFrom<u16> for Op {
             756 => Ok(Op::MemcpyPeer_ptds),
             757 => Ok(Op::MemcpyPeerAsync),
             758 => Ok(Op::MemcpyPeerAsync_ptsz),
+            759 => Ok(Op::TakeEvents),
             760 => Ok(Op::TexRefCreate),
             761 => Ok(Op::TexRefDestroy),
             762 => Ok(Op::TexRefSetArray),
@@ -7332,6 +7351,7 @@ pub const SCHEMA: &str = concat!(
     "756 MemcpyPeer_ptds {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64} => {} sync\n",
     "757 MemcpyPeerAsync {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64,hstream:handle(Stream)} => {} posted\n",
     "758 MemcpyPeerAsync_ptsz {dst_device:devptr,dst_context:handle(Context),src_device:devptr,src_context:handle(Context),byte_count:u64,hstream:handle(Stream)} => {} posted\n",
+    "759 TakeEvents {} => {dropped:u32}+blob nocontext\n",
     "760 TexRefCreate {} => {ptex_ref:handle(TexRef)}\n",
     "761 TexRefDestroy {htex_ref:handle(TexRef)} => {}\n",
     "762 TexRefSetArray {htex_ref:handle(TexRef),harray:handle(Array),flags:u32} => {}\n",
@@ -22846,6 +22866,45 @@ pub mod memcpy_peer_async_ptsz {
         const OP: Op = Op::MemcpyPeerAsync_ptsz;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation TakeEvents: wire id 759.
+pub mod take_events {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {}
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub dropped: U32,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::TakeEvents;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::TakeEvents;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

@@ -84,12 +84,18 @@ pub fn response() -> impl Strategy<Value = Response> {
     (
         any::<u32>(),
         any::<u32>(),
+        any::<bool>(),
         vec(any::<u8>(), 0..=MAX_FIXED),
         vec(any::<u8>(), 0..=BLOB),
     )
-        .prop_map(|(status, seq, fixed, blob)| Response {
+        .prop_map(|(status, seq, events, fixed, blob)| Response {
             status,
             seq,
+            flags: if events {
+                vgpu_proto::reply_flags::EVENTS
+            } else {
+                0
+            },
             fixed,
             blob,
         })

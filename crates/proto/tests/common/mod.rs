@@ -1247,6 +1247,8 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
             none(),
         ),
         // register a log callback as the client's callback 3
+        // take the events a lane holds
+        Op::TakeEvents => (b(vgpu_proto::take_events::Request {}), none()),
         Op::LogsCallback => (
             b(vgpu_proto::logs_callback::Request {
                 id: u(3),
@@ -1382,6 +1384,7 @@ pub fn sample_response() -> Response {
     Response {
         status: 0,
         seq: 0x100 + u32::from(Op::ModuleGetFunction as u16),
+        flags: 0,
         fixed: vgpu_proto::module_get_function::Reply {
             params: U32::new(4),
         }
@@ -1396,6 +1399,19 @@ pub fn sample_error_response() -> Response {
     Response {
         status: 2,
         seq: 0x100 + u32::from(Op::MemAlloc as u16),
+        flags: 0,
+        fixed: vec![],
+        blob: vec![],
+    }
+}
+
+/// A failed `ModuleLoadData` (`CUDA_ERROR_INVALID_IMAGE`) whose driver
+/// logged on the lane's thread: the lane holds events for `TakeEvents`.
+pub fn sample_events_response() -> Response {
+    Response {
+        status: 200,
+        seq: 0x100 + u32::from(Op::ModuleLoadData as u16),
+        flags: vgpu_proto::reply_flags::EVENTS,
         fixed: vec![],
         blob: vec![],
     }
@@ -1718,9 +1734,10 @@ fn response_fixture(file: &str, what: &str, resp: Response) -> Fixture {
     let comment = vec![
         format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: Response, {what}"),
         format!(
-            "status={} seq={:#x} fixed={}",
+            "status={} seq={:#x} flags={:#x} fixed={}",
             resp.status,
             resp.seq,
+            resp.flags,
             hexes(&resp.fixed)
         ),
         blob_note(&resp.blob),
@@ -1811,7 +1828,7 @@ fn welcome_fixture() -> Fixture {
     )
 }
 
-/// Every golden fixture: one per op's request, two responses, the hello and
+/// Every golden fixture: one per op's request, three responses, the hello and
 /// the welcome.
 pub fn fixtures() -> Vec<Fixture> {
     let mut all: Vec<Fixture> = Op::ALL.iter().map(|&op| request_fixture(op)).collect();
@@ -1824,6 +1841,11 @@ pub fn fixtures() -> Vec<Fixture> {
         "response-error.hex",
         "error status, no fixed part, no blob (failed MemAlloc)",
         sample_error_response(),
+    ));
+    all.push(response_fixture(
+        "response-events.hex",
+        "error status, events flag (failed ModuleLoadData that logged)",
+        sample_events_response(),
     ));
     all.push(hello_fixture());
     all.push(welcome_fixture());
@@ -1973,6 +1995,10 @@ fn response_seeds() -> Vec<Named> {
             "ok-error-status".into(),
             sample_error_response().encode().expect("encodes"),
         ),
+        (
+            "ok-events-flag".into(),
+            sample_events_response().encode().expect("encodes"),
+        ),
         ("err-empty".into(), vec![]),
         ("err-truncated-head".into(), cut(&ok, 12)),
         (
@@ -1984,6 +2010,14 @@ fn response_seeds() -> Vec<Named> {
         (
             "err-fixed-over-bound".into(),
             patched(ok.clone(), fixed_at, &le16(MAX_FIXED + 1)),
+        ),
+        (
+            "err-unknown-reply-flag".into(),
+            patched(ok.clone(), offset_of!(ResponseHead, flags), &[8, 0]),
+        ),
+        (
+            "err-reserved2".into(),
+            patched(ok.clone(), offset_of!(ResponseHead, reserved2), &le32(1)),
         ),
         (
             "err-blob-over-bound".into(),

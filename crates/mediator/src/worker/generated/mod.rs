@@ -413,6 +413,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::MemcpyPeer_ptds => memcpy_peer_ptds(s, req),
         Op::MemcpyPeerAsync => memcpy_peer_async(s, req),
         Op::MemcpyPeerAsync_ptsz => memcpy_peer_async_ptsz(s, req),
+        Op::TakeEvents => super::notify::take_events(lane, s, req),
         Op::TexRefCreate => tex_ref_create(s, req),
         Op::TexRefDestroy => tex_ref_destroy(s, req),
         Op::TexRefSetArray => tex_ref_set_array(s, req),
