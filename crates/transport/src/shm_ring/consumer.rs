@@ -46,6 +46,11 @@ impl Consumer {
         let head = self.head.get();
         let mut avail = self.tail_cache.get().wrapping_sub(head);
         if avail == 0 {
+            // Load the next record's line with the tail's: when a message
+            // arrives, both lines come over from the producer's core at
+            // once instead of one after the other. The value is not used
+            // (it may be older than the tail); the word is read again below.
+            std::hint::black_box(self.ring.record_word(head)?.load(Ordering::Relaxed));
             let mut tail = self.ring.tail().load(Ordering::Acquire);
             if tail == head {
                 if !self.peer_closed() {
