@@ -6,8 +6,8 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 use super::{
-    record_len, to_usize, Ring, WaitPolicy, OFF_CONSUMER_STATE, OFF_PRODUCER_STATE, PREFETCH_AHEAD,
-    RECORD_HEADER, RELEASE_BATCH, STATE_CLOSED,
+    record_len, tag, to_usize, Ring, WaitPolicy, OFF_CONSUMER_STATE, OFF_PRODUCER_STATE,
+    PREFETCH_AHEAD, RECORD_HEADER, RELEASE_BATCH, STATE_CLOSED,
 };
 use crate::wake;
 use crate::TransportError;
@@ -20,8 +20,6 @@ pub struct Consumer {
     pub(super) head: Cell<u64>,
     /// The last `head` stored to the shared copy (publishing is batched).
     pub(super) published: Cell<u64>,
-    /// Last `tail` read from the peer (checked), to skip re-reading its line.
-    pub(super) tail_cache: Cell<u64>,
 }
 
 impl Consumer {
@@ -30,7 +28,7 @@ impl Consumer {
         self.ring.capacity()
     }
 
-    /// Largest message: `capacity - 8`.
+    /// Largest message: `capacity - 16`.
     pub fn max_message(&self) -> usize {
         self.ring.max_message()
     }
@@ -41,68 +39,61 @@ impl Consumer {
     }
 
     /// The oldest record: (its counter, payload length, record length), or
-    /// `None` when the ring is empty. Checks everything read from the peer.
+    /// `None` when the ring is empty, having published `head` first.
+    /// Checks everything read from the peer.
     fn next_record(&self) -> Result<Option<(u64, usize, u64)>, TransportError> {
         let head = self.head.get();
-        let mut avail = self.tail_cache.get().wrapping_sub(head);
-        if avail == 0 {
-            // Load the next record's line with the tail's: when a message
-            // arrives, both lines come over from the producer's core at
-            // once instead of one after the other. The value is not used
-            // (it may be older than the tail); the word is read again below.
-            std::hint::black_box(self.ring.record_word(head)?.load(Ordering::Relaxed));
-            let mut tail = self.ring.tail().load(Ordering::Acquire);
-            if tail == head {
-                if !self.peer_closed() {
-                    return Ok(None);
-                }
-                // Everything published before the close is visible now.
-                tail = self.ring.tail().load(Ordering::Acquire);
-                if tail == head {
-                    return Err(TransportError::PeerGone);
-                }
+        if self.ring.record_word(head)?.load(Ordering::Acquire) != tag(head) {
+            // Nothing yet: whatever was taken becomes space for the producer
+            // before this side waits.
+            self.publish()?;
+            if !self.peer_closed() {
+                return Ok(None);
             }
-            avail = tail.wrapping_sub(head);
-            if avail > self.ring.cap() || !avail.is_multiple_of(8) {
-                return Err(TransportError::Corrupt("tail index out of range"));
+            // Everything published before the close is visible now.
+            if self.ring.record_word(head)?.load(Ordering::Acquire) != tag(head) {
+                return Err(TransportError::PeerGone);
             }
-            self.tail_cache.set(tail);
         }
-        let word = self.ring.record_word(head)?.load(Ordering::Relaxed);
-        if word > u64::from(u32::MAX) {
-            return Err(TransportError::Corrupt("record header reserved bits set"));
+        let word = self
+            .ring
+            .record_word(head.wrapping_add(8))?
+            .load(Ordering::Relaxed);
+        if word > self.ring.max_message() as u64 {
+            return Err(TransportError::Corrupt("record length out of range"));
         }
-        let need = record_len(word);
-        if need > avail {
-            return Err(TransportError::Corrupt(
-                "record runs past the published tail",
-            ));
-        }
-        Ok(Some((head, to_usize(word), need)))
+        Ok(Some((head, to_usize(word), record_len(word))))
     }
 
-    /// Prefetches up to [`PREFETCH_AHEAD`] published bytes after the record
-    /// at `head` of record length `need`: the next messages are read sooner.
+    /// Prefetches up to [`PREFETCH_AHEAD`] bytes after the record at `head`
+    /// of record length `need`: the next messages, when more are waiting,
+    /// are read sooner.
     fn prefetch_after(&self, head: u64, need: u64) {
         let next = head.wrapping_add(need);
-        let published = self.tail_cache.get().wrapping_sub(next);
-        self.ring
-            .prefetch(next, next.wrapping_add(published.min(PREFETCH_AHEAD)));
+        self.ring.prefetch(next, next.wrapping_add(PREFETCH_AHEAD));
     }
 
     /// Releases the record at `head` of record length `need`, publishing
-    /// the new `head` when every seen message is taken or a batch of space
-    /// has built up (module docs, "Publish order").
+    /// the new `head` once a batch of space has built up (module docs,
+    /// "Publish order"; the rest is published when the ring is found empty).
     fn release(&self, head: u64, need: u64) -> Result<(), TransportError> {
         let new_head = head.wrapping_add(need);
         self.head.set(new_head);
-        let caught_up = new_head == self.tail_cache.get();
-        let batch = new_head.wrapping_sub(self.published.get()) >= self.ring.cap() / RELEASE_BATCH;
-        if !caught_up && !batch {
+        if new_head.wrapping_sub(self.published.get()) >= self.ring.cap() / RELEASE_BATCH {
+            self.publish()?;
+        }
+        Ok(())
+    }
+
+    /// Stores `head` to the shared copy, if it moved since the last time,
+    /// and wakes the producer if it sleeps for space.
+    fn publish(&self) -> Result<(), TransportError> {
+        let head = self.head.get();
+        if head == self.published.get() {
             return Ok(());
         }
-        self.published.set(new_head);
-        self.ring.head().store(new_head, Ordering::Release);
+        self.published.set(head);
+        self.ring.head().store(head, Ordering::Release);
         wake::notify(&self.ring.space_wake())
     }
 
@@ -115,10 +106,22 @@ impl Consumer {
         &self,
         f: impl FnOnce(&Message<'_>) -> Result<R, TransportError>,
     ) -> Result<Option<R>, TransportError> {
+        self.take_with(true, f)
+    }
+
+    /// [`Consumer::try_pop_with`]; `ahead`: prefetch what follows (more
+    /// messages are likely waiting).
+    fn take_with<R>(
+        &self,
+        ahead: bool,
+        f: impl FnOnce(&Message<'_>) -> Result<R, TransportError>,
+    ) -> Result<Option<R>, TransportError> {
         let Some((head, len, need)) = self.next_record()? else {
             return Ok(None);
         };
-        self.prefetch_after(head, need);
+        if ahead {
+            self.prefetch_after(head, need);
+        }
         let msg = Message {
             ring: &self.ring,
             pos: head.wrapping_add(RECORD_HEADER as u64),
@@ -136,19 +139,19 @@ impl Consumer {
         f: impl FnOnce(&Message<'_>) -> Result<R, TransportError>,
     ) -> Result<R, TransportError> {
         let mut f = Some(f);
-        let mut attempt = || -> Result<Option<R>, TransportError> {
+        let mut attempt = |ahead: bool| -> Result<Option<R>, TransportError> {
             if self.next_record()?.is_none() {
                 return Ok(None);
             }
             let f = f
                 .take()
                 .ok_or(TransportError::Corrupt("message taken twice"))?;
-            self.try_pop_with(f)
+            self.take_with(ahead, f)
         };
-        if let Some(r) = attempt()? {
+        if let Some(r) = attempt(true)? {
             return Ok(r);
         }
-        wake::wait_for(&self.ring.data_wake(), wait, attempt)
+        wake::wait_for(&self.ring.data_wake(), wait, || attempt(false))
     }
 
     /// Takes the oldest message into `buf` (replacing its contents).
@@ -156,10 +159,17 @@ impl Consumer {
     /// the producer closed. [`TransportError::Corrupt`]: the peer broke the
     /// ring.
     pub fn try_pop_into(&self, buf: &mut Vec<u8>) -> Result<bool, TransportError> {
+        self.take_into(buf, true)
+    }
+
+    /// [`Consumer::try_pop_into`]; `ahead` as for [`Consumer::take_with`].
+    fn take_into(&self, buf: &mut Vec<u8>, ahead: bool) -> Result<bool, TransportError> {
         let Some((head, len, need)) = self.next_record()? else {
             return Ok(false);
         };
-        self.prefetch_after(head, need);
+        if ahead {
+            self.prefetch_after(head, need);
+        }
         buf.clear();
         buf.try_reserve(len).map_err(|_| {
             TransportError::Io(std::io::Error::from(std::io::ErrorKind::OutOfMemory))
@@ -179,11 +189,11 @@ impl Consumer {
 
     /// Takes the oldest message into `buf`, waiting as `wait` says.
     pub fn pop_into(&self, buf: &mut Vec<u8>, wait: &WaitPolicy) -> Result<(), TransportError> {
-        if self.try_pop_into(buf)? {
+        if self.take_into(buf, true)? {
             return Ok(());
         }
         wake::wait_for(&self.ring.data_wake(), wait, || {
-            Ok(self.try_pop_into(buf)?.then_some(()))
+            Ok(self.take_into(buf, false)?.then_some(()))
         })
     }
 }

@@ -35,36 +35,49 @@
 //!
 //! # Messages
 //!
-//! A record is an 8-byte header word `len as u64` (upper 32 bits zero), then
-//! `len` payload bytes, then zero to seven padding bytes up to a multiple of 8.
-//! Records are *split*, not wrapped: a record that reaches the end of the
-//! data area continues at its start. The header word never splits (positions
-//! and capacity are multiples of 8); only the payload is copied in up to two
-//! pieces. So no space is wasted on wrap markers, there is no marker state for
-//! a peer to corrupt, and the largest message is `capacity - 8` bytes. Payload
-//! is always copied out, so contiguity would buy nothing.
+//! A record is a 16-byte header, two words: the *tag* `!pos` (the bitwise
+//! complement of the record's own counter `pos`) and `len as u64` (upper 32
+//! bits zero); then `len` payload bytes, then zero to seven padding bytes up
+//! to a multiple of 8. Records are *split*, not wrapped: a record that
+//! reaches the end of the data area continues at its start. Header words
+//! never split (positions and capacity are multiples of 8); the payload is
+//! copied in up to two pieces. So no space is wasted on wrap markers, there
+//! is no marker state for a peer to corrupt, and the largest message is
+//! `capacity - 16` bytes. Payload is always copied out, so contiguity would
+//! buy nothing.
+//!
+//! The tag is how the consumer sees a new record: it polls the tag word at
+//! its `head`, in the record's own cache line, rather than the producer's
+//! `tail` in another line, so a message crosses between the cores in one
+//! line, not two in series. A stale word at that position is from an
+//! earlier lap, whose counter differs by a multiple of the capacity, or a
+//! payload word; neither equals `!head` unless a peer wrote it so (fresh
+//! zero pages never do: `!head` is zero only at the counter `u64::MAX`).
+//! A forged tag can only garble what the consumer copies, as a forged
+//! payload can (see Trust).
 //!
 //! # Publish order
 //!
-//! - Producer: copy the payload, store the header word (Relaxed), then
-//!   `tail.store(Release)`, then [`crate::wake::notify`] the consumer.
-//! - Consumer: `tail.load(Acquire)`, read the header word and payload, then
-//!   `head.store(Release)`, then notify the producer. The consumer publishes
-//!   `head` in batches: when it has taken every message it has seen (its
-//!   cached `tail`), or once [`RELEASE_BATCH`] of the capacity has been taken
-//!   since the last publish. A producer far ahead of its consumer (posted
-//!   kernel launches filling the ring) then finds space in large steps instead
-//!   of one message at a time, so the two cores stop trading the `head` line
-//!   (and the producer sleeps instead of spinning) on every message. Freed
-//!   space is never hidden from a producer for longer than the consumer takes
-//!   to reach the end of what it has seen, and a consumer that waits for data
-//!   has always published everything.
+//! - Producer: copy the payload, store the length word (Relaxed), store the
+//!   tag (Release), then `tail.store(Release)`, then
+//!   [`crate::wake::notify`] the consumer.
+//! - Consumer: load the tag at `head` (Acquire); if it is `!head`, read the
+//!   length word and the payload. The consumer publishes `head`
+//!   (`head.store(Release)`, then notify the producer) in batches: when it
+//!   finds no message (before it waits), or once [`RELEASE_BATCH`] of the
+//!   capacity has been taken since the last publish. A producer far ahead of
+//!   its consumer (posted kernel launches filling the ring) then finds space
+//!   in large steps instead of one message at a time, so the two cores stop
+//!   trading the `head` line (and the producer sleeps instead of spinning)
+//!   on every message. Freed space is never hidden from a producer for
+//!   longer than the consumer takes to reach the end of what was published,
+//!   and a consumer that waits for data has always published everything.
 //! - Producer, when its cached view of `head` shows too little space:
 //!   `head.load(Acquire)`, so the consumer's reads of a slot happen before the
 //!   producer overwrites it.
 //! - Closing (Drop): `state.store(CLOSED, Release)` after the last publish,
 //!   then [`crate::wake::wake_always`]. A consumer that finds the ring empty loads the
-//!   producer's state (Acquire) and, if closed, reloads `tail`: messages
+//!   producer's state (Acquire) and, if closed, loads the tag again: messages
 //!   published before the close are still delivered, then [`PeerGone`].
 //!
 //! # Wake-up protocol
@@ -78,7 +91,7 @@
 //! The peer may be hostile. Each side keeps its own index in private memory
 //! and only *stores* it to the header; the peer's index is read once per use,
 //! into a local, and checked with `if`s (`tail - head <= capacity`, multiple
-//! of 8, record length within the published bytes) before it steers a copy.
+//! of 8, record length at most the largest message) before it steers a copy.
 //! A failed check is [`Corrupt`], never a panic or an out-of-bounds access.
 //! [`Ring::map`] validates magic, version, sizes and the memfd's seals before
 //! it reads anything else, and keeps its own copy of the capacity; the memfd is
@@ -112,15 +125,15 @@ pub use producer::Producer;
 /// `"VGPURING"`, little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"VGPURING");
 /// Layout version; bumped on any change to the header or record format.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes before the data area.
 pub const HEADER_LEN: usize = 4096;
 /// Smallest data area.
 pub const MIN_CAPACITY: usize = 64;
 /// Largest data area.
 pub const MAX_CAPACITY: usize = 1 << 30;
-/// Bytes of a record header.
-pub const RECORD_HEADER: usize = 8;
+/// Bytes of a record header: the tag, then the length.
+pub const RECORD_HEADER: usize = 16;
 /// The consumer publishes `head` at the latest once this fraction
 /// (1/`RELEASE_BATCH`) of the capacity has been taken since it last did
 /// (see "Publish order").
@@ -143,10 +156,10 @@ const _: () = assert!(OFF_END <= HEADER_LEN && HEADER_LEN.is_multiple_of(8));
 
 /// Bytes of a cache line.
 const CACHE_LINE: u64 = 64;
-/// Published bytes past the message being taken that the consumer
-/// prefetches: the next few requests' lines come over from the producer's
-/// core while the caller works on this one (a kernel launch takes
-/// microseconds in the driver).
+/// Bytes past the message being taken that the consumer prefetches when
+/// messages are waiting (the message was there at its first look): the next
+/// few requests' lines come over from the producer's core while the caller
+/// works on this one (a kernel launch takes microseconds in the driver).
 const PREFETCH_AHEAD: u64 = 512;
 
 const STATE_FREE: u32 = 0;
@@ -162,6 +175,11 @@ const _: () = assert!(usize::BITS == 64, "the rings assume a 64-bit target");
 #[allow(clippy::cast_possible_truncation)]
 const fn to_usize(v: u64) -> usize {
     v as usize
+}
+
+/// The tag of a record at counter `pos` (module docs, "Messages").
+const fn tag(pos: u64) -> u64 {
+    !pos
 }
 
 /// Bytes a record of `len` payload bytes takes in the ring.
@@ -312,7 +330,7 @@ impl Ring {
         self.capacity
     }
 
-    /// Largest message this ring carries: `capacity - 8`.
+    /// Largest message this ring carries: `capacity - 16`.
     pub fn max_message(&self) -> usize {
         self.capacity - RECORD_HEADER
     }
@@ -335,13 +353,12 @@ impl Ring {
 
     /// Binds this mapping as the ring's only consumer.
     pub fn into_consumer(self) -> Result<Consumer, TransportError> {
-        let (head, tail) = self.indices()?;
+        let (head, _) = self.indices()?;
         self.claim(OFF_CONSUMER_STATE, "consumer")?;
         Ok(Consumer {
             ring: self,
             head: Cell::new(head),
             published: Cell::new(head),
-            tail_cache: Cell::new(tail),
         })
     }
 
@@ -398,7 +415,7 @@ impl Ring {
         to_usize(pos & (self.cap() - 1))
     }
 
-    /// The record header word at counter `pos`.
+    /// The record header word (tag or length) at counter `pos`.
     fn record_word(&self, pos: u64) -> Result<&AtomicU64, TransportError> {
         let off = self.offset(pos);
         if !off.is_multiple_of(8) {
@@ -569,34 +586,37 @@ mod tests {
     }
 
     #[test]
-    fn head_is_published_in_batches_or_once_caught_up() {
-        // 4096 bytes: a batch is 256 bytes, 16 records of 8 + 8 bytes.
+    fn head_is_published_in_batches_or_once_empty() {
+        // 4096 bytes: a batch is 256 bytes, 8 records of 16 + 16 bytes.
         let (p, c, _) = pair(4096);
         let mut pushed = 0u32;
-        while p.try_push(&[&pushed.to_le_bytes(), &[0; 4]]).expect("push") {
+        while p
+            .try_push(&[&pushed.to_le_bytes(), &[0; 12]])
+            .expect("push")
+        {
             pushed += 1;
         }
-        assert_eq!(pushed, 256, "the ring holds 256 records");
-        let space = |p: &Producer| p.try_push(&[&[7; 8]]).expect("push");
-        for i in 0..15 {
+        assert_eq!(pushed, 128, "the ring holds 128 records");
+        let space = |p: &Producer| p.try_push(&[&[7; 16]]).expect("push");
+        for i in 0..7 {
             assert_eq!(pop(&c).map(|m| m[0]), Some(i));
         }
-        assert!(!space(&p), "15 records taken, not yet published");
-        assert_eq!(pop(&c).map(|m| m[0]), Some(15));
-        assert!(space(&p), "the 16th record completes a batch");
-        for _ in 16..257 {
+        assert!(!space(&p), "7 records taken, not yet published");
+        assert_eq!(pop(&c).map(|m| m[0]), Some(7));
+        assert!(space(&p), "the 8th record completes a batch");
+        for _ in 8..129 {
             assert!(pop(&c).is_some());
         }
         assert_eq!(pop(&c), None);
-        for i in 0..256 {
+        for i in 0..128 {
             assert!(space(&p), "all taken and published: record {i} fits");
         }
         assert!(!space(&p), "full again");
-        for _ in 0..256 {
+        for _ in 0..128 {
             assert!(pop(&c).is_some());
         }
-        // A consumer that takes every message it has seen publishes at
-        // once, short of a batch: three records taken leave the whole ring.
+        // Taken short of a batch: published once the consumer finds the
+        // ring empty (as it does before it waits).
         for _ in 0..3 {
             assert!(space(&p));
         }
@@ -604,7 +624,12 @@ mod tests {
             assert!(pop(&c).is_some());
         }
         assert!(
-            p.try_push(&[&[0; 4088]]).expect("push"),
+            !p.try_push(&[&[0; 4080]]).expect("push"),
+            "not published yet"
+        );
+        assert_eq!(pop(&c), None);
+        assert!(
+            p.try_push(&[&[0; 4080]]).expect("push"),
             "the whole ring is free"
         );
     }
@@ -612,16 +637,20 @@ mod tests {
     #[test]
     fn full_then_space_after_pop() {
         let (p, c, _) = pair(64);
-        // 64 bytes hold four 16-byte records (8 header + 8 payload).
-        for i in 0..4u8 {
-            assert!(p.try_push(&[&[i; 8]]).expect("push"), "record {i}");
+        // 64 bytes hold two 32-byte records (16 header + 16 payload).
+        for i in 0..2u8 {
+            assert!(p.try_push(&[&[i; 16]]).expect("push"), "record {i}");
         }
         assert!(!p.try_push(&[&[9; 1]]).expect("full"));
-        assert_eq!(pop(&c), Some(vec![0; 8]));
-        assert!(p.try_push(&[&[4; 8]]).expect("space again"));
+        assert_eq!(pop(&c), Some(vec![0; 16]));
+        // Taken, and published once the consumer finds nothing more.
+        assert_eq!(pop(&c), Some(vec![1; 16]));
+        assert_eq!(pop(&c), None);
+        assert!(p.try_push(&[&[2; 16]]).expect("space again"));
+        assert!(p.try_push(&[&[3; 16]]).expect("space again"));
         assert!(!p.try_push(&[&[]]).expect("full again"));
-        for i in 1..5u8 {
-            assert_eq!(pop(&c), Some(vec![i; 8]));
+        for i in 2..4u8 {
+            assert_eq!(pop(&c), Some(vec![i; 16]));
         }
         assert_eq!(pop(&c), None);
     }
@@ -644,17 +673,18 @@ mod tests {
     #[test]
     fn max_size_message_fits_exactly_and_one_more_byte_does_not() {
         let (p, c, _) = pair(256);
-        assert_eq!(p.max_message(), 248);
+        assert_eq!(p.max_message(), 240);
         // Move the indices off zero so the big record splits.
         assert!(p.try_push(&[&[1; 20]]).expect("push"));
         assert_eq!(pop(&c), Some(vec![1; 20]));
-        let big: Vec<u8> = (0..248).map(|i| i as u8).collect();
+        assert_eq!(pop(&c), None, "publishes the space");
+        let big: Vec<u8> = (0..240).map(|i| i as u8).collect();
         assert!(p.try_push(&[&big]).expect("max"));
         assert!(!p.try_push(&[]).expect("now full"));
         assert_eq!(pop(&c), Some(big));
-        let e = p.try_push(&[&[0; 200], &[0; 49]]).expect_err("too large");
+        let e = p.try_push(&[&[0; 200], &[0; 41]]).expect_err("too large");
         assert!(
-            matches!(e, TransportError::TooLarge { len: 249, max: 248 }),
+            matches!(e, TransportError::TooLarge { len: 241, max: 240 }),
             "{e}"
         );
     }
@@ -708,7 +738,7 @@ mod tests {
             Err(TransportError::Timeout)
         ));
         assert!(t0.elapsed() >= Duration::from_millis(30));
-        p.push(&[&[0; 56]], &policy).expect("fills the ring");
+        p.push(&[&[0; 48]], &policy).expect("fills the ring");
         assert!(matches!(
             p.push(&[b"x"], &policy),
             Err(TransportError::Timeout)
@@ -733,7 +763,7 @@ mod tests {
         ));
 
         let (p, c, _) = pair(64);
-        p.try_push(&[&[0; 56]]).expect("fill");
+        p.try_push(&[&[0; 48]]).expect("fill");
         let t = std::thread::spawn(move || {
             p.push(
                 &[b"x"],
@@ -784,7 +814,7 @@ mod tests {
     fn map_validates_the_header() {
         let cases: [(usize, u64, &str); 4] = [
             (OFF_MAGIC, 0x1234, "bad magic"),
-            (OFF_VERSION, 2, "unsupported version"),
+            (OFF_VERSION, 1, "unsupported version"),
             (OFF_HEADER_LEN, 8192, "bad header length"),
             (OFF_CAPACITY, 128, "capacity does not match the memfd"),
         ];
@@ -833,12 +863,16 @@ mod tests {
     }
 
     #[test]
-    fn consumer_rejects_a_tail_out_of_range() {
+    fn consumer_ignores_the_tail_index() {
+        // The consumer reads records by their tags; a scribbled `tail`
+        // changes nothing it reads.
         for bad_tail in [72, 12, u64::MAX - 7] {
-            let (_p, c, evil) = pair(64);
+            let (p, c, evil) = pair(64);
             evil.tail().store(bad_tail, Ordering::Release);
-            let mut buf = Vec::new();
-            assert_eq!(corrupt(c.try_pop_into(&mut buf)), "tail index out of range");
+            assert_eq!(pop(&c), None);
+            p.try_push(&[b"ok"]).expect("push");
+            evil.tail().store(bad_tail, Ordering::Release);
+            assert_eq!(pop(&c).as_deref(), Some(&b"ok"[..]));
         }
     }
 
@@ -846,36 +880,33 @@ mod tests {
     fn consumer_rejects_bad_record_headers() {
         let (p, c, evil) = pair(64);
         p.try_push(&[&[7; 8]]).expect("push");
-        // Length past the published bytes.
-        evil.record_word(0)
-            .expect("word")
-            .store(40, Ordering::Relaxed);
         let mut buf = Vec::new();
-        assert_eq!(
-            corrupt(c.try_pop_into(&mut buf)),
-            "record runs past the published tail"
-        );
-        // Reserved upper bits.
-        evil.record_word(0)
-            .expect("word")
-            .store(1 << 40, Ordering::Relaxed);
-        assert_eq!(
-            corrupt(c.try_pop_into(&mut buf)),
-            "record header reserved bits set"
-        );
-        // u32::MAX: would be a huge allocation; refused before allocating.
-        evil.record_word(0)
-            .expect("word")
-            .store(u64::from(u32::MAX), Ordering::Relaxed);
-        assert_eq!(
-            corrupt(c.try_pop_into(&mut buf)),
-            "record runs past the published tail"
-        );
+        // Longer than the largest message (48 bytes here).
+        for bad in [49, u64::from(u32::MAX), 1 << 40] {
+            evil.record_word(8)
+                .expect("word")
+                .store(bad, Ordering::Relaxed);
+            assert_eq!(
+                corrupt(c.try_pop_into(&mut buf)),
+                "record length out of range"
+            );
+        }
         // Repaired, the message comes through.
-        evil.record_word(0)
+        evil.record_word(8)
             .expect("word")
             .store(8, Ordering::Relaxed);
         assert_eq!(pop(&c), Some(vec![7; 8]));
+        // A tag that is not the record's own is no record.
+        p.try_push(&[&[8; 8]]).expect("push");
+        let at: u64 = 24;
+        evil.record_word(at)
+            .expect("word")
+            .store(tag(at.wrapping_sub(64)), Ordering::Relaxed);
+        assert_eq!(pop(&c), None, "a tag of the lap before");
+        evil.record_word(at)
+            .expect("word")
+            .store(tag(at), Ordering::Relaxed);
+        assert_eq!(pop(&c), Some(vec![8; 8]));
     }
 
     #[test]

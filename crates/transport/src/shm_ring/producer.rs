@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use super::{
-    record_len, Ring, WaitPolicy, OFF_CONSUMER_STATE, OFF_PRODUCER_STATE, RECORD_HEADER,
+    record_len, tag, Ring, WaitPolicy, OFF_CONSUMER_STATE, OFF_PRODUCER_STATE, RECORD_HEADER,
     STATE_CLOSED,
 };
 use crate::wake;
@@ -27,7 +27,7 @@ impl Producer {
         self.ring.capacity()
     }
 
-    /// Largest message: `capacity - 8`.
+    /// Largest message: `capacity - 16`.
     pub fn max_message(&self) -> usize {
         self.ring.max_message()
     }
@@ -69,8 +69,11 @@ impl Producer {
             pos = pos.wrapping_add(part.len() as u64);
         }
         self.ring
-            .record_word(tail)?
+            .record_word(tail.wrapping_add(8))?
             .store(len as u64, Ordering::Relaxed);
+        self.ring
+            .record_word(tail)?
+            .store(tag(tail), Ordering::Release);
         let new_tail = tail.wrapping_add(need);
         self.tail.set(new_tail);
         self.ring.tail().store(new_tail, Ordering::Release);
