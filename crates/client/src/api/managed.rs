@@ -136,27 +136,17 @@ pub unsafe fn alloc(dptr: *mut CUdeviceptr, len: usize, flags: c_uint) -> CuResu
     unsafe { write_out(dptr, at) }
 }
 
+/// How managed pages are registered with the worker's driver:
+/// `CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP`.
+const SHARE_FLAGS: c_uint = 0x1 | 0x2;
+
 /// Shared, registered pages of `span` bytes at one address in both
 /// processes, whose device pointer is that address too.
 fn share(s: &Session, span: usize) -> CuResult<u64> {
     // Reserve an address here and ask the worker for the same one; if it
     // has something there, take the worker's choice if it is free here.
-    // SAFETY: a new private reservation at an address of the kernel's choosing.
-    let hole = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            span,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if hole == libc::MAP_FAILED {
-        return Err(CuError::OUT_OF_MEMORY);
-    }
-    const FLAGS: c_uint = 0x1 | 0x2;
-    let shared = match super::host::share_at(s, hole as u64, span, FLAGS, true) {
+    let hole = reserve(None, span).ok_or(CuError::OUT_OF_MEMORY)?;
+    let shared = match super::host::share_at(s, hole as u64, span, SHARE_FLAGS, true) {
         Ok(Some((v, _))) => v,
         other => {
             // SAFETY: the reservation made above, unused.
@@ -164,19 +154,17 @@ fn share(s: &Session, span: usize) -> CuResult<u64> {
             match other {
                 Err(e) => return Err(e),
                 _ => {
-                    super::host::share_at(s, 0, span, FLAGS, false)?
+                    super::host::share_at(s, 0, span, SHARE_FLAGS, false)?
                         .ok_or(CuError::OUT_OF_MEMORY)?
                         .0
                 }
             }
         }
     };
-    if shared.at as u64 == shared.worker && shared.dptr == shared.worker {
-        return Ok(shared.worker);
+    let first = (shared.at as u64, shared.worker, shared.dptr);
+    if let Some(at) = accept(s, shared, span) {
+        return Ok(at);
     }
-    // SAFETY: the mapping `share_at` made here, not yet handed out.
-    unsafe { libc::munmap(shared.at, span) };
-    let _ = super::host::free_shared(s, shared.worker);
     // Both processes place mappings top-down from similar bases, so their
     // first choices can collide: try addresses far below both.
     for _ in 0..FAR_TRIES {
@@ -187,9 +175,52 @@ fn share(s: &Session, span: usize) -> CuResult<u64> {
     crate::log::line(format_args!(
         "cuMemAllocManaged: no address common to this process, the worker and the device \
          ({:#x}, {:#x}, {:#x}) (CUDA_ERROR_OUT_OF_MEMORY)",
-        shared.at as u64, shared.worker, shared.dptr
+        first.0, first.1, first.2
     ));
     Err(CuError::OUT_OF_MEMORY)
+}
+
+/// A new private reservation of `span` bytes: at `at` exactly (never over
+/// a mapping of this process), or where the kernel chooses.
+fn reserve(at: Option<u64>, span: usize) -> Option<*mut c_void> {
+    let (hint, fixed) = match at {
+        Some(at) => (wire::handle::<c_void>(at), libc::MAP_FIXED_NOREPLACE),
+        None => (std::ptr::null_mut(), 0),
+    };
+    // SAFETY: a new private reservation; MAP_FIXED_NOREPLACE fails rather
+    // than replace anything of this process.
+    let hole = unsafe {
+        libc::mmap(
+            hint,
+            span,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | fixed,
+            -1,
+            0,
+        )
+    };
+    if hole == libc::MAP_FAILED {
+        return None;
+    }
+    if at.is_some_and(|at| hole as u64 != at) {
+        // An old kernel took the address as a hint only.
+        // SAFETY: the reservation just made, unused.
+        unsafe { libc::munmap(hole, span) };
+        return None;
+    }
+    Some(hole)
+}
+
+/// The address of `shared` when this process, the worker and the device
+/// see it at one address; otherwise `None`, with the pages given back.
+fn accept(s: &Session, shared: super::host::Shared, span: usize) -> Option<u64> {
+    if shared.at as u64 == shared.worker && shared.dptr == shared.worker {
+        return Some(shared.worker);
+    }
+    // SAFETY: the mapping `share_at` made here, not yet handed out.
+    unsafe { libc::munmap(shared.at, span) };
+    let _ = super::host::free_shared(s, shared.worker);
+    None
 }
 
 /// Random addresses [`share`] tries after the kernels' own choices.
@@ -207,43 +238,16 @@ fn share_far(s: &Session, span: usize) -> CuResult<Option<u64>> {
         .build_hasher()
         .finish();
     let at = (FAR.start + random % (FAR.end - FAR.start)) & !(PAGE - 1);
-    // SAFETY: a new private reservation; MAP_FIXED_NOREPLACE fails rather
-    // than replace anything of this process.
-    let hole = unsafe {
-        libc::mmap(
-            wire::handle::<c_void>(at),
-            span,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE
-                | libc::MAP_ANONYMOUS
-                | libc::MAP_NORESERVE
-                | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
+    let Some(hole) = reserve(Some(at), span) else {
+        return Ok(None);
     };
-    if hole == libc::MAP_FAILED {
-        return Ok(None);
-    }
-    if hole as u64 != at {
-        // An old kernel took the address as a hint only.
-        // SAFETY: the reservation just made, unused.
-        unsafe { libc::munmap(hole, span) };
-        return Ok(None);
-    }
-    const FLAGS: c_uint = 0x1 | 0x2;
-    let Some((shared, _)) = super::host::share_at(s, at, span, FLAGS, true)? else {
+    let Some((shared, _)) = super::host::share_at(s, at, span, SHARE_FLAGS, true)? else {
         // SAFETY: the reservation made above, unused.
         unsafe { libc::munmap(hole, span) };
         return Ok(None);
     };
-    if shared.at as u64 == at && shared.worker == at && shared.dptr == at {
-        return Ok(Some(at));
-    }
-    // SAFETY: the mapping `share_at` made here, not yet handed out.
-    unsafe { libc::munmap(shared.at, span) };
-    let _ = super::host::free_shared(s, shared.worker);
-    Ok(None)
+    // The worker mapped them at `at` exactly, and so did this process.
+    Ok(accept(s, shared, span))
 }
 
 /// `cuMemFree` of a managed allocation; `None` when `dptr` is not one.
