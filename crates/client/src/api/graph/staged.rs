@@ -59,15 +59,22 @@ static STAGED: Mutex<BTreeMap<usize, Given>> = Mutex::new(BTreeMap::new());
 pub unsafe fn graph_destroy(graph: CUgraph) -> CuResult<()> {
     let s = runtime().session()?;
     let given = super::extsem::given_in(s, graph);
-    let r = vgpu_proto::graph_destroy::Request {
-        hgraph: U64::new(graph as usize as u64),
-    };
-    s.request(&r, &[])?;
+    destroy_in_worker(s, graph)?;
     super::extsem::forget(&given);
     super::generic::forget_bodies_in(graph as usize);
     let mut map = STAGED.lock().unwrap_or_else(|e| e.into_inner());
     map.retain(|_, g| g.1 != graph as usize);
     Ok(())
+}
+
+/// Destroys `graph` in the worker, nothing more: [`graph_destroy`]'s own
+/// step, and all the child graphs this module builds need, as they hold no
+/// node the client keeps records of.
+fn destroy_in_worker(s: &Session, graph: CUgraph) -> CuResult<()> {
+    let r = vgpu_proto::graph_destroy::Request {
+        hgraph: U64::new(graph as usize as u64),
+    };
+    s.request(&r, &[]).map(drop)
 }
 
 /// `cuGraphDestroyNode`: a staged node (or the external-semaphore arrays
@@ -254,8 +261,8 @@ pub(super) unsafe fn add(
     let child = unsafe { child_graph(&device_copy, &host, to_device, ctx) }?;
     // SAFETY: as above.
     let added = unsafe { crate::generated::graph_add_child_graph_node(ph, graph, deps, n, child) };
-    // SAFETY: the graph made above; the driver cloned it into the node.
-    let destroyed = unsafe { graph_destroy(child) };
+    // The graph made above; the driver cloned it into the node.
+    let destroyed = destroy_in_worker(s, child);
     added?;
     destroyed?;
     // SAFETY: the node was written to `ph` above.
@@ -282,8 +289,8 @@ unsafe fn child_graph(
     match unsafe { fill(child, device_copy, host, to_device, ctx) } {
         Ok(()) => Ok(child),
         Err(e) => {
-            // SAFETY: the graph made above.
-            let _ = unsafe { graph_destroy(child) };
+            // The graph made above.
+            let _ = runtime().session().and_then(|s| destroy_in_worker(s, child));
             Err(e)
         }
     }
@@ -329,8 +336,8 @@ pub(super) unsafe fn set(
         // SAFETY: handles of this session.
         let set =
             unsafe { crate::generated::graph_exec_child_graph_node_set_params(exec, node, child) };
-        // SAFETY: the graph made above; the driver copied it.
-        let destroyed = unsafe { graph_destroy(child) };
+        // The graph made above; the driver copied it.
+        let destroyed = destroy_in_worker(s, child);
         return set.and(destroyed);
     }
     // SAFETY: live locals; `node` is a staged node of this session.
