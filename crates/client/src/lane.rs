@@ -317,14 +317,21 @@ impl Session {
             }
             done
         });
-        // Device printf output the call flushed is in the output files by now.
+        self.after_waited(events);
+        done
+    }
+
+    /// What follows every call a thread waited for, once its lane is free:
+    /// device `printf` output the call flushed (in the output files by now)
+    /// goes out, then the log callbacks the driver ran inside the call
+    /// (`events`, taken from the lane) run on this thread.
+    pub(crate) fn after_waited(&self, events: Option<Vec<u8>>) {
         if let Some(output) = &self.output {
             output.drain();
         }
         if let Some(events) = events {
             crate::callback::run_held(self, &events);
         }
-        done
     }
 
     /// Sends a call that returns nothing but a status on success

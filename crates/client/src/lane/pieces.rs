@@ -71,9 +71,7 @@ impl Session {
                 window = WINDOW;
             }
         });
-        if let Some(events) = events {
-            crate::callback::run_held(self, &events);
-        }
+        self.after_waited(events);
         done
     }
 
@@ -138,9 +136,7 @@ impl Session {
                 limit = window.max(1);
             }
         });
-        if let Some(events) = events {
-            crate::callback::run_held(self, &events);
-        }
+        self.after_waited(events);
         finished
     }
 }
