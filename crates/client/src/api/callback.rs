@@ -10,7 +10,6 @@
 //! captured graph, run at every launch.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::atomic::Ordering;
 
 use vgpu_abi::types::{CUhostFn, CUstream, CUstreamCallback};
 use vgpu_proto::host_callback;
@@ -57,9 +56,10 @@ pub fn add_callback(
 fn enqueue(sid: u64, p: Pending, status: bool) -> CuResult<()> {
     let s = runtime().session()?;
     let postable = s.objects().stream_ok(current(), sid);
-    // While a capture is open the worker may put the function in a graph as a
-    // host node, which runs at every launch: it stays registered.
-    let id = if s.captures.load(Ordering::SeqCst) > 0 {
+    // On a capturing stream the worker puts the function in a graph as a
+    // host node, which runs at every launch: it stays registered. (Asking
+    // costs a round trip only while some capture is open.)
+    let id = if crate::api::graph::capturing(s, sid)? {
         s.callbacks.register_kept(s, p)?
     } else {
         s.callbacks.register(s, p)?
