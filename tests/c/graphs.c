@@ -104,6 +104,8 @@ static struct {
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
     CUresult (*StreamIsCapturing)(CUstream, int *);
+    CUresult (*StreamAddCallback)(CUstream, void (*)(CUstream, CUresult, void *), void *,
+                                  unsigned int);
     CUresult (*StreamBeginCapture)(CUstream, int);
     CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*ThreadExchangeStreamCaptureMode)(int *);
@@ -178,6 +180,7 @@ static const struct cu_entry entries[] = {
     ENTRY(StreamDestroy, "cuStreamDestroy_v2"),
     ENTRY(StreamSynchronize, "cuStreamSynchronize"),
     ENTRY(StreamIsCapturing, "cuStreamIsCapturing"),
+    ENTRY(StreamAddCallback, "cuStreamAddCallback"),
     ENTRY(StreamBeginCapture, "cuStreamBeginCapture_v2"),
     ENTRY(StreamEndCapture, "cuStreamEndCapture"),
     ENTRY(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode"),
@@ -332,6 +335,14 @@ static void replay(CUgraphExec exec, CUevent done)
 
 /* A synchronous allocation and a synchronization of the capturing stream
  * under global mode; relaxed mode on this thread. */
+/* A stream callback for the capture that must refuse it; counts its runs. */
+static int stream_callback_runs;
+static void count_stream_callback(CUstream s, CUresult status, void *data)
+{
+    (void)s, (void)status, (void)data;
+    stream_callback_runs++;
+}
+
 static void forbidden_calls(void)
 {
     CUgraph graph = (CUgraph)1;
@@ -352,6 +363,17 @@ static void forbidden_calls(void)
     EXPECT("sync_end_invalidated", cu.StreamEndCapture(stream, &graph),
            ERROR_STREAM_CAPTURE_INVALIDATED);
     expect_true("sync_end_no_graph", graph == NULL, "an invalidated capture gave a graph");
+
+    /* cuStreamAddCallback on a capturing stream: the driver's answer. */
+    graph = (CUgraph)1;
+    EXPECT("callback_begin", cu.StreamBeginCapture(stream, CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    EXPECT("callback_capturing_stream",
+           cu.StreamAddCallback(stream, count_stream_callback, NULL, 0),
+           ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT("callback_end_invalidated", cu.StreamEndCapture(stream, &graph),
+           ERROR_STREAM_CAPTURE_INVALIDATED);
+    expect_true("callback_not_run", stream_callback_runs == 0,
+                "a refused stream callback ran");
 
     int mode = CAPTURE_MODE_RELAXED;
     EXPECT("relaxed_exchange", cu.ThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);

@@ -202,16 +202,27 @@ struct Ticket {
 /// `cuLaunchHostFunc` (`status` false) or `cuStreamAddCallback` of a
 /// trampoline that runs the client's callback `id`. On a capturing stream
 /// `cuLaunchHostFunc` becomes a host node of the captured graph, with a
-/// node ticket (the client keeps such a callback registered).
+/// node ticket (the client keeps such a callback registered);
+/// `cuStreamAddCallback` gets the driver's answer the same way.
 pub fn host_callback(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &host_callback::Request = message(req)?;
     let stream = checked(s, &[], r.stream.get())?;
     if capturing(s, stream)? {
-        if r.status != 0 {
-            tracing::warn!("cuStreamAddCallback on a capturing stream: not supported");
-            return Err(status::NOT_SUPPORTED);
-        }
         let p = node_params(s, r.id.get());
+        if r.status != 0 {
+            // The driver's answer (it refuses callbacks during capture); a
+            // node ticket is safe whatever it decides.
+            // SAFETY: as below, with the node trampoline's stream form.
+            ok(unsafe {
+                entry(s.driver.cuStreamAddCallback)?(
+                    stream.cast(),
+                    Some(node_stream_trampoline),
+                    p.userData,
+                    0,
+                )
+            })?;
+            return Ok(Reply::default());
+        }
         // SAFETY: `stream` is a live stream of this session; the node
         // trampoline's ticket is kept until the session ends.
         ok(unsafe { entry(s.driver.cuLaunchHostFunc)?(stream.cast(), p.fn_, p.userData) })?;
@@ -318,6 +329,15 @@ unsafe extern "C" fn node_trampoline(data: *mut c_void) {
     let t = unsafe { &*data.cast::<NodeTicket>() };
     if let Some(c) = t.callbacks.upgrade() {
         c.run(t.id, 0);
+    }
+}
+
+/// [`node_trampoline`] as a `CUstreamCallback`, with the stream's status.
+unsafe extern "C" fn node_stream_trampoline(_: CUstream, st: CUresult, data: *mut c_void) {
+    // SAFETY: as for `node_trampoline`.
+    let t = unsafe { &*data.cast::<NodeTicket>() };
+    if let Some(c) = t.callbacks.upgrade() {
+        c.run(t.id, st.0);
     }
 }
 

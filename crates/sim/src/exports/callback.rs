@@ -67,6 +67,19 @@ fn add_callback(
         );
     }
     enqueue_check(k)?;
+    {
+        // The driver refuses stream callbacks during capture and
+        // invalidates the capture.
+        let sim = state::sim()?;
+        let mut st = sim.lock();
+        if let Some(c) = st.ext.graphs.captures.get_mut(&k) {
+            c.invalidated = true;
+            return err(
+                CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                "cuStreamAddCallback is not permitted on a capturing stream",
+            );
+        }
+    }
     // SAFETY: as for `launch_host_func`; every earlier piece of work succeeded
     // (a failure would have been reported at its enqueue), so the status is
     // `CUDA_SUCCESS`.

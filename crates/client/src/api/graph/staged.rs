@@ -290,7 +290,9 @@ unsafe fn child_graph(
         Ok(()) => Ok(child),
         Err(e) => {
             // The graph made above.
-            let _ = runtime().session().and_then(|s| destroy_in_worker(s, child));
+            let _ = runtime()
+                .session()
+                .and_then(|s| destroy_in_worker(s, child));
             Err(e)
         }
     }
