@@ -346,6 +346,10 @@ impl Tables {
     pub fn insert_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
         let owner = RangeOwner::Alloc { ctx };
         self.ranges.insert(ptr, Range { size, owner });
+        // A new allocation at an address a graph allocated before (the
+        // graph's memory went back to the driver): it is an ordinary one
+        // until a graph claims it again (`graph_allocs`).
+        self.graph_allocs.remove(&ptr);
     }
 
     /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
