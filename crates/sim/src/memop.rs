@@ -30,6 +30,7 @@ const WAIT_NOR: u32 = 3;
 /// `CU_STREAM_WAIT_VALUE_FLUSH`, which may be combined with a condition.
 const WAIT_FLUSH: u32 = 1 << 30;
 /// `CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER`.
+#[cfg(test)]
 const WRITE_NO_MEMORY_BARRIER: u32 = 1;
 
 /// One memory operation.
@@ -53,8 +54,9 @@ fn invalid<T>(why: impl Into<std::borrow::Cow<'static, str>>) -> Res<T> {
 impl MemOp {
     /// A write of `width` (4 or 8) bytes, its flags checked.
     pub(crate) fn write(addr: CUdeviceptr, value: u64, width: usize, flags: u32) -> Res<Self> {
-        // Driver 580 on an H100/H200 refuses NO_MEMORY_BARRIER too.
-        if flags & !WRITE_NO_MEMORY_BARRIER != 0 || flags & WRITE_NO_MEMORY_BARRIER != 0 {
+        // Driver 580 on an H100/H200 refuses NO_MEMORY_BARRIER too: no flag
+        // is valid.
+        if flags != 0 {
             return invalid(format!("write-value flags {flags:#x} are not valid"));
         }
         aligned(addr, width)?;
