@@ -56,7 +56,6 @@ fn invalid_handle_checks(mut cmd: Command) -> Command {
     cmd
 }
 
-/// Compiles `tests/c/<name>.c` into `dir`.
 /// Asserts that a C test printed the same lines through vgpu (`through`) as
 /// straight on the simulated device (`direct`), but for the first line,
 /// which names the library it loaded.
@@ -69,6 +68,7 @@ fn same_as_on_the_sim(through: &common::Output, direct: &common::Output) {
     );
 }
 
+/// Compiles `tests/c/<name>.c` into `dir`.
 fn build_c(dir: &std::path::Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
     let mut cc = Command::new("cc");
@@ -920,6 +920,11 @@ fn c_external_memory() {
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "extmem");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
+    // Every line, the refusals of bad handles included, as straight on the
+    // simulated device.
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
     out.assert_success()
         .assert_line("ok import_external_memory")
         .assert_line("ok buffer_reads_allocation")
@@ -1072,10 +1077,8 @@ fn c_arrays_and_their_copies() {
     // line after the library's name is the same (the worker's checks answer
     // as the driver does).
     let mut direct = invalid_handle_checks(h.command(&exe));
-    direct.arg(common::build().sim);
-    let native = h.run(direct);
-    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(body(&native.stdout), body(&out.stdout), "{native}");
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
 }
 
 /// Stream capture and graphs through vgpu: captured memsets, a copy, an
@@ -1296,6 +1299,11 @@ fn c_multicast_objects() {
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "multicast");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
+    // Every line, the refusals of bad handles included, as straight on the
+    // simulated device.
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
     out.assert_success()
         .assert_line("ok multicast_supported: 0")
         .assert_line("ok granularity_unsupported: CUDA_ERROR_NOT_SUPPORTED")
@@ -1316,6 +1324,11 @@ fn c_green_contexts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let exe = build_c(dir.path(), "green_contexts");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
+    // Every line, the refusals of bad handles included, as straight on the
+    // simulated device.
+    let mut direct = invalid_handle_checks(h.command(&exe));
+    direct.arg(&h.build.sim);
+    same_as_on_the_sim(&out, &h.run(direct));
     out.assert_success()
         .assert_line("ok device_sms: 132 min 8 align 8")
         .assert_line("ok device_resource_bad_type: CUDA_ERROR_INVALID_RESOURCE_TYPE")
