@@ -182,9 +182,7 @@ fn alive(pid: u32) -> bool {
 /// FNV-1a over the handle: names the entry (the entry holds the whole
 /// handle, which is what is compared).
 fn digest(handle: &Handle) -> u64 {
-    handle.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    vgpu_proto::message::fnv(0xcbf2_9ce4_8422_2325, handle)
 }
 
 fn hex(bytes: &[u8]) -> String {

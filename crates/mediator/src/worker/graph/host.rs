@@ -53,12 +53,10 @@ pub fn graph_host_node(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
         }
         _ => return Err(INVALID_VALUE),
     }
-    let id = match node.is_null() {
-        true => 0,
-        false => s
-            .tables()
-            .id_of(HandleKind::GraphNode, node as usize, req.ctx),
-    };
+    // A set call leaves `node` NULL, whose id is 0.
+    let id = s
+        .tables()
+        .id_of(HandleKind::GraphNode, node as usize, req.ctx);
     Ok(Reply::new(
         &graph_host_node::Reply { node: U64::new(id) },
         Vec::new(),
