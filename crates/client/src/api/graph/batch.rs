@@ -52,11 +52,8 @@ pub unsafe fn batch_mem_op_node(
     if c.count > 0 {
         non_null(c.paramArray)?;
     }
-    for i in 0..c.count as usize {
-        // SAFETY: `count` readable operations by the contract.
-        let op = unsafe { c.paramArray.add(i).cast::<[u8; OP]>().read_unaligned() };
-        blob.extend_from_slice(&op);
-    }
+    // SAFETY: `count` readable operations by the contract.
+    unsafe { crate::api::memop::append_ops(&mut blob, c.paramArray, c.count as usize) };
     let r = graph_batch_mem_op_node::Request {
         what,
         graph: U64::new(graph as usize as u64),
