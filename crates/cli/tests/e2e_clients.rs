@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::Harness;
+use common::{Harness, Mediator};
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -1289,6 +1289,43 @@ fn c_peer_access_and_copies() {
         .assert_line("ok memcpy_3d_peer_past_end: CUDA_ERROR_INVALID_VALUE")
         .assert_line("ok memcpy_3d_peer_destroyed_context: CUDA_ERROR_INVALID_CONTEXT")
         .assert_line("50 checks, 0 failed");
+}
+
+/// One session using three simulated devices at once (`tests/c/multi_device.c`):
+/// a thread per device on its own context, peer access between two devices,
+/// peer, unified and 3D copies between them with every byte checked, and a
+/// stream of one device waiting on an event of the other.
+#[test]
+fn c_multi_device_session() {
+    let mut h = Harness::without_mediator();
+    h.mediator = Some(Mediator::start_driver(
+        &h.build,
+        &h.build.sim,
+        &[("VGPU_SIM_DEVICES", "3")],
+    ));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = build_c(dir.path(), "multi_device");
+    let out = h.run(h.command(&exe));
+    out.assert_success().assert_line("ok devices: 3");
+    for d in 0..3 {
+        for check in ["calls", "current_device", "memset", "copies"] {
+            out.assert_line(&format!("ok thread_{d}_{check}"));
+        }
+        out.assert_line(&format!("ok pointer_ordinal_{d}_value"));
+    }
+    out.assert_line("ok can_access_values: 1 1")
+        .assert_line("ok enable_peer_bad_flags")
+        .assert_line("ok enable_peer_0_to_1_again")
+        .assert_line("ok disable_peer_1_to_0_again")
+        .assert_line("ok memcpy_peer_0_to_1_data")
+        .assert_line("ok memcpy_peer_async_1_to_0_data")
+        .assert_line("ok memcpy_unified_0_to_1_data")
+        .assert_line("ok memcpy_async_unified_1_to_0_data")
+        .assert_line("ok memcpy_dtod_0_to_1_data")
+        .assert_line("ok memcpy_3d_peer_0_to_1_data")
+        .assert_line("ok memcpy_peer_past_end")
+        .assert_line("ok cross_device_event_data")
+        .assert_line("100 checks, 0 failed");
 }
 
 /// Multicast objects through vgpu on a device without multicast support,

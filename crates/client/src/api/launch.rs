@@ -50,6 +50,15 @@ const LAUNCH_PARAM_END: usize = 0x00;
 const LAUNCH_PARAM_BUFFER_POINTER: usize = 0x01;
 const LAUNCH_PARAM_BUFFER_SIZE: usize = 0x02;
 
+/// The end of the last parameter of `layout`: the bytes a packed buffer holds.
+fn params_end(layout: &[(u32, u32)]) -> usize {
+    layout
+        .iter()
+        .map(|&(o, s)| o as usize + s as usize)
+        .max()
+        .unwrap_or(0)
+}
+
 /// Packs `kernelParams` (one pointer per parameter) by the cached layout.
 ///
 /// # Safety
@@ -70,11 +79,7 @@ pub(super) unsafe fn pack_into(
     layout: &[(u32, u32)],
     params: *mut *mut c_void,
 ) -> CuResult<()> {
-    let total = layout
-        .iter()
-        .map(|&(o, s)| o as usize + s as usize)
-        .max()
-        .unwrap_or(0);
+    let total = params_end(layout);
     buf.clear();
     buf.resize(total, 0);
     if layout.is_empty() {
@@ -98,11 +103,19 @@ pub(super) unsafe fn pack_into(
     Ok(())
 }
 
-/// Reads the packed buffer of the `extra` launch form.
+/// Reads the packed buffer of the `extra` launch form, zero-filled up to the
+/// end of the kernel's parameters (`layout`). The driver takes a buffer
+/// shorter than the parameters: NCCL declares a 4 KiB argument and passes
+/// only the bytes its kernel reads. The bytes past the buffer are undefined
+/// to the kernel either way; the worker needs them present to copy every
+/// parameter.
 ///
 /// # Safety
 /// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
-pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
+pub(super) unsafe fn packed_extra(
+    extra: *mut *mut c_void,
+    layout: &[(u32, u32)],
+) -> CuResult<Vec<u8>> {
     let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
     for i in (0..64).step_by(2) {
         // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.
@@ -125,7 +138,9 @@ pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> 
     match size {
         Some(n) if !buf.is_null() && n <= vgpu_proto::MAX_BLOB => {
             // SAFETY: the application's buffer holds `n` bytes.
-            Ok(unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
+            let mut packed = unsafe { std::slice::from_raw_parts(buf, n) }.to_vec();
+            packed.resize(n.max(params_end(layout)), 0);
+            Ok(packed)
         }
         _ => Err(CuError::INVALID_VALUE),
     }
@@ -172,7 +187,7 @@ pub unsafe fn launch(
     let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem));
     if !extra.is_null() {
         // SAFETY: the application's `extra` list.
-        let blob = unsafe { packed_extra(extra)? };
+        let blob = unsafe { packed_extra(extra, &layout)? };
         return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
     }
     with_scratch(|blob| {
@@ -398,7 +413,7 @@ pub unsafe fn launch_ex(
     let packed = match (params.is_null(), extra.is_null()) {
         (false, false) => return Err(CuError::INVALID_VALUE),
         // SAFETY: the application's `extra` list.
-        (true, false) => unsafe { packed_extra(extra)? },
+        (true, false) => unsafe { packed_extra(extra, &info.params)? },
         // SAFETY: the application's parameter array.
         _ => unsafe { pack(&info.params, params)? },
     };
@@ -533,4 +548,59 @@ pub unsafe fn launch_multi_device(
         flags: U32::new(flags),
     };
     s.request(&r, &blob).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `extra` list for `buf`: pointer, size, end.
+    fn extra_list(buf: &mut [u8], size: &mut usize) -> [*mut c_void; 5] {
+        [
+            LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            buf.as_mut_ptr().cast(),
+            LAUNCH_PARAM_BUFFER_SIZE as *mut c_void,
+            (size as *mut usize).cast(),
+            LAUNCH_PARAM_END as *mut c_void,
+        ]
+    }
+
+    #[test]
+    fn a_short_extra_buffer_is_zero_filled_to_the_parameters() {
+        // A kernel declared with an 8-byte pointer and a 4 KiB argument,
+        // launched with 24 bytes, as NCCL does.
+        let layout = [(0, 8), (8, 4096)];
+        let mut buf: Vec<u8> = (1..=24).collect();
+        let mut size = buf.len();
+        let mut list = extra_list(&mut buf, &mut size);
+        // SAFETY: an END-terminated list whose buffer holds `size` bytes.
+        let packed = unsafe { packed_extra(list.as_mut_ptr(), &layout) }.expect("packed");
+        assert_eq!(packed.len(), 8 + 4096);
+        assert_eq!(&packed[..24], &buf[..]);
+        assert!(packed[24..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_long_extra_buffer_is_kept_whole() {
+        let layout = [(0, 4)];
+        let mut buf = vec![7u8; 16];
+        let mut size = buf.len();
+        let mut list = extra_list(&mut buf, &mut size);
+        // SAFETY: as above.
+        let packed = unsafe { packed_extra(list.as_mut_ptr(), &layout) }.expect("packed");
+        assert_eq!(packed, buf);
+    }
+
+    #[test]
+    fn an_extra_list_without_a_size_is_refused() {
+        let mut buf = [0u8; 8];
+        let mut list = [
+            LAUNCH_PARAM_BUFFER_POINTER as *mut c_void,
+            buf.as_mut_ptr().cast(),
+            LAUNCH_PARAM_END as *mut c_void,
+        ];
+        // SAFETY: an END-terminated list.
+        let r = unsafe { packed_extra(list.as_mut_ptr(), &[(0, 8)]) };
+        assert_eq!(r.unwrap_err(), CuError::INVALID_VALUE);
+    }
 }
