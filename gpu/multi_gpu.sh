@@ -44,9 +44,11 @@ through() {
     fi
 }
 
-# ddp MODE PORT: two ranks, one process each; prints rank 0's output.
+# ddp MODE PORT: two ranks, one process each; prints rank 0's output. NCCL's
+# log goes to $WORK/nccl.*, which transports() reads.
 ddp() {
     local mode=$1 port=$2
+    export NCCL_DEBUG=INFO NCCL_DEBUG_FILE=$WORK/nccl.$mode.%p
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port through "$mode" python3 gpu/multi_gpu.py ddp 1 2 \
         >"$WORK/ddp1.$mode.out" 2>"$WORK/ddp1.$mode.err" &
     local r1=$!
@@ -104,14 +106,28 @@ for mode in "${ROUNDS[@]}"; do
 done
 # Both runs of each mode are in the file: the loss lines appear twice.
 compare ddp "$ddp_native" "$ddp_vgpu"
+# NCCL's transports between the ranks, as its log names them.
+transports() { cat "$WORK"/nccl.$1.* 2>/dev/null | grep -o 'via [A-Za-z0-9/]*' | sort -u | tr '\n' ' '; rm -f "$WORK"/nccl.$1.*; }
+echo "ddp transports: native $(transports native)| vgpu $(transports vgpu)" | tee -a "$SUM"
 for key in rate busbw; do
     n=$(grep "^$key " "$WORK/ddp.native" | awk '{print $2}' | sort -n | tail -1)
     v=$(grep "^$key " "$WORK/ddp.vgpu" | awk '{print $2}' | sort -n | tail -1)
     [[ -n $n && -n $v ]] && echo "ddp $key: native $n, vgpu $v, ratio $(ratio "$n" "$v") (best of ${MG_ROUNDS:-2})" | tee -a "$SUM"
 done
+# NCCL's shared-memory transport between the two workers: P2P off.
+for mode in native vgpu; do
+    port=$((port + 1))
+    NCCL_P2P_DISABLE=1 ddp $mode $port >>"$WORK/ddp_shm.$mode" 2>>"$LOG"
+    eval "shm_$mode=$?"
+done
+compare ddp_shm "$shm_native" "$shm_vgpu"
+echo "ddp_shm transports: native $(transports native)| vgpu $(transports vgpu)" | tee -a "$SUM"
 {
     echo "=== client logs"
     cat "$WORK"/client.* 2>/dev/null | sort | uniq -c | sort -rn | head -40
 } >>"$LOG"
 cp "$WORK"/*.err "$WORK"/client.log "$OUT/" 2>/dev/null
+# One archive besides the summary: the device tool fetches few files.
+tar czf "$OUT/multi_gpu-logs.tgz" -C "$OUT" --exclude summary.txt --exclude multi_gpu-logs.tgz . 2>/dev/null &&
+    find "$OUT" -mindepth 1 ! -name summary.txt ! -name multi_gpu-logs.tgz -delete
 exit $failed
