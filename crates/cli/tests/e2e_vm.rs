@@ -1,0 +1,220 @@
+//! A real guest under QEMU (tests/vm/mod.rs): the harness itself, and the
+//! facts about QEMU's ivshmem devices that the ivshmem transport relies on,
+//! checked from inside the guest and from the host.
+//!
+//! - `ivshmem-plain`: BAR2 is a host file; what the host writes there the
+//!   guest reads through `resource2`, and what the guest writes the host
+//!   reads back.
+//! - `ivshmem-doorbell`: QEMU takes its shared memory and eventfds from an
+//!   ivshmem server (the test's own, `vm::ivshmem_server`); the guest sees
+//!   its peer id in IVPosition, and a Doorbell write reaches the host
+//!   peer's eventfd for the vector written.
+//!
+//! Each test skips (with a message) only where QEMU is not installed and
+//! the run is not CI; see `vm::qemu`.
+
+mod common;
+mod vm;
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use vm::ivshmem_server::{IvshmemServer, HOST_PEER};
+use vm::{Device, Guest, GuestRun, GuestSpec};
+
+/// ivshmem_probe.c's layout of the shared memory.
+const MAGIC: u64 = u64::from_le_bytes(*b"VGPUPRB1");
+const ANSWER_XOR: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+const PATTERN_AT: u64 = 4096;
+const ANSWER_AT: u64 = 24;
+/// BAR2's size in these tests (a power of two, as QEMU requires).
+const SHM_SIZE: u64 = 4 << 20;
+/// BAR0: the 256 bytes of ivshmem registers.
+const REGISTERS_SIZE: u64 = 256;
+
+/// Where the probe lands in the guest.
+const PROBE: &str = "/opt/vgpu-test/ivshmem_probe";
+
+/// A seed that differs from run to run.
+fn seed() -> u64 {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    u64::try_from(t.as_nanos() & u128::from(u64::MAX)).expect("masked to 64 bits")
+}
+
+/// The probe, compiled for this host (and so for the guest, which runs
+/// the host's own libraries).
+fn probe(dir: &Path) -> std::path::PathBuf {
+    vm::compile_c(&vm::repo_root().join("tests/vm/ivshmem_probe.c"), dir)
+}
+
+/// Writes the probe's header and pattern into the shared memory `shm`.
+fn write_challenge(shm: &std::fs::File, seed: u64) -> Vec<u8> {
+    let len = SHM_SIZE / 2 - PATTERN_AT;
+    let data = common::pattern(seed, usize::try_from(len).expect("fits usize"));
+    let mut head = Vec::new();
+    for word in [MAGIC, seed, len, 0] {
+        head.extend_from_slice(&word.to_le_bytes());
+    }
+    shm.write_all_at(&head, 0).expect("write the header");
+    shm.write_all_at(&data, PATTERN_AT).expect("write the pattern");
+    data
+}
+
+/// Checks the guest's answer in the shared memory: the answer word, and
+/// the complement of every pattern byte in the second half.
+#[track_caller]
+fn check_answer(shm: &std::fs::File, seed: u64, data: &[u8], run: &GuestRun) {
+    let mut word = [0u8; 8];
+    shm.read_exact_at(&mut word, ANSWER_AT)
+        .expect("read the answer");
+    assert_eq!(
+        u64::from_le_bytes(word),
+        seed ^ ANSWER_XOR,
+        "the guest's answer word is wrong or missing:\n{run}"
+    );
+    let mut back = vec![0u8; data.len()];
+    shm.read_exact_at(&mut back, SHM_SIZE / 2)
+        .expect("read the guest's bytes");
+    let want: Vec<u8> = data.iter().map(|b| !b).collect();
+    common::assert_same(&want, &back, "the complement the guest wrote into BAR2");
+}
+
+/// Reports how long the guest took to boot (CI's log keeps it).
+fn report(test: &str, run: &GuestRun) {
+    eprintln!(
+        "{test}: {:?} guest ready after {:?}, ended after {:?}",
+        run.accel, run.boot_time, run.elapsed
+    );
+}
+
+/// The harness itself: a dynamically linked program runs in the guest
+/// (its libraries came from the host's `ldd`), `/proc` and `/sys` are
+/// mounted, the commands' output reaches the console, and their exit
+/// status comes back, here a chosen non-zero one.
+#[test]
+fn guest_runs_commands_and_reports_their_status() {
+    let Some(qemu) = vm::qemu("guest_runs_commands_and_reports_their_status") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let spec = GuestSpec {
+        files: vec![(probe(dir.path()), PROBE.into())],
+        init_commands: vec![
+            "echo kernel $(uname -r)".into(),
+            "test -e /proc/self/status && echo ok proc".into(),
+            "test -d /sys/bus/pci/devices && echo ok sysfs".into(),
+            // No ivshmem device: the probe runs (dynamic linking works) and
+            // says so.
+            format!("{PROBE} || echo probe exited $?"),
+            "exit 7".into(),
+        ],
+        ..GuestSpec::default()
+    };
+    let run = Guest::boot(&qemu, &spec);
+    report("guest_runs_commands_and_reports_their_status", &run);
+    assert_eq!(run.exit_status, Some(7), "exit status:\n{run}");
+    assert!(!run.timed_out, "{run}");
+    run.assert_line("ok proc")
+        .assert_line("ok sysfs")
+        .assert_line("FAIL no ivshmem device (1af4:1110, class 0500xx)")
+        .assert_line("probe exited 1");
+    let assets = vm::Assets::get();
+    let kernel = run.value("kernel ").expect("uname -r printed");
+    assert!(
+        assets.version.contains(kernel),
+        "the guest runs kernel {kernel}, the cache holds {}",
+        assets.version
+    );
+}
+
+/// `ivshmem-plain` over a host file: the guest finds the device by the
+/// sysfs scan, BAR0 is the 256 bytes of registers, BAR2 is the file, the
+/// host's pattern reads back in the guest, and the guest's writes reach the
+/// file.
+#[test]
+fn ivshmem_plain_bar2_is_the_host_file() {
+    let Some(qemu) = vm::qemu("ivshmem_plain_bar2_is_the_host_file") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mem_path = dir.path().join("shm");
+    let shm = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&mem_path)
+        .expect("create the shared file");
+    shm.set_len(SHM_SIZE).expect("size the shared file");
+    let seed = seed();
+    let data = write_challenge(&shm, seed);
+    let spec = GuestSpec {
+        files: vec![(probe(dir.path()), PROBE.into())],
+        init_commands: vec![PROBE.into()],
+        devices: vec![Device::IvshmemPlain {
+            mem_path: mem_path.clone(),
+            size: SHM_SIZE,
+        }],
+        ..GuestSpec::default()
+    };
+    let run = Guest::boot(&qemu, &spec);
+    report("ivshmem_plain_bar2_is_the_host_file", &run);
+    run.assert_success()
+        .assert_line("ok magic")
+        .assert_line(&format!("ok pattern {} bytes", data.len()))
+        .assert_line("ok answer");
+    assert_eq!(run.value("bar0 "), Some(REGISTERS_SIZE.to_string().as_str()));
+    // No MSI-X table without a server.
+    assert_eq!(run.value("bar1 "), Some("0"));
+    assert_eq!(run.value("bar2 "), Some(SHM_SIZE.to_string().as_str()));
+    // Not configured for interrupts: IVPosition reads 0.
+    assert_eq!(run.value("ivposition "), Some("0"));
+    check_answer(&shm, seed, &data, &run);
+}
+
+/// `ivshmem-doorbell` against the test's ivshmem server: QEMU accepts the
+/// server's set-up messages, the guest's IVPosition is the id the server
+/// gave it, BAR2 is the server's memfd, BAR1 holds the MSI-X table, and a
+/// Doorbell write of `(0 << 16) | 1` signals the host peer's eventfd for
+/// vector 1 (and only that one).
+#[test]
+fn ivshmem_doorbell_reaches_the_host_eventfd() {
+    let Some(qemu) = vm::qemu("ivshmem_doorbell_reaches_the_host_eventfd") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = IvshmemServer::start(&dir.path().join("ivshmem.sock"), SHM_SIZE, 2);
+    let seed = seed();
+    let data = write_challenge(server.shm(), seed);
+    let spec = GuestSpec {
+        files: vec![(probe(dir.path()), PROBE.into())],
+        init_commands: vec![format!("{PROBE} doorbell {HOST_PEER} 1")],
+        devices: vec![Device::IvshmemDoorbell {
+            socket: server.socket().to_owned(),
+            vectors: 2,
+        }],
+        ..GuestSpec::default()
+    };
+    let guest = Guest::start(&qemu, &spec);
+    let rang = server.wait_doorbell(1, spec.timeout);
+    let run = guest.finish();
+    report("ivshmem_doorbell_reaches_the_host_eventfd", &run);
+    run.assert_success()
+        .assert_line("ok magic")
+        .assert_line("ok answer")
+        .assert_line(&format!("ok doorbell peer {HOST_PEER} vector 1"));
+    assert_eq!(rang, Some(1), "the host's vector-1 eventfd:\n{run}");
+    assert_eq!(
+        server.wait_doorbell(0, Duration::ZERO),
+        None,
+        "vector 0 was never rung"
+    );
+    assert_eq!(server.guest_ids(), vec![1], "one guest, given id 1");
+    assert_eq!(run.value("ivposition "), Some("1"));
+    assert_eq!(run.value("bar0 "), Some(REGISTERS_SIZE.to_string().as_str()));
+    assert_ne!(run.value("bar1 "), Some("0"), "no MSI-X BAR:\n{run}");
+    assert_eq!(run.value("bar2 "), Some(SHM_SIZE.to_string().as_str()));
+    check_answer(server.shm(), seed, &data, &run);
+}
