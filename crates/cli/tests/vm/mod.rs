@@ -450,7 +450,7 @@ impl Guest {
             .tempdir()
             .expect("temp dir for the guest");
         let initrd = dir.path().join("initramfs.cpio");
-        build_initramfs(&assets, spec)
+        build_initramfs(&assets, spec, dir.path())
             .write(&initrd)
             .expect("write the initramfs");
         let accel = Accel::pick(qemu, &assets);
@@ -602,7 +602,33 @@ impl Drop for Guest {
 const MODULE_DIR: &str = "/lib/modules/vgpu";
 const COMMANDS: &str = "/etc/vgpu-guest/commands.sh";
 
-fn build_initramfs(assets: &Assets, spec: &GuestSpec) -> Initramfs {
+/// `host` without its debug sections, written to `out` (a debug build of
+/// the client is tens of MiB of DWARF that the guest would only unpack);
+/// `host` itself when it is not ELF or `strip` is missing.
+fn strip_debug(host: &Path, out: &Path) -> PathBuf {
+    let elf = std::fs::File::open(host)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 4];
+            f.read_exact(&mut magic).map(|()| magic == *b"\x7fELF")
+        })
+        .unwrap_or(false);
+    let stripped = elf
+        && Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(out)
+            .arg(host)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if stripped {
+        out.to_owned()
+    } else {
+        host.to_owned()
+    }
+}
+
+fn build_initramfs(assets: &Assets, spec: &GuestSpec, scratch: &Path) -> Initramfs {
     let mut fs = Initramfs::default();
     fs.add_file(&assets.busybox, "/bin/busybox");
     fs.add_char_device("/dev/console", 5, 1);
@@ -612,8 +638,9 @@ fn build_initramfs(assets: &Assets, spec: &GuestSpec) -> Initramfs {
         fs.add_file(&assets.module(name), &guest);
         insmods.push_str(&format!("insmod {guest}\n"));
     }
-    for (host, guest) in &spec.files {
-        fs.add_file(host, guest);
+    for (i, (host, guest)) in spec.files.iter().enumerate() {
+        let stripped = scratch.join(format!("stripped-{i}"));
+        fs.add_file(&strip_debug(host, &stripped), guest);
     }
     let mut commands = String::new();
     for c in &spec.init_commands {
