@@ -61,7 +61,8 @@ fn write_challenge(shm: &std::fs::File, seed: u64) -> Vec<u8> {
         head.extend_from_slice(&word.to_le_bytes());
     }
     shm.write_all_at(&head, 0).expect("write the header");
-    shm.write_all_at(&data, PATTERN_AT).expect("write the pattern");
+    shm.write_all_at(&data, PATTERN_AT)
+        .expect("write the pattern");
     data
 }
 
@@ -170,7 +171,10 @@ fn ivshmem_plain_bar2_is_the_host_file() {
         .assert_line("ok magic")
         .assert_line(&format!("ok pattern {} bytes", data.len()))
         .assert_line("ok answer");
-    assert_eq!(run.value("bar0 "), Some(REGISTERS_SIZE.to_string().as_str()));
+    assert_eq!(
+        run.value("bar0 "),
+        Some(REGISTERS_SIZE.to_string().as_str())
+    );
     // No MSI-X table without a server.
     assert_eq!(run.value("bar1 "), Some("0"));
     assert_eq!(run.value("bar2 "), Some(SHM_SIZE.to_string().as_str()));
@@ -228,7 +232,10 @@ fn ivshmem_doorbell_reaches_the_host_eventfd() {
     );
     assert_eq!(server.guest_ids(), vec![1], "one guest, given id 1");
     assert_eq!(run.value("ivposition "), Some("1"));
-    assert_eq!(run.value("bar0 "), Some(REGISTERS_SIZE.to_string().as_str()));
+    assert_eq!(
+        run.value("bar0 "),
+        Some(REGISTERS_SIZE.to_string().as_str())
+    );
     assert_ne!(run.value("bar1 "), Some("0"), "no MSI-X BAR:\n{run}");
     assert_eq!(run.value("bar2 "), Some(SHM_SIZE.to_string().as_str()));
     check_answer(server.shm(), seed, &data, &run);
@@ -251,6 +258,12 @@ const SMOKE: &str = "/opt/vgpu-test/driver_smoke";
 fn wait_path(path: &Path, mediator: &common::Mediator) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !path.exists() {
+        assert!(
+            common::is_alive(mediator.pid()),
+            "the mediator exited before creating {}; log:\n{}",
+            path.display(),
+            mediator.log_text()
+        );
         assert!(
             std::time::Instant::now() < deadline,
             "the mediator did not create {} within 10 s; log:\n{}",
@@ -362,7 +375,12 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
     guest.wait_for("ok init", spec.timeout);
     guest.kill();
     // ...and the next guest is served.
-    let spec = smoke_guest(&build, dir.path(), &socket, &["/opt/vgpu-test/driver_smoke"]);
+    let spec = smoke_guest(
+        &build,
+        dir.path(),
+        &socket,
+        &["/opt/vgpu-test/driver_smoke"],
+    );
     let run = Guest::boot(&qemu, &spec);
     run.assert_success();
     for line in SMOKE_LINES {

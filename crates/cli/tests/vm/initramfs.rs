@@ -1,5 +1,6 @@
 //! The guest's root file system: a newc cpio archive that the kernel
-//! unpacks into its rootfs, written by [`Initramfs::write`].
+//! unpacks into its rootfs, written by [`Initramfs::write`]; [`for_guest`]
+//! fills it from a [`GuestSpec`].
 //!
 //! It holds busybox (the shell and tools), `/dev/console` (the kernel
 //! opens it for init before anything is mounted), the `init` script, the
@@ -9,10 +10,12 @@
 //! `ld.so.cache` is needed).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+use super::{Assets, GuestSpec, EXIT, READY};
 
 /// One archive entry's contents.
 enum Entry {
@@ -35,7 +38,10 @@ const S_IFCHR: u32 = 0o020_000;
 impl Initramfs {
     /// Adds `data` at `guest` with the permission bits `mode`.
     pub fn add_bytes(&mut self, guest: &str, data: Vec<u8>, mode: u32) {
-        assert!(guest.starts_with('/'), "guest path {guest:?} is not absolute");
+        assert!(
+            guest.starts_with('/'),
+            "guest path {guest:?} is not absolute"
+        );
         self.entries
             .insert(guest.to_owned(), Entry::File { data, mode });
     }
@@ -148,4 +154,82 @@ pub fn libraries(host: &Path) -> Vec<(String, PathBuf)> {
         }
     }
     libs
+}
+
+/// Where `/init` finds the modules and the commands.
+const MODULE_DIR: &str = "/lib/modules/vgpu";
+const COMMANDS: &str = "/etc/vgpu-guest/commands.sh";
+
+/// `host` without its debug sections, written to `out` (a debug build of
+/// the client is tens of MiB of DWARF that the guest would only unpack);
+/// `host` itself when it is not ELF or `strip` is missing.
+fn strip_debug(host: &Path, out: &Path) -> PathBuf {
+    let elf = std::fs::File::open(host)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 4];
+            f.read_exact(&mut magic).map(|()| magic == *b"\x7fELF")
+        })
+        .unwrap_or(false);
+    let stripped = elf
+        && Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(out)
+            .arg(host)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if stripped {
+        out.to_owned()
+    } else {
+        host.to_owned()
+    }
+}
+
+/// The guest's archive: busybox, `/dev/console`, the modules, the spec's
+/// files (ELF ones stripped of debug sections, with their libraries),
+/// the commands and `/init`.
+pub fn for_guest(assets: &Assets, spec: &GuestSpec, scratch: &Path) -> Initramfs {
+    let mut fs = Initramfs::default();
+    fs.add_file(&assets.busybox, "/bin/busybox");
+    fs.add_char_device("/dev/console", 5, 1);
+    let mut insmods = String::new();
+    for name in &spec.modules {
+        let guest = format!("{MODULE_DIR}/{}.ko", name.replace('-', "_"));
+        fs.add_file(&assets.module(name), &guest);
+        insmods.push_str(&format!("insmod {guest}\n"));
+    }
+    for (i, (host, guest)) in spec.files.iter().enumerate() {
+        let stripped = scratch.join(format!("stripped-{i}"));
+        fs.add_file(&strip_debug(host, &stripped), guest);
+    }
+    let mut commands = String::new();
+    for c in &spec.init_commands {
+        commands.push_str(c);
+        commands.push('\n');
+    }
+    fs.add_bytes(COMMANDS, commands.into_bytes(), 0o755);
+    fs.add_bytes("/init", init_script(&insmods).into_bytes(), 0o755);
+    fs
+}
+
+/// The guest's PID 1.
+fn init_script(insmods: &str) -> String {
+    format!(
+        "#!/bin/busybox sh\n\
+         /bin/busybox mkdir -p /sbin /usr/bin /usr/sbin\n\
+         /bin/busybox --install -s\n\
+         export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root\n\
+         mkdir -p /proc /sys /tmp /root /run\n\
+         mount -t proc proc /proc\n\
+         mount -t sysfs sysfs /sys\n\
+         mount -t devtmpfs devtmpfs /dev\n\
+         mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm\n\
+         {insmods}\
+         echo {READY} uptime $(cut -d' ' -f1 /proc/uptime)\n\
+         sh -e {COMMANDS}\n\
+         echo {EXIT}$?\n\
+         poweroff -f\n\
+         echo o > /proc/sysrq-trigger\n"
+    )
 }

@@ -67,6 +67,12 @@ impl IvshmemServer {
     /// Listens on `socket` with `size` bytes of shared memory (a memfd;
     /// a power of two, as a PCI BAR must be) and `vectors` vectors.
     pub fn start(socket: &Path, size: u64, vectors: usize) -> IvshmemServer {
+        // QEMU 7.2 aborts (an assertion in pci_register_bar) on any other
+        // BAR2 size.
+        assert!(
+            size.is_power_of_two(),
+            "BAR2 size {size} is not a power of two"
+        );
         let shm = rustix::fs::memfd_create(c"vgpu-test-ivshmem", rustix::fs::MemfdFlags::CLOEXEC)
             .expect("memfd_create");
         rustix::fs::ftruncate(&shm, size).expect("size the shared memory");

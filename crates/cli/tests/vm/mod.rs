@@ -33,6 +33,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod host;
 pub mod initramfs;
 pub mod ivshmem_server;
 
@@ -45,7 +46,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use initramfs::Initramfs;
+pub use host::{qemu, Accel, Assets};
 
 /// Printed by `/init` once the file systems are mounted and the modules
 /// loaded, just before the commands run.
@@ -58,132 +59,12 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `qemu-system-x86_64` from `PATH`, or `None` after printing why the
-/// calling test skips. Where `CI` is set, a missing QEMU is a failure:
-/// `.ci/run` installs it.
-pub fn qemu(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("qemu-system-x86_64"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test}: qemu-system-x86_64 is not installed, and CI must run the guest tests \
-             (.ci/run installs qemu-system-x86)"
-        );
-        eprintln!(
-            "SKIPPED {test}: qemu-system-x86_64 is not installed \
-             (apt-get install qemu-system-x86 to run the guest tests)"
-        );
-    }
-    found
-}
-
-/// What the guest boots: the unpacked kernel and busybox.
-#[derive(Debug, Clone)]
-pub struct Assets {
-    /// The cache directory.
-    pub dir: PathBuf,
-    pub kernel: PathBuf,
-    /// The kernel's `lib/modules/<version>/` tree.
-    pub modules: PathBuf,
-    pub busybox: PathBuf,
-    /// The kernel package and version.
-    pub version: String,
-}
-
-impl Assets {
-    /// The cache directory: `VGPU_VM_CACHE`, else `vm-cache` in the
-    /// target directory this test binary was built in
-    /// (`<target>/<profile>/deps/<test>`).
-    pub fn cache_dir() -> PathBuf {
-        if let Some(dir) = std::env::var_os("VGPU_VM_CACHE") {
-            return dir.into();
-        }
-        let exe = std::env::current_exe().expect("current_exe");
-        let mut dir = exe.parent().expect("test binary has a directory");
-        if dir.file_name().is_some_and(|n| n == "deps") {
-            dir = dir.parent().expect("deps has a parent");
-        }
-        dir.parent().unwrap_or(dir).join("vm-cache")
-    }
-
-    /// The assets in [`Assets::cache_dir`], fetched with `scripts/vm-assets`
-    /// first when they are missing (a failure to fetch fails the test).
-    pub fn get() -> Assets {
-        let dir = Assets::cache_dir();
-        let assets = Assets {
-            dir: dir.clone(),
-            kernel: dir.join("vmlinuz"),
-            modules: dir.join("modules"),
-            busybox: dir.join("busybox"),
-            version: std::fs::read_to_string(dir.join("kernel-version")).unwrap_or_default(),
-        };
-        if assets.kernel.is_file() && assets.busybox.is_file() && !assets.version.is_empty() {
-            return assets;
-        }
-        eprintln!(
-            "fetching the guest kernel and busybox into {} (scripts/vm-assets)",
-            dir.display()
-        );
-        let out = Command::new(repo_root().join("scripts/vm-assets"))
-            .arg(&dir)
-            .output()
-            .expect("run scripts/vm-assets");
-        assert!(
-            out.status.success(),
-            "scripts/vm-assets {} failed ({}): QEMU is installed, so the guest tests need \
-             the Debian kernel and busybox-static packages:\n{}{}",
-            dir.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Assets {
-            version: std::fs::read_to_string(dir.join("kernel-version"))
-                .expect("scripts/vm-assets wrote kernel-version"),
-            ..assets
-        }
-    }
-
-    /// The module file `name` (`uio_pci_generic`, `vfio-pci`, …) in the
-    /// kernel's tree; `-` and `_` are the same, as for `modprobe`.
-    pub fn module(&self, name: &str) -> PathBuf {
-        let want = format!("{}.ko", name.replace('-', "_"));
-        find_file(&self.modules, &want).unwrap_or_else(|| {
-            panic!(
-                "module {name} is not in {} ({})",
-                self.modules.display(),
-                self.version.trim()
-            )
-        })
-    }
-}
-
-fn find_file(dir: &Path, want: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, want) {
-                return Some(found);
-            }
-        } else if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().replace('-', "_") == want)
-        {
-            return Some(path);
-        }
-    }
-    None
-}
-
 /// An ivshmem PCI device (vendor 0x1af4, device 0x1110) given to the guest.
 #[derive(Debug, Clone)]
 pub enum Device {
     /// `ivshmem-plain`: BAR2 is the host file `mem_path` (`size` bytes, a
-    /// power of two: PCI BAR sizes are), shared with the host.
+    /// power of two: QEMU aborts on any other BAR size), shared with the
+    /// host.
     IvshmemPlain { mem_path: PathBuf, size: u64 },
     /// `ivshmem-doorbell`: QEMU connects to the ivshmem server on
     /// `socket` at start-up and takes BAR2 and the eventfds from it;
@@ -195,15 +76,21 @@ impl Device {
     /// The QEMU arguments of device number `index`.
     pub fn qemu_args(&self, index: usize) -> Vec<String> {
         match self {
-            Device::IvshmemPlain { mem_path, size } => vec![
-                "-object".into(),
-                format!(
-                    "memory-backend-file,id=vgpu-mem{index},share=on,mem-path={},size={size}",
-                    qemu_escape(mem_path)
-                ),
-                "-device".into(),
-                format!("ivshmem-plain,memdev=vgpu-mem{index}"),
-            ],
+            Device::IvshmemPlain { mem_path, size } => {
+                assert!(
+                    size.is_power_of_two(),
+                    "BAR2 size {size} is not a power of two"
+                );
+                vec![
+                    "-object".into(),
+                    format!(
+                        "memory-backend-file,id=vgpu-mem{index},share=on,mem-path={},size={size}",
+                        qemu_escape(mem_path)
+                    ),
+                    "-device".into(),
+                    format!("ivshmem-plain,memdev=vgpu-mem{index}"),
+                ]
+            }
             Device::IvshmemDoorbell { socket, vectors } => vec![
                 "-chardev".into(),
                 format!("socket,path={},id=vgpu{index}", qemu_escape(socket)),
@@ -252,108 +139,6 @@ impl Default for GuestSpec {
             timeout: Duration::from_secs(120),
         }
     }
-}
-
-/// How the guest's CPU runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
-
-/// How long a KVM guest may take to print its first kernel line before
-/// KVM counts as unusable.
-const KVM_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-impl Accel {
-    /// `VGPU_VM_ACCEL` (`kvm` or `tcg`) when set; else KVM when `/dev/kvm`
-    /// opens read-write and a KVM guest gets as far as its first kernel
-    /// line, TCG otherwise. Nested KVM can be present yet unusable (seen
-    /// on a VM host: QEMU 7.2 aborts on an MSR with `-cpu host`, or the
-    /// kernel never starts), so the answer comes from a real boot, kept in
-    /// the cache directory per host kernel and QEMU binary.
-    pub fn pick(qemu: &Path, assets: &Assets) -> Accel {
-        match std::env::var("VGPU_VM_ACCEL").as_deref() {
-            Ok("tcg") => return Accel::Tcg,
-            Ok("kvm") => return Accel::Kvm,
-            _ => {}
-        }
-        let kvm = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/kvm")
-            .is_ok();
-        if !kvm {
-            return Accel::Tcg;
-        }
-        let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let qemu_id = std::fs::metadata(qemu)
-            .and_then(|m| m.modified())
-            .map(|t| format!("{t:?}"))
-            .unwrap_or_default();
-        let key = format!("{} {}", host.trim(), qemu_id);
-        let cache = assets.dir.join("kvm-probe");
-        let cached = std::fs::read_to_string(&cache).unwrap_or_default();
-        if let Some(answer) = cached.strip_prefix(&key).map(str::trim) {
-            return if answer == "usable" {
-                Accel::Kvm
-            } else {
-                Accel::Tcg
-            };
-        }
-        let usable = kvm_boots(qemu, &assets.kernel);
-        if !usable {
-            eprintln!("KVM is present but a guest does not start under it here: using TCG");
-        }
-        let answer = if usable { "usable" } else { "unusable" };
-        let _ = std::fs::write(&cache, format!("{key} {answer}\n"));
-        if usable {
-            Accel::Kvm
-        } else {
-            Accel::Tcg
-        }
-    }
-
-    fn qemu_args(self) -> [&'static str; 4] {
-        match self {
-            Accel::Kvm => ["-accel", "kvm", "-cpu", "host"],
-            Accel::Tcg => ["-accel", "tcg", "-cpu", "max"],
-        }
-    }
-}
-
-/// True when the kernel prints its banner under KVM within
-/// [`KVM_PROBE_TIMEOUT`].
-fn kvm_boots(qemu: &Path, kernel: &Path) -> bool {
-    let mut child = match Command::new(qemu)
-        .args(["-nodefaults", "-no-user-config", "-nographic", "-no-reboot"])
-        .args(Accel::Kvm.qemu_args())
-        .args(["-m", "128", "-serial", "stdio", "-kernel"])
-        .arg(kernel)
-        .args(["-append", "console=ttyS0 earlyprintk=ttyS0 panic=-1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(_) => return false,
-    };
-    let out = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = thread::spawn(move || {
-        for line in BufReader::new(out).split(b'\n').map_while(Result::ok) {
-            if String::from_utf8_lossy(&line).contains("Linux version") {
-                let _ = tx.send(());
-                return;
-            }
-        }
-    });
-    let usable = rx.recv_timeout(KVM_PROBE_TIMEOUT).is_ok();
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = reader.join();
-    usable
 }
 
 /// A finished guest.
@@ -450,7 +235,7 @@ impl Guest {
             .tempdir()
             .expect("temp dir for the guest");
         let initrd = dir.path().join("initramfs.cpio");
-        build_initramfs(&assets, spec, dir.path())
+        initramfs::for_guest(&assets, spec, dir.path())
             .write(&initrd)
             .expect("write the initramfs");
         let accel = Accel::pick(qemu, &assets);
@@ -494,7 +279,9 @@ impl Guest {
                     let Ok(line) = line else { break };
                     let line = String::from_utf8_lossy(&line).replace('\r', "");
                     if line.contains(READY) {
-                        r.lock().expect("ready lock").get_or_insert_with(Instant::now);
+                        r.lock()
+                            .expect("ready lock")
+                            .get_or_insert_with(Instant::now);
                     }
                     let mut text = s.lock().expect("serial lock");
                     text.push_str(&line);
@@ -596,81 +383,6 @@ impl Drop for Guest {
             self.kill();
         }
     }
-}
-
-/// Where `/init` finds the modules and the commands.
-const MODULE_DIR: &str = "/lib/modules/vgpu";
-const COMMANDS: &str = "/etc/vgpu-guest/commands.sh";
-
-/// `host` without its debug sections, written to `out` (a debug build of
-/// the client is tens of MiB of DWARF that the guest would only unpack);
-/// `host` itself when it is not ELF or `strip` is missing.
-fn strip_debug(host: &Path, out: &Path) -> PathBuf {
-    let elf = std::fs::File::open(host)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 4];
-            f.read_exact(&mut magic).map(|()| magic == *b"\x7fELF")
-        })
-        .unwrap_or(false);
-    let stripped = elf
-        && Command::new("strip")
-            .arg("--strip-debug")
-            .arg("-o")
-            .arg(out)
-            .arg(host)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if stripped {
-        out.to_owned()
-    } else {
-        host.to_owned()
-    }
-}
-
-fn build_initramfs(assets: &Assets, spec: &GuestSpec, scratch: &Path) -> Initramfs {
-    let mut fs = Initramfs::default();
-    fs.add_file(&assets.busybox, "/bin/busybox");
-    fs.add_char_device("/dev/console", 5, 1);
-    let mut insmods = String::new();
-    for name in &spec.modules {
-        let guest = format!("{MODULE_DIR}/{}.ko", name.replace('-', "_"));
-        fs.add_file(&assets.module(name), &guest);
-        insmods.push_str(&format!("insmod {guest}\n"));
-    }
-    for (i, (host, guest)) in spec.files.iter().enumerate() {
-        let stripped = scratch.join(format!("stripped-{i}"));
-        fs.add_file(&strip_debug(host, &stripped), guest);
-    }
-    let mut commands = String::new();
-    for c in &spec.init_commands {
-        commands.push_str(c);
-        commands.push('\n');
-    }
-    fs.add_bytes(COMMANDS, commands.into_bytes(), 0o755);
-    fs.add_bytes("/init", init_script(&insmods).into_bytes(), 0o755);
-    fs
-}
-
-/// The guest's PID 1.
-fn init_script(insmods: &str) -> String {
-    format!(
-        "#!/bin/busybox sh\n\
-         /bin/busybox mkdir -p /sbin /usr/bin /usr/sbin\n\
-         /bin/busybox --install -s\n\
-         export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root\n\
-         mkdir -p /proc /sys /tmp /root /run\n\
-         mount -t proc proc /proc\n\
-         mount -t sysfs sysfs /sys\n\
-         mount -t devtmpfs devtmpfs /dev\n\
-         mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm\n\
-         {insmods}\
-         echo {READY} uptime $(cut -d' ' -f1 /proc/uptime)\n\
-         sh -e {COMMANDS}\n\
-         echo {EXIT}$?\n\
-         poweroff -f\n\
-         echo o > /proc/sysrq-trigger\n"
-    )
 }
 
 /// Compiles the C program `source` into `out_dir` with the flags of the
