@@ -10,10 +10,10 @@
 //! kills QEMU.
 //!
 //! The guest:
-//! - kernel: Debian's `linux-image-cloud-amd64` (PCI, sysfs, the 8250
-//!   serial console, devtmpfs and ACPI power-off are built in; `uio`,
-//!   `uio_pci_generic` and `vfio-pci` are modules, see
-//!   [`GuestSpec::modules`]);
+//! - kernel: Debian's `linux-image-cloud-amd64`. PCI and its sysfs
+//!   `resource*` files, the 8250 serial console, devtmpfs, eventfd and
+//!   ACPI power-off are built in, so the guest needs no module; `uio`,
+//!   `uio_pci_generic` and `vfio-pci` are modules ([`GuestSpec::modules`]);
 //! - root file system: an initramfs built by the test ([`initramfs`]):
 //!   busybox, `/init`, the given files and their libraries;
 //! - `/init` mounts proc, sysfs, devtmpfs and a tmpfs on `/dev/shm`, loads
@@ -109,7 +109,8 @@ fn qemu_escape(path: &Path) -> String {
 /// What to boot.
 #[derive(Debug, Clone)]
 pub struct GuestSpec {
-    /// Host file → absolute guest path. ELF files bring their libraries.
+    /// Host file → absolute guest path. An ELF file goes in without its
+    /// debug sections (`strip --strip-debug`) and brings its libraries.
     pub files: Vec<(PathBuf, String)>,
     /// Shell commands run in order by `sh -e` as root, after [`READY`];
     /// their exit status is [`GuestRun::exit_status`].
