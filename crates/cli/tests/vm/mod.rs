@@ -119,7 +119,7 @@ pub struct GuestSpec {
     /// dependencies first, e.g. `["uio", "uio_pci_generic"]`.
     pub modules: Vec<String>,
     pub devices: Vec<Device>,
-    /// Appended to QEMU's command line as they are.
+    /// Added to QEMU's command line as they are, before the devices.
     pub qemu_extra_args: Vec<OsString>,
     pub memory_mib: u32,
     pub cpus: u32,
@@ -255,11 +255,13 @@ impl Guest {
                 "-serial",
                 "stdio",
             ]);
+        // The extra arguments go first: a virtual IOMMU (`-device
+        // intel-iommu`) must exist before the PCI devices it translates.
+        cmd.args(&spec.qemu_extra_args);
         for (i, d) in spec.devices.iter().enumerate() {
             cmd.args(d.qemu_args(i));
         }
-        cmd.args(&spec.qemu_extra_args)
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let started = Instant::now();
