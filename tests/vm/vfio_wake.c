@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
         fail("set Bus Master Enable");
 
     int efd[MAX_VECTORS];
-    char buf[sizeof(struct vfio_irq_set) + MAX_VECTORS * sizeof(int32_t)];
+    _Alignas(struct vfio_irq_set) char buf[sizeof(struct vfio_irq_set) + MAX_VECTORS * sizeof(int32_t)];
     struct vfio_irq_set *set = (struct vfio_irq_set *)buf;
     *set = (struct vfio_irq_set){
         .argsz = (uint32_t)(sizeof *set + n * sizeof(int32_t)),

@@ -4,11 +4,18 @@
 //!
 //! - `ivshmem-plain`: BAR2 is a host file; what the host writes there the
 //!   guest reads through `resource2`, and what the guest writes the host
-//!   reads back.
+//!   reads back. BAR0 is 256 bytes of registers, there is no BAR1, and
+//!   IVPosition reads 0.
 //! - `ivshmem-doorbell`: QEMU takes its shared memory and eventfds from an
-//!   ivshmem server (the test's own, `vm::ivshmem_server`); the guest sees
-//!   its peer id in IVPosition, and a Doorbell write reaches the host
-//!   peer's eventfd for the vector written.
+//!   ivshmem server (the test's own, `vm::ivshmem_server`) while it starts;
+//!   the guest sees the id the server gave it in IVPosition, BAR1 holds
+//!   the MSI-X table, and a Doorbell write `(peer << 16) | vector` reaches
+//!   that peer's eventfd for that vector. The client's PCI discovery
+//!   (`vgpu status`) finds the device.
+//! - Host → guest: the device interrupts only through MSI-X, which guest
+//!   user space can receive as eventfds through `vfio-pci` when the guest
+//!   has a virtual IOMMU (and sets Bus Master Enable).
+//! - BAR2's size must be a power of two: QEMU 7.2 aborts on any other.
 //!
 //! Each test skips (with a message) only where QEMU is not installed and
 //! the run is not CI; see `vm::qemu`.
@@ -279,8 +286,8 @@ fn wait_path(path: &Path, mediator: &common::Mediator) {
 /// `VGPU_MEDIATOR` (the client finds the device by its sysfs scan).
 fn smoke_guest(build: &common::Build, dir: &Path, socket: &Path, commands: &[&str]) -> GuestSpec {
     let smoke = vm::compile_c(&vm::repo_root().join("tests/c/driver_smoke.c"), dir);
-    let mut init_commands = vec!["unset VGPU_MEDIATOR".to_owned()];
-    init_commands.extend(commands.iter().map(|c| (*c).to_owned()));
+    // The guest's environment is the kernel's: no VGPU_* variable at all.
+    let init_commands = commands.iter().map(|c| (*c).to_owned()).collect();
     GuestSpec {
         files: vec![
             (build.client.clone(), GUEST_LIBCUDA.into()),
