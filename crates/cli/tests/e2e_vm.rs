@@ -395,6 +395,56 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
     }
 }
 
+/// A killed QEMU closes its server connection, which is how the server
+/// learns that a guest is gone; the next QEMU that connects gets a new id
+/// and works as the first did.
+#[test]
+fn ivshmem_server_sees_a_killed_guest_and_serves_the_next() {
+    let test = "ivshmem_server_sees_a_killed_guest_and_serves_the_next";
+    let Some(qemu) = vm::qemu(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = IvshmemServer::start(&dir.path().join("ivshmem.sock"), SHM_SIZE, 2);
+    let device = Device::IvshmemDoorbell {
+        socket: server.socket().to_owned(),
+        vectors: 2,
+    };
+    let first = GuestSpec {
+        init_commands: vec!["sleep 600".into()],
+        devices: vec![device.clone()],
+        ..GuestSpec::default()
+    };
+    let mut guest = Guest::start(&qemu, &first);
+    guest.wait_for(vm::READY, first.timeout);
+    guest.kill();
+    assert!(
+        server.wait_gone(1, Duration::from_secs(10)),
+        "the server's connection to the killed guest is still open"
+    );
+
+    let seed = seed();
+    let data = write_challenge(server.shm(), seed);
+    let next = GuestSpec {
+        files: vec![(probe(dir.path()), PROBE.into())],
+        init_commands: vec![format!("{PROBE} doorbell {HOST_PEER} 0")],
+        devices: vec![device],
+        ..GuestSpec::default()
+    };
+    let run = Guest::boot(&qemu, &next);
+    report(test, &run);
+    run.assert_success()
+        .assert_line("ok doorbell peer 0 vector 0");
+    assert_eq!(server.guest_ids(), vec![1, 2]);
+    assert_eq!(run.value("ivposition "), Some("2"));
+    assert_eq!(
+        server.wait_doorbell(0, Duration::from_secs(1)),
+        Some(1),
+        "the next guest's doorbell:\n{run}"
+    );
+    check_answer(server.shm(), seed, &data, &run);
+}
+
 /// Where the VFIO wake-up program lands in the guest.
 const WAKE: &str = "/opt/vgpu-test/vfio_wake";
 /// Doorbell round trips the guest times.

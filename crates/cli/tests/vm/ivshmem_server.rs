@@ -130,6 +130,27 @@ impl IvshmemServer {
         }
     }
 
+    /// Waits until guest `id` has closed its connection (QEMU exited or
+    /// was killed): true when it has, false after `timeout`. QEMU never
+    /// writes to the server, so a readable socket means end of file.
+    pub fn wait_gone(&self, id: u16, timeout: Duration) -> bool {
+        let conn = {
+            let peers = self.shared.peers.lock().expect("peers lock");
+            let peer = peers
+                .iter()
+                .find(|p| p.id == id)
+                .expect("a connected guest");
+            peer._conn.try_clone().expect("clone the guest's socket")
+        };
+        let ts = Timespec::try_from(timeout).expect("timeout fits a timespec");
+        let mut fds = [PollFd::new(&conn, PollFlags::IN | PollFlags::HUP)];
+        if poll(&mut fds, Some(&ts)) != Ok(1) {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        matches!(rustix::io::read(&conn, &mut byte), Ok(0))
+    }
+
     /// Interrupts guest `id` on `vector` (QEMU delivers it as MSI-X, or as
     /// INTx with `msi=off`, when the guest has enabled it).
     pub fn ring_guest(&self, id: u16, vector: usize) {
