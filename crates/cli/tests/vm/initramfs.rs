@@ -197,7 +197,11 @@ pub fn for_guest(assets: &Assets, spec: &GuestSpec, scratch: &Path) -> Initramfs
     for name in &spec.modules {
         let guest = format!("{MODULE_DIR}/{}.ko", name.replace('-', "_"));
         fs.add_file(&assets.module(name), &guest);
-        insmods.push_str(&format!("insmod {guest}\n"));
+        // A module that does not load ends the guest at once, with the
+        // status a shell gives a command it cannot run.
+        insmods.push_str(&format!(
+            "insmod {guest} || {{ echo {EXIT}126; poweroff -f; }}\n"
+        ));
     }
     for (i, (host, guest)) in spec.files.iter().enumerate() {
         let stripped = scratch.join(format!("stripped-{i}"));
