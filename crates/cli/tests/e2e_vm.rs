@@ -318,7 +318,8 @@ const SMOKE_LINES: [&str; 7] = [
 /// mediator serves the simulated device on `--listen ivshmem:PATH`; in the
 /// guest, `driver_smoke` finds the device by the sysfs scan (no
 /// `VGPU_MEDIATOR`), then one run alone and two at once pass every check;
-/// QEMU is then killed mid-run and a second guest is served as well.
+/// QEMU is then killed mid-run, the workers of its sessions exit, and the
+/// next guest is served as well.
 #[test]
 #[ignore = "needs `vgpu-mediator --listen ivshmem:PATH` and the client's ivshmem transport"]
 fn driver_smoke_in_a_guest_over_ivshmem() {
@@ -380,7 +381,21 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
     );
     let mut guest = Guest::start(&qemu, &spec);
     guest.wait_for("ok init", spec.timeout);
+    let workers = mediator.worker_pids();
+    assert!(
+        !workers.is_empty(),
+        "the mediator logged no worker for the guest's sessions:\n{}",
+        mediator.log_text()
+    );
     guest.kill();
+    // ...frees everything: its workers exit...
+    for pid in workers {
+        assert!(
+            common::wait_gone(pid, Duration::from_secs(10)),
+            "worker {pid} outlived the killed guest; log:\n{}",
+            mediator.log_text()
+        );
+    }
     // ...and the next guest is served.
     let spec = smoke_guest(
         &build,
