@@ -100,31 +100,56 @@ impl Assets {
         }
     }
 
-    /// The module file `name` (`uio_pci_generic`, `vfio-pci`, …) in the
-    /// kernel's tree; `-` and `_` are the same, as for `modprobe`.
-    pub fn module(&self, name: &str) -> PathBuf {
-        let want = format!("{}.ko", name.replace('-', "_"));
-        find_file(&self.modules, &want).unwrap_or_else(|| {
+    /// The module `name` (`uio_pci_generic`, `vfio-pci`, …; `-` and `_`
+    /// are the same, as for `modprobe`) from the kernel's tree, written
+    /// uncompressed into `scratch` when the tree has it as `.ko.xz` or
+    /// `.ko.zst` (busybox's insmod takes a plain object).
+    pub fn module(&self, name: &str, scratch: &Path) -> PathBuf {
+        let stem = name.replace('-', "_");
+        let found = find_module(&self.modules, &stem).unwrap_or_else(|| {
             panic!(
                 "module {name} is not in {} ({})",
                 self.modules.display(),
                 self.version.trim()
             )
-        })
+        });
+        let tool = match found.extension().and_then(|e| e.to_str()) {
+            Some("xz") => "xz",
+            Some("zst") => "zstd",
+            _ => return found,
+        };
+        let out = Command::new(tool)
+            .arg("-dc")
+            .arg(&found)
+            .output()
+            .unwrap_or_else(|e| panic!("run {tool} to unpack {}: {e}", found.display()));
+        assert!(
+            out.status.success(),
+            "{tool} -dc {} failed",
+            found.display()
+        );
+        let plain = scratch.join(format!("{stem}.ko"));
+        std::fs::write(&plain, out.stdout).expect("write the unpacked module");
+        plain
     }
 }
 
-fn find_file(dir: &Path, want: &str) -> Option<PathBuf> {
+/// The file of module `stem` (with `_` for `-`) under `dir`: `stem.ko`,
+/// `stem.ko.xz` or `stem.ko.zst`.
+fn find_module(dir: &Path, stem: &str) -> Option<PathBuf> {
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            if let Some(found) = find_file(&path, want) {
+            if let Some(found) = find_module(&path, stem) {
                 return Some(found);
             }
-        } else if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().replace('-', "_") == want)
-        {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().replace('-', "_");
+        let module = [".ko", ".ko.xz", ".ko.zst"]
+            .iter()
+            .any(|ext| name.strip_suffix(ext) == Some(stem));
+        if module {
             return Some(path);
         }
     }

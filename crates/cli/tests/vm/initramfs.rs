@@ -196,7 +196,7 @@ pub fn for_guest(assets: &Assets, spec: &GuestSpec, scratch: &Path) -> Initramfs
     let mut insmods = String::new();
     for name in &spec.modules {
         let guest = format!("{MODULE_DIR}/{}.ko", name.replace('-', "_"));
-        fs.add_file(&assets.module(name), &guest);
+        fs.add_file(&assets.module(name, scratch), &guest);
         // A module that does not load ends the guest at once, with the
         // status a shell gives a command it cannot run.
         insmods.push_str(&format!(
