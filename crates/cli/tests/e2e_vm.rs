@@ -284,10 +284,11 @@ fn wait_path(path: &Path, mediator: &common::Mediator) {
 /// The guest that runs `driver_smoke` over ivshmem: the client as
 /// `libcuda.so.1`, the program, the mediator's doorbell device, and no
 /// `VGPU_MEDIATOR` (the client finds the device by its sysfs scan).
+/// `SMOKE` in `commands` stands for the program's path in the guest.
 fn smoke_guest(build: &common::Build, dir: &Path, socket: &Path, commands: &[&str]) -> GuestSpec {
     let smoke = vm::compile_c(&vm::repo_root().join("tests/c/driver_smoke.c"), dir);
     // The guest's environment is the kernel's: no VGPU_* variable at all.
-    let init_commands = commands.iter().map(|c| (*c).to_owned()).collect();
+    let init_commands = commands.iter().map(|c| c.replace("SMOKE", SMOKE)).collect();
     GuestSpec {
         files: vec![
             (build.client.clone(), GUEST_LIBCUDA.into()),
@@ -340,9 +341,9 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
         dir.path(),
         &socket,
         &[
-            "/opt/vgpu-test/driver_smoke | sed 's/^/alone: /'",
-            "/opt/vgpu-test/driver_smoke > /tmp/a.log 2>&1 & a=$!",
-            "/opt/vgpu-test/driver_smoke > /tmp/b.log 2>&1 & b=$!",
+            "SMOKE | sed 's/^/alone: /'",
+            "SMOKE > /tmp/a.log 2>&1 & a=$!",
+            "SMOKE > /tmp/b.log 2>&1 & b=$!",
             "wait $a && echo 'first: exit 0' || echo 'first: failed'",
             "wait $b && echo 'second: exit 0' || echo 'second: failed'",
             "sed 's/^/first: /' /tmp/a.log",
@@ -373,12 +374,7 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
 
     // A guest killed while a session is open (the program runs again and
     // again, so QEMU dies in the middle of one)...
-    let spec = smoke_guest(
-        &build,
-        dir.path(),
-        &socket,
-        &["while /opt/vgpu-test/driver_smoke; do :; done"],
-    );
+    let spec = smoke_guest(&build, dir.path(), &socket, &["while SMOKE; do :; done"]);
     let mut guest = Guest::start(&qemu, &spec);
     guest.wait_for("ok init", spec.timeout);
     let workers = mediator.worker_pids();
@@ -397,12 +393,7 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
         );
     }
     // ...and the next guest is served.
-    let spec = smoke_guest(
-        &build,
-        dir.path(),
-        &socket,
-        &["/opt/vgpu-test/driver_smoke"],
-    );
+    let spec = smoke_guest(&build, dir.path(), &socket, &["SMOKE"]);
     let run = Guest::boot(&qemu, &spec);
     run.assert_success();
     for line in SMOKE_LINES {
