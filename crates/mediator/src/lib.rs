@@ -9,8 +9,11 @@
 //!   handshake with a snapshot of every device, then serves one lane thread
 //!   per client thread until the client disconnects, and exits.
 
+pub mod census;
 pub mod config;
 pub mod driver;
+pub mod metrics;
+pub mod sessions;
 pub mod supervisor;
 pub mod worker;
 
