@@ -183,9 +183,10 @@ fn sessions_are_listed_and_counted_while_they_come_and_go() {
     let s = wait_session(&h, a_pid, Some(1 << 20));
     assert_eq!(s["uid"], uid(), "{s:#}");
     assert_eq!(s["transport"], "unix+rings", "{s:#}");
-    let worker = s["worker_pid"].as_u64().expect("worker pid");
+    let worker = s["worker_pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+    let worker = worker.expect("a worker pid");
     assert!(
-        h.mediator().worker_pids().contains(&(worker as u32)),
+        h.mediator().worker_pids().contains(&worker),
         "{worker} is one of the mediator's workers"
     );
     expect_metrics(

@@ -270,13 +270,9 @@ mod tests {
         assert_eq!(t.refused[Refusal::Handshake.index()], 1);
         assert_eq!(t.refused[Refusal::WorkerStart.index()], 1);
         assert_eq!((t.crashes, t.started), (1, 0));
-        let all: Vec<_> = (0..MAX_SESSIONS)
-            .map(|i| {
-                let r = c.reserve().expect("slot");
-                r.started(1000 + i as u32);
-            })
-            .collect();
-        assert_eq!(all.len(), MAX_SESSIONS);
+        for pid in (1000..).take(MAX_SESSIONS) {
+            c.reserve().expect("a free slot").started(pid);
+        }
         assert!(c.reserve().is_none());
         assert_eq!(c.snapshot().totals.refused[Refusal::Capacity.index()], 1);
     }

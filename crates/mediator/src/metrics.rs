@@ -166,6 +166,9 @@ pub fn render(snap: &Snapshot) -> String {
     out
 }
 
+/// A sample's labels.
+type Labels = Vec<(&'static str, String)>;
+
 /// One scrape's values, encoded as the `vgpu_` series.
 #[derive(Debug)]
 struct Series(Snapshot);
@@ -174,12 +177,12 @@ struct Series(Snapshot);
 fn family<M: EncodeMetric>(
     encoder: &mut DescriptorEncoder,
     (name, help, kind): (&str, &str, MetricType),
-    samples: impl IntoIterator<Item = (Vec<(&'static str, String)>, M)>,
+    samples: impl IntoIterator<Item = (Labels, M)>,
 ) -> Result<(), std::fmt::Error> {
     let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
     for (labels, value) in samples {
         if labels.is_empty() {
-            value.encode(metric.encode_family(&Vec::<(&str, String)>::new())?)?;
+            value.encode(metric.encode_family(&Labels::new())?)?;
         } else {
             value.encode(metric.encode_family(&labels)?)?;
         }
@@ -248,7 +251,7 @@ impl Collector for Series {
                 .iter()
                 .map(|&(uid, bytes)| (vec![("uid", uid.to_string())], gauge(bytes))),
         )?;
-        let by_op = |values: &[u64]| -> Vec<(Vec<(&'static str, String)>, ConstCounter<u64>)> {
+        let by_op = |values: &[u64]| -> Vec<(Labels, ConstCounter<u64>)> {
             Op::ALL
                 .iter()
                 .filter_map(|&op| {
@@ -324,8 +327,11 @@ mod tests {
 
     #[test]
     fn every_series_is_rendered() {
-        let mut snap = Snapshot::default();
-        snap.live = 2;
+        let mut snap = Snapshot {
+            live: 2,
+            memory_by_uid: vec![(1000, 1 << 20)],
+            ..Snapshot::default()
+        };
         snap.totals.started = 5;
         snap.totals.refused[Refusal::Handshake.index()] = 1;
         snap.totals.calls[Op::MemAlloc as usize] = 3;
@@ -334,7 +340,6 @@ mod tests {
         snap.totals.latency[0] = 2;
         snap.totals.latency[3] = 1;
         snap.totals.latency_sum_ns = 9_000;
-        snap.memory_by_uid = vec![(1000, 1 << 20)];
         let text = render(&snap);
         for line in [
             "vgpu_sessions_live 2",

@@ -188,7 +188,7 @@ fn serve(s: &Session, mut io: FrameLane) {
             }
             continue;
         }
-        let timed = (replied % TIMED_EVERY == 0 && counts.is_some()).then(Instant::now);
+        let timed = (replied.is_multiple_of(TIMED_EVERY) && counts.is_some()).then(Instant::now);
         replied += 1;
         // A posted call's failure reported here was counted when it failed.
         let reports_deferred = deferred.is_some() && req.synchronizes();
