@@ -385,6 +385,8 @@ pub fn attach(fd: OwnedFd, slot: usize) -> std::io::Result<()> {
             "session slot {slot} is not below {MAX_SESSIONS}"
         )));
     }
+    // Whatever this worker starts (the driver's helpers) must not inherit it.
+    rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
     let table = install(Table::map(fd)?)
         .ok_or_else(|| std::io::Error::other("a session table is attached already"))?;
     if let Some(own) = table.slot(slot) {
