@@ -363,3 +363,24 @@ fn the_metrics_endpoint_survives_slow_and_malformed_clients() {
     let back = wait_for(WAIT, || std::panic::catch_unwind(|| scrape(&addr)).ok());
     assert!(back.is_some(), "scraping works after the crowd left");
 }
+
+#[test]
+fn a_tcp_session_is_listed_as_tcp() {
+    let mut h = Harness::without_mediator();
+    let m = Mediator::start_with(&h.build, &["--listen", "tcp://127.0.0.1:0"]);
+    let endpoint = m.tcp_endpoint();
+    h.mediator = Some(m);
+    h.env("VGPU_MEDIATOR", &endpoint);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = build_c(dir.path(), "session_hold");
+    let (mut c, pid) = hold(&h, &exe, 1 << 16, 1);
+    // Listed through the Unix socket: over TCP, pid and uid are what the
+    // client states, which for this client are its own.
+    let s = wait_session(&h, pid, Some(1 << 16));
+    assert_eq!(s["transport"], "tcp", "{s:#}");
+    assert_eq!(s["uid"], uid(), "{s:#}");
+    c.send("go");
+    c.send("go");
+    c.finish(WAIT).assert_success().assert_line("done");
+    wait_unlisted(&h, pid);
+}
