@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, MutexGuard};
 
+use vgpu_proto::sessions::SessionRecord;
+
 use crate::sessions::{
     Direction, Refusal, Slot, Table, LATENCY_BUCKETS, LIVE, MAX_SESSIONS, OP_SLOTS, STARTING,
 };
@@ -167,8 +169,9 @@ impl Census {
         let Some(slot) = inner.workers.remove(&pid) else {
             return false;
         };
+        inner.taken[slot] = false;
         let Some(s) = self.table.slot(slot) else {
-            return false;
+            return true;
         };
         let t = &mut inner.totals;
         t.add(s);
@@ -184,8 +187,25 @@ impl Census {
             t.crashes += 1;
         }
         s.clear();
-        inner.taken[slot] = false;
         true
+    }
+
+    /// The live sessions of this census's workers, as a status query
+    /// answers them: slots no worker of ours holds are never listed, and
+    /// the worker pid is the supervisor's own record.
+    pub fn records(&self) -> Vec<SessionRecord> {
+        let inner = self.lock();
+        let mut list: Vec<SessionRecord> = inner
+            .workers
+            .iter()
+            .filter_map(|(&pid, &slot)| {
+                let mut r = self.table.slot(slot)?.record()?;
+                r.worker_pid = pid.into();
+                Some(r)
+            })
+            .collect();
+        list.sort_unstable_by_key(|r| r.started_ms.get());
+        list
     }
 
     /// The totals with every running worker's counters added.
@@ -237,6 +257,18 @@ mod tests {
         s.device_memory.store(300, Relaxed);
         let snap = c.snapshot();
         assert_eq!((snap.live, snap.totals.started), (1, 1));
+        s.worker_pid.store(666, Relaxed);
+        let listed = c.records();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            listed[0].worker_pid.get(),
+            100,
+            "the supervisor's own record"
+        );
+        // A slot no worker holds, made live by someone, is not listed.
+        c.table.slot(slot + 1).expect("slot").go_live(9, 9, 1);
+        assert_eq!(c.records().len(), 1);
+        c.table.slot(slot + 1).expect("slot").clear();
         assert_eq!(snap.memory_by_uid, [(1000, 300)]);
         assert_eq!(snap.totals.calls[Op::MemAlloc as usize], 1);
         assert!(c.ended(100, false));

@@ -191,8 +191,10 @@ impl Slot {
         self.latency_sum_ns.fetch_add(ns, Relaxed);
     }
 
-    /// Marks the session live with its client's identity.
+    /// Marks the session live with its client's identity (called by the
+    /// worker, which records its own pid too).
     pub fn go_live(&self, client_pid: u32, uid: u32, transport: u32) {
+        self.worker_pid.store(std::process::id(), Relaxed);
         self.client_pid.store(client_pid, Relaxed);
         self.uid.store(uid, Relaxed);
         self.transport.store(transport, Relaxed);
@@ -226,7 +228,7 @@ impl Slot {
     }
 
     /// What `list` reports of a live slot, with its values checked.
-    fn record(&self) -> Option<SessionRecord> {
+    pub fn record(&self) -> Option<SessionRecord> {
         if self.state.load(std::sync::atomic::Ordering::Acquire) != LIVE {
             return None;
         }
@@ -452,6 +454,8 @@ mod tests {
             "a starting session is not listed"
         );
         s.go_live(1234, 1000, transport::UNIX_RINGS);
+        assert_eq!(s.worker_pid.load(Relaxed), std::process::id());
+        s.worker_pid.store(77, Relaxed);
         s.device_memory.store(4096, Relaxed);
         s.count_call(Op::MemAlloc);
         s.count_error(Op::MemAlloc);

@@ -94,7 +94,7 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
 /// Answers a status query, or starts a worker for the session.
 fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
     if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
-        if let Err(e) = answer_query(conn) {
+        if let Err(e) = answer_query(conn, census) {
             tracing::info!("status query: {e}");
         }
         return;
@@ -151,13 +151,12 @@ fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
 }
 
 /// Reads a status query and answers with the live sessions.
-fn answer_query(mut conn: Channel) -> Result<(), MediatorError> {
+fn answer_query(mut conn: Channel, census: &Census) -> Result<(), MediatorError> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
     set_socket_timeout(&conn, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     set_socket_timeout(&conn, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     vgpu_proto::sessions::read_query(&mut conn)?;
-    let records = sessions::table().map(Table::records).unwrap_or_default();
-    vgpu_proto::sessions::write_list(&mut conn, &records)?;
+    vgpu_proto::sessions::write_list(&mut conn, &census.records())?;
     Ok(())
 }
 
