@@ -357,7 +357,7 @@ fn the_metrics_endpoint_survives_slow_and_malformed_clients() {
 
     // More clients at once than are served: the extra ones are closed,
     // and scraping works again once they are gone.
-    let crowd: Vec<TcpStream> = (0..40).map(|_| connect()).collect();
+    let crowd: Vec<TcpStream> = (0..64).map(|_| connect()).collect();
     std::thread::sleep(Duration::from_millis(200));
     drop(crowd);
     let back = wait_for(WAIT, || std::panic::catch_unwind(|| scrape(&addr)).ok());

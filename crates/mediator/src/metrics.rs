@@ -27,7 +27,7 @@ use crate::census::{Census, Snapshot};
 use crate::sessions::{Direction, Refusal, LATENCY_BOUNDS_NS};
 
 /// Clients served at once.
-pub const MAX_CLIENTS: usize = 16;
+pub const MAX_CLIENTS: usize = 32;
 /// Time a client has to send its whole request head.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Largest request head read.
