@@ -51,6 +51,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use vgpu_proto::sessions::transport;
 use vgpu_proto::{features, read_request, write_response, Hello, Op, Welcome};
 use vgpu_transport::Channel;
 
@@ -58,7 +59,6 @@ use crate::config::{DriverChoice, ServeArgs};
 use crate::driver::{self, Driver};
 use crate::sessions::{self, Refusal};
 use crate::MediatorError;
-use vgpu_proto::sessions::transport;
 
 /// CUDA status codes the worker produces itself, from the ABI's `CUresult`.
 pub mod status {
