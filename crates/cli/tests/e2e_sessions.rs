@@ -394,3 +394,34 @@ fn a_tcp_session_is_listed_as_tcp() {
     c.finish(WAIT).assert_success().assert_line("done");
     wait_unlisted(&h, pid);
 }
+
+/// A "mediator" that answers the status query with a list claiming more
+/// sessions than any mediator serves: `vgpu status` reports the refusal
+/// instead of believing it (and the handshake that follows finds nobody).
+#[test]
+fn a_hostile_session_list_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("fake.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut query = [0u8; 8];
+        s.read_exact(&mut query).expect("the query");
+        assert_eq!(&query[..4], b"VGSQ");
+        let mut head = b"VGSL".to_vec();
+        head.extend_from_slice(&vgpu_proto::PROTOCOL_VERSION.to_le_bytes());
+        head.extend_from_slice(&[0, 0]);
+        head.extend_from_slice(&u32::MAX.to_le_bytes());
+        head.extend_from_slice(&[0; 4]);
+        s.write_all(&head).expect("the hostile head");
+    });
+    let mut cmd = Command::new(common::build().dir.join("vgpu"));
+    cmd.args(["status", "--json", "--mediator"])
+        .arg(format!("unix:{}", path.display()));
+    let out = common::run(cmd, Duration::from_secs(60));
+    server.join().expect("the fake mediator");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}:\n{out}"));
+    let why = report["sessions"]["error"].as_str().unwrap_or_default();
+    assert!(why.contains("sessions"), "{report:#}");
+    assert_eq!(out.status.code(), Some(1), "no handshake answered:\n{out}");
+}
