@@ -67,8 +67,13 @@ pub enum Command {
     /// stops the mediator. Needs a C compiler (`cc`) unless a prebuilt
     /// vector_add_driver sits beside vgpu.
     Demo(DemoArgs),
-    /// Print versions, where vgpu's files are, and whether the mediator answers.
-    Status(MediatorArgs),
+    /// Print versions, where vgpu's files are, whether the mediator answers,
+    /// and its live sessions.
+    ///
+    /// The sessions (uid, client pid, worker pid, transport, device memory
+    /// held, uptime) come from the mediator's supervisor, which answers
+    /// without starting a worker. --json prints everything as one JSON object.
+    Status(StatusArgs),
     /// Check the installation and explain what is wrong, one line per check.
     ///
     /// Checks vgpu's files, which libcuda.so.1 a fresh process gets (the
@@ -185,6 +190,17 @@ pub struct MediatorArgs {
     /// unix:/run/vgpu/mediator.sock).
     #[arg(long, value_name = "ADDR")]
     pub mediator: Option<String>,
+}
+
+/// Arguments of `vgpu status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub mediator: MediatorArgs,
+    /// Print the report as one JSON object (`sessions` is a list, or an
+    /// object with `error` when the mediator could not list them).
+    #[arg(long)]
+    pub json: bool,
 }
 
 const BENCH_AFTER_HELP: &str = "\

@@ -10,6 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
+use vgpu_proto::sessions::SessionRecord;
 use vgpu_proto::{features, Hello, Welcome, PROTOCOL_VERSION};
 
 use vgpu_transport::discovery::Target;
@@ -37,27 +38,36 @@ pub fn probe(address: &str, timeout: Duration) -> Probe {
 }
 
 fn probe_unix(path: &Path, timeout: Duration) -> Probe {
-    let stream = match UnixStream::connect(path) {
-        Ok(s) => s,
-        Err(e) => return Probe::Unreachable(format!("cannot connect to {}: {e}", path.display())),
-    };
-    if let Err(e) = stream
+    match connect_unix(path, timeout) {
+        Ok(stream) => handshake(stream),
+        Err(why) => Probe::Unreachable(why),
+    }
+}
+
+fn connect_unix(path: &Path, timeout: Duration) -> Result<UnixStream, String> {
+    let stream = UnixStream::connect(path)
+        .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
+    stream
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
-    {
-        return Probe::Unreachable(format!("cannot set a timeout on the connection: {e}"));
+        .map_err(|e| format!("cannot set a timeout on the connection: {e}"))?;
+    Ok(stream)
+}
+
+fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Probe {
+    match connect_tcp(host, port, timeout) {
+        Ok(stream) => handshake(stream),
+        Err(why) => Probe::Unreachable(why),
     }
-    handshake(stream)
 }
 
 /// Connects to `host:port` (each address it resolves to, `timeout` each),
 /// as the client library does. `host` is as `Target::Tcp` holds it: an IPv6
 /// literal without brackets.
-fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Probe {
-    let addrs = match (host, port).to_socket_addrs() {
-        Ok(a) => a.collect::<Vec<_>>(),
-        Err(e) => return Probe::Unreachable(format!("cannot resolve {host}: {e}")),
-    };
+fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, String> {
+    let addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     let mut why = format!("{host} has no address");
     for addr in addrs {
         let stream = match TcpStream::connect_timeout(&addr, timeout) {
@@ -67,16 +77,32 @@ fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Probe {
                 continue;
             }
         };
-        if let Err(e) = stream
+        stream
             .set_nodelay(true)
             .and_then(|()| stream.set_read_timeout(Some(timeout)))
             .and_then(|()| stream.set_write_timeout(Some(timeout)))
-        {
-            return Probe::Unreachable(format!("cannot set up the connection: {e}"));
-        }
-        return handshake(stream);
+            .map_err(|e| format!("cannot set up the connection: {e}"))?;
+        return Ok(stream);
     }
-    Probe::Unreachable(why)
+    Err(why)
+}
+
+/// Asks the mediator at `address` for its live sessions (a status query,
+/// answered by the supervisor without starting a worker); the answer is
+/// bounded and validated by [`vgpu_proto::sessions::read_list`].
+pub fn sessions(address: &str, timeout: Duration) -> Result<Vec<SessionRecord>, String> {
+    fn ask(mut stream: impl Read + Write) -> Result<Vec<SessionRecord>, String> {
+        vgpu_proto::sessions::write_query(&mut stream)
+            .and_then(|()| vgpu_proto::sessions::read_list(&mut stream))
+            .map_err(|e| format!("no valid session list (protocol v{PROTOCOL_VERSION}): {e}"))
+    }
+    match Target::parse(address) {
+        Some(Target::Unix(path)) => ask(connect_unix(&path, timeout)?),
+        Some(Target::Tcp { host, port }) => ask(connect_tcp(&host, port, timeout)?),
+        Some(Target::Pci(_)) | None => Err(format!(
+            "{address}: only unix: and tcp:// addresses can be asked by this version of vgpu"
+        )),
+    }
 }
 
 /// Sends a hello on a connected stream and reads the welcome.

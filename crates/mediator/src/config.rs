@@ -79,6 +79,12 @@ pub struct ServeArgs {
     /// the mediator's uid); by default `/tmp/vgpu-ipc-UID`.
     #[arg(long)]
     pub ipc_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics over HTTP at `http://ADDR:PORT/metrics`
+    /// (e.g. `127.0.0.1:9400`, `[::1]:9400`; port 0 takes a free port, the
+    /// log says which). The series are listed in docs/metrics.md. Anyone who
+    /// reaches the port reads them: bind it to a trusted address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Subcommands; without one the supervisor runs.
@@ -90,6 +96,12 @@ pub enum Command {
         /// The inherited connection's file descriptor.
         #[arg(long)]
         fd: i32,
+        /// The inherited session table's file descriptor.
+        #[arg(long, requires = "session_slot")]
+        session_table: Option<i32>,
+        /// This worker's slot in the session table.
+        #[arg(long, requires = "session_table")]
+        session_slot: Option<usize>,
     },
 }
 

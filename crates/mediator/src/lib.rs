@@ -8,9 +8,16 @@
 //!   applies the client's allowlisted environment before `cuInit`, answers the
 //!   handshake with a snapshot of every device, then serves one lane thread
 //!   per client thread until the client disconnects, and exits.
+//! - Every session has a slot in a shared-memory table ([`sessions`]) that its
+//!   worker keeps current and the supervisor frees when the worker ends
+//!   ([`census`]); the supervisor answers status queries and serves
+//!   Prometheus metrics ([`metrics`]) from it.
 
+pub mod census;
 pub mod config;
 pub mod driver;
+pub mod metrics;
+pub mod sessions;
 pub mod supervisor;
 pub mod worker;
 

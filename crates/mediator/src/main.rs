@@ -15,7 +15,16 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         None => supervisor::run(&cli.serve),
-        Some(Command::Worker { fd }) => worker::run(&cli.serve, fd),
+        Some(Command::Worker {
+            fd,
+            session_table,
+            session_slot,
+        }) => {
+            if let (Some(table), Some(slot)) = (session_table, session_slot) {
+                worker::attach_session_table(table, slot);
+            }
+            worker::run(&cli.serve, fd)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,13 +1,28 @@
 //! The supervisor: accepts connections and starts one worker per session.
+//!
+//! Each accepted connection is looked at by a thread of its own: a status
+//! query ([`vgpu_proto::sessions`]) is answered there with the live
+//! sessions; anything else is a session, handed to a new worker with a slot
+//! of the session table ([`crate::sessions`], [`crate::census`]).
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use vgpu_transport::{Address, Channel, Listener, TransportError};
 
+use crate::census::Census;
 use crate::config::ServeArgs;
+use crate::sessions::{self, Table};
 use crate::MediatorError;
+
+/// How long a new connection may take to send its first bytes before it is
+/// handed to a worker anyway (which waits for its hello as before).
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long answering a status query may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Listens on every `args.listen` address and serves until killed.
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
@@ -40,10 +55,19 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
+    let table = sessions::install(Table::create()?)
+        .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
+    let census = Arc::new(Census::new(table));
+    let reaper = Arc::clone(&census);
     std::thread::Builder::new()
         .name("reaper".into())
-        .spawn(reap_workers)?;
-    let exe = std::env::current_exe()?;
+        .spawn(move || reap_workers(&reaper))?;
+    if let Some(addr) = args.metrics {
+        let bound = crate::metrics::serve(addr, Arc::clone(&census))?;
+        tracing::info!("metrics on http://{bound}/metrics");
+    }
+    let exe = Arc::new(std::env::current_exe()?);
+    let args = Arc::new(args.clone());
     loop {
         for i in ready(&listeners) {
             let conn = match listeners[i].accept() {
@@ -56,14 +80,84 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
                     continue;
                 }
             };
-            let peer = conn.peer_addr();
-            match (spawn_worker(&exe, args, conn), peer) {
-                (Ok(pid), Some(peer)) => tracing::info!(worker = pid, %peer, "session accepted"),
-                (Ok(pid), None) => tracing::info!(worker = pid, "session accepted"),
-                (Err(e), _) => tracing::error!("could not start a worker: {e}"),
+            let (exe, args, census) = (Arc::clone(&exe), Arc::clone(&args), Arc::clone(&census));
+            let started = std::thread::Builder::new()
+                .name("accepted".into())
+                .spawn(move || triage(&exe, &args, &census, conn));
+            if let Err(e) = started {
+                tracing::error!("cannot start a thread for a new connection: {e}");
             }
         }
     }
+}
+
+/// Answers a status query, or starts a worker for the session.
+fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
+    if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
+        if let Err(e) = answer_query(conn, census) {
+            tracing::info!("status query: {e}");
+        }
+        return;
+    }
+    let peer = conn.peer_addr();
+    let Some(reservation) = census.reserve() else {
+        tracing::error!(
+            "refusing a session: {} sessions are live, the most one mediator serves",
+            sessions::MAX_SESSIONS
+        );
+        return;
+    };
+    let slot = reservation.slot;
+    match (spawn_worker(exe, args, conn, slot), peer) {
+        (Ok(pid), peer) => {
+            reservation.started(pid);
+            match peer {
+                Some(peer) => tracing::info!(worker = pid, %peer, "session accepted"),
+                None => tracing::info!(worker = pid, "session accepted"),
+            }
+        }
+        (Err(e), _) => {
+            reservation.failed();
+            tracing::error!("could not start a worker: {e}");
+        }
+    }
+}
+
+/// The connection's first four bytes, once they came within
+/// [`FIRST_BYTES_TIMEOUT`] (peeked: they stay for the worker).
+fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let deadline = Instant::now() + FIRST_BYTES_TIMEOUT;
+    let mut buf = [0u8; 4];
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let left = Timespec::try_from(left).ok()?;
+        let mut fds = [PollFd::new(conn, PollFlags::IN)];
+        match poll(&mut fds, Some(&left)) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+        match rustix::net::recv(conn, &mut buf[..], rustix::net::RecvFlags::PEEK) {
+            Ok((0, _)) => return None,
+            Ok((n, _)) if n == buf.len() => return Some(buf),
+            // Fewer bytes so far: wait a little for the rest.
+            Ok(_) => std::thread::sleep(Duration::from_millis(1)),
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads a status query and answers with the live sessions.
+fn answer_query(mut conn: Channel, census: &Census) -> Result<(), MediatorError> {
+    use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    set_socket_timeout(&conn, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
+    set_socket_timeout(&conn, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
+    vgpu_proto::sessions::read_query(&mut conn)?;
+    vgpu_proto::sessions::write_list(&mut conn, &census.records())?;
+    Ok(())
 }
 
 /// Binds one `--listen` address, non-blocking (the accept loop polls every
@@ -117,10 +211,18 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
     }
 }
 
-fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, MediatorError> {
+/// Starts a worker for `conn` with session slot `slot`. The caller holds
+/// the census ([`Census::reserve`]), so no other worker starts meanwhile.
+fn spawn_worker(
+    exe: &Path,
+    args: &ServeArgs,
+    conn: Channel,
+    slot: usize,
+) -> Result<u32, MediatorError> {
     let fd = conn.as_fd().as_raw_fd();
-    // The worker inherits exactly this descriptor: clear close-on-exec on it
-    // alone. One thread accepts on every listener, so no other exec races it.
+    // The worker inherits exactly this descriptor (and the session table,
+    // which never has close-on-exec): clear close-on-exec on it alone. The
+    // census is held, so no other exec races it.
     rustix::io::fcntl_setfd(&conn, rustix::io::FdFlags::empty()).map_err(std::io::Error::from)?;
     let mut cmd = Command::new(exe);
     cmd.arg("--driver").arg(args.driver.to_string());
@@ -141,6 +243,11 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
         cmd.arg("--ipc-dir").arg(dir);
     }
     cmd.arg("worker").arg("--fd").arg(fd.to_string());
+    if let Some(table) = sessions::table() {
+        let table_fd = table.fd().as_raw_fd();
+        cmd.arg("--session-table").arg(table_fd.to_string());
+        cmd.arg("--session-slot").arg(slot.to_string());
+    }
     // SAFETY: the closure only calls sigprocmask-family functions and
     // setsid, which are async-signal-safe, as code between fork and exec must be.
     unsafe {
@@ -162,17 +269,22 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
     Ok(child.id())
 }
 
-/// Collects exited workers so none linger as zombies, and logs how they ended.
-fn reap_workers() {
+/// Collects exited workers so none linger as zombies, logs how they ended
+/// and frees their session slots. A worker that ended by a signal or with
+/// a status other than 0 (session over) and 1 (an error it reported) crashed.
+fn reap_workers(census: &Census) {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) => {
-                let pid = pid.as_raw_nonzero().get();
-                if status.exited() && status.exit_status() == Some(0) {
+                let pid = pid.as_raw_nonzero().get().unsigned_abs();
+                let code = status.exit_status();
+                if status.exited() && code == Some(0) {
                     tracing::info!(worker = pid, "session ended");
                 } else {
                     tracing::warn!(worker = pid, ?status, "worker ended abnormally");
                 }
+                let crashed = !(status.exited() && matches!(code, Some(0 | 1)));
+                census.ended(pid, crashed);
             }
             _ => std::thread::sleep(std::time::Duration::from_millis(200)),
         }

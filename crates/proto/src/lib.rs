@@ -22,6 +22,9 @@
 //!   below its number has run, so a call never overtakes a posted call that
 //!   another client thread made before it.
 //!
+//! - A connection may instead carry one status query ([`sessions`]), which
+//!   the supervisor answers with the list of live sessions.
+//!
 //! Handles (contexts, streams, events, modules, functions) are ids minted by the
 //! client; device pointers are the real device addresses.
 
@@ -30,6 +33,7 @@ mod frame;
 mod generated;
 mod handshake;
 pub mod message;
+pub mod sessions;
 pub mod span;
 pub mod vmm;
 

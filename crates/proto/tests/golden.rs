@@ -8,6 +8,8 @@
 //!   with the events reply flag;
 //! - `hello.hex`: the client's hello with an allowlisted environment;
 //! - `welcome.hex`: the worker's welcome with two device snapshots;
+//! - `status-query.hex`, `session-list.hex`: a status query and the
+//!   supervisor's list of two live sessions;
 //! - `schema-hash.txt`: the recorded `SCHEMA_HASH`, so that changing the op
 //!   table is a conscious act.
 //!
@@ -183,6 +185,19 @@ fn every_fixture_decodes_to_its_value() {
                     "{}: the frame is exactly the fixture",
                     f.file
                 );
+            }
+            Sample::StatusQuery => {
+                let mut rest = &bytes[..];
+                vgpu_proto::sessions::read_query(&mut rest)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.file));
+                assert!(rest.is_empty(), "{}: exactly the fixture", f.file);
+            }
+            Sample::SessionList(want) => {
+                let mut rest = &bytes[..];
+                let got = vgpu_proto::sessions::read_list(&mut rest)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.file));
+                assert_eq!(&got, want, "{}", f.file);
+                assert!(rest.is_empty(), "{}: exactly the fixture", f.file);
             }
         }
     }

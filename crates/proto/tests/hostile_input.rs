@@ -22,6 +22,7 @@ use std::mem::size_of;
 use common::{fuzz_check, TARGETS};
 use proptest::collection::vec;
 use proptest::prelude::*;
+use vgpu_proto::sessions;
 use vgpu_proto::{
     DeviceSnapshot, Hello, HelloHead, Op, ProtoError, Request, RequestHead, Response, ResponseHead,
     Welcome, WelcomeHead, HELLO_MAGIC, MAX_BLOB, MAX_DEVICES, MAX_ENV_BYTES, MAX_FIXED,
@@ -114,6 +115,7 @@ const REQUEST_BOUND: usize = MAX_BLOB + 8 * MAX_FIXED + SLACK;
 const RESPONSE_BOUND: usize = MAX_BLOB + 8 * MAX_FIXED + SLACK;
 const HELLO_BOUND: usize = 16 * MAX_ENV_BYTES;
 const WELCOME_BOUND: usize = MAX_DEVICES * size_of::<DeviceSnapshot>() + SLACK;
+const LIST_BOUND: usize = sessions::MAX_SESSIONS * size_of::<sessions::SessionRecord>() + SLACK;
 
 /// Runs every decoder on `data` and checks each stays within its bound.
 fn decode_all_bounded(data: &[u8]) {
@@ -125,6 +127,20 @@ fn decode_all_bounded(data: &[u8]) {
     assert!(u.peak <= HELLO_BOUND, "Hello::read held {u:?}");
     let (_, u) = measure(|| Welcome::read(&mut &data[..]));
     assert!(u.peak <= WELCOME_BOUND, "Welcome::read held {u:?}");
+    let (_, u) = measure(|| sessions::read_list(&mut &data[..]));
+    assert!(u.peak <= LIST_BOUND, "sessions::read_list held {u:?}");
+    let (_, u) = measure(|| sessions::read_query(&mut &data[..]));
+    assert!(u.peak < SLACK, "sessions::read_query held {u:?}");
+}
+
+/// A session list head that passes the magic and version checks.
+fn list_head(count: u32) -> Vec<u8> {
+    let mut h = b"VGSL".to_vec();
+    h.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(&count.to_le_bytes());
+    h.extend_from_slice(&[0; 4]);
+    h
 }
 
 // ---- heads that pass the magic check --------------------------------------
@@ -280,6 +296,18 @@ proptest! {
         let claimed = usize::try_from(count).expect("u32 fits usize");
         if claimed > MAX_DEVICES {
             prop_assert!(matches!(result, Err(ProtoError::TooLong { what: "devices", .. })), "{:?}", result);
+            prop_assert!(u.largest < SLACK, "refused, yet allocated {u:?}");
+        }
+    }
+
+    #[test]
+    fn session_list_lengths_are_bounded(count in claimed_len(sessions::MAX_SESSIONS), tail in vec(any::<u8>(), 0..4096)) {
+        let data = [list_head(count), tail].concat();
+        let (result, u) = measure(|| sessions::read_list(&mut &data[..]));
+        prop_assert!(u.peak <= LIST_BOUND, "{u:?}");
+        let claimed = usize::try_from(count).expect("u32 fits usize");
+        if claimed > sessions::MAX_SESSIONS {
+            prop_assert!(matches!(result, Err(ProtoError::TooLong { what: "sessions", .. })), "{:?}", result);
             prop_assert!(u.largest < SLACK, "refused, yet allocated {u:?}");
         }
     }

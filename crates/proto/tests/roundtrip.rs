@@ -247,6 +247,12 @@ fn every_prefix_of_every_golden_message_is_an_error() {
                 common::Sample::Welcome(_) => {
                     Welcome::read(&mut &prefix[..]).is_err_and(|e| is_eof(&e))
                 }
+                common::Sample::StatusQuery => {
+                    vgpu_proto::sessions::read_query(&mut &prefix[..]).is_err_and(|e| is_eof(&e))
+                }
+                common::Sample::SessionList(_) => {
+                    vgpu_proto::sessions::read_list(&mut &prefix[..]).is_err_and(|e| is_eof(&e))
+                }
             };
             assert!(
                 refused,

@@ -10,6 +10,7 @@ use super::status::INVALID_VALUE;
 
 use super::Session;
 use crate::driver::{entry, Status};
+use crate::sessions::Direction;
 
 /// The bytes a 2D region touches from its first to its last byte.
 fn span(pitch: u64, x: u64, y: u64, width: u64, height: u64) -> Option<(u64, u64)> {
@@ -89,6 +90,12 @@ pub fn memcpy2d(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Statu
             entry(s.driver.cuMemcpy2D_v2)?(&copy)
         }
     })?;
+    let counted = match direction {
+        1 => Direction::HtoD,
+        2 => Direction::DtoH,
+        _ => Direction::DtoD,
+    };
+    crate::sessions::count_copy(counted, packed);
     Ok(Reply {
         blob: out,
         ..Reply::default()

@@ -25,6 +25,7 @@ use super::status::{HOST_MEMORY_NOT_REGISTERED, INVALID_VALUE, NOT_SUPPORTED, OU
 use super::tables::{HostAlloc, Range, RangeOwner};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
+use crate::sessions::Direction;
 
 /// `CU_MEMHOSTALLOC_*` flags map one to one onto `CU_MEMHOSTREGISTER_*`
 /// (portable 1, device map 2); write-combined (4) has no registration form.
@@ -196,6 +197,7 @@ pub fn memcpy_htod_shared(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
             entry(s.driver.cuMemcpyHtoD_v2)?(dst, src, len)
         }
     })?;
+    crate::sessions::count_copy(Direction::HtoD, bytes);
     Ok(Reply::default())
 }
 
@@ -214,6 +216,7 @@ pub fn memcpy_dtoh_shared(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
             entry(s.driver.cuMemcpyDtoH_v2)?(dst, src, len)
         }
     })?;
+    crate::sessions::count_copy(Direction::DtoH, bytes);
     Ok(Reply::default())
 }
 

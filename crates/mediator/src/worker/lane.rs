@@ -20,6 +20,14 @@
 //! synchronizing request ([`vgpu_proto::Op::synchronizes`]) with it, without
 //! running that request (`docs/adr/0004-async-errors.md`).
 //!
+//! # Counting
+//!
+//! Each request adds one to its operation's count in the session's slot
+//! ([`crate::sessions`]), a relaxed atomic add; a failure adds one to its
+//! error count. One synchronous request in [`TIMED_EVERY`] (the first of
+//! each lane among them) is timed from read to reply for the latency
+//! histogram, so the clock is read rarely on the hot path.
+//!
 //! # Liveness
 //!
 //! A lane waiting on its ring waits as [`WAIT`] says and stops when the
@@ -29,7 +37,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vgpu_proto::{
     decode_request_into, lane_kind, open_lane, read_request_into, reply_flags,
@@ -58,6 +66,9 @@ const WAIT: WaitPolicy = WaitPolicy {
     yield_for: Duration::ZERO,
     timeout: Some(Duration::from_millis(100)),
 };
+
+/// One synchronous request in this many is timed for the latency histogram.
+const TIMED_EVERY: u64 = 16;
 
 /// Opens a lane for the client on the control connection: answers the
 /// `OpenLane` request `seq` and starts the lane's thread. `false`: the
@@ -136,6 +147,8 @@ fn serve(s: &Session, mut io: FrameLane) {
     let mut prefix = Vec::new();
     // What this lane knows of the session's order by itself.
     let mut view = LaneView::default();
+    let counts = crate::sessions::own();
+    let mut replied = 0u64;
     loop {
         match next(&mut io, s, &mut req) {
             Ok(true) => {}
@@ -146,6 +159,9 @@ fn serve(s: &Session, mut io: FrameLane) {
             }
         }
         requests += 1;
+        if let Some(c) = counts {
+            c.count_call(req.op);
+        }
         if req.op.takes_fd() {
             // The client passes the descriptor right after the request.
             lane.fd_in = io
@@ -165,10 +181,17 @@ fn serve(s: &Session, mut io: FrameLane) {
             };
             if let Err(st) = lane.execute(s, &req) {
                 tracing::debug!(op = req.op.name(), status = st.0, "posted call failed");
+                if let Some(c) = counts {
+                    c.count_error(req.op);
+                }
                 deferred.get_or_insert(st);
             }
             continue;
         }
+        let timed = (replied.is_multiple_of(TIMED_EVERY) && counts.is_some()).then(Instant::now);
+        replied += 1;
+        // A posted call's failure reported here was counted when it failed.
+        let reports_deferred = deferred.is_some() && req.synchronizes();
         let ((st, reply), events) = match deferred {
             Some(st) if req.synchronizes() => {
                 deferred = None;
@@ -193,6 +216,14 @@ fn serve(s: &Session, mut io: FrameLane) {
         if let Err(e) = send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply) {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
+        }
+        if let Some(c) = counts {
+            if st != status::SUCCESS && !reports_deferred {
+                c.count_error(req.op);
+            }
+            if let Some(t) = timed {
+                c.record_latency(t.elapsed());
+            }
         }
     }
     tracing::debug!(requests, posted, "lane closed");

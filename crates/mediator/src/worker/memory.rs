@@ -13,9 +13,10 @@ use zerocopy::little_endian::U64;
 use super::calls::{message, ok, size, Reply};
 use super::exec::{checked, Lane};
 use super::status::INVALID_VALUE;
-use super::tables::{as_handle, Range, RangeOwner};
+use super::tables::{as_handle, Range};
 use super::Session;
 use crate::driver::{entry, DevPtr, Status};
+use crate::sessions::Direction;
 
 /// `cuMemAlloc_v2`; the range joins the session's live allocations.
 pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
@@ -63,7 +64,7 @@ pub fn mem_free(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Statu
     let range = take_alloc(s, p, "cuMemFree")?;
     // SAFETY: `p` is the base of a live allocation of this session.
     if let Err(st) = ok(unsafe { entry(s.driver.cuMemFree_v2)?(p) }) {
-        s.tables().ranges.insert(p, range);
+        s.tables().restore_alloc(p, range);
         return Err(st);
     }
     super::ipc::freed(s, p);
@@ -86,6 +87,7 @@ pub fn memcpy_htod(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
             entry(s.driver.cuMemcpyHtoD_v2)?(dst, src, len)
         }
     })?;
+    crate::sessions::count_copy(Direction::HtoD, len as u64);
     Ok(Reply::default())
 }
 
@@ -108,6 +110,7 @@ pub fn memcpy_dtoh(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
             entry(s.driver.cuMemcpyDtoH_v2)?(dst, src, len)
         }
     })?;
+    crate::sessions::count_copy(Direction::DtoH, len as u64);
     Ok(Reply {
         blob: out,
         ..Reply::default()
@@ -128,6 +131,7 @@ pub fn memcpy_dtod(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
             entry(s.driver.cuMemcpyDtoD_v2)?(dst, src, len)
         }
     })?;
+    crate::sessions::count_copy(Direction::DtoD, bytes);
     Ok(Reply::default())
 }
 
@@ -174,9 +178,10 @@ pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
     ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
     let captured = super::callback::capturing(s, st)?;
     let mut t = s.tables();
-    t.insert_alloc(p, bytes as u64, req.ctx);
     if captured {
-        t.graph_allocs.insert(p);
+        t.insert_graph_alloc(p, bytes as u64, req.ctx);
+    } else {
+        t.insert_alloc(p, bytes as u64, req.ctx);
     }
     drop(t);
     Ok(Reply::new(
@@ -203,7 +208,7 @@ pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     let range = take_alloc(s, p, "cuMemFreeAsync")?;
     // SAFETY: `p` is the base of a live allocation of this session.
     if let Err(e) = ok(unsafe { entry(s.driver.cuMemFreeAsync)?(p, st.cast()) }) {
-        s.tables().ranges.insert(p, range);
+        s.tables().restore_alloc(p, range);
         return Err(e);
     }
     super::ipc::freed(s, p);
@@ -215,15 +220,8 @@ pub fn mem_free_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
 /// another lane's allocation at once, whose range must not be the one
 /// removed afterwards. The caller puts it back if the driver refuses.
 fn take_alloc(s: &Session, p: DevPtr, what: &str) -> Result<Range, Status> {
-    let mut t = s.tables();
-    match t.ranges.get(&p) {
-        Some(&r) if matches!(r.owner, RangeOwner::Alloc { .. }) => {
-            t.ranges.remove(&p);
-            Ok(r)
-        }
-        _ => {
-            tracing::info!("{what}({p:#x}): not the base of a live allocation");
-            Err(INVALID_VALUE)
-        }
-    }
+    s.tables().take_alloc(p).ok_or_else(|| {
+        tracing::info!("{what}({p:#x}): not the base of a live allocation");
+        INVALID_VALUE
+    })
 }

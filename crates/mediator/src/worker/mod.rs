@@ -51,11 +51,13 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use vgpu_proto::sessions::transport;
 use vgpu_proto::{features, read_request, write_response, Hello, Op, Welcome};
 use vgpu_transport::Channel;
 
 use crate::config::{DriverChoice, ServeArgs};
 use crate::driver::{self, Driver};
+use crate::sessions::{self, Refusal};
 use crate::MediatorError;
 
 /// CUDA status codes the worker produces itself, from the ABI's `CUresult`.
@@ -122,6 +124,22 @@ impl Session {
     }
 }
 
+/// Takes the session table inherited as descriptor `fd`, with slot `slot`
+/// as this worker's own ([`crate::sessions`]). A table that cannot be
+/// mapped is logged; the session is then served without being listed.
+pub fn attach_session_table(fd: i32, slot: usize) {
+    if fd < 3 {
+        tracing::warn!("--session-table {fd} is not an inherited descriptor");
+        return;
+    }
+    // SAFETY: the supervisor started this process with `fd` open for
+    // exactly this purpose; nothing else in the process owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if let Err(e) = crate::sessions::attach(fd, slot) {
+        tracing::warn!("session table not attached: {e}; this session is not listed");
+    }
+}
+
 /// Serves the session on the inherited connection `fd` until the client leaves.
 pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if fd < 3 {
@@ -138,7 +156,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     } else {
         Some(control.peer_credentials()?)
     };
-    let hello = Hello::read(&mut control)?;
+    let hello = Hello::read(&mut control).inspect_err(|_| sessions::refuse(Refusal::Handshake))?;
     let uid = credentials.map(|(_, uid, _)| uid);
     let pid = match credentials {
         Some((pid, uid, _)) => {
@@ -164,7 +182,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
     }
-    let driver = load_driver(args)?;
+    let driver = load_driver(args).inspect_err(|_| sessions::refuse(Refusal::Driver))?;
     tracing::info!(driver = %driver.path().display(), "driver loaded");
     let welcome = snapshot::welcome(&driver);
     if welcome.init_status != status::SUCCESS.0 {
@@ -205,6 +223,16 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         },
     });
     tracing::debug!(features = negotiated, "features negotiated");
+    if let Some(slot) = sessions::own() {
+        let kind = if remote {
+            transport::TCP
+        } else if session.rings {
+            transport::UNIX_RINGS
+        } else {
+            transport::UNIX
+        };
+        slot.go_live(pid, uid.unwrap_or(hello.uid), kind);
+    }
     serve_control(&session, control, args);
     session.closing.store(true, Ordering::SeqCst);
     session.callbacks.close();

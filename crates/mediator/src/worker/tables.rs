@@ -128,6 +128,10 @@ pub struct Tables {
     pub links: super::link::Links,
     /// Inter-process handles exported and opened (`cuIpc*`).
     pub ipc: super::ipc::Ipc,
+    /// Bytes of the session's own device allocations (`Alloc` ranges that
+    /// are not a graph's): with the VMM handles' bytes, the device memory
+    /// the session's slot reports ([`Tables::publish_memory`]).
+    held: u64,
 }
 
 /// A texture or surface object the session created.
@@ -345,11 +349,64 @@ impl Tables {
     /// ordered and pool allocations): copies and memsets may reach it.
     pub fn insert_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
         let owner = RangeOwner::Alloc { ctx };
-        self.ranges.insert(ptr, Range { size, owner });
+        if let Some(old) = self.ranges.insert(ptr, Range { size, owner }) {
+            self.held = self.held.saturating_sub(self.counted(ptr, &old));
+        }
         // A new allocation at an address a graph allocated before (the
         // graph's memory went back to the driver): it is an ordinary one
         // until a graph claims it again (`graph_allocs`).
         self.graph_allocs.remove(&ptr);
+        self.held = self.held.saturating_add(size);
+        self.publish_memory();
+    }
+
+    /// Records an address a graph allocates (an allocation node, a captured
+    /// `cuMemAllocAsync`): reachable like an allocation, but not counted as
+    /// memory the session holds (the graph holds it while it runs).
+    pub fn insert_graph_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
+        self.insert_alloc(ptr, size, ctx);
+        self.held = self.held.saturating_sub(size);
+        self.graph_allocs.insert(ptr);
+        self.publish_memory();
+    }
+
+    /// Takes the allocation based at `ptr` out of the live ranges; `None`
+    /// if no allocation of the session starts there.
+    pub fn take_alloc(&mut self, ptr: DevPtr) -> Option<Range> {
+        match self.ranges.get(&ptr) {
+            Some(&r) if matches!(r.owner, RangeOwner::Alloc { .. }) => {
+                self.ranges.remove(&ptr);
+                self.held = self.held.saturating_sub(self.counted(ptr, &r));
+                self.publish_memory();
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+
+    /// Puts back an allocation [`Tables::take_alloc`] took (the driver refused to free it).
+    pub fn restore_alloc(&mut self, ptr: DevPtr, range: Range) {
+        self.ranges.insert(ptr, range);
+        self.held = self.held.saturating_add(self.counted(ptr, &range));
+        self.publish_memory();
+    }
+
+    /// The bytes of range `r` at `ptr` that count as held memory.
+    fn counted(&self, ptr: DevPtr, r: &Range) -> u64 {
+        match r.owner {
+            RangeOwner::Alloc { .. } if !self.graph_allocs.contains(&ptr) => r.size,
+            _ => 0,
+        }
+    }
+
+    /// Publishes the device memory the session holds to its session slot:
+    /// its own allocations and the bytes of its `cuMemCreate` handles.
+    pub fn publish_memory(&self) {
+        if let Some(slot) = crate::sessions::own() {
+            let bytes = self.held.saturating_add(self.vmm.created_bytes());
+            slot.device_memory
+                .store(bytes, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
@@ -428,6 +485,14 @@ impl Tables {
         for l in libraries {
             self.forget_library(l);
         }
+        let freed: u64 = self
+            .ranges
+            .iter()
+            .filter(|(_, r)| r.owner == RangeOwner::Alloc { ctx })
+            .map(|(&p, r)| self.counted(p, r))
+            .sum();
+        self.held = self.held.saturating_sub(freed);
+        self.publish_memory();
         self.ranges.retain(|_, r| {
             r.owner != RangeOwner::Alloc { ctx } && r.owner != RangeOwner::Ipc { ctx }
         });
@@ -441,6 +506,27 @@ impl Tables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_memory_follows_allocations() {
+        let mut t = Tables::default();
+        t.insert_alloc(0x1000, 100, 7);
+        t.insert_alloc(0x2000, 50, 8);
+        t.insert_graph_alloc(0x3000, 1000, 7);
+        assert_eq!(t.held, 150, "a graph's allocation is not the session's");
+        let r = t.take_alloc(0x1000).expect("live");
+        assert_eq!(t.held, 50);
+        assert!(t.take_alloc(0x1000).is_none(), "gone");
+        assert!(t.take_alloc(0x1001).is_none(), "not a base");
+        t.restore_alloc(0x1000, r);
+        assert_eq!(t.held, 150);
+        t.insert_alloc(0x1000, 10, 7);
+        assert_eq!(t.held, 60, "the same address again replaces the old size");
+        t.forget_context_resources(7);
+        assert_eq!(t.held, 50);
+        t.insert_alloc(0x3000, 5, 8);
+        assert_eq!(t.held, 55, "a graph's old address allocated again counts");
+    }
 
     #[test]
     fn ranges_are_checked() {

@@ -51,6 +51,9 @@ struct Allocation {
     /// References: `cuMemCreate` and each `cuMemRetainAllocationHandle`
     /// add one, `cuMemRelease` takes one.
     refs: u64,
+    /// The size given to `cuMemCreate` (0 for a handle imported or adopted:
+    /// memory another owner made).
+    bytes: u64,
 }
 
 /// The session's virtual memory: reservations, handles and mappings.
@@ -82,7 +85,22 @@ impl Vmm {
     /// Records a handle the driver just gave under id `id`, with one
     /// reference (a multicast object's, which `cuMemRelease` releases).
     pub fn adopt(&mut self, id: u64, real: u64) {
-        self.handles.insert(id, Allocation { real, refs: 1 });
+        self.handles.insert(
+            id,
+            Allocation {
+                real,
+                refs: 1,
+                bytes: 0,
+            },
+        );
+    }
+
+    /// Bytes of the handles the session made with `cuMemCreate` and still
+    /// holds: counted from `cuMemCreate` to its last `cuMemRelease`.
+    pub fn created_bytes(&self) -> u64 {
+        self.handles
+            .values()
+            .fold(0, |sum, a| sum.saturating_add(a.bytes))
     }
 
     /// The driver's handle behind id `id`.
@@ -192,7 +210,16 @@ pub fn mem_create(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Sta
     ok(unsafe { entry(s.driver.cuMemCreate)?(&mut h, size(r.size.get())?, &prop, r.flags.get()) })?;
     let mut t = s.tables();
     let id = t.mint(HandleKind::MemGenericAllocation);
-    t.vmm.handles.insert(id, Allocation { real: h, refs: 1 });
+    let bytes = r.size.get();
+    t.vmm.handles.insert(
+        id,
+        Allocation {
+            real: h,
+            refs: 1,
+            bytes,
+        },
+    );
+    t.publish_memory();
     Ok(Reply::new(
         &mem_create::Reply {
             handle: U64::new(id),
@@ -214,6 +241,7 @@ pub fn mem_release(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         a.refs = a.refs.saturating_sub(1);
         if a.refs == 0 {
             t.vmm.handles.remove(&id);
+            t.publish_memory();
         }
     }
     Ok(Reply::default())
@@ -309,7 +337,14 @@ pub fn mem_retain_allocation_handle(
     let id = known.unwrap_or_else(|| {
         // Released while mapped: the handle is live again under a new id.
         let id = t.mint(HandleKind::MemGenericAllocation);
-        t.vmm.handles.insert(id, Allocation { real: h, refs: 1 });
+        t.vmm.handles.insert(
+            id,
+            Allocation {
+                real: h,
+                refs: 1,
+                bytes: 0,
+            },
+        );
         id
     });
     Ok(Reply::new(
@@ -424,6 +459,7 @@ mod tests {
             Allocation {
                 real: 0x99,
                 refs: 1,
+                bytes: 0,
             },
         );
         assert_eq!(v.real(7), Ok(0x99));

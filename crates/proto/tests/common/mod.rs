@@ -10,6 +10,7 @@ pub mod arb;
 use std::mem::{offset_of, size_of};
 use std::path::PathBuf;
 
+use vgpu_proto::sessions::{self, SessionRecord};
 use vgpu_proto::{
     features, fill_str, DeviceSnapshot, Hello, HelloHead, Op, ProtoError, Request, RequestHead,
     Response, ResponseHead, Welcome, WelcomeHead, HELLO_MAGIC, MAX_BLOB, MAX_DEVICES,
@@ -1655,6 +1656,9 @@ pub enum Sample {
     Response(Response),
     Hello(Hello),
     Welcome(Welcome),
+    /// A status query (it has no fields).
+    StatusQuery,
+    SessionList(Vec<SessionRecord>),
 }
 
 pub struct Fixture {
@@ -1849,7 +1853,69 @@ pub fn fixtures() -> Vec<Fixture> {
     ));
     all.push(hello_fixture());
     all.push(welcome_fixture());
+    all.extend(status_fixtures());
     all
+}
+
+/// Two live sessions, as the supervisor lists them.
+pub fn sample_sessions() -> Vec<SessionRecord> {
+    let record = |worker: u32, client: u32, uid: u32, transport: u32, memory: u64| SessionRecord {
+        worker_pid: worker.into(),
+        client_pid: client.into(),
+        uid: uid.into(),
+        transport: transport.into(),
+        device_memory: memory.into(),
+        started_ms: 1_795_000_000_123u64.into(),
+    };
+    vec![
+        record(4100, 4001, 1000, sessions::transport::UNIX_RINGS, 3 << 20),
+        record(4200, 77, 1001, sessions::transport::TCP, 0),
+    ]
+}
+
+/// The status query and the supervisor's list of live sessions.
+fn status_fixtures() -> Vec<Fixture> {
+    let mut query = Vec::new();
+    sessions::write_query(&mut query).expect("the query encodes");
+    let q = Fixture::new(
+        "status-query.hex".to_owned(),
+        vec![
+            format!("vgpu protocol v{PROTOCOL_VERSION} golden fixture: status query (client -> supervisor)"),
+            REGEN.to_owned(),
+        ],
+        vec![("StatusQuery".to_owned(), &query[..])],
+        query.clone(),
+        Sample::StatusQuery,
+    );
+    let list = sample_sessions();
+    let mut bytes = Vec::new();
+    sessions::write_list(&mut bytes, &list).expect("the list encodes");
+    let mut comment = vec![format!(
+        "vgpu protocol v{PROTOCOL_VERSION} golden fixture: session list (supervisor -> client), {} sessions",
+        list.len()
+    )];
+    comment.extend(list.iter().map(|r| {
+        format!(
+            "worker {} client {} uid {} transport {} memory {} started_ms {}",
+            r.worker_pid, r.client_pid, r.uid, r.transport, r.device_memory, r.started_ms
+        )
+    }));
+    comment.push(REGEN.to_owned());
+    let head = size_of::<sessions::ListHead>();
+    let record = size_of::<SessionRecord>();
+    let mut sections = vec![("ListHead".to_owned(), &bytes[..head])];
+    for i in 0..list.len() {
+        let at = head + i * record;
+        sections.push((format!("session {i}"), &bytes[at..at + record]));
+    }
+    let l = Fixture::new(
+        "session-list.hex".to_owned(),
+        comment,
+        sections,
+        bytes.clone(),
+        Sample::SessionList(list),
+    );
+    vec![q, l]
 }
 
 /// The text of `fixtures/proto/schema-hash.txt`.

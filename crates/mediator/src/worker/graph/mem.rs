@@ -106,8 +106,7 @@ pub fn graph_mem_alloc_node(_: &mut Lane, s: &Session, req: &Request) -> Result<
         )
     })?;
     let mut t = s.tables();
-    t.insert_alloc(p.dptr, r.bytes.get(), req.ctx);
-    t.graph_allocs.insert(p.dptr);
+    t.insert_graph_alloc(p.dptr, r.bytes.get(), req.ctx);
     let id = t.id_of(HandleKind::GraphNode, node as usize, req.ctx);
     drop(t);
     Ok(Reply::new(

@@ -141,7 +141,14 @@ pub fn mem_export_shareable(_: &mut Lane, s: &Session, req: &Request) -> Result<
 fn imported(s: &Session, real: u64) -> Reply {
     let mut t = s.tables();
     let id = t.mint(HandleKind::MemGenericAllocation);
-    t.vmm.handles.insert(id, Allocation { real, refs: 1 });
+    t.vmm.handles.insert(
+        id,
+        Allocation {
+            real,
+            refs: 1,
+            bytes: 0,
+        },
+    );
     Reply::new(
         &mem_import_fd::Reply {
             handle: U64::new(id),
