@@ -30,6 +30,7 @@ mod frame;
 mod generated;
 mod handshake;
 pub mod message;
+pub mod nvml;
 pub mod span;
 pub mod vmm;
 

@@ -18,6 +18,8 @@ use std::process::Command;
 
 use crate::Error;
 
+pub(crate) use fetch::{pip_download, unzip};
+
 /// Header files whose `PFN_` typedefs give export signatures.
 const TYPEDEF_HEADERS: &[&str] = &[
     "cudaTypedefs.h",
@@ -34,7 +36,7 @@ const LINT_ALLOWS: &str = "#[allow(\n    non_camel_case_types,\n    non_snake_ca
     clippy::undocumented_unsafe_blocks,\n    clippy::missing_safety_doc,\n    clippy::cast_possible_truncation,\n    \
     clippy::unwrap_used\n)]\n";
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     root.canonicalize().unwrap_or(root)
 }
@@ -133,7 +135,7 @@ pub(crate) fn rustfmt<'a>(
     Ok(())
 }
 
-fn compare<'a>(
+pub(crate) fn compare<'a>(
     fresh: &Path,
     committed: &Path,
     names: impl Iterator<Item = &'a str>,

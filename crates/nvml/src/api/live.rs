@@ -1,0 +1,298 @@
+//! Values asked of the worker at each call: the tenant's memory and
+//! processes, and the host NVML's values.
+
+use std::ffi::{c_char, c_uint, c_ulonglong};
+
+use vgpu_proto::nvml::{self as q, Process};
+use zerocopy::FromBytes;
+
+use super::device::{index_u32, lookup};
+use crate::edge::{arg_u32, non_null, write_out, write_str, write_u32, NvmlError, Res};
+use crate::generated::types::{
+    nvmlDevice_t, nvmlMemory_t, nvmlMemory_v2_t, nvmlProcessInfo_v1_t, nvmlProcessInfo_v2_t,
+};
+use crate::session::Answer;
+
+/// `NVML_STRUCT_VERSION(Memory, 2)`: what `nvmlMemory_v2_t::version` must say.
+const MEMORY_V2: c_uint = std::mem::size_of::<nvmlMemory_v2_t>() as c_uint | (2 << 24);
+
+/// `(total, used)` of the tenant's view: the device's memory, and the device
+/// memory its uid's sessions hold.
+fn tenant_memory(d: nvmlDevice_t) -> Res<(u64, u64)> {
+    let (s, i) = lookup(d)?;
+    let total = s.devices[i].total_mem.get();
+    let used = s.query(index_u32(i), q::MEMORY, 0)?.a.min(total);
+    Ok((total, used))
+}
+
+/// `nvmlDeviceGetMemoryInfo`.
+///
+/// # Safety
+/// `m` must be NULL or valid for a write.
+pub unsafe fn memory_info(d: nvmlDevice_t, m: *mut nvmlMemory_t) -> Res<()> {
+    let (total, used) = tenant_memory(d)?;
+    let info = nvmlMemory_t {
+        total,
+        free: total - used,
+        used,
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_out(m, info) }
+}
+
+/// `nvmlDeviceGetMemoryInfo_v2`: as `nvmlDeviceGetMemoryInfo`, with nothing
+/// reserved; a structure of another version is
+/// `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
+///
+/// # Safety
+/// `m` must be NULL or valid for reads and writes of the structure.
+pub unsafe fn memory_info_v2(d: nvmlDevice_t, m: *mut nvmlMemory_v2_t) -> Res<()> {
+    lookup(d)?;
+    non_null(m)?;
+    // SAFETY: non-NULL and valid by the caller's contract.
+    let version = unsafe { (&raw const (*m).version).read_unaligned() };
+    if version != MEMORY_V2 {
+        return Err(NvmlError::ARGUMENT_VERSION_MISMATCH);
+    }
+    let (total, used) = tenant_memory(d)?;
+    let info = nvmlMemory_v2_t {
+        version,
+        total,
+        reserved: 0,
+        free: total - used,
+        used,
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_out(m, info) }
+}
+
+/// A process-info structure of any version.
+pub trait ProcessInfo {
+    fn new(pid: u32, memory: u64) -> Self;
+}
+
+impl ProcessInfo for nvmlProcessInfo_v1_t {
+    fn new(pid: u32, memory: u64) -> Self {
+        nvmlProcessInfo_v1_t {
+            pid,
+            usedGpuMemory: memory,
+        }
+    }
+}
+
+impl ProcessInfo for nvmlProcessInfo_v2_t {
+    fn new(pid: u32, memory: u64) -> Self {
+        nvmlProcessInfo_v2_t {
+            pid,
+            usedGpuMemory: memory,
+            // Not a MIG device: NVML's "no instance".
+            gpuInstanceId: c_uint::MAX,
+            computeInstanceId: c_uint::MAX,
+        }
+    }
+}
+
+/// Writes `list` NVML's way: `*count` in, the number of processes out;
+/// `NVML_ERROR_INSUFFICIENT_SIZE` when more are running than `*count`.
+///
+/// # Safety
+/// `count` must be NULL or valid for a read and a write; `infos` NULL or
+/// valid for `*count` writes.
+unsafe fn write_processes<T: ProcessInfo>(
+    list: &[(u32, u64)],
+    count: *mut c_uint,
+    infos: *mut T,
+) -> Res<()> {
+    non_null(count)?;
+    // SAFETY: non-NULL and valid by the caller's contract.
+    let room = unsafe { count.read_unaligned() };
+    let n = c_uint::try_from(list.len()).unwrap_or(c_uint::MAX);
+    // SAFETY: as above.
+    unsafe { count.write_unaligned(n) };
+    if n > room {
+        return Err(NvmlError::INSUFFICIENT_SIZE);
+    }
+    if n > 0 {
+        non_null(infos)?;
+    }
+    for (k, &(pid, memory)) in list.iter().enumerate() {
+        // SAFETY: `k < n <= room`, and `infos` holds `room` entries.
+        unsafe { infos.add(k).write_unaligned(T::new(pid, memory)) };
+    }
+    Ok(())
+}
+
+/// `nvmlDeviceGetComputeRunningProcesses` (every version): the CUDA clients
+/// of the caller's uid, with the device memory their sessions hold.
+///
+/// # Safety
+/// As [`write_processes`].
+pub unsafe fn compute_processes<T: ProcessInfo>(
+    d: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut T,
+) -> Res<()> {
+    let (s, i) = lookup(d)?;
+    non_null(count)?;
+    let blob = s.query(index_u32(i), q::PROCESSES, 0)?.blob;
+    let list: Vec<(u32, u64)> = blob
+        .chunks_exact(std::mem::size_of::<Process>())
+        .filter_map(|c| Process::read_from_bytes(c).ok())
+        .map(|p| (p.pid.get(), p.memory.get()))
+        .collect();
+    // SAFETY: the caller's contract.
+    unsafe { write_processes(&list, count, infos) }
+}
+
+/// `nvmlDeviceGetGraphicsRunningProcesses` (every version): a vgpu session
+/// runs no graphics.
+///
+/// # Safety
+/// As [`write_processes`].
+pub unsafe fn no_processes<T: ProcessInfo>(
+    d: nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut T,
+) -> Res<()> {
+    lookup(d)?;
+    // SAFETY: the caller's contract.
+    unsafe { write_processes::<T>(&[], count, infos) }
+}
+
+/// Asks the worker for host function `name`'s values on `d`.
+fn host(name: &str, d: nvmlDevice_t, arg: u32) -> Res<Answer> {
+    let what = q::host_what(name).ok_or(NvmlError::NOT_SUPPORTED)?;
+    let (s, i) = lookup(d)?;
+    s.query(index_u32(i), what, arg)
+}
+
+/// A host value `(device, unsigned int-sized *)`.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+pub unsafe fn host_u32<T>(name: &str, d: nvmlDevice_t, out: *mut T) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let a = host(name, d, 0)?.a;
+    // SAFETY: the caller's contract.
+    unsafe { write_u32(out, u32::try_from(a).unwrap_or(u32::MAX)) }
+}
+
+/// A host value `(device, unsigned long long *)`.
+///
+/// # Safety
+/// As [`host_u32`].
+pub unsafe fn host_u64(name: &str, d: nvmlDevice_t, out: *mut c_ulonglong) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let a = host(name, d, 0)?.a;
+    // SAFETY: the caller's contract.
+    unsafe { write_out(out, a) }
+}
+
+/// A host value `(device, unsigned int-sized *, unsigned int-sized *)`.
+///
+/// # Safety
+/// `x` and `y` must be NULL or valid for a write.
+pub unsafe fn host_pair<T>(name: &str, d: nvmlDevice_t, x: *mut T, y: *mut T) -> Res<()> {
+    lookup(d)?;
+    non_null(x)?;
+    non_null(y)?;
+    let r = host(name, d, 0)?;
+    // SAFETY: the caller's contract.
+    unsafe {
+        write_u32(x, u32::try_from(r.a).unwrap_or(u32::MAX))?;
+        write_u32(y, u32::try_from(r.b).unwrap_or(u32::MAX))
+    }
+}
+
+/// A host value `(device, struct { unsigned int, unsigned int } *)`.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of `T`.
+pub unsafe fn host_struct2<T>(name: &str, d: nvmlDevice_t, out: *mut T) -> Res<()> {
+    const { assert!(std::mem::size_of::<T>() == 8) };
+    lookup(d)?;
+    non_null(out)?;
+    let r = host(name, d, 0)?;
+    let pair = [r.a, r.b].map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+    // SAFETY: `T` is two unsigned ints (8 bytes, checked); the caller's
+    // contract covers the write.
+    unsafe { write_out(out.cast::<[u32; 2]>(), pair) }
+}
+
+/// A host value `(device, unsigned int-sized argument, unsigned int *)`.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+pub unsafe fn host_arg_u32<A: Copy, T>(
+    name: &str,
+    d: nvmlDevice_t,
+    arg: A,
+    out: *mut T,
+) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let a = host(name, d, arg_u32(arg))?.a;
+    // SAFETY: the caller's contract.
+    unsafe { write_u32(out, u32::try_from(a).unwrap_or(u32::MAX)) }
+}
+
+/// A host string `(device, char *, unsigned int length)`.
+///
+/// # Safety
+/// `buf` must be NULL or valid for `len` bytes.
+pub unsafe fn host_string(name: &str, d: nvmlDevice_t, buf: *mut c_char, len: c_uint) -> Res<()> {
+    lookup(d)?;
+    non_null(buf)?;
+    let blob = host(name, d, 0)?.blob;
+    // SAFETY: the caller's contract.
+    unsafe { write_str(buf, len, &blob) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_v2_version_is_nvmls() {
+        // sizeof(nvmlMemory_v2_t) is 40: version, padding, four u64.
+        assert_eq!(MEMORY_V2, 40 | (2 << 24));
+    }
+
+    #[test]
+    fn process_lists_follow_nvml() {
+        let list = [(10, 1 << 20), (11, 0)];
+        let mut n: c_uint = 1;
+        let mut out = [nvmlProcessInfo_v2_t::default(); 2];
+        // SAFETY: live locals.
+        let r = unsafe { write_processes(&list, &mut n, out.as_mut_ptr()) };
+        assert_eq!((r, n), (Err(NvmlError::INSUFFICIENT_SIZE), 2));
+        // SAFETY: live locals.
+        unsafe { write_processes(&list, &mut n, out.as_mut_ptr()) }.expect("room for two");
+        assert_eq!(
+            (out[0].pid, out[0].usedGpuMemory, out[1].pid),
+            (10, 1 << 20, 11)
+        );
+        assert_eq!(out[1].gpuInstanceId, c_uint::MAX);
+        let mut n: c_uint = 0;
+        // SAFETY: no entries are written.
+        let r =
+            unsafe { write_processes::<nvmlProcessInfo_v1_t>(&[], &mut n, std::ptr::null_mut()) };
+        assert_eq!((r, n), (Ok(()), 0));
+        let mut n: c_uint = 4;
+        // SAFETY: NULL `infos` is refused before any write through it.
+        let r =
+            unsafe { write_processes::<nvmlProcessInfo_v1_t>(&list, &mut n, std::ptr::null_mut()) };
+        assert_eq!(r, Err(NvmlError::INVALID_ARGUMENT));
+        // SAFETY: NULL `count` is refused first.
+        let r = unsafe {
+            write_processes::<nvmlProcessInfo_v1_t>(
+                &list,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, Err(NvmlError::INVALID_ARGUMENT));
+    }
+}

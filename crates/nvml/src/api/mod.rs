@@ -1,0 +1,100 @@
+//! The implemented functions: one line each, mapping an export's arguments to
+//! its typed implementation (`system`, `device`, `live`).
+
+mod device;
+mod live;
+mod system;
+
+use crate::edge::to_return;
+use crate::generated::types::nvmlReturn_t;
+
+/// Gives each export's `Probe` its inherent `call` (see `exports.rs`).
+macro_rules! implement {
+    ($( $name:ident ( $($arg:ident),* ) => $body:expr; )*) => {
+        $(
+            impl crate::exports::$name::Probe {
+                /// # Safety
+                /// The arguments must be what the NVML API requires of its caller.
+                #[allow(non_snake_case, unused_parens, unused_unsafe)]
+                pub unsafe fn call(self, ($($arg,)*): crate::exports::$name::Args) -> nvmlReturn_t {
+                    // SAFETY: the arguments come straight from the application,
+                    // which must pass values valid for this function.
+                    to_return(unsafe { $body })
+                }
+            }
+        )*
+    };
+}
+
+/// Functions whose value is the host NVML's, passed through by the worker
+/// (`vgpu_proto::nvml::HOST`), by the shape of their C signature.
+macro_rules! host {
+    ($( $shape:ident : $($name:ident),+ ; )*) => {
+        $( $( host!(@one $shape $name); )+ )*
+    };
+    (@one u32 $name:ident) => { implement! { $name(d, out) => live::host_u32(stringify!($name), d, out); } };
+    (@one u64 $name:ident) => { implement! { $name(d, out) => live::host_u64(stringify!($name), d, out); } };
+    (@one pair $name:ident) => { implement! { $name(d, x, y) => live::host_pair(stringify!($name), d, x, y); } };
+    (@one struct2 $name:ident) => { implement! { $name(d, out) => live::host_struct2(stringify!($name), d, out); } };
+    (@one arg_u32 $name:ident) => { implement! { $name(d, arg, out) => live::host_arg_u32(stringify!($name), d, arg, out); } };
+    (@one string $name:ident) => { implement! { $name(d, buf, len) => live::host_string(stringify!($name), d, buf, len); } };
+}
+
+implement! {
+    nvmlInit() => system::init(0);
+    nvmlInit_v2() => system::init(0);
+    nvmlInitWithFlags(flags) => system::init(flags);
+    nvmlShutdown() => crate::session::shutdown();
+    nvmlSystemGetDriverVersion(buf, len) => system::driver_version(buf, len);
+    nvmlSystemGetNVMLVersion(buf, len) => system::nvml_version(buf, len);
+    nvmlSystemGetCudaDriverVersion(v) => system::cuda_driver_version(v);
+    nvmlSystemGetCudaDriverVersion_v2(v) => system::cuda_driver_version(v);
+    nvmlDeviceGetCount(n) => system::device_count(n);
+    nvmlDeviceGetCount_v2(n) => system::device_count(n);
+
+    nvmlDeviceGetHandleByIndex(i, d) => device::by_index(i, d);
+    nvmlDeviceGetHandleByIndex_v2(i, d) => device::by_index(i, d);
+    nvmlDeviceGetHandleByUUID(uuid, d) => device::by_uuid(uuid, d);
+    nvmlDeviceGetHandleByPciBusId(bus, d) => device::by_pci_bus_id(bus, d);
+    nvmlDeviceGetHandleByPciBusId_v2(bus, d) => device::by_pci_bus_id(bus, d);
+    nvmlDeviceGetIndex(d, i) => device::index(d, i);
+    nvmlDeviceGetName(d, buf, len) => device::name(d, buf, len);
+    nvmlDeviceGetUUID(d, buf, len) => device::uuid(d, buf, len);
+    nvmlDeviceGetPciInfo(d, pci) => device::pci_info(d, pci);
+    nvmlDeviceGetPciInfo_v2(d, pci) => device::pci_info(d, pci);
+    nvmlDeviceGetPciInfo_v3(d, pci) => device::pci_info(d, pci);
+    nvmlDeviceGetCudaComputeCapability(d, major, minor) => device::compute_capability(d, major, minor);
+
+    nvmlDeviceGetMemoryInfo(d, m) => live::memory_info(d, m);
+    nvmlDeviceGetMemoryInfo_v2(d, m) => live::memory_info_v2(d, m);
+    nvmlDeviceGetComputeRunningProcesses(d, n, p) => live::compute_processes(d, n, p);
+    nvmlDeviceGetComputeRunningProcesses_v2(d, n, p) => live::compute_processes(d, n, p);
+    nvmlDeviceGetComputeRunningProcesses_v3(d, n, p) => live::compute_processes(d, n, p);
+    nvmlDeviceGetGraphicsRunningProcesses(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetGraphicsRunningProcesses_v2(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetGraphicsRunningProcesses_v3(d, n, p) => live::no_processes(d, n, p);
+}
+
+host! {
+    u32: nvmlDeviceGetPowerUsage, nvmlDeviceGetEnforcedPowerLimit, nvmlDeviceGetPersistenceMode,
+        nvmlDeviceGetComputeMode, nvmlDeviceGetMinorNumber, nvmlDeviceGetBrand,
+        nvmlDeviceGetFanSpeed, nvmlDeviceGetPerformanceState, nvmlDeviceGetPowerState,
+        nvmlDeviceGetPowerManagementMode, nvmlDeviceGetPowerManagementLimit,
+        nvmlDeviceGetPowerManagementDefaultLimit, nvmlDeviceGetDisplayMode,
+        nvmlDeviceGetDisplayActive, nvmlDeviceGetCurrPcieLinkGeneration,
+        nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetMaxPcieLinkGeneration,
+        nvmlDeviceGetMaxPcieLinkWidth, nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetBoardId,
+        nvmlDeviceGetMultiGpuBoard, nvmlDeviceGetNumFans;
+    u64: nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons,
+        nvmlDeviceGetTotalEnergyConsumption;
+    pair: nvmlDeviceGetPowerManagementLimitConstraints, nvmlDeviceGetEccMode,
+        nvmlDeviceGetMigMode, nvmlDeviceGetGpuOperationMode, nvmlDeviceGetEncoderUtilization,
+        nvmlDeviceGetDecoderUtilization;
+    struct2: nvmlDeviceGetUtilizationRates;
+    arg_u32: nvmlDeviceGetClockInfo, nvmlDeviceGetMaxClockInfo, nvmlDeviceGetTemperature,
+        nvmlDeviceGetTemperatureThreshold, nvmlDeviceGetApplicationsClock,
+        nvmlDeviceGetDefaultApplicationsClock, nvmlDeviceGetMaxCustomerBoostClock,
+        nvmlDeviceGetFanSpeed_v2, nvmlDeviceGetPcieThroughput;
+    string: nvmlDeviceGetSerial, nvmlDeviceGetVbiosVersion, nvmlDeviceGetBoardPartNumber,
+        nvmlDeviceGetInforomImageVersion;
+}
