@@ -1,0 +1,179 @@
+//! The NVML library, `libvgpu-nvml.so` as `libnvidia-ml.so.1`, answering
+//! through a real mediator on the simulated device: from Python ctypes and
+//! from pynvml (`tests/python/nvml_*.py`), each answer checked against the
+//! CUDA Driver API of the same process; and its exports against `nvml.h`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::Harness;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `python3 tests/python/nvml_ctypes.py ARGS` in the harness's environment.
+fn ctypes_script(h: &Harness, args: &[&str]) -> Command {
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/nvml_ctypes.py"))
+        .args(args);
+    cmd
+}
+
+/// The summary line `N checks, 0 failed`, with at least `min` checks.
+fn assert_checks_passed(out: &common::Output, min: u32) {
+    let summary = out
+        .stdout
+        .lines()
+        .find(|l| l.ends_with(" failed") && l.contains(" checks, "))
+        .unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    let (checks, failed) = summary.split_once(" checks, ").expect("summary shape");
+    let checks: u32 = checks.parse().expect("check count");
+    assert!(checks >= min, "only {checks} checks ran:\n{out}");
+    assert_eq!(failed, "0 failed", "{out}");
+}
+
+#[test]
+fn ctypes_answers_and_bad_input() {
+    let h = Harness::start();
+    let out = h.run(ctypes_script(&h, &["basic"]));
+    out.assert_success()
+        .assert_line("ok name matches cuDeviceGetName")
+        .assert_line("ok uuid matches cuDeviceGetUuid")
+        .assert_line("ok pci location matches cuDeviceGetPCIBusId")
+        .assert_line("ok memory total matches cuDeviceTotalMem")
+        .assert_line("ok compute_capability matches the driver's")
+        .assert_line("ok handle bad index")
+        .assert_line("ok name short buffer")
+        .assert_line("ok shutdown too many");
+    assert_checks_passed(&out, 60);
+}
+
+#[test]
+fn every_call_before_init_is_uninitialized() {
+    let h = Harness::start();
+    let out = h.run(ctypes_script(&h, &["uninit"]));
+    out.assert_success();
+    assert_checks_passed(&out, 7);
+}
+
+#[test]
+fn init_without_a_mediator_fails_at_once() {
+    let h = Harness::without_mediator();
+    let started = std::time::Instant::now();
+    let out = h.run(ctypes_script(&h, &["uninit", "no-mediator"]));
+    out.assert_success()
+        .assert_line("ok init without a mediator");
+    assert_checks_passed(&out, 9);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_mediator_that_goes_away_is_gpu_is_lost() {
+    let mut h = Harness::start();
+    let mut child = common::Running::spawn(ctypes_script(&h, &["lost"]));
+    child.expect_line("ready", Duration::from_secs(30));
+    let workers = h.mediator().worker_pids();
+    assert!(!workers.is_empty(), "no worker logged");
+    h.mediator_mut().kill();
+    for w in workers {
+        assert!(
+            common::wait_gone(w, Duration::from_secs(10)),
+            "worker {w} still runs"
+        );
+    }
+    child.send("go");
+    let out = child.finish(Duration::from_secs(30));
+    out.assert_success()
+        .assert_line("ok name after the mediator went")
+        .assert_line("ok memory after the mediator went");
+    assert_checks_passed(&out, 7);
+}
+
+#[test]
+fn pynvml() {
+    let h = Harness::start();
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/nvml_pynvml.py"));
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok name")
+        .assert_line("ok compute capability")
+        .assert_line("ok memory total");
+    assert_checks_passed(&out, 20);
+}
+
+/// Needs the mediator's registry of every live session
+/// (`crates/mediator/src/sessions.rs`); the placeholder there knows only
+/// the asking session, so neither the allocation nor the process shows.
+#[test]
+#[ignore = "needs the live-session registry that replaces the placeholder sessions.rs"]
+fn a_cuda_allocation_shows_in_memory_and_processes() {
+    let h = Harness::start();
+    let out = h.run(ctypes_script(&h, &["usage"]));
+    out.assert_success()
+        .assert_line("ok used grew by the allocation")
+        .assert_line("ok this process listed once")
+        .assert_line("ok its memory counts the allocation");
+    assert_checks_passed(&out, 15);
+}
+
+/// The names `nvml.h` declares, as `cargo xtask gen-nvml` listed them.
+fn header_names() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repo_root().join("crates/nvml/src/generated/functions.rs"))
+        .expect("generated functions.rs");
+    let list = text
+        .split_once("pub const NAMES: &[&str] = &[")
+        .expect("NAMES in functions.rs")
+        .1;
+    list.lines()
+        .map(str::trim)
+        .take_while(|l| *l != "];")
+        .filter_map(|l| l.strip_prefix('"')?.split_once('"'))
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+#[test]
+fn exports_every_header_function_and_the_soname() {
+    let b = common::build();
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&b.nvml)
+        .output()
+        .expect("run nm");
+    let exported: BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .filter(|s| s.starts_with("nvml") || s.starts_with("vgpu_"))
+        .collect();
+    let mut want = header_names();
+    assert!(want.len() > 350, "only {} names in nvml.h", want.len());
+    for name in [
+        "nvmlInit_v2",
+        "nvmlInit",
+        "nvmlDeviceGetPciInfo_v3",
+        "nvmlErrorString",
+    ] {
+        assert!(want.contains(name), "{name} missing from the header list");
+    }
+    want.insert("vgpu_nvml_marker".into());
+    assert_eq!(exported, want, "exports differ from nvml.h's functions");
+    let readelf = Command::new("readelf")
+        .arg("-d")
+        .arg(&b.nvml)
+        .output()
+        .expect("run readelf");
+    assert!(
+        String::from_utf8_lossy(&readelf.stdout).contains("[libnvidia-ml.so.1]"),
+        "SONAME is not libnvidia-ml.so.1"
+    );
+}
