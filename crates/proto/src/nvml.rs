@@ -140,7 +140,7 @@ pub fn uuid_string(bytes: &[u8; 16]) -> String {
 }
 
 /// The longest string a string value's blob carries.
-pub const MAX_STRING: usize = 256;
+pub const MAX_STRING: u32 = 256;
 
 /// One process of a [`PROCESSES`] reply.
 #[derive(

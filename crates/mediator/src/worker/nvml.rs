@@ -127,9 +127,9 @@ impl HostNvml {
     fn system_string(&self, name: &str) -> Answer {
         type F = unsafe extern "C" fn(*mut c_char, c_uint) -> c_uint;
         let f: F = self.symbol(name).ok_or(status::NOT_SUPPORTED)?;
-        let mut buf = [0 as c_char; q::MAX_STRING];
+        let mut buf = [0 as c_char; q::MAX_STRING as usize];
         // SAFETY: the buffer holds `MAX_STRING` bytes, as the length says.
-        check(unsafe { f(buf.as_mut_ptr(), q::MAX_STRING as c_uint) })?;
+        check(unsafe { f(buf.as_mut_ptr(), q::MAX_STRING) })?;
         Ok((0, 0, c_string(&buf)))
     }
 
@@ -137,13 +137,14 @@ impl HostNvml {
     fn pass(&self, name: &str, shape: Shape, dev: Device, arg: u32) -> Answer {
         let missing = status::NOT_SUPPORTED;
         let (mut a, mut b) = (0 as c_uint, 0 as c_uint);
-        // SAFETY (each call below): `symbol` resolves `name` with the
-        // prototype its `Shape` states in `vgpu_proto::nvml::HOST`; every
-        // pointer is a live local of the right size.
+        // Each call below: `symbol` resolved `name` with the prototype its
+        // `Shape` states in `vgpu_proto::nvml::HOST`, and every pointer is a
+        // live local of the right size.
         match shape {
             Shape::U32 => {
                 type F = unsafe extern "C" fn(Device, *mut c_uint) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
+                // SAFETY: see above.
                 check(unsafe { f(dev, &mut a) })?;
                 Ok((a.into(), 0, Vec::new()))
             }
@@ -151,12 +152,14 @@ impl HostNvml {
                 type F = unsafe extern "C" fn(Device, *mut c_ulonglong) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
                 let mut v: c_ulonglong = 0;
+                // SAFETY: see above.
                 check(unsafe { f(dev, &mut v) })?;
                 Ok((v, 0, Vec::new()))
             }
             Shape::Pair => {
                 type F = unsafe extern "C" fn(Device, *mut c_uint, *mut c_uint) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
+                // SAFETY: see above.
                 check(unsafe { f(dev, &mut a, &mut b) })?;
                 Ok((a.into(), b.into(), Vec::new()))
             }
@@ -164,20 +167,23 @@ impl HostNvml {
                 type F = unsafe extern "C" fn(Device, *mut [c_uint; 2]) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
                 let mut v = [0 as c_uint; 2];
+                // SAFETY: see above.
                 check(unsafe { f(dev, &mut v) })?;
                 Ok((v[0].into(), v[1].into(), Vec::new()))
             }
             Shape::ArgU32 => {
                 type F = unsafe extern "C" fn(Device, c_uint, *mut c_uint) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
+                // SAFETY: see above.
                 check(unsafe { f(dev, arg, &mut a) })?;
                 Ok((a.into(), 0, Vec::new()))
             }
             Shape::Str => {
                 type F = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;
-                let mut buf = [0 as c_char; q::MAX_STRING];
-                check(unsafe { f(dev, buf.as_mut_ptr(), q::MAX_STRING as c_uint) })?;
+                let mut buf = [0 as c_char; q::MAX_STRING as usize];
+                // SAFETY: see above.
+                check(unsafe { f(dev, buf.as_mut_ptr(), q::MAX_STRING) })?;
                 Ok((0, 0, c_string(&buf)))
             }
         }

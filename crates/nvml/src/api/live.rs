@@ -14,6 +14,7 @@ use crate::generated::types::{
 use crate::session::Answer;
 
 /// `NVML_STRUCT_VERSION(Memory, 2)`: what `nvmlMemory_v2_t::version` must say.
+#[allow(clippy::cast_possible_truncation)] // the structure is 40 bytes
 const MEMORY_V2: c_uint = std::mem::size_of::<nvmlMemory_v2_t>() as c_uint | (2 << 24);
 
 /// `(total, used)` of the tenant's view: the device's memory, and the device
