@@ -20,6 +20,7 @@ Exit:   0 every check passed; 1 a check failed.
 """
 
 import ctypes
+import os
 import sys
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
 
@@ -171,6 +172,14 @@ def basic(t):
     t.eq("memory_info_v2 wrong version",
          nvml.nvmlDeviceGetMemoryInfo_v2(h, byref(bad_version)), ARGUMENT_VERSION_MISMATCH)
 
+    pname = ctypes.create_string_buffer(4096)
+    t.eq("process name", nvml.nvmlSystemGetProcessName(os.getpid(), pname, 4096), SUCCESS)
+    t.true("process name is this program's", b"python" in pname.value, repr(pname.value))
+    t.eq("process name of no process", nvml.nvmlSystemGetProcessName(0, pname, 4096), NOT_FOUND)
+    util = (c_uint * 2)()
+    t.eq("utilization on the simulated device", nvml.nvmlDeviceGetUtilizationRates(h, util), NOT_SUPPORTED)
+    t.eq("temperature on the simulated device", nvml.nvmlDeviceGetTemperature(h, 0, byref(index)), NOT_SUPPORTED)
+
     n = c_uint(0)
     t.eq("graphics processes", nvml.nvmlDeviceGetGraphicsRunningProcesses_v3(h, byref(n), None), SUCCESS)
     t.eq("graphics process count", n.value, 0)
@@ -259,7 +268,7 @@ def usage(t):
     t.true("at least one process", n.value >= 1, f"count {n.value}")
     infos = (ProcessInfo * n.value)()
     t.eq("processes", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos), SUCCESS)
-    mine = [p for p in infos[: n.value] if p.pid == __import__("os").getpid()]
+    mine = [p for p in infos[: n.value] if p.pid == os.getpid()]
     t.eq("this process listed once", len(mine), 1)
     t.true("its memory counts the allocation", mine and mine[0].usedGpuMemory >= size,
            f"{[(p.pid, p.usedGpuMemory) for p in infos[: n.value]]}")

@@ -47,6 +47,9 @@ pub enum Shape {
     ArgU32,
     /// `(device, char *, unsigned int length)`: the blob holds the string.
     Str,
+    /// `(device, unsigned int x, unsigned int y, unsigned long long *)`: the
+    /// request's `arg` packs `x << 16 | y` (both small enums); the value is `a`.
+    Arg2U64,
 }
 
 /// The host NVML functions the worker passes through, by `what - HOST_BASE`.
@@ -97,6 +100,7 @@ pub const HOST: &[(&str, Shape)] = &[
     ("nvmlDeviceGetBoardId", Shape::U32),
     ("nvmlDeviceGetMultiGpuBoard", Shape::U32),
     ("nvmlDeviceGetNumFans", Shape::U32),
+    ("nvmlDeviceGetTotalEccErrors", Shape::Arg2U64),
 ];
 
 /// The `what` id of host function `name`, if it is passed through.

@@ -178,6 +178,14 @@ impl HostNvml {
                 check(unsafe { f(dev, arg, &mut a) })?;
                 Ok((a.into(), 0, Vec::new()))
             }
+            Shape::Arg2U64 => {
+                type F = unsafe extern "C" fn(Device, c_uint, c_uint, *mut c_ulonglong) -> c_uint;
+                let f: F = self.symbol(name).ok_or(missing)?;
+                let mut v: c_ulonglong = 0;
+                // SAFETY: see above.
+                check(unsafe { f(dev, arg >> 16, arg & 0xffff, &mut v) })?;
+                Ok((v, 0, Vec::new()))
+            }
             Shape::Str => {
                 type F = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;

@@ -239,6 +239,28 @@ pub unsafe fn host_arg_u32<A: Copy, T>(
     unsafe { write_u32(out, u32::try_from(a).unwrap_or(u32::MAX)) }
 }
 
+/// A host value `(device, enum x, enum y, unsigned long long *)`.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+pub unsafe fn host_arg2_u64<X: Copy, Y: Copy>(
+    name: &str,
+    d: nvmlDevice_t,
+    x: X,
+    y: Y,
+    out: *mut c_ulonglong,
+) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let (x, y) = (arg_u32(x), arg_u32(y));
+    if x > 0xffff || y > 0xffff {
+        return Err(NvmlError::INVALID_ARGUMENT);
+    }
+    let a = host(name, d, x << 16 | y)?.a;
+    // SAFETY: the caller's contract.
+    unsafe { write_out(out, a) }
+}
+
 /// A host string `(device, char *, unsigned int length)`.
 ///
 /// # Safety

@@ -37,6 +37,7 @@ macro_rules! host {
     (@one pair $name:ident) => { implement! { $name(d, x, y) => live::host_pair(stringify!($name), d, x, y); } };
     (@one struct2 $name:ident) => { implement! { $name(d, out) => live::host_struct2(stringify!($name), d, out); } };
     (@one arg_u32 $name:ident) => { implement! { $name(d, arg, out) => live::host_arg_u32(stringify!($name), d, arg, out); } };
+    (@one arg2_u64 $name:ident) => { implement! { $name(d, x, y, out) => live::host_arg2_u64(stringify!($name), d, x, y, out); } };
     (@one string $name:ident) => { implement! { $name(d, buf, len) => live::host_string(stringify!($name), d, buf, len); } };
 }
 
@@ -49,6 +50,7 @@ implement! {
     nvmlSystemGetNVMLVersion(buf, len) => system::nvml_version(buf, len);
     nvmlSystemGetCudaDriverVersion(v) => system::cuda_driver_version(v);
     nvmlSystemGetCudaDriverVersion_v2(v) => system::cuda_driver_version(v);
+    nvmlSystemGetProcessName(pid, buf, len) => system::process_name(pid, buf, len);
     nvmlDeviceGetCount(n) => system::device_count(n);
     nvmlDeviceGetCount_v2(n) => system::device_count(n);
 
@@ -95,6 +97,7 @@ host! {
         nvmlDeviceGetTemperatureThreshold, nvmlDeviceGetApplicationsClock,
         nvmlDeviceGetDefaultApplicationsClock, nvmlDeviceGetMaxCustomerBoostClock,
         nvmlDeviceGetFanSpeed_v2, nvmlDeviceGetPcieThroughput;
+    arg2_u64: nvmlDeviceGetTotalEccErrors;
     string: nvmlDeviceGetSerial, nvmlDeviceGetVbiosVersion, nvmlDeviceGetBoardPartNumber,
         nvmlDeviceGetInforomImageVersion;
 }

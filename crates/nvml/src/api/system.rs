@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_int, c_uint};
 
 use vgpu_proto::nvml as q;
 
-use crate::edge::{write_out, write_str, Res};
+use crate::edge::{write_out, write_str, NvmlError, Res};
 use crate::session;
 
 /// `nvmlInit`, `nvmlInit_v2`, `nvmlInitWithFlags`. The flags
@@ -62,4 +62,30 @@ pub unsafe fn device_count(n: *mut c_uint) -> Res<()> {
     let count = c_uint::try_from(s.devices.len()).unwrap_or(c_uint::MAX);
     // SAFETY: the caller's contract.
     unsafe { write_out(n, count) }
+}
+
+/// `nvmlSystemGetProcessName`: the program a process of this host runs (the
+/// first word of its command line, else its short name);
+/// `NVML_ERROR_NOT_FOUND` for no such process.
+///
+/// # Safety
+/// `buf` must be NULL or valid for `len` bytes.
+pub unsafe fn process_name(pid: c_uint, buf: *mut c_char, len: c_uint) -> Res<()> {
+    session::current()?;
+    crate::edge::non_null(buf)?;
+    let proc_dir = std::path::Path::new("/proc").join(pid.to_string());
+    let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+    let first = cmdline
+        .split(|&b| b == 0)
+        .next()
+        .unwrap_or_default()
+        .to_vec();
+    let name = if first.is_empty() {
+        let comm = std::fs::read(proc_dir.join("comm")).map_err(|_| NvmlError::NOT_FOUND)?;
+        comm.trim_ascii_end().to_vec()
+    } else {
+        first
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_str(buf, len, &name) }
 }
