@@ -542,7 +542,7 @@ fn env_cleared_child_and_execve_grandchild_map_vgpu() {
             "{who} maps vgpu's library:\n{text}"
         );
     }
-    for check in ["installed", "loader cache", "fresh process"] {
+    for check in ["installed", "loader cache", "fresh process", "NVML"] {
         assert!(
             text.lines()
                 .any(|l| l.starts_with("ok") && l[4..].trim_start().starts_with(check)),
