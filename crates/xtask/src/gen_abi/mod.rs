@@ -97,7 +97,7 @@ pub fn run(check: bool) -> Result<(), Error> {
 
     let target = root.join("crates/abi/src/generated");
     if check {
-        compare(&out, &target, files.iter().map(|(n, _)| *n))
+        compare("gen-abi", &out, &target, files.iter().map(|(n, _)| *n))
     } else {
         std::fs::create_dir_all(&target)?;
         for (name, _) in &files {
@@ -136,6 +136,7 @@ pub(crate) fn rustfmt<'a>(
 }
 
 pub(crate) fn compare<'a>(
+    task: &str,
     fresh: &Path,
     committed: &Path,
     names: impl Iterator<Item = &'a str>,
@@ -158,11 +159,11 @@ pub(crate) fn compare<'a>(
         }
     }
     if stale.is_empty() {
-        println!("gen-abi --check: {} is up to date", committed.display());
+        println!("{task} --check: {} is up to date", committed.display());
         Ok(())
     } else {
         Err(format!(
-            "{} differs from a fresh generation in: {}. Run `cargo xtask gen-abi` and commit the result.",
+            "{} differs from a fresh generation in: {}. Run `cargo xtask {task}` and commit the result.",
             committed.display(),
             stale.join(", ")
         )

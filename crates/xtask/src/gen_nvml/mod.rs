@@ -73,7 +73,7 @@ pub fn run(check: bool) -> Result<(), Error> {
     let target = root.join(TARGET);
     let names = files.iter().map(|(n, _)| *n);
     if check {
-        crate::gen_abi::compare(&out, &target, names)
+        crate::gen_abi::compare("gen-nvml", &out, &target, names)
     } else {
         std::fs::create_dir_all(&target)?;
         for name in names {
