@@ -184,6 +184,26 @@ def basic(t):
     t.eq("graphics processes", nvml.nvmlDeviceGetGraphicsRunningProcesses_v3(h, byref(n), None), SUCCESS)
     t.eq("graphics process count", n.value, 0)
 
+    # nvidia-smi's private table: a handle by index (slot 81), a process list
+    # (slot 213), another table id.
+    table = ctypes.POINTER(c_void_p)()
+    smi_id = bytes.fromhex("c4fe3e6cc98f6c4ea327ee696e12f7c4")
+    t.eq("smi export table", nvml.nvmlInternalGetExportTable(byref(table), smi_id), SUCCESS)
+    t.true("smi export table size", table[0] >= 8 * 231, f"size {table[0]}")
+    slot = ctypes.CFUNCTYPE(c_int, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t)
+    by_slot = c_void_p()
+    rc = slot(table[81])(0, ctypes.addressof(by_slot), 0x22)
+    t.eq("smi handle by index", (rc, by_slot.value), (SUCCESS, h.value))
+    room = c_uint(4)
+    entries = ctypes.create_string_buffer(4 * 4128)
+    rc = slot(table[213])(h.value, ctypes.addressof(room), ctypes.addressof(entries))
+    t.eq("smi process list", rc, SUCCESS)
+    pids = [int.from_bytes(entries.raw[k * 4128:k * 4128 + 4], "little") for k in range(room.value)]
+    t.true("smi process list holds this process at most", room.value < 4 and set(pids) <= {os.getpid()},
+           f"count {room.value}, pids {pids}")
+    t.eq("smi other slot", slot(table[7])(0, 0, 0), NOT_SUPPORTED)
+    t.eq("other export table", nvml.nvmlInternalGetExportTable(byref(table), bytes(16)), 13)
+
     # Bad input.
     t.eq("count NULL", nvml.nvmlDeviceGetCount_v2(None), INVALID_ARGUMENT)
     t.eq("handle bad index", nvml.nvmlDeviceGetHandleByIndex_v2(count.value, byref(by_bus)), INVALID_ARGUMENT)

@@ -271,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn handles_outside_the_slots_are_refused() {
+    fn handles_are_one_byte_apart() {
         assert_eq!(handle(3) as usize - handle(0) as usize, 3);
     }
 }

@@ -123,6 +123,17 @@ unsafe fn write_processes<T: ProcessInfo>(
     Ok(())
 }
 
+/// The CUDA clients of the caller's uid on `d`: pid and device memory.
+pub fn tenant_processes(d: nvmlDevice_t) -> Res<Vec<(u32, u64)>> {
+    let (s, i) = lookup(d)?;
+    let blob = s.query(index_u32(i), q::PROCESSES, 0)?.blob;
+    Ok(blob
+        .chunks_exact(std::mem::size_of::<Process>())
+        .filter_map(|c| Process::read_from_bytes(c).ok())
+        .map(|p| (p.pid.get(), p.memory.get()))
+        .collect())
+}
+
 /// `nvmlDeviceGetComputeRunningProcesses` (every version): the CUDA clients
 /// of the caller's uid, with the device memory their sessions hold.
 ///
@@ -133,14 +144,9 @@ pub unsafe fn compute_processes<T: ProcessInfo>(
     count: *mut c_uint,
     infos: *mut T,
 ) -> Res<()> {
-    let (s, i) = lookup(d)?;
+    lookup(d)?;
     non_null(count)?;
-    let blob = s.query(index_u32(i), q::PROCESSES, 0)?.blob;
-    let list: Vec<(u32, u64)> = blob
-        .chunks_exact(std::mem::size_of::<Process>())
-        .filter_map(|c| Process::read_from_bytes(c).ok())
-        .map(|p| (p.pid.get(), p.memory.get()))
-        .collect();
+    let list = tenant_processes(d)?;
     // SAFETY: the caller's contract.
     unsafe { write_processes(&list, count, infos) }
 }

@@ -2,6 +2,7 @@
 //! its typed implementation (`system`, `device`, `live`).
 
 mod device;
+mod internal;
 mod live;
 mod system;
 
@@ -46,6 +47,7 @@ implement! {
     nvmlInit_v2() => system::init(0);
     nvmlInitWithFlags(flags) => system::init(flags);
     nvmlShutdown() => crate::session::shutdown();
+    nvmlInternalGetExportTable(table, id) => internal::get(table, id);
     nvmlSystemGetDriverVersion(buf, len) => system::driver_version(buf, len);
     nvmlSystemGetNVMLVersion(buf, len) => system::nvml_version(buf, len);
     nvmlSystemGetCudaDriverVersion(v) => system::cuda_driver_version(v);

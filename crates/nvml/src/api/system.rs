@@ -64,8 +64,20 @@ pub unsafe fn device_count(n: *mut c_uint) -> Res<()> {
     unsafe { write_out(n, count) }
 }
 
-/// `nvmlSystemGetProcessName`: the program a process of this host runs (the
-/// first word of its command line, else its short name);
+/// The program process `pid` of this host runs: the first word of its
+/// command line, else its short name; `None` for no such process.
+pub fn program_of(pid: u32) -> Option<Vec<u8>> {
+    let dir = std::path::Path::new("/proc").join(pid.to_string());
+    let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+    match cmdline.split(|&b| b == 0).next() {
+        Some(first) if !first.is_empty() => Some(first.to_vec()),
+        _ => std::fs::read(dir.join("comm"))
+            .ok()
+            .map(|comm| comm.trim_ascii_end().to_vec()),
+    }
+}
+
+/// `nvmlSystemGetProcessName`: [`program_of`] the process;
 /// `NVML_ERROR_NOT_FOUND` for no such process.
 ///
 /// # Safety
@@ -73,19 +85,7 @@ pub unsafe fn device_count(n: *mut c_uint) -> Res<()> {
 pub unsafe fn process_name(pid: c_uint, buf: *mut c_char, len: c_uint) -> Res<()> {
     session::current()?;
     crate::edge::non_null(buf)?;
-    let proc_dir = std::path::Path::new("/proc").join(pid.to_string());
-    let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
-    let first = cmdline
-        .split(|&b| b == 0)
-        .next()
-        .unwrap_or_default()
-        .to_vec();
-    let name = if first.is_empty() {
-        let comm = std::fs::read(proc_dir.join("comm")).map_err(|_| NvmlError::NOT_FOUND)?;
-        comm.trim_ascii_end().to_vec()
-    } else {
-        first
-    };
+    let name = program_of(pid).ok_or(NvmlError::NOT_FOUND)?;
     // SAFETY: the caller's contract.
     unsafe { write_str(buf, len, &name) }
 }

@@ -335,7 +335,7 @@ macro_rules! nvml_functions {
             fn nvmlInit() -> nvmlReturn_t;
             fn nvmlInitWithFlags(flags: ::core::ffi::c_uint) -> nvmlReturn_t;
             fn nvmlInit_v2() -> nvmlReturn_t;
-            fn nvmlInternalGetExportTable() -> nvmlReturn_t;
+            fn nvmlInternalGetExportTable(ppExportTable: *mut *const ::core::ffi::c_void, pExportTableId: *const ::core::ffi::c_void) -> nvmlReturn_t;
             fn nvmlSetVgpuVersion(vgpuVersion: *mut nvmlVgpuVersion_t) -> nvmlReturn_t;
             fn nvmlShutdown() -> nvmlReturn_t;
             fn nvmlSystemEventSetCreate(request: *mut nvmlSystemEventSetCreateRequest_t) -> nvmlReturn_t;

@@ -10,9 +10,9 @@
 //!   (`nvmlInit`, `nvmlDeviceGetPciInfo`, `_v2`, ...) are declared beside the
 //!   current versions. An export the header does not declare takes the
 //!   signature of the function a header `#define` makes it an alias of
-//!   (`nvmlGetBlacklistDeviceCount`), or else none (`fn name() ->
-//!   nvmlReturn_t`: such exports are never implemented, and a C caller's
-//!   arguments are then simply unused). A function the header declares but
+//!   (`nvmlGetBlacklistDeviceCount`), or the one [`UNDECLARED`] gives it, or
+//!   else none (`fn name() -> nvmlReturn_t`: such exports are not
+//!   implemented, and a C caller's arguments are then simply unused). A function the header declares but
 //!   the library does not export stops the generator.
 //!
 //! Needs the same tools as `gen-abi`: python3 with pip, libclang, rustfmt.
@@ -26,6 +26,14 @@ pub const NVML_WHEEL: &str = "nvidia-nvml-dev==13.0.87";
 
 /// The real library's exported names, one a line.
 const EXPORTS_FIXTURE: &str = "fixtures/libnvidia-ml-580-exports.txt";
+
+/// Exports the header does not declare, with the parameters the library
+/// gives them: the internal export-table query (`const void **table, const
+/// nvmlExportTableUuid *id`), which `nvidia-smi` calls.
+const UNDECLARED: &[(&str, &str)] = &[(
+    "nvmlInternalGetExportTable",
+    "ppExportTable: *mut *const ::core::ffi::c_void, pExportTableId: *const ::core::ffi::c_void",
+)];
 
 /// Where the generated files go, relative to the repository root.
 const TARGET: &str = "crates/nvml/src/generated";
@@ -238,7 +246,11 @@ fn reconcile(
             },
             None => Function {
                 name: name.to_string(),
-                params: String::new(),
+                params: UNDECLARED
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, p)| (*p).to_string())
+                    .unwrap_or_default(),
                 ret: "nvmlReturn_t".to_string(),
             },
         };
