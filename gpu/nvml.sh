@@ -60,7 +60,10 @@ for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
 [[ -S $SOCK ]] || die "the mediator did not open $SOCK within 10 s"
 
 # The environment of a vgpu run: vgpu's NVML and CUDA libraries first.
-VGPU_ENV=(env "LD_LIBRARY_PATH=$DIST/nvml:$DIST/lib:${LD_LIBRARY_PATH:-}" "VGPU_MEDIATOR=unix:$SOCK")
+# VGPU_LOG collects what vgpu's NVML could not answer (functions, and slots of
+# nvidia-smi's private table); it is appended to nvml.log at the end.
+VGPU_ENV=(env "LD_LIBRARY_PATH=$DIST/nvml:$DIST/lib:${LD_LIBRARY_PATH:-}" "VGPU_MEDIATOR=unix:$SOCK"
+    "VGPU_LOG=$WORK/vgpu-nvml.log")
 
 # run NAME FILE CMD...: runs CMD with a deadline, its output to FILE and the log.
 run() {
@@ -122,5 +125,7 @@ for fw in torch cupy; do
     say "$fw: native vs vgpu"
     diff "$WORK/$fw-native.txt" "$WORK/$fw-vgpu.txt" | tee -a "$LOG"
 done
+say "what vgpu's NVML did not answer (VGPU_LOG), counted"
+sed 's/^vgpu-nvml\[[0-9]*\]: //' "$WORK/vgpu-nvml.log" 2>/dev/null | sort | uniq -c | sort -rn | tee -a "$LOG"
 say "done; files in $OUT"
 ls "$OUT" | tee -a "$LOG"

@@ -11,8 +11,17 @@ pub struct Config {
     /// Where to look for the mediator (`VGPU_MEDIATOR`, `VGPU_CLIENT_CONFIG`,
     /// `VGPU_SYSFS_ROOT`), as the CUDA client looks.
     pub discovery: Settings,
-    /// `VGPU_LOG` is set: one-line diagnostics on standard error.
-    pub log: bool,
+    /// Where `VGPU_LOG` sends one-line diagnostics: unset, empty or `0`:
+    /// nowhere; `1` or `stderr`: standard error; anything else: appended to
+    /// that file.
+    pub log: Option<LogTarget>,
+}
+
+/// Where diagnostics go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogTarget {
+    Stderr,
+    File(std::path::PathBuf),
 }
 
 impl Config {
@@ -21,7 +30,11 @@ impl Config {
         let mut cfg = Config::default();
         for (k, v) in vars {
             if !cfg.discovery.set_from_env(&k, &v) && k == "VGPU_LOG" {
-                cfg.log = !v.is_empty();
+                cfg.log = match v.as_str() {
+                    "" | "0" => None,
+                    "1" | "stderr" => Some(LogTarget::Stderr),
+                    path => Some(LogTarget::File(path.into())),
+                };
             }
         }
         cfg
@@ -36,8 +49,22 @@ pub fn get() -> &'static Config {
 
 /// Writes a diagnostic line when `VGPU_LOG` is set.
 pub fn log(args: std::fmt::Arguments<'_>) {
-    if get().log {
-        eprintln!("vgpu-nvml[{}]: {args}", std::process::id());
+    use std::io::Write;
+    let line = format!("vgpu-nvml[{}]: {args}\n", std::process::id());
+    match &get().log {
+        None => {}
+        Some(LogTarget::Stderr) => {
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+        Some(LogTarget::File(path)) => {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
     }
 }
 
@@ -55,9 +82,11 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v.to_owned()));
         let cfg = Config::from_env(vars.into_iter());
         assert_eq!(cfg.discovery.env.as_deref(), Some("unix:/tmp/m.sock"));
-        assert!(cfg.log);
+        assert_eq!(cfg.log, Some(LogTarget::Stderr));
         let cfg = Config::from_env(std::iter::empty());
         assert_eq!(cfg.discovery, Settings::default());
-        assert!(!cfg.log);
+        assert_eq!(cfg.log, None);
+        let cfg = Config::from_env([("VGPU_LOG".to_owned(), "/tmp/x.log".to_owned())].into_iter());
+        assert_eq!(cfg.log, Some(LogTarget::File("/tmp/x.log".into())));
     }
 }
