@@ -224,6 +224,18 @@ def basic(t):
     t.eq("error string", nvml.nvmlErrorString(GPU_IS_LOST), b"GPU is lost")
     t.eq("error string unknown", nvml.nvmlErrorString(12345), b"Unknown Error")
 
+    # A forked child has a session of its own; the parent's still answers.
+    child = os.fork()
+    if child == 0:
+        mem_child = Memory()
+        ok = (nvml.nvmlDeviceGetName(h, name, 96) == SUCCESS
+              and nvml.nvmlDeviceGetMemoryInfo(h, byref(mem_child)) == SUCCESS
+              and mem_child.total == total.value)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    t.eq("forked child queries", status, 0)
+    t.eq("parent after the fork", nvml.nvmlDeviceGetMemoryInfo(h, byref(mem)), SUCCESS)
+
     # Initialisations are counted.
     t.eq("second init", nvml.nvmlInit_v2(), SUCCESS)
     t.eq("first shutdown", nvml.nvmlShutdown(), SUCCESS)

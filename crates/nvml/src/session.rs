@@ -31,11 +31,16 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 /// One connection to a worker.
 pub struct Session {
     control: Mutex<Channel>,
-    /// The devices as the handshake described them.
+    /// The devices as the handshake described them, in NVML's order (by PCI
+    /// location, whatever order the worker's driver enumerates them in).
     pub devices: Vec<DeviceSnapshot>,
+    /// The worker's ordinal of each device of `devices`.
+    ordinals: Vec<u32>,
     /// The CUDA driver version (`cuDriverGetVersion`), e.g. 13000.
     pub cuda_version: i32,
     lost: AtomicBool,
+    /// The process that connected: a forked child opens its own session.
+    pid: u32,
 }
 
 /// What a query answered: NVML's two numbers and the blob.
@@ -91,9 +96,23 @@ pub fn shutdown() -> Res<()> {
     Ok(())
 }
 
-/// The live session, or `NVML_ERROR_UNINITIALIZED`.
+/// The live session, or `NVML_ERROR_UNINITIALIZED`. In a child forked
+/// after `nvmlInit` the first call connects a session of the child's own, so
+/// parent and child never share a connection (`NVML_ERROR_GPU_IS_LOST` if
+/// that fails).
 pub fn current() -> Res<Arc<Session>> {
-    state().session.clone().ok_or(NvmlError::UNINITIALIZED)
+    let mut st = state();
+    let s = st.session.clone().ok_or(NvmlError::UNINITIALIZED)?;
+    if s.pid == std::process::id() {
+        return Ok(s);
+    }
+    let fresh = Session::connect(config::get()).map_err(|e| {
+        config::log(format_args!("reconnecting after fork: {e}"));
+        NvmlError::GPU_IS_LOST
+    })?;
+    let fresh = Arc::new(fresh);
+    st.session = Some(Arc::clone(&fresh));
+    Ok(fresh)
 }
 
 impl Session {
@@ -131,11 +150,16 @@ impl Session {
             welcome.devices.len(),
             welcome.driver_version
         ));
+        let mut ordered: Vec<(u32, DeviceSnapshot)> = (0..).zip(welcome.devices).collect();
+        ordered.sort_by_key(|(_, d)| crate::api::location(d));
+        let (ordinals, devices) = ordered.into_iter().unzip();
         Ok(Session {
             control: Mutex::new(control),
-            devices: welcome.devices,
+            devices,
+            ordinals,
             cuda_version: welcome.driver_version,
             lost: AtomicBool::new(false),
+            pid: std::process::id(),
         })
     }
 
@@ -160,9 +184,22 @@ impl Session {
         }
     }
 
-    /// Asks the worker for value `what` of `device` with `arg`; the worker's
-    /// NVML status becomes the error.
-    pub fn query(&self, device: u32, what: u32, arg: u32) -> Res<Answer> {
+    /// Asks the worker for value `what` of device `index` (of `devices`)
+    /// with `arg`; the worker's NVML status becomes the error.
+    pub fn query(&self, index: usize, what: u32, arg: u32) -> Res<Answer> {
+        let ordinal = *self
+            .ordinals
+            .get(index)
+            .ok_or(NvmlError::INVALID_ARGUMENT)?;
+        self.ask(ordinal, what, arg)
+    }
+
+    /// Asks the worker for system value `what`.
+    pub fn query_system(&self, what: u32) -> Res<Answer> {
+        self.ask(0, what, 0)
+    }
+
+    fn ask(&self, device: u32, what: u32, arg: u32) -> Res<Answer> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(NvmlError::GPU_IS_LOST);
         }

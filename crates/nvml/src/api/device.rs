@@ -119,7 +119,7 @@ fn parse_bus_id(text: &str) -> Option<(u32, u32, u32)> {
 
 /// `(domain, bus, device)` of a device, from its attributes or else its bus
 /// id string.
-fn location(dev: &DeviceSnapshot) -> (u32, u32, u32) {
+pub fn location(dev: &DeviceSnapshot) -> (u32, u32, u32) {
     let attr = |a: A| {
         usize::try_from(a.0)
             .ok()
@@ -177,7 +177,7 @@ pub unsafe fn pci_info(d: nvmlDevice_t, pci: *mut nvmlPciInfo_t) -> Res<()> {
     let (s, i) = lookup(d)?;
     non_null(pci)?;
     let (domain, bus, device) = location(&s.devices[i]);
-    let (ids, subsystem) = match s.query(index_u32(i), q::PCI_IDS, 0) {
+    let (ids, subsystem) = match s.query(i, q::PCI_IDS, 0) {
         Ok(answer) => (answer.a, answer.b),
         Err(e) if e == NvmlError::NOT_SUPPORTED => (0, 0),
         Err(e) => return Err(e),
@@ -237,11 +237,6 @@ pub unsafe fn compute_capability(d: nvmlDevice_t, major: *mut c_int, minor: *mut
         write_out(major, ma)?;
         write_out(minor, mi)
     }
-}
-
-/// A device index as the wire carries it.
-pub fn index_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

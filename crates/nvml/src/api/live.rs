@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_uint, c_ulonglong};
 use vgpu_proto::nvml::{self as q, Process};
 use zerocopy::FromBytes;
 
-use super::device::{index_u32, lookup};
+use super::device::lookup;
 use crate::edge::{arg_u32, non_null, write_out, write_str, write_u32, NvmlError, Res};
 use crate::generated::types::{
     nvmlDevice_t, nvmlMemory_t, nvmlMemory_v2_t, nvmlProcessInfo_v1_t, nvmlProcessInfo_v2_t,
@@ -22,7 +22,7 @@ const MEMORY_V2: c_uint = std::mem::size_of::<nvmlMemory_v2_t>() as c_uint | (2 
 fn tenant_memory(d: nvmlDevice_t) -> Res<(u64, u64)> {
     let (s, i) = lookup(d)?;
     let total = s.devices[i].total_mem.get();
-    let used = s.query(index_u32(i), q::MEMORY, 0)?.a.min(total);
+    let used = s.query(i, q::MEMORY, 0)?.a.min(total);
     Ok((total, used))
 }
 
@@ -126,7 +126,7 @@ unsafe fn write_processes<T: ProcessInfo>(
 /// The CUDA clients of the caller's uid on `d`: pid and device memory.
 pub fn tenant_processes(d: nvmlDevice_t) -> Res<Vec<(u32, u64)>> {
     let (s, i) = lookup(d)?;
-    let blob = s.query(index_u32(i), q::PROCESSES, 0)?.blob;
+    let blob = s.query(i, q::PROCESSES, 0)?.blob;
     Ok(blob
         .chunks_exact(std::mem::size_of::<Process>())
         .filter_map(|c| Process::read_from_bytes(c).ok())
@@ -170,7 +170,7 @@ pub unsafe fn no_processes<T: ProcessInfo>(
 fn host(name: &str, d: nvmlDevice_t, arg: u32) -> Res<Answer> {
     let what = q::host_what(name).ok_or(NvmlError::NOT_SUPPORTED)?;
     let (s, i) = lookup(d)?;
-    s.query(index_u32(i), what, arg)
+    s.query(i, what, arg)
 }
 
 /// A host value `(device, unsigned int-sized *)`.

@@ -6,6 +6,8 @@ mod internal;
 mod live;
 mod system;
 
+pub use device::location;
+
 use crate::edge::to_return;
 use crate::generated::types::nvmlReturn_t;
 

@@ -37,7 +37,7 @@ pub unsafe fn nvml_version(buf: *mut c_char, len: c_uint) -> Res<()> {
 unsafe fn system_string(what: u32, buf: *mut c_char, len: c_uint) -> Res<()> {
     let s = session::current()?;
     crate::edge::non_null(buf)?;
-    let answer = s.query(0, what, 0)?;
+    let answer = s.query_system(what)?;
     // SAFETY: the caller's contract.
     unsafe { write_str(buf, len, &answer.blob) }
 }
