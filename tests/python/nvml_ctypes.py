@@ -220,7 +220,9 @@ def basic(t):
     t.eq("compute_capability NULL", nvml.nvmlDeviceGetCudaComputeCapability(h, None, byref(minor)), INVALID_ARGUMENT)
     t.eq("processes NULL count", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, None, None), INVALID_ARGUMENT)
     t.eq("handle_by_uuid NULL", nvml.nvmlDeviceGetHandleByUUID(None, byref(by_uuid)), INVALID_ARGUMENT)
-    t.eq("not implemented", nvml.nvmlDeviceGetBAR1MemoryInfo(h, byref(mem)), NOT_SUPPORTED)
+    events = c_ulonglong()
+    t.eq("not implemented", nvml.nvmlDeviceGetSupportedEventTypes(h, byref(events)), NOT_SUPPORTED)
+    t.eq("BAR1 on the simulated device", nvml.nvmlDeviceGetBAR1MemoryInfo(h, byref(mem)), NOT_SUPPORTED)
     t.eq("error string", nvml.nvmlErrorString(GPU_IS_LOST), b"GPU is lost")
     t.eq("error string unknown", nvml.nvmlErrorString(12345), b"Unknown Error")
 
@@ -254,7 +256,8 @@ def uninit(t):
     t.eq("handle before init", nvml.nvmlDeviceGetHandleByIndex_v2(0, byref(h)), UNINITIALIZED)
     t.eq("driver version before init", nvml.nvmlSystemGetDriverVersion(buf, 96), UNINITIALIZED)
     t.eq("name before init", nvml.nvmlDeviceGetName(c_void_p(1), buf, 96), UNINITIALIZED)
-    t.eq("not implemented before init", nvml.nvmlDeviceGetBAR1MemoryInfo(c_void_p(1), byref(mem)), UNINITIALIZED)
+    events = c_ulonglong()
+    t.eq("not implemented before init", nvml.nvmlDeviceGetSupportedEventTypes(c_void_p(1), byref(events)), UNINITIALIZED)
     t.eq("shutdown before init", nvml.nvmlShutdown(), UNINITIALIZED)
     t.eq("error string before init", nvml.nvmlErrorString(SUCCESS), b"Success")
     if len(sys.argv) > 2 and sys.argv[2] == "no-mediator":

@@ -47,6 +47,12 @@ pub enum Shape {
     ArgU32,
     /// `(device, char *, unsigned int length)`: the blob holds the string.
     Str,
+    /// `(device, unsigned int arg, char *, unsigned int length)`: the blob
+    /// holds the string.
+    ArgStr,
+    /// `(device, T *)` for a structure `T` of this many bytes (at most
+    /// [`MAX_STRING`]) with no version field: the blob holds its bytes.
+    Struct(usize),
     /// `(device, unsigned int x, unsigned int y, unsigned long long *)`: the
     /// request's `arg` packs `x << 16 | y` (both small enums); the value is `a`.
     Arg2U64,
@@ -101,6 +107,26 @@ pub const HOST: &[(&str, Shape)] = &[
     ("nvmlDeviceGetMultiGpuBoard", Shape::U32),
     ("nvmlDeviceGetNumFans", Shape::U32),
     ("nvmlDeviceGetTotalEccErrors", Shape::Arg2U64),
+    ("nvmlDeviceGetArchitecture", Shape::U32),
+    ("nvmlDeviceGetAccountingMode", Shape::U32),
+    ("nvmlDeviceGetAccountingBufferSize", Shape::U32),
+    ("nvmlDeviceGetModuleId", Shape::U32),
+    ("nvmlDeviceGetNumaNodeId", Shape::U32),
+    ("nvmlDeviceGetGpuMaxPcieLinkGeneration", Shape::U32),
+    ("nvmlDeviceGetIrqNum", Shape::U32),
+    ("nvmlDeviceGetVirtualizationMode", Shape::U32),
+    ("nvmlDeviceGetRetiredPagesPendingStatus", Shape::U32),
+    ("nvmlDeviceGetMemoryBusWidth", Shape::U32),
+    ("nvmlDeviceGetNumGpuCores", Shape::U32),
+    ("nvmlDeviceGetPowerSource", Shape::U32),
+    ("nvmlDeviceGetPcieLinkMaxSpeed", Shape::U32),
+    ("nvmlDeviceGetPcieSpeed", Shape::U32),
+    ("nvmlDeviceGetMaxMigDeviceCount", Shape::U32),
+    ("nvmlDeviceGetAutoBoostedClocksEnabled", Shape::Pair),
+    ("nvmlDeviceGetGspFirmwareMode", Shape::Pair),
+    ("nvmlDeviceGetInforomVersion", Shape::ArgStr),
+    // nvmlBAR1Memory_t: total, free, used (u64 each).
+    ("nvmlDeviceGetBAR1MemoryInfo", Shape::Struct(24)),
 ];
 
 /// The `what` id of host function `name`, if it is passed through.

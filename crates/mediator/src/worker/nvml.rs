@@ -178,6 +178,25 @@ impl HostNvml {
                 check(unsafe { f(dev, arg, &mut a) })?;
                 Ok((a.into(), 0, Vec::new()))
             }
+            Shape::ArgStr => {
+                type F = unsafe extern "C" fn(Device, c_uint, *mut c_char, c_uint) -> c_uint;
+                let f: F = self.symbol(name).ok_or(missing)?;
+                let mut buf = [0 as c_char; q::MAX_STRING as usize];
+                // SAFETY: see above.
+                check(unsafe { f(dev, arg, buf.as_mut_ptr(), q::MAX_STRING) })?;
+                Ok((0, 0, c_string(&buf)))
+            }
+            Shape::Struct(size) => {
+                type F = unsafe extern "C" fn(Device, *mut u8) -> c_uint;
+                let f: F = self.symbol(name).ok_or(missing)?;
+                if size > q::MAX_STRING as usize {
+                    return Err(status::UNKNOWN);
+                }
+                let mut bytes = vec![0u8; size];
+                // SAFETY: see above; the buffer holds the structure's bytes.
+                check(unsafe { f(dev, bytes.as_mut_ptr()) })?;
+                Ok((0, 0, bytes))
+            }
             Shape::Arg2U64 => {
                 type F = unsafe extern "C" fn(Device, c_uint, c_uint, *mut c_ulonglong) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;

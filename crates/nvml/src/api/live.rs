@@ -267,6 +267,43 @@ pub unsafe fn host_arg2_u64<X: Copy, Y: Copy>(
     unsafe { write_out(out, a) }
 }
 
+/// A host string `(device, unsigned int-sized argument, char *, unsigned int
+/// length)`.
+///
+/// # Safety
+/// `buf` must be NULL or valid for `len` bytes.
+pub unsafe fn host_arg_string<A: Copy>(
+    name: &str,
+    d: nvmlDevice_t,
+    arg: A,
+    buf: *mut c_char,
+    len: c_uint,
+) -> Res<()> {
+    lookup(d)?;
+    non_null(buf)?;
+    let blob = host(name, d, arg_u32(arg))?.blob;
+    // SAFETY: the caller's contract.
+    unsafe { write_str(buf, len, &blob) }
+}
+
+/// A host structure `(device, T *)`, whose bytes the worker brings back.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of `T`.
+pub unsafe fn host_struct<T: Copy>(name: &str, d: nvmlDevice_t, out: *mut T) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let blob = host(name, d, 0)?.blob;
+    if blob.len() != std::mem::size_of::<T>() {
+        return Err(NvmlError::UNKNOWN);
+    }
+    // SAFETY: `out` is valid for `size_of::<T>()` bytes (the caller's
+    // contract), which is the blob's length; `T` is a C structure of
+    // integers, valid for any bytes.
+    unsafe { std::ptr::copy_nonoverlapping(blob.as_ptr(), out.cast::<u8>(), blob.len()) };
+    Ok(())
+}
+
 /// A host string `(device, char *, unsigned int length)`.
 ///
 /// # Safety
@@ -282,6 +319,18 @@ pub unsafe fn host_string(name: &str, d: nvmlDevice_t, buf: *mut c_char, len: c_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_structures_are_the_sizes_the_worker_brings() {
+        use crate::generated::types::nvmlBAR1Memory_t;
+        let (_, shape) =
+            q::host_entry(q::host_what("nvmlDeviceGetBAR1MemoryInfo").expect("listed"))
+                .expect("listed");
+        assert_eq!(
+            shape,
+            q::Shape::Struct(std::mem::size_of::<nvmlBAR1Memory_t>())
+        );
+    }
 
     #[test]
     fn memory_v2_version_is_nvmls() {

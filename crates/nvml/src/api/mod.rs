@@ -41,6 +41,8 @@ macro_rules! host {
     (@one struct2 $name:ident) => { implement! { $name(d, out) => live::host_struct2(stringify!($name), d, out); } };
     (@one arg_u32 $name:ident) => { implement! { $name(d, arg, out) => live::host_arg_u32(stringify!($name), d, arg, out); } };
     (@one arg2_u64 $name:ident) => { implement! { $name(d, x, y, out) => live::host_arg2_u64(stringify!($name), d, x, y, out); } };
+    (@one arg_string $name:ident) => { implement! { $name(d, arg, buf, len) => live::host_arg_string(stringify!($name), d, arg, buf, len); } };
+    (@one structure $name:ident) => { implement! { $name(d, out) => live::host_struct(stringify!($name), d, out); } };
     (@one string $name:ident) => { implement! { $name(d, buf, len) => live::host_string(stringify!($name), d, buf, len); } };
 }
 
@@ -90,18 +92,26 @@ host! {
         nvmlDeviceGetDisplayActive, nvmlDeviceGetCurrPcieLinkGeneration,
         nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetMaxPcieLinkGeneration,
         nvmlDeviceGetMaxPcieLinkWidth, nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetBoardId,
-        nvmlDeviceGetMultiGpuBoard, nvmlDeviceGetNumFans;
+        nvmlDeviceGetMultiGpuBoard, nvmlDeviceGetNumFans, nvmlDeviceGetArchitecture,
+        nvmlDeviceGetAccountingMode, nvmlDeviceGetAccountingBufferSize, nvmlDeviceGetModuleId,
+        nvmlDeviceGetNumaNodeId, nvmlDeviceGetGpuMaxPcieLinkGeneration, nvmlDeviceGetIrqNum,
+        nvmlDeviceGetVirtualizationMode, nvmlDeviceGetRetiredPagesPendingStatus,
+        nvmlDeviceGetMemoryBusWidth, nvmlDeviceGetNumGpuCores, nvmlDeviceGetPowerSource,
+        nvmlDeviceGetPcieLinkMaxSpeed, nvmlDeviceGetPcieSpeed, nvmlDeviceGetMaxMigDeviceCount;
     u64: nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons,
         nvmlDeviceGetTotalEnergyConsumption;
     pair: nvmlDeviceGetPowerManagementLimitConstraints, nvmlDeviceGetEccMode,
         nvmlDeviceGetMigMode, nvmlDeviceGetGpuOperationMode, nvmlDeviceGetEncoderUtilization,
-        nvmlDeviceGetDecoderUtilization;
+        nvmlDeviceGetDecoderUtilization, nvmlDeviceGetAutoBoostedClocksEnabled,
+        nvmlDeviceGetGspFirmwareMode;
     struct2: nvmlDeviceGetUtilizationRates;
     arg_u32: nvmlDeviceGetClockInfo, nvmlDeviceGetMaxClockInfo, nvmlDeviceGetTemperature,
         nvmlDeviceGetTemperatureThreshold, nvmlDeviceGetApplicationsClock,
         nvmlDeviceGetDefaultApplicationsClock, nvmlDeviceGetMaxCustomerBoostClock,
         nvmlDeviceGetFanSpeed_v2, nvmlDeviceGetPcieThroughput;
     arg2_u64: nvmlDeviceGetTotalEccErrors;
+    arg_string: nvmlDeviceGetInforomVersion;
+    structure: nvmlDeviceGetBAR1MemoryInfo;
     string: nvmlDeviceGetSerial, nvmlDeviceGetVbiosVersion, nvmlDeviceGetBoardPartNumber,
         nvmlDeviceGetInforomImageVersion;
 }
