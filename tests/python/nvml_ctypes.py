@@ -13,6 +13,8 @@ Usage:  python3 nvml_ctypes.py MODE
   lost    nvmlInit, print ``ready``, wait for a line on stdin (the test kills
           the mediator meanwhile), then every device call is
           NVML_ERROR_GPU_IS_LOST
+  host    the host values, from a stand-in host NVML (tests/c/host_nvml.c)
+          that the worker loads: each argument arrives, each value returns
   usage   a CUDA allocation of this process shows in the tenant's memory and
           this process in the device's compute processes
 Output: one line per check, ``ok NAME`` or ``FAIL NAME: ...``, then a summary.
@@ -280,6 +282,43 @@ def lost(t):
     t.eq("shutdown after the mediator went", nvml.nvmlShutdown(), SUCCESS)
 
 
+def host(t):
+    nvml = load()
+    t.eq("init", nvml.nvmlInit_v2(), SUCCESS)
+    h = handle(nvml, t)
+    buf = ctypes.create_string_buffer(64)
+    t.eq("host driver version", nvml.nvmlSystemGetDriverVersion(buf, 64), SUCCESS)
+    t.eq("host driver version value", buf.value, b"580.0-host-stand-in")
+    t.eq("host driver version short buffer", nvml.nvmlSystemGetDriverVersion(buf, 4), INSUFFICIENT_SIZE)
+    v = c_uint()
+    t.eq("temperature", nvml.nvmlDeviceGetTemperature(h, 0, byref(v)), SUCCESS)
+    t.eq("temperature value", v.value, 40)
+    for clock in range(4):
+        t.eq(f"clock {clock}", (nvml.nvmlDeviceGetClockInfo(h, clock, byref(v)), v.value), (SUCCESS, 1000 + clock))
+    t.eq("clock of a bad type", nvml.nvmlDeviceGetClockInfo(h, 9, byref(v)), INVALID_ARGUMENT)
+    t.eq("temperature NULL", nvml.nvmlDeviceGetTemperature(h, 0, None), INVALID_ARGUMENT)
+    util = (c_uint * 2)()
+    t.eq("utilization", nvml.nvmlDeviceGetUtilizationRates(h, util), SUCCESS)
+    t.eq("utilization values", (util[0], util[1]), (7, 3))
+    cur, pend = c_uint(9), c_uint(9)
+    t.eq("ecc mode", nvml.nvmlDeviceGetEccMode(h, byref(cur), byref(pend)), SUCCESS)
+    t.eq("ecc mode values", (cur.value, pend.value), (1, 0))
+    count = c_ulonglong()
+    t.eq("ecc errors", nvml.nvmlDeviceGetTotalEccErrors(h, 1, 1, byref(count)), SUCCESS)
+    t.eq("ecc errors value", count.value, 11)
+    t.eq("clocks event reasons", nvml.nvmlDeviceGetCurrentClocksEventReasons(h, byref(count)), SUCCESS)
+    t.eq("clocks event reasons value", count.value, 1 << 32)
+    t.eq("serial", nvml.nvmlDeviceGetSerial(h, buf, 64), SUCCESS)
+    t.eq("serial value", buf.value, b"1650000000001")
+    t.eq("inforom version", nvml.nvmlDeviceGetInforomVersion(h, 2, buf, 64), SUCCESS)
+    t.eq("inforom version value", buf.value, b"inforom-2")
+    bar1 = (c_ulonglong * 3)()
+    t.eq("bar1", nvml.nvmlDeviceGetBAR1MemoryInfo(h, bar1), SUCCESS)
+    t.eq("bar1 values", tuple(bar1), (1 << 34, (1 << 34) - 4096, 4096))
+    t.eq("a host function the stand-in lacks", nvml.nvmlDeviceGetPowerUsage(h, byref(v)), NOT_SUPPORTED)
+    t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
+
+
 def usage(t):
     nvml = load()
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -313,7 +352,7 @@ def usage(t):
 
 def main():
     t = Checks()
-    {"basic": basic, "uninit": uninit, "lost": lost, "usage": usage}[sys.argv[1]](t)
+    {"basic": basic, "uninit": uninit, "lost": lost, "host": host, "usage": usage}[sys.argv[1]](t)
     print(f"{t.count} checks, {t.failed} failed")
     return 0 if t.failed == 0 else 1
 

@@ -112,6 +112,39 @@ fn pynvml() {
     assert_checks_passed(&out, 20);
 }
 
+/// The host values: the worker loads a stand-in for the host's NVML
+/// (`tests/c/host_nvml.c`, found by name through the mediator's
+/// `LD_LIBRARY_PATH`) and passes each shape of call through.
+#[test]
+fn host_values_pass_through_from_the_hosts_nvml() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cc = Command::new("cc");
+    cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+        .arg(dir.path().join("libnvidia-ml.so.1"))
+        .arg(repo_root().join("tests/c/host_nvml.c"));
+    let built = common::run(cc, Duration::from_secs(120));
+    assert!(built.status.success(), "cc host_nvml.c failed:\n{built}");
+    let mut h = Harness::without_mediator();
+    let lib_path = dir.path().to_str().expect("UTF-8 temp path");
+    h.mediator = Some(common::Mediator::start_env(
+        &h.build,
+        &[("LD_LIBRARY_PATH", lib_path)],
+    ));
+    let out = h.run(ctypes_script(&h, &["host"]));
+    out.assert_success()
+        .assert_line("ok temperature value")
+        .assert_line("ok clock 3")
+        .assert_line("ok ecc errors value")
+        .assert_line("ok inforom version value")
+        .assert_line("ok bar1 values");
+    assert_checks_passed(&out, 25);
+    assert!(
+        h.mediator().log_text().contains("host NVML loaded"),
+        "{}",
+        h.mediator().log_text()
+    );
+}
+
 /// Needs the mediator's registry of every live session
 /// (`crates/mediator/src/sessions.rs`); the placeholder there knows only
 /// the asking session, so neither the allocation nor the process shows.

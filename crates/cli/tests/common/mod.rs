@@ -133,6 +133,18 @@ impl Mediator {
         Mediator::spawn(build, &sim, extra, &[])
     }
 
+    /// [`Mediator::start`] with `env` added to the mediator's environment
+    /// (and its workers').
+    pub fn start_env(build: &Build, env: &[(&str, &str)]) -> Mediator {
+        let sim = [
+            "--driver".into(),
+            "sim".into(),
+            "--sim-lib".into(),
+            build.sim.clone().into_os_string(),
+        ];
+        Mediator::spawn(build, &sim, &[], env)
+    }
+
     /// A mediator whose workers load the driver library at `driver`, with
     /// `env` added to its environment (and its workers').
     pub fn start_driver(build: &Build, driver: &Path, env: &[(&str, &str)]) -> Mediator {
