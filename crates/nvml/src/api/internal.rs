@@ -124,7 +124,8 @@ unsafe fn call(n: usize, a0: usize, a1: usize, a2: usize) -> Res<()> {
         }
         _ => {
             crate::config::log(format_args!(
-                "nvmlInternalGetExportTable: slot {n} is not implemented (NVML_ERROR_NOT_SUPPORTED)"
+                "nvmlInternalGetExportTable: slot {n} is not implemented \
+                 (NVML_ERROR_NOT_SUPPORTED; arguments {a0:#x}, {a1:#x}, {a2:#x})"
             ));
             Err(NvmlError::NOT_SUPPORTED)
         }
@@ -181,6 +182,10 @@ pub unsafe fn get(table: *mut *const c_void, id: *const c_void) -> Res<()> {
     // SAFETY: non-NULL and 16 bytes long by the caller's contract.
     let id = unsafe { id.cast::<[u8; 16]>().read_unaligned() };
     if id != SMI_TABLE_ID {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        crate::config::log(format_args!(
+            "nvmlInternalGetExportTable: table {hex} is unknown (NVML_ERROR_FUNCTION_NOT_FOUND)"
+        ));
         return Err(NvmlError::FUNCTION_NOT_FOUND);
     }
     // SAFETY: the caller's contract.
