@@ -334,8 +334,9 @@ def usage(t):
     t.eq("cuMemAlloc 64 MiB", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
     after = Memory()
     t.eq("memory after", nvml.nvmlDeviceGetMemoryInfo(h, byref(after)), SUCCESS)
-    t.true("used grew by the allocation", after.used >= before.used + size,
-           f"used {before.used} -> {after.used}")
+    # Other sessions of this uid (tests running beside this one) may come and
+    # go meanwhile: only this process's share is certain.
+    t.true("used counts the allocation", after.used >= size, f"used {before.used} -> {after.used}")
     t.eq("free + used = total", after.free + after.used, after.total)
     n = c_uint(0)
     t.eq("process count query", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), None), INSUFFICIENT_SIZE)

@@ -154,7 +154,7 @@ fn a_cuda_allocation_shows_in_memory_and_processes() {
     let h = Harness::start();
     let out = h.run(ctypes_script(&h, &["usage"]));
     out.assert_success()
-        .assert_line("ok used grew by the allocation")
+        .assert_line("ok used counts the allocation")
         .assert_line("ok this process listed once")
         .assert_line("ok its memory counts the allocation");
     assert_checks_passed(&out, 15);
