@@ -10,13 +10,18 @@
 //! - Loading runs nothing. `nvmlInit*` connects to the mediator the way the
 //!   CUDA client does (`vgpu_transport::discovery`, the `Hello`/`Welcome`
 //!   handshake) and keeps the session until the matching `nvmlShutdown`
-//!   (initialisations are counted, as NVML counts them).
+//!   (initialisations are counted, as NVML counts them). A child forked
+//!   after `nvmlInit` opens a session of its own at its first call.
+//! - Devices are numbered as NVML numbers them, by PCI location, whatever
+//!   order the worker's driver enumerates them in.
 //! - Answered from the handshake: device count, handles, names, UUIDs, PCI
 //!   bus ids, compute capability, the CUDA driver version. Asked of the
 //!   worker (`NvmlQuery`, `vgpu_proto::nvml`): the tenant's memory and
 //!   processes, PCI ids, and the host NVML's values (utilization, clocks,
 //!   temperature, power, ...), `NVML_ERROR_NOT_SUPPORTED` where the host has
-//!   none.
+//!   none. `nvidia-smi`'s private export table is provided for the two uses
+//!   it has for it that matter: device handles and process lists
+//!   (`api::internal`).
 //! - Every call before `nvmlInit` is `NVML_ERROR_UNINITIALIZED`; every
 //!   export not implemented returns `NVML_ERROR_NOT_SUPPORTED`; every export
 //!   catches panics (`NVML_ERROR_UNKNOWN`). Every socket read and write has
