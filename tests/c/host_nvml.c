@@ -3,7 +3,8 @@
  * Every value is derived from the arguments, so a test sees that each
  * argument arrived: a clock of type T is 1000 + T MHz, a temperature of
  * sensor S is 40 + S degrees, the ECC count of (type X, counter Y) is
- * 10 * X + Y, an inforom object O's version is "inforom-O".
+ * 10 * X + Y, an inforom object O's version is "inforom-O". Its device
+ * has 32 GiB, twice the simulated device's default.
  *
  *   cc -shared -fPIC -o libnvidia-ml.so.1 host_nvml.c
  */
@@ -89,6 +90,14 @@ nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t dev, unsigned int object, 
     (void)dev;
     snprintf(text, sizeof text, "inforom-%u", object);
     return put(buf, len, text);
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, unsigned long long *memory) {
+    (void)dev;
+    memory[0] = 1ull << 35;
+    memory[1] = 1ull << 35;
+    memory[2] = 0;
+    return OK;
 }
 
 nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t dev, unsigned long long *bar1) {

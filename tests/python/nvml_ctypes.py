@@ -315,6 +315,10 @@ def host(t):
     bar1 = (c_ulonglong * 3)()
     t.eq("bar1", nvml.nvmlDeviceGetBAR1MemoryInfo(h, bar1), SUCCESS)
     t.eq("bar1 values", tuple(bar1), (1 << 34, (1 << 34) - 4096, 4096))
+    mem = Memory()
+    t.eq("memory", nvml.nvmlDeviceGetMemoryInfo(h, byref(mem)), SUCCESS)
+    t.eq("memory total is the host NVML's", mem.total, 1 << 35)
+    t.eq("memory free + used = total", mem.free + mem.used, mem.total)
     t.eq("a host function the stand-in lacks", nvml.nvmlDeviceGetPowerUsage(h, byref(v)), NOT_SUPPORTED)
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 

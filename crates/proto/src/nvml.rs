@@ -17,7 +17,8 @@ pub const DRIVER_VERSION: u32 = 1;
 /// The host's NVML version string (`nvmlSystemGetNVMLVersion`); a system value.
 pub const NVML_VERSION: u32 = 2;
 /// The tenant's memory on the device: `a` is the device memory held by the
-/// sessions of the caller's uid, in bytes.
+/// sessions of the caller's uid, `b` the device's total as the host's NVML
+/// counts it (0 without a host NVML), in bytes.
 pub const MEMORY: u32 = 10;
 /// The tenant's processes on the device: the blob holds one [`Process`] per
 /// live session of the caller's uid that runs CUDA (the asking session is

@@ -123,6 +123,26 @@ impl HostNvml {
         }
     }
 
+    /// The total memory of the device with `uuid` (`nvmlDeviceGetMemoryInfo`),
+    /// 0 if it cannot say.
+    fn memory_total(&self, uuid: &[u8; 16]) -> u64 {
+        // nvmlMemory_t: total, free, used.
+        type F = unsafe extern "C" fn(Device, *mut [c_ulonglong; 3]) -> c_uint;
+        let (Some(f), Ok(dev)) = (
+            self.symbol::<F>("nvmlDeviceGetMemoryInfo"),
+            self.device(uuid),
+        ) else {
+            return 0;
+        };
+        let mut memory = [0 as c_ulonglong; 3];
+        // SAFETY: `nvmlDeviceGetMemoryInfo` writes one `nvmlMemory_t`, three
+        // unsigned long longs, through a live local of that size.
+        match unsafe { f(dev, &mut memory) } {
+            status::SUCCESS => memory[0],
+            _ => 0,
+        }
+    }
+
     /// A system string: `f(char *, unsigned int length)`.
     fn system_string(&self, name: &str) -> Answer {
         type F = unsafe extern "C" fn(*mut c_char, c_uint) -> c_uint;
@@ -257,7 +277,10 @@ fn answer(s: &Session, r: &nvml_query::Request) -> Answer {
                 .and_then(|i| nvml.devices.get(i))
                 .ok_or(status::INVALID_ARGUMENT)?;
             match what {
-                q::MEMORY => Ok((tenant_memory(nvml.uid), 0, Vec::new())),
+                q::MEMORY => {
+                    let total = host().map_or(0, |h| h.memory_total(uuid));
+                    Ok((tenant_memory(nvml.uid), total, Vec::new()))
+                }
                 q::PROCESSES => Ok((0, 0, tenant_processes(nvml.uid))),
                 q::PCI_IDS => pci_ids(bus_id),
                 _ => {

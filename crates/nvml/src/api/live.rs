@@ -17,13 +17,17 @@ use crate::session::Answer;
 #[allow(clippy::cast_possible_truncation)] // the structure is 40 bytes
 const MEMORY_V2: c_uint = std::mem::size_of::<nvmlMemory_v2_t>() as c_uint | (2 << 24);
 
-/// `(total, used)` of the tenant's view: the device's memory, and the device
-/// memory its uid's sessions hold.
+/// `(total, used)` of the tenant's view: the device's memory (as the host's
+/// NVML counts it, else as the driver does) and the device memory its uid's
+/// sessions hold.
 fn tenant_memory(d: nvmlDevice_t) -> Res<(u64, u64)> {
     let (s, i) = lookup(d)?;
-    let total = s.devices[i].total_mem.get();
-    let used = s.query(i, q::MEMORY, 0)?.a.min(total);
-    Ok((total, used))
+    let answer = s.query(i, q::MEMORY, 0)?;
+    let total = match answer.b {
+        0 => s.devices[i].total_mem.get(),
+        host => host,
+    };
+    Ok((total, answer.a.min(total)))
 }
 
 /// `nvmlDeviceGetMemoryInfo`.
