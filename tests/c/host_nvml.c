@@ -3,7 +3,8 @@
  * Every value is derived from the arguments, so a test sees that each
  * argument arrived: a clock of type T is 1000 + T MHz, a temperature of
  * sensor S is 40 + S degrees, the ECC count of (type X, counter Y) is
- * 10 * X + Y, an inforom object O's version is "inforom-O". Its device
+ * 10 * X + Y, an inforom object O's version is "inforom-O", field F's
+ * value is 2 * F (an unsigned long long; field 0 fails). Its device
  * has 32 GiB, twice the simulated device's default.
  *
  *   cc -shared -fPIC -o libnvidia-ml.so.1 host_nvml.c
@@ -90,6 +91,26 @@ nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t dev, unsigned int object, 
     (void)dev;
     snprintf(text, sizeof text, "inforom-%u", object);
     return put(buf, len, text);
+}
+
+/* nvmlFieldValue_t, 40 bytes. */
+typedef struct {
+    unsigned int fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    unsigned int valueType;
+    nvmlReturn_t nvmlReturn;
+    unsigned long long value;
+} field_value;
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, field_value *values) {
+    (void)dev;
+    for (int i = 0; i < count; i++) {
+        values[i].timestamp = 1;
+        values[i].valueType = 3; /* NVML_VALUE_TYPE_UNSIGNED_LONG_LONG */
+        values[i].nvmlReturn = values[i].fieldId == 0 ? INVALID_ARGUMENT : OK;
+        values[i].value = 2ull * values[i].fieldId;
+    }
+    return OK;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, unsigned long long *memory) {

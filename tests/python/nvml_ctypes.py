@@ -315,6 +315,18 @@ def host(t):
     bar1 = (c_ulonglong * 3)()
     t.eq("bar1", nvml.nvmlDeviceGetBAR1MemoryInfo(h, bar1), SUCCESS)
     t.eq("bar1 values", tuple(bar1), (1 << 34, (1 << 34) - 4096, 4096))
+    class FieldValue(ctypes.Structure):
+        _fields_ = [("fieldId", c_uint), ("scopeId", c_uint), ("timestamp", ctypes.c_longlong),
+                    ("latencyUsec", ctypes.c_longlong), ("valueType", c_uint), ("nvmlReturn", c_uint),
+                    ("value", c_ulonglong)]
+
+    fields = (FieldValue * 300)()
+    for k in range(300):
+        fields[k].fieldId = k
+    t.eq("field values (300: two pieces)", nvml.nvmlDeviceGetFieldValues(h, 300, fields), SUCCESS)
+    t.eq("field values filled", [(f.nvmlReturn, f.value) for f in fields[:3]] + [(fields[299].nvmlReturn, fields[299].value)],
+         [(INVALID_ARGUMENT, 0), (SUCCESS, 2), (SUCCESS, 4), (SUCCESS, 598)])
+    t.eq("field values NULL", nvml.nvmlDeviceGetFieldValues(h, 1, None), INVALID_ARGUMENT)
     mem = Memory()
     t.eq("memory", nvml.nvmlDeviceGetMemoryInfo(h, byref(mem)), SUCCESS)
     t.eq("memory total is the host NVML's", mem.total, 1 << 35)

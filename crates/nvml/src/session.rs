@@ -187,19 +187,24 @@ impl Session {
     /// Asks the worker for value `what` of device `index` (of `devices`)
     /// with `arg`; the worker's NVML status becomes the error.
     pub fn query(&self, index: usize, what: u32, arg: u32) -> Res<Answer> {
+        self.query_with(index, what, arg, &[])
+    }
+
+    /// [`Session::query`] with a blob in the request.
+    pub fn query_with(&self, index: usize, what: u32, arg: u32, blob: &[u8]) -> Res<Answer> {
         let ordinal = *self
             .ordinals
             .get(index)
             .ok_or(NvmlError::INVALID_ARGUMENT)?;
-        self.ask(ordinal, what, arg)
+        self.ask(ordinal, what, arg, blob)
     }
 
     /// Asks the worker for system value `what`.
     pub fn query_system(&self, what: u32) -> Res<Answer> {
-        self.ask(0, what, 0)
+        self.ask(0, what, 0, &[])
     }
 
-    fn ask(&self, device: u32, what: u32, arg: u32) -> Res<Answer> {
+    fn ask(&self, device: u32, what: u32, arg: u32, blob: &[u8]) -> Res<Answer> {
         if self.lost.load(Ordering::SeqCst) {
             return Err(NvmlError::GPU_IS_LOST);
         }
@@ -210,7 +215,7 @@ impl Session {
         };
         let result = {
             let mut control = self.control.lock().map_err(|_| NvmlError::UNKNOWN)?;
-            write_request(&mut *control, Op::NvmlQuery, 0, 0, req.as_bytes(), &[])
+            write_request(&mut *control, Op::NvmlQuery, 0, 0, req.as_bytes(), blob)
                 .and_then(|()| Response::read(&mut *control))
         };
         let resp = result.map_err(|e| {

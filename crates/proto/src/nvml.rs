@@ -28,6 +28,15 @@ pub const PROCESSES: u32 = 11;
 /// id), `b` is `pciSubSystemId` (subsystem device id << 16 | subsystem
 /// vendor id), as NVML packs them.
 pub const PCI_IDS: u32 = 12;
+/// The host NVML's field values (`nvmlDeviceGetFieldValues`): the request's
+/// blob holds the caller's `nvmlFieldValue_t`s ([`FIELD_VALUE_SIZE`] bytes
+/// each, at most [`MAX_FIELD_VALUES`]), the reply's blob the same entries as
+/// the host's NVML filled them.
+pub const FIELD_VALUES: u32 = 13;
+/// Bytes of one `nvmlFieldValue_t`.
+pub const FIELD_VALUE_SIZE: usize = 40;
+/// The most field values one query carries; callers split longer lists.
+pub const MAX_FIELD_VALUES: usize = 256;
 /// The first id of the host pass-through values: `HOST_BASE + i` calls
 /// [`HOST`]`[i]` of the host's NVML on the device.
 pub const HOST_BASE: u32 = 100;

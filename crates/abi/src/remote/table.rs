@@ -1101,8 +1101,10 @@ remote_table! {
         /// argument (a clock or sensor type). The values are the tenant's
         /// (the session's uid) where they are per process (memory,
         /// processes) and the host's NVML's otherwise. `status` is NVML's
-        /// return code; `a` and `b` carry numbers, the blob a string or
-        /// the process list (16 bytes each: pid u32, 0 u32, memory u64).
-        nvml: NvmlQuery = 860 { device: u32, what: u32, arg: u32 } => { status: u32, a: u64, b: u64 } + blob (nocontext);
+        /// return code; `a` and `b` carry numbers, the blob a string, the
+        /// process list (16 bytes each: pid u32, 0 u32, memory u64) or the
+        /// field values the request's blob asked for (`nvmlFieldValue_t`,
+        /// 40 bytes each).
+        nvml: NvmlQuery = 860 { device: u32, what: u32, arg: u32 } + blob => { status: u32, a: u64, b: u64 } + blob (nocontext);
     }
 }

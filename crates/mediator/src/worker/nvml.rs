@@ -14,7 +14,7 @@
 //!
 //! The host NVML's devices are matched to the worker's by UUID.
 
-use std::ffi::{c_char, c_uint, c_ulonglong, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -143,6 +143,26 @@ impl HostNvml {
         }
     }
 
+    /// `nvmlDeviceGetFieldValues` on `dev` for the entries in `blob`.
+    fn field_values(&self, dev: Device, blob: &[u8]) -> Answer {
+        type F = unsafe extern "C" fn(Device, c_int, *mut u64) -> c_uint;
+        let f: F = self
+            .symbol("nvmlDeviceGetFieldValues")
+            .ok_or(status::NOT_SUPPORTED)?;
+        let count = blob.len() / q::FIELD_VALUE_SIZE;
+        if !blob.len().is_multiple_of(q::FIELD_VALUE_SIZE) || count > q::MAX_FIELD_VALUES {
+            return Err(status::INVALID_ARGUMENT);
+        }
+        // The entries hold 64-bit fields: an aligned copy.
+        let mut values = vec![0u64; blob.len() / 8];
+        values.as_mut_bytes().copy_from_slice(blob);
+        let n = c_int::try_from(count).map_err(|_| status::INVALID_ARGUMENT)?;
+        // SAFETY: `values` holds `count` whole `nvmlFieldValue_t`s, 8-byte
+        // aligned, and the function has the prototype `nvml.h` gives it.
+        check(unsafe { f(dev, n, values.as_mut_ptr()) })?;
+        Ok((0, 0, values.as_bytes().to_vec()))
+    }
+
     /// A system string: `f(char *, unsigned int length)`.
     fn system_string(&self, name: &str) -> Answer {
         type F = unsafe extern "C" fn(*mut c_char, c_uint) -> c_uint;
@@ -256,8 +276,8 @@ fn c_string(buf: &[c_char]) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Answers one query.
-fn answer(s: &Session, r: &nvml_query::Request) -> Answer {
+/// Answers one query; `blob` is the request's.
+fn answer(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> Answer {
     let nvml = &s.nvml;
     let what = r.what.get();
     let host = || nvml.host(s.driver.path());
@@ -283,6 +303,10 @@ fn answer(s: &Session, r: &nvml_query::Request) -> Answer {
                 }
                 q::PROCESSES => Ok((0, 0, tenant_processes(nvml.uid))),
                 q::PCI_IDS => pci_ids(bus_id),
+                q::FIELD_VALUES => {
+                    let h = host().ok_or(status::NOT_SUPPORTED)?;
+                    h.field_values(h.device(uuid)?, blob)
+                }
                 _ => {
                     let (name, shape) = q::host_entry(what).ok_or(status::INVALID_ARGUMENT)?;
                     let h = host().ok_or(status::NOT_SUPPORTED)?;
@@ -335,8 +359,8 @@ fn pci_ids(bus_id: &str) -> Answer {
 }
 
 /// The reply to a query: NVML's status in the fixed part, never a failed frame.
-fn reply(s: &Session, r: &nvml_query::Request) -> (nvml_query::Reply, Vec<u8>) {
-    let (st, a, b, blob) = match answer(s, r) {
+fn reply(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> (nvml_query::Reply, Vec<u8>) {
+    let (st, a, b, blob) = match answer(s, r, blob) {
         Ok((a, b, blob)) => (status::SUCCESS, a, b, blob),
         Err(st) => (st, 0, 0, Vec::new()),
     };
@@ -353,7 +377,7 @@ fn reply(s: &Session, r: &nvml_query::Request) -> (nvml_query::Reply, Vec<u8>) {
 pub fn serve(s: &Session, control: &mut Channel, req: &Request) -> bool {
     let (st, fixed, blob) = match req.message::<nvml_query::Request>() {
         Ok(r) => {
-            let (rep, blob) = reply(s, r);
+            let (rep, blob) = reply(s, r, &req.blob);
             (super::status::SUCCESS, rep.as_bytes().to_vec(), blob)
         }
         Err(e) => {
@@ -367,6 +391,6 @@ pub fn serve(s: &Session, control: &mut Channel, req: &Request) -> bool {
 /// An `NvmlQuery` on a lane: answered as on the control connection.
 pub fn nvml_query(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &nvml_query::Request = calls::message(req)?;
-    let (rep, blob) = reply(s, r);
+    let (rep, blob) = reply(s, r, &req.blob);
     Ok(Reply::new(&rep, blob))
 }

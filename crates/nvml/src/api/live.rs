@@ -1,7 +1,7 @@
 //! Values asked of the worker at each call: the tenant's memory and
 //! processes, and the host NVML's values.
 
-use std::ffi::{c_char, c_uint, c_ulonglong};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
 
 use vgpu_proto::nvml::{self as q, Process};
 use zerocopy::FromBytes;
@@ -9,7 +9,8 @@ use zerocopy::FromBytes;
 use super::device::lookup;
 use crate::edge::{arg_u32, non_null, write_out, write_str, write_u32, NvmlError, Res};
 use crate::generated::types::{
-    nvmlDevice_t, nvmlMemory_t, nvmlMemory_v2_t, nvmlProcessInfo_v1_t, nvmlProcessInfo_v2_t,
+    nvmlDevice_t, nvmlFieldValue_t, nvmlMemory_t, nvmlMemory_v2_t, nvmlProcessInfo_v1_t,
+    nvmlProcessInfo_v2_t,
 };
 use crate::session::Answer;
 
@@ -168,6 +169,39 @@ pub unsafe fn no_processes<T: ProcessInfo>(
     lookup(d)?;
     // SAFETY: the caller's contract.
     unsafe { write_processes::<T>(&[], count, infos) }
+}
+
+/// `nvmlDeviceGetFieldValues`: the host NVML's, `values` sent and brought
+/// back in pieces of at most [`q::MAX_FIELD_VALUES`].
+///
+/// # Safety
+/// `values` must be NULL or valid for reads and writes of `count` entries.
+pub unsafe fn field_values(
+    d: nvmlDevice_t,
+    count: c_int,
+    values: *mut nvmlFieldValue_t,
+) -> Res<()> {
+    let (s, i) = lookup(d)?;
+    non_null(values)?;
+    let n = usize::try_from(count).map_err(|_| NvmlError::INVALID_ARGUMENT)?;
+    const _: () = assert!(std::mem::size_of::<nvmlFieldValue_t>() == q::FIELD_VALUE_SIZE);
+    for start in (0..n).step_by(q::MAX_FIELD_VALUES) {
+        let len = (n - start).min(q::MAX_FIELD_VALUES) * q::FIELD_VALUE_SIZE;
+        // SAFETY: entries `start..start + len / 40` lie inside the caller's
+        // `count` entries.
+        let first = unsafe { values.add(start) }.cast::<u8>();
+        let mut bytes = vec![0u8; len];
+        // SAFETY: as above; `bytes` holds `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(first, bytes.as_mut_ptr(), len) };
+        let answer = s.query_with(i, q::FIELD_VALUES, 0, &bytes)?;
+        if answer.blob.len() != len {
+            return Err(NvmlError::UNKNOWN);
+        }
+        // SAFETY: as above; the entries are C structures of integers, valid
+        // for any bytes.
+        unsafe { std::ptr::copy_nonoverlapping(answer.blob.as_ptr(), first, len) };
+    }
+    Ok(())
 }
 
 /// Asks the worker for host function `name`'s values on `d`.

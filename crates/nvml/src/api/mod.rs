@@ -73,6 +73,7 @@ implement! {
     nvmlDeviceGetPciInfo_v3(d, pci) => device::pci_info(d, pci);
     nvmlDeviceGetCudaComputeCapability(d, major, minor) => device::compute_capability(d, major, minor);
 
+    nvmlDeviceGetFieldValues(d, n, values) => live::field_values(d, n, values);
     nvmlDeviceGetMemoryInfo(d, m) => live::memory_info(d, m);
     nvmlDeviceGetMemoryInfo_v2(d, m) => live::memory_info_v2(d, m);
     nvmlDeviceGetComputeRunningProcesses(d, n, p) => live::compute_processes(d, n, p);

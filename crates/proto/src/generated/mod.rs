@@ -1138,8 +1138,10 @@ pub enum Op {
     /// argument (a clock or sensor type). The values are the tenant's
     /// (the session's uid) where they are per process (memory,
     /// processes) and the host's NVML's otherwise. `status` is NVML's
-    /// return code; `a` and `b` carry numbers, the blob a string or
-    /// the process list (16 bytes each: pid u32, 0 u32, memory u64).
+    /// return code; `a` and `b` carry numbers, the blob a string, the
+    /// process list (16 bytes each: pid u32, 0 u32, memory u64) or the
+    /// field values the request's blob asked for (`nvmlFieldValue_t`,
+    /// 40 bytes each).
     NvmlQuery = 860,
 }
 
@@ -7425,7 +7427,7 @@ pub const SCHEMA: &str = concat!(
     "821 GreenCtxDestroy {green:handle(GreenCtx)} => {} sync nocontext\n",
     "822 SmResourceSplit {input:bytes(144),groups:u32,want_result:bool,want_remaining:bool,use_flags:u32,min_count:u32} => {groups:u32,remaining:bytes(144)}+blob nocontext\n",
     "830 MemMapArrayAsync {count:u32,stream:handle(Stream),per_thread:bool}+blob => {}\n",
-    "860 NvmlQuery {device:u32,what:u32,arg:u32} => {status:u32,a:u64,b:u64}+blob nocontext\n",
+    "860 NvmlQuery {device:u32,what:u32,arg:u32}+blob => {status:u32,a:u64,b:u64}+blob nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -25167,7 +25169,7 @@ pub mod nvml_query {
     impl Message for Request {
         const OP: Op = Op::NvmlQuery;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
-            message::no_blob(Self::OP, blob_len)
+            message::any_blob(Self::OP, blob_len)
         }
     }
 
