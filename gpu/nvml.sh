@@ -95,8 +95,8 @@ smi "nvidia-smi -q, through vgpu (no CUDA client)" "$OUT/smi-q-vgpu.txt" vgpu -q
 
 run "NVML queries, native" "$WORK/compare-native.txt" python3 gpu/nvml_compare.py
 run "NVML queries, through vgpu" "$WORK/compare-vgpu.txt" "${VGPU_ENV[@]}" python3 gpu/nvml_compare.py
-say "NVML queries: native vs vgpu (tenant lines, which differ by design, dropped)"
-diff <(grep -v '^tenant:' "$WORK/compare-native.txt") <(grep -v '^tenant:' "$WORK/compare-vgpu.txt") \
+say "NVML queries: native vs vgpu (tenant: and live: lines, which differ by design or by moment, dropped)"
+diff <(grep -Ev '^(tenant|live):' "$WORK/compare-native.txt") <(grep -Ev '^(tenant|live):' "$WORK/compare-vgpu.txt") \
     >"$OUT/compare.diff"
 echo "(diff exit $?: 0 = identical)" >>"$OUT/compare.diff"
 tee -a "$LOG" <"$OUT/compare.diff"

@@ -6,7 +6,9 @@ Loads libnvidia-ml.so.1 by name (LD_LIBRARY_PATH decides which), prints the
 path of the library the process mapped, then every query vgpu implements for
 each device, the error strings 0..30, and the codes of bad input. Values that
 differ by design through vgpu (memory used and free, processes: the tenant's
-view) are printed in lines starting `tenant:` so that `grep -v` can drop them.
+view) are printed in lines starting `tenant:`, and values that change from
+one moment to the next (temperature, power, clock event reasons) in lines
+starting `live:`, so that `grep -v` can drop them before a diff.
 
 Usage:  python3 gpu/nvml_compare.py
 """
@@ -22,11 +24,17 @@ with open("/proc/self/maps") as maps:
 print("mapped:", " ".join(mapped))
 
 
-def show(name, rc, value=None):
+def show(name, rc, value=None, tag=""):
     if rc == 0:
-        print(f"{name} = {value}")
+        print(f"{tag}{name} = {value}")
     else:
         print(f"{name} = error {rc} ({nvml.nvmlErrorString(rc).decode()})")
+
+
+class FieldValue(ctypes.Structure):
+    _fields_ = [("fieldId", c_uint), ("scopeId", c_uint), ("timestamp", ctypes.c_longlong),
+                ("latencyUsec", ctypes.c_longlong), ("valueType", c_uint), ("nvmlReturn", c_uint),
+                ("value", c_ulonglong)]
 
 
 def string(fn, *args, length=256):
@@ -96,7 +104,13 @@ for i in range(count):
     print(f"tenant: [{i}] utilization rc {rc}: gpu {util[0]}% memory {util[1]}%")
     for clock, label in ((0, "graphics"), (1, "sm"), (2, "memory"), (3, "video")):
         show(f"[{i}] max clock {label}", *scalar("nvmlDeviceGetMaxClockInfo", h, clock))
-    show(f"[{i}] temperature", *scalar("nvmlDeviceGetTemperature", h, 0))
+    show(f"[{i}] temperature", *scalar("nvmlDeviceGetTemperature", h, 0), tag="live: ")
+    show(f"[{i}] power usage", *scalar("nvmlDeviceGetPowerUsage", h), tag="live: ")
+    fields = (FieldValue * 2)()
+    fields[0].fieldId, fields[1].fieldId = 185, 186  # power average, power instant
+    rc = nvml.nvmlDeviceGetFieldValues(h, 2, fields)
+    show(f"[{i}] field values power (average, instant)", rc,
+         [(f.nvmlReturn, f.value) for f in fields], tag="live: ")
     show(f"[{i}] enforced power limit", *scalar("nvmlDeviceGetEnforcedPowerLimit", h))
     show(f"[{i}] power limit constraints", *pair("nvmlDeviceGetPowerManagementLimitConstraints", h))
     show(f"[{i}] persistence mode", *scalar("nvmlDeviceGetPersistenceMode", h))
@@ -114,7 +128,8 @@ for i in range(count):
     show(f"[{i}] inforom ECC object", *string("nvmlDeviceGetInforomVersion", h, 1))
     bar1 = (c_ulonglong * 3)()
     show(f"[{i}] BAR1 total", nvml.nvmlDeviceGetBAR1MemoryInfo(h, bar1), bar1[0])
-    show(f"[{i}] clocks event reasons", *scalar("nvmlDeviceGetCurrentClocksEventReasons", h, ctype=c_ulonglong))
+    show(f"[{i}] clocks event reasons", *scalar("nvmlDeviceGetCurrentClocksEventReasons", h, ctype=c_ulonglong),
+         tag="live: ")
     show(f"[{i}] total volatile uncorrected ecc", *scalar("nvmlDeviceGetTotalEccErrors", h, 1, 0, ctype=c_ulonglong))
     n = c_uint(0)
     rc = nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), None)
