@@ -55,6 +55,16 @@ fn ctypes_answers_and_bad_input() {
 }
 
 #[test]
+fn ctypes_over_tcp() {
+    let h = Harness::start_tcp();
+    let out = h.run(ctypes_script(&h, &["basic"]));
+    out.assert_success()
+        .assert_line("ok name matches cuDeviceGetName")
+        .assert_line("ok memory total matches cuDeviceTotalMem");
+    assert_checks_passed(&out, 60);
+}
+
+#[test]
 fn every_call_before_init_is_uninitialized() {
     let h = Harness::start();
     let out = h.run(ctypes_script(&h, &["uninit"]));
