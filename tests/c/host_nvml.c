@@ -113,6 +113,14 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, field_value *
     return OK;
 }
 
+/* nvmlMarginTemperature_v1_t: the version must be NVML_STRUCT_VERSION(.., 1). */
+nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t dev, unsigned int *margin) {
+    (void)dev;
+    if (margin[0] != (8u | (1u << 24))) return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+    margin[1] = 17;
+    return OK;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, unsigned long long *memory) {
     (void)dev;
     memory[0] = 1ull << 35;

@@ -185,6 +185,9 @@ def basic(t):
     n = c_uint(0)
     t.eq("graphics processes", nvml.nvmlDeviceGetGraphicsRunningProcesses_v3(h, byref(n), None), SUCCESS)
     t.eq("graphics process count", n.value, 0)
+    n = c_uint(0)
+    t.eq("MPS processes", nvml.nvmlDeviceGetMPSComputeRunningProcesses_v3(h, byref(n), None), SUCCESS)
+    t.eq("MPS process count", n.value, 0)
 
     # nvidia-smi's private table: a handle by index (slot 81), a process list
     # (slot 213), another table id.
@@ -297,6 +300,16 @@ def host(t):
         t.eq(f"clock {clock}", (nvml.nvmlDeviceGetClockInfo(h, clock, byref(v)), v.value), (SUCCESS, 1000 + clock))
     t.eq("clock of a bad type", nvml.nvmlDeviceGetClockInfo(h, 9, byref(v)), INVALID_ARGUMENT)
     t.eq("temperature NULL", nvml.nvmlDeviceGetTemperature(h, 0, None), INVALID_ARGUMENT)
+    temp_v = (c_uint * 3)(12 | (1 << 24), 0, 0)
+    t.eq("temperature V", nvml.nvmlDeviceGetTemperatureV(h, temp_v), SUCCESS)
+    t.eq("temperature V value", temp_v[2], 40)
+    temp_v[0] = 12 | (2 << 24)
+    t.eq("temperature V wrong version", nvml.nvmlDeviceGetTemperatureV(h, temp_v), ARGUMENT_VERSION_MISMATCH)
+    margin = (c_uint * 2)(8 | (1 << 24), 0)
+    t.eq("margin temperature", nvml.nvmlDeviceGetMarginTemperature(h, margin), SUCCESS)
+    t.eq("margin temperature value", (margin[0], margin[1]), (8 | (1 << 24), 17))
+    margin[0] = 7
+    t.eq("margin temperature wrong version", nvml.nvmlDeviceGetMarginTemperature(h, margin), ARGUMENT_VERSION_MISMATCH)
     util = (c_uint * 2)()
     t.eq("utilization", nvml.nvmlDeviceGetUtilizationRates(h, util), SUCCESS)
     t.eq("utilization values", (util[0], util[1]), (7, 3))

@@ -63,6 +63,10 @@ pub enum Shape {
     /// `(device, T *)` for a structure `T` of this many bytes (at most
     /// [`MAX_STRING`]) with no version field: the blob holds its bytes.
     Struct(usize),
+    /// `(device, T *)` for a versioned structure `T` of `.0` bytes whose
+    /// first field, the version, must say `NVML_STRUCT_VERSION(T, .1)`: the
+    /// worker sets it; the blob holds the bytes.
+    Versioned(usize, u32),
     /// `(device, unsigned int x, unsigned int y, unsigned long long *)`: the
     /// request's `arg` packs `x << 16 | y` (both small enums); the value is `a`.
     Arg2U64,
@@ -137,7 +141,18 @@ pub const HOST: &[(&str, Shape)] = &[
     ("nvmlDeviceGetInforomVersion", Shape::ArgStr),
     // nvmlBAR1Memory_t: total, free, used (u64 each).
     ("nvmlDeviceGetBAR1MemoryInfo", Shape::Struct(24)),
+    // nvmlMarginTemperature_v1_t: version, marginTemperature.
+    ("nvmlDeviceGetMarginTemperature", Shape::Versioned(8, 1)),
+    // nvmlDeviceAddressingMode_v1_t: version, value.
+    ("nvmlDeviceGetAddressingMode", Shape::Versioned(8, 1)),
 ];
+
+/// `NVML_STRUCT_VERSION`: the version field of a `size`-byte structure of
+/// version `version`.
+#[allow(clippy::cast_possible_truncation)] // structure sizes are far below 2^24
+pub const fn struct_version(size: usize, version: u32) -> u32 {
+    (size as u32) | (version << 24)
+}
 
 /// The `what` id of host function `name`, if it is passed through.
 pub fn host_what(name: &str) -> Option<u32> {

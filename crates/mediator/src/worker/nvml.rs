@@ -237,6 +237,19 @@ impl HostNvml {
                 check(unsafe { f(dev, bytes.as_mut_ptr()) })?;
                 Ok((0, 0, bytes))
             }
+            Shape::Versioned(size, version) => {
+                type F = unsafe extern "C" fn(Device, *mut u32) -> c_uint;
+                let f: F = self.symbol(name).ok_or(missing)?;
+                if size > q::MAX_STRING as usize || size % 4 != 0 || size < 4 {
+                    return Err(status::UNKNOWN);
+                }
+                // 32-bit fields: an aligned buffer, the version first.
+                let mut words = vec![0u32; size / 4];
+                words[0] = q::struct_version(size, version);
+                // SAFETY: see above; the buffer holds the structure.
+                check(unsafe { f(dev, words.as_mut_ptr()) })?;
+                Ok((0, 0, words.as_bytes().to_vec()))
+            }
             Shape::Arg2U64 => {
                 type F = unsafe extern "C" fn(Device, c_uint, c_uint, *mut c_ulonglong) -> c_uint;
                 let f: F = self.symbol(name).ok_or(missing)?;

@@ -10,7 +10,7 @@ use super::device::lookup;
 use crate::edge::{arg_u32, non_null, write_out, write_str, write_u32, NvmlError, Res};
 use crate::generated::types::{
     nvmlDevice_t, nvmlFieldValue_t, nvmlMemory_t, nvmlMemory_v2_t, nvmlProcessInfo_v1_t,
-    nvmlProcessInfo_v2_t,
+    nvmlProcessInfo_v2_t, nvmlTemperature_v1_t,
 };
 use crate::session::Answer;
 
@@ -340,6 +340,48 @@ pub unsafe fn host_struct<T: Copy>(name: &str, d: nvmlDevice_t, out: *mut T) -> 
     // integers, valid for any bytes.
     unsafe { std::ptr::copy_nonoverlapping(blob.as_ptr(), out.cast::<u8>(), blob.len()) };
     Ok(())
+}
+
+/// A host versioned structure `(device, T *)`: the caller's version must be
+/// the one the worker asks for, else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
+///
+/// # Safety
+/// `out` must be NULL or valid for reads and writes of `T`.
+pub unsafe fn host_versioned<T: Copy>(name: &str, d: nvmlDevice_t, out: *mut T) -> Res<()> {
+    lookup(d)?;
+    non_null(out)?;
+    let what = q::host_what(name).ok_or(NvmlError::NOT_SUPPORTED)?;
+    let Some((_, q::Shape::Versioned(size, version))) = q::host_entry(what) else {
+        return Err(NvmlError::NOT_SUPPORTED);
+    };
+    // SAFETY: non-NULL and valid by the caller's contract; every versioned
+    // structure starts with its `unsigned int` version.
+    let asked = unsafe { out.cast::<u32>().read_unaligned() };
+    if size != std::mem::size_of::<T>() || asked != q::struct_version(size, version) {
+        return Err(NvmlError::ARGUMENT_VERSION_MISMATCH);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { host_struct(name, d, out) }
+}
+
+/// `nvmlDeviceGetTemperatureV`: the host's `nvmlDeviceGetTemperature` of the
+/// structure's sensor.
+///
+/// # Safety
+/// `t` must be NULL or valid for reads and writes of the structure.
+pub unsafe fn temperature_v(d: nvmlDevice_t, t: *mut nvmlTemperature_v1_t) -> Res<()> {
+    lookup(d)?;
+    non_null(t)?;
+    // SAFETY: non-NULL and valid by the caller's contract.
+    let mut v = unsafe { t.read_unaligned() };
+    let expected = q::struct_version(std::mem::size_of::<nvmlTemperature_v1_t>(), 1);
+    if v.version != expected {
+        return Err(NvmlError::ARGUMENT_VERSION_MISMATCH);
+    }
+    let degrees = host("nvmlDeviceGetTemperature", d, v.sensorType.0)?.a;
+    v.temperature = c_int::try_from(degrees).unwrap_or(c_int::MAX);
+    // SAFETY: the caller's contract.
+    unsafe { write_out(t, v) }
 }
 
 /// A host string `(device, char *, unsigned int length)`.

@@ -43,6 +43,7 @@ macro_rules! host {
     (@one arg2_u64 $name:ident) => { implement! { $name(d, x, y, out) => live::host_arg2_u64(stringify!($name), d, x, y, out); } };
     (@one arg_string $name:ident) => { implement! { $name(d, arg, buf, len) => live::host_arg_string(stringify!($name), d, arg, buf, len); } };
     (@one structure $name:ident) => { implement! { $name(d, out) => live::host_struct(stringify!($name), d, out); } };
+    (@one versioned $name:ident) => { implement! { $name(d, out) => live::host_versioned(stringify!($name), d, out); } };
     (@one string $name:ident) => { implement! { $name(d, buf, len) => live::host_string(stringify!($name), d, buf, len); } };
 }
 
@@ -82,6 +83,10 @@ implement! {
     nvmlDeviceGetGraphicsRunningProcesses(d, n, p) => live::no_processes(d, n, p);
     nvmlDeviceGetGraphicsRunningProcesses_v2(d, n, p) => live::no_processes(d, n, p);
     nvmlDeviceGetGraphicsRunningProcesses_v3(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetMPSComputeRunningProcesses(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetMPSComputeRunningProcesses_v2(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetMPSComputeRunningProcesses_v3(d, n, p) => live::no_processes(d, n, p);
+    nvmlDeviceGetTemperatureV(d, t) => live::temperature_v(d, t);
 }
 
 host! {
@@ -113,6 +118,7 @@ host! {
     arg2_u64: nvmlDeviceGetTotalEccErrors;
     arg_string: nvmlDeviceGetInforomVersion;
     structure: nvmlDeviceGetBAR1MemoryInfo;
+    versioned: nvmlDeviceGetMarginTemperature, nvmlDeviceGetAddressingMode;
     string: nvmlDeviceGetSerial, nvmlDeviceGetVbiosVersion, nvmlDeviceGetBoardPartNumber,
         nvmlDeviceGetInforomImageVersion;
 }
