@@ -6,7 +6,8 @@
 //! fresh process gets (the loader cache, and a child started with an empty
 //! environment that loads it and reads its own memory map); versions; the
 //! mediator the client would use (its socket's permissions, then a real
-//! handshake); the real driver a worker on this machine would load.
+//! handshake); the real driver a worker on this machine would load; which
+//! `libnvidia-ml.so.1` the loader gives NVML's users.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -285,6 +286,45 @@ fn check_loader(r: &mut Report, installed: bool) {
     }
 }
 
+/// Which `libnvidia-ml.so.1` the loader cache gives (`nvidia-smi` and NVML
+/// users load it by that name): vgpu's NVML library when installed.
+fn check_nvml(r: &mut Report, installed: bool) {
+    let vgpu = |p: &Path| elf::read_dyn_info(p).is_ok_and(|i| i.exports(layout::NVML_MARKER));
+    let entries = ldconfig::cache_entries("libnvidia-ml.so.1");
+    let (verdict, detail) = match entries.first() {
+        None if installed => (
+            Verdict::Fail,
+            "the loader cache has no libnvidia-ml.so.1; `sudo vgpu install` repairs it".to_owned(),
+        ),
+        None => (
+            Verdict::Note,
+            "the loader cache has no libnvidia-ml.so.1 (vgpu is not installed)".to_owned(),
+        ),
+        Some(first) if vgpu(first) => (
+            Verdict::Ok,
+            format!("libnvidia-ml.so.1 => {} (vgpu's NVML)", first.display()),
+        ),
+        Some(first) => (
+            if installed {
+                Verdict::Fail
+            } else {
+                Verdict::Note
+            },
+            format!(
+                "libnvidia-ml.so.1 => {} (not vgpu's: nvidia-smi shows the host's GPUs, not \
+                 vgpu's){}",
+                first.display(),
+                if installed {
+                    "; `sudo vgpu install` repairs it"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    };
+    r.add(verdict, "NVML", detail);
+}
+
 fn check_ld_path(r: &mut Report, env: &Env) {
     let Some(ld) = &env.ld_library_path else {
         return;
@@ -526,6 +566,7 @@ pub fn doctor(env: &Env, paths: &PathArgs, args: &MediatorArgs) -> Result<(), Cl
     let client = check_files(&mut r, env, &exe_dir, paths);
     let m = check_install(&mut r, client.as_deref());
     check_loader(&mut r, m.is_some());
+    check_nvml(&mut r, m.is_some());
     check_ld_path(&mut r, env);
     check_versions(&mut r, &exe_dir, paths);
     check_mediator(&mut r, env, args.mediator.as_deref());

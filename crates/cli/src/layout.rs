@@ -20,6 +20,10 @@ use crate::privdir;
 
 /// File names of the client library: staged, then cargo's.
 pub const CLIENT_NAMES: &[&str] = &["libvgpu-cuda.so", "libvgpu_cuda.so"];
+/// File names of the NVML library: staged, then cargo's.
+pub const NVML_NAMES: &[&str] = &["libvgpu-nvml.so", "libvgpu_nvml.so"];
+/// The symbol by which the NVML library is known to be vgpu's.
+pub const NVML_MARKER: &str = "vgpu_nvml_marker";
 /// File names of the simulated device library: staged, then cargo's.
 pub const SIM_NAMES: &[&str] = &["libvgpu-sim.so", "libvgpu_sim.so"];
 /// Names the loader and the linker look for.
@@ -66,6 +70,11 @@ fn missing(what: &str, dirs: &[PathBuf], names: &[&str], hint: &str) -> CliError
         looked: dirs.to_vec(),
         hint: hint.to_owned(),
     }
+}
+
+/// The NVML library, `libvgpu-nvml.so`, canonicalized, if it is there.
+pub fn find_nvml(dirs: &[PathBuf]) -> Option<PathBuf> {
+    find_file(dirs, NVML_NAMES)
 }
 
 /// The client library, `libvgpu-cuda.so`, canonicalized.

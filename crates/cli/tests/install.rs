@@ -36,6 +36,16 @@ fn client() -> PathBuf {
     common::build().client
 }
 
+/// The standard library folders of the scratch root, and vgpu's own.
+fn dirs_with_vgpu() -> [String; 4] {
+    [
+        multiarch(),
+        "usr/lib64".into(),
+        "usr/local/lib".into(),
+        "usr/lib/vgpu".into(),
+    ]
+}
+
 /// A scratch root that looks like a small distribution.
 fn scratch_root() -> TempDir {
     let t = tempfile::Builder::new()
@@ -63,6 +73,7 @@ fn scratch_root() -> TempDir {
     fs::set_permissions(lib.join("libcuda.so.1"), fs::Permissions::from_mode(0o640))
         .expect("chmod");
     symlink("libcuda.so.1", lib.join("libcuda.so")).expect("link");
+    fs::write(lib.join("libnvidia-ml.so.1"), b"fake NVML").expect("fake NVML");
     fs::write(r.join("usr/local/lib/libother.so"), b"unrelated").expect("other");
     t
 }
@@ -149,13 +160,7 @@ fn assert_ok(o: &Output) {
 fn assert_links_serve_vgpu(root: &Path) {
     let r = Root::new(root).expect("root");
     let want = fs::read(client()).expect("client");
-    let dirs = [
-        multiarch(),
-        "usr/lib64".into(),
-        "usr/local/lib".into(),
-        "usr/lib/vgpu".into(),
-    ];
-    for dir in dirs {
+    for dir in dirs_with_vgpu() {
         for name in ["libcuda.so.1", "libcuda.so"] {
             let p = Path::new("/").join(&dir).join(name);
             let real = r.resolve(&p).expect("resolves");
@@ -168,6 +173,24 @@ fn assert_links_serve_vgpu(root: &Path) {
             assert!(
                 fs::read(r.host(&real)).expect("read") == want,
                 "{} is not the client",
+                p.display()
+            );
+        }
+    }
+    let want_nvml = fs::read(common::build().nvml).expect("NVML library");
+    for dir in dirs_with_vgpu() {
+        for name in ["libnvidia-ml.so.1", "libnvidia-ml.so"] {
+            let p = Path::new("/").join(&dir).join(name);
+            let real = r.resolve(&p).expect("resolves");
+            assert_eq!(
+                real,
+                Path::new("/usr/lib/vgpu/libvgpu-nvml.so"),
+                "{}",
+                p.display()
+            );
+            assert!(
+                fs::read(r.host(&real)).expect("read") == want_nvml,
+                "{} is not the NVML library",
                 p.display()
             );
         }
@@ -208,16 +231,20 @@ fn install_twice_then_uninstall_restores_the_tree_exactly() {
         .expect("readable")
         .expect("written");
     assert_eq!(
+        fs::read(backup.join("libnvidia-ml.so.1")).expect("NVML backup"),
+        b"fake NVML"
+    );
+    assert_eq!(
         manifest.entries.len(),
-        10,
-        "library, 2 links beside it, 3 folders x 2 links, conf"
+        19,
+        "2 libraries, 4 links beside them, 3 folders x 4 links, conf"
     );
     let installed = snapshot(root);
 
     let second = install(root, &[]);
     assert_ok(&second);
     let text = stdout(&second);
-    assert_eq!(text.matches("unchanged").count(), 10, "{text}");
+    assert_eq!(text.matches("unchanged").count(), 19, "{text}");
     assert!(!text.contains("backup "), "nothing new to back up: {text}");
     assert_eq!(
         snapshot(root),
@@ -515,7 +542,7 @@ fn env_cleared_child_and_execve_grandchild_map_vgpu() {
             "{who} maps vgpu's library:\n{text}"
         );
     }
-    for check in ["installed", "loader cache", "fresh process"] {
+    for check in ["installed", "loader cache", "fresh process", "NVML"] {
         assert!(
             text.lines()
                 .any(|l| l.starts_with("ok") && l[4..].trim_start().starts_with(check)),

@@ -84,10 +84,10 @@ impl Config {
             staging: true,
         };
         for (k, v) in vars {
+            if cfg.discovery.set_from_env(&k, &v) {
+                continue;
+            }
             match k.as_str() {
-                "VGPU_MEDIATOR" if !v.is_empty() => cfg.discovery.env = Some(v),
-                "VGPU_CLIENT_CONFIG" if !v.is_empty() => cfg.discovery.client_file = v.into(),
-                "VGPU_SYSFS_ROOT" if !v.is_empty() => cfg.discovery.sysfs_root = v.into(),
                 "VGPU_TRACE" if !v.is_empty() => cfg.trace = Some(v.into()),
                 "VGPU_TRANSPORT" => match v.as_str() {
                     "" | "auto" => cfg.transport = TransportChoice::Auto,

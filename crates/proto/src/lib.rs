@@ -33,6 +33,7 @@ mod frame;
 mod generated;
 mod handshake;
 pub mod message;
+pub mod nvml;
 pub mod sessions;
 pub mod span;
 pub mod vmm;

@@ -251,7 +251,10 @@ fn fixtures_follow_the_documented_layout() {
         assert_eq!(u32_at(&b, 24) & !vgpu_proto::flags::ALL, 0, "{file}: flags");
         let order = u32_at(&b, 28);
         assert!(
-            if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput) {
+            if matches!(
+                op,
+                Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::NvmlQuery
+            ) {
                 order == 0
             } else {
                 order != 0

@@ -395,6 +395,22 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// Takes the environment variable `key` if it is one of the search's
+    /// (`VGPU_MEDIATOR`, `VGPU_CLIENT_CONFIG`, `VGPU_SYSFS_ROOT`; an empty
+    /// value keeps the default). `false`: `key` is not one of them.
+    pub fn set_from_env(&mut self, key: &str, value: &str) -> bool {
+        match key {
+            "VGPU_MEDIATOR" if !value.is_empty() => self.env = Some(value.to_owned()),
+            "VGPU_CLIENT_CONFIG" if !value.is_empty() => self.client_file = value.into(),
+            "VGPU_SYSFS_ROOT" if !value.is_empty() => self.sysfs_root = value.into(),
+            "VGPU_MEDIATOR" | "VGPU_CLIENT_CONFIG" | "VGPU_SYSFS_ROOT" => {}
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// Runs the search (see the module header). The client file is read here;
 /// `cache` holds the BDF of an earlier scan, which is reused only while its
 /// ids still match.

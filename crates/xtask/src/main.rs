@@ -5,6 +5,8 @@
 //!   cargo xtask gen-abi --check   regenerate into a temporary folder and fail on any diff
 //!   cargo xtask gen-calls         regenerate the remoting code from crates/abi/src/remote/table.rs
 //!   cargo xtask gen-calls --check fail if any file it writes is out of date
+//!   cargo xtask gen-nvml          regenerate `crates/nvml/src/generated/` from the pinned nvml.h
+//!   cargo xtask gen-nvml --check  fail if it is out of date
 //!   cargo xtask compat            write docs/compatibility.md from the client's implement! table
 //!   cargo xtask compat --check    fail if docs/compatibility.md is out of date
 //!
@@ -13,6 +15,7 @@
 mod compat;
 mod gen_abi;
 mod gen_calls;
+mod gen_nvml;
 
 use std::process::ExitCode;
 
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 type Error = Box<dyn std::error::Error>;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask gen-abi [--check] | cargo xtask gen-calls [--check] | cargo xtask compat [--check]");
+    eprintln!("usage: cargo xtask gen-abi [--check] | cargo xtask gen-calls [--check] | cargo xtask gen-nvml [--check] | cargo xtask compat [--check]");
     ExitCode::from(2)
 }
 
@@ -36,6 +39,8 @@ fn main() -> ExitCode {
         ["gen-abi", "--check"] => gen_abi::run(true),
         ["gen-calls"] => gen_calls::run(false),
         ["gen-calls", "--check"] => gen_calls::run(true),
+        ["gen-nvml"] => gen_nvml::run(false),
+        ["gen-nvml", "--check"] => gen_nvml::run(true),
         ["compat"] => compat::run(false),
         ["compat", "--check"] => compat::run(true),
         _ => return usage(),

@@ -1095,5 +1095,16 @@ remote_table! {
         /// by the client when a reply has `reply_flags::EVENTS`, so that the
         /// application's functions run before the call returns.
         notify: TakeEvents = 759 {} => { dropped: u32 } + blob (nocontext);
+        /// Control connection: one of NVML's values for `libvgpu-nvml.so`
+        /// (`vgpu_proto::nvml`): `what` picks the value, `device` the
+        /// worker's device ordinal (ignored by system values) and `arg` its
+        /// argument (a clock or sensor type). The values are the tenant's
+        /// (the session's uid) where they are per process (memory,
+        /// processes) and the host's NVML's otherwise. `status` is NVML's
+        /// return code; `a` and `b` carry numbers, the blob a string, the
+        /// process list (16 bytes each: pid u32, 0 u32, memory u64) or the
+        /// field values the request's blob asked for (`nvmlFieldValue_t`,
+        /// 40 bytes each).
+        nvml: NvmlQuery = 860 { device: u32, what: u32, arg: u32 } + blob => { status: u32, a: u64, b: u64 } + blob (nocontext);
     }
 }

@@ -4,9 +4,13 @@
 //! Install, under a root (`/` unless `--root DIR`):
 //! - copies the library to `/usr/lib/vgpu/libvgpu-cuda.so`, with
 //!   `libcuda.so.1` and `libcuda.so` links beside it;
-//! - links `libcuda.so.1` and `libcuda.so` to it in each standard library
-//!   folder that exists ([`lib_dirs`]), so that processes with an empty
-//!   environment, or that make raw `execve` calls, still find it;
+//! - copies the NVML library found beside it (`libvgpu-nvml.so`) to
+//!   `/usr/lib/vgpu/libvgpu-nvml.so`, with `libnvidia-ml.so.1` and
+//!   `libnvidia-ml.so` links beside it, so `nvidia-smi` and NVML users see
+//!   vgpu's device;
+//! - links those names to them in each standard library folder that exists
+//!   ([`lib_dirs`]), so that processes with an empty environment, or that
+//!   make raw `execve` calls, still find them;
 //! - writes `/etc/ld.so.conf.d/000-vgpu.conf`, which sorts first, so the
 //!   loader cache lists vgpu's folder before NVIDIA's;
 //! - rebuilds the cache with `ldconfig -X` (see [`crate::ldconfig`]).
@@ -45,6 +49,10 @@ pub const LIBRARY: &str = "/usr/lib/vgpu/libvgpu-cuda.so";
 pub const LD_CONF: &str = "/etc/ld.so.conf.d/000-vgpu.conf";
 /// The names the loader and the linker look for.
 pub const NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
+/// The installed NVML library.
+pub const NVML_LIBRARY: &str = "/usr/lib/vgpu/libvgpu-nvml.so";
+/// The names NVML's users look for.
+pub const NVML_NAMES: &[&str] = &["libnvidia-ml.so.1", "libnvidia-ml.so"];
 /// Files `ldconfig` rewrites.
 pub const DERIVED: &[&str] = &["/etc/ld.so.cache", "/var/cache/ldconfig/aux-cache"];
 const LD_CONF_TEXT: &str =
@@ -155,6 +163,20 @@ fn check_library(lib: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Checks that `lib` is vgpu's NVML library.
+fn check_nvml_library(lib: &Path) -> Result<(), CliError> {
+    let info = elf::read_dyn_info(lib)
+        .map_err(|e| CliError::Check(format!("{} cannot be installed: {e}", lib.display())))?;
+    if info.soname.as_deref() != Some("libnvidia-ml.so.1") || !info.exports(layout::NVML_MARKER) {
+        return Err(CliError::Check(format!(
+            "{} is not vgpu's NVML library (SONAME {:?}); rebuild vgpu",
+            lib.display(),
+            info.soname
+        )));
+    }
+    Ok(())
+}
+
 /// True when this process runs as root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -211,10 +233,24 @@ fn file(path: &str, bytes: &[u8], mode: u32, from: Option<PathBuf>) -> Result<Wa
 }
 
 /// Everything install writes under `root`, in order.
-fn wanted(root: &Root, lib: &Path, steps: &Steps) -> Result<Vec<Want>, CliError> {
+fn wanted(
+    root: &Root,
+    lib: &Path,
+    nvml: Option<&Path>,
+    steps: &Steps,
+) -> Result<Vec<Want>, CliError> {
     let mut w = vec![file(LIBRARY, &[], 0o755, Some(lib.to_path_buf()))?];
     for name in NAMES {
         w.push(link(Path::new(VGPU_DIR).join(name), "libvgpu-cuda.so"));
+    }
+    // (name, what it links to) in each standard folder.
+    let mut names: Vec<(&str, &str)> = NAMES.iter().map(|n| (*n, LIBRARY)).collect();
+    if let Some(nvml) = nvml {
+        w.push(file(NVML_LIBRARY, &[], 0o755, Some(nvml.to_path_buf()))?);
+        for name in NVML_NAMES {
+            w.push(link(Path::new(VGPU_DIR).join(name), "libvgpu-nvml.so"));
+            names.push((name, NVML_LIBRARY));
+        }
     }
     let mut seen = vec![PathBuf::from(VGPU_DIR)];
     for dir in lib_dirs() {
@@ -229,8 +265,8 @@ fn wanted(root: &Root, lib: &Path, steps: &Steps) -> Result<Vec<Want>, CliError>
             );
             continue;
         }
-        for name in NAMES {
-            w.push(link(real.join(name), LIBRARY));
+        for (name, target) in &names {
+            w.push(link(real.join(name), target));
         }
         seen.push(real);
     }
@@ -317,6 +353,12 @@ pub fn install(paths: &PathArgs, args: &InstallArgs) -> Result<(), CliError> {
         }
     };
     check_library(&lib)?;
+    let nvml = lib
+        .parent()
+        .and_then(|d| layout::find_nvml(&[d.to_path_buf()]));
+    if let Some(nvml) = &nvml {
+        check_nvml_library(nvml)?;
+    }
     println!(
         "vgpu install{}: root {}",
         if args.dry_run {
@@ -327,6 +369,16 @@ pub fn install(paths: &PathArgs, args: &InstallArgs) -> Result<(), CliError> {
         root.dir().display()
     );
     steps.say("library", lib.display());
+    match &nvml {
+        Some(nvml) => steps.say("NVML library", nvml.display()),
+        None => steps.say(
+            "note",
+            format!(
+                "no libvgpu-nvml.so beside {}: NVML (nvidia-smi) is not installed",
+                lib.display()
+            ),
+        ),
+    }
     let manifest_at = root.host(Path::new(manifest::MANIFEST));
     let old = Manifest::load(&manifest_at).map_err(io_at("reading", &manifest_at))?;
     let first = old.is_none();
@@ -345,7 +397,7 @@ pub fn install(paths: &PathArgs, args: &InstallArgs) -> Result<(), CliError> {
     ensure_dir(&root, &mut m, Path::new("/etc/ld.so.conf.d"), &steps)?;
 
     // Back up what stands in the way and record it, before changing anything.
-    let wants = wanted(&root, &lib, &steps)?;
+    let wants = wanted(&root, &lib, nvml.as_deref(), &steps)?;
     let mut writes = Vec::new();
     for want in &wants {
         let host = root.host(&want.path);

@@ -45,6 +45,8 @@ pub struct Build {
     pub mediator: PathBuf,
     /// `libvgpu_recorder.so`, the recording test driver.
     pub recorder: PathBuf,
+    /// `libvgpu_nvml.so`, the NVML library (SONAME `libnvidia-ml.so.1`).
+    pub nvml: PathBuf,
 }
 
 /// Finds `target/<profile>/` from the running test binary
@@ -63,9 +65,10 @@ pub fn build() -> Build {
         sim: dir.join("libvgpu_sim.so"),
         mediator: dir.join("vgpu-mediator"),
         recorder: dir.join("libvgpu_recorder.so"),
+        nvml: dir.join("libvgpu_nvml.so"),
         dir,
     };
-    for p in [&b.client, &b.sim, &b.mediator, &b.recorder] {
+    for p in [&b.client, &b.sim, &b.mediator, &b.recorder, &b.nvml] {
         assert!(
             p.is_file(),
             "{} is missing: run `cargo build --workspace` first (with the same profile \
@@ -77,7 +80,8 @@ pub fn build() -> Build {
 }
 
 /// A temporary directory where `libcuda.so.1` and `libcuda.so` are symlinks
-/// to the client library.
+/// to the client library, and `libnvidia-ml.so.1` and `libnvidia-ml.so` to
+/// the NVML library.
 pub struct LibDir {
     dir: TempDir,
 }
@@ -90,6 +94,9 @@ impl LibDir {
             .expect("temp lib dir");
         for name in ["libcuda.so.1", "libcuda.so"] {
             symlink(&build.client, dir.path().join(name)).expect("symlink client");
+        }
+        for name in ["libnvidia-ml.so.1", "libnvidia-ml.so"] {
+            symlink(&build.nvml, dir.path().join(name)).expect("symlink NVML");
         }
         LibDir { dir }
     }
@@ -124,6 +131,18 @@ impl Mediator {
             build.sim.clone().into_os_string(),
         ];
         Mediator::spawn(build, &sim, extra, &[])
+    }
+
+    /// [`Mediator::start`] with `env` added to the mediator's environment
+    /// (and its workers').
+    pub fn start_env(build: &Build, env: &[(&str, &str)]) -> Mediator {
+        let sim = [
+            "--driver".into(),
+            "sim".into(),
+            "--sim-lib".into(),
+            build.sim.clone().into_os_string(),
+        ];
+        Mediator::spawn(build, &sim, &[], env)
     }
 
     /// A mediator whose workers load the driver library at `driver`, with

@@ -33,6 +33,7 @@ mod memory;
 mod module;
 mod multicast;
 mod notify;
+mod nvml;
 mod options;
 mod order;
 mod output;
@@ -104,6 +105,8 @@ pub struct Session {
     pub peer: Peer,
     /// The host's record of inter-process handles ([`registry`]).
     pub registry: registry::Registry,
+    /// What NVML queries need ([`nvml`]).
+    pub nvml: nvml::Nvml,
 }
 
 /// The session's client, for inter-process handles and log lines.
@@ -195,6 +198,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         features::ALL
     };
     let negotiated = offered & hello.features;
+    let nvml = nvml::Nvml::new(&welcome.devices, uid.unwrap_or(hello.uid));
     Welcome {
         features: negotiated,
         ..welcome
@@ -221,6 +225,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         } else {
             registry::Registry::open(&args.ipc_directory())
         },
+        nvml,
     });
     tracing::debug!(features = negotiated, "features negotiated");
     if let Some(slot) = sessions::own() {
@@ -284,6 +289,7 @@ fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs)
             },
             Op::OpenCallbacks => callback::open(session, &mut control, req.seq),
             Op::OpenOutput => output::open(session, &mut control, req.seq),
+            Op::NvmlQuery => nvml::serve(session, &mut control, &req),
             other => {
                 tracing::warn!(?other, "operation not allowed on the control connection");
                 write_response(&mut control, status::INVALID_VALUE.0, req.seq, &[], &[]).is_ok()

@@ -1132,6 +1132,17 @@ pub enum Op {
     /// `count` `CUarrayMapInfo`s, their arrays and allocation handles as
     /// this session's ids.
     MemMapArrayAsync = 830,
+    /// Control connection: one of NVML's values for `libvgpu-nvml.so`
+    /// (`vgpu_proto::nvml`): `what` picks the value, `device` the
+    /// worker's device ordinal (ignored by system values) and `arg` its
+    /// argument (a clock or sensor type). The values are the tenant's
+    /// (the session's uid) where they are per process (memory,
+    /// processes) and the host's NVML's otherwise. `status` is NVML's
+    /// return code; `a` and `b` carry numbers, the blob a string, the
+    /// process list (16 bytes each: pid u32, 0 u32, memory u64) or the
+    /// field values the request's blob asked for (`nvmlFieldValue_t`,
+    /// 40 bytes each).
+    NvmlQuery = 860,
 }
 
 impl Op {
@@ -1555,6 +1566,7 @@ impl Op {
         Op::GreenCtxDestroy,
         Op::SmResourceSplit,
         Op::MemMapArrayAsync,
+        Op::NvmlQuery,
     ];
 
     /// The operation's name, as used in logs and the schema.
@@ -1982,6 +1994,7 @@ impl Op {
             Op::GreenCtxDestroy => "GreenCtxDestroy",
             Op::SmResourceSplit => "SmResourceSplit",
             Op::MemMapArrayAsync => "MemMapArrayAsync",
+            Op::NvmlQuery => "NvmlQuery",
         }
     }
 
@@ -2406,6 +2419,7 @@ impl Op {
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
             Op::MemMapArrayAsync => false,
+            Op::NvmlQuery => false,
         }
     }
 
@@ -2830,6 +2844,7 @@ impl Op {
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
             Op::MemMapArrayAsync => true,
+            Op::NvmlQuery => false,
         }
     }
 
@@ -3254,6 +3269,7 @@ impl Op {
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
             Op::MemMapArrayAsync => false,
+            Op::NvmlQuery => false,
         }
     }
 
@@ -3678,6 +3694,7 @@ impl Op {
             Op::GreenCtxDestroy => false,
             Op::SmResourceSplit => false,
             Op::MemMapArrayAsync => false,
+            Op::NvmlQuery => false,
         }
     }
 
@@ -4270,6 +4287,7 @@ impl Op {
             Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Request>(),
             Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Request>(),
             Op::MemMapArrayAsync => core::mem::size_of::<mem_map_array_async::Request>(),
+            Op::NvmlQuery => core::mem::size_of::<nvml_query::Request>(),
         }
     }
 
@@ -4826,6 +4844,7 @@ impl Op {
             Op::GreenCtxDestroy => core::mem::size_of::<green_ctx_destroy::Reply>(),
             Op::SmResourceSplit => core::mem::size_of::<sm_resource_split::Reply>(),
             Op::MemMapArrayAsync => core::mem::size_of::<mem_map_array_async::Reply>(),
+            Op::NvmlQuery => core::mem::size_of::<nvml_query::Reply>(),
         }
     }
 
@@ -5762,6 +5781,7 @@ impl Op {
             Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Request>(fixed, blob_len),
             Op::SmResourceSplit => message::check::<sm_resource_split::Request>(fixed, blob_len),
             Op::MemMapArrayAsync => message::check::<mem_map_array_async::Request>(fixed, blob_len),
+            Op::NvmlQuery => message::check::<nvml_query::Request>(fixed, blob_len),
         }
     }
 
@@ -6553,6 +6573,7 @@ impl Op {
             Op::GreenCtxDestroy => message::check::<green_ctx_destroy::Reply>(fixed, blob_len),
             Op::SmResourceSplit => message::check::<sm_resource_split::Reply>(fixed, blob_len),
             Op::MemMapArrayAsync => message::check::<mem_map_array_async::Reply>(fixed, blob_len),
+            Op::NvmlQuery => message::check::<nvml_query::Reply>(fixed, blob_len),
         }
     }
 }
@@ -6979,6 +7000,7 @@ impl TryFrom<u16> for Op {
             821 => Ok(Op::GreenCtxDestroy),
             822 => Ok(Op::SmResourceSplit),
             830 => Ok(Op::MemMapArrayAsync),
+            860 => Ok(Op::NvmlQuery),
             other => Err(ProtoError::UnknownOp(other)),
         }
     }
@@ -7405,6 +7427,7 @@ pub const SCHEMA: &str = concat!(
     "821 GreenCtxDestroy {green:handle(GreenCtx)} => {} sync nocontext\n",
     "822 SmResourceSplit {input:bytes(144),groups:u32,want_result:bool,want_remaining:bool,use_flags:u32,min_count:u32} => {groups:u32,remaining:bytes(144)}+blob nocontext\n",
     "830 MemMapArrayAsync {count:u32,stream:handle(Stream),per_thread:bool}+blob => {}\n",
+    "860 NvmlQuery {device:u32,what:u32,arg:u32}+blob => {status:u32,a:u64,b:u64}+blob nocontext\n",
 );
 
 /// The hand-written operation OpenLane: wire id 1.
@@ -25109,6 +25132,51 @@ pub mod mem_map_array_async {
         const OP: Op = Op::MemMapArrayAsync;
         fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
             message::no_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl RequestMessage for Request {
+        type Reply = Reply;
+    }
+}
+
+/// The hand-written operation NvmlQuery: wire id 860.
+pub mod nvml_query {
+    use super::*;
+
+    /// The request's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Request {
+        pub device: U32,
+        pub what: U32,
+        pub arg: U32,
+    }
+
+    /// A successful reply's fixed part.
+    #[derive(
+        Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned,
+    )]
+    #[repr(C)]
+    pub struct Reply {
+        pub status: U32,
+        pub a: U64,
+        pub b: U64,
+    }
+
+    impl Message for Request {
+        const OP: Op = Op::NvmlQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
+        }
+    }
+
+    impl Message for Reply {
+        const OP: Op = Op::NvmlQuery;
+        fn check(&self, blob_len: usize) -> Result<(), ProtoError> {
+            message::any_blob(Self::OP, blob_len)
         }
     }
 

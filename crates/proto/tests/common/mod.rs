@@ -1250,6 +1250,15 @@ fn manual_sample(op: Op) -> (Vec<u8>, Vec<u8>) {
         // register a log callback as the client's callback 3
         // take the events a lane holds
         Op::TakeEvents => (b(vgpu_proto::take_events::Request {}), none()),
+        // NVML: the clock of type 1 (SM) on device 0, a host value
+        Op::NvmlQuery => (
+            b(vgpu_proto::nvml_query::Request {
+                device: w(0),
+                what: w(101),
+                arg: w(1),
+            }),
+            none(),
+        ),
         Op::LogsCallback => (
             b(vgpu_proto::logs_callback::Request {
                 id: u(3),
@@ -1343,7 +1352,7 @@ pub fn sample_request(op: Op) -> Request {
     let (fixed, blob) = vgpu_proto::sample_request(op).unwrap_or_else(|| manual_sample(op));
     let ctx = if matches!(
         op,
-        Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::CtxCreate
+        Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::NvmlQuery | Op::CtxCreate
     ) {
         0
     } else {
@@ -1358,7 +1367,10 @@ pub fn sample_request(op: Op) -> Request {
             0x41,
             0x3f,
         )
-    } else if matches!(op, Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput) {
+    } else if matches!(
+        op,
+        Op::OpenLane | Op::OpenCallbacks | Op::OpenOutput | Op::NvmlQuery
+    ) {
         (0, 0, 0)
     } else {
         (0, 0x42, 0)

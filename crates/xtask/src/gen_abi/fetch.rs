@@ -29,10 +29,9 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
     Ok(())
 }
 
-/// Downloads both wheels into `tmp` with pip and unpacks them with python's zipfile.
-pub fn fetch(tmp: &Path) -> Result<Headers, Error> {
-    let wheels = tmp.join("wheels");
-    println!("gen-abi: downloading {CUDA13_WHEEL} and {CUDA12_WHEEL} with pip");
+/// Downloads the pinned `wheels` (Linux x86-64, Python 3.12 builds) into `dest`
+/// with pip, without their dependencies.
+pub fn pip_download(dest: &Path, wheels: &[&str]) -> Result<(), Error> {
     run(Command::new("python3")
         .args([
             "-m",
@@ -49,8 +48,23 @@ pub fn fetch(tmp: &Path) -> Result<Headers, Error> {
             "3.12",
             "-d",
         ])
-        .arg(&wheels)
-        .args([CUDA12_WHEEL, CUDA13_WHEEL]))?;
+        .arg(dest)
+        .args(wheels))
+}
+
+/// Unpacks `wheel` into `dest` with python's zipfile.
+pub fn unzip(wheel: &Path, dest: &Path) -> Result<(), Error> {
+    run(Command::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .arg(wheel)
+        .arg(dest))
+}
+
+/// Downloads both wheels into `tmp` with pip and unpacks them with python's zipfile.
+pub fn fetch(tmp: &Path) -> Result<Headers, Error> {
+    let wheels = tmp.join("wheels");
+    println!("gen-abi: downloading {CUDA13_WHEEL} and {CUDA12_WHEEL} with pip");
+    pip_download(&wheels, &[CUDA12_WHEEL, CUDA13_WHEEL])?;
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&wheels)? {
         let path = entry?.path();
@@ -74,10 +88,7 @@ pub fn fetch(tmp: &Path) -> Result<Headers, Error> {
         };
         let dest = unpacked.join(short);
         println!("gen-abi: unpacking {name}");
-        run(Command::new("python3")
-            .args(["-m", "zipfile", "-e"])
-            .arg(wheel)
-            .arg(&dest))?;
+        unzip(wheel, &dest)?;
         let include = find_include(&dest.join("nvidia"))?;
         if name.starts_with("nvidia_cuda_runtime_cu12-12.9.79") {
             cuda12 = Some(include);

@@ -18,6 +18,8 @@ use std::process::Command;
 
 use crate::Error;
 
+pub(crate) use fetch::{pip_download, unzip};
+
 /// Header files whose `PFN_` typedefs give export signatures.
 const TYPEDEF_HEADERS: &[&str] = &[
     "cudaTypedefs.h",
@@ -34,7 +36,7 @@ const LINT_ALLOWS: &str = "#[allow(\n    non_camel_case_types,\n    non_snake_ca
     clippy::undocumented_unsafe_blocks,\n    clippy::missing_safety_doc,\n    clippy::cast_possible_truncation,\n    \
     clippy::unwrap_used\n)]\n";
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     root.canonicalize().unwrap_or(root)
 }
@@ -95,7 +97,7 @@ pub fn run(check: bool) -> Result<(), Error> {
 
     let target = root.join("crates/abi/src/generated");
     if check {
-        compare(&out, &target, files.iter().map(|(n, _)| *n))
+        compare("gen-abi", &out, &target, files.iter().map(|(n, _)| *n))
     } else {
         std::fs::create_dir_all(&target)?;
         for (name, _) in &files {
@@ -133,7 +135,8 @@ pub(crate) fn rustfmt<'a>(
     Ok(())
 }
 
-fn compare<'a>(
+pub(crate) fn compare<'a>(
+    task: &str,
     fresh: &Path,
     committed: &Path,
     names: impl Iterator<Item = &'a str>,
@@ -156,11 +159,11 @@ fn compare<'a>(
         }
     }
     if stale.is_empty() {
-        println!("gen-abi --check: {} is up to date", committed.display());
+        println!("{task} --check: {} is up to date", committed.display());
         Ok(())
     } else {
         Err(format!(
-            "{} differs from a fresh generation in: {}. Run `cargo xtask gen-abi` and commit the result.",
+            "{} differs from a fresh generation in: {}. Run `cargo xtask {task}` and commit the result.",
             committed.display(),
             stale.join(", ")
         )

@@ -467,6 +467,7 @@ pub fn dispatch(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
         Op::GreenCtxDestroy => super::green::green_ctx_destroy(lane, s, req),
         Op::SmResourceSplit => super::green::sm_resource_split(lane, s, req),
         Op::MemMapArrayAsync => super::vmm::mem_map_array_async(lane, s, req),
+        Op::NvmlQuery => super::nvml::nvml_query(lane, s, req),
     }
 }
 

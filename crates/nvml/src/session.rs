@@ -1,0 +1,246 @@
+//! The library's one global: the count of `nvmlInit`s and, while it is not
+//! zero, the session with the mediator.
+//!
+//! A session is a control connection that speaks the handshake of every vgpu
+//! client (`Hello`, `Welcome`: the devices' snapshots) and then only
+//! `NvmlQuery` requests, one at a time. Every read and write has a deadline,
+//! so a mediator that stops answering costs at most that long, once: the
+//! session is then lost, and every device call fails with
+//! `NVML_ERROR_GPU_IS_LOST` until the last `nvmlShutdown`.
+
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use vgpu_proto::{nvml_query, write_request, DeviceSnapshot, Hello, Op, Response, Welcome};
+use vgpu_transport::discovery::{self, PciCache, Target};
+use vgpu_transport::Channel;
+use zerocopy::little_endian::U32;
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::config::{self, Config};
+use crate::edge::{NvmlError, Res};
+
+/// How long connecting and the handshake may take: the worker loads the
+/// driver and runs `cuInit` before it answers.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one query may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One connection to a worker.
+pub struct Session {
+    control: Mutex<Channel>,
+    /// The devices as the handshake described them, in NVML's order (by PCI
+    /// location, whatever order the worker's driver enumerates them in).
+    pub devices: Vec<DeviceSnapshot>,
+    /// The worker's ordinal of each device of `devices`.
+    ordinals: Vec<u32>,
+    /// The CUDA driver version (`cuDriverGetVersion`), e.g. 13000.
+    pub cuda_version: i32,
+    lost: AtomicBool,
+    /// The process that connected: a forked child opens its own session.
+    pid: u32,
+}
+
+/// What a query answered: NVML's two numbers and the blob.
+pub struct Answer {
+    pub a: u64,
+    pub b: u64,
+    pub blob: Vec<u8>,
+}
+
+struct State {
+    count: u32,
+    session: Option<Arc<Session>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    count: 0,
+    session: None,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `nvmlInit` has succeeded more often than `nvmlShutdown`.
+pub fn initialized() -> bool {
+    state().count > 0
+}
+
+/// `nvmlInit`: connects on the first call, counts every call.
+pub fn init() -> Res<()> {
+    let mut st = state();
+    if st.count == 0 {
+        let session = Session::connect(config::get()).map_err(|e| {
+            config::log(format_args!("nvmlInit: {e}"));
+            NvmlError::DRIVER_NOT_LOADED
+        })?;
+        st.session = Some(Arc::new(session));
+    }
+    st.count += 1;
+    Ok(())
+}
+
+/// `nvmlShutdown`: the last matching call closes the session.
+pub fn shutdown() -> Res<()> {
+    let mut st = state();
+    if st.count == 0 {
+        return Err(NvmlError::UNINITIALIZED);
+    }
+    st.count -= 1;
+    if st.count == 0 {
+        st.session = None;
+    }
+    Ok(())
+}
+
+/// The live session, or `NVML_ERROR_UNINITIALIZED`. In a child forked
+/// after `nvmlInit` the first call connects a session of the child's own, so
+/// parent and child never share a connection (`NVML_ERROR_GPU_IS_LOST` if
+/// that fails).
+pub fn current() -> Res<Arc<Session>> {
+    let mut st = state();
+    let s = st.session.clone().ok_or(NvmlError::UNINITIALIZED)?;
+    if s.pid == std::process::id() {
+        return Ok(s);
+    }
+    let fresh = Session::connect(config::get()).map_err(|e| {
+        config::log(format_args!("reconnecting after fork: {e}"));
+        NvmlError::GPU_IS_LOST
+    })?;
+    let fresh = Arc::new(fresh);
+    st.session = Some(Arc::clone(&fresh));
+    Ok(fresh)
+}
+
+impl Session {
+    fn connect(cfg: &Config) -> Result<Session, String> {
+        let found =
+            discovery::find(&cfg.discovery, &PciCache::default()).map_err(|e| e.to_string())?;
+        let mut control = match &found.target {
+            Target::Tcp { host, port } => {
+                Channel::connect_tcp(host, *port, HANDSHAKE_TIMEOUT).map_err(|e| e.to_string())
+            }
+            _ => found
+                .unix_path()
+                .map_err(|e| e.to_string())
+                .and_then(|p| Channel::connect(p).map_err(|e| e.to_string())),
+        }
+        .map_err(|e| format!("cannot reach the mediator at {found}: {e}"))?;
+        deadlines(&control, HANDSHAKE_TIMEOUT)?;
+        let hello = Hello {
+            features: 0,
+            pid: std::process::id(),
+            uid: rustix::process::getuid().as_raw(),
+            env: Vec::new(),
+        };
+        hello.write(&mut control).map_err(|e| e.to_string())?;
+        let welcome = Welcome::read(&mut control).map_err(|e| format!("handshake: {e}"))?;
+        if welcome.init_status != 0 {
+            return Err(format!(
+                "the worker's cuInit failed with {}",
+                welcome.init_status
+            ));
+        }
+        deadlines(&control, QUERY_TIMEOUT)?;
+        config::log(format_args!(
+            "connected to {found}: {} device(s), CUDA {}",
+            welcome.devices.len(),
+            welcome.driver_version
+        ));
+        let mut ordered: Vec<(u32, DeviceSnapshot)> = (0..).zip(welcome.devices).collect();
+        ordered.sort_by_key(|(_, d)| crate::api::location(d));
+        let (ordinals, devices) = ordered.into_iter().unzip();
+        Ok(Session {
+            control: Mutex::new(control),
+            devices,
+            ordinals,
+            cuda_version: welcome.driver_version,
+            lost: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
+    }
+
+    /// `Err(GPU_IS_LOST)` once the mediator has gone away.
+    pub fn alive(&self) -> Res<()> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(NvmlError::GPU_IS_LOST);
+        }
+        let hung_up = self.control.lock().map_or(true, |c| c.hung_up());
+        if hung_up {
+            self.lose("the mediator closed the connection");
+            return Err(NvmlError::GPU_IS_LOST);
+        }
+        Ok(())
+    }
+
+    fn lose(&self, why: impl std::fmt::Display) {
+        if !self.lost.swap(true, Ordering::SeqCst) {
+            config::log(format_args!(
+                "{why}; device calls now fail with NVML_ERROR_GPU_IS_LOST"
+            ));
+        }
+    }
+
+    /// Asks the worker for value `what` of device `index` (of `devices`)
+    /// with `arg`; the worker's NVML status becomes the error.
+    pub fn query(&self, index: usize, what: u32, arg: u32) -> Res<Answer> {
+        self.query_with(index, what, arg, &[])
+    }
+
+    /// [`Session::query`] with a blob in the request.
+    pub fn query_with(&self, index: usize, what: u32, arg: u32, blob: &[u8]) -> Res<Answer> {
+        let ordinal = *self
+            .ordinals
+            .get(index)
+            .ok_or(NvmlError::INVALID_ARGUMENT)?;
+        self.ask(ordinal, what, arg, blob)
+    }
+
+    /// Asks the worker for system value `what`.
+    pub fn query_system(&self, what: u32) -> Res<Answer> {
+        self.ask(0, what, 0, &[])
+    }
+
+    fn ask(&self, device: u32, what: u32, arg: u32, blob: &[u8]) -> Res<Answer> {
+        if self.lost.load(Ordering::SeqCst) {
+            return Err(NvmlError::GPU_IS_LOST);
+        }
+        let req = nvml_query::Request {
+            device: U32::new(device),
+            what: U32::new(what),
+            arg: U32::new(arg),
+        };
+        let result = {
+            let mut control = self.control.lock().map_err(|_| NvmlError::UNKNOWN)?;
+            write_request(&mut *control, Op::NvmlQuery, 0, 0, req.as_bytes(), blob)
+                .and_then(|()| Response::read(&mut *control))
+        };
+        let resp = result.map_err(|e| {
+            self.lose(format_args!("NvmlQuery: {e}"));
+            NvmlError::GPU_IS_LOST
+        })?;
+        let rep = nvml_query::Reply::read_from_bytes(&resp.fixed)
+            .ok()
+            .filter(|_| resp.status == 0)
+            .ok_or(NvmlError::UNKNOWN)?;
+        NvmlError::check(rep.status.get())?;
+        Ok(Answer {
+            a: rep.a.get(),
+            b: rep.b.get(),
+            blob: resp.blob,
+        })
+    }
+}
+
+/// Gives every read and write on `control` a deadline.
+fn deadlines(control: &Channel, timeout: Duration) -> Result<(), String> {
+    use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    for kind in [Timeout::Recv, Timeout::Send] {
+        set_socket_timeout(control.as_fd(), kind, Some(timeout))
+            .map_err(|e| format!("cannot set a socket deadline: {e}"))?;
+    }
+    Ok(())
+}
