@@ -168,15 +168,15 @@ pub fn error_string(code: u32) -> &'static std::ffi::CStr {
         19 => c"In use by another client",
         20 => c"Insufficient Memory",
         21 => c"No data",
-        22 => c"The requested vgpu operation is not available on target device, because ECC is enabled",
+        22 => c"vGPU ECC not supported",
         23 => c"Insufficient Resources",
-        24 => c"Frequency not supported",
+        24 => c"Invalid Frequency",
         25 => c"Argument version mismatch",
-        26 => c"Deprecated",
-        27 => c"Not ready",
-        28 => c"GPU not found",
-        29 => c"Invalid state",
-        30 => c"Reset type not supported",
+        26 => c"Requested functionality has been deprecated",
+        27 => c"System is not in ready state",
+        28 => c"No supported GPUs were found",
+        29 => c"Resource not in correct state to perform requested operation",
+        30 => c"Reset type is not supported for given device",
         _ => c"Unknown Error",
     }
 }
@@ -212,6 +212,9 @@ mod tests {
     fn error_strings() {
         assert_eq!(error_string(0), c"Success");
         assert_eq!(error_string(15), c"GPU is lost");
+        // As the real library of driver 580 words them.
+        assert_eq!(error_string(26), c"Requested functionality has been deprecated");
+        assert_eq!(error_string(30), c"Reset type is not supported for given device");
         assert_eq!(error_string(12345), c"Unknown Error");
     }
 }

@@ -1,7 +1,8 @@
 //! `nvmlInternalGetExportTable`: the private table of entry points that
 //! `nvidia-smi` asks NVML for, by id, and calls instead of some public
 //! functions: it takes device handles (slot 81) and the process lists of its
-//! "Processes" views (slots 213 to 215) from there.
+//! "Processes" views (slots 213 to 215) from there, and it stops unless a
+//! check it makes at start (slot 26) succeeds.
 //!
 //! The table is a size in bytes followed by function pointers; slot `n` sits
 //! at byte `8 * n`. Each slot here is its own function, so a call knows its
@@ -26,6 +27,8 @@ const SMI_TABLE_ID: [u8; 16] = [
 ];
 /// `(unsigned int index, nvmlDevice_t *device, tag)`: a handle by index.
 const SLOT_HANDLE_BY_INDEX: usize = 81;
+/// A check `nvidia-smi` makes as it starts: it must succeed.
+const SLOT_STARTUP_CHECK: usize = 26;
 /// The tag `nvidia-smi` passes with a handle lookup.
 const HANDLE_BY_INDEX_TAG: u32 = 0x22;
 /// `(nvmlDevice_t, unsigned int *count, SmiProcess *entries)`: a process
@@ -121,6 +124,16 @@ unsafe fn call(n: usize, a0: usize, a1: usize, a2: usize) -> Res<()> {
         n if SLOTS_PROCESSES.contains(&n) => {
             // SAFETY: the caller's contract.
             unsafe { processes(a0 as nvmlDevice_t, a1 as *mut c_uint, a2 as *mut SmiProcess) }
+        }
+        // nvidia-smi (580.159.04) calls it once as it starts, with two of its
+        // own strings and a pointer, and stops with "Internal NVML error" if it
+        // fails. It asks nothing of a device, and nothing is written back.
+        SLOT_STARTUP_CHECK => {
+            crate::config::log(format_args!(
+                "nvmlInternalGetExportTable: slot {n} answered NVML_SUCCESS \
+                 (arguments {a0:#x}, {a1:#x}, {a2:#x})"
+            ));
+            Ok(())
         }
         _ => {
             crate::config::log(format_args!(
