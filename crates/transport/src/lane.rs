@@ -107,7 +107,8 @@ impl FrameLane {
                 policy,
             }),
         };
-        Ok((lane, [theirs.into_fd(), inp_fd, out_fd]))
+        let theirs = theirs.into_fd().ok_or(TransportError::NoFd)?;
+        Ok((lane, [theirs, inp_fd, out_fd]))
     }
 
     /// The client's end of a ring lane from the descriptors
@@ -418,7 +419,7 @@ mod tests {
     fn descriptors_travel_on_the_lane_socket() {
         let (worker, client) = ring_pair(4096);
         let (x, _y) = Channel::pair().expect("pair");
-        let fd = x.into_fd();
+        let fd = x.into_fd().expect("a socket");
         use std::os::fd::AsFd;
         worker.send_fd(fd.as_fd()).expect("sent");
         client.recv_fd().expect("received");

@@ -22,6 +22,7 @@
 //! the client would use.
 
 pub mod discovery;
+pub mod ivshmem;
 pub mod lane;
 pub mod shm_ring;
 pub mod tcp;

@@ -17,6 +17,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
+use crate::ivshmem::stream::ShmStream;
 use crate::TransportError;
 
 /// One end of a session or lane connection.
@@ -25,18 +26,22 @@ pub struct Channel {
     pub(crate) stream: Stream,
 }
 
-/// The socket under a [`Channel`].
+/// The socket (or ring pair) under a [`Channel`].
 #[derive(Debug)]
 pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// Two rings in an ivshmem BAR ([`crate::ivshmem::stream`]).
+    Shm(Box<ShmStream>),
 }
 
-impl AsFd for Stream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
+impl Stream {
+    /// The socket's descriptor; `None` for a ring stream.
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => Some(s.as_fd()),
+            Stream::Tcp(s) => Some(s.as_fd()),
+            Stream::Shm(_) => None,
         }
     }
 }
@@ -74,12 +79,26 @@ impl Channel {
         Channel { stream }
     }
 
-    /// Gives up the socket.
-    pub fn into_fd(self) -> OwnedFd {
-        match self.stream {
-            Stream::Unix(s) => OwnedFd::from(s),
-            Stream::Tcp(s) => OwnedFd::from(s),
+    /// A channel over two rings in an ivshmem BAR: it behaves as a TCP
+    /// one (no credentials, no descriptors).
+    pub fn from_shm(s: ShmStream) -> Channel {
+        Channel {
+            stream: Stream::Shm(Box::new(s)),
         }
+    }
+
+    /// Gives up the socket; `None` for a ring stream, which has none.
+    pub fn into_fd(self) -> Option<OwnedFd> {
+        match self.stream {
+            Stream::Unix(s) => Some(OwnedFd::from(s)),
+            Stream::Tcp(s) => Some(OwnedFd::from(s)),
+            Stream::Shm(_) => None,
+        }
+    }
+
+    /// The socket's descriptor; `None` for a ring stream.
+    pub fn socket_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.stream.fd()
     }
 
     /// Whether this channel is a TCP connection.
@@ -87,11 +106,17 @@ impl Channel {
         matches!(self.stream, Stream::Tcp(_))
     }
 
+    /// Whether this channel runs on rings in an ivshmem BAR (a VM guest's
+    /// session): like TCP, nothing but bytes crosses it.
+    pub fn is_vm(&self) -> bool {
+        matches!(self.stream, Stream::Shm(_))
+    }
+
     /// The Unix socket, or [`TransportError::NotLocal`] naming `what`.
     fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
         match &self.stream {
             Stream::Unix(s) => Ok(s),
-            Stream::Tcp(_) => Err(TransportError::NotLocal(what)),
+            Stream::Tcp(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
         }
     }
 
@@ -189,7 +214,13 @@ impl Channel {
     /// down one direction only.
     pub fn hung_up(&self) -> bool {
         use rustix::event::{poll, PollFd, PollFlags};
-        let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
+        let Some(fd) = self.stream.fd() else {
+            return match &self.stream {
+                Stream::Shm(s) => s.hung_up(),
+                _ => true,
+            };
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
         match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
             Ok(0) => false,
             Ok(_) => fds[0]
@@ -208,6 +239,7 @@ impl Read for Channel {
         match &mut self.stream {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Shm(s) => s.read(buf),
         }
     }
 }
@@ -220,17 +252,20 @@ impl Read for Channel {
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.check_peer()?;
-        Ok(rustix::net::send(&self.stream, buf, SendFlags::NOSIGNAL)?)
+        match &mut self.stream {
+            Stream::Shm(s) => s.write(buf),
+            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+        }
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         self.check_peer()?;
         let mut no_fds = SendAncillaryBuffer::default();
-        Ok(sendmsg(
-            &self.stream,
-            bufs,
-            &mut no_fds,
-            SendFlags::NOSIGNAL,
-        )?)
+        match &mut self.stream {
+            Stream::Shm(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
@@ -244,12 +279,6 @@ impl Channel {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
         Ok(())
-    }
-}
-
-impl AsFd for Channel {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.stream.as_fd()
     }
 }
 

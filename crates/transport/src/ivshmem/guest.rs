@@ -1,0 +1,283 @@
+//! The guest's end: maps the device's BARs from sysfs, claims a region of
+//! BAR2 for this process's session, and opens its control stream and lanes
+//! (module documentation of [`super`] for the layout and protocol).
+//!
+//! Nothing here runs at library load: the client opens the device when it
+//! connects (at `cuInit`).
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::stream::ShmStream;
+use super::{doorbell_value, owner_word, regs, Layout, Owner};
+use crate::shm_ring::{Doorbell, Ring, SharedMem};
+use crate::{TransportError, WaitPolicy};
+
+/// The device's doorbell register, rung for one vector of the host peer.
+#[derive(Debug)]
+pub struct BarDoorbell {
+    regs: Arc<SharedMem>,
+    value: u32,
+}
+
+impl Doorbell for BarDoorbell {
+    fn ring(&self) {
+        if let Some(w) = self.regs.u32_at(regs::DOORBELL) {
+            w.store(self.value, Ordering::Release);
+        }
+    }
+}
+
+/// An opened ivshmem device: both BARs mapped and the layout checked.
+#[derive(Debug)]
+pub struct Device {
+    pub path: PathBuf,
+    pub bar2: Arc<SharedMem>,
+    pub regs: Arc<SharedMem>,
+    pub layout: Layout,
+}
+
+/// Why the device could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum GuestError {
+    /// A BAR file could not be opened or mapped.
+    #[error("{path}: {source}")]
+    Bar {
+        path: PathBuf,
+        source: TransportError,
+    },
+    /// BAR2 holds no vgpu layout.
+    #[error("{0}: {1} (is the mediator serving this device?)")]
+    Layout(PathBuf, super::LayoutError),
+    /// Every region is held by a live process.
+    #[error("all {0} vgpu sessions of this VM are in use (one per process)")]
+    Full(usize),
+    /// Setting up the region's rings failed.
+    #[error("{0}")]
+    Transport(#[from] TransportError),
+}
+
+fn map_file(path: &Path, len: Option<usize>) -> Result<Arc<SharedMem>, GuestError> {
+    let bar = |source: TransportError| GuestError::Bar {
+        path: path.to_owned(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| bar(e.into()))?;
+    let len = match len {
+        Some(l) => l,
+        None => usize::try_from(f.metadata().map_err(|e| bar(e.into()))?.len())
+            .map_err(|_| bar(TransportError::Corrupt("BAR size")))?,
+    };
+    SharedMem::map(f.as_fd(), len).map_err(bar)
+}
+
+impl Device {
+    /// Opens the device `bdf` (sysfs form) under the sysfs root `sysfs`.
+    pub fn open(sysfs: &Path, bdf: &str) -> Result<Device, GuestError> {
+        let path = sysfs.join("bus/pci/devices").join(bdf);
+        let bar2 = map_file(&path.join("resource2"), None)?;
+        let regs = map_file(&path.join("resource0"), Some(regs::MAP_LEN))?;
+        let mut h = [0u8; 0x30];
+        if !bar2.read(0, &mut h) {
+            return Err(GuestError::Layout(
+                path,
+                super::LayoutError::Range("BAR2 too small"),
+            ));
+        }
+        let layout =
+            Layout::parse(&h, bar2.len()).map_err(|e| GuestError::Layout(path.clone(), e))?;
+        Ok(Device {
+            path,
+            bar2,
+            regs,
+            layout,
+        })
+    }
+
+    /// This guest's peer id (`IVPosition`).
+    pub fn peer_id(&self) -> u32 {
+        self.regs
+            .u32_at(regs::IV_POSITION)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The doorbell of region `r`'s vector.
+    fn doorbell(&self, r: usize) -> Arc<BarDoorbell> {
+        Arc::new(BarDoorbell {
+            regs: Arc::clone(&self.regs),
+            value: doorbell_value(self.layout.host_peer, self.layout.vector(r)),
+        })
+    }
+
+    /// Regions held, and by how many live processes (for `vgpu doctor`).
+    pub fn regions_in_use(&self) -> usize {
+        (0..self.layout.regions)
+            .filter(|r| {
+                owner_word(&self.bar2, *r)
+                    .is_some_and(|w| Owner::decode(w.load(Ordering::Acquire)).pid != 0)
+            })
+            .count()
+    }
+
+    /// Frees every region whose owner process no longer exists, and rings
+    /// its doorbell so the host ends its worker.
+    pub fn reclaim_dead(&self) {
+        for r in 0..self.layout.regions {
+            let Some(w) = owner_word(&self.bar2, r) else {
+                continue;
+            };
+            let word = w.load(Ordering::Acquire);
+            let o = Owner::decode(word);
+            if o.pid == 0 || process_lives(o.pid) {
+                continue;
+            }
+            super::free_region(&self.bar2, r, word);
+            self.doorbell(r).ring();
+        }
+    }
+
+    /// Claims a region for this process and opens its control stream.
+    /// `policy`: how the streams wait (its timeout is how often they check
+    /// that the region is still theirs).
+    pub fn claim(self: &Arc<Self>, policy: WaitPolicy) -> Result<(Region, ShmStream), GuestError> {
+        self.reclaim_dead();
+        let pid = std::process::id();
+        for r in 0..self.layout.regions {
+            let Some(w) = owner_word(&self.bar2, r) else {
+                continue;
+            };
+            let word = w.load(Ordering::Acquire);
+            let o = Owner::decode(word);
+            if o.pid != 0 {
+                continue;
+            }
+            let claiming = Owner {
+                generation: o.generation.wrapping_add(1),
+                ready: false,
+                pid,
+            };
+            if w.compare_exchange(word, claiming.encode(), Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue;
+            }
+            let mine = Owner {
+                ready: true,
+                ..claiming
+            }
+            .encode();
+            let region = Region {
+                dev: Arc::clone(self),
+                index: r,
+                word: mine,
+                bell: self.doorbell(r),
+                policy,
+            };
+            let control = match region.open_slot(0, true) {
+                Ok(s) => s,
+                Err(e) => {
+                    super::free_region(&self.bar2, r, claiming.encode());
+                    return Err(e.into());
+                }
+            };
+            w.store(mine, Ordering::Release);
+            region.bell.ring();
+            return Ok((region, control));
+        }
+        Err(GuestError::Full(self.layout.regions))
+    }
+}
+
+/// Whether process `pid` exists (in this pid namespace).
+fn process_lives(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
+
+/// A region this process holds: its session's rings.
+#[derive(Debug)]
+pub struct Region {
+    dev: Arc<Device>,
+    pub index: usize,
+    /// The owner word while the region is ours.
+    word: u64,
+    bell: Arc<BarDoorbell>,
+    policy: WaitPolicy,
+}
+
+impl Region {
+    /// Whether the region is still this session's.
+    fn alive(dev: &Arc<Device>, r: usize, word: u64) -> impl Fn() -> bool + Send + 'static {
+        let dev = Arc::clone(dev);
+        move || owner_word(&dev.bar2, r).is_some_and(|w| w.load(Ordering::Acquire) == word)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// Slot `s`'s stream. `fresh`: lay the rings out (the control slot,
+    /// before the region is published); otherwise bind to the rings the
+    /// host laid out (a lane the worker announced).
+    fn open_slot(&self, s: usize, fresh: bool) -> Result<ShmStream, TransportError> {
+        let l = &self.dev.layout;
+        let (Some(up), Some(down)) = (
+            l.ring_offset(self.index, s, true),
+            l.ring_offset(self.index, s, false),
+        ) else {
+            return Err(TransportError::Corrupt("lane slot outside the region"));
+        };
+        let bell: Arc<dyn Doorbell> = self.bell.clone();
+        let mem = &self.dev.bar2;
+        let (out, inp) = if fresh {
+            (
+                Ring::init_at(mem, up, l.ring_capacity, Some(Arc::clone(&bell)))?,
+                Ring::init_at(mem, down, l.ring_capacity, Some(bell))?,
+            )
+        } else {
+            (
+                Ring::attach_at(mem, up, l.ring_capacity, Some(Arc::clone(&bell)))?,
+                Ring::attach_at(mem, down, l.ring_capacity, Some(bell))?,
+            )
+        };
+        Ok(ShmStream::new(
+            out.into_producer()?,
+            inp.into_consumer()?,
+            self.policy,
+            Box::new(Region::alive(&self.dev, self.index, self.word)),
+        ))
+    }
+
+    /// The stream of lane slot `s` (1..slots), which the worker laid out.
+    pub fn lane(&self, s: usize) -> Result<ShmStream, TransportError> {
+        if s == 0 {
+            return Err(TransportError::Corrupt("slot 0 is the control stream"));
+        }
+        self.open_slot(s, false)
+    }
+
+    /// Gives the region back if this process still holds it (not a forked
+    /// child: the word names the pid that claimed it) and tells the host.
+    pub fn release(&self) {
+        if Owner::decode(self.word).pid != std::process::id() {
+            return;
+        }
+        super::free_region(&self.dev.bar2, self.index, self.word);
+        self.bell.ring();
+    }
+}
