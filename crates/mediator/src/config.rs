@@ -49,11 +49,13 @@ impl std::fmt::Display for PortRange {
 /// Flags shared by the supervisor and the workers it starts.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Where to listen: `unix:PATH` or `tcp://ADDR:PORT`; repeat the flag to
-    /// listen in several places (giving it replaces the default). TCP is
-    /// plain TCP, for trusted networks only: nothing is encrypted, and any
-    /// host that reaches the port can start a session. Port 0 takes a free
-    /// port; the log says which (`listening on tcp://…`).
+    /// Where to listen: `unix:PATH`, `tcp://ADDR:PORT` or `ivshmem:PATH`;
+    /// repeat the flag to listen in several places (giving it replaces the
+    /// default). TCP is plain TCP, for trusted networks only: nothing is
+    /// encrypted, and any host that reaches the port can start a session.
+    /// Port 0 takes a free port; the log says which (`listening on
+    /// tcp://…`). `ivshmem:PATH` is a socket that QEMU's
+    /// `ivshmem-doorbell` devices connect to (`docs/vm.md`).
     #[arg(long, default_value = "unix:/run/vgpu/mediator.sock")]
     pub listen: Vec<String>,
     /// Ports on which the worker of a TCP session listens for the client's
@@ -79,6 +81,17 @@ pub struct ServeArgs {
     /// the mediator's uid); by default `/tmp/vgpu-ipc-UID`.
     #[arg(long)]
     pub ipc_dir: Option<PathBuf>,
+    /// Shared memory given to each VM guest on `ivshmem:` sockets, in MiB:
+    /// a power of two, at least 8 (64 MiB holds 13 sessions).
+    #[arg(long, default_value_t = 64, value_parser = parse_ivshmem_mib)]
+    pub ivshmem_mib: usize,
+}
+
+fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && (8..=16384).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a power of two from 8 to 16384")),
+    }
 }
 
 /// Subcommands; without one the supervisor runs.
@@ -87,9 +100,15 @@ pub enum Command {
     /// Serve one session on an inherited connection (started by the supervisor).
     #[command(hide = true)]
     Worker {
-        /// The inherited connection's file descriptor.
+        /// The inherited connection's file descriptor (with `--region`:
+        /// the guest's shared memory).
         #[arg(long)]
         fd: i32,
+        /// A VM guest's session: the region of the shared memory, its
+        /// owner word, and the lifeline descriptor that closes when the
+        /// guest goes (`REGION:WORD:FD`).
+        #[arg(long)]
+        region: Option<String>,
     },
 }
 

@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod ivshmem;
 pub mod supervisor;
 pub mod worker;
 

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         None => supervisor::run(&cli.serve),
-        Some(Command::Worker { fd }) => worker::run(&cli.serve, fd),
+        Some(Command::Worker { fd, region }) => worker::run(&cli.serve, fd, region.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

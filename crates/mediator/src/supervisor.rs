@@ -1,6 +1,6 @@
 //! The supervisor: accepts connections and starts one worker per session.
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,7 +13,19 @@ use crate::MediatorError;
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
+    let exe = std::env::current_exe()?;
     for text in &args.listen {
+        if let Some(path) = text.strip_prefix("ivshmem:") {
+            let listener = crate::ivshmem::bind(Path::new(path))
+                .map_err(|e| MediatorError::Config(format!("--listen {text}: {e}")))?;
+            tracing::info!("listening on {text} (QEMU ivshmem-doorbell devices)");
+            sockets.push(PathBuf::from(path));
+            let (args, exe) = (args.clone(), exe.clone());
+            std::thread::Builder::new()
+                .name("ivshmem".into())
+                .spawn(move || crate::ivshmem::serve(&listener, &args, &exe))?;
+            continue;
+        }
         let (listener, bound, socket) = bind(text)?;
         if let Some(path) = socket {
             sockets.push(path);
@@ -43,7 +55,6 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     std::thread::Builder::new()
         .name("reaper".into())
         .spawn(reap_workers)?;
-    let exe = std::env::current_exe()?;
     loop {
         for i in ready(&listeners) {
             let conn = match listeners[i].accept() {
@@ -118,10 +129,22 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
 }
 
 fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, MediatorError> {
-    let fd = conn.as_fd().as_raw_fd();
-    // The worker inherits exactly this descriptor: clear close-on-exec on it
-    // alone. One thread accepts on every listener, so no other exec races it.
-    rustix::io::fcntl_setfd(&conn, rustix::io::FdFlags::empty()).map_err(std::io::Error::from)?;
+    let fd = conn.into_fd().ok_or(MediatorError::Config(
+        "an accepted connection without a socket".into(),
+    ))?;
+    spawn(exe, args, vec![fd], &[])
+}
+
+/// Starts `vgpu-mediator … worker --fd 3 EXTRA`, whose descriptors 3, 4, …
+/// are `inherit` in order. Only the child gets them, by `dup2` between
+/// fork and exec: no descriptor is ever made inheritable in this process,
+/// where threads serving other listeners start workers of their own.
+pub(crate) fn spawn(
+    exe: &Path,
+    args: &ServeArgs,
+    inherit: Vec<OwnedFd>,
+    extra: &[String],
+) -> Result<u32, MediatorError> {
     let mut cmd = Command::new(exe);
     cmd.arg("--driver").arg(args.driver.to_string());
     cmd.arg("--log-level").arg(&args.log_level);
@@ -140,11 +163,31 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
     }
-    cmd.arg("worker").arg("--fd").arg(fd.to_string());
-    // SAFETY: the closure only calls sigprocmask-family functions and
-    // setsid, which are async-signal-safe, as code between fork and exec must be.
+    cmd.arg("worker").arg("--fd").arg(FIRST_FD.to_string());
+    cmd.args(extra);
+    let raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: the closure only calls fcntl, dup2, sigprocmask-family
+    // functions and setsid, which are async-signal-safe, as code between
+    // fork and exec must be; `raw` is a copy made before the fork.
     unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // Copies above every target first, so no dup2 overwrites a
+            // descriptor still to be moved; they close at exec.
+            let mut high = [0i32; 8];
+            for (i, fd) in raw.iter().enumerate().take(high.len()) {
+                high[i] = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 64);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            let mut target = FIRST_FD;
+            for fd in high.iter().take(raw.len()) {
+                // dup2's copy has close-on-exec clear: it is inherited.
+                if libc::dup2(*fd, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                target += 1;
+            }
             let signals = shutdown_signals();
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
             // A session and process group of its own: a signal to the
@@ -158,9 +201,12 @@ fn spawn_worker(exe: &Path, args: &ServeArgs, conn: Channel) -> Result<u32, Medi
         });
     }
     let child = cmd.spawn()?;
-    drop(conn);
+    drop(inherit);
     Ok(child.id())
 }
+
+/// The descriptor number of a worker's first inherited descriptor.
+const FIRST_FD: i32 = 3;
 
 /// Collects exited workers so none linger as zombies, and logs how they ended.
 fn reap_workers() {

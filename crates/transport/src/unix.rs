@@ -101,6 +101,14 @@ impl Channel {
         self.stream.fd()
     }
 
+    /// The socket's descriptor, or [`TransportError::NotLocal`] for a ring
+    /// stream.
+    pub fn fd(&self) -> Result<BorrowedFd<'_>, TransportError> {
+        self.stream
+            .fd()
+            .ok_or(TransportError::NotLocal("a socket descriptor"))
+    }
+
     /// Whether this channel is a TCP connection.
     pub fn is_tcp(&self) -> bool {
         matches!(self.stream, Stream::Tcp(_))
