@@ -16,8 +16,10 @@
 //!   of the regions it serves;
 //! - a worker inherits the memfd and one end of a socket pair, its
 //!   lifeline: the worker ends its session when the lifeline hangs up, and
-//!   this thread learns of the worker's end when it does. It then frees the
-//!   region, which ends the session of the guest process that held it;
+//!   this thread learns of the worker's end when it does. Only then does it
+//!   free the region (a draining one, or one whose worker failed, which
+//!   ends the session of the guest process that held it), so a region is
+//!   never laid out afresh while an old worker still reads it;
 //! - when QEMU disconnects, the thread drops every lifeline and the memfd:
 //!   the workers exit and the memory goes with the last of them.
 
@@ -161,6 +163,9 @@ impl Guest {
             }
             for r in ended {
                 if let Some((word, _)) = self.served[r].take() {
+                    // A worker that ended on its own (the word is still its
+                    // own) leaves the region free and its guest process's
+                    // session over; a draining word is freed below.
                     ivshmem::free_region(&self.mem, r, word);
                     tracing::info!(region = r, "ivshmem session ended");
                 }
@@ -174,8 +179,11 @@ impl Guest {
                     ivshmem::owner_word(&self.mem, r).map_or(0, |w| w.load(Ordering::Acquire));
                 match ivshmem::action(word, self.served[r].as_ref().map(|s| s.0)) {
                     Action::Serve(w) => self.start(r, w, args, exe),
+                    Action::Free(w) => {
+                        ivshmem::free_region(&self.mem, r, w);
+                    }
                     Action::End | Action::Keep if self.served[r].is_some() && rang => self.wake(r),
-                    _ => {}
+                    Action::End | Action::Keep => {}
                 }
             }
         }

@@ -15,6 +15,10 @@ use super::{doorbell_value, owner_word, regs, Layout, Owner};
 use crate::shm_ring::{Doorbell, Ring, SharedMem};
 use crate::{TransportError, WaitPolicy};
 
+/// How long a claim waits for the host to free a region that was just
+/// given back (the host frees it once its worker has gone: about 100 ms).
+pub const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The device's doorbell register, rung for one vector of the host peer.
 #[derive(Debug)]
 pub struct BarDoorbell {
@@ -137,16 +141,44 @@ impl Device {
             if o.pid == 0 || process_lives(o.pid) {
                 continue;
             }
-            super::free_region(&self.bar2, r, word);
+            super::drain_region(&self.bar2, r, word);
             self.doorbell(r).ring();
         }
     }
 
-    /// Claims a region for this process and opens its control stream.
-    /// `policy`: how the streams wait (its timeout is how often they check
-    /// that the region is still theirs).
+    /// Whether some region is draining (the host frees it soon).
+    fn draining(&self) -> bool {
+        (0..self.layout.regions).any(|r| {
+            owner_word(&self.bar2, r).is_some_and(|w| {
+                let o = Owner::decode(w.load(Ordering::Acquire));
+                o.pid == 0 && o.ready
+            })
+        })
+    }
+
+    /// Claims a region for this process and opens its control stream,
+    /// waiting up to [`DRAIN_WAIT`] for the host to free a region given
+    /// back a moment ago. `policy`: how the streams wait (its timeout is
+    /// how often they check that the region is still theirs).
     pub fn claim(self: &Arc<Self>, policy: WaitPolicy) -> Result<(Region, ShmStream), GuestError> {
         self.reclaim_dead();
+        let deadline = std::time::Instant::now() + DRAIN_WAIT;
+        loop {
+            match self.try_claim(policy)? {
+                Some(claimed) => return Ok(claimed),
+                None if self.draining() && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                None => return Err(GuestError::Full(self.layout.regions)),
+            }
+        }
+    }
+
+    /// One pass of [`Device::claim`]: `None` when no region is free.
+    fn try_claim(
+        self: &Arc<Self>,
+        policy: WaitPolicy,
+    ) -> Result<Option<(Region, ShmStream)>, GuestError> {
         let pid = std::process::id();
         for r in 0..self.layout.regions {
             let Some(w) = owner_word(&self.bar2, r) else {
@@ -154,8 +186,8 @@ impl Device {
             };
             let word = w.load(Ordering::Acquire);
             let o = Owner::decode(word);
-            if o.pid != 0 {
-                continue;
+            if o.pid != 0 || o.ready {
+                continue; // Claimed, or draining: not free yet.
             }
             let claiming = Owner {
                 generation: o.generation.wrapping_add(1),
@@ -182,15 +214,15 @@ impl Device {
             let control = match region.open_slot(0, true) {
                 Ok(s) => s,
                 Err(e) => {
-                    super::free_region(&self.bar2, r, claiming.encode());
+                    super::drain_region(&self.bar2, r, claiming.encode());
                     return Err(e.into());
                 }
             };
             w.store(mine, Ordering::Release);
             region.bell.ring();
-            return Ok((region, control));
+            return Ok(Some((region, control)));
         }
-        Err(GuestError::Full(self.layout.regions))
+        Ok(None)
     }
 }
 
@@ -277,7 +309,7 @@ impl Region {
         if Owner::decode(self.word).pid != std::process::id() {
             return;
         }
-        super::free_region(&self.dev.bar2, self.index, self.word);
+        super::drain_region(&self.dev.bar2, self.index, self.word);
         self.bell.ring();
     }
 }

@@ -35,20 +35,24 @@
 //!
 //! # Claiming a region (guest processes)
 //!
-//! An owner word with pid 0 is free. A process claims entry `r` by a
-//! compare-and-swap from the free word to `(generation + 1, ready 0, its
-//! pid)`; it then lays out the control slot's rings, binds its ends, and
-//! stores `ready 1` (Release), then rings the doorbell. The host serves a
-//! region whose word is ready with a generation it has not served yet.
-//! Releasing is a compare-and-swap to `(generation + 1, pid 0)`, at exit
-//! (an `atexit` handler that the client registers when it connects, which
-//! releases only regions of its own pid, so a forked child never releases
-//! its parent's). A process that dies holding a region (killed) cannot
-//! release it: any process that claims later first releases every region
-//! whose pid no longer exists (`kill(pid, 0)` fails with `ESRCH`). The
-//! host's worker of a region ends when the word changes from the one it
-//! serves; when a worker ends, the host frees the word itself. Processes
-//! of one guest share a pid namespace for this to hold.
+//! An owner word is *free* (pid 0, ready 0), *claimed* (a pid), or
+//! *draining* (pid 0, ready 1: given back, its worker may still run). A
+//! process claims a free entry `r` by a compare-and-swap to `(generation +
+//! 1, ready 0, its pid)`; it then lays out the control slot's rings, binds
+//! its ends, and stores `ready 1` (Release), then rings the doorbell. The
+//! host serves a claimed, ready word with a worker. Giving a region back
+//! is a compare-and-swap from the process's own word to *draining*
+//! (`generation + 1`): at exit (an `atexit` handler that the client
+//! registers when it connects, which releases only a region of its own
+//! pid, so a forked child never releases its parent's), or by another
+//! process for a dead owner: any process that claims first drains every
+//! region whose pid no longer exists (`kill(pid, 0)` fails with `ESRCH`).
+//! The host's worker of a region ends when the word changes from the one it
+//! serves. Only the host frees a draining word, and only once no worker of
+//! that region is left: so a new claimant never lays out rings that an old
+//! worker still reads. When a worker ends on its own (it failed), the host
+//! frees its word too, which ends the guest process's session. Processes
+//! of one guest must share a pid namespace for the liveness test to hold.
 //!
 //! # Wake-ups
 //!
@@ -295,41 +299,57 @@ pub fn owner_word(mem: &SharedMem, r: usize) -> Option<&std::sync::atomic::Atomi
     mem.u64_at(TABLE_OFFSET + r * ENTRY_LEN)
 }
 
-/// Frees region `r` if its word is still `was` (the host, when the worker
-/// that served `was` ended): the generation moves on, so the guest process
-/// that held it sees its session end.
-pub fn free_region(mem: &SharedMem, r: usize, was: u64) {
-    if let Some(w) = owner_word(mem, r) {
-        let o = Owner::decode(was);
-        let free = Owner {
-            generation: o.generation.wrapping_add(1),
-            ready: false,
-            pid: 0,
-        };
-        let _ = w.compare_exchange(was, free.encode(), Ordering::AcqRel, Ordering::Acquire);
-    }
+/// Moves region `r`'s word from `was` to pid 0 with the next generation
+/// and the given ready bit; `false` if the word was no longer `was`.
+fn advance(mem: &SharedMem, r: usize, was: u64, ready: bool) -> bool {
+    let Some(w) = owner_word(mem, r) else {
+        return false;
+    };
+    let next = Owner {
+        generation: Owner::decode(was).generation.wrapping_add(1),
+        ready,
+        pid: 0,
+    };
+    w.compare_exchange(was, next.encode(), Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// Gives region `r` back (the guest, for itself or a dead owner): its word
+/// goes from `was` to draining, for the host to free.
+pub fn drain_region(mem: &SharedMem, r: usize, was: u64) -> bool {
+    advance(mem, r, was, true)
+}
+
+/// Frees region `r` whose word is `was` (the host, once no worker of the
+/// region is left).
+pub fn free_region(mem: &SharedMem, r: usize, was: u64) -> bool {
+    advance(mem, r, was, false)
 }
 
 /// What the host should do for region `r` whose owner word reads `word`,
 /// given the word its worker serves (`None`: no worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// Nothing changed.
+    /// Nothing to do.
     Keep,
     /// Start a worker for this word.
     Serve(u64),
-    /// The worker's session is over (released, reclaimed or forged); its
+    /// The worker's session is over (given back, reclaimed or forged); the
     /// worker sees this itself, the host only wakes it.
     End,
+    /// No worker is left: free this draining word.
+    Free(u64),
 }
 
 /// Decides [`Action`] for one owner word: the doorbell protocol's core,
 /// fuzzed with arbitrary words.
 pub fn action(word: u64, served: Option<u64>) -> Action {
+    let o = Owner::decode(word);
     match served {
         Some(s) if s == word => Action::Keep,
         Some(_) => Action::End,
-        None if Owner::decode(word).serve() => Action::Serve(word),
+        None if o.serve() => Action::Serve(word),
+        None if o.pid == 0 && o.ready => Action::Free(word),
         None => Action::Keep,
     }
 }
@@ -403,14 +423,21 @@ mod tests {
         assert_eq!(Owner::decode(o.encode()), o);
         assert_eq!(action(o.encode(), None), Action::Serve(o.encode()));
         assert_eq!(action(o.encode(), Some(o.encode())), Action::Keep);
-        let released = Owner {
+        let draining = Owner {
             generation: 8,
+            ready: true,
+            pid: 0,
+        }
+        .encode();
+        assert_eq!(action(draining, Some(o.encode())), Action::End);
+        assert_eq!(action(draining, None), Action::Free(draining));
+        let free = Owner {
+            generation: 9,
             ready: false,
             pid: 0,
         }
         .encode();
-        assert_eq!(action(released, Some(o.encode())), Action::End);
-        assert_eq!(action(released, None), Action::Keep);
+        assert_eq!(action(free, None), Action::Keep);
         let claiming = Owner { ready: false, ..o }.encode();
         assert_eq!(action(claiming, None), Action::Keep, "not ready yet");
         assert_eq!(doorbell_value(3, 1), 0x0003_0001);

@@ -496,10 +496,12 @@ impl Ring {
     }
 
     /// Lays out a fresh ring of `capacity` bytes at `off` inside `mem`
-    /// (page-aligned): indices, wake words and states zero, then the header
-    /// constants, the magic last (Release). For rings inside an ivshmem
-    /// BAR, whose two ends both map `mem`; the other end binds with
-    /// [`Ring::attach_at`]. `doorbell`: see [`Doorbell`].
+    /// (page-aligned): indices, wake words and states zero, the data area
+    /// zeroed (a ring laid out again where one was before must not find
+    /// the old ring's record tags at the counters it starts from again),
+    /// then the header constants, the magic last (Release). For rings
+    /// inside an ivshmem BAR, whose two ends both map `mem`; the other end
+    /// binds with [`Ring::attach_at`]. `doorbell`: see [`Doorbell`].
     pub fn init_at(
         mem: &Arc<SharedMem>,
         off: usize,
@@ -511,6 +513,9 @@ impl Ring {
         for o in (OFF_VERSION..OFF_END).step_by(4) {
             map.u32_at(o).store(0, Ordering::Relaxed);
         }
+        // SAFETY: the data area lies inside the window (checked by
+        // `window`), which the live `mem` maps; no reference to it exists.
+        unsafe { ptr::write_bytes(map.base.as_ptr().add(HEADER_LEN), 0, capacity) };
         map.u32_at(OFF_VERSION).store(VERSION, Ordering::Relaxed);
         map.u32_at(OFF_HEADER_LEN)
             .store(HEADER_LEN_U32, Ordering::Relaxed);
