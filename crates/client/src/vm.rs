@@ -10,7 +10,7 @@
 //! has laid out. The session is then remote, as over TCP: pinned host
 //! memory stays in this process and copies carry the bytes.
 //!
-//! Limits: a device holds a fixed number of regions (13 with the host's
+//! Limits: a device holds a fixed number of regions (14 with the host's
 //! defaults), one per process; when every region is held by a live
 //! process, `cuInit` fails with `CUDA_ERROR_OUT_OF_MEMORY`. A region has 8
 //! lanes (threads making calls at once); a thread that asks for a ninth

@@ -82,7 +82,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub ipc_dir: Option<PathBuf>,
     /// Shared memory given to each VM guest on `ivshmem:` sockets, in MiB:
-    /// a power of two, at least 8 (64 MiB holds 13 sessions).
+    /// a power of two, at least 8 (64 MiB holds 14 sessions).
     #[arg(long, default_value_t = 64, value_parser = parse_ivshmem_mib)]
     pub ivshmem_mib: usize,
 }

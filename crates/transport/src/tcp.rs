@@ -306,7 +306,7 @@ mod tests {
             Err(TransportError::NotLocal("peer credentials"))
         ));
         assert!(matches!(
-            s.send_fd(c.as_fd()),
+            s.send_fd(c.fd().expect("a socket")),
             Err(TransportError::NotLocal("descriptor passing"))
         ));
         assert!(matches!(

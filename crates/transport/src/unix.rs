@@ -366,7 +366,7 @@ mod tests {
     fn fd_passing_round_trip() {
         let (a, b) = Channel::pair().expect("pair");
         let (mut x, y) = Channel::pair().expect("pair");
-        a.send_fd(y.as_fd()).expect("send fd");
+        a.send_fd(y.fd().expect("a socket")).expect("send fd");
         let got = b.recv_fd().expect("recv fd");
         let mut y2 = Channel::from_fd(got);
         x.write_all(b"hello").expect("write");
@@ -380,7 +380,8 @@ mod tests {
         let (a, b) = Channel::pair().expect("pair");
         let (x1, y1) = Channel::pair().expect("pair");
         let (x2, y2) = Channel::pair().expect("pair");
-        a.send_fds(&[y1.as_fd(), y2.as_fd()]).expect("send fds");
+        a.send_fds(&[y1.fd().expect("a socket"), y2.fd().expect("a socket")])
+            .expect("send fds");
         let got = b.recv_fds(2).expect("recv fds");
         assert_eq!(got.len(), 2);
         let mut y1b = Channel::from_fd(got.into_iter().next().expect("first"));
@@ -390,7 +391,7 @@ mod tests {
         y1b.read_exact(&mut buf).expect("read");
         assert_eq!(&buf, b"ok");
         // A count mismatch is refused.
-        a.send_fds(&[y2.as_fd()]).expect("send fd");
+        a.send_fds(&[y2.fd().expect("a socket")]).expect("send fd");
         assert!(matches!(b.recv_fds(2), Err(TransportError::NoFd)));
         // Pending data is not a hang-up; a closed peer is.
         assert!(!x2.hung_up());

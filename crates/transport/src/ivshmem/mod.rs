@@ -99,7 +99,7 @@ pub const MAX_SLOTS: usize = 64;
 pub const DEFAULT_RING: usize = 256 << 10;
 /// Default slots per region: the control stream and 8 lanes.
 pub const DEFAULT_SLOTS: usize = 9;
-/// Default shared memory per guest (64 MiB: 13 regions with the defaults).
+/// Default shared memory per guest (64 MiB: 14 regions with the defaults).
 pub const DEFAULT_SIZE: usize = 64 << 20;
 
 /// The owner word's ready bit.
@@ -384,11 +384,11 @@ mod tests {
     #[test]
     fn the_default_layout_fits_and_round_trips() {
         let l = layout();
-        assert_eq!(l.regions, 13);
+        assert_eq!(l.regions, 14);
         assert!(l.end() <= DEFAULT_SIZE);
         assert_eq!(Layout::parse(&l.header(), DEFAULT_SIZE), Ok(l));
-        assert!(l.ring_offset(12, 8, false).is_some());
-        assert_eq!(l.ring_offset(13, 0, true), None);
+        assert!(l.ring_offset(13, 8, false).is_some());
+        assert_eq!(l.ring_offset(14, 0, true), None);
         assert_eq!(l.ring_offset(0, 9, true), None);
         assert_eq!(l.ring_offset(0, 0, true), Some(TABLE_END));
     }
