@@ -180,13 +180,11 @@ pub(crate) fn spawn(
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            let mut target = FIRST_FD;
-            for fd in high.iter().take(raw.len()) {
+            for (target, fd) in (FIRST_FD..).zip(high.iter().take(raw.len())) {
                 // dup2's copy has close-on-exec clear: it is inherited.
                 if libc::dup2(*fd, target) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                target += 1;
             }
             let signals = shutdown_signals();
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());

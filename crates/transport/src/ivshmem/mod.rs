@@ -359,6 +359,14 @@ pub fn doorbell_value(peer: u16, vector: u16) -> u32 {
     u32::from(peer) << 16 | u32::from(vector)
 }
 
+/// The (peer, vector) a doorbell register value names.
+pub fn parse_doorbell(v: u32) -> (u16, u16) {
+    (
+        u16::try_from(v >> 16).unwrap_or(u16::MAX),
+        u16::try_from(v & 0xffff).unwrap_or(u16::MAX),
+    )
+}
+
 /// BAR0 register offsets (ivshmem spec).
 pub mod regs {
     /// Interrupt mask (revision 0 interrupts; unused).
@@ -441,5 +449,6 @@ mod tests {
         let claiming = Owner { ready: false, ..o }.encode();
         assert_eq!(action(claiming, None), Action::Keep, "not ready yet");
         assert_eq!(doorbell_value(3, 1), 0x0003_0001);
+        assert_eq!(parse_doorbell(0x0003_0001), (3, 1));
     }
 }

@@ -290,11 +290,8 @@ fn forward(
             std::thread::sleep(Duration::from_micros(20));
             continue;
         }
-        let (peer, vector) = (
-            u16::try_from(v >> 16).unwrap_or(u16::MAX),
-            usize::from(v as u16),
-        );
-        if let Some(fd) = peers.get(&peer).and_then(|v| v.get(vector)) {
+        let (peer, vector) = super::parse_doorbell(v);
+        if let Some(fd) = peers.get(&peer).and_then(|v| v.get(usize::from(vector))) {
             signal(fd.as_fd());
         }
     }
