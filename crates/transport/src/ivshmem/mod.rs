@@ -73,6 +73,8 @@
 //! ring windows are computed from the host's layout, never from guest
 //! data. A guest can only break its own sessions.
 
+#[doc(hidden)]
+pub mod fuzz;
 pub mod guest;
 pub mod server;
 pub mod stream;
