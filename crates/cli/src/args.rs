@@ -108,6 +108,29 @@ pub enum Command {
     /// Internal: load libcuda.so.1 and print what got mapped (used by doctor).
     #[command(hide = true, name = "__loader-probe")]
     LoaderProbe,
+    /// Test tool: stand in for QEMU and its guest's sysfs on a host without
+    /// VMs (docs/vm.md, "Without a VM"). Connects to a mediator's
+    /// `ivshmem:` socket, lays out `SYSFS/bus/pci/devices/BDF/` with the
+    /// device's ids, `resource2` (the guest's shared memory) and `resource0`
+    /// (its registers), prints `ready`, and forwards doorbell writes until
+    /// killed. Clients run with `VGPU_SYSFS_ROOT=SYSFS` then reach the
+    /// mediator as processes of that guest.
+    #[command(hide = true, name = "ivshmem-peer")]
+    IvshmemPeer(IvshmemPeerArgs),
+}
+
+/// Arguments of `vgpu ivshmem-peer`.
+#[derive(Debug, Args)]
+pub struct IvshmemPeerArgs {
+    /// The mediator's `ivshmem:` socket.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// Where to lay out the fake sysfs tree.
+    #[arg(long)]
+    pub sysfs: PathBuf,
+    /// The device's address in the fake tree.
+    #[arg(long, default_value = "0000:00:05.0")]
+    pub bdf: String,
 }
 
 /// Arguments of `vgpu install`.

@@ -34,7 +34,17 @@ pub fn status(env: &Env, paths: &PathArgs, args: &MediatorArgs) -> Result<(), Cl
         .map_err(|e| CliError::Check(format!("no usable mediator address: {e}")))?;
     let address = choice.address;
     line("mediator address", format!("{address} ({})", choice.source));
-    match probe::probe(&address, PROBE_TIMEOUT) {
+    let mut pci = Vec::new();
+    let found = probe::probe(
+        &address,
+        &env.discovery().sysfs_root,
+        PROBE_TIMEOUT,
+        &mut pci,
+    );
+    for l in pci {
+        line("vGPU PCI device", l);
+    }
+    match found {
         Probe::Answered(w) => {
             line("mediator", "answered the handshake");
             for l in probe::describe(&w) {
