@@ -243,7 +243,9 @@ pub struct BenchArgs {
     pub native_driver: DriverChoice,
     /// The transports to measure vgpu with (comma-separated): `rings` and
     /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
-    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
+    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT);
+    /// `ivshmem` through the ivshmem transport of VM guests, with a stand-in
+    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree).
     #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
     /// Rounds of each C benchmark. A round runs the native side, then each

@@ -41,6 +41,8 @@ use crate::MediatorError;
 
 /// How often a waiting stream checks that the session still stands.
 const CHECK: Duration = Duration::from_millis(100);
+/// How long a waiting stream polls with yields before it sleeps.
+const YIELD: Duration = Duration::from_millis(2);
 
 /// A guest session's region, as the worker holds it.
 pub struct VmRegion {
@@ -146,9 +148,13 @@ impl VmRegion {
                 Ring::attach_at(&self.mem, down, l.ring_capacity, None)?,
             )
         };
+        // A guest wakes a sleeping host end only through its doorbell, a
+        // trip through QEMU and the supervisor: poll with yields first, as
+        // the client does for replies, so that a stream of messages (a
+        // copy's pieces) rarely sleeps.
         let policy = WaitPolicy {
             spin: WaitPolicy::DEFAULT_SPIN,
-            yield_for: Duration::ZERO,
+            yield_for: YIELD,
             timeout: Some(CHECK),
         };
         Ok(ShmStream::new(

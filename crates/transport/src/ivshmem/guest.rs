@@ -292,7 +292,8 @@ impl Region {
             inp.into_consumer()?,
             self.policy,
             Box::new(Region::alive(&self.dev, self.index, self.word)),
-        ))
+        )
+        .poll_for_space())
     }
 
     /// The stream of lane slot `s` (1..slots), which the worker laid out.

@@ -30,6 +30,8 @@ pub struct ShmStream {
     buf: Vec<u8>,
     pos: usize,
     policy: WaitPolicy,
+    /// How a write waits for ring space.
+    space: WaitPolicy,
     alive: Alive,
     /// Run once when the stream is dropped, after both ring ends closed
     /// (the worker frees the lane slot for reuse: laying it out afresh
@@ -48,7 +50,10 @@ impl std::fmt::Debug for ShmStream {
 
 impl ShmStream {
     /// A stream that sends on `out` and receives on `inp`. `policy` should
-    /// have a timeout: that is how often `alive` is asked.
+    /// have a timeout: that is how often `alive` is asked. A write that
+    /// finds the ring full sleeps at once (space comes back at the pace of
+    /// the peer's work, and a host end is woken for it); a guest end, which
+    /// can only nap, polls as for data instead ([`ShmStream::poll_for_space`]).
     pub fn new(out: Producer, inp: Consumer, policy: WaitPolicy, alive: Alive) -> ShmStream {
         ShmStream {
             out: ManuallyDrop::new(out),
@@ -56,9 +61,21 @@ impl ShmStream {
             buf: Vec::new(),
             pos: 0,
             policy,
+            space: WaitPolicy {
+                spin: std::time::Duration::ZERO,
+                yield_for: std::time::Duration::ZERO,
+                ..policy
+            },
             alive,
             on_drop: None,
         }
+    }
+
+    /// Waits for ring space as for data (spin, yield, then sleep): for a
+    /// guest end, whose sleeps are naps that nothing cuts short.
+    pub fn poll_for_space(mut self) -> ShmStream {
+        self.space = self.policy;
+        self
     }
 
     /// Runs `f` when the stream is dropped.
@@ -139,14 +156,8 @@ impl Write for ShmStream {
         if n == 0 {
             return Ok(0);
         }
-        // Space comes back at the peer's pace: wait for it without spinning.
-        let space = WaitPolicy {
-            spin: std::time::Duration::ZERO,
-            yield_for: std::time::Duration::ZERO,
-            ..self.policy
-        };
         loop {
-            match self.out.push(&parts, &space) {
+            match self.out.push(&parts, &self.space) {
                 Ok(()) => return Ok(n),
                 Err(TransportError::Timeout) if (self.alive)() => {}
                 Err(TransportError::Timeout | TransportError::PeerGone) => return Err(broken()),
