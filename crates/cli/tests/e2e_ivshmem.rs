@@ -129,6 +129,23 @@ fn c_smoke_by_name_and_by_scan_two_at_once_and_a_killed_qemu() {
         "{out}"
     );
 
+    // `vgpu doctor` in the guest: the device, its BARs and a real handshake.
+    let mut doctor = h.command(h.build.dir.join("vgpu"));
+    doctor.arg("doctor");
+    let out = h.run(doctor);
+    for needle in [
+        "BAR2 16 MiB (shared memory), peer id 1",
+        "3 session regions",
+        "8 lanes each",
+        "host to guest by polling with backoff",
+        "answered the handshake",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "doctor lacks {needle:?}:\n{out}"
+        );
+    }
+
     // Two at once, found by the sysfs scan alone.
     let scan = || {
         let mut c = h.command(&exe);
