@@ -314,3 +314,186 @@ impl Region {
         self.bell.ring();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::ivshmem::{self, action, stream::ShmStream, Action};
+
+    const POLICY: WaitPolicy = WaitPolicy {
+        spin: Duration::from_micros(10),
+        yield_for: Duration::ZERO,
+        timeout: Some(Duration::from_millis(20)),
+    };
+
+    /// A device over a 16 MiB memfd with the host's header, and a
+    /// register file: what `Device::open` maps, made in this process.
+    fn device() -> Arc<Device> {
+        let size = 16 << 20;
+        let layout = Layout::for_size(size, ivshmem::DEFAULT_SLOTS, ivshmem::DEFAULT_RING, 0, 1)
+            .expect("layout");
+        let fd = rustix::fs::memfd_create("t", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+        rustix::fs::ftruncate(&fd, size as u64).expect("size");
+        let bar2 = SharedMem::map(fd.as_fd(), size).expect("bar2");
+        assert!(bar2.write(0, &layout.header()));
+        let rfd = rustix::fs::memfd_create("r", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+        rustix::fs::ftruncate(&rfd, regs::MAP_LEN as u64).expect("size");
+        let regs = SharedMem::map(rfd.as_fd(), regs::MAP_LEN).expect("bar0");
+        Arc::new(Device {
+            path: PathBuf::from("/fake"),
+            bar2,
+            regs,
+            layout,
+        })
+    }
+
+    fn word(dev: &Device, r: usize) -> Owner {
+        Owner::decode(
+            owner_word(&dev.bar2, r)
+                .expect("entry")
+                .load(Ordering::Acquire),
+        )
+    }
+
+    /// The host's side of a host decision: frees what `action` says to.
+    fn host_frees(dev: &Device) {
+        for r in 0..dev.layout.regions {
+            let w = owner_word(&dev.bar2, r)
+                .expect("entry")
+                .load(Ordering::Acquire);
+            if let Action::Free(w) = action(w, None) {
+                ivshmem::free_region(&dev.bar2, r, w);
+            }
+        }
+    }
+
+    #[test]
+    fn claims_take_free_regions_until_none_is_left() {
+        let dev = device();
+        assert_eq!(dev.layout.regions, 3);
+        let held: Vec<_> = (0..3)
+            .map(|_| dev.claim(POLICY).expect("a region"))
+            .collect();
+        let mut got: Vec<usize> = held.iter().map(|(r, _)| r.index).collect();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1, 2]);
+        assert!(held.iter().all(|(r, _)| word(&dev, r.index).serve()));
+        assert!(matches!(dev.claim(POLICY), Err(GuestError::Full(3))));
+        assert_eq!(dev.regions_in_use(), 3);
+        // Given back: draining until the host frees it, then claimable.
+        held[1].0.release();
+        let o = word(&dev, held[1].0.index);
+        assert!(o.pid == 0 && o.ready, "draining: {o:?}");
+        host_frees(&dev);
+        let (again, _) = dev.claim(POLICY).expect("the freed region");
+        assert_eq!(again.index, held[1].0.index);
+        assert_eq!(Owner::decode(again.word).generation, o.generation + 2);
+    }
+
+    #[test]
+    fn a_dead_owner_is_drained_and_a_live_one_kept() {
+        let dev = device();
+        let mut child = std::process::Command::new("true").spawn().expect("a child");
+        let dead = child.id();
+        child.wait().expect("reaped");
+        let set = |r: usize, pid: u32| {
+            let o = Owner {
+                generation: 5,
+                ready: true,
+                pid,
+            };
+            owner_word(&dev.bar2, r)
+                .expect("entry")
+                .store(o.encode(), Ordering::Release);
+        };
+        set(0, dead);
+        set(1, std::process::id());
+        dev.reclaim_dead();
+        let (zero, one) = (word(&dev, 0), word(&dev, 1));
+        assert!(
+            zero.pid == 0 && zero.ready && zero.generation == 6,
+            "{zero:?}"
+        );
+        assert_eq!(one.pid, std::process::id(), "a live owner keeps its region");
+        // The doorbell was rung for the host.
+        let bell = dev.regs.u32_at(regs::DOORBELL).expect("register");
+        assert_eq!(bell.load(Ordering::Acquire), doorbell_value(0, 0));
+    }
+
+    #[test]
+    fn a_region_of_another_pid_is_not_released() {
+        let dev = device();
+        let (region, _control) = dev.claim(POLICY).expect("a region");
+        let foreign = Region {
+            word: Owner {
+                pid: std::process::id() + 1,
+                ..Owner::decode(region.word)
+            }
+            .encode(),
+            dev: Arc::clone(&dev),
+            index: region.index,
+            bell: Arc::clone(&region.bell),
+            policy: POLICY,
+        };
+        foreign.release();
+        assert!(word(&dev, region.index).serve(), "still held");
+        region.release();
+        assert!(!word(&dev, region.index).serve());
+    }
+
+    /// The host's end of slot `s` of region `r`, as the worker binds it.
+    fn host_end(dev: &Device, r: usize, s: usize, fresh: bool) -> ShmStream {
+        let l = dev.layout;
+        let up = l.ring_offset(r, s, true).expect("slot");
+        let down = l.ring_offset(r, s, false).expect("slot");
+        let (inp, out) = if fresh {
+            (
+                Ring::init_at(&dev.bar2, up, l.ring_capacity, None).expect("up"),
+                Ring::init_at(&dev.bar2, down, l.ring_capacity, None).expect("down"),
+            )
+        } else {
+            (
+                Ring::attach_at(&dev.bar2, up, l.ring_capacity, None).expect("up"),
+                Ring::attach_at(&dev.bar2, down, l.ring_capacity, None).expect("down"),
+            )
+        };
+        ShmStream::new(
+            out.into_producer().expect("producer"),
+            inp.into_consumer().expect("consumer"),
+            POLICY,
+            Box::new(|| true),
+        )
+    }
+
+    #[test]
+    fn control_and_lane_streams_carry_bytes_both_ways() {
+        let dev = device();
+        let (region, mut control) = dev.claim(POLICY).expect("a region");
+        let mut host = host_end(&dev, region.index, 0, false);
+        control.write_all(b"hello").expect("guest writes");
+        let mut b = [0u8; 5];
+        host.read_exact(&mut b).expect("host reads");
+        assert_eq!(&b, b"hello");
+        // A lane the host lays out, then the guest binds; twice in the same
+        // slot, as when a thread's lane ends and another takes the slot.
+        for round in 0..2u8 {
+            let mut h = host_end(&dev, region.index, 3, true);
+            let mut g = region.lane(3).expect("lane");
+            let big: Vec<u8> = (0..600_000u32).map(|i| (i % 253) as u8 ^ round).collect();
+            let sent = big.clone();
+            let t = std::thread::spawn(move || {
+                h.write_all(&sent).expect("host writes");
+                h
+            });
+            let mut got = vec![0u8; big.len()];
+            g.read_exact(&mut got).expect("guest reads");
+            assert_eq!(got, big, "round {round}");
+            drop(t.join().expect("writer"));
+        }
+        assert!(region.lane(0).is_err(), "slot 0 is the control stream");
+        assert!(region.lane(dev.layout.slots).is_err(), "past the region");
+    }
+}
