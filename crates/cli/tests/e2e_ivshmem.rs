@@ -366,3 +366,36 @@ fn the_region_limit_a_killed_process_and_release_at_exit() {
         .assert_success()
         .assert_line("cuInit 0");
 }
+
+/// Python through ctypes, and `multiprocessing` children forked from a
+/// process with a session: each child claims a region of its own (the
+/// parent's stays the parent's), and the parent's session still works.
+#[test]
+fn python_ctypes_and_forked_children() {
+    // 32 MiB holds 6 regions: the parent and up to 3 children at once, and
+    // room for children's regions that wait to be reclaimed.
+    let (h, _fake, _socket, _dir) = start("32");
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/ctypes_smoke.py"));
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok init")
+        .assert_line("ok memcpy_round_trip")
+        .assert_line("ok launch_result");
+    assert!(!out.stdout.contains("\nFAIL"), "{out}");
+
+    let mut cmd = h.command("python3");
+    cmd.arg(repo_root().join("tests/python/fork_pool.py"))
+        .args(["3", "6"]);
+    let out = common::run(cmd, Duration::from_secs(180));
+    out.assert_success()
+        .assert_line("ok parent_ready")
+        .assert_line("ok parent_session_untouched")
+        .assert_line("fork pool ok");
+    let tasks = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ok task "))
+        .count();
+    assert_eq!(tasks, 6, "{out}");
+}

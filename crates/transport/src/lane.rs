@@ -252,14 +252,18 @@ impl FrameLane {
         self.sock().recv_fd()
     }
 
-    /// Lets go of a lane inherited across `fork` without closing its rings:
-    /// they are shared with the parent, whose lane would close with them.
-    /// The socket is this process's own descriptor and closes.
+    /// Lets go of a lane inherited across `fork` without closing its rings
+    /// (or, for a VM guest's lane, its ring stream): they are shared with
+    /// the parent, whose lane would close with them. A socket is this
+    /// process's own descriptor and closes.
     pub fn abandon(self) {
-        if let Io::Rings(r) = self.io {
-            let Rings { out, inp, .. } = r;
-            std::mem::forget(out);
-            std::mem::forget(inp);
+        match self.io {
+            Io::Rings(r) => {
+                let Rings { out, inp, .. } = r;
+                std::mem::forget(out);
+                std::mem::forget(inp);
+            }
+            Io::Socket(ch) => ch.abandon(),
         }
     }
 }

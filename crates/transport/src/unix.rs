@@ -109,6 +109,15 @@ impl Channel {
             .ok_or(TransportError::NotLocal("a socket descriptor"))
     }
 
+    /// Lets go of a channel inherited across `fork`: a ring stream's ends
+    /// are left as the parent has them ([`ShmStream::abandon`]); a socket
+    /// is this process's own descriptor and closes.
+    pub fn abandon(self) {
+        if let Stream::Shm(s) = self.stream {
+            s.abandon();
+        }
+    }
+
     /// Whether this channel is a TCP connection.
     pub fn is_tcp(&self) -> bool {
         matches!(self.stream, Stream::Tcp(_))

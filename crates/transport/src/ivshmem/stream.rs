@@ -33,6 +33,13 @@ pub struct ShmStream {
     /// How a write waits for ring space.
     space: WaitPolicy,
     alive: Alive,
+    /// Set by [`ShmStream::abandon`]: the ends are shared with another
+    /// process and must not be closed from here.
+    abandoned: bool,
+    /// The process that opened the stream: only it closes the ends (a
+    /// forked child that drops an inherited stream, say at its exit, must
+    /// not close its parent's).
+    pid: u32,
     /// Run once when the stream is dropped, after both ring ends closed
     /// (the worker frees the lane slot for reuse: laying it out afresh
     /// before our ends marked themselves closed would let those stores
@@ -67,6 +74,8 @@ impl ShmStream {
                 ..policy
             },
             alive,
+            abandoned: false,
+            pid: std::process::id(),
             on_drop: None,
         }
     }
@@ -82,6 +91,12 @@ impl ShmStream {
     pub fn on_drop(mut self, f: impl FnOnce() + Send + 'static) -> ShmStream {
         self.on_drop = Some(Box::new(f));
         self
+    }
+
+    /// Lets go of a stream inherited across `fork` without closing its ring
+    /// ends: the parent still uses them (its peer would see them close).
+    pub fn abandon(mut self) {
+        self.abandoned = true;
     }
 
     /// Whether the peer closed its end or the session is over.
@@ -173,6 +188,9 @@ impl Write for ShmStream {
 
 impl Drop for ShmStream {
     fn drop(&mut self) {
+        if self.abandoned || self.pid != std::process::id() {
+            return; // The ends (and their mapping) stay as the parent has them.
+        }
         // SAFETY: the ends are dropped exactly once, here, and never used
         // again (the stream is going away).
         unsafe {
