@@ -399,3 +399,52 @@ fn python_ctypes_and_forked_children() {
         .count();
     assert_eq!(tasks, 6, "{out}");
 }
+
+/// The guest is untrusted: forged claims over rings that were never laid
+/// out, and garbage over a region's rings, cost the host a worker that
+/// refuses the region and ends; the regions come back, and a real client
+/// is served afterwards.
+#[test]
+fn a_hostile_guest_breaks_only_its_own_sessions() {
+    use std::os::fd::AsFd;
+    use vgpu_transport::ivshmem::{owner_word, Owner, TABLE_END};
+    use vgpu_transport::shm_ring::SharedMem;
+
+    let (h, fake, _socket, dir) = start("16");
+    let bar2 = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(fake.device_dir().join("resource2"))
+        .expect("resource2");
+    let mem = SharedMem::map(bar2.as_fd(), 16 << 20).expect("map");
+    // Region 1's rings: garbage, including indices and record tags.
+    let junk: Vec<u8> = pattern(77, 1 << 20);
+    assert!(mem.write(TABLE_END + 5_000_000, &junk));
+    for r in 0..3 {
+        let forged = Owner {
+            generation: 40 + r,
+            ready: true,
+            pid: 4_000_000 + r,
+        };
+        owner_word(&mem, usize::try_from(r).expect("small"))
+            .expect("entry")
+            .store(forged.encode(), std::sync::atomic::Ordering::Release);
+    }
+    // Ring the doorbell as a guest would: the fake forwards it.
+    let regs = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(fake.device_dir().join("resource0"))
+        .expect("resource0");
+    let regs = SharedMem::map(regs.as_fd(), 4096).expect("map regs");
+    regs.u32_at(12)
+        .expect("doorbell")
+        .store(0, std::sync::atomic::Ordering::Release);
+    let m = h.mediator();
+    wait_for_log(m, "ivshmem session ended", 3);
+    // The forged owners are dead pids: the next client drains their
+    // regions if the host has not freed them yet, and gets one.
+    let exe = build_c(dir.path(), "driver_smoke");
+    smoke_passed(&h.run(h.command(&exe)));
+    assert!(common::is_alive(m.pid()), "the mediator survived");
+}

@@ -175,4 +175,22 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn ivshmem_sizes_are_powers_of_two() {
+        assert_eq!(Cli::parse_from(["vgpu-mediator"]).serve.ivshmem_mib, 64);
+        let ok = Cli::try_parse_from(["vgpu-mediator", "--ivshmem-mib", "256"]).expect("256");
+        assert_eq!(ok.serve.ivshmem_mib, 256);
+        for bad in ["0", "4", "48", "32768", "x"] {
+            assert!(
+                Cli::try_parse_from(["vgpu-mediator", "--ivshmem-mib", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        let w = Cli::parse_from(["vgpu-mediator", "worker", "--fd", "3", "--region", "2:99:4"]);
+        assert!(matches!(
+            w.command,
+            Some(Command::Worker { fd: 3, region: Some(ref r) }) if r == "2:99:4"
+        ));
+    }
 }
