@@ -149,9 +149,9 @@ impl VmRegion {
             )
         };
         // A guest wakes a sleeping host end only through its doorbell, a
-        // trip through QEMU and the supervisor: poll with yields first, as
-        // the client does for replies, so that a stream of messages (a
-        // copy's pieces) rarely sleeps.
+        // trip through QEMU and the supervisor: poll with yields first, for
+        // data and for space alike, as the client does for replies, so
+        // that a stream of messages (a copy's pieces) rarely sleeps.
         let policy = WaitPolicy {
             spin: WaitPolicy::DEFAULT_SPIN,
             yield_for: YIELD,
@@ -162,7 +162,8 @@ impl VmRegion {
             inp.into_consumer()?,
             policy,
             Box::new(self.alive()),
-        ))
+        )
+        .poll_for_space())
     }
 
     /// Answers the `OpenLane` request `seq` with a lane in a free slot.
