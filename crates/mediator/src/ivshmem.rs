@@ -12,8 +12,9 @@
 //! - it waits on the host's eventfd (the guest rang the doorbell), on the
 //!   connection (QEMU went away) and on each worker's lifeline, and every
 //!   100 ms regardless; each time it reads the region table, starts a
-//!   worker for each newly claimed region and wakes the sleeping host ends
-//!   of the regions it serves;
+//!   worker for each newly claimed region (at most one per 20 ms, so a
+//!   guest cannot make the host fork in a loop) and wakes the sleeping host
+//!   ends of the regions it serves;
 //! - a worker inherits the memfd and one end of a socket pair, its
 //!   lifeline: the worker ends its session when the lifeline hangs up, and
 //!   this thread learns of the worker's end when it does. Only then does it
@@ -46,6 +47,10 @@ pub const GUEST_PEER: u16 = 1;
 pub const VECTORS: u16 = 1;
 /// How often the table is read even without a doorbell.
 const TICK: Duration = Duration::from_millis(100);
+/// Least time between two workers started for one guest: a guest that
+/// claims and drops regions in a loop gets at most 50 workers a second
+/// (how many run at once is bounded by its regions).
+const SPAWN_GAP: Duration = Duration::from_millis(20);
 
 /// Binds the socket QEMU connects to (replacing a stale one).
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
@@ -94,6 +99,8 @@ struct Guest {
     _own: OwnedFd,
     /// Per region: the owner word its worker serves, and the lifeline.
     served: Vec<Option<(u64, UnixStream)>>,
+    /// When the last worker was started ([`SPAWN_GAP`]).
+    last_start: Option<std::time::Instant>,
 }
 
 fn eventfd() -> Result<OwnedFd, TransportError> {
@@ -151,13 +158,16 @@ impl Guest {
             layout,
             bell,
             _own: own,
+            last_start: None,
         })
     }
 
     /// Serves the guest until QEMU disconnects.
     fn run(mut self, args: &ServeArgs, exe: &Path) {
+        let mut deferred = false;
         loop {
-            let (gone, rang, ended) = self.wait();
+            let (gone, rang, ended) = self.wait(if deferred { SPAWN_GAP } else { TICK });
+            deferred = false;
             if gone {
                 break;
             }
@@ -178,7 +188,9 @@ impl Guest {
                 let word =
                     ivshmem::owner_word(&self.mem, r).map_or(0, |w| w.load(Ordering::Acquire));
                 match ivshmem::action(word, self.served[r].as_ref().map(|s| s.0)) {
-                    Action::Serve(w) => self.start(r, w, args, exe),
+                    Action::Serve(w) if self.may_start() => self.start(r, w, args, exe),
+                    // Too soon: the next round, SPAWN_GAP from now, starts it.
+                    Action::Serve(_) => deferred = true,
                     Action::Free(w) => {
                         ivshmem::free_region(&self.mem, r, w);
                     }
@@ -190,9 +202,10 @@ impl Guest {
         tracing::info!("ivshmem guest disconnected; its sessions end");
     }
 
-    /// Waits for the doorbell, QEMU's hang-up or a worker's end (or the
-    /// tick): (QEMU gone, doorbell rang, regions whose worker ended).
-    fn wait(&self) -> (bool, bool, Vec<usize>) {
+    /// Waits for the doorbell, QEMU's hang-up or a worker's end, at most
+    /// `timeout` (under a second): (QEMU gone, doorbell rang, regions whose
+    /// worker ended).
+    fn wait(&self, timeout: Duration) -> (bool, bool, Vec<usize>) {
         let live: Vec<usize> = (0..self.served.len())
             .filter(|r| self.served[*r].is_some())
             .collect();
@@ -207,7 +220,7 @@ impl Guest {
         }
         let tick = rustix::event::Timespec {
             tv_sec: 0,
-            tv_nsec: i64::from(TICK.subsec_nanos()),
+            tv_nsec: i64::from(timeout.subsec_nanos()),
         };
         if poll(&mut fds, Some(&tick)).is_err() {
             return (false, false, Vec::new());
@@ -225,8 +238,14 @@ impl Guest {
         (gone, rang, ended)
     }
 
+    /// Whether [`SPAWN_GAP`] has passed since the last worker started.
+    fn may_start(&self) -> bool {
+        self.last_start.is_none_or(|t| t.elapsed() >= SPAWN_GAP)
+    }
+
     /// Starts the worker of region `r`, claimed with `word`.
     fn start(&mut self, r: usize, word: u64, args: &ServeArgs, exe: &Path) {
+        self.last_start = Some(std::time::Instant::now());
         let started = (|| -> Result<(u32, UnixStream), crate::MediatorError> {
             let (ours, theirs) = UnixStream::pair()?;
             let mem = self.memfd.as_fd().try_clone_to_owned()?;
