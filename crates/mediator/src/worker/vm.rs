@@ -13,8 +13,9 @@
 //! lays its two rings out afresh, binds its ends, starts the lane thread
 //! and answers `lane_kind::IVSHMEM` with the slot; the client binds the
 //! other ends. The slot is free again once the lane thread has closed its
-//! ends. No free slot: the reply is `CUDA_ERROR_OUT_OF_MEMORY`, and the
-//! client thread's call fails with it.
+//! ends. No free slot within 250 ms (a lane whose thread just ended frees
+//! its slot a moment later): the reply is `CUDA_ERROR_OUT_OF_MEMORY`, and
+//! the client thread's call fails with it.
 //!
 //! The session ends when the owner word changes (the guest process
 //! released the region, or another reclaimed it from a dead owner) or the
@@ -43,6 +44,8 @@ use crate::MediatorError;
 const CHECK: Duration = Duration::from_millis(100);
 /// How long a waiting stream polls with yields before it sleeps.
 const YIELD: Duration = Duration::from_millis(2);
+/// How long `OpenLane` waits for a slot when all are taken.
+const SLOT_WAIT: Duration = Duration::from_millis(250);
 
 /// A guest session's region, as the worker holds it.
 pub struct VmRegion {
@@ -169,13 +172,21 @@ impl VmRegion {
     /// Answers the `OpenLane` request `seq` with a lane in a free slot.
     /// `false`: the control stream failed.
     pub fn open_lane(&self, session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
-        let slot = {
+        // A thread that just ended may not have handed its slot back yet
+        // (its lane thread notices the closed rings a moment later): wait
+        // a little for one before refusing.
+        let deadline = std::time::Instant::now() + SLOT_WAIT;
+        let slot = loop {
             let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            let free = busy.iter().position(|b| !b);
-            if let Some(s) = free {
+            if let Some(s) = busy.iter().position(|b| !b) {
                 busy[s] = true;
+                break Some(s);
             }
-            free
+            drop(busy);
+            if std::time::Instant::now() >= deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         };
         let Some(slot) = slot else {
             tracing::warn!(
