@@ -113,6 +113,29 @@ pub enum Command {
     /// Internal: load libcuda.so.1 and print what got mapped (used by doctor).
     #[command(hide = true, name = "__loader-probe")]
     LoaderProbe,
+    /// Test tool: stand in for QEMU and its guest's sysfs on a host without
+    /// VMs (docs/vm.md, "Without a VM"). Connects to a mediator's
+    /// `ivshmem:` socket, lays out `SYSFS/bus/pci/devices/BDF/` with the
+    /// device's ids, `resource2` (the guest's shared memory) and `resource0`
+    /// (its registers), prints `ready`, and forwards doorbell writes until
+    /// killed. Clients run with `VGPU_SYSFS_ROOT=SYSFS` then reach the
+    /// mediator as processes of that guest.
+    #[command(hide = true, name = "ivshmem-peer")]
+    IvshmemPeer(IvshmemPeerArgs),
+}
+
+/// Arguments of `vgpu ivshmem-peer`.
+#[derive(Debug, Args)]
+pub struct IvshmemPeerArgs {
+    /// The mediator's `ivshmem:` socket.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// Where to lay out the fake sysfs tree.
+    #[arg(long)]
+    pub sysfs: PathBuf,
+    /// The device's address in the fake tree.
+    #[arg(long, default_value = "0000:00:05.0")]
+    pub bdf: String,
 }
 
 /// Arguments of `vgpu install`.
@@ -236,7 +259,9 @@ pub struct BenchArgs {
     pub native_driver: DriverChoice,
     /// The transports to measure vgpu with (comma-separated): `rings` and
     /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
-    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT).
+    /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT);
+    /// `ivshmem` through the ivshmem transport of VM guests, with a stand-in
+    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree).
     #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
     /// Rounds of each C benchmark. A round runs the native side, then each

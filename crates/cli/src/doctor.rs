@@ -461,7 +461,17 @@ fn check_mediator(r: &mut Report, env: &Env, flag: Option<&str>) {
             return;
         }
     }
-    match probe::probe(&address, PROBE_TIMEOUT) {
+    let mut pci = Vec::new();
+    let found = probe::probe(
+        &address,
+        &env.discovery().sysfs_root,
+        PROBE_TIMEOUT,
+        &mut pci,
+    );
+    for l in pci {
+        r.add(Verdict::Ok, "vGPU PCI device", l);
+    }
+    match found {
         Probe::Answered(w) => {
             let devices = probe::describe(&w).join("; ");
             let verdict = if w.init_status == 0 { Verdict::Ok } else { Verdict::Fail };

@@ -37,7 +37,7 @@ use clap::Parser;
 
 use crate::args::{Cli, Command};
 use crate::config::Env;
-use crate::error::exit;
+use crate::error::{exit, CliError};
 
 /// Parses the command line, runs the subcommand and returns the exit code.
 pub fn main() -> ExitCode {
@@ -57,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(args),
         Command::Bench(args) => bench::bench(&env, &cli.paths, args),
         Command::LoaderProbe => return loader::probe_main(),
+        Command::IvshmemPeer(args) => ivshmem_peer(args),
     };
     match result {
         Ok(()) => ExitCode::from(exit::OK),
@@ -70,9 +71,21 @@ pub fn main() -> ExitCode {
                 Command::Uninstall(_) => "uninstall",
                 Command::Bench(_) => "bench",
                 Command::LoaderProbe => "__loader-probe",
+                Command::IvshmemPeer(_) => "ivshmem-peer",
             };
             eprintln!("vgpu {name}: {e}");
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+/// `vgpu ivshmem-peer`: a stand-in for QEMU until killed.
+fn ivshmem_peer(args: &args::IvshmemPeerArgs) -> Result<(), CliError> {
+    let _peer =
+        vgpu_transport::ivshmem::server::FakeQemu::start(&args.socket, &args.sysfs, &args.bdf, 1)
+            .map_err(|e| CliError::Mediator(format!("{}: {e}", args.socket.display())))?;
+    println!("ready {}", args.sysfs.display());
+    loop {
+        std::thread::park();
     }
 }

@@ -26,15 +26,74 @@ pub enum Probe {
     NotChecked(String),
 }
 
-/// Probes the mediator at `address`, waiting at most `timeout` for each step.
-pub fn probe(address: &str, timeout: Duration) -> Probe {
+/// Probes the mediator at `address`, waiting at most `timeout` for each
+/// step; a `pci:` device is looked for under the sysfs root `sysfs`, and
+/// `pci` receives what was found of it ([`probe_pci`]).
+pub fn probe(address: &str, sysfs: &Path, timeout: Duration, pci: &mut Vec<String>) -> Probe {
     match Target::parse(address) {
         Some(Target::Unix(path)) => probe_unix(&path, timeout),
         Some(Target::Tcp { host, port }) => probe_tcp(&host, port, timeout),
-        Some(Target::Pci(_)) | None => Probe::NotChecked(format!(
-            "{address}: only unix: and tcp:// addresses can be checked by this version of vgpu"
-        )),
+        Some(Target::Pci(bdf)) => probe_pci(sysfs, &bdf.to_string(), timeout, pci),
+        None => Probe::NotChecked(format!("{address}: not a mediator address")),
     }
+}
+
+/// Probes through a VM guest's vgpu PCI device, as the client reaches it:
+/// maps its BARs, claims a session region, and runs the handshake over the
+/// region's rings; the region is given back at once. `facts` receives the
+/// device's description: BAR sizes, peer id, regions, lanes and the
+/// wake-up mode.
+fn probe_pci(sysfs: &Path, bdf: &str, timeout: Duration, facts: &mut Vec<String>) -> Probe {
+    use std::sync::Arc;
+    use vgpu_transport::ivshmem::guest::Device;
+    let dev = match Device::open(sysfs, bdf) {
+        Ok(d) => Arc::new(d),
+        Err(e) => return Probe::Unreachable(e.to_string()),
+    };
+    let bar0 = std::fs::metadata(dev.path.join("resource0")).map_or(0, |m| m.len());
+    let l = dev.layout;
+    facts.push(format!(
+        "PCI {bdf}: BAR0 {bar0} B (registers), BAR2 {} MiB (shared memory), peer id {}, host peer {}",
+        dev.bar2.len() >> 20,
+        dev.peer_id(),
+        l.host_peer
+    ));
+    facts.push(format!(
+        "{} session regions ({} in use), {} lanes each, rings of {} KiB each way",
+        l.regions,
+        dev.regions_in_use(),
+        l.slots - 1,
+        l.ring_capacity >> 10
+    ));
+    facts.push(
+        "wake-up: guest to host by the BAR0 doorbell; host to guest by polling with backoff \
+         (spin, yield, then naps of 20 us doubling to 1 ms)"
+            .into(),
+    );
+    let policy = vgpu_transport::WaitPolicy {
+        spin: Duration::from_micros(50),
+        yield_for: Duration::ZERO,
+        timeout: Some(Duration::from_millis(100)),
+    };
+    let (region, control) = match dev.claim(policy) {
+        Ok(c) => c,
+        Err(e) => return Probe::Unreachable(e.to_string()),
+    };
+    let region = Arc::new(region);
+    // The ring stream has no time limit of its own: the handshake runs on a
+    // thread, and giving the region back ends a wait that outlasts `timeout`.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(handshake(vgpu_transport::Channel::from_shm(control)));
+    });
+    let answer = rx.recv_timeout(timeout * 2);
+    region.release();
+    answer.unwrap_or_else(|_| {
+        Probe::Unreachable(format!(
+            "no welcome through {bdf} within {:?}: is a mediator serving this VM (--listen ivshmem:)?",
+            timeout * 2
+        ))
+    })
 }
 
 fn probe_unix(path: &Path, timeout: Duration) -> Probe {

@@ -36,7 +36,13 @@ pub fn status(env: &Env, paths: &PathArgs, args: &StatusArgs) -> Result<(), CliE
     // The sessions first: the probe is a session of its own, which would
     // otherwise be listed while its worker ends.
     let sessions = probe::sessions(&address, PROBE_TIMEOUT);
-    let probe = probe::probe(&address, PROBE_TIMEOUT);
+    let mut pci = Vec::new();
+    let probe = probe::probe(
+        &address,
+        &env.discovery().sysfs_root,
+        PROBE_TIMEOUT,
+        &mut pci,
+    );
     let unreachable = matches!(probe, Probe::Unreachable(_));
     if args.json {
         let report = json!({
@@ -45,6 +51,7 @@ pub fn status(env: &Env, paths: &PathArgs, args: &StatusArgs) -> Result<(), CliE
             "client_library": found(&client),
             "mediator_binary": found(&mediator_bin),
             "mediator_address": { "address": address, "source": choice.source.to_string() },
+            "pci_device": pci,
             "mediator": probe_json(&probe),
             "sessions": match &sessions {
                 Ok(list) => Value::Array(list.iter().map(session_json).collect()),
@@ -60,6 +67,9 @@ pub fn status(env: &Env, paths: &PathArgs, args: &StatusArgs) -> Result<(), CliE
         line("client library", either(&client));
         line("mediator binary", either(&mediator_bin));
         line("mediator address", format!("{address} ({})", choice.source));
+        for l in &pci {
+            line("vGPU PCI device", l);
+        }
         match &probe {
             Probe::Answered(w) => {
                 line("mediator", "answered the handshake");

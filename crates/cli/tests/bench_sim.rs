@@ -227,6 +227,39 @@ fn tcp_is_measured_over_a_loopback_connection_to_the_same_mediator() {
 }
 
 #[test]
+fn ivshmem_is_measured_through_a_stand_in_for_qemu() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = tmp.path().join("logs");
+    let out = bench(
+        tmp.path(),
+        &[
+            "--quick",
+            "--only",
+            "launch_sync,memcpy_8b",
+            "--transports",
+            "ivshmem,rings",
+            "--log-dir",
+            logs.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    );
+    out.assert_success();
+    let r = rows(&out, "launch_sync");
+    assert_eq!(r.len(), 2, "one row per transport\n{out}");
+    assert_eq!((r[0][1], r[1][1]), ("ivshmem", "rings"), "{out}");
+    for row in &r {
+        number(row[2], "vgpu", &out);
+    }
+    // The ivshmem runs were guest sessions of the stand-in's device.
+    let log = std::fs::read_to_string(logs.join("mediator.log")).expect("mediator.log");
+    assert!(
+        log.contains("ivshmem guest connected")
+            && log.contains("session starting (process in a VM guest over ivshmem"),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_failing_figure_is_a_fail_row_and_the_run_goes_on() {
     let tmp = tempfile::tempdir().expect("tempdir");
     // A 512 MiB simulated device cannot allocate 1 GiB, on either side.

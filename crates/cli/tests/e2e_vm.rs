@@ -315,14 +315,13 @@ const SMOKE_LINES: [&str; 7] = [
     "ok mem_alloc_without_context",
 ];
 
-/// Issue 14's end-to-end check, ready for the ivshmem transport: the
+/// The ivshmem transport end to end in a real guest: the
 /// mediator serves the simulated device on `--listen ivshmem:PATH`; in the
 /// guest, `driver_smoke` finds the device by the sysfs scan (no
 /// `VGPU_MEDIATOR`), then one run alone and two at once pass every check;
 /// QEMU is then killed mid-run, the workers of its sessions exit, and the
 /// next guest is served as well.
 #[test]
-#[ignore = "needs `vgpu-mediator --listen ivshmem:PATH` and the client's ivshmem transport"]
 fn driver_smoke_in_a_guest_over_ivshmem() {
     let Some(qemu) = vm::qemu("driver_smoke_in_a_guest_over_ivshmem") else {
         return;

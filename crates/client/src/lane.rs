@@ -197,6 +197,14 @@ impl Session {
                 timeout: Some(CHECK),
             };
             FrameLane::map_rings(fds, wait).map_err(|e| fail(e.into()))?
+        } else if reply.kind == lane_kind::IVSHMEM {
+            let region = self.vm.as_ref().ok_or_else(|| {
+                fail(LaneError::Broken(
+                    "an ivshmem lane on a session without a VM device",
+                ))
+            })?;
+            let ch = crate::vm::open_lane(region, reply.port.get()).map_err(|e| fail(e.into()))?;
+            FrameLane::socket(ch)
         } else if reply.kind == lane_kind::TCP {
             let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
             FrameLane::socket(ch)

@@ -45,6 +45,7 @@ mod remote;
 mod runtime;
 mod staging;
 mod trace;
+mod vm;
 
 /// Marks this library as vgpu's client; the worker refuses to load any
 /// library exporting it, so it can never load itself as the driver.

@@ -100,6 +100,15 @@ extern "C" fn after_fork_in_child() {
     release_fork_guard();
 }
 
+/// The VM region of this process's session, if it has one (for the exit
+/// handler of `crate::vm`); never waits for the session lock.
+pub(crate) fn current_vm_region() -> Option<std::sync::Arc<vgpu_transport::ivshmem::guest::Region>>
+{
+    let rt = RUNTIME.get()?;
+    let slot = rt.session.try_lock().ok()?;
+    slot.as_ref().and_then(|s| s.vm.clone())
+}
+
 /// The number of forks between the first CUDA call of this process's
 /// lineage and this process: per-thread state tagged with an older epoch was
 /// inherited from a parent and names nothing here.
@@ -181,7 +190,12 @@ impl Runtime {
         let serial = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = Session::connect(&self.config, epoch, serial).map_err(|e| {
             crate::log::line(format_args!("cuInit: {e}"));
-            CuError::NO_DEVICE
+            match e {
+                // The VM's regions are all held: a resource limit, not a
+                // missing device (docs/vm.md, "Limits").
+                ConnectError::Full(_) => CuError::OUT_OF_MEMORY,
+                _ => CuError::NO_DEVICE,
+            }
         })?;
         let status = session.init_status;
         // Sessions live as long as the process: threads keep references
@@ -198,8 +212,8 @@ pub struct Session {
     pub(crate) epoch: u64,
     pub(crate) serial: u64,
     pub(crate) dead: AtomicBool,
-    /// The mediator is reached over TCP (`crate::remote`): nothing is
-    /// shared with the worker.
+    /// The mediator is reached over TCP (`crate::remote`) or from a VM
+    /// guest (`crate::vm`): nothing is shared with the worker.
     pub remote: bool,
     pub init_status: u32,
     pub driver_version: i32,
@@ -217,6 +231,9 @@ pub struct Session {
     pub callbacks: crate::callback::Callbacks,
     /// The read end of the worker's standard output (`crate::output`).
     pub output: Option<std::sync::Arc<crate::output::Output>>,
+    /// The region of the VM guest's PCI device this session runs in
+    /// (`crate::vm`); `None` on sockets.
+    pub(crate) vm: Option<std::sync::Arc<vgpu_transport::ivshmem::guest::Region>>,
     /// Held while a host registration or unregistration runs
     /// (`api::host_register`): deciding which pages move and moving them
     /// must not interleave with another thread's doing the same.
@@ -238,6 +255,12 @@ pub enum ConnectError {
     /// The worker hung up during the handshake: it refused our hello.
     #[error("the mediator closed the connection during the handshake; it refuses this client's protocol version or schema, or could not start its worker (its log says which)")]
     Refused,
+    /// The VM's vgpu PCI device could not be used.
+    #[error("cannot use the vgpu PCI device {0}: {1}")]
+    Vm(String, vgpu_transport::ivshmem::guest::GuestError),
+    /// Every session region of the VM's device is held.
+    #[error("{0}")]
+    Full(String),
     /// The transport `VGPU_TRANSPORT` demands is not on offer.
     #[error("{0}")]
     Lanes(String),
@@ -246,9 +269,26 @@ pub enum ConnectError {
 impl Session {
     fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
         let found = vgpu_transport::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
+        let mut vm = None;
         let mut control = match &found.target {
             Target::Tcp { host, port } => {
                 crate::remote::connect(cfg, host, *port, &found.to_string())?
+            }
+            Target::Pci(bdf) => {
+                if cfg.transport == crate::config::TransportChoice::Rings {
+                    return Err(ConnectError::Lanes(format!(
+                        "VGPU_TRANSPORT=rings needs memfd rings on one host, and {found} is a VM's \
+                         PCI device; use VGPU_TRANSPORT=auto or socket"
+                    )));
+                }
+                let (control, region) = crate::vm::connect(cfg, *bdf).map_err(|e| match e {
+                    vgpu_transport::ivshmem::guest::GuestError::Full(_) => {
+                        ConnectError::Full(e.to_string())
+                    }
+                    other => ConnectError::Vm(found.to_string(), other),
+                })?;
+                vm = Some(region);
+                control
             }
             _ => Channel::connect(found.unix_path()?)
                 .map_err(|e| ConnectError::Transport(found.to_string(), e))?,
@@ -278,11 +318,13 @@ impl Session {
                 "rings"
             } else if control.is_tcp() {
                 "TCP connections"
+            } else if control.is_vm() {
+                "rings in the ivshmem BAR"
             } else {
                 "sockets"
             }
         ));
-        let remote = control.is_tcp();
+        let remote = control.is_tcp() || control.is_vm();
         let output = if remote {
             None
         } else {
@@ -305,6 +347,7 @@ impl Session {
             callbacks: crate::callback::Callbacks::default(),
             registering: Mutex::new(()),
             output,
+            vm,
         })
     }
 

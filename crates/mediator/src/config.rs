@@ -49,11 +49,13 @@ impl std::fmt::Display for PortRange {
 /// Flags shared by the supervisor and the workers it starts.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Where to listen: `unix:PATH` or `tcp://ADDR:PORT`; repeat the flag to
-    /// listen in several places (giving it replaces the default). TCP is
-    /// plain TCP, for trusted networks only: nothing is encrypted, and any
-    /// host that reaches the port can start a session. Port 0 takes a free
-    /// port; the log says which (`listening on tcp://…`).
+    /// Where to listen: `unix:PATH`, `tcp://ADDR:PORT` or `ivshmem:PATH`;
+    /// repeat the flag to listen in several places (giving it replaces the
+    /// default). TCP is plain TCP, for trusted networks only: nothing is
+    /// encrypted, and any host that reaches the port can start a session.
+    /// Port 0 takes a free port; the log says which (`listening on
+    /// tcp://…`). `ivshmem:PATH` is a socket that QEMU's
+    /// `ivshmem-doorbell` devices connect to (`docs/vm.md`).
     #[arg(long, default_value = "unix:/run/vgpu/mediator.sock")]
     pub listen: Vec<String>,
     /// Ports on which the worker of a TCP session listens for the client's
@@ -85,6 +87,17 @@ pub struct ServeArgs {
     /// reaches the port reads them: bind it to a trusted address.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Shared memory given to each VM guest on `ivshmem:` sockets, in MiB:
+    /// a power of two, at least 8 (64 MiB holds 14 sessions).
+    #[arg(long, default_value_t = 64, value_parser = parse_ivshmem_mib)]
+    pub ivshmem_mib: usize,
+}
+
+fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && (8..=16384).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a power of two from 8 to 16384")),
+    }
 }
 
 /// Subcommands; without one the supervisor runs.
@@ -93,7 +106,8 @@ pub enum Command {
     /// Serve one session on an inherited connection (started by the supervisor).
     #[command(hide = true)]
     Worker {
-        /// The inherited connection's file descriptor.
+        /// The inherited connection's file descriptor (with `--region`:
+        /// the guest's shared memory).
         #[arg(long)]
         fd: i32,
         /// The inherited session table's file descriptor.
@@ -102,6 +116,11 @@ pub enum Command {
         /// This worker's slot in the session table.
         #[arg(long, requires = "session_table")]
         session_slot: Option<usize>,
+        /// A VM guest's session: the region of the shared memory, its
+        /// owner word, and the lifeline descriptor that closes when the
+        /// guest goes (`REGION:WORD:FD`).
+        #[arg(long)]
+        region: Option<String>,
     },
 }
 
@@ -167,5 +186,23 @@ mod tests {
                 high: 40009
             })
         );
+    }
+
+    #[test]
+    fn ivshmem_sizes_are_powers_of_two() {
+        assert_eq!(Cli::parse_from(["vgpu-mediator"]).serve.ivshmem_mib, 64);
+        let ok = Cli::try_parse_from(["vgpu-mediator", "--ivshmem-mib", "256"]).expect("256");
+        assert_eq!(ok.serve.ivshmem_mib, 256);
+        for bad in ["0", "4", "48", "32768", "x"] {
+            assert!(
+                Cli::try_parse_from(["vgpu-mediator", "--ivshmem-mib", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        let w = Cli::parse_from(["vgpu-mediator", "worker", "--fd", "3", "--region", "2:99:4"]);
+        assert!(matches!(
+            w.command,
+            Some(Command::Worker { fd: 3, region: Some(ref r), .. }) if r == "2:99:4"
+        ));
     }
 }

@@ -4,6 +4,10 @@
 //! - The supervisor listens, never loads CUDA, and fork+execs one
 //!   `vgpu-mediator worker` per accepted connection, handing it the connection
 //!   fd. It is never on the data path, so restarting it leaves sessions alone.
+//!   On `ivshmem:` sockets it plays QEMU's ivshmem server ([`ivshmem`]) and
+//!   starts one worker per session region a guest process claims, handing it
+//!   the guest's shared memory; it only forwards doorbells to sleeping ring
+//!   ends.
 //! - The worker loads the driver by absolute path through [`driver::Driver`],
 //!   applies the client's allowlisted environment before `cuInit`, answers the
 //!   handshake with a snapshot of every device, then serves one lane thread
@@ -16,6 +20,7 @@
 pub mod census;
 pub mod config;
 pub mod driver;
+pub mod ivshmem;
 pub mod metrics;
 pub mod sessions;
 pub mod supervisor;

@@ -19,11 +19,12 @@ fn main() -> ExitCode {
             fd,
             session_table,
             session_slot,
+            region,
         }) => {
             if let (Some(table), Some(slot)) = (session_table, session_slot) {
                 worker::attach_session_table(table, slot);
             }
-            worker::run(&cli.serve, fd)
+            worker::run(&cli.serve, fd, region.as_deref())
         }
     };
     match result {

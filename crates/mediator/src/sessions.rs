@@ -269,10 +269,10 @@ unsafe impl Sync for Table {}
 const TABLE_BYTES: usize = MAX_SESSIONS * std::mem::size_of::<Slot>();
 
 impl Table {
-    /// A new table of free slots (a memfd inherited by the workers: it has
-    /// no close-on-exec flag).
+    /// A new table of free slots: a memfd that the supervisor hands each
+    /// worker it starts (`supervisor::spawn`).
     pub fn create() -> std::io::Result<Table> {
-        let fd = rustix::fs::memfd_create("vgpu-sessions", rustix::fs::MemfdFlags::empty())?;
+        let fd = rustix::fs::memfd_create("vgpu-sessions", rustix::fs::MemfdFlags::CLOEXEC)?;
         rustix::fs::ftruncate(&fd, TABLE_BYTES as u64)?;
         Table::map(fd)
     }
@@ -344,7 +344,7 @@ pub struct SessionInfo {
     pub worker_pid: u32,
     pub client_pid: u32,
     pub uid: u32,
-    /// `unix+rings`, `unix`, `tcp`, or `unknown`.
+    /// `unix+rings`, `unix`, `tcp`, `ivshmem`, or `unknown`.
     pub transport: String,
     /// Bytes of device memory this session holds now.
     pub device_memory: u64,

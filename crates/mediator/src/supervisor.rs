@@ -5,7 +5,7 @@
 //! sessions; anything else is a session, handed to a new worker with a slot
 //! of the session table ([`crate::sessions`], [`crate::census`]).
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -28,7 +28,22 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
+    let exe = std::env::current_exe()?;
+    let table = sessions::install(Table::create()?)
+        .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
+    let census = Arc::new(Census::new(table));
     for text in &args.listen {
+        if let Some(path) = text.strip_prefix("ivshmem:") {
+            let listener = crate::ivshmem::bind(Path::new(path))
+                .map_err(|e| MediatorError::Config(format!("--listen {text}: {e}")))?;
+            tracing::info!("listening on {text} (QEMU ivshmem-doorbell devices)");
+            sockets.push(PathBuf::from(path));
+            let (args, exe, census) = (args.clone(), exe.clone(), Arc::clone(&census));
+            std::thread::Builder::new()
+                .name("ivshmem".into())
+                .spawn(move || crate::ivshmem::serve(&listener, &args, &exe, &census))?;
+            continue;
+        }
         let (listener, bound, socket) = bind(text)?;
         if let Some(path) = socket {
             sockets.push(path);
@@ -55,9 +70,6 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
-    let table = sessions::install(Table::create()?)
-        .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
-    let census = Arc::new(Census::new(table));
     let reaper = Arc::clone(&census);
     std::thread::Builder::new()
         .name("reaper".into())
@@ -66,7 +78,7 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         let bound = crate::metrics::serve(addr, Arc::clone(&census))?;
         tracing::info!("metrics on http://{bound}/metrics");
     }
-    let exe = Arc::new(std::env::current_exe()?);
+    let exe = Arc::new(exe);
     let args = Arc::new(args.clone());
     loop {
         for i in ready(&listeners) {
@@ -127,12 +139,13 @@ fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
 /// [`FIRST_BYTES_TIMEOUT`] (peeked: they stay for the worker).
 fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let conn = conn.socket_fd()?;
     let deadline = Instant::now() + FIRST_BYTES_TIMEOUT;
     let mut buf = [0u8; 4];
     loop {
         let left = deadline.checked_duration_since(Instant::now())?;
         let left = Timespec::try_from(left).ok()?;
-        let mut fds = [PollFd::new(conn, PollFlags::IN)];
+        let mut fds = [PollFd::new(&conn, PollFlags::IN)];
         match poll(&mut fds, Some(&left)) {
             Ok(0) => return None,
             Ok(_) => {}
@@ -153,8 +166,9 @@ fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
 /// Reads a status query and answers with the live sessions.
 fn answer_query(mut conn: Channel, census: &Census) -> Result<(), MediatorError> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
-    set_socket_timeout(&conn, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
-    set_socket_timeout(&conn, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
+    let fd = conn.fd()?;
+    set_socket_timeout(fd, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
+    set_socket_timeout(fd, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     vgpu_proto::sessions::read_query(&mut conn)?;
     vgpu_proto::sessions::write_list(&mut conn, &census.records())?;
     Ok(())
@@ -211,19 +225,31 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
     }
 }
 
-/// Starts a worker for `conn` with session slot `slot`. The caller holds
-/// the census ([`Census::reserve`]), so no other worker starts meanwhile.
+/// Starts a worker for `conn` with session slot `slot`.
 fn spawn_worker(
     exe: &Path,
     args: &ServeArgs,
     conn: Channel,
     slot: usize,
 ) -> Result<u32, MediatorError> {
-    let fd = conn.as_fd().as_raw_fd();
-    // The worker inherits exactly this descriptor (and the session table,
-    // which never has close-on-exec): clear close-on-exec on it alone. The
-    // census is held, so no other exec races it.
-    rustix::io::fcntl_setfd(&conn, rustix::io::FdFlags::empty()).map_err(std::io::Error::from)?;
+    let fd = conn.into_fd().ok_or(MediatorError::Config(
+        "an accepted connection without a socket".into(),
+    ))?;
+    spawn(exe, args, vec![fd], &[], Some(slot))
+}
+
+/// Starts `vgpu-mediator … worker --fd 3 EXTRA`, whose descriptors 3, 4, …
+/// are `inherit` in order, then the session table when `slot` names the
+/// worker's slot in it. Only the child gets them, by `dup2` between fork
+/// and exec: no descriptor is ever made inheritable in this process, where
+/// threads serving other listeners start workers of their own.
+pub(crate) fn spawn(
+    exe: &Path,
+    args: &ServeArgs,
+    mut inherit: Vec<OwnedFd>,
+    extra: &[String],
+    slot: Option<usize>,
+) -> Result<u32, MediatorError> {
     let mut cmd = Command::new(exe);
     cmd.arg("--driver").arg(args.driver.to_string());
     cmd.arg("--log-level").arg(&args.log_level);
@@ -242,16 +268,35 @@ fn spawn_worker(
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
     }
-    cmd.arg("worker").arg("--fd").arg(fd.to_string());
-    if let Some(table) = sessions::table() {
-        let table_fd = table.fd().as_raw_fd();
-        cmd.arg("--session-table").arg(table_fd.to_string());
+    cmd.arg("worker").arg("--fd").arg(FIRST_FD.to_string());
+    cmd.args(extra);
+    if let (Some(table), Some(slot)) = (sessions::table(), slot) {
+        let at = FIRST_FD + i32::try_from(inherit.len()).unwrap_or(i32::MAX);
+        inherit.push(table.fd().try_clone()?);
+        cmd.arg("--session-table").arg(at.to_string());
         cmd.arg("--session-slot").arg(slot.to_string());
     }
-    // SAFETY: the closure only calls sigprocmask-family functions and
-    // setsid, which are async-signal-safe, as code between fork and exec must be.
+    let raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: the closure only calls fcntl, dup2, sigprocmask-family
+    // functions and setsid, which are async-signal-safe, as code between
+    // fork and exec must be; `raw` is a copy made before the fork.
     unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // Copies above every target first, so no dup2 overwrites a
+            // descriptor still to be moved; they close at exec.
+            let mut high = [0i32; 8];
+            for (i, fd) in raw.iter().enumerate().take(high.len()) {
+                high[i] = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 64);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (target, fd) in (FIRST_FD..).zip(high.iter().take(raw.len())) {
+                // dup2's copy has close-on-exec clear: it is inherited.
+                if libc::dup2(*fd, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             let signals = shutdown_signals();
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
             // A session and process group of its own: a signal to the
@@ -265,9 +310,12 @@ fn spawn_worker(
         });
     }
     let child = cmd.spawn()?;
-    drop(conn);
+    drop(inherit);
     Ok(child.id())
 }
+
+/// The descriptor number of a worker's first inherited descriptor.
+const FIRST_FD: i32 = 3;
 
 /// Collects exited workers so none linger as zombies, logs how they ended
 /// and frees their session slots. A worker that ended by a signal or with

@@ -213,8 +213,14 @@ mod tests {
         assert_eq!(error_string(0), c"Success");
         assert_eq!(error_string(15), c"GPU is lost");
         // As the real library of driver 580 words them.
-        assert_eq!(error_string(26), c"Requested functionality has been deprecated");
-        assert_eq!(error_string(30), c"Reset type is not supported for given device");
+        assert_eq!(
+            error_string(26),
+            c"Requested functionality has been deprecated"
+        );
+        assert_eq!(
+            error_string(30),
+            c"Reset type is not supported for given device"
+        );
         assert_eq!(error_string(12345), c"Unknown Error");
     }
 }

@@ -8,7 +8,6 @@
 //! session is then lost, and every device call fails with
 //! `NVML_ERROR_GPU_IS_LOST` until the last `nvmlShutdown`.
 
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -235,11 +234,16 @@ impl Session {
     }
 }
 
-/// Gives every read and write on `control` a deadline.
+/// Gives every read and write on `control` a deadline. A VM guest's
+/// control stream (rings in its ivshmem device) has no socket to set one
+/// on, and keeps the waits of its ring streams.
 fn deadlines(control: &Channel, timeout: Duration) -> Result<(), String> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    let Some(fd) = control.socket_fd() else {
+        return Ok(());
+    };
     for kind in [Timeout::Recv, Timeout::Send] {
-        set_socket_timeout(control.as_fd(), kind, Some(timeout))
+        set_socket_timeout(fd, kind, Some(timeout))
             .map_err(|e| format!("cannot set a socket deadline: {e}"))?;
     }
     Ok(())

@@ -102,6 +102,10 @@ pub mod lane_kind {
     /// and sends the token's 16 bytes before anything else
     /// (`docs/transports.md`).
     pub const TCP: u8 = 2;
+    /// Two rings in the session's region of an ivshmem BAR (a VM guest):
+    /// the reply's `port` is the lane's slot in the region, which the
+    /// worker has just laid out (`docs/vm.md`).
+    pub const IVSHMEM: u8 = 3;
 }
 
 /// Handle ids. The client mints the ids of what it creates; the worker mints

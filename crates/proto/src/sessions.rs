@@ -33,14 +33,17 @@ pub mod transport {
     pub const UNIX_RINGS: u32 = 2;
     /// TCP: the client is on another host.
     pub const TCP: u32 = 3;
+    /// A VM guest's ivshmem device: rings in the device's shared memory.
+    pub const IVSHMEM: u32 = 4;
 
-    /// The transport's name: `unix`, `unix+rings`, `tcp`, or `unknown` for
-    /// any other code.
+    /// The transport's name: `unix`, `unix+rings`, `tcp`, `ivshmem`, or
+    /// `unknown` for any other code.
     pub fn name(code: u32) -> &'static str {
         match code {
             UNIX => "unix",
             UNIX_RINGS => "unix+rings",
             TCP => "tcp",
+            IVSHMEM => "ivshmem",
             _ => "unknown",
         }
     }

@@ -165,23 +165,16 @@ pub struct Found {
 }
 
 impl Found {
-    /// The socket path of a `unix:` address, or why this client cannot use
-    /// the address that way: `tcp://` connects over TCP (`crate::tcp`),
-    /// `pci:` needs a transport this client lacks.
+    /// The socket path of a `unix:` address; a `tcp://` address connects
+    /// over TCP (`crate::tcp`) and a `pci:` one through the device's BARs
+    /// (`crate::ivshmem`) instead.
     pub fn unix_path(&self) -> Result<&Path, DiscoveryError> {
-        let transport = match &self.target {
-            Target::Unix(p) => return Ok(p),
-            Target::Tcp { .. } => {
-                return Err(DiscoveryError::NotUnix {
-                    found: self.to_string(),
-                })
-            }
-            Target::Pci(_) => "ivshmem (PCI)",
-        };
-        Err(DiscoveryError::Unsupported {
-            found: self.to_string(),
-            transport,
-        })
+        match &self.target {
+            Target::Unix(p) => Ok(p),
+            Target::Tcp { .. } | Target::Pci(_) => Err(DiscoveryError::NotUnix {
+                found: self.to_string(),
+            }),
+        }
     }
 }
 
@@ -200,15 +193,9 @@ pub enum DiscoveryError {
     /// The client file could not be read or understood.
     #[error("{}: {why}", path.display())]
     BadFile { path: PathBuf, why: String },
-    /// A `tcp://` address where a socket path was needed.
-    #[error("{found} is a TCP address, not a Unix socket")]
+    /// A `tcp://` or `pci:` address where a socket path was needed.
+    #[error("{found} is not a Unix socket")]
     NotUnix { found: String },
-    /// The address is valid but needs a transport this client lacks.
-    #[error("{found} needs the {transport} transport, which this version of the client does not have; point VGPU_MEDIATOR or {CLIENT_FILE} at a unix: socket")]
-    Unsupported {
-        found: String,
-        transport: &'static str,
-    },
 }
 
 /// The vGPU PCI device's identity.
@@ -586,19 +573,16 @@ mod tests {
     }
 
     #[test]
-    fn pci_cannot_be_used_today() {
+    fn only_unix_addresses_have_a_socket_path() {
         let found = |s: &str| Found {
             target: Target::parse(s).expect("parses"),
             source: Source::Env,
         };
         assert!(found("unix:/x").unix_path().is_ok());
-        let e = found("tcp://h:1").unix_path().expect_err("tcp").to_string();
-        assert!(e.contains("is a TCP address"), "{e}");
-        let e = found("pci:00:05.0")
-            .unix_path()
-            .expect_err("pci")
-            .to_string();
-        assert!(e.contains("ivshmem"), "{e}");
+        for other in ["tcp://h:1", "pci:00:05.0"] {
+            let e = found(other).unix_path().expect_err(other).to_string();
+            assert!(e.contains("is not a Unix socket"), "{e}");
+        }
     }
 
     #[test]

@@ -107,7 +107,8 @@ impl FrameLane {
                 policy,
             }),
         };
-        Ok((lane, [theirs.into_fd(), inp_fd, out_fd]))
+        let theirs = theirs.into_fd().ok_or(TransportError::NoFd)?;
+        Ok((lane, [theirs, inp_fd, out_fd]))
     }
 
     /// The client's end of a ring lane from the descriptors
@@ -251,14 +252,18 @@ impl FrameLane {
         self.sock().recv_fd()
     }
 
-    /// Lets go of a lane inherited across `fork` without closing its rings:
-    /// they are shared with the parent, whose lane would close with them.
-    /// The socket is this process's own descriptor and closes.
+    /// Lets go of a lane inherited across `fork` without closing its rings
+    /// (or, for a VM guest's lane, its ring stream): they are shared with
+    /// the parent, whose lane would close with them. A socket is this
+    /// process's own descriptor and closes.
     pub fn abandon(self) {
-        if let Io::Rings(r) = self.io {
-            let Rings { out, inp, .. } = r;
-            std::mem::forget(out);
-            std::mem::forget(inp);
+        match self.io {
+            Io::Rings(r) => {
+                let Rings { out, inp, .. } = r;
+                std::mem::forget(out);
+                std::mem::forget(inp);
+            }
+            Io::Socket(ch) => ch.abandon(),
         }
     }
 }
@@ -418,7 +423,7 @@ mod tests {
     fn descriptors_travel_on_the_lane_socket() {
         let (worker, client) = ring_pair(4096);
         let (x, _y) = Channel::pair().expect("pair");
-        let fd = x.into_fd();
+        let fd = x.into_fd().expect("a socket");
         use std::os::fd::AsFd;
         worker.send_fd(fd.as_fd()).expect("sent");
         client.recv_fd().expect("received");

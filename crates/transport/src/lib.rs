@@ -16,12 +16,19 @@
 //! except that it has no peer credentials and passes no descriptors; its
 //! lanes are separate connections that prove themselves with a token.
 //!
+//! [`ivshmem`] carries the same frames between a VM guest and its host
+//! through a QEMU ivshmem device: byte streams over these rings inside the
+//! device's shared memory, one region per guest process, doorbells toward
+//! the host and polling toward the guest (its module header is the
+//! contract).
+//!
 //! [`discovery`] finds the mediator a client connects to ([`Address`] and
 //! the other places it may be named); the client library and the `vgpu`
 //! command share it, so `vgpu status` and `vgpu doctor` check the address
 //! the client would use.
 
 pub mod discovery;
+pub mod ivshmem;
 pub mod lane;
 pub mod shm_ring;
 pub mod tcp;

@@ -137,7 +137,7 @@ impl Channel {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.peer_addr().ok(),
-            Stream::Unix(_) => None,
+            Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
 
@@ -145,7 +145,7 @@ impl Channel {
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.local_addr().ok(),
-            Stream::Unix(_) => None,
+            Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
 }
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(c.peer_addr(), Some(addr));
         assert_eq!(s.local_addr(), Some(addr));
         for ch in [&c, &s] {
-            let fd = ch.as_fd();
+            let fd = ch.socket_fd().expect("a socket");
             assert!(rustix::net::sockopt::tcp_nodelay(fd).expect("nodelay"));
             assert!(rustix::net::sockopt::socket_keepalive(fd).expect("keepalive"));
         }
@@ -306,7 +306,7 @@ mod tests {
             Err(TransportError::NotLocal("peer credentials"))
         ));
         assert!(matches!(
-            s.send_fd(c.as_fd()),
+            s.send_fd(c.fd().expect("a socket")),
             Err(TransportError::NotLocal("descriptor passing"))
         ));
         assert!(matches!(
@@ -336,9 +336,9 @@ mod tests {
         let l = loopback();
         let port = l.local_addr().expect("bound").port();
         let c = Channel::connect_tcp("localhost", port, Duration::from_secs(5)).expect("connect");
-        assert!(Channel::from_fd(c.into_fd()).is_tcp());
+        assert!(Channel::from_fd(c.into_fd().expect("a socket")).is_tcp());
         let (a, _b) = Channel::pair().expect("pair");
-        assert!(!Channel::from_fd(a.into_fd()).is_tcp());
+        assert!(!Channel::from_fd(a.into_fd().expect("a socket")).is_tcp());
     }
 
     #[test]

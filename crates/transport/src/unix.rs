@@ -17,6 +17,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
+use crate::ivshmem::stream::ShmStream;
 use crate::TransportError;
 
 /// One end of a session or lane connection.
@@ -25,18 +26,22 @@ pub struct Channel {
     pub(crate) stream: Stream,
 }
 
-/// The socket under a [`Channel`].
+/// The socket (or ring pair) under a [`Channel`].
 #[derive(Debug)]
 pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// Two rings in an ivshmem BAR ([`crate::ivshmem::stream`]).
+    Shm(Box<ShmStream>),
 }
 
-impl AsFd for Stream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
+impl Stream {
+    /// The socket's descriptor; `None` for a ring stream.
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => Some(s.as_fd()),
+            Stream::Tcp(s) => Some(s.as_fd()),
+            Stream::Shm(_) => None,
         }
     }
 }
@@ -74,11 +79,42 @@ impl Channel {
         Channel { stream }
     }
 
-    /// Gives up the socket.
-    pub fn into_fd(self) -> OwnedFd {
+    /// A channel over two rings in an ivshmem BAR: it behaves as a TCP
+    /// one (no credentials, no descriptors).
+    pub fn from_shm(s: ShmStream) -> Channel {
+        Channel {
+            stream: Stream::Shm(Box::new(s)),
+        }
+    }
+
+    /// Gives up the socket; `None` for a ring stream, which has none.
+    pub fn into_fd(self) -> Option<OwnedFd> {
         match self.stream {
-            Stream::Unix(s) => OwnedFd::from(s),
-            Stream::Tcp(s) => OwnedFd::from(s),
+            Stream::Unix(s) => Some(OwnedFd::from(s)),
+            Stream::Tcp(s) => Some(OwnedFd::from(s)),
+            Stream::Shm(_) => None,
+        }
+    }
+
+    /// The socket's descriptor; `None` for a ring stream.
+    pub fn socket_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.stream.fd()
+    }
+
+    /// The socket's descriptor, or [`TransportError::NotLocal`] for a ring
+    /// stream.
+    pub fn fd(&self) -> Result<BorrowedFd<'_>, TransportError> {
+        self.stream
+            .fd()
+            .ok_or(TransportError::NotLocal("a socket descriptor"))
+    }
+
+    /// Lets go of a channel inherited across `fork`: a ring stream's ends
+    /// are left as the parent has them ([`ShmStream::abandon`]); a socket
+    /// is this process's own descriptor and closes.
+    pub fn abandon(self) {
+        if let Stream::Shm(s) = self.stream {
+            s.abandon();
         }
     }
 
@@ -87,11 +123,17 @@ impl Channel {
         matches!(self.stream, Stream::Tcp(_))
     }
 
+    /// Whether this channel runs on rings in an ivshmem BAR (a VM guest's
+    /// session): like TCP, nothing but bytes crosses it.
+    pub fn is_vm(&self) -> bool {
+        matches!(self.stream, Stream::Shm(_))
+    }
+
     /// The Unix socket, or [`TransportError::NotLocal`] naming `what`.
     fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
         match &self.stream {
             Stream::Unix(s) => Ok(s),
-            Stream::Tcp(_) => Err(TransportError::NotLocal(what)),
+            Stream::Tcp(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
         }
     }
 
@@ -189,7 +231,13 @@ impl Channel {
     /// down one direction only.
     pub fn hung_up(&self) -> bool {
         use rustix::event::{poll, PollFd, PollFlags};
-        let mut fds = [PollFd::new(&self.stream, PollFlags::RDHUP)];
+        let Some(fd) = self.stream.fd() else {
+            return match &self.stream {
+                Stream::Shm(s) => s.hung_up(),
+                _ => true,
+            };
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
         match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
             Ok(0) => false,
             Ok(_) => fds[0]
@@ -208,6 +256,7 @@ impl Read for Channel {
         match &mut self.stream {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Shm(s) => s.read(buf),
         }
     }
 }
@@ -220,17 +269,20 @@ impl Read for Channel {
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.check_peer()?;
-        Ok(rustix::net::send(&self.stream, buf, SendFlags::NOSIGNAL)?)
+        match &mut self.stream {
+            Stream::Shm(s) => s.write(buf),
+            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+        }
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         self.check_peer()?;
         let mut no_fds = SendAncillaryBuffer::default();
-        Ok(sendmsg(
-            &self.stream,
-            bufs,
-            &mut no_fds,
-            SendFlags::NOSIGNAL,
-        )?)
+        match &mut self.stream {
+            Stream::Shm(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
@@ -244,12 +296,6 @@ impl Channel {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
         Ok(())
-    }
-}
-
-impl AsFd for Channel {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.stream.as_fd()
     }
 }
 
@@ -329,7 +375,7 @@ mod tests {
     fn fd_passing_round_trip() {
         let (a, b) = Channel::pair().expect("pair");
         let (mut x, y) = Channel::pair().expect("pair");
-        a.send_fd(y.as_fd()).expect("send fd");
+        a.send_fd(y.fd().expect("a socket")).expect("send fd");
         let got = b.recv_fd().expect("recv fd");
         let mut y2 = Channel::from_fd(got);
         x.write_all(b"hello").expect("write");
@@ -343,7 +389,8 @@ mod tests {
         let (a, b) = Channel::pair().expect("pair");
         let (x1, y1) = Channel::pair().expect("pair");
         let (x2, y2) = Channel::pair().expect("pair");
-        a.send_fds(&[y1.as_fd(), y2.as_fd()]).expect("send fds");
+        a.send_fds(&[y1.fd().expect("a socket"), y2.fd().expect("a socket")])
+            .expect("send fds");
         let got = b.recv_fds(2).expect("recv fds");
         assert_eq!(got.len(), 2);
         let mut y1b = Channel::from_fd(got.into_iter().next().expect("first"));
@@ -353,7 +400,7 @@ mod tests {
         y1b.read_exact(&mut buf).expect("read");
         assert_eq!(&buf, b"ok");
         // A count mismatch is refused.
-        a.send_fds(&[y2.as_fd()]).expect("send fd");
+        a.send_fds(&[y2.fd().expect("a socket")]).expect("send fd");
         assert!(matches!(b.recv_fds(2), Err(TransportError::NoFd)));
         // Pending data is not a hang-up; a closed peer is.
         assert!(!x2.hung_up());

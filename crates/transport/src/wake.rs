@@ -46,6 +46,16 @@
 //! `FUTEX_PRIVATE_FLAG`): the kernel keys it on the page, not on the address
 //! space.
 //!
+//! **Guest ends** (rings inside an ivshmem BAR, `crate::ivshmem`): a
+//! process in a VM guest cannot wait on a futex the host wakes, nor wake
+//! one the host waits on. Its ring ends carry a doorbell
+//! ([`crate::shm_ring::Doorbell`]): where this protocol would `futex_wake`
+//! the host, the guest rings the doorbell instead (the mediator, woken by
+//! the device's eventfd, wakes the host futex for it); and the guest never
+//! sets its `sleeping` flag nor sleeps on the futex: after spinning and
+//! yielding it naps, 20 µs first, each nap twice the last up to 1 ms, and
+//! checks again (polling with backoff; no guest kernel module needed).
+//!
 //! **Hostile peers.** A peer can scribble on both words. That can cost
 //! spurious wake-ups or a missed one, never memory safety; waits take a
 //! timeout ([`WaitPolicy::timeout`]) so a stuck or dead peer is noticed.
@@ -147,10 +157,20 @@ pub(crate) trait WakeWords {
     fn wake(&self) -> Result<(), TransportError>;
 }
 
-/// A wake pair in a shared mapping.
+/// First nap of a guest end waiting by polling (see "Guest ends").
+pub(crate) const FIRST_NAP: Duration = Duration::from_micros(20);
+/// Longest nap of a guest end: the most a reply can wait to be noticed
+/// once the wait has gone on this long.
+pub(crate) const LONGEST_NAP: Duration = Duration::from_millis(1);
+
+/// A wake pair in a shared mapping. With a doorbell it is a guest end
+/// inside an ivshmem BAR (see "Guest ends" above).
 pub(crate) struct SharedWake<'a> {
     pub(crate) seq: &'a AtomicU32,
     pub(crate) sleeping: &'a AtomicU32,
+    pub(crate) doorbell: Option<&'a dyn crate::shm_ring::Doorbell>,
+    /// A guest end's next nap.
+    pub(crate) nap: std::cell::Cell<Duration>,
 }
 
 impl WakeWords for SharedWake<'_> {
@@ -161,7 +181,10 @@ impl WakeWords for SharedWake<'_> {
         self.seq.fetch_add(1, Ordering::Release);
     }
     fn set_sleeping(&self, on: bool) {
-        self.sleeping.store(u32::from(on), Ordering::Relaxed);
+        // A guest end never announces a sleep: nothing could wake it.
+        if self.doorbell.is_none() {
+            self.sleeping.store(u32::from(on), Ordering::Relaxed);
+        }
     }
     fn is_sleeping(&self) -> bool {
         self.sleeping.load(Ordering::Relaxed) != 0
@@ -170,6 +193,12 @@ impl WakeWords for SharedWake<'_> {
         fence(Ordering::SeqCst);
     }
     fn wait(&self, expected: u32, timeout: Option<Duration>) -> Result<(), TransportError> {
+        if self.doorbell.is_some() {
+            let nap = self.nap.get();
+            self.nap.set((nap * 2).min(LONGEST_NAP));
+            std::thread::sleep(timeout.map_or(nap, |t| t.min(nap)));
+            return Ok(());
+        }
         let ts = timeout.map(|d| futex::Timespec {
             tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: d.subsec_nanos().into(),
@@ -182,6 +211,10 @@ impl WakeWords for SharedWake<'_> {
         }
     }
     fn wake(&self) -> Result<(), TransportError> {
+        if let Some(bell) = self.doorbell {
+            bell.ring();
+            return Ok(());
+        }
         futex::wake(self.seq, futex::Flags::empty(), 1)
             .map(drop)
             .map_err(|e| TransportError::Io(e.into()))
@@ -315,6 +348,8 @@ mod tests {
         SharedWake {
             seq: &w.seq,
             sleeping: &w.sleeping,
+            doorbell: None,
+            nap: std::cell::Cell::new(FIRST_NAP),
         }
     }
 

@@ -59,6 +59,11 @@ pub const LIBCUDA_ENV: &str = "VGPU_BENCH_LIBCUDA";
 
 /// The `--transports` name of a loopback TCP connection to the mediator.
 const TCP: &str = "tcp";
+/// The `--transports` name of the ivshmem transport, run through a
+/// stand-in for QEMU on this host (`docs/vm.md`, "Without a VM").
+const IVSHMEM: &str = "ivshmem";
+/// The stand-in device's address in its fake sysfs tree.
+const IVSHMEM_BDF: &str = "0000:00:05.0";
 
 /// A loopback port that is free now (the mediator binds it right after).
 fn free_loopback_port() -> Result<u16, CliError> {
@@ -339,11 +344,31 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     } else {
         None
     };
+    let ivshmem_socket = work.path().join("ivshmem.sock");
+    let measure_ivshmem = args.transports.iter().any(|t| t == IVSHMEM);
+    if measure_ivshmem {
+        let listen = format!("ivshmem:{}", ivshmem_socket.display());
+        med_args.extend(["--listen".into(), listen.into()]);
+    }
     let mut med = Mediator::start(&mediator_bin, &socket, &med_args, &med_log)?;
     // The supervisor binds its --listen addresses one after the other at
     // start-up: the TCP port is open long before the first run through it
     // (every benchmark runs natively first).
     med.wait_ready(Duration::from_secs(args.socket_timeout))?;
+    // The supervisor binds its ivshmem socket before its Unix socket.
+    let ivshmem = if measure_ivshmem {
+        let sysfs = work.path().join("sys");
+        let peer = vgpu_transport::ivshmem::server::FakeQemu::start(
+            &ivshmem_socket,
+            &sysfs,
+            IVSHMEM_BDF,
+            1,
+        )
+        .map_err(|e| CliError::Mediator(format!("{}: {e}", ivshmem_socket.display())))?;
+        Some((peer, sysfs))
+    } else {
+        None
+    };
     let mut address = OsString::from("unix:");
     address.push(&socket);
     let mediator_line = format!(
@@ -363,6 +388,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         client,
         address,
         tcp_address,
+        ivshmem,
         c_program,
         torch,
         log,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::catalog::{self, Benchmark, Program};
 use super::report::{Outcome, RunInfo};
-use super::{exec, median, BenchArgs, NativePlan, Side, LIBCUDA_ENV, TCP};
+use super::{exec, median, BenchArgs, NativePlan, Side, IVSHMEM, IVSHMEM_BDF, LIBCUDA_ENV, TCP};
 use crate::config::Env;
 use crate::layout::ClientLayout;
 
@@ -24,6 +24,9 @@ pub(super) struct Bench<'a> {
     pub(super) address: OsString,
     /// The mediator's loopback TCP address, when `tcp` is measured.
     pub(super) tcp_address: Option<String>,
+    /// The stand-in for QEMU and its fake sysfs root, when `ivshmem` is
+    /// measured.
+    pub(super) ivshmem: Option<(vgpu_transport::ivshmem::server::FakeQemu, PathBuf)>,
     /// The compiled C program, or why there is none.
     pub(super) c_program: Result<PathBuf, String>,
     /// The PyTorch script, or why the PyTorch benchmarks are skipped.
@@ -53,8 +56,14 @@ impl Bench<'_> {
                     "LD_LIBRARY_PATH",
                     self.env.ld_library_path_with(&self.client.loader_dir),
                 );
-                match (t.as_str(), &self.tcp_address) {
-                    (TCP, Some(tcp)) => cmd.env("VGPU_MEDIATOR", tcp).env("VGPU_TRANSPORT", "auto"),
+                match (t.as_str(), &self.tcp_address, &self.ivshmem) {
+                    (TCP, Some(tcp), _) => {
+                        cmd.env("VGPU_MEDIATOR", tcp).env("VGPU_TRANSPORT", "auto")
+                    }
+                    (IVSHMEM, _, Some((_, sysfs))) => cmd
+                        .env("VGPU_MEDIATOR", format!("pci:{IVSHMEM_BDF}"))
+                        .env("VGPU_SYSFS_ROOT", sysfs)
+                        .env("VGPU_TRANSPORT", "auto"),
                     _ => cmd
                         .env("VGPU_MEDIATOR", &self.address)
                         .env("VGPU_TRANSPORT", t),

@@ -601,6 +601,6 @@ mod tests {
         ];
         // SAFETY: an END-terminated list.
         let r = unsafe { packed_extra(list.as_mut_ptr(), &[(0, 8)]) };
-        assert_eq!(r.unwrap_err(), CuError::INVALID_VALUE);
+        assert_eq!(r.expect_err("no size"), CuError::INVALID_VALUE);
     }
 }

@@ -32,7 +32,7 @@
 
 use std::ffi::c_void;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -162,7 +162,7 @@ pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
         return write_response(control, status::INVALID_VALUE.0, seq, &[], &[]).is_ok();
     }
     let pair = Channel::pair().and_then(|(ours, theirs)| {
-        let writer = ours.as_fd().try_clone_to_owned()?;
+        let writer = ours.fd()?.try_clone_to_owned()?;
         Ok((ours, Channel::from_fd(writer), theirs))
     });
     match pair {
@@ -170,7 +170,7 @@ pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
             session
                 .callbacks
                 .fd
-                .store(ours.as_fd().as_raw_fd(), Ordering::SeqCst);
+                .store(ours.fd().map_or(-1, |f| f.as_raw_fd()), Ordering::SeqCst);
             *io = Some(ours);
             *session
                 .callbacks
@@ -178,7 +178,7 @@ pub fn open(session: &Session, control: &mut Channel, seq: u32) -> bool {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = Some(writer);
             write_response(control, status::SUCCESS.0, seq, &[], &[]).is_ok()
-                && control.send_fd(theirs.as_fd()).is_ok()
+                && theirs.fd().is_ok_and(|f| control.send_fd(f).is_ok())
         }
         Err(e) => {
             tracing::error!("cannot make the callback channel: {e}");

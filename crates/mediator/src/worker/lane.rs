@@ -125,7 +125,8 @@ pub fn start_socket(session: &Arc<Session>, ch: Channel) -> std::io::Result<()> 
 /// A socket lane: our end, and the client's end to pass.
 fn socket() -> Result<(FrameLane, Vec<OwnedFd>), MediatorError> {
     let (ours, theirs) = Channel::pair()?;
-    Ok((FrameLane::socket(ours), vec![theirs.into_fd()]))
+    let theirs = theirs.into_fd().ok_or(TransportError::NoFd)?;
+    Ok((FrameLane::socket(ours), vec![theirs]))
 }
 
 /// A ring lane: our end, and the client's lane socket and ring memfds.

@@ -46,6 +46,7 @@ mod stream;
 mod tables;
 mod tensormap;
 mod texture;
+mod vm;
 mod vmm;
 
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -95,7 +96,8 @@ pub struct Session {
     pub rings: bool,
     /// The control connection is TCP: the client is on another host, so
     /// nothing can be shared with it (no rings, no pinned host memory) and
-    /// lanes are TCP connections ([`remote`]).
+    /// lanes are TCP connections ([`remote`]). Also set for a process in a
+    /// VM guest ([`vm`]): only bytes cross its ring streams.
     pub remote: bool,
     /// The host-callback channel (`callback`).
     pub callbacks: Arc<callback::Callbacks>,
@@ -143,17 +145,25 @@ pub fn attach_session_table(fd: i32, slot: usize) {
     }
 }
 
-/// Serves the session on the inherited connection `fd` until the client leaves.
-pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
+/// Serves the session on the inherited connection `fd` (or, with
+/// `region`, a VM guest's region of the inherited shared memory `fd`:
+/// [`vm`]) until the client leaves.
+pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), MediatorError> {
     if fd < 3 {
         return Err(MediatorError::Config(format!(
             "--fd {fd} is not an inherited connection"
         )));
     }
-    // SAFETY: the supervisor started this process with `fd` open, inherited for
-    // exactly this purpose; nothing else in the process owns it.
-    let mut control = Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) });
-    let remote = control.is_tcp();
+    let (mut control, vm) = match region {
+        Some(spec) => {
+            let (vm, control) = vm::VmRegion::open(fd, spec)?;
+            (control, Some(vm))
+        }
+        // SAFETY: the supervisor started this process with `fd` open,
+        // inherited for exactly this purpose; nothing else owns it.
+        None => (Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) }), None),
+    };
+    let remote = control.is_tcp() || control.is_vm();
     let credentials = if remote {
         None
     } else {
@@ -165,6 +175,15 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         Some((pid, uid, _)) => {
             tracing::info!(client_pid = pid, uid, env = ?hello.env, "session starting");
             pid
+        }
+        None if vm.is_some() => {
+            tracing::info!(
+                guest_pid = hello.pid,
+                uid = hello.uid,
+                env = ?hello.env,
+                "session starting (process in a VM guest over ivshmem; pid and uid as it states them)"
+            );
+            hello.pid
         }
         None => {
             // No credentials over TCP: pid and uid are what the client says.
@@ -191,7 +210,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     if welcome.init_status != status::SUCCESS.0 {
         tracing::warn!(status = welcome.init_status, "cuInit failed in the worker");
     }
-    // Rings need memory both sides map: never over TCP.
+    // Lane rings are memfds both sides map: never over TCP nor to a VM.
     let offered = if remote {
         features::ALL & !features::RINGS
     } else {
@@ -229,7 +248,9 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
     });
     tracing::debug!(features = negotiated, "features negotiated");
     if let Some(slot) = sessions::own() {
-        let kind = if remote {
+        let kind = if vm.is_some() {
+            transport::IVSHMEM
+        } else if remote {
             transport::TCP
         } else if session.rings {
             transport::UNIX_RINGS
@@ -238,7 +259,7 @@ pub fn run(args: &ServeArgs, fd: i32) -> Result<(), MediatorError> {
         };
         slot.go_live(pid, uid.unwrap_or(hello.uid), kind);
     }
-    serve_control(&session, control, args);
+    serve_control(&session, control, args, vm.as_ref());
     session.closing.store(true, Ordering::SeqCst);
     session.callbacks.close();
     session.tables().vmm.release_all(&session.driver);
@@ -271,7 +292,12 @@ fn load_driver(args: &ServeArgs) -> Result<Driver, MediatorError> {
 }
 
 /// The control connection opens lanes; its end is the end of the session.
-fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs) {
+fn serve_control(
+    session: &Arc<Session>,
+    mut control: Channel,
+    args: &ServeArgs,
+    vm: Option<&vm::VmRegion>,
+) {
     let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports);
     loop {
         let req = match read_request(&mut control) {
@@ -283,9 +309,10 @@ fn serve_control(session: &Arc<Session>, mut control: Channel, args: &ServeArgs)
             }
         };
         let ok = match req.op {
-            Op::OpenLane => match &mut tcp_lanes {
-                Some(tcp) => tcp.open(session, &mut control, req.seq),
-                None => lane::open(session, &mut control, req.seq),
+            Op::OpenLane => match (&mut tcp_lanes, vm) {
+                (_, Some(vm)) => vm.open_lane(session, &mut control, req.seq),
+                (Some(tcp), None) => tcp.open(session, &mut control, req.seq),
+                (None, None) => lane::open(session, &mut control, req.seq),
             },
             Op::OpenCallbacks => callback::open(session, &mut control, req.seq),
             Op::OpenOutput => output::open(session, &mut control, req.seq),

@@ -101,6 +101,17 @@
 //! words through atomics. A hostile peer writing a slot we are copying can
 //! only garble the bytes we copy, which the protocol layer validates anyway.
 //!
+//! # Rings in a larger mapping
+//!
+//! A ring may also live at a page-aligned offset of a larger shared
+//! mapping ([`SharedMem`]: an ivshmem BAR, `crate::ivshmem`), laid out by
+//! [`Ring::init_at`] (which zeroes the data area too: a ring laid out where
+//! one was before must not find old tags at its counters) and bound by
+//! [`Ring::attach_at`], which checks the header against the layout the
+//! binding side expects. Such a window is not sealed memory of its own;
+//! its owner keeps the whole mapping alive. A guest's ends carry a
+//! [`Doorbell`] (see `crate::wake`, "Guest ends").
+//!
 //! [`PeerGone`]: TransportError::PeerGone
 //! [`Corrupt`]: TransportError::Corrupt
 
@@ -109,18 +120,21 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
 
 mod consumer;
 mod producer;
+mod shared;
 
 use crate::wake::SharedWake;
 pub use crate::wake::WaitPolicy;
 use crate::TransportError;
 pub use consumer::{Consumer, Message};
 pub use producer::Producer;
+pub use shared::{Doorbell, SharedMem};
 
 /// `"VGPURING"`, little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"VGPURING");
@@ -187,11 +201,13 @@ const fn record_len(len: u64) -> u64 {
     RECORD_HEADER as u64 + ((len + 7) & !7)
 }
 
-/// A `MAP_SHARED` mapping of a whole ring memfd; unmapped on drop.
+/// A `MAP_SHARED` mapping of a whole ring memfd (unmapped on drop), or a
+/// window into a larger [`SharedMem`] that `owner` keeps mapped.
 #[derive(Debug)]
 struct Mapping {
     base: NonNull<u8>,
     len: usize,
+    owner: Option<Arc<SharedMem>>,
 }
 
 // SAFETY: the mapping is plain shared memory owned by this value; it is only
@@ -220,7 +236,11 @@ impl Mapping {
         let base = NonNull::new(p.cast::<u8>()).ok_or(TransportError::Io(
             std::io::Error::other("mmap returned null"),
         ))?;
-        Ok(Mapping { base, len })
+        Ok(Mapping {
+            base,
+            len,
+            owner: None,
+        })
     }
 
     /// The atomic word at header offset `off` (a constant of this module:
@@ -244,6 +264,9 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        if self.owner.is_some() {
+            return; // A window: the owner unmaps.
+        }
         // SAFETY: `base`/`len` are exactly the range mapped in `new`, and no
         // reference into it outlives `self` (they all borrow `self`).
         let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
@@ -256,6 +279,8 @@ pub struct Ring {
     map: Mapping,
     /// Private copy, validated once: never re-read from shared memory.
     capacity: usize,
+    /// Set on a guest end inside an ivshmem BAR ([`Doorbell`]).
+    doorbell: Option<Arc<dyn Doorbell>>,
 }
 
 impl Ring {
@@ -283,7 +308,14 @@ impl Ring {
         map.u64_at(OFF_CAPACITY)
             .store(capacity as u64, Ordering::Relaxed);
         map.u64_at(OFF_MAGIC).store(MAGIC, Ordering::Release);
-        Ok((Ring { map, capacity }, fd))
+        Ok((
+            Ring {
+                map,
+                capacity,
+                doorbell: None,
+            },
+            fd,
+        ))
     }
 
     /// Maps a ring received from the peer, validating the memfd (seals, size)
@@ -322,7 +354,11 @@ impl Ring {
                     && HEADER_LEN + c == size
             })
             .ok_or(TransportError::Corrupt("capacity does not match the memfd"))?;
-        Ok(Ring { map, capacity })
+        Ok(Ring {
+            map,
+            capacity,
+            doorbell: None,
+        })
     }
 
     /// Bytes in the data area.
@@ -401,12 +437,16 @@ impl Ring {
         SharedWake {
             seq: self.map.u32_at(OFF_DATA_SEQ),
             sleeping: self.map.u32_at(OFF_DATA_SLEEPING),
+            doorbell: self.doorbell.as_deref(),
+            nap: Cell::new(crate::wake::FIRST_NAP),
         }
     }
     fn space_wake(&self) -> SharedWake<'_> {
         SharedWake {
             seq: self.map.u32_at(OFF_SPACE_SEQ),
             sleeping: self.map.u32_at(OFF_SPACE_SLEEPING),
+            doorbell: self.doorbell.as_deref(),
+            nap: Cell::new(crate::wake::FIRST_NAP),
         }
     }
 
