@@ -538,3 +538,57 @@ fn ivshmem_doorbell_interrupts_reach_guest_user_space_through_vfio() {
     let rtt = run.value("roundtrip_us ").expect("a round-trip figure");
     eprintln!("{test}: {:?} doorbell round trip {rtt} µs", run.accel);
 }
+
+/// The figures of `tests/vm/guest_bench.c` (posted launches, a waited
+/// round trip, 64 MiB copies) in a guest over `--listen ivshmem:` and on
+/// this host over the local rings, both against the simulated device.
+/// A benchmark, not a check: `scripts/vm-bench` runs it (in release mode)
+/// and prints the two sets side by side.
+#[test]
+#[ignore = "a benchmark: run by scripts/vm-bench"]
+fn guest_bench_beside_local_rings() {
+    let Some(qemu) = vm::qemu("guest_bench_beside_local_rings") else {
+        return;
+    };
+    let build = common::build();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bench = vm::compile_c(&vm::repo_root().join("tests/vm/guest_bench.c"), dir.path());
+
+    let socket = dir.path().join("ivshmem.sock");
+    let listen = format!("ivshmem:{}", socket.display());
+    let mediator = common::Mediator::start_with(&build, &["--listen", &listen]);
+    wait_path(&socket, &mediator);
+    let spec = GuestSpec {
+        files: vec![
+            (build.client.clone(), GUEST_LIBCUDA.into()),
+            (bench.clone(), "/opt/vgpu-test/guest_bench".into()),
+        ],
+        init_commands: vec!["/opt/vgpu-test/guest_bench".into()],
+        devices: vec![Device::IvshmemDoorbell {
+            socket: socket.clone(),
+            vectors: 4,
+        }],
+        cpus: 2,
+        ..GuestSpec::default()
+    };
+    let run = Guest::boot(&qemu, &spec);
+    run.assert_success().assert_line("bench ok");
+
+    let h = common::Harness::start();
+    let host = h.run(h.command(&bench));
+    host.assert_success().assert_line("bench ok");
+
+    println!(
+        "guest ({:?}) over ivshmem | host over local rings",
+        run.accel
+    );
+    for key in ["posted", "rtt", "htod", "dtoh"] {
+        let guest = run.value(&format!("{key} ")).unwrap_or_default();
+        let local = host
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap_or_default();
+        println!("{key:<7} {guest:<16} | {local}");
+    }
+}
