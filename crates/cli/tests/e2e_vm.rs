@@ -333,13 +333,17 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
     let mediator = common::Mediator::start_with(&build, &["--listen", &listen]);
     wait_path(&socket, &mediator);
 
-    // One process, then two at once; each run's lines are prefixed with
-    // its name.
-    let spec = smoke_guest(
+    // `vgpu doctor` and `vgpu install` in the guest; then one process,
+    // then two at once, each run's lines prefixed with its name.
+    let mut spec = smoke_guest(
         &build,
         dir.path(),
         &socket,
         &[
+            "VGPU doctor | sed 's/^/doctor: /'",
+            "VGPU install --lib /opt/vgpu-test/libvgpu-cuda.so --root /tmp/image \
+                | sed 's/^/install: /'",
+            "ls /tmp/image/usr/lib/vgpu | sed 's/^/installed: /'",
             "SMOKE | sed 's/^/alone: /'",
             "SMOKE > /tmp/a.log 2>&1 & a=$!",
             "SMOKE > /tmp/b.log 2>&1 & b=$!",
@@ -349,11 +353,34 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
             "sed 's/^/second: /' /tmp/b.log",
         ],
     );
+    for c in &mut spec.init_commands {
+        *c = c.replace("VGPU ", &format!("{VGPU} "));
+    }
+    spec.files
+        .push((env!("CARGO_BIN_EXE_vgpu").into(), VGPU.into()));
+    spec.files.push((
+        build.client.clone(),
+        "/opt/vgpu-test/libvgpu-cuda.so".into(),
+    ));
     let run = Guest::boot(&qemu, &spec);
     report("driver_smoke_in_a_guest_over_ivshmem", &run);
     run.assert_success()
         .assert_line("first: exit 0")
-        .assert_line("second: exit 0");
+        .assert_line("second: exit 0")
+        .assert_line("installed: libvgpu-cuda.so");
+    for needle in [
+        "doctor: ",
+        "(shared memory), peer id 1",
+        "host to guest by polling with backoff",
+        "answered the handshake",
+    ] {
+        assert!(
+            run.serial_output
+                .lines()
+                .any(|l| l.starts_with("doctor: ") && l.contains(needle)),
+            "vgpu doctor in the guest lacks {needle:?}:\n{run}"
+        );
+    }
     for who in ["alone", "first", "second"] {
         for line in SMOKE_LINES {
             run.assert_line(&format!("{who}: {line}"));
