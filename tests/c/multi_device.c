@@ -11,6 +11,8 @@
  *   cuMemcpyPeerAsync, cuMemcpy3DPeer, and the unified forms (cuMemcpy,
  *   cuMemcpyAsync, cuMemcpyDtoD) across devices, 8 MiB at a time.
  * - A stream of one device waits on an event recorded on the other.
+ * - With a destroyed context current (memMapIPCDrv's order of calls), the
+ *   VMM calls that need no context: granularity, create, export, release.
  *
  * With fewer than two devices it prints `skip: N device(s)` and exits 0.
  *
@@ -43,8 +45,25 @@ typedef struct {
     size_t WidthInBytes, Height, Depth;
 } CUDA_MEMCPY3D_PEER;
 
+/* The VMM allocation properties (32 bytes, as the driver's). */
+typedef struct {
+    int type;
+    int requestedHandleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32HandleMetaData;
+    unsigned char allocFlags[8];
+} CUmemAllocationProp;
+
+_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+
 enum {
     MEMORY_DEVICE = 2,
+    ALLOCATION_PINNED = 1,
+    LOCATION_DEVICE = 1,
+    HANDLE_POSIX_FD = 1,
     P2P_ACCESS_SUPPORTED = 2,
     POINTER_DEVICE_ORDINAL = 9,
     MAX_DEVICES = 8,
@@ -83,6 +102,13 @@ static struct {
     CUresult (*MemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
     CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
     CUresult (*Memcpy3DPeer)(const CUDA_MEMCPY3D_PEER *);
+    CUresult (*CtxCreate)(CUcontext *, unsigned int, CUdevice);
+    CUresult (*CtxDestroy)(CUcontext);
+    CUresult (*MemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *, int);
+    CUresult (*MemCreate)(unsigned long long *, size_t, const CUmemAllocationProp *,
+                          unsigned long long);
+    CUresult (*MemExportToShareableHandle)(void *, unsigned long long, int, unsigned long long);
+    CUresult (*MemRelease)(unsigned long long);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
@@ -117,6 +143,12 @@ static const struct cu_entry entries[] = {
     ENTRY(MemcpyPeer, "cuMemcpyPeer"),
     ENTRY(MemcpyPeerAsync, "cuMemcpyPeerAsync"),
     ENTRY(Memcpy3DPeer, "cuMemcpy3DPeer"),
+    ENTRY(CtxCreate, "cuCtxCreate_v2"),
+    ENTRY(CtxDestroy, "cuCtxDestroy_v2"),
+    ENTRY(MemGetAllocationGranularity, "cuMemGetAllocationGranularity"),
+    ENTRY(MemCreate, "cuMemCreate"),
+    ENTRY(MemExportToShareableHandle, "cuMemExportToShareableHandle"),
+    ENTRY(MemRelease, "cuMemRelease"),
     ENTRY(GetErrorName, "cuGetErrorName"),
 };
 
@@ -337,6 +369,41 @@ static void peer_access(void)
     check("set_current_0_peer_again", cu.CtxSetCurrent(ctx[0]), CUDA_SUCCESS);
 }
 
+/* As the memMapIPCDrv sample does: a context on each of two devices, peer
+ * access between them, then both destroyed, which leaves the destroyed
+ * first one current (cuCtxCreate pushed both; cuCtxSetCurrent replaced the
+ * top). The VMM calls that need no context still succeed. */
+static void destroyed_current(void)
+{
+    CUcontext a = NULL, b = NULL;
+    check("ctx_create_dev_0", cu.CtxCreate(&a, 0, 0), CUDA_SUCCESS);
+    check("ctx_create_dev_1", cu.CtxCreate(&b, 0, 1), CUDA_SUCCESS);
+    check("set_current_dev_0_ctx", cu.CtxSetCurrent(a), CUDA_SUCCESS);
+    check("ctx_destroy_dev_0", cu.CtxDestroy(a), CUDA_SUCCESS);
+    check("ctx_destroy_dev_1", cu.CtxDestroy(b), CUDA_SUCCESS);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof(prop));
+    prop.type = ALLOCATION_PINNED;
+    prop.location.type = LOCATION_DEVICE;
+    prop.location.id = 0;
+    prop.requestedHandleTypes = HANDLE_POSIX_FD;
+    size_t granularity = 0;
+    check("granularity_destroyed_current",
+          cu.MemGetAllocationGranularity(&granularity, &prop, 0), CUDA_SUCCESS);
+    unsigned long long handle = 0;
+    int fd = -1;
+    if (check("mem_create_destroyed_current", cu.MemCreate(&handle, granularity, &prop, 0),
+              CUDA_SUCCESS)) {
+        check("export_destroyed_current",
+              cu.MemExportToShareableHandle(&fd, handle, HANDLE_POSIX_FD, 0), CUDA_SUCCESS);
+        check_true("export_destroyed_current_fd", fd >= 0, "no descriptor");
+        if (fd >= 0)
+            close(fd);
+        check("release_destroyed_current", cu.MemRelease(handle), CUDA_SUCCESS);
+    }
+    check("set_current_none", cu.CtxSetCurrent(NULL), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     const char *library = argc > 1 ? argv[1] : NULL;
@@ -389,5 +456,6 @@ int main(int argc, char **argv)
         check(name, cu.PrimaryCtxRelease(d), CUDA_SUCCESS);
     }
     check("set_current_null", cu.CtxSetCurrent(NULL), CUDA_SUCCESS);
+    destroyed_current();
     return checks_summary();
 }

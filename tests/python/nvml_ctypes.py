@@ -24,6 +24,7 @@ Exit:   0 every check passed; 1 a check failed.
 import ctypes
 import os
 import sys
+import time
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
 
 SUCCESS = 0
@@ -34,6 +35,7 @@ NOT_FOUND = 6
 INSUFFICIENT_SIZE = 7
 DRIVER_NOT_LOADED = 9
 GPU_IS_LOST = 15
+TIMEOUT = 10
 ARGUMENT_VERSION_MISMATCH = 25
 
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
@@ -225,9 +227,22 @@ def basic(t):
     t.eq("compute_capability NULL", nvml.nvmlDeviceGetCudaComputeCapability(h, None, byref(minor)), INVALID_ARGUMENT)
     t.eq("processes NULL count", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, None, None), INVALID_ARGUMENT)
     t.eq("handle_by_uuid NULL", nvml.nvmlDeviceGetHandleByUUID(None, byref(by_uuid)), INVALID_ARGUMENT)
-    events = c_ulonglong()
-    t.eq("not implemented", nvml.nvmlDeviceGetSupportedEventTypes(h, byref(events)), NOT_SUPPORTED)
+    t.eq("not implemented", nvml.nvmlDeviceSetComputeMode(h, 0), NOT_SUPPORTED)
     t.eq("BAR1 on the simulated device", nvml.nvmlDeviceGetBAR1MemoryInfo(h, byref(mem)), NOT_SUPPORTED)
+    # Event sets: real objects, on which no event ever comes.
+    event_set = c_void_p()
+    t.eq("event set create", nvml.nvmlEventSetCreate(byref(event_set)), SUCCESS)
+    types = c_ulonglong(7)
+    t.eq("supported event types", nvml.nvmlDeviceGetSupportedEventTypes(h, byref(types)), SUCCESS)
+    t.eq("no event type is supported", types.value, 0)
+    t.eq("register events", nvml.nvmlDeviceRegisterEvents(h, c_ulonglong(8), event_set), NOT_SUPPORTED)
+    event_data = (ctypes.c_char * 64)()
+    started = time.monotonic()
+    t.eq("event wait times out", nvml.nvmlEventSetWait_v2(event_set, event_data, 150), TIMEOUT)
+    t.true("event wait waited", time.monotonic() - started >= 0.14, "returned early")
+    t.eq("event set free", nvml.nvmlEventSetFree(event_set), SUCCESS)
+    t.eq("event set freed twice", nvml.nvmlEventSetFree(event_set), INVALID_ARGUMENT)
+    t.eq("event wait on a freed set", nvml.nvmlEventSetWait_v2(event_set, event_data, 0), INVALID_ARGUMENT)
     t.eq("error string", nvml.nvmlErrorString(GPU_IS_LOST), b"GPU is lost")
     t.eq("error string unknown", nvml.nvmlErrorString(12345), b"Unknown Error")
 
@@ -261,8 +276,7 @@ def uninit(t):
     t.eq("handle before init", nvml.nvmlDeviceGetHandleByIndex_v2(0, byref(h)), UNINITIALIZED)
     t.eq("driver version before init", nvml.nvmlSystemGetDriverVersion(buf, 96), UNINITIALIZED)
     t.eq("name before init", nvml.nvmlDeviceGetName(c_void_p(1), buf, 96), UNINITIALIZED)
-    events = c_ulonglong()
-    t.eq("not implemented before init", nvml.nvmlDeviceGetSupportedEventTypes(c_void_p(1), byref(events)), UNINITIALIZED)
+    t.eq("not implemented before init", nvml.nvmlDeviceSetComputeMode(c_void_p(1), 0), UNINITIALIZED)
     t.eq("shutdown before init", nvml.nvmlShutdown(), UNINITIALIZED)
     t.eq("error string before init", nvml.nvmlErrorString(SUCCESS), b"Success")
     if len(sys.argv) > 2 and sys.argv[2] == "no-mediator":

@@ -92,7 +92,8 @@ def main():
     t.raises("bad index", n.NVML_ERROR_INVALID_ARGUMENT, n.nvmlDeviceGetHandleByIndex, 64)
     t.raises("unknown uuid", n.NVML_ERROR_NOT_FOUND, n.nvmlDeviceGetHandleByUUID,
              "GPU-00000000-0000-0000-0000-000000000000")
-    t.raises("not implemented", n.NVML_ERROR_NOT_SUPPORTED, n.nvmlDeviceGetSupportedEventTypes, h)
+    t.raises("not implemented", n.NVML_ERROR_NOT_SUPPORTED, n.nvmlDeviceSetComputeMode, h, 0)
+    t.eq("no event type is supported", n.nvmlDeviceGetSupportedEventTypes(h), 0)
     t.eq("error string", as_text(n.nvmlErrorString(n.NVML_ERROR_GPU_IS_LOST)), "GPU is lost")
     n.nvmlShutdown()
     t.raises("count after shutdown", n.NVML_ERROR_UNINITIALIZED, n.nvmlDeviceGetCount)

@@ -1294,7 +1294,8 @@ fn c_peer_access_and_copies() {
 /// One session using three simulated devices at once (`tests/c/multi_device.c`):
 /// a thread per device on its own context, peer access between two devices,
 /// peer, unified and 3D copies between them with every byte checked, and a
-/// stream of one device waiting on an event of the other.
+/// stream of one device waiting on an event of the other; and, with a
+/// destroyed context current, the VMM calls that need none.
 #[test]
 fn c_multi_device_session() {
     let mut h = Harness::without_mediator();
@@ -1325,7 +1326,11 @@ fn c_multi_device_session() {
         .assert_line("ok memcpy_3d_peer_0_to_1_data")
         .assert_line("ok memcpy_peer_past_end")
         .assert_line("ok cross_device_event_data")
-        .assert_line("100 checks, 0 failed");
+        .assert_line("ok granularity_destroyed_current")
+        .assert_line("ok mem_create_destroyed_current")
+        .assert_line("ok export_destroyed_current_fd")
+        .assert_line("ok release_destroyed_current")
+        .assert_line("111 checks, 0 failed");
 }
 
 /// Multicast objects through vgpu on a device without multicast support,

@@ -34,6 +34,7 @@ codes! {
     DRIVER_NOT_LOADED = NVML_ERROR_DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND = NVML_ERROR_FUNCTION_NOT_FOUND,
     GPU_IS_LOST = NVML_ERROR_GPU_IS_LOST,
+    TIMEOUT = NVML_ERROR_TIMEOUT,
     ARGUMENT_VERSION_MISMATCH = NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
     UNKNOWN = NVML_ERROR_UNKNOWN,
 }
@@ -62,14 +63,20 @@ pub fn to_return(r: Res<()>) -> nvmlReturn_t {
     }
 }
 
-/// Runs an export's body, turning a panic into `NVML_ERROR_UNKNOWN`.
+/// Runs an export's body, turning a panic into `NVML_ERROR_UNKNOWN`. Every
+/// answer other than success is logged (with `VGPU_LOG`), so that what a
+/// tool such as `nvidia-smi` was refused can be read after it stops.
 pub fn guard(name: &'static str, body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+    let r = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
         crate::config::log(format_args!(
             "{name}: internal panic; returning NVML_ERROR_UNKNOWN"
         ));
         nvmlReturn_t::NVML_ERROR_UNKNOWN
-    })
+    });
+    if r != nvmlReturn_t::NVML_SUCCESS {
+        crate::config::log(format_args!("{name} returned {}", r.0));
+    }
+    r
 }
 
 /// Body of every export vgpu does not implement: `NVML_ERROR_UNINITIALIZED`

@@ -226,7 +226,7 @@ remote_table! {
         pool: cuMemGetMemPool = 348 gen (nocontext) [location: in];
         pool: cuMemSetMemPool = 349 gen (nocontext) [location: in];
         // ---- virtual memory management ----
-        vmm: cuMemGetAllocationGranularity = 300 gen [prop: bytes];
+        vmm: cuMemGetAllocationGranularity = 300 gen (nocontext) [prop: bytes];
         vmm: cuMemGetAccess = 301 gen;
         // ---- CUDA arrays ----
         array: cuArrayCreate_v2 = 460 gen;
@@ -669,10 +669,13 @@ remote_table! {
         /// nothing mapped in it.
         vmm: MemAddressFree = 303 { ptr: devptr, size: u64 } => {};
         /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
-        /// `handle` is an id the worker minted for the driver's handle.
-        vmm: MemCreate = 304 { size: u64, flags: u64, prop: bytes(32) } => { handle: u64 };
+        /// `handle` is an id the worker minted for the driver's handle. Like
+        /// the granularity query, the export and the release, it needs no
+        /// context: driver 580 runs them with a destroyed one current (the
+        /// memMapIPCDrv sample does so on a machine of two GPUs).
+        vmm: MemCreate = 304 { size: u64, flags: u64, prop: bytes(32) } => { handle: u64 } (nocontext);
         /// `cuMemRelease` of an allocation handle id: one reference fewer.
-        vmm: MemRelease = 305 { handle: u64 } => {};
+        vmm: MemRelease = 305 { handle: u64 } => {} (nocontext);
         /// `cuMemMap` of an allocation handle id into a reservation of this
         /// session where nothing is mapped yet.
         vmm: MemMap = 306 { ptr: devptr, size: u64, offset: u64, handle: u64, flags: u64 } => {};
@@ -738,7 +741,7 @@ remote_table! {
         /// `cuMemExportToShareableHandle` of a handle id as a POSIX file
         /// descriptor: the driver's descriptor follows the reply, and the
         /// worker closes its own copy.
-        vmm: MemExportFd = 522 { handle: u64, flags: u64 } => {} (fd);
+        vmm: MemExportFd = 522 { handle: u64, flags: u64 } => {} (fd, nocontext);
         /// `cuMemExportToShareableHandle` of another type (`kind`): the
         /// driver's answer, its handle in `data` (a fabric handle is 64 bytes).
         vmm: MemExportShareable = 523 { handle: u64, kind: u32, flags: u64 } => { data: bytes(64) };

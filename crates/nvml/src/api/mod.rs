@@ -2,6 +2,7 @@
 //! its typed implementation (`system`, `device`, `live`).
 
 mod device;
+mod events;
 mod internal;
 mod live;
 mod system;
@@ -53,6 +54,12 @@ implement! {
     nvmlInitWithFlags(flags) => system::init(flags);
     nvmlShutdown() => crate::session::shutdown();
     nvmlInternalGetExportTable(table, id) => internal::get(table, id);
+    nvmlEventSetCreate(set) => events::create(set);
+    nvmlEventSetFree(set) => events::free(set);
+    nvmlEventSetWait(set, data, timeout) => events::wait(set, data, timeout);
+    nvmlEventSetWait_v2(set, data, timeout) => events::wait(set, data, timeout);
+    nvmlDeviceGetSupportedEventTypes(d, types) => events::supported(d, types);
+    nvmlDeviceRegisterEvents(d, types, set) => events::register(d, types, set);
     nvmlSystemGetDriverVersion(buf, len) => system::driver_version(buf, len);
     nvmlSystemGetNVMLVersion(buf, len) => system::nvml_version(buf, len);
     nvmlSystemGetCudaDriverVersion(v) => system::cuda_driver_version(v);

@@ -366,7 +366,10 @@ pub enum Op {
     /// nothing mapped in it.
     MemAddressFree = 303,
     /// `cuMemCreate`; `prop` is the `CUmemAllocationProp`. The reply's
-    /// `handle` is an id the worker minted for the driver's handle.
+    /// `handle` is an id the worker minted for the driver's handle. Like
+    /// the granularity query, the export and the release, it needs no
+    /// context: driver 580 runs them with a destroyed one current (the
+    /// memMapIPCDrv sample does so on a machine of two GPUs).
     MemCreate = 304,
     /// `cuMemRelease` of an allocation handle id: one reference fewer.
     MemRelease = 305,
@@ -2575,12 +2578,12 @@ impl Op {
             Op::ProfilerStart => true,
             Op::ProfilerStop => true,
             Op::MemGetInfo => true,
-            Op::MemGetAllocationGranularity => true,
+            Op::MemGetAllocationGranularity => false,
             Op::MemGetAccess => true,
             Op::MemAddressReserve => true,
             Op::MemAddressFree => true,
-            Op::MemCreate => true,
-            Op::MemRelease => true,
+            Op::MemCreate => false,
+            Op::MemRelease => false,
             Op::MemMap => true,
             Op::MemUnmap => true,
             Op::MemSetAccess => true,
@@ -2715,7 +2718,7 @@ impl Op {
             Op::MipmappedArrayDestroy => true,
             Op::OpenCallbacks => false,
             Op::HostCallback => true,
-            Op::MemExportFd => true,
+            Op::MemExportFd => false,
             Op::MemExportShareable => true,
             Op::MemImportFd => true,
             Op::MemImportShareable => true,
@@ -7158,12 +7161,12 @@ pub const SCHEMA: &str = concat!(
     "221 ProfilerStart {} => {}\n",
     "222 ProfilerStop {} => {}\n",
     "230 MemGetInfo {} => {free:u32,total:u32}\n",
-    "300 MemGetAllocationGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>()),option:u32} => {granularity:u64}\n",
+    "300 MemGetAllocationGranularity {prop:bytes(core::mem::size_of::<vgpu_abi::types::CUmemAllocationProp_v1>()),option:u32} => {granularity:u64} nocontext\n",
     "301 MemGetAccess {location:bytes(core::mem::size_of::<vgpu_abi::types::CUmemLocation_v1>()),ptr:devptr} => {flags:u64}\n",
     "302 MemAddressReserve {size:u64,alignment:u64,addr:devptr,flags:u64} => {ptr:devptr}\n",
     "303 MemAddressFree {ptr:devptr,size:u64} => {}\n",
-    "304 MemCreate {size:u64,flags:u64,prop:bytes(32)} => {handle:u64}\n",
-    "305 MemRelease {handle:u64} => {}\n",
+    "304 MemCreate {size:u64,flags:u64,prop:bytes(32)} => {handle:u64} nocontext\n",
+    "305 MemRelease {handle:u64} => {} nocontext\n",
     "306 MemMap {ptr:devptr,size:u64,offset:u64,handle:u64,flags:u64} => {}\n",
     "307 MemUnmap {ptr:devptr,size:u64} => {} sync\n",
     "308 MemSetAccess {ptr:devptr,size:u64,count:u32}+blob => {}\n",
@@ -7298,7 +7301,7 @@ pub const SCHEMA: &str = concat!(
     "481 MipmappedArrayDestroy {mipmap:handle(MipmappedArray)} => {} sync\n",
     "520 OpenCallbacks {} => {} nocontext fd\n",
     "521 HostCallback {stream:handle(Stream),id:u64,status:bool} => {} posted\n",
-    "522 MemExportFd {handle:u64,flags:u64} => {} fd\n",
+    "522 MemExportFd {handle:u64,flags:u64} => {} nocontext fd\n",
     "523 MemExportShareable {handle:u64,kind:u32,flags:u64} => {data:bytes(64)}\n",
     "524 MemImportFd {} => {handle:u64} fd_in\n",
     "525 MemImportShareable {kind:u32,data:bytes(64)} => {handle:u64}\n",
