@@ -4,7 +4,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NCCL_DEBUG=INFO
 SOCK=/tmp/vgpu-d.sock
-dist/bin/vgpu-mediator --listen unix:$SOCK --driver /usr/local/nvidia/lib64/libcuda.so.1 --log $OUT/mediator.log >/dev/null 2>&1 &
+dist/bin/vgpu-mediator --listen unix:$SOCK --driver "${VGPU_E2E_DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}" --log $OUT/mediator.log >/dev/null 2>&1 &
 for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
 pids=()
 for r in 1 0; do

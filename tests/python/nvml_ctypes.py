@@ -60,6 +60,18 @@ class PciInfo(ctypes.Structure):
                 ("busId", ctypes.c_char * 32)]
 
 
+class PciInfoV2(ctypes.Structure):
+    """The structure nvmlDeviceGetPciInfo and _v2 were built against."""
+    _fields_ = [("busId", ctypes.c_char * 16), ("domain", c_uint), ("bus", c_uint),
+                ("device", c_uint), ("pciDeviceId", c_uint), ("pciSubSystemId", c_uint),
+                ("reserved", c_uint * 4)]
+
+
+class PciInfoV2Fenced(ctypes.Structure):
+    """PciInfoV2 and a canary right after it: nothing may be written there."""
+    _fields_ = [("info", PciInfoV2), ("canary", ctypes.c_char * 16)]
+
+
 class ProcessInfo(ctypes.Structure):
     _fields_ = [("pid", c_uint), ("usedGpuMemory", c_ulonglong),
                 ("gpuInstanceId", c_uint), ("computeInstanceId", c_uint)]
@@ -143,6 +155,14 @@ def basic(t):
 
     pci = PciInfo()
     t.eq("pci_info_v3", nvml.nvmlDeviceGetPciInfo_v3(h, byref(pci)), SUCCESS)
+    for entry in ("nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2"):
+        fenced = PciInfoV2Fenced()
+        fenced.canary = b"\xa5" * 16
+        t.eq(f"{entry} old layout", getattr(nvml, entry)(h, byref(fenced.info)), SUCCESS)
+        t.eq(f"{entry} bus id", fenced.info.busId, pci.busIdLegacy)
+        t.eq(f"{entry} location", (fenced.info.domain, fenced.info.bus, fenced.info.device),
+             (pci.domain, pci.bus, pci.device))
+        t.eq(f"{entry} writes nothing past the old structure", bytes(fenced.canary), b"\xa5" * 16)
     cu_bus = ctypes.create_string_buffer(64)
     cuda.cuDeviceGetPCIBusId(cu_bus, 64, 0)
     domain, bus, rest = cu_bus.value.decode().split(":")
@@ -151,6 +171,11 @@ def basic(t):
     t.eq("pci busId form", pci.busId.decode(), f"{pci.domain:08X}:{pci.bus:02X}:{pci.device:02X}.0")
     t.eq("pci busIdLegacy form", pci.busIdLegacy.decode(), f"{pci.domain:04X}:{pci.bus:02X}:{pci.device:02X}.0")
     by_bus = c_void_p()
+    t.eq("handle_by_pci_bus_id malformed", nvml.nvmlDeviceGetHandleByPciBusId_v2(b"nonsense", byref(by_bus)),
+         INVALID_ARGUMENT)
+    other_function = pci.busId.decode()[:-1] + "1"
+    t.eq("handle_by_pci_bus_id of function 1", nvml.nvmlDeviceGetHandleByPciBusId_v2(other_function.encode(),
+                                                                                    byref(by_bus)), NOT_FOUND)
     t.eq("handle_by_pci_bus_id", nvml.nvmlDeviceGetHandleByPciBusId_v2(pci.busId, byref(by_bus)), SUCCESS)
     t.eq("handle_by_pci_bus_id is the device's", by_bus.value, h.value)
     t.eq("handle_by_pci_bus_id of the driver's form",

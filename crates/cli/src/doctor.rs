@@ -576,7 +576,12 @@ pub fn doctor(env: &Env, paths: &PathArgs, args: &MediatorArgs) -> Result<(), Cl
     let client = check_files(&mut r, env, &exe_dir, paths);
     let m = check_install(&mut r, client.as_deref());
     check_loader(&mut r, m.is_some());
-    check_nvml(&mut r, m.is_some());
+    // Installed with the NVML library: `vgpu install` leaves it out when no
+    // libvgpu-nvml.so sits beside the client (and says so).
+    let with_nvml = m
+        .as_ref()
+        .is_some_and(|m| m.entry(Path::new(crate::install::NVML_LIBRARY)).is_some());
+    check_nvml(&mut r, with_nvml);
     check_ld_path(&mut r, env);
     check_versions(&mut r, &exe_dir, paths);
     check_mediator(&mut r, env, args.mediator.as_deref());

@@ -23,7 +23,7 @@ pub const CLIENT_NAMES: &[&str] = &["libvgpu-cuda.so", "libvgpu_cuda.so"];
 /// File names of the NVML library: staged, then cargo's.
 pub const NVML_NAMES: &[&str] = &["libvgpu-nvml.so", "libvgpu_nvml.so"];
 /// The symbol by which the NVML library is known to be vgpu's.
-pub const NVML_MARKER: &str = "vgpu_nvml_marker";
+pub const NVML_MARKER: &str = vgpu_proto::nvml::NVML_MARKER;
 /// File names of the simulated device library: staged, then cargo's.
 pub const SIM_NAMES: &[&str] = &["libvgpu-sim.so", "libvgpu_sim.so"];
 /// Names the loader and the linker look for.

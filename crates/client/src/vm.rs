@@ -42,9 +42,14 @@ pub fn connect(cfg: &Config, bdf: Bdf) -> Result<(Channel, Arc<Region>), GuestEr
         timeout: Some(CHECK),
     };
     let (region, control) = dev.claim(policy)?;
+    // Once per process (a reconnect or a forked child's session needs no
+    // second handler: it gives back whichever region is current).
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
     // SAFETY: `release_at_exit` is an `extern "C" fn()` that only reads
     // the runtime, which lives for the whole process.
-    unsafe { libc::atexit(release_at_exit) };
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(release_at_exit);
+    });
     Ok((Channel::from_shm(control), Arc::new(region)))
 }
 

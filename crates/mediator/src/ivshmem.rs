@@ -24,7 +24,7 @@
 //! - when QEMU disconnects, the thread drops every lifeline and the memfd:
 //!   the workers exit and the memory goes with the last of them.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -261,8 +261,12 @@ impl Guest {
         let started = (|| -> Result<(u32, UnixStream), crate::MediatorError> {
             let (ours, theirs) = UnixStream::pair()?;
             let mem = self.memfd.as_fd().try_clone_to_owned()?;
-            let extra = ["--region".to_owned(), format!("{r}:{word}:4")];
-            let inherit = vec![mem, theirs.into()];
+            let theirs = OwnedFd::from(theirs);
+            let extra = [
+                "--region".to_owned(),
+                format!("{r}:{word}:{}", theirs.as_raw_fd()),
+            ];
+            let inherit = vec![mem, theirs];
             let pid = crate::supervisor::spawn(exe, args, inherit, &extra, Some(slot))?;
             Ok((pid, ours))
         })();

@@ -270,15 +270,30 @@ const TABLE_BYTES: usize = MAX_SESSIONS * std::mem::size_of::<Slot>();
 
 impl Table {
     /// A new table of free slots: a memfd that the supervisor hands each
-    /// worker it starts (`supervisor::spawn`).
+    /// worker it starts (`supervisor::spawn`), sealed at its size so that
+    /// no worker can shrink it under the supervisor (which would then die
+    /// of SIGBUS on its next read).
     pub fn create() -> std::io::Result<Table> {
-        let fd = rustix::fs::memfd_create("vgpu-sessions", rustix::fs::MemfdFlags::CLOEXEC)?;
+        use rustix::fs::{MemfdFlags, SealFlags};
+        let fd = rustix::fs::memfd_create(
+            "vgpu-sessions",
+            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+        )?;
         rustix::fs::ftruncate(&fd, TABLE_BYTES as u64)?;
+        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
         Table::map(fd)
     }
 
-    /// Maps a table a supervisor created; anything but its exact size is refused.
+    /// Maps a table a supervisor created; anything but its exact size, or
+    /// a memfd whose size is not sealed, is refused.
     pub fn map(fd: OwnedFd) -> std::io::Result<Table> {
+        use rustix::fs::SealFlags;
+        let seals = rustix::fs::fcntl_get_seals(&fd)?;
+        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
+            return Err(std::io::Error::other(
+                "the session table's size is not sealed",
+            ));
+        }
         let size = rustix::fs::fstat(&fd)?.st_size;
         if usize::try_from(size).ok() != Some(TABLE_BYTES) {
             return Err(std::io::Error::other(format!(
@@ -494,6 +509,10 @@ mod tests {
     fn foreign_files_are_refused() {
         let fd = rustix::fs::memfd_create("x", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
         rustix::fs::ftruncate(&fd, 4096).expect("truncate");
+        assert!(Table::map(fd).is_err());
+        // The right size, but a worker could shrink it: refused too.
+        let fd = rustix::fs::memfd_create("y", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+        rustix::fs::ftruncate(&fd, TABLE_BYTES as u64).expect("truncate");
         assert!(Table::map(fd).is_err());
         assert_eq!(Refusal::from_code(2), Some(Refusal::Driver));
         assert_eq!(Refusal::from_code(0), None);

@@ -238,18 +238,25 @@ fn spawn_worker(
     spawn(exe, args, vec![fd], &[], Some(slot))
 }
 
-/// Starts `vgpu-mediator … worker --fd 3 EXTRA`, whose descriptors 3, 4, …
-/// are `inherit` in order, then the session table when `slot` names the
-/// worker's slot in it. Only the child gets them, by `dup2` between fork
-/// and exec: no descriptor is ever made inheritable in this process, where
-/// threads serving other listeners start workers of their own.
+/// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
+/// `inherit[0]`; the worker inherits every descriptor of `inherit` under its
+/// own number (`EXTRA` may name them), then the session table when `slot`
+/// names the worker's slot in it. Only the child clears their close-on-exec
+/// flags, between fork and exec: no descriptor is ever made inheritable in
+/// this process, where threads serving other listeners start workers of
+/// their own, and nothing is renumbered over a descriptor the child's exec
+/// still needs.
 pub(crate) fn spawn(
     exe: &Path,
     args: &ServeArgs,
-    mut inherit: Vec<OwnedFd>,
+    inherit: Vec<OwnedFd>,
     extra: &[String],
     slot: Option<usize>,
 ) -> Result<u32, MediatorError> {
+    let mut raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
+    let first = *raw
+        .first()
+        .ok_or_else(|| MediatorError::Config("a worker needs its connection".into()))?;
     let mut cmd = Command::new(exe);
     cmd.arg("--driver").arg(args.driver.to_string());
     cmd.arg("--log-level").arg(&args.log_level);
@@ -268,32 +275,22 @@ pub(crate) fn spawn(
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
     }
-    cmd.arg("worker").arg("--fd").arg(FIRST_FD.to_string());
+    cmd.arg("worker").arg("--fd").arg(first.to_string());
     cmd.args(extra);
     if let (Some(table), Some(slot)) = (sessions::table(), slot) {
-        let at = FIRST_FD + i32::try_from(inherit.len()).unwrap_or(i32::MAX);
-        inherit.push(table.fd().try_clone()?);
-        cmd.arg("--session-table").arg(at.to_string());
+        let fd = table.fd().as_raw_fd();
+        raw.push(fd);
+        cmd.arg("--session-table").arg(fd.to_string());
         cmd.arg("--session-slot").arg(slot.to_string());
     }
-    let raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
-    // SAFETY: the closure only calls fcntl, dup2, sigprocmask-family
-    // functions and setsid, which are async-signal-safe, as code between
-    // fork and exec must be; `raw` is a copy made before the fork.
+    // SAFETY: the closure only calls fcntl, sigprocmask-family functions
+    // and setsid, which are async-signal-safe, as code between fork and
+    // exec must be; `raw` is a copy made before the fork, and every number
+    // in it is open (`inherit` and the table outlive the spawn).
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            // Copies above every target first, so no dup2 overwrites a
-            // descriptor still to be moved; they close at exec.
-            let mut high = [0i32; 8];
-            for (i, fd) in raw.iter().enumerate().take(high.len()) {
-                high[i] = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 64);
-                if high[i] < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            for (target, fd) in (FIRST_FD..).zip(high.iter().take(raw.len())) {
-                // dup2's copy has close-on-exec clear: it is inherited.
-                if libc::dup2(*fd, target) < 0 {
+            for &fd in &raw {
+                if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -313,9 +310,6 @@ pub(crate) fn spawn(
     drop(inherit);
     Ok(child.id())
 }
-
-/// The descriptor number of a worker's first inherited descriptor.
-const FIRST_FD: i32 = 3;
 
 /// Collects exited workers so none linger as zombies, logs how they ended
 /// and frees their session slots. A worker that ended by a signal or with

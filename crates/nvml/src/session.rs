@@ -122,6 +122,11 @@ impl Session {
             Target::Tcp { host, port } => {
                 Channel::connect_tcp(host, *port, HANDSHAKE_TIMEOUT).map_err(|e| e.to_string())
             }
+            Target::Pci(_) => Err(
+                "NVML does not reach the mediator through a VM guest's PCI device yet \
+                 (docs/vm.md)"
+                    .to_owned(),
+            ),
             _ => found
                 .unix_path()
                 .map_err(|e| e.to_string())
@@ -234,14 +239,11 @@ impl Session {
     }
 }
 
-/// Gives every read and write on `control` a deadline. A VM guest's
-/// control stream (rings in its ivshmem device) has no socket to set one
-/// on, and keeps the waits of its ring streams.
+/// Gives every read and write on `control` (a socket: see
+/// [`Session::connect`]) a deadline.
 fn deadlines(control: &Channel, timeout: Duration) -> Result<(), String> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
-    let Some(fd) = control.socket_fd() else {
-        return Ok(());
-    };
+    let fd = control.fd().map_err(|e| e.to_string())?;
     for kind in [Timeout::Recv, Timeout::Send] {
         set_socket_timeout(fd, kind, Some(timeout))
             .map_err(|e| format!("cannot set a socket deadline: {e}"))?;

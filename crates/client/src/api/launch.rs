@@ -103,19 +103,13 @@ pub(super) unsafe fn pack_into(
     Ok(())
 }
 
-/// Reads the packed buffer of the `extra` launch form, zero-filled up to the
-/// end of the kernel's parameters (`layout`). The driver takes a buffer
-/// shorter than the parameters: NCCL declares a 4 KiB argument and passes
-/// only the bytes its kernel reads. The bytes past the buffer are undefined
-/// to the kernel either way; the worker needs them present to copy every
-/// parameter.
+/// Reads the packed buffer of the `extra` launch form. It may be shorter
+/// than the kernel's parameters (NCCL declares a 4 KiB argument and passes
+/// only the bytes its kernel reads): the worker zero-fills the rest.
 ///
 /// # Safety
 /// `extra` must be a `CU_LAUNCH_PARAM_END`-terminated list of (key, value) pairs.
-pub(super) unsafe fn packed_extra(
-    extra: *mut *mut c_void,
-    layout: &[(u32, u32)],
-) -> CuResult<Vec<u8>> {
+pub(super) unsafe fn packed_extra(extra: *mut *mut c_void) -> CuResult<Vec<u8>> {
     let (mut buf, mut size) = (std::ptr::null::<u8>(), None::<usize>);
     for i in (0..64).step_by(2) {
         // SAFETY: the list is END-terminated; we stop at END or after 32 pairs.
@@ -138,9 +132,7 @@ pub(super) unsafe fn packed_extra(
     match size {
         Some(n) if !buf.is_null() && n <= vgpu_proto::MAX_BLOB => {
             // SAFETY: the application's buffer holds `n` bytes.
-            let mut packed = unsafe { std::slice::from_raw_parts(buf, n) }.to_vec();
-            packed.resize(n.max(params_end(layout)), 0);
-            Ok(packed)
+            Ok(unsafe { std::slice::from_raw_parts(buf, n) }.to_vec())
         }
         _ => Err(CuError::INVALID_VALUE),
     }
@@ -187,7 +179,7 @@ pub unsafe fn launch(
     let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem));
     if !extra.is_null() {
         // SAFETY: the application's `extra` list.
-        let blob = unsafe { packed_extra(extra, &layout)? };
+        let blob = unsafe { packed_extra(extra)? };
         return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
     }
     with_scratch(|blob| {
@@ -413,7 +405,7 @@ pub unsafe fn launch_ex(
     let packed = match (params.is_null(), extra.is_null()) {
         (false, false) => return Err(CuError::INVALID_VALUE),
         // SAFETY: the application's `extra` list.
-        (true, false) => unsafe { packed_extra(extra, &info.params)? },
+        (true, false) => unsafe { packed_extra(extra)? },
         // SAFETY: the application's parameter array.
         _ => unsafe { pack(&info.params, params)? },
     };
@@ -566,28 +558,14 @@ mod tests {
     }
 
     #[test]
-    fn a_short_extra_buffer_is_zero_filled_to_the_parameters() {
-        // A kernel declared with an 8-byte pointer and a 4 KiB argument,
-        // launched with 24 bytes, as NCCL does.
-        let layout = [(0, 8), (8, 4096)];
+    fn an_extra_buffer_travels_as_the_application_sized_it() {
+        // 24 bytes for a kernel whose parameters end at 4104, as NCCL
+        // launches: the worker, not the wire, fills the rest.
         let mut buf: Vec<u8> = (1..=24).collect();
         let mut size = buf.len();
         let mut list = extra_list(&mut buf, &mut size);
         // SAFETY: an END-terminated list whose buffer holds `size` bytes.
-        let packed = unsafe { packed_extra(list.as_mut_ptr(), &layout) }.expect("packed");
-        assert_eq!(packed.len(), 8 + 4096);
-        assert_eq!(&packed[..24], &buf[..]);
-        assert!(packed[24..].iter().all(|&b| b == 0));
-    }
-
-    #[test]
-    fn a_long_extra_buffer_is_kept_whole() {
-        let layout = [(0, 4)];
-        let mut buf = vec![7u8; 16];
-        let mut size = buf.len();
-        let mut list = extra_list(&mut buf, &mut size);
-        // SAFETY: as above.
-        let packed = unsafe { packed_extra(list.as_mut_ptr(), &layout) }.expect("packed");
+        let packed = unsafe { packed_extra(list.as_mut_ptr()) }.expect("packed");
         assert_eq!(packed, buf);
     }
 
@@ -600,7 +578,7 @@ mod tests {
             LAUNCH_PARAM_END as *mut c_void,
         ];
         // SAFETY: an END-terminated list.
-        let r = unsafe { packed_extra(list.as_mut_ptr(), &[(0, 8)]) };
+        let r = unsafe { packed_extra(list.as_mut_ptr()) };
         assert_eq!(r.expect_err("no size"), CuError::INVALID_VALUE);
     }
 }

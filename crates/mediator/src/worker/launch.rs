@@ -306,20 +306,23 @@ pub(super) fn with_params(
     blob: &[u8],
     launch: impl FnOnce(*mut *mut c_void) -> Status,
 ) -> Result<(), Status> {
-    if layout
-        .iter()
-        .any(|&(off, sz)| off as usize + sz as usize > blob.len())
-    {
-        return Err(INVALID_VALUE);
-    }
     if layout.is_empty() {
         // No parameters: nothing to copy, no scratch to borrow.
         return ok(launch(ptr::null_mut()));
     }
+    // The bytes may stop short of the last parameter's end: the `extra`
+    // form's buffer covers only what the kernel reads (NCCL declares a
+    // 4 KiB argument and passes less), as the driver allows. The rest of
+    // the copy is zeros.
+    let end = layout
+        .iter()
+        .map(|&(off, sz)| off as usize + sz as usize)
+        .max()
+        .unwrap_or(0);
     LAUNCH_SCRATCH.with(|scratch| {
         let (words, ptrs) = &mut *scratch.borrow_mut();
         words.clear();
-        words.resize(blob.len().div_ceil(8), 0);
+        words.resize(blob.len().max(end).div_ceil(8), 0);
         // SAFETY: `words` holds at least `blob.len()` bytes; no overlap.
         unsafe {
             ptr::copy_nonoverlapping(blob.as_ptr(), words.as_mut_ptr().cast::<u8>(), blob.len())

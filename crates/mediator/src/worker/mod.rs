@@ -159,9 +159,16 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
             let (vm, control) = vm::VmRegion::open(fd, spec)?;
             (control, Some(vm))
         }
-        // SAFETY: the supervisor started this process with `fd` open,
-        // inherited for exactly this purpose; nothing else owns it.
-        None => (Channel::from_fd(unsafe { OwnedFd::from_raw_fd(fd) }), None),
+        None => {
+            // SAFETY: the supervisor started this process with `fd` open,
+            // inherited for exactly this purpose; nothing else owns it.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // Whatever this worker starts must not hold the client's
+            // connection open after the worker ends.
+            rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)
+                .map_err(std::io::Error::from)?;
+            (Channel::from_fd(fd), None)
+        }
     };
     let remote = control.is_tcp() || control.is_vm();
     let credentials = if remote {
@@ -217,7 +224,7 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
         features::ALL
     };
     let negotiated = offered & hello.features;
-    let nvml = nvml::Nvml::new(&welcome.devices, uid.unwrap_or(hello.uid));
+    let nvml = nvml::Nvml::new(&welcome.devices);
     Welcome {
         features: negotiated,
         ..welcome

@@ -2,7 +2,9 @@
 //! handshake (`vgpu_proto::nvml`).
 //!
 //! - **The tenant's values** (memory used, processes) come from the live
-//!   sessions of the caller's uid ([`crate::sessions`]).
+//!   sessions of the caller's uid ([`crate::sessions`]), as the kernel
+//!   gives it for a local client; a client over TCP or from a VM guest
+//!   only states its uid, and is shown none.
 //! - **The host's values** (utilization, clocks, temperature, power, ...)
 //!   come from the host's own NVML, `libnvidia-ml.so.1`, which the worker
 //!   loads on the first such query: from the real driver's directory first,
@@ -36,22 +38,18 @@ type Device = *mut c_void;
 pub struct Nvml {
     /// The devices of the handshake: their UUIDs and bus ids.
     devices: Vec<([u8; 16], String)>,
-    /// The uid whose sessions are the tenant's.
-    uid: u32,
     /// The host's NVML, loaded on first use (`None`: there is none).
     host: OnceLock<Option<HostNvml>>,
 }
 
 impl Nvml {
-    /// The NVML state of a session whose handshake described `devices`, for
-    /// the client `uid`.
-    pub fn new(devices: &[DeviceSnapshot], uid: u32) -> Nvml {
+    /// The NVML state of a session whose handshake described `devices`.
+    pub fn new(devices: &[DeviceSnapshot]) -> Nvml {
         Nvml {
             devices: devices
                 .iter()
                 .map(|d| (d.uuid, d.pci_bus_id_str().to_owned()))
                 .collect(),
-            uid,
             host: OnceLock::new(),
         }
     }
@@ -312,9 +310,9 @@ fn answer(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> Answer {
             match what {
                 q::MEMORY => {
                     let total = host().map_or(0, |h| h.memory_total(uuid));
-                    Ok((tenant_memory(nvml.uid), total, Vec::new()))
+                    Ok((tenant_memory(s.peer.uid), total, Vec::new()))
                 }
-                q::PROCESSES => Ok((0, 0, tenant_processes(nvml.uid))),
+                q::PROCESSES => Ok((0, 0, tenant_processes(s.peer.uid))),
                 q::PCI_IDS => pci_ids(bus_id),
                 q::FIELD_VALUES => {
                     let h = host().ok_or(status::NOT_SUPPORTED)?;
@@ -330,22 +328,30 @@ fn answer(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> Answer {
     }
 }
 
+/// The sessions of the tenant `uid`: the kernel's word for a local
+/// client. A client over TCP or from a VM guest only states its uid, so it
+/// is shown no session (not even others of the uid it claims).
+fn tenant_sessions(uid: Option<u32>) -> Vec<crate::sessions::SessionInfo> {
+    let Some(uid) = uid else {
+        return Vec::new();
+    };
+    let mut list = crate::sessions::list();
+    list.retain(|x| x.uid == uid);
+    list
+}
+
 /// The device memory held by the sessions of `uid`.
-fn tenant_memory(uid: u32) -> u64 {
-    crate::sessions::list()
-        .iter()
-        .filter(|x| x.uid == uid)
-        .map(|x| x.device_memory)
-        .sum()
+fn tenant_memory(uid: Option<u32>) -> u64 {
+    tenant_sessions(uid).iter().map(|x| x.device_memory).sum()
 }
 
 /// The processes of `uid`'s sessions other than this one, as the wire
 /// carries them.
-fn tenant_processes(uid: u32) -> Vec<u8> {
+fn tenant_processes(uid: Option<u32>) -> Vec<u8> {
     let me = std::process::id();
-    crate::sessions::list()
+    tenant_sessions(uid)
         .iter()
-        .filter(|x| x.uid == uid && x.worker_pid != me)
+        .filter(|x| x.worker_pid != me)
         .flat_map(|x| {
             Process {
                 pid: U32::new(x.client_pid),

@@ -2,12 +2,13 @@
 //! stream and the lanes are byte streams over rings in the session's
 //! region of the guest's shared memory (`vgpu_transport::ivshmem`).
 //!
-//! The worker inherits the guest's memfd (descriptor 3) and its lifeline
-//! (4), and is told its region and the owner word it serves. It maps the
-//! memory, binds the host ends of the control slot's rings (which the
-//! guest laid out before publishing its claim; their headers are checked
-//! against the host's own layout), and runs the session as a remote one:
-//! nothing but bytes crosses (no descriptors, no shared pinned memory).
+//! The worker inherits the guest's memfd and its lifeline (their numbers
+//! are in `--fd` and `--region`), and is told its region and the owner word
+//! it serves. It maps the memory, binds the host ends of the control
+//! slot's rings (which the guest laid out before publishing its claim;
+//! their headers are checked against the host's own layout), and runs the
+//! session as a remote one: nothing but bytes crosses (no descriptors, no
+//! shared pinned memory).
 //!
 //! Lanes: for each `OpenLane` the worker takes a free slot of the region,
 //! lays its two rings out afresh, binds its ends, starts the lane thread
@@ -58,7 +59,9 @@ pub struct VmRegion {
     busy: Arc<Mutex<Vec<bool>>>,
 }
 
-/// Whether the peer of a socket closed it, without waiting.
+/// Whether the peer of a socket closed it, without waiting. (A lifeline is
+/// shared by the region's streams across threads, which a `Channel` cannot
+/// be, so it stays a plain descriptor.)
 fn hung_up(fd: BorrowedFd<'_>) -> bool {
     use rustix::event::{poll, PollFd, PollFlags};
     let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
@@ -86,6 +89,13 @@ impl VmRegion {
         // SAFETY: the supervisor started this process with both descriptors
         // open, inherited for exactly this purpose; nothing else owns them.
         let (memfd, lifeline) = unsafe { (OwnedFd::from_raw_fd(fd), OwnedFd::from_raw_fd(life)) };
+        // Whatever this worker starts (the driver's helpers, `ldconfig`)
+        // must not inherit the guest's memory, nor keep the lifeline open
+        // after the worker ends (the region would never be freed).
+        for d in [&memfd, &lifeline] {
+            rustix::io::fcntl_setfd(d, rustix::io::FdFlags::CLOEXEC)
+                .map_err(std::io::Error::from)?;
+        }
         let size = rustix::fs::fstat(&memfd)
             .map_err(std::io::Error::from)?
             .st_size;

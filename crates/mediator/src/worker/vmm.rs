@@ -337,14 +337,7 @@ pub fn mem_retain_allocation_handle(
     let id = known.unwrap_or_else(|| {
         // Released while mapped: the handle is live again under a new id.
         let id = t.mint(HandleKind::MemGenericAllocation);
-        t.vmm.handles.insert(
-            id,
-            Allocation {
-                real: h,
-                refs: 1,
-                bytes: 0,
-            },
-        );
+        t.vmm.adopt(id, h);
         id
     });
     Ok(Reply::new(

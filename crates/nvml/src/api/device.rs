@@ -52,14 +52,16 @@ pub unsafe fn by_index(i: c_uint, d: *mut nvmlDevice_t) -> Res<()> {
     unsafe { write_out(d, handle(i)) }
 }
 
-/// Finds the device for which `matches` holds and writes its handle.
+/// Finds the device for which `matches` holds and writes its handle;
+/// `matches` answers `None` for a key that names no device at all
+/// (`NVML_ERROR_INVALID_ARGUMENT`).
 ///
 /// # Safety
 /// `key` must be NULL or a NUL-terminated string; `d` NULL or valid for a write.
 unsafe fn find(
     key: *const c_char,
     d: *mut nvmlDevice_t,
-    matches: impl Fn(&str, &DeviceSnapshot) -> bool,
+    matches: impl Fn(&str, &DeviceSnapshot) -> Option<bool>,
 ) -> Res<()> {
     let s = session::current()?;
     non_null(key)?;
@@ -68,11 +70,14 @@ unsafe fn find(
     let key = unsafe { CStr::from_ptr(key) }
         .to_str()
         .map_err(|_| NvmlError::INVALID_ARGUMENT)?;
-    let i = s
-        .devices
-        .iter()
-        .position(|dev| matches(key, dev))
-        .ok_or(NvmlError::NOT_FOUND)?;
+    let mut found = None;
+    for (i, dev) in s.devices.iter().enumerate() {
+        if matches(key, dev).ok_or(NvmlError::INVALID_ARGUMENT)? {
+            found = Some(i);
+            break;
+        }
+    }
+    let i = found.ok_or(NvmlError::NOT_FOUND)?;
     s.alive()?;
     // SAFETY: the caller's contract.
     unsafe { write_out(d, handle(i)) }
@@ -86,7 +91,7 @@ pub unsafe fn by_uuid(uuid: *const c_char, d: *mut nvmlDevice_t) -> Res<()> {
     // SAFETY: the caller's contract.
     unsafe {
         find(uuid, d, |key, dev| {
-            key.eq_ignore_ascii_case(&q::uuid_string(&dev.uuid))
+            Some(key.eq_ignore_ascii_case(&q::uuid_string(&dev.uuid)))
         })
     }
 }
@@ -100,21 +105,23 @@ pub unsafe fn by_pci_bus_id(bus_id: *const c_char, d: *mut nvmlDevice_t) -> Res<
     // SAFETY: the caller's contract.
     unsafe {
         find(bus_id, d, |key, dev| {
-            parse_bus_id(key) == Some(location(dev))
+            parse_bus_id(key).map(|at| at == (location(dev), 0))
         })
     }
 }
 
-/// `(domain, bus, device)` of a bus id string.
-fn parse_bus_id(text: &str) -> Option<(u32, u32, u32)> {
-    let (head, _function) = text.trim().split_once('.')?;
+/// `((domain, bus, device), function)` of a bus id string; `None` for a
+/// string that is not one.
+fn parse_bus_id(text: &str) -> Option<((u32, u32, u32), u32)> {
+    let (head, function) = text.trim().split_once('.')?;
     let parts: Vec<&str> = head.split(':').collect();
     let hex = |s: &str| u32::from_str_radix(s, 16).ok();
-    match parts.as_slice() {
-        [domain, bus, device] => Some((hex(domain)?, hex(bus)?, hex(device)?)),
-        [bus, device] => Some((0, hex(bus)?, hex(device)?)),
-        _ => None,
-    }
+    let at = match parts.as_slice() {
+        [domain, bus, device] => (hex(domain)?, hex(bus)?, hex(device)?),
+        [bus, device] => (0, hex(bus)?, hex(device)?),
+        _ => return None,
+    };
+    Some((at, hex(function)?))
 }
 
 /// `(domain, bus, device)` of a device, from its attributes or else its bus
@@ -132,7 +139,7 @@ pub fn location(dev: &DeviceSnapshot) -> (u32, u32, u32) {
         attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
     ) {
         (Some(domain), Some(bus), Some(device)) => (domain, bus, device),
-        _ => parse_bus_id(dev.pci_bus_id_str()).unwrap_or_default(),
+        _ => parse_bus_id(dev.pci_bus_id_str()).map_or_else(Default::default, |(at, _)| at),
     }
 }
 
@@ -167,9 +174,48 @@ pub unsafe fn uuid(d: nvmlDevice_t, buf: *mut c_char, len: c_uint) -> Res<()> {
     unsafe { write_str(buf, len, text.as_bytes()) }
 }
 
-/// `nvmlDeviceGetPciInfo` (every version: the legacy bus id sits where the
-/// first versions' `busId` did). The ids come from the host's sysfs; where
-/// it has none (a simulated device) they are 0.
+/// `nvmlDeviceGetPciInfo` and `_v2` fill the structure those versions were
+/// built against: 52 bytes, a 16-byte bus id, the ids, then 16 reserved
+/// bytes. (`_v3`'s structure is 68 bytes: it adds the 32-byte bus id, so
+/// writing it here would run 16 bytes past an old caller's.)
+#[repr(C)]
+#[derive(Default)]
+pub struct PciInfoV2 {
+    bus_id: [c_char; 16],
+    domain: c_uint,
+    bus: c_uint,
+    device: c_uint,
+    pci_device_id: c_uint,
+    pci_subsystem_id: c_uint,
+    reserved: [c_uint; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<PciInfoV2>() == 52);
+
+/// `nvmlDeviceGetPciInfo` and `nvmlDeviceGetPciInfo_v2`.
+///
+/// # Safety
+/// `pci` must be NULL or valid for a write of [`PciInfoV2`].
+pub unsafe fn pci_info_v2(d: nvmlDevice_t, pci: *mut PciInfoV2) -> Res<()> {
+    let mut current = nvmlPciInfo_t::default();
+    // SAFETY: a local of the current layout.
+    unsafe { pci_info(d, &mut current) }?;
+    non_null(pci)?;
+    let old = PciInfoV2 {
+        bus_id: current.busIdLegacy,
+        domain: current.domain,
+        bus: current.bus,
+        device: current.device,
+        pci_device_id: current.pciDeviceId,
+        pci_subsystem_id: current.pciSubSystemId,
+        reserved: [0; 4],
+    };
+    // SAFETY: the caller's contract.
+    unsafe { write_out(pci, old) }
+}
+
+/// `nvmlDeviceGetPciInfo_v3`. The ids come from the host's sysfs; where it
+/// has none (a simulated device) they are 0.
 ///
 /// # Safety
 /// `pci` must be NULL or valid for a write.
@@ -245,9 +291,11 @@ mod tests {
 
     #[test]
     fn bus_ids() {
-        assert_eq!(parse_bus_id("00000000:5E:00.0"), Some((0, 0x5e, 0)));
-        assert_eq!(parse_bus_id("0001:3b:1f.0"), Some((1, 0x3b, 0x1f)));
-        assert_eq!(parse_bus_id("3B:00.0"), Some((0, 0x3b, 0)));
+        assert_eq!(parse_bus_id("00000000:5E:00.0"), Some(((0, 0x5e, 0), 0)));
+        assert_eq!(parse_bus_id("0001:3b:1f.0"), Some(((1, 0x3b, 0x1f), 0)));
+        assert_eq!(parse_bus_id("3B:00.0"), Some(((0, 0x3b, 0), 0)));
+        assert_eq!(parse_bus_id("0000:3B:00.1"), Some(((0, 0x3b, 0), 1)));
+        assert_eq!(parse_bus_id("0000:3B:00.x"), None);
         assert_eq!(parse_bus_id("nonsense"), None);
         assert_eq!(parse_bus_id("0:zz:00.0"), None);
     }

@@ -76,8 +76,8 @@ implement! {
     nvmlDeviceGetIndex(d, i) => device::index(d, i);
     nvmlDeviceGetName(d, buf, len) => device::name(d, buf, len);
     nvmlDeviceGetUUID(d, buf, len) => device::uuid(d, buf, len);
-    nvmlDeviceGetPciInfo(d, pci) => device::pci_info(d, pci);
-    nvmlDeviceGetPciInfo_v2(d, pci) => device::pci_info(d, pci);
+    nvmlDeviceGetPciInfo(d, pci) => device::pci_info_v2(d, pci.cast());
+    nvmlDeviceGetPciInfo_v2(d, pci) => device::pci_info_v2(d, pci.cast());
     nvmlDeviceGetPciInfo_v3(d, pci) => device::pci_info(d, pci);
     nvmlDeviceGetCudaComputeCapability(d, major, minor) => device::compute_capability(d, major, minor);
 

@@ -174,7 +174,7 @@ pub unsafe fn kernel_node(
         unsafe { crate::api::launch::pack_into(&mut packed, &layout, p.kernelParams) }?;
     } else {
         // SAFETY: the application's `extra` list.
-        packed = unsafe { crate::api::launch::packed_extra(p.extra, &layout) }?;
+        packed = unsafe { crate::api::launch::packed_extra(p.extra) }?;
     }
     blob.extend_from_slice(&packed);
     let r = graph_kernel_node::Request {

@@ -28,7 +28,6 @@ use super::super::exec::Lane;
 use super::super::registry::{Exporter, Handle, Refusal};
 use super::super::status::{INVALID_VALUE, NOT_SUPPORTED};
 use super::super::Session;
-use super::Allocation;
 use crate::driver::{entry, Status};
 
 /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
@@ -141,14 +140,7 @@ pub fn mem_export_shareable(_: &mut Lane, s: &Session, req: &Request) -> Result<
 fn imported(s: &Session, real: u64) -> Reply {
     let mut t = s.tables();
     let id = t.mint(HandleKind::MemGenericAllocation);
-    t.vmm.handles.insert(
-        id,
-        Allocation {
-            real,
-            refs: 1,
-            bytes: 0,
-        },
-    );
+    t.vmm.adopt(id, real);
     Reply::new(
         &mem_import_fd::Reply {
             handle: U64::new(id),
