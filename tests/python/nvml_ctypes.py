@@ -23,6 +23,7 @@ Exit:   0 every check passed; 1 a check failed.
 
 import ctypes
 import os
+import signal
 import sys
 import time
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
@@ -282,6 +283,28 @@ def basic(t):
     _, status = os.waitpid(child, 0)
     t.eq("forked child queries", status, 0)
     t.eq("parent after the fork", nvml.nvmlDeviceGetMemoryInfo(h, byref(mem)), SUCCESS)
+
+    # Children forked while another thread is in NVML get answers of their own.
+    import threading
+    stop = threading.Event()
+
+    def poll():
+        m = Memory()
+        while not stop.is_set():
+            nvml.nvmlDeviceGetMemoryInfo(h, byref(m))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    statuses = []
+    for _ in range(20):
+        child = os.fork()
+        if child == 0:
+            signal.alarm(20)
+            os._exit(0 if nvml.nvmlDeviceGetCount_v2(byref(c_uint())) == SUCCESS else 1)
+        statuses.append(os.waitpid(child, 0)[1])
+    stop.set()
+    poller.join()
+    t.eq("children forked while a thread polls get answers", statuses, [0] * 20)
 
     # Initialisations are counted.
     t.eq("second init", nvml.nvmlInit_v2(), SUCCESS)

@@ -63,6 +63,36 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+thread_local! {
+    /// [`STATE`]'s guard, held by the forking thread from [`before_fork`]
+    /// until the fork returns: no other thread holds the lock at the fork,
+    /// so a child never inherits it locked (and never waits for it forever).
+    static FORK_GUARD: std::cell::RefCell<Option<MutexGuard<'static, State>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    let _ = FORK_GUARD.try_with(|g| {
+        if let Ok(mut g) = g.try_borrow_mut() {
+            *g = Some(state());
+        }
+    });
+}
+
+extern "C" fn after_fork() {
+    let _ = FORK_GUARD.try_with(|g| g.try_borrow_mut().map(|mut g| g.take()));
+}
+
+/// Installs the fork handlers, once per process.
+fn guard_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers are `extern "C" fn()`s that run in the
+        // forking thread and only take and release `STATE`'s lock.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+}
+
 /// Whether `nvmlInit` has succeeded more often than `nvmlShutdown`.
 pub fn initialized() -> bool {
     state().count > 0
@@ -70,6 +100,7 @@ pub fn initialized() -> bool {
 
 /// `nvmlInit`: connects on the first call, counts every call.
 pub fn init() -> Res<()> {
+    guard_forks();
     let mut st = state();
     if st.count == 0 {
         let session = Session::connect(config::get()).map_err(|e| {
