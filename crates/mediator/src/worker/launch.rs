@@ -509,6 +509,30 @@ mod tests {
     }
 
     #[test]
+    fn a_short_parameter_buffer_is_zero_filled_to_the_last_parameter() {
+        // A pointer and a 4 KiB argument, launched with 24 bytes (NCCL's
+        // `extra` form): each parameter gets a whole, aligned copy.
+        let layout = [(0, 8), (8, 4096)];
+        let blob: Vec<u8> = (1..=24).collect();
+        let mut seen = Vec::new();
+        with_params(&layout, &blob, |params| {
+            // SAFETY: `with_params` passes one pointer per parameter, each to
+            // that parameter's bytes.
+            unsafe {
+                let first = *params.cast::<*const u8>();
+                let second = *params.cast::<*const u8>().add(1);
+                seen.extend_from_slice(std::slice::from_raw_parts(first, 8));
+                seen.extend_from_slice(std::slice::from_raw_parts(second, 4096));
+                assert_eq!(first as usize % 8, 0, "aligned");
+            }
+            vgpu_abi::types::CUresult::CUDA_SUCCESS
+        })
+        .expect("a short buffer is accepted");
+        assert_eq!(&seen[..24], &blob[..]);
+        assert!(seen[24..].iter().all(|&b| b == 0), "the rest is zeros");
+    }
+
+    #[test]
     fn translations_are_kept_until_a_stream_or_function_leaves() {
         let (t, gone) = tables();
         let mut lane = Translations::default();
