@@ -53,15 +53,16 @@ const TICK: Duration = Duration::from_millis(100);
 /// (how many run at once is bounded by its regions).
 const SPAWN_GAP: Duration = Duration::from_millis(20);
 
-/// Binds the socket QEMU connects to (replacing a stale one).
+/// Binds the socket QEMU connects to (replacing a stale one), as every
+/// listener is bound: it appears at `path` only once it listens.
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    if path.exists() && UnixStream::connect(path).is_err() {
-        std::fs::remove_file(path)?;
-    }
-    UnixListener::bind(path)
+    vgpu_transport::Listener::bind(path)
+        .map_err(|e| std::io::Error::other(e.to_string()))?
+        .into_unix()
+        .ok_or_else(|| std::io::Error::other("not a Unix socket"))
 }
 
 /// Accepts guests for ever, one thread each.

@@ -340,6 +340,16 @@ impl Listener {
         })
     }
 
+    /// The Unix socket listener inside, for a protocol of its own (QEMU's
+    /// ivshmem-server protocol passes descriptors a `Channel` does not);
+    /// `None` for TCP.
+    pub fn into_unix(self) -> Option<UnixListener> {
+        match self.inner {
+            Inner::Unix(l) => Some(l),
+            Inner::Tcp(_) => None,
+        }
+    }
+
     /// Accepts one connection; a TCP one gets `TCP_NODELAY` and keep-alives
     /// ([`crate::tcp::tune`]).
     pub fn accept(&self) -> Result<Channel, TransportError> {
