@@ -16,6 +16,7 @@
 
 use std::io::{IoSlice, Read, Write};
 use std::mem::ManuallyDrop;
+use std::time::Duration;
 
 use crate::{Consumer, Producer, TransportError, WaitPolicy};
 
@@ -69,8 +70,8 @@ impl ShmStream {
             pos: 0,
             policy,
             space: WaitPolicy {
-                spin: std::time::Duration::ZERO,
-                yield_for: std::time::Duration::ZERO,
+                spin: Duration::ZERO,
+                yield_for: Duration::ZERO,
                 ..policy
             },
             alive,
@@ -121,15 +122,24 @@ impl Read for ShmStream {
         if dst.is_empty() {
             return Ok(0);
         }
+        // After a wait that timed out (the stream is idle), the next ones
+        // sleep at once: spinning and yielding again every `timeout` would
+        // cost an idle stream a few percent of a core.
+        let mut policy = self.policy;
         while self.pos >= self.buf.len() {
             self.pos = 0;
-            match self.inp.pop_into(&mut self.buf, &self.policy) {
+            match self.inp.pop_into(&mut self.buf, &policy) {
                 Ok(()) => {}
                 Err(TransportError::Timeout) => {
                     self.buf.clear();
                     if !(self.alive)() {
                         return Ok(0);
                     }
+                    policy = WaitPolicy {
+                        spin: Duration::ZERO,
+                        yield_for: Duration::ZERO,
+                        ..self.policy
+                    };
                 }
                 Err(TransportError::PeerGone) => {
                     self.buf.clear();
@@ -171,10 +181,18 @@ impl Write for ShmStream {
         if n == 0 {
             return Ok(0);
         }
+        let mut space = self.space;
         loop {
-            match self.out.push(&parts, &self.space) {
+            match self.out.push(&parts, &space) {
                 Ok(()) => return Ok(n),
-                Err(TransportError::Timeout) if (self.alive)() => {}
+                Err(TransportError::Timeout) if (self.alive)() => {
+                    // Still full after a whole wait: sleep at once from now on.
+                    space = WaitPolicy {
+                        spin: Duration::ZERO,
+                        yield_for: Duration::ZERO,
+                        ..self.space
+                    };
+                }
                 Err(TransportError::Timeout | TransportError::PeerGone) => return Err(broken()),
                 Err(e) => return Err(io(e)),
             }
