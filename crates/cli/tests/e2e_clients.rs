@@ -4,15 +4,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::{Harness, Mediator};
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The summary line of the smoke programs, `N checks, 0 failed`, with N > 0.
 fn assert_all_checks_passed(out: &common::Output) {
@@ -34,7 +29,7 @@ fn assert_all_checks_passed(out: &common::Output) {
 fn python_ctypes_smoke() {
     let h = Harness::start();
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/ctypes_smoke.py"));
+    cmd.arg(common::repo_root().join("tests/python/ctypes_smoke.py"));
     let out = h.run(cmd);
     out.assert_success()
         .assert_line("ok load libcuda.so.1")
@@ -68,29 +63,11 @@ fn same_as_on_the_sim(through: &common::Output, direct: &common::Output) {
     );
 }
 
-/// Compiles `tests/c/<name>.c` into `dir`.
-fn build_c(dir: &std::path::Path, name: &str) -> PathBuf {
-    let exe = dir.join(name);
-    let mut cc = Command::new("cc");
-    cc.args([
-        "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o",
-    ])
-    .arg(&exe)
-    .arg(repo_root().join(format!("tests/c/{name}.c")))
-    .arg("-ldl");
-    let cc = common::run(cc, Duration::from_secs(120));
-    assert!(
-        cc.status.success(),
-        "cc {name}.c failed (CI installs gcc):\n{cc}"
-    );
-    exe
-}
-
 #[test]
 fn c_driver_smoke() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "driver_smoke");
+    let exe = common::build_c(dir.path(), "driver_smoke");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok load libcuda.so.1")
@@ -111,7 +88,7 @@ fn c_driver_smoke() {
 fn c_thread_set_current_then_context_free_call() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "thread_context");
+    let exe = common::build_c(dir.path(), "thread_context");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok bare_thread_pointer_attribute")
@@ -134,7 +111,7 @@ fn c_thread_set_current_then_context_free_call() {
 fn c_tensor_maps() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "tensormap");
+    let exe = common::build_c(dir.path(), "tensormap");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok encode_tiled_2d")
@@ -168,7 +145,7 @@ fn c_tensor_maps() {
 fn c_linker() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "linker");
+    let exe = common::build_c(dir.path(), "linker");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok add_data")
@@ -200,7 +177,7 @@ fn c_linker() {
 fn c_occupancy() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "occupancy");
+    let exe = common::build_c(dir.path(), "occupancy");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok plain_matches_search")
@@ -225,7 +202,7 @@ fn c_occupancy() {
 fn c_legacy_launch() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "legacy_launch");
+    let exe = common::build_c(dir.path(), "legacy_launch");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok param_setv")
@@ -246,7 +223,7 @@ fn c_legacy_launch() {
 fn c_printf() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "printf");
+    let exe = common::build_c(dir.path(), "printf");
     let out = h.run(h.command(&exe));
     out.assert_success().assert_line("16 checks, 0 failed");
     // A flush of megabytes arrives whole.
@@ -287,7 +264,7 @@ fn c_printf() {
 fn c_assert() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "assert");
+    let exe = common::build_c(dir.path(), "assert");
     let out = h.run(h.command(&exe));
     out.assert_success().assert_line("15 checks, 0 failed");
     assert!(
@@ -305,7 +282,7 @@ fn c_assert() {
 fn c_checkpoint() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "checkpoint");
+    let exe = common::build_c(dir.path(), "checkpoint");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok running_is")
@@ -326,7 +303,7 @@ fn c_checkpoint() {
 fn c_coredump() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "coredump");
+    let exe = common::build_c(dir.path(), "coredump");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok global_trigger_host_value")
@@ -347,7 +324,7 @@ fn c_coredump() {
 fn c_logs() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "logs");
+    let exe = common::build_c(dir.path(), "logs");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok dump_has_lines")
@@ -369,7 +346,7 @@ fn c_logs() {
 fn c_log_callbacks() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "log_callbacks");
+    let exe = common::build_c(dir.path(), "log_callbacks");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok log_arrived")
@@ -405,7 +382,7 @@ fn c_log_callbacks() {
 fn c_log_callbacks_blocked() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "log_callbacks");
+    let exe = common::build_c(dir.path(), "log_callbacks");
     let mut cmd = h.command(&exe);
     cmd.args(["libcuda.so.1", "--blocked"]);
     let out = h.run(cmd);
@@ -429,7 +406,7 @@ fn c_log_callbacks_blocked() {
 fn c_log_callbacks_reenter() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "log_callbacks");
+    let exe = common::build_c(dir.path(), "log_callbacks");
     let mut cmd = h.command(&exe);
     cmd.args(["libcuda.so.1", "--reenter"]);
     let out = h.run(cmd);
@@ -452,7 +429,7 @@ fn c_log_callbacks_reenter() {
 fn c_host_callbacks() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "callbacks");
+    let exe = common::build_c(dir.path(), "callbacks");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok host_func_ran_once")
@@ -480,7 +457,7 @@ fn c_host_callbacks() {
 fn c_stream_memory_operations() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "stream_memops");
+    let exe = common::build_c(dir.path(), "stream_memops");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok write32_value")
@@ -520,7 +497,7 @@ fn c_stream_memory_operations() {
 fn c_graph_nodes() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "graph_nodes");
+    let exe = common::build_c(dir.path(), "graph_nodes");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok record_set_event")
@@ -611,7 +588,7 @@ fn c_graph_nodes() {
 fn c_graph_nodes2() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "graph_nodes2");
+    let exe = common::build_c(dir.path(), "graph_nodes2");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok kattr_priority_read_back")
@@ -652,7 +629,7 @@ fn c_graph_nodes2() {
 fn c_graph_nodes3() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "graph_nodes3");
+    let exe = common::build_c(dir.path(), "graph_nodes3");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok extsem_import: CUDA_SUCCESS")
@@ -719,7 +696,7 @@ fn c_graph_nodes3() {
 fn c_managed_memory() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "managed");
+    let exe = common::build_c(dir.path(), "managed");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok launch_on_managed")
@@ -749,7 +726,7 @@ fn c_managed_memory() {
 fn c_host_register() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "host_register");
+    let exe = common::build_c(dir.path(), "host_register");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok register_keeps_bytes")
@@ -786,7 +763,7 @@ fn c_host_register() {
 fn python_host_register_limits() {
     let h = Harness::start();
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/host_register_limits.py"));
+    cmd.arg(common::repo_root().join("tests/python/host_register_limits.py"));
     let out = h.run(cmd);
     out.assert_success()
         .assert_line("ok register_file_backed")
@@ -809,7 +786,7 @@ fn python_host_register_limits() {
 fn c_memory_pools() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "pools");
+    let exe = common::build_c(dir.path(), "pools");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok current_is_default")
@@ -855,7 +832,7 @@ fn c_memory_pools() {
 fn c_inter_process_handles() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "ipc");
+    let exe = common::build_c(dir.path(), "ipc");
     // Descriptors follow requests and replies on the lane's socket, beside
     // the shared-memory rings or interleaved with socket frames: both.
     for transport in ["rings", "socket"] {
@@ -918,7 +895,7 @@ fn c_inter_process_handles() {
 fn c_external_memory() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "extmem");
+    let exe = common::build_c(dir.path(), "extmem");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     // Every line, the refusals of bad handles included, as straight on the
     // simulated device.
@@ -953,7 +930,7 @@ fn c_external_memory() {
 fn c_batch_decompress() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "decompress");
+    let exe = common::build_c(dir.path(), "decompress");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok snappy_engine: yes")
@@ -981,7 +958,7 @@ fn c_batch_decompress() {
 fn c_external_semaphores() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "extsem");
+    let exe = common::build_c(dir.path(), "extsem");
     let out = h.run(h.command(&exe));
     out.assert_success()
         .assert_line("ok import_dev_null")
@@ -1006,7 +983,7 @@ fn c_external_semaphores() {
 fn c_virtual_memory_management() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "vmm");
+    let exe = common::build_c(dir.path(), "vmm");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok htod_reads_back")
@@ -1039,7 +1016,7 @@ fn c_virtual_memory_management() {
 fn c_arrays_and_their_copies() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "arrays");
+    let exe = common::build_c(dir.path(), "arrays");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok descriptor_1d_values")
@@ -1092,7 +1069,7 @@ fn c_arrays_and_their_copies() {
 fn c_stream_capture_and_graphs() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "graphs");
+    let exe = common::build_c(dir.path(), "graphs");
     let trace = dir.path().join("trace.txt");
     let mut through = h.command(&exe);
     through
@@ -1171,7 +1148,7 @@ fn c_stream_capture_and_graphs() {
 fn python_ctypes_sixteen_threads() {
     let h = Harness::start();
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/threads_stress.py"))
+    cmd.arg(common::repo_root().join("tests/python/threads_stress.py"))
         .args(["16", "200"]);
     let out = common::run(cmd, Duration::from_secs(300));
     out.assert_success();
@@ -1191,7 +1168,7 @@ fn python_files_and_3d_copies() {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = dir.path().join("trace.log");
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/files_3d.py"))
+    cmd.arg(common::repo_root().join("tests/python/files_3d.py"))
         .env("VGPU_TRACE", &trace);
     let out = h.run(cmd);
     out.assert_success()
@@ -1214,7 +1191,7 @@ fn python_files_and_3d_copies() {
 fn c_first_forms_and_texture_references() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "tail_copies");
+    let exe = common::build_c(dir.path(), "tail_copies");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok v1_create_1d")
@@ -1269,7 +1246,7 @@ fn c_first_forms_and_texture_references() {
 fn c_peer_access_and_copies() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "peer");
+    let exe = common::build_c(dir.path(), "peer");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     out.assert_success()
         .assert_line("ok can_access_self_value")
@@ -1305,7 +1282,7 @@ fn c_multi_device_session() {
         &[("VGPU_SIM_DEVICES", "3")],
     ));
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "multi_device");
+    let exe = common::build_c(dir.path(), "multi_device");
     let out = h.run(h.command(&exe));
     out.assert_success().assert_line("ok devices: 3");
     for d in 0..3 {
@@ -1339,7 +1316,7 @@ fn c_multi_device_session() {
 fn c_multicast_objects() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "multicast");
+    let exe = common::build_c(dir.path(), "multicast");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     // Every line, the refusals of bad handles included, as straight on the
     // simulated device.
@@ -1364,7 +1341,7 @@ fn c_multicast_objects() {
 fn c_green_contexts() {
     let h = Harness::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let exe = build_c(dir.path(), "green_contexts");
+    let exe = common::build_c(dir.path(), "green_contexts");
     let out = h.run(invalid_handle_checks(h.command(&exe)));
     // Every line, the refusals of bad handles included, as straight on the
     // simulated device.

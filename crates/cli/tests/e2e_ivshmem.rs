@@ -16,8 +16,7 @@
 mod common;
 
 use std::ffi::c_void;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
 
@@ -30,10 +29,6 @@ const BDF: &str = "0000:00:05.0";
 const OUT_OF_MEMORY: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_OUT_OF_MEMORY.0;
 /// Two 16 MiB socket pieces and a bit, not a multiple of anything.
 const BIG: usize = (33 << 20) + 77;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A mediator listening on `ivshmem:` with `mib` of shared memory per
 /// guest, a fake QEMU connected to it, and the harness's children pointed
@@ -62,23 +57,6 @@ fn start(mib: &str) -> (Harness, FakeQemu, PathBuf, tempfile::TempDir) {
     h.env("VGPU_CLIENT_CONFIG", "/nonexistent/vgpu-client.toml");
     h.env("VGPU_LOG", "1");
     (h, fake, socket, dir)
-}
-
-fn build_c(dir: &Path, name: &str) -> PathBuf {
-    let exe = dir.join(name);
-    let mut cc = Command::new("cc");
-    cc.args([
-        "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o",
-    ])
-    .arg(&exe)
-    .arg(repo_root().join(format!("tests/c/{name}.c")))
-    .arg("-ldl");
-    let cc = common::run(cc, Duration::from_secs(120));
-    assert!(
-        cc.status.success(),
-        "cc {name}.c failed (CI installs gcc):\n{cc}"
-    );
-    exe
 }
 
 fn smoke_passed(out: &common::Output) {
@@ -119,7 +97,7 @@ fn c_smoke_by_name_and_by_scan_two_at_once_and_a_killed_qemu() {
         return hold_session();
     }
     let (mut h, mut fake, socket, dir) = start("16");
-    let exe = build_c(dir.path(), "driver_smoke");
+    let exe = common::build_c(dir.path(), "driver_smoke");
     let mut cmd = h.command(&exe);
     cmd.env("CU_TEST_INVALID_HANDLES", "1");
     let out = h.run(cmd);
@@ -376,7 +354,7 @@ fn python_ctypes_and_forked_children() {
     // room for children's regions that wait to be reclaimed.
     let (h, _fake, _socket, _dir) = start("32");
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/ctypes_smoke.py"));
+    cmd.arg(common::repo_root().join("tests/python/ctypes_smoke.py"));
     let out = h.run(cmd);
     out.assert_success()
         .assert_line("ok init")
@@ -385,7 +363,7 @@ fn python_ctypes_and_forked_children() {
     assert!(!out.stdout.contains("\nFAIL"), "{out}");
 
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/fork_pool.py"))
+    cmd.arg(common::repo_root().join("tests/python/fork_pool.py"))
         .args(["3", "6"]);
     let out = common::run(cmd, Duration::from_secs(180));
     out.assert_success()
@@ -444,7 +422,7 @@ fn a_hostile_guest_breaks_only_its_own_sessions() {
     wait_for_log(m, "ivshmem session ended", 3);
     // The forged owners are dead pids: the next client drains their
     // regions if the host has not freed them yet, and gets one.
-    let exe = build_c(dir.path(), "driver_smoke");
+    let exe = common::build_c(dir.path(), "driver_smoke");
     smoke_passed(&h.run(h.command(&exe)));
     assert!(common::is_alive(m.pid()), "the mediator survived");
 }

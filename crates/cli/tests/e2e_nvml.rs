@@ -7,20 +7,15 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::Harness;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// `python3 tests/python/nvml_ctypes.py ARGS` in the harness's environment.
 fn ctypes_script(h: &Harness, args: &[&str]) -> Command {
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/nvml_ctypes.py"))
+    cmd.arg(common::repo_root().join("tests/python/nvml_ctypes.py"))
         .args(args);
     cmd
 }
@@ -113,7 +108,7 @@ fn a_mediator_that_goes_away_is_gpu_is_lost() {
 fn pynvml() {
     let h = Harness::start();
     let mut cmd = h.command("python3");
-    cmd.arg(repo_root().join("tests/python/nvml_pynvml.py"));
+    cmd.arg(common::repo_root().join("tests/python/nvml_pynvml.py"));
     let out = h.run(cmd);
     out.assert_success()
         .assert_line("ok name")
@@ -131,7 +126,7 @@ fn host_values_pass_through_from_the_hosts_nvml() {
     let mut cc = Command::new("cc");
     cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
         .arg(dir.path().join("libnvidia-ml.so.1"))
-        .arg(repo_root().join("tests/c/host_nvml.c"));
+        .arg(common::repo_root().join("tests/c/host_nvml.c"));
     let built = common::run(cc, Duration::from_secs(120));
     assert!(built.status.success(), "cc host_nvml.c failed:\n{built}");
     let mut h = Harness::without_mediator();
@@ -171,7 +166,7 @@ fn a_cuda_allocation_shows_in_memory_and_processes() {
 
 /// The functions the real `libnvidia-ml.so.1` of driver 580 exports.
 fn real_exports() -> BTreeSet<String> {
-    std::fs::read_to_string(repo_root().join("fixtures/libnvidia-ml-580-exports.txt"))
+    std::fs::read_to_string(common::repo_root().join("fixtures/libnvidia-ml-580-exports.txt"))
         .expect("the export fixture")
         .lines()
         .map(str::trim)

@@ -8,7 +8,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -16,23 +16,6 @@ use common::{Harness, Mediator, Running};
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Builds `tests/c/NAME.c` into `dir`.
-fn build_c(dir: &Path, name: &str) -> PathBuf {
-    let exe = dir.join(name);
-    let mut cc = Command::new("cc");
-    cc.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(repo_root().join(format!("tests/c/{name}.c")))
-        .arg("-ldl");
-    let out = common::run(cc, Duration::from_secs(120));
-    assert!(out.status.success(), "cc {name}.c failed:\n{out}");
-    exe
-}
 
 /// A harness whose mediator serves metrics on a free loopback port.
 fn harness_with_metrics() -> (Harness, String) {
@@ -167,7 +150,7 @@ fn uid() -> u32 {
 fn sessions_are_listed_and_counted_while_they_come_and_go() {
     let (h, addr) = harness_with_metrics();
     let dir = tempfile::tempdir().expect("tempdir");
-    let exe = build_c(dir.path(), "session_hold");
+    let exe = common::build_c(dir.path(), "session_hold");
     let mem = format!("vgpu_device_memory_used_bytes{{uid=\"{}\"}}", uid());
     expect_metrics(
         &addr,
@@ -262,7 +245,7 @@ fn sessions_are_listed_and_counted_while_they_come_and_go() {
 fn refused_sessions_and_crashed_workers_are_counted() {
     let (h, addr) = harness_with_metrics();
     let dir = tempfile::tempdir().expect("tempdir");
-    let exe = build_c(dir.path(), "session_hold");
+    let exe = common::build_c(dir.path(), "session_hold");
     // A hello of another protocol version: the worker refuses it.
     let socket = h.mediator().endpoint()["unix:".len()..].to_owned();
     let mut s = UnixStream::connect(&socket).expect("connect");
@@ -382,7 +365,7 @@ fn a_tcp_session_is_listed_as_tcp() {
     h.mediator = Some(m);
     h.env("VGPU_MEDIATOR", &endpoint);
     let dir = tempfile::tempdir().expect("tempdir");
-    let exe = build_c(dir.path(), "session_hold");
+    let exe = common::build_c(dir.path(), "session_hold");
     let (mut c, pid) = hold(&h, &exe, 1 << 16, 1);
     // Listed through the Unix socket: over TCP, pid and uid are what the
     // client states, which for this client are its own.

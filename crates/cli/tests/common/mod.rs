@@ -702,6 +702,30 @@ pub const SIM_MODULE: &std::ffi::CStr =
 
 pub mod loss;
 
+/// The repository's root (the test programs' sources are under it).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds `tests/c/NAME.c` into `dir` as every C test program is built
+/// (C11, warnings are errors, threads, `-ldl`) and returns the program.
+pub fn build_c(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let mut cc = Command::new("cc");
+    cc.args([
+        "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o",
+    ])
+    .arg(&exe)
+    .arg(repo_root().join(format!("tests/c/{name}.c")))
+    .arg("-ldl");
+    let cc = run(cc, Duration::from_secs(120));
+    assert!(
+        cc.status.success(),
+        "cc {name}.c failed (CI installs gcc):\n{cc}"
+    );
+    exe
+}
+
 /// `len` pseudo-random bytes from `seed` (xorshift64, eight bytes a step):
 /// distinct per seed, never periodic at small powers of two.
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
