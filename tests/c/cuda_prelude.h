@@ -89,6 +89,27 @@ _Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes")
 _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig is 56 bytes");
 _Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D is 128 bytes");
 
+/* CUDA_MEMCPY3D_PEER: a 3D copy whose sides name their contexts. */
+typedef struct {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    CUcontext srcContext;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    CUcontext dstContext;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D_PEER;
+
+_Static_assert(sizeof(CUDA_MEMCPY3D_PEER) == 200, "CUDA_MEMCPY3D_PEER is 200 bytes");
+
 /* The CUresult values the programs check for (the real driver's numbers). */
 enum {
     CUDA_SUCCESS = 0,

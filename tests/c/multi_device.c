@@ -26,25 +26,6 @@
 
 #include <pthread.h>
 
-/* CUDA_MEMCPY3D_PEER: a 3D copy whose sides name their contexts. */
-typedef struct {
-    size_t srcXInBytes, srcY, srcZ, srcLOD;
-    unsigned int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    CUcontext srcContext;
-    size_t srcPitch, srcHeight;
-    size_t dstXInBytes, dstY, dstZ, dstLOD;
-    unsigned int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    CUcontext dstContext;
-    size_t dstPitch, dstHeight;
-    size_t WidthInBytes, Height, Depth;
-} CUDA_MEMCPY3D_PEER;
-
 /* The VMM allocation properties (32 bytes, as the driver's). */
 typedef struct {
     int type;

@@ -20,27 +20,6 @@
  */
 #include "cuda_prelude.h"
 
-/* CUDA_MEMCPY3D_PEER: a 3D copy whose sides name their contexts. */
-typedef struct {
-    size_t srcXInBytes, srcY, srcZ, srcLOD;
-    unsigned int srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    void *srcArray;
-    CUcontext srcContext;
-    size_t srcPitch, srcHeight;
-    size_t dstXInBytes, dstY, dstZ, dstLOD;
-    unsigned int dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    void *dstArray;
-    CUcontext dstContext;
-    size_t dstPitch, dstHeight;
-    size_t WidthInBytes, Height, Depth;
-} CUDA_MEMCPY3D_PEER;
-
-_Static_assert(sizeof(CUDA_MEMCPY3D_PEER) == 200, "CUDA_MEMCPY3D_PEER is 200 bytes");
-
 enum {
     MEMORY_DEVICE = 2,
     P2P_PERFORMANCE_RANK = 1,

@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import time
+from checks import Checks
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
 
 SUCCESS = 0
@@ -76,28 +77,6 @@ class PciInfoV2Fenced(ctypes.Structure):
 class ProcessInfo(ctypes.Structure):
     _fields_ = [("pid", c_uint), ("usedGpuMemory", c_ulonglong),
                 ("gpuInstanceId", c_uint), ("computeInstanceId", c_uint)]
-
-
-class Checks:
-    def __init__(self):
-        self.count = 0
-        self.failed = 0
-
-    def eq(self, name, got, want):
-        self.count += 1
-        if got == want:
-            print(f"ok {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}: got {got!r}, want {want!r}")
-
-    def true(self, name, cond, detail=""):
-        self.count += 1
-        if cond:
-            print(f"ok {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}: {detail}")
 
 
 def load():

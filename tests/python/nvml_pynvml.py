@@ -12,22 +12,11 @@ import ctypes
 import sys
 from ctypes import byref, c_int, c_size_t
 
+import checks
 import pynvml as n
 
 
-class Checks:
-    def __init__(self):
-        self.count = 0
-        self.failed = 0
-
-    def eq(self, name, got, want):
-        self.count += 1
-        if got == want:
-            print(f"ok {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}: got {got!r}, want {want!r}")
-
+class Checks(checks.Checks):
     def raises(self, name, code, fn, *args):
         self.count += 1
         try:

@@ -113,17 +113,23 @@ fn eventfd() -> Result<OwnedFd, TransportError> {
     )
 }
 
+/// The layout of a guest's shared memory of `size` bytes, as the mediator
+/// lays it out and each of the guest's workers checks it.
+pub fn layout(size: usize) -> Result<Layout, ivshmem::LayoutError> {
+    Layout::for_size(
+        size,
+        ivshmem::DEFAULT_SLOTS,
+        ivshmem::DEFAULT_RING,
+        HOST_PEER,
+        VECTORS,
+    )
+}
+
 impl Guest {
     fn connect(conn: UnixStream, args: &ServeArgs) -> Result<Guest, TransportError> {
         let size = args.ivshmem_mib << 20;
-        let layout = Layout::for_size(
-            size,
-            ivshmem::DEFAULT_SLOTS,
-            ivshmem::DEFAULT_RING,
-            HOST_PEER,
-            VECTORS,
-        )
-        .map_err(|e| TransportError::Io(std::io::Error::other(e.to_string())))?;
+        let layout =
+            layout(size).map_err(|e| TransportError::Io(std::io::Error::other(e.to_string())))?;
         let io = std::io::Error::from;
         let memfd = rustix::fs::memfd_create(
             "vgpu-ivshmem",

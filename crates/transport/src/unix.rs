@@ -230,21 +230,28 @@ impl Channel {
     /// not a hang-up. On TCP the peer's FIN counts: vgpu's ends never shut
     /// down one direction only.
     pub fn hung_up(&self) -> bool {
-        use rustix::event::{poll, PollFd, PollFlags};
         let Some(fd) = self.stream.fd() else {
             return match &self.stream {
                 Stream::Shm(s) => s.hung_up(),
                 _ => true,
             };
         };
-        let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
-        match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
-            Ok(0) => false,
-            Ok(_) => fds[0]
-                .revents()
-                .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR | PollFlags::NVAL),
-            Err(_) => true,
-        }
+        socket_hung_up(fd)
+    }
+}
+
+/// Whether the peer of socket `fd` closed it or the socket failed, without
+/// reading anything or waiting (a zero-timeout `poll`). Pending data is not
+/// a hang-up.
+pub fn socket_hung_up(fd: BorrowedFd<'_>) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
+    match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
+        Ok(0) => false,
+        Ok(_) => fds[0]
+            .revents()
+            .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR | PollFlags::NVAL),
+        Err(_) => true,
     }
 }
 

@@ -23,7 +23,7 @@
 //! lifeline hangs up (QEMU went away): every stream's waits check both
 //! every 100 ms.
 
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,7 +38,6 @@ use zerocopy::IntoBytes;
 
 use super::status;
 use super::Session;
-use crate::ivshmem::{HOST_PEER, VECTORS};
 use crate::MediatorError;
 
 /// How often a waiting stream checks that the session still stands.
@@ -57,21 +56,6 @@ pub struct VmRegion {
     lifeline: Arc<OwnedFd>,
     /// Lane slots in use (slot 0, the control stream, always is).
     busy: Arc<Mutex<Vec<bool>>>,
-}
-
-/// Whether the peer of a socket closed it, without waiting. (A lifeline is
-/// shared by the region's streams across threads, which a `Channel` cannot
-/// be, so it stays a plain descriptor.)
-fn hung_up(fd: BorrowedFd<'_>) -> bool {
-    use rustix::event::{poll, PollFd, PollFlags};
-    let mut fds = [PollFd::new(&fd, PollFlags::RDHUP)];
-    match poll(&mut fds, Some(&rustix::event::Timespec::default())) {
-        Ok(0) => false,
-        Ok(_) => fds[0]
-            .revents()
-            .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR | PollFlags::NVAL),
-        Err(_) => true,
-    }
 }
 
 impl VmRegion {
@@ -100,14 +84,8 @@ impl VmRegion {
             .map_err(std::io::Error::from)?
             .st_size;
         let size = usize::try_from(size).map_err(|_| bad())?;
-        let layout = Layout::for_size(
-            size,
-            ivshmem::DEFAULT_SLOTS,
-            ivshmem::DEFAULT_RING,
-            HOST_PEER,
-            VECTORS,
-        )
-        .map_err(|e| MediatorError::Config(e.to_string()))?;
+        let layout =
+            crate::ivshmem::layout(size).map_err(|e| MediatorError::Config(e.to_string()))?;
         if region >= layout.regions {
             return Err(bad());
         }
@@ -136,7 +114,9 @@ impl VmRegion {
         );
         move || {
             ivshmem::owner_word(&mem, r).is_some_and(|w| w.load(Ordering::Acquire) == word)
-                && !hung_up(life.as_fd())
+                // A plain descriptor: a lifeline is shared by the region's
+                // streams across threads, which a `Channel` cannot be.
+                && !vgpu_transport::unix::socket_hung_up(life.as_fd())
         }
     }
 
