@@ -471,8 +471,7 @@ pub fn write_response(
     fixed: &[u8],
     blob: &[u8],
 ) -> Result<(), ProtoError> {
-    let prefix = response_prefix(status, seq, fixed, blob.len())?;
-    write_all_vectored(w, &[&prefix, blob])
+    write_response_flagged(w, status, seq, 0, fixed, blob)
 }
 
 /// Writes one response frame with reply `flags` ([`reply_flags`]).
