@@ -113,6 +113,9 @@ def basic(t):
     index = c_uint(99)
     t.eq("index", nvml.nvmlDeviceGetIndex(h, byref(index)), SUCCESS)
     t.eq("index value", index.value, 0)
+    is_mig = c_uint(99)
+    t.eq("is mig device handle", nvml.nvmlDeviceIsMigDeviceHandle(h, byref(is_mig)), SUCCESS)
+    t.eq("a whole GPU is no MIG device", is_mig.value, 0)
 
     name, cu_name = ctypes.create_string_buffer(96), ctypes.create_string_buffer(96)
     t.eq("name", nvml.nvmlDeviceGetName(h, name, 96), SUCCESS)

@@ -153,6 +153,19 @@ pub unsafe fn index(d: nvmlDevice_t, i: *mut c_uint) -> Res<()> {
     unsafe { write_out(i, c_uint::try_from(index).unwrap_or(c_uint::MAX)) }
 }
 
+/// `nvmlDeviceIsMigDeviceHandle`: 0, as the real library answers for a
+/// whole GPU's handle (vgpu hands out no MIG device handles). `nvidia-smi`
+/// asks it of every device before it prints the process table, and lists
+/// no process when the call fails.
+///
+/// # Safety
+/// `is_mig` must be NULL or valid for a write.
+pub unsafe fn is_mig_device_handle(d: nvmlDevice_t, is_mig: *mut c_uint) -> Res<()> {
+    lookup(d)?;
+    // SAFETY: the caller's contract.
+    unsafe { write_out(is_mig, 0) }
+}
+
 /// `nvmlDeviceGetName`: the driver's device name.
 ///
 /// # Safety

@@ -74,6 +74,7 @@ implement! {
     nvmlDeviceGetHandleByPciBusId(bus, d) => device::by_pci_bus_id(bus, d);
     nvmlDeviceGetHandleByPciBusId_v2(bus, d) => device::by_pci_bus_id(bus, d);
     nvmlDeviceGetIndex(d, i) => device::index(d, i);
+    nvmlDeviceIsMigDeviceHandle(d, is_mig) => device::is_mig_device_handle(d, is_mig);
     nvmlDeviceGetName(d, buf, len) => device::name(d, buf, len);
     nvmlDeviceGetUUID(d, buf, len) => device::uuid(d, buf, len);
     nvmlDeviceGetPciInfo(d, pci) => device::pci_info_v2(d, pci.cast());
