@@ -420,6 +420,19 @@ def usage(t):
     t.eq("this process listed once", len(mine), 1)
     t.true("its memory counts the allocation", mine and mine[0].usedGpuMemory >= size,
            f"{[(p.pid, p.usedGpuMemory) for p in infos[: n.value]]}")
+    # nvidia-smi's table takes its compute, graphics and MPS processes from
+    # private slots 213, 214 and 215: this process is a compute one only.
+    table = ctypes.POINTER(c_void_p)()
+    smi_id = bytes.fromhex("c4fe3e6cc98f6c4ea327ee696e12f7c4")
+    t.eq("smi export table", nvml.nvmlInternalGetExportTable(byref(table), smi_id), SUCCESS)
+    slot = ctypes.CFUNCTYPE(c_int, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t)
+    for n_slot, kind in ((213, "compute"), (214, "graphics"), (215, "MPS")):
+        room = c_uint(64)
+        entries = ctypes.create_string_buffer(64 * 4128)
+        rc = slot(table[n_slot])(h.value, ctypes.addressof(room), ctypes.addressof(entries))
+        pids = [int.from_bytes(entries.raw[k * 4128:k * 4128 + 4], "little") for k in range(room.value)]
+        t.eq(f"smi {kind} processes", rc, SUCCESS)
+        t.eq(f"smi {kind} list has this process", os.getpid() in pids, kind == "compute")
     t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 

@@ -33,7 +33,13 @@ const SLOT_STARTUP_CHECK: usize = 26;
 const HANDLE_BY_INDEX_TAG: u32 = 0x22;
 /// `(nvmlDevice_t, unsigned int *count, SmiProcess *entries)`: a process
 /// list; `*count` holds the room on entry and the number of entries after.
+/// The three are the compute, graphics and MPS processes, in that order (the
+/// real library, with one CUDA process on the GPU, counts 1, 0 and 0; the
+/// table prints a process found in all three as type "M+C+G").
 const SLOTS_PROCESSES: RangeInclusive<usize> = 213..=215;
+/// The compute processes: a tenant's sessions. vgpu has no graphics or MPS
+/// clients, so the other two lists are empty.
+const SLOT_COMPUTE_PROCESSES: usize = 213;
 /// The most entries a process list may ask room for.
 const MAX_ROOM: c_uint = 65536;
 
@@ -123,7 +129,14 @@ unsafe fn call(n: usize, a0: usize, a1: usize, a2: usize) -> Res<()> {
         }
         n if SLOTS_PROCESSES.contains(&n) => {
             // SAFETY: the caller's contract.
-            unsafe { processes(a0 as nvmlDevice_t, a1 as *mut c_uint, a2 as *mut SmiProcess) }
+            unsafe {
+                processes(
+                    a0 as nvmlDevice_t,
+                    a1 as *mut c_uint,
+                    a2 as *mut SmiProcess,
+                    n == SLOT_COMPUTE_PROCESSES,
+                )
+            }
         }
         // nvidia-smi (580.159.04) calls it once as it starts, with two of its
         // own strings and a pointer, and stops with "Internal NVML error" if it
@@ -145,13 +158,22 @@ unsafe fn call(n: usize, a0: usize, a1: usize, a2: usize) -> Res<()> {
     }
 }
 
-/// The tenant's processes on `d`, with their programs.
+/// The tenant's processes on `d`, with their programs, or none where
+/// `compute` is false (the graphics and MPS lists).
 ///
 /// # Safety
 /// `count` must be NULL or valid for a read and a write, `entries` NULL or
 /// valid for `*count` writes.
-unsafe fn processes(d: nvmlDevice_t, count: *mut c_uint, entries: *mut SmiProcess) -> Res<()> {
-    let list = tenant_processes(d)?;
+unsafe fn processes(
+    d: nvmlDevice_t,
+    count: *mut c_uint,
+    entries: *mut SmiProcess,
+    compute: bool,
+) -> Res<()> {
+    let mut list = tenant_processes(d)?;
+    if !compute {
+        list.clear();
+    }
     non_null(count)?;
     non_null(entries)?;
     // SAFETY: non-NULL, valid by the caller's contract.
