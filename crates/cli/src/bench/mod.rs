@@ -24,6 +24,7 @@
 
 pub mod catalog;
 pub mod exec;
+mod link;
 pub mod report;
 mod runner;
 
@@ -474,6 +475,23 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
             }
         }
     }
+    // The raw link under the tcp transport, measured now, after the runs
+    // through it, while the machine is as they found it.
+    let link = if b.tcp_address.is_some() && !link::against(&rows, 1.0).is_empty() {
+        eprintln!(
+            "vgpu bench: raw loopback TCP, 3 x {} MiB",
+            link::BYTES >> 20
+        );
+        match link::stream(link::BYTES, 3) {
+            Ok(measured) => Some(measured),
+            Err(e) => {
+                b.info.warnings.push(format!("raw TCP not measured: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let stopped = med.stop();
     drop(med);
 
@@ -481,6 +499,12 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     print!("{}", report::table(&rows));
     println!();
     println!("vgpu/native: above 1 is better for throughput (/s), worse for times (us, ms).");
+    if let Some((raw, runs)) = &link {
+        println!();
+        for line in link::lines(*raw, runs, &rows) {
+            println!("{line}");
+        }
+    }
     for w in &b.info.warnings {
         println!("warning: {w}");
     }
@@ -488,7 +512,11 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         println!("warning: the mediator could not be stopped: {e}");
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report::report_json(&b.info, &rows))
+        let mut report = report::report_json(&b.info, &rows);
+        if let (Some((raw, runs)), Some(o)) = (&link, report.as_object_mut()) {
+            o.insert("link".into(), link::json(*raw, runs, &rows));
+        }
+        let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Check(format!("encoding the JSON report: {e}")))?;
         std::fs::write(path, text + "\n")
             .map_err(CliError::io(format!("writing {}", path.display())))?;
