@@ -55,7 +55,7 @@ use std::io::{IoSlice, Read, Write};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::{Op, ProtoError, MAX_BLOB, MAX_FIXED};
+use crate::{Blob, Op, ProtoError, MAX_BLOB, MAX_FIXED};
 
 /// `"VGRQ"`, little-endian.
 pub const REQUEST_MAGIC: u32 = u32::from_le_bytes(*b"VGRQ");
@@ -143,7 +143,8 @@ pub struct Request {
     pub after: u32,
     /// The op's request struct, as bytes ([`Request::message`]).
     pub fixed: Vec<u8>,
-    pub blob: Vec<u8>,
+    /// The bytes after the fixed part ([`Blob`]: reused frame to frame).
+    pub blob: Blob,
 }
 
 impl Request {
@@ -158,7 +159,7 @@ impl Request {
             order: 0,
             after: 0,
             fixed: Vec::new(),
-            blob: Vec::new(),
+            blob: Blob::new(),
         }
     }
 
@@ -417,9 +418,7 @@ pub fn read_request_into(r: &mut impl Read, req: &mut Request) -> Result<(), Pro
     r.read_exact(&mut req.fixed)?;
     let blob_len = head.blob_len.get() as usize;
     op.check_request(&req.fixed, blob_len)?;
-    req.blob.clear();
-    req.blob.resize(blob_len, 0);
-    r.read_exact(&mut req.blob)?;
+    r.read_exact(req.blob.overwrite(blob_len))?;
     req.op = op;
     req.seq = head.seq.get();
     req.ctx = head.ctx.get();
@@ -452,8 +451,7 @@ pub fn decode_request_into(bytes: &[u8], req: &mut Request) -> Result<(), ProtoE
     op.check_request(fixed, blob_len)?;
     req.fixed.clear();
     req.fixed.extend_from_slice(fixed);
-    req.blob.clear();
-    req.blob.extend_from_slice(blob);
+    req.blob.copy_from(blob);
     req.op = op;
     req.seq = head.seq.get();
     req.ctx = head.ctx.get();
@@ -734,7 +732,7 @@ mod tests {
             order: 77,
             after: 75,
             fixed: htod(0x1000, 1),
-            blob: b"bytes".to_vec(),
+            blob: b"bytes".to_vec().into(),
         };
         let mut joined = request_prefix(&req.meta(), &req.fixed, req.blob.len()).expect("prefix");
         joined.extend_from_slice(&req.blob);
@@ -766,7 +764,7 @@ mod tests {
             order: 9,
             after: 4,
             fixed: htod(0x1000, 1),
-            blob: vec![7; 300],
+            blob: vec![7; 300].into(),
         };
         let small = Request {
             op: Op::MemFree,
@@ -780,7 +778,7 @@ mod tests {
             }
             .as_bytes()
             .to_vec(),
-            blob: Vec::new(),
+            blob: Blob::new(),
         };
         let mut req = Request::empty();
         for want in [&big, &small, &big] {

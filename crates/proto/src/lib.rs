@@ -28,6 +28,7 @@
 //! Handles (contexts, streams, events, modules, functions) are ids minted by the
 //! client; device pointers are the real device addresses.
 
+mod blob;
 mod error;
 mod frame;
 mod generated;
@@ -38,6 +39,7 @@ pub mod sessions;
 pub mod span;
 pub mod vmm;
 
+pub use blob::Blob;
 pub use error::ProtoError;
 pub use frame::{
     decode_request_into, flags, order_reached, read_request, read_request_into, read_response_head,

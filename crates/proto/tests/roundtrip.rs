@@ -402,20 +402,20 @@ fn env_block_bound_is_exact() {
 #[test]
 fn blob_bound_is_exact() {
     let mut req = common::sample_request(Op::MemcpyHtoD);
-    req.blob = vec![0x5a; MAX_BLOB];
+    req.blob = vec![0x5a; MAX_BLOB].into();
     let bytes = req.encode().expect("a MAX_BLOB blob is allowed");
     assert_eq!(
         Request::decode(&bytes).expect("decodes").blob.len(),
         MAX_BLOB
     );
     drop(bytes);
-    req.blob.push(0);
+    req.blob = vec![0x5a; MAX_BLOB + 1].into();
     assert!(matches!(
         req.encode(),
         Err(ProtoError::TooLong { what: "blob", .. })
     ));
     let resp = Response {
-        blob: req.blob,
+        blob: req.blob.into_vec(),
         ..Default::default()
     };
     assert!(matches!(

@@ -87,6 +87,15 @@ impl FrameLane {
         FrameLane { io: Io::Socket(ch) }
     }
 
+    /// A second channel on a socket lane's socket, for a thread that reads
+    /// its frames ahead ([`Channel::try_clone`]); `None` for a ring lane.
+    pub fn try_clone_socket(&self) -> Option<Channel> {
+        match &self.io {
+            Io::Socket(ch) => ch.try_clone(),
+            Io::Rings(_) => None,
+        }
+    }
+
     /// The worker's end of a new ring lane whose rings have `ring_bytes` of
     /// data each, and the descriptors to pass to the client, in the order
     /// [`FrameLane::map_rings`] takes them: the client's lane socket, its

@@ -118,6 +118,26 @@ impl Channel {
         }
     }
 
+    /// A second channel on the same Unix or TCP socket (a duplicated
+    /// descriptor), for a thread that only reads while another writes;
+    /// `None` for a ring stream.
+    pub fn try_clone(&self) -> Option<Channel> {
+        let stream = match &self.stream {
+            Stream::Unix(s) => Stream::Unix(s.try_clone().ok()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone().ok()?),
+            Stream::Shm(_) => return None,
+        };
+        Some(Channel { stream })
+    }
+
+    /// Shuts the socket's reading side: a read blocked on it, through any
+    /// descriptor, returns end-of-file.
+    pub fn shutdown_read(&self) {
+        if let Some(fd) = self.stream.fd() {
+            let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Read);
+        }
+    }
+
     /// Whether this channel is a TCP connection.
     pub fn is_tcp(&self) -> bool {
         matches!(self.stream, Stream::Tcp(_))

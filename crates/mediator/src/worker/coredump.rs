@@ -26,7 +26,7 @@ pub fn coredump_attribute(_: &mut Lane, s: &Session, req: &Request) -> Result<Re
         if req.blob.len() as u64 != len {
             return Err(INVALID_VALUE);
         }
-        req.blob.clone()
+        req.blob.to_vec()
     } else {
         vec![0u8; size(len)?]
     };

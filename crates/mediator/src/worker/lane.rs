@@ -51,6 +51,7 @@ use super::calls::Reply;
 use super::exec;
 use super::notify;
 use super::order::{LaneView, Ticket};
+use super::readahead::ReadAhead;
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -150,8 +151,22 @@ fn serve(s: &Session, mut io: FrameLane) {
     let mut view = LaneView::default();
     let counts = crate::sessions::own();
     let mut replied = 0u64;
+    // A socket lane reads its next request while this one runs.
+    let mut ahead = ReadAhead::start(&io);
     loop {
-        match next(&mut io, s, &mut req) {
+        let more = match &mut ahead {
+            Some(ahead) => ahead.next(&mut req).map(|got| match got {
+                Some(fd) => {
+                    if req.op.takes_fd() {
+                        lane.fd_in = fd;
+                    }
+                    true
+                }
+                None => false,
+            }),
+            None => next(&mut io, s, &mut req),
+        };
+        match more {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
@@ -163,7 +178,7 @@ fn serve(s: &Session, mut io: FrameLane) {
         if let Some(c) = counts {
             c.count_call(req.op);
         }
-        if req.op.takes_fd() {
+        if req.op.takes_fd() && ahead.is_none() {
             // The client passes the descriptor right after the request.
             lane.fd_in = io
                 .recv_fd()

@@ -39,6 +39,7 @@ mod order;
 mod output;
 mod pointer;
 mod pool;
+mod readahead;
 mod registry;
 mod remote;
 mod snapshot;

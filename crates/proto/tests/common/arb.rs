@@ -21,7 +21,7 @@ fn message(op: Op, noise: &[u8], blob: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
     let blob = if op.check_request(&fixed, blob.len()).is_ok() {
         blob
     } else {
-        sample.blob
+        sample.blob.into_vec()
     };
     for (i, &b) in noise.iter().enumerate().take(fixed.len()) {
         let keep = fixed[i];
@@ -74,7 +74,7 @@ pub fn request() -> impl Strategy<Value = Request> {
                     order,
                     after,
                     fixed,
-                    blob,
+                    blob: blob.into(),
                 }
             },
         )

@@ -1383,7 +1383,7 @@ pub fn sample_request(op: Op) -> Request {
         order,
         after,
         fixed,
-        blob,
+        blob: blob.into(),
     }
 }
 
