@@ -21,6 +21,9 @@ Usage:  python3 nvml_ctypes.py MODE
           processes by device: this process allocates on device 1, a child
           with CUDA_VISIBLE_DEVICES=2,1 on its device 0 (the host's 2); each
           shows on that device only, and a context alone lists a process
+  exact   the tenant's memory and processes on device 0 are exactly this
+          process's 64 MiB allocation (no other session of the tenant holds
+          any: a VM guest's view, beside host processes of the same uid)
   hold    (the child of ``devices``) allocates 32 MiB on its device 0,
           prints ``held``, frees it when stdin closes
 Output: one line per check, ``ok NAME`` or ``FAIL NAME: ...``, then a summary.
@@ -445,6 +448,38 @@ def hold(t):
     t.eq("child cuMemFree", cuda.cuMemFree_v2(dptr), 0)
 
 
+def exact(t):
+    nvml = load()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    t.eq("init", nvml.nvmlInit_v2(), SUCCESS)
+    h = handle(nvml, t)
+
+    def used():
+        m = Memory()
+        t.eq("memory", nvml.nvmlDeviceGetMemoryInfo(h, byref(m)), SUCCESS)
+        return m.used
+
+    def processes():
+        n = c_uint(16)
+        infos = (ProcessInfo * 16)()
+        t.eq("processes", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos), SUCCESS)
+        return sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value])
+
+    t.eq("nothing used before", used(), 0)
+    t.eq("no process before", processes(), [])
+    ctx, dptr = c_void_p(), c_ulonglong()
+    t.eq("cuInit", cuda.cuInit(0), 0)
+    t.eq("primary context", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 0), 0)
+    t.eq("set context", cuda.cuCtxSetCurrent(ctx), 0)
+    size = 64 << 20
+    t.eq("cuMemAlloc 64 MiB", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    t.eq("used is the allocation", used(), size)
+    t.eq("this process alone", processes(), [(os.getpid(), size)])
+    t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
+    t.eq("used after free", used(), 0)
+    t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
+
+
 def devices(t):
     import subprocess
     nvml = load()
@@ -520,7 +555,7 @@ def devices(t):
 def main():
     t = Checks()
     modes = {"basic": basic, "uninit": uninit, "lost": lost, "host": host, "usage": usage,
-             "devices": devices, "hold": hold}
+             "devices": devices, "hold": hold, "exact": exact}
     modes[sys.argv[1]](t)
     print(f"{t.count} checks, {t.failed} failed")
     return 0 if t.failed == 0 else 1

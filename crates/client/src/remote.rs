@@ -20,23 +20,33 @@ use vgpu_proto::{lane_kind, open_lane};
 use vgpu_transport::tcp::Token;
 use vgpu_transport::{Channel, TransportError};
 
+use vgpu_transport::discovery::{Found, Target};
+
 use crate::config::{Config, TransportChoice};
 use crate::runtime::ConnectError;
 
 /// How long a connection to the mediator or a lane may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connects the control connection of a session with the mediator at
-/// `host:port` (`shown` names it in errors).
-pub fn connect(cfg: &Config, host: &str, port: u16, shown: &str) -> Result<Channel, ConnectError> {
-    if cfg.transport == TransportChoice::Rings {
-        return Err(ConnectError::Lanes(format!(
-            "VGPU_TRANSPORT=rings needs shared memory on one host, and {shown} is reached over \
-             TCP; use VGPU_TRANSPORT=auto or socket"
-        )));
+/// Refuses `VGPU_TRANSPORT=rings` for a mediator that is not on this host
+/// (`found` is TCP or a VM guest's PCI device): rings need memory both
+/// sides share.
+pub fn check_transport(cfg: &Config, found: &Found) -> Result<(), ConnectError> {
+    if cfg.transport != TransportChoice::Rings {
+        return Ok(());
     }
-    Channel::connect_tcp(host, port, CONNECT_TIMEOUT)
-        .map_err(|e| ConnectError::Transport(shown.to_owned(), e))
+    let why = match found.target {
+        Target::Unix(_) => return Ok(()),
+        Target::Tcp { .. } => {
+            format!("needs shared memory on one host, and {found} is reached over TCP")
+        }
+        Target::Pci(_) => {
+            format!("needs memfd rings on one host, and {found} is a VM's PCI device")
+        }
+    };
+    Err(ConnectError::Lanes(format!(
+        "VGPU_TRANSPORT=rings {why}; use VGPU_TRANSPORT=auto or socket"
+    )))
 }
 
 /// The port and token of an `OpenLane` reply for a TCP lane.
