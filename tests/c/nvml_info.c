@@ -29,28 +29,22 @@ typedef struct {
     unsigned int gpuInstanceId, computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* The CUDA calls, by area: the devices, the primary context, memory. */
 static struct {
-    CUresult (*Init)(unsigned int);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGetName)(char *, int, CUdevice);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*Init)(unsigned int), (*DeviceGetCount)(int *), (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice), (*DevicePrimaryCtxRelease)(CUdevice),
+        (*CtxSetCurrent)(CUcontext);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t), (*MemFree)(CUdeviceptr);
     CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
 static const struct cu_entry cu_table[] = {
-    ENTRY(Init, "cuInit"),
-    ENTRY(DeviceGetCount, "cuDeviceGetCount"),
-    ENTRY(DeviceGetName, "cuDeviceGetName"),
+    ENTRY(Init, "cuInit"), ENTRY(DeviceGetCount, "cuDeviceGetCount"),
+    ENTRY(DeviceGetName, "cuDeviceGetName"), ENTRY(GetErrorName, "cuGetErrorName"),
     ENTRY(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     ENTRY(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     ENTRY(CtxSetCurrent, "cuCtxSetCurrent"),
-    ENTRY(MemAlloc, "cuMemAlloc_v2"),
-    ENTRY(MemFree, "cuMemFree_v2"),
-    ENTRY(GetErrorName, "cuGetErrorName"),
+    ENTRY(MemAlloc, "cuMemAlloc_v2"), ENTRY(MemFree, "cuMemFree_v2"),
 };
 
 static struct {

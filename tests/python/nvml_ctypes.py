@@ -398,6 +398,32 @@ def host(t):
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 
+def allocate(t, cuda, device, size, who=""):
+    """cuInit, the primary context of `device` made current, and `size` bytes
+    allocated in it; returns the allocation."""
+    ctx, dptr = c_void_p(), c_ulonglong()
+    t.eq(f"{who}cuInit", cuda.cuInit(0), 0)
+    t.eq(f"{who}context on {device}", cuda.cuDevicePrimaryCtxRetain(byref(ctx), device), 0)
+    t.eq(f"{who}set context", cuda.cuCtxSetCurrent(ctx), 0)
+    t.eq(f"{who}cuMemAlloc {size >> 20} MiB on {device}", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    return dptr
+
+
+def used(nvml, h):
+    """The memory used on `h`."""
+    m = Memory()
+    nvml.nvmlDeviceGetMemoryInfo(h, byref(m))
+    return m.used
+
+
+def processes(nvml, t, h, name="processes"):
+    """The (pid, memory) of every compute process on `h`, sorted."""
+    n = c_uint(16)
+    infos = (ProcessInfo * 16)()
+    t.eq(name, nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos), SUCCESS)
+    return sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value])
+
+
 def usage(t):
     nvml = load()
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -405,12 +431,8 @@ def usage(t):
     h = handle(nvml, t)
     before = Memory()
     t.eq("memory before", nvml.nvmlDeviceGetMemoryInfo(h, byref(before)), SUCCESS)
-    ctx, dptr = c_void_p(), c_ulonglong()
-    t.eq("cuInit", cuda.cuInit(0), 0)
-    t.eq("primary context", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 0), 0)
-    t.eq("set context", cuda.cuCtxSetCurrent(ctx), 0)
     size = 64 << 20
-    t.eq("cuMemAlloc 64 MiB", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    dptr = allocate(t, cuda, 0, size)
     after = Memory()
     t.eq("memory after", nvml.nvmlDeviceGetMemoryInfo(h, byref(after)), SUCCESS)
     # Other sessions of this uid (tests running beside this one) may come and
@@ -438,11 +460,7 @@ def uuid_text(raw):
 def hold(t):
     """Holds 32 MiB on this process's device 0 until stdin closes."""
     cuda = ctypes.CDLL("libcuda.so.1")
-    ctx, dptr = c_void_p(), c_ulonglong()
-    t.eq("child cuInit", cuda.cuInit(0), 0)
-    t.eq("child context", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 0), 0)
-    t.eq("child set context", cuda.cuCtxSetCurrent(ctx), 0)
-    t.eq("child cuMemAlloc", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(32 << 20)), 0)
+    dptr = allocate(t, cuda, 0, 32 << 20, "child ")
     print("held", flush=True)
     sys.stdin.read()
     t.eq("child cuMemFree", cuda.cuMemFree_v2(dptr), 0)
@@ -453,30 +471,14 @@ def exact(t):
     cuda = ctypes.CDLL("libcuda.so.1")
     t.eq("init", nvml.nvmlInit_v2(), SUCCESS)
     h = handle(nvml, t)
-
-    def used():
-        m = Memory()
-        t.eq("memory", nvml.nvmlDeviceGetMemoryInfo(h, byref(m)), SUCCESS)
-        return m.used
-
-    def processes():
-        n = c_uint(16)
-        infos = (ProcessInfo * 16)()
-        t.eq("processes", nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos), SUCCESS)
-        return sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value])
-
-    t.eq("nothing used before", used(), 0)
-    t.eq("no process before", processes(), [])
-    ctx, dptr = c_void_p(), c_ulonglong()
-    t.eq("cuInit", cuda.cuInit(0), 0)
-    t.eq("primary context", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 0), 0)
-    t.eq("set context", cuda.cuCtxSetCurrent(ctx), 0)
+    t.eq("nothing used before", used(nvml, h), 0)
+    t.eq("no process before", processes(nvml, t, h), [])
     size = 64 << 20
-    t.eq("cuMemAlloc 64 MiB", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
-    t.eq("used is the allocation", used(), size)
-    t.eq("this process alone", processes(), [(os.getpid(), size)])
+    dptr = allocate(t, cuda, 0, size)
+    t.eq("used is the allocation", used(nvml, h), size)
+    t.eq("this process alone", processes(nvml, t, h), [(os.getpid(), size)])
     t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
-    t.eq("used after free", used(), 0)
+    t.eq("used after free", used(nvml, h), 0)
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 
@@ -506,24 +508,15 @@ def devices(t):
     if not all(h is not None for h in handles):
         return
 
-    def used(d):
-        m = Memory()
-        nvml.nvmlDeviceGetMemoryInfo(handles[d], byref(m))
-        return m.used
+    def memory():
+        return [used(nvml, handles[d]) for d in range(3)]
 
-    def processes(d):
-        n = c_uint(16)
-        infos = (ProcessInfo * 16)()
-        st = nvml.nvmlDeviceGetComputeRunningProcesses_v3(handles[d], byref(n), infos)
-        t.eq(f"processes on {d}", st, SUCCESS)
-        return sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value])
+    def on(d):
+        return processes(nvml, t, handles[d], f"processes on {d}")
 
-    t.eq("nothing used before", [used(d) for d in range(3)], [0, 0, 0])
-    ctx, dptr = c_void_p(), c_ulonglong()
-    t.eq("context on 1", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 1), 0)
-    t.eq("set context", cuda.cuCtxSetCurrent(ctx), 0)
+    t.eq("nothing used before", memory(), [0, 0, 0])
     size = 64 << 20
-    t.eq("cuMemAlloc 64 MiB on 1", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    dptr = allocate(t, cuda, 1, size)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="2,1")
     child = subprocess.Popen([sys.executable, __file__, "hold"], env=env,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -532,23 +525,23 @@ def devices(t):
         lines.append(child.stdout.readline().strip())
     t.true("child holds memory", lines[-1] == "held", f"{lines}")
     me = os.getpid()
-    t.eq("memory by device", [used(d) for d in range(3)], [0, size, 32 << 20])
-    t.eq("no process on 0", processes(0), [])
-    t.eq("this process on 1 only", processes(1), [(me, size)])
-    t.eq("the child on the host's 2", processes(2), [(child.pid, 32 << 20)])
+    t.eq("memory by device", memory(), [0, size, 32 << 20])
+    t.eq("no process on 0", on(0), [])
+    t.eq("this process on 1 only", on(1), [(me, size)])
+    t.eq("the child on the host's 2", on(2), [(child.pid, 32 << 20)])
     # A context and no memory: listed, holding nothing (ADR 0007).
     ctx0, free, total = c_void_p(), c_size_t(), c_size_t()
     t.eq("context on 0", cuda.cuDevicePrimaryCtxRetain(byref(ctx0), 0), 0)
     t.eq("a synchronous call", cuda.cuMemGetInfo_v2(byref(free), byref(total)), 0)
-    t.eq("a context alone lists the process", processes(0), [(me, 0)])
+    t.eq("a context alone lists the process", on(0), [(me, 0)])
     t.eq("release context on 0", cuda.cuDevicePrimaryCtxRelease_v2(0), 0)
-    t.eq("a released context is gone", processes(0), [])
+    t.eq("a released context is gone", on(0), [])
     child.stdin.close()
     t.eq("child done", child.wait(timeout=60), 0)
-    t.eq("the child's memory went with it", used(2), 0)
+    t.eq("the child's memory went with it", used(nvml, handles[2]), 0)
     t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
-    t.eq("memory after free", [used(d) for d in range(3)], [0, 0, 0])
-    t.eq("context stays listed without memory", processes(1), [(me, 0)])
+    t.eq("memory after free", memory(), [0, 0, 0])
+    t.eq("context stays listed without memory", on(1), [(me, 0)])
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 
