@@ -94,15 +94,27 @@ mod tests {
     }
 
     #[test]
-    fn rings_are_refused_over_tcp() {
+    fn rings_are_refused_off_this_host() {
         let cfg =
             Config::from_env([("VGPU_TRANSPORT".to_string(), "rings".to_string())].into_iter());
-        let e = connect(&cfg, "127.0.0.1", 1, "tcp://127.0.0.1:1")
-            .expect_err("rings over TCP")
-            .to_string();
-        assert!(
-            e.contains("VGPU_TRANSPORT=rings") && e.contains("tcp://"),
-            "{e}"
-        );
+        let found = |text: &str| Found {
+            target: Target::parse(text).expect("an address"),
+            source: vgpu_transport::discovery::Source::Default,
+        };
+        for (addr, shown) in [
+            ("tcp://127.0.0.1:1", "tcp://"),
+            ("pci:0000:00:05.0", "pci:"),
+        ] {
+            let e = check_transport(&cfg, &found(addr))
+                .expect_err("rings off this host")
+                .to_string();
+            assert!(
+                e.contains("VGPU_TRANSPORT=rings") && e.contains(shown),
+                "{e}"
+            );
+        }
+        assert!(check_transport(&cfg, &found("unix:/run/vgpu/m.sock")).is_ok());
+        let auto = Config::from_env(std::iter::empty());
+        assert!(check_transport(&auto, &found("tcp://127.0.0.1:1")).is_ok());
     }
 }
