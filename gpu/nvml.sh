@@ -110,6 +110,11 @@ say "a live CUDA client through vgpu: PyTorch holding 1 GiB on device 0"
 "${VGPU_ENV[@]}" timeout "$LIMIT" python3 -c '
 import os, sys, time, torch
 x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda:0"); torch.cuda.synchronize()
+try:
+    device = "GPU-%s" % torch.cuda.get_device_properties(0).uuid
+except Exception:
+    device = "0"
+print("holder device", device, flush=True)
 print("holder pid", os.getpid(), "holds 1 GiB", flush=True); time.sleep(600)' \
     >"$WORK/holder.txt" 2>&1 &
 HOLDER=$!
@@ -124,8 +129,9 @@ run "nvidia-smi -q through vgpu, with the holder alive: memory and processes" \
 # through vgpu its pid and memory must show on GPU 0 and nowhere else
 # (PASS per-device); natively, the worker process is what each GPU lists.
 HOLDER_PID=$(sed -n 's/^holder pid \([0-9]*\) .*/\1/p' "$WORK/holder.txt")
+HOLDER_GPU=$(sed -n 's/^holder device \(.*\)/\1/p' "$WORK/holder.txt")
 run "memory and processes by device through vgpu, with the holder alive (want PASS per-device)" \
-    "$OUT/devices-vgpu.txt" "${VGPU_ENV[@]}" python3 gpu/nvml_devices.py "${HOLDER_PID:-0}" 0
+    "$OUT/devices-vgpu.txt" "${VGPU_ENV[@]}" python3 gpu/nvml_devices.py "${HOLDER_PID:-0}" "${HOLDER_GPU:-0}"
 run "memory and processes by device natively, with the holder alive" \
     "$OUT/devices-native.txt" python3 gpu/nvml_devices.py
 kill "$HOLDER" 2>/dev/null

@@ -4,7 +4,8 @@ loader finds (the real one, or vgpu's as libnvidia-ml.so.1) reports them.
 
 Usage:  python3 gpu/nvml_devices.py [PID DEVICE]
   Prints one line per device: `device I UUID used BYTES processes
-  [(PID, BYTES), ...]`. With PID and DEVICE (an NVML index), also checks that
+  [(PID, BYTES), ...]`. With PID and DEVICE (an NVML index, or a UUID
+  `GPU-...` as nvidia-smi -L prints it), also checks that
   PID is listed on DEVICE and on no other device, and that no other device
   shows memory used by this tenant (through vgpu, every other device's used
   memory is the tenant's and must be 0); prints `PASS per-device` or
@@ -44,16 +45,18 @@ def main():
         st = nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos)
         procs = sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value]) if st == 0 else f"status {st}"
         print(f"device {i} {uuid.value.decode()} used {mem.used} processes {procs}")
-        seen.append((mem.used, procs if isinstance(procs, list) else []))
+        seen.append((uuid.value.decode(), mem.used, procs if isinstance(procs, list) else []))
     nvml.nvmlShutdown()
     if len(sys.argv) < 3:
         return 0
-    pid, device = int(sys.argv[1]), int(sys.argv[2])
-    where = [i for i, (_, procs) in enumerate(seen) if any(p == pid for p, _ in procs)]
+    pid, want = int(sys.argv[1]), sys.argv[2]
+    by_uuid = [i for i, (uuid, _, _) in enumerate(seen) if uuid == want]
+    device = by_uuid[0] if by_uuid else int(want) if want.isdigit() else -1
+    where = [i for i, (_, _, procs) in enumerate(seen) if any(p == pid for p, _ in procs)]
     if where != [device]:
         print(f"FAIL per-device: pid {pid} listed on devices {where}, want [{device}]")
         return 1
-    others = [i for i, (used, _) in enumerate(seen) if i != device and used != 0]
+    others = [i for i, (_, used, _) in enumerate(seen) if i != device and used != 0]
     if others:
         print(f"FAIL per-device: memory used on devices {others}, want only on {device}")
         return 1
