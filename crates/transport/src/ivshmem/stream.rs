@@ -273,6 +273,34 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_ends_a_wait_for_a_silent_peer() {
+        let (mut x, mut y) = pair();
+        y.set_deadline(Some(Duration::from_millis(100)));
+        let start = Instant::now();
+        let mut b = [0u8; 1];
+        let e = y.read(&mut b).expect_err("nothing comes");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        // A full ring: a write times out as well.
+        x.set_deadline(Some(Duration::from_millis(100)));
+        let chunk = vec![7u8; 1024];
+        let e = loop {
+            if let Err(e) = x.write(&chunk) {
+                break e;
+            }
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        // Bytes that do come are read as ever.
+        y.set_deadline(None);
+        y.read_exact(&mut b).expect("a byte");
+        assert_eq!(b, [7]);
+    }
+
+    #[test]
     fn bytes_of_any_size_arrive_in_order() {
         let (mut x, mut y) = pair();
         let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
