@@ -542,6 +542,16 @@ def devices(t):
     t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
     t.eq("memory after free", memory(), [0, 0, 0])
     t.eq("context stays listed without memory", on(1), [(me, 0)])
+    # cuMemCreate counts on the device its location names (0), not on the
+    # current context's (1). CUmemAllocationProp: pinned, on device 0.
+    prop = (c_uint * 8)(1, 0, 1, 0, 0, 0, 0, 0)
+    gran, vmm = c_size_t(), c_ulonglong()
+    t.eq("granularity", cuda.cuMemGetAllocationGranularity(byref(gran), prop, 0), 0)
+    t.eq("cuMemCreate on 0", cuda.cuMemCreate(byref(vmm), gran, prop, c_ulonglong(0)), 0)
+    t.eq("cuMemCreate counts on its location", memory(), [gran.value, 0, 0])
+    t.eq("and lists the process there", on(0), [(me, gran.value)])
+    t.eq("cuMemRelease", cuda.cuMemRelease(vmm), 0)
+    t.eq("released", memory(), [0, 0, 0])
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 

@@ -167,7 +167,8 @@ fn a_cuda_allocation_shows_in_memory_and_processes() {
 /// Memory and processes by device, on three simulated devices: an
 /// allocation on device 1 shows there only; a client with
 /// `CUDA_VISIBLE_DEVICES=2,1` allocating on its device 0 shows on the
-/// host's device 2; a context with no memory lists its process.
+/// host's device 2; a context with no memory lists its process; and
+/// `cuMemCreate` counts on the device its location names.
 #[test]
 fn memory_and_processes_are_per_device() {
     let mut h = Harness::without_mediator();
@@ -183,7 +184,8 @@ fn memory_and_processes_are_per_device() {
         .assert_line("ok this process on 1 only")
         .assert_line("ok the child on the host's 2")
         .assert_line("ok a context alone lists the process")
-        .assert_line("ok a released context is gone");
+        .assert_line("ok a released context is gone")
+        .assert_line("ok cuMemCreate counts on its location");
     assert_checks_passed(&out, 30);
 }
 
