@@ -39,6 +39,7 @@ cc -std=c11 -O2 -o "$WORK/managed" tests/c/managed.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/host_register" tests/c/host_register.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/tail_copies" tests/c/tail_copies.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/peer" tests/c/peer.c -ldl >>"$LOG" 2>&1
+cc -std=c11 -O2 -o "$WORK/nvml_info" tests/c/nvml_info.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/multicast" tests/c/multicast.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -o "$WORK/green_contexts" tests/c/green_contexts.c -ldl >>"$LOG" 2>&1
 cc -std=c11 -O2 -pthread -o "$WORK/ipc" tests/c/ipc.c -ldl >>"$LOG" 2>&1
@@ -79,6 +80,7 @@ declare -A CMD=(
     [managed_py]="python3 gpu/managed_smoke.py"
     [tail_copies]="$WORK/tail_copies"
     [peer]="$WORK/peer"
+    [nvml_info]="$WORK/nvml_info"
     [multicast]="$WORK/multicast"
     [green_contexts]="$WORK/green_contexts"
     [ipc]="$WORK/ipc"
@@ -98,7 +100,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 decompress compile cudagraph expandable jax nccl)
+((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 decompress compile cudagraph expandable jax nccl nvml_info)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

@@ -17,9 +17,14 @@
 # while a PyTorch process holding 1 GiB through vgpu is alive (its pid and
 # memory should show as the tenant's).
 #
-# Leaves in $OUT (7 files): nvml.log (everything, in order), smi-native.txt,
+# On a host of two GPUs or more, gpu/nvml_devices.py then checks, through
+# vgpu, that the holder's pid and memory show on GPU 0 only.
+#
+# Leaves in $OUT (9 files): nvml.log (everything, in order), smi-native.txt,
 # smi-vgpu.txt, smi-q-native.txt, smi-q-vgpu.txt, compare.diff (native vs
-# vgpu answers of nvml_compare.py, tenant lines dropped) and mediator.log.
+# vgpu answers of nvml_compare.py, tenant lines dropped), devices-vgpu.txt
+# and devices-native.txt (memory and processes by device while the holder
+# lives; the vgpu one ends in PASS or FAIL per-device) and mediator.log.
 # Exit: 0 when every program ran, 2 when set-up failed; the comparison is for
 # reading, not a verdict.
 set -uo pipefail
@@ -105,6 +110,11 @@ say "a live CUDA client through vgpu: PyTorch holding 1 GiB on device 0"
 "${VGPU_ENV[@]}" timeout "$LIMIT" python3 -c '
 import os, sys, time, torch
 x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda:0"); torch.cuda.synchronize()
+try:
+    device = "GPU-%s" % torch.cuda.get_device_properties(0).uuid
+except Exception:
+    device = "0"
+print("holder device", device, flush=True)
 print("holder pid", os.getpid(), "holds 1 GiB", flush=True); time.sleep(600)' \
     >"$WORK/holder.txt" 2>&1 &
 HOLDER=$!
@@ -115,6 +125,15 @@ run "nvidia-smi native, with the holder alive (the worker's process is what the 
     "$WORK/smi-holder-native.txt" "$SMI"
 run "nvidia-smi -q through vgpu, with the holder alive: memory and processes" \
     "$WORK/smi-q-holder.txt" "${VGPU_ENV[@]}" "$SMI" -q -d MEMORY,PIDS
+# Per device (a host of two GPUs or more): the holder uses GPU 0 only, so
+# through vgpu its pid and memory must show on GPU 0 and nowhere else
+# (PASS per-device); natively, the worker process is what each GPU lists.
+HOLDER_PID=$(sed -n 's/^holder pid \([0-9]*\) .*/\1/p' "$WORK/holder.txt")
+HOLDER_GPU=$(sed -n 's/^holder device \(.*\)/\1/p' "$WORK/holder.txt")
+run "memory and processes by device through vgpu, with the holder alive (want PASS per-device)" \
+    "$OUT/devices-vgpu.txt" "${VGPU_ENV[@]}" python3 gpu/nvml_devices.py "${HOLDER_PID:-0}" "${HOLDER_GPU:-0}"
+run "memory and processes by device natively, with the holder alive" \
+    "$OUT/devices-native.txt" python3 gpu/nvml_devices.py
 kill "$HOLDER" 2>/dev/null
 wait "$HOLDER" 2>/dev/null
 HOLDER=

@@ -17,6 +17,15 @@ Usage:  python3 nvml_ctypes.py MODE
           that the worker loads: each argument arrives, each value returns
   usage   a CUDA allocation of this process shows in the tenant's memory and
           this process in the device's compute processes
+  devices (three devices: VGPU_SIM_DEVICES=3 on the mediator) memory and
+          processes by device: this process allocates on device 1, a child
+          with CUDA_VISIBLE_DEVICES=2,1 on its device 0 (the host's 2); each
+          shows on that device only, and a context alone lists a process
+  exact   the tenant's memory and processes on device 0 are exactly this
+          process's 64 MiB allocation (no other session of the tenant holds
+          any: a VM guest's view, beside host processes of the same uid)
+  hold    (the child of ``devices``) allocates 32 MiB on its device 0,
+          prints ``held``, frees it when stdin closes
 Output: one line per check, ``ok NAME`` or ``FAIL NAME: ...``, then a summary.
 Exit:   0 every check passed; 1 a check failed.
 """
@@ -392,6 +401,32 @@ def host(t):
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 
+def allocate(t, cuda, device, size, who=""):
+    """cuInit, the primary context of `device` made current, and `size` bytes
+    allocated in it; returns the allocation."""
+    ctx, dptr = c_void_p(), c_ulonglong()
+    t.eq(f"{who}cuInit", cuda.cuInit(0), 0)
+    t.eq(f"{who}context on {device}", cuda.cuDevicePrimaryCtxRetain(byref(ctx), device), 0)
+    t.eq(f"{who}set context", cuda.cuCtxSetCurrent(ctx), 0)
+    t.eq(f"{who}cuMemAlloc {size >> 20} MiB on {device}", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    return dptr
+
+
+def used(nvml, h):
+    """The memory used on `h`."""
+    m = Memory()
+    nvml.nvmlDeviceGetMemoryInfo(h, byref(m))
+    return m.used
+
+
+def processes(nvml, t, h, name="processes"):
+    """The (pid, memory) of every compute process on `h`, sorted."""
+    n = c_uint(16)
+    infos = (ProcessInfo * 16)()
+    t.eq(name, nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, byref(n), infos), SUCCESS)
+    return sorted((p.pid, p.usedGpuMemory) for p in infos[: n.value])
+
+
 def usage(t):
     nvml = load()
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -399,12 +434,8 @@ def usage(t):
     h = handle(nvml, t)
     before = Memory()
     t.eq("memory before", nvml.nvmlDeviceGetMemoryInfo(h, byref(before)), SUCCESS)
-    ctx, dptr = c_void_p(), c_ulonglong()
-    t.eq("cuInit", cuda.cuInit(0), 0)
-    t.eq("primary context", cuda.cuDevicePrimaryCtxRetain(byref(ctx), 0), 0)
-    t.eq("set context", cuda.cuCtxSetCurrent(ctx), 0)
     size = 64 << 20
-    t.eq("cuMemAlloc 64 MiB", cuda.cuMemAlloc_v2(byref(dptr), c_size_t(size)), 0)
+    dptr = allocate(t, cuda, 0, size)
     after = Memory()
     t.eq("memory after", nvml.nvmlDeviceGetMemoryInfo(h, byref(after)), SUCCESS)
     # Other sessions of this uid (tests running beside this one) may come and
@@ -437,9 +468,114 @@ def usage(t):
     t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
 
 
+def uuid_text(raw):
+    hexed = bytes(raw).hex()
+    return f"GPU-{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+
+
+def hold(t):
+    """Holds 32 MiB on this process's device 0 until stdin closes."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dptr = allocate(t, cuda, 0, 32 << 20, "child ")
+    print("held", flush=True)
+    sys.stdin.read()
+    t.eq("child cuMemFree", cuda.cuMemFree_v2(dptr), 0)
+
+
+def exact(t):
+    nvml = load()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    t.eq("init", nvml.nvmlInit_v2(), SUCCESS)
+    h = handle(nvml, t)
+    t.eq("nothing used before", used(nvml, h), 0)
+    t.eq("no process before", processes(nvml, t, h), [])
+    size = 64 << 20
+    dptr = allocate(t, cuda, 0, size)
+    t.eq("used is the allocation", used(nvml, h), size)
+    t.eq("this process alone", processes(nvml, t, h), [(os.getpid(), size)])
+    t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
+    t.eq("used after free", used(nvml, h), 0)
+    t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
+
+
+def devices(t):
+    import subprocess
+    nvml = load()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    t.eq("init", nvml.nvmlInit_v2(), SUCCESS)
+    t.eq("cuInit", cuda.cuInit(0), 0)
+    count = c_uint()
+    t.eq("device_count", nvml.nvmlDeviceGetCount_v2(byref(count)), SUCCESS)
+    t.eq("three devices", count.value, 3)
+    # NVML's handle of each CUDA ordinal of this process (no
+    # CUDA_VISIBLE_DEVICES here: the host's numbering), matched by UUID.
+    by_uuid = {}
+    for i in range(count.value):
+        h, text = c_void_p(), ctypes.create_string_buffer(96)
+        nvml.nvmlDeviceGetHandleByIndex_v2(i, byref(h))
+        t.eq(f"uuid {i}", nvml.nvmlDeviceGetUUID(h, text, 96), SUCCESS)
+        by_uuid[text.value.decode()] = h
+    handles = []
+    for ordinal in range(3):
+        raw = (ctypes.c_ubyte * 16)()
+        t.eq(f"cuDeviceGetUuid {ordinal}", cuda.cuDeviceGetUuid_v2(raw, ordinal), 0)
+        handles.append(by_uuid.get(uuid_text(raw)))
+    t.true("every device found by uuid", all(h is not None for h in handles), f"{by_uuid}")
+    if not all(h is not None for h in handles):
+        return
+
+    def memory():
+        return [used(nvml, handles[d]) for d in range(3)]
+
+    def on(d):
+        return processes(nvml, t, handles[d], f"processes on {d}")
+
+    t.eq("nothing used before", memory(), [0, 0, 0])
+    size = 64 << 20
+    dptr = allocate(t, cuda, 1, size)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="2,1")
+    child = subprocess.Popen([sys.executable, __file__, "hold"], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines = []
+    while not lines or lines[-1] not in ("held", ""):
+        lines.append(child.stdout.readline().strip())
+    t.true("child holds memory", lines[-1] == "held", f"{lines}")
+    me = os.getpid()
+    t.eq("memory by device", memory(), [0, size, 32 << 20])
+    t.eq("no process on 0", on(0), [])
+    t.eq("this process on 1 only", on(1), [(me, size)])
+    t.eq("the child on the host's 2", on(2), [(child.pid, 32 << 20)])
+    # A context and no memory: listed, holding nothing (ADR 0007).
+    ctx0, free, total = c_void_p(), c_size_t(), c_size_t()
+    t.eq("context on 0", cuda.cuDevicePrimaryCtxRetain(byref(ctx0), 0), 0)
+    t.eq("a synchronous call", cuda.cuMemGetInfo_v2(byref(free), byref(total)), 0)
+    t.eq("a context alone lists the process", on(0), [(me, 0)])
+    t.eq("release context on 0", cuda.cuDevicePrimaryCtxRelease_v2(0), 0)
+    t.eq("a released context is gone", on(0), [])
+    child.stdin.close()
+    t.eq("child done", child.wait(timeout=60), 0)
+    t.eq("the child's memory went with it", used(nvml, handles[2]), 0)
+    t.eq("cuMemFree", cuda.cuMemFree_v2(dptr), 0)
+    t.eq("memory after free", memory(), [0, 0, 0])
+    t.eq("context stays listed without memory", on(1), [(me, 0)])
+    # cuMemCreate counts on the device its location names (0), not on the
+    # current context's (1). CUmemAllocationProp: pinned, on device 0.
+    prop = (c_uint * 8)(1, 0, 1, 0, 0, 0, 0, 0)
+    gran, vmm = c_size_t(), c_ulonglong()
+    t.eq("granularity", cuda.cuMemGetAllocationGranularity(byref(gran), prop, 0), 0)
+    t.eq("cuMemCreate on 0", cuda.cuMemCreate(byref(vmm), gran, prop, c_ulonglong(0)), 0)
+    t.eq("cuMemCreate counts on its location", memory(), [gran.value, 0, 0])
+    t.eq("and lists the process there", on(0), [(me, gran.value)])
+    t.eq("cuMemRelease", cuda.cuMemRelease(vmm), 0)
+    t.eq("released", memory(), [0, 0, 0])
+    t.eq("shutdown", nvml.nvmlShutdown(), SUCCESS)
+
+
 def main():
     t = Checks()
-    {"basic": basic, "uninit": uninit, "lost": lost, "host": host, "usage": usage}[sys.argv[1]](t)
+    modes = {"basic": basic, "uninit": uninit, "lost": lost, "host": host, "usage": usage,
+             "devices": devices, "hold": hold, "exact": exact}
+    modes[sys.argv[1]](t)
     print(f"{t.count} checks, {t.failed} failed")
     return 0 if t.failed == 0 else 1
 

@@ -10,6 +10,8 @@
 //! * [`array`]: the element size of array formats and the extent a copy may touch.
 //! * [`driver`]: which driver library a worker loads, and where drivers are.
 //! * [`errors`]: the driver's name and description of every `CUresult`.
+//! * [`export_probe!`]: the dispatch module of each exported C function of vgpu's
+//!   libraries (implemented, or a fallback).
 //! * [`remote`]: what vgpu remotes and how, one line per entry point (hand-written,
 //!   reviewed); `cargo xtask gen-calls` generates the remoting code from it.
 //! * [`values`]: the size rules of values passed through `void *` by attribute.
@@ -22,6 +24,7 @@
 pub mod array;
 pub mod driver;
 pub mod errors;
+pub mod exports;
 pub mod generated;
 pub mod procaddr;
 pub mod remote;

@@ -80,6 +80,28 @@ fn c_driver_smoke() {
     assert_all_checks_passed(&out);
 }
 
+/// `tests/c/nvml_info.c`: NVML (vgpu's, as `libnvidia-ml.so.1`) beside the
+/// CUDA client in one C program: count and name as CUDA's, an allocation
+/// counted in the device's memory, and the process listed with it.
+#[test]
+fn c_nvml_info() {
+    let h = Harness::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = common::build_c(dir.path(), "nvml_info");
+    let mut cmd = invalid_handle_checks(h.command(&exe));
+    cmd.arg("processes");
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok load libnvidia-ml.so.1")
+        .assert_line("ok device_count_matches")
+        .assert_line("ok name_matches")
+        .assert_line("ok memory_counts_allocation")
+        .assert_line("ok nvml_handle_past_count")
+        .assert_line("ok nvml_memory_null")
+        .assert_line("ok process_listed_with_allocation")
+        .assert_line("23 checks, 0 failed");
+}
+
 /// A thread that makes a context current with `cuCtxSetCurrent` alone (no
 /// round trip) sees it in its next call, even one that takes no context:
 /// torch.compile's backward thread failed there with

@@ -10,8 +10,9 @@
 //! ways with every byte checked, a kernel, error cases), two clients at
 //! once, cudarc copies of several pieces each way with the bytes checked,
 //! a kernel, the lane limit, the region limit at `cuInit`, a killed guest
-//! process's region reclaimed, a region given back at exit, and killing the
-//! fake QEMU leaving the mediator serving the next one.
+//! process's region reclaimed, a region given back at exit, killing the
+//! fake QEMU leaving the mediator serving the next one, and NVML through the
+//! device.
 
 mod common;
 
@@ -376,6 +377,40 @@ fn python_ctypes_and_forked_children() {
         .filter(|l| l.starts_with("ok task "))
         .count();
     assert_eq!(tasks, 6, "{out}");
+}
+
+/// NVML through the guest's device: `libnvidia-ml.so.1` (vgpu's) opens a
+/// session in a region of its own, as the CUDA client does, and shows the
+/// guest process's own allocation and pid, and none of a host process of
+/// the same uid that holds memory meanwhile.
+#[test]
+fn nvml_through_the_guest_device() {
+    let (h, _fake, _socket, _dir) = start("16");
+    let nvml_script = |mode: &str| {
+        let mut cmd = h.command("python3");
+        cmd.arg(common::repo_root().join("tests/python/nvml_ctypes.py"))
+            .arg(mode);
+        cmd
+    };
+    let mut host = nvml_script("hold");
+    host.env("VGPU_MEDIATOR", h.mediator().endpoint());
+    let mut host = Running::spawn(host);
+    host.expect_line("held", Duration::from_secs(60));
+    let guest = h.run(nvml_script("exact"));
+    for line in [
+        "ok nothing used before",
+        "ok used is the allocation",
+        "ok this process alone",
+        "15 checks, 0 failed",
+    ] {
+        guest.assert_line(line);
+    }
+    host.finish(Duration::from_secs(60)).assert_success();
+    let log = h.mediator().log_text();
+    assert!(
+        log.matches("ivshmem session accepted").count() >= 2,
+        "the guest process's CUDA and NVML sessions:\n{log}"
+    );
 }
 
 /// The guest is untrusted: forged claims over rings that were never laid

@@ -164,6 +164,31 @@ fn a_cuda_allocation_shows_in_memory_and_processes() {
     assert_checks_passed(&out, 15);
 }
 
+/// Memory and processes by device, on three simulated devices: an
+/// allocation on device 1 shows there only; a client with
+/// `CUDA_VISIBLE_DEVICES=2,1` allocating on its device 0 shows on the
+/// host's device 2; a context with no memory lists its process; and
+/// `cuMemCreate` counts on the device its location names.
+#[test]
+fn memory_and_processes_are_per_device() {
+    let mut h = Harness::without_mediator();
+    h.mediator = Some(common::Mediator::start_env(
+        &h.build,
+        &[("VGPU_SIM_DEVICES", "3")],
+    ));
+    let mut cmd = ctypes_script(&h, &["devices"]);
+    cmd.env_remove("CUDA_VISIBLE_DEVICES");
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok memory by device")
+        .assert_line("ok this process on 1 only")
+        .assert_line("ok the child on the host's 2")
+        .assert_line("ok a context alone lists the process")
+        .assert_line("ok a released context is gone")
+        .assert_line("ok cuMemCreate counts on its location");
+    assert_checks_passed(&out, 30);
+}
+
 /// The functions the real `libnvidia-ml.so.1` of driver 580 exports.
 fn real_exports() -> BTreeSet<String> {
     std::fs::read_to_string(common::repo_root().join("fixtures/libnvidia-ml-580-exports.txt"))

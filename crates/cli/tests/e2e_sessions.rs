@@ -152,6 +152,12 @@ fn sessions_are_listed_and_counted_while_they_come_and_go() {
     let dir = tempfile::tempdir().expect("tempdir");
     let exe = common::build_c(dir.path(), "session_hold");
     let mem = format!("vgpu_device_memory_used_bytes{{uid=\"{}\"}}", uid());
+    // The simulated device's UUID: "vgpu-sim" and its ordinal.
+    let on_device = format!(
+        "vgpu_device_memory_used_by_device_bytes{{uid=\"{}\",\
+         device=\"GPU-76677075-2d73-696d-0000-000000000000\"}}",
+        uid()
+    );
     expect_metrics(
         &addr,
         &[
@@ -196,7 +202,11 @@ fn sessions_are_listed_and_counted_while_they_come_and_go() {
     wait_session(&h, b_pid, Some(2 << 20));
     expect_metrics(
         &addr,
-        &[("vgpu_sessions_live", 2.0), (&mem, f64::from(3u32 << 20))],
+        &[
+            ("vgpu_sessions_live", 2.0),
+            (&mem, f64::from(3u32 << 20)),
+            (&on_device, f64::from(3u32 << 20)),
+        ],
     );
 
     // The plain report has a line per session.

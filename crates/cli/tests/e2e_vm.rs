@@ -258,6 +258,8 @@ fn ivshmem_doorbell_reaches_the_host_eventfd() {
 /// `dlopen("libcuda.so.1")` finds it with no `LD_LIBRARY_PATH`.
 const GUEST_LIBCUDA: &str = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
 const SMOKE: &str = "/opt/vgpu-test/driver_smoke";
+const GUEST_LIBNVML: &str = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+const NVML_INFO: &str = "/opt/vgpu-test/nvml_info";
 
 /// Waits until `path` exists (the mediator's ivshmem socket: QEMU connects
 /// to it at start-up and fails when nobody listens).
@@ -318,7 +320,8 @@ const SMOKE_LINES: [&str; 7] = [
 /// The ivshmem transport end to end in a real guest: the
 /// mediator serves the simulated device on `--listen ivshmem:PATH`; in the
 /// guest, `driver_smoke` finds the device by the sysfs scan (no
-/// `VGPU_MEDIATOR`), then one run alone and two at once pass every check;
+/// `VGPU_MEDIATOR`), then one run alone and two at once pass every check,
+/// and `tests/c/nvml_info.c` with vgpu's NVML as `libnvidia-ml.so.1`;
 /// QEMU is then killed mid-run, the workers of its sessions exit, and the
 /// next guest is served as well.
 #[test]
@@ -345,6 +348,7 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
                 | sed 's/^/install: /'",
             "ls /tmp/image/usr/lib/vgpu | sed 's/^/installed: /'",
             "SMOKE | sed 's/^/alone: /'",
+            "NVML_INFO processes | sed 's/^/nvml: /'",
             "SMOKE > /tmp/a.log 2>&1 & a=$!",
             "SMOKE > /tmp/b.log 2>&1 & b=$!",
             "wait $a && echo 'first: exit 0' || echo 'first: failed'",
@@ -354,8 +358,13 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
         ],
     );
     for c in &mut spec.init_commands {
-        *c = c.replace("VGPU ", &format!("{VGPU} "));
+        *c = c
+            .replace("VGPU ", &format!("{VGPU} "))
+            .replace("NVML_INFO", NVML_INFO);
     }
+    let nvml_info = vm::compile_c(&vm::repo_root().join("tests/c/nvml_info.c"), dir.path());
+    spec.files.push((nvml_info, NVML_INFO.into()));
+    spec.files.push((build.nvml.clone(), GUEST_LIBNVML.into()));
     spec.files
         .push((env!("CARGO_BIN_EXE_vgpu").into(), VGPU.into()));
     spec.files.push((
@@ -367,7 +376,13 @@ fn driver_smoke_in_a_guest_over_ivshmem() {
     run.assert_success()
         .assert_line("first: exit 0")
         .assert_line("second: exit 0")
-        .assert_line("installed: libvgpu-cuda.so");
+        .assert_line("installed: libvgpu-cuda.so")
+        // NVML through the guest's device, beside the CUDA client.
+        .assert_line("nvml: ok load libnvidia-ml.so.1")
+        .assert_line("nvml: ok name_matches")
+        .assert_line("nvml: ok memory_counts_allocation")
+        .assert_line("nvml: ok process_listed_with_allocation")
+        .assert_line("nvml: 22 checks, 0 failed");
     for needle in [
         "doctor: ",
         "(shared memory), peer id 1",

@@ -12,22 +12,7 @@
 macro_rules! define_exports {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*) => {
         $(
-            pub mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-                /// The argument tuple of this entry point.
-                pub type Args = ($($ty,)*);
-                /// Dispatch target; implemented entry points add an inherent `call`.
-                pub struct Probe;
-                /// The not-implemented fallback (unused where `Probe` has an inherent `call`).
-                #[allow(dead_code)]
-                pub trait Fallback {
-                    fn call(&self, _args: Args) -> $ret {
-                        crate::edge::not_supported(stringify!($name))
-                    }
-                }
-                impl Fallback for Probe {}
-            }
+            vgpu_abi::export_probe!($name, ($($ty),*), $ret, crate::edge::not_supported);
 
             /// CUDA Driver API entry point (see NVIDIA's documentation of this name).
             #[no_mangle]

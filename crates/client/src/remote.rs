@@ -20,23 +20,33 @@ use vgpu_proto::{lane_kind, open_lane};
 use vgpu_transport::tcp::Token;
 use vgpu_transport::{Channel, TransportError};
 
+use vgpu_transport::discovery::{Found, Target};
+
 use crate::config::{Config, TransportChoice};
 use crate::runtime::ConnectError;
 
 /// How long a connection to the mediator or a lane may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connects the control connection of a session with the mediator at
-/// `host:port` (`shown` names it in errors).
-pub fn connect(cfg: &Config, host: &str, port: u16, shown: &str) -> Result<Channel, ConnectError> {
-    if cfg.transport == TransportChoice::Rings {
-        return Err(ConnectError::Lanes(format!(
-            "VGPU_TRANSPORT=rings needs shared memory on one host, and {shown} is reached over \
-             TCP; use VGPU_TRANSPORT=auto or socket"
-        )));
+/// Refuses `VGPU_TRANSPORT=rings` for a mediator that is not on this host
+/// (`found` is TCP or a VM guest's PCI device): rings need memory both
+/// sides share.
+pub fn check_transport(cfg: &Config, found: &Found) -> Result<(), ConnectError> {
+    if cfg.transport != TransportChoice::Rings {
+        return Ok(());
     }
-    Channel::connect_tcp(host, port, CONNECT_TIMEOUT)
-        .map_err(|e| ConnectError::Transport(shown.to_owned(), e))
+    let why = match found.target {
+        Target::Unix(_) => return Ok(()),
+        Target::Tcp { .. } => {
+            format!("needs shared memory on one host, and {found} is reached over TCP")
+        }
+        Target::Pci(_) => {
+            format!("needs memfd rings on one host, and {found} is a VM's PCI device")
+        }
+    };
+    Err(ConnectError::Lanes(format!(
+        "VGPU_TRANSPORT=rings {why}; use VGPU_TRANSPORT=auto or socket"
+    )))
 }
 
 /// The port and token of an `OpenLane` reply for a TCP lane.
@@ -84,15 +94,27 @@ mod tests {
     }
 
     #[test]
-    fn rings_are_refused_over_tcp() {
+    fn rings_are_refused_off_this_host() {
         let cfg =
             Config::from_env([("VGPU_TRANSPORT".to_string(), "rings".to_string())].into_iter());
-        let e = connect(&cfg, "127.0.0.1", 1, "tcp://127.0.0.1:1")
-            .expect_err("rings over TCP")
-            .to_string();
-        assert!(
-            e.contains("VGPU_TRANSPORT=rings") && e.contains("tcp://"),
-            "{e}"
-        );
+        let found = |text: &str| Found {
+            target: Target::parse(text).expect("an address"),
+            source: vgpu_transport::discovery::Source::Default,
+        };
+        for (addr, shown) in [
+            ("tcp://127.0.0.1:1", "tcp://"),
+            ("pci:0000:00:05.0", "pci:"),
+        ] {
+            let e = check_transport(&cfg, &found(addr))
+                .expect_err("rings off this host")
+                .to_string();
+            assert!(
+                e.contains("VGPU_TRANSPORT=rings") && e.contains(shown),
+                "{e}"
+            );
+        }
+        assert!(check_transport(&cfg, &found("unix:/run/vgpu/m.sock")).is_ok());
+        let auto = Config::from_env(std::iter::empty());
+        assert!(check_transport(&auto, &found("tcp://127.0.0.1:1")).is_ok());
     }
 }

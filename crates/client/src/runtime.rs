@@ -17,7 +17,6 @@ use vgpu_transport::Channel;
 use crate::config::Config;
 use crate::edge::{CuError, CuResult};
 use crate::objects::Objects;
-use vgpu_transport::discovery::Target;
 
 /// The process-wide state of the client.
 pub struct Runtime {
@@ -240,6 +239,18 @@ pub struct Session {
     pub registering: Mutex<()>,
 }
 
+impl From<vgpu_transport::connect::ConnectError> for ConnectError {
+    fn from(e: vgpu_transport::connect::ConnectError) -> ConnectError {
+        use vgpu_transport::connect::ConnectError as E;
+        use vgpu_transport::ivshmem::guest::GuestError;
+        match e {
+            E::Transport(shown, e) => ConnectError::Transport(shown, e),
+            E::Guest(_, e @ GuestError::Full(_)) => ConnectError::Full(e.to_string()),
+            E::Guest(shown, e) => ConnectError::Vm(shown, e),
+        }
+    }
+}
+
 /// Errors while setting up a session.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -269,30 +280,17 @@ pub enum ConnectError {
 impl Session {
     fn connect(cfg: &Config, epoch: u64, serial: u64) -> Result<Session, ConnectError> {
         let found = vgpu_transport::discovery::find(&cfg.discovery, &cfg.pci_cache)?;
-        let mut vm = None;
-        let mut control = match &found.target {
-            Target::Tcp { host, port } => {
-                crate::remote::connect(cfg, host, *port, &found.to_string())?
-            }
-            Target::Pci(bdf) => {
-                if cfg.transport == crate::config::TransportChoice::Rings {
-                    return Err(ConnectError::Lanes(format!(
-                        "VGPU_TRANSPORT=rings needs memfd rings on one host, and {found} is a VM's \
-                         PCI device; use VGPU_TRANSPORT=auto or socket"
-                    )));
-                }
-                let (control, region) = crate::vm::connect(cfg, *bdf).map_err(|e| match e {
-                    vgpu_transport::ivshmem::guest::GuestError::Full(_) => {
-                        ConnectError::Full(e.to_string())
-                    }
-                    other => ConnectError::Vm(found.to_string(), other),
-                })?;
-                vm = Some(region);
-                control
-            }
-            _ => Channel::connect(found.unix_path()?)
-                .map_err(|e| ConnectError::Transport(found.to_string(), e))?,
+        crate::remote::check_transport(cfg, &found)?;
+        let opts = vgpu_transport::connect::Options {
+            tcp_timeout: crate::remote::CONNECT_TIMEOUT,
+            sysfs_root: &cfg.discovery.sysfs_root,
+            guest_policy: crate::vm::policy(cfg),
         };
+        let connected = vgpu_transport::connect::connect(&found, &opts)?;
+        let (mut control, vm) = (connected.channel, connected.region);
+        if vm.is_some() {
+            crate::vm::release_at_exit();
+        }
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let hello = Hello {

@@ -5,7 +5,8 @@
 //!
 //! At connect (never at load) the client maps the device's `resource2`
 //! (the shared memory) and `resource0` (the registers) from sysfs, claims
-//! a region for this process and runs the session's control stream in it.
+//! a region for this process and runs the session's control stream in it
+//! (`vgpu_transport::connect`, which the NVML library shares).
 //! Each `OpenLane` reply names a slot of the region whose rings the worker
 //! has laid out. The session is then remote, as over TCP: pinned host
 //! memory stays in this process and copies carry the bytes.
@@ -20,11 +21,9 @@
 //! connect, which releases only a region this very process claimed); a
 //! killed process's region is reclaimed by the next process that connects.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use vgpu_transport::discovery::Bdf;
-use vgpu_transport::ivshmem::guest::{Device, GuestError, Region};
+use vgpu_transport::ivshmem::guest::Region;
 use vgpu_transport::{Channel, TransportError, WaitPolicy};
 
 use crate::config::Config;
@@ -33,24 +32,25 @@ use crate::config::Config;
 /// session's.
 const CHECK: Duration = Duration::from_millis(100);
 
-/// Opens the device, claims a region and returns its control channel.
-pub fn connect(cfg: &Config, bdf: Bdf) -> Result<(Channel, Arc<Region>), GuestError> {
-    let dev = Arc::new(Device::open(&cfg.discovery.sysfs_root, &bdf.to_string())?);
-    let policy = WaitPolicy {
+/// How the streams of this process's region wait.
+pub fn policy(cfg: &Config) -> WaitPolicy {
+    WaitPolicy {
         spin: cfg.ring_spin,
         yield_for: cfg.ring_yield,
         timeout: Some(CHECK),
-    };
-    let (region, control) = dev.claim(policy)?;
-    // Once per process (a reconnect or a forked child's session needs no
-    // second handler: it gives back whichever region is current).
+    }
+}
+
+/// Registers, once per process, the handler that gives the session's
+/// region back at exit (a reconnect or a forked child's session needs no
+/// second one: it gives back whichever region is current).
+pub fn release_at_exit() {
     static AT_EXIT: std::sync::Once = std::sync::Once::new();
-    // SAFETY: `release_at_exit` is an `extern "C" fn()` that only reads
+    // SAFETY: `release_region` is an `extern "C" fn()` that only reads
     // the runtime, which lives for the whole process.
     AT_EXIT.call_once(|| unsafe {
-        libc::atexit(release_at_exit);
+        libc::atexit(release_region);
     });
-    Ok((Channel::from_shm(control), Arc::new(region)))
 }
 
 /// The channel of lane slot `slot`, which the worker announced.
@@ -60,7 +60,7 @@ pub fn open_lane(region: &Region, slot: u16) -> Result<Channel, TransportError> 
 
 /// Gives this process's region back at exit, so that the host's worker
 /// ends at once rather than when a later process reclaims it.
-extern "C" fn release_at_exit() {
+extern "C" fn release_region() {
     if let Some(region) = crate::runtime::current_vm_region() {
         region.release();
     }

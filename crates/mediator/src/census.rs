@@ -80,6 +80,9 @@ pub struct Snapshot {
     pub live: u64,
     /// Device memory held, by uid.
     pub memory_by_uid: Vec<(u32, u64)>,
+    /// Device memory held, by uid and device (its UUID), for every device
+    /// a live session of the uid sees.
+    pub memory_by_device: Vec<((u32, [u8; 16]), u64)>,
 }
 
 struct Inner {
@@ -216,6 +219,7 @@ impl Census {
             ..Snapshot::default()
         };
         let mut by_uid: HashMap<u32, u64> = HashMap::new();
+        let mut by_device: HashMap<(u32, [u8; 16]), u64> = HashMap::new();
         for &slot in inner.workers.values() {
             let Some(s) = self.table.slot(slot) else {
                 continue;
@@ -224,12 +228,19 @@ impl Census {
             if s.state.load(std::sync::atomic::Ordering::Acquire) == LIVE {
                 snap.live += 1;
                 snap.totals.started += 1;
-                let held = by_uid.entry(s.uid.load(Relaxed)).or_default();
+                let uid = s.uid.load(Relaxed);
+                let held = by_uid.entry(uid).or_default();
                 *held = held.saturating_add(s.device_memory.load(Relaxed));
+                for d in s.device_uses() {
+                    let held = by_device.entry((uid, d.uuid)).or_default();
+                    *held = held.saturating_add(d.memory);
+                }
             }
         }
         snap.memory_by_uid = by_uid.into_iter().collect();
         snap.memory_by_uid.sort_unstable();
+        snap.memory_by_device = by_device.into_iter().collect();
+        snap.memory_by_device.sort_unstable();
         snap
     }
 }
@@ -254,8 +265,10 @@ mod tests {
         assert_eq!(c.snapshot().live, 0, "starting, not live");
         s.go_live(5, 1000, vgpu_proto::sessions::transport::UNIX);
         s.count_call(Op::MemAlloc);
-        s.device_memory.store(300, Relaxed);
+        s.set_devices(&[[7; 16]]);
+        s.publish_memory(&[300], 0);
         let snap = c.snapshot();
+        assert_eq!(snap.memory_by_device, [((1000, [7; 16]), 300)]);
         assert_eq!((snap.live, snap.totals.started), (1, 1));
         s.worker_pid.store(666, Relaxed);
         let listed = c.records();

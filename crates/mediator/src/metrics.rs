@@ -251,6 +251,21 @@ impl Collector for Series {
                 .iter()
                 .map(|&(uid, bytes)| (vec![("uid", uid.to_string())], gauge(bytes))),
         )?;
+        family(
+            &mut e,
+            (
+                "vgpu_device_memory_used_by_device_bytes",
+                "Device memory held by the live sessions of each uid, on each device (by UUID).",
+                Gauge,
+            ),
+            snap.memory_by_device.iter().map(|((uid, uuid), bytes)| {
+                let labels = vec![
+                    ("uid", uid.to_string()),
+                    ("device", vgpu_proto::nvml::uuid_string(uuid)),
+                ];
+                (labels, gauge(*bytes))
+            }),
+        )?;
         let by_op = |values: &[u64]| -> Vec<(Labels, ConstCounter<u64>)> {
             Op::ALL
                 .iter()
@@ -330,6 +345,7 @@ mod tests {
         let mut snap = Snapshot {
             live: 2,
             memory_by_uid: vec![(1000, 1 << 20)],
+            memory_by_device: vec![((1000, [0xab; 16]), 1 << 20)],
             ..Snapshot::default()
         };
         snap.totals.started = 5;
@@ -348,6 +364,8 @@ mod tests {
             "vgpu_sessions_refused_total{reason=\"capacity\"} 0",
             "vgpu_worker_crashes_total 0",
             "vgpu_device_memory_used_bytes{uid=\"1000\"} 1048576",
+            "vgpu_device_memory_used_by_device_bytes{uid=\"1000\",\
+             device=\"GPU-abababab-abab-abab-abab-abababababab\"} 1048576",
             "vgpu_calls_total{op=\"MemAlloc\"} 3",
             "vgpu_call_errors_total{op=\"MemAlloc\"} 1",
             "vgpu_copied_bytes_total{direction=\"dtoh\"} 4096",

@@ -16,7 +16,8 @@
 //! 2. The worker fills in its client's pid, uid and transport after the
 //!    handshake and marks the slot [`LIVE`]; from then on it keeps the
 //!    counters current: calls and errors per operation, bytes copied, lane
-//!    latency, and the device memory the session holds.
+//!    latency, and the device memory the session holds, in all and on each
+//!    device ([`DeviceShare`]).
 //! 3. When the worker exits, however it ends, the supervisor folds the
 //!    slot's counters into its totals and zeroes the slot, so a crashed
 //!    worker never leaves a ghost session.
@@ -60,6 +61,11 @@ pub const LATENCY_BOUNDS_NS: [u64; 12] = [
 ];
 /// Latency buckets of a slot: the bounds and the overflow bucket.
 pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
+
+/// Devices a slot accounts for one by one ([`Slot::devices`]): the first
+/// `SLOT_DEVICES` of a session's devices, in its own order. Memory on a
+/// device past them counts in the session's total only.
+pub const SLOT_DEVICES: usize = 16;
 
 /// Slot states.
 pub const FREE: u32 = 0;
@@ -134,6 +140,46 @@ impl Direction {
     }
 }
 
+/// A session's use of one device. Each session numbers its devices by its
+/// own `CUDA_VISIBLE_DEVICES`, so the device is named by its UUID, the same
+/// in every session.
+#[repr(C)]
+pub struct DeviceShare {
+    /// The device's UUID, its bytes in two little-endian words; all zero:
+    /// no device.
+    pub uuid: [AtomicU64; 2],
+    /// Bytes of device memory the session holds on it.
+    pub memory: AtomicU64,
+    /// Contexts the session has on it: its primary context while active,
+    /// and the contexts it created.
+    pub contexts: AtomicU64,
+}
+
+impl DeviceShare {
+    fn uuid(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.uuid[0].load(Relaxed).to_le_bytes());
+        b[8..].copy_from_slice(&self.uuid[1].load(Relaxed).to_le_bytes());
+        b
+    }
+
+    fn clear(&self) {
+        for w in [&self.uuid[0], &self.uuid[1], &self.memory, &self.contexts] {
+            w.store(0, Relaxed);
+        }
+    }
+}
+
+/// What a session uses of one device, as [`list`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceUse {
+    pub uuid: [u8; 16],
+    /// Bytes of device memory held on it.
+    pub memory: u64,
+    /// Contexts on it.
+    pub contexts: u64,
+}
+
 /// One session's slot. Only atomics: all-zero bytes are a free slot.
 #[repr(C)]
 pub struct Slot {
@@ -147,8 +193,16 @@ pub struct Slot {
     pub refusal: AtomicU32,
     /// Milliseconds since the Unix epoch when the session went live.
     pub started_ms: AtomicU64,
-    /// Bytes of device memory the session holds now (see `docs/metrics.md`).
+    /// Bytes of device memory the session holds now (see `docs/metrics.md`):
+    /// the sum of [`Slot::devices`]' memory and of what it holds on devices
+    /// past [`SLOT_DEVICES`].
     pub device_memory: AtomicU64,
+    /// The session's use of each of its devices, by its own ordinal.
+    pub devices: [DeviceShare; SLOT_DEVICES],
+    /// For a session of a process in a VM guest, the guest it comes from (a
+    /// number that names the guest's shared memory while it lives); 0
+    /// otherwise.
+    pub guest: AtomicU64,
     /// Bytes copied, by [`Direction`].
     pub copied: [AtomicU64; 3],
     /// Timed lane requests by latency bucket, and their summed nanoseconds.
@@ -202,6 +256,58 @@ impl Slot {
         self.state.store(LIVE, std::sync::atomic::Ordering::Release);
     }
 
+    /// Names the session's devices by UUID, in its own order (called by the
+    /// worker before it goes live).
+    pub fn set_devices(&self, uuids: &[[u8; 16]]) {
+        for (share, uuid) in self.devices.iter().zip(uuids) {
+            let (lo, hi) = uuid.split_at(8);
+            for (w, half) in share.uuid.iter().zip([lo, hi]) {
+                let word = u64::from_le_bytes(half.try_into().expect("8 bytes"));
+                w.store(word, Relaxed);
+            }
+        }
+    }
+
+    /// Publishes the device memory the session holds: `by_device[i]` on its
+    /// device `i`, and `elsewhere` on no device the slot names (past
+    /// [`SLOT_DEVICES`], or unknown). The total is their sum.
+    pub fn publish_memory(&self, by_device: &[u64], elsewhere: u64) {
+        let mut total = elsewhere;
+        for (i, &bytes) in by_device.iter().enumerate() {
+            total = total.saturating_add(bytes);
+            if let Some(share) = self.devices.get(i) {
+                share.memory.store(bytes, Relaxed);
+            }
+        }
+        for share in self.devices.iter().skip(by_device.len()) {
+            share.memory.store(0, Relaxed);
+        }
+        self.device_memory.store(total, Relaxed);
+    }
+
+    /// Publishes the contexts the session has on each of its devices.
+    pub fn publish_contexts(&self, by_device: &[u64]) {
+        for (i, share) in self.devices.iter().enumerate() {
+            share
+                .contexts
+                .store(by_device.get(i).copied().unwrap_or(0), Relaxed);
+        }
+    }
+
+    /// The devices the session named ([`Slot::set_devices`]) and its use of
+    /// each.
+    pub fn device_uses(&self) -> Vec<DeviceUse> {
+        self.devices
+            .iter()
+            .map(|d| DeviceUse {
+                uuid: d.uuid(),
+                memory: d.memory.load(Relaxed),
+                contexts: d.contexts.load(Relaxed),
+            })
+            .filter(|d| d.uuid != [0; 16])
+            .collect()
+    }
+
     /// Zeroes every field: the slot is free again.
     pub fn clear(&self) {
         let words = [
@@ -214,7 +320,15 @@ impl Slot {
         for w in words {
             w.store(0, Relaxed);
         }
-        let counters = [&self.started_ms, &self.device_memory, &self.latency_sum_ns];
+        for d in &self.devices {
+            d.clear();
+        }
+        let counters = [
+            &self.started_ms,
+            &self.device_memory,
+            &self.latency_sum_ns,
+            &self.guest,
+        ];
         let arrays = [
             &self.copied[..],
             &self.latency[..],
@@ -364,6 +478,11 @@ pub struct SessionInfo {
     /// Bytes of device memory this session holds now.
     pub device_memory: u64,
     pub started: SystemTime,
+    /// Its use of each of its devices (empty where only the wire record
+    /// was read).
+    pub devices: Vec<DeviceUse>,
+    /// The VM guest it comes from ([`Slot::guest`]), or 0.
+    pub guest: u64,
 }
 
 impl From<&SessionRecord> for SessionInfo {
@@ -375,7 +494,20 @@ impl From<&SessionRecord> for SessionInfo {
             transport: transport::name(r.transport.get()).to_owned(),
             device_memory: r.device_memory.get(),
             started: UNIX_EPOCH + Duration::from_millis(r.started_ms.get()),
+            devices: Vec::new(),
+            guest: 0,
         }
+    }
+}
+
+impl Slot {
+    /// What [`list`] reports of a live slot: its record, its devices and
+    /// its guest.
+    pub fn info(&self) -> Option<SessionInfo> {
+        let mut info = SessionInfo::from(&self.record()?);
+        info.devices = self.device_uses();
+        info.guest = self.guest.load(Relaxed);
+        Some(info)
     }
 }
 
@@ -436,7 +568,7 @@ pub fn refuse(why: Refusal) {
 /// any worker (empty where no table is attached).
 pub fn list() -> Vec<SessionInfo> {
     table().map_or_else(Vec::new, |t| {
-        t.records().iter().map(SessionInfo::from).collect()
+        t.slots().filter_map(|(_, s)| s.info()).collect()
     })
 }
 
@@ -503,6 +635,31 @@ mod tests {
         s.clear();
         assert!(other.records().is_empty());
         assert_eq!(o.calls[Op::MemAlloc as usize].load(Relaxed), 0);
+    }
+
+    #[test]
+    fn devices_are_named_by_uuid_and_sum_to_the_total() {
+        let table = Table::create().expect("table");
+        let s = table.slot(5).expect("slot");
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        s.set_devices(&[a, b]);
+        s.publish_memory(&[100, 20], 3);
+        s.publish_contexts(&[0, 1]);
+        s.go_live(1, 2, transport::UNIX);
+        let info = s.info().expect("live");
+        assert_eq!(info.device_memory, 123, "the total is the sum");
+        let uses: Vec<(u8, u64, u64)> = info
+            .devices
+            .iter()
+            .map(|d| (d.uuid[0], d.memory, d.contexts))
+            .collect();
+        assert_eq!(uses, [(1, 100, 0), (2, 20, 1)]);
+        // Fewer devices than before: the others hold nothing now.
+        s.publish_memory(&[7], 0);
+        let memory: Vec<u64> = s.device_uses().iter().map(|d| d.memory).collect();
+        assert_eq!((memory, s.device_memory.load(Relaxed)), (vec![7, 0], 7));
+        s.clear();
+        assert!(s.device_uses().is_empty());
     }
 
     #[test]

@@ -18,22 +18,7 @@ use crate::generated::types::*;
 macro_rules! define_exports {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty; )*) => {
         $(
-            pub mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-                /// The argument tuple of this function.
-                pub type Args = ($($ty,)*);
-                /// Dispatch target; implemented functions add an inherent `call`.
-                pub struct Probe;
-                /// The not-implemented fallback (unused where `Probe` has an inherent `call`).
-                #[allow(dead_code)]
-                pub trait Fallback {
-                    fn call(&self, _args: Args) -> $ret {
-                        crate::edge::not_supported(stringify!($name))
-                    }
-                }
-                impl Fallback for Probe {}
-            }
+            vgpu_abi::export_probe!($name, ($($ty),*), $ret, crate::edge::not_supported);
 
             /// NVML entry point (see NVIDIA's documentation of this name).
             #[no_mangle]

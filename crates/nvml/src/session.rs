@@ -1,8 +1,9 @@
 //! The library's one global: the count of `nvmlInit`s and, while it is not
 //! zero, the session with the mediator.
 //!
-//! A session is a control connection that speaks the handshake of every vgpu
-//! client (`Hello`, `Welcome`: the devices' snapshots) and then only
+//! A session is a control connection (a socket, or in a VM guest a region
+//! of the vgpu PCI device: `vgpu_transport::connect`, as the CUDA client
+//! connects) that speaks the handshake of every vgpu client (`Hello`, `Welcome`: the devices' snapshots) and then only
 //! `NvmlQuery` requests, one at a time. Every read and write has a deadline,
 //! so a mediator that stops answering costs at most that long, once: the
 //! session is then lost, and every device call fails with
@@ -13,8 +14,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use vgpu_proto::{nvml_query, write_request, DeviceSnapshot, Hello, Op, Response, Welcome};
-use vgpu_transport::discovery::{self, PciCache, Target};
-use vgpu_transport::Channel;
+use vgpu_transport::discovery::{self, PciCache};
+use vgpu_transport::ivshmem::guest::Region;
+use vgpu_transport::{connect, Channel, WaitPolicy};
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -26,6 +28,14 @@ use crate::edge::{NvmlError, Res};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How the streams of a VM guest's session wait for the worker: NVML
+/// calls are rare, so briefly spinning, then napping; every 100 ms a
+/// waiting stream checks that the region is still the session's.
+const GUEST_POLICY: WaitPolicy = WaitPolicy {
+    spin: Duration::from_micros(20),
+    yield_for: Duration::from_micros(500),
+    timeout: Some(Duration::from_millis(100)),
+};
 
 /// One connection to a worker.
 pub struct Session {
@@ -40,6 +50,39 @@ pub struct Session {
     lost: AtomicBool,
     /// The process that connected: a forked child opens its own session.
     pid: u32,
+    /// In a VM guest, the region of the vgpu PCI device the session runs
+    /// in: given back when the session ends (or at exit).
+    region: Option<Arc<Region>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Only the process that claimed it gives it back (not a forked
+        // child dropping what it inherited).
+        if let Some(r) = &self.region {
+            r.release();
+        }
+    }
+}
+
+/// Registers, once per process, the handler that gives the session's
+/// region of a VM guest's device back at exit, so its worker ends at once.
+fn release_at_exit() {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    extern "C" fn release() {
+        // Never wait at exit: a thread killed while holding the lock has
+        // left it held.
+        if let Ok(st) = STATE.try_lock() {
+            if let Some(r) = st.session.as_ref().and_then(|s| s.region.as_ref()) {
+                r.release();
+            }
+        }
+    }
+    // SAFETY: `release` is an `extern "C" fn()` that only tries the
+    // library's lock, which lives for the whole process.
+    AT_EXIT.call_once(|| unsafe {
+        libc::atexit(release);
+    });
 }
 
 /// What a query answered: NVML's two numbers and the blob.
@@ -149,22 +192,19 @@ impl Session {
     fn connect(cfg: &Config) -> Result<Session, String> {
         let found =
             discovery::find(&cfg.discovery, &PciCache::default()).map_err(|e| e.to_string())?;
-        let mut control = match &found.target {
-            Target::Tcp { host, port } => {
-                Channel::connect_tcp(host, *port, HANDSHAKE_TIMEOUT).map_err(|e| e.to_string())
-            }
-            Target::Pci(_) => Err(
-                "NVML does not reach the mediator through a VM guest's PCI device yet \
-                 (docs/vm.md)"
-                    .to_owned(),
-            ),
-            _ => found
-                .unix_path()
-                .map_err(|e| e.to_string())
-                .and_then(|p| Channel::connect(p).map_err(|e| e.to_string())),
+        let opts = connect::Options {
+            tcp_timeout: HANDSHAKE_TIMEOUT,
+            sysfs_root: &cfg.discovery.sysfs_root,
+            guest_policy: GUEST_POLICY,
+        };
+        let connected = connect::connect(&found, &opts).map_err(|e| e.to_string())?;
+        let (mut control, region) = (connected.channel, connected.region);
+        if region.is_some() {
+            release_at_exit();
         }
-        .map_err(|e| format!("cannot reach the mediator at {found}: {e}"))?;
-        deadlines(&control, HANDSHAKE_TIMEOUT)?;
+        control
+            .set_deadlines(HANDSHAKE_TIMEOUT)
+            .map_err(|e| format!("cannot set a deadline: {e}"))?;
         let hello = Hello {
             features: 0,
             pid: std::process::id(),
@@ -179,7 +219,9 @@ impl Session {
                 welcome.init_status
             ));
         }
-        deadlines(&control, QUERY_TIMEOUT)?;
+        control
+            .set_deadlines(QUERY_TIMEOUT)
+            .map_err(|e| format!("cannot set a deadline: {e}"))?;
         config::log(format_args!(
             "connected to {found}: {} device(s), CUDA {}",
             welcome.devices.len(),
@@ -195,6 +237,7 @@ impl Session {
             cuda_version: welcome.driver_version,
             lost: AtomicBool::new(false),
             pid: std::process::id(),
+            region,
         })
     }
 
@@ -268,16 +311,4 @@ impl Session {
             blob: resp.blob,
         })
     }
-}
-
-/// Gives every read and write on `control` (a socket: see
-/// [`Session::connect`]) a deadline.
-fn deadlines(control: &Channel, timeout: Duration) -> Result<(), String> {
-    use rustix::net::sockopt::{set_socket_timeout, Timeout};
-    let fd = control.fd().map_err(|e| e.to_string())?;
-    for kind in [Timeout::Recv, Timeout::Send] {
-        set_socket_timeout(fd, kind, Some(timeout))
-            .map_err(|e| format!("cannot set a socket deadline: {e}"))?;
-    }
-    Ok(())
 }

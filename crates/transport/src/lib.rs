@@ -25,8 +25,10 @@
 //! [`discovery`] finds the mediator a client connects to ([`Address`] and
 //! the other places it may be named); the client library and the `vgpu`
 //! command share it, so `vgpu status` and `vgpu doctor` check the address
-//! the client would use.
+//! the client would use; [`connect`] opens a session's control connection
+//! to whatever address it found.
 
+pub mod connect;
 pub mod discovery;
 pub mod ivshmem;
 pub mod lane;

@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
+use std::time::Duration;
 
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -107,6 +108,23 @@ impl Channel {
         self.stream
             .fd()
             .ok_or(TransportError::NotLocal("a socket descriptor"))
+    }
+
+    /// Gives every later read and write on this channel a deadline of
+    /// `timeout`: one that waits longer fails with `TimedOut` (a socket's
+    /// `WouldBlock`), whatever the peer does meanwhile.
+    pub fn set_deadlines(&mut self, timeout: Duration) -> Result<(), TransportError> {
+        use rustix::net::sockopt::{set_socket_timeout, Timeout};
+        match &mut self.stream {
+            Stream::Shm(s) => s.set_deadline(Some(timeout)),
+            other => {
+                let fd = other.fd().ok_or(TransportError::NotLocal("a socket"))?;
+                for kind in [Timeout::Recv, Timeout::Send] {
+                    set_socket_timeout(fd, kind, Some(timeout)).map_err(std::io::Error::from)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Lets go of a channel inherited across `fork`: a ring stream's ends

@@ -50,6 +50,9 @@ pub fn ctx_create(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, 
         }
     })?;
     register(s, id, ctx as usize);
+    if let Ok(d) = u32::try_from(dev) {
+        s.tables().created_ctxs.insert(id, d);
+    }
     lane.made_current(id);
     Ok(Reply::default())
 }
@@ -64,6 +67,7 @@ pub fn ctx_destroy(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply,
     {
         let mut t = s.tables();
         t.ctxs.remove(&id);
+        t.created_ctxs.remove(&id);
         t.forget_context_resources(id);
     }
     s.contexts_changed.fetch_add(1, Ordering::SeqCst);

@@ -43,7 +43,11 @@ impl Lane {
         } else {
             self.follow(s, req.ctx);
         }
-        super::generated::dispatch(self, s, req)
+        let result = super::generated::dispatch(self, s, req);
+        if result.is_ok() && super::held::changes_contexts(req.op) {
+            super::held::publish_contexts(s, s.device_count);
+        }
+        result
     }
 
     /// Binds the client thread's context for a call that needs none: such a

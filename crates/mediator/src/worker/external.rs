@@ -112,7 +112,8 @@ pub fn external_memory_mapped_buffer(
     let mut p: DevPtr = 0;
     // SAFETY: live out-pointer and descriptor; a live object of this session.
     ok(unsafe { entry(s.driver.cuExternalMemoryGetMappedBuffer)?(&mut p, as_ptr(m), &desc) })?;
-    s.tables().insert_alloc(p, desc.size, req.ctx);
+    let device = super::held::device_of(s, p);
+    s.tables().insert_alloc(p, desc.size, req.ctx, device);
     Ok(Reply::new(
         &external_memory_mapped_buffer::Reply { dptr: U64::new(p) },
         Vec::new(),

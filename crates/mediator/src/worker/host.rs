@@ -138,6 +138,7 @@ fn share(s: &Session, op: &str, at: u64, len: usize, flags: c_uint) -> Result<Re
             Range {
                 size: len as u64,
                 owner: RangeOwner::Host { base },
+                device: None,
             },
         );
     }
@@ -147,6 +148,7 @@ fn share(s: &Session, op: &str, at: u64, len: usize, flags: c_uint) -> Result<Re
             Range {
                 size: len as u64,
                 owner: RangeOwner::Host { base },
+                device: None,
             },
         );
     }

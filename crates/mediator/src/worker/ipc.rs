@@ -168,7 +168,14 @@ pub fn ipc_open_mem_handle(_: &mut Lane, s: &Session, req: &Request) -> Result<R
     let mut t = s.tables();
     t.ipc.opened.entry(p).or_insert((size, 0)).1 += 1;
     let owner = RangeOwner::Ipc { ctx: req.ctx };
-    t.ranges.insert(p, Range { size, owner });
+    t.ranges.insert(
+        p,
+        Range {
+            size,
+            owner,
+            device: None,
+        },
+    );
     let reply = ipc_open_mem_handle::Reply {
         dptr: U64::new(p),
         size: U64::new(size),

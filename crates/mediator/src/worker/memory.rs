@@ -12,6 +12,7 @@ use zerocopy::little_endian::U64;
 
 use super::calls::{message, ok, size, Reply};
 use super::exec::{checked, Lane};
+use super::held;
 use super::status::INVALID_VALUE;
 use super::tables::{as_handle, Range};
 use super::Session;
@@ -25,7 +26,8 @@ pub fn mem_alloc(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Stat
     let mut p = 0;
     // SAFETY: the out-pointer is a live local.
     ok(unsafe { entry(s.driver.cuMemAlloc_v2)?(&mut p, size(bytes)?) })?;
-    s.tables().insert_alloc(p, bytes, req.ctx);
+    let device = held::device_of(s, p);
+    s.tables().insert_alloc(p, bytes, req.ctx, device);
     Ok(Reply::new(&mem_alloc::Reply { dptr: p.into() }, Vec::new()))
 }
 
@@ -40,7 +42,8 @@ pub fn mem_alloc_pitch(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
         entry(s.driver.cuMemAllocPitch_v2)?(&mut p, &mut pitch, width, height, r.element.get())
     })?;
     let bytes = (pitch as u64).saturating_mul(height as u64);
-    s.tables().insert_alloc(p, bytes, req.ctx);
+    let device = held::device_of(s, p);
+    s.tables().insert_alloc(p, bytes, req.ctx, device);
     let reply = mem_alloc_pitch::Reply {
         dptr: p.into(),
         pitch: (pitch as u64).into(),
@@ -177,13 +180,12 @@ pub fn mem_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
     // SAFETY: live out-pointer; live stream of this session or a sentinel.
     ok(unsafe { entry(s.driver.cuMemAllocAsync)?(&mut p, bytes, st.cast()) })?;
     let captured = super::callback::capturing(s, st)?;
-    let mut t = s.tables();
     if captured {
-        t.insert_graph_alloc(p, bytes as u64, req.ctx);
+        s.tables().insert_graph_alloc(p, bytes as u64, req.ctx);
     } else {
-        t.insert_alloc(p, bytes as u64, req.ctx);
+        let device = held::device_of(s, p);
+        s.tables().insert_alloc(p, bytes as u64, req.ctx, device);
     }
-    drop(t);
     Ok(Reply::new(
         &mem_alloc_async::Reply { dptr: U64::new(p) },
         Vec::new(),

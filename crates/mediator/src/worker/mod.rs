@@ -21,6 +21,7 @@ mod external;
 mod generated;
 mod graph;
 mod green;
+mod held;
 mod host;
 mod ipc;
 mod lane;
@@ -110,6 +111,8 @@ pub struct Session {
     pub registry: registry::Registry,
     /// What NVML queries need ([`nvml`]).
     pub nvml: nvml::Nvml,
+    /// How many devices the session sees.
+    pub device_count: usize,
 }
 
 /// The session's client, for inter-process handles and log lines.
@@ -118,8 +121,22 @@ pub struct Peer {
     /// The client's uid from the socket's peer credentials; `None` on TCP,
     /// where it is only what the client states.
     pub uid: Option<u32>,
+    /// Whose sessions NVML shows this session ([`nvml`]); `None` for a
+    /// client over TCP, which can only state who it is.
+    pub tenant: Option<Tenant>,
     /// Names the session in log lines: worker and client pids.
     pub label: String,
+}
+
+/// A tenant, as NVML's view of memory and processes scopes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tenant {
+    /// The uid: the kernel's word for a local client, the stated one for a
+    /// process in a VM guest.
+    pub uid: u32,
+    /// The VM guest of the session ([`sessions::Slot::guest`]), 0 for a
+    /// local client.
+    pub guest: u64,
 }
 
 impl Session {
@@ -226,6 +243,7 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
     };
     let negotiated = offered & hello.features;
     let nvml = nvml::Nvml::new(&welcome.devices);
+    let uuids: Vec<[u8; 16]> = welcome.devices.iter().map(|d| d.uuid).collect();
     Welcome {
         features: negotiated,
         ..welcome
@@ -245,6 +263,14 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
         output_opened: Mutex::new(false),
         peer: Peer {
             uid,
+            tenant: match (uid, &vm) {
+                (Some(uid), _) => Some(Tenant { uid, guest: 0 }),
+                (None, Some(vm)) => Some(Tenant {
+                    uid: hello.uid,
+                    guest: vm.guest(),
+                }),
+                (None, None) => None,
+            },
             label: format!("worker {} (client pid {pid})", std::process::id()),
         },
         registry: if remote {
@@ -253,6 +279,7 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
             registry::Registry::open(&args.ipc_directory())
         },
         nvml,
+        device_count: uuids.len(),
     });
     tracing::debug!(features = negotiated, "features negotiated");
     if let Some(slot) = sessions::own() {
@@ -265,6 +292,10 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
         } else {
             transport::UNIX
         };
+        slot.set_devices(&uuids);
+        if let Some(vm) = &vm {
+            slot.guest.store(vm.guest(), Ordering::Relaxed);
+        }
         slot.go_live(pid, uid.unwrap_or(hello.uid), kind);
     }
     serve_control(&session, control, args, vm.as_ref());

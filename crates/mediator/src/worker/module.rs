@@ -181,6 +181,7 @@ pub(super) fn register_global(s: &Session, owner: u64, p: u64, bytes: usize) {
     let range = Range {
         size: bytes as u64,
         owner: RangeOwner::Global { module: owner },
+        device: None,
     };
     s.tables().ranges.insert(p, range);
 }

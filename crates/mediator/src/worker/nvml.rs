@@ -2,9 +2,11 @@
 //! handshake (`vgpu_proto::nvml`).
 //!
 //! - **The tenant's values** (memory used, processes) come from the live
-//!   sessions of the caller's uid ([`crate::sessions`]), as the kernel
-//!   gives it for a local client; a client over TCP or from a VM guest
-//!   only states its uid, and is shown none.
+//!   sessions of the caller's tenant ([`crate::sessions`]), on the device
+//!   asked about (matched by UUID): the caller's uid as the kernel gives it
+//!   for a local client; for a process in a VM guest, the sessions of the
+//!   same guest with the uid it states; a client over TCP only states its
+//!   uid, and is shown none.
 //! - **The host's values** (utilization, clocks, temperature, power, ...)
 //!   come from the host's own NVML, `libnvidia-ml.so.1`, which the worker
 //!   loads on the first such query: from the real driver's directory first,
@@ -28,8 +30,9 @@ use zerocopy::IntoBytes;
 
 use super::calls::{self, Reply};
 use super::exec::Lane;
-use super::Session;
+use super::{Session, Tenant};
 use crate::driver::Status;
+use crate::sessions::{DeviceUse, SessionInfo};
 
 /// A host NVML device handle (`nvmlDevice_t`).
 type Device = *mut c_void;
@@ -310,9 +313,9 @@ fn answer(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> Answer {
             match what {
                 q::MEMORY => {
                     let total = host().map_or(0, |h| h.memory_total(uuid));
-                    Ok((tenant_memory(s.peer.uid), total, Vec::new()))
+                    Ok((tenant_memory(s.peer.tenant, uuid), total, Vec::new()))
                 }
-                q::PROCESSES => Ok((0, 0, tenant_processes(s.peer.uid))),
+                q::PROCESSES => Ok((0, 0, tenant_processes(s.peer.tenant, uuid))),
                 q::PCI_IDS => pci_ids(bus_id),
                 q::FIELD_VALUES => {
                     let h = host().ok_or(status::NOT_SUPPORTED)?;
@@ -328,35 +331,63 @@ fn answer(s: &Session, r: &nvml_query::Request, blob: &[u8]) -> Answer {
     }
 }
 
-/// The sessions of the tenant `uid`: the kernel's word for a local
-/// client. A client over TCP or from a VM guest only states its uid, so it
-/// is shown no session (not even others of the uid it claims).
-fn tenant_sessions(uid: Option<u32>) -> Vec<crate::sessions::SessionInfo> {
-    let Some(uid) = uid else {
+/// The sessions of `tenant`, and each one's use of the device with `uuid`
+/// (none where it does not name that device).
+///
+/// A local client's tenant is its uid, the kernel's word; a process in a VM
+/// guest sees the sessions of its own guest with the uid it states (their
+/// pids are the guest's); a client over TCP only states its uid, so it is
+/// shown no session (not even others of the uid it claims).
+fn tenant_sessions(tenant: Option<Tenant>, uuid: &[u8; 16]) -> Vec<(SessionInfo, DeviceUse)> {
+    let Some(tenant) = tenant else {
         return Vec::new();
     };
-    let mut list = crate::sessions::list();
-    list.retain(|x| x.uid == uid);
-    list
+    crate::sessions::list()
+        .into_iter()
+        .filter(|x| x.uid == tenant.uid && x.guest == tenant.guest)
+        .map(|x| {
+            let on = x.devices.iter().find(|d| d.uuid == *uuid).copied();
+            let none = DeviceUse {
+                uuid: *uuid,
+                memory: 0,
+                contexts: 0,
+            };
+            (x, on.unwrap_or(none))
+        })
+        .collect()
 }
 
-/// The device memory held by the sessions of `uid`.
-fn tenant_memory(uid: Option<u32>) -> u64 {
-    tenant_sessions(uid).iter().map(|x| x.device_memory).sum()
-}
-
-/// The processes of `uid`'s sessions other than this one, as the wire
-/// carries them.
-fn tenant_processes(uid: Option<u32>) -> Vec<u8> {
-    let me = std::process::id();
-    tenant_sessions(uid)
+/// The device memory the tenant's sessions hold on the device with `uuid`.
+fn tenant_memory(tenant: Option<Tenant>, uuid: &[u8; 16]) -> u64 {
+    tenant_sessions(tenant, uuid)
         .iter()
-        .filter(|x| x.worker_pid != me)
-        .flat_map(|x| {
+        .fold(0, |sum, (_, d)| sum.saturating_add(d.memory))
+}
+
+/// The processes of the tenant on the device with `uuid`, as the wire
+/// carries them: a process is on a device where one of its sessions holds
+/// memory or has a context, with the memory it holds there (the driver's
+/// own count would add the context's few hundred MiB; vgpu counts the
+/// session's allocations only, `docs/metrics.md`). An NVML session (this
+/// one among them) has neither, so it is never listed.
+fn tenant_processes(tenant: Option<Tenant>, uuid: &[u8; 16]) -> Vec<u8> {
+    let mut by_pid: Vec<(u32, u64)> = Vec::new();
+    for (x, d) in tenant_sessions(tenant, uuid) {
+        if d.memory == 0 && d.contexts == 0 {
+            continue;
+        }
+        match by_pid.iter_mut().find(|(pid, _)| *pid == x.client_pid) {
+            Some((_, memory)) => *memory = memory.saturating_add(d.memory),
+            None => by_pid.push((x.client_pid, d.memory)),
+        }
+    }
+    by_pid
+        .into_iter()
+        .flat_map(|(pid, memory)| {
             Process {
-                pid: U32::new(x.client_pid),
+                pid: U32::new(pid),
                 reserved: U32::new(0),
-                memory: U64::new(x.device_memory),
+                memory: U64::new(memory),
             }
             .as_bytes()
             .to_vec()

@@ -125,7 +125,8 @@ pub fn pool_alloc_async(_: &mut Lane, s: &Session, req: &Request) -> Result<Repl
     // SAFETY: live out-pointer; a live pool of this session (or NULL); a
     // live stream of this session or a sentinel.
     ok(unsafe { entry(s.driver.cuMemAllocFromPoolAsync)?(&mut d, bytes, p, st.cast()) })?;
-    s.tables().insert_alloc(d, bytes as u64, req.ctx);
+    let device = super::held::device_of(s, d);
+    s.tables().insert_alloc(d, bytes as u64, req.ctx, device);
     Ok(Reply::new(
         &pool_alloc_async::Reply { dptr: U64::new(d) },
         Vec::new(),
@@ -263,7 +264,8 @@ pub fn pool_import_pointer(_: &mut Lane, s: &Session, req: &Request) -> Result<R
         unsafe { entry(s.driver.cuMemFree_v2)?(d) };
         return Err(INVALID_VALUE);
     }
-    s.tables().insert_alloc(d, bytes as u64, req.ctx);
+    let device = super::held::device_of(s, d);
+    s.tables().insert_alloc(d, bytes as u64, req.ctx, device);
     let reply = pool_import_pointer::Reply {
         dptr: U64::new(d),
         size: U64::new(bytes as u64),

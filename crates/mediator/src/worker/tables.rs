@@ -86,11 +86,17 @@ pub struct HostAlloc {
 pub struct Range {
     pub size: u64,
     pub owner: RangeOwner,
+    /// The session's ordinal of the device an allocation is on
+    /// ([`super::held`]); `None` where unknown or not an allocation.
+    pub device: Option<u32>,
 }
 
 #[derive(Debug, Default)]
 pub struct Tables {
     pub ctxs: HashMap<u64, Raw>,
+    /// The contexts the session created (`cuCtxCreate`): id → the
+    /// session's ordinal of their device ([`super::held`]).
+    pub created_ctxs: HashMap<u64, u32>,
     /// Private, with `functions`: every removal goes through a method that
     /// bumps `gone`, which lanes' launch caches depend on.
     streams: HashMap<u64, Owned>,
@@ -129,9 +135,9 @@ pub struct Tables {
     /// Inter-process handles exported and opened (`cuIpc*`).
     pub ipc: super::ipc::Ipc,
     /// Bytes of the session's own device allocations (`Alloc` ranges that
-    /// are not a graph's): with the VMM handles' bytes, the device memory
-    /// the session's slot reports ([`Tables::publish_memory`]).
-    held: u64,
+    /// are not a graph's), by device: with the VMM handles' bytes, the
+    /// device memory the session's slot reports ([`Tables::publish_memory`]).
+    held: super::held::Held,
 }
 
 /// A texture or surface object the session created.
@@ -345,18 +351,24 @@ impl Tables {
         Ok(())
     }
 
-    /// Records a device allocation of context `ctx` (`cuMemAlloc`, stream-
-    /// ordered and pool allocations): copies and memsets may reach it.
-    pub fn insert_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
+    /// Records a device allocation of context `ctx` on the session's
+    /// device `device` (`cuMemAlloc`, stream-ordered and pool allocations;
+    /// [`super::held::device_of`]): copies and memsets may reach it.
+    pub fn insert_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64, device: Option<u32>) {
         let owner = RangeOwner::Alloc { ctx };
-        if let Some(old) = self.ranges.insert(ptr, Range { size, owner }) {
-            self.held = self.held.saturating_sub(self.counted(ptr, &old));
+        let range = Range {
+            size,
+            owner,
+            device,
+        };
+        if let Some(old) = self.ranges.insert(ptr, range) {
+            self.held.sub(old.device, self.counted(ptr, &old));
         }
         // A new allocation at an address a graph allocated before (the
         // graph's memory went back to the driver): it is an ordinary one
         // until a graph claims it again (`graph_allocs`).
         self.graph_allocs.remove(&ptr);
-        self.held = self.held.saturating_add(size);
+        self.held.add(device, size);
         self.publish_memory();
     }
 
@@ -364,8 +376,8 @@ impl Tables {
     /// `cuMemAllocAsync`): reachable like an allocation, but not counted as
     /// memory the session holds (the graph holds it while it runs).
     pub fn insert_graph_alloc(&mut self, ptr: DevPtr, size: u64, ctx: u64) {
-        self.insert_alloc(ptr, size, ctx);
-        self.held = self.held.saturating_sub(size);
+        self.insert_alloc(ptr, size, ctx, None);
+        self.held.sub(None, size);
         self.graph_allocs.insert(ptr);
         self.publish_memory();
     }
@@ -376,7 +388,7 @@ impl Tables {
         match self.ranges.get(&ptr) {
             Some(&r) if matches!(r.owner, RangeOwner::Alloc { .. }) => {
                 self.ranges.remove(&ptr);
-                self.held = self.held.saturating_sub(self.counted(ptr, &r));
+                self.held.sub(r.device, self.counted(ptr, &r));
                 self.publish_memory();
                 Some(r)
             }
@@ -387,7 +399,7 @@ impl Tables {
     /// Puts back an allocation [`Tables::take_alloc`] took (the driver refused to free it).
     pub fn restore_alloc(&mut self, ptr: DevPtr, range: Range) {
         self.ranges.insert(ptr, range);
-        self.held = self.held.saturating_add(self.counted(ptr, &range));
+        self.held.add(range.device, self.counted(ptr, &range));
         self.publish_memory();
     }
 
@@ -399,14 +411,18 @@ impl Tables {
         }
     }
 
-    /// Publishes the device memory the session holds to its session slot:
-    /// its own allocations and the bytes of its `cuMemCreate` handles.
+    /// Publishes the device memory the session holds to its session slot,
+    /// by device: its own allocations and the bytes of its `cuMemCreate`
+    /// handles.
     pub fn publish_memory(&self) {
-        if let Some(slot) = crate::sessions::own() {
-            let bytes = self.held.saturating_add(self.vmm.created_bytes());
-            slot.device_memory
-                .store(bytes, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.held_memory().publish();
+    }
+
+    /// The device memory the session holds, by device.
+    pub fn held_memory(&self) -> super::held::Held {
+        let mut all = self.held.clone();
+        self.vmm.add_created(&mut all);
+        all
     }
 
     /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
@@ -485,13 +501,15 @@ impl Tables {
         for l in libraries {
             self.forget_library(l);
         }
-        let freed: u64 = self
+        let freed: Vec<(Option<u32>, u64)> = self
             .ranges
             .iter()
             .filter(|(_, r)| r.owner == RangeOwner::Alloc { ctx })
-            .map(|(&p, r)| self.counted(p, r))
-            .sum();
-        self.held = self.held.saturating_sub(freed);
+            .map(|(&p, r)| (r.device, self.counted(p, r)))
+            .collect();
+        for (device, bytes) in freed {
+            self.held.sub(device, bytes);
+        }
         self.publish_memory();
         self.ranges.retain(|_, r| {
             r.owner != RangeOwner::Alloc { ctx } && r.owner != RangeOwner::Ipc { ctx }
@@ -510,22 +528,37 @@ mod tests {
     #[test]
     fn held_memory_follows_allocations() {
         let mut t = Tables::default();
-        t.insert_alloc(0x1000, 100, 7);
-        t.insert_alloc(0x2000, 50, 8);
+        t.insert_alloc(0x1000, 100, 7, Some(0));
+        t.insert_alloc(0x2000, 50, 8, Some(2));
         t.insert_graph_alloc(0x3000, 1000, 7);
-        assert_eq!(t.held, 150, "a graph's allocation is not the session's");
+        assert_eq!(
+            t.held.total(),
+            150,
+            "a graph's allocation is not the session's"
+        );
+        assert_eq!(t.held.by_device(), &[100, 0, 50]);
         let r = t.take_alloc(0x1000).expect("live");
-        assert_eq!(t.held, 50);
+        assert_eq!(t.held.total(), 50);
+        assert_eq!(t.held.by_device(), &[0, 0, 50]);
         assert!(t.take_alloc(0x1000).is_none(), "gone");
         assert!(t.take_alloc(0x1001).is_none(), "not a base");
         t.restore_alloc(0x1000, r);
-        assert_eq!(t.held, 150);
-        t.insert_alloc(0x1000, 10, 7);
-        assert_eq!(t.held, 60, "the same address again replaces the old size");
+        assert_eq!(t.held.by_device(), &[100, 0, 50]);
+        t.insert_alloc(0x1000, 10, 7, Some(1));
+        assert_eq!(
+            t.held.by_device(),
+            &[0, 10, 50],
+            "the same address again replaces the old size and device"
+        );
         t.forget_context_resources(7);
-        assert_eq!(t.held, 50);
-        t.insert_alloc(0x3000, 5, 8);
-        assert_eq!(t.held, 55, "a graph's old address allocated again counts");
+        assert_eq!(t.held.by_device(), &[0, 0, 50]);
+        t.insert_alloc(0x3000, 5, 8, None);
+        assert_eq!(
+            t.held.total(),
+            55,
+            "a graph's old address allocated again counts"
+        );
+        assert_eq!(t.held.by_device(), &[0, 0, 50], "on no known device");
     }
 
     #[test]
@@ -536,6 +569,7 @@ mod tests {
             Range {
                 size: 0x100,
                 owner: RangeOwner::Alloc { ctx: 7 },
+                device: Some(0),
             },
         );
         assert!(t.check_range(0x1000, 0x100).is_ok());

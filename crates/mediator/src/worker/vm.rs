@@ -56,6 +56,9 @@ pub struct VmRegion {
     lifeline: Arc<OwnedFd>,
     /// Lane slots in use (slot 0, the control stream, always is).
     busy: Arc<Mutex<Vec<bool>>>,
+    /// The guest's shared memory's inode: every session of one guest has
+    /// the same, and no other guest's memory has it while the guest lives.
+    guest: u64,
 }
 
 impl VmRegion {
@@ -80,9 +83,8 @@ impl VmRegion {
             rustix::io::fcntl_setfd(d, rustix::io::FdFlags::CLOEXEC)
                 .map_err(std::io::Error::from)?;
         }
-        let size = rustix::fs::fstat(&memfd)
-            .map_err(std::io::Error::from)?
-            .st_size;
+        let stat = rustix::fs::fstat(&memfd).map_err(std::io::Error::from)?;
+        let size = stat.st_size;
         let size = usize::try_from(size).map_err(|_| bad())?;
         let layout =
             crate::ivshmem::layout(size).map_err(|e| MediatorError::Config(e.to_string()))?;
@@ -99,9 +101,15 @@ impl VmRegion {
             word,
             lifeline: Arc::new(lifeline),
             busy: Arc::new(Mutex::new(busy)),
+            guest: stat.st_ino,
         };
         let control = vm.stream(0, false)?;
         Ok((vm, Channel::from_shm(control)))
+    }
+
+    /// Names the guest this session comes from ([`crate::sessions::Slot::guest`]).
+    pub fn guest(&self) -> u64 {
+        self.guest
     }
 
     /// Whether the session still stands (see the module documentation).

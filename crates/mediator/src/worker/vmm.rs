@@ -15,8 +15,8 @@ pub(super) mod share;
 use std::collections::{BTreeMap, HashMap};
 
 use vgpu_abi::types::{
-    CUarrayMapInfo, CUmemAccessDesc, CUmemAllocationProp, CUmemHandleType, CUmemOperationType,
-    CUresourcetype,
+    CUarrayMapInfo, CUmemAccessDesc, CUmemAllocationProp, CUmemHandleType, CUmemLocationType,
+    CUmemOperationType, CUresourcetype,
 };
 use vgpu_abi::HandleKind;
 use vgpu_proto::vmm::Mappings;
@@ -52,8 +52,11 @@ struct Allocation {
     /// add one, `cuMemRelease` takes one.
     refs: u64,
     /// The size given to `cuMemCreate` (0 for a handle imported or adopted:
-    /// memory another owner made).
+    /// memory another owner made, and for memory located on the host).
     bytes: u64,
+    /// The session's ordinal of the device the memory is on, from the
+    /// location `cuMemCreate` was given.
+    device: Option<u32>,
 }
 
 /// The session's virtual memory: reservations, handles and mappings.
@@ -91,16 +94,18 @@ impl Vmm {
                 real,
                 refs: 1,
                 bytes: 0,
+                device: None,
             },
         );
     }
 
-    /// Bytes of the handles the session made with `cuMemCreate` and still
-    /// holds: counted from `cuMemCreate` to its last `cuMemRelease`.
-    pub fn created_bytes(&self) -> u64 {
-        self.handles
-            .values()
-            .fold(0, |sum, a| sum.saturating_add(a.bytes))
+    /// Adds to `held` the device memory of the handles the session made
+    /// with `cuMemCreate` and still holds: counted from `cuMemCreate` to
+    /// its last `cuMemRelease`, on the device of its location.
+    pub fn add_created(&self, held: &mut super::held::Held) {
+        for a in self.handles.values() {
+            held.add(a.device, a.bytes);
+        }
     }
 
     /// The driver's handle behind id `id`.
@@ -210,13 +215,17 @@ pub fn mem_create(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Sta
     ok(unsafe { entry(s.driver.cuMemCreate)?(&mut h, size(r.size.get())?, &prop, r.flags.get()) })?;
     let mut t = s.tables();
     let id = t.mint(HandleKind::MemGenericAllocation);
-    let bytes = r.size.get();
+    // Memory located on a device counts there; on the host, it is no
+    // device's memory.
+    let on_device = prop.location.type_ == CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    let device = u32::try_from(prop.location.id).ok().filter(|_| on_device);
     t.vmm.handles.insert(
         id,
         Allocation {
             real: h,
             refs: 1,
-            bytes,
+            bytes: if on_device { r.size.get() } else { 0 },
+            device,
         },
     );
     t.publish_memory();
@@ -453,6 +462,7 @@ mod tests {
                 real: 0x99,
                 refs: 1,
                 bytes: 0,
+                device: None,
             },
         );
         assert_eq!(v.real(7), Ok(0x99));

@@ -128,7 +128,8 @@ unsafe fn write_processes<T: ProcessInfo>(
     Ok(())
 }
 
-/// The CUDA clients of the caller's uid on `d`: pid and device memory.
+/// The CUDA clients of the caller's tenant on `d`: those holding memory or
+/// a context there, with their pid and the device memory they hold there.
 pub fn tenant_processes(d: nvmlDevice_t) -> Res<Vec<(u32, u64)>> {
     let (s, i) = lookup(d)?;
     let blob = s.query(i, q::PROCESSES, 0)?.blob;
@@ -140,7 +141,8 @@ pub fn tenant_processes(d: nvmlDevice_t) -> Res<Vec<(u32, u64)>> {
 }
 
 /// `nvmlDeviceGetComputeRunningProcesses` (every version): the CUDA clients
-/// of the caller's uid, with the device memory their sessions hold.
+/// of the caller's tenant on the device, with the device memory their
+/// sessions hold there ([`tenant_processes`]).
 ///
 /// # Safety
 /// As [`write_processes`].

@@ -16,7 +16,7 @@
 
 use std::io::{IoSlice, Read, Write};
 use std::mem::ManuallyDrop;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::{Consumer, Producer, TransportError, WaitPolicy};
 
@@ -34,6 +34,8 @@ pub struct ShmStream {
     /// How a write waits for ring space.
     space: WaitPolicy,
     alive: Alive,
+    /// How long one read or write may wait in all ([`ShmStream::set_deadline`]).
+    deadline: Option<Duration>,
     /// Set by [`ShmStream::abandon`]: the ends are shared with another
     /// process and must not be closed from here.
     abandoned: bool,
@@ -75,6 +77,7 @@ impl ShmStream {
                 ..policy
             },
             alive,
+            deadline: None,
             abandoned: false,
             pid: std::process::id(),
             on_drop: None,
@@ -86,6 +89,18 @@ impl ShmStream {
     pub fn poll_for_space(mut self) -> ShmStream {
         self.space = self.policy;
         self
+    }
+
+    /// Bounds how long one read or write waits in all: past `deadline` it
+    /// fails with `TimedOut` even while the session stands (`None`: waits
+    /// as long as it does).
+    pub fn set_deadline(&mut self, deadline: Option<Duration>) {
+        self.deadline = deadline;
+    }
+
+    /// Whether a wait that began at `start` has run past the deadline.
+    fn past_deadline(&self, start: Instant) -> bool {
+        self.deadline.is_some_and(|d| start.elapsed() >= d)
     }
 
     /// Runs `f` when the stream is dropped.
@@ -126,6 +141,7 @@ impl Read for ShmStream {
         // sleep at once: spinning and yielding again every `timeout` would
         // cost an idle stream a few percent of a core.
         let mut policy = self.policy;
+        let start = Instant::now();
         while self.pos >= self.buf.len() {
             self.pos = 0;
             match self.inp.pop_into(&mut self.buf, &policy) {
@@ -134,6 +150,9 @@ impl Read for ShmStream {
                     self.buf.clear();
                     if !(self.alive)() {
                         return Ok(0);
+                    }
+                    if self.past_deadline(start) {
+                        return Err(std::io::ErrorKind::TimedOut.into());
                     }
                     policy = WaitPolicy {
                         spin: Duration::ZERO,
@@ -182,9 +201,13 @@ impl Write for ShmStream {
             return Ok(0);
         }
         let mut space = self.space;
+        let start = Instant::now();
         loop {
             match self.out.push(&parts, &space) {
                 Ok(()) => return Ok(n),
+                Err(TransportError::Timeout) if self.past_deadline(start) => {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
                 Err(TransportError::Timeout) if (self.alive)() => {
                     // Still full after a whole wait: sleep at once from now on.
                     space = WaitPolicy {
@@ -247,6 +270,34 @@ mod tests {
                 Box::new(|| true),
             ),
         )
+    }
+
+    #[test]
+    fn a_deadline_ends_a_wait_for_a_silent_peer() {
+        let (mut x, mut y) = pair();
+        y.set_deadline(Some(Duration::from_millis(100)));
+        let start = Instant::now();
+        let mut b = [0u8; 1];
+        let e = y.read(&mut b).expect_err("nothing comes");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        // A full ring: a write times out as well.
+        x.set_deadline(Some(Duration::from_millis(100)));
+        let chunk = vec![7u8; 1024];
+        let e = loop {
+            if let Err(e) = x.write(&chunk) {
+                break e;
+            }
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        // Bytes that do come are read as ever.
+        y.set_deadline(None);
+        y.read_exact(&mut b).expect("a byte");
+        assert_eq!(b, [7]);
     }
 
     #[test]
