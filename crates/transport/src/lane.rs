@@ -37,6 +37,11 @@ use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 /// Frames up to this size are gathered into one write on a socket lane.
 const SMALL_FRAME: usize = 64 << 10;
 
+/// How long a socket lane polls for its next frame before it sleeps in
+/// `read(2)` ([`Channel::spin_until_readable`]), as a ring lane polls its
+/// ring first: a reply over TCP usually comes within it.
+pub const SOCKET_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// A lane's end: see the module documentation.
 #[derive(Debug)]
 pub struct FrameLane {
@@ -174,7 +179,10 @@ impl FrameLane {
     /// closed its end, hung up, or `alive` said to stop.
     pub fn recv(&mut self, alive: impl Fn() -> bool) -> Result<Incoming<'_>, TransportError> {
         match &mut self.io {
-            Io::Socket(ch) => Ok(Incoming::Socket(ch)),
+            Io::Socket(ch) => {
+                ch.spin_until_readable(SOCKET_SPIN);
+                Ok(Incoming::Socket(ch))
+            }
             Io::Rings(r) => {
                 loop {
                     match r.inp.pop_into(&mut r.buf, &r.policy) {

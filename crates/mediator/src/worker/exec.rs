@@ -33,9 +33,33 @@ pub struct Lane {
     /// The descriptor that followed the request being run, for an
     /// operation that takes one (`Op::takes_fd`); `None` if none came.
     pub(super) fd_in: Option<std::os::fd::OwnedFd>,
+    /// A sent reply's bytes, kept for the next device-to-host copy to write
+    /// into ([`Lane::out_buffer`]).
+    spare_out: Vec<u8>,
 }
 
 impl Lane {
+    /// A buffer of `len` bytes for a reply's blob, to be overwritten: the
+    /// last sent reply's, when there is one. Pieces of a large copy are
+    /// alike in size, so each reuses the last one's pages as they are,
+    /// neither freed, faulted in again nor cleared.
+    pub(super) fn out_buffer(&mut self, len: usize) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.spare_out);
+        if out.len() < len {
+            out.resize(len, 0);
+        } else {
+            out.truncate(len);
+        }
+        out
+    }
+
+    /// Takes back a sent reply's blob for [`Lane::out_buffer`].
+    pub fn recycle(&mut self, blob: Vec<u8>) {
+        if blob.capacity() > self.spare_out.capacity() {
+            self.spare_out = blob;
+        }
+    }
+
     /// Runs `req`, returning its results or the failing `CUresult`.
     pub fn execute(&mut self, s: &Session, req: &Request) -> Result<Reply, Status> {
         if req.op.needs_context() {

@@ -233,6 +233,7 @@ fn serve(s: &Session, mut io: FrameLane) {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
+        lane.recycle(reply.blob);
         if let Some(c) = counts {
             if st != status::SUCCESS && !reports_deferred {
                 c.count_error(req.op);

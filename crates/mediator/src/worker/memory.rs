@@ -95,14 +95,14 @@ pub fn memcpy_htod(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, St
 }
 
 /// Device to host; the bytes come back as the reply's blob.
-pub fn memcpy_dtoh(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
+pub fn memcpy_dtoh(lane: &mut Lane, s: &Session, req: &Request) -> Result<Reply, Status> {
     let r: &memcpy_dtoh::Request = message(req)?;
     let (src, len) = (r.src.get(), size(r.bytes.get())?);
     if len > MAX_BLOB {
         return Err(INVALID_VALUE);
     }
     let stream = checked(s, &[(src, r.bytes.get())], r.stream.get())?;
-    let mut out = vec![0u8; len];
+    let mut out = lane.out_buffer(len);
     let dst = out.as_mut_ptr().cast::<c_void>();
     // SAFETY: the source range is live (checked); `out` holds `len` bytes. A
     // pageable destination makes the async form complete before it returns.

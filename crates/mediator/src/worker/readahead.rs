@@ -14,12 +14,17 @@
 //! carries a descriptor ([`vgpu_proto::Op::takes_fd`]) has it read right
 //! after its frame, as [`super::lane`] does without a reader.
 
+use std::io::{BufReader, Read};
 use std::os::fd::OwnedFd;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use vgpu_proto::{read_request_into, ProtoError, Request};
-use vgpu_transport::{Channel, FrameLane};
+use vgpu_transport::{Channel, FrameLane, SOCKET_SPIN};
+
+/// The TCP reader's buffer: many small requests per read.
+const READ_BUFFER: usize = 256 << 10;
 
 /// A request read ahead, with the descriptor that came after it.
 type Frame = (Request, Option<OwnedFd>);
@@ -40,13 +45,13 @@ impl ReadAhead {
     /// read from a second descriptor; `None` otherwise (a ring lane reads
     /// from memory, and needs none).
     pub fn start(io: &FrameLane) -> Option<ReadAhead> {
-        let mut ch = io.try_clone_socket()?;
+        let ch = io.try_clone_socket()?;
         let socket = ch.try_clone()?;
         let (tx, frames) = mpsc::sync_channel(0);
         let (spare, spares) = mpsc::sync_channel(2);
         let reader = std::thread::Builder::new()
             .name("lane-reader".into())
-            .spawn(move || read(&mut ch, &tx, &spares))
+            .spawn(move || read(ch, &tx, &spares))
             .map_err(|e| tracing::warn!("no reader thread for a lane ({e}); it reads in turn"))
             .ok()?;
         Some(ReadAhead {
@@ -64,7 +69,21 @@ impl ReadAhead {
         let Some(frames) = &self.frames else {
             return Ok(None);
         };
-        match frames.recv() {
+        // Poll for the next request before sleeping on it, as the reader
+        // polls the socket: a thread woken from sleep starts microseconds
+        // late.
+        let start = Instant::now();
+        let got = loop {
+            match frames.try_recv() {
+                Ok(got) => break Ok(got),
+                Err(TryRecvError::Disconnected) => break Err(()),
+                Err(TryRecvError::Empty) if start.elapsed() < SOCKET_SPIN => {
+                    std::hint::spin_loop();
+                }
+                Err(TryRecvError::Empty) => break frames.recv().map_err(|_| ()),
+            }
+        };
+        match got {
             Ok(Ok((mut next, fd))) => {
                 std::mem::swap(req, &mut next);
                 // A full pool: the reader has buffers enough; drop this one.
@@ -90,33 +109,68 @@ impl Drop for ReadAhead {
 }
 
 /// The reader thread: reads requests from `ch` and hands them over until
-/// the client leaves, a frame is bad, or the lane's runner is gone.
-fn read(ch: &mut Channel, out: &SyncSender<Result<Frame, ProtoError>>, spares: &Receiver<Request>) {
-    loop {
-        let mut req = match spares.try_recv() {
-            Ok(r) => r,
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => Request::empty(),
-        };
-        let frame = match read_request_into(ch, &mut req) {
-            Ok(()) => {
-                let fd = if req.op.takes_fd() {
-                    ch.recv_fd()
-                        .map_err(|e| tracing::warn!("{}: no descriptor came: {e}", req.op.name()))
-                        .ok()
-                } else {
-                    None
-                };
-                Ok((req, fd))
+/// the client leaves, a frame is bad, or the lane's runner is gone. A TCP
+/// lane is read through a buffer, a few system calls for many small
+/// requests (no descriptor ever follows a frame there); a Unix one frame by
+/// frame, so that a descriptor is read with the frame it follows.
+fn read(ch: Channel, out: &SyncSender<Result<Frame, ProtoError>>, spares: &Receiver<Request>) {
+    if ch.is_tcp() {
+        let mut r = BufReader::with_capacity(READ_BUFFER, ch);
+        loop {
+            if r.buffer().is_empty() {
+                r.get_ref().spin_until_readable(SOCKET_SPIN);
             }
-            // The client closed the lane (or the runner shut it): no more.
-            Err(ProtoError::Io(_)) => return,
-            Err(e) => Err(e),
-        };
-        let failed = frame.is_err();
-        if out.send(frame).is_err() || failed {
+            if !hand_over(&mut r, |_| None, out, spares) {
+                return;
+            }
+        }
+    }
+    let mut ch = ch;
+    loop {
+        ch.spin_until_readable(SOCKET_SPIN);
+        if !hand_over(&mut ch, |ch| Some(ch.recv_fd()), out, spares) {
             return;
         }
     }
+}
+
+/// Reads one request from `r`, then its descriptor with `fd` when the op
+/// takes one, and hands both over; `false`: stop reading.
+fn hand_over<R: Read>(
+    r: &mut R,
+    fd: impl Fn(&mut R) -> Option<Result<OwnedFd, vgpu_transport::TransportError>>,
+    out: &SyncSender<Result<Frame, ProtoError>>,
+    spares: &Receiver<Request>,
+) -> bool {
+    let mut req = match spares.try_recv() {
+        Ok(r) => r,
+        Err(TryRecvError::Empty | TryRecvError::Disconnected) => Request::empty(),
+    };
+    let frame = match read_request_into(r, &mut req) {
+        Ok(()) => {
+            let passed = if req.op.takes_fd() {
+                match fd(r) {
+                    Some(Ok(fd)) => Some(fd),
+                    Some(Err(e)) => {
+                        tracing::warn!("{}: no descriptor came: {e}", req.op.name());
+                        None
+                    }
+                    None => {
+                        tracing::warn!("{}: no descriptor crosses TCP", req.op.name());
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            Ok((req, passed))
+        }
+        // The client closed the lane (or the runner shut it): no more.
+        Err(ProtoError::Io(_)) => return false,
+        Err(e) => Err(e),
+    };
+    let failed = frame.is_err();
+    out.send(frame).is_ok() && !failed
 }
 
 #[cfg(test)]
@@ -158,6 +212,33 @@ mod tests {
             assert!(matches!(ahead.next(&mut req), Ok(Some(None))));
             assert_eq!((req.seq, &req.blob[..]), (u32::from(seq), &blob[..]));
         }
+        drop(client);
+        assert!(matches!(ahead.next(&mut req), Ok(None)));
+    }
+
+    #[test]
+    fn a_tcp_lane_reads_through_its_buffer() {
+        use std::net::{Ipv4Addr, TcpListener, TcpStream};
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen");
+        let client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (worker, _) = listener.accept().expect("accept");
+        let mut client = Channel::from_fd(client.into());
+        let io = FrameLane::socket(Channel::from_fd(worker.into()));
+        let mut ahead = ReadAhead::start(&io).expect("a TCP lane reads ahead");
+        // Many small frames in one burst, then one larger than the buffer.
+        let big = vec![0xab; READ_BUFFER * 3 + 7];
+        for seq in 1..=100u32 {
+            send(&mut client, seq, &seq.to_le_bytes());
+        }
+        send(&mut client, 101, &big);
+        let mut req = Request::empty();
+        for seq in 1..=100u32 {
+            assert!(matches!(ahead.next(&mut req), Ok(Some(None))));
+            assert_eq!((req.seq, &req.blob[..]), (seq, &seq.to_le_bytes()[..]));
+        }
+        assert!(matches!(ahead.next(&mut req), Ok(Some(None))));
+        assert_eq!((req.seq, req.blob.len()), (101, big.len()));
+        assert!(req.blob.iter().all(|&b| b == 0xab));
         drop(client);
         assert!(matches!(ahead.next(&mut req), Ok(None)));
     }
