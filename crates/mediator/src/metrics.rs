@@ -25,6 +25,7 @@ use vgpu_proto::Op;
 
 use crate::census::{Census, Snapshot};
 use crate::sessions::{Direction, Refusal, LATENCY_BOUNDS_NS};
+use crate::tenants::supervise::Tenancy;
 
 /// Clients served at once.
 pub const MAX_CLIENTS: usize = 32;
@@ -35,16 +36,20 @@ pub const MAX_HEAD: usize = 8 << 10;
 
 /// Binds `addr` and serves metrics on a thread of its own; returns the
 /// bound address (port 0 replaced by the kernel's choice).
-pub fn serve(addr: SocketAddr, census: Arc<Census>) -> std::io::Result<SocketAddr> {
+pub fn serve(
+    addr: SocketAddr,
+    census: Arc<Census>,
+    tenancy: Arc<Tenancy>,
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
     std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || accept_loop(&listener, &census))?;
+        .spawn(move || accept_loop(&listener, &census, &tenancy))?;
     Ok(bound)
 }
 
-fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
+fn accept_loop(listener: &TcpListener, census: &Arc<Census>, tenancy: &Arc<Tenancy>) {
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(stream) = stream else {
@@ -58,10 +63,11 @@ fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
             continue;
         }
         let (census, done) = (Arc::clone(census), Arc::clone(&busy));
+        let tenancy = Arc::clone(tenancy);
         let spawned = std::thread::Builder::new()
             .name("metrics-client".into())
             .spawn(move || {
-                if let Err(e) = answer(stream, &census) {
+                if let Err(e) = answer(stream, &census, &tenancy) {
                     tracing::debug!("metrics client: {e}");
                 }
                 done.fetch_sub(1, Ordering::SeqCst);
@@ -73,7 +79,7 @@ fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
 }
 
 /// Reads one request head and answers it.
-fn answer(mut stream: TcpStream, census: &Census) -> std::io::Result<()> {
+fn answer(mut stream: TcpStream, census: &Census, tenancy: &Tenancy) -> std::io::Result<()> {
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
     let head = match read_head(&mut stream) {
         Ok(h) => h,
@@ -100,7 +106,9 @@ fn answer(mut stream: TcpStream, census: &Census) -> std::io::Result<()> {
             "bad request\n",
         ),
         (Some("GET"), Some("/metrics")) => {
-            let body = render(&census.snapshot());
+            let mut snap = census.snapshot();
+            snap.tenants = tenancy.usage();
+            let body = render(&snap);
             let kind = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
             respond(&mut stream, "200 OK", kind, &body)
         }
@@ -250,6 +258,40 @@ impl Collector for Series {
             snap.memory_by_uid
                 .iter()
                 .map(|&(uid, bytes)| (vec![("uid", uid.to_string())], gauge(bytes))),
+        )?;
+        let tenant = |name: &str| vec![("tenant", name.to_owned())];
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_device_memory_used_bytes",
+                "Device memory held by each tenant's live sessions, as its quota counts it.",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .map(|u| (tenant(&u.name), gauge(u.memory_used))),
+        )?;
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_device_memory_limit_bytes",
+                "Each tenant's device-memory limit (tenants that have one).",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .filter_map(|u| Some((tenant(&u.name), gauge(u.memory_limit?)))),
+        )?;
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_sessions_live",
+                "Each tenant's live sessions.",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .map(|u| (tenant(&u.name), gauge(u.sessions))),
         )?;
         let by_op = |values: &[u64]| -> Vec<(Labels, ConstCounter<u64>)> {
             Op::ALL

@@ -43,7 +43,12 @@ impl Lane {
         } else {
             self.follow(s, req.ctx);
         }
-        super::generated::dispatch(self, s, req)
+        // The tenant's quota: reserved before, settled after (`tenants::worker`).
+        let reserved = crate::tenants::worker::before(req)?;
+        let mut result = super::generated::dispatch(self, s, req);
+        let reply = result.as_mut().ok().map(|r| r.fixed.as_mut_slice());
+        crate::tenants::worker::after(req, reserved, reply);
+        result
     }
 
     /// Binds the client thread's context for a call that needs none: such a

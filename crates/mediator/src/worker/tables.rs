@@ -402,11 +402,13 @@ impl Tables {
     /// Publishes the device memory the session holds to its session slot:
     /// its own allocations and the bytes of its `cuMemCreate` handles.
     pub fn publish_memory(&self) {
+        let bytes = self.held.saturating_add(self.vmm.created_bytes());
         if let Some(slot) = crate::sessions::own() {
-            let bytes = self.held.saturating_add(self.vmm.created_bytes());
             slot.device_memory
                 .store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
+        // The same count is what the session's tenant is charged.
+        crate::tenants::quota::publish(bytes);
     }
 
     /// Checks that `[ptr, ptr + len)` lies inside one live device range, or
