@@ -1,0 +1,449 @@
+//! Tenants, end to end on the simulated device: real mediators started with
+//! a mediator file (`--config`), real clients (this test binary re-executed
+//! as a small client that takes commands on its standard input, some of
+//! them under another uid), and the supervisor's and workers' decisions
+//! checked from the clients' side: who is refused, the device-memory
+//! limit shared by a tenant's sessions, `cuMemGetInfo`'s tenant view, the
+//! usage a killed worker gives back, session limits, devices, socket
+//! activation and config errors.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{cu, is_child, Harness, Mediator, Running};
+use cudarc::driver::sys;
+
+const WAIT: Duration = Duration::from_secs(30);
+const MIB: usize = 1 << 20;
+/// The uid and gid of `nobody`, the other user of these tests.
+const NOBODY: u32 = 65534;
+
+/// The client child: reads commands, one a line, and prints one answer
+/// line per command:
+/// - `init` → `init CODE` (cuInit, then a context on device 0);
+/// - `alloc MIB` → `alloc CODE` (cuMemAlloc, kept);
+/// - `free` → `free CODE` (the last kept allocation);
+/// - `info` → `info CODE FREE TOTAL` (cuMemGetInfo_v2);
+/// - `devices` → `devices CODE COUNT LAST…` (each device's UUID's last byte);
+/// - `pid` → `pid PID`.
+#[test]
+fn tenant_client() {
+    if !is_child() {
+        return;
+    }
+    let mut kept: Vec<sys::CUdeviceptr> = Vec::new();
+    let mut line = String::new();
+    while {
+        line.clear();
+        std::io::stdin().read_line(&mut line).expect("stdin") > 0
+    } {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // SAFETY (every call below): out-pointers are live locals; device
+        // pointers are the ones this client allocated.
+        match words.as_slice() {
+            ["init"] => {
+                let mut code = cu::code(unsafe { sys::cuInit(0) });
+                if code == 0 {
+                    let mut ctx = std::ptr::null_mut();
+                    code = cu::code(unsafe { sys::cuCtxCreate_v2(&mut ctx, 0, 0) });
+                }
+                println!("init {code}");
+            }
+            ["alloc", mib] => {
+                let bytes = mib.parse::<usize>().expect("MiB") * MIB;
+                let mut d = 0;
+                let code = cu::code(unsafe { sys::cuMemAlloc_v2(&mut d, bytes) });
+                if code == 0 {
+                    kept.push(d);
+                }
+                println!("alloc {code}");
+            }
+            ["free"] => {
+                let d = kept.pop().expect("an allocation to free");
+                println!("free {}", cu::code(unsafe { sys::cuMemFree_v2(d) }));
+            }
+            ["info"] => {
+                let (mut free, mut total) = (0, 0);
+                let code = cu::code(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) });
+                println!("info {code} {free} {total}");
+            }
+            ["devices"] => {
+                let mut n = 0;
+                let code = cu::code(unsafe { sys::cuDeviceGetCount(&mut n) });
+                let mut last = Vec::new();
+                for d in 0..n {
+                    let mut uuid = sys::CUuuid { bytes: [0; 16] };
+                    cu::ok(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, d) }, "uuid");
+                    last.push(uuid.bytes[15].to_string());
+                }
+                println!("devices {code} {n} {}", last.join(" "));
+            }
+            ["pid"] => println!("pid {}", std::process::id()),
+            other => panic!("unknown command {other:?}"),
+        }
+    }
+}
+
+/// A mediator file in a directory of its own.
+struct ConfigFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn config(text: &str) -> ConfigFile {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mediator.toml");
+    std::fs::write(&path, text).expect("write the mediator file");
+    ConfigFile { _dir: dir, path }
+}
+
+/// A harness whose mediator reads `file` (and has `env`), reachable by
+/// other uids: its socket's and the client library's folders are opened.
+fn harness(file: &ConfigFile, env: &[(&str, &str)]) -> Harness {
+    let mut h = Harness::without_mediator();
+    let path = file.path.to_str().expect("a UTF-8 path");
+    let m = Mediator::start_with_env(&h.build, &["--config", path], env);
+    h.mediator = Some(m);
+    for dir in [h.lib.path().to_path_buf(), socket_dir(&h)] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    h
+}
+
+fn socket_path(h: &Harness) -> PathBuf {
+    PathBuf::from(h.mediator().endpoint().trim_start_matches("unix:"))
+}
+
+fn socket_dir(h: &Harness) -> PathBuf {
+    socket_path(h).parent().expect("a folder").to_path_buf()
+}
+
+/// A client child, as root or as `uid`.
+struct Client(Running);
+
+impl Client {
+    fn start(h: &Harness, uid: Option<u32>) -> Client {
+        let mut cmd = h.self_test("tenant_client");
+        if let Some(uid) = uid {
+            // As root, std also drops the supplementary groups.
+            cmd.uid(uid).gid(uid);
+            cmd.env("HOME", "/");
+        }
+        Client(Running::spawn(cmd))
+    }
+
+    /// Sends `command`; returns the words of its answer after the first.
+    #[track_caller]
+    fn ask(&mut self, command: &str) -> Vec<String> {
+        self.0.send(command);
+        let verb = command.split_whitespace().next().expect("a command");
+        let line = self.0.expect_line(&format!("{verb} "), WAIT);
+        line.split_whitespace().skip(1).map(str::to_owned).collect()
+    }
+
+    /// The status code of `command`'s answer.
+    #[track_caller]
+    fn code(&mut self, command: &str) -> u32 {
+        self.ask(command)[0].parse().expect("a code")
+    }
+
+    /// `cuMemGetInfo`'s (free, total), in MiB.
+    #[track_caller]
+    fn info_mib(&mut self) -> (usize, usize) {
+        let a = self.ask("info");
+        assert_eq!(a[0], "0", "cuMemGetInfo failed: {a:?}");
+        let mib = |s: &str| s.parse::<usize>().expect("bytes") / MIB;
+        (mib(&a[1]), mib(&a[2]))
+    }
+}
+
+const OUT_OF_MEMORY: u32 = 2;
+const NO_DEVICE: u32 = 100;
+
+#[test]
+fn memory_limits_are_per_tenant_and_shared_by_its_sessions() {
+    // Mode 0666: the other uid may open the socket; the tenants decide.
+    let file = config(&format!(
+        r#"
+[unix]
+mode = "0666"
+
+[[tenant]]
+name = "small"
+uids = [0]
+memory_limit = "8MiB"
+max_sessions = 3
+
+[[tenant]]
+name = "big"
+uids = [{NOBODY}]
+memory_limit = "64MiB"
+"#
+    ));
+    let h = harness(&file, &[]);
+    let mut a = Client::start(&h, None);
+    assert_eq!(a.code("init"), 0);
+    assert_eq!(a.code("alloc 6"), 0);
+    assert_eq!(a.info_mib(), (2, 8), "the tenant's view: free, total");
+    assert_eq!(a.code("alloc 3"), OUT_OF_MEMORY, "past the limit");
+
+    // A second session of the same tenant shares the limit.
+    let mut b = Client::start(&h, None);
+    assert_eq!(b.code("init"), 0);
+    assert_eq!(b.code("alloc 3"), OUT_OF_MEMORY);
+    assert_eq!(b.code("alloc 2"), 0);
+    assert_eq!(b.info_mib(), (0, 8));
+
+    // Another tenant is unaffected.
+    let mut c = Client::start(&h, Some(NOBODY));
+    assert_eq!(c.code("init"), 0, "{}", h.mediator().log_text());
+    assert_eq!(c.code("alloc 32"), 0);
+    assert_eq!(c.info_mib(), (32, 64));
+
+    // A free gives the bytes back to the tenant, for every session.
+    assert_eq!(a.code("free"), 0);
+    assert_eq!(b.code("alloc 3"), 0);
+    assert_eq!(a.info_mib(), (3, 8), "B holds 5 MiB");
+
+    // (`vgpu status` opens a session of its own: the third.)
+    let b_pid: u32 = b.ask("pid")[0].parse().expect("pid");
+    let worker = worker_of(&h, b_pid);
+
+    // A fourth session of "small" is refused: max_sessions = 3. (A third
+    // is served once the status query's session has ended.)
+    let mut d = None;
+    for _ in 0..100 {
+        let mut third = Client::start(&h, None);
+        if third.code("init") == 0 {
+            d = Some(third);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let d = d.expect("a third session of the tenant is served");
+    let mut e = Client::start(&h, None);
+    assert_eq!(e.code("init"), NO_DEVICE);
+    let log = h.mediator().log_text();
+    assert!(log.contains("reason=\"tenant_sessions\""), "{log}");
+
+    // B's worker is killed: its 5 MiB come back to the tenant.
+    common::sigkill(worker);
+    assert!(
+        common::wait_gone(worker, WAIT),
+        "worker {worker} still runs"
+    );
+    let given = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        a.info_mib() == (8, 8)
+    });
+    assert!(
+        given,
+        "B's usage never came back: {:?}\n{}",
+        a.info_mib(),
+        h.mediator().log_text()
+    );
+    assert_eq!(a.code("alloc 8"), 0, "the whole limit again");
+    drop((d, e));
+}
+
+/// The worker pid of client `client_pid`, from `vgpu status --json`.
+fn worker_of(h: &Harness, client_pid: u32) -> u32 {
+    let mut cmd = Command::new(h.build.dir.join("vgpu"));
+    cmd.args(["status", "--json", "--mediator", &h.mediator().endpoint()]);
+    let out = common::run(cmd, WAIT);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let s = v["sessions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["client_pid"] == client_pid))
+        .unwrap_or_else(|| panic!("client {client_pid} not listed: {v:#}"));
+    assert_eq!(s["tenant"], "small", "{s:#}");
+    u32::try_from(s["worker_pid"].as_u64().expect("a pid")).expect("u32")
+}
+
+#[test]
+fn unix_peers_are_admitted_by_uid() {
+    // Anyone may open the socket; only root and uid 4242 are allowed.
+    let file = config("[unix]\nmode = \"0777\"\nallow_uids = [4242]\n");
+    let h = harness(&file, &[]);
+    let mode = std::fs::metadata(socket_path(&h))
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o777);
+    let mut other = Client::start(&h, Some(NOBODY));
+    let pid: u32 = other.ask("pid")[0].parse().expect("pid");
+    assert_eq!(other.code("init"), NO_DEVICE, "refused at the handshake");
+    let log = h.mediator().log_text();
+    let refused = log
+        .lines()
+        .find(|l| l.contains("refusing a session"))
+        .unwrap_or_else(|| panic!("no refusal logged:\n{log}"));
+    assert!(refused.contains(&format!("uid={NOBODY}")), "{refused}");
+    assert!(refused.contains(&format!("pid={pid}")), "{refused}");
+    assert!(
+        !log.contains("session accepted"),
+        "no worker was started:\n{log}"
+    );
+    let mut root = Client::start(&h, None);
+    assert_eq!(root.code("init"), 0, "root is always allowed");
+
+    // The same uid, allowed by the file: served.
+    let file = config(&format!(
+        "[unix]\nmode = \"0666\"\nallow_uids = [{NOBODY}]\n"
+    ));
+    let h = harness(&file, &[]);
+    let mode = std::fs::metadata(socket_path(&h))
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o666);
+    let mut allowed = Client::start(&h, Some(NOBODY));
+    assert_eq!(allowed.code("init"), 0);
+    assert_eq!(allowed.code("alloc 1"), 0);
+}
+
+#[test]
+fn a_tenant_sees_only_its_devices() {
+    let file = config("[[tenant]]\nname = \"t\"\nuids = [0]\ndevices = [2, 0]\n");
+    let h = harness(&file, &[("VGPU_SIM_DEVICES", "3")]);
+    let mut c = Client::start(&h, None);
+    assert_eq!(c.code("init"), 0);
+    assert_eq!(c.ask("devices"), ["0", "2", "2", "0"], "physical 2 and 0");
+    // The client's own CUDA_VISIBLE_DEVICES picks among the tenant's.
+    let mut h = h;
+    h.env("CUDA_VISIBLE_DEVICES", "1");
+    let mut c = Client::start(&h, None);
+    assert_eq!(c.code("init"), 0);
+    assert_eq!(
+        c.ask("devices"),
+        ["0", "1", "0"],
+        "the tenant's second device"
+    );
+    h.env("CUDA_VISIBLE_DEVICES", "2");
+    let mut c = Client::start(&h, None);
+    assert_eq!(c.code("init"), NO_DEVICE, "no third device for this tenant");
+}
+
+#[test]
+fn clients_no_tenant_names_are_refused() {
+    let file = config(&format!(
+        "[unix]\nmode = \"0666\"\nallow_uids = [4343]\n\
+         [[tenant]]\nname = \"t\"\nuids = [4242]\ngroups = [{NOBODY}]\n"
+    ));
+    let h = harness(&file, &[]);
+    // nobody's group names it: admitted as tenant t.
+    let mut member = Client::start(&h, Some(NOBODY));
+    assert_eq!(member.code("init"), 0);
+    // A uid the socket allows, but no tenant names.
+    let mut stranger = Client::start(&h, Some(4343));
+    assert_eq!(stranger.code("init"), NO_DEVICE);
+    // A uid nothing allows.
+    let mut outsider = Client::start(&h, Some(4444));
+    assert_eq!(outsider.code("init"), NO_DEVICE);
+    let log = h.mediator().log_text();
+    assert!(log.contains("uid=4343 pid="), "{log}");
+    assert!(log.contains("reason=\"no_tenant\""), "{log}");
+    assert!(log.contains("uid=4444 pid="), "{log}");
+    assert!(log.contains("reason=\"not_allowed\""), "{log}");
+}
+
+#[test]
+fn config_errors_name_the_file_line_and_key() {
+    let build = common::build();
+    let file = config("driver = \"sim\"\n\n[unix]\nmode = \"0660\"\nowner = \"me\"\n");
+    let out = Command::new(&build.mediator)
+        .arg("--config")
+        .arg(&file.path)
+        .output()
+        .expect("run the mediator");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let want = format!("{}:5: [unix] owner: ", file.path.display());
+    assert!(stderr.contains(&want), "{stderr}");
+
+    let out = Command::new(&build.mediator)
+        .args(["--config", "/nonexistent/vgpu/mediator.toml"])
+        .output()
+        .expect("run the mediator");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/vgpu/mediator.toml"));
+
+    // check-config accepts a good file and says what it found.
+    let good = config("[[tenant]]\nname = \"a\"\nuids = [1]\nmemory_limit = \"1GiB\"\n");
+    let out = Command::new(&build.mediator)
+        .arg("--config")
+        .arg(&good.path)
+        .arg("check-config")
+        .output()
+        .expect("run the mediator");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("1073741824"), "{stdout}");
+}
+
+#[test]
+fn sockets_are_taken_from_the_service_manager() {
+    let h = Harness::without_mediator();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("activated.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    let log = dir.path().join("mediator.log");
+    let mut cmd = Command::new("sh");
+    // The shell's pid is the mediator's after exec: LISTEN_PID names it.
+    cmd.arg("-c")
+        .arg("LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=clients exec \"$@\"")
+        .arg("sh")
+        .arg(&h.build.mediator)
+        .args(["--driver", "sim", "--sim-lib"])
+        .arg(&h.build.sim)
+        .arg("--log")
+        .arg(&log)
+        .args(["--listen", "unix:/nonexistent/never-bound.sock"]);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
+    // SAFETY: dup2 and fcntl are async-signal-safe; `fd` is open in the parent, so in
+    // the child, until exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let moved = if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if moved < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut mediator = cmd.spawn().expect("start the mediator");
+    let mut cmd = h.self_test("tenant_client");
+    cmd.env("VGPU_MEDIATOR", format!("unix:{}", path.display()));
+    let mut c = Running::spawn(cmd);
+    c.send("init");
+    let line = c.expect_line("init ", WAIT);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = mediator.kill();
+    let _ = mediator.wait();
+    for pid in worker_pids(&text) {
+        common::sigkill(pid);
+    }
+    assert_eq!(line, "init 0", "{text}");
+    assert!(
+        text.contains("inherited from the service manager, clients"),
+        "{text}"
+    );
+    assert!(!Path::new("/nonexistent/never-bound.sock").exists());
+}
+
+fn worker_pids(log: &str) -> Vec<u32> {
+    log.lines()
+        .filter_map(|l| l.split_once("session accepted worker=").map(|(_, r)| r))
+        .filter_map(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .collect()
+}
