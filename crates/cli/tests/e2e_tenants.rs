@@ -43,13 +43,13 @@ fn tenant_client() {
         std::io::stdin().read_line(&mut line).expect("stdin") > 0
     } {
         let words: Vec<&str> = line.split_whitespace().collect();
-        // SAFETY (every call below): out-pointers are live locals; device
-        // pointers are the ones this client allocated.
         match words.as_slice() {
             ["init"] => {
+                // SAFETY: no pointers.
                 let mut code = cu::code(unsafe { sys::cuInit(0) });
                 if code == 0 {
                     let mut ctx = std::ptr::null_mut();
+                    // SAFETY: the out-pointer is a live local.
                     code = cu::code(unsafe { sys::cuCtxCreate_v2(&mut ctx, 0, 0) });
                 }
                 println!("init {code}");
@@ -57,6 +57,7 @@ fn tenant_client() {
             ["alloc", mib] => {
                 let bytes = mib.parse::<usize>().expect("MiB") * MIB;
                 let mut d = 0;
+                // SAFETY: the out-pointer is a live local.
                 let code = cu::code(unsafe { sys::cuMemAlloc_v2(&mut d, bytes) });
                 if code == 0 {
                     kept.push(d);
@@ -65,19 +66,23 @@ fn tenant_client() {
             }
             ["free"] => {
                 let d = kept.pop().expect("an allocation to free");
+                // SAFETY: an allocation of this client, freed once.
                 println!("free {}", cu::code(unsafe { sys::cuMemFree_v2(d) }));
             }
             ["info"] => {
                 let (mut free, mut total) = (0, 0);
+                // SAFETY: both out-pointers are live locals.
                 let code = cu::code(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) });
                 println!("info {code} {free} {total}");
             }
             ["devices"] => {
                 let mut n = 0;
+                // SAFETY: the out-pointer is a live local.
                 let code = cu::code(unsafe { sys::cuDeviceGetCount(&mut n) });
                 let mut last = Vec::new();
                 for d in 0..n {
                     let mut uuid = sys::CUuuid { bytes: [0; 16] };
+                    // SAFETY: the out-pointer is a live local; `d` is below the count.
                     cu::ok(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, d) }, "uuid");
                     last.push(uuid.bytes[15].to_string());
                 }
