@@ -452,3 +452,21 @@ fn worker_pids(log: &str) -> Vec<u32> {
         .filter_map(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
         .collect()
 }
+
+#[test]
+fn every_allocation_path_stops_at_the_limit() {
+    let file = config("[[tenant]]\nname = \"t\"\nuids = [0]\nmemory_limit = \"64MiB\"\n");
+    let h = harness(&file, &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = common::build_c(dir.path(), "tenant_quota");
+    let mut cmd = h.command(&exe);
+    cmd.arg("64");
+    let out = h.run(cmd);
+    assert!(out.status.success(), "{out}\n{}", h.mediator().log_text());
+    out.assert_line("ok cuMemAlloc past the limit")
+        .assert_line("ok cuMemAllocPitch past the limit")
+        .assert_line("ok cuMemAllocAsync past the limit")
+        .assert_line("ok cuMemCreate past the limit")
+        .assert_line("ok full total")
+        .assert_line("PASS: 0 failed");
+}
