@@ -61,14 +61,14 @@ impl OneOrMany {
     }
 }
 
-/// `[tls]`: the server's certificate and key, and the CA that signs client
-/// certificates (mutual TLS; optional).
-#[derive(Debug, Deserialize)]
+/// `[tls]`: the server's certificate and key (both or neither), and the CA
+/// that signs client certificates (mutual TLS; optional, needs both).
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tls {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub client_ca: Option<PathBuf>,
+    pub cert: Option<Spanned<PathBuf>>,
+    pub key: Option<Spanned<PathBuf>>,
+    pub client_ca: Option<Spanned<PathBuf>>,
 }
 
 /// A group by name (`"vgpu"`) or number (`1001`).
@@ -295,6 +295,16 @@ fn check(f: &File) -> Result<(), Bad> {
     if let Some(m) = &f.unix.mode {
         parse_mode(m.get_ref()).map_err(|e| at(m, e))?;
     }
+    if let Some(tls) = &f.tls {
+        match (&tls.cert, &tls.key, &tls.client_ca) {
+            (Some(c), None, _) => return Err(at(c, "a certificate needs its key (key = …)")),
+            (None, Some(k), _) => return Err(at(k, "a key needs its certificate (cert = …)")),
+            (None, None, Some(ca)) => {
+                return Err(at(ca, "client certificates need the server's cert and key"))
+            }
+            _ => {}
+        }
+    }
     let groups = f.unix.group.iter().chain(&f.unix.allow_groups);
     for g in groups.chain(f.tenants.iter().flat_map(|t| &t.groups)) {
         super::unix::gid(g.get_ref()).map_err(|e| at(g, e))?;
@@ -495,6 +505,8 @@ memory_limit = 1048576
         assert_eq!(e.line, 4, "{e}");
         let e = parse_text("[unix]\ngroup = \"no-such-group-vgpu\"\n").expect_err("group");
         assert_eq!((e.line, e.key.as_str()), (2, "[unix] group"), "{e}");
+        let e = parse_text("[tls]\ncert = \"c.pem\"\n").expect_err("no key");
+        assert_eq!((e.line, e.key.as_str()), (2, "[tls] cert"), "{e}");
         let e = parse_text("lane_ports = \"9-1\"\n").expect_err("ports");
         assert_eq!((e.line, e.key.as_str()), (1, "lane_ports"), "{e}");
         let e = parse_text("listen = [1]\n").expect_err("listen");
