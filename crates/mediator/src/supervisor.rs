@@ -130,6 +130,10 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
 /// tenants' policy admits the client.
 fn triage(exe: &Path, args: &ServeArgs, census: &Census, tenancy: &Tenancy, conn: Channel) {
     if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
+        // Refused queries are logged, not counted: they are not sessions.
+        if tenancy.may_query(&conn).is_err() {
+            return;
+        }
         if let Err(e) = answer_query(conn, census, tenancy) {
             tracing::info!("status query: {e}");
         }

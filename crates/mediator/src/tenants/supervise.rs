@@ -76,6 +76,16 @@ impl Tenancy {
     /// session counted (give it back with [`Tenancy::not_started`] if no
     /// worker starts).
     pub fn admit(&self, conn: &Channel) -> Result<Admission, Refusal> {
+        self.decide(conn, true)
+    }
+
+    /// Whether the client of `conn` may ask for the session list: admitted
+    /// as for a session, but not counted against its tenant's sessions.
+    pub fn may_query(&self, conn: &Channel) -> Result<(), Refusal> {
+        self.decide(conn, false).map(|_| ())
+    }
+
+    fn decide(&self, conn: &Channel, count: bool) -> Result<Admission, Refusal> {
         let mut identity = Identity {
             peer: conn.peer_addr(),
             ..Identity::default()
@@ -88,7 +98,8 @@ impl Tenancy {
             groups = super::unix::peer_groups(fd);
         }
         let admitted = self.policy.admit(&identity, &groups).and_then(|t| match t {
-            Some((index, _)) => self.policy.start_session(index).map(|()| Some(index)),
+            Some((index, _)) if count => self.policy.start_session(index).map(|()| Some(index)),
+            Some((index, _)) => Ok(Some(index)),
             None => Ok(None),
         });
         match admitted {
