@@ -3,7 +3,7 @@
 # tenants, "a" (uid 0, 1024 MiB, at most 2 sessions) and "b" (uid 65534,
 # nobody, 512 MiB). Checks, each printed PASS/FAIL:
 #  - tests/c/tenant_quota.c as tenant a and as tenant b: cuMemAlloc,
-#    cuMemAllocPitch, cuMemAllocAsync and cuMemCreate stop at the tenant's
+#    cuMemAllocPitch, cuMemAllocAsync, cuMemCreate and cuArrayCreate stop at the tenant's
 #    limit with CUDA_ERROR_OUT_OF_MEMORY, cuMemGetInfo reports the tenant's
 #    view (total = the limit);
 #  - while a session of a holds 512 MiB: a second session of a sees 512 MiB

@@ -4,9 +4,11 @@
  * the mediator enforces outside it:
  *   - cuMemGetInfo reports the tenant's view: total = the limit, free = the
  *     limit less what the tenant's sessions hold;
- *   - cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync and cuMemCreate succeed up
- *     to the limit and fail with CUDA_ERROR_OUT_OF_MEMORY past it;
- *   - freed memory (cuMemFree, cuMemFreeAsync, cuMemRelease) is given back.
+ *   - cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, cuMemCreate and
+ *     cuArrayCreate succeed up to the limit and fail with
+ *     CUDA_ERROR_OUT_OF_MEMORY past it;
+ *   - freed memory (cuMemFree, cuMemFreeAsync, cuMemRelease, cuArrayDestroy)
+ *     is given back.
  * The limit is split into 8 chunks of LIMIT_MIB/8 MiB (a multiple of the
  * allocation granularity: LIMIT_MIB a multiple of 16).
  *
@@ -45,6 +47,17 @@ typedef struct {
 
 _Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
 
+typedef struct CUarray_st *CUarray;
+
+typedef struct {
+    size_t Width;
+    size_t Height;
+    int Format; /* CUarray_format */
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+
+_Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24, "CUDA_ARRAY_DESCRIPTOR is 24 bytes");
+
 static struct {
     CUresult (*Init)(unsigned int);
     CUresult (*DeviceGet)(CUdevice *, int);
@@ -59,6 +72,8 @@ static struct {
     CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
                           unsigned long long);
     CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+    CUresult (*ArrayCreate)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*ArrayDestroy)(CUarray);
 } cu;
 
 static const struct cu_entry entries[] = {
@@ -74,6 +89,8 @@ static const struct cu_entry entries[] = {
     ENTRY(MemFreeAsync, "cuMemFreeAsync"),
     ENTRY(MemCreate, "cuMemCreate"),
     ENTRY(MemRelease, "cuMemRelease"),
+    ENTRY(ArrayCreate, "cuArrayCreate_v2"),
+    ENTRY(ArrayDestroy, "cuArrayDestroy"),
 };
 
 static int failures;
@@ -185,6 +202,20 @@ int main(int argc, char **argv)
         cu.MemRelease(h);
     }
     expect_info("released", 2 * chunk_mib, limit_mib);
+
+    /* CUDA arrays: rows of 4096 float4 (64 KiB), charged until destroyed. */
+    CUDA_ARRAY_DESCRIPTOR desc = {4096, 3 * chunk / 65536, 0x20 /* FLOAT */, 4};
+    CUarray arr = NULL;
+    r = cu.ArrayCreate(&arr, &desc);
+    check("cuArrayCreate past the limit", r == CUDA_ERROR_OUT_OF_MEMORY, "returned %lld", r);
+    desc.Height = chunk / 65536;
+    r = cu.ArrayCreate(&arr, &desc);
+    check("cuArrayCreate within the limit", r == CUDA_SUCCESS, "returned %lld", r);
+    if (r == CUDA_SUCCESS) {
+        expect_info("array held", chunk_mib, limit_mib);
+        cu.ArrayDestroy(arr);
+    }
+    expect_info("array destroyed", 2 * chunk_mib, limit_mib);
 
     /* Keep four chunks for another session to see, when asked to. */
     while (n > 4) {

@@ -152,8 +152,8 @@ pub fn describe_sessions(list: &[SessionRecord], now: SystemTime) -> Vec<String>
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "{:>8} {:<12} {:>10} {:>10} {:<11} {:>12} {:>10}",
-        "uid", "tenant", "client pid", "worker pid", "transport", "memory", "uptime"
+        "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}  {}",
+        "uid", "client pid", "worker pid", "transport", "memory", "uptime", "tenant"
     )];
     for r in list {
         let tenant = match r.tenant_name() {
@@ -161,14 +161,14 @@ pub fn describe_sessions(list: &[SessionRecord], now: SystemTime) -> Vec<String>
             name => name,
         };
         lines.push(format!(
-            "{:>8} {:<12} {:>10} {:>10} {:<11} {:>12} {:>10}",
+            "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}  {}",
             r.uid.get(),
-            tenant,
             r.client_pid.get(),
             r.worker_pid.get(),
             transport::name(r.transport.get()),
             bytes(r.device_memory.get()),
             duration(uptime(r, now)),
+            tenant,
         ));
     }
     lines
@@ -215,13 +215,13 @@ mod tests {
             cells,
             [
                 "1000",
-                "-",
                 "10",
                 "20",
                 "unix+rings",
                 "3.0",
                 "MiB",
-                "1h02m03s"
+                "1h02m03s",
+                "-"
             ]
         );
         assert!(describe_sessions(&[], now).is_empty());
@@ -236,7 +236,7 @@ mod tests {
             .split_whitespace()
             .map(str::to_owned)
             .collect();
-        assert_eq!(cells[1], "research");
+        assert_eq!(cells[7], "research");
         assert_eq!(j["transport"], "unix+rings");
     }
 }

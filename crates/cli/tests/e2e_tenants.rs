@@ -467,6 +467,8 @@ fn every_allocation_path_stops_at_the_limit() {
         .assert_line("ok cuMemAllocPitch past the limit")
         .assert_line("ok cuMemAllocAsync past the limit")
         .assert_line("ok cuMemCreate past the limit")
+        .assert_line("ok cuArrayCreate past the limit")
+        .assert_line("ok array destroyed free")
         .assert_line("ok full total")
         .assert_line("PASS: 0 failed");
 }

@@ -14,6 +14,7 @@
 //! The trust model is in `docs/security.md`.
 
 pub mod activation;
+pub mod arrays;
 pub mod devices;
 pub mod file;
 pub mod quota;

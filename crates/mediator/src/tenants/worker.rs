@@ -13,10 +13,12 @@
 //!   `cuMemAllocFromPoolAsync` (the allocation's size, not the pool's
 //!   growth: a pool's cached, freed memory is not charged), `cuMemCreate`
 //!   (the handle's size, charged until `cuMemRelease`);
+//! - CUDA arrays and mipmapped arrays, by their elements' bytes, until they
+//!   are destroyed ([`super::arrays`]);
 //! - not charged: memory a graph allocates (allocation nodes and captured
 //!   stream-ordered allocations, held while the graph runs), module and
-//!   library globals, arrays and mipmapped arrays, and the context's own
-//!   memory. `docs/security.md` lists these.
+//!   library globals, and the context's own memory. `docs/security.md`
+//!   lists these.
 
 use std::sync::OnceLock;
 
@@ -104,7 +106,7 @@ fn asks_for(req: &Request) -> Option<u64> {
         Op::MemAllocAsync => field(req, |r: &mem_alloc_async::Request| r.bytes.get()),
         Op::PoolAllocAsync => field(req, |r: &pool_alloc_async::Request| r.bytes.get()),
         Op::MemCreate => field(req, |r: &mem_create::Request| r.size.get()),
-        _ => None,
+        _ => super::arrays::asks_for(req),
     }
 }
 
@@ -134,7 +136,15 @@ pub fn before(req: &Request) -> Result<u64, Status> {
 /// memory, published by the tables, now counts what the driver gave) and
 /// turns `cuMemGetInfo`'s answer into the tenant's view.
 pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
-    quota::release(reserved);
+    match reply.as_deref() {
+        // A live array keeps its reservation until it is destroyed.
+        Some(r) if super::arrays::creates(req.op) && r.len() >= 8 => {
+            let id = u64::from_le_bytes(r[..8].try_into().unwrap_or_default());
+            super::arrays::created(id, reserved);
+        }
+        Some(_) => quota::release(reserved.saturating_add(super::arrays::destroyed(req))),
+        None => quota::release(reserved),
+    }
     let (Some((limit, used)), Some(reply)) = (quota::view(), reply) else {
         return;
     };
