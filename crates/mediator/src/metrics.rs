@@ -382,6 +382,19 @@ mod tests {
         snap.totals.latency[0] = 2;
         snap.totals.latency[3] = 1;
         snap.totals.latency_sum_ns = 9_000;
+        snap.totals.refused[Refusal::NotAllowed.index()] = 4;
+        snap.tenants = vec![
+            crate::tenants::supervise::TenantUsage {
+                name: "small".into(),
+                memory_used: 6 << 20,
+                memory_limit: Some(8 << 20),
+                sessions: 2,
+            },
+            crate::tenants::supervise::TenantUsage {
+                name: "open".into(),
+                ..Default::default()
+            },
+        ];
         let text = render(&snap);
         for line in [
             "vgpu_sessions_live 2",
@@ -397,6 +410,12 @@ mod tests {
             "vgpu_lane_round_trip_seconds_bucket{le=\"1e-05\"} 3",
             "vgpu_lane_round_trip_seconds_bucket{le=\"+Inf\"} 3",
             "vgpu_lane_round_trip_seconds_count 3",
+            "vgpu_sessions_refused_total{reason=\"not_allowed\"} 4",
+            "vgpu_sessions_refused_total{reason=\"tenant_sessions\"} 0",
+            "vgpu_tenant_device_memory_used_bytes{tenant=\"small\"} 6291456",
+            "vgpu_tenant_device_memory_limit_bytes{tenant=\"small\"} 8388608",
+            "vgpu_tenant_sessions_live{tenant=\"small\"} 2",
+            "vgpu_tenant_device_memory_used_bytes{tenant=\"open\"} 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
@@ -406,6 +425,10 @@ mod tests {
         assert!(
             !text.contains("op=\"MemFree\""),
             "operations never called are left out"
+        );
+        assert!(
+            !text.contains("vgpu_tenant_device_memory_limit_bytes{tenant=\"open\"}"),
+            "no limit, no limit series"
         );
     }
 }
