@@ -30,6 +30,8 @@ const NOBODY: u32 = 65534;
 /// - `free` → `free CODE` (the last kept allocation);
 /// - `info` → `info CODE FREE TOTAL` (cuMemGetInfo_v2);
 /// - `devices` → `devices CODE COUNT LAST…` (each device's UUID's last byte);
+/// - `launch SECONDS` → `launch CODE COUNT` (launches of the simulated
+///   device's `fill_u32` for that long, synchronizing every 8);
 /// - `pid` → `pid PID`.
 #[test]
 #[ignore = "the client child of the other tests (run by them)"]
@@ -89,10 +91,74 @@ fn tenant_client() {
                 }
                 println!("devices {code} {n} {}", last.join(" "));
             }
+            ["launch", secs] => {
+                let secs: f64 = secs.parse().expect("seconds");
+                let (code, count) = launch_for(Duration::from_secs_f64(secs));
+                println!("launch {code} {count}");
+            }
             ["pid"] => println!("pid {}", std::process::id()),
             other => panic!("unknown command {other:?}"),
         }
     }
+}
+
+/// Launches `fill_u32` on 256 words for `time`; the first failure's code
+/// (0: none) and the launches made.
+fn launch_for(time: Duration) -> (u32, u64) {
+    use std::ffi::c_void;
+    let (mut module, mut f, mut d) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
+    // SAFETY: out-pointers are live locals; the image is a NUL-terminated
+    // module of the simulated device; the name is NUL-terminated.
+    unsafe {
+        cu::ok(
+            sys::cuModuleLoadData(&mut module, common::SIM_MODULE.as_ptr().cast()),
+            "cuModuleLoadData",
+        );
+        cu::ok(
+            sys::cuModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()),
+            "cuModuleGetFunction",
+        );
+        cu::ok(sys::cuMemAlloc_v2(&mut d, 1024), "cuMemAlloc");
+    }
+    let (mut v, mut n) = (7u32, 256i32);
+    let mut params: [*mut c_void; 3] = [
+        (&raw mut d).cast(),
+        (&raw mut v).cast(),
+        (&raw mut n).cast(),
+    ];
+    let start = std::time::Instant::now();
+    let mut count = 0u64;
+    while start.elapsed() < time {
+        // SAFETY: `f` is a live function whose three parameters `params`
+        // points to; the default stream; no extra options.
+        let code = cu::code(unsafe {
+            sys::cuLaunchKernel(
+                f,
+                1,
+                1,
+                1,
+                256,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        });
+        if code != 0 {
+            return (code, count);
+        }
+        count += 1;
+        if count.is_multiple_of(8) {
+            // SAFETY: no pointers.
+            let code = cu::code(unsafe { sys::cuCtxSynchronize() });
+            if code != 0 {
+                return (code, count);
+            }
+        }
+    }
+    (0, count)
 }
 
 /// A mediator file in a directory of its own.
@@ -479,4 +545,36 @@ fn every_allocation_path_stops_at_the_limit() {
         .assert_line("ok array destroyed free")
         .assert_line("ok full total")
         .assert_line("PASS: 0 failed");
+}
+
+#[test]
+fn busy_tenants_share_launches_by_weight() {
+    let file = config(&format!(
+        "[unix]\nmode = \"0666\"\n\
+         [[tenant]]\nname = \"light\"\nuids = [0]\nweight = 1\n\
+         [[tenant]]\nname = \"heavy\"\nuids = [{NOBODY}]\nweight = 3\n"
+    ));
+    let h = harness(&file, &[]);
+    let mut light = Client::start(&h, None);
+    let mut heavy = Client::start(&h, Some(NOBODY));
+    assert_eq!(light.code("init"), 0);
+    assert_eq!(heavy.code("init"), 0);
+    light.0.send("launch 3");
+    heavy.0.send("launch 3");
+    let count = |c: &mut Client| -> f64 {
+        let line = c.0.expect_line("launch ", WAIT);
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[1], "0", "{line}");
+        words[2].parse().expect("a count")
+    };
+    let (l, hv) = (count(&mut light), count(&mut heavy));
+    let share = hv / (l + hv);
+    eprintln!(
+        "launches in 3 s: light (weight 1) {l}, heavy (weight 3) {hv}: heavy share {share:.2}"
+    );
+    assert!(l > 0.0 && hv > 0.0, "both ran: {l} {hv}");
+    assert!(
+        (0.65..=0.85).contains(&share),
+        "heavy's share {share:.2}, want 0.75: {l} vs {hv}"
+    );
 }

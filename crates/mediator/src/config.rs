@@ -145,6 +145,9 @@ pub enum Command {
         /// The tenant's devices, as `CUDA_VISIBLE_DEVICES` names them.
         #[arg(long, requires = "tenant")]
         tenant_devices: Option<String>,
+        /// The tenant's compute weight, when launches are paced.
+        #[arg(long, requires = "tenant")]
+        tenant_weight: Option<u32>,
     },
 }
 

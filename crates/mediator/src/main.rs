@@ -48,6 +48,7 @@ fn main() -> ExitCode {
             quota_table,
             memory_limit,
             tenant_devices,
+            tenant_weight,
         }) => {
             if let (Some(table), Some(slot)) = (session_table, session_slot) {
                 worker::attach_session_table(table, slot);
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
                 quota_table,
                 memory_limit,
                 devices: tenant_devices,
+                weight: tenant_weight,
             };
             match tenants::worker::attach(tenant, session_slot) {
                 Ok(()) => worker::run(&cli.serve, fd, region.as_deref()),

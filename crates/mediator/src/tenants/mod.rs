@@ -17,6 +17,7 @@ pub mod activation;
 pub mod arrays;
 pub mod devices;
 pub mod file;
+pub mod pacing;
 pub mod quota;
 pub mod supervise;
 pub mod unix;
@@ -79,6 +80,7 @@ pub struct Tenant {
     pub max_sessions: Option<u32>,
     /// The devices it sees, as `CUDA_VISIBLE_DEVICES` names them.
     pub devices: Option<Vec<DeviceRef>>,
+    /// Its compute weight (1 when the file gives none).
     pub weight: u32,
 }
 
@@ -93,6 +95,8 @@ pub struct Policy {
     allow_uids: Vec<u32>,
     allow_gids: Vec<u32>,
     pub tenants: Vec<Tenant>,
+    /// Some tenant has a `weight`: every tenant's launches are paced.
+    pub weighted: bool,
     /// Live sessions by tenant index.
     live: Mutex<HashMap<usize, u32>>,
 }
@@ -138,6 +142,7 @@ impl Policy {
         Ok(Policy {
             allow_uids: f.unix.allow_uids.clone(),
             allow_gids: gids(&f.unix.allow_groups)?,
+            weighted: f.tenants.iter().any(|t| t.weight.is_some()),
             tenants,
             live: Mutex::new(HashMap::new()),
         })

@@ -48,6 +48,9 @@ struct Layout {
     used: [AtomicU64; MAX_TENANTS],
     /// Bytes charged, by session slot.
     charged: [AtomicU64; MAX_SESSIONS],
+    /// Launch clocks and busy marks, by tenant index ([`super::pacing`]).
+    clock: [AtomicU64; MAX_TENANTS],
+    busy_until: [AtomicU64; MAX_TENANTS],
 }
 
 const TABLE_BYTES: usize = std::mem::size_of::<Layout>();
@@ -134,6 +137,15 @@ impl QuotaTable {
         &self.fd
     }
 
+    /// The tenants' launch clocks ([`super::pacing`]).
+    pub fn clocks(&self) -> super::pacing::Clocks<'_> {
+        let l = self.layout();
+        super::pacing::Clocks {
+            clock: &l.clock,
+            busy_until: &l.busy_until,
+        }
+    }
+
     /// Bytes tenant `tenant` uses now, across its sessions.
     pub fn used(&self, tenant: usize) -> u64 {
         self.layout().used.get(tenant).map_or(0, |u| u.load(SeqCst))
@@ -212,6 +224,8 @@ struct Own {
     tenant: usize,
     slot: usize,
     limit: u64,
+    /// The tenant's compute weight, when tenants' launches are paced.
+    weight: Option<u32>,
     /// The held bytes last published ([`publish`]).
     published: Mutex<u64>,
 }
@@ -220,8 +234,15 @@ struct Own {
 static OWN: OnceLock<Own> = OnceLock::new();
 
 /// In a worker: maps the inherited table and charges tenant `tenant` from
-/// session slot `slot`, up to `limit` bytes.
-pub fn attach(fd: OwnedFd, tenant: usize, slot: usize, limit: u64) -> std::io::Result<()> {
+/// session slot `slot`, up to `limit` bytes; with `weight`, its launches
+/// are paced ([`super::pacing`]).
+pub fn attach(
+    fd: OwnedFd,
+    tenant: usize,
+    slot: usize,
+    limit: u64,
+    weight: Option<u32>,
+) -> std::io::Result<()> {
     if tenant >= MAX_TENANTS || slot >= MAX_SESSIONS {
         return Err(std::io::Error::other(format!(
             "tenant {tenant} or slot {slot} out of range"
@@ -233,6 +254,7 @@ pub fn attach(fd: OwnedFd, tenant: usize, slot: usize, limit: u64) -> std::io::R
         tenant,
         slot,
         limit,
+        weight,
         published: Mutex::new(0),
     };
     OWN.set(own)
@@ -251,6 +273,14 @@ pub fn view() -> Option<(u64, u64)> {
 pub fn reserve(bytes: u64) -> bool {
     OWN.get()
         .is_none_or(|o| bytes == 0 || o.table.try_charge(o.tenant, o.slot, bytes, o.limit))
+}
+
+/// In a worker: paces one launch by the tenant's weight (a no-op without
+/// weights).
+pub fn pace_launch() {
+    if let Some((o, weight)) = OWN.get().and_then(|o| Some((o, o.weight?))) {
+        o.table.clocks().pace(o.tenant, weight);
+    }
 }
 
 /// In a worker: gives back a reservation once its call has run.

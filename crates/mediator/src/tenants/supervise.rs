@@ -146,6 +146,9 @@ impl Tenancy {
         if let Some(list) = &t.devices {
             args.extend(["--tenant-devices".to_owned(), devices::to_arg(list)]);
         }
+        if self.policy.weighted {
+            args.extend(["--tenant-weight".to_owned(), t.weight.to_string()]);
+        }
         (args, fds)
     }
 

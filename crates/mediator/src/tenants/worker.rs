@@ -47,6 +47,7 @@ pub struct TenantArgs {
     pub quota_table: Option<i32>,
     pub memory_limit: Option<u64>,
     pub devices: Option<String>,
+    pub weight: Option<u32>,
 }
 
 /// In a worker: takes its tenant, and maps the quota table inherited as
@@ -65,7 +66,8 @@ pub fn attach(args: TenantArgs, slot: Option<usize>) -> Result<(), String> {
         // exactly this purpose; nothing else in the process owns it.
         let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
         let limit = args.memory_limit.unwrap_or(u64::MAX);
-        quota::attach(fd, index, slot, limit).map_err(|e| format!("quota table: {e}"))?;
+        quota::attach(fd, index, slot, limit, args.weight)
+            .map_err(|e| format!("quota table: {e}"))?;
     } else {
         return Err(format!("tenant {name}: no quota table or session slot"));
     }
@@ -74,6 +76,7 @@ pub fn attach(args: TenantArgs, slot: Option<usize>) -> Result<(), String> {
         tenant = name,
         memory_limit = args.memory_limit,
         devices = args.devices,
+        weight = args.weight,
         "session of a tenant"
     );
     let _ = OWN.set(Own { name, devices });
@@ -113,6 +116,9 @@ fn asks_for(req: &Request) -> Option<u64> {
 /// Before a request runs: reserves the memory it asks for. Returns the
 /// bytes reserved, or `CUDA_ERROR_OUT_OF_MEMORY` past the tenant's limit.
 pub fn before(req: &Request) -> Result<u64, Status> {
+    if super::pacing::is_launch(req.op) {
+        quota::pace_launch();
+    }
     let Some(bytes) = asks_for(req) else {
         return Ok(0);
     };
