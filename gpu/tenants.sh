@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tenants on the real driver: one mediator with a mediator file of two
-# tenants, "a" (uid 0, 1024 MiB, at most 2 sessions) and "b" (uid 65534,
-# nobody, 512 MiB). Checks, each printed PASS/FAIL:
+# tenants, "a" (uid 0, 1024 MiB, at most 2 sessions, weight 1) and "b"
+# (uid 65534, nobody, 512 MiB, weight 3). Checks, each printed PASS/FAIL:
 #  - tests/c/tenant_quota.c as tenant a and as tenant b: cuMemAlloc,
 #    cuMemAllocPitch, cuMemAllocAsync, cuMemCreate and cuArrayCreate stop at the tenant's
 #    limit with CUDA_ERROR_OUT_OF_MEMORY, cuMemGetInfo reports the tenant's
@@ -10,10 +10,13 @@
 #    free of 1024, tenant b still gets its whole 512 MiB, a third session of
 #    a is refused (cuInit: CUDA_ERROR_NO_DEVICE), and /metrics shows a's
 #    512 MiB and its limit;
-#  - a uid that no tenant names is refused.
+#  - a uid that no tenant names is refused;
+#  - compute weights: gpu/tenant_launches.py runs as a and as b at once for
+#    $SHARE_SECONDS (10) seconds; b's share of the launches must be 0.65-0.85
+#    (weights 1:3 give 0.75). The same pair run natively (no vgpu, no
+#    weights) is printed beside it as INFO (about 0.5).
 # Writes $OUT/tenants.log (every program's output, the scrape) and
-# $OUT/mediator.log. Compute weights are not implemented: nothing measures
-# GPU-time shares here.
+# $OUT/mediator.log.
 # Usage on a GPU machine, as root, after gpu/stage.sh:   OUT=dir gpu/tenants.sh
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -39,11 +42,13 @@ name = "a"
 uids = [0]
 memory_limit = "1024MiB"
 max_sessions = 2
+weight = 1
 
 [[tenant]]
 name = "b"
 uids = [65534]
 memory_limit = "512MiB"
+weight = 3
 EOF
 rm -f "$SOCK"
 dist/bin/vgpu-mediator --config "$WORK/mediator.toml" --listen "unix:$SOCK" --driver "$DRIVER" \
@@ -53,6 +58,8 @@ trap 'kill $MED 2>/dev/null; exec 3>&- 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do [[ -S $SOCK ]] && break; sleep 0.1; done
 cc -std=c11 -O2 -Wall -o "$WORK/tenant_quota" tests/c/tenant_quota.c -ldl >>"$LOG" 2>&1
 chmod 0755 "$WORK/tenant_quota"
+cp gpu/tenant_launches.py "$WORK/tenant_launches.py"
+chmod 0644 "$WORK/tenant_launches.py"
 failed=0
 check() { # NAME CONDITION-EXIT-STATUS
     if [[ $2 -eq 0 ]]; then echo "PASS $1"; else echo "FAIL $1"; failed=1; fi
@@ -117,4 +124,32 @@ out=$(setpriv --reuid=4343 --regid=4343 --clear-groups env LD_LIBRARY_PATH="$WOR
 echo "=== uid 4343: $out" >>"$LOG"
 [[ $out == "init 100" ]]; check "a uid no tenant names is refused ($out)" $?
 grep -q 'refusing a session.*uid=4343' "$OUT/mediator.log"; check "the refusal is logged with the uid" $?
+
+# Compute weights: both tenants busy at once.
+SECS=${SHARE_SECONDS:-10}
+share() { # LAUNCHES-A LAUNCHES-B: b's share
+    python3 -c 'import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); print(f"{b / max(a + b, 1):.3f}")' "$1" "$2"
+}
+count() { sed -n 's/^launches //p' "$1"; }
+native_lib=$(dirname "$DRIVER")
+LD_LIBRARY_PATH=$native_lib timeout 120 python3 "$WORK/tenant_launches.py" "$SECS" >"$WORK/na.out" 2>&1 &
+NA=$!
+setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH="$native_lib" \
+    timeout 120 python3 "$WORK/tenant_launches.py" "$SECS" >"$WORK/nb.out" 2>&1 &
+NB=$!
+wait $NA $NB
+na=$(count "$WORK/na.out"); nb=$(count "$WORK/nb.out")
+echo "=== native pair: $na / $nb" >>"$LOG"; cat "$WORK/na.out" "$WORK/nb.out" >>"$LOG"
+echo "INFO native, no weights: a $na launches, b $nb launches, b's share $(share "${na:-0}" "${nb:-0}")"
+as_root python3 "$WORK/tenant_launches.py" "$SECS" >"$WORK/va.out" 2>&1 &
+VA=$!
+as_nobody python3 "$WORK/tenant_launches.py" "$SECS" >"$WORK/vb.out" 2>&1 &
+VB=$!
+wait $VA $VB
+va=$(count "$WORK/va.out"); vb=$(count "$WORK/vb.out")
+echo "=== vgpu pair: $va / $vb" >>"$LOG"; cat "$WORK/va.out" "$WORK/vb.out" >>"$LOG"
+s=$(share "${va:-0}" "${vb:-0}")
+echo "INFO through vgpu, weights 1:3: a $va launches, b $vb launches, b's share $s"
+python3 -c 'import sys; sys.exit(0 if 0.65 <= float(sys.argv[1]) <= 0.85 else 1)' "$s"
+check "weights 1:3 give b about 3/4 of the launches (share $s)" $?
 exit $failed

@@ -8,6 +8,9 @@
 //!   the workers.
 //! - [`devices`]: a tenant's devices, applied in its workers as a
 //!   `CUDA_VISIBLE_DEVICES` composed with the client's own.
+//! - [`pacing`]: compute weights, a launch clock per tenant.
+//! - [`arrays`]: CUDA arrays' sizes, for the quota.
+//! - [`supervise`] and [`worker`]: the supervisor's and the worker's sides.
 //! - [`activation`]: listening sockets inherited from systemd.
 //! - [`unix`]: the Unix sockets' mode and group, and the peer's groups.
 //!
