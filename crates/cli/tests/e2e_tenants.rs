@@ -32,6 +32,9 @@ const NOBODY: u32 = 65534;
 /// - `devices` → `devices CODE COUNT LAST…` (each device's UUID's last byte);
 /// - `launch SECONDS` → `launch CODE COUNT` (launches of the simulated
 ///   device's `fill_u32` for that long, synchronizing every 8);
+/// - `global MIB` → `global CODE` (loads a module of the simulated device
+///   with a global of that size and looks it up twice; kept);
+/// - `unload` → `unload CODE` (that module);
 /// - `pid` → `pid PID`.
 #[test]
 #[ignore = "the client child of the other tests (run by them)"]
@@ -40,6 +43,7 @@ fn tenant_client() {
         return;
     }
     let mut kept: Vec<sys::CUdeviceptr> = Vec::new();
+    let mut module: sys::CUmodule = std::ptr::null_mut();
     let mut line = String::new();
     while {
         line.clear();
@@ -95,6 +99,32 @@ fn tenant_client() {
                 let secs: f64 = secs.parse().expect("seconds");
                 let (code, count) = launch_for(Duration::from_secs_f64(secs));
                 println!("launch {code} {count}");
+            }
+            ["global", mib] => {
+                let bytes = mib.parse::<usize>().expect("MiB") * MIB;
+                let image =
+                    std::ffi::CString::new(format!("VGPU-SIM-MODULE 1\nglobal big {bytes}\n"))
+                        .expect("no NUL");
+                // SAFETY: the out-pointer is a live local; the image is NUL-terminated.
+                let mut code =
+                    cu::code(unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) });
+                for _ in 0..2 {
+                    let (mut d, mut size) = (0, 0);
+                    if code == 0 {
+                        // SAFETY: out-pointers are live locals; the module is live.
+                        code = cu::code(unsafe {
+                            sys::cuModuleGetGlobal_v2(&mut d, &mut size, module, c"big".as_ptr())
+                        });
+                    }
+                }
+                println!("global {code}");
+            }
+            ["unload"] => {
+                // SAFETY: the module this client loaded, unloaded once.
+                println!(
+                    "unload {}",
+                    cu::code(unsafe { sys::cuModuleUnload(module) })
+                );
             }
             ["pid"] => println!("pid {}", std::process::id()),
             other => panic!("unknown command {other:?}"),
@@ -576,5 +606,27 @@ fn busy_tenants_share_launches_by_weight() {
     assert!(
         (0.65..=0.85).contains(&share),
         "heavy's share {share:.2}, want 0.75: {l} vs {hv}"
+    );
+}
+
+#[test]
+fn module_globals_count_once_looked_up() {
+    let file = config("[[tenant]]\nname = \"t\"\nuids = [0]\nmemory_limit = \"8MiB\"\n");
+    let h = harness(&file, &[]);
+    let mut c = Client::start(&h, None);
+    assert_eq!(c.code("init"), 0);
+    assert_eq!(c.code("global 4"), 0);
+    assert_eq!(
+        c.info_mib(),
+        (4, 8),
+        "a 4 MiB global, looked up twice, counts once"
+    );
+    assert_eq!(c.code("alloc 5"), OUT_OF_MEMORY);
+    assert_eq!(c.code("alloc 4"), 0);
+    assert_eq!(c.code("unload"), 0);
+    assert_eq!(
+        c.info_mib(),
+        (4, 8),
+        "the unloaded module's global is given back"
     );
 }

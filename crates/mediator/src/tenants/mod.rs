@@ -20,6 +20,7 @@ pub mod activation;
 pub mod arrays;
 pub mod devices;
 pub mod file;
+pub mod globals;
 pub mod pacing;
 pub mod quota;
 pub mod supervise;

@@ -283,6 +283,14 @@ pub fn pace_launch() {
     }
 }
 
+/// In a worker: charges `bytes` the driver already gave (past the limit
+/// if need be), until [`release`]d.
+pub fn keep(bytes: u64) {
+    if let Some(o) = OWN.get().filter(|_| bytes > 0) {
+        o.table.charge(o.tenant, o.slot, bytes);
+    }
+}
+
 /// In a worker: gives back a reservation once its call has run.
 pub fn release(bytes: u64) {
     if let Some(o) = OWN.get() {

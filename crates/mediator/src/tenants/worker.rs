@@ -15,10 +15,11 @@
 //!   (the handle's size, charged until `cuMemRelease`);
 //! - CUDA arrays and mipmapped arrays, by their elements' bytes, until they
 //!   are destroyed ([`super::arrays`]);
+//! - module and library globals once looked up, until unloaded
+//!   ([`super::globals`]);
 //! - not charged: memory a graph allocates (allocation nodes and captured
-//!   stream-ordered allocations, held while the graph runs), module and
-//!   library globals, and the context's own memory. `docs/security.md`
-//!   lists these.
+//!   stream-ordered allocations, held while the graph runs) and the
+//!   context's own memory. `docs/security.md` lists these.
 
 use std::sync::OnceLock;
 
@@ -148,7 +149,12 @@ pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
             let id = u64::from_le_bytes(r[..8].try_into().unwrap_or_default());
             super::arrays::created(id, reserved);
         }
-        Some(_) => quota::release(reserved.saturating_add(super::arrays::destroyed(req))),
+        Some(r) => {
+            let (charge, give_back) = super::globals::settle(req, r);
+            quota::keep(charge);
+            let give_back = give_back.saturating_add(super::arrays::destroyed(req));
+            quota::release(reserved.saturating_add(give_back));
+        }
         None => quota::release(reserved),
     }
     let (Some((limit, used)), Some(reply)) = (quota::view(), reply) else {
