@@ -121,10 +121,8 @@ fn tenant_client() {
             }
             ["unload"] => {
                 // SAFETY: the module this client loaded, unloaded once.
-                println!(
-                    "unload {}",
-                    cu::code(unsafe { sys::cuModuleUnload(module) })
-                );
+                let code = cu::code(unsafe { sys::cuModuleUnload(module) });
+                println!("unload {code}");
             }
             ["pid"] => println!("pid {}", std::process::id()),
             other => panic!("unknown command {other:?}"),
