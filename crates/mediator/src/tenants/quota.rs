@@ -293,7 +293,7 @@ pub fn keep(bytes: u64) {
 
 /// In a worker: gives back a reservation once its call has run.
 pub fn release(bytes: u64) {
-    if let Some(o) = OWN.get() {
+    if let Some(o) = OWN.get().filter(|_| bytes > 0) {
         o.table.uncharge(o.tenant, o.slot, bytes);
     }
 }

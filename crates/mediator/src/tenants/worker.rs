@@ -139,7 +139,8 @@ pub fn before(req: &Request) -> Result<u64, Status> {
     }
 }
 
-/// After a request ran: gives back its reservation (the session's held
+/// After a request ran (cheap for the requests that neither take nor give
+/// back memory: no shared counter is touched): gives back its reservation (the session's held
 /// memory, published by the tables, now counts what the driver gave) and
 /// turns `cuMemGetInfo`'s answer into the tenant's view.
 pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
@@ -156,6 +157,9 @@ pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
             quota::release(reserved.saturating_add(give_back));
         }
         None => quota::release(reserved),
+    }
+    if !matches!(req.op, Op::MemGetInfo_v2 | Op::MemGetInfo) {
+        return;
     }
     let (Some((limit, used)), Some(reply)) = (quota::view(), reply) else {
         return;
