@@ -35,6 +35,9 @@ const NOBODY: u32 = 65534;
 /// - `global MIB` → `global CODE` (loads a module of the simulated device
 ///   with a global of that size and looks it up twice; kept);
 /// - `unload` → `unload CODE` (that module);
+/// - `graph MIB` → `graph CODE` (a new graph with one memory allocation
+///   node of that size; kept);
+/// - `ungraph` → `ungraph CODE` (destroys that graph);
 /// - `pid` → `pid PID`.
 #[test]
 #[ignore = "the client child of the other tests (run by them)"]
@@ -44,6 +47,7 @@ fn tenant_client() {
     }
     let mut kept: Vec<sys::CUdeviceptr> = Vec::new();
     let mut module: sys::CUmodule = std::ptr::null_mut();
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
     let mut line = String::new();
     while {
         line.clear();
@@ -123,6 +127,28 @@ fn tenant_client() {
                 // SAFETY: the module this client loaded, unloaded once.
                 let code = cu::code(unsafe { sys::cuModuleUnload(module) });
                 println!("unload {code}");
+            }
+            ["graph", mib] => {
+                // SAFETY: the out-pointer is a live local.
+                let mut code = cu::code(unsafe { sys::cuGraphCreate(&mut graph, 0) });
+                // SAFETY: plain C data; all zero is valid before the fields are set.
+                let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                p.poolProps.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+                p.poolProps.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+                p.bytesize = mib.parse::<usize>().expect("MiB") * MIB;
+                let mut node = std::ptr::null_mut();
+                if code == 0 {
+                    // SAFETY: live out-pointer and parameters; no dependencies.
+                    code = cu::code(unsafe {
+                        sys::cuGraphAddMemAllocNode(&mut node, graph, std::ptr::null(), 0, &mut p)
+                    });
+                }
+                println!("graph {code}");
+            }
+            ["ungraph"] => {
+                // SAFETY: the graph this client made, destroyed once.
+                let code = cu::code(unsafe { sys::cuGraphDestroy(graph) });
+                println!("ungraph {code}");
             }
             ["pid"] => println!("pid {}", std::process::id()),
             other => panic!("unknown command {other:?}"),
@@ -627,4 +653,23 @@ fn module_globals_count_once_looked_up() {
         (4, 8),
         "the unloaded module's global is given back"
     );
+}
+
+#[test]
+fn graph_memory_nodes_are_charged_until_their_graph_goes() {
+    let file = config("[[tenant]]\nname = \"t\"\nuids = [0]\nmemory_limit = \"8MiB\"\n");
+    let h = harness(&file, &[]);
+    let mut c = Client::start(&h, None);
+    assert_eq!(c.code("init"), 0);
+    assert_eq!(c.code("graph 6"), 0);
+    assert_eq!(c.info_mib(), (2, 8));
+    assert_eq!(c.code("alloc 3"), OUT_OF_MEMORY);
+    assert_eq!(c.code("ungraph"), 0);
+    assert_eq!(
+        c.info_mib(),
+        (8, 8),
+        "the destroyed graph's node is given back"
+    );
+    assert_eq!(c.code("graph 9"), OUT_OF_MEMORY, "a node past the limit");
+    assert_eq!(c.info_mib(), (8, 8));
 }

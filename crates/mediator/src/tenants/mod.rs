@@ -21,6 +21,7 @@ pub mod arrays;
 pub mod devices;
 pub mod file;
 pub mod globals;
+pub mod graphs;
 pub mod pacing;
 pub mod quota;
 pub mod supervise;

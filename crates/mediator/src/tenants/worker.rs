@@ -17,8 +17,9 @@
 //!   are destroyed ([`super::arrays`]);
 //! - module and library globals once looked up, until unloaded
 //!   ([`super::globals`]);
-//! - not charged: memory a graph allocates (allocation nodes and captured
-//!   stream-ordered allocations, held while the graph runs) and the
+//! - graph memory allocation nodes, until the node or its graph is
+//!   destroyed ([`super::graphs`]);
+//! - not charged: stream-ordered allocations captured into graphs, and the
 //!   context's own memory. `docs/security.md` lists these.
 
 use std::sync::OnceLock;
@@ -110,7 +111,7 @@ fn asks_for(req: &Request) -> Option<u64> {
         Op::MemAllocAsync => field(req, |r: &mem_alloc_async::Request| r.bytes.get()),
         Op::PoolAllocAsync => field(req, |r: &pool_alloc_async::Request| r.bytes.get()),
         Op::MemCreate => field(req, |r: &mem_create::Request| r.size.get()),
-        _ => super::arrays::asks_for(req),
+        _ => super::arrays::asks_for(req).or_else(|| super::graphs::asks_for(req)),
     }
 }
 
@@ -151,10 +152,12 @@ pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
             super::arrays::created(id, reserved);
         }
         Some(r) => {
-            let (charge, give_back) = super::globals::settle(req, r);
+            let (charge, globals_back) = super::globals::settle(req, r);
             quota::keep(charge);
-            let give_back = give_back.saturating_add(super::arrays::destroyed(req));
-            quota::release(reserved.saturating_add(give_back));
+            let (node_kept, nodes_back) = super::graphs::settle(req, r, reserved);
+            let reserved = if node_kept { 0 } else { reserved };
+            let back = [globals_back, nodes_back, super::arrays::destroyed(req)];
+            quota::release(back.into_iter().fold(reserved, u64::saturating_add));
         }
         None => quota::release(reserved),
     }
