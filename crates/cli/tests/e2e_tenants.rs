@@ -231,9 +231,16 @@ fn config(text: &str) -> ConfigFile {
 /// A harness whose mediator reads `file` (and has `env`), reachable by
 /// other uids: its socket's and the client library's folders are opened.
 fn harness(file: &ConfigFile, env: &[(&str, &str)]) -> Harness {
+    harness_with(file, env, &[])
+}
+
+/// [`harness`] with `extra` mediator flags.
+fn harness_with(file: &ConfigFile, env: &[(&str, &str)], extra: &[&str]) -> Harness {
     let mut h = Harness::without_mediator();
     let path = file.path.to_str().expect("a UTF-8 path");
-    let m = Mediator::start_with_env(&h.build, &["--config", path], env);
+    let mut args = vec!["--config", path];
+    args.extend_from_slice(extra);
+    let m = Mediator::start_with_env(&h.build, &args, env);
     h.mediator = Some(m);
     for dir in [h.lib.path().to_path_buf(), socket_dir(&h)] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -311,11 +318,20 @@ uids = [{NOBODY}]
 memory_limit = "64MiB"
 "#
     ));
-    let h = harness(&file, &[]);
+    let h = harness_with(&file, &[], &["--metrics", "127.0.0.1:0"]);
     let mut a = Client::start(&h, None);
     assert_eq!(a.code("init"), 0);
     assert_eq!(a.code("alloc 6"), 0);
     assert_eq!(a.info_mib(), (2, 8), "the tenant's view: free, total");
+    let text = scrape(&h);
+    for line in [
+        "vgpu_tenant_device_memory_used_bytes{tenant=\"small\"} 6291456",
+        "vgpu_tenant_device_memory_limit_bytes{tenant=\"small\"} 8388608",
+        "vgpu_tenant_sessions_live{tenant=\"small\"} 1",
+        "vgpu_tenant_device_memory_used_bytes{tenant=\"big\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+    }
     assert_eq!(a.code("alloc 3"), OUT_OF_MEMORY, "past the limit");
 
     // A second session of the same tenant shares the limit.
@@ -375,6 +391,31 @@ memory_limit = "64MiB"
     );
     assert_eq!(a.code("alloc 8"), 0, "the whole limit again");
     drop((d, e));
+}
+
+/// One scrape of the mediator's `/metrics` (its address from the log).
+fn scrape(h: &Harness) -> String {
+    use std::io::{Read, Write};
+    let logged = || {
+        let log = h.mediator().log_text();
+        log.lines()
+            .find_map(|l| l.split_once("metrics on http://")?.1.split_once("/metrics"))
+            .map(|(addr, _)| addr.to_owned())
+    };
+    let start = std::time::Instant::now();
+    let addr = loop {
+        match logged() {
+            Some(addr) => break addr,
+            None if start.elapsed() < WAIT => std::thread::sleep(Duration::from_millis(20)),
+            None => panic!("no metrics address logged:\n{}", h.mediator().log_text()),
+        }
+    };
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect to the metrics port");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    text
 }
 
 /// The worker pid of client `client_pid`, from `vgpu status --json`.
