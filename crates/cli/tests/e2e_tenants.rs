@@ -469,14 +469,16 @@ fn unix_peers_are_admitted_by_uid() {
 
     // The same uid, allowed by the file: served.
     let file = config(&format!(
-        "[unix]\nmode = \"0666\"\nallow_uids = [{NOBODY}]\n"
+        "[unix]\nmode = \"0666\"\ngroup = {NOBODY}\nallow_uids = [{NOBODY}]\n"
     ));
     let h = harness(&file, &[]);
-    let mode = std::fs::metadata(socket_path(&h))
-        .expect("socket")
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o666);
+    let meta = std::fs::metadata(socket_path(&h)).expect("socket");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o666);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::gid(&meta),
+        NOBODY,
+        "[unix] group"
+    );
     let mut allowed = Client::start(&h, Some(NOBODY));
     assert_eq!(allowed.code("init"), 0);
     assert_eq!(allowed.code("alloc 1"), 0);
@@ -567,11 +569,13 @@ fn sockets_are_taken_from_the_service_manager() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("activated.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind TCP");
+    let tcp_addr = tcp.local_addr().expect("TCP address");
     let log = dir.path().join("mediator.log");
     let mut cmd = Command::new("sh");
     // The shell's pid is the mediator's after exec: LISTEN_PID names it.
     cmd.arg("-c")
-        .arg("LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=clients exec \"$@\"")
+        .arg("LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=clients:remote exec \"$@\"")
         .arg("sh")
         .arg(&h.build.mediator)
         .args(["--driver", "sim", "--sim-lib"])
@@ -579,39 +583,54 @@ fn sockets_are_taken_from_the_service_manager() {
         .arg("--log")
         .arg(&log)
         .args(["--listen", "unix:/nonexistent/never-bound.sock"]);
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
-    // SAFETY: dup2 and fcntl are async-signal-safe; `fd` is open in the parent, so in
-    // the child, until exec.
+    let fds = [
+        std::os::fd::AsRawFd::as_raw_fd(&listener),
+        std::os::fd::AsRawFd::as_raw_fd(&tcp),
+    ];
+    // SAFETY: fcntl and dup2 are async-signal-safe; both descriptors are
+    // open in the parent, so in the child, until exec.
     unsafe {
         cmd.pre_exec(move || {
-            let moved = if fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, 3)
-            };
-            if moved < 0 {
-                return Err(std::io::Error::last_os_error());
+            // Each out of the way of 3 and 4 first (a copy at 10 or above),
+            // then into place; dup2 clears close-on-exec on the copy. No
+            // allocation here: this runs between fork and exec.
+            let mut high = [-1; 2];
+            for (h, &fd) in high.iter_mut().zip(&fds) {
+                *h = libc::fcntl(fd, libc::F_DUPFD, 10);
+            }
+            for (target, &fd) in (3..).zip(&high) {
+                if fd < 0 || libc::dup2(fd, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
     }
     let mut mediator = cmd.spawn().expect("start the mediator");
-    let mut cmd = h.self_test("tenant_client");
-    cmd.env("VGPU_MEDIATOR", format!("unix:{}", path.display()));
-    let mut c = Running::spawn(cmd);
-    c.send("init");
-    let line = c.expect_line("init ", WAIT);
+    let answer = |endpoint: String| {
+        let mut cmd = h.self_test("tenant_client");
+        cmd.env("VGPU_MEDIATOR", endpoint);
+        let mut c = Running::spawn(cmd);
+        c.send("init");
+        let line = c.expect_line("init ", WAIT);
+        (c, line)
+    };
+    let (_local, local_line) = answer(format!("unix:{}", path.display()));
+    let (_remote, remote_line) = answer(format!("tcp://{tcp_addr}"));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = mediator.kill();
     let _ = mediator.wait();
     for pid in worker_pids(&text) {
         common::sigkill(pid);
     }
-    assert_eq!(line, "init 0", "{text}");
+    assert_eq!(local_line, "init 0", "{text}");
+    assert_eq!(remote_line, "init 0", "{text}");
     assert!(
-        text.contains("inherited from the service manager, clients"),
+        text.contains("a Unix socket (inherited from the service manager, clients)"),
         "{text}"
     );
+    let tcp_line = format!("tcp://{tcp_addr} (inherited from the service manager, remote)");
+    assert!(text.contains(&tcp_line), "{text}");
     assert!(!Path::new("/nonexistent/never-bound.sock").exists());
 }
 
