@@ -591,12 +591,12 @@ fn sockets_are_taken_from_the_service_manager() {
     // open in the parent, so in the child, until exec.
     unsafe {
         cmd.pre_exec(move || {
-            // Each out of the way of 3 and 4 first (a copy at 10 or above),
-            // then into place; dup2 clears close-on-exec on the copy. No
+            // Each out of the way of 3 and 4 first (a copy at 10 or above,
+            // closed by exec), then into place (dup2 leaves it open). No
             // allocation here: this runs between fork and exec.
             let mut high = [-1; 2];
             for (h, &fd) in high.iter_mut().zip(&fds) {
-                *h = libc::fcntl(fd, libc::F_DUPFD, 10);
+                *h = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
             }
             for (target, &fd) in (3..).zip(&high) {
                 if fd < 0 || libc::dup2(fd, target) < 0 {
