@@ -24,10 +24,7 @@ fn main() -> ExitCode {
         Some(Command::Worker { .. }) => None,
     };
     if let Some(Command::CheckConfig) = cli.command {
-        println!(
-            "configuration OK: {:#?}",
-            settings.map(|s| s.policy.tenants)
-        );
+        print_config(&cli.serve, settings.as_ref());
         return ExitCode::SUCCESS;
     }
     if let Err(e) = init_logging(&cli.serve) {
@@ -90,6 +87,35 @@ fn read_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<Settings, St
         Some((path, _)) => format!("{}: {e}", path.display()),
         None => e,
     })
+}
+
+/// What `check-config` prints: the settings the supervisor would use.
+fn print_config(args: &vgpu_mediator::config::ServeArgs, settings: Option<&Settings>) {
+    println!("configuration OK");
+    println!("listen {}", args.listen.join(" "));
+    println!("driver {}", args.driver);
+    let Some(s) = settings else { return };
+    println!(
+        "unix sockets mode {:04o}, group {:?}",
+        s.unix_mode, s.unix_group
+    );
+    let shown = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for t in &s.policy.tenants {
+        let devices = t.devices.as_deref().map(tenants::devices::to_arg);
+        println!(
+            "tenant {}: uids {:?}, gids {:?}, tokens {:?}, cert_names {:?}, memory_limit {}, \
+             max_sessions {}, devices {}, weight {}",
+            t.name,
+            t.uids,
+            t.gids,
+            t.token_names,
+            t.cert_names,
+            shown(t.memory_limit.map(|b| b.to_string())),
+            shown(t.max_sessions.map(|n| n.to_string())),
+            shown(devices),
+            t.weight
+        );
+    }
 }
 
 fn init_logging(args: &vgpu_mediator::config::ServeArgs) -> std::io::Result<()> {
