@@ -86,18 +86,21 @@ impl Tenancy {
     }
 
     fn decide(&self, conn: &Channel, count: bool) -> Result<Admission, Refusal> {
-        let mut identity = Identity {
-            peer: conn.peer_addr(),
-            ..Identity::default()
-        };
-        let mut groups = Vec::new();
-        if let (Ok((pid, uid, gid)), Some(fd)) = (conn.peer_credentials(), conn.socket_fd()) {
-            identity.uid = Some(uid);
-            identity.gid = Some(gid);
-            identity.pid = Some(pid);
-            groups = super::unix::peer_groups(fd);
-        }
-        let admitted = self.policy.admit(&identity, &groups).and_then(|t| match t {
+        let (identity, groups) = identify(conn);
+        self.decide_identity(identity, &groups, count)
+    }
+
+    /// Decides about an identity established elsewhere (a TLS handshake
+    /// that verified a certificate or a token fills in its names), with the
+    /// peer's supplementary `groups`; `count`: a session of its tenant
+    /// starts (see [`Tenancy::admit`]).
+    pub fn decide_identity(
+        &self,
+        identity: Identity,
+        groups: &[u32],
+        count: bool,
+    ) -> Result<Admission, Refusal> {
+        let admitted = self.policy.admit(&identity, groups).and_then(|t| match t {
             Some((index, _)) if count => self.policy.start_session(index).map(|()| Some(index)),
             Some((index, _)) => Ok(Some(index)),
             None => Ok(None),
@@ -116,7 +119,26 @@ impl Tenancy {
             }
         }
     }
+}
 
+/// What the kernel says of the peer of `conn`: on a Unix socket its uid,
+/// gid, pid and supplementary groups; on TCP only its address.
+pub fn identify(conn: &Channel) -> (Identity, Vec<u32>) {
+    let mut identity = Identity {
+        peer: conn.peer_addr(),
+        ..Identity::default()
+    };
+    let mut groups = Vec::new();
+    if let (Ok((pid, uid, gid)), Some(fd)) = (conn.peer_credentials(), conn.socket_fd()) {
+        identity.uid = Some(uid);
+        identity.gid = Some(gid);
+        identity.pid = Some(pid);
+        groups = super::unix::peer_groups(fd);
+    }
+    (identity, groups)
+}
+
+impl Tenancy {
     /// The worker's extra arguments and descriptors for a session of
     /// `tenant` (its session slot is on its command line already).
     pub fn worker_args(&self, tenant: Option<usize>) -> (Vec<String>, Vec<OwnedFd>) {
