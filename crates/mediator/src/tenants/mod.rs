@@ -79,6 +79,8 @@ pub struct Tenant {
     pub gids: Vec<u32>,
     /// Names of its bearer tokens (the transport checks the secrets).
     pub token_names: Vec<String>,
+    /// Each token's name and the SHA-256 of its secret.
+    pub token_digests: Vec<(String, [u8; 32])>,
     pub cert_names: Vec<String>,
     /// Bytes of device memory all of its sessions may hold together.
     pub memory_limit: Option<u64>,
@@ -134,6 +136,11 @@ impl Policy {
                 uids: t.uids.clone(),
                 gids: gids(&t.groups)?,
                 token_names: t.tokens.iter().map(|k| k.name.clone()).collect(),
+                token_digests: t
+                    .tokens
+                    .iter()
+                    .map(|k| Ok((k.name.clone(), file::parse_digest(k.sha256.get_ref())?)))
+                    .collect::<Result<_, String>>()?,
                 cert_names: t.cert_names.clone(),
                 memory_limit: match &t.memory_limit {
                     Some(l) => Some(file::parse_size(l.get_ref())?),
@@ -209,6 +216,24 @@ impl Policy {
                 let cert = id.cert_name.as_deref()?;
                 find(&|t| t.cert_names.iter().any(|n| n == cert))
             })
+    }
+
+    /// The name of the configured token whose secret has SHA-256 `digest`
+    /// (the transport hashes what the client presents). Every configured
+    /// digest is compared in full, in time that does not depend on where
+    /// the bytes differ.
+    pub fn token_name(&self, digest: &[u8; 32]) -> Option<&str> {
+        let mut found = None;
+        for (name, want) in self.tenants.iter().flat_map(|t| &t.token_digests) {
+            let diff = want
+                .iter()
+                .zip(digest)
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if diff == 0 && found.is_none() {
+                found = Some(name.as_str());
+            }
+        }
+        found
     }
 
     /// Counts a new session of tenant `index`, unless it has its
@@ -300,6 +325,12 @@ cert_names = ["svc.example"]
             ..Identity::default()
         };
         assert_eq!(name(p.admit(&token, &[])), Ok(Some("b".into())));
+        // SHA-256 of "test", as the file holds it.
+        let digest =
+            file::parse_digest("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+                .expect("hex");
+        assert_eq!(p.token_name(&digest), Some("ci"));
+        assert_eq!(p.token_name(&[0; 32]), None);
         let cert = Identity {
             cert_name: Some("svc.example".into()),
             ..Identity::default()
