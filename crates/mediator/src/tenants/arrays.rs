@@ -99,6 +99,7 @@ pub fn destroyed(req: &Request) -> u64 {
         return 0;
     }
     let id = dword(&req.fixed, 0);
+    // Only destructions get here: the lock is off every other request's path.
     let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     live.as_mut().and_then(|m| m.remove(&id)).unwrap_or(0)
 }

@@ -33,6 +33,12 @@ pub fn asks_for(req: &Request) -> Option<u64> {
 /// reservation is then kept (recorded here); and the bytes to give back for
 /// a destroyed node or graph.
 pub fn settle(req: &Request, reply: &[u8], reserved: u64) -> (bool, u64) {
+    if !matches!(
+        req.op,
+        Op::GraphMemAllocNode | Op::GraphDestroyNode | Op::GraphDestroy
+    ) {
+        return (false, 0);
+    }
     let mut nodes = NODES.lock().unwrap_or_else(|e| e.into_inner());
     let nodes = nodes.get_or_insert_with(HashMap::new);
     match req.op {

@@ -261,6 +261,11 @@ pub fn attach(
         .map_err(|_| std::io::Error::other("a quota table is attached already"))
 }
 
+/// Whether this worker serves a tenant's session (its quota is attached).
+pub fn attached() -> bool {
+    OWN.get().is_some()
+}
+
 /// The worker's tenant limit and what the tenant uses now (all of its
 /// sessions); `None` without a quota.
 pub fn view() -> Option<(u64, u64)> {

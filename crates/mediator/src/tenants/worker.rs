@@ -118,6 +118,9 @@ fn asks_for(req: &Request) -> Option<u64> {
 /// Before a request runs: reserves the memory it asks for. Returns the
 /// bytes reserved, or `CUDA_ERROR_OUT_OF_MEMORY` past the tenant's limit.
 pub fn before(req: &Request) -> Result<u64, Status> {
+    if !quota::attached() {
+        return Ok(0);
+    }
     if super::pacing::is_launch(req.op) {
         quota::pace_launch();
     }
@@ -145,6 +148,9 @@ pub fn before(req: &Request) -> Result<u64, Status> {
 /// memory, published by the tables, now counts what the driver gave) and
 /// turns `cuMemGetInfo`'s answer into the tenant's view.
 pub fn after(req: &Request, reserved: u64, reply: Option<&mut [u8]>) {
+    if !quota::attached() {
+        return;
+    }
     match reply.as_deref() {
         // A live array keeps its reservation until it is destroyed.
         Some(r) if super::arrays::creates(req.op) && r.len() >= 8 => {
