@@ -133,6 +133,7 @@ fn session_json(r: &SessionRecord) -> Value {
         "worker_pid": r.worker_pid.get(),
         "client_pid": r.client_pid.get(),
         "uid": r.uid.get(),
+        "tenant": r.tenant_name(),
         "transport": transport::name(r.transport.get()),
         "device_memory": r.device_memory.get(),
         "started_ms": r.started_ms.get(),
@@ -151,18 +152,23 @@ pub fn describe_sessions(list: &[SessionRecord], now: SystemTime) -> Vec<String>
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}",
-        "uid", "client pid", "worker pid", "transport", "memory", "uptime"
+        "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}  {}",
+        "uid", "client pid", "worker pid", "transport", "memory", "uptime", "tenant"
     )];
     for r in list {
+        let tenant = match r.tenant_name() {
+            "" => "-",
+            name => name,
+        };
         lines.push(format!(
-            "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}",
+            "{:>8} {:>10} {:>10} {:<11} {:>12} {:>10}  {}",
             r.uid.get(),
             r.client_pid.get(),
             r.worker_pid.get(),
             transport::name(r.transport.get()),
             bytes(r.device_memory.get()),
             duration(uptime(r, now)),
+            tenant,
         ));
     }
     lines
@@ -199,6 +205,7 @@ mod tests {
             transport: transport::UNIX_RINGS.into(),
             device_memory: (3u64 << 20).into(),
             started_ms: 1_000_000u64.into(),
+            tenant: [0; vgpu_proto::sessions::TENANT_NAME_BYTES],
         };
         let now = UNIX_EPOCH + Duration::from_millis(1_000_000 + 3_723_000);
         let lines = describe_sessions(&[r], now);
@@ -206,13 +213,30 @@ mod tests {
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             cells,
-            ["1000", "10", "20", "unix+rings", "3.0", "MiB", "1h02m03s"]
+            [
+                "1000",
+                "10",
+                "20",
+                "unix+rings",
+                "3.0",
+                "MiB",
+                "1h02m03s",
+                "-"
+            ]
         );
         assert!(describe_sessions(&[], now).is_empty());
         assert_eq!(bytes(512), "512 B");
         assert_eq!(duration(Duration::from_secs(61)), "1m01s");
         let j = session_json(&r);
         assert_eq!(j["client_pid"], 10);
+        assert_eq!(j["tenant"], "");
+        let mut named = r;
+        named.set_tenant("research");
+        let cells: Vec<String> = describe_sessions(&[named], now)[1]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(cells[7], "research");
         assert_eq!(j["transport"], "unix+rings");
     }
 }

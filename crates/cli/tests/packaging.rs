@@ -1,5 +1,6 @@
 //! The files under `packaging/` agree with the code: the sample
-//! `mediator.toml` names exactly the mediator's flags, the sample
+//! `mediator.toml` names exactly the mediator's flags at its top level and
+//! the mediator accepts it (`check-config`), the sample
 //! `client.toml` parses as the client parses it, and the systemd units use
 //! the default socket, real flags and `KillMode=process`.
 
@@ -49,16 +50,45 @@ fn mediator_flags() -> Vec<String> {
     flags
 }
 
+/// Top-level keys of the mediator file that are not flags.
+const FILE_ONLY: [&str; 1] = ["insecure-tcp"];
+/// Flags that are not keys of the file (`--config` names the file).
+const FLAG_ONLY: [&str; 1] = ["config"];
+
 #[test]
 fn mediator_toml_names_every_flag() {
     let text = uncommented(&packaging("mediator.toml"));
     let table: toml::Table = text.parse().expect("valid TOML");
-    let mut keys: Vec<String> = table.keys().map(|k| k.replace('_', "-")).collect();
+    let mut keys: Vec<String> = table
+        .iter()
+        .filter(|(_, v)| !v.is_table() && !matches!(v, toml::Value::Array(a) if a.iter().all(toml::Value::is_table) && !a.is_empty()))
+        .map(|(k, _)| k.replace('_', "-"))
+        .filter(|k| !FILE_ONLY.contains(&k.as_str()))
+        .collect();
     keys.sort();
-    assert_eq!(keys, mediator_flags());
+    let flags: Vec<String> = mediator_flags()
+        .into_iter()
+        .filter(|f| !FLAG_ONLY.contains(&f.as_str()))
+        .collect();
+    assert_eq!(keys, flags);
     assert_eq!(
-        table["listen"].as_str(),
+        table["listen"].as_array().and_then(|l| l.first()?.as_str()),
         Some(format!("unix:{DEFAULT_SOCKET}").as_str())
+    );
+    // The mediator reads the sample, with every `#key = value` line on.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("mediator.toml");
+    std::fs::write(&file, &text).expect("write");
+    let out = Command::new(common::build().mediator)
+        .arg("--config")
+        .arg(&file)
+        .arg("check-config")
+        .output()
+        .expect("vgpu-mediator check-config");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
@@ -90,7 +120,8 @@ fn units_keep_sessions_and_use_the_default_socket() {
             "--{flag} is not a mediator flag"
         );
     }
-    assert!(exec.contains(&format!("unix:{DEFAULT_SOCKET}")));
+    // The unit's settings are the sample file's, installed where it says.
+    assert!(exec.contains("--config /etc/vgpu/mediator.toml"), "{exec}");
     let socket = packaging("vgpu-mediator.socket");
     assert!(socket
         .lines()

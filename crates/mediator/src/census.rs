@@ -83,6 +83,9 @@ pub struct Snapshot {
     /// Device memory held, by uid and device (its UUID), for every device
     /// a live session of the uid sees.
     pub memory_by_device: Vec<((u32, [u8; 16]), u64)>,
+    /// Each tenant's use, filled in by the caller that knows the tenants
+    /// (`crate::tenants::supervise::Tenancy::usage`).
+    pub tenants: Vec<crate::tenants::supervise::TenantUsage>,
 }
 
 struct Inner {
@@ -164,14 +167,28 @@ impl Census {
         })
     }
 
+    /// Counts a connection the supervisor refused before any worker or
+    /// slot was given to it.
+    pub fn refused(&self, why: Refusal) {
+        self.lock().totals.refused[why.index()] += 1;
+    }
+
     /// Worker `pid` ended (`crashed`: by a signal, or with a status other
     /// than 0 and 1): its counters join the totals and its slot is freed.
     /// `false` for a pid that is not one of this census's workers.
     pub fn ended(&self, pid: u32, crashed: bool) -> bool {
+        self.ended_with(pid, crashed, || {})
+    }
+
+    /// [`Census::ended`], running `before_free` (the tenants' give-back)
+    /// under the census lock before the slot is freed: no new worker can
+    /// take the slot first, and the worker's start was recorded in full.
+    pub fn ended_with(&self, pid: u32, crashed: bool, before_free: impl FnOnce()) -> bool {
         let mut inner = self.lock();
         let Some(slot) = inner.workers.remove(&pid) else {
             return false;
         };
+        before_free();
         inner.taken[slot] = false;
         let Some(s) = self.table.slot(slot) else {
             return true;

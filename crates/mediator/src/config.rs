@@ -9,12 +9,18 @@ pub use vgpu_abi::driver::DriverChoice;
 ///
 /// The supervisor listens for clients and starts one worker process per
 /// session; the worker loads the driver and executes the session's calls.
-/// Exit codes: 0 clean shutdown, 1 runtime error, 2 bad command line.
+/// Exit codes: 0 clean shutdown, 1 runtime error, 2 bad command line or
+/// mediator file.
 #[derive(Debug, Parser)]
 #[command(name = "vgpu-mediator", version)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The mediator file (TOML, `docs/config.md`); by default
+    /// `/etc/vgpu/mediator.toml` when it exists. Flags given on the command
+    /// line win over the file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub serve: ServeArgs,
 }
@@ -93,7 +99,7 @@ pub struct ServeArgs {
     pub ivshmem_mib: usize,
 }
 
-fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if n.is_power_of_two() && (8..=16384).contains(&n) => Ok(n),
         _ => Err(format!("{s:?}: a power of two from 8 to 16384")),
@@ -103,6 +109,9 @@ fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
 /// Subcommands; without one the supervisor runs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Reads and checks the mediator file, prints what it found, and exits
+    /// (0: usable; 2: not, with the file, line and key at fault).
+    CheckConfig,
     /// Serve one session on an inherited connection (started by the supervisor).
     #[command(hide = true)]
     Worker {
@@ -121,6 +130,24 @@ pub enum Command {
         /// guest goes (`REGION:WORD:FD`).
         #[arg(long)]
         region: Option<String>,
+        /// The session's tenant (`crate::tenants`).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The tenant's index in the quota table.
+        #[arg(long, requires = "tenant")]
+        tenant_index: Option<usize>,
+        /// The inherited quota table's file descriptor.
+        #[arg(long, requires = "tenant")]
+        quota_table: Option<i32>,
+        /// The tenant's device-memory limit, in bytes.
+        #[arg(long, requires = "tenant")]
+        memory_limit: Option<u64>,
+        /// The tenant's devices, as `CUDA_VISIBLE_DEVICES` names them.
+        #[arg(long, requires = "tenant")]
+        tenant_devices: Option<String>,
+        /// The tenant's compute weight, when launches are paced.
+        #[arg(long, requires = "tenant")]
+        tenant_weight: Option<u32>,
     },
 }
 

@@ -16,14 +16,18 @@
 //!   worker keeps current and the supervisor frees when the worker ends
 //!   ([`census`]); the supervisor answers status queries and serves
 //!   Prometheus metrics ([`metrics`]) from it.
+//! - The mediator file, the Unix allowlist, tenants and their quotas, and
+//!   socket activation are in [`tenants`].
 
 pub mod census;
 pub mod config;
 pub mod driver;
+pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
 pub mod sessions;
 pub mod supervisor;
+pub mod tenants;
 pub mod worker;
 
 use thiserror::Error;

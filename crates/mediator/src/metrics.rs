@@ -25,6 +25,7 @@ use vgpu_proto::Op;
 
 use crate::census::{Census, Snapshot};
 use crate::sessions::{Direction, Refusal, LATENCY_BOUNDS_NS};
+use crate::tenants::supervise::Tenancy;
 
 /// Clients served at once.
 pub const MAX_CLIENTS: usize = 32;
@@ -35,16 +36,20 @@ pub const MAX_HEAD: usize = 8 << 10;
 
 /// Binds `addr` and serves metrics on a thread of its own; returns the
 /// bound address (port 0 replaced by the kernel's choice).
-pub fn serve(addr: SocketAddr, census: Arc<Census>) -> std::io::Result<SocketAddr> {
+pub fn serve(
+    addr: SocketAddr,
+    census: Arc<Census>,
+    tenancy: Arc<Tenancy>,
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
     std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || accept_loop(&listener, &census))?;
+        .spawn(move || accept_loop(&listener, &census, &tenancy))?;
     Ok(bound)
 }
 
-fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
+fn accept_loop(listener: &TcpListener, census: &Arc<Census>, tenancy: &Arc<Tenancy>) {
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(stream) = stream else {
@@ -58,10 +63,11 @@ fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
             continue;
         }
         let (census, done) = (Arc::clone(census), Arc::clone(&busy));
+        let tenancy = Arc::clone(tenancy);
         let spawned = std::thread::Builder::new()
             .name("metrics-client".into())
             .spawn(move || {
-                if let Err(e) = answer(stream, &census) {
+                if let Err(e) = answer(stream, &census, &tenancy) {
                     tracing::debug!("metrics client: {e}");
                 }
                 done.fetch_sub(1, Ordering::SeqCst);
@@ -73,7 +79,7 @@ fn accept_loop(listener: &TcpListener, census: &Arc<Census>) {
 }
 
 /// Reads one request head and answers it.
-fn answer(mut stream: TcpStream, census: &Census) -> std::io::Result<()> {
+fn answer(mut stream: TcpStream, census: &Census, tenancy: &Tenancy) -> std::io::Result<()> {
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
     let head = match read_head(&mut stream) {
         Ok(h) => h,
@@ -100,7 +106,9 @@ fn answer(mut stream: TcpStream, census: &Census) -> std::io::Result<()> {
             "bad request\n",
         ),
         (Some("GET"), Some("/metrics")) => {
-            let body = render(&census.snapshot());
+            let mut snap = census.snapshot();
+            snap.tenants = tenancy.usage();
+            let body = render(&snap);
             let kind = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
             respond(&mut stream, "200 OK", kind, &body)
         }
@@ -266,6 +274,40 @@ impl Collector for Series {
                 (labels, gauge(*bytes))
             }),
         )?;
+        let tenant = |name: &str| vec![("tenant", name.to_owned())];
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_device_memory_used_bytes",
+                "Device memory held by each tenant's live sessions, as its quota counts it.",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .map(|u| (tenant(&u.name), gauge(u.memory_used))),
+        )?;
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_device_memory_limit_bytes",
+                "Each tenant's device-memory limit (tenants that have one).",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .filter_map(|u| Some((tenant(&u.name), gauge(u.memory_limit?)))),
+        )?;
+        family(
+            &mut e,
+            (
+                "vgpu_tenant_sessions_live",
+                "Each tenant's live sessions.",
+                Gauge,
+            ),
+            snap.tenants
+                .iter()
+                .map(|u| (tenant(&u.name), gauge(u.sessions))),
+        )?;
         let by_op = |values: &[u64]| -> Vec<(Labels, ConstCounter<u64>)> {
             Op::ALL
                 .iter()
@@ -356,6 +398,19 @@ mod tests {
         snap.totals.latency[0] = 2;
         snap.totals.latency[3] = 1;
         snap.totals.latency_sum_ns = 9_000;
+        snap.totals.refused[Refusal::NotAllowed.index()] = 4;
+        snap.tenants = vec![
+            crate::tenants::supervise::TenantUsage {
+                name: "small".into(),
+                memory_used: 6 << 20,
+                memory_limit: Some(8 << 20),
+                sessions: 2,
+            },
+            crate::tenants::supervise::TenantUsage {
+                name: "open".into(),
+                ..Default::default()
+            },
+        ];
         let text = render(&snap);
         for line in [
             "vgpu_sessions_live 2",
@@ -373,6 +428,12 @@ mod tests {
             "vgpu_lane_round_trip_seconds_bucket{le=\"1e-05\"} 3",
             "vgpu_lane_round_trip_seconds_bucket{le=\"+Inf\"} 3",
             "vgpu_lane_round_trip_seconds_count 3",
+            "vgpu_sessions_refused_total{reason=\"not_allowed\"} 4",
+            "vgpu_sessions_refused_total{reason=\"tenant_sessions\"} 0",
+            "vgpu_tenant_device_memory_used_bytes{tenant=\"small\"} 6291456",
+            "vgpu_tenant_device_memory_limit_bytes{tenant=\"small\"} 8388608",
+            "vgpu_tenant_sessions_live{tenant=\"small\"} 2",
+            "vgpu_tenant_device_memory_used_bytes{tenant=\"open\"} 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
@@ -382,6 +443,10 @@ mod tests {
         assert!(
             !text.contains("op=\"MemFree\""),
             "operations never called are left out"
+        );
+        assert!(
+            !text.contains("vgpu_tenant_device_memory_limit_bytes{tenant=\"open\"}"),
+            "no limit, no limit series"
         );
     }
 }

@@ -87,15 +87,25 @@ pub enum Refusal {
     Capacity = 3,
     /// The supervisor could not start a worker.
     WorkerStart = 4,
+    /// A Unix peer whose uid and groups the config does not allow
+    /// (`crate::tenants`).
+    NotAllowed = 5,
+    /// Tenants are configured and none names the client.
+    NoTenant = 6,
+    /// The client's tenant has its `max_sessions` live already.
+    TenantSessions = 7,
 }
 
 impl Refusal {
     /// Every reason, in the order of [`Refusal::index`].
-    pub const ALL: [Refusal; 4] = [
+    pub const ALL: [Refusal; 7] = [
         Refusal::Handshake,
         Refusal::Driver,
         Refusal::Capacity,
         Refusal::WorkerStart,
+        Refusal::NotAllowed,
+        Refusal::NoTenant,
+        Refusal::TenantSessions,
     ];
 
     /// The reason's label in metrics.
@@ -105,6 +115,9 @@ impl Refusal {
             Refusal::Driver => "driver",
             Refusal::Capacity => "capacity",
             Refusal::WorkerStart => "worker_start",
+            Refusal::NotAllowed => "not_allowed",
+            Refusal::NoTenant => "no_tenant",
+            Refusal::TenantSessions => "tenant_sessions",
         }
     }
 
@@ -359,6 +372,8 @@ impl Slot {
             .into(),
             device_memory: self.device_memory.load(Relaxed).into(),
             started_ms: self.started_ms.load(Relaxed).into(),
+            // The supervisor fills it in from its own records.
+            tenant: [0; vgpu_proto::sessions::TENANT_NAME_BYTES],
         })
     }
 }

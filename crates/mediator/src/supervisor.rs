@@ -16,6 +16,8 @@ use vgpu_transport::{Address, Channel, Listener, TransportError};
 use crate::census::Census;
 use crate::config::ServeArgs;
 use crate::sessions::{self, Table};
+use crate::tenants::supervise::Tenancy;
+use crate::tenants::Settings;
 use crate::MediatorError;
 
 /// How long a new connection may take to send its first bytes before it is
@@ -24,15 +26,35 @@ const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long answering a status query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Listens on every `args.listen` address and serves until killed.
-pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
+/// Listens on every `args.listen` address (or on the sockets a service
+/// manager passed, [`crate::tenants::activation`]) and serves until killed.
+pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
+    let inherited = crate::tenants::activation::take().map_err(MediatorError::Config)?;
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
     let exe = std::env::current_exe()?;
     let table = sessions::install(Table::create()?)
         .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
     let census = Arc::new(Census::new(table));
-    for text in &args.listen {
+    let unix = (settings.unix_mode, settings.unix_group);
+    let tenancy = Arc::new(Tenancy::new(settings.policy)?);
+    tenancy.log_gate();
+    for socket in inherited {
+        let name = socket.name.unwrap_or_else(|| "unnamed".into());
+        let listener = Listener::from_listening_fd(socket.fd)?;
+        listener.set_nonblocking(true)?;
+        let shown = listener
+            .local_addr()
+            .map_or_else(|| "a Unix socket".to_owned(), |a| format!("tcp://{a}"));
+        tracing::info!("listening on {shown} (inherited from the service manager, {name})");
+        listeners.push(listener);
+    }
+    let listen = if listeners.is_empty() {
+        &args.listen[..]
+    } else {
+        &[]
+    };
+    for text in listen {
         if let Some(path) = text.strip_prefix("ivshmem:") {
             let listener = crate::ivshmem::bind(Path::new(path))
                 .map_err(|e| MediatorError::Config(format!("--listen {text}: {e}")))?;
@@ -44,7 +66,7 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
                 .spawn(move || crate::ivshmem::serve(&listener, &args, &exe, &census))?;
             continue;
         }
-        let (listener, bound, socket) = bind(text)?;
+        let (listener, bound, socket) = bind(text, unix)?;
         if let Some(path) = socket {
             sockets.push(path);
         } else {
@@ -70,12 +92,12 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
-    let reaper = Arc::clone(&census);
+    let (reaper, ended) = (Arc::clone(&census), Arc::clone(&tenancy));
     std::thread::Builder::new()
         .name("reaper".into())
-        .spawn(move || reap_workers(&reaper))?;
+        .spawn(move || reap_workers(&reaper, &ended))?;
     if let Some(addr) = args.metrics {
-        let bound = crate::metrics::serve(addr, Arc::clone(&census))?;
+        let bound = crate::metrics::serve(addr, Arc::clone(&census), Arc::clone(&tenancy))?;
         tracing::info!("metrics on http://{bound}/metrics");
     }
     let exe = Arc::new(exe);
@@ -93,9 +115,10 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
                 }
             };
             let (exe, args, census) = (Arc::clone(&exe), Arc::clone(&args), Arc::clone(&census));
+            let tenancy = Arc::clone(&tenancy);
             let started = std::thread::Builder::new()
                 .name("accepted".into())
-                .spawn(move || triage(&exe, &args, &census, conn));
+                .spawn(move || triage(&exe, &args, &census, &tenancy, conn));
             if let Err(e) = started {
                 tracing::error!("cannot start a thread for a new connection: {e}");
             }
@@ -103,16 +126,29 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     }
 }
 
-/// Answers a status query, or starts a worker for the session.
-fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
+/// Answers a status query, or starts a worker for the session if the
+/// tenants' policy admits the client.
+fn triage(exe: &Path, args: &ServeArgs, census: &Census, tenancy: &Tenancy, conn: Channel) {
     if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
-        if let Err(e) = answer_query(conn, census) {
+        // Refused queries are logged, not counted: they are not sessions.
+        if tenancy.may_query(&conn).is_err() {
+            return;
+        }
+        if let Err(e) = answer_query(conn, census, tenancy) {
             tracing::info!("status query: {e}");
         }
         return;
     }
     let peer = conn.peer_addr();
+    let tenant = match tenancy.admit(&conn) {
+        Ok(admission) => admission.tenant,
+        Err(why) => {
+            census.refused(why);
+            return;
+        }
+    };
     let Some(reservation) = census.reserve() else {
+        tenancy.not_started(tenant);
         tracing::error!(
             "refusing a session: {} sessions are live, the most one mediator serves",
             sessions::MAX_SESSIONS
@@ -120,8 +156,10 @@ fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
         return;
     };
     let slot = reservation.slot;
-    match (spawn_worker(exe, args, conn, slot), peer) {
+    let (extra, fds) = tenancy.worker_args(tenant);
+    match (spawn_worker(exe, args, conn, slot, &extra, fds), peer) {
         (Ok(pid), peer) => {
+            tenancy.started(pid, tenant, slot);
             reservation.started(pid);
             match peer {
                 Some(peer) => tracing::info!(worker = pid, %peer, "session accepted"),
@@ -129,6 +167,7 @@ fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
             }
         }
         (Err(e), _) => {
+            tenancy.not_started(tenant);
             reservation.failed();
             tracing::error!("could not start a worker: {e}");
         }
@@ -164,20 +203,34 @@ fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
 }
 
 /// Reads a status query and answers with the live sessions.
-fn answer_query(mut conn: Channel, census: &Census) -> Result<(), MediatorError> {
+fn answer_query(
+    mut conn: Channel,
+    census: &Census,
+    tenancy: &Tenancy,
+) -> Result<(), MediatorError> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
     let fd = conn.fd()?;
     set_socket_timeout(fd, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     set_socket_timeout(fd, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     vgpu_proto::sessions::read_query(&mut conn)?;
-    vgpu_proto::sessions::write_list(&mut conn, &census.records())?;
+    let mut records = census.records();
+    for r in &mut records {
+        if let Some(name) = tenancy.tenant_of_worker(r.worker_pid.get()) {
+            r.set_tenant(name);
+        }
+    }
+    vgpu_proto::sessions::write_list(&mut conn, &records)?;
     Ok(())
 }
 
 /// Binds one `--listen` address, non-blocking (the accept loop polls every
 /// listener); returns it with the address it is bound to (a TCP port 0
-/// replaced by the port the kernel picked) and a Unix socket's path.
-fn bind(text: &str) -> Result<(Listener, String, Option<PathBuf>), MediatorError> {
+/// replaced by the port the kernel picked) and a Unix socket's path. A Unix
+/// socket gets file mode and group `unix` (`[unix] mode`, `group`).
+fn bind(
+    text: &str,
+    unix: (u32, Option<u32>),
+) -> Result<(Listener, String, Option<PathBuf>), MediatorError> {
     let cannot = |e: &dyn std::fmt::Display| MediatorError::Config(format!("--listen {text}: {e}"));
     let addr: Address = text.parse().map_err(|e| cannot(&e))?;
     let listener = match &addr {
@@ -185,7 +238,14 @@ fn bind(text: &str) -> Result<(Listener, String, Option<PathBuf>), MediatorError
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
             }
-            Listener::bind(path)
+            // Owner-only while it is made; then the configured mode.
+            let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o177));
+            let bound = Listener::bind(path);
+            rustix::process::umask(old);
+            bound.and_then(|l| {
+                crate::tenants::unix::set_mode_and_group(path, unix.0, unix.1)?;
+                Ok(l)
+            })
         }
         Address::Tcp { host, port } => Listener::bind_tcp(host, *port),
     }
@@ -225,17 +285,22 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
     }
 }
 
-/// Starts a worker for `conn` with session slot `slot`.
+/// Starts a worker for `conn` with session slot `slot`, `extra` arguments
+/// and the descriptors `fds` they name.
 fn spawn_worker(
     exe: &Path,
     args: &ServeArgs,
     conn: Channel,
     slot: usize,
+    extra: &[String],
+    fds: Vec<OwnedFd>,
 ) -> Result<u32, MediatorError> {
     let fd = conn.into_fd().ok_or(MediatorError::Config(
         "an accepted connection without a socket".into(),
     ))?;
-    spawn(exe, args, vec![fd], &[], Some(slot))
+    let mut inherit = vec![fd];
+    inherit.extend(fds);
+    spawn(exe, args, inherit, extra, Some(slot))
 }
 
 /// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
@@ -314,7 +379,7 @@ pub(crate) fn spawn(
 /// Collects exited workers so none linger as zombies, logs how they ended
 /// and frees their session slots. A worker that ended by a signal or with
 /// a status other than 0 (session over) and 1 (an error it reported) crashed.
-fn reap_workers(census: &Census) {
+fn reap_workers(census: &Census, tenancy: &Tenancy) {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) => {
@@ -326,7 +391,7 @@ fn reap_workers(census: &Census) {
                     tracing::warn!(worker = pid, ?status, "worker ended abnormally");
                 }
                 let crashed = !(status.exited() && matches!(code, Some(0 | 1)));
-                census.ended(pid, crashed);
+                census.ended_with(pid, crashed, || tenancy.ended(pid));
             }
             _ => std::thread::sleep(std::time::Duration::from_millis(200)),
         }

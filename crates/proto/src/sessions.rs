@@ -86,6 +86,31 @@ pub struct SessionRecord {
     pub device_memory: U64,
     /// When the session started, in milliseconds since the Unix epoch.
     pub started_ms: U64,
+    /// The session's tenant (the mediator file's `[[tenant]]` name, UTF-8,
+    /// NUL-padded; all zero: no tenant), as the supervisor admitted it.
+    pub tenant: [u8; TENANT_NAME_BYTES],
+}
+
+/// The longest tenant name, in bytes.
+pub const TENANT_NAME_BYTES: usize = 32;
+
+impl SessionRecord {
+    /// The tenant's name; empty for none (or for bytes that are not UTF-8).
+    pub fn tenant_name(&self) -> &str {
+        let end = self
+            .tenant
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(TENANT_NAME_BYTES);
+        std::str::from_utf8(&self.tenant[..end]).unwrap_or("")
+    }
+
+    /// Sets the tenant's name, cut at [`TENANT_NAME_BYTES`].
+    pub fn set_tenant(&mut self, name: &str) {
+        self.tenant = [0; TENANT_NAME_BYTES];
+        let n = name.len().min(TENANT_NAME_BYTES);
+        self.tenant[..n].copy_from_slice(&name.as_bytes()[..n]);
+    }
 }
 
 /// Sends a status query.
@@ -173,6 +198,7 @@ mod tests {
             transport: U32::new(transport::UNIX_RINGS),
             device_memory: U64::new(1 << 20),
             started_ms: U64::new(1_700_000_000_000),
+            tenant: [0; TENANT_NAME_BYTES],
         }
     }
 
@@ -183,10 +209,13 @@ mod tests {
         assert_eq!(&bytes[..4], b"VGSQ");
         read_query(&mut bytes.as_slice()).expect("read");
 
-        let sessions = [record(10), record(20)];
+        let mut named = record(20);
+        named.set_tenant("research");
+        assert_eq!(named.tenant_name(), "research");
+        let sessions = [record(10), named];
         let mut bytes = Vec::new();
         write_list(&mut bytes, &sessions).expect("write");
-        assert_eq!(bytes.len(), 16 + 2 * 32);
+        assert_eq!(bytes.len(), 16 + 2 * 64);
         assert_eq!(read_list(&mut bytes.as_slice()).expect("read"), sessions);
     }
 

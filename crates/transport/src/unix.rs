@@ -411,6 +411,25 @@ impl Listener {
         })
     }
 
+    /// A listening socket made elsewhere (inherited from a service manager):
+    /// a Unix stream socket or a TCP one, told apart by its address family.
+    pub fn from_listening_fd(fd: std::os::fd::OwnedFd) -> Result<Listener, TransportError> {
+        let addr = rustix::net::getsockname(&fd).map_err(std::io::Error::from)?;
+        let inner = match addr.address_family() {
+            rustix::net::AddressFamily::UNIX => Inner::Unix(UnixListener::from(fd)),
+            rustix::net::AddressFamily::INET | rustix::net::AddressFamily::INET6 => {
+                Inner::Tcp(std::net::TcpListener::from(fd))
+            }
+            other => {
+                return Err(TransportError::Io(std::io::Error::other(format!(
+                    "an inherited socket of address family {}, neither Unix nor TCP",
+                    other.as_raw()
+                ))))
+            }
+        };
+        Ok(Listener { inner })
+    }
+
     /// The Unix socket listener inside, for a protocol of its own (QEMU's
     /// ivshmem-server protocol passes descriptors a `Channel` does not);
     /// `None` for TCP.

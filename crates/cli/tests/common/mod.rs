@@ -133,6 +133,17 @@ impl Mediator {
         Mediator::spawn(build, &sim, extra, &[])
     }
 
+    /// [`Mediator::start_with`] and [`Mediator::start_env`] at once.
+    pub fn start_with_env(build: &Build, extra: &[&str], env: &[(&str, &str)]) -> Mediator {
+        let sim = [
+            "--driver".into(),
+            "sim".into(),
+            "--sim-lib".into(),
+            build.sim.clone().into_os_string(),
+        ];
+        Mediator::spawn(build, &sim, extra, env)
+    }
+
     /// [`Mediator::start`] with `env` added to the mediator's environment
     /// (and its workers').
     pub fn start_env(build: &Build, env: &[(&str, &str)]) -> Mediator {

@@ -67,7 +67,11 @@ impl Lane {
         } else {
             self.follow(s, req.ctx);
         }
-        let result = super::generated::dispatch(self, s, req);
+        // The tenant's quota: reserved before, settled after (`tenants::worker`).
+        let reserved = crate::tenants::worker::before(req)?;
+        let mut result = super::generated::dispatch(self, s, req);
+        let reply = result.as_mut().ok().map(|r| r.fixed.as_mut_slice());
+        crate::tenants::worker::after(req, reserved, reply);
         if result.is_ok() && super::held::changes_contexts(req.op) {
             super::held::publish_contexts(s, s.device_count);
         }

@@ -229,6 +229,12 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
     }
+    // A tenant's devices bound what its client may see (`tenants::devices`).
+    let client_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    if let Some(v) = crate::tenants::worker::visible_devices(client_devices.as_deref()) {
+        tracing::info!(client = client_devices, applied = v, "the tenant's devices");
+        std::env::set_var("CUDA_VISIBLE_DEVICES", v);
+    }
     let driver = load_driver(args).inspect_err(|_| sessions::refuse(Refusal::Driver))?;
     tracing::info!(driver = %driver.path().display(), "driver loaded");
     let welcome = snapshot::welcome(&driver);

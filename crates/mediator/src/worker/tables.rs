@@ -415,7 +415,10 @@ impl Tables {
     /// by device: its own allocations and the bytes of its `cuMemCreate`
     /// handles.
     pub fn publish_memory(&self) {
-        self.held_memory().publish();
+        let held = self.held_memory();
+        held.publish();
+        // The same count is what the session's tenant is charged.
+        crate::tenants::quota::publish(held.total());
     }
 
     /// The device memory the session holds, by device.

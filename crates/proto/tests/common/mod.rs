@@ -1878,11 +1878,11 @@ pub fn sample_sessions() -> Vec<SessionRecord> {
         transport: transport.into(),
         device_memory: memory.into(),
         started_ms: 1_795_000_000_123u64.into(),
+        tenant: [0; sessions::TENANT_NAME_BYTES],
     };
-    vec![
-        record(4100, 4001, 1000, sessions::transport::UNIX_RINGS, 3 << 20),
-        record(4200, 77, 1001, sessions::transport::TCP, 0),
-    ]
+    let mut first = record(4100, 4001, 1000, sessions::transport::UNIX_RINGS, 3 << 20);
+    first.set_tenant("research");
+    vec![first, record(4200, 77, 1001, sessions::transport::TCP, 0)]
 }
 
 /// The status query and the supervisor's list of live sessions.
@@ -1908,8 +1908,14 @@ fn status_fixtures() -> Vec<Fixture> {
     )];
     comment.extend(list.iter().map(|r| {
         format!(
-            "worker {} client {} uid {} transport {} memory {} started_ms {}",
-            r.worker_pid, r.client_pid, r.uid, r.transport, r.device_memory, r.started_ms
+            "worker {} client {} uid {} transport {} memory {} started_ms {} tenant {:?}",
+            r.worker_pid,
+            r.client_pid,
+            r.uid,
+            r.transport,
+            r.device_memory,
+            r.started_ms,
+            r.tenant_name()
         )
     }));
     comment.push(REGEN.to_owned());
