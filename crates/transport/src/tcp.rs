@@ -74,7 +74,7 @@ pub fn tune(s: &TcpStream) -> std::io::Result<()> {
 }
 
 /// `host` without the brackets of an IPv6 literal.
-fn bare(host: &str) -> &str {
+pub(crate) fn bare(host: &str) -> &str {
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host)
@@ -137,6 +137,7 @@ impl Channel {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.peer_addr().ok(),
+            Stream::Tls(s) => s.sock.0.peer_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
@@ -145,6 +146,7 @@ impl Channel {
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.local_addr().ok(),
+            Stream::Tls(s) => s.sock.0.local_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
@@ -214,14 +216,18 @@ impl Listener {
     }
 
     /// Accepts the lane whose client sends `token` first, waiting at most
-    /// `timeout` in all (module header). Each connection refused on the way
-    /// is passed to `refused` with the reason, then closed.
+    /// `timeout` in all (module header). With `tls`, each connection must
+    /// first complete a TLS handshake (within the time left) and the token
+    /// comes inside TLS. Each connection refused on the way is passed to
+    /// `refused` with the reason, then closed.
     pub fn accept_lane(
         &self,
         token: &Token,
         timeout: Duration,
+        tls: Option<&crate::tls::ServerTls>,
         mut refused: impl FnMut(SocketAddr, &str),
     ) -> Result<Channel, TransportError> {
+        use rustix::net::sockopt;
         let Inner::Tcp(l) = &self.inner else {
             return Err(TransportError::Io(std::io::Error::other(
                 "lanes are accepted on TCP listeners only",
@@ -234,7 +240,7 @@ impl Listener {
             if left.is_zero() || !readable(l, left)? {
                 return Err(TransportError::Timeout);
             }
-            let (mut s, peer) = match l.accept() {
+            let (s, peer) = match l.accept() {
                 Ok(a) => a,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -242,12 +248,27 @@ impl Listener {
             };
             s.set_nonblocking(false)?;
             let left = deadline.saturating_duration_since(Instant::now());
-            s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            let left = left.max(Duration::from_millis(1));
+            let mut ch = match tls {
+                Some(tls) => match Channel::accept_tls(s, tls, left) {
+                    Ok(ch) => ch,
+                    Err(e) => {
+                        refused(peer, &format!("no TLS ({e})"));
+                        continue;
+                    }
+                },
+                None => Channel::from_tcp(s)?,
+            };
+            let fd = ch.fd()?;
+            let set = |t| sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, t);
+            set(Some(left)).map_err(std::io::Error::from)?;
             let mut got = [0u8; TOKEN_LEN];
-            match s.read_exact(&mut got) {
+            match ch.read_exact(&mut got) {
                 Ok(()) if same_token(&got, token) => {
-                    s.set_read_timeout(None)?;
-                    return Channel::from_tcp(s);
+                    let fd = ch.fd()?;
+                    sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, None)
+                        .map_err(std::io::Error::from)?;
+                    return Ok(ch);
                 }
                 Ok(()) => refused(peer, "wrong token"),
                 Err(e) => refused(peer, &format!("no token ({e})")),
@@ -380,7 +401,7 @@ mod tests {
             Channel::connect_lane(addr, &token, Duration::from_secs(5)).expect("connect");
         let mut seen = Vec::new();
         let mut lane = l
-            .accept_lane(&token, Duration::from_secs(5), |peer, why| {
+            .accept_lane(&token, Duration::from_secs(5), None, |peer, why| {
                 seen.push((peer.ip(), why.to_owned()))
             })
             .expect("the right lane");
@@ -401,7 +422,7 @@ mod tests {
         // Nobody else comes: the wait ends at the deadline.
         let t = Instant::now();
         assert!(matches!(
-            l.accept_lane(&token, Duration::from_millis(200), |_, _| {}),
+            l.accept_lane(&token, Duration::from_millis(200), None, |_, _| {}),
             Err(TransportError::Timeout)
         ));
         assert!(t.elapsed() >= Duration::from_millis(200));

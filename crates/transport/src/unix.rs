@@ -31,6 +31,8 @@ pub struct Channel {
 pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// TLS over TCP ([`crate::tls`]).
+    Tls(Box<crate::tls::TlsStream>),
     /// Two rings in an ivshmem BAR ([`crate::ivshmem::stream`]).
     Shm(Box<ShmStream>),
 }
@@ -41,6 +43,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => Some(s.as_fd()),
             Stream::Tcp(s) => Some(s.as_fd()),
+            Stream::Tls(s) => Some(s.sock.0.as_fd()),
             Stream::Shm(_) => None,
         }
     }
@@ -87,12 +90,13 @@ impl Channel {
         }
     }
 
-    /// Gives up the socket; `None` for a ring stream, which has none.
+    /// Gives up the socket; `None` for a ring stream, which has none, and
+    /// for TLS, whose state cannot leave the process.
     pub fn into_fd(self) -> Option<OwnedFd> {
         match self.stream {
             Stream::Unix(s) => Some(OwnedFd::from(s)),
             Stream::Tcp(s) => Some(OwnedFd::from(s)),
-            Stream::Shm(_) => None,
+            Stream::Tls(_) | Stream::Shm(_) => None,
         }
     }
 
@@ -118,9 +122,9 @@ impl Channel {
         }
     }
 
-    /// Whether this channel is a TCP connection.
+    /// Whether this channel is a TCP connection (plain or inside TLS).
     pub fn is_tcp(&self) -> bool {
-        matches!(self.stream, Stream::Tcp(_))
+        matches!(self.stream, Stream::Tcp(_) | Stream::Tls(_))
     }
 
     /// Whether this channel runs on rings in an ivshmem BAR (a VM guest's
@@ -133,7 +137,7 @@ impl Channel {
     fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
         match &self.stream {
             Stream::Unix(s) => Ok(s),
-            Stream::Tcp(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
+            Stream::Tcp(_) | Stream::Tls(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
         }
     }
 
@@ -263,6 +267,7 @@ impl Read for Channel {
         match &mut self.stream {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             Stream::Shm(s) => s.read(buf),
         }
     }
@@ -280,6 +285,7 @@ impl Write for Channel {
             Stream::Shm(s) => s.write(buf),
             Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
             Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
@@ -289,10 +295,14 @@ impl Write for Channel {
             Stream::Shm(s) => s.write_vectored(bufs),
             Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
             Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write_vectored(bufs),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        match &mut self.stream {
+            Stream::Tls(s) => s.flush(),
+            Stream::Unix(_) | Stream::Tcp(_) | Stream::Shm(_) => Ok(()),
+        }
     }
 }
 
