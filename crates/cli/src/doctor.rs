@@ -466,6 +466,7 @@ fn check_mediator(r: &mut Report, env: &Env, flag: Option<&str>) {
         &address,
         &env.discovery().sysfs_root,
         PROBE_TIMEOUT,
+        &env.tls,
         &mut pci,
     );
     for l in pci {

@@ -60,6 +60,9 @@ pub struct Config {
     /// calling thread alone). `VGPU_STAGING=0` turns staging off.
     pub copy_threads: usize,
     pub staging: bool,
+    /// `tls://` mediators: `VGPU_TLS_CA`, `VGPU_TLS_CERT`, `VGPU_TLS_KEY`,
+    /// `VGPU_TOKEN`, `VGPU_TOKEN_FILE` (the token's `Debug` is redacted).
+    pub tls: vgpu_transport::tls::TlsSettings,
 }
 
 /// The default number of copy threads: up to 4, no more than the CPUs.
@@ -82,9 +85,10 @@ impl Config {
             ring_yield: Duration::from_micros(2000),
             copy_threads: default_copy_threads(),
             staging: true,
+            tls: Default::default(),
         };
         for (k, v) in vars {
-            if cfg.discovery.set_from_env(&k, &v) {
+            if cfg.discovery.set_from_env(&k, &v) || cfg.tls.set_from_env(&k, &v) {
                 continue;
             }
             match k.as_str() {

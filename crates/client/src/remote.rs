@@ -1,4 +1,5 @@
-//! Sessions with a mediator on another host (`tcp://HOST:PORT`).
+//! Sessions with a mediator on another host (`tls://HOST:PORT`, or plain
+//! `tcp://HOST:PORT`).
 //!
 //! The control connection and every lane are TCP connections with
 //! `TCP_NODELAY` (`vgpu_transport::tcp`); the handshake and the frames are
@@ -12,7 +13,11 @@
 //!   copies to and from it send the bytes like any host memory, and it has
 //!   no device address.
 //!
-//! Plain TCP: for trusted networks only (nothing is encrypted).
+//! Over `tls://` every connection is TLS 1.3: the client authenticates the
+//! mediator (`VGPU_TLS_CA` or the system's roots, and the host name), proves
+//! itself with a client certificate or a bearer token, and reaches its
+//! worker with the one-time ticket the mediator gave it
+//! (`vgpu_transport::tls`). Plain `tcp://` encrypts nothing.
 
 use std::time::Duration;
 
@@ -27,16 +32,27 @@ use crate::runtime::ConnectError;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connects the control connection of a session with the mediator at
-/// `host:port` (`shown` names it in errors).
-pub fn connect(cfg: &Config, host: &str, port: u16, shown: &str) -> Result<Channel, ConnectError> {
+/// `host:port` (`shown` names it in errors); with `tls`, authenticates to the
+/// mediator over TLS and connects to the worker it starts
+/// (`vgpu_transport::tls::admission`).
+pub fn connect(
+    cfg: &Config,
+    host: &str,
+    port: u16,
+    tls: bool,
+    shown: &str,
+) -> Result<Channel, ConnectError> {
     if cfg.transport == TransportChoice::Rings {
         return Err(ConnectError::Lanes(format!(
             "VGPU_TRANSPORT=rings needs shared memory on one host, and {shown} is reached over \
              TCP; use VGPU_TRANSPORT=auto or socket"
         )));
     }
-    Channel::connect_tcp(host, port, CONNECT_TIMEOUT)
-        .map_err(|e| ConnectError::Transport(shown.to_owned(), e))
+    let connected = match tls {
+        true => cfg.tls.open_session(host, port, CONNECT_TIMEOUT),
+        false => Channel::connect_tcp(host, port, CONNECT_TIMEOUT),
+    };
+    connected.map_err(|e| ConnectError::Transport(shown.to_owned(), e))
 }
 
 /// The port and token of an `OpenLane` reply for a TCP lane.
@@ -46,7 +62,8 @@ pub fn lane_token(reply: &open_lane::Reply) -> Option<(u16, Token)> {
 }
 
 /// Opens the TCP lane an `OpenLane` reply announced: connects to its port
-/// on the mediator's address of the control connection and sends its token.
+/// on the mediator's address of the control connection (inside TLS when the
+/// control connection is TLS) and sends its token.
 pub fn open_lane(control: &Channel, reply: &open_lane::Reply) -> Result<Channel, TransportError> {
     let (port, token) = lane_token(reply).ok_or(TransportError::Io(std::io::Error::other(
         "a TCP lane reply without a port",
@@ -55,7 +72,7 @@ pub fn open_lane(control: &Channel, reply: &open_lane::Reply) -> Result<Channel,
         "a TCP lane (the control connection is not TCP)",
     ))?;
     addr.set_port(port);
-    Channel::connect_lane(addr, &token, CONNECT_TIMEOUT)
+    Channel::connect_lane_like(control, addr, &token, CONNECT_TIMEOUT)
 }
 
 #[cfg(test)]
@@ -87,7 +104,7 @@ mod tests {
     fn rings_are_refused_over_tcp() {
         let cfg =
             Config::from_env([("VGPU_TRANSPORT".to_string(), "rings".to_string())].into_iter());
-        let e = connect(&cfg, "127.0.0.1", 1, "tcp://127.0.0.1:1")
+        let e = connect(&cfg, "127.0.0.1", 1, false, "tcp://127.0.0.1:1")
             .expect_err("rings over TCP")
             .to_string();
         assert!(

@@ -272,7 +272,10 @@ impl Session {
         let mut vm = None;
         let mut control = match &found.target {
             Target::Tcp { host, port } => {
-                crate::remote::connect(cfg, host, *port, &found.to_string())?
+                crate::remote::connect(cfg, host, *port, false, &found.to_string())?
+            }
+            Target::Tls { host, port } => {
+                crate::remote::connect(cfg, host, *port, true, &found.to_string())?
             }
             Target::Pci(bdf) => {
                 if cfg.transport == crate::config::TransportChoice::Rings {
@@ -316,6 +319,8 @@ impl Session {
             welcome.init_status,
             if lanes.rings() {
                 "rings"
+            } else if control.is_tls() {
+                "TLS connections"
             } else if control.is_tcp() {
                 "TCP connections"
             } else if control.is_vm() {

@@ -16,14 +16,22 @@
 //!   worker keeps current and the supervisor frees when the worker ends
 //!   ([`census`]); the supervisor answers status queries and serves
 //!   Prometheus metrics ([`metrics`]) from it.
+//! - On `tls://` listeners the supervisor authenticates each client (TLS
+//!   handshake, then a client certificate or a bearer token, [`tls`])
+//!   before it starts a worker, and the client then connects to its worker
+//!   directly with a one-time ticket: the supervisor stays off the data
+//!   path there too.
 
 pub mod census;
 pub mod config;
 pub mod driver;
+pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
 pub mod sessions;
 pub mod supervisor;
+pub mod tls;
+pub mod tokens;
 pub mod worker;
 
 use thiserror::Error;

@@ -153,6 +153,10 @@ impl Session {
             Target::Tcp { host, port } => {
                 Channel::connect_tcp(host, *port, HANDSHAKE_TIMEOUT).map_err(|e| e.to_string())
             }
+            Target::Tls { host, port } => cfg
+                .tls
+                .open_session(host, *port, HANDSHAKE_TIMEOUT)
+                .map_err(|e| e.to_string()),
             Target::Pci(_) => Err(
                 "NVML does not reach the mediator through a VM guest's PCI device yet \
                  (docs/vm.md)"

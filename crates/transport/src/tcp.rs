@@ -197,6 +197,22 @@ impl Listener {
         })))
     }
 
+    /// A TCP listener inherited as `fd` (a worker's, bound by its
+    /// supervisor).
+    pub fn from_tcp_fd(fd: std::os::fd::OwnedFd) -> Listener {
+        Listener {
+            inner: Inner::Tcp(TcpListener::from(fd)),
+        }
+    }
+
+    /// Gives up the listening socket (to pass it to another process).
+    pub fn into_fd(self) -> std::os::fd::OwnedFd {
+        match self.inner {
+            Inner::Tcp(l) => l.into(),
+            Inner::Unix(l) => l.into(),
+        }
+    }
+
     /// The bound address of a TCP listener.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.inner {

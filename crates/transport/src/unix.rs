@@ -122,6 +122,17 @@ impl Channel {
         }
     }
 
+    /// Makes reads and writes on the socket fail with `WouldBlock` after
+    /// `timeout` (`None`: wait for ever); nothing for a ring stream.
+    pub fn set_timeout(&self, timeout: Option<std::time::Duration>) -> Result<(), TransportError> {
+        use rustix::net::sockopt::{set_socket_timeout, Timeout};
+        if let Some(fd) = self.stream.fd() {
+            set_socket_timeout(fd, Timeout::Recv, timeout).map_err(std::io::Error::from)?;
+            set_socket_timeout(fd, Timeout::Send, timeout).map_err(std::io::Error::from)?;
+        }
+        Ok(())
+    }
+
     /// Whether this channel is a TCP connection (plain or inside TLS).
     pub fn is_tcp(&self) -> bool {
         matches!(self.stream, Stream::Tcp(_) | Stream::Tls(_))

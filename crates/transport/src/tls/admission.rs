@@ -223,9 +223,7 @@ fn admitted(
     }
     .to_string();
     let mut ch = Channel::connect_tls(host, port, tls, timeout)?;
-    let fd = ch.fd()?;
-    let set = |kind| rustix::net::sockopt::set_socket_timeout(fd, kind, Some(timeout));
-    set(rustix::net::sockopt::Timeout::Recv).map_err(std::io::Error::from)?;
+    ch.set_timeout(Some(timeout))?;
     Auth {
         purpose,
         token: token.cloned(),
@@ -233,9 +231,7 @@ fn admitted(
     .write(&mut ch)?;
     let admit = Admit::read(&mut ch)?;
     admit.check(&shown)?;
-    let fd = ch.fd()?;
-    rustix::net::sockopt::set_socket_timeout(fd, rustix::net::sockopt::Timeout::Recv, None)
-        .map_err(std::io::Error::from)?;
+    ch.set_timeout(None)?;
     Ok((ch, admit))
 }
 
