@@ -75,7 +75,8 @@ impl FrontDoor {
                     .into(),
             ));
         };
-        let read = |p: &PathBuf| std::fs::read(p).map_err(|e| cannot(format!("{}: {e}", p.display())));
+        let read =
+            |p: &PathBuf| std::fs::read(p).map_err(|e| cannot(format!("{}: {e}", p.display())));
         let (cert_pem, key_pem) = (read(cert)?, read(key)?);
         let client_ca = args.tls_client_ca.as_deref();
         let tls = ServerTls::from_files(cert, key, client_ca).map_err(|e| cannot(e.to_string()))?;
@@ -143,15 +144,16 @@ pub fn serve(exe: &Path, args: &ServeArgs, census: &Census, door: &FrontDoor, co
     }
     tracing::info!(
         peer = %shown,
-        cert_name = identity.cert_name.as_deref().unwrap_or("-"),
-        token_name = identity.token_name.as_deref().unwrap_or("-"),
+        cert_name = %identity.cert_name.as_deref().unwrap_or("-"),
+        token_name = %identity.token_name.as_deref().unwrap_or("-"),
         "TLS client authenticated"
     );
     if auth.purpose == purpose::STATUS {
         let admitted = Admit::refusal(verdict::ADMITTED).write(&mut ch);
-        if let Err(e) = admitted.map_err(MediatorError::from).and_then(|()| {
-            crate::supervisor::answer_query(ch, census)
-        }) {
+        if let Err(e) = admitted
+            .map_err(MediatorError::from)
+            .and_then(|()| crate::supervisor::answer_query(ch, census))
+        {
             tracing::info!("status query over TLS: {e}");
         }
         return;
@@ -210,7 +212,9 @@ fn start_session(
         }
     };
     reservation.started(pid);
-    let peer = identity.peer.map_or_else(|| "?".to_owned(), |p| p.to_string());
+    let peer = identity
+        .peer
+        .map_or_else(|| "?".to_owned(), |p| p.to_string());
     tracing::info!(worker = pid, %peer, "session accepted");
     if let Err(e) = write_admission(writer, &ticket, door) {
         // The worker gives up without its admission; the client is told.

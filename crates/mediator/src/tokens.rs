@@ -41,7 +41,11 @@ pub fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
     if hex.len() != 64 {
         return None;
     }
-    let digit = |c: u8| char::from(c).to_digit(16).and_then(|d| u8::try_from(d).ok());
+    let digit = |c: u8| {
+        char::from(c)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
     let mut out = [0u8; 32];
     for (i, pair) in hex.chunks_exact(2).enumerate() {
         out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
@@ -141,7 +145,11 @@ mod tests {
         assert_eq!(tokens.check(&t("alpha-secret")), Some("alpha"));
         assert_eq!(tokens.check(&t("beta-secret")), Some("beta"));
         assert_eq!(tokens.check(&t("alpha-secreT")), None);
-        assert_eq!(tokens.check(&t(&sha("alpha-secret"))), None, "the digest is no token");
+        assert_eq!(
+            tokens.check(&t(&sha("alpha-secret"))),
+            None,
+            "the digest is no token"
+        );
         assert!(!format!("{tokens:?}").contains(&sha("alpha-secret")));
     }
 
@@ -154,7 +162,11 @@ mod tests {
             (&format!("a {ALPHA}\na {ALPHA}\n"), 2),
             ("a zz\n", 1),
         ] {
-            assert_eq!(Tokens::parse(text).map(|_| ()).expect_err(text).0, line, "{text:?}");
+            assert_eq!(
+                Tokens::parse(text).map(|_| ()).expect_err(text).0,
+                line,
+                "{text:?}"
+            );
         }
         assert!(Tokens::parse("").expect("empty").is_empty());
     }

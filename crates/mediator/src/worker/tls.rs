@@ -38,7 +38,9 @@ fn part(pipe: &mut impl Read, what: &str) -> Result<Vec<u8>, MediatorError> {
     pipe.read_exact(&mut len)?;
     let len = usize::try_from(u32::from_le_bytes(len)).unwrap_or(usize::MAX);
     if len > MAX_PEM {
-        return Err(MediatorError::Config(format!("a {what} of {len} bytes in the admission")));
+        return Err(MediatorError::Config(format!(
+            "a {what} of {len} bytes in the admission"
+        )));
     }
     let mut out = vec![0u8; len];
     pipe.read_exact(&mut out)?;
