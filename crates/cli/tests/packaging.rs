@@ -53,7 +53,16 @@ fn mediator_flags() -> Vec<String> {
 fn mediator_toml_names_every_flag() {
     let text = uncommented(&packaging("mediator.toml"));
     let table: toml::Table = text.parse().expect("valid TOML");
-    let mut keys: Vec<String> = table.keys().map(|k| k.replace('_', "-")).collect();
+    // A key of a table is its flag with the table's name in front
+    // (`[tls] cert` is `--tls-cert`).
+    let mut keys: Vec<String> = table
+        .iter()
+        .flat_map(|(k, v)| match v.as_table() {
+            Some(t) => t.keys().map(|sub| format!("{k}_{sub}")).collect(),
+            None => vec![k.clone()],
+        })
+        .map(|k| k.replace('_', "-"))
+        .collect();
     keys.sort();
     assert_eq!(keys, mediator_flags());
     assert_eq!(
