@@ -79,7 +79,9 @@ impl FrontDoor {
             |p: &PathBuf| std::fs::read(p).map_err(|e| cannot(format!("{}: {e}", p.display())));
         let (cert_pem, key_pem) = (read(cert)?, read(key)?);
         let client_ca = args.tls_client_ca.as_deref();
-        let tls = ServerTls::from_files(cert, key, client_ca).map_err(|e| cannot(e.to_string()))?;
+        let tls = ServerTls::from_files(cert, key, client_ca)
+            .map_err(|e| cannot(e.to_string()))?
+            .without_tickets();
         let tokens = match &args.tokens {
             Some(path) => Tokens::load(path)?,
             None => Tokens::default(),

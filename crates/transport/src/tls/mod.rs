@@ -332,6 +332,15 @@ impl ServerTls {
         })
     }
 
+    /// The same settings without session tickets: for a server whose
+    /// clients never come back to it (the supervisor: they go on to their
+    /// worker, and a ticket of the supervisor's would only be offered to
+    /// the worker in vain).
+    pub fn without_tickets(mut self) -> Self {
+        Arc::make_mut(&mut self.config).send_tls13_tickets = 0;
+        self
+    }
+
     /// Whether client certificates are verified (a client CA was given).
     pub fn verifies_clients(&self) -> bool {
         self.verifies_clients
@@ -554,6 +563,16 @@ impl Channel {
         Ok(Channel {
             stream: Stream::Tls(Box::new(stream)),
         })
+    }
+
+    /// Whether this TLS channel's handshake resumed an earlier session
+    /// (a lane of a session whose control connection reached the same
+    /// worker).
+    pub fn tls_resumed(&self) -> bool {
+        match &self.stream {
+            Stream::Tls(s) => s.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            _ => false,
+        }
     }
 
     /// Whether this channel is a TLS connection.

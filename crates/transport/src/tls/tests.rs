@@ -265,3 +265,26 @@ fn tls_lanes_need_the_token_inside_tls() {
     lane.read_exact(&mut buf).expect("read");
     assert_eq!(&buf, b"hi");
 }
+
+#[test]
+fn a_second_connection_resumes_and_a_ticketless_server_is_not_resumed() {
+    for (tls, resumes) in [
+        (server("server", false), true),
+        (server("server", false).without_tickets(), false),
+    ] {
+        let ctls = client("ca.pem", None);
+        let mut resumed = Vec::new();
+        for _ in 0..2 {
+            let (port, t) = serve_one(tls.clone(), Duration::from_secs(5));
+            let mut c = Channel::connect_tls("localhost", port, &ctls, Duration::from_secs(5))
+                .expect("handshake");
+            c.write_all(b"hello").expect("write");
+            let mut buf = [0u8; 5];
+            // The tickets come after the handshake: read them with the echo.
+            c.read_exact(&mut buf).expect("read");
+            t.join().expect("thread").expect("served");
+            resumed.push(c.tls_resumed());
+        }
+        assert_eq!(resumed, [false, resumes]);
+    }
+}
