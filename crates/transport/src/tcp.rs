@@ -2,7 +2,8 @@
 //!
 //! Contract:
 //! - **Plain TCP.** Nothing is encrypted and nothing is authenticated beyond
-//!   the lane token below: a TCP mediator is for trusted networks only.
+//!   the lane token below; [`crate::tls`] runs the same connections inside
+//!   TLS, and a mediator serves plain TCP on loopback only unless told to.
 //! - **Tuning.** Every TCP connection, connected or accepted, gets
 //!   `TCP_NODELAY` (a frame is written whole, and Nagle's algorithm would
 //!   hold a small request back behind an unacknowledged one) and

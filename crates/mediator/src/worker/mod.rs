@@ -273,6 +273,8 @@ pub fn run(
     if let Some(slot) = sessions::own() {
         let kind = if vm.is_some() {
             transport::IVSHMEM
+        } else if control.is_tls() {
+            transport::TLS
         } else if remote {
             transport::TCP
         } else if session.rings {
