@@ -261,7 +261,10 @@ pub struct BenchArgs {
     /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
     /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT);
     /// `ivshmem` through the ivshmem transport of VM guests, with a stand-in
-    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree).
+    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree);
+    /// `tls` over a loopback TLS 1.3 connection, authenticated by a client
+    /// certificate (VGPU_MEDIATOR=tls://127.0.0.1:PORT; the run's
+    /// certificates are made with the `openssl` command).
     #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
     /// Rounds of each C benchmark. A round runs the native side, then each
