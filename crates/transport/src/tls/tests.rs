@@ -103,7 +103,9 @@ fn big_writes_arrive_whole() {
         ch.read_exact(&mut got).expect("read");
         got
     });
-    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let data: Vec<u8> = (0..len)
+        .map(|i| u8::try_from(i % 251).expect("below 251"))
+        .collect();
     let mut c = Channel::connect_tls(
         "localhost",
         port,
