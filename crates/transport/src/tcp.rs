@@ -138,7 +138,7 @@ impl Channel {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.peer_addr().ok(),
-            Stream::Tls(s) => s.sock.0.peer_addr().ok(),
+            Stream::Tls(s) => s.sock.tcp().peer_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
@@ -147,7 +147,7 @@ impl Channel {
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.local_addr().ok(),
-            Stream::Tls(s) => s.sock.0.local_addr().ok(),
+            Stream::Tls(s) => s.sock.tcp().local_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }

@@ -43,7 +43,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => Some(s.as_fd()),
             Stream::Tcp(s) => Some(s.as_fd()),
-            Stream::Tls(s) => Some(s.sock.0.as_fd()),
+            Stream::Tls(s) => Some(s.sock.tcp().as_fd()),
             Stream::Shm(_) => None,
         }
     }
