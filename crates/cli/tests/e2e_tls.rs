@@ -415,3 +415,36 @@ fn the_mediator_refuses_plain_tcp_off_loopback_and_tls_without_credentials() {
     assert_eq!(out.status.code(), Some(1), "{out}");
     assert!(out.stderr.contains("no way to authenticate"), "{out}");
 }
+
+/// A forked child holds a copy of its parent's TLS keys: it must never send
+/// a record on the inherited connections (not even a goodbye), or the
+/// parent's worker would take it as the parent's. The child opens a TLS
+/// session of its own, and the parent's goes on.
+#[test]
+fn a_forked_child_leaves_its_parents_tls_session_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = start("server", &tokens_file(dir.path()));
+    let exe = common::build_c(dir.path(), "fork_session");
+    let tls = endpoint(h.mediator(), "tls");
+    let ca = fixture("ca.pem");
+    let out = smoke(
+        &h,
+        &exe,
+        &[
+            ("VGPU_MEDIATOR", &tls),
+            ("VGPU_TLS_CA", &ca),
+            ("VGPU_TOKEN", SECRET),
+        ],
+    );
+    out.assert_success()
+        .assert_line("ok child_cuinit")
+        .assert_line("ok child_own_session")
+        .assert_line("ok child_exited_0")
+        .assert_line("ok parent_session_untouched");
+    let log = h.mediator().log_text();
+    assert_eq!(
+        count(&log, "session starting (remote client over TLS"),
+        2,
+        "{log}"
+    );
+}

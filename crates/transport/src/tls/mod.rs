@@ -319,6 +319,10 @@ pub(crate) struct TlsStream {
     pub(crate) sock: Sock,
     /// A client's configuration and the server's name, for its lanes.
     origin: Option<(ClientTls, ServerName<'static>)>,
+    /// The process that made the connection. A forked child holds a copy of
+    /// the same keys and sequence numbers: a record it sent would be valid
+    /// to the peer, so it never sends one (not even the goodbye on drop).
+    pid: u32,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -376,7 +380,12 @@ impl TlsStream {
         }
         sock.tcp().set_read_timeout(None)?;
         sock.tcp().set_write_timeout(None)?;
-        Ok(TlsStream { conn, sock, origin })
+        Ok(TlsStream {
+            conn,
+            sock,
+            origin,
+            pid: std::process::id(),
+        })
     }
 
     /// Sends every TLS record queued so far.
@@ -412,6 +421,11 @@ impl Write for TlsStream {
         self.write_vectored(&[IoSlice::new(buf)])
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        if self.pid != std::process::id() {
+            return Err(std::io::Error::other(
+                "a TLS connection inherited across fork is its parent's",
+            ));
+        }
         self.send_queued()?;
         let n = self.conn.writer().write_vectored(bufs)?;
         self.send_queued()?;
@@ -423,8 +437,12 @@ impl Write for TlsStream {
 }
 
 impl Drop for TlsStream {
-    /// Says goodbye properly (a close_notify), if the socket takes it now.
+    /// Says goodbye properly (a close_notify), if the socket takes it now;
+    /// in a forked child, only closes its descriptor.
     fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            return;
+        }
         self.conn.send_close_notify();
         let _ = self
             .sock
