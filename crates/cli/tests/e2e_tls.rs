@@ -448,3 +448,42 @@ fn a_forked_child_leaves_its_parents_tls_session_alone() {
         "{log}"
     );
 }
+
+/// A client that is admitted but never comes to its worker: the worker
+/// waits for the ticket only so long, then exits; nothing is left behind.
+#[test]
+fn an_admitted_client_that_never_comes_leaves_no_worker() {
+    use vgpu_transport::tls::admission::{purpose, verdict, Admit, Auth};
+    use vgpu_transport::tls::{BearerToken, ClientTls};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = start("server", &tokens_file(dir.path()));
+    let m = h.mediator();
+    let tls = endpoint(m, "tls");
+    let port: u16 = tls.rsplit_once(':').expect("port").1.parse().expect("port");
+    let client = ClientTls::new(Some(Path::new(&fixture("ca.pem"))), None).expect("client TLS");
+    let mut ch =
+        vgpu_transport::Channel::connect_tls("127.0.0.1", port, &client, Duration::from_secs(5))
+            .expect("handshake");
+    Auth {
+        purpose: purpose::SESSION,
+        token: BearerToken::new(SECRET),
+    }
+    .write(&mut ch)
+    .expect("auth");
+    let admit = Admit::read(&mut ch).expect("admit");
+    assert_eq!(admit.verdict, verdict::ADMITTED);
+    assert_ne!(admit.port, 0);
+    drop(ch);
+    let worker = m.wait_worker(1, Duration::from_secs(10));
+    // A stranger at the worker's port, without the ticket, is refused.
+    let mut stranger = TcpStream::connect(("127.0.0.1", admit.port)).expect("connect");
+    let _ = stranger.write_all(&[0u8; 64]);
+    assert!(
+        common::wait_gone(worker, Duration::from_secs(30)),
+        "the worker still runs after its admission deadline"
+    );
+    let log = m.log_text();
+    assert!(log.contains("session connection refused"), "{log}");
+    assert!(log.contains("did not connect with its ticket"), "{log}");
+    assert!(m.child_pids().is_empty(), "{:?}", m.child_pids());
+}
