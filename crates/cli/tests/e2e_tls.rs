@@ -207,6 +207,11 @@ fn tls_sessions_match_the_unix_socket_and_authenticate() {
         "{log}"
     );
     assert!(log.contains("cert_name=client-a"), "{log}");
+    // The worker knows whom the supervisor admitted.
+    assert!(
+        log.contains("identity=Some(Identity {") && log.contains("cert_name: Some(\"client-a\")"),
+        "{log}"
+    );
     assert!(log.contains("token_name=beta"), "the status query: {log}");
     // Three clients, and the session `vgpu status` probes the mediator with.
     assert_eq!(

@@ -15,8 +15,8 @@
 //!    client reached (a port of `--lane-ports`, or one the kernel picks)
 //!    and a fresh 16-byte ticket. A worker is started with the listener as
 //!    its connection and an inherited pipe that gives it the ticket and the
-//!    server's certificate and key ([`write_admission`]), so a worker never
-//!    reads the key file. The client is told the port and ticket, and
+//!    server's certificate and key and the client's identity
+//!    ([`write_admission`]), so a worker never reads the key file. The client is told the port and ticket, and
 //!    connects to the worker over TLS ([`crate::worker`]'s TLS admission);
 //!    the supervisor's connection then closes. The data never passes
 //!    through the supervisor.
@@ -218,7 +218,7 @@ fn start_session(
         .peer
         .map_or_else(|| "?".to_owned(), |p| p.to_string());
     tracing::info!(worker = pid, %peer, "session accepted");
-    if let Err(e) = write_admission(writer, &ticket, door) {
+    if let Err(e) = write_admission(writer, &ticket, door, identity) {
         // The worker gives up without its admission; the client is told.
         tracing::error!(worker = pid, "cannot hand the session to its worker: {e}");
         let _ = Admit::refusal(verdict::UNAVAILABLE).write(&mut ch);
@@ -250,16 +250,25 @@ fn bind_for(ch: &Channel, args: &ServeArgs) -> Result<(Listener, u16), MediatorE
 }
 
 /// Writes a worker's admission to its pipe: the ticket (16 bytes), then the
-/// server's certificate chain and private key (PEM), each as a
+/// server's certificate chain and private key (PEM) and the client's
+/// certificate name and token name (UTF-8, empty when none), each as a
 /// little-endian u32 length and the bytes. Closing the pipe ends it.
 pub fn write_admission(
     mut pipe: impl Write,
     ticket: &[u8; 16],
     door: &FrontDoor,
+    identity: &Identity,
 ) -> std::io::Result<()> {
-    let mut msg = Vec::with_capacity(24 + door.cert_pem.len() + door.key_pem.len());
+    let mut msg = Vec::with_capacity(256 + door.cert_pem.len() + door.key_pem.len());
     msg.extend_from_slice(ticket);
-    for part in [&door.cert_pem, &door.key_pem] {
+    let name = |n: &Option<String>| n.as_deref().unwrap_or_default().as_bytes().to_vec();
+    let parts = [
+        door.cert_pem.clone(),
+        door.key_pem.clone(),
+        name(&identity.cert_name),
+        name(&identity.token_name),
+    ];
+    for part in &parts {
         let len = u32::try_from(part.len()).map_err(|_| std::io::Error::other("PEM too large"))?;
         msg.extend_from_slice(&len.to_le_bytes());
         msg.extend_from_slice(part);

@@ -213,10 +213,13 @@ pub fn run(
                 .peer_addr()
                 .map_or_else(|| "unknown".to_owned(), |a| a.to_string());
             let over = if control.is_tls() { "TLS" } else { "TCP" };
+            // Over TLS: who the supervisor authenticated (names, never secrets).
+            let identity = tls_session.as_ref().map(|t| &t.identity);
             tracing::info!(
                 client_pid = hello.pid,
                 uid = hello.uid,
                 peer,
+                ?identity,
                 env = ?hello.env,
                 "session starting (remote client over {over}; pid and uid as it states them)"
             );

@@ -5,7 +5,8 @@
 //! the one-time ticket and the server's certificate and key (a worker never
 //! reads the key file). The worker accepts connections on the listener for
 //! up to [`ADMISSION_TIMEOUT`] until one completes a TLS handshake and sends
-//! the ticket first; that is the session's control connection. Others are
+//! the ticket first; that is the session's control connection. The pipe
+//! also names the client as the supervisor authenticated it ([`Identity`]). Others are
 //! logged and closed. When none comes in time the worker exits. The same
 //! listener then takes the session's lanes, each inside TLS with a lane
 //! token of its own (`super::remote`).
@@ -18,6 +19,7 @@ use vgpu_transport::tcp::{Token, TOKEN_LEN};
 use vgpu_transport::tls::ServerTls;
 use vgpu_transport::{Channel, Listener};
 
+use crate::identity::Identity;
 use crate::MediatorError;
 
 /// How long the client has to reach its worker after it was admitted:
@@ -26,10 +28,12 @@ pub const ADMISSION_TIMEOUT: Duration = Duration::from_secs(12);
 /// The largest certificate chain or key a supervisor passes.
 const MAX_PEM: usize = 1 << 20;
 
-/// What a TLS session's worker keeps: its listener and TLS settings.
+/// What a TLS session's worker keeps: its listener and TLS settings, and
+/// who the supervisor authenticated.
 pub struct TlsSession {
     pub listener: Listener,
     pub tls: ServerTls,
+    pub identity: Identity,
 }
 
 /// Reads one length-prefixed part of the admission pipe.
@@ -67,6 +71,14 @@ pub fn admit(fd: i32, pipe: i32) -> Result<(Channel, TlsSession), MediatorError>
     pipe.read_exact(&mut ticket)?;
     let cert = part(&mut pipe, "certificate chain")?;
     let key = part(&mut pipe, "private key")?;
+    let name = |pipe: &mut std::fs::File, what| -> Result<Option<String>, MediatorError> {
+        let bytes = part(pipe, what)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| MediatorError::Config(format!("a {what} that is not UTF-8")))?;
+        Ok((!text.is_empty()).then_some(text))
+    };
+    let cert_name = name(&mut pipe, "certificate name")?;
+    let token_name = name(&mut pipe, "token name")?;
     drop(pipe);
     let tls = ServerTls::from_pem(&cert, &key, None)?;
     let refused = |peer: std::net::SocketAddr, why: &str| {
@@ -80,5 +92,18 @@ pub fn admit(fd: i32, pipe: i32) -> Result<(Channel, TlsSession), MediatorError>
                  {ADMISSION_TIMEOUT:?} ({e})"
             ))
         })?;
-    Ok((control, TlsSession { listener, tls }))
+    let identity = Identity {
+        cert_name,
+        token_name,
+        peer: control.peer_addr(),
+        ..Identity::default()
+    };
+    Ok((
+        control,
+        TlsSession {
+            listener,
+            tls,
+            identity,
+        },
+    ))
 }
