@@ -140,6 +140,27 @@ mod tests {
     }
 
     #[test]
+    fn tls_settings_are_read_and_the_token_never_prints() {
+        let cfg = config(&[
+            ("VGPU_MEDIATOR", "tls://gpu.example:7443"),
+            ("VGPU_TLS_CA", "/etc/ca.pem"),
+            ("VGPU_TOKEN", "s3cr3t-value"),
+        ]);
+        assert_eq!(cfg.discovery.env.as_deref(), Some("tls://gpu.example:7443"));
+        assert_eq!(
+            cfg.tls.ca.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        let token = cfg.tls.bearer().expect("a token").expect("set");
+        assert_eq!(token.expose(), b"s3cr3t-value");
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        // The token is not a CUDA variable: it never travels in the hello.
+        assert!(cfg.cuda_env.iter().all(|(k, _)| !k.contains("TOKEN")));
+    }
+
+    #[test]
     fn reads_only_what_it_knows() {
         let cfg = config(&[
             ("VGPU_MEDIATOR", "unix:/tmp/m.sock"),
