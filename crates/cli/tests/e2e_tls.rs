@@ -492,3 +492,27 @@ fn an_admitted_client_that_never_comes_leaves_no_worker() {
     assert!(log.contains("did not connect with its ticket"), "{log}");
     assert!(m.child_pids().is_empty(), "{:?}", m.child_pids());
 }
+
+/// NVML reaches a `tls://` mediator as the CUDA client does, and its answers
+/// match the Driver API's of the same process.
+#[test]
+fn nvml_over_tls() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = start("server", &tokens_file(dir.path()));
+    let tls = endpoint(h.mediator(), "tls");
+    let mut cmd = h.command("python3");
+    cmd.arg(common::repo_root().join("tests/python/nvml_ctypes.py"))
+        .arg("basic")
+        .env("VGPU_MEDIATOR", &tls)
+        .env("VGPU_TLS_CA", fixture("ca.pem"))
+        .env("VGPU_TOKEN", SECRET);
+    let out = h.run(cmd);
+    out.assert_success()
+        .assert_line("ok name matches cuDeviceGetName")
+        .assert_line("ok memory total matches cuDeviceTotalMem");
+    let log = h.mediator().log_text();
+    assert!(
+        count(&log, "TLS client authenticated") >= 2,
+        "NVML and CUDA sessions:\n{log}"
+    );
+}
