@@ -3,7 +3,9 @@
 //! and the C driver smoke test as the client.
 //!
 //! Covered: the same output over TLS (bearer token, client certificate) as
-//! over the Unix socket; `vgpu status` over TLS; and each refusal, logged by
+//! over the Unix socket; `vgpu status` and NVML over TLS; a forked child's
+//! own session beside its parent's; an admitted client that never reaches
+//! its worker; and each refusal, logged by
 //! the supervisor with no worker started, no descriptor left open and other
 //! clients still served: a wrong or missing token, a client certificate of
 //! another CA or an expired one, a server certificate for another host name
