@@ -170,7 +170,9 @@ pub struct UninstallArgs {
 /// Arguments of `vgpu run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Mediator address for the command (`unix:PATH`); sets VGPU_MEDIATOR.
+    /// Mediator address for the command (`unix:PATH`, `tls://HOST:PORT`,
+    /// `tcp://HOST:PORT`); sets VGPU_MEDIATOR (a `tls://` mediator also needs
+    /// VGPU_TLS_CA and VGPU_TOKEN or VGPU_TLS_CERT/VGPU_TLS_KEY, passed on).
     /// Without it the client's own search applies (VGPU_MEDIATOR,
     /// /etc/vgpu/client.toml, a vGPU PCI device, then the default socket
     /// /run/vgpu/mediator.sock).
