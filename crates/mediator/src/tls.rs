@@ -141,7 +141,7 @@ pub fn serve(exe: &Path, args: &ServeArgs, census: &Census, door: &FrontDoor, co
             (None, false) => "no token",
         };
         refused(&why);
-        let _ = Admit::refusal(verdict::BAD_CREDENTIALS).write(&mut ch);
+        let _ = Admit::without_worker(verdict::BAD_CREDENTIALS).write(&mut ch);
         return;
     }
     tracing::info!(
@@ -151,7 +151,7 @@ pub fn serve(exe: &Path, args: &ServeArgs, census: &Census, door: &FrontDoor, co
         "TLS client authenticated"
     );
     if auth.purpose == purpose::STATUS {
-        let admitted = Admit::refusal(verdict::ADMITTED).write(&mut ch);
+        let admitted = Admit::without_worker(verdict::ADMITTED).write(&mut ch);
         if let Err(e) = admitted
             .map_err(MediatorError::from)
             .and_then(|()| crate::supervisor::answer_query(ch, census))
@@ -187,7 +187,7 @@ fn start_session(
             "refusing a TLS session: {} sessions are live, the most one mediator serves",
             crate::sessions::MAX_SESSIONS
         );
-        let _ = Admit::refusal(verdict::UNAVAILABLE).write(&mut ch);
+        let _ = Admit::without_worker(verdict::UNAVAILABLE).write(&mut ch);
         return;
     };
     let started = bind_for(&ch, args).and_then(|(listener, port)| {
@@ -209,7 +209,7 @@ fn start_session(
         Err(e) => {
             reservation.failed();
             tracing::error!("could not start a worker: {e}");
-            let _ = Admit::refusal(verdict::UNAVAILABLE).write(&mut ch);
+            let _ = Admit::without_worker(verdict::UNAVAILABLE).write(&mut ch);
             return;
         }
     };
@@ -221,7 +221,7 @@ fn start_session(
     if let Err(e) = write_admission(writer, &ticket, door, identity) {
         // The worker gives up without its admission; the client is told.
         tracing::error!(worker = pid, "cannot hand the session to its worker: {e}");
-        let _ = Admit::refusal(verdict::UNAVAILABLE).write(&mut ch);
+        let _ = Admit::without_worker(verdict::UNAVAILABLE).write(&mut ch);
         return;
     }
     let admit = Admit {

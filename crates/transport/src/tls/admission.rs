@@ -142,8 +142,9 @@ pub struct Admit {
 }
 
 impl Admit {
-    /// A refusal with `verdict`.
-    pub fn refusal(verdict: u32) -> Admit {
+    /// An answer that names no worker: a refusal with `verdict`, or
+    /// (`verdict::ADMITTED`) the admission of a status query.
+    pub fn without_worker(verdict: u32) -> Admit {
         Admit {
             verdict,
             port: 0,
@@ -338,7 +339,7 @@ mod tests {
         let mut bad = bytes;
         bad[12] = 1;
         assert!(Admit::read(&mut &bad[..]).is_err(), "reserved bytes");
-        let refused = Admit::refusal(verdict::BAD_CREDENTIALS);
+        let refused = Admit::without_worker(verdict::BAD_CREDENTIALS);
         let e = refused.check("tls://h:1").expect_err("refused").to_string();
         assert!(e.contains("VGPU_TOKEN") && e.contains("tls://h:1"), "{e}");
     }
