@@ -482,9 +482,11 @@ fn an_admitted_client_that_never_comes_leaves_no_worker() {
     assert_ne!(admit.port, 0);
     drop(ch);
     let worker = m.wait_worker(1, Duration::from_secs(10));
-    // A stranger at the worker's port, without the ticket, is refused.
+    // A stranger at the worker's port, without the ticket, is refused; one
+    // that stalls is dropped after its own short deadline.
     let mut stranger = TcpStream::connect(("127.0.0.1", admit.port)).expect("connect");
     let _ = stranger.write_all(&[0u8; 64]);
+    let _staller = TcpStream::connect(("127.0.0.1", admit.port)).expect("connect");
     assert!(
         common::wait_gone(worker, Duration::from_secs(30)),
         "the worker still runs after its admission deadline"

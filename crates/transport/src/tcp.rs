@@ -19,9 +19,9 @@
 //!   and a fresh random [`Token`] on the control connection, and accepts
 //!   ([`Listener::accept_lane`]) the first connection whose first
 //!   [`TOKEN_LEN`] bytes are that token (compared in constant time). A
-//!   connection with another token, or none within the time left, is
-//!   reported to the caller and closed; the wait goes on until the
-//!   deadline. The client side is [`Channel::connect_lane`].
+//!   connection with another token, or none within [`PER_CONNECTION`] (or
+//!   the time left, if less), is reported to the caller and closed; the wait
+//!   goes on until the deadline. The client side is [`Channel::connect_lane`].
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -36,6 +36,10 @@ use crate::{Channel, Listener, TransportError};
 pub const TOKEN_LEN: usize = 16;
 /// The secret a client sends first on a new TCP lane.
 pub type Token = [u8; TOKEN_LEN];
+
+/// The longest a lane connection may take to send its token (and, with
+/// TLS, to finish its handshake first) in [`Listener::accept_lane`].
+pub const PER_CONNECTION: Duration = Duration::from_secs(2);
 
 /// Idle time before the first keep-alive probe.
 pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
@@ -264,8 +268,12 @@ impl Listener {
                 Err(e) => return Err(e.into()),
             };
             s.set_nonblocking(false)?;
+            // Each connection gets at most PER_CONNECTION of the time left
+            // for its handshake and token: a stranger who connects and
+            // stalls delays the real client (waiting in the backlog) by
+            // that much, not by the whole wait.
             let left = deadline.saturating_duration_since(Instant::now());
-            let left = left.max(Duration::from_millis(1));
+            let left = left.clamp(Duration::from_millis(1), PER_CONNECTION);
             let mut ch = match tls {
                 Some(tls) => match Channel::accept_tls(s, tls, left) {
                     Ok(ch) => ch,
@@ -443,6 +451,31 @@ mod tests {
             Err(TransportError::Timeout)
         ));
         assert!(t.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_stalled_connection_delays_the_lane_only_briefly() {
+        let l = loopback();
+        let addr = l.local_addr().expect("bound");
+        let token = new_token().expect("token");
+        let _staller = TcpStream::connect(addr).expect("connect");
+        let mut good = Channel::connect_lane(addr, &token, Duration::from_secs(5)).expect("lane");
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        let mut lane = l
+            .accept_lane(&token, Duration::from_secs(10), None, |_, why| {
+                seen.push(why.to_owned())
+            })
+            .expect("the lane behind the staller");
+        let waited = started.elapsed();
+        assert!(
+            waited >= PER_CONNECTION && waited < PER_CONNECTION * 2,
+            "{waited:?}"
+        );
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        good.write_all(b"ok").expect("write");
+        let mut buf = [0u8; 2];
+        lane.read_exact(&mut buf).expect("read");
     }
 
     #[test]
