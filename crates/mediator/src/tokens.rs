@@ -125,7 +125,7 @@ impl Tokens {
 mod tests {
     use super::*;
 
-    /// SHA-256 of "alpha-secret".
+    /// A well-formed digest (64 hex digits) for the parser tests.
     const ALPHA: &str = "4f7c0fd6c29f3a5fd0b00b38fe6c5fbcb4b81b6a4ac6cf3b0f5e1d0f0a4b6a01";
 
     fn hex(bytes: &[u8]) -> String {
