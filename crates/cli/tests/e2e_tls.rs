@@ -520,3 +520,40 @@ fn nvml_over_tls() {
         "NVML and CUDA sessions:\n{log}"
     );
 }
+
+/// `vgpu status` over TLS lists a live TLS session with transport `tls`.
+#[test]
+fn status_lists_a_live_tls_session() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = start("server", &tokens_file(dir.path()));
+    let exe = common::build_c(dir.path(), "session_hold");
+    let tls = endpoint(h.mediator(), "tls");
+    let ca = fixture("ca.pem");
+    let mut cmd = h.command(&exe);
+    cmd.args(["4096", "1"])
+        .env("VGPU_MEDIATOR", &tls)
+        .env("VGPU_TLS_CA", &ca)
+        .env("VGPU_TOKEN", SECRET);
+    let mut holder = common::Running::spawn(cmd);
+    let line = holder.expect_line("ready ", Duration::from_secs(30));
+    let pid = line["ready ".len()..].trim().to_owned();
+    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
+    status
+        .args(["status", "--json"])
+        .env("VGPU_MEDIATOR", &tls)
+        .env("VGPU_TLS_CA", &ca)
+        .env("VGPU_TOKEN", SECRET);
+    let out = h.run(status);
+    out.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let sessions = report["sessions"].as_array().expect("a session list");
+    let held = sessions
+        .iter()
+        .find(|s| s["client_pid"].to_string() == pid)
+        .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"));
+    assert_eq!(held["transport"], "tls", "{report:#}");
+    holder.send("go");
+    holder.expect_line("freed", Duration::from_secs(30));
+    holder.send("go");
+    holder.finish(Duration::from_secs(30)).assert_success();
+}
