@@ -536,7 +536,7 @@ fn status_lists_a_live_tls_session() {
         .env("VGPU_TOKEN", SECRET);
     let mut holder = common::Running::spawn(cmd);
     let line = holder.expect_line("ready ", Duration::from_secs(30));
-    let pid = line["ready ".len()..].trim().to_owned();
+    let pid: u64 = line["ready ".len()..].trim().parse().expect("a pid");
     let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
     status
         .args(["status", "--json"])
@@ -549,7 +549,7 @@ fn status_lists_a_live_tls_session() {
     let sessions = report["sessions"].as_array().expect("a session list");
     let held = sessions
         .iter()
-        .find(|s| s["client_pid"].to_string() == pid)
+        .find(|s| s["client_pid"].as_u64() == Some(pid))
         .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"));
     assert_eq!(held["transport"], "tls", "{report:#}");
     holder.send("go");
