@@ -170,7 +170,9 @@ pub struct UninstallArgs {
 /// Arguments of `vgpu run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Mediator address for the command (`unix:PATH`); sets VGPU_MEDIATOR.
+    /// Mediator address for the command (`unix:PATH`, `tls://HOST:PORT`,
+    /// `tcp://HOST:PORT`); sets VGPU_MEDIATOR (a `tls://` mediator also needs
+    /// VGPU_TLS_CA and VGPU_TOKEN or VGPU_TLS_CERT/VGPU_TLS_KEY, passed on).
     /// Without it the client's own search applies (VGPU_MEDIATOR,
     /// /etc/vgpu/client.toml, a vGPU PCI device, then the default socket
     /// /run/vgpu/mediator.sock).
@@ -261,7 +263,10 @@ pub struct BenchArgs {
     /// `socket` set VGPU_TRANSPORT; `tcp` reaches the same mediator over a
     /// loopback TCP connection (VGPU_MEDIATOR=tcp://127.0.0.1:PORT);
     /// `ivshmem` through the ivshmem transport of VM guests, with a stand-in
-    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree).
+    /// for QEMU on this host (VGPU_MEDIATOR=pci:BDF in a fake sysfs tree);
+    /// `tls` over a loopback TLS 1.3 connection, authenticated by a client
+    /// certificate (VGPU_MEDIATOR=tls://127.0.0.1:PORT; the run's
+    /// certificates are made with the `openssl` command).
     #[arg(long, value_delimiter = ',', default_value = "rings,socket,tcp", value_name = "T,...", value_parser = check_transport)]
     pub transports: Vec<String>,
     /// Rounds of each C benchmark. A round runs the native side, then each

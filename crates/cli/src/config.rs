@@ -29,6 +29,9 @@ pub struct Env {
     pub client_config: Option<PathBuf>,
     /// `VGPU_SYSFS_ROOT`, if set and not empty.
     pub sysfs_root: Option<PathBuf>,
+    /// `VGPU_TLS_CA`, `VGPU_TLS_CERT`, `VGPU_TLS_KEY`, `VGPU_TOKEN`,
+    /// `VGPU_TOKEN_FILE`: for a `tls://` mediator, as the client reads them.
+    pub tls: vgpu_transport::tls::TlsSettings,
 }
 
 /// The mediator address `status` and `doctor` check, and where it came from.
@@ -55,6 +58,13 @@ impl Env {
             sysfs_root: std::env::var_os("VGPU_SYSFS_ROOT")
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from),
+            tls: {
+                let mut tls = vgpu_transport::tls::TlsSettings::default();
+                for (k, v) in std::env::vars() {
+                    tls.set_from_env(&k, &v);
+                }
+                tls
+            },
         }
     }
 

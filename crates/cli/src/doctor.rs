@@ -466,6 +466,7 @@ fn check_mediator(r: &mut Report, env: &Env, flag: Option<&str>) {
         &address,
         &env.discovery().sysfs_root,
         PROBE_TIMEOUT,
+        &env.tls,
         &mut pci,
     );
     for l in pci {
@@ -480,7 +481,7 @@ fn check_mediator(r: &mut Report, env: &Env, flag: Option<&str>) {
         Probe::NotChecked(why) => r.add(
             Verdict::Fail,
             "mediator",
-            format!("{why}; the client cannot use it either: point VGPU_MEDIATOR or /etc/vgpu/client.toml at a unix: socket or a tcp:// address"),
+            format!("{why}; the client cannot use it either: point VGPU_MEDIATOR or /etc/vgpu/client.toml at a unix: socket, a tls:// or a tcp:// address"),
         ),
         Probe::Unreachable(why) => r.add(Verdict::Fail, "mediator", why),
     }

@@ -14,6 +14,8 @@ use vgpu_proto::sessions::SessionRecord;
 use vgpu_proto::{features, Hello, Welcome, PROTOCOL_VERSION};
 
 use vgpu_transport::discovery::Target;
+use vgpu_transport::tls::{admission, TlsSettings};
+use vgpu_transport::Channel;
 
 /// What a probe found.
 #[derive(Debug)]
@@ -29,10 +31,21 @@ pub enum Probe {
 /// Probes the mediator at `address`, waiting at most `timeout` for each
 /// step; a `pci:` device is looked for under the sysfs root `sysfs`, and
 /// `pci` receives what was found of it ([`probe_pci`]).
-pub fn probe(address: &str, sysfs: &Path, timeout: Duration, pci: &mut Vec<String>) -> Probe {
+/// A `tls://` mediator is reached with `tls`, as the client reaches it.
+pub fn probe(
+    address: &str,
+    sysfs: &Path,
+    timeout: Duration,
+    tls: &TlsSettings,
+    pci: &mut Vec<String>,
+) -> Probe {
     match Target::parse(address) {
         Some(Target::Unix(path)) => probe_unix(&path, timeout),
         Some(Target::Tcp { host, port }) => probe_tcp(&host, port, timeout),
+        Some(Target::Tls { host, port }) => match tls.open_session(&host, port, timeout) {
+            Ok(ch) => handshake(timed(ch, timeout)),
+            Err(e) => Probe::Unreachable(e.to_string()),
+        },
         Some(Target::Pci(bdf)) => probe_pci(sysfs, &bdf.to_string(), timeout, pci),
         None => Probe::NotChecked(format!("{address}: not a mediator address")),
     }
@@ -149,7 +162,11 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, St
 /// Asks the mediator at `address` for its live sessions (a status query,
 /// answered by the supervisor without starting a worker); the answer is
 /// bounded and validated by [`vgpu_proto::sessions::read_list`].
-pub fn sessions(address: &str, timeout: Duration) -> Result<Vec<SessionRecord>, String> {
+pub fn sessions(
+    address: &str,
+    timeout: Duration,
+    tls: &TlsSettings,
+) -> Result<Vec<SessionRecord>, String> {
     fn ask(mut stream: impl Read + Write) -> Result<Vec<SessionRecord>, String> {
         vgpu_proto::sessions::write_query(&mut stream)
             .and_then(|()| vgpu_proto::sessions::read_list(&mut stream))
@@ -158,10 +175,23 @@ pub fn sessions(address: &str, timeout: Duration) -> Result<Vec<SessionRecord>, 
     match Target::parse(address) {
         Some(Target::Unix(path)) => ask(connect_unix(&path, timeout)?),
         Some(Target::Tcp { host, port }) => ask(connect_tcp(&host, port, timeout)?),
+        Some(Target::Tls { host, port }) => {
+            let open = |t: &TlsSettings| {
+                let (client, token) = (t.client()?, t.bearer()?);
+                admission::open_status(&host, port, &client, token, timeout)
+            };
+            ask(timed(open(tls).map_err(|e| e.to_string())?, timeout))
+        }
         Some(Target::Pci(_)) | None => Err(format!(
-            "{address}: only unix: and tcp:// addresses can be asked by this version of vgpu"
+            "{address}: only unix:, tcp:// and tls:// addresses can be asked by this version of vgpu"
         )),
     }
+}
+
+/// A channel whose reads and writes give up after `timeout`.
+fn timed(ch: Channel, timeout: Duration) -> Channel {
+    let _ = ch.set_timeout(Some(timeout));
+    ch
 }
 
 /// Sends a hello on a connected stream and reads the welcome.

@@ -35,12 +35,13 @@ pub fn status(env: &Env, paths: &PathArgs, args: &StatusArgs) -> Result<(), CliE
     let address = choice.address;
     // The sessions first: the probe is a session of its own, which would
     // otherwise be listed while its worker ends.
-    let sessions = probe::sessions(&address, PROBE_TIMEOUT);
+    let sessions = probe::sessions(&address, PROBE_TIMEOUT, &env.tls);
     let mut pci = Vec::new();
     let probe = probe::probe(
         &address,
         &env.discovery().sysfs_root,
         PROBE_TIMEOUT,
+        &env.tls,
         &mut pci,
     );
     let unreachable = matches!(probe, Probe::Unreachable(_));

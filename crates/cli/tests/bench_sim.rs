@@ -227,6 +227,46 @@ fn tcp_is_measured_over_a_loopback_connection_to_the_same_mediator() {
 }
 
 #[test]
+fn tls_is_measured_beside_tcp_over_loopback() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let logs = tmp.path().join("logs");
+    let out = bench(
+        tmp.path(),
+        &[
+            "--quick",
+            "--only",
+            "launch_sync,memcpy_8b,cold_start",
+            "--transports",
+            "tls,tcp",
+            "--log-dir",
+            logs.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    );
+    out.assert_success();
+    for figure in ["launch_sync", "cold_start"] {
+        let r = rows(&out, figure);
+        assert_eq!(r.len(), 2, "{figure}: one row per transport\n{out}");
+        assert_eq!((r[0][1], r[1][1]), ("tls", "tcp"), "{out}");
+        for row in &r {
+            number(row[2], "vgpu", &out);
+        }
+    }
+    assert!(out.stdout.contains("and tls://127.0.0.1:"), "{out}");
+    // The tls runs authenticated with the run's client certificate and
+    // reached their workers over TLS.
+    let log = std::fs::read_to_string(logs.join("mediator.log")).expect("mediator.log");
+    assert!(
+        log.contains("TLS client authenticated") && log.contains("cert_name=vgpu-bench"),
+        "{log}"
+    );
+    assert!(
+        log.contains("session starting (remote client over TLS"),
+        "{log}"
+    );
+}
+
+#[test]
 fn ivshmem_is_measured_through_a_stand_in_for_qemu() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let logs = tmp.path().join("logs");

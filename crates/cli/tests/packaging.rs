@@ -50,8 +50,6 @@ fn mediator_flags() -> Vec<String> {
     flags
 }
 
-/// Top-level keys of the mediator file that are not flags.
-const FILE_ONLY: [&str; 1] = ["insecure-tcp"];
 /// Flags that are not keys of the file (`--config` names the file).
 const FLAG_ONLY: [&str; 1] = ["config"];
 
@@ -59,11 +57,22 @@ const FLAG_ONLY: [&str; 1] = ["config"];
 fn mediator_toml_names_every_flag() {
     let text = uncommented(&packaging("mediator.toml"));
     let table: toml::Table = text.parse().expect("valid TOML");
+    // Top-level keys are the flags of the same name, and `[tls]`'s keys the
+    // `--tls-…` flags (`[tls] cert` is `--tls-cert`); the other tables
+    // (`[unix]`, `[limits]`, `[[tenant]]`) exist only in the file.
     let mut keys: Vec<String> = table
         .iter()
-        .filter(|(_, v)| !v.is_table() && !matches!(v, toml::Value::Array(a) if a.iter().all(toml::Value::is_table) && !a.is_empty()))
-        .map(|(k, _)| k.replace('_', "-"))
-        .filter(|k| !FILE_ONLY.contains(&k.as_str()))
+        .flat_map(|(k, v)| match v {
+            toml::Value::Table(t) if k == "tls" => {
+                t.keys().map(|sub| format!("{k}_{sub}")).collect()
+            }
+            toml::Value::Table(_) => Vec::new(),
+            toml::Value::Array(a) if !a.is_empty() && a.iter().all(toml::Value::is_table) => {
+                Vec::new()
+            }
+            _ => vec![k.clone()],
+        })
+        .map(|k| k.replace('_', "-"))
         .collect();
     keys.sort();
     let flags: Vec<String> = mediator_flags()

@@ -60,6 +60,9 @@ pub struct Config {
     /// calling thread alone). `VGPU_STAGING=0` turns staging off.
     pub copy_threads: usize,
     pub staging: bool,
+    /// `tls://` mediators: `VGPU_TLS_CA`, `VGPU_TLS_CERT`, `VGPU_TLS_KEY`,
+    /// `VGPU_TOKEN`, `VGPU_TOKEN_FILE` (the token's `Debug` is redacted).
+    pub tls: vgpu_transport::tls::TlsSettings,
 }
 
 /// The default number of copy threads: up to 4, no more than the CPUs.
@@ -82,9 +85,10 @@ impl Config {
             ring_yield: Duration::from_micros(2000),
             copy_threads: default_copy_threads(),
             staging: true,
+            tls: Default::default(),
         };
         for (k, v) in vars {
-            if cfg.discovery.set_from_env(&k, &v) {
+            if cfg.discovery.set_from_env(&k, &v) || cfg.tls.set_from_env(&k, &v) {
                 continue;
             }
             match k.as_str() {
@@ -133,6 +137,27 @@ mod tests {
 
     fn config(vars: &[(&str, &str)]) -> Config {
         Config::from_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn tls_settings_are_read_and_the_token_never_prints() {
+        let cfg = config(&[
+            ("VGPU_MEDIATOR", "tls://gpu.example:7443"),
+            ("VGPU_TLS_CA", "/etc/ca.pem"),
+            ("VGPU_TOKEN", "s3cr3t-value"),
+        ]);
+        assert_eq!(cfg.discovery.env.as_deref(), Some("tls://gpu.example:7443"));
+        assert_eq!(
+            cfg.tls.ca.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        let token = cfg.tls.bearer().expect("a token").expect("set");
+        assert_eq!(token.expose(), b"s3cr3t-value");
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        // The token is not a CUDA variable: it never travels in the hello.
+        assert!(cfg.cuda_env.iter().all(|(k, _)| !k.contains("TOKEN")));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Sessions with a mediator on another host (`tcp://HOST:PORT`).
+//! Sessions with a mediator on another host (`tls://HOST:PORT`, or plain
+//! `tcp://HOST:PORT`).
 //!
 //! The control connection and every lane are TCP connections with
 //! `TCP_NODELAY` (`vgpu_transport::tcp`); the handshake and the frames are
@@ -12,7 +13,11 @@
 //!   copies to and from it send the bytes like any host memory, and it has
 //!   no device address.
 //!
-//! Plain TCP: for trusted networks only (nothing is encrypted).
+//! Over `tls://` every connection is TLS 1.3: the client authenticates the
+//! mediator (`VGPU_TLS_CA` or the system's roots, and the host name), proves
+//! itself with a client certificate or a bearer token, and reaches its
+//! worker with the one-time ticket the mediator gave it
+//! (`vgpu_transport::tls`). Plain `tcp://` encrypts nothing.
 
 use std::time::Duration;
 
@@ -37,7 +42,7 @@ pub fn check_transport(cfg: &Config, found: &Found) -> Result<(), ConnectError> 
     }
     let why = match found.target {
         Target::Unix(_) => return Ok(()),
-        Target::Tcp { .. } => {
+        Target::Tcp { .. } | Target::Tls { .. } => {
             format!("needs shared memory on one host, and {found} is reached over TCP")
         }
         Target::Pci(_) => {
@@ -56,7 +61,8 @@ pub fn lane_token(reply: &open_lane::Reply) -> Option<(u16, Token)> {
 }
 
 /// Opens the TCP lane an `OpenLane` reply announced: connects to its port
-/// on the mediator's address of the control connection and sends its token.
+/// on the mediator's address of the control connection (inside TLS when the
+/// control connection is TLS) and sends its token.
 pub fn open_lane(control: &Channel, reply: &open_lane::Reply) -> Result<Channel, TransportError> {
     let (port, token) = lane_token(reply).ok_or(TransportError::Io(std::io::Error::other(
         "a TCP lane reply without a port",
@@ -65,7 +71,7 @@ pub fn open_lane(control: &Channel, reply: &open_lane::Reply) -> Result<Channel,
         "a TCP lane (the control connection is not TCP)",
     ))?;
     addr.set_port(port);
-    Channel::connect_lane(addr, &token, CONNECT_TIMEOUT)
+    Channel::connect_lane_like(control, addr, &token, CONNECT_TIMEOUT)
 }
 
 #[cfg(test)]
@@ -103,6 +109,7 @@ mod tests {
         };
         for (addr, shown) in [
             ("tcp://127.0.0.1:1", "tcp://"),
+            ("tls://127.0.0.1:1", "tls://"),
             ("pci:0000:00:05.0", "pci:"),
         ] {
             let e = check_transport(&cfg, &found(addr))

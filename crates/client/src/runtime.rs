@@ -283,6 +283,7 @@ impl Session {
         crate::remote::check_transport(cfg, &found)?;
         let opts = vgpu_transport::connect::Options {
             tcp_timeout: crate::remote::CONNECT_TIMEOUT,
+            tls: &cfg.tls,
             sysfs_root: &cfg.discovery.sysfs_root,
             guest_policy: crate::vm::policy(cfg),
         };
@@ -314,6 +315,8 @@ impl Session {
             welcome.init_status,
             if lanes.rings() {
                 "rings"
+            } else if control.is_tls() {
+                "TLS connections"
             } else if control.is_tcp() {
                 "TCP connections"
             } else if control.is_vm() {

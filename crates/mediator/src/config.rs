@@ -55,12 +55,13 @@ impl std::fmt::Display for PortRange {
 /// Flags shared by the supervisor and the workers it starts.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Where to listen: `unix:PATH`, `tcp://ADDR:PORT` or `ivshmem:PATH`;
-    /// repeat the flag to listen in several places (giving it replaces the
-    /// default). TCP is plain TCP, for trusted networks only: nothing is
-    /// encrypted, and any host that reaches the port can start a session.
-    /// Port 0 takes a free port; the log says which (`listening on
-    /// tcp://…`). `ivshmem:PATH` is a socket that QEMU's
+    /// Where to listen: `unix:PATH`, `tls://ADDR:PORT`, `tcp://ADDR:PORT`
+    /// or `ivshmem:PATH`; repeat the flag to listen in several places
+    /// (giving it replaces the default). `tls://` needs `--tls-cert`,
+    /// `--tls-key` and a way for clients to authenticate (`--tls-client-ca`
+    /// or `--tokens`). `tcp://` is plain TCP: served on loopback addresses
+    /// only, unless `--insecure-tcp`. Port 0 takes a free port; the log
+    /// says which (`listening on tls://…`). `ivshmem:PATH` is a socket that QEMU's
     /// `ivshmem-doorbell` devices connect to (`docs/vm.md`).
     #[arg(long, default_value = "unix:/run/vgpu/mediator.sock")]
     pub listen: Vec<String>,
@@ -97,6 +98,26 @@ pub struct ServeArgs {
     /// a power of two, at least 8 (64 MiB holds 14 sessions).
     #[arg(long, default_value_t = 64, value_parser = parse_ivshmem_mib)]
     pub ivshmem_mib: usize,
+    /// TLS: the server's certificate chain (PEM), for `tls://` listeners.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the server's private key (PEM), for `tls://` listeners.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS: a CA file (PEM); clients may authenticate with a certificate it
+    /// signed (mTLS). The certificate's subject common name names them.
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Bearer tokens clients may authenticate with on `tls://` listeners:
+    /// one `NAME SHA256HEX` per line (the SHA-256 of the secret, never the
+    /// secret itself).
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// Serve plain `tcp://` listeners on addresses other than loopback:
+    /// nothing is encrypted and no client is authenticated. Without it the
+    /// mediator refuses to start with such a listener.
+    #[arg(long)]
+    pub insecure_tcp: bool,
 }
 
 pub(crate) fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
@@ -148,6 +169,11 @@ pub enum Command {
         /// The tenant's compute weight, when launches are paced.
         #[arg(long, requires = "tenant")]
         tenant_weight: Option<u32>,
+        /// A TLS session: `--fd` is the listener the client connects to,
+        /// and this inherited pipe gives the ticket and the server's
+        /// certificate and key (`crate::tls`).
+        #[arg(long, value_name = "FD", conflicts_with = "region")]
+        tls_admission: Option<i32>,
     },
 }
 

@@ -18,6 +18,11 @@
 //!   Prometheus metrics ([`metrics`]) from it.
 //! - The mediator file, the Unix allowlist, tenants and their quotas, and
 //!   socket activation are in [`tenants`].
+//! - On `tls://` listeners the supervisor authenticates each client (TLS
+//!   handshake, then a client certificate or a bearer token, [`tls`])
+//!   before it starts a worker, and the client then connects to its worker
+//!   directly with a one-time ticket: the supervisor stays off the data
+//!   path there too.
 
 pub mod census;
 pub mod config;
@@ -28,6 +33,8 @@ pub mod metrics;
 pub mod sessions;
 pub mod supervisor;
 pub mod tenants;
+pub mod tls;
+pub mod tokens;
 pub mod worker;
 
 use thiserror::Error;

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
             memory_limit,
             tenant_devices,
             tenant_weight,
+            tls_admission,
         }) => {
             if let (Some(table), Some(slot)) = (session_table, session_slot) {
                 worker::attach_session_table(table, slot);
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
                 weight: tenant_weight,
             };
             match tenants::worker::attach(tenant, session_slot) {
-                Ok(()) => worker::run(&cli.serve, fd, region.as_deref()),
+                Ok(()) => worker::run(&cli.serve, fd, region.as_deref(), tls_admission),
                 Err(e) => Err(vgpu_mediator::MediatorError::Config(e)),
             }
         }

@@ -32,6 +32,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
     let inherited = crate::tenants::activation::take().map_err(MediatorError::Config)?;
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
+    let mut doors = Vec::new();
     let exe = std::env::current_exe()?;
     let table = sessions::install(Table::create()?)
         .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
@@ -48,6 +49,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
             .map_or_else(|| "a Unix socket".to_owned(), |a| format!("tcp://{a}"));
         tracing::info!("listening on {shown} (inherited from the service manager, {name})");
         listeners.push(listener);
+        doors.push(None);
     }
     let listen = if listeners.is_empty() {
         &args.listen[..]
@@ -66,17 +68,20 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
                 .spawn(move || crate::ivshmem::serve(&listener, &args, &exe, &census))?;
             continue;
         }
+        // TLS: the certificate, key and client credentials, checked before binding.
+        let door = match text.starts_with("tls://") {
+            true => Some(Arc::new(crate::tls::FrontDoor::load(args, text, &tenancy)?)),
+            false => None,
+        };
         let (listener, bound, socket) = bind(text, unix)?;
         if let Some(path) = socket {
             sockets.push(path);
-        } else {
-            tracing::warn!(
-                "{bound} is plain TCP: nothing is encrypted and any host that reaches it can \
-                 start a session; use it on trusted networks only"
-            );
+        } else if door.is_none() {
+            plain_tcp_allowed(text, &listener, args.insecure_tcp)?;
         }
         tracing::info!("listening on {bound}");
         listeners.push(listener);
+        doors.push(door);
     }
     let signals = shutdown_signals();
     // Block them in every thread; one thread waits for them. Workers get the
@@ -116,9 +121,13 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
             };
             let (exe, args, census) = (Arc::clone(&exe), Arc::clone(&args), Arc::clone(&census));
             let tenancy = Arc::clone(&tenancy);
+            let door = doors[i].clone();
             let started = std::thread::Builder::new()
                 .name("accepted".into())
-                .spawn(move || triage(&exe, &args, &census, &tenancy, conn));
+                .spawn(move || match door {
+                    Some(door) => crate::tls::serve(&exe, &args, &census, &tenancy, &door, conn),
+                    None => triage(&exe, &args, &census, &tenancy, conn),
+                });
             if let Err(e) = started {
                 tracing::error!("cannot start a thread for a new connection: {e}");
             }
@@ -129,7 +138,8 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
 /// Answers a status query, or starts a worker for the session if the
 /// tenants' policy admits the client.
 fn triage(exe: &Path, args: &ServeArgs, census: &Census, tenancy: &Tenancy, conn: Channel) {
-    if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
+    let first = first_bytes(&conn);
+    if first == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
         // Refused queries are logged, not counted: they are not sessions.
         if tenancy.may_query(&conn).is_err() {
             return;
@@ -140,6 +150,16 @@ fn triage(exe: &Path, args: &ServeArgs, census: &Census, tenancy: &Tenancy, conn
         return;
     }
     let peer = conn.peer_addr();
+    // A TLS handshake record (content type 22, version 3.x) on a plain
+    // listener: a client configured for tls:// at the wrong address.
+    if let Some([0x16, 0x03, ..]) = first {
+        let peer = peer.map_or_else(|| "a local client".to_owned(), |p| p.to_string());
+        tracing::warn!(
+            %peer,
+            "refused: a TLS handshake on a plain listener (this address is not tls://)"
+        );
+        return;
+    }
     let tenant = match tenancy.admit(&conn) {
         Ok(admission) => admission.tenant,
         Err(why) => {
@@ -203,7 +223,7 @@ fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
 }
 
 /// Reads a status query and answers with the live sessions.
-fn answer_query(
+pub(crate) fn answer_query(
     mut conn: Channel,
     census: &Census,
     tenancy: &Tenancy,
@@ -247,19 +267,46 @@ fn bind(
                 Ok(l)
             })
         }
-        Address::Tcp { host, port } => Listener::bind_tcp(host, *port),
+        Address::Tcp { host, port } | Address::Tls { host, port } => {
+            Listener::bind_tcp(host, *port)
+        }
     }
     .map_err(|e| cannot(&e))?;
     listener.set_nonblocking(true)?;
-    let bound = match listener.local_addr() {
-        Some(a) => format!("tcp://{a}"),
-        None => addr.to_string(),
+    let bound = match (listener.local_addr(), &addr) {
+        (Some(a), Address::Tls { .. }) => format!("tls://{a}"),
+        (Some(a), _) => format!("tcp://{a}"),
+        (None, _) => addr.to_string(),
     };
     let socket = match addr {
         Address::Unix(path) => Some(path),
-        Address::Tcp { .. } => None,
+        Address::Tcp { .. } | Address::Tls { .. } => None,
     };
     Ok((listener, bound, socket))
+}
+
+/// Plain TCP is served on loopback only, unless `--insecure-tcp`: anywhere
+/// else nothing would be encrypted and anyone who reaches the port would
+/// get a session.
+fn plain_tcp_allowed(text: &str, l: &Listener, insecure: bool) -> Result<(), MediatorError> {
+    let loopback = l.local_addr().is_some_and(|a| a.ip().is_loopback());
+    if loopback {
+        return Ok(());
+    }
+    if insecure {
+        tracing::warn!(
+            "{text} is plain TCP off loopback (--insecure-tcp): nothing is encrypted and any \
+             host that reaches it can start a session"
+        );
+        return Ok(());
+    }
+    let tls = text.replacen("tcp://", "tls://", 1);
+    Err(MediatorError::Config(format!(
+        "--listen {text}: plain TCP is served on loopback addresses only, since nothing on it \
+         is encrypted or authenticated. Serve TLS instead: --listen {tls} --tls-cert FILE \
+         --tls-key FILE, with --tls-client-ca FILE or --tokens FILE to authenticate clients; \
+         or pass --insecure-tcp (insecure_tcp = true) to serve plain TCP anyway"
+    )))
 }
 
 /// The listeners with a connection waiting (poll(2), without a time limit).

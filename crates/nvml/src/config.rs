@@ -15,6 +15,9 @@ pub struct Config {
     /// nowhere; `1` or `stderr`: standard error; anything else: appended to
     /// that file.
     pub log: Option<LogTarget>,
+    /// `tls://` mediators: the CA, client certificate and bearer token, as
+    /// the CUDA client reads them.
+    pub tls: vgpu_transport::tls::TlsSettings,
 }
 
 /// Where diagnostics go.
@@ -29,6 +32,9 @@ impl Config {
     pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Config {
         let mut cfg = Config::default();
         for (k, v) in vars {
+            if cfg.tls.set_from_env(&k, &v) {
+                continue;
+            }
             if !cfg.discovery.set_from_env(&k, &v) && k == "VGPU_LOG" {
                 cfg.log = match v.as_str() {
                     "" | "0" => None,

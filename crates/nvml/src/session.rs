@@ -194,6 +194,7 @@ impl Session {
             discovery::find(&cfg.discovery, &PciCache::default()).map_err(|e| e.to_string())?;
         let opts = connect::Options {
             tcp_timeout: HANDSHAKE_TIMEOUT,
+            tls: &cfg.tls,
             sysfs_root: &cfg.discovery.sysfs_root,
             guest_policy: GUEST_POLICY,
         };

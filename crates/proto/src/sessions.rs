@@ -35,15 +35,18 @@ pub mod transport {
     pub const TCP: u32 = 3;
     /// A VM guest's ivshmem device: rings in the device's shared memory.
     pub const IVSHMEM: u32 = 4;
+    /// TLS over TCP: the client is on another host.
+    pub const TLS: u32 = 5;
 
-    /// The transport's name: `unix`, `unix+rings`, `tcp`, `ivshmem`, or
-    /// `unknown` for any other code.
+    /// The transport's name: `unix`, `unix+rings`, `tcp`, `ivshmem`, `tls`,
+    /// or `unknown` for any other code.
     pub fn name(code: u32) -> &'static str {
         match code {
             UNIX => "unix",
             UNIX_RINGS => "unix+rings",
             TCP => "tcp",
             IVSHMEM => "ivshmem",
+            TLS => "tls",
             _ => "unknown",
         }
     }
@@ -247,5 +250,6 @@ mod tests {
         let too_many = vec![record(1); MAX_SESSIONS + 1];
         assert!(write_list(&mut Vec::new(), &too_many).is_err());
         assert_eq!(transport::name(99), "unknown");
+        assert_eq!(transport::name(transport::TLS), "tls");
     }
 }

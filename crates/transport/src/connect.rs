@@ -1,6 +1,8 @@
 //! Opens the control connection of a session with the mediator that
-//! [`crate::discovery`] found, whatever the address: a Unix socket, TCP, or
-//! a region of a VM guest's vgpu PCI device ([`crate::ivshmem::guest`]).
+//! [`crate::discovery`] found, whatever the address: a Unix socket, TCP,
+//! TLS ([`crate::tls::admission`]: authenticated by the mediator, then
+//! connected to the worker it starts), or a region of a VM guest's vgpu PCI
+//! device ([`crate::ivshmem::guest`]).
 //! The CUDA client and the NVML library open their sessions here.
 
 use std::path::Path;
@@ -14,8 +16,10 @@ use crate::{Channel, TransportError, WaitPolicy};
 /// How to connect.
 #[derive(Clone, Copy, Debug)]
 pub struct Options<'a> {
-    /// How long a TCP connection may take to open.
+    /// How long a TCP connection (or a TLS admission) may take to open.
     pub tcp_timeout: Duration,
+    /// The client's TLS settings, for `tls://` mediators.
+    pub tls: &'a crate::tls::TlsSettings,
     /// Where sysfs is (`VGPU_SYSFS_ROOT`): the PCI device's BARs are there.
     pub sysfs_root: &'a Path,
     /// How the streams of a guest's region wait; its timeout is how often
@@ -49,6 +53,7 @@ pub fn connect(found: &Found, opts: &Options<'_>) -> Result<Connected, ConnectEr
     let channel = match &found.target {
         Target::Unix(path) => Channel::connect(path),
         Target::Tcp { host, port } => Channel::connect_tcp(host, *port, opts.tcp_timeout),
+        Target::Tls { host, port } => opts.tls.open_session(host, *port, opts.tcp_timeout),
         Target::Pci(bdf) => {
             let dev = Device::open(opts.sysfs_root, &bdf.to_string())
                 .map_err(|e| ConnectError::Guest(shown(), e))?;

@@ -2,7 +2,7 @@
 //!
 //! Contract: [`find`] searches in this order and returns the first hit, with
 //! where it came from ([`Source`]):
-//! 1. `VGPU_MEDIATOR` (`unix:PATH`, `tcp://HOST:PORT`, `pci:BDF`);
+//! 1. `VGPU_MEDIATOR` (`unix:PATH`, `tcp://HOST:PORT`, `tls://HOST:PORT`, `pci:BDF`);
 //! 2. the client file, `/etc/vgpu/client.toml` (key `mediator`);
 //! 3. a vGPU PCI device, by a light scan of `<sysfs>/bus/pci/devices/*/` that
 //!    reads only the `vendor`, `device` and `class` attributes (never a
@@ -91,6 +91,8 @@ pub enum Target {
     /// `tcp://HOST:PORT`: `host` as [`Address::Tcp`] keeps it (an IPv6
     /// literal without its brackets); the port is never 0.
     Tcp { host: String, port: u16 },
+    /// `tls://HOST:PORT`: as [`Target::Tcp`], inside TLS ([`crate::tls`]).
+    Tls { host: String, port: u16 },
     /// `pci:BDF`: an ivshmem-style device shared with the host.
     Pci(Bdf),
 }
@@ -104,13 +106,15 @@ impl Target {
             return Bdf::parse(bdf).map(Target::Pci);
         }
         let s = match s.strip_suffix('/') {
-            Some(t) if t.starts_with("tcp://") => t,
+            Some(t) if t.starts_with("tcp://") || t.starts_with("tls://") => t,
             _ => s,
         };
         match s.parse::<Address>().ok()? {
             Address::Unix(path) => Some(Target::Unix(path)),
             Address::Tcp { port: 0, .. } => None,
             Address::Tcp { host, port } => Some(Target::Tcp { host, port }),
+            Address::Tls { port: 0, .. } => None,
+            Address::Tls { host, port } => Some(Target::Tls { host, port }),
         }
     }
 }
@@ -120,6 +124,11 @@ impl fmt::Display for Target {
         match self {
             Target::Unix(p) => Address::Unix(p.clone()).fmt(f),
             Target::Tcp { host, port } => Address::Tcp {
+                host: host.clone(),
+                port: *port,
+            }
+            .fmt(f),
+            Target::Tls { host, port } => Address::Tls {
                 host: host.clone(),
                 port: *port,
             }
@@ -171,9 +180,11 @@ impl Found {
     pub fn unix_path(&self) -> Result<&Path, DiscoveryError> {
         match &self.target {
             Target::Unix(p) => Ok(p),
-            Target::Tcp { .. } | Target::Pci(_) => Err(DiscoveryError::NotUnix {
-                found: self.to_string(),
-            }),
+            Target::Tcp { .. } | Target::Tls { .. } | Target::Pci(_) => {
+                Err(DiscoveryError::NotUnix {
+                    found: self.to_string(),
+                })
+            }
         }
     }
 }
@@ -188,7 +199,7 @@ impl fmt::Display for Found {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     /// An address does not have any of the known forms.
-    #[error("{text:?} ({from}) is not a mediator address; expected unix:PATH, tcp://HOST:PORT or pci:BDF")]
+    #[error("{text:?} ({from}) is not a mediator address; expected unix:PATH, tcp://HOST:PORT, tls://HOST:PORT or pci:BDF")]
     BadAddress { text: String, from: Source },
     /// The client file could not be read or understood.
     #[error("{}: {why}", path.display())]
@@ -533,6 +544,19 @@ mod tests {
             }),
             "a trailing slash is allowed"
         );
+        assert_eq!(
+            Target::parse("tls://gpu-host.example:7443/"),
+            Some(Target::Tls {
+                host: "gpu-host.example".into(),
+                port: 7443
+            })
+        );
+        assert_eq!(
+            Target::parse("tls://[::1]:7443").map(|t| t.to_string()),
+            Some("tls://[::1]:7443".to_owned()),
+            "round trip"
+        );
+        assert_eq!(Target::parse("tls://host:0"), None);
         assert_eq!(
             Target::parse("tcp://[fe80::1]:65535"),
             Some(Target::Tcp {

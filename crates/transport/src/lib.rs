@@ -11,10 +11,13 @@
 //! socket, or a pair of rings with a Unix socket for oversized frames,
 //! descriptors and hang-up detection (`docs/transports.md`).
 //!
-//! [`tcp`] carries the same frames between hosts: plain TCP, for trusted
-//! networks (TLS is not built). A TCP [`Channel`] behaves as a Unix one
-//! except that it has no peer credentials and passes no descriptors; its
-//! lanes are separate connections that prove themselves with a token.
+//! [`tcp`] carries the same frames between hosts. A TCP [`Channel`] behaves
+//! as a Unix one except that it has no peer credentials and passes no
+//! descriptors; its lanes are separate connections that prove themselves
+//! with a token. [`tls`] puts the same connections inside TLS 1.3 (rustls,
+//! record layer in user space), authenticates the server to the client and
+//! the client to the mediator (a client certificate or a bearer token), and
+//! hands the authenticated client to its worker with a one-time ticket.
 //!
 //! [`ivshmem`] carries the same frames between a VM guest and its host
 //! through a QEMU ivshmem device: byte streams over these rings inside the
@@ -34,6 +37,7 @@ pub mod ivshmem;
 pub mod lane;
 pub mod shm_ring;
 pub mod tcp;
+pub mod tls;
 pub mod unix;
 pub mod wake;
 #[cfg(test)]
@@ -68,11 +72,21 @@ pub enum TransportError {
     /// A socket call failed.
     #[error("socket error: {0}")]
     Io(#[from] std::io::Error),
+    /// TLS failed: a handshake (a certificate the other end does not
+    /// trust, a wrong host name, a peer that does not speak TLS), a record,
+    /// or the TLS configuration (a certificate or key file).
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The mediator refused to admit this client over TLS (module [`tls`]).
+    #[error("the mediator refused this client: {0}")]
+    Refused(String),
     /// A descriptor was expected with a message but none came.
     #[error("expected a file descriptor from the peer, got none")]
     NoFd,
     /// The address is not of a supported form.
-    #[error("unsupported mediator address {0:?} (expected unix:PATH or tcp://HOST:PORT)")]
+    #[error(
+        "unsupported mediator address {0:?} (expected unix:PATH, tcp://HOST:PORT or tls://HOST:PORT)"
+    )]
     Address(String),
     /// The operation needs both ends on one host, and this channel is TCP.
     #[error("{0} needs a Unix socket; this channel is TCP")]
@@ -105,6 +119,9 @@ pub enum Address {
     /// `tcp://HOST:PORT`: `host` is a name, an IPv4 address or an IPv6
     /// address (kept without its brackets); port 0 lets the kernel pick.
     Tcp { host: String, port: u16 },
+    /// `tls://HOST:PORT`: TCP inside TLS 1.3 ([`tls`]), `host` as for
+    /// [`Address::Tcp`]; a client checks the server's certificate against it.
+    Tls { host: String, port: u16 },
 }
 
 impl std::str::FromStr for Address {
@@ -112,27 +129,12 @@ impl std::str::FromStr for Address {
     fn from_str(s: &str) -> Result<Self, TransportError> {
         let bad = || TransportError::Address(s.to_owned());
         if let Some(rest) = s.strip_prefix("tcp://") {
-            let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
-            let port = port.parse::<u16>().map_err(|_| bad())?;
-            let host = match host.strip_prefix('[') {
-                Some(v6) => {
-                    let v6 = v6.strip_suffix(']').ok_or_else(bad)?;
-                    v6.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
-                    v6
-                }
-                None if !host.is_empty()
-                    && host
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
-                {
-                    host
-                }
-                None => return Err(bad()),
-            };
-            return Ok(Address::Tcp {
-                host: host.to_owned(),
-                port,
-            });
+            let (host, port) = host_port(rest).ok_or_else(bad)?;
+            return Ok(Address::Tcp { host, port });
+        }
+        if let Some(rest) = s.strip_prefix("tls://") {
+            let (host, port) = host_port(rest).ok_or_else(bad)?;
+            return Ok(Address::Tls { host, port });
         }
         match s.strip_prefix("unix:") {
             Some(path) if !path.is_empty() => Ok(Address::Unix(path.into())),
@@ -140,6 +142,29 @@ impl std::str::FromStr for Address {
             _ => Err(bad()),
         }
     }
+}
+
+/// `HOST:PORT` of a `tcp://` or `tls://` address: `HOST` a name, an IPv4
+/// address or a bracketed IPv6 address (returned without its brackets).
+fn host_port(rest: &str) -> Option<(String, u16)> {
+    let (host, port) = rest.rsplit_once(':')?;
+    let port = port.parse::<u16>().ok()?;
+    let host = match host.strip_prefix('[') {
+        Some(v6) => {
+            let v6 = v6.strip_suffix(']')?;
+            v6.parse::<std::net::Ipv6Addr>().ok()?;
+            v6
+        }
+        None if !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
+        {
+            host
+        }
+        None => return None,
+    };
+    Some((host.to_owned(), port))
 }
 
 impl std::fmt::Display for Address {
@@ -150,6 +175,10 @@ impl std::fmt::Display for Address {
                 write!(f, "tcp://[{host}]:{port}")
             }
             Address::Tcp { host, port } => write!(f, "tcp://{host}:{port}"),
+            Address::Tls { host, port } if host.contains(':') => {
+                write!(f, "tls://[{host}]:{port}")
+            }
+            Address::Tls { host, port } => write!(f, "tls://{host}:{port}"),
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Contract:
 //! - **Plain TCP.** Nothing is encrypted and nothing is authenticated beyond
-//!   the lane token below: a TCP mediator is for trusted networks only.
+//!   the lane token below; [`crate::tls`] runs the same connections inside
+//!   TLS, and a mediator serves plain TCP on loopback only unless told to.
 //! - **Tuning.** Every TCP connection, connected or accepted, gets
 //!   `TCP_NODELAY` (a frame is written whole, and Nagle's algorithm would
 //!   hold a small request back behind an unacknowledged one) and
@@ -18,9 +19,9 @@
 //!   and a fresh random [`Token`] on the control connection, and accepts
 //!   ([`Listener::accept_lane`]) the first connection whose first
 //!   [`TOKEN_LEN`] bytes are that token (compared in constant time). A
-//!   connection with another token, or none within the time left, is
-//!   reported to the caller and closed; the wait goes on until the
-//!   deadline. The client side is [`Channel::connect_lane`].
+//!   connection with another token, or none within [`PER_CONNECTION`] (or
+//!   the time left, if less), is reported to the caller and closed; the wait
+//!   goes on until the deadline. The client side is [`Channel::connect_lane`].
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -35,6 +36,10 @@ use crate::{Channel, Listener, TransportError};
 pub const TOKEN_LEN: usize = 16;
 /// The secret a client sends first on a new TCP lane.
 pub type Token = [u8; TOKEN_LEN];
+
+/// The longest a lane connection may take to send its token (and, with
+/// TLS, to finish its handshake first) in [`Listener::accept_lane`].
+pub const PER_CONNECTION: Duration = Duration::from_secs(2);
 
 /// Idle time before the first keep-alive probe.
 pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
@@ -74,7 +79,7 @@ pub fn tune(s: &TcpStream) -> std::io::Result<()> {
 }
 
 /// `host` without the brackets of an IPv6 literal.
-fn bare(host: &str) -> &str {
+pub(crate) fn bare(host: &str) -> &str {
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host)
@@ -137,6 +142,7 @@ impl Channel {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.peer_addr().ok(),
+            Stream::Tls(s) => s.sock.tcp().peer_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
@@ -145,6 +151,7 @@ impl Channel {
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.stream {
             Stream::Tcp(s) => s.local_addr().ok(),
+            Stream::Tls(s) => s.sock.tcp().local_addr().ok(),
             Stream::Unix(_) | Stream::Shm(_) => None,
         }
     }
@@ -195,6 +202,22 @@ impl Listener {
         })))
     }
 
+    /// A TCP listener inherited as `fd` (a worker's, bound by its
+    /// supervisor).
+    pub fn from_tcp_fd(fd: std::os::fd::OwnedFd) -> Listener {
+        Listener {
+            inner: Inner::Tcp(TcpListener::from(fd)),
+        }
+    }
+
+    /// Gives up the listening socket (to pass it to another process).
+    pub fn into_fd(self) -> std::os::fd::OwnedFd {
+        match self.inner {
+            Inner::Tcp(l) => l.into(),
+            Inner::Unix(l) => l.into(),
+        }
+    }
+
     /// The bound address of a TCP listener.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match &self.inner {
@@ -214,14 +237,18 @@ impl Listener {
     }
 
     /// Accepts the lane whose client sends `token` first, waiting at most
-    /// `timeout` in all (module header). Each connection refused on the way
-    /// is passed to `refused` with the reason, then closed.
+    /// `timeout` in all (module header). With `tls`, each connection must
+    /// first complete a TLS handshake (within the time left) and the token
+    /// comes inside TLS. Each connection refused on the way is passed to
+    /// `refused` with the reason, then closed.
     pub fn accept_lane(
         &self,
         token: &Token,
         timeout: Duration,
+        tls: Option<&crate::tls::ServerTls>,
         mut refused: impl FnMut(SocketAddr, &str),
     ) -> Result<Channel, TransportError> {
+        use rustix::net::sockopt;
         let Inner::Tcp(l) = &self.inner else {
             return Err(TransportError::Io(std::io::Error::other(
                 "lanes are accepted on TCP listeners only",
@@ -234,20 +261,39 @@ impl Listener {
             if left.is_zero() || !readable(l, left)? {
                 return Err(TransportError::Timeout);
             }
-            let (mut s, peer) = match l.accept() {
+            let (s, peer) = match l.accept() {
                 Ok(a) => a,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.into()),
             };
             s.set_nonblocking(false)?;
+            // Each connection gets at most PER_CONNECTION of the time left
+            // for its handshake and token: a stranger who connects and
+            // stalls delays the real client (waiting in the backlog) by
+            // that much, not by the whole wait.
             let left = deadline.saturating_duration_since(Instant::now());
-            s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            let left = left.clamp(Duration::from_millis(1), PER_CONNECTION);
+            let mut ch = match tls {
+                Some(tls) => match Channel::accept_tls(s, tls, left) {
+                    Ok(ch) => ch,
+                    Err(e) => {
+                        refused(peer, &format!("no TLS ({e})"));
+                        continue;
+                    }
+                },
+                None => Channel::from_tcp(s)?,
+            };
+            let fd = ch.fd()?;
+            let set = |t| sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, t);
+            set(Some(left)).map_err(std::io::Error::from)?;
             let mut got = [0u8; TOKEN_LEN];
-            match s.read_exact(&mut got) {
+            match ch.read_exact(&mut got) {
                 Ok(()) if same_token(&got, token) => {
-                    s.set_read_timeout(None)?;
-                    return Channel::from_tcp(s);
+                    let fd = ch.fd()?;
+                    sockopt::set_socket_timeout(fd, sockopt::Timeout::Recv, None)
+                        .map_err(std::io::Error::from)?;
+                    return Ok(ch);
                 }
                 Ok(()) => refused(peer, "wrong token"),
                 Err(e) => refused(peer, &format!("no token ({e})")),
@@ -380,7 +426,7 @@ mod tests {
             Channel::connect_lane(addr, &token, Duration::from_secs(5)).expect("connect");
         let mut seen = Vec::new();
         let mut lane = l
-            .accept_lane(&token, Duration::from_secs(5), |peer, why| {
+            .accept_lane(&token, Duration::from_secs(5), None, |peer, why| {
                 seen.push((peer.ip(), why.to_owned()))
             })
             .expect("the right lane");
@@ -401,10 +447,35 @@ mod tests {
         // Nobody else comes: the wait ends at the deadline.
         let t = Instant::now();
         assert!(matches!(
-            l.accept_lane(&token, Duration::from_millis(200), |_, _| {}),
+            l.accept_lane(&token, Duration::from_millis(200), None, |_, _| {}),
             Err(TransportError::Timeout)
         ));
         assert!(t.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_stalled_connection_delays_the_lane_only_briefly() {
+        let l = loopback();
+        let addr = l.local_addr().expect("bound");
+        let token = new_token().expect("token");
+        let _staller = TcpStream::connect(addr).expect("connect");
+        let mut good = Channel::connect_lane(addr, &token, Duration::from_secs(5)).expect("lane");
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        let mut lane = l
+            .accept_lane(&token, Duration::from_secs(10), None, |_, why| {
+                seen.push(why.to_owned())
+            })
+            .expect("the lane behind the staller");
+        let waited = started.elapsed();
+        assert!(
+            waited >= PER_CONNECTION && waited < PER_CONNECTION * 2,
+            "{waited:?}"
+        );
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        good.write_all(b"ok").expect("write");
+        let mut buf = [0u8; 2];
+        lane.read_exact(&mut buf).expect("read");
     }
 
     #[test]

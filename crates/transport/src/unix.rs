@@ -32,6 +32,8 @@ pub struct Channel {
 pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// TLS over TCP ([`crate::tls`]).
+    Tls(Box<crate::tls::TlsStream>),
     /// Two rings in an ivshmem BAR ([`crate::ivshmem::stream`]).
     Shm(Box<ShmStream>),
 }
@@ -42,6 +44,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => Some(s.as_fd()),
             Stream::Tcp(s) => Some(s.as_fd()),
+            Stream::Tls(s) => Some(s.sock.tcp().as_fd()),
             Stream::Shm(_) => None,
         }
     }
@@ -88,12 +91,13 @@ impl Channel {
         }
     }
 
-    /// Gives up the socket; `None` for a ring stream, which has none.
+    /// Gives up the socket; `None` for a ring stream, which has none, and
+    /// for TLS, whose state cannot leave the process.
     pub fn into_fd(self) -> Option<OwnedFd> {
         match self.stream {
             Stream::Unix(s) => Some(OwnedFd::from(s)),
             Stream::Tcp(s) => Some(OwnedFd::from(s)),
-            Stream::Shm(_) => None,
+            Stream::Tls(_) | Stream::Shm(_) => None,
         }
     }
 
@@ -143,7 +147,8 @@ impl Channel {
         let stream = match &self.stream {
             Stream::Unix(s) => Stream::Unix(s.try_clone().ok()?),
             Stream::Tcp(s) => Stream::Tcp(s.try_clone().ok()?),
-            Stream::Shm(_) => return None,
+            // One TLS session's state cannot be read by two threads.
+            Stream::Tls(_) | Stream::Shm(_) => return None,
         };
         Some(Channel { stream })
     }
@@ -153,11 +158,16 @@ impl Channel {
     /// blocking read that follows then finds them at once: a thread that
     /// sleeps in `read(2)` wakes several microseconds after the bytes come,
     /// which is most of a TCP round trip's cost on one host. A ring stream
-    /// returns `false` at once.
+    /// returns `false` at once, a TLS one `true` (its session may hold
+    /// bytes already read from the socket: the read must look first).
     pub fn spin_until_readable(&self, spin: std::time::Duration) -> bool {
         use rustix::net::{recv, RecvFlags};
-        let Some(fd) = self.stream.fd() else {
-            return false;
+        let fd = match &self.stream {
+            Stream::Tls(_) => return true,
+            other => match other.fd() {
+                Some(fd) => fd,
+                None => return false,
+            },
         };
         let start = std::time::Instant::now();
         let mut byte = [0u8; 1];
@@ -182,9 +192,20 @@ impl Channel {
         }
     }
 
-    /// Whether this channel is a TCP connection.
+    /// Makes reads and writes on the socket fail with `WouldBlock` after
+    /// `timeout` (`None`: wait for ever); nothing for a ring stream.
+    pub fn set_timeout(&self, timeout: Option<std::time::Duration>) -> Result<(), TransportError> {
+        use rustix::net::sockopt::{set_socket_timeout, Timeout};
+        if let Some(fd) = self.stream.fd() {
+            set_socket_timeout(fd, Timeout::Recv, timeout).map_err(std::io::Error::from)?;
+            set_socket_timeout(fd, Timeout::Send, timeout).map_err(std::io::Error::from)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this channel is a TCP connection (plain or inside TLS).
     pub fn is_tcp(&self) -> bool {
-        matches!(self.stream, Stream::Tcp(_))
+        matches!(self.stream, Stream::Tcp(_) | Stream::Tls(_))
     }
 
     /// Whether this channel runs on rings in an ivshmem BAR (a VM guest's
@@ -197,7 +218,7 @@ impl Channel {
     fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
         match &self.stream {
             Stream::Unix(s) => Ok(s),
-            Stream::Tcp(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
+            Stream::Tcp(_) | Stream::Tls(_) | Stream::Shm(_) => Err(TransportError::NotLocal(what)),
         }
     }
 
@@ -327,6 +348,7 @@ impl Read for Channel {
         match &mut self.stream {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             Stream::Shm(s) => s.read(buf),
         }
     }
@@ -344,6 +366,7 @@ impl Write for Channel {
             Stream::Shm(s) => s.write(buf),
             Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
             Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write(buf),
         }
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
@@ -353,10 +376,14 @@ impl Write for Channel {
             Stream::Shm(s) => s.write_vectored(bufs),
             Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
             Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write_vectored(bufs),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        match &mut self.stream {
+            Stream::Tls(s) => s.flush(),
+            Stream::Unix(_) | Stream::Tcp(_) | Stream::Shm(_) => Ok(()),
+        }
     }
 }
 

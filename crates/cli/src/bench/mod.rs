@@ -27,6 +27,7 @@ pub mod exec;
 mod link;
 pub mod report;
 mod runner;
+mod tls;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -345,6 +346,14 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     } else {
         None
     };
+    let tls = if args.transports.iter().any(|t| t == tls::TLS) {
+        let run = tls::prepare(work.path(), free_loopback_port()?)
+            .map_err(|e| CliError::Mediator(format!("the tls transport: {e}")))?;
+        med_args.extend(run.mediator_args.iter().cloned());
+        Some(run)
+    } else {
+        None
+    };
     let ivshmem_socket = work.path().join("ivshmem.sock");
     let measure_ivshmem = args.transports.iter().any(|t| t == IVSHMEM);
     if measure_ivshmem {
@@ -377,8 +386,10 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         med.pid(),
         address.to_string_lossy(),
         tcp_address
-            .as_ref()
-            .map_or(String::new(), |tcp| format!(" and {tcp}")),
+            .iter()
+            .chain(tls.as_ref().map(|t| &t.address))
+            .map(|a| format!(" and {a}"))
+            .collect::<String>(),
         med_log.display()
     );
 
@@ -389,6 +400,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         client,
         address,
         tcp_address,
+        tls,
         ivshmem,
         c_program,
         torch,

@@ -24,6 +24,9 @@ pub(super) struct Bench<'a> {
     pub(super) address: OsString,
     /// The mediator's loopback TCP address, when `tcp` is measured.
     pub(super) tcp_address: Option<String>,
+    /// The mediator's loopback TLS listener and its clients' settings,
+    /// when `tls` is measured.
+    pub(super) tls: Option<super::tls::TlsRun>,
     /// The stand-in for QEMU and its fake sysfs root, when `ivshmem` is
     /// measured.
     pub(super) ivshmem: Option<(vgpu_transport::ivshmem::server::FakeQemu, PathBuf)>,
@@ -59,6 +62,10 @@ impl Bench<'_> {
                 match (t.as_str(), &self.tcp_address, &self.ivshmem) {
                     (TCP, Some(tcp), _) => {
                         cmd.env("VGPU_MEDIATOR", tcp).env("VGPU_TRANSPORT", "auto")
+                    }
+                    (super::tls::TLS, _, _) if self.tls.is_some() => {
+                        let env = self.tls.iter().flat_map(|t| t.client_env.iter());
+                        cmd.envs(env.map(|(k, v)| (k, v)))
                     }
                     (IVSHMEM, _, Some((_, sysfs))) => cmd
                         .env("VGPU_MEDIATOR", format!("pci:{IVSHMEM_BDF}"))

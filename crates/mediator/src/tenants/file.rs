@@ -34,6 +34,9 @@ pub struct File {
     /// Plain `tcp://` listeners off loopback are refused unless this is set.
     #[serde(default)]
     pub insecure_tcp: bool,
+    /// `--tokens`: a file of `NAME SHA256HEX` bearer tokens (beside the
+    /// tenants' own `tokens`).
+    pub tokens: Option<PathBuf>,
     pub tls: Option<Tls>,
     #[serde(default)]
     pub unix: Unix,
@@ -229,6 +232,24 @@ impl File {
         }
         if let Some(n) = self.ivshmem_mib.as_ref().filter(|_| take("ivshmem_mib")) {
             args.ivshmem_mib = *n.get_ref();
+        }
+        if self.insecure_tcp && take("insecure_tcp") {
+            args.insecure_tcp = true;
+        }
+        if let Some(p) = self.tokens.as_ref().filter(|_| take("tokens")) {
+            args.tokens = Some(p.clone());
+        }
+        if let Some(tls) = &self.tls {
+            let path = |p: &Option<Spanned<PathBuf>>| p.as_ref().map(|p| p.get_ref().clone());
+            if take("tls_cert") {
+                args.tls_cert = args.tls_cert.take().or_else(|| path(&tls.cert));
+            }
+            if take("tls_key") {
+                args.tls_key = args.tls_key.take().or_else(|| path(&tls.key));
+            }
+            if take("tls_client_ca") {
+                args.tls_client_ca = args.tls_client_ca.take().or_else(|| path(&tls.client_ca));
+            }
         }
     }
 }

@@ -48,6 +48,7 @@ mod stream;
 mod tables;
 mod tensormap;
 mod texture;
+mod tls;
 mod vm;
 mod vmm;
 
@@ -166,18 +167,32 @@ pub fn attach_session_table(fd: i32, slot: usize) {
 /// Serves the session on the inherited connection `fd` (or, with
 /// `region`, a VM guest's region of the inherited shared memory `fd`:
 /// [`vm`]) until the client leaves.
-pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), MediatorError> {
+/// With `tls_admission`, `fd` is a TLS session's listener and
+/// `tls_admission` the pipe of its admission ([`tls`]).
+pub fn run(
+    args: &ServeArgs,
+    fd: i32,
+    region: Option<&str>,
+    tls_admission: Option<i32>,
+) -> Result<(), MediatorError> {
     if fd < 3 {
         return Err(MediatorError::Config(format!(
             "--fd {fd} is not an inherited connection"
         )));
     }
-    let (mut control, vm) = match region {
-        Some(spec) => {
+    let mut tls_session = None;
+    let (mut control, vm) = match (region, tls_admission) {
+        (Some(spec), _) => {
             let (vm, control) = vm::VmRegion::open(fd, spec)?;
             (control, Some(vm))
         }
-        None => {
+        (None, Some(pipe)) => {
+            let (control, session) =
+                tls::admit(fd, pipe).inspect_err(|_| sessions::refuse(Refusal::Handshake))?;
+            tls_session = Some(session);
+            (control, None)
+        }
+        (None, None) => {
             // SAFETY: the supervisor started this process with `fd` open,
             // inherited for exactly this purpose; nothing else owns it.
             let fd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -215,12 +230,16 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
             let peer = control
                 .peer_addr()
                 .map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+            let over = if control.is_tls() { "TLS" } else { "TCP" };
+            // Over TLS: who the supervisor authenticated (names, never secrets).
+            let identity = tls_session.as_ref().map(|t| &t.identity);
             tracing::info!(
                 client_pid = hello.pid,
                 uid = hello.uid,
                 peer,
+                ?identity,
                 env = ?hello.env,
-                "session starting (remote client over TCP; pid and uid as it states them)"
+                "session starting (remote client over {over}; pid and uid as it states them)"
             );
             hello.pid
         }
@@ -291,6 +310,8 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
     if let Some(slot) = sessions::own() {
         let kind = if vm.is_some() {
             transport::IVSHMEM
+        } else if control.is_tls() {
+            transport::TLS
         } else if remote {
             transport::TCP
         } else if session.rings {
@@ -304,7 +325,7 @@ pub fn run(args: &ServeArgs, fd: i32, region: Option<&str>) -> Result<(), Mediat
         }
         slot.go_live(pid, uid.unwrap_or(hello.uid), kind);
     }
-    serve_control(&session, control, args, vm.as_ref());
+    serve_control(&session, control, args, vm.as_ref(), tls_session);
     session.closing.store(true, Ordering::SeqCst);
     session.callbacks.close();
     session.tables().vmm.release_all(&session.driver);
@@ -342,8 +363,9 @@ fn serve_control(
     mut control: Channel,
     args: &ServeArgs,
     vm: Option<&vm::VmRegion>,
+    tls: Option<tls::TlsSession>,
 ) {
-    let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports);
+    let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports, tls);
     loop {
         let req = match read_request(&mut control) {
             Ok(r) => r,

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use vgpu_proto::{lane_kind, open_lane, write_response};
 use vgpu_transport::tcp::new_token;
+use vgpu_transport::tls::ServerTls;
 use vgpu_transport::{Channel, Listener};
 use zerocopy::little_endian::U16;
 use zerocopy::IntoBytes;
@@ -43,15 +44,25 @@ pub struct TcpLanes {
     local: SocketAddr,
     ports: Option<PortRange>,
     listener: Option<Listener>,
+    /// A TLS session's settings: every lane is TLS too.
+    tls: Option<ServerTls>,
 }
 
 impl TcpLanes {
-    /// Lanes for the session on `control`; `None` unless it is TCP.
-    pub fn new(control: &Channel, ports: Option<PortRange>) -> Option<TcpLanes> {
+    /// Lanes for the session on `control`; `None` unless it is TCP. A TLS
+    /// session's lanes start on the listener its control connection came
+    /// through, and each is TLS.
+    pub fn new(
+        control: &Channel,
+        ports: Option<PortRange>,
+        tls: Option<super::tls::TlsSession>,
+    ) -> Option<TcpLanes> {
+        let (listener, tls) = tls.map(|t| (t.listener, t.tls)).unzip();
         Some(TcpLanes {
             local: control.local_addr()?,
             ports,
-            listener: None,
+            listener,
+            tls,
         })
     }
 
@@ -107,7 +118,7 @@ impl TcpLanes {
         let refused = |peer: std::net::SocketAddr, why: &str| {
             tracing::warn!(%peer, "lane connection refused: {why}");
         };
-        match listener.accept_lane(&token, ACCEPT_TIMEOUT, refused) {
+        match listener.accept_lane(&token, ACCEPT_TIMEOUT, self.tls.as_ref(), refused) {
             Ok(ch) => {
                 if let Some(peer) = ch.peer_addr() {
                     tracing::debug!(%peer, "TCP lane opened");
