@@ -557,3 +557,85 @@ fn status_lists_a_live_tls_session() {
     holder.send("go");
     holder.finish(Duration::from_secs(30)).assert_success();
 }
+
+/// A token that a `[[tenant]]` of the mediator file names (no `--tokens`
+/// file) admits a TLS client as that tenant: `vgpu status` shows the
+/// session under the tenant's name, and the tenant's memory limit holds.
+#[test]
+fn a_tenants_token_admits_a_tls_client_as_that_tenant() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("mediator.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tls]\ncert = \"{}\"\nkey = \"{}\"\n\n[[tenant]]\nname = \"remote\"\n\
+             tokens = [{{ name = \"gamma\", sha256 = \"{}\" }}]\nmemory_limit = \"8MiB\"\n",
+            fixture("server.pem"),
+            fixture("server.key"),
+            sha256_hex("gamma-secret")
+        ),
+    )
+    .expect("mediator file");
+    let mut h = Harness::without_mediator();
+    let config = config.display().to_string();
+    h.mediator = Some(Mediator::start_with(
+        &h.build,
+        &["--config", &config, "--listen", "tls://127.0.0.1:0"],
+    ));
+    let tls = endpoint(h.mediator(), "tls");
+    let ca = fixture("ca.pem");
+    let exe = common::build_c(dir.path(), "session_hold");
+    let client = |bytes: &str| {
+        let mut cmd = h.command(&exe);
+        cmd.args([bytes, "1"])
+            .env("VGPU_MEDIATOR", &tls)
+            .env("VGPU_TLS_CA", &ca)
+            .env("VGPU_TOKEN", "gamma-secret");
+        cmd
+    };
+    // Past the tenant's 8 MiB: refused with OUT_OF_MEMORY by its worker.
+    let over = h.run(client(&(16 << 20).to_string()));
+    assert!(
+        over.stdout.contains("FAIL cu.MemAlloc(&d, bytes): 2 "),
+        "a 16 MiB allocation under an 8 MiB limit:\n{}\n{}",
+        over.stdout,
+        over.stderr
+    );
+    let mut holder = common::Running::spawn(client("4096"));
+    let line = holder.expect_line("ready ", Duration::from_secs(30));
+    let pid: u64 = line["ready ".len()..].trim().parse().expect("a pid");
+    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
+    status
+        .args(["status", "--json"])
+        .env("VGPU_MEDIATOR", &tls)
+        .env("VGPU_TLS_CA", &ca)
+        .env("VGPU_TOKEN", "gamma-secret");
+    let out = h.run(status);
+    out.assert_success();
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let held = report["sessions"]
+        .as_array()
+        .expect("a session list")
+        .iter()
+        .find(|s| s["client_pid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"))
+        .clone();
+    assert_eq!(
+        (held["transport"].as_str(), held["tenant"].as_str()),
+        (Some("tls"), Some("remote")),
+        "{report:#}"
+    );
+    holder.send("go");
+    holder.expect_line("freed", Duration::from_secs(30));
+    holder.send("go");
+    holder.finish(Duration::from_secs(30)).assert_success();
+    // A token no tenant names is refused before any worker starts.
+    let mut stranger = client("4096");
+    stranger.env("VGPU_TOKEN", "unknown-secret");
+    assert!(!h.run(stranger).status.success());
+    assert!(
+        h.mediator().log_text().contains("TLS client refused"),
+        "{}",
+        h.mediator().log_text()
+    );
+}
