@@ -91,6 +91,9 @@ pub struct ServeArgs {
     /// a power of two, at least 8 (64 MiB holds 14 sessions).
     #[arg(long, default_value_t = 64, value_parser = parse_ivshmem_mib)]
     pub ivshmem_mib: usize,
+    /// Admission limits and worker privileges ([`crate::admission`]).
+    #[command(flatten)]
+    pub limits: crate::admission::LimitArgs,
 }
 
 fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
@@ -121,6 +124,10 @@ pub enum Command {
         /// guest goes (`REGION:WORD:FD`).
         #[arg(long)]
         region: Option<String>,
+        /// A memfd holding the client's hello, which the supervisor read
+        /// and checked before it started this worker.
+        #[arg(long)]
+        hello: Option<i32>,
     },
 }
 

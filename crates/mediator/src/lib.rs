@@ -17,9 +17,11 @@
 //!   ([`census`]); the supervisor answers status queries and serves
 //!   Prometheus metrics ([`metrics`]) from it.
 
+pub mod admission;
 pub mod census;
 pub mod config;
 pub mod driver;
+pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
 pub mod sessions;

@@ -20,11 +20,12 @@ fn main() -> ExitCode {
             session_table,
             session_slot,
             region,
+            hello,
         }) => {
             if let (Some(table), Some(slot)) = (session_table, session_slot) {
                 worker::attach_session_table(table, slot);
             }
-            worker::run(&cli.serve, fd, region.as_deref())
+            worker::run(&cli.serve, fd, region.as_deref(), hello)
         }
     };
     match result {

@@ -81,15 +81,28 @@ pub enum Refusal {
     Capacity = 3,
     /// The supervisor could not start a worker.
     WorkerStart = 4,
+    /// Too many connections were in their handshake at once
+    /// (`--max-pending-handshakes`): closed at once.
+    Busy = 5,
+    /// `--max-workers` workers were live already.
+    Workers = 6,
+    /// The client's tenant was at its session limit.
+    TenantLimit = 7,
+    /// Admission refused the client's identity ([`crate::admission::admit`]).
+    Denied = 8,
 }
 
 impl Refusal {
     /// Every reason, in the order of [`Refusal::index`].
-    pub const ALL: [Refusal; 4] = [
+    pub const ALL: [Refusal; 8] = [
         Refusal::Handshake,
         Refusal::Driver,
         Refusal::Capacity,
         Refusal::WorkerStart,
+        Refusal::Busy,
+        Refusal::Workers,
+        Refusal::TenantLimit,
+        Refusal::Denied,
     ];
 
     /// The reason's label in metrics.
@@ -99,6 +112,10 @@ impl Refusal {
             Refusal::Driver => "driver",
             Refusal::Capacity => "capacity",
             Refusal::WorkerStart => "worker_start",
+            Refusal::Busy => "busy",
+            Refusal::Workers => "workers",
+            Refusal::TenantLimit => "tenant_limit",
+            Refusal::Denied => "denied",
         }
     }
 

@@ -1,27 +1,32 @@
 //! The supervisor: accepts connections and starts one worker per session.
 //!
-//! Each accepted connection is looked at by a thread of its own: a status
-//! query ([`vgpu_proto::sessions`]) is answered there with the live
-//! sessions; anything else is a session, handed to a new worker with a slot
-//! of the session table ([`crate::sessions`], [`crate::census`]).
+//! Each accepted connection is looked at by a thread of its own, which
+//! reads what it opens with before anything else happens
+//! ([`crate::admission`]): a status query ([`vgpu_proto::sessions`]) is
+//! answered there with the live sessions; a valid hello from an admitted
+//! client is a session, handed to a new worker with a slot of the session
+//! table ([`crate::sessions`], [`crate::census`]) and the hello in a memfd.
+//! Anything else is closed without a worker.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use vgpu_proto::Hello;
 use vgpu_transport::{Address, Channel, Listener, TransportError};
 
+use crate::admission::{
+    self, Admitted, Opening, Pending, PendingTicket, Refused, TenantSessions, Throttle,
+};
 use crate::census::Census;
 use crate::config::ServeArgs;
-use crate::sessions::{self, Table};
+use crate::identity::Identity;
+use crate::sessions::{self, Refusal, Table};
 use crate::MediatorError;
 
-/// How long a new connection may take to send its first bytes before it is
-/// handed to a worker anyway (which waits for its hello as before).
-const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long answering a status query may take.
+/// How long sending the answer to a status query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Listens on every `args.listen` address and serves until killed.
@@ -70,16 +75,23 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
-    let reaper = Arc::clone(&census);
+    let tenants = Arc::new(TenantSessions::default());
+    let (reaper, seats) = (Arc::clone(&census), Arc::clone(&tenants));
     std::thread::Builder::new()
         .name("reaper".into())
-        .spawn(move || reap_workers(&reaper))?;
+        .spawn(move || reap_workers(&reaper, &seats))?;
     if let Some(addr) = args.metrics {
         let bound = crate::metrics::serve(addr, Arc::clone(&census))?;
         tracing::info!("metrics on http://{bound}/metrics");
     }
-    let exe = Arc::new(exe);
-    let args = Arc::new(args.clone());
+    let pending = Pending::new(args.limits.max_pending_handshakes as usize);
+    let gate = Arc::new(Gate {
+        exe,
+        args: args.clone(),
+        census: Arc::clone(&census),
+        tenants: Arc::clone(&tenants),
+        throttle: Throttle::default(),
+    });
     loop {
         for i in ready(&listeners) {
             let conn = match listeners[i].accept() {
@@ -92,10 +104,24 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
                     continue;
                 }
             };
-            let (exe, args, census) = (Arc::clone(&exe), Arc::clone(&args), Arc::clone(&census));
+            let Some(ticket) = pending.enter() else {
+                let who = admission::identify(&conn);
+                drop(conn);
+                let why = format!("{} connections are in their handshake", pending.count());
+                refuse(
+                    &gate,
+                    &who,
+                    Refused {
+                        reason: Refusal::Busy,
+                        why,
+                    },
+                );
+                continue;
+            };
+            let gate = Arc::clone(&gate);
             let started = std::thread::Builder::new()
                 .name("accepted".into())
-                .spawn(move || triage(&exe, &args, &census, conn));
+                .spawn(move || triage(&gate, conn, ticket));
             if let Err(e) = started {
                 tracing::error!("cannot start a thread for a new connection: {e}");
             }
@@ -103,73 +129,115 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     }
 }
 
-/// Answers a status query, or starts a worker for the session.
-fn triage(exe: &Path, args: &ServeArgs, census: &Census, conn: Channel) {
-    if first_bytes(&conn) == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
-        if let Err(e) = answer_query(conn, census) {
-            tracing::info!("status query: {e}");
+/// What the supervisor shares between the threads of new connections.
+struct Gate {
+    exe: PathBuf,
+    args: ServeArgs,
+    census: Arc<Census>,
+    tenants: Arc<TenantSessions>,
+    /// Log lines about refused connections.
+    throttle: Throttle,
+}
+
+/// Handles one accepted connection, within its pending-handshake place
+/// `ticket`: answers a status query, or admits the session and starts its
+/// worker ([`crate::admission`]). A connection refused at any step is
+/// closed, logged (throttled) and counted.
+fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
+    let identity = admission::identify(&conn);
+    let opening = admission::read_opening(&mut conn, gate.args.limits.handshake_timeout());
+    drop(ticket);
+    let hello = match opening {
+        Ok(Opening::Hello(hello)) => hello,
+        Ok(Opening::Query) => {
+            if let Err(e) = answer_query(conn, &gate.census) {
+                tracing::info!("status query: {e}");
+            }
+            return;
         }
-        return;
-    }
-    let peer = conn.peer_addr();
-    let Some(reservation) = census.reserve() else {
+        Err(e) => {
+            let why = match e {
+                vgpu_proto::ProtoError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    format!(
+                        "no whole hello within {:?}",
+                        gate.args.limits.handshake_timeout()
+                    )
+                }
+                e => format!("bad handshake: {e}"),
+            };
+            return refuse(
+                gate,
+                &identity,
+                Refused {
+                    reason: Refusal::Handshake,
+                    why,
+                },
+            );
+        }
+    };
+    let admitted = match admission::admit(&identity, &hello) {
+        Ok(a) => a,
+        Err(refused) => return refuse(gate, &identity, refused),
+    };
+    let seat = match gate.tenants.take(&admitted) {
+        Ok(seat) => seat,
+        Err(refused) => return refuse(gate, &identity, refused),
+    };
+    let limit = gate.args.limits.worker_limit();
+    let Some(reservation) = gate.census.reserve_within(limit) else {
+        let why = format!("{limit} workers are live, the most this mediator runs");
         tracing::error!(
-            "refusing a session: {} sessions are live, the most one mediator serves",
-            sessions::MAX_SESSIONS
+            "refusing a session from {}: {why}",
+            admission::describe(&identity)
         );
         return;
     };
     let slot = reservation.slot;
-    match (spawn_worker(exe, args, conn, slot), peer) {
-        (Ok(pid), peer) => {
+    match spawn_worker(gate, conn, &hello, &admitted, slot) {
+        Ok(pid) => {
             reservation.started(pid);
-            match peer {
-                Some(peer) => tracing::info!(worker = pid, %peer, "session accepted"),
-                None => tracing::info!(worker = pid, "session accepted"),
+            seat.started(pid);
+            let peer = admission::describe(&identity);
+            match identity.peer {
+                Some(addr) => {
+                    tracing::info!(worker = pid, peer = %addr, "session accepted ({peer})")
+                }
+                None => tracing::info!(worker = pid, "session accepted ({peer})"),
             }
         }
-        (Err(e), _) => {
+        Err(e) => {
             reservation.failed();
             tracing::error!("could not start a worker: {e}");
         }
     }
 }
 
-/// The connection's first four bytes, once they came within
-/// [`FIRST_BYTES_TIMEOUT`] (peeked: they stay for the worker).
-fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let conn = conn.socket_fd()?;
-    let deadline = Instant::now() + FIRST_BYTES_TIMEOUT;
-    let mut buf = [0u8; 4];
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        let left = Timespec::try_from(left).ok()?;
-        let mut fds = [PollFd::new(&conn, PollFlags::IN)];
-        match poll(&mut fds, Some(&left)) {
-            Ok(0) => return None,
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => return None,
-        }
-        match rustix::net::recv(conn, &mut buf[..], rustix::net::RecvFlags::PEEK) {
-            Ok((0, _)) => return None,
-            Ok((n, _)) if n == buf.len() => return Some(buf),
-            // Fewer bytes so far: wait a little for the rest.
-            Ok(_) => std::thread::sleep(Duration::from_millis(1)),
-            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
-            Err(_) => return None,
+/// Closes a refused connection: counted, and logged unless too many were
+/// refused this second.
+fn refuse(gate: &Gate, identity: &Identity, refused: Refused) {
+    gate.census.refused(refused.reason);
+    if let Some(left_out) = gate.throttle.allow() {
+        let who = admission::describe(identity);
+        let reason = refused.reason.label();
+        if left_out > 0 {
+            tracing::warn!(
+                reason,
+                "refused {who}: {} ({left_out} refusals not logged before this one)",
+                refused.why
+            );
+        } else {
+            tracing::warn!(reason, "refused {who}: {}", refused.why);
         }
     }
 }
 
-/// Reads a status query and answers with the live sessions.
-fn answer_query(mut conn: Channel, census: &Census) -> Result<(), MediatorError> {
+/// Answers a status query (read whole by [`admission::read_opening`]) with
+/// the live sessions.
+fn answer_query(conn: Channel, census: &Census) -> Result<(), MediatorError> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    let mut conn = conn;
     let fd = conn.fd()?;
-    set_socket_timeout(fd, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     set_socket_timeout(fd, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
-    vgpu_proto::sessions::read_query(&mut conn)?;
     vgpu_proto::sessions::write_list(&mut conn, &census.records())?;
     Ok(())
 }
@@ -226,16 +294,22 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
 }
 
 /// Starts a worker for `conn` with session slot `slot`.
+/// The worker gets the connection and, in a memfd, the hello the
+/// supervisor read from it.
 fn spawn_worker(
-    exe: &Path,
-    args: &ServeArgs,
+    gate: &Gate,
     conn: Channel,
+    hello: &Hello,
+    admitted: &Admitted,
     slot: usize,
 ) -> Result<u32, MediatorError> {
     let fd = conn.into_fd().ok_or(MediatorError::Config(
         "an accepted connection without a socket".into(),
     ))?;
-    spawn(exe, args, vec![fd], &[], Some(slot))
+    let memfd = admission::hello_memfd(hello)?;
+    let extra = vec!["--hello".to_owned(), memfd.as_raw_fd().to_string()];
+    let _ = admitted;
+    spawn(&gate.exe, &gate.args, vec![fd, memfd], &extra, Some(slot))
 }
 
 /// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
@@ -275,6 +349,7 @@ pub(crate) fn spawn(
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
     }
+    cmd.args(args.limits.to_args());
     cmd.arg("worker").arg("--fd").arg(first.to_string());
     cmd.args(extra);
     if let (Some(table), Some(slot)) = (sessions::table(), slot) {
@@ -314,7 +389,7 @@ pub(crate) fn spawn(
 /// Collects exited workers so none linger as zombies, logs how they ended
 /// and frees their session slots. A worker that ended by a signal or with
 /// a status other than 0 (session over) and 1 (an error it reported) crashed.
-fn reap_workers(census: &Census) {
+fn reap_workers(census: &Census, tenants: &TenantSessions) {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) => {
@@ -327,6 +402,7 @@ fn reap_workers(census: &Census) {
                 }
                 let crashed = !(status.exited() && matches!(code, Some(0 | 1)));
                 census.ended(pid, crashed);
+                tenants.ended(pid);
             }
             _ => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
