@@ -197,13 +197,8 @@ fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
         Ok(pid) => {
             reservation.started(pid);
             seat.started(pid);
-            let peer = admission::describe(&identity);
-            match identity.peer {
-                Some(addr) => {
-                    tracing::info!(worker = pid, peer = %addr, "session accepted ({peer})")
-                }
-                None => tracing::info!(worker = pid, "session accepted ({peer})"),
-            }
+            let from = admission::describe(&identity);
+            tracing::info!(worker = pid, from, "session accepted");
         }
         Err(e) => {
             reservation.failed();
