@@ -398,3 +398,90 @@ fn garbage_and_oversized_lengths_on_a_lane_close_it_and_nothing_else() {
     );
     assert!(!m.log_text().contains("abnormally"), "{}", m.log_text());
 }
+
+/// A client child that holds nine tenths of the simulated device's memory
+/// in one allocation, checks that an allocation past the budget fails
+/// cleanly, and waits for a line on stdin before it ends.
+fn hold_most_memory_child() {
+    use cudarc::driver::sys;
+    common::cu::init_context();
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: the out-pointers are valid locals.
+    common::cu::ok(
+        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+        "cuMemGetInfo_v2",
+    );
+    let held = total / 10 * 9;
+    common::cu::alloc(held);
+    println!("total={total} held={held}");
+    // SAFETY: the out-pointers are valid locals.
+    common::cu::ok(
+        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+        "cuMemGetInfo_v2",
+    );
+    let mut d: sys::CUdeviceptr = 0;
+    // SAFETY: the out-pointer is a valid local.
+    let past = unsafe { sys::cuMemAlloc_v2(&mut d, free + 4096) };
+    println!("past the budget: {}", common::cu::code(past));
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    println!("done");
+}
+
+/// `MemAvailable` of this host, in bytes.
+fn mem_available() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("MemAvailable")
+        * 1024
+}
+
+#[test]
+fn simulated_memory_is_reserved_lazily_and_bounded_by_the_host() {
+    const NAME: &str = "simulated_memory_is_reserved_lazily_and_bounded_by_the_host";
+    if is_child() {
+        return hold_most_memory_child();
+    }
+    let mut h = Harness::without_mediator();
+    // Far more than any host has: the simulator bounds it by the host.
+    let m = Mediator::start_env(&h.build, &[("VGPU_SIM_MEMORY_MB", "16777216")]);
+    h.mediator = Some(m);
+    let available = mem_available();
+    let mut clients = Vec::new();
+    let mut held_total = 0u64;
+    for _ in 0..2 {
+        let mut c = common::Running::spawn(h.self_test(NAME));
+        let line = c.expect_line("total=", WAIT);
+        let field = |name: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {line:?}"))
+        };
+        let (total, held) = (field("total="), field("held="));
+        assert!(
+            total <= available + available / 10,
+            "the budget {total} is bounded by what the host has ({available} available)"
+        );
+        held_total += held;
+        let past = c.expect_line("past the budget: ", WAIT);
+        assert!(
+            past.ends_with(": 2"),
+            "CUDA_ERROR_OUT_OF_MEMORY past the budget: {past}"
+        );
+        clients.push(c);
+    }
+    assert!(
+        held_total > available,
+        "two clients hold {held_total} bytes, more than the {available} available: \
+         only a lazy reservation allows it"
+    );
+    for mut c in clients {
+        c.send("go");
+        c.finish(WAIT).assert_success().assert_line("done");
+    }
+    let log = h.mediator().log_text();
+    assert!(!log.contains("abnormally"), "no worker was killed:\n{log}");
+}
