@@ -175,17 +175,29 @@ fn two_thousand_connect_and_drops_leave_a_real_client_served_quickly() {
     let m = h.mediator();
     let path = socket_path(m);
     let baseline = fd_count(m.pid());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (stop_flood, counted) = (stop.clone(), count.clone());
+    // Connects and drops until told to stop, 2,000 times at least.
     let flood = std::thread::spawn(move || {
-        for _ in 0..2000 {
+        use std::sync::atomic::Ordering::SeqCst;
+        while counted.load(SeqCst) < 2000 || !stop_flood.load(SeqCst) {
             // Refused at once when too many are pending: that is fine.
             drop(UnixStream::connect(&path));
+            counted.fetch_add(1, SeqCst);
         }
     });
+    assert!(eventually(WAIT, || count
+        .load(std::sync::atomic::Ordering::SeqCst)
+        >= 500));
     let took = run_client(
         &h,
         "two_thousand_connect_and_drops_leave_a_real_client_served_quickly",
     );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
     flood.join().expect("flood");
+    let during = count.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(during >= 2000, "{during} connections");
     assert!(
         took < Duration::from_secs(2),
         "cuInit took {took:?} under the flood"
@@ -484,4 +496,98 @@ fn simulated_memory_is_reserved_lazily_and_bounded_by_the_host() {
     }
     let log = h.mediator().log_text();
     assert!(!log.contains("abnormally"), "no worker was killed:\n{log}");
+}
+
+/// A raw session whose hello carries `env`; returns its worker's pid.
+fn raw_session_with_env(m: &Mediator, nth: usize, env: &[(&str, &str)]) -> (Channel, u32) {
+    let mut control = Channel::connect(&socket_path(m)).expect("connect");
+    let hello = Hello {
+        features: features::LANES,
+        pid: std::process::id(),
+        uid: 0,
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+    };
+    hello.write(&mut control).expect("hello");
+    Welcome::read(&mut control).expect("welcome");
+    (control, m.wait_worker(nth, WAIT))
+}
+
+/// A `Key:` line of `/proc/PID/status`, its fields split.
+fn status_field(pid: u32, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The uid of user `name`, if it exists.
+fn user_uid(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).expect("name");
+    // SAFETY: getpwnam reads a NUL-terminated name; the entry it returns is
+    // read at once, before any other passwd call on this thread.
+    unsafe {
+        let pw = libc::getpwnam(c.as_ptr());
+        (!pw.is_null()).then(|| (*pw).pw_uid)
+    }
+}
+
+#[test]
+fn workers_run_unprivileged_and_apply_only_writable_paths() {
+    let h = harness(&[]);
+    let m = h.mediator();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let want_uid = if root {
+        user_uid("vgpu-worker")
+            .or_else(|| user_uid("nobody"))
+            .expect("a vgpu-worker or nobody user")
+    } else {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() }
+    };
+    let (control, worker) = raw_session_with_env(m, 1, &[("CUDA_CACHE_PATH", "/root/vgpu-cache")]);
+    let uids = status_field(worker, "Uid:");
+    assert!(
+        uids.iter().all(|u| *u == want_uid.to_string()),
+        "real, effective, saved and fs uid of the worker: {uids:?}, want {want_uid}"
+    );
+    assert_eq!(status_field(worker, "CapEff:"), ["0000000000000000"]);
+    assert_eq!(
+        status_field(worker, "NoNewPrivs:"),
+        [if root { "1" } else { "0" }]
+    );
+    let log = m.log_text();
+    if root {
+        assert!(
+            log.contains("CUDA_CACHE_PATH from the client ignored"),
+            "a path under /root is refused:\n{log}"
+        );
+    }
+    drop(control);
+    assert!(common::wait_gone(worker, WAIT));
+    // A directory the worker's uid owns is accepted.
+    let dir = tempfile::Builder::new()
+        .prefix("vgpu-worker-cache")
+        .tempdir_in("/tmp")
+        .expect("tempdir");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).expect("cache dir");
+    std::os::unix::fs::chown(&cache, Some(want_uid), None).expect("chown");
+    let before = m.log_text().matches("ignored").count();
+    let cache_text = cache.to_str().expect("utf-8").to_owned();
+    let (control, worker) = raw_session_with_env(m, 2, &[("CUDA_CACHE_PATH", &cache_text)]);
+    assert_eq!(
+        m.log_text().matches("ignored").count(),
+        before,
+        "a path the worker may write is applied:\n{}",
+        m.log_text()
+    );
+    drop(control);
+    assert!(common::wait_gone(worker, WAIT));
 }

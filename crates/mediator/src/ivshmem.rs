@@ -274,7 +274,13 @@ impl Guest {
                 format!("{r}:{word}:{}", theirs.as_raw_fd()),
             ];
             let inherit = vec![mem, theirs];
-            let pid = crate::supervisor::spawn(exe, args, inherit, &extra, Some(slot))?;
+            let pid = crate::supervisor::spawn(
+                exe,
+                args,
+                inherit,
+                &extra,
+                (Some(slot), crate::privilege::worker(None)),
+            )?;
             Ok((pid, ours))
         })();
         match started {

@@ -24,6 +24,7 @@ pub mod driver;
 pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
+pub mod privilege;
 pub mod sessions;
 pub mod supervisor;
 pub mod worker;

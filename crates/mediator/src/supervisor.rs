@@ -23,6 +23,7 @@ use crate::admission::{
 use crate::census::Census;
 use crate::config::ServeArgs;
 use crate::identity::Identity;
+use crate::privilege::Credentials;
 use crate::sessions::{self, Refusal, Table};
 use crate::MediatorError;
 
@@ -31,6 +32,7 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Listens on every `args.listen` address and serves until killed.
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
+    crate::privilege::init(&args.limits)?;
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
     let exe = std::env::current_exe()?;
@@ -104,6 +106,20 @@ pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
                     continue;
                 }
             };
+            if conn.hung_up() {
+                // Connected and gone before it was accepted: no thread, no place.
+                let why = "closed before it sent a hello".to_owned();
+                let who = admission::identify(&conn);
+                refuse(
+                    &gate,
+                    &who,
+                    Refused {
+                        reason: Refusal::Handshake,
+                        why,
+                    },
+                );
+                continue;
+            }
             let Some(ticket) = pending.enter() else {
                 let who = admission::identify(&conn);
                 drop(conn);
@@ -303,8 +319,14 @@ fn spawn_worker(
     ))?;
     let memfd = admission::hello_memfd(hello)?;
     let extra = vec!["--hello".to_owned(), memfd.as_raw_fd().to_string()];
-    let _ = admitted;
-    spawn(&gate.exe, &gate.args, vec![fd, memfd], &extra, Some(slot))
+    let run_as = crate::privilege::worker(admitted.worker_uid);
+    spawn(
+        &gate.exe,
+        &gate.args,
+        vec![fd, memfd],
+        &extra,
+        (Some(slot), run_as),
+    )
 }
 
 /// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
@@ -314,13 +336,15 @@ fn spawn_worker(
 /// flags, between fork and exec: no descriptor is ever made inheritable in
 /// this process, where threads serving other listeners start workers of
 /// their own, and nothing is renumbered over a descriptor the child's exec
-/// still needs.
+/// still needs. With `run_as`, the child becomes that user before exec
+/// ([`crate::privilege`]). The worker's log goes to its standard error,
+/// the `--log` file opened here when there is one.
 pub(crate) fn spawn(
     exe: &Path,
     args: &ServeArgs,
     inherit: Vec<OwnedFd>,
     extra: &[String],
-    slot: Option<usize>,
+    (slot, run_as): (Option<usize>, Option<Credentials>),
 ) -> Result<u32, MediatorError> {
     let mut raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
     let first = *raw
@@ -339,7 +363,11 @@ pub(crate) fn spawn(
         cmd.arg("--sim-lib").arg(sim);
     }
     if let Some(log) = &args.log {
-        cmd.arg("--log").arg(log);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        cmd.stderr(file);
     }
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
@@ -353,8 +381,9 @@ pub(crate) fn spawn(
         cmd.arg("--session-table").arg(fd.to_string());
         cmd.arg("--session-slot").arg(slot.to_string());
     }
-    // SAFETY: the closure only calls fcntl, sigprocmask-family functions
-    // and setsid, which are async-signal-safe, as code between fork and
+    // SAFETY: the closure only calls fcntl, sigprocmask-family functions,
+    // setsid and the credential calls of `become_user`, which are
+    // async-signal-safe, as code between fork and
     // exec must be; `raw` is a copy made before the fork, and every number
     // in it is open (`inherit` and the table outlive the spawn).
     unsafe {
@@ -373,7 +402,10 @@ pub(crate) fn spawn(
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            match &run_as {
+                Some(creds) => crate::privilege::become_user(creds),
+                None => Ok(()),
+            }
         });
     }
     let child = cmd.spawn()?;

@@ -238,6 +238,10 @@ pub fn run(
         }
     };
     for (k, v) in &hello.env {
+        if let Err(why) = crate::privilege::env_value_allowed(k, v) {
+            tracing::warn!("{k} from the client ignored: {why}");
+            continue;
+        }
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
     }
