@@ -21,6 +21,8 @@ pub mod admission;
 pub mod census;
 pub mod config;
 pub mod driver;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
