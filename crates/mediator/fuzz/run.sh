@@ -5,7 +5,9 @@
 #   crates/mediator/fuzz/run.sh SECONDS [TARGET...]
 #
 # Runs each target (default: handshake worker_requests) for SECONDS seconds, seeded
-# from corpus/<target>/. New inputs go to a scratch directory; a crash
+# from corpus/<target>/ (leak detection is off: the worker's target
+# releases what each input made itself, and libFuzzer's RSS limit catches
+# growth). New inputs go to a scratch directory; a crash
 # leaves its input under artifacts/<target>/ and makes the script exit
 # non-zero. Needs `cargo +nightly` and cargo-fuzz: without them it FAILS
 # (exit 3), so that CI cannot pass without fuzzing (.ci/run installs them).
@@ -26,6 +28,13 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     echo "error: cargo-fuzz is not installed: cannot fuzz (cargo install --locked cargo-fuzz)" >&2
     exit 3
 fi
+# The worker's target drives the simulated device (a test double), built
+# by the stable toolchain as the tests build it.
+repo=$(cd -- "$fuzz_dir/../../.." && pwd)
+(cd -- "$repo" && cargo build -p vgpu-sim)
+export VGPU_FUZZ_SIM="${CARGO_TARGET_DIR:-$repo/target}/debug/libvgpu_sim.so"
+[[ -f $VGPU_FUZZ_SIM ]] || { echo "error: $VGPU_FUZZ_SIM was not built" >&2; exit 1; }
+
 scratch=$(mktemp -d)
 trap 'rm -rf -- "$scratch"' EXIT
 cd -- "$fuzz_dir/.."
@@ -33,6 +42,6 @@ for target in "${targets[@]}"; do
     echo "== fuzzing $target for ${seconds}s"
     mkdir -p -- "$scratch/$target"
     cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$target" "$scratch/$target" "$fuzz_dir/corpus/$target" -- \
-        -max_total_time="$seconds" -max_len=16384 -timeout=10
+        -max_total_time="$seconds" -max_len=16384 -timeout=10 -detect_leaks=0
 done
 echo "fuzzing done: ${targets[*]}, ${seconds}s each, no crash"

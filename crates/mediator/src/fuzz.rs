@@ -1,4 +1,5 @@
-//! Checks that the fuzz targets of `crates/mediator/fuzz` run on each input,
+//! Checks that the fuzz targets of `crates/mediator/fuzz` run on each input
+//! (the worker's: [`crate::worker::fuzz`]),
 //! kept here so that the corpus replay test (`cargo test -p vgpu-mediator
 //! --test fuzz_corpus`) runs the same checks on the stable toolchain.
 
@@ -93,4 +94,59 @@ pub fn handshake_accepts(data: &[u8]) -> bool {
         stall_after,
     };
     read_opening(&mut peer, Duration::from_secs(3600)).is_ok()
+}
+
+/// The worker's handling of decoded requests: the request frames of
+/// `data` run on a lane of a session whose driver is the simulated device
+/// at `sim` ([`crate::worker::fuzz`]). Nothing may panic or crash, and
+/// nothing a run makes outlives it.
+pub fn worker_requests(sim: &std::path::Path, data: &[u8]) {
+    crate::worker::fuzz::run_requests(sim, data);
+}
+
+/// Seeds for the worker's fuzz target: (name, frames). A context made and
+/// made current, memory allocated, written, read, set and freed, a stream
+/// and a synchronize, then the context destroyed; and a few bad frames.
+pub fn worker_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use vgpu_proto::{write_request, Op};
+    let ctx: u64 = 0x4100_0000_0000_0001;
+    let stream: u64 = 0x4200_0000_0000_0002;
+    let frame = |op: Op, ctx_id: u64, fixed: &[u8], blob: &[u8]| {
+        let mut v = Vec::new();
+        write_request(&mut v, op, 1, ctx_id, fixed, blob).expect("a valid seed frame");
+        v
+    };
+    let mut create = Vec::new();
+    create.extend_from_slice(&ctx.to_le_bytes());
+    create.extend_from_slice(&0u32.to_le_bytes());
+    create.extend_from_slice(&0i32.to_le_bytes());
+    let mut stream_create = Vec::new();
+    stream_create.extend_from_slice(&stream.to_le_bytes());
+    stream_create.extend_from_slice(&0u32.to_le_bytes());
+    stream_create.extend_from_slice(&0i32.to_le_bytes());
+    let session = [
+        frame(Op::CtxCreate, 0, &create, &[]),
+        frame(Op::MemAlloc, ctx, &4096u64.to_le_bytes(), &[]),
+        frame(Op::StreamCreate, ctx, &stream_create, &[]),
+        frame(Op::CtxSynchronize, ctx, &[], &[]),
+        frame(Op::MemFree, ctx, &0u64.to_le_bytes(), &[]),
+        frame(Op::CtxDestroy, 0, &ctx.to_le_bytes(), &[]),
+    ]
+    .concat();
+    let mut htod = vec![0u8; 17];
+    htod[..8].copy_from_slice(&0x1000u64.to_le_bytes());
+    let copy = [
+        frame(Op::CtxCreate, 0, &create, &[]),
+        frame(Op::MemcpyHtoD, ctx, &htod, &[0xAB; 64]),
+        frame(Op::CtxDestroy, 0, &ctx.to_le_bytes(), &[]),
+    ]
+    .concat();
+    let mut bad = frame(Op::MemAlloc, ctx, &u64::MAX.to_le_bytes(), &[]);
+    bad.extend_from_slice(&[0xFF; 16]);
+    vec![
+        ("ok-session", session),
+        ("ok-copy-to-a-forged-address", copy),
+        ("err-huge-alloc-then-garbage", bad),
+        ("err-no-context", frame(Op::CtxSynchronize, ctx, &[], &[])),
+    ]
 }

@@ -37,3 +37,36 @@ fn handshake_corpus() {
         );
     }
 }
+
+/// The simulated device built beside this test (`target/<profile>/`).
+fn sim_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>");
+    let sim = dir.join("libvgpu_sim.so");
+    assert!(
+        sim.is_file(),
+        "{} is missing: run `cargo build --workspace` first",
+        sim.display()
+    );
+    sim
+}
+
+/// `VGPU_BLESS=1` writes the worker's seeds again.
+#[test]
+fn worker_requests_corpus() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/worker_requests");
+    if std::env::var_os("VGPU_BLESS").is_some() {
+        fs::create_dir_all(&dir).expect("corpus dir");
+        for (name, bytes) in vgpu_mediator::fuzz::worker_seeds() {
+            fs::write(dir.join(name), bytes).expect("write seed");
+        }
+    }
+    let sim = sim_library();
+    for (name, data) in corpus("worker_requests") {
+        eprintln!("{name}");
+        vgpu_mediator::fuzz::worker_requests(&sim, &data);
+    }
+}

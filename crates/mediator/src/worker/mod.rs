@@ -19,6 +19,8 @@ mod decompress;
 mod event;
 mod exec;
 mod external;
+#[doc(hidden)]
+pub mod fuzz;
 mod generated;
 mod graph;
 mod green;
