@@ -53,14 +53,13 @@ static WORKER: OnceLock<Option<Credentials>> = OnceLock::new();
 /// documentation) and logs it. A named user that does not exist is an error.
 pub fn init(limits: &LimitArgs) -> Result<(), MediatorError> {
     let creds = resolve(limits)?;
-    match &creds {
-        Some(c) => tracing::info!(
+    if let Some(c) = &creds {
+        tracing::info!(
             uid = c.uid,
             gid = c.gid,
             groups = ?c.groups,
             "workers run unprivileged"
-        ),
-        None => {}
+        );
     }
     let _ = WORKER.set(creds);
     Ok(())
@@ -133,7 +132,7 @@ fn lookup(name: &str) -> Option<(u32, u32)> {
             buf.len(),
             &mut found,
         );
-        (rc == 0 && !found.is_null()).then(|| (pwd.pw_uid, pwd.pw_gid))
+        (rc == 0 && !found.is_null()).then_some((pwd.pw_uid, pwd.pw_gid))
     };
     by_name.or_else(|| {
         let uid: u32 = name.parse().ok()?;
