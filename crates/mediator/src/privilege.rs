@@ -102,6 +102,50 @@ fn resolve(limits: &LimitArgs) -> Result<Option<Credentials>, MediatorError> {
     }))
 }
 
+/// Checks that the default worker user can run the worker: every
+/// directory above `exe` and `libs` searchable, `exe` executable and the
+/// libraries readable by that user (by the mode bits: the worker cannot
+/// ask the kernel before it is that user). A file it cannot reach would
+/// fail every session, so the supervisor refuses to start instead.
+pub fn check_reachable(exe: &Path, libs: &[&Path]) -> Result<(), MediatorError> {
+    let Some(Some(creds)) = WORKER.get() else {
+        return Ok(());
+    };
+    let files = std::iter::once((exe, 0o1)).chain(libs.iter().map(|l| (*l, 0o4)));
+    for (file, want) in files {
+        let mut dirs: Vec<&Path> = file.ancestors().skip(1).collect();
+        dirs.retain(|d| !d.as_os_str().is_empty());
+        let reachable = dirs.iter().all(|d| allows(creds, d, 0o1)) && allows(creds, file, want);
+        if !reachable {
+            return Err(MediatorError::Config(format!(
+                "uid {} (the worker user) cannot {} {}: install vgpu where that user can \
+                 reach it, or name another with --worker-user (empty keeps root, for tests)",
+                creds.uid,
+                if want == 0o1 { "run" } else { "read" },
+                file.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `creds` get the `want` bits (0o4 read, 0o1 execute/search) on
+/// `path` from its mode (a path that cannot be read is not allowed).
+fn allows(creds: &Credentials, path: &Path, want: u32) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    let mode = meta.mode();
+    let class = if meta.uid() == creds.uid {
+        mode >> 6
+    } else if meta.gid() == creds.gid || creds.groups.contains(&meta.gid()) {
+        mode >> 3
+    } else {
+        mode
+    };
+    class & want == want
+}
+
 /// Who a worker runs as: `tenant` (a uid and gid admission chose) when the
 /// supervisor drops privileges at all, else the default worker user.
 pub fn worker(tenant: Option<(u32, u32)>) -> Option<Credentials> {
@@ -238,6 +282,39 @@ mod tests {
         assert_eq!(lookup("root"), Some((0, 0)));
         assert_eq!(lookup("4242"), Some((4242, 4242)));
         assert_eq!(lookup("no-such-user-here"), None);
+    }
+
+    #[test]
+    fn reachability_follows_the_mode_bits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("lib.so");
+        std::fs::write(&file, b"").expect("file");
+        let set = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .expect("chmod")
+        };
+        let other = Credentials {
+            uid: 4242,
+            gid: 4242,
+            groups: vec![],
+        };
+        set(&file, 0o644);
+        set(dir.path(), 0o755);
+        assert!(allows(&other, dir.path(), 0o1) && allows(&other, &file, 0o4));
+        set(dir.path(), 0o700);
+        assert!(!allows(&other, dir.path(), 0o1), "a private directory");
+        set(&file, 0o600);
+        assert!(!allows(&other, &file, 0o4));
+        let group = Credentials {
+            groups: vec![meta_gid(&file)],
+            ..other
+        };
+        set(&file, 0o640);
+        assert!(allows(&group, &file, 0o4), "through a supplementary group");
+    }
+
+    fn meta_gid(p: &Path) -> u32 {
+        std::fs::metadata(p).expect("metadata").gid()
     }
 
     #[test]

@@ -33,9 +33,19 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Listens on every `args.listen` address and serves until killed.
 pub fn run(args: &ServeArgs) -> Result<(), MediatorError> {
     crate::privilege::init(&args.limits)?;
+    let exe = std::env::current_exe()?;
+    let sim = args.sim_library();
+    let driver = match &args.driver {
+        crate::config::DriverChoice::Path(p) => Some(p.clone()),
+        crate::config::DriverChoice::Sim => sim,
+        crate::config::DriverChoice::Auto => None,
+    };
+    crate::privilege::check_reachable(
+        &exe,
+        &driver.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
-    let exe = std::env::current_exe()?;
     let table = sessions::install(Table::create()?)
         .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
     let census = Arc::new(Census::new(table));
