@@ -591,3 +591,33 @@ fn workers_run_unprivileged_and_apply_only_writable_paths() {
     drop(control);
     assert!(common::wait_gone(worker, WAIT));
 }
+
+#[test]
+fn the_worker_limit_refuses_more_sessions_until_one_ends() {
+    let h = harness(&["--max-workers", "1"]);
+    let m = h.mediator();
+    let (control, worker) = raw_session(m, 1);
+    let mut second = Channel::connect(&socket_path(m)).expect("connect");
+    second
+        .write_all(&hello_bytes(features::LANES))
+        .expect("hello");
+    assert!(
+        Welcome::read(&mut second).is_err(),
+        "a second session at the limit"
+    );
+    assert_eq!(m.child_pids(), [worker], "no second worker");
+    assert!(
+        m.log_text().contains("1 workers are live"),
+        "{}",
+        m.log_text()
+    );
+    drop(control);
+    let ended = format!("session ended worker={worker}");
+    assert!(
+        eventually(WAIT, || m.log_text().contains(&ended)),
+        "{}",
+        m.log_text()
+    );
+    let (_control, next) = raw_session(m, 2);
+    assert_ne!(next, worker, "a new session once the first ended");
+}

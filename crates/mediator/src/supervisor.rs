@@ -211,12 +211,9 @@ fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
     };
     let limit = gate.args.limits.worker_limit();
     let Some(reservation) = gate.census.reserve_within(limit) else {
+        // Counted by the census (`workers`, or `capacity` for a full table).
         let why = format!("{limit} workers are live, the most this mediator runs");
-        tracing::error!(
-            "refusing a session from {}: {why}",
-            admission::describe(&identity)
-        );
-        return;
+        return log_refusal(gate, &identity, Refusal::Workers, &why);
     };
     let slot = reservation.slot;
     match spawn_worker(gate, conn, &hello, &admitted, slot) {
@@ -237,17 +234,21 @@ fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
 /// refused this second.
 fn refuse(gate: &Gate, identity: &Identity, refused: Refused) {
     gate.census.refused(refused.reason);
+    log_refusal(gate, identity, refused.reason, &refused.why);
+}
+
+/// The log line of a refusal, unless too many were written this second.
+fn log_refusal(gate: &Gate, identity: &Identity, reason: Refusal, why: &str) {
     if let Some(left_out) = gate.throttle.allow() {
         let who = admission::describe(identity);
-        let reason = refused.reason.label();
+        let reason = reason.label();
         if left_out > 0 {
             tracing::warn!(
                 reason,
-                "refused {who}: {} ({left_out} refusals not logged before this one)",
-                refused.why
+                "refused {who}: {why} ({left_out} refusals not logged before this one)"
             );
         } else {
-            tracing::warn!(reason, "refused {who}: {}", refused.why);
+            tracing::warn!(reason, "refused {who}: {why}");
         }
     }
 }
