@@ -120,8 +120,11 @@ pub struct Admitted {
 
 /// Decides whether a session may start for the client that `identity`
 /// names and that sent `hello`. Every identity and tenant check belongs
-/// here; without tenants configured, every client that completed its
-/// handshake is admitted, with no tenant.
+/// here: a refusal says why ([`Refusal::Denied`]), and an admission names
+/// the tenant, the tenant's session limit (kept by the supervisor,
+/// [`TenantSessions`]) and the uid its worker runs as. Without tenants
+/// configured, every client that completed its handshake is admitted, with
+/// no tenant and no limit.
 pub fn admit(identity: &Identity, hello: &Hello) -> Result<Admitted, Refused> {
     let _ = (identity, hello);
     Ok(Admitted::default())

@@ -120,7 +120,7 @@ mod tests {
             // Idle for longer than the deadline, then half a frame.
             std::thread::sleep(Duration::from_millis(500));
             theirs.write_all(b"half").expect("send");
-            std::thread::sleep(Duration::from_millis(1000));
+            std::thread::sleep(Duration::from_millis(3000));
             drop(theirs);
         });
         let mut frame = [0u8; 8];
@@ -134,7 +134,7 @@ mod tests {
             took >= Duration::from_millis(650),
             "idle time is not counted: {took:?}"
         );
-        assert!(took < Duration::from_millis(1200), "{took:?}");
+        assert!(took < Duration::from_millis(2500), "{took:?}");
         writer.join().expect("writer");
     }
 
