@@ -621,3 +621,67 @@ fn the_worker_limit_refuses_more_sessions_until_one_ends() {
     let (_control, next) = raw_session(m, 2);
     assert_ne!(next, worker, "a new session once the first ended");
 }
+
+/// An `OpenLane` on a TCP session's control connection: the lane port and
+/// token the worker answers with.
+fn open_tcp_lane(control: &mut TcpStream) -> (u16, [u8; 16]) {
+    vgpu_proto::write_request(control, Op::OpenLane, 1, 0, &[], &[]).expect("OpenLane");
+    let (head, fixed) = vgpu_proto::read_response_head(control).expect("reply");
+    assert_eq!(head.status.get(), 0, "OpenLane failed");
+    assert_eq!(fixed.len(), 19, "kind, port, token");
+    let port = u16::from_le_bytes([fixed[1], fixed[2]]);
+    let token: [u8; 16] = fixed[3..19].try_into().expect("16 bytes");
+    (port, token)
+}
+
+#[test]
+fn garbage_on_tcp_lane_connections_is_refused_and_the_session_goes_on() {
+    let h = harness(&[]);
+    let m = h.mediator();
+    let mut control = TcpStream::connect(tcp_addr(m)).expect("connect");
+    control
+        .write_all(&hello_bytes(features::LANES))
+        .expect("hello");
+    Welcome::read(&mut control).expect("welcome");
+    let worker = m.wait_worker(1, WAIT);
+    // The worker waits for the lane on its port: a stranger's random bytes
+    // come first and are refused; then the client's token and a bad frame.
+    let (port, token) = open_tcp_lane(&mut control);
+    let mut stranger = TcpStream::connect(("127.0.0.1", port)).expect("lane port");
+    stranger.write_all(&[0x3Cu8; 64]).expect("garbage");
+    stranger
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    assert!(
+        matches!(stranger.read(&mut [0u8; 8]), Ok(0) | Err(_)),
+        "the stranger stays"
+    );
+    let mut lane = TcpStream::connect(("127.0.0.1", port)).expect("lane port");
+    lane.write_all(&token).expect("token");
+    let mut oversized = stalled_copy();
+    oversized[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    lane.write_all(&oversized).expect("an oversized frame");
+    lane.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    assert!(
+        matches!(lane.read(&mut [0u8; 8]), Ok(0) | Err(_)),
+        "the bad lane stays"
+    );
+    // The session goes on: another lane opens and serves.
+    let (port, token) = open_tcp_lane(&mut control);
+    let mut lane = TcpStream::connect(("127.0.0.1", port)).expect("lane port");
+    lane.write_all(&token).expect("token");
+    vgpu_proto::write_request(&mut lane, Op::CtxSynchronize, 7, 0, &[], &[]).expect("request");
+    let (head, _) = vgpu_proto::read_response_head(&mut lane).expect("a reply on the new lane");
+    assert_eq!(head.seq.get(), 7);
+    assert!(common::is_alive(worker));
+    let log = m.log_text();
+    assert!(
+        log.contains("lane connection refused: wrong token"),
+        "{log}"
+    );
+    assert!(log.contains("closing it"), "{log}");
+    drop((lane, control));
+    assert!(common::wait_gone(worker, WAIT));
+    assert!(!m.log_text().contains("abnormally"), "{}", m.log_text());
+}
