@@ -63,8 +63,8 @@ pub struct LimitArgs {
     /// The user workers run as when the supervisor runs as root: a name or
     /// a numeric uid; by default `vgpu-worker` if that user exists, else
     /// `nobody`. An empty value keeps the supervisor's uid (loudly logged:
-    /// for test environments only).
-    #[arg(long)]
+    /// for test environments only). Given twice, the last one counts.
+    #[arg(long, overrides_with = "worker_user")]
     pub worker_user: Option<String>,
 }
 
@@ -549,6 +549,21 @@ mod tests {
             sessions.take(&Admitted::default()).is_ok(),
             "no tenant, no limit"
         );
+    }
+
+    #[test]
+    fn limit_flags_parse() {
+        use clap::Parser;
+        let cli = crate::config::Cli::parse_from(["m", "--worker-user=a", "--worker-user="]);
+        assert_eq!(cli.serve.limits.worker_user.as_deref(), Some(""));
+        assert_eq!(cli.serve.limits.worker_limit(), MAX_SESSIONS);
+        let cli = crate::config::Cli::parse_from(["m", "--max-workers", "9999"]);
+        assert_eq!(
+            cli.serve.limits.worker_limit(),
+            MAX_SESSIONS,
+            "the table's maximum"
+        );
+        assert!(crate::config::Cli::try_parse_from(["m", "--handshake-timeout-ms", "0"]).is_err());
     }
 
     #[test]
