@@ -58,7 +58,7 @@ through=$(CUDA_CACHE_PATH=$cache vgpu timeout 120 "$WORK/vector_add_driver" 2>>"
 check "vector_add_driver: same lines natively and through vgpu" $?
 files=$(find "$cache" -type f | wc -l)
 owners=$(find "$cache" -type f -printf '%u\n' | sort -u | tr '\n' ' ')
-echo "INFO JIT cache under the worker's CUDA_CACHE_PATH: $files files, owned by: ${owners:-nobody}"
+echo "INFO JIT cache under the worker's CUDA_CACHE_PATH: $files files, owned by: ${owners:-(no files)}"
 ! grep -q "CUDA_CACHE_PATH from the client ignored" "$OUT/mediator.log"
 check "CUDA_CACHE_PATH the worker user owns is applied" $?
 
