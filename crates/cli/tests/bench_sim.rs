@@ -339,12 +339,12 @@ fn a_failing_figure_is_a_fail_row_and_the_run_goes_on() {
 #[test]
 fn a_run_past_its_deadline_is_stopped_and_reported() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    // A full alloc_1gb run takes many seconds on the simulated device.
+    // A full memcpy_256mb run takes many seconds on the simulated device.
     let out = bench(
         tmp.path(),
         &[
             "--only",
-            "alloc_1gb",
+            "memcpy_256mb",
             "--transports",
             "socket",
             "--timeout",
@@ -356,13 +356,11 @@ fn a_run_past_its_deadline_is_stopped_and_reported() {
     let line = out
         .stdout
         .lines()
-        .find(|l| l.starts_with("alloc_1gb"))
-        .unwrap_or_else(|| panic!("no alloc_1gb row\n{out}"));
-    assert!(
-        line.contains("FAIL native: timed out after 1 s")
-            && line.contains("FAIL vgpu: timed out after 1 s"),
-        "{line}"
-    );
+        .find(|l| l.starts_with("memcpy_256mb"))
+        .unwrap_or_else(|| panic!("no memcpy_256mb row\n{out}"));
+    // Through vgpu's socket it takes longer than the second it is given
+    // (natively it may fit).
+    assert!(line.contains("FAIL vgpu: timed out after 1 s"), "{line}");
     assert!(out.elapsed < Duration::from_secs(60), "{out}");
 }
 

@@ -84,10 +84,17 @@ fn exporter(h: &Harness, endpoint: &str) -> (Peer, String) {
     (p, hex)
 }
 
-/// A harness whose mediator keeps its IPC registry in `dir`.
+/// A harness whose mediator keeps its IPC registry in `dir`. The tests
+/// read and rewrite the registry in a private temporary directory of
+/// their own uid, which an unprivileged worker user could not reach: the
+/// workers keep the test's uid (`--worker-user=`).
 fn with_registry(dir: &Path, extra: &[&str]) -> Harness {
     let mut h = Harness::without_mediator();
-    let mut args = vec!["--ipc-dir", dir.to_str().expect("utf-8 path")];
+    let mut args = vec![
+        "--worker-user=",
+        "--ipc-dir",
+        dir.to_str().expect("utf-8 path"),
+    ];
     args.extend_from_slice(extra);
     h.mediator = Some(Mediator::start_with(&h.build, &args));
     h
@@ -112,7 +119,14 @@ fn opens_across_mediators_and_outlives_its_exporter() {
     let dir = tempfile::tempdir().expect("temp dir");
     let registry = dir.path().join("ipc");
     let h = with_registry(&registry, &[]);
-    let second = Mediator::start_with(&h.build, &["--ipc-dir", registry.to_str().expect("utf-8")]);
+    let second = Mediator::start_with(
+        &h.build,
+        &[
+            "--worker-user=",
+            "--ipc-dir",
+            registry.to_str().expect("utf-8"),
+        ],
+    );
     let (mut exp, hex) = exporter(&h, &h.mediator().endpoint());
     let mut imp = peer(&h, &second.endpoint(), &["open", &hex]);
     assert_eq!(imp.line(), "open 0");

@@ -57,15 +57,16 @@ const FLAG_ONLY: [&str; 1] = ["config"];
 fn mediator_toml_names_every_flag() {
     let text = uncommented(&packaging("mediator.toml"));
     let table: toml::Table = text.parse().expect("valid TOML");
-    // Top-level keys are the flags of the same name, and `[tls]`'s keys the
-    // `--tls-…` flags (`[tls] cert` is `--tls-cert`); the other tables
-    // (`[unix]`, `[limits]`, `[[tenant]]`) exist only in the file.
+    // Top-level keys are the flags of the same name, `[limits]`'s keys too,
+    // and `[tls]`'s keys the `--tls-…` flags (`[tls] cert` is `--tls-cert`);
+    // the other tables (`[unix]`, `[[tenant]]`) exist only in the file.
     let mut keys: Vec<String> = table
         .iter()
         .flat_map(|(k, v)| match v {
             toml::Value::Table(t) if k == "tls" => {
                 t.keys().map(|sub| format!("{k}_{sub}")).collect()
             }
+            toml::Value::Table(t) if k == "limits" => t.keys().cloned().collect(),
             toml::Value::Table(_) => Vec::new(),
             toml::Value::Array(a) if !a.is_empty() && a.iter().all(toml::Value::is_table) => {
                 Vec::new()

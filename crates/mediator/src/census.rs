@@ -149,11 +149,21 @@ impl Census {
     /// until the worker's pid is recorded (so its end cannot be seen first);
     /// `None`, counted as a refusal, when every slot is taken.
     pub fn reserve(&self) -> Option<Reservation<'_>> {
+        self.reserve_within(MAX_SESSIONS)
+    }
+
+    /// [`Census::reserve`] while fewer than `limit` workers hold a slot;
+    /// at the limit `None`, counted as refused for [`Refusal::Workers`].
+    pub fn reserve_within(&self, limit: usize) -> Option<Reservation<'_>> {
         let mut inner = self.lock();
         let Some(slot) = inner.taken.iter().position(|t| !t) else {
             inner.totals.refused[Refusal::Capacity.index()] += 1;
             return None;
         };
+        if inner.taken.iter().filter(|t| **t).count() >= limit {
+            inner.totals.refused[Refusal::Workers.index()] += 1;
+            return None;
+        }
         inner.taken[slot] = true;
         if let Some(s) = self.table.slot(slot) {
             s.clear();
@@ -171,6 +181,11 @@ impl Census {
     /// slot was given to it.
     pub fn refused(&self, why: Refusal) {
         self.lock().totals.refused[why.index()] += 1;
+    }
+
+    /// Workers that hold a slot now.
+    pub fn workers(&self) -> usize {
+        self.lock().workers.len()
     }
 
     /// Worker `pid` ended (`crashed`: by a signal, or with a status other
@@ -337,5 +352,17 @@ mod tests {
         }
         assert!(c.reserve().is_none());
         assert_eq!(c.snapshot().totals.refused[Refusal::Capacity.index()], 1);
+    }
+
+    #[test]
+    fn the_worker_limit_is_kept() {
+        let c = census();
+        c.reserve_within(2).expect("first").started(1);
+        c.reserve_within(2).expect("second").started(2);
+        assert!(c.reserve_within(2).is_none());
+        assert_eq!(c.workers(), 2);
+        c.ended(1, false);
+        c.reserve_within(2).expect("a worker ended").started(3);
+        assert_eq!(c.snapshot().totals.refused[Refusal::Workers.index()], 1);
     }
 }

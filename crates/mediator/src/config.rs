@@ -118,6 +118,9 @@ pub struct ServeArgs {
     /// mediator refuses to start with such a listener.
     #[arg(long)]
     pub insecure_tcp: bool,
+    /// Admission limits and worker privileges ([`crate::admission`]).
+    #[command(flatten)]
+    pub limits: crate::admission::LimitArgs,
 }
 
 pub(crate) fn parse_ivshmem_mib(s: &str) -> Result<usize, String> {
@@ -174,6 +177,10 @@ pub enum Command {
         /// certificate and key (`crate::tls`).
         #[arg(long, value_name = "FD", conflicts_with = "region")]
         tls_admission: Option<i32>,
+        /// A memfd holding the client's hello, which the supervisor read
+        /// and checked before it started this worker.
+        #[arg(long)]
+        hello: Option<i32>,
     },
 }
 

@@ -256,10 +256,10 @@ impl Guest {
     /// none free, the region is freed and the guest's `cuInit` fails.
     fn start(&mut self, r: usize, word: u64, args: &ServeArgs, exe: &Path, census: &Census) {
         self.last_start = Some(std::time::Instant::now());
-        let Some(reservation) = census.reserve() else {
+        let Some(reservation) = census.reserve_within(args.limits.worker_limit()) else {
             tracing::error!(
                 region = r,
-                "refusing a guest session: no session slot is free"
+                "refusing a guest session: no session slot is free (or --max-workers are live)"
             );
             ivshmem::free_region(&self.mem, r, word);
             return;
@@ -274,7 +274,13 @@ impl Guest {
                 format!("{r}:{word}:{}", theirs.as_raw_fd()),
             ];
             let inherit = vec![mem, theirs];
-            let pid = crate::supervisor::spawn(exe, args, inherit, &extra, Some(slot))?;
+            let pid = crate::supervisor::spawn(
+                exe,
+                args,
+                inherit,
+                &extra,
+                (Some(slot), crate::privilege::worker(None)),
+            )?;
             Ok((pid, ours))
         })();
         match started {

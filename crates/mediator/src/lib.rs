@@ -1,9 +1,12 @@
 //! vgpu-mediator: the supervisor and the per-session worker.
 //!
 //! Contract:
-//! - The supervisor listens, never loads CUDA, and fork+execs one
-//!   `vgpu-mediator worker` per accepted connection, handing it the connection
-//!   fd. It is never on the data path, so restarting it leaves sessions alone.
+//! - The supervisor listens, never loads CUDA, reads and checks each
+//!   connection's hello within a deadline ([`admission`]), and fork+execs one
+//!   `vgpu-mediator worker` per admitted session, handing it the connection
+//!   fd and the hello; as root it starts workers as an unprivileged user
+//!   ([`privilege`]). It is never on the data path, so restarting it leaves
+//!   sessions alone.
 //!   On `ivshmem:` sockets it plays QEMU's ivshmem server ([`ivshmem`]) and
 //!   starts one worker per session region a guest process claims, handing it
 //!   the guest's shared memory; it only forwards doorbells to sleeping ring
@@ -24,12 +27,16 @@
 //!   directly with a one-time ticket: the supervisor stays off the data
 //!   path there too.
 
+pub mod admission;
 pub mod census;
 pub mod config;
 pub mod driver;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
+pub mod privilege;
 pub mod sessions;
 pub mod supervisor;
 pub mod tenants;

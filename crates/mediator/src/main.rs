@@ -47,6 +47,7 @@ fn main() -> ExitCode {
             tenant_devices,
             tenant_weight,
             tls_admission,
+            hello,
         }) => {
             if let (Some(table), Some(slot)) = (session_table, session_slot) {
                 worker::attach_session_table(table, slot);
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
                 weight: tenant_weight,
             };
             match tenants::worker::attach(tenant, session_slot) {
-                Ok(()) => worker::run(&cli.serve, fd, region.as_deref(), tls_admission),
+                Ok(()) => worker::run(&cli.serve, fd, region.as_deref(), tls_admission, hello),
                 Err(e) => Err(vgpu_mediator::MediatorError::Config(e)),
             }
         }

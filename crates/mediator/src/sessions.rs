@@ -94,11 +94,16 @@ pub enum Refusal {
     NoTenant = 6,
     /// The client's tenant has its `max_sessions` live already.
     TenantSessions = 7,
+    /// Too many connections were in their handshake at once
+    /// (`--max-pending-handshakes`): closed at once.
+    Busy = 8,
+    /// `--max-workers` workers were live already.
+    Workers = 9,
 }
 
 impl Refusal {
     /// Every reason, in the order of [`Refusal::index`].
-    pub const ALL: [Refusal; 7] = [
+    pub const ALL: [Refusal; 9] = [
         Refusal::Handshake,
         Refusal::Driver,
         Refusal::Capacity,
@@ -106,6 +111,8 @@ impl Refusal {
         Refusal::NotAllowed,
         Refusal::NoTenant,
         Refusal::TenantSessions,
+        Refusal::Busy,
+        Refusal::Workers,
     ];
 
     /// The reason's label in metrics.
@@ -118,6 +125,8 @@ impl Refusal {
             Refusal::NotAllowed => "not_allowed",
             Refusal::NoTenant => "no_tenant",
             Refusal::TenantSessions => "tenant_sessions",
+            Refusal::Busy => "busy",
+            Refusal::Workers => "workers",
         }
     }
 

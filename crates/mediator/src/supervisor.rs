@@ -1,39 +1,56 @@
 //! The supervisor: accepts connections and starts one worker per session.
 //!
-//! Each accepted connection is looked at by a thread of its own: a status
-//! query ([`vgpu_proto::sessions`]) is answered there with the live
-//! sessions; anything else is a session, handed to a new worker with a slot
-//! of the session table ([`crate::sessions`], [`crate::census`]).
+//! Each accepted connection is looked at by a thread of its own, which
+//! reads what it opens with before anything else happens
+//! ([`crate::admission`]): a status query ([`vgpu_proto::sessions`]) is
+//! answered there with the live sessions; a valid hello from a client the
+//! tenants' policy admits ([`crate::tenants`]) is a session, handed to a new
+//! worker with a slot of the session table ([`crate::sessions`],
+//! [`crate::census`]) and the hello in a memfd. Anything else is closed
+//! without a worker. A `tls://` listener's connections are authenticated
+//! by [`crate::tls`] instead, within the same limits.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use vgpu_proto::Hello;
 use vgpu_transport::{Address, Channel, Listener, TransportError};
 
+use crate::admission::{self, Opening, Pending, PendingTicket, Refused, Throttle};
 use crate::census::Census;
 use crate::config::ServeArgs;
-use crate::sessions::{self, Table};
+use crate::identity::Identity;
+use crate::privilege::Credentials;
+use crate::sessions::{self, Refusal, Table};
 use crate::tenants::supervise::Tenancy;
 use crate::tenants::Settings;
 use crate::MediatorError;
 
-/// How long a new connection may take to send its first bytes before it is
-/// handed to a worker anyway (which waits for its hello as before).
-const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long answering a status query may take.
+/// How long sending the answer to a status query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Listens on every `args.listen` address (or on the sockets a service
 /// manager passed, [`crate::tenants::activation`]) and serves until killed.
 pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
+    crate::privilege::init(&args.limits)?;
     let inherited = crate::tenants::activation::take().map_err(MediatorError::Config)?;
+    let exe = std::env::current_exe()?;
+    let sim = args.sim_library();
+    let driver = match &args.driver {
+        crate::config::DriverChoice::Path(p) => Some(p.clone()),
+        crate::config::DriverChoice::Sim => sim,
+        crate::config::DriverChoice::Auto => None,
+    };
+    crate::privilege::check_reachable(
+        &exe,
+        &driver.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
     let mut listeners = Vec::new();
     let mut sockets = Vec::new();
     let mut doors = Vec::new();
-    let exe = std::env::current_exe()?;
     let table = sessions::install(Table::create()?)
         .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
     let census = Arc::new(Census::new(table));
@@ -105,8 +122,14 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
         let bound = crate::metrics::serve(addr, Arc::clone(&census), Arc::clone(&tenancy))?;
         tracing::info!("metrics on http://{bound}/metrics");
     }
-    let exe = Arc::new(exe);
-    let args = Arc::new(args.clone());
+    let pending = Pending::new(args.limits.max_pending_handshakes as usize);
+    let gate = Arc::new(Gate {
+        exe,
+        args: args.clone(),
+        census: Arc::clone(&census),
+        tenancy,
+        throttle: Throttle::default(),
+    });
     loop {
         for i in ready(&listeners) {
             let conn = match listeners[i].accept() {
@@ -119,14 +142,41 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
                     continue;
                 }
             };
-            let (exe, args, census) = (Arc::clone(&exe), Arc::clone(&args), Arc::clone(&census));
-            let tenancy = Arc::clone(&tenancy);
+            if conn.hung_up() {
+                // Connected and gone before it was accepted: no thread, no place.
+                let why = "closed before it sent a hello".to_owned();
+                let who = admission::identify(&conn);
+                refuse(
+                    &gate,
+                    &who,
+                    Refused {
+                        reason: Refusal::Handshake,
+                        why,
+                    },
+                );
+                continue;
+            }
+            let Some(ticket) = pending.enter() else {
+                let who = admission::identify(&conn);
+                drop(conn);
+                let why = format!("{} connections are in their handshake", pending.count());
+                refuse(
+                    &gate,
+                    &who,
+                    Refused {
+                        reason: Refusal::Busy,
+                        why,
+                    },
+                );
+                continue;
+            };
+            let gate = Arc::clone(&gate);
             let door = doors[i].clone();
             let started = std::thread::Builder::new()
                 .name("accepted".into())
                 .spawn(move || match door {
-                    Some(door) => crate::tls::serve(&exe, &args, &census, &tenancy, &door, conn),
-                    None => triage(&exe, &args, &census, &tenancy, conn),
+                    Some(door) => crate::tls::serve(&gate, &door, conn, ticket),
+                    None => triage(&gate, conn, ticket),
                 });
             if let Err(e) = started {
                 tracing::error!("cannot start a thread for a new connection: {e}");
@@ -135,94 +185,117 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
     }
 }
 
-/// Answers a status query, or starts a worker for the session if the
-/// tenants' policy admits the client.
-fn triage(exe: &Path, args: &ServeArgs, census: &Census, tenancy: &Tenancy, conn: Channel) {
-    let first = first_bytes(&conn);
-    if first == Some(vgpu_proto::sessions::QUERY_MAGIC.to_le_bytes()) {
-        // Refused queries are logged, not counted: they are not sessions.
-        if tenancy.may_query(&conn).is_err() {
+/// What the supervisor shares between the threads of new connections.
+pub(crate) struct Gate {
+    pub exe: PathBuf,
+    pub args: ServeArgs,
+    pub census: Arc<Census>,
+    pub tenancy: Arc<Tenancy>,
+    /// Log lines about refused connections.
+    throttle: Throttle,
+}
+
+/// Handles one accepted connection, within its pending-handshake place
+/// `ticket`: answers a status query, or admits the session and starts its
+/// worker ([`crate::admission`], [`crate::tenants`]). A connection refused
+/// at any step is closed, logged (throttled) and counted.
+fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
+    let identity = admission::identify(&conn);
+    let opening = admission::read_opening(&mut conn, gate.args.limits.handshake_timeout());
+    drop(ticket);
+    let hello = match opening {
+        Ok(Opening::Hello(hello)) => hello,
+        Ok(Opening::Query) => {
+            // Refused queries are logged, not counted: they are not sessions.
+            if gate.tenancy.may_query(&conn).is_err() {
+                return;
+            }
+            if let Err(e) = answer_query(conn, &gate.census, &gate.tenancy) {
+                tracing::info!("status query: {e}");
+            }
             return;
         }
-        if let Err(e) = answer_query(conn, census, tenancy) {
-            tracing::info!("status query: {e}");
-        }
-        return;
-    }
-    let peer = conn.peer_addr();
-    // A TLS handshake record (content type 22, version 3.x) on a plain
-    // listener: a client configured for tls:// at the wrong address.
-    if let Some([0x16, 0x03, ..]) = first {
-        let peer = peer.map_or_else(|| "a local client".to_owned(), |p| p.to_string());
-        tracing::warn!(
-            %peer,
-            "refused: a TLS handshake on a plain listener (this address is not tls://)"
-        );
-        return;
-    }
-    let tenant = match tenancy.admit(&conn) {
-        Ok(admission) => admission.tenant,
-        Err(why) => {
-            census.refused(why);
-            return;
+        Err(e) => {
+            let why = match e {
+                vgpu_proto::ProtoError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    format!(
+                        "no whole hello within {:?}",
+                        gate.args.limits.handshake_timeout()
+                    )
+                }
+                // A TLS handshake record (content type 22, version 3.x): a
+                // client configured for tls:// at a plain listener.
+                vgpu_proto::ProtoError::BadMagic { found, .. }
+                    if found.to_le_bytes()[..2] == [0x16, 0x03] =>
+                {
+                    "refused: a TLS handshake on a plain listener (this address is not tls://)"
+                        .to_owned()
+                }
+                e => format!("bad handshake: {e}"),
+            };
+            return refuse(
+                gate,
+                &identity,
+                Refused {
+                    reason: Refusal::Handshake,
+                    why,
+                },
+            );
         }
     };
-    let Some(reservation) = census.reserve() else {
-        tenancy.not_started(tenant);
-        tracing::error!(
-            "refusing a session: {} sessions are live, the most one mediator serves",
-            sessions::MAX_SESSIONS
-        );
-        return;
+    // The tenants' policy (it logs its refusals with the uid and pid).
+    let tenant = match gate.tenancy.admit(&conn) {
+        Ok(admission) => admission.tenant,
+        Err(why) => return gate.census.refused(why),
+    };
+    let limit = gate.args.limits.worker_limit();
+    let Some(reservation) = gate.census.reserve_within(limit) else {
+        gate.tenancy.not_started(tenant);
+        // Counted by the census (`workers`, or `capacity` for a full table).
+        let why = format!("{limit} workers are live, the most this mediator runs");
+        return log_refusal(gate, &identity, Refusal::Workers, &why);
     };
     let slot = reservation.slot;
-    let (extra, fds) = tenancy.worker_args(tenant);
-    match (spawn_worker(exe, args, conn, slot, &extra, fds), peer) {
-        (Ok(pid), peer) => {
-            tenancy.started(pid, tenant, slot);
+    match spawn_worker(gate, conn, &hello, tenant, slot) {
+        Ok(pid) => {
+            gate.tenancy.started(pid, tenant, slot);
             reservation.started(pid);
-            match peer {
-                Some(peer) => tracing::info!(worker = pid, %peer, "session accepted"),
-                None => tracing::info!(worker = pid, "session accepted"),
-            }
+            let from = admission::describe(&identity);
+            tracing::info!(worker = pid, from, "session accepted");
         }
-        (Err(e), _) => {
-            tenancy.not_started(tenant);
+        Err(e) => {
+            gate.tenancy.not_started(tenant);
             reservation.failed();
             tracing::error!("could not start a worker: {e}");
         }
     }
 }
 
-/// The connection's first four bytes, once they came within
-/// [`FIRST_BYTES_TIMEOUT`] (peeked: they stay for the worker).
-fn first_bytes(conn: &Channel) -> Option<[u8; 4]> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let conn = conn.socket_fd()?;
-    let deadline = Instant::now() + FIRST_BYTES_TIMEOUT;
-    let mut buf = [0u8; 4];
-    loop {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        let left = Timespec::try_from(left).ok()?;
-        let mut fds = [PollFd::new(&conn, PollFlags::IN)];
-        match poll(&mut fds, Some(&left)) {
-            Ok(0) => return None,
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => return None,
-        }
-        match rustix::net::recv(conn, &mut buf[..], rustix::net::RecvFlags::PEEK) {
-            Ok((0, _)) => return None,
-            Ok((n, _)) if n == buf.len() => return Some(buf),
-            // Fewer bytes so far: wait a little for the rest.
-            Ok(_) => std::thread::sleep(Duration::from_millis(1)),
-            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
-            Err(_) => return None,
+/// Closes a refused connection: counted, and logged unless too many were
+/// refused this second.
+pub(crate) fn refuse(gate: &Gate, identity: &Identity, refused: Refused) {
+    gate.census.refused(refused.reason);
+    log_refusal(gate, identity, refused.reason, &refused.why);
+}
+
+/// The log line of a refusal, unless too many were written this second.
+pub(crate) fn log_refusal(gate: &Gate, identity: &Identity, reason: Refusal, why: &str) {
+    if let Some(left_out) = gate.throttle.allow() {
+        let who = admission::describe(identity);
+        let reason = reason.label();
+        if left_out > 0 {
+            tracing::warn!(
+                reason,
+                "refused {who}: {why} ({left_out} refusals not logged before this one)"
+            );
+        } else {
+            tracing::warn!(reason, "refused {who}: {why}");
         }
     }
 }
 
-/// Reads a status query and answers with the live sessions.
+/// Answers a status query (read whole by [`admission::read_opening`], or
+/// admitted over TLS) with the live sessions, each with its tenant.
 pub(crate) fn answer_query(
     mut conn: Channel,
     census: &Census,
@@ -230,9 +303,7 @@ pub(crate) fn answer_query(
 ) -> Result<(), MediatorError> {
     use rustix::net::sockopt::{set_socket_timeout, Timeout};
     let fd = conn.fd()?;
-    set_socket_timeout(fd, Timeout::Recv, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
     set_socket_timeout(fd, Timeout::Send, Some(QUERY_TIMEOUT)).map_err(std::io::Error::from)?;
-    vgpu_proto::sessions::read_query(&mut conn)?;
     let mut records = census.records();
     for r in &mut records {
         if let Some(name) = tenancy.tenant_of_worker(r.worker_pid.get()) {
@@ -332,22 +403,26 @@ fn ready(listeners: &[Listener]) -> Vec<usize> {
     }
 }
 
-/// Starts a worker for `conn` with session slot `slot`, `extra` arguments
-/// and the descriptors `fds` they name.
+/// Starts a worker for `conn` with session slot `slot`.
+/// The worker gets the connection, in a memfd the hello the supervisor read
+/// from it, and its tenant's arguments and counters.
 fn spawn_worker(
-    exe: &Path,
-    args: &ServeArgs,
+    gate: &Gate,
     conn: Channel,
+    hello: &Hello,
+    tenant: Option<usize>,
     slot: usize,
-    extra: &[String],
-    fds: Vec<OwnedFd>,
 ) -> Result<u32, MediatorError> {
     let fd = conn.into_fd().ok_or(MediatorError::Config(
         "an accepted connection without a socket".into(),
     ))?;
-    let mut inherit = vec![fd];
-    inherit.extend(fds);
-    spawn(exe, args, inherit, extra, Some(slot))
+    let memfd = admission::hello_memfd(hello)?;
+    let (mut extra, tenant_fds) = gate.tenancy.worker_args(tenant);
+    extra.extend(["--hello".to_owned(), memfd.as_raw_fd().to_string()]);
+    let mut inherit = vec![fd, memfd];
+    inherit.extend(tenant_fds);
+    let run_as = crate::privilege::worker(None);
+    spawn(&gate.exe, &gate.args, inherit, &extra, (Some(slot), run_as))
 }
 
 /// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
@@ -357,13 +432,15 @@ fn spawn_worker(
 /// flags, between fork and exec: no descriptor is ever made inheritable in
 /// this process, where threads serving other listeners start workers of
 /// their own, and nothing is renumbered over a descriptor the child's exec
-/// still needs.
+/// still needs. With `run_as`, the child becomes that user before exec
+/// ([`crate::privilege`]). The worker's log goes to its standard error,
+/// the `--log` file opened here when there is one.
 pub(crate) fn spawn(
     exe: &Path,
     args: &ServeArgs,
     inherit: Vec<OwnedFd>,
     extra: &[String],
-    slot: Option<usize>,
+    (slot, run_as): (Option<usize>, Option<Credentials>),
 ) -> Result<u32, MediatorError> {
     let mut raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
     let first = *raw
@@ -382,11 +459,16 @@ pub(crate) fn spawn(
         cmd.arg("--sim-lib").arg(sim);
     }
     if let Some(log) = &args.log {
-        cmd.arg("--log").arg(log);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        cmd.stderr(file);
     }
     if let Some(dir) = &args.ipc_dir {
         cmd.arg("--ipc-dir").arg(dir);
     }
+    cmd.args(args.limits.to_args());
     cmd.arg("worker").arg("--fd").arg(first.to_string());
     cmd.args(extra);
     if let (Some(table), Some(slot)) = (sessions::table(), slot) {
@@ -395,8 +477,9 @@ pub(crate) fn spawn(
         cmd.arg("--session-table").arg(fd.to_string());
         cmd.arg("--session-slot").arg(slot.to_string());
     }
-    // SAFETY: the closure only calls fcntl, sigprocmask-family functions
-    // and setsid, which are async-signal-safe, as code between fork and
+    // SAFETY: the closure only calls fcntl, sigprocmask-family functions,
+    // setsid and the credential calls of `become_user`, which are
+    // async-signal-safe, as code between fork and
     // exec must be; `raw` is a copy made before the fork, and every number
     // in it is open (`inherit` and the table outlive the spawn).
     unsafe {
@@ -415,7 +498,10 @@ pub(crate) fn spawn(
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            match &run_as {
+                Some(creds) => crate::privilege::become_user(creds),
+                None => Ok(()),
+            }
         });
     }
     let child = cmd.spawn()?;

@@ -27,7 +27,7 @@
 use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use vgpu_transport::tcp::new_token;
@@ -35,9 +35,11 @@ use vgpu_transport::tls::admission::{purpose, verdict, Admit, Auth};
 use vgpu_transport::tls::ServerTls;
 use vgpu_transport::{Channel, Listener};
 
-use crate::census::Census;
+use crate::admission::PendingTicket;
 use crate::config::ServeArgs;
 use crate::identity::Identity;
+use crate::sessions::Refusal;
+use crate::supervisor::Gate;
 use crate::tenants::supervise::Tenancy;
 use crate::tokens::{TokenEntry, Tokens};
 use crate::MediatorError;
@@ -115,14 +117,10 @@ impl FrontDoor {
 }
 
 /// Serves one connection accepted on a `tls://` listener (module header).
-pub fn serve(
-    exe: &Path,
-    args: &ServeArgs,
-    census: &Census,
-    tenancy: &Tenancy,
-    door: &FrontDoor,
-    conn: Channel,
-) {
+/// `ticket` is the connection's place among the pending handshakes: it is
+/// given back once the client has authenticated or failed to.
+pub(crate) fn serve(gate: &Gate, door: &FrontDoor, conn: Channel, ticket: PendingTicket) {
+    let (census, tenancy) = (&*gate.census, &*gate.tenancy);
     let peer = conn.peer_addr();
     let shown = peer.map_or_else(|| "?".to_owned(), |p| p.to_string());
     let refused = |why: &dyn std::fmt::Display| {
@@ -137,6 +135,7 @@ pub fn serve(
         Err(e) => return refused(&format_args!("TLS handshake failed: {e}")),
     };
     let auth = read_auth(&mut ch, deadline);
+    drop(ticket);
     let auth = match auth {
         Ok(a) => a,
         Err(e) => return refused(&format_args!("no admission request: {e}")),
@@ -186,13 +185,14 @@ pub fn serve(
         let admitted = Admit::without_worker(verdict::ADMITTED).write(&mut ch);
         if let Err(e) = admitted
             .map_err(MediatorError::from)
+            .and_then(|()| vgpu_proto::sessions::read_query(&mut ch).map_err(MediatorError::from))
             .and_then(|()| crate::supervisor::answer_query(ch, census, tenancy))
         {
             tracing::info!("status query over TLS: {e}");
         }
         return;
     }
-    start_session(exe, args, (census, tenancy, tenant), door, ch, &identity);
+    start_session(gate, tenant, door, ch, &identity);
 }
 
 /// Reads the client's `Auth`, which must arrive by `deadline`.
@@ -207,19 +207,18 @@ fn read_auth(ch: &mut Channel, deadline: Instant) -> Result<Auth, MediatorError>
 /// Starts the worker of an authenticated session and tells the client
 /// where it waits.
 fn start_session(
-    exe: &Path,
-    args: &ServeArgs,
-    (census, tenancy, tenant): (&Census, &Tenancy, Option<usize>),
+    gate: &Gate,
+    tenant: Option<usize>,
     door: &FrontDoor,
     mut ch: Channel,
     identity: &Identity,
 ) {
-    let Some(reservation) = census.reserve() else {
+    let (exe, args, tenancy) = (&gate.exe, &gate.args, &*gate.tenancy);
+    let limit = args.limits.worker_limit();
+    let Some(reservation) = gate.census.reserve_within(limit) else {
         tenancy.not_started(tenant);
-        tracing::error!(
-            "refusing a TLS session: {} sessions are live, the most one mediator serves",
-            crate::sessions::MAX_SESSIONS
-        );
+        let why = format!("{limit} workers are live, the most this mediator runs");
+        crate::supervisor::log_refusal(gate, identity, Refusal::Workers, &why);
         let _ = Admit::without_worker(verdict::UNAVAILABLE).write(&mut ch);
         return;
     };
@@ -231,7 +230,9 @@ fn start_session(
         extra.extend(["--tls-admission".to_owned(), reader.as_raw_fd().to_string()]);
         let mut inherit = vec![listener.into_fd(), reader];
         inherit.extend(tenant_fds);
-        let pid = crate::supervisor::spawn(exe, args, inherit, &extra, Some(reservation.slot))?;
+        let run_as = crate::privilege::worker(None);
+        let pid =
+            crate::supervisor::spawn(exe, args, inherit, &extra, (Some(reservation.slot), run_as))?;
         Ok((pid, port, ticket, writer))
     });
     let (pid, port, ticket, writer) = match started {

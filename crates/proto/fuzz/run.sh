@@ -8,10 +8,11 @@
 # to a scratch directory, not to the committed corpus; a crash leaves its
 # input under artifacts/<target>/ and makes the script exit non-zero.
 #
-# Needs `cargo +nightly` and cargo-fuzz (`cargo install cargo-fuzz`). Without
-# them it says fuzzing is skipped and exits 0: the corpus replay test
-# (`cargo test -p vgpu-proto --test corpus_replay`) still runs every corpus
-# input through the same decoders on the stable toolchain.
+# Needs `cargo +nightly` and cargo-fuzz (`cargo install cargo-fuzz`): without
+# them it FAILS (exit 3), so that CI cannot pass without fuzzing (.ci/run
+# installs them). The corpus replay test (`cargo test -p vgpu-proto --test
+# corpus_replay`) runs every corpus input through the same decoders on the
+# stable toolchain as well.
 set -euo pipefail
 
 usage() {
@@ -28,14 +29,12 @@ targets=(request response hello welcome)
 fuzz_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
-    echo "fuzzing skipped: no nightly toolchain (cargo +nightly)."
-    echo "The corpus replay test covers the decoders: cargo test -p vgpu-proto --test corpus_replay"
-    exit 0
+    echo "error: no nightly toolchain (cargo +nightly): cannot fuzz (rustup toolchain install nightly)" >&2
+    exit 3
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    echo "fuzzing skipped: cargo-fuzz is not installed (cargo install cargo-fuzz)."
-    echo "The corpus replay test covers the decoders: cargo test -p vgpu-proto --test corpus_replay"
-    exit 0
+    echo "error: cargo-fuzz is not installed: cannot fuzz (cargo install --locked cargo-fuzz)" >&2
+    exit 3
 fi
 
 scratch=$(mktemp -d)

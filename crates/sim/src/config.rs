@@ -3,7 +3,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `VGPU_SIM_DEVICES` | number of simulated devices, `0..=8` (larger values are clamped to 8; `0` makes `cuInit` fail with `CUDA_ERROR_NO_DEVICE`) | `1` |
-//! | `VGPU_SIM_MEMORY_MB` | memory budget of each simulated device, in MiB (at least 1) | `16384` |
+//! | `VGPU_SIM_MEMORY_MB` | memory budget of each simulated device, in MiB (at least 1), bounded by what the host can hold (see [`host_bound`]) | `16384` |
 //! | `VGPU_LOG` | when set (to anything but `0` or empty), a one-line reason is logged to stderr for each error | unset |
 //! | `CUDA_DEVICE_ORDER` | `FASTEST_FIRST` or `PCI_BUS_ID`: the order of the physical devices that `CUDA_VISIBLE_DEVICES` indices refer to. The simulated devices are identical, and the driver breaks ties by PCI bus id, so both orders are the PCI order | `FASTEST_FIRST` |
 //! | `CUDA_VISIBLE_DEVICES` | which physical devices are visible, and in which ordinal order, as with the real driver (see [`visible_devices`]) | all |
@@ -47,9 +47,32 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Reads the configuration from the process environment.
+    /// Reads the configuration from the process environment, the memory
+    /// budget bounded by what the host can hold ([`host_bound`]).
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| env::var(name).ok())
+        let mut cfg = Self::from_lookup(|name| env::var(name).ok());
+        if let Some(host) = host_bound() {
+            let bounded = cfg.bounded_by(host);
+            if bounded < cfg.memory_bytes {
+                eprintln!(
+                    "vgpu-sim: each simulated device has {} MiB, not {} MiB: the host can hold \
+                     {} MiB for {} devices",
+                    bounded >> 20,
+                    cfg.memory_bytes >> 20,
+                    host >> 20,
+                    cfg.devices.max(1)
+                );
+                cfg.memory_bytes = bounded;
+            }
+        }
+        cfg
+    }
+
+    /// The per-device budget once the devices together get at most
+    /// `host` bytes (never less than 1 MiB).
+    pub fn bounded_by(&self, host: u64) -> u64 {
+        let share = host / u64::from(self.devices.max(1));
+        self.memory_bytes.min(share.max(1 << 20))
     }
 
     /// Builds the configuration from a variable lookup (the environment, or a map in tests).
@@ -92,6 +115,34 @@ impl Config {
     pub fn physical(&self, dev: usize) -> usize {
         self.visible.get(dev).map_or(dev, |&p| p as usize)
     }
+}
+
+/// What the host can hold of the simulated devices' memory: the memory
+/// available now (`MemAvailable` of `/proc/meminfo`), or the process's
+/// cgroup limit when that is lower. Device memory is reserved lazily (a
+/// page is taken at its first touch), so the budget is what keeps the
+/// simulated devices from promising more than the host has; `None` when
+/// neither can be read.
+pub fn host_bound() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let available = meminfo.as_deref().and_then(mem_available);
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok());
+    match (available, cgroup) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib = line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// A device's UUID as `CUDA_VISIBLE_DEVICES` and `nvidia-smi -L` write it:
@@ -141,6 +192,18 @@ pub fn visible_devices(value: &str, physical: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_is_bounded_by_the_host() {
+        let c = cfg(&[("VGPU_SIM_DEVICES", "2"), ("VGPU_SIM_MEMORY_MB", "1024")]);
+        assert_eq!(c.bounded_by(4 << 30), 1 << 30, "2 GiB each fits");
+        assert_eq!(c.bounded_by(1 << 30), 512 << 20, "the host's share");
+        assert_eq!(c.bounded_by(0), 1 << 20, "never nothing");
+        let text = "MemTotal:  100 kB\nMemFree: 5 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(mem_available(text), Some(2 << 20));
+        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+        assert!(host_bound().is_some_and(|b| b > 0), "this host's bound");
+    }
 
     fn cfg(pairs: &[(&str, &str)]) -> Config {
         Config::from_lookup(|name| {

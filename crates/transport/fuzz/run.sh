@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
-# Bounded fuzzing of the ivshmem region table and doorbell protocol.
+# Bounded fuzzing of the ivshmem region table and doorbell protocol, and of
+# the shared-memory rings under a peer that forges their indices.
 #
-#   crates/transport/fuzz/run.sh SECONDS
+#   crates/transport/fuzz/run.sh SECONDS [TARGET...]
 #
-# Needs `cargo +nightly` and cargo-fuzz; without them it says fuzzing is
-# skipped and exits 0 (the corpus replay test still runs:
-# `cargo test -p vgpu-transport --test ivshmem_corpus`). New inputs go to a
-# scratch directory; a crash leaves its input under artifacts/ivshmem/.
+# Runs each target (default: ivshmem shm_ring) for SECONDS seconds, seeded
+# from corpus/<target>/. New inputs go to a scratch directory; a crash
+# leaves its input under artifacts/<target>/ and makes the script exit
+# non-zero. Needs `cargo +nightly` and cargo-fuzz: without them it FAILS
+# (exit 3), so that CI cannot pass without fuzzing (.ci/run installs them).
 set -euo pipefail
 
-[[ $# -eq 1 && $1 =~ ^[0-9]+$ ]] || { echo "usage: $0 SECONDS" >&2; exit 2; }
+[[ $# -ge 1 && $1 =~ ^[0-9]+$ ]] || { echo "usage: $0 SECONDS [TARGET...]" >&2; exit 2; }
 seconds=$((10#$1))
+shift
+targets=("$@")
+((${#targets[@]})) || targets=(ivshmem shm_ring)
 fuzz_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "error: no nightly toolchain (cargo +nightly): cannot fuzz (rustup toolchain install nightly)" >&2
+    exit 3
+fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    echo "fuzzing skipped: no nightly toolchain with cargo-fuzz."
-    echo "The corpus replay covers the target: cargo test -p vgpu-transport --test ivshmem_corpus"
-    exit 0
+    echo "error: cargo-fuzz is not installed: cannot fuzz (cargo install --locked cargo-fuzz)" >&2
+    exit 3
 fi
 scratch=$(mktemp -d)
 trap 'rm -rf -- "$scratch"' EXIT
 cd -- "$fuzz_dir/.."
-cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" ivshmem "$scratch" "$fuzz_dir/corpus/ivshmem" -- \
-    -max_total_time="$seconds" -max_len=16384 -timeout=10
-echo "fuzzing done: ivshmem, ${seconds}s, no crash"
+for target in "${targets[@]}"; do
+    echo "== fuzzing $target for ${seconds}s"
+    mkdir -p -- "$scratch/$target"
+    cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$target" "$scratch/$target" "$fuzz_dir/corpus/$target" -- \
+        -max_total_time="$seconds" -max_len=16384 -timeout=10
+done
+echo "fuzzing done: ${targets[*]}, ${seconds}s each, no crash"

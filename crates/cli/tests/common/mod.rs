@@ -178,6 +178,7 @@ impl Mediator {
         let child = Command::new(&build.mediator)
             .arg("--listen")
             .arg(format!("unix:{}", socket.display()))
+            .args(worker_user_flag(build))
             .args(driver)
             .envs(env.iter().copied())
             .arg("--log")
@@ -319,6 +320,33 @@ impl Mediator {
 impl Drop for Mediator {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// `--worker-user=` (workers keep root) when the build directory is out of
+/// reach of other users (a checkout under a private home directory): a
+/// root mediator's unprivileged workers could not run the binaries there,
+/// and the mediator would refuse to start. Nothing otherwise, so workers
+/// run as the mediator's default worker user, as in production.
+fn worker_user_flag(build: &Build) -> Vec<&'static str> {
+    use std::os::unix::fs::PermissionsExt;
+    let reachable = |p: &Path, bits: u32| {
+        std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & bits == bits)
+    };
+    let dirs_ok = build
+        .mediator
+        .ancestors()
+        .skip(1)
+        .filter(|d| !d.as_os_str().is_empty())
+        .all(|d| reachable(d, 0o001));
+    if dirs_ok && reachable(&build.mediator, 0o001) && reachable(&build.sim, 0o004) {
+        Vec::new()
+    } else {
+        eprintln!(
+            "the build directory is private: mediators of this test keep root for workers \
+             (--worker-user=)"
+        );
+        vec!["--worker-user="]
     }
 }
 

@@ -102,6 +102,7 @@ pub struct Limits {
     pub max_pending_handshakes: Option<u32>,
     pub handshake_timeout_ms: Option<u64>,
     pub max_workers: Option<u32>,
+    pub frame_timeout_ms: Option<u64>,
     pub worker_user: Option<String>,
 }
 
@@ -232,6 +233,29 @@ impl File {
         }
         if let Some(n) = self.ivshmem_mib.as_ref().filter(|_| take("ivshmem_mib")) {
             args.ivshmem_mib = *n.get_ref();
+        }
+        let l = &self.limits;
+        let limits = &mut args.limits;
+        if let Some(n) = l
+            .max_pending_handshakes
+            .filter(|_| take("max_pending_handshakes"))
+        {
+            limits.max_pending_handshakes = n;
+        }
+        if let Some(n) = l
+            .handshake_timeout_ms
+            .filter(|_| take("handshake_timeout_ms"))
+        {
+            limits.handshake_timeout_ms = n;
+        }
+        if let Some(n) = l.max_workers.filter(|_| take("max_workers")) {
+            limits.max_workers = n;
+        }
+        if let Some(n) = l.frame_timeout_ms.filter(|_| take("frame_timeout_ms")) {
+            limits.frame_timeout_ms = n;
+        }
+        if let Some(u) = l.worker_user.as_ref().filter(|_| take("worker_user")) {
+            limits.worker_user = Some(u.clone());
         }
         if self.insecure_tcp && take("insecure_tcp") {
             args.insecure_tcp = true;

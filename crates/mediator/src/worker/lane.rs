@@ -151,8 +151,9 @@ fn serve(s: &Session, mut io: FrameLane) {
     let mut view = LaneView::default();
     let counts = crate::sessions::own();
     let mut replied = 0u64;
+    let mut armed = false;
     // A socket lane reads its next request while this one runs.
-    let mut ahead = ReadAhead::start(&io);
+    let mut ahead = ReadAhead::start(&io, s.frame_timeout);
     loop {
         let more = match &mut ahead {
             Some(ahead) => ahead.next(&mut req).map(|got| match got {
@@ -164,11 +165,16 @@ fn serve(s: &Session, mut io: FrameLane) {
                 }
                 None => false,
             }),
-            None => next(&mut io, s, &mut req),
+            None => next(&mut io, s, &mut req, &mut armed),
         };
         match more {
             Ok(true) => {}
             Ok(false) => break,
+            Err(e) if super::deadline::is_frame_timeout(&e) => {
+                tracing::warn!("lane: {e}; ending the session");
+                s.end();
+                break;
+            }
             Err(e) => {
                 tracing::warn!("lane: {e}; closing it");
                 break;
@@ -247,17 +253,39 @@ fn serve(s: &Session, mut io: FrameLane) {
 }
 
 /// Reads the next request into `req`; `false` when the client closed the
-/// lane or left, or the session is closing.
-fn next(io: &mut FrameLane, s: &Session, req: &mut Request) -> Result<bool, ProtoError> {
-    match io.recv(|| !s.closing.load(Ordering::SeqCst)) {
+/// lane or left, or the session is closing. A frame on the lane's socket
+/// must come whole within the session's frame deadline ([`super::deadline`];
+/// `armed`: the socket has its read timeout).
+fn next(
+    io: &mut FrameLane,
+    s: &Session,
+    req: &mut Request,
+    armed: &mut bool,
+) -> Result<bool, ProtoError> {
+    let alive = || !s.closing.load(Ordering::SeqCst);
+    match io.recv(alive) {
         Ok(Incoming::Buffered(frame)) => decode_request_into(frame, req).map(|()| true),
-        Ok(Incoming::Socket(ch)) => match read_request_into(ch, req) {
-            Ok(()) => Ok(true),
-            Err(ProtoError::Io(_)) => Ok(false),
-            Err(e) => Err(e),
-        },
+        Ok(Incoming::Socket(ch)) => {
+            if !*armed {
+                super::deadline::arm(ch, s.frame_timeout);
+                *armed = true;
+            }
+            let mut reader = super::deadline::FrameReader::new(ch, s.frame_timeout, &alive);
+            read_socket_request(&mut reader, req)
+        }
         Err(TransportError::PeerGone) => Ok(false),
         Err(e) => Err(ProtoError::Io(std::io::Error::other(e))),
+    }
+}
+
+/// [`next`]'s read of a frame on the socket: a frame deadline is an
+/// error, any other failure to read the lane's end.
+fn read_socket_request(r: &mut impl std::io::Read, req: &mut Request) -> Result<bool, ProtoError> {
+    match read_request_into(r, req) {
+        Ok(()) => Ok(true),
+        Err(e) if super::deadline::is_frame_timeout(&e) => Err(e),
+        Err(ProtoError::Io(_)) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

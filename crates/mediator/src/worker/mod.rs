@@ -14,10 +14,13 @@ mod checkpoint;
 mod context;
 mod copy;
 mod coredump;
+mod deadline;
 mod decompress;
 mod event;
 mod exec;
 mod external;
+#[doc(hidden)]
+pub mod fuzz;
 mod generated;
 mod graph;
 mod green;
@@ -114,6 +117,11 @@ pub struct Session {
     pub nvml: nvml::Nvml,
     /// How many devices the session sees.
     pub device_count: usize,
+    /// How long a request's rest may take once its first bytes came ([`deadline`]).
+    pub frame_timeout: std::time::Duration,
+    /// A duplicate of the control connection's socket, shut down to end
+    /// the session from a lane ([`Session::end`]); `None` for a VM guest.
+    control: Option<OwnedFd>,
 }
 
 /// The session's client, for inter-process handles and log lines.
@@ -141,6 +149,16 @@ pub struct Tenant {
 }
 
 impl Session {
+    /// Ends the session from any thread: lanes stop waiting, and the
+    /// control connection's reader sees it close, so the worker runs its
+    /// cleanup and exits as when the client leaves.
+    pub fn end(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        if let Some(fd) = &self.control {
+            let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
+        }
+    }
+
     /// The handle tables; a lane that panicked while holding them poisons
     /// nothing the others cannot still use.
     pub fn tables(&self) -> std::sync::MutexGuard<'_, tables::Tables> {
@@ -169,11 +187,17 @@ pub fn attach_session_table(fd: i32, slot: usize) {
 /// [`vm`]) until the client leaves.
 /// With `tls_admission`, `fd` is a TLS session's listener and
 /// `tls_admission` the pipe of its admission ([`tls`]).
+///
+/// `hello`, when given, is an inherited memfd holding the client's hello,
+/// which the supervisor read off the connection before it started this
+/// worker; without it (a VM guest's or a TLS session) the hello is read
+/// from the connection.
 pub fn run(
     args: &ServeArgs,
     fd: i32,
     region: Option<&str>,
     tls_admission: Option<i32>,
+    hello: Option<i32>,
 ) -> Result<(), MediatorError> {
     if fd < 3 {
         return Err(MediatorError::Config(format!(
@@ -209,7 +233,11 @@ pub fn run(
     } else {
         Some(control.peer_credentials()?)
     };
-    let hello = Hello::read(&mut control).inspect_err(|_| sessions::refuse(Refusal::Handshake))?;
+    let hello = match hello {
+        Some(memfd) => read_inherited_hello(memfd),
+        None => Hello::read(&mut control),
+    }
+    .inspect_err(|_| sessions::refuse(Refusal::Handshake))?;
     let uid = credentials.map(|(_, uid, _)| uid);
     let pid = match credentials {
         Some((pid, uid, _)) => {
@@ -245,6 +273,10 @@ pub fn run(
         }
     };
     for (k, v) in &hello.env {
+        if let Err(why) = crate::privilege::env_value_allowed(k, v) {
+            tracing::warn!("{k} from the client ignored: {why}");
+            continue;
+        }
         // Single-threaded here: no other thread reads the environment yet.
         std::env::set_var(k, v);
     }
@@ -305,6 +337,10 @@ pub fn run(
         },
         nvml,
         device_count: uuids.len(),
+        frame_timeout: args.limits.frame_timeout(),
+        control: control
+            .socket_fd()
+            .and_then(|fd| fd.try_clone_to_owned().ok()),
     });
     tracing::debug!(features = negotiated, "features negotiated");
     if let Some(slot) = sessions::own() {
@@ -332,6 +368,19 @@ pub fn run(
     ipc::session_ends(&session);
     tracing::info!(client_pid = pid, "client disconnected; worker exits");
     Ok(())
+}
+
+/// The hello the supervisor left in the inherited memfd `fd`.
+fn read_inherited_hello(fd: i32) -> Result<Hello, vgpu_proto::ProtoError> {
+    if fd < 3 {
+        return Err(vgpu_proto::ProtoError::Io(std::io::Error::other(format!(
+            "--hello {fd} is not an inherited descriptor"
+        ))));
+    }
+    // SAFETY: the supervisor started this process with `fd` open, holding
+    // the hello, for exactly this purpose; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Hello::read(&mut std::fs::File::from(fd))
 }
 
 fn load_driver(args: &ServeArgs) -> Result<Driver, MediatorError> {
@@ -366,9 +415,16 @@ fn serve_control(
     tls: Option<tls::TlsSession>,
 ) {
     let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports, tls);
+    deadline::arm(&control, session.frame_timeout);
+    let alive = || !session.closing.load(Ordering::SeqCst);
     loop {
-        let req = match read_request(&mut control) {
+        let mut reader = deadline::FrameReader::new(&mut control, session.frame_timeout, &alive);
+        let req = match read_request(&mut reader) {
             Ok(r) => r,
+            Err(e) if deadline::is_frame_timeout(&e) => {
+                tracing::warn!("control connection: {e}; ending the session");
+                return;
+            }
             Err(vgpu_proto::ProtoError::Io(_)) => return,
             Err(e) => {
                 tracing::warn!("control connection: {e}; closing the session");

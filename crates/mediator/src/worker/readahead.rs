@@ -13,12 +13,21 @@
 //! two threads and are reused ([`vgpu_proto::Blob`]). A request that
 //! carries a descriptor ([`vgpu_proto::Op::takes_fd`]) has it read right
 //! after its frame, as [`super::lane`] does without a reader.
+//!
+//! The reader keeps the frame deadline ([`super::deadline`]): once a
+//! frame's first bytes came, the rest must follow within the session's
+//! `frame_timeout`, or the reader hands over the timeout, and the lane ends
+//! the session.
 
-use std::io::{BufReader, Read};
+use std::io::{BufReader, ErrorKind, Read};
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use super::deadline::{self, FrameReader};
 
 use vgpu_proto::{read_request_into, ProtoError, Request};
 use vgpu_transport::{Channel, FrameLane, SOCKET_SPIN};
@@ -37,6 +46,9 @@ pub struct ReadAhead {
     spare: SyncSender<Request>,
     /// The reader's channel, kept to stop it ([`Channel::shutdown_read`]).
     socket: Channel,
+    /// Set when the lane's runner is done: a reader waiting for a frame's
+    /// first bytes stops at its next wake-up.
+    stopped: Arc<AtomicBool>,
     reader: Option<JoinHandle<()>>,
 }
 
@@ -44,20 +56,25 @@ impl ReadAhead {
     /// Starts a reader for `io` when it is a socket lane whose socket can be
     /// read from a second descriptor; `None` otherwise (a ring lane reads
     /// from memory, and needs none).
-    pub fn start(io: &FrameLane) -> Option<ReadAhead> {
+    /// A frame must come whole within `limit` of its first bytes.
+    pub fn start(io: &FrameLane, limit: Duration) -> Option<ReadAhead> {
         let ch = io.try_clone_socket()?;
         let socket = ch.try_clone()?;
+        deadline::arm(&ch, limit);
         let (tx, frames) = mpsc::sync_channel(0);
         let (spare, spares) = mpsc::sync_channel(2);
+        let stopped = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&stopped);
         let reader = std::thread::Builder::new()
             .name("lane-reader".into())
-            .spawn(move || read(ch, &tx, &spares))
+            .spawn(move || read(ch, limit, &stop, &tx, &spares))
             .map_err(|e| tracing::warn!("no reader thread for a lane ({e}); it reads in turn"))
             .ok()?;
         Some(ReadAhead {
             frames: Some(frames),
             spare,
             socket,
+            stopped,
             reader: Some(reader),
         })
     }
@@ -100,6 +117,7 @@ impl Drop for ReadAhead {
     fn drop(&mut self) {
         // A reader blocked on the socket sees end-of-file; one blocked
         // handing a request over sees the receiver gone.
+        self.stopped.store(true, Ordering::SeqCst);
         self.socket.shutdown_read();
         self.frames = None;
         if let Some(reader) = self.reader.take() {
@@ -109,18 +127,35 @@ impl Drop for ReadAhead {
 }
 
 /// The reader thread: reads requests from `ch` and hands them over until
-/// the client leaves, a frame is bad, or the lane's runner is gone. A TCP
-/// lane is read through a buffer, a few system calls for many small
+/// the client leaves, a frame is bad or late, or the lane's runner is gone.
+/// A TCP lane is read through a buffer, a few system calls for many small
 /// requests (no descriptor ever follows a frame there); a Unix one frame by
 /// frame, so that a descriptor is read with the frame it follows.
-fn read(ch: Channel, out: &SyncSender<Result<Frame, ProtoError>>, spares: &Receiver<Request>) {
+fn read(
+    ch: Channel,
+    limit: Duration,
+    stopped: &AtomicBool,
+    out: &SyncSender<Result<Frame, ProtoError>>,
+    spares: &Receiver<Request>,
+) {
+    let alive = || !stopped.load(Ordering::SeqCst);
     if ch.is_tcp() {
-        let mut r = BufReader::with_capacity(READ_BUFFER, ch);
+        let mut r = BufReader::with_capacity(
+            READ_BUFFER,
+            Timed {
+                ch,
+                limit,
+                started: None,
+                alive: &alive,
+            },
+        );
         loop {
             if r.buffer().is_empty() {
-                r.get_ref().spin_until_readable(SOCKET_SPIN);
+                r.get_ref().ch.spin_until_readable(SOCKET_SPIN);
             }
-            if !hand_over(&mut r, |_| None, out, spares) {
+            // The next frame starts here (its first bytes may be buffered).
+            r.get_mut().started = None;
+            if !hand_over(&mut r, out, spares) {
                 return;
             }
         }
@@ -128,43 +163,88 @@ fn read(ch: Channel, out: &SyncSender<Result<Frame, ProtoError>>, spares: &Recei
     let mut ch = ch;
     loop {
         ch.spin_until_readable(SOCKET_SPIN);
-        if !hand_over(&mut ch, |ch| Some(ch.recv_fd()), out, spares) {
+        let mut req = spare(spares);
+        let frame = read_request_into(&mut FrameReader::new(&mut ch, limit, &alive), &mut req);
+        let fd = frame
+            .is_ok()
+            .then(|| req.op.takes_fd().then(|| ch.recv_fd()))
+            .flatten();
+        if !send(frame.map(|()| req), fd, out) {
             return;
         }
     }
 }
 
-/// Reads one request from `r`, then its descriptor with `fd` when the op
-/// takes one, and hands both over; `false`: stop reading.
-fn hand_over<R: Read>(
-    r: &mut R,
-    fd: impl Fn(&mut R) -> Option<Result<OwnedFd, vgpu_transport::TransportError>>,
-    out: &SyncSender<Result<Frame, ProtoError>>,
-    spares: &Receiver<Request>,
-) -> bool {
-    let mut req = match spares.try_recv() {
-        Ok(r) => r,
-        Err(TryRecvError::Empty | TryRecvError::Disconnected) => Request::empty(),
-    };
-    let frame = match read_request_into(r, &mut req) {
-        Ok(()) => {
-            let passed = if req.op.takes_fd() {
-                match fd(r) {
-                    Some(Ok(fd)) => Some(fd),
-                    Some(Err(e)) => {
-                        tracing::warn!("{}: no descriptor came: {e}", req.op.name());
-                        None
+/// A TCP lane's socket under the frame deadline, as [`FrameReader`] keeps
+/// it, for a buffered reader that cannot see where frames start: `started`
+/// is cleared as each frame begins, and set by the first read after.
+struct Timed<'a> {
+    ch: Channel,
+    limit: Duration,
+    started: Option<Instant>,
+    alive: &'a dyn Fn() -> bool,
+}
+
+impl Read for Timed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let late = self.started.is_some_and(|t| t.elapsed() > self.limit);
+            if late {
+                return Err(deadline::frame_timed_out(self.limit));
+            }
+            match self.ch.read(buf) {
+                Ok(n) => {
+                    if n > 0 {
+                        self.started.get_or_insert_with(Instant::now);
                     }
-                    None => {
-                        tracing::warn!("{}: no descriptor crosses TCP", req.op.name());
-                        None
+                    return Ok(n);
+                }
+                // The socket's read timeout (`deadline::arm`): wait on,
+                // unless the runner is gone while no frame is under way.
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    if self.started.is_none() && !(self.alive)() {
+                        return Err(ErrorKind::ConnectionAborted.into());
                     }
                 }
-            } else {
-                None
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// A request whose buffers the reader may read into again, or a new one.
+fn spare(spares: &Receiver<Request>) -> Request {
+    match spares.try_recv() {
+        Ok(r) => r,
+        Err(TryRecvError::Empty | TryRecvError::Disconnected) => Request::empty(),
+    }
+}
+
+/// Hands over a read request with its descriptor (or why none came), or
+/// the failure to read one; `false`: stop reading. The client's leaving
+/// ends the reader quietly; a late or bad frame is handed over first.
+fn send(
+    frame: Result<Request, ProtoError>,
+    fd: Option<Result<OwnedFd, vgpu_transport::TransportError>>,
+    out: &SyncSender<Result<Frame, ProtoError>>,
+) -> bool {
+    let frame = match frame {
+        Ok(req) => {
+            let passed = match fd {
+                Some(Ok(fd)) => Some(fd),
+                Some(Err(e)) => {
+                    tracing::warn!("{}: no descriptor came: {e}", req.op.name());
+                    None
+                }
+                None if req.op.takes_fd() => {
+                    tracing::warn!("{}: no descriptor crosses TCP", req.op.name());
+                    None
+                }
+                None => None,
             };
             Ok((req, passed))
         }
+        Err(e) if deadline::is_frame_timeout(&e) => Err(e),
         // The client closed the lane (or the runner shut it): no more.
         Err(ProtoError::Io(_)) => return false,
         Err(e) => Err(e),
@@ -173,12 +253,26 @@ fn hand_over<R: Read>(
     out.send(frame).is_ok() && !failed
 }
 
+/// Reads one request from `r` (a TCP lane's: no descriptor follows) and
+/// hands it over; `false`: stop reading.
+fn hand_over(
+    r: &mut impl Read,
+    out: &SyncSender<Result<Frame, ProtoError>>,
+    spares: &Receiver<Request>,
+) -> bool {
+    let mut req = spare(spares);
+    let frame = read_request_into(r, &mut req).map(|()| req);
+    send(frame, None, out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use vgpu_proto::{memcpy_htod, request_prefix, Op, RequestMeta};
     use zerocopy::little_endian::U64;
     use zerocopy::IntoBytes;
+
+    const LIMIT: Duration = Duration::from_secs(60);
 
     fn send(ch: &mut Channel, seq: u32, blob: &[u8]) {
         use std::io::Write;
@@ -204,7 +298,7 @@ mod tests {
     fn hands_over_requests_in_order_and_ends_with_the_client() {
         let (mut client, worker) = Channel::pair().expect("pair");
         let io = FrameLane::socket(worker);
-        let mut ahead = ReadAhead::start(&io).expect("a socket lane reads ahead");
+        let mut ahead = ReadAhead::start(&io, LIMIT).expect("a socket lane reads ahead");
         let mut req = Request::empty();
         for seq in 1..=5u8 {
             let blob = vec![seq; 1000 * usize::from(seq)];
@@ -224,7 +318,7 @@ mod tests {
         let (worker, _) = listener.accept().expect("accept");
         let mut client = Channel::from_fd(client.into());
         let io = FrameLane::socket(Channel::from_fd(worker.into()));
-        let mut ahead = ReadAhead::start(&io).expect("a TCP lane reads ahead");
+        let mut ahead = ReadAhead::start(&io, LIMIT).expect("a TCP lane reads ahead");
         // Many small frames in one burst, then one larger than the buffer.
         let big = vec![0xab; READ_BUFFER * 3 + 7];
         for seq in 1..=100u32 {
@@ -248,12 +342,12 @@ mod tests {
         use std::io::Write;
         let (mut client, worker) = Channel::pair().expect("pair");
         let io = FrameLane::socket(worker);
-        let mut ahead = ReadAhead::start(&io).expect("reader");
+        let mut ahead = ReadAhead::start(&io, LIMIT).expect("reader");
         client.write_all(&[0xee; 64]).expect("garbage");
         assert!(ahead.next(&mut Request::empty()).is_err());
         // A reader still blocked on a live client stops when dropped.
         let (_client, worker) = Channel::pair().expect("pair");
         let io = FrameLane::socket(worker);
-        drop(ReadAhead::start(&io).expect("reader"));
+        drop(ReadAhead::start(&io, LIMIT).expect("reader"));
     }
 }

@@ -32,9 +32,10 @@ fn page_len(size: usize) -> Option<usize> {
 }
 
 impl Block {
-    /// A fresh block; its pages are committed at once (`MAP_POPULATE`), as device
-    /// memory is when `cuMemAlloc` returns, so the host's memory is taken when the
-    /// budget is charged, not at first touch.
+    /// A fresh block, reserved lazily (`MAP_NORESERVE`): its zero pages take host
+    /// memory only when first touched, so a large allocation that is used sparsely
+    /// costs what it uses. The simulated budget, bounded by what the host can hold
+    /// (`crate::config::host_bound`), is what `cuMemAlloc` charges.
     fn new(size: usize) -> Option<Self> {
         let len = page_len(size)?;
         // SAFETY: a fresh anonymous mapping; nothing aliases it.
@@ -43,7 +44,7 @@ impl Block {
                 std::ptr::null_mut(),
                 len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE | MapFlags::POPULATE,
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
             )
         }
         .ok()?;

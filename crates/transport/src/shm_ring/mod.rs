@@ -126,6 +126,8 @@ use rustix::fs::{MemfdFlags, SealFlags};
 use rustix::mm::{MapFlags, ProtFlags};
 
 mod consumer;
+#[doc(hidden)]
+pub mod fuzz;
 mod producer;
 mod shared;
 
