@@ -38,6 +38,7 @@ pub mod ivshmem;
 pub mod metrics;
 pub mod privilege;
 pub mod sessions;
+pub mod shared;
 pub mod supervisor;
 pub mod tenants;
 pub mod tls;

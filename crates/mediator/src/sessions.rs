@@ -30,7 +30,7 @@
 //! saturate, and the supervisor keeps its own record of which slot belongs
 //! to which worker.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -412,47 +412,13 @@ impl Table {
     /// no worker can shrink it under the supervisor (which would then die
     /// of SIGBUS on its next read).
     pub fn create() -> std::io::Result<Table> {
-        use rustix::fs::{MemfdFlags, SealFlags};
-        let fd = rustix::fs::memfd_create(
-            "vgpu-sessions",
-            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-        )?;
-        rustix::fs::ftruncate(&fd, TABLE_BYTES as u64)?;
-        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-        Table::map(fd)
+        Table::map(crate::shared::sealed_memfd("vgpu-sessions", TABLE_BYTES)?)
     }
 
     /// Maps a table a supervisor created; anything but its exact size, or
     /// a memfd whose size is not sealed, is refused.
     pub fn map(fd: OwnedFd) -> std::io::Result<Table> {
-        use rustix::fs::SealFlags;
-        let seals = rustix::fs::fcntl_get_seals(&fd)?;
-        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
-            return Err(std::io::Error::other(
-                "the session table's size is not sealed",
-            ));
-        }
-        let size = rustix::fs::fstat(&fd)?.st_size;
-        if usize::try_from(size).ok() != Some(TABLE_BYTES) {
-            return Err(std::io::Error::other(format!(
-                "the session table is {size} bytes, not {TABLE_BYTES}"
-            )));
-        }
-        use rustix::mm::{MapFlags, ProtFlags};
-        // SAFETY: a null hint lets the kernel pick a fresh range, so nothing
-        // existing is aliased; `fd` is valid for the call.
-        let p = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                TABLE_BYTES,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED,
-                fd.as_fd(),
-                0,
-            )
-        }?;
-        let base = NonNull::new(p.cast::<Slot>())
-            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        let base = crate::shared::map_sealed(&fd, TABLE_BYTES, "session table")?.cast::<Slot>();
         Ok(Table { base, fd })
     }
 

@@ -32,7 +32,7 @@
 //! adds), leaves a few bytes counted: an error in the tenant's disfavour,
 //! never a way past its limit.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Mutex, OnceLock};
@@ -81,47 +81,13 @@ impl QuotaTable {
     /// A new table of zero counters, sealed at its size (a worker that
     /// could shrink it would make the supervisor fault on its next read).
     pub fn create() -> std::io::Result<QuotaTable> {
-        use rustix::fs::{MemfdFlags, SealFlags};
-        let fd = rustix::fs::memfd_create(
-            "vgpu-quotas",
-            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-        )?;
-        rustix::fs::ftruncate(&fd, TABLE_BYTES as u64)?;
-        rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
-        QuotaTable::map(fd)
+        QuotaTable::map(crate::shared::sealed_memfd("vgpu-quotas", TABLE_BYTES)?)
     }
 
     /// Maps a table a supervisor made; anything but its exact, sealed
     /// size is refused.
     pub fn map(fd: OwnedFd) -> std::io::Result<QuotaTable> {
-        use rustix::fs::SealFlags;
-        let seals = rustix::fs::fcntl_get_seals(&fd)?;
-        if !seals.contains(SealFlags::SHRINK | SealFlags::GROW) {
-            return Err(std::io::Error::other(
-                "the quota table's size is not sealed",
-            ));
-        }
-        let size = rustix::fs::fstat(&fd)?.st_size;
-        if usize::try_from(size).ok() != Some(TABLE_BYTES) {
-            return Err(std::io::Error::other(format!(
-                "the quota table is {size} bytes, not {TABLE_BYTES}"
-            )));
-        }
-        use rustix::mm::{MapFlags, ProtFlags};
-        // SAFETY: a null hint lets the kernel pick a fresh range, so nothing
-        // existing is aliased; `fd` is valid for the call.
-        let p = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                TABLE_BYTES,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED,
-                fd.as_fd(),
-                0,
-            )
-        }?;
-        let base = NonNull::new(p.cast::<Layout>())
-            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        let base = crate::shared::map_sealed(&fd, TABLE_BYTES, "quota table")?.cast::<Layout>();
         Ok(QuotaTable { base, fd })
     }
 
