@@ -7,11 +7,13 @@
 //! thread of the lane's own reads the next piece meanwhile, so a copy over
 //! TCP moves at the speed of the slower of the two, not of their sum.
 //!
-//! The reader hands each request over a rendezvous channel: at most one
-//! request waits, read, while another runs, so a lane holds at most two
-//! requests' bytes. The requests' buffers go back and forth between the
-//! two threads and are reused ([`vgpu_proto::Blob`]). A request that
-//! carries a descriptor ([`vgpu_proto::Op::takes_fd`]) has it read right
+//! The reader hands requests over a channel of [`AHEAD`] places: it
+//! reads on while the runner runs, without waiting for each hand-over (a
+//! channel without places makes the two threads meet, and wake each other,
+//! once per request, which costs a small request more than its read). A
+//! lane holds at most `AHEAD + 2` requests' bytes. The requests' buffers go back and forth between the two threads
+//! and are reused ([`vgpu_proto::Blob`]). A request that carries a
+//! descriptor ([`vgpu_proto::Op::takes_fd`]) has it read right
 //! after its frame, as [`super::lane`] does without a reader.
 //!
 //! The reader keeps the frame deadline ([`super::deadline`]): once a
@@ -32,6 +34,8 @@ use super::deadline::{self, FrameReader};
 use vgpu_proto::{read_request_into, ProtoError, Request};
 use vgpu_transport::{Channel, FrameLane, SOCKET_SPIN};
 
+/// Requests read and waiting for the runner, at most.
+const AHEAD: usize = 2;
 /// The TCP reader's buffer: many small requests per read.
 const READ_BUFFER: usize = 256 << 10;
 
@@ -61,8 +65,8 @@ impl ReadAhead {
         let ch = io.try_clone_socket()?;
         let socket = ch.try_clone()?;
         deadline::arm(&ch, limit);
-        let (tx, frames) = mpsc::sync_channel(0);
-        let (spare, spares) = mpsc::sync_channel(2);
+        let (tx, frames) = mpsc::sync_channel(AHEAD);
+        let (spare, spares) = mpsc::sync_channel(AHEAD + 2);
         let stopped = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stopped);
         let reader = std::thread::Builder::new()
