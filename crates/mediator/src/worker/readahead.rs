@@ -61,7 +61,12 @@ impl ReadAhead {
     /// read from a second descriptor; `None` otherwise (a ring lane reads
     /// from memory, and needs none).
     /// A frame must come whole within `limit` of its first bytes.
+    /// `VGPU_LANE_READAHEAD=0` in the mediator's environment turns it off
+    /// (each lane then reads its requests in turn).
     pub fn start(io: &FrameLane, limit: Duration) -> Option<ReadAhead> {
+        if std::env::var_os("VGPU_LANE_READAHEAD").is_some_and(|v| v == "0") {
+            return None;
+        }
         let ch = io.try_clone_socket()?;
         let socket = ch.try_clone()?;
         deadline::arm(&ch, limit);
