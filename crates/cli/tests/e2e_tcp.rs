@@ -95,6 +95,32 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
     assert!(log_lines(&log, "MemShare refused").is_empty(), "{log}");
 }
 
+/// The same session with every TCP lane reading ahead
+/// (`VGPU_LANE_READAHEAD=1`: the default on hosts of 4 CPUs or more, off
+/// on CI's two): the reader thread hands over every request, in order,
+/// with the same results.
+#[test]
+fn tcp_session_with_lanes_reading_ahead() {
+    if is_child() {
+        return session_child();
+    }
+    let mut h = Harness::start_tcp_with_env(&[("VGPU_LANE_READAHEAD", "1")]);
+    h.env("VGPU_LOG", "1");
+    let out = common::run(
+        h.self_test("tcp_session_with_lanes_reading_ahead"),
+        Duration::from_secs(120),
+    );
+    out.assert_success()
+        .assert_line("no callback channel ok")
+        .assert_line("done");
+    let log = h.mediator().log_text();
+    assert!(
+        log_lines(&log, "lane: ").is_empty(),
+        "a lane failed:
+{log}"
+    );
+}
+
 fn session_child() {
     cu::init_context();
     // Synchronous copies of several pieces each way.

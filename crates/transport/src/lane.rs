@@ -92,6 +92,11 @@ impl FrameLane {
         FrameLane { io: Io::Socket(ch) }
     }
 
+    /// Whether this is a socket lane over TCP (plain or TLS).
+    pub fn is_tcp(&self) -> bool {
+        matches!(&self.io, Io::Socket(ch) if ch.is_tcp())
+    }
+
     /// A second channel on a socket lane's socket, for a thread that reads
     /// its frames ahead ([`Channel::try_clone`]); `None` for a ring lane.
     pub fn try_clone_socket(&self) -> Option<Channel> {

@@ -638,8 +638,13 @@ impl Harness {
     /// Build, lib dir and a running mediator that also listens on TCP
     /// (loopback, a free port); `VGPU_MEDIATOR` is its `tcp://` address.
     pub fn start_tcp() -> Harness {
+        Harness::start_tcp_with_env(&[])
+    }
+
+    /// [`Harness::start_tcp`] with `env` in the mediator's environment.
+    pub fn start_tcp_with_env(env: &[(&str, &str)]) -> Harness {
         let mut h = Harness::without_mediator();
-        let m = Mediator::start_with(&h.build, &["--listen", "tcp://127.0.0.1:0"]);
+        let m = Mediator::start_with_env(&h.build, &["--listen", "tcp://127.0.0.1:0"], env);
         let endpoint = m.tcp_endpoint();
         h.mediator = Some(m);
         h.env("VGPU_MEDIATOR", &endpoint);

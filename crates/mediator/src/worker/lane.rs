@@ -152,8 +152,10 @@ fn serve(s: &Session, mut io: FrameLane) {
     let counts = crate::sessions::own();
     let mut replied = 0u64;
     let mut armed = false;
-    // A socket lane reads its next request while this one runs.
-    let mut ahead = ReadAhead::start(&io, s.frame_timeout);
+    // A TCP lane reads its next request while this one runs.
+    let mut ahead = super::readahead::wanted(&io)
+        .then(|| ReadAhead::start(&io, s.frame_timeout))
+        .flatten();
     loop {
         let more = match &mut ahead {
             Some(ahead) => ahead.next(&mut req).map(|got| match got {
