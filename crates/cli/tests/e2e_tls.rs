@@ -505,6 +505,11 @@ fn an_admitted_client_that_never_comes_leaves_no_worker() {
     let log = m.log_text();
     assert!(log.contains("session connection refused"), "{log}");
     assert!(log.contains("did not connect with its ticket"), "{log}");
+    // Gone, and reaped by the supervisor (its reaper may take a moment).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !m.child_pids().is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
     assert!(m.child_pids().is_empty(), "{:?}", m.child_pids());
 }
 
