@@ -193,13 +193,7 @@ fn tls_sessions_match_the_unix_socket_and_authenticate() {
     let by_env = h.run(holder);
     by_env.assert_success();
     assert_eq!(by_env.stdout, unix.stdout);
-    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
-    status
-        .args(["status", "--json"])
-        .env("VGPU_MEDIATOR", &tls)
-        .env("VGPU_TLS_CA", &ca)
-        .env("VGPU_TOKEN", "beta-secret");
-    let status = h.run(status);
+    let status = status_over_tls(&h, &tls, &ca, "beta-secret");
     status.assert_success();
     assert!(status.stdout.contains("\"sessions\""), "{status}");
 
@@ -553,20 +547,10 @@ fn status_lists_a_live_tls_session() {
     let mut holder = common::Running::spawn(cmd);
     let line = holder.expect_line("ready ", Duration::from_secs(30));
     let pid: u64 = line["ready ".len()..].trim().parse().expect("a pid");
-    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
-    status
-        .args(["status", "--json"])
-        .env("VGPU_MEDIATOR", &tls)
-        .env("VGPU_TLS_CA", &ca)
-        .env("VGPU_TOKEN", SECRET);
-    let out = h.run(status);
+    let out = status_over_tls(&h, &tls, &ca, SECRET);
     out.assert_success();
     let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
-    let sessions = report["sessions"].as_array().expect("a session list");
-    let held = sessions
-        .iter()
-        .find(|s| s["client_pid"].as_u64() == Some(pid))
-        .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"));
+    let held = listed(&report, pid);
     assert_eq!(held["transport"], "tls", "{report:#}");
     holder.send("go");
     holder.expect_line("freed", Duration::from_secs(30));
@@ -620,22 +604,10 @@ fn a_tenants_token_admits_a_tls_client_as_that_tenant() {
     let mut holder = common::Running::spawn(client("4096"));
     let line = holder.expect_line("ready ", Duration::from_secs(30));
     let pid: u64 = line["ready ".len()..].trim().parse().expect("a pid");
-    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
-    status
-        .args(["status", "--json"])
-        .env("VGPU_MEDIATOR", &tls)
-        .env("VGPU_TLS_CA", &ca)
-        .env("VGPU_TOKEN", "gamma-secret");
-    let out = h.run(status);
+    let out = status_over_tls(&h, &tls, &ca, "gamma-secret");
     out.assert_success();
     let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
-    let held = report["sessions"]
-        .as_array()
-        .expect("a session list")
-        .iter()
-        .find(|s| s["client_pid"].as_u64() == Some(pid))
-        .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"))
-        .clone();
+    let held = listed(&report, pid);
     assert_eq!(
         (held["transport"].as_str(), held["tenant"].as_str()),
         (Some("tls"), Some("remote")),
@@ -650,4 +622,26 @@ fn a_tenants_token_admits_a_tls_client_as_that_tenant() {
     stranger.env("VGPU_TOKEN", "unknown-secret");
     assert!(!h.run(stranger).status.success());
     logged(h.mediator(), "TLS client refused");
+}
+
+/// `vgpu status --json` against the `tls://` mediator `tls`, trusting `ca`
+/// and presenting `token`.
+fn status_over_tls(h: &Harness, tls: &str, ca: &str, token: &str) -> Output {
+    let mut status = h.command(env!("CARGO_BIN_EXE_vgpu"));
+    status
+        .args(["status", "--json"])
+        .env("VGPU_MEDIATOR", tls)
+        .env("VGPU_TLS_CA", ca)
+        .env("VGPU_TOKEN", token);
+    h.run(status)
+}
+
+/// The session of client `pid` in a `vgpu status --json` report.
+fn listed(report: &serde_json::Value, pid: u64) -> &serde_json::Value {
+    report["sessions"]
+        .as_array()
+        .expect("a session list")
+        .iter()
+        .find(|s| s["client_pid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("client {pid} not listed: {report:#}"))
 }
