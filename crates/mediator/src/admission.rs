@@ -15,7 +15,7 @@
 //!    stream with a read timeout ([`DeadlineRead`]), a TLS session's
 //!    included, so it runs after whatever authenticated the transport.
 //! 3. **The decision**: the tenants' policy ([`crate::tenants`]) says from
-//!    the identity the transport proved ([`identify`], or a TLS
+//!    the identity the transport proved ([`crate::tenants::supervise::identify`], or a TLS
 //!    authentication) whether the session may start, and for which tenant
 //!    within its session limit.
 //! 4. **Worker limits**: at most `--max-workers` live workers (and never
@@ -278,19 +278,6 @@ impl Throttle {
         s.written += 1;
         Some(std::mem::take(&mut s.left_out))
     }
-}
-
-/// The identity a connection proves by itself: the peer credentials of a
-/// Unix socket, the address of a TCP peer.
-pub fn identify(conn: &Channel) -> Identity {
-    let mut id = Identity {
-        peer: conn.peer_addr(),
-        ..Identity::default()
-    };
-    if let Ok((pid, uid, gid)) = conn.peer_credentials() {
-        (id.pid, id.uid, id.gid) = (Some(pid), Some(uid), Some(gid));
-    }
-    id
 }
 
 /// How a log line names a peer: its address, uid and pid, as known.

@@ -145,7 +145,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
             if conn.hung_up() {
                 // Connected and gone before it was accepted: no thread, no place.
                 let why = "closed before it sent a hello".to_owned();
-                let who = admission::identify(&conn);
+                let who = crate::tenants::supervise::identify(&conn).0;
                 refuse(
                     &gate,
                     &who,
@@ -157,7 +157,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
                 continue;
             }
             let Some(ticket) = pending.enter() else {
-                let who = admission::identify(&conn);
+                let who = crate::tenants::supervise::identify(&conn).0;
                 drop(conn);
                 let why = format!("{} connections are in their handshake", pending.count());
                 refuse(
@@ -200,14 +200,18 @@ pub(crate) struct Gate {
 /// worker ([`crate::admission`], [`crate::tenants`]). A connection refused
 /// at any step is closed, logged (throttled) and counted.
 fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
-    let identity = admission::identify(&conn);
+    let (identity, groups) = crate::tenants::supervise::identify(&conn);
     let opening = admission::read_opening(&mut conn, gate.args.limits.handshake_timeout());
     drop(ticket);
     let hello = match opening {
         Ok(Opening::Hello(hello)) => hello,
         Ok(Opening::Query) => {
             // Refused queries are logged, not counted: they are not sessions.
-            if gate.tenancy.may_query(&conn).is_err() {
+            if gate
+                .tenancy
+                .decide_identity(identity, &groups, false)
+                .is_err()
+            {
                 return;
             }
             if let Err(e) = answer_query(conn, &gate.census, &gate.tenancy) {
@@ -244,7 +248,10 @@ fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
         }
     };
     // The tenants' policy (it logs its refusals with the uid and pid).
-    let tenant = match gate.tenancy.admit(&conn) {
+    let tenant = match gate
+        .tenancy
+        .decide_identity(identity.clone(), &groups, true)
+    {
         Ok(admission) => admission.tenant,
         Err(why) => return gate.census.refused(why),
     };

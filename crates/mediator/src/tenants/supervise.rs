@@ -71,29 +71,13 @@ impl Tenancy {
         }
     }
 
-    /// Establishes who is at the other end of `conn` and decides: refused
-    /// (logged here with the uid and pid), or admitted, with the tenant's
-    /// session counted (give it back with [`Tenancy::not_started`] if no
-    /// worker starts).
-    pub fn admit(&self, conn: &Channel) -> Result<Admission, Refusal> {
-        self.decide(conn, true)
-    }
-
-    /// Whether the client of `conn` may ask for the session list: admitted
-    /// as for a session, but not counted against its tenant's sessions.
-    pub fn may_query(&self, conn: &Channel) -> Result<(), Refusal> {
-        self.decide(conn, false).map(|_| ())
-    }
-
-    fn decide(&self, conn: &Channel, count: bool) -> Result<Admission, Refusal> {
-        let (identity, groups) = identify(conn);
-        self.decide_identity(identity, &groups, count)
-    }
-
-    /// Decides about an identity established elsewhere (a TLS handshake
-    /// that verified a certificate or a token fills in its names), with the
-    /// peer's supplementary `groups`; `count`: a session of its tenant
-    /// starts (see [`Tenancy::admit`]).
+    /// Decides about an identity ([`identify`] for a Unix or TCP peer; a
+    /// TLS handshake that verified a certificate or a token fills in its
+    /// names), with the peer's supplementary `groups`: refused (logged here
+    /// with the uid and pid), or admitted. With `count`, a session of its
+    /// tenant starts and counts against its `max_sessions` (give it back
+    /// with [`Tenancy::not_started`] if no worker starts); without, as for
+    /// a status query, nothing is counted.
     pub fn decide_identity(
         &self,
         identity: Identity,
