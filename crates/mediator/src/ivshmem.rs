@@ -279,6 +279,7 @@ impl Guest {
                 args,
                 inherit,
                 &extra,
+                &[],
                 (Some(slot), crate::privilege::worker(None)),
             )?;
             Ok((pid, ours))

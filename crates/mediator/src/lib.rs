@@ -36,6 +36,7 @@ pub mod fuzz;
 pub mod identity;
 pub mod ivshmem;
 pub mod metrics;
+pub mod mps;
 pub mod privilege;
 pub mod sessions;
 pub mod shared;

@@ -213,6 +213,10 @@ pub struct Slot {
     pub transport: AtomicU32,
     /// A [`Refusal`] code, or 0.
     pub refusal: AtomicU32,
+    /// The first driver status that lost the session's GPU context (a
+    /// sticky fault, [`crate::mps::is_fatal`]), or 0: the supervisor
+    /// restarts the MPS group of a session that has one ([`crate::mps`]).
+    pub fault: AtomicU32,
     /// Milliseconds since the Unix epoch when the session went live.
     pub started_ms: AtomicU64,
     /// Bytes of device memory the session holds now (see `docs/metrics.md`):
@@ -338,6 +342,7 @@ impl Slot {
             &self.uid,
             &self.transport,
             &self.refusal,
+            &self.fault,
         ];
         for w in words {
             w.store(0, Relaxed);

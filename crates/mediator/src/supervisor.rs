@@ -55,6 +55,8 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
         .ok_or_else(|| MediatorError::Config("a session table exists already".into()))?;
     let census = Arc::new(Census::new(table));
     let unix = (settings.unix_mode, settings.unix_group);
+    let run_as = crate::privilege::worker(None);
+    let mps = crate::mps::Mps::new(&settings.mps, &settings.policy.tenants, run_as)?;
     let tenancy = Arc::new(Tenancy::new(settings.policy)?);
     tenancy.log_gate();
     for socket in inherited {
@@ -105,19 +107,23 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
     // default mask back before exec (see `spawn_worker`).
     // SAFETY: `signals` is an initialised set; the old mask is not needed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
+    let stopping = mps.clone();
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || wait_for_shutdown(signals, &sockets))?;
+        .spawn(move || wait_for_shutdown(signals, &sockets, stopping.as_deref()))?;
     tracing::info!(
         listen = ?args.listen,
         driver = %args.driver,
         version = env!("CARGO_PKG_VERSION"),
         "vgpu-mediator supervisor ready"
     );
-    let (reaper, ended) = (Arc::clone(&census), Arc::clone(&tenancy));
+    let (reaper, ended, daemons) = (Arc::clone(&census), Arc::clone(&tenancy), mps.clone());
     std::thread::Builder::new()
         .name("reaper".into())
-        .spawn(move || reap_workers(&reaper, &ended))?;
+        .spawn(move || reap_workers(&reaper, &ended, daemons.as_deref()))?;
+    if let Some(m) = &mps {
+        m.watch()?;
+    }
     if let Some(addr) = args.metrics {
         let bound = crate::metrics::serve(addr, Arc::clone(&census), Arc::clone(&tenancy))?;
         tracing::info!("metrics on http://{bound}/metrics");
@@ -128,6 +134,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
         args: args.clone(),
         census: Arc::clone(&census),
         tenancy,
+        mps,
         throttle: Throttle::default(),
     });
     loop {
@@ -191,6 +198,8 @@ pub(crate) struct Gate {
     pub args: ServeArgs,
     pub census: Arc<Census>,
     pub tenancy: Arc<Tenancy>,
+    /// The MPS groups, when tenants name any ([`crate::mps`]).
+    pub mps: Option<Arc<crate::mps::Mps>>,
     /// Log lines about refused connections.
     throttle: Throttle,
 }
@@ -265,7 +274,6 @@ fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
     let slot = reservation.slot;
     match spawn_worker(gate, conn, &hello, tenant, slot) {
         Ok(pid) => {
-            gate.tenancy.started(pid, tenant, slot);
             reservation.started(pid);
             let from = admission::describe(&identity);
             tracing::info!(worker = pid, from, "session accepted");
@@ -428,14 +436,43 @@ fn spawn_worker(
     extra.extend(["--hello".to_owned(), memfd.as_raw_fd().to_string()]);
     let mut inherit = vec![fd, memfd];
     inherit.extend(tenant_fds);
+    start_worker(gate, inherit, &extra, tenant, slot)
+}
+
+/// Starts a session's worker ([`spawn`]) as the worker user, in its
+/// tenant's MPS group if it has one, and records it with its tenant.
+pub(crate) fn start_worker(
+    gate: &Gate,
+    inherit: Vec<OwnedFd>,
+    extra: &[String],
+    tenant: Option<usize>,
+    slot: usize,
+) -> Result<u32, MediatorError> {
+    let settings = tenant.and_then(|i| {
+        let t = gate.tenancy.policy.tenants.get(i)?;
+        Some((t.mps.as_ref()?, t.devices.as_ref().map(Vec::len)))
+    });
+    let (env, group) = match (settings, &gate.mps) {
+        (Some((t, devices)), Some(mps)) => {
+            let devices = devices.unwrap_or_else(crate::mps::host_devices);
+            let (env, group) = mps.session_env(t, devices).map_err(MediatorError::Config)?;
+            (env, Some((mps, group)))
+        }
+        _ => (Vec::new(), None),
+    };
     let run_as = crate::privilege::worker(None);
-    spawn(&gate.exe, &gate.args, inherit, &extra, (Some(slot), run_as))
+    let pid = spawn(&gate.exe, &gate.args, inherit, extra, &env, (Some(slot), run_as))?;
+    gate.tenancy.started(pid, tenant, slot);
+    if let Some((mps, group)) = group {
+        mps.joined(pid, group, slot);
+    }
+    Ok(pid)
 }
 
 /// Starts `vgpu-mediator … worker --fd N EXTRA`, where `N` is the number of
 /// `inherit[0]`; the worker inherits every descriptor of `inherit` under its
 /// own number (`EXTRA` may name them), then the session table when `slot`
-/// names the worker's slot in it. Only the child clears their close-on-exec
+/// names the worker's slot in it; `env` is added to its environment. Only the child clears their close-on-exec
 /// flags, between fork and exec: no descriptor is ever made inheritable in
 /// this process, where threads serving other listeners start workers of
 /// their own, and nothing is renumbered over a descriptor the child's exec
@@ -447,6 +484,7 @@ pub(crate) fn spawn(
     args: &ServeArgs,
     inherit: Vec<OwnedFd>,
     extra: &[String],
+    env: &[(String, String)],
     (slot, run_as): (Option<usize>, Option<Credentials>),
 ) -> Result<u32, MediatorError> {
     let mut raw: Vec<i32> = inherit.iter().map(AsRawFd::as_raw_fd).collect();
@@ -478,6 +516,7 @@ pub(crate) fn spawn(
     cmd.args(args.limits.to_args());
     cmd.arg("worker").arg("--fd").arg(first.to_string());
     cmd.args(extra);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     if let (Some(table), Some(slot)) = (sessions::table(), slot) {
         let fd = table.fd().as_raw_fd();
         raw.push(fd);
@@ -519,11 +558,15 @@ pub(crate) fn spawn(
 /// Collects exited workers so none linger as zombies, logs how they ended
 /// and frees their session slots. A worker that ended by a signal or with
 /// a status other than 0 (session over) and 1 (an error it reported) crashed.
-fn reap_workers(census: &Census, tenancy: &Tenancy) {
+/// MPS control daemons, children too, are handed to `mps`.
+fn reap_workers(census: &Census, tenancy: &Tenancy, mps: Option<&crate::mps::Mps>) {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) => {
                 let pid = pid.as_raw_nonzero().get().unsigned_abs();
+                if mps.is_some_and(|m| m.reaped(pid, status)) {
+                    continue;
+                }
                 let code = status.exit_status();
                 if status.exited() && code == Some(0) {
                     tracing::info!(worker = pid, "session ended");
@@ -539,7 +582,7 @@ fn reap_workers(census: &Census, tenancy: &Tenancy) {
 }
 
 /// SIGTERM and SIGINT: the supervisor's shutdown requests.
-fn shutdown_signals() -> libc::sigset_t {
+pub(crate) fn shutdown_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the zeroed set; sigaddset adds valid signals.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -550,9 +593,14 @@ fn shutdown_signals() -> libc::sigset_t {
     }
 }
 
-/// Waits for a shutdown signal, removes the Unix sockets and exits 0.
+/// Waits for a shutdown signal, removes the Unix sockets, tells the MPS
+/// control daemons to quit once their clients are gone, and exits 0.
 /// Workers are separate processes and keep serving their sessions.
-fn wait_for_shutdown(signals: libc::sigset_t, sockets: &[PathBuf]) {
+fn wait_for_shutdown(
+    signals: libc::sigset_t,
+    sockets: &[PathBuf],
+    mps: Option<&crate::mps::Mps>,
+) {
     let mut sig: libc::c_int = 0;
     // SAFETY: `signals` is initialised and blocked in every thread; `sig` is a live local.
     if unsafe { libc::sigwait(&signals, &mut sig) } == 0 {
@@ -562,6 +610,9 @@ fn wait_for_shutdown(signals: libc::sigset_t, sockets: &[PathBuf]) {
         );
         for socket in sockets {
             let _ = std::fs::remove_file(socket);
+        }
+        if let Some(m) = mps {
+            m.stop();
         }
         std::process::exit(0);
     }

@@ -213,7 +213,7 @@ fn start_session(
     mut ch: Channel,
     identity: &Identity,
 ) {
-    let (exe, args, tenancy) = (&gate.exe, &gate.args, &*gate.tenancy);
+    let (args, tenancy) = (&gate.args, &*gate.tenancy);
     let limit = args.limits.worker_limit();
     let Some(reservation) = gate.census.reserve_within(limit) else {
         tenancy.not_started(tenant);
@@ -230,9 +230,7 @@ fn start_session(
         extra.extend(["--tls-admission".to_owned(), reader.as_raw_fd().to_string()]);
         let mut inherit = vec![listener.into_fd(), reader];
         inherit.extend(tenant_fds);
-        let run_as = crate::privilege::worker(None);
-        let pid =
-            crate::supervisor::spawn(exe, args, inherit, &extra, (Some(reservation.slot), run_as))?;
+        let pid = crate::supervisor::start_worker(gate, inherit, &extra, tenant, reservation.slot)?;
         Ok((pid, port, ticket, writer))
     });
     let (pid, port, ticket, writer) = match started {
@@ -245,7 +243,6 @@ fn start_session(
             return;
         }
     };
-    tenancy.started(pid, tenant, reservation.slot);
     reservation.started(pid);
     let peer = identity
         .peer

@@ -42,6 +42,10 @@ pub struct File {
     pub unix: Unix,
     #[serde(default)]
     pub limits: Limits,
+    /// `[mps]`: how MPS groups' control daemons are run (tenants name
+    /// their group with `mps_group`).
+    #[serde(default)]
+    pub mps: Mps,
     /// `[[tenant]]` tables, in order: the first that names a client wins.
     #[serde(default, rename = "tenant")]
     pub tenants: Vec<Tenant>,
@@ -106,6 +110,17 @@ pub struct Limits {
     pub worker_user: Option<String>,
 }
 
+/// `[mps]`: the MPS control program and where the groups' pipe and log
+/// folders go ([`crate::mps`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mps {
+    /// `nvidia-cuda-mps-control`, found on `PATH` when not given.
+    pub control: Option<Spanned<PathBuf>>,
+    /// Default `/run/vgpu/mps` (root) or `$XDG_RUNTIME_DIR/vgpu/mps`.
+    pub dir: Option<Spanned<PathBuf>>,
+}
+
 /// A bearer token: its name (what logs and the session table show) and the
 /// SHA-256 of its secret, in hex.
 #[derive(Debug, Deserialize)]
@@ -158,6 +173,13 @@ pub struct Tenant {
     pub max_sessions: Option<u32>,
     pub devices: Option<Vec<DeviceRef>>,
     pub weight: Option<Spanned<u32>>,
+    /// The MPS group whose server runs this tenant's kernels; tenants
+    /// without one get a context of their own per session.
+    pub mps_group: Option<Spanned<String>>,
+    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` of its sessions, 1 to 100.
+    pub mps_active_thread_percentage: Option<Spanned<u32>>,
+    /// `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` of its sessions, on every device.
+    pub mps_pinned_memory_limit: Option<Spanned<SizeText>>,
 }
 
 /// A mediator file that cannot be used: where, which key, and why.
@@ -377,6 +399,40 @@ fn check(f: &File) -> Result<(), Bad> {
         for token in &t.tokens {
             parse_digest(token.sha256.get_ref()).map_err(|e| at(&token.sha256, e))?;
         }
+        check_mps(t)?;
+    }
+    Ok(())
+}
+
+/// A tenant's MPS keys: a group named like a tenant, and the per-session
+/// settings only with a group.
+fn check_mps(t: &Tenant) -> Result<(), Bad> {
+    match &t.mps_group {
+        Some(g) => {
+            let name = g.get_ref();
+            if name.is_empty() || name.len() > 32 || !name.chars().all(is_name_char) {
+                return Err(at(g, format!("{name:?}: 1 to 32 letters, digits, '-', '_' or '.'")));
+            }
+        }
+        None => {
+            if let Some(p) = &t.mps_active_thread_percentage {
+                return Err(at(p, "needs mps_group: the setting is of an MPS client"));
+            }
+            if let Some(l) = &t.mps_pinned_memory_limit {
+                return Err(at(l, "needs mps_group: the setting is of an MPS client"));
+            }
+        }
+    }
+    if let Some(p) = &t.mps_active_thread_percentage {
+        if !(1..=100).contains(p.get_ref()) {
+            return Err(at(p, "a percentage from 1 to 100"));
+        }
+    }
+    if let Some(l) = &t.mps_pinned_memory_limit {
+        let bytes = parse_size(l.get_ref()).map_err(|e| at(l, e))?;
+        if bytes < 1 << 20 {
+            return Err(at(l, "at least 1MiB (MPS counts in MiB)"));
+        }
     }
     Ok(())
 }
@@ -480,6 +536,10 @@ handshake_timeout_ms = 5000
 max_workers = 256
 worker_user = "vgpu-worker"
 
+[mps]
+control = "/usr/bin/nvidia-cuda-mps-control"
+dir = "/run/vgpu/mps"
+
 [[tenant]]
 name = "alice"
 uids = [1000]
@@ -490,6 +550,9 @@ memory_limit = "8GiB"
 max_sessions = 4
 devices = ["GPU-1234", 1]
 weight = 3
+mps_group = "shared"
+mps_active_thread_percentage = 50
+mps_pinned_memory_limit = "2GiB"
 
 [[tenant]]
 name = "bob"
@@ -556,6 +619,23 @@ memory_limit = 1048576
         assert_eq!((e.line, e.key.as_str()), (1, "lane_ports"), "{e}");
         let e = parse_text("listen = [1]\n").expect_err("listen");
         assert_eq!(e.line, 1, "{e}");
+        let e = parse_text("[[tenant]]\nname = \"a\"\nmps_active_thread_percentage = 20\n")
+            .expect_err("percentage without a group");
+        assert_eq!(
+            (e.line, e.key.as_str()),
+            (3, "[[tenant]] mps_active_thread_percentage"),
+            "{e}"
+        );
+        assert!(e.message.contains("mps_group"), "{e}");
+        let e = parse_text(
+            "[[tenant]]\nname = \"a\"\nmps_group = \"g\"\nmps_active_thread_percentage = 0\n",
+        )
+        .expect_err("0%");
+        assert_eq!(e.line, 4, "{e}");
+        let e = parse_text("[[tenant]]\nname = \"a\"\nmps_group = \"../x\"\n").expect_err("name");
+        assert_eq!((e.line, e.key.as_str()), (3, "[[tenant]] mps_group"), "{e}");
+        let e = parse_text("[mps]\npipes = \"/x\"\n").expect_err("unknown key");
+        assert_eq!((e.line, e.key.as_str()), (2, "[mps] pipes"), "{e}");
     }
 
     #[test]

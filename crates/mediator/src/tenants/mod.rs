@@ -43,6 +43,8 @@ pub struct Settings {
     pub unix_mode: u32,
     /// Their group, if the file names one.
     pub unix_group: Option<u32>,
+    /// `[mps]` (tenants name their groups).
+    pub mps: crate::mps::Settings,
 }
 
 impl Settings {
@@ -63,10 +65,17 @@ impl Settings {
             Some(g) => Some(unix::gid(g.get_ref())?),
             None => None,
         };
+        let span = |p: &Option<toml::Spanned<std::path::PathBuf>>| {
+            p.as_ref().map(|p| p.get_ref().clone())
+        };
         Ok(Settings {
             policy: Policy::new(f)?,
             unix_mode,
             unix_group,
+            mps: crate::mps::Settings {
+                control: span(&f.mps.control),
+                dir: span(&f.mps.dir),
+            },
         })
     }
 }
@@ -89,6 +98,8 @@ pub struct Tenant {
     pub devices: Option<Vec<DeviceRef>>,
     /// Its compute weight (1 when the file gives none).
     pub weight: u32,
+    /// Its MPS group and settings, if its sessions run under MPS.
+    pub mps: Option<crate::mps::TenantMps>,
 }
 
 /// The tenant a connection was admitted as: its index in the file's
@@ -149,6 +160,20 @@ impl Policy {
                 max_sessions: t.max_sessions,
                 devices: t.devices.clone(),
                 weight: t.weight.as_ref().map_or(1, |w| *w.get_ref()),
+                mps: match &t.mps_group {
+                    Some(group) => Some(crate::mps::TenantMps {
+                        group: group.get_ref().clone(),
+                        active_thread_percentage: t
+                            .mps_active_thread_percentage
+                            .as_ref()
+                            .map(|p| *p.get_ref()),
+                        pinned_memory_limit: match &t.mps_pinned_memory_limit {
+                            Some(l) => Some(file::parse_size(l.get_ref())?),
+                            None => None,
+                        },
+                    }),
+                    None => None,
+                },
             });
         }
         Ok(Policy {

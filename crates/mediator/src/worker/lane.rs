@@ -205,6 +205,7 @@ fn serve(s: &Session, mut io: FrameLane) {
             };
             if let Err(st) = lane.execute(s, &req) {
                 tracing::debug!(op = req.op.name(), status = st.0, "posted call failed");
+                crate::mps::note(st);
                 if let Some(c) = counts {
                     c.count_error(req.op);
                 }
@@ -232,6 +233,7 @@ fn serve(s: &Session, mut io: FrameLane) {
                 Ok(reply) => (status::SUCCESS, reply),
                 Err(st) => {
                     tracing::debug!(op = req.op.name(), status = st.0, "call failed");
+                    crate::mps::note(st);
                     (st, Reply::default())
                 }
             }),
