@@ -16,7 +16,8 @@
 #    native time-slicing, native under a plain MPS daemon, through vgpu
 #    (a context per session) and through vgpu in MPS mode. Each figure is
 #    also printed as a ratio to native time-slicing with the same N.
-# Writes $OUT/mps.log and the mediators' logs.
+# Writes $OUT/mps.log and the mediators' logs. MPS_PARTS ("1 2"), MPS_NS
+# ("1 4 16"), MPS_MODES (all four) and MPS_SECONDS (6) narrow a run.
 # Usage on a GPU machine, as root, after gpu/stage.sh:   OUT=dir gpu/mps.sh
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -25,7 +26,9 @@ mkdir -p "$OUT"
 LOG=$OUT/mps.log
 : >"$LOG"
 DRIVER=${VGPU_E2E_DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}
+PARTS=${MPS_PARTS:-1 2}
 NS=${MPS_NS:-1 4 16}
+MODES=${MPS_MODES:-native native_mps vgpu vgpu_mps}
 SECONDS_EACH=${MPS_SECONDS:-6}
 WORK=$(mktemp -d)
 chmod 0755 "$WORK"
@@ -67,6 +70,7 @@ as_b() {
         timeout 120 python3 "$WORK/mps_probe.py" "$@"
 }
 
+part1() {
 echo "== part 1: checks through vgpu in MPS mode" | tee -a "$LOG"
 cat >"$WORK/groups.toml" <<EOF
 [unix]
@@ -132,6 +136,9 @@ TAG=a3 as_a busy 3 >>"$LOG" 2>&1
 grep -q "busy a3 iters=[1-9][0-9]* err=None" "$LOG"
 check "a new session of a works after the restart" $?
 grep -E "MPS|restart|ended its sessions" "$OUT/mediator-groups.log" >>"$LOG"
+}
+[[ " $PARTS " == *" 1 "* ]] && part1
+[[ " $PARTS " == *" 2 "* ]] || exit $failed
 
 echo "== part 2: N small training processes at once, aggregate steps/s" | tee -a "$LOG"
 cat >"$WORK/one.toml" <<EOF
@@ -174,7 +181,7 @@ run_n() { # MODE N -> prints aggregate steps/s
 }
 declare -A RATE
 for n in $NS; do
-    for mode in native native_mps vgpu vgpu_mps; do
+    for mode in $MODES; do
         read -r rate done_n < <(run_n "$mode" "$n")
         RATE[$mode-$n]=$rate
         echo "RESULT mode=$mode n=$n aggregate_steps_per_s=$rate processes_reporting=$done_n" | tee -a "$LOG"
@@ -184,9 +191,9 @@ for n in $NS; do
 done
 echo "== table (aggregate steps/s; ratio to native time-slicing, same N)" | tee -a "$LOG"
 for n in $NS; do
-    base=${RATE[native-$n]}
+    base=${RATE[native-$n]:-0}
     line="N=$n"
-    for mode in native native_mps vgpu vgpu_mps; do
+    for mode in $MODES; do
         r=${RATE[$mode-$n]}
         line+=$(awk -v r="$r" -v b="$base" -v m="$mode" 'BEGIN {printf "  %s %.1f (%.2fx)", m, r, (b > 0 ? r / b : 0)}')
     done

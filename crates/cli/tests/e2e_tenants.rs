@@ -38,6 +38,9 @@ const NOBODY: u32 = 65534;
 /// - `graph MIB` → `graph CODE` (a new graph with one memory allocation
 ///   node of that size; kept);
 /// - `ungraph` → `ungraph CODE` (destroys that graph);
+/// - `fault` → `fault CODE` (a `fill_u32` launch past the end of its
+///   allocation, then cuCtxSynchronize: the simulated device's illegal
+///   address, which loses the context);
 /// - `pid` → `pid PID`.
 #[test]
 #[ignore = "the client child of the other tests (run by them)"]
@@ -150,6 +153,7 @@ fn tenant_client() {
                 let code = cu::code(unsafe { sys::cuGraphDestroy(graph) });
                 println!("ungraph {code}");
             }
+            ["fault"] => println!("fault {}", fault()),
             ["pid"] => println!("pid {}", std::process::id()),
             other => panic!("unknown command {other:?}"),
         }
@@ -213,6 +217,53 @@ fn launch_for(time: Duration) -> (u32, u64) {
         }
     }
     (0, count)
+}
+
+/// Launches `fill_u32` for 17 words into a 16-word allocation and
+/// synchronizes: the synchronize's code (the simulated device's illegal
+/// address, a fatal fault).
+fn fault() -> u32 {
+    use std::ffi::c_void;
+    let (mut module, mut f, mut d) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
+    // SAFETY: out-pointers are live locals; the image is a NUL-terminated
+    // module of the simulated device; the name is NUL-terminated.
+    unsafe {
+        cu::ok(
+            sys::cuModuleLoadData(&mut module, common::SIM_MODULE.as_ptr().cast()),
+            "cuModuleLoadData",
+        );
+        cu::ok(
+            sys::cuModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()),
+            "cuModuleGetFunction",
+        );
+        cu::ok(sys::cuMemAlloc_v2(&mut d, 64), "cuMemAlloc");
+    }
+    let (mut v, mut n) = (7u32, 17i32);
+    let mut params: [*mut c_void; 3] = [
+        (&raw mut d).cast(),
+        (&raw mut v).cast(),
+        (&raw mut n).cast(),
+    ];
+    // SAFETY: `f` is a live function whose three parameters `params`
+    // points to; the default stream; no extra options.
+    let launched = unsafe {
+        sys::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            32,
+            1,
+            1,
+            0,
+            std::ptr::null_mut(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    cu::ok(launched, "cuLaunchKernel");
+    // SAFETY: no pointers.
+    cu::code(unsafe { sys::cuCtxSynchronize() })
 }
 
 /// A mediator file in a directory of its own.
@@ -354,7 +405,8 @@ memory_limit = "64MiB"
 
     // (`vgpu status` opens a session of its own: the third.)
     let b_pid: u32 = b.ask("pid")[0].parse().expect("pid");
-    let worker = worker_of(&h, b_pid);
+    let (worker, tenant) = worker_pid(&h, b_pid);
+    assert_eq!(tenant, "small");
 
     // A fourth session of "small" is refused: max_sessions = 3. (A third
     // is served once the status query's session has ended.)
@@ -416,21 +468,6 @@ fn scrape(h: &Harness) -> String {
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read the answer");
     text
-}
-
-/// The worker pid of client `client_pid`, from `vgpu status --json`.
-fn worker_of(h: &Harness, client_pid: u32) -> u32 {
-    let mut cmd = Command::new(h.build.dir.join("vgpu"));
-    cmd.args(["status", "--json", "--mediator", &h.mediator().endpoint()]);
-    let out = common::run(cmd, WAIT);
-    out.assert_success();
-    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
-    let s = v["sessions"]
-        .as_array()
-        .and_then(|l| l.iter().find(|s| s["client_pid"] == client_pid))
-        .unwrap_or_else(|| panic!("client {client_pid} not listed: {v:#}"));
-    assert_eq!(s["tenant"], "small", "{s:#}");
-    u32::try_from(s["worker_pid"].as_u64().expect("a pid")).expect("u32")
 }
 
 #[test]
@@ -732,4 +769,255 @@ fn graph_memory_nodes_are_charged_until_their_graph_goes() {
     );
     assert_eq!(c.code("graph 9"), OUT_OF_MEMORY, "a node past the limit");
     assert_eq!(c.info_mib(), (8, 8));
+}
+
+/// A stand-in for `nvidia-cuda-mps-control` (CI has no GPU, so no MPS).
+/// With `-f` it appends "PID UID" to `starts` in its pipe folder, opens
+/// `control` there (the real daemon's socket, here a plain file) and
+/// serves until `quit` appears, then appends its pid to `quits`. Without
+/// arguments it reads one command from its standard input, as the real
+/// one does, and answers `quit` by making `quit` and waiting for the
+/// daemon to take it. Unlike the real daemon it also ends when the
+/// supervisor is gone, so that a failed test leaves nothing running.
+const FAKE_MPS_CONTROL: &str = r#"#!/bin/sh
+dir=$CUDA_MPS_PIPE_DIRECTORY
+case "$1" in
+-f)
+    parent=$PPID
+    echo "$$ $(id -u)" >>"$dir/starts"
+    : >"$dir/control"
+    while [ ! -e "$dir/quit" ] && [ -d "/proc/$parent" ]; do sleep 0.05; done
+    rm -f "$dir/control" "$dir/quit"
+    echo "$$" >>"$dir/quits"
+    ;;
+"")
+    read -r cmd
+    [ "$cmd" = quit ] || exit 1
+    : >"$dir/quit"
+    while [ -e "$dir/quit" ]; do sleep 0.05; done
+    ;;
+esac
+"#;
+
+/// An MPS set-up for the mediator file: the fake control program and the
+/// groups' folder, both reachable by the worker user.
+struct FakeMps {
+    dir: tempfile::TempDir,
+}
+
+impl FakeMps {
+    fn new() -> FakeMps {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let control = dir.path().join("control");
+        std::fs::write(&control, FAKE_MPS_CONTROL).expect("write the fake control");
+        std::fs::set_permissions(&control, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        FakeMps { dir }
+    }
+
+    /// The `[mps]` table.
+    fn table(&self) -> String {
+        let d = self.dir.path().display();
+        format!("[mps]\ncontrol = \"{d}/control\"\ndir = \"{d}/groups\"\n")
+    }
+
+    fn pipe(&self, group: &str) -> PathBuf {
+        self.dir.path().join("groups").join(group).join("pipe")
+    }
+
+    /// The lines of `starts` or `quits` in `group`'s pipe folder.
+    fn lines(&self, group: &str, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.pipe(group).join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Waits until `group`'s `name` has `n` lines.
+    #[track_caller]
+    fn wait_lines(&self, h: &Harness, group: &str, name: &str, n: usize) {
+        let start = std::time::Instant::now();
+        while self.lines(group, name).len() < n {
+            assert!(
+                start.elapsed() < WAIT,
+                "{group}: {name} has {:?}, not {n} lines\n{}",
+                self.lines(group, name),
+                h.mediator().log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The worker pid and tenant of client `client_pid`, from `vgpu status --json`.
+fn worker_pid(h: &Harness, client_pid: u32) -> (u32, String) {
+    let mut cmd = Command::new(h.build.dir.join("vgpu"));
+    cmd.args(["status", "--json", "--mediator", &h.mediator().endpoint()]);
+    let out = common::run(cmd, WAIT);
+    out.assert_success();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let s = v["sessions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["client_pid"] == client_pid))
+        .unwrap_or_else(|| panic!("client {client_pid} not listed: {v:#}"));
+    let pid = u32::try_from(s["worker_pid"].as_u64().expect("a pid")).expect("u32");
+    (pid, s["tenant"].as_str().unwrap_or_default().to_owned())
+}
+
+/// A process's `CUDA_MPS_*` environment, sorted.
+fn mps_env(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+    let mut env: Vec<String> = raw
+        .split(|&b| b == 0)
+        .map(|e| String::from_utf8_lossy(e).into_owned())
+        .filter(|e| e.starts_with("CUDA_MPS_"))
+        .collect();
+    env.sort();
+    env
+}
+
+/// A process's real uid, from `/proc/PID/status`.
+fn uid_of(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|u| u.parse().ok())
+        .expect("a Uid line")
+}
+
+#[test]
+fn mps_groups_have_their_own_servers_and_a_fault_restarts_only_its_group() {
+    let mps = FakeMps::new();
+    let file = config(&format!(
+        r#"
+[unix]
+mode = "0666"
+
+{}
+[[tenant]]
+name = "a"
+uids = [0]
+mps_group = "ga"
+mps_active_thread_percentage = 40
+mps_pinned_memory_limit = "2GiB"
+
+[[tenant]]
+name = "b"
+uids = [{NOBODY}]
+mps_group = "gb"
+"#,
+        mps.table()
+    ));
+    let h = harness(&file, &[]);
+    mps.wait_lines(&h, "ga", "starts", 1);
+    mps.wait_lines(&h, "gb", "starts", 1);
+
+    let mut a1 = Client::start(&h, None);
+    let mut a2 = Client::start(&h, None);
+    let mut b1 = Client::start(&h, Some(NOBODY));
+    for c in [&mut a1, &mut a2, &mut b1] {
+        assert_eq!(c.code("init"), 0, "{}", h.mediator().log_text());
+    }
+    let pid = |c: &mut Client| c.ask("pid")[0].parse::<u32>().expect("pid");
+    let (a1_worker, tenant) = worker_pid(&h, pid(&mut a1));
+    assert_eq!(tenant, "a");
+    let (b1_worker, _) = worker_pid(&h, pid(&mut b1));
+    let pipe = |g: &str| format!("CUDA_MPS_PIPE_DIRECTORY={}", mps.pipe(g).display());
+    let a_env = mps_env(a1_worker);
+    for want in [
+        pipe("ga"),
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=40".to_owned(),
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M".to_owned(),
+    ] {
+        assert!(a_env.contains(&want), "{want} not in {a_env:?}");
+    }
+    let b_env = mps_env(b1_worker);
+    assert!(b_env.contains(&pipe("gb")), "{b_env:?}");
+    assert!(
+        !b_env.iter().any(|e| e.contains("PERCENTAGE")),
+        "b sets no percentage: {b_env:?}"
+    );
+    // The daemons run as the workers' user.
+    let daemon_uid = |g: &str| {
+        mps.lines(g, "starts")[0]
+            .split(' ')
+            .nth(1)
+            .map(str::to_owned)
+    };
+    assert_eq!(daemon_uid("ga"), Some(uid_of(a1_worker).to_string()));
+
+    // A fatal fault in a session of group ga: the group restarts.
+    assert_eq!(a1.code("fault"), 700, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    mps.wait_lines(&h, "ga", "quits", 1);
+    mps.wait_lines(&h, "ga", "starts", 2);
+    let log = h.mediator().log_text();
+    assert!(log.contains("restarting the group"), "{log}");
+    // The group's other session ended with it.
+    let a = a2.ask("launch 0.2");
+    assert_ne!(a[0], "0", "a2's session ended with its group: {a:?}");
+    // Group gb was not touched.
+    let b = b1.ask("launch 0.3");
+    assert_eq!(b[0], "0", "b1 still works: {b:?}");
+    assert!(b[1].parse::<u64>().expect("count") > 0);
+    assert_eq!(mps.lines("gb", "starts").len(), 1);
+    assert!(mps.lines("gb", "quits").is_empty());
+    // A new session of a is served by the new daemon.
+    let mut a3 = Client::start(&h, None);
+    assert_eq!(a3.code("init"), 0, "{}", h.mediator().log_text());
+    let a = a3.ask("launch 0.2");
+    assert_eq!(a[0], "0", "{a:?}");
+
+    // A daemon that dies is started again.
+    let gb_daemon: u32 = mps.lines("gb", "starts")[0]
+        .split(' ')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a pid");
+    common::sigkill(gb_daemon);
+    mps.wait_lines(&h, "gb", "starts", 2);
+    assert!(
+        h.mediator().log_text().contains("exited by itself"),
+        "{}",
+        h.mediator().log_text()
+    );
+
+    // A stopping supervisor tells the daemons to quit.
+    let quits = (
+        mps.lines("ga", "quits").len(),
+        mps.lines("gb", "quits").len(),
+    );
+    let mut term = Command::new("kill");
+    term.args(["-TERM", &h.mediator().pid().to_string()]);
+    common::run(term, WAIT).assert_success();
+    mps.wait_lines(&h, "ga", "quits", quits.0 + 1);
+    mps.wait_lines(&h, "gb", "quits", quits.1 + 1);
+    drop((a1, a2, a3, b1));
+}
+
+#[test]
+fn a_missing_mps_control_program_stops_the_mediator_with_a_reason() {
+    let file = config(
+        "[mps]\ncontrol = \"/nonexistent/nvidia-cuda-mps-control\"\n\
+         [[tenant]]\nname = \"t\"\nuids = [0]\nmps_group = \"g\"\n",
+    );
+    let path = file.path.to_str().expect("a UTF-8 path");
+    let h = Harness::without_mediator();
+    let mut cmd = Command::new(h.build.dir.join("vgpu-mediator"));
+    cmd.args([
+        "--config",
+        path,
+        "--listen",
+        "unix:/nonexistent-dir-vgpu/m.sock",
+    ]);
+    let out = common::run(cmd, WAIT);
+    assert!(!out.status.success(), "the mediator started");
+    assert!(
+        out.stderr.contains("[mps] control") && out.stderr.contains("not an executable"),
+        "{}",
+        out.stderr
+    );
 }

@@ -395,7 +395,10 @@ impl Mps {
         );
         self.end_members(i, generation);
         if let Err(e) = self.ask_quit(g, QUIT_WAIT) {
-            tracing::warn!(group = g.name, "MPS control daemon did not quit: {e}; killing it");
+            tracing::warn!(
+                group = g.name,
+                "MPS control daemon did not quit: {e}; killing it"
+            );
             let daemon = lock(&g.state).daemon;
             if let Some(d) = daemon {
                 kill_group(d);

@@ -461,7 +461,14 @@ pub(crate) fn start_worker(
         _ => (Vec::new(), None),
     };
     let run_as = crate::privilege::worker(None);
-    let pid = spawn(&gate.exe, &gate.args, inherit, extra, &env, (Some(slot), run_as))?;
+    let pid = spawn(
+        &gate.exe,
+        &gate.args,
+        inherit,
+        extra,
+        &env,
+        (Some(slot), run_as),
+    )?;
     gate.tenancy.started(pid, tenant, slot);
     if let Some((mps, group)) = group {
         mps.joined(pid, group, slot);
@@ -596,11 +603,7 @@ pub(crate) fn shutdown_signals() -> libc::sigset_t {
 /// Waits for a shutdown signal, removes the Unix sockets, tells the MPS
 /// control daemons to quit once their clients are gone, and exits 0.
 /// Workers are separate processes and keep serving their sessions.
-fn wait_for_shutdown(
-    signals: libc::sigset_t,
-    sockets: &[PathBuf],
-    mps: Option<&crate::mps::Mps>,
-) {
+fn wait_for_shutdown(signals: libc::sigset_t, sockets: &[PathBuf], mps: Option<&crate::mps::Mps>) {
     let mut sig: libc::c_int = 0;
     // SAFETY: `signals` is initialised and blocked in every thread; `sig` is a live local.
     if unsafe { libc::sigwait(&signals, &mut sig) } == 0 {

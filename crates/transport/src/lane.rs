@@ -92,6 +92,14 @@ impl FrameLane {
         FrameLane { io: Io::Socket(ch) }
     }
 
+    /// How a ring lane waits for its next frame from now on (a socket
+    /// lane keeps its own way).
+    pub fn set_policy(&mut self, policy: WaitPolicy) {
+        if let Io::Rings(r) = &mut self.io {
+            r.policy = policy;
+        }
+    }
+
     /// Whether this is a socket lane over TCP (plain or TLS).
     pub fn is_tcp(&self) -> bool {
         matches!(&self.io, Io::Socket(ch) if ch.is_tcp())

@@ -411,7 +411,10 @@ fn check_mps(t: &Tenant) -> Result<(), Bad> {
         Some(g) => {
             let name = g.get_ref();
             if name.is_empty() || name.len() > 32 || !name.chars().all(is_name_char) {
-                return Err(at(g, format!("{name:?}: 1 to 32 letters, digits, '-', '_' or '.'")));
+                return Err(at(
+                    g,
+                    format!("{name:?}: 1 to 32 letters, digits, '-', '_' or '.'"),
+                ));
             }
         }
         None => {

@@ -65,9 +65,8 @@ impl Settings {
             Some(g) => Some(unix::gid(g.get_ref())?),
             None => None,
         };
-        let span = |p: &Option<toml::Spanned<std::path::PathBuf>>| {
-            p.as_ref().map(|p| p.get_ref().clone())
-        };
+        let span =
+            |p: &Option<toml::Spanned<std::path::PathBuf>>| p.as_ref().map(|p| p.get_ref().clone());
         Ok(Settings {
             policy: Policy::new(f)?,
             unix_mode,
