@@ -347,6 +347,7 @@ impl Client {
 }
 
 const OUT_OF_MEMORY: u32 = 2;
+const DEVICE_UNAVAILABLE: u32 = 46;
 const NO_DEVICE: u32 = 100;
 
 #[test]
@@ -956,9 +957,12 @@ mps_group = "gb"
     mps.wait_lines(&h, "ga", "starts", 2);
     let log = h.mediator().log_text();
     assert!(log.contains("restarting the group"), "{log}");
-    // The group's other session ended with it.
-    let a = a2.ask("launch 0.2");
-    assert_ne!(a[0], "0", "a2's session ended with its group: {a:?}");
+    // The group's other session ended with it: its worker is gone.
+    assert_eq!(
+        a2.code("alloc 1"),
+        DEVICE_UNAVAILABLE,
+        "a2 ended with its group"
+    );
     // Group gb was not touched.
     let b = b1.ask("launch 0.3");
     assert_eq!(b[0], "0", "b1 still works: {b:?}");

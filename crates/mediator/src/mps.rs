@@ -120,6 +120,16 @@ pub struct Mps {
     quitters: Mutex<Vec<u32>>,
 }
 
+/// A worker's environment: names and values.
+pub type Env = Vec<(String, String)>;
+
+/// Which group's daemon start a new session joins.
+#[derive(Clone, Copy, Debug)]
+pub struct Join {
+    group: usize,
+    generation: u64,
+}
+
 /// A session of a group: its group, the daemon start it joined, its slot.
 #[derive(Clone, Copy, Debug)]
 pub struct Member {
@@ -239,11 +249,7 @@ impl Mps {
     /// The worker environment of a session of a tenant with settings `t`,
     /// and its membership, once the group's daemon is ready (waiting up to
     /// [`READY_WAIT`]); an error if it is not.
-    pub fn session_env(
-        &self,
-        t: &TenantMps,
-        devices: usize,
-    ) -> Result<(Vec<(String, String)>, (usize, u64)), String> {
+    pub fn session_env(&self, t: &TenantMps, devices: usize) -> Result<(Env, Join), String> {
         let i = self
             .groups
             .iter()
@@ -274,14 +280,19 @@ impl Mps {
                 pinned_limit(bytes, devices),
             ));
         }
-        Ok((env, (i, state.generation)))
+        let join = Join {
+            group: i,
+            generation: state.generation,
+        };
+        Ok((env, join))
     }
 
-    /// Worker `pid` in `slot` joined group `group` at daemon start `generation`.
-    pub fn joined(&self, pid: u32, (group, generation): (usize, u64), slot: usize) {
+    /// Worker `pid` in `slot` joined a group's daemon start (`join`, from
+    /// [`Mps::session_env`]).
+    pub fn joined(&self, pid: u32, join: Join, slot: usize) {
         let member = Member {
-            group,
-            generation,
+            group: join.group,
+            generation: join.generation,
             slot,
         };
         lock(&self.members).insert(pid, member);
