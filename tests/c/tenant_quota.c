@@ -173,6 +173,12 @@ int main(int argc, char **argv)
     if (r == CUDA_SUCCESS) {
         cu.MemFree(p);
     }
+    /* Narrow rows: width x height fits, but the allocation is pitch x height. */
+    r = cu.MemAllocPitch(&p, &pitch, 4, chunk / 4, 4);
+    check("cuMemAllocPitch counts the pitch", r == CUDA_ERROR_OUT_OF_MEMORY, "returned %lld", r);
+    if (r == CUDA_SUCCESS) {
+        cu.MemFree(p);
+    }
 
     /* Stream-ordered: two chunks do not fit, one does, and comes back. */
     CUdeviceptr a = 0;

@@ -691,6 +691,7 @@ fn every_allocation_path_stops_at_the_limit() {
     assert!(out.status.success(), "{out}\n{}", h.mediator().log_text());
     out.assert_line("ok cuMemAlloc past the limit")
         .assert_line("ok cuMemAllocPitch past the limit")
+        .assert_line("ok cuMemAllocPitch counts the pitch")
         .assert_line("ok cuMemAllocAsync past the limit")
         .assert_line("ok cuMemCreate past the limit")
         .assert_line("ok cuArrayCreate past the limit")

@@ -42,6 +42,16 @@ pub fn mem_alloc_pitch(_: &mut Lane, s: &Session, req: &Request) -> Result<Reply
         entry(s.driver.cuMemAllocPitch_v2)?(&mut p, &mut pitch, width, height, r.element.get())
     })?;
     let bytes = (pitch as u64).saturating_mul(height as u64);
+    // A tenant's limit was checked for width × height before the call;
+    // the allocation is pitch × height, and its padding must fit too.
+    let padding = bytes.saturating_sub(r.width.get().saturating_mul(r.height.get()));
+    if !crate::tenants::quota::reserve(padding) {
+        // SAFETY: the allocation just made, never handed out.
+        let _ = unsafe { entry(s.driver.cuMemFree_v2)?(p) };
+        return Err(Status::CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    // From here the session's held memory counts it (as `cuMemAlloc`'s).
+    crate::tenants::quota::release(padding);
     let device = held::device_of(s, p);
     s.tables().insert_alloc(p, bytes, req.ctx, device);
     let reply = mem_alloc_pitch::Reply {
