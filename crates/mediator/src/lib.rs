@@ -20,7 +20,8 @@
 //!   ([`census`]); the supervisor answers status queries and serves
 //!   Prometheus metrics ([`metrics`]) from it.
 //! - The mediator file, the Unix allowlist, tenants and their quotas, and
-//!   socket activation are in [`tenants`].
+//!   socket activation are in [`tenants`]; tenants' MPS groups, whose
+//!   control daemons the supervisor runs, in [`mps`].
 //! - On `tls://` listeners the supervisor authenticates each client (TLS
 //!   handshake, then a client certificate or a bearer token, [`tls`])
 //!   before it starts a worker, and the client then connects to its worker
