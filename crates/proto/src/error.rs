@@ -58,4 +58,7 @@ pub enum ProtoError {
     /// An environment entry is malformed or not on the allowlist.
     #[error("environment entry rejected: {0}")]
     Env(String),
+    /// A status list whose records have another size than this build's.
+    #[error("status records of {found} bytes, where this build reads {expected}")]
+    RecordSize { found: u32, expected: u32 },
 }

@@ -54,8 +54,9 @@ pub use handshake::{
 };
 pub use message::{Message, RequestMessage, SCHEMA_HASH};
 
-/// Protocol version spoken by this build.
-pub const PROTOCOL_VERSION: u16 = 3;
+/// Protocol version spoken by this build. 4: the status list's records
+/// carry the tenant's name (64 bytes, was 32) and its head their size.
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest fixed part (an operation's request or reply struct) one frame may carry.
 pub const MAX_FIXED: usize = 1024;
 /// Largest blob one frame may carry. Larger copies are split by the sender.

@@ -69,7 +69,8 @@ pub struct ListHead {
     pub version: U16,
     pub reserved: U16,
     pub count: U32,
-    pub reserved2: U32,
+    /// Bytes of each record (`size_of::<SessionRecord>()`).
+    pub record_bytes: U32,
 }
 
 /// One live session.
@@ -93,6 +94,9 @@ pub struct SessionRecord {
     /// NUL-padded; all zero: no tenant), as the supervisor admitted it.
     pub tenant: [u8; TENANT_NAME_BYTES],
 }
+
+/// Bytes of one [`SessionRecord`] on the wire.
+const RECORD_BYTES: u32 = std::mem::size_of::<SessionRecord>() as u32;
 
 /// The longest tenant name, in bytes.
 pub const TENANT_NAME_BYTES: usize = 32;
@@ -143,7 +147,7 @@ pub fn write_list(w: &mut impl Write, sessions: &[SessionRecord]) -> Result<(), 
         version: U16::new(PROTOCOL_VERSION),
         reserved: U16::new(0),
         count: U32::new(u32::try_from(count).expect("bounded by MAX_SESSIONS")),
-        reserved2: U32::new(0),
+        record_bytes: U32::new(RECORD_BYTES),
     };
     w.write_all(head.as_bytes())?;
     w.write_all(sessions.as_bytes())?;
@@ -157,6 +161,12 @@ pub fn read_list(r: &mut impl Read) -> Result<Vec<SessionRecord>, ProtoError> {
     r.read_exact(head.as_mut_bytes())?;
     check_head(head.magic.get(), LIST_MAGIC, head.version.get())?;
     let count = bounded(head.count.get() as usize)?;
+    if head.record_bytes.get() != RECORD_BYTES {
+        return Err(ProtoError::RecordSize {
+            found: head.record_bytes.get(),
+            expected: RECORD_BYTES,
+        });
+    }
     let mut sessions = vec![SessionRecord::default(); count];
     r.read_exact(sessions.as_mut_slice().as_mut_bytes())?;
     Ok(sessions)
@@ -202,6 +212,23 @@ mod tests {
             device_memory: U64::new(1 << 20),
             started_ms: U64::new(1_700_000_000_000),
             tenant: [0; TENANT_NAME_BYTES],
+        }
+    }
+
+    #[test]
+    fn records_of_another_size_are_refused() {
+        let mut wire = Vec::new();
+        write_list(&mut wire, &[SessionRecord::default()]).expect("write");
+        // An older build's 32-byte records.
+        wire[12..16].copy_from_slice(&32u32.to_le_bytes());
+        match read_list(&mut &wire[..]) {
+            Err(ProtoError::RecordSize {
+                found: 32,
+                expected,
+            }) => {
+                assert_eq!(expected as usize, std::mem::size_of::<SessionRecord>());
+            }
+            other => panic!("{other:?}"),
         }
     }
 

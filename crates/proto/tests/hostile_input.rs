@@ -139,7 +139,8 @@ fn list_head(count: u32) -> Vec<u8> {
     h.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
     h.extend_from_slice(&[0, 0]);
     h.extend_from_slice(&count.to_le_bytes());
-    h.extend_from_slice(&[0; 4]);
+    let record = std::mem::size_of::<sessions::SessionRecord>() as u32;
+    h.extend_from_slice(&record.to_le_bytes());
     h
 }
 
