@@ -96,7 +96,8 @@ pub struct SessionRecord {
 }
 
 /// Bytes of one [`SessionRecord`] on the wire.
-const RECORD_BYTES: u32 = std::mem::size_of::<SessionRecord>() as u32;
+const RECORD_BYTES: u32 = 64;
+const _: () = assert!(std::mem::size_of::<SessionRecord>() == RECORD_BYTES as usize);
 
 /// The longest tenant name, in bytes.
 pub const TENANT_NAME_BYTES: usize = 32;
