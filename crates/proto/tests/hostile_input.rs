@@ -139,7 +139,7 @@ fn list_head(count: u32) -> Vec<u8> {
     h.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
     h.extend_from_slice(&[0, 0]);
     h.extend_from_slice(&count.to_le_bytes());
-    let record = std::mem::size_of::<sessions::SessionRecord>() as u32;
+    let record = u32::try_from(std::mem::size_of::<sessions::SessionRecord>()).expect("small");
     h.extend_from_slice(&record.to_le_bytes());
     h
 }
