@@ -167,6 +167,29 @@ fn silent_connections_start_no_worker_and_are_closed_at_the_deadline() {
 }
 
 #[test]
+fn one_peers_silent_connections_leave_room_for_the_others() {
+    if is_child() {
+        return client_child();
+    }
+    // Long enough that the silent connections hold their places throughout.
+    let h = harness(&["--handshake-timeout-ms", "20000"]);
+    let m = h.mediator();
+    let silent: Vec<UnixStream> = (0..100)
+        .map(|_| UnixStream::connect(socket_path(m)).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Another peer (over TCP) is served at once: this uid holds only its
+    // quarter (16) of the 64 places.
+    let mut cmd = h.self_test("one_peers_silent_connections_leave_room_for_the_others");
+    cmd.env("VGPU_MEDIATOR", m.tcp_endpoint());
+    let out = h.run(cmd);
+    out.assert_success().assert_line("done");
+    let log = m.log_text();
+    assert!(log.contains("the most one peer may hold"), "{log}");
+    drop(silent);
+}
+
+#[test]
 fn two_thousand_connect_and_drops_leave_a_real_client_served_quickly() {
     if is_child() {
         return client_child();

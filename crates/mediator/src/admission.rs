@@ -25,9 +25,10 @@
 //! memfd ([`hello_memfd`]): the worker reads the hello from it instead of
 //! the connection, whose hello bytes the supervisor has consumed.
 
+use std::collections::HashMap;
 use std::io::{Read, Seek, Write};
+use std::net::IpAddr;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,8 +42,9 @@ use crate::sessions::{Refusal, MAX_SESSIONS};
 /// The admission limits (`[limits]` in the config file); flags override it.
 #[derive(Debug, Args, Clone)]
 pub struct LimitArgs {
-    /// Most connections in their handshake at once; one more is closed at
-    /// once (counted as refused, reason `busy`).
+    /// Most connections in their handshake at once, and a quarter of that
+    /// (one at least) from one peer (a uid, or an address over TCP); one
+    /// more is closed at once (counted as refused, reason `busy`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_handshakes: u32,
     /// How long a new connection has to send its whole hello (or status
@@ -202,44 +204,96 @@ pub fn hello_memfd(hello: &Hello) -> Result<OwnedFd, ProtoError> {
     Ok(fd)
 }
 
-/// The connections in their handshake: at most a fixed number at once.
+/// The connections in their handshake: at most a fixed number at once,
+/// and at most a quarter of them (one at least) from one source (a uid on
+/// a Unix socket, an address over TCP), so that one local user or host
+/// holding silent connections cannot keep everyone else out until its
+/// connections time out.
 #[derive(Debug)]
 pub struct Pending {
-    now: AtomicUsize,
+    places: Mutex<Places>,
     max: usize,
+    per_source: usize,
+}
+
+#[derive(Debug, Default)]
+struct Places {
+    total: usize,
+    by_source: HashMap<Source, usize>,
+}
+
+/// Where a connection comes from, for [`Pending`]'s share per source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    Uid(u32),
+    Address(IpAddr),
+    /// Neither is known (one share for all such connections).
+    Unknown,
+}
+
+impl Source {
+    /// The source of a connection whose peer is `who`.
+    pub fn of(who: &Identity) -> Source {
+        match (who.uid, who.peer) {
+            (Some(uid), _) => Source::Uid(uid),
+            (None, Some(addr)) => Source::Address(addr.ip()),
+            (None, None) => Source::Unknown,
+        }
+    }
+}
+
+/// Why [`Pending::enter`] found no place.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NoPlace {
+    /// Every place is taken.
+    All(usize),
+    /// This source holds its share.
+    Source(usize),
 }
 
 /// One connection's place among the pending handshakes; dropping it frees it.
 #[derive(Debug)]
-pub struct PendingTicket(Arc<Pending>);
+pub struct PendingTicket(Arc<Pending>, Source);
 
 impl Pending {
     pub fn new(max: usize) -> Arc<Pending> {
         Arc::new(Pending {
-            now: AtomicUsize::new(0),
+            places: Mutex::new(Places::default()),
             max,
+            per_source: (max / 4).max(1),
         })
     }
 
-    /// A place for one more connection, or `None` when all are taken.
-    pub fn enter(self: &Arc<Self>) -> Option<PendingTicket> {
-        let taken = self
-            .now
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            });
-        taken.ok().map(|_| PendingTicket(Arc::clone(self)))
+    /// A place for one more connection from `source`.
+    pub fn enter(self: &Arc<Self>, source: Source) -> Result<PendingTicket, NoPlace> {
+        let mut p = self.lock();
+        if p.total >= self.max {
+            return Err(NoPlace::All(p.total));
+        }
+        let mine = p.by_source.entry(source).or_default();
+        if *mine >= self.per_source {
+            return Err(NoPlace::Source(*mine));
+        }
+        *mine += 1;
+        p.total += 1;
+        Ok(PendingTicket(Arc::clone(self), source))
     }
 
-    /// Connections in their handshake now.
-    pub fn count(&self) -> usize {
-        self.now.load(Ordering::Acquire)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Places> {
+        self.places.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl Drop for PendingTicket {
     fn drop(&mut self) {
-        self.0.now.fetch_sub(1, Ordering::AcqRel);
+        let mut p = self.0.lock();
+        p.total = p.total.saturating_sub(1);
+        if let Some(n) = p.by_source.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                p.by_source.remove(&self.1);
+            }
+        }
     }
 }
 
@@ -402,11 +456,27 @@ mod tests {
     #[test]
     fn pending_places_are_limited_and_given_back() {
         let pending = Pending::new(2);
-        let a = pending.enter().expect("first");
-        let _b = pending.enter().expect("second");
-        assert!(pending.enter().is_none());
+        let a = pending.enter(Source::Uid(1)).expect("first");
+        let _b = pending.enter(Source::Uid(2)).expect("second");
+        assert_eq!(pending.enter(Source::Uid(3)).err(), Some(NoPlace::All(2)));
         drop(a);
-        assert!(pending.enter().is_some());
+        assert!(pending.enter(Source::Uid(3)).is_ok());
+    }
+
+    #[test]
+    fn one_source_holds_a_quarter_of_the_places() {
+        let pending = Pending::new(8);
+        let local = Source::Address(std::net::Ipv4Addr::LOCALHOST.into());
+        let held: Vec<_> = (0..2)
+            .map(|_| pending.enter(local).expect("a place"))
+            .collect();
+        assert_eq!(pending.enter(local).err(), Some(NoPlace::Source(2)));
+        assert!(
+            pending.enter(Source::Uid(0)).is_ok(),
+            "another source still enters"
+        );
+        drop(held);
+        assert!(pending.enter(local).is_ok());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::Duration;
 use vgpu_proto::Hello;
 use vgpu_transport::{Address, Channel, Listener, TransportError};
 
-use crate::admission::{self, Opening, Pending, PendingTicket, Refused, Throttle};
+use crate::admission::{self, NoPlace, Opening, Pending, PendingTicket, Refused, Source, Throttle};
 use crate::census::Census;
 use crate::config::ServeArgs;
 use crate::identity::Identity;
@@ -149,33 +149,29 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
                     continue;
                 }
             };
+            let (who, groups) = crate::tenants::supervise::identify(&conn);
             if conn.hung_up() {
                 // Connected and gone before it was accepted: no thread, no place.
                 let why = "closed before it sent a hello".to_owned();
-                let who = crate::tenants::supervise::identify(&conn).0;
-                refuse(
-                    &gate,
-                    &who,
-                    Refused {
-                        reason: Refusal::Handshake,
-                        why,
-                    },
-                );
+                let reason = Refusal::Handshake;
+                refuse(&gate, &who, Refused { reason, why });
                 continue;
             }
-            let Some(ticket) = pending.enter() else {
-                let who = crate::tenants::supervise::identify(&conn).0;
-                drop(conn);
-                let why = format!("{} connections are in their handshake", pending.count());
-                refuse(
-                    &gate,
-                    &who,
-                    Refused {
-                        reason: Refusal::Busy,
-                        why,
-                    },
-                );
-                continue;
+            let ticket = match pending.enter(Source::of(&who)) {
+                Ok(ticket) => ticket,
+                Err(full) => {
+                    drop(conn);
+                    let why = match full {
+                        NoPlace::All(n) => format!("{n} connections are in their handshake"),
+                        NoPlace::Source(n) => format!(
+                            "{n} connections from this peer are in their handshake, the most \
+                             one peer may hold"
+                        ),
+                    };
+                    let reason = Refusal::Busy;
+                    refuse(&gate, &who, Refused { reason, why });
+                    continue;
+                }
             };
             let gate = Arc::clone(&gate);
             let door = doors[i].clone();
@@ -183,7 +179,7 @@ pub fn run(args: &ServeArgs, settings: Settings) -> Result<(), MediatorError> {
                 .name("accepted".into())
                 .spawn(move || match door {
                     Some(door) => crate::tls::serve(&gate, &door, conn, ticket),
-                    None => triage(&gate, conn, ticket),
+                    None => triage(&gate, conn, (who, groups), ticket),
                 });
             if let Err(e) = started {
                 tracing::error!("cannot start a thread for a new connection: {e}");
@@ -204,12 +200,18 @@ pub(crate) struct Gate {
     throttle: Throttle,
 }
 
-/// Handles one accepted connection, within its pending-handshake place
-/// `ticket`: answers a status query, or admits the session and starts its
-/// worker ([`crate::admission`], [`crate::tenants`]). A connection refused
-/// at any step is closed, logged (throttled) and counted.
-fn triage(gate: &Gate, mut conn: Channel, ticket: PendingTicket) {
-    let (identity, groups) = crate::tenants::supervise::identify(&conn);
+/// Handles one accepted connection from `identity` (with supplementary
+/// `groups`, [`crate::tenants::supervise::identify`]), within its
+/// pending-handshake place `ticket`: answers a status query, or admits the
+/// session and starts its worker ([`crate::admission`], [`crate::tenants`]).
+/// A connection refused at any step is closed, logged (throttled) and
+/// counted.
+fn triage(
+    gate: &Gate,
+    mut conn: Channel,
+    (identity, groups): (Identity, Vec<u32>),
+    ticket: PendingTicket,
+) {
     let opening = admission::read_opening(&mut conn, gate.args.limits.handshake_timeout());
     drop(ticket);
     let hello = match opening {
