@@ -114,6 +114,21 @@ impl Channel {
             .ok_or(TransportError::NotLocal("a socket descriptor"))
     }
 
+    /// Bounds how long one read waits: a socket's receive timeout, a ring
+    /// stream's read deadline. A read past it fails with `WouldBlock` or
+    /// `TimedOut`; nothing read is lost.
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) -> Result<(), TransportError> {
+        use rustix::net::sockopt::{set_socket_timeout, Timeout};
+        match &mut self.stream {
+            Stream::Shm(s) => s.set_read_deadline(timeout),
+            other => {
+                let fd = other.fd().ok_or(TransportError::NotLocal("a socket"))?;
+                set_socket_timeout(fd, Timeout::Recv, timeout).map_err(std::io::Error::from)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Gives every later read and write on this channel a deadline of
     /// `timeout`: one that waits longer fails with `TimedOut` (a socket's
     /// `WouldBlock`), whatever the peer does meanwhile.

@@ -22,14 +22,11 @@ fn wake_interval(limit: Duration) -> Duration {
     (limit / 4).clamp(Duration::from_millis(10), Duration::from_secs(15))
 }
 
-/// Gives `ch`'s socket the read timeout that [`FrameReader`] relies on.
-/// A channel without a socket (a VM guest's ring stream) is left as it is.
-pub fn arm(ch: &Channel, limit: Duration) {
-    use rustix::net::sockopt::{set_socket_timeout, Timeout};
-    if let Some(fd) = ch.socket_fd() {
-        if let Err(e) = set_socket_timeout(fd, Timeout::Recv, Some(wake_interval(limit))) {
-            tracing::warn!("cannot give a session socket its read timeout: {e}");
-        }
+/// Gives `ch` the read timeout that [`FrameReader`] relies on: its
+/// socket's, or a VM guest's ring stream's read deadline.
+pub fn arm(ch: &mut Channel, limit: Duration) {
+    if let Err(e) = ch.set_read_timeout(Some(wake_interval(limit))) {
+        tracing::warn!("cannot give a session channel its read timeout: {e}");
     }
 }
 
@@ -112,9 +109,34 @@ mod tests {
 
     #[test]
     fn idle_is_fine_but_a_stalled_frame_times_out() {
-        let (mut ours, mut theirs) = Channel::pair().expect("pair");
+        let (ours, theirs) = Channel::pair().expect("pair");
+        idle_then_stalled(ours, theirs);
+    }
+
+    /// The same over a VM guest's ring stream.
+    #[test]
+    fn a_guest_frame_that_stalls_times_out_too() {
+        use vgpu_transport::ivshmem::stream::ShmStream;
+        use vgpu_transport::{Ring, WaitPolicy};
+        let policy = WaitPolicy::default().with_timeout(Duration::from_millis(20));
+        let (a, afd) = Ring::create(4096).expect("ring");
+        let (b, bfd) = Ring::create(4096).expect("ring");
+        let (a2, b2) = (Ring::map(&afd).expect("map"), Ring::map(&bfd).expect("map"));
+        let end = |out: Ring, inp: Ring| {
+            let (p, c) = (
+                out.into_producer().expect("p"),
+                inp.into_consumer().expect("c"),
+            );
+            Channel::from_shm(ShmStream::new(p, c, policy, Box::new(|| true)))
+        };
+        idle_then_stalled(end(a, b), end(b2, a2));
+    }
+
+    /// Idle for longer than the deadline, then half a frame from `theirs`:
+    /// `ours` fails with `TimedOut` one deadline after the half came.
+    fn idle_then_stalled(mut ours: Channel, mut theirs: Channel) {
         let limit = Duration::from_millis(200);
-        arm(&ours, limit);
+        arm(&mut ours, limit);
         let alive = || true;
         let writer = std::thread::spawn(move || {
             // Idle for longer than the deadline, then half a frame.
@@ -141,7 +163,7 @@ mod tests {
     #[test]
     fn a_whole_frame_reads_and_a_closing_session_stops_waiting() {
         let (mut ours, mut theirs) = Channel::pair().expect("pair");
-        arm(&ours, Duration::from_millis(100));
+        arm(&mut ours, Duration::from_millis(100));
         theirs.write_all(b"12345678").expect("send");
         let mut frame = [0u8; 8];
         FrameReader::new(&mut ours, Duration::from_millis(100), &|| true)

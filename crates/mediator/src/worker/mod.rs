@@ -415,7 +415,7 @@ fn serve_control(
     tls: Option<tls::TlsSession>,
 ) {
     let mut tcp_lanes = remote::TcpLanes::new(&control, args.lane_ports, tls);
-    deadline::arm(&control, session.frame_timeout);
+    deadline::arm(&mut control, session.frame_timeout);
     let alive = || !session.closing.load(Ordering::SeqCst);
     loop {
         let mut reader = deadline::FrameReader::new(&mut control, session.frame_timeout, &alive);

@@ -63,9 +63,9 @@ impl ReadAhead {
     /// from memory, and needs none).
     /// A frame must come whole within `limit` of its first bytes.
     pub fn start(io: &FrameLane, limit: Duration) -> Option<ReadAhead> {
-        let ch = io.try_clone_socket()?;
+        let mut ch = io.try_clone_socket()?;
         let socket = ch.try_clone()?;
-        deadline::arm(&ch, limit);
+        deadline::arm(&mut ch, limit);
         let (tx, frames) = mpsc::sync_channel(AHEAD);
         let (spare, spares) = mpsc::sync_channel(AHEAD + 2);
         let stopped = Arc::new(AtomicBool::new(false));

@@ -36,6 +36,8 @@ pub struct ShmStream {
     alive: Alive,
     /// How long one read or write may wait in all ([`ShmStream::set_deadline`]).
     deadline: Option<Duration>,
+    /// How long one read may wait, when set ([`ShmStream::set_read_deadline`]).
+    read_deadline: Option<Duration>,
     /// Set by [`ShmStream::abandon`]: the ends are shared with another
     /// process and must not be closed from here.
     abandoned: bool,
@@ -78,6 +80,7 @@ impl ShmStream {
             },
             alive,
             deadline: None,
+            read_deadline: None,
             abandoned: false,
             pid: std::process::id(),
             on_drop: None,
@@ -96,6 +99,12 @@ impl ShmStream {
     /// as long as it does).
     pub fn set_deadline(&mut self, deadline: Option<Duration>) {
         self.deadline = deadline;
+    }
+
+    /// Bounds how long one read waits, as a socket's receive timeout does
+    /// (`None`: as [`ShmStream::set_deadline`] says); writes keep theirs.
+    pub fn set_read_deadline(&mut self, deadline: Option<Duration>) {
+        self.read_deadline = deadline;
     }
 
     /// Whether a wait that began at `start` has run past the deadline.
@@ -151,7 +160,8 @@ impl Read for ShmStream {
                     if !(self.alive)() {
                         return Ok(0);
                     }
-                    if self.past_deadline(start) {
+                    let limit = self.read_deadline.or(self.deadline);
+                    if limit.is_some_and(|d| start.elapsed() >= d) {
                         return Err(std::io::ErrorKind::TimedOut.into());
                     }
                     policy = WaitPolicy {
