@@ -941,9 +941,10 @@ fn local_answers_and_posted_calls_cost_no_round_trip() {
         let (round_trips, posted) = (count(" round trips"), count(" posted"));
         println!("{transport}: {summary}");
         // cuCtxCreate, the module load, three look-ups, the allocation, the
-        // stream, the first primary-context state and attribute, and the one
-        // synchronize at the end; none per local answer or posted call.
-        assert!(round_trips <= 12, "{round_trips} round trips: {summary}");
+        // stream, the first primary-context state, attribute set and
+        // attribute, and the one synchronize at the end; none per local
+        // answer or posted call.
+        assert!(round_trips <= 13, "{round_trips} round trips: {summary}");
         assert!(
             posted >= 4 * LOCAL_ROUNDS as u64,
             "{posted} posted: {summary}"
@@ -1009,6 +1010,13 @@ fn local_child() {
                 sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active),
                 "cuDevicePrimaryCtxGetState",
             );
+            // Set before each launch, as libraries do: asked once.
+            let dynamic =
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            cu::ok(
+                sys::cuFuncSetAttribute(k.fill_u32, dynamic, 1024),
+                "cuFuncSetAttribute",
+            );
             cu::ok(
                 sys::cuFuncGetAttribute(
                     &mut v,
@@ -1032,6 +1040,12 @@ fn local_child() {
             cu::ok(sys::cuEventDestroy_v2(e), "cuEventDestroy");
         }
         assert_eq!((off, size), (8, 4), "fill_u32's second parameter");
+        let dynamic = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        cu::ok(
+            sys::cuFuncGetAttribute(&mut v, dynamic, k.fill_u32),
+            "cuFuncGetAttribute",
+        );
+        assert_eq!(v, 1024, "the dynamic shared memory reads back as set");
         cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
     }
     println!("local ok");

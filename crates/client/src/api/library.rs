@@ -298,6 +298,13 @@ fn set_attribute(
     let mut o = s.objects();
     let family = o.attribute_family(key.0);
     o.answers.attributes_changed(&family);
+    // The dynamic shared memory a launch may use reads back as set: keep
+    // it, so that setting it again before each launch (as libraries do)
+    // costs no round trip and leaves the other answers standing.
+    let dynamic = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.0;
+    if result.is_ok() && key.1 == dynamic {
+        o.answers.keep_attribute(key, v);
+    }
     result
 }
 
