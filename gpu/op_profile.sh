@@ -41,3 +41,9 @@ scrape >"$OUT/after"
 echo "== calls per step over TCP (60 - 10 steps, / 50), most first"
 join -a1 -e 0 -o 0,1.2,2.2 "$OUT/after" "$OUT/mid" |
     awk '{d = ($2 - $3) / 50; if (d >= 0.5) printf "%10.1f %s\n", d, $1}' | sort -rn | head -40
+echo "== attribute calls of a traced run over TCP (VGPU_TRACE), most first"
+LD_LIBRARY_PATH="$PWD/dist/lib" VGPU_MEDIATOR="tcp://127.0.0.1:$PORT" VGPU_TRACE="$OUT/trace.txt" \
+    timeout 600 python3 gpu/bench/torch_train.py "$MODEL" --warmup 3 --steps 3 >/dev/null 2>&1
+grep -E "cu(Kernel|Func)(Get|Set)Attribute|cuStreamIsCapturing|cuOccupancy" "$OUT/trace.txt" |
+    sed -E 's/0x[0-9a-f]+/P/g; s/^[^c]*(cu)/\1/' | sort | uniq -c | sort -rn | head -30
+tail -5 "$OUT/trace.txt"
