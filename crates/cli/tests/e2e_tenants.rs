@@ -160,10 +160,9 @@ fn tenant_client() {
     }
 }
 
-/// Launches `fill_u32` on 256 words for `time`; the first failure's code
-/// (0: none) and the launches made.
-fn launch_for(time: Duration) -> (u32, u64) {
-    use std::ffi::c_void;
+/// The simulated device's `fill_u32` (a new module) and an allocation of
+/// `bytes` for it.
+fn fill_u32(bytes: usize) -> (sys::CUfunction, sys::CUdeviceptr) {
     let (mut module, mut f, mut d) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
     // SAFETY: out-pointers are live locals; the image is a NUL-terminated
     // module of the simulated device; the name is NUL-terminated.
@@ -176,8 +175,16 @@ fn launch_for(time: Duration) -> (u32, u64) {
             sys::cuModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()),
             "cuModuleGetFunction",
         );
-        cu::ok(sys::cuMemAlloc_v2(&mut d, 1024), "cuMemAlloc");
+        cu::ok(sys::cuMemAlloc_v2(&mut d, bytes), "cuMemAlloc");
     }
+    (f, d)
+}
+
+/// Launches `fill_u32` on 256 words for `time`; the first failure's code
+/// (0: none) and the launches made.
+fn launch_for(time: Duration) -> (u32, u64) {
+    use std::ffi::c_void;
+    let (f, mut d) = fill_u32(1024);
     let (mut v, mut n) = (7u32, 256i32);
     let mut params: [*mut c_void; 3] = [
         (&raw mut d).cast(),
@@ -224,20 +231,7 @@ fn launch_for(time: Duration) -> (u32, u64) {
 /// address, a fatal fault).
 fn fault() -> u32 {
     use std::ffi::c_void;
-    let (mut module, mut f, mut d) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
-    // SAFETY: out-pointers are live locals; the image is a NUL-terminated
-    // module of the simulated device; the name is NUL-terminated.
-    unsafe {
-        cu::ok(
-            sys::cuModuleLoadData(&mut module, common::SIM_MODULE.as_ptr().cast()),
-            "cuModuleLoadData",
-        );
-        cu::ok(
-            sys::cuModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()),
-            "cuModuleGetFunction",
-        );
-        cu::ok(sys::cuMemAlloc_v2(&mut d, 64), "cuMemAlloc");
-    }
+    let (f, mut d) = fill_u32(64);
     let (mut v, mut n) = (7u32, 17i32);
     let mut params: [*mut c_void; 3] = [
         (&raw mut d).cast(),

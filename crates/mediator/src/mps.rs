@@ -513,20 +513,10 @@ impl Mps {
             .stdout(Stdio::null())
             .current_dir(&g.log);
         let run_as = self.run_as.clone();
-        // SAFETY: only async-signal-safe calls between fork and exec
-        // (sigprocmask, setsid and those of `become_user`).
+        // SAFETY: `detach_in_child` makes only async-signal-safe calls, as
+        // code between fork and exec must.
         unsafe {
-            cmd.pre_exec(move || {
-                let signals = crate::supervisor::shutdown_signals();
-                libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                match &run_as {
-                    Some(creds) => crate::privilege::become_user(creds),
-                    None => Ok(()),
-                }
-            });
+            cmd.pre_exec(move || crate::supervisor::detach_in_child(run_as.as_ref()));
         }
         Ok(cmd.spawn()?.id())
     }

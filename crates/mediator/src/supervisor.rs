@@ -544,24 +544,33 @@ pub(crate) fn spawn(
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            let signals = shutdown_signals();
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
-            // A session and process group of its own: a signal to the
-            // supervisor's group (Ctrl-C in its terminal, a service manager
-            // signalling the group) or its terminal's hangup stops the
-            // supervisor, never the live sessions.
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            match &run_as {
-                Some(creds) => crate::privilege::become_user(creds),
-                None => Ok(()),
-            }
+            detach_in_child(run_as.as_ref())
         });
     }
     let child = cmd.spawn()?;
     drop(inherit);
     Ok(child.id())
+}
+
+/// In a child between fork and exec (only async-signal-safe calls): gives
+/// back the signals the supervisor blocks, starts a session and process
+/// group of its own, and becomes `run_as` when given. In its own session a
+/// signal to the supervisor's group (Ctrl-C in its terminal, a service
+/// manager signalling the group) or its terminal's hangup stops the
+/// supervisor, never the live sessions or MPS daemons.
+pub(crate) fn detach_in_child(run_as: Option<&Credentials>) -> std::io::Result<()> {
+    let signals = shutdown_signals();
+    // SAFETY: plain system calls on an initialised signal set.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+        if libc::setsid() < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    match run_as {
+        Some(creds) => crate::privilege::become_user(creds),
+        None => Ok(()),
+    }
 }
 
 /// Collects exited workers so none linger as zombies, logs how they ended
@@ -591,7 +600,7 @@ fn reap_workers(census: &Census, tenancy: &Tenancy, mps: Option<&crate::mps::Mps
 }
 
 /// SIGTERM and SIGINT: the supervisor's shutdown requests.
-pub(crate) fn shutdown_signals() -> libc::sigset_t {
+fn shutdown_signals() -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the zeroed set; sigaddset adds valid signals.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
