@@ -1019,4 +1019,27 @@ fn a_missing_mps_control_program_stops_the_mediator_with_a_reason() {
         "{}",
         out.stderr
     );
+    // check-config says so too, and shows a good file's groups.
+    let check = |file: &ConfigFile| {
+        let mut cmd = Command::new(h.build.dir.join("vgpu-mediator"));
+        cmd.args([
+            "--config",
+            file.path.to_str().expect("UTF-8"),
+            "check-config",
+        ]);
+        common::run(cmd, WAIT)
+    };
+    let out = check(&file);
+    assert_eq!(out.status.code(), Some(2), "{out}");
+    assert!(out.stderr.contains("[mps] control"), "{out}");
+    let mps = FakeMps::new();
+    let good = config(&format!(
+        "{}[[tenant]]\nname = \"t\"\nuids = [0]\nmps_group = \"g\"\n\
+         mps_active_thread_percentage = 30\n",
+        mps.table()
+    ));
+    let out = check(&good);
+    out.assert_success()
+        .assert_line(&format!("mps control {}/control", mps.dir.path().display()))
+        .assert_line("tenant t: mps group g, active threads 30%, pinned memory -");
 }

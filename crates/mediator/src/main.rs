@@ -24,8 +24,13 @@ fn main() -> ExitCode {
         Some(Command::Worker { .. }) => None,
     };
     if let Some(Command::CheckConfig) = cli.command {
-        print_config(&cli.serve, settings.as_ref());
-        return ExitCode::SUCCESS;
+        return match print_config(&cli.serve, settings.as_ref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("vgpu-mediator: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     if let Err(e) = init_logging(&cli.serve) {
         eprintln!("vgpu-mediator: cannot open the log: {e}");
@@ -91,12 +96,23 @@ fn read_config(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<Settings, St
     })
 }
 
-/// What `check-config` prints: the settings the supervisor would use.
-fn print_config(args: &vgpu_mediator::config::ServeArgs, settings: Option<&Settings>) {
+/// What `check-config` prints: the settings the supervisor would use; an
+/// error for what would stop it (an MPS control program that is missing).
+fn print_config(
+    args: &vgpu_mediator::config::ServeArgs,
+    settings: Option<&Settings>,
+) -> Result<(), vgpu_mediator::MediatorError> {
+    let control = match settings {
+        Some(s) => vgpu_mediator::mps::control_program(&s.mps, &s.policy.tenants)?,
+        None => None,
+    };
     println!("configuration OK");
     println!("listen {}", args.listen.join(" "));
     println!("driver {}", args.driver);
-    let Some(s) = settings else { return };
+    let Some(s) = settings else { return Ok(()) };
+    if let Some(c) = control {
+        println!("mps control {}", c.display());
+    }
     println!(
         "unix sockets mode {:04o}, group {:?}",
         s.unix_mode, s.unix_group
@@ -117,7 +133,17 @@ fn print_config(args: &vgpu_mediator::config::ServeArgs, settings: Option<&Setti
             shown(devices),
             t.weight
         );
+        if let Some(m) = &t.mps {
+            println!(
+                "tenant {}: mps group {}, active threads {}%, pinned memory {}",
+                t.name,
+                m.group,
+                shown(m.active_thread_percentage.map(|p| p.to_string())),
+                shown(m.pinned_memory_limit.map(|b| b.to_string())),
+            );
+        }
     }
+    Ok(())
 }
 
 fn init_logging(args: &vgpu_mediator::config::ServeArgs) -> std::io::Result<()> {

@@ -109,6 +109,47 @@ pub fn note(st: Status) {
     }
 }
 
+/// The groups `tenants` name, in the order first named.
+fn group_names(tenants: &[crate::tenants::Tenant]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for t in tenants.iter().filter_map(|t| t.mps.as_ref()) {
+        if !names.contains(&t.group.as_str()) {
+            names.push(&t.group);
+        }
+    }
+    names
+}
+
+/// The control program the groups of `tenants` need: `[mps] control`, or
+/// [`CONTROL`] on `PATH`; `None` when no tenant names a group; an error
+/// when it is missing.
+pub fn control_program(
+    settings: &Settings,
+    tenants: &[crate::tenants::Tenant],
+) -> Result<Option<PathBuf>, MediatorError> {
+    let names = group_names(tenants);
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let control = match &settings.control {
+        Some(p) => p.clone(),
+        None => find_on_path(CONTROL).ok_or_else(|| {
+            MediatorError::Config(format!(
+                "tenants name MPS groups ({}), but {CONTROL} is not on PATH: install the \
+                 NVIDIA driver's MPS tools, or set [mps] control",
+                names.join(", ")
+            ))
+        })?,
+    };
+    if !is_executable(&control) {
+        return Err(MediatorError::Config(format!(
+            "[mps] control: {} is not an executable file",
+            control.display()
+        )));
+    }
+    Ok(Some(control))
+}
+
 /// The supervisor's MPS groups.
 pub struct Mps {
     control: PathBuf,
@@ -171,31 +212,10 @@ impl Mps {
         tenants: &[crate::tenants::Tenant],
         run_as: Option<Credentials>,
     ) -> Result<Option<Arc<Mps>>, MediatorError> {
-        let mut names: Vec<&str> = Vec::new();
-        for t in tenants.iter().filter_map(|t| t.mps.as_ref()) {
-            if !names.contains(&t.group.as_str()) {
-                names.push(&t.group);
-            }
-        }
-        if names.is_empty() {
+        let Some(control) = control_program(settings, tenants)? else {
             return Ok(None);
-        }
-        let control = match &settings.control {
-            Some(p) => p.clone(),
-            None => find_on_path(CONTROL).ok_or_else(|| {
-                MediatorError::Config(format!(
-                    "tenants name MPS groups ({}), but {CONTROL} is not on PATH: install the \
-                     NVIDIA driver's MPS tools, or set [mps] control",
-                    names.join(", ")
-                ))
-            })?,
         };
-        if !is_executable(&control) {
-            return Err(MediatorError::Config(format!(
-                "[mps] control: {} is not an executable file",
-                control.display()
-            )));
-        }
+        let names = group_names(tenants);
         let dir = settings.dir.clone().unwrap_or_else(default_dir);
         make_dir(&dir, 0o755, None)?;
         let mut groups = Vec::new();
