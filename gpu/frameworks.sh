@@ -55,6 +55,7 @@ declare -A CMD=(
     [torch]="python3 gpu/torch_smoke.py"
     [train]="python3 gpu/train_smoke.py"
     [cupy]="python3 gpu/cupy_smoke.py"
+    [attr_readback]="python3 gpu/attr_readback.py"
     [numba]="python3 gpu/numba_smoke.py"
     [triton]="python3 gpu/triton_smoke.py"
     [dlpack]="python3 gpu/dlpack_smoke.py"
@@ -100,7 +101,7 @@ declare -A CMD=(
     [nccl]="python3 gpu/nccl_smoke.py"
 )
 names=("$@")
-((${#names[@]})) || names=(torch train cupy numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 decompress compile cudagraph expandable jax nccl nvml_info)
+((${#names[@]})) || names=(torch train cupy attr_readback numba triton dlpack cuda_python runtime_api thread_context pools vmm arrays graphs tensormap callbacks graph_nodes graph_nodes2 stream_memops linker occupancy legacy_launch printf managed host_register managed_py tail_copies peer multicast green_contexts ipc torch_ipc cupy_ipc extmem checkpoint coredump logs log_callbacks assert graph_nodes3 decompress compile cudagraph expandable jax nccl nvml_info)
 # Each program, native and through vgpu, gets FW_LIMIT seconds (exit 124 when
 # it runs out): one program that hangs must not take the others' time.
 LIMIT=${FW_LIMIT:-240}

@@ -298,15 +298,23 @@ fn set_attribute(
     let mut o = s.objects();
     let family = o.attribute_family(key.0);
     o.answers.attributes_changed(&family);
-    // The dynamic shared memory a launch may use reads back as set: keep
-    // it, so that setting it again before each launch (as libraries do)
-    // costs no round trip and leaves the other answers standing.
-    let dynamic = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.0;
-    if result.is_ok() && key.1 == dynamic {
+    // These read back as set: keep the value, so that setting it again
+    // before each launch (as cuDNN and PyTorch do) costs no round trip and
+    // leaves the other answers standing.
+    if result.is_ok() && READ_BACK.iter().any(|a| a.0 == key.1) {
         o.answers.keep_attribute(key, v);
     }
     result
 }
+
+/// Attributes whose value a get returns as the last set gave it: the
+/// dynamic shared memory a launch may use, the preferred shared-memory
+/// carveout, and whether a non-portable cluster size is allowed.
+const READ_BACK: [CUfunction_attribute; 3] = [
+    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+    CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+];
 
 /// Answered from the cached layout: no round trip.
 ///
