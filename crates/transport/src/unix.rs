@@ -160,8 +160,14 @@ impl Channel {
     /// which is most of a TCP round trip's cost on one host. A ring stream
     /// returns `false` at once, a TLS one `true` (its session may hold
     /// bytes already read from the socket: the read must look first).
+    ///
+    /// Each look is a zero-timeout `poll(2)`, whose cost does not depend on
+    /// what is queued. A one-byte `MSG_PEEK` would not do on a Unix stream
+    /// socket: the kernel's peek walks every queued message after the first
+    /// (one per frame written), so with thousands of posted frames queued
+    /// each look took hundreds of microseconds.
     pub fn spin_until_readable(&self, spin: std::time::Duration) -> bool {
-        use rustix::net::{recv, RecvFlags};
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let fd = match &self.stream {
             Stream::Tls(_) => return true,
             other => match other.fd() {
@@ -170,10 +176,10 @@ impl Channel {
             },
         };
         let start = std::time::Instant::now();
-        let mut byte = [0u8; 1];
+        let mut fds = [PollFd::new(&fd, PollFlags::IN | PollFlags::RDHUP)];
         loop {
-            match recv(fd, &mut byte[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
-                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+            match poll(&mut fds, Some(&Timespec::default())) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => {}
                 // Bytes, end-of-file or an error: the read says which.
                 _ => return true,
             }
@@ -533,6 +539,24 @@ mod tests {
         assert!(!x2.hung_up());
         drop(y2);
         assert!(x2.hung_up(), "every copy of y2 is closed");
+    }
+
+    #[test]
+    fn spinning_sees_bytes_and_a_hang_up_but_not_an_idle_peer() {
+        let spin = Duration::from_micros(200);
+        let (a, mut b) = Channel::pair().expect("pair");
+        assert!(!a.spin_until_readable(spin), "nothing sent yet");
+        // Many small frames queued, as posted calls queue them.
+        for _ in 0..100 {
+            b.write_all(&[7u8; 96]).expect("write");
+        }
+        assert!(a.spin_until_readable(spin));
+        let mut a = a;
+        let mut all = vec![0u8; 100 * 96];
+        a.read_exact(&mut all).expect("read");
+        assert!(!a.spin_until_readable(spin), "all read");
+        drop(b);
+        assert!(a.spin_until_readable(spin), "end-of-file is for the read");
     }
 
     #[test]
