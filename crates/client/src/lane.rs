@@ -207,7 +207,7 @@ impl Session {
             FrameLane::socket(ch)
         } else if reply.kind == lane_kind::TCP {
             let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
-            FrameLane::socket(ch)
+            FrameLane::buffered_socket(ch)
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
             if self.lanes.rings_only {
@@ -418,7 +418,7 @@ impl Lane {
         // Checked with the widest flags and numbers the ticket may bring.
         meta.flags = flags::POSTED | flags::AFTER;
         meta.after = 1;
-        self.send_with(&meta, fixed, blob, |prefix| {
+        self.send_with(&meta, fixed, blob, false, |prefix| {
             let issued = lanes.issue(follows);
             for (field, value) in [
                 (offset_of!(RequestHead, flags), issued.flags),
@@ -434,26 +434,36 @@ impl Lane {
         })
     }
 
-    /// Sends a request that waits for its reply.
+    /// Sends a request that waits for its reply: the wait sees a worker
+    /// that hung up ([`FrameLane::send_then_read`]).
     fn send(&mut self, meta: &RequestMeta, fixed: &[u8], blob: &[u8]) -> Result<(), LaneError> {
-        self.send_with(meta, fixed, blob, |_| Ok(()))
+        self.send_with(meta, fixed, blob, true, |_| Ok(()))
     }
 
     /// Builds the request's head and fixed part in the lane's reused buffer
     /// (checked as the worker will check them), lets `finish` fill in what
-    /// is decided last, and sends it with `blob`.
+    /// is decided last, and sends it with `blob`; `awaited`: its reply is
+    /// read next.
     fn send_with(
         &mut self,
         meta: &RequestMeta,
         fixed: &[u8],
         blob: &[u8],
+        awaited: bool,
         finish: impl FnOnce(&mut Vec<u8>) -> Result<(), LaneError>,
     ) -> Result<(), LaneError> {
         let mut prefix = std::mem::take(&mut self.prefix);
         let sent = request_prefix_into(&mut prefix, meta, fixed, blob.len())
             .map_err(LaneError::from)
             .and_then(|()| finish(&mut prefix))
-            .and_then(|()| Ok(self.io.send(&[&prefix, blob], || true)?));
+            .and_then(|()| {
+                let parts: [&[u8]; 2] = [&prefix, blob];
+                Ok(if awaited {
+                    self.io.send_then_read(&parts, || true)?
+                } else {
+                    self.io.send(&parts, || true)?
+                })
+            });
         self.prefix = prefix;
         sent
     }
@@ -516,9 +526,10 @@ fn from_frame(
     Ok((head, fixed, owned))
 }
 
-/// Reads one reply from a socket.
+/// Reads one reply from a socket (through the lane's buffer, if it has
+/// one).
 fn read_socket(
-    ch: &mut Channel,
+    ch: &mut impl Read,
     sink: Option<&mut [u8]>,
 ) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
     let (head, fixed) = read_response_head(ch)?;

@@ -368,22 +368,11 @@ impl Read for Channel {
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.check_peer()?;
-        match &mut self.stream {
-            Stream::Shm(s) => s.write(buf),
-            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
-            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
-            Stream::Tls(s) => s.write(buf),
-        }
+        self.write_unchecked(buf)
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         self.check_peer()?;
-        let mut no_fds = SendAncillaryBuffer::default();
-        match &mut self.stream {
-            Stream::Shm(s) => s.write_vectored(bufs),
-            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
-            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
-            Stream::Tls(s) => s.write_vectored(bufs),
-        }
+        self.write_vectored_unchecked(bufs)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         match &mut self.stream {
@@ -395,11 +384,37 @@ impl Write for Channel {
 
 impl Channel {
     /// On TCP, `EPIPE` when the peer has hung up (see the `Write` impl).
-    fn check_peer(&self) -> std::io::Result<()> {
+    pub(crate) fn check_peer(&self) -> std::io::Result<()> {
         if self.is_tcp() && self.hung_up() {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
         Ok(())
+    }
+
+    /// [`Write::write`] without the look for a hung-up TCP peer, for a
+    /// writer that reads from the peer next and sees its hang-up there.
+    pub(crate) fn write_unchecked(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.stream {
+            Stream::Shm(s) => s.write(buf),
+            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// [`Write::write_vectored`] without the look for a hung-up TCP peer
+    /// ([`Channel::write_unchecked`]).
+    pub(crate) fn write_vectored_unchecked(
+        &mut self,
+        bufs: &[IoSlice<'_>],
+    ) -> std::io::Result<usize> {
+        let mut no_fds = SendAncillaryBuffer::default();
+        match &mut self.stream {
+            Stream::Shm(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write_vectored(bufs),
+        }
     }
 }
 

@@ -34,9 +34,9 @@ pub fn arm(ch: &Channel, limit: Duration) {
 }
 
 /// Reads one request frame from an [`arm`]ed socket under the deadline:
-/// make one per frame.
-pub struct FrameReader<'a> {
-    ch: &'a mut Channel,
+/// make one per frame. `R` is the socket's channel, or a buffer over it.
+pub struct FrameReader<'a, R: Read> {
+    ch: &'a mut R,
     limit: Duration,
     /// When the frame's first byte came.
     started: Option<Instant>,
@@ -44,8 +44,8 @@ pub struct FrameReader<'a> {
     alive: &'a dyn Fn() -> bool,
 }
 
-impl<'a> FrameReader<'a> {
-    pub fn new(ch: &'a mut Channel, limit: Duration, alive: &'a dyn Fn() -> bool) -> Self {
+impl<'a, R: Read> FrameReader<'a, R> {
+    pub fn new(ch: &'a mut R, limit: Duration, alive: &'a dyn Fn() -> bool) -> Self {
         FrameReader {
             ch,
             limit,
@@ -72,7 +72,7 @@ pub fn frame_timed_out(limit: Duration) -> std::io::Error {
     )
 }
 
-impl Read for FrameReader<'_> {
+impl<R: Read> Read for FrameReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             if self.late() {

@@ -269,7 +269,7 @@ fn next(
         Ok(Incoming::Buffered(frame)) => decode_request_into(frame, req).map(|()| true),
         Ok(Incoming::Socket(ch)) => {
             if !*armed {
-                super::deadline::arm(ch, s.frame_timeout);
+                super::deadline::arm(ch.get_ref(), s.frame_timeout);
                 *armed = true;
             }
             let mut reader = super::deadline::FrameReader::new(ch, s.frame_timeout, &alive);
@@ -302,7 +302,9 @@ fn send_reply(
     reply: &Reply,
 ) -> Result<(), MediatorError> {
     response_prefix_into(prefix, st.0, seq, flags, &reply.fixed, reply.blob.len())?;
-    io.send(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
+    // The lane reads its next request after this, and sees there a client
+    // that hung up.
+    io.send_then_read(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
     if let Some(fd) = &reply.fd {
         io.send_fd(fd.as_fd())?;
     }
