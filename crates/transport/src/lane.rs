@@ -61,9 +61,6 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use crate::shm_ring::Ring;
 use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
-/// Frames up to this size are gathered into one write on a socket lane.
-const SMALL_FRAME: usize = 64 << 10;
-
 /// How long a socket lane polls for its next frame before it sleeps in
 /// `read(2)` ([`Channel::spin_until_readable`]), as a ring lane polls its
 /// ring first: a reply over TCP usually comes within it.
@@ -395,29 +392,13 @@ impl Rings {
     }
 }
 
-/// Writes the concatenation of `parts`: a small frame in one write (posted
-/// calls are many and small), a large one part by part. `look`: first
-/// fail with `BrokenPipe` if a TCP peer hung up ([`Channel::check_peer`]).
+/// Writes the concatenation of `parts` with vectored writes: the head
+/// and a copy's bulk bytes leave in one system call, and the kernel sends
+/// no small segment of the head alone. `look`: first fail with
+/// `BrokenPipe` if a TCP peer hung up ([`Channel::check_peer`]).
 fn write_parts(ch: &mut Channel, parts: &[&[u8]], look: bool) -> Result<(), TransportError> {
     if look {
         ch.check_peer()?;
-    }
-    let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
-    if len > SMALL_FRAME {
-        for p in parts {
-            let mut rest: &[u8] = p;
-            while !rest.is_empty() {
-                let n = match ch.write_unchecked(rest) {
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    other => other?,
-                };
-                if n == 0 {
-                    return Err(TransportError::Io(std::io::ErrorKind::WriteZero.into()));
-                }
-                rest = &rest[n..];
-            }
-        }
-        return Ok(());
     }
     let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
     let mut rest = &mut slices[..];
