@@ -98,7 +98,8 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
 /// The same session with every TCP lane reading ahead
 /// (`VGPU_LANE_READAHEAD=1`: the default on hosts of 4 CPUs or more, off
 /// on CI's two): the reader thread hands over every request, in order,
-/// with the same results.
+/// and the sender thread sends the large replies (the pieces of the
+/// 40 MiB copy back), with the same results.
 #[test]
 fn tcp_session_with_lanes_reading_ahead() {
     if is_child() {

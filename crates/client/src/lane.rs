@@ -473,11 +473,12 @@ impl Lane {
             .and_then(|()| finish(&mut prefix))
             .and_then(|()| {
                 let parts: [&[u8]; 2] = [&prefix, blob];
-                Ok(if awaited {
-                    self.io.send_then_read(&parts, || true)?
+                if awaited {
+                    self.io.send_then_read(&parts, || true)?;
                 } else {
-                    self.io.send(&parts, || true)?
-                })
+                    self.io.send(&parts, || true)?;
+                }
+                Ok(())
             });
         self.prefix = prefix;
         sent

@@ -52,6 +52,7 @@ use super::exec;
 use super::notify;
 use super::order::{LaneView, Ticket};
 use super::readahead::ReadAhead;
+use super::sending::{self, Sender};
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -152,9 +153,14 @@ fn serve(s: &Session, mut io: FrameLane) {
     let counts = crate::sessions::own();
     let mut replied = 0u64;
     let mut armed = false;
-    // A TCP lane reads its next request while this one runs.
-    let mut ahead = super::readahead::wanted(&io)
+    // A TCP lane reads its next request while this one runs, and sends
+    // a large reply while the next one runs.
+    let reads_ahead = super::readahead::wanted(&io);
+    let mut ahead = reads_ahead
         .then(|| ReadAhead::start(&io, s.frame_timeout))
+        .flatten();
+    let mut sender = sending::wanted(reads_ahead)
+        .then(|| Sender::start(&io))
         .flatten();
     loop {
         let more = match &mut ahead {
@@ -237,11 +243,24 @@ fn serve(s: &Session, mut io: FrameLane) {
             }),
         };
         let flags = if events { reply_flags::EVENTS } else { 0 };
-        if let Err(e) = send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply) {
+        let sent = match &mut sender {
+            Some(sender) => send_behind(
+                sender,
+                &mut io,
+                &mut lane,
+                &mut prefix,
+                s,
+                (st, flags),
+                req.seq,
+                reply,
+            ),
+            None => send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply)
+                .map(|()| lane.recycle(reply.blob)),
+        };
+        if let Err(e) = sent {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
-        lane.recycle(reply.blob);
         if let Some(c) = counts {
             if st != status::SUCCESS && !reports_deferred {
                 c.count_error(req.op);
@@ -308,6 +327,34 @@ fn send_reply(
     if let Some(fd) = &reply.fd {
         io.send_fd(fd.as_fd())?;
     }
+    Ok(())
+}
+
+/// [`send_reply`] on a lane with a sender thread ([`super::sending`]):
+/// once the reply before is sent (its buffers back to the lane), a large
+/// reply goes to the sender and the lane runs on; a small one is sent here.
+#[allow(clippy::too_many_arguments)]
+fn send_behind(
+    sender: &mut Sender,
+    io: &mut FrameLane,
+    lane: &mut exec::Lane,
+    prefix: &mut Vec<u8>,
+    s: &Session,
+    (st, flags): (Status, u16),
+    seq: u32,
+    reply: Reply,
+) -> Result<(), MediatorError> {
+    if let Some((head, blob)) = sender.wait()? {
+        *prefix = head;
+        lane.recycle(blob);
+    }
+    if reply.blob.len() < sending::LARGE || reply.fd.is_some() {
+        send_reply(io, prefix, s, (st, flags), seq, &reply)?;
+        lane.recycle(reply.blob);
+        return Ok(());
+    }
+    response_prefix_into(prefix, st.0, seq, flags, &reply.fixed, reply.blob.len())?;
+    sender.hand(std::mem::take(prefix), reply.blob)?;
     Ok(())
 }
 
