@@ -358,6 +358,15 @@ impl Read for Channel {
             Stream::Shm(s) => s.read(buf),
         }
     }
+    /// One `readv(2)` on a socket.
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> std::io::Result<usize> {
+        match &mut self.stream {
+            Stream::Unix(s) => s.read_vectored(bufs),
+            Stream::Tcp(s) => s.read_vectored(bufs),
+            Stream::Tls(s) => s.read_vectored(bufs),
+            Stream::Shm(s) => s.read_vectored(bufs),
+        }
+    }
 }
 
 /// Writes use `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error for

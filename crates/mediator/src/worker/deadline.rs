@@ -72,13 +72,17 @@ pub fn frame_timed_out(limit: Duration) -> std::io::Error {
     )
 }
 
-impl<R: Read> Read for FrameReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl<R: Read> FrameReader<'_, R> {
+    /// One read by `read` from the channel, under the deadline.
+    fn timed(
+        &mut self,
+        mut read: impl FnMut(&mut R) -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
         loop {
             if self.late() {
                 return Err(frame_timed_out(self.limit));
             }
-            match self.ch.read(buf) {
+            match read(self.ch) {
                 Ok(n) => {
                     if self.started.is_none() && n > 0 {
                         self.started = Some(Instant::now());
@@ -96,6 +100,15 @@ impl<R: Read> Read for FrameReader<'_, R> {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+impl<R: Read> Read for FrameReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.timed(|ch| ch.read(buf))
+    }
+    fn read_vectored(&mut self, bufs: &mut [std::io::IoSliceMut<'_>]) -> std::io::Result<usize> {
+        self.timed(|ch| ch.read_vectored(bufs))
     }
 }
 
