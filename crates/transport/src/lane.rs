@@ -28,23 +28,26 @@
 //! decodes (`vgpu-proto`), and reads a frame that comes on the socket
 //! itself ([`Incoming::Socket`]).
 //!
-//! # Reading a plain TCP socket
+//! # Reading through a buffer
 //!
-//! The client's end of a plain TCP lane reads through a buffer of
-//! [`TCP_READ_BUFFER`] ([`FrameLane::buffered_socket`]): one `read(2)`
-//! takes a reply's head and fixed part together, where reading them one by
-//! one costs a system call each. A read at least as large as the buffer (a
-//! copy's bulk bytes) goes straight into the caller's memory once the
-//! buffer is drained. Other lanes read unbuffered:
-//! - on a Unix socket, a descriptor passed after a frame must be received
-//!   with its own byte ([`FrameLane::recv_fd`]), not swallowed by a read
-//!   ahead;
-//! - a worker's TCP lane read in turn: a worker that drains the socket at
-//!   each read has the kernel acknowledge nearly every small segment, and a
-//!   client posting launches then pays for a segment and an ACK per frame
-//!   instead of having later frames join a segment still queued (one
-//!   thread posting empty launches over loopback TCP on the simulated
-//!   device: 391,000 launches/s read frame by frame, 224,000 buffered).
+//! A socket lane on a Unix socket, and the client's end of a plain TCP
+//! lane ([`FrameLane::buffered_socket`]), read through a buffer of 64 KiB
+//! ([`LaneSocket`]): one `read(2)` takes a frame's head and fixed part
+//! together, and the frames queued behind it (posted calls come in
+//! bursts), where reading a frame's parts one by one costs a system call
+//! each. A read at least as large as the buffer (a copy's bulk bytes) goes
+//! straight into the caller's memory once the buffer is drained. On a Unix
+//! socket a descriptor passed after a frame is kept with the byte that
+//! carries it ([`SocketIn`]) and taken by [`FrameLane::recv_fd`] through
+//! the buffer.
+//!
+//! A worker's TCP lane read in turn is not buffered: a worker that drains
+//! the socket at each read has the kernel acknowledge nearly every small
+//! segment, and a client posting launches then pays for a segment and an
+//! ACK per frame instead of having later frames join a segment still
+//! queued (one thread posting empty launches over loopback TCP on the
+//! simulated device: 391,000 launches/s read frame by frame, 224,000
+//! buffered). A Unix socket has no such acknowledgements.
 //!
 //! # Looking for a hang-up before writing
 //!
@@ -55,7 +58,7 @@
 //! for a frame after which this end reads the lane (a request that waits
 //! for its reply, a worker's reply): the read sees the hang-up.
 
-use std::io::{BufReader, IoSlice};
+use std::io::{BufReader, IoSlice, Read};
 use std::os::fd::{BorrowedFd, OwnedFd};
 
 use crate::shm_ring::Ring;
@@ -66,14 +69,15 @@ use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 /// ring first: a reply over TCP usually comes within it.
 pub const SOCKET_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// Bytes the client's end of a plain TCP lane reads ahead of the frame it
-/// is reading ([`FrameLane::buffered_socket`]).
-pub const TCP_READ_BUFFER: usize = 64 << 10;
+mod socket_in;
+pub use socket_in::SocketIn;
 
-/// A socket lane's socket, read through the lane's buffer (module
-/// documentation: only a client's plain TCP lane has one); write through
-/// [`BufReader::get_mut`].
-pub type LaneSocket = BufReader<Channel>;
+/// A socket lane's socket, read through the lane's buffer where it has one
+/// (module documentation); its channel is [`SocketIn::channel`].
+pub type LaneSocket = BufReader<SocketIn>;
+
+/// Bytes a buffered lane reads ahead of the frame it is reading.
+const READ_BUFFER: usize = 64 << 10;
 
 /// A lane's end: see the module documentation.
 #[derive(Debug)]
@@ -121,25 +125,34 @@ pub enum Split<'a> {
 
 impl FrameLane {
     /// A lane whose frames travel on `ch`.
+    /// A Unix socket is read through a buffer, a TCP one frame by frame
+    /// (module documentation).
     pub fn socket(ch: Channel) -> FrameLane {
-        FrameLane {
-            io: Io::Socket(BufReader::with_capacity(0, ch)),
-        }
+        let buffered = ch.unix_fd().is_some();
+        FrameLane::buffered_if(ch, buffered)
     }
 
     /// A lane whose frames travel on `ch`, read through a buffer when `ch`
-    /// is plain TCP: the client's end (module documentation).
+    /// is a Unix socket or plain TCP: the client's end of a TCP lane
+    /// (module documentation).
     pub fn buffered_socket(ch: Channel) -> FrameLane {
-        let buffered = matches!(ch.stream, crate::unix::Stream::Tcp(_));
-        let capacity = if buffered { TCP_READ_BUFFER } else { 0 };
+        let buffered = matches!(
+            ch.stream,
+            crate::unix::Stream::Tcp(_) | crate::unix::Stream::Unix(_)
+        );
+        FrameLane::buffered_if(ch, buffered)
+    }
+
+    fn buffered_if(ch: Channel, buffered: bool) -> FrameLane {
+        let capacity = if buffered { READ_BUFFER } else { 0 };
         FrameLane {
-            io: Io::Socket(BufReader::with_capacity(capacity, ch)),
+            io: Io::Socket(BufReader::with_capacity(capacity, SocketIn::new(ch))),
         }
     }
 
     /// Whether this is a socket lane over TCP (plain or TLS).
     pub fn is_tcp(&self) -> bool {
-        matches!(&self.io, Io::Socket(ch) if ch.get_ref().is_tcp())
+        matches!(&self.io, Io::Socket(ch) if ch.get_ref().channel().is_tcp())
     }
 
     /// A second channel on a socket lane's socket, for a thread that reads
@@ -148,7 +161,7 @@ impl FrameLane {
     /// (the second channel would not see them).
     pub fn try_clone_socket(&self) -> Option<Channel> {
         match &self.io {
-            Io::Socket(ch) if ch.buffer().is_empty() => ch.get_ref().try_clone(),
+            Io::Socket(ch) if ch.buffer().is_empty() => ch.get_ref().channel().try_clone(),
             Io::Socket(_) => None,
             Io::Rings(_) => None,
         }
@@ -169,7 +182,7 @@ impl FrameLane {
             io: Io::Rings(Rings {
                 out: out.into_producer()?,
                 inp: inp.into_consumer()?,
-                sock: BufReader::with_capacity(0, ours),
+                sock: BufReader::with_capacity(0, SocketIn::new(ours)),
                 buf: Vec::new(),
                 policy,
             }),
@@ -186,7 +199,7 @@ impl FrameLane {
             io: Io::Rings(Rings {
                 out: Ring::map(&out)?.into_producer()?,
                 inp: Ring::map(&inp)?.into_consumer()?,
-                sock: BufReader::with_capacity(0, Channel::from_fd(sock)),
+                sock: BufReader::with_capacity(0, SocketIn::new(Channel::from_fd(sock))),
                 buf: Vec::new(),
                 policy,
             }),
@@ -201,8 +214,8 @@ impl FrameLane {
     /// The socket: the whole lane, or a ring lane's side channel.
     fn sock(&self) -> &Channel {
         match &self.io {
-            Io::Socket(ch) => ch.get_ref(),
-            Io::Rings(r) => r.sock.get_ref(),
+            Io::Socket(ch) => ch.get_ref().channel(),
+            Io::Rings(r) => r.sock.get_ref().channel(),
         }
     }
 
@@ -237,14 +250,14 @@ impl FrameLane {
         look: bool,
     ) -> Result<(), TransportError> {
         match &mut self.io {
-            Io::Socket(ch) => write_parts(ch.get_mut(), parts, look),
+            Io::Socket(ch) => write_parts(ch.get_mut().channel_mut(), parts, look),
             Io::Rings(r) => {
                 let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
                 if len <= r.out.max_message() {
                     r.push(parts, &alive)
                 } else {
                     r.push(&[], &alive)?;
-                    write_parts(r.sock.get_mut(), parts, look)
+                    write_parts(r.sock.get_mut().channel_mut(), parts, look)
                 }
             }
         }
@@ -256,7 +269,7 @@ impl FrameLane {
         match &mut self.io {
             Io::Socket(ch) => {
                 if ch.buffer().is_empty() {
-                    ch.get_ref().spin_until_readable(SOCKET_SPIN);
+                    ch.get_ref().channel().spin_until_readable(SOCKET_SPIN);
                 }
                 Ok(Incoming::Socket(ch))
             }
@@ -323,7 +336,7 @@ impl FrameLane {
                 Ok(false)
             });
             match got {
-                Err(TransportError::Timeout) => still_there(sock.get_ref(), &alive)?,
+                Err(TransportError::Timeout) => still_there(sock.get_ref().channel(), &alive)?,
                 other => break other?,
             }
         };
@@ -341,9 +354,19 @@ impl FrameLane {
         self.sock().send_fd(fd)
     }
 
-    /// Receives a descriptor from the lane's socket.
-    pub fn recv_fd(&self) -> Result<OwnedFd, TransportError> {
-        self.sock().recv_fd()
+    /// Receives a descriptor from the lane's socket: through the lane's
+    /// buffer, the byte that carries it and the descriptor kept with it
+    /// ([`SocketIn`]).
+    pub fn recv_fd(&mut self) -> Result<OwnedFd, TransportError> {
+        match &mut self.io {
+            Io::Socket(ch) if ch.capacity() > 0 => {
+                let mut byte = [0u8; 1];
+                ch.read_exact(&mut byte)?;
+                let at = ch.get_ref().bytes_read() - ch.buffer().len() as u64 - 1;
+                ch.get_mut().take_fd(at)
+            }
+            _ => self.sock().recv_fd(),
+        }
     }
 
     /// Lets go of a lane inherited across `fork` without closing its rings
@@ -357,7 +380,7 @@ impl FrameLane {
                 std::mem::forget(out);
                 std::mem::forget(inp);
             }
-            Io::Socket(ch) => ch.into_inner().abandon(),
+            Io::Socket(ch) => ch.into_inner().into_channel().abandon(),
         }
     }
 }
@@ -374,7 +397,7 @@ fn still_there(sock: &Channel, alive: &impl Fn() -> bool) -> Result<(), Transpor
 impl Rings {
     /// [`still_there`] for this lane's socket.
     fn check(&self, alive: &impl Fn() -> bool) -> Result<(), TransportError> {
-        still_there(self.sock.get_ref(), alive)
+        still_there(self.sock.get_ref().channel(), alive)
     }
 
     fn push(&self, parts: &[&[u8]], alive: &impl Fn() -> bool) -> Result<(), TransportError> {
@@ -485,7 +508,7 @@ mod tests {
     #[test]
     fn a_buffered_tcp_lane_reads_small_and_large_frames_in_order() {
         let (mut worker, mut client) = tcp_pair();
-        let big = vec![9u8; TCP_READ_BUFFER * 2 + 3];
+        let big = vec![9u8; READ_BUFFER * 2 + 3];
         let frames: Vec<Vec<u8>> = vec![b"one".to_vec(), b"two".to_vec(), big, b"end".to_vec()];
         for f in &frames {
             worker.send_then_read(&[f], || true).expect("sent");
@@ -566,8 +589,27 @@ mod tests {
     }
 
     #[test]
+    fn a_buffered_unix_lane_keeps_a_descriptor_with_its_byte() {
+        use std::os::fd::AsFd;
+        let (mut worker, mut client) = socket_pair();
+        let (x, _y) = Channel::pair().expect("pair");
+        let fd = x.into_fd().expect("a socket");
+        // Queued before the worker reads: one read may take them all.
+        client.send(&[b"first"], || true).expect("sent");
+        client.send_fd(fd.as_fd()).expect("fd sent");
+        client.send(&[b"second"], || true).expect("sent");
+        assert_eq!(take(&mut worker, 5), b"first");
+        let got = worker.recv_fd().expect("the descriptor after the frame");
+        Channel::from_fd(got).fd().expect("a socket came");
+        assert_eq!(take(&mut worker, 6), b"second");
+        // A byte read as a descriptor's, with none on it, is refused.
+        client.send(&[b"x"], || true).expect("sent");
+        assert!(matches!(worker.recv_fd(), Err(TransportError::NoFd)));
+    }
+
+    #[test]
     fn descriptors_travel_on_the_lane_socket() {
-        let (worker, client) = ring_pair(4096);
+        let (worker, mut client) = ring_pair(4096);
         let (x, _y) = Channel::pair().expect("pair");
         let fd = x.into_fd().expect("a socket");
         use std::os::fd::AsFd;

@@ -220,6 +220,14 @@ impl Channel {
         matches!(self.stream, Stream::Shm(_))
     }
 
+    /// A Unix socket's descriptor; `None` for any other stream.
+    pub(crate) fn unix_fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.stream {
+            Stream::Unix(s) => Some(s.as_fd()),
+            Stream::Tcp(_) | Stream::Tls(_) | Stream::Shm(_) => None,
+        }
+    }
+
     /// The Unix socket, or [`TransportError::NotLocal`] naming `what`.
     fn unix(&self, what: &'static str) -> Result<&UnixStream, TransportError> {
         match &self.stream {

@@ -288,7 +288,7 @@ fn next(
         Ok(Incoming::Buffered(frame)) => decode_request_into(frame, req).map(|()| true),
         Ok(Incoming::Socket(ch)) => {
             if !*armed {
-                super::deadline::arm(ch.get_ref(), s.frame_timeout);
+                super::deadline::arm(ch.get_ref().channel(), s.frame_timeout);
                 *armed = true;
             }
             let mut reader = super::deadline::FrameReader::new(ch, s.frame_timeout, &alive);
