@@ -3,7 +3,7 @@
 //! (this binary re-executed, cudarc's raw `sys` bindings) that reach it with
 //! `VGPU_MEDIATOR=tcp://…`.
 //!
-//! Covered: copies with data checks (several 16 MiB pieces in flight), a
+//! Covered: copies with data checks (several 4 MiB pieces in flight), a
 //! kernel launch, several threads (one TCP lane each), pinned host memory
 //! kept in the client, `cuMemHostGetDevicePointer` refused, a lane
 //! connection with a wrong token refused while the session goes on,
@@ -25,7 +25,7 @@ use cudarc::driver::sys;
 
 const INVALID_VALUE: u32 = vgpu_abi::types::CUresult::CUDA_ERROR_INVALID_VALUE.0;
 use common::SIM_MODULE;
-/// More than two 16 MiB socket pieces, and not a multiple of anything.
+/// Many 4 MiB TCP pieces, and not a multiple of anything.
 const BIG: usize = (40 << 20) + 123;
 
 fn log_lines<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
@@ -98,7 +98,8 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
 /// The same session with every TCP lane reading ahead
 /// (`VGPU_LANE_READAHEAD=1`: the default on hosts of 4 CPUs or more, off
 /// on CI's two): the reader thread hands over every request, in order,
-/// with the same results.
+/// and the sender thread sends the large replies (the pieces of the
+/// 40 MiB copy back), with the same results.
 #[test]
 fn tcp_session_with_lanes_reading_ahead() {
     if is_child() {

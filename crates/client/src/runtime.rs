@@ -307,7 +307,8 @@ impl Session {
             }
             other => ConnectError::Proto(other),
         })?;
-        let lanes = crate::lane::Lanes::new(cfg, welcome.features).map_err(ConnectError::Lanes)?;
+        let lanes = crate::lane::Lanes::new(cfg, welcome.features, control.is_tcp())
+            .map_err(ConnectError::Lanes)?;
         crate::log::line(format_args!(
             "session {serial} connected to {found}: driver {}, {} device(s), cuInit status {}, lanes on {}",
             welcome.driver_version,

@@ -50,7 +50,7 @@
 //! no request overtakes a posted request it must follow
 //! (`docs/adr/0004-async-errors.md`, "Order across threads").
 
-use std::io::{IoSlice, Read, Write};
+use std::io::{IoSlice, IoSliceMut, Read, Write};
 
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -406,6 +406,27 @@ pub fn read_request(r: &mut impl Read) -> Result<Request, ProtoError> {
     Ok(req)
 }
 
+/// Blobs up to this size are read with the request's fixed part, in one
+/// vectored read ([`read_request_into`]).
+const SMALL_BLOB: usize = 4 << 10;
+
+/// Fills `a` then `b` from `r` with vectored reads: on a socket, one
+/// system call where the bytes are there.
+fn read_exact_both(r: &mut impl Read, a: &mut [u8], b: &mut [u8]) -> std::io::Result<()> {
+    let mut bufs = [IoSliceMut::new(a), IoSliceMut::new(b)];
+    let mut rest = &mut bufs[..];
+    IoSliceMut::advance_slices(&mut rest, 0);
+    while !rest.is_empty() {
+        match r.read_vectored(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => IoSliceMut::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Reads and validates one request frame into `req`, reusing its buffers:
 /// a lane that keeps one `Request` allocates nothing per request once its
 /// buffers have grown. On error `req` holds nothing meaningful.
@@ -415,10 +436,17 @@ pub fn read_request_into(r: &mut impl Read, req: &mut Request) -> Result<(), Pro
     let op = head.validate()?;
     req.fixed.clear();
     req.fixed.resize(op.request_len(), 0);
-    r.read_exact(&mut req.fixed)?;
     let blob_len = head.blob_len.get() as usize;
-    op.check_request(&req.fixed, blob_len)?;
-    r.read_exact(req.blob.overwrite(blob_len))?;
+    if blob_len <= SMALL_BLOB {
+        // One read for both (a launch's parameters), checked after.
+        read_exact_both(r, &mut req.fixed, req.blob.overwrite(blob_len))?;
+        op.check_request(&req.fixed, blob_len)?;
+    } else {
+        // A large blob is read only once the fixed part allows it.
+        r.read_exact(&mut req.fixed)?;
+        op.check_request(&req.fixed, blob_len)?;
+        r.read_exact(req.blob.overwrite(blob_len))?;
+    }
     req.op = op;
     req.seq = head.seq.get();
     req.ctx = head.ctx.get();

@@ -45,7 +45,7 @@ mod wake_model;
 
 use thiserror::Error;
 
-pub use lane::{FrameLane, Incoming, Split, SOCKET_SPIN};
+pub use lane::{FrameLane, Incoming, LaneSocket, Split, SOCKET_SPIN};
 pub use shm_ring::{Consumer, Message, Producer, Ring};
 pub use unix::{Channel, Listener};
 pub use wake::WaitPolicy;

@@ -175,8 +175,14 @@ impl Channel {
     /// which is most of a TCP round trip's cost on one host. A ring stream
     /// returns `false` at once, a TLS one `true` (its session may hold
     /// bytes already read from the socket: the read must look first).
+    ///
+    /// Each look is a zero-timeout `poll(2)`, whose cost does not depend on
+    /// what is queued. A one-byte `MSG_PEEK` would not do on a Unix stream
+    /// socket: the kernel's peek walks every queued message after the first
+    /// (one per frame written), so with thousands of posted frames queued
+    /// each look took hundreds of microseconds.
     pub fn spin_until_readable(&self, spin: std::time::Duration) -> bool {
-        use rustix::net::{recv, RecvFlags};
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let fd = match &self.stream {
             Stream::Tls(_) => return true,
             other => match other.fd() {
@@ -185,10 +191,10 @@ impl Channel {
             },
         };
         let start = std::time::Instant::now();
-        let mut byte = [0u8; 1];
+        let mut fds = [PollFd::new(&fd, PollFlags::IN | PollFlags::RDHUP)];
         loop {
-            match recv(fd, &mut byte[..], RecvFlags::PEEK | RecvFlags::DONTWAIT) {
-                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+            match poll(&mut fds, Some(&Timespec::default())) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => {}
                 // Bytes, end-of-file or an error: the read says which.
                 _ => return true,
             }
@@ -227,6 +233,14 @@ impl Channel {
     /// session): like TCP, nothing but bytes crosses it.
     pub fn is_vm(&self) -> bool {
         matches!(self.stream, Stream::Shm(_))
+    }
+
+    /// A Unix socket's descriptor; `None` for any other stream.
+    pub(crate) fn unix_fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.stream {
+            Stream::Unix(s) => Some(s.as_fd()),
+            Stream::Tcp(_) | Stream::Tls(_) | Stream::Shm(_) => None,
+        }
     }
 
     /// The Unix socket, or [`TransportError::NotLocal`] naming `what`.
@@ -367,6 +381,15 @@ impl Read for Channel {
             Stream::Shm(s) => s.read(buf),
         }
     }
+    /// One `readv(2)` on a socket.
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> std::io::Result<usize> {
+        match &mut self.stream {
+            Stream::Unix(s) => s.read_vectored(bufs),
+            Stream::Tcp(s) => s.read_vectored(bufs),
+            Stream::Tls(s) => s.read_vectored(bufs),
+            Stream::Shm(s) => s.read_vectored(bufs),
+        }
+    }
 }
 
 /// Writes use `MSG_NOSIGNAL`: a peer that went away is an `EPIPE` error for
@@ -377,22 +400,11 @@ impl Read for Channel {
 impl Write for Channel {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.check_peer()?;
-        match &mut self.stream {
-            Stream::Shm(s) => s.write(buf),
-            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
-            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
-            Stream::Tls(s) => s.write(buf),
-        }
+        self.write_unchecked(buf)
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
         self.check_peer()?;
-        let mut no_fds = SendAncillaryBuffer::default();
-        match &mut self.stream {
-            Stream::Shm(s) => s.write_vectored(bufs),
-            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
-            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
-            Stream::Tls(s) => s.write_vectored(bufs),
-        }
+        self.write_vectored_unchecked(bufs)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         match &mut self.stream {
@@ -404,11 +416,37 @@ impl Write for Channel {
 
 impl Channel {
     /// On TCP, `EPIPE` when the peer has hung up (see the `Write` impl).
-    fn check_peer(&self) -> std::io::Result<()> {
+    pub(crate) fn check_peer(&self) -> std::io::Result<()> {
         if self.is_tcp() && self.hung_up() {
             return Err(std::io::ErrorKind::BrokenPipe.into());
         }
         Ok(())
+    }
+
+    /// [`Write::write`] without the look for a hung-up TCP peer, for a
+    /// writer that reads from the peer next and sees its hang-up there.
+    pub(crate) fn write_unchecked(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.stream {
+            Stream::Shm(s) => s.write(buf),
+            Stream::Unix(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(rustix::net::send(&*s, buf, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// [`Write::write_vectored`] without the look for a hung-up TCP peer
+    /// ([`Channel::write_unchecked`]).
+    pub(crate) fn write_vectored_unchecked(
+        &mut self,
+        bufs: &[IoSlice<'_>],
+    ) -> std::io::Result<usize> {
+        let mut no_fds = SendAncillaryBuffer::default();
+        match &mut self.stream {
+            Stream::Shm(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, SendFlags::NOSIGNAL)?),
+            Stream::Tls(s) => s.write_vectored(bufs),
+        }
     }
 }
 
@@ -548,6 +586,24 @@ mod tests {
         assert!(!x2.hung_up());
         drop(y2);
         assert!(x2.hung_up(), "every copy of y2 is closed");
+    }
+
+    #[test]
+    fn spinning_sees_bytes_and_a_hang_up_but_not_an_idle_peer() {
+        let spin = Duration::from_micros(200);
+        let (a, mut b) = Channel::pair().expect("pair");
+        assert!(!a.spin_until_readable(spin), "nothing sent yet");
+        // Many small frames queued, as posted calls queue them.
+        for _ in 0..100 {
+            b.write_all(&[7u8; 96]).expect("write");
+        }
+        assert!(a.spin_until_readable(spin));
+        let mut a = a;
+        let mut all = vec![0u8; 100 * 96];
+        a.read_exact(&mut all).expect("read");
+        assert!(!a.spin_until_readable(spin), "all read");
+        drop(b);
+        assert!(a.spin_until_readable(spin), "end-of-file is for the read");
     }
 
     #[test]

@@ -31,9 +31,9 @@ pub fn arm(ch: &mut Channel, limit: Duration) {
 }
 
 /// Reads one request frame from an [`arm`]ed socket under the deadline:
-/// make one per frame.
-pub struct FrameReader<'a> {
-    ch: &'a mut Channel,
+/// make one per frame. `R` is the socket's channel, or a buffer over it.
+pub struct FrameReader<'a, R: Read> {
+    ch: &'a mut R,
     limit: Duration,
     /// When the frame's first byte came.
     started: Option<Instant>,
@@ -41,8 +41,8 @@ pub struct FrameReader<'a> {
     alive: &'a dyn Fn() -> bool,
 }
 
-impl<'a> FrameReader<'a> {
-    pub fn new(ch: &'a mut Channel, limit: Duration, alive: &'a dyn Fn() -> bool) -> Self {
+impl<'a, R: Read> FrameReader<'a, R> {
+    pub fn new(ch: &'a mut R, limit: Duration, alive: &'a dyn Fn() -> bool) -> Self {
         FrameReader {
             ch,
             limit,
@@ -69,13 +69,17 @@ pub fn frame_timed_out(limit: Duration) -> std::io::Error {
     )
 }
 
-impl Read for FrameReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl<R: Read> FrameReader<'_, R> {
+    /// One read by `read` from the channel, under the deadline.
+    fn timed(
+        &mut self,
+        mut read: impl FnMut(&mut R) -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
         loop {
             if self.late() {
                 return Err(frame_timed_out(self.limit));
             }
-            match self.ch.read(buf) {
+            match read(self.ch) {
                 Ok(n) => {
                     if self.started.is_none() && n > 0 {
                         self.started = Some(Instant::now());
@@ -93,6 +97,15 @@ impl Read for FrameReader<'_> {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+impl<R: Read> Read for FrameReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.timed(|ch| ch.read(buf))
+    }
+    fn read_vectored(&mut self, bufs: &mut [std::io::IoSliceMut<'_>]) -> std::io::Result<usize> {
+        self.timed(|ch| ch.read_vectored(bufs))
     }
 }
 

@@ -52,6 +52,7 @@ use super::exec;
 use super::notify;
 use super::order::{LaneView, Ticket};
 use super::readahead::ReadAhead;
+use super::sending::{self, Sender};
 use super::status;
 use super::Session;
 use crate::driver::Status;
@@ -251,11 +252,16 @@ fn serve(s: &Session, mut io: FrameLane) {
     let counts = crate::sessions::own();
     let mut replied = 0u64;
     let mut armed = false;
-    // A TCP lane reads its next request while this one runs.
-    let mut ahead = super::readahead::wanted(&io)
+    // A TCP lane reads its next request while this one runs, and sends
+    // a large reply while the next one runs.
+    let reads_ahead = super::readahead::wanted(&io);
+    let mut ahead = reads_ahead
         .then(|| ReadAhead::start(&io, s.frame_timeout))
         .flatten();
     let mut waits = Waits::new();
+    let mut sender = sending::wanted(reads_ahead)
+        .then(|| Sender::start(&io))
+        .flatten();
     loop {
         waits.update(&mut io);
         let more = match &mut ahead {
@@ -340,11 +346,24 @@ fn serve(s: &Session, mut io: FrameLane) {
             }),
         };
         let flags = if events { reply_flags::EVENTS } else { 0 };
-        if let Err(e) = send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply) {
+        let sent = match &mut sender {
+            Some(sender) => send_behind(
+                sender,
+                &mut io,
+                &mut lane,
+                &mut prefix,
+                s,
+                (st, flags),
+                req.seq,
+                reply,
+            ),
+            None => send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply)
+                .map(|()| lane.recycle(reply.blob)),
+        };
+        if let Err(e) = sent {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
         }
-        lane.recycle(reply.blob);
         if let Some(c) = counts {
             if st != status::SUCCESS && !reports_deferred {
                 c.count_error(req.op);
@@ -372,7 +391,7 @@ fn next(
         Ok(Incoming::Buffered(frame)) => decode_request_into(frame, req).map(|()| true),
         Ok(Incoming::Socket(ch)) => {
             if !*armed {
-                super::deadline::arm(ch, s.frame_timeout);
+                super::deadline::arm(ch.get_mut().channel_mut(), s.frame_timeout);
                 *armed = true;
             }
             let mut reader = super::deadline::FrameReader::new(ch, s.frame_timeout, &alive);
@@ -405,10 +424,40 @@ fn send_reply(
     reply: &Reply,
 ) -> Result<(), MediatorError> {
     response_prefix_into(prefix, st.0, seq, flags, &reply.fixed, reply.blob.len())?;
-    io.send(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
+    // The lane reads its next request after this, and sees there a client
+    // that hung up.
+    io.send_then_read(&[prefix, &reply.blob], || !s.closing.load(Ordering::SeqCst))?;
     if let Some(fd) = &reply.fd {
         io.send_fd(fd.as_fd())?;
     }
+    Ok(())
+}
+
+/// [`send_reply`] on a lane with a sender thread ([`super::sending`]):
+/// once the reply before is sent (its buffers back to the lane), a large
+/// reply goes to the sender and the lane runs on; a small one is sent here.
+#[allow(clippy::too_many_arguments)]
+fn send_behind(
+    sender: &mut Sender,
+    io: &mut FrameLane,
+    lane: &mut exec::Lane,
+    prefix: &mut Vec<u8>,
+    s: &Session,
+    (st, flags): (Status, u16),
+    seq: u32,
+    reply: Reply,
+) -> Result<(), MediatorError> {
+    if let Some((head, blob)) = sender.wait()? {
+        *prefix = head;
+        lane.recycle(blob);
+    }
+    if reply.blob.len() < sending::LARGE || reply.fd.is_some() {
+        send_reply(io, prefix, s, (st, flags), seq, &reply)?;
+        lane.recycle(reply.blob);
+        return Ok(());
+    }
+    response_prefix_into(prefix, st.0, seq, flags, &reply.fixed, reply.blob.len())?;
+    sender.hand(std::mem::take(prefix), reply.blob)?;
     Ok(())
 }
 

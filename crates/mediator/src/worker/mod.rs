@@ -46,6 +46,7 @@ mod pool;
 mod readahead;
 mod registry;
 mod remote;
+mod sending;
 mod snapshot;
 mod stream;
 mod tables;

@@ -1,8 +1,8 @@
 //! Reading a socket lane's next request while the current one runs.
 //!
 //! On a socket lane (TCP sessions; Unix ones without rings when asked,
-//! [`wanted`]) a large
-//! copy arrives as pieces of up to 16 MiB, several in flight. Read and run
+//! [`wanted`]) a large copy arrives as pieces (4 MiB over TCP, 16 MiB on a
+//! Unix socket), several in flight. Read and run
 //! one after the other, the worker's lane alternates between two waits: the
 //! socket while a piece arrives, the driver while it is copied. A reader
 //! thread of the lane's own reads the next piece meanwhile, so a copy over
