@@ -274,7 +274,7 @@ impl Guest {
                 format!("{r}:{word}:{}", theirs.as_raw_fd()),
             ];
             let inherit = vec![mem, theirs];
-            let pid = crate::supervisor::spawn(
+            let pid = crate::spawn::spawn(
                 exe,
                 args,
                 inherit,

@@ -41,6 +41,7 @@ pub mod mps;
 pub mod privilege;
 pub mod sessions;
 pub mod shared;
+pub mod spawn;
 pub mod supervisor;
 pub mod tenants;
 pub mod tls;

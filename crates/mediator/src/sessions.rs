@@ -413,7 +413,7 @@ const TABLE_BYTES: usize = MAX_SESSIONS * std::mem::size_of::<Slot>();
 
 impl Table {
     /// A new table of free slots: a memfd that the supervisor hands each
-    /// worker it starts (`supervisor::spawn`), sealed at its size so that
+    /// worker it starts (`crate::spawn::spawn`), sealed at its size so that
     /// no worker can shrink it under the supervisor (which would then die
     /// of SIGBUS on its next read).
     pub fn create() -> std::io::Result<Table> {
