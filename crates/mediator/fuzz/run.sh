@@ -4,13 +4,10 @@
 #
 #   crates/mediator/fuzz/run.sh SECONDS [TARGET...]
 #
-# Runs each target (default: handshake worker_requests) for SECONDS seconds, seeded
-# from corpus/<target>/ (leak detection is off: the worker's target
-# releases what each input made itself, and libFuzzer's RSS limit catches
-# growth). New inputs go to a scratch directory; a crash
-# leaves its input under artifacts/<target>/ and makes the script exit
-# non-zero. Needs `cargo +nightly` and cargo-fuzz: without them it FAILS
-# (exit 3), so that CI cannot pass without fuzzing (.ci/run installs them).
+# Runs each target (default: handshake worker_requests) for SECONDS seconds
+# with scripts/fuzz-run.sh (which says what it needs and does). Leak
+# detection is off: the worker's target releases what each input made
+# itself, and libFuzzer's RSS limit catches growth.
 set -euo pipefail
 
 [[ $# -ge 1 && $1 =~ ^[0-9]+$ ]] || { echo "usage: $0 SECONDS [TARGET...]" >&2; exit 2; }
@@ -19,29 +16,10 @@ shift
 targets=("$@")
 ((${#targets[@]})) || targets=(handshake worker_requests)
 fuzz_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-
-if ! cargo +nightly --version >/dev/null 2>&1; then
-    echo "error: no nightly toolchain (cargo +nightly): cannot fuzz (rustup toolchain install nightly)" >&2
-    exit 3
-fi
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    echo "error: cargo-fuzz is not installed: cannot fuzz (cargo install --locked cargo-fuzz)" >&2
-    exit 3
-fi
 # The worker's target drives the simulated device (a test double), built
 # by the stable toolchain as the tests build it.
 repo=$(cd -- "$fuzz_dir/../../.." && pwd)
 (cd -- "$repo" && cargo build -p vgpu-sim)
 export VGPU_FUZZ_SIM="${CARGO_TARGET_DIR:-$repo/target}/debug/libvgpu_sim.so"
 [[ -f $VGPU_FUZZ_SIM ]] || { echo "error: $VGPU_FUZZ_SIM was not built" >&2; exit 1; }
-
-scratch=$(mktemp -d)
-trap 'rm -rf -- "$scratch"' EXIT
-cd -- "$fuzz_dir/.."
-for target in "${targets[@]}"; do
-    echo "== fuzzing $target for ${seconds}s"
-    mkdir -p -- "$scratch/$target"
-    cargo +nightly fuzz run --fuzz-dir "$fuzz_dir" "$target" "$scratch/$target" "$fuzz_dir/corpus/$target" -- \
-        -max_total_time="$seconds" -max_len=16384 -timeout=10 -detect_leaks=0
-done
-echo "fuzzing done: ${targets[*]}, ${seconds}s each, no crash"
+exec "$repo/scripts/fuzz-run.sh" "$fuzz_dir" "$seconds" "-max_len=16384 -detect_leaks=0" "${targets[@]}"
