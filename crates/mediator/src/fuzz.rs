@@ -35,6 +35,25 @@ impl Read for Script<'_> {
     }
 }
 
+impl<'a> Script<'a> {
+    /// The peer a fuzz input describes: byte 0 the most bytes a read
+    /// returns, byte 1 after how many reads it stalls, the rest what it
+    /// sends (an input shorter than two bytes sends nothing).
+    fn of(data: &'a [u8]) -> Script<'a> {
+        let (chunk, stall_after, sent) = match data {
+            [c, s, rest @ ..] => (usize::from(*c).max(1), usize::from(*s), rest),
+            _ => (1, 0, &[][..]),
+        };
+        Script {
+            data: sent,
+            taken: 0,
+            chunk,
+            reads: 0,
+            stall_after,
+        }
+    }
+}
+
 impl DeadlineRead for Script<'_> {
     fn set_read_timeout(&mut self, _: Option<Duration>) -> std::io::Result<()> {
         Ok(())
@@ -47,17 +66,8 @@ impl DeadlineRead for Script<'_> {
 /// opening it accepts is exactly the bytes it read, no more, and a hello
 /// re-encodes to them; a stall before the end is a time-out.
 pub fn handshake(data: &[u8]) {
-    let (chunk, stall_after, sent) = match data {
-        [c, s, rest @ ..] => (usize::from(*c).max(1), usize::from(*s), rest),
-        _ => (1, 0, &[][..]),
-    };
-    let mut peer = Script {
-        data: sent,
-        taken: 0,
-        chunk,
-        reads: 0,
-        stall_after,
-    };
+    let mut peer = Script::of(data);
+    let stall_after = peer.stall_after;
     match read_opening(&mut peer, Duration::from_secs(3600)) {
         Ok(Opening::Hello(hello)) => {
             let mut again = Vec::new();
@@ -82,18 +92,7 @@ pub fn handshake(data: &[u8]) {
 /// Whether the handshake reader accepts the opening a [`handshake`]
 /// input sends (the corpus replay checks its `ok-*` seeds with it).
 pub fn handshake_accepts(data: &[u8]) -> bool {
-    let (chunk, stall_after, sent) = match data {
-        [c, s, rest @ ..] => (usize::from(*c).max(1), usize::from(*s), rest),
-        _ => return false,
-    };
-    let mut peer = Script {
-        data: sent,
-        taken: 0,
-        chunk,
-        reads: 0,
-        stall_after,
-    };
-    read_opening(&mut peer, Duration::from_secs(3600)).is_ok()
+    data.len() >= 2 && read_opening(&mut Script::of(data), Duration::from_secs(3600)).is_ok()
 }
 
 /// The worker's handling of decoded requests: the request frames of
