@@ -8,7 +8,8 @@
 //! kept in the client, `cuMemHostGetDevicePointer` refused, a lane
 //! connection with a wrong token refused while the session goes on,
 //! managed memory and host registration refused (no page can be shared), a
-//! killed worker, and `vgpu status` over TCP.
+//! killed worker, `vgpu status` over TCP, and posted calls held by a lane
+//! (combined) reaching the worker in ticket order.
 
 mod common;
 
@@ -120,6 +121,90 @@ fn tcp_session_with_lanes_reading_ahead() {
         "a lane failed:
 {log}"
     );
+}
+
+/// Posted calls that a TCP lane holds (`VGPU_TCP_COMBINE_US`, here
+/// 10 ms so that they are surely held) reach the worker before a call of
+/// another thread whose fence names them, and before the worker runs
+/// anything after a thread that ended with calls held.
+#[test]
+fn held_posted_calls_reach_the_worker_in_ticket_order() {
+    if is_child() {
+        return held_calls_child();
+    }
+    let mut h = Harness::start_tcp();
+    h.env("VGPU_TCP_COMBINE_US", "10000");
+    let out = common::run(
+        h.self_test("held_posted_calls_reach_the_worker_in_ticket_order"),
+        Duration::from_secs(60),
+    );
+    out.assert_success()
+        .assert_line("held calls seen by another thread ok")
+        .assert_line("held calls of an ended thread ok");
+}
+
+fn held_calls_child() {
+    const WORDS: usize = 1024;
+    const POSTS: u32 = 200;
+    cu::init_context();
+    let mut ctx: sys::CUcontext = null_mut();
+    // SAFETY: valid out-pointer.
+    cu::ok(unsafe { sys::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent");
+    let ctx = ctx as usize;
+    let d = cu::alloc(WORDS * 4);
+    // Posts POSTS memsets of `base + 1 ..= base + POSTS` on a stream of its
+    // own and tells the main thread, with no synchronizing call; `linger`:
+    // the thread then waits for the main thread's word before it ends.
+    let poster = move |base: u32, linger: std::sync::mpsc::Receiver<()>| {
+        let (posted_tx, posted_rx) = std::sync::mpsc::channel();
+        let t = thread::spawn(move || {
+            let mut stream: sys::CUstream = null_mut();
+            // SAFETY: ctx is the live context of the main thread; valid
+            // out-pointer; d holds WORDS words.
+            unsafe {
+                cu::ok(
+                    sys::cuCtxSetCurrent(ctx as sys::CUcontext),
+                    "cuCtxSetCurrent",
+                );
+                cu::ok(sys::cuStreamCreate(&mut stream, 0), "cuStreamCreate");
+                for v in 1..=POSTS {
+                    cu::ok(
+                        sys::cuMemsetD32Async(d, base + v, WORDS, stream),
+                        "cuMemsetD32Async",
+                    );
+                }
+            }
+            posted_tx.send(()).expect("the main thread waits");
+            let _ = linger.recv();
+        });
+        posted_rx.recv().expect("the poster posted");
+        t
+    };
+    let check = |want: u32, what: &str| {
+        let mut got = vec![0u32; WORDS];
+        // SAFETY: got holds WORDS words, d as many. A synchronous copy on
+        // the legacy default stream waits for the poster's blocking stream.
+        cu::ok(
+            unsafe { sys::cuMemcpyDtoH_v2(got.as_mut_ptr().cast(), d, WORDS * 4) },
+            "cuMemcpyDtoH",
+        );
+        assert!(got.iter().all(|&v| v == want), "{what}: {:?}", &got[..4]);
+        println!("{what} ok");
+    };
+
+    // The poster's thread is alive and idle, its last calls held.
+    let (go, linger) = std::sync::mpsc::channel();
+    let t = poster(0, linger);
+    check(POSTS, "held calls seen by another thread");
+    go.send(()).expect("the poster lingers");
+    assert!(t.join().is_ok(), "the first poster failed");
+
+    // The poster's thread ends at once: its lane writes what it held.
+    let (go, linger) = std::sync::mpsc::channel();
+    drop(go);
+    let t = poster(1000, linger);
+    assert!(t.join().is_ok(), "the second poster failed");
+    check(1000 + POSTS, "held calls of an ended thread");
 }
 
 fn session_child() {

@@ -55,6 +55,9 @@ pub struct Config {
     /// the driver waits for that by spinning or yielding, and a futex
     /// wake-up would add several microseconds to every such wait.
     pub ring_yield: Duration,
+    /// `VGPU_TCP_COMBINE_US`: how long a plain TCP lane may hold posted
+    /// calls to write several at once (default 20 µs; 0: each at once).
+    pub tcp_combine: Duration,
     /// `VGPU_COPY_THREADS`: threads that copy host memory for staged
     /// pageable copies (default: up to 4, no more than the CPUs; 1 = the
     /// calling thread alone). `VGPU_STAGING=0` turns staging off.
@@ -83,6 +86,7 @@ impl Config {
             bad_transport: None,
             ring_spin: Duration::from_micros(50),
             ring_yield: Duration::from_micros(2000),
+            tcp_combine: Duration::from_micros(20),
             copy_threads: default_copy_threads(),
             staging: true,
             tls: Default::default(),
@@ -107,6 +111,11 @@ impl Config {
                 "VGPU_RING_YIELD_US" => {
                     if let Ok(us) = v.parse::<u64>() {
                         cfg.ring_yield = Duration::from_micros(us);
+                    }
+                }
+                "VGPU_TCP_COMBINE_US" => {
+                    if let Ok(us @ 0..=10_000) = v.parse::<u64>() {
+                        cfg.tcp_combine = Duration::from_micros(us);
                     }
                 }
                 "VGPU_COPY_THREADS" => {
@@ -192,6 +201,16 @@ mod tests {
         assert_eq!(bad.bad_transport.as_deref(), Some("carrier-pigeon"));
         assert_eq!(config(&[]).ring_spin, Duration::from_micros(50));
         assert_eq!(config(&[]).ring_yield, Duration::from_micros(2000));
+        assert_eq!(config(&[]).tcp_combine, Duration::from_micros(20));
+        assert_eq!(
+            config(&[("VGPU_TCP_COMBINE_US", "0")]).tcp_combine,
+            Duration::ZERO
+        );
+        assert_eq!(
+            config(&[("VGPU_TCP_COMBINE_US", "99999")]).tcp_combine,
+            Duration::from_micros(20),
+            "more than 10 ms is refused"
+        );
         assert_eq!(
             config(&[("VGPU_RING_YIELD_US", "0")]).ring_yield,
             Duration::ZERO

@@ -28,6 +28,12 @@
 //! issued before it, and the worker runs nothing before the posted requests
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
 //!
+//! Over plain TCP a lane holds the requests it posts for up to
+//! `VGPU_TCP_COMBINE_US` and writes several in one system call
+//! (`vgpu_transport::lane::outbox`); a request that waits for its reply
+//! first writes every lane's held requests, whose tickets its fence may
+//! name.
+//!
 //! # Events inside a call
 //!
 //! A reply flagged `reply_flags::EVENTS` means the worker's driver ran log
@@ -105,6 +111,8 @@ pub struct Lanes {
     rings_only: bool,
     spin: Duration,
     yield_for: Duration,
+    /// How long a plain TCP lane holds posted frames (`VGPU_TCP_COMBINE_US`).
+    combine: Duration,
     /// Lanes opened, replies awaited and requests posted, for the trace
     /// summary and the tests that count round trips. The last two are
     /// counted only with `VGPU_TRACE` set: threads calling at once would
@@ -137,6 +145,7 @@ impl Lanes {
             rings_only,
             spin: cfg.ring_spin,
             yield_for: cfg.ring_yield,
+            combine: cfg.tcp_combine,
             opened: AtomicU64::new(0),
             counting: cfg.trace.is_some(),
             round_trips: AtomicU64::new(0),
@@ -222,7 +231,7 @@ impl Session {
             FrameLane::socket(ch)
         } else if reply.kind == lane_kind::TCP {
             let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
-            FrameLane::buffered_socket(ch)
+            FrameLane::combining(ch, self.lanes.combine)
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
             if self.lanes.rings_only {
@@ -476,7 +485,7 @@ impl Lane {
                 if awaited {
                     self.io.send_then_read(&parts, || true)?;
                 } else {
-                    self.io.send(&parts, || true)?;
+                    self.io.post(&parts, || true)?;
                 }
                 Ok(())
             });

@@ -450,6 +450,22 @@ impl Channel {
     }
 }
 
+impl Channel {
+    /// One `sendmsg(2)` of `bufs` that does not wait for room in the
+    /// socket's buffer: `WouldBlock` when there is none. For a thread that
+    /// writes on other threads' behalf and must not stall on one of them
+    /// ([`crate::lane::outbox`]); `Unsupported` on a TLS or ring stream.
+    pub(crate) fn write_vectored_nowait(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        let mut no_fds = SendAncillaryBuffer::default();
+        let flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
+        match &mut self.stream {
+            Stream::Unix(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, flags)?),
+            Stream::Tcp(s) => Ok(sendmsg(&*s, bufs, &mut no_fds, flags)?),
+            Stream::Tls(_) | Stream::Shm(_) => Err(std::io::ErrorKind::Unsupported.into()),
+        }
+    }
+}
+
 /// A listening socket: a Unix socket, or TCP ([`Listener::bind_tcp`]).
 #[derive(Debug)]
 pub struct Listener {

@@ -214,12 +214,13 @@ pub fn open(session: &Arc<Session>, control: &mut Channel, seq: u32) -> bool {
 }
 
 /// Serves `ch`, a lane socket made without `OpenLane`'s descriptor passing
-/// (a TCP lane, [`super::remote`]), on a thread of its own.
+/// (a TCP lane, [`super::remote`]), on a thread of its own, read through a
+/// buffer (`vgpu_transport::lane`: clients combine their posted frames).
 pub fn start_socket(session: &Arc<Session>, ch: Channel) -> std::io::Result<()> {
     let s = Arc::clone(session);
     std::thread::Builder::new()
         .name("lane".into())
-        .spawn(move || serve(&s, FrameLane::socket(ch)))?;
+        .spawn(move || serve(&s, FrameLane::buffered_socket(ch)))?;
     Ok(())
 }
 
