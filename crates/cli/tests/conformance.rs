@@ -76,6 +76,18 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// Begins a stream capture on the fixture stream with
+    /// `cuStreamBeginCapture` (whose recorded form checks only the stream),
+    /// for a call the client answers itself while no capture is open (the
+    /// table's `capture` option).
+    pub fn begin_capture(&self) {
+        let begin: unsafe extern "C" fn(*mut c_void) -> CUresult = self.sym("cuStreamBeginCapture");
+        // SAFETY: the ABI table's prototype; the fixture's live stream.
+        self.ok("cuStreamBeginCapture", unsafe {
+            begin(self.stream as *mut c_void)
+        });
+    }
+
     /// Loads `libvgpu-cuda.so` and makes one object of each kind.
     fn make() -> Fixture {
         let build: Build = common::build();

@@ -1004,6 +1004,18 @@ fn local_child() {
             );
             cu::ok(sys::cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
             cu::ok(sys::cuCtxPopCurrent_v2(&mut ctx), "cuCtxPopCurrent");
+            // No capture was ever begun: no stream is capturing.
+            for stream in [s, null_mut()] {
+                let mut capturing = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE;
+                cu::ok(
+                    sys::cuStreamIsCapturing(stream, &mut capturing),
+                    "cuStreamIsCapturing",
+                );
+                assert_eq!(
+                    capturing,
+                    sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+                );
+            }
             // Asked of the worker once, then answered from what it said.
             let (mut flags, mut active) = (0u32, 0i32);
             cu::ok(

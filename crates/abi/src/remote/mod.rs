@@ -17,7 +17,10 @@
 //!   `nocontext` (the worker does not make the calling thread's context
 //!   current for it), `checked` (the worker runs its area's
 //!   `check_<snake name>` on the request first: a refusal the driver
-//!   would not make safely itself);
+//!   would not make safely itself), `capture` (a `client` call answered
+//!   in the client while no stream capture is open: its conformance test
+//!   opens a capture on the fixture stream first, so that it reaches the
+//!   worker);
 //! - **parameter notes** ([`Call::notes`]), where the header's types are not
 //!   enough: `optional` (an out-pointer that may be NULL), `in` / `out`
 //!   (a pointer whose direction the `const` qualifier does not give),

@@ -68,13 +68,13 @@ remote_table! {
         stream: cuStreamWaitEvent = 54 client (posted);
         stream: cuStreamGetFlags = 55 gen;
         stream: cuStreamGetPriority = 56 gen;
-        stream: cuStreamIsCapturing = 94 gen;
+        stream: cuStreamIsCapturing = 94 client (capture);
         stream: cuStreamSynchronize_ptsz = 120 gen (sync);
         stream: cuStreamQuery_ptsz = 121 gen (sync);
         stream: cuStreamWaitEvent_ptsz = 122 client (posted);
         stream: cuStreamGetFlags_ptsz = 123 gen;
         stream: cuStreamGetPriority_ptsz = 124 gen;
-        stream: cuStreamIsCapturing_ptsz = 125 gen;
+        stream: cuStreamIsCapturing_ptsz = 125 client (capture);
         stream: cuStreamAttachMemAsync = 180 client;
         stream: cuStreamAttachMemAsync_ptsz = 181 client;
         stream: cuStreamCopyAttributes = 182 gen;

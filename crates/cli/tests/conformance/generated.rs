@@ -4782,6 +4782,7 @@ fn cuStreamIsCapturing() {
             vgpu_abi::types::CUstream,
             *mut vgpu_abi::types::CUstreamCaptureStatus,
         ) -> vgpu_abi::types::CUresult = f.sym("cuStreamIsCapturing");
+        f.begin_capture();
         // SAFETY: every C value is valid when all zero.
         let mut o_captureStatus: vgpu_abi::types::CUstreamCaptureStatus =
             unsafe { core::mem::zeroed() };
@@ -4805,6 +4806,7 @@ fn cuStreamIsCapturing_ptsz() {
             vgpu_abi::types::CUstream,
             *mut vgpu_abi::types::CUstreamCaptureStatus,
         ) -> vgpu_abi::types::CUresult = f.sym("cuStreamIsCapturing_ptsz");
+        f.begin_capture();
         // SAFETY: every C value is valid when all zero.
         let mut o_captureStatus: vgpu_abi::types::CUstreamCaptureStatus =
             unsafe { core::mem::zeroed() };

@@ -3,15 +3,16 @@
 //! Creation, destruction and `cuStreamWaitEvent` are posted (no round trip)
 //! when the client can check here what the driver checks at once: a live
 //! current context, live handles of that context, known flags. Anything
-//! else waits for the worker's answer, which is the driver's. The other
-//! stream calls are generated from the remoting table.
+//! else waits for the worker's answer, which is the driver's.
+//! `cuStreamIsCapturing` is answered here while no capture is open. The
+//! other stream calls are generated from the remoting table.
 
 use std::ffi::{c_int, c_uint};
 
-use vgpu_abi::types::{CUevent, CUstream};
+use vgpu_abi::types::{CUevent, CUstream, CUstreamCaptureStatus};
 use vgpu_proto::{
     stream_attach_mem_async, stream_attach_mem_async_ptsz, stream_create, stream_destroy,
-    stream_wait_event, stream_wait_event_ptsz,
+    stream_is_capturing, stream_is_capturing_ptsz, stream_wait_event, stream_wait_event_ptsz,
 };
 use zerocopy::little_endian::{I32, U32, U64};
 
@@ -187,4 +188,60 @@ fn attach_mem(
         s.request(&r, &[])?.1
     };
     crate::call::all_read(s, &back, 0)
+}
+
+/// `cuStreamIsCapturing`. PyTorch asks it before much of its work, a round
+/// trip each. While this session has no capture open, and the stream is
+/// one the driver takes (a sentinel, or a live stream of the current
+/// context), no stream can be capturing: the answer is given here. Any
+/// other case is the worker's (the driver's) to answer.
+///
+/// # Safety
+/// `status` is NULL or valid for a write, as the CUDA API requires.
+pub unsafe fn stream_is_capturing(
+    st: CUstream,
+    status: *mut CUstreamCaptureStatus,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(status)?;
+    let answer = if no_capture_open(s, id(st)) {
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    } else {
+        let r = stream_is_capturing::Request {
+            hstream: U64::new(id(st)),
+        };
+        CUstreamCaptureStatus(s.request(&r, &[])?.0.capture_status.get())
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(status, answer) }
+}
+
+/// `cuStreamIsCapturing_ptsz`: as [`stream_is_capturing`], NULL being the
+/// thread's own stream.
+///
+/// # Safety
+/// As [`stream_is_capturing`].
+pub unsafe fn stream_is_capturing_ptsz(
+    st: CUstream,
+    status: *mut CUstreamCaptureStatus,
+) -> CuResult<()> {
+    let s = runtime().session()?;
+    non_null(status)?;
+    let answer = if no_capture_open(s, id_ptsz(st)) {
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    } else {
+        let r = stream_is_capturing_ptsz::Request {
+            hstream: U64::new(id(st)),
+        };
+        CUstreamCaptureStatus(s.request(&r, &[])?.0.capture_status.get())
+    };
+    // SAFETY: checked non-NULL; the application's out-pointer.
+    unsafe { write_out(status, answer) }
+}
+
+/// Whether stream `sid` is surely not capturing: no capture of this session
+/// is open and the driver would take the stream in the current context.
+fn no_capture_open(s: &crate::runtime::Session, sid: u64) -> bool {
+    s.captures.load(std::sync::atomic::Ordering::SeqCst) == 0
+        && s.objects().stream_ok(current(), sid)
 }

@@ -243,8 +243,8 @@ crate::api::implement! {
     cuStreamGetId_ptsz(hStream, streamId) => self::stream_get_id_ptsz(hStream, streamId);
     cuStreamGetPriority(hStream, priority) => self::stream_get_priority(hStream, priority);
     cuStreamGetPriority_ptsz(hStream, priority) => self::stream_get_priority_ptsz(hStream, priority);
-    cuStreamIsCapturing(hStream, captureStatus) => self::stream_is_capturing(hStream, captureStatus);
-    cuStreamIsCapturing_ptsz(hStream, captureStatus) => self::stream_is_capturing_ptsz(hStream, captureStatus);
+    cuStreamIsCapturing(hStream, captureStatus) => crate::api::stream::stream_is_capturing(hStream, captureStatus);
+    cuStreamIsCapturing_ptsz(hStream, captureStatus) => crate::api::stream::stream_is_capturing_ptsz(hStream, captureStatus);
     cuStreamQuery(hStream) => self::stream_query(hStream);
     cuStreamQuery_ptsz(hStream) => self::stream_query_ptsz(hStream);
     cuStreamSetAttribute(hStream, attr, param) => self::stream_set_attribute(hStream, attr, param);
@@ -4600,56 +4600,6 @@ pub unsafe fn stream_get_priority_ptsz(
     // SAFETY: the application's pointers, checked non-NULL where required.
     unsafe {
         write_out(priority, rep.priority.get())?;
-    }
-    Ok(())
-}
-
-/// `cuStreamIsCapturing`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_is_capturing(
-    hStream: vgpu_abi::types::CUstream,
-    captureStatus: *mut vgpu_abi::types::CUstreamCaptureStatus,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(captureStatus)?;
-    let r = vgpu_proto::stream_is_capturing::Request {
-        hstream: U64::new(hStream as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        write_out(
-            captureStatus,
-            CUstreamCaptureStatus(rep.capture_status.get()),
-        )?;
-    }
-    Ok(())
-}
-
-/// `cuStreamIsCapturing_ptsz`, generated.
-///
-/// # Safety
-/// Every pointer is NULL or valid as the CUDA API requires of its caller.
-pub unsafe fn stream_is_capturing_ptsz(
-    hStream: vgpu_abi::types::CUstream,
-    captureStatus: *mut vgpu_abi::types::CUstreamCaptureStatus,
-) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(captureStatus)?;
-    let r = vgpu_proto::stream_is_capturing_ptsz::Request {
-        hstream: U64::new(hStream as usize as u64),
-    };
-    let (rep, back) = s.request(&r, &[])?;
-    call::all_read(s, &back, 0)?;
-    // SAFETY: the application's pointers, checked non-NULL where required.
-    unsafe {
-        write_out(
-            captureStatus,
-            CUstreamCaptureStatus(rep.capture_status.get()),
-        )?;
     }
     Ok(())
 }

@@ -143,6 +143,10 @@ pub struct CallModel {
     /// `checked`: the worker runs `<area>::check_<snake>` on the request
     /// before the generated call (a check the driver would crash on).
     pub checked: bool,
+    /// `capture`: the client answers it itself while no stream capture is
+    /// open; its conformance test opens one on the fixture stream first,
+    /// so that the call reaches the worker.
+    pub capture: bool,
 }
 
 /// What a synchronizing check looks at.

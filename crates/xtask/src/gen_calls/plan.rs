@@ -54,10 +54,12 @@ pub(super) fn call_op(
     };
     let mut follows_stream = None;
     let mut checked = false;
+    let mut capture = false;
     for (name, arg) in options(c.opts) {
         match name.as_str() {
             "sync" => op.sync = Sync::Always,
             "checked" => checked = true,
+            "capture" => capture = true,
             "nocontext" => op.context = false,
             "posted" => {
                 op.posted = true;
@@ -322,6 +324,7 @@ pub(super) fn call_op(
         follows_stream,
         destroys,
         checked,
+        capture,
     });
     Ok(op)
 }

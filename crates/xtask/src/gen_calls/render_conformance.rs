@@ -32,6 +32,9 @@ fn render_test(s: &mut String, op: &Op) {
     let small = sizing(c);
     let types: Vec<&str> = c.args.iter().map(|a| a.rust.as_str()).collect();
     let mut setup = String::new();
+    if c.capture {
+        setup.push_str("        f.begin_capture();\n");
+    }
     let mut args = Vec::new();
     let mut expect = String::new();
     for (i, a) in c.args.iter().enumerate() {
