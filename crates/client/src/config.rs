@@ -58,6 +58,9 @@ pub struct Config {
     /// `VGPU_TCP_COMBINE_US`: how long a plain TCP lane may hold posted
     /// calls to write several at once (default 20 µs; 0: each at once).
     pub tcp_combine: Duration,
+    /// `VGPU_TCP_PIECE_KIB`: the largest piece of a copy in one frame on a
+    /// TCP lane, in KiB (64 to 16384; default: the lane's own, 4 MiB).
+    pub tcp_piece: Option<usize>,
     /// `VGPU_COPY_THREADS`: threads that copy host memory for staged
     /// pageable copies (default: up to 4, no more than the CPUs; 1 = the
     /// calling thread alone). `VGPU_STAGING=0` turns staging off.
@@ -87,6 +90,7 @@ impl Config {
             ring_spin: Duration::from_micros(50),
             ring_yield: Duration::from_micros(2000),
             tcp_combine: Duration::from_micros(20),
+            tcp_piece: None,
             copy_threads: default_copy_threads(),
             staging: true,
             tls: Default::default(),
@@ -116,6 +120,11 @@ impl Config {
                 "VGPU_TCP_COMBINE_US" => {
                     if let Ok(us @ 0..=10_000) = v.parse::<u64>() {
                         cfg.tcp_combine = Duration::from_micros(us);
+                    }
+                }
+                "VGPU_TCP_PIECE_KIB" => {
+                    if let Ok(kib @ 64..=16_384) = v.parse::<usize>() {
+                        cfg.tcp_piece = Some(kib << 10);
                     }
                 }
                 "VGPU_COPY_THREADS" => {
@@ -202,6 +211,12 @@ mod tests {
         assert_eq!(config(&[]).ring_spin, Duration::from_micros(50));
         assert_eq!(config(&[]).ring_yield, Duration::from_micros(2000));
         assert_eq!(config(&[]).tcp_combine, Duration::from_micros(20));
+        assert_eq!(config(&[]).tcp_piece, None);
+        assert_eq!(
+            config(&[("VGPU_TCP_PIECE_KIB", "1024")]).tcp_piece,
+            Some(1 << 20)
+        );
+        assert_eq!(config(&[("VGPU_TCP_PIECE_KIB", "32")]).tcp_piece, None);
         assert_eq!(
             config(&[("VGPU_TCP_COMBINE_US", "0")]).tcp_combine,
             Duration::ZERO

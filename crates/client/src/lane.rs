@@ -113,6 +113,8 @@ pub struct Lanes {
     yield_for: Duration,
     /// How long a plain TCP lane holds posted frames (`VGPU_TCP_COMBINE_US`).
     combine: Duration,
+    /// The largest piece of a copy on a TCP lane (`VGPU_TCP_PIECE_KIB`).
+    tcp_piece: usize,
     /// Lanes opened, replies awaited and requests posted, for the trace
     /// summary and the tests that count round trips. The last two are
     /// counted only with `VGPU_TRACE` set: threads calling at once would
@@ -146,6 +148,7 @@ impl Lanes {
             spin: cfg.ring_spin,
             yield_for: cfg.ring_yield,
             combine: cfg.tcp_combine,
+            tcp_piece: cfg.tcp_piece.unwrap_or(TCP_CHUNK),
             opened: AtomicU64::new(0),
             counting: cfg.trace.is_some(),
             round_trips: AtomicU64::new(0),
@@ -158,7 +161,7 @@ impl Lanes {
         if self.rings {
             RING_CHUNK
         } else if self.tcp {
-            TCP_CHUNK
+            self.tcp_piece
         } else {
             SOCKET_CHUNK
         }
@@ -607,6 +610,9 @@ mod tests {
         assert_eq!(old_worker.chunk(), SOCKET_CHUNK);
         let remote = Lanes::new(&auto, features::LANES, true).expect("over TCP");
         assert_eq!(remote.chunk(), TCP_CHUNK);
+        let pieces = config(&[("VGPU_TCP_PIECE_KIB", "1024")]);
+        let remote = Lanes::new(&pieces, features::LANES, true).expect("over TCP");
+        assert_eq!(remote.chunk(), 1 << 20);
 
         let socket = config(&[("VGPU_TRANSPORT", "socket")]);
         assert_eq!(hello_features(&socket) & features::RINGS, 0);
