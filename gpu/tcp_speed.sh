@@ -3,14 +3,14 @@
 # latency and 256 MiB copies over rings, socket and loopback TCP, with the
 # raw TCP link measured in the same run (issue 15, "TCP speed"), and
 # PyTorch training over the rings and TCP. Runs twice: as built (clients
-# combine posted calls on TCP lanes) and with VGPU_TCP_COMBINE_US=0, so the
-# combining's effect shows in one session. MODELS (default resnet50,gpt2)
+# post through a sender thread on TCP lanes) and with VGPU_TCP_SENDER=0, so the
+# sender thread's effect shows in one session. MODELS (default resnet50,gpt2)
 # picks the PyTorch models; MODELS= skips them. TRANSPORTS (default
 # rings,socket,tcp) picks vgpu's transports.
 #
 # Run from the repository root on a GPU machine after gpu/stage.sh:
 #   OUT=dir [ROUNDS=3] [MODELS=resnet50] gpu/tcp_speed.sh
-# Writes $OUT/tcp-speed-{default,nocombine}.txt and .json.
+# Writes $OUT/tcp-speed-{default,nosender}.txt and .json.
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/tcp-speed-out}
@@ -19,9 +19,9 @@ mkdir -p "$OUT"
 DRIVER=${VGPU_E2E_DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}
 status=0
 MODELS=${MODELS-resnet50,gpt2}
-for run in default nocombine; do
+for run in default nosender; do
     setting=()
-    [[ $run == nocombine ]] && setting=(VGPU_TCP_COMBINE_US=0)
+    [[ $run == nosender ]] && setting=(VGPU_TCP_SENDER=0)
     env "${setting[@]}" dist/bin/vgpu bench --driver "$DRIVER" \
         --only "launch_1t,launch_sync,memcpy_256mb${MODELS:+,$MODELS}" \
         --transports "${TRANSPORTS:-rings,socket,tcp}" --rounds "$ROUNDS" \

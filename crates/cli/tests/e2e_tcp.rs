@@ -8,8 +8,8 @@
 //! kept in the client, `cuMemHostGetDevicePointer` refused, a lane
 //! connection with a wrong token refused while the session goes on,
 //! managed memory and host registration refused (no page can be shared), a
-//! killed worker, `vgpu status` over TCP, and posted calls held by a lane
-//! (combined) reaching the worker in ticket order.
+//! killed worker, `vgpu status` over TCP, and posted calls handed to the
+//! client's sender thread reaching the worker in ticket order.
 
 mod common;
 
@@ -96,11 +96,12 @@ fn tcp_session_copies_launches_threads_and_local_pinned_memory() {
     assert!(log_lines(&log, "MemShare refused").is_empty(), "{log}");
 }
 
-/// The same session with every TCP lane reading ahead
-/// (`VGPU_LANE_READAHEAD=1`: the default on hosts of 4 CPUs or more, off
-/// on CI's two): the reader thread hands over every request, in order,
-/// and the sender thread sends the large replies (the pieces of the
-/// 40 MiB copy back), with the same results.
+/// The same session as on a host of 4 CPUs or more (CI has two): every
+/// TCP lane reads ahead (`VGPU_LANE_READAHEAD=1`), so the reader thread
+/// hands over every request, in order, and the worker's sender thread
+/// sends the large replies (the pieces of the 40 MiB copy back); and the
+/// client posts through its sender thread (`VGPU_TCP_SENDER=1`). The
+/// results are the same.
 #[test]
 fn tcp_session_with_lanes_reading_ahead() {
     if is_child() {
@@ -108,6 +109,7 @@ fn tcp_session_with_lanes_reading_ahead() {
     }
     let mut h = Harness::start_tcp_with_env(&[("VGPU_LANE_READAHEAD", "1")]);
     h.env("VGPU_LOG", "1");
+    h.env("VGPU_TCP_SENDER", "1");
     let out = common::run(
         h.self_test("tcp_session_with_lanes_reading_ahead"),
         Duration::from_secs(120),
@@ -123,17 +125,18 @@ fn tcp_session_with_lanes_reading_ahead() {
     );
 }
 
-/// Posted calls that a TCP lane holds (`VGPU_TCP_COMBINE_US`, here
-/// 10 ms so that they are surely held) reach the worker before a call of
-/// another thread whose fence names them, and before the worker runs
-/// anything after a thread that ended with calls held.
+/// Posted calls that TCP lanes hand to the sender thread
+/// (`VGPU_TCP_SENDER=1`, the default on hosts of 4 CPUs or more) reach the
+/// worker before a call of another thread whose fence names them, and
+/// before the worker runs anything after a thread that ended with calls
+/// held.
 #[test]
 fn held_posted_calls_reach_the_worker_in_ticket_order() {
     if is_child() {
         return held_calls_child();
     }
     let mut h = Harness::start_tcp();
-    h.env("VGPU_TCP_COMBINE_US", "10000");
+    h.env("VGPU_TCP_SENDER", "1");
     let out = common::run(
         h.self_test("held_posted_calls_reach_the_worker_in_ticket_order"),
         Duration::from_secs(60),

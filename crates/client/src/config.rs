@@ -55,9 +55,10 @@ pub struct Config {
     /// the driver waits for that by spinning or yielding, and a futex
     /// wake-up would add several microseconds to every such wait.
     pub ring_yield: Duration,
-    /// `VGPU_TCP_COMBINE_US`: how long a plain TCP lane may hold posted
-    /// calls to write several at once (default 20 µs; 0: each at once).
-    pub tcp_combine: Duration,
+    /// `VGPU_TCP_SENDER`: `1` hands the calls a plain TCP lane posts to a
+    /// sender thread, `0` writes each on its own thread; unset: the sender
+    /// runs on hosts of at least 4 CPUs.
+    pub tcp_sender: Option<bool>,
     /// `VGPU_TCP_PIECE_KIB`: the largest piece of a copy in one frame on a
     /// TCP lane, in KiB (64 to 16384; default: the lane's own, 4 MiB).
     pub tcp_piece: Option<usize>,
@@ -89,7 +90,7 @@ impl Config {
             bad_transport: None,
             ring_spin: Duration::from_micros(50),
             ring_yield: Duration::from_micros(2000),
-            tcp_combine: Duration::from_micros(20),
+            tcp_sender: None,
             tcp_piece: None,
             copy_threads: default_copy_threads(),
             staging: true,
@@ -117,9 +118,11 @@ impl Config {
                         cfg.ring_yield = Duration::from_micros(us);
                     }
                 }
-                "VGPU_TCP_COMBINE_US" => {
-                    if let Ok(us @ 0..=10_000) = v.parse::<u64>() {
-                        cfg.tcp_combine = Duration::from_micros(us);
+                "VGPU_TCP_SENDER" => {
+                    cfg.tcp_sender = match v.as_str() {
+                        "0" => Some(false),
+                        "1" => Some(true),
+                        _ => None,
                     }
                 }
                 "VGPU_TCP_PIECE_KIB" => {
@@ -210,22 +213,16 @@ mod tests {
         assert_eq!(bad.bad_transport.as_deref(), Some("carrier-pigeon"));
         assert_eq!(config(&[]).ring_spin, Duration::from_micros(50));
         assert_eq!(config(&[]).ring_yield, Duration::from_micros(2000));
-        assert_eq!(config(&[]).tcp_combine, Duration::from_micros(20));
+        assert_eq!(config(&[]).tcp_sender, None);
+        assert_eq!(config(&[("VGPU_TCP_SENDER", "0")]).tcp_sender, Some(false));
+        assert_eq!(config(&[("VGPU_TCP_SENDER", "1")]).tcp_sender, Some(true));
+        assert_eq!(config(&[("VGPU_TCP_SENDER", "yes")]).tcp_sender, None);
         assert_eq!(config(&[]).tcp_piece, None);
         assert_eq!(
             config(&[("VGPU_TCP_PIECE_KIB", "1024")]).tcp_piece,
             Some(1 << 20)
         );
         assert_eq!(config(&[("VGPU_TCP_PIECE_KIB", "32")]).tcp_piece, None);
-        assert_eq!(
-            config(&[("VGPU_TCP_COMBINE_US", "0")]).tcp_combine,
-            Duration::ZERO
-        );
-        assert_eq!(
-            config(&[("VGPU_TCP_COMBINE_US", "99999")]).tcp_combine,
-            Duration::from_micros(20),
-            "more than 10 ms is refused"
-        );
         assert_eq!(
             config(&[("VGPU_RING_YIELD_US", "0")]).ring_yield,
             Duration::ZERO

@@ -28,11 +28,10 @@
 //! issued before it, and the worker runs nothing before the posted requests
 //! issued before it, on any thread (`crates/mediator/src/worker/order.rs`).
 //!
-//! Over plain TCP a lane holds the requests it posts for up to
-//! `VGPU_TCP_COMBINE_US` and writes several in one system call
-//! (`vgpu_transport::lane::outbox`); a request that waits for its reply
-//! first writes every lane's held requests, whose tickets its fence may
-//! name.
+//! Over plain TCP a lane may hand the requests it posts to the process's
+//! sender thread (`VGPU_TCP_SENDER`, `vgpu_transport::lane::outbox`), which
+//! writes what each lane holds in one system call; a request that waits for
+//! its reply is written by its own thread after everything its lane holds.
 //!
 //! # Events inside a call
 //!
@@ -88,6 +87,11 @@ const SOCKET_CHUNK: usize = 16 << 20;
 /// 2 MiB 3.8 / 2.5, 4 MiB 4.4 / 4.4, 8 MiB 4.4 / 4.0, 16 MiB 2.9 / 3.8).
 const TCP_CHUNK: usize = 4 << 20;
 
+/// CPUs a host needs for TCP lanes to post through a sender thread by
+/// default: the thread polls for a while after each write, and on fewer
+/// CPUs it takes its time from the application and the worker.
+const SENDER_CPUS: usize = 4;
+
 /// The feature bits this client asks for.
 pub fn hello_features(cfg: &Config) -> u64 {
     match cfg.transport {
@@ -111,8 +115,9 @@ pub struct Lanes {
     rings_only: bool,
     spin: Duration,
     yield_for: Duration,
-    /// How long a plain TCP lane holds posted frames (`VGPU_TCP_COMBINE_US`).
-    combine: Duration,
+    /// Plain TCP lanes hand posted frames to a sender thread
+    /// (`VGPU_TCP_SENDER`; by default on hosts of [`SENDER_CPUS`] or more).
+    tcp_sender: bool,
     /// The largest piece of a copy on a TCP lane (`VGPU_TCP_PIECE_KIB`).
     tcp_piece: usize,
     /// Lanes opened, replies awaited and requests posted, for the trace
@@ -147,7 +152,9 @@ impl Lanes {
             rings_only,
             spin: cfg.ring_spin,
             yield_for: cfg.ring_yield,
-            combine: cfg.tcp_combine,
+            tcp_sender: cfg.tcp_sender.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, usize::from) >= SENDER_CPUS
+            }),
             tcp_piece: cfg.tcp_piece.unwrap_or(TCP_CHUNK),
             opened: AtomicU64::new(0),
             counting: cfg.trace.is_some(),
@@ -234,7 +241,11 @@ impl Session {
             FrameLane::socket(ch)
         } else if reply.kind == lane_kind::TCP {
             let ch = crate::remote::open_lane(&control, &reply).map_err(|e| fail(e.into()))?;
-            FrameLane::combining(ch, self.lanes.combine)
+            if self.lanes.tcp_sender {
+                FrameLane::combining(ch)
+            } else {
+                FrameLane::buffered_socket(ch)
+            }
         } else {
             let fd = control.recv_fd().map_err(|e| fail(e.into()))?;
             if self.lanes.rings_only {

@@ -50,12 +50,12 @@
 //! (below) writes few, large segments, and the worker reads them buffered:
 //! 2,365,000 launches/s, against 331,000 with neither.
 //!
-//! # Combining posted frames on TCP
+//! # Posting through a sender thread on TCP
 //!
-//! The client's end of a plain TCP lane ([`FrameLane::combining`]) holds
-//! the frames it posts ([`FrameLane::post`]) in an outbox and writes several
-//! at once, at most a short delay later, and before any frame that waits
-//! for its reply ([`outbox`]).
+//! The client's end of a plain TCP lane ([`FrameLane::combining`]) may hand
+//! the frames it posts ([`FrameLane::post`]) to the process's sender thread,
+//! which writes all that a lane holds in one call, and always before a
+//! frame of that lane that waits for its reply ([`outbox`]).
 //!
 //! # Looking for a hang-up before writing
 //!
@@ -69,7 +69,6 @@
 use std::io::{BufReader, IoSlice, Read};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::shm_ring::Ring;
 use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
@@ -166,17 +165,17 @@ impl FrameLane {
     }
 
     /// The client's end of a plain TCP lane whose posted frames
-    /// ([`FrameLane::post`]) are combined for up to `delay`
+    /// ([`FrameLane::post`]) go through the process's sender thread
     /// ([`outbox`]); read as [`FrameLane::buffered_socket`]. Any other
-    /// channel, a zero delay, or a process that cannot start the flusher
-    /// gives a [`FrameLane::buffered_socket`] lane.
-    pub fn combining(ch: Channel, delay: Duration) -> FrameLane {
+    /// channel, or a process that cannot start the sender, gives a
+    /// [`FrameLane::buffered_socket`] lane.
+    pub fn combining(ch: Channel) -> FrameLane {
         let writer = match &ch.stream {
-            crate::unix::Stream::Tcp(_) if !delay.is_zero() => ch.try_clone(),
+            crate::unix::Stream::Tcp(_) => ch.try_clone(),
             _ => None,
         };
         let mut lane = FrameLane::buffered_socket(ch);
-        lane.outbox = writer.and_then(|w| Outbox::new(w, delay));
+        lane.outbox = writer.and_then(Outbox::new);
         lane
     }
 
@@ -274,8 +273,8 @@ impl FrameLane {
     }
 
     /// Sends a posted frame, one whose reply is not awaited: on a combining
-    /// lane it may be held for up to the lane's delay ([`outbox`]), on any
-    /// other it is [`FrameLane::send`].
+    /// lane it may be handed to the process's sender thread ([`outbox`]),
+    /// on any other it is [`FrameLane::send`].
     pub fn post(
         &mut self,
         parts: &[&[u8]],

@@ -1,114 +1,114 @@
-//! Combining posted frames on a TCP lane ([`super::FrameLane::combining`]).
+//! Posting on a TCP lane through the process's sender thread
+//! ([`super::FrameLane::combining`]).
 //!
 //! Over TCP the `sendmsg(2)` of a frame is most of what a posted call costs
-//! the application's thread: on one host the kernel runs the receiving
-//! side of TCP inside the sender's call. A combining lane writes its posted
-//! frames through an [`Outbox`], which holds them and writes several in one
-//! call:
+//! the application's thread: on one host the kernel runs the receiving side
+//! of TCP inside the sender's call. A combining lane hands its posted frames
+//! to one sender thread per process instead, through the lane's outbox:
 //!
-//! - A frame posted on a quiet lane goes at once: the worker may have
-//!   nothing else to run. A lane is quiet once it wrote nothing for the
-//!   outbox's delay, and after it read a reply (the worker's thread was
-//!   waiting on it).
-//! - Later frames wait in the outbox. It is written when a frame that waits
-//!   for its reply goes (in the same write), when it holds [`FULL`] bytes,
-//!   when a post finds its oldest frame older than the delay, and otherwise
-//!   by the process's flusher thread once the delay has passed. So a frame
-//!   waits at most about one delay, and a burst of posts costs one system
-//!   call per delay instead of one per frame.
-//! - A frame that waits for its reply is sent after the other lanes'
-//!   outboxes are written (without waiting for room in their sockets): its
-//!   fence may name tickets they hold, and the worker runs it only after
-//!   those.
+//! - While the sender is awake, a post appends its frame to the outbox and
+//!   returns, with no system call. The sender writes all that an outbox
+//!   holds in one call; frames posted while it writes go in its next one.
+//!   So a burst of posts costs few writes, and no frame waits for a timer:
+//!   a frame waits at most for the write before it.
+//! - While the sender sleeps, a post writes its frame itself, as a lane
+//!   without an outbox does, and wakes the sender for the posts that
+//!   follow. The sender polls for [`SPIN`] after its last write before it
+//!   sleeps again.
+//! - A frame that waits for its reply is written by its own thread, after
+//!   everything its lane holds. Frames other lanes hold, whose tickets its
+//!   fence may name, are being written by the sender meanwhile.
 //!
-//! A failed write is kept and returned by the lane's next send or read, as
-//! a posted frame's own failed send would be; the session ends there.
-//!
-//! # The flusher
-//!
-//! One thread per process sleeps while no outbox holds bytes. Woken by the
-//! post that starts a batch, it sleeps one delay, writes the outboxes whose
-//! oldest frame is due, and goes on while any holds bytes and for
-//! [`STAY_AWAKE`] after: posts that start batches meanwhile need no system
-//! call to wake it, and a post's wake-up costs about as much as the write
-//! it saves. It writes
-//! without waiting for room (`MSG_DONTWAIT`) and keeps what does not fit
-//! for its next round: a worker lane whose socket is full may be waiting
-//! for a ticket held in another outbox, so the flusher must never stall on
-//! one socket. It holds no outbox's lock while it sleeps, and only tries
-//! each lock, so it never waits for an application thread either.
+//! The sender never waits for room in a socket (`MSG_DONTWAIT`): a lane
+//! whose worker reads nothing may be waiting for a ticket that another
+//! outbox holds, so the sender must reach every outbox. What a socket does
+//! not take stays for the sender's next round, and before any later byte
+//! of its lane. It never waits for an application thread either: it only
+//! tries a lane's writing lock. A write that fails on a lane's behalf is
+//! returned by that lane's next post or send, and the session ends there.
 //!
 //! A lane dropped with frames held (its thread ended) writes them first.
 //!
 //! # Fork
 //!
-//! A child never touches its parent's outboxes, flusher or their locks (a
+//! A child never touches its parent's outboxes, sender or their locks (a
 //! lock that a parent's thread held at the fork stays held in the child):
-//! outboxes and the flusher belong to a per-process registry, found by
+//! outboxes and the sender belong to a per-process registry, found by
 //! process id, and a child's first combining lane makes a fresh one. A lane
-//! inherited across the fork drops its held frames unwritten: they are the
+//! inherited across the fork drops what it holds unwritten: it is the
 //! parent's.
 
 use std::io::IoSlice;
-use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::{Channel, TransportError};
 
-/// Bytes an outbox holds before a post writes them, however young.
-pub const FULL: usize = 32 << 10;
+/// How long the sender polls for posts after its last write before it
+/// sleeps.
+pub const SPIN: Duration = Duration::from_micros(100);
 
-/// How long the flusher goes on waking every delay once nothing is held,
-/// before it sleeps until a post wakes it.
-const STAY_AWAKE: Duration = Duration::from_millis(5);
+/// How long the sender naps between rounds while a socket takes no more
+/// bytes.
+const BLOCKED_NAP: Duration = Duration::from_micros(50);
 
-/// The flusher's timer slack: a sleep of one delay (tens of microseconds)
-/// must not stretch by the default 50 µs.
-const SLACK_NS: u64 = 1_000;
-
-/// A combining lane's posted frames not yet written (module documentation).
+/// A combining lane's writing side (module documentation).
 #[derive(Debug)]
 pub struct Outbox {
+    /// Frames posted and not yet taken by a write.
     held: Mutex<Held>,
-    delay: Duration,
+    /// The socket, and bytes a write took but the socket did not: locked
+    /// for every write, so bytes leave in the order they were posted.
+    wire: Mutex<Wire>,
     /// The process that made it: only that one writes what it holds.
     pid: u32,
     registry: &'static Registry,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Held {
-    /// A second descriptor of the lane's socket, used only to write.
-    ch: Channel,
     bytes: Vec<u8>,
-    /// When the oldest byte held came; `None` while empty.
-    since: Option<Instant>,
-    /// When bytes last left.
-    sent: Option<Instant>,
-    /// Why a write on this lane's behalf failed, for its next send.
+    /// Why a write on this lane's behalf failed, for its next post or send.
     failed: Option<std::io::ErrorKind>,
 }
 
+#[derive(Debug)]
+struct Wire {
+    /// A second descriptor of the lane's socket, used only to write.
+    ch: Channel,
+    /// Bytes taken from `held` whose first `done` are written.
+    rest: Vec<u8>,
+    done: usize,
+}
+
+/// What one look of the sender at an outbox found.
+#[derive(Debug, PartialEq, Eq)]
+enum Look {
+    /// Nothing to write, or its own thread is writing.
+    Nothing,
+    /// Everything it held is written.
+    Sent,
+    /// Its socket took no more; bytes remain.
+    Blocked,
+}
+
 impl Outbox {
-    /// An outbox writing on `ch` (a plain TCP socket) that holds frames for
-    /// up to `delay`; `None` when the process has no flusher thread and
-    /// cannot start one (the lane then writes each frame at once).
-    pub fn new(ch: Channel, delay: Duration) -> Option<Arc<Outbox>> {
+    /// An outbox writing on `ch` (a plain TCP socket); `None` when the
+    /// process has no sender thread and cannot start one (the lane then
+    /// writes each frame itself).
+    pub fn new(ch: Channel) -> Option<Arc<Outbox>> {
         let registry = Registry::of_this_process();
         if !registry.start() {
             return None;
         }
         let out = Arc::new(Outbox {
-            held: Mutex::new(Held {
+            held: Mutex::new(Held::default()),
+            wire: Mutex::new(Wire {
                 ch,
-                bytes: Vec::new(),
-                since: None,
-                sent: None,
-                failed: None,
+                rest: Vec::new(),
+                done: 0,
             }),
-            delay,
             pid: std::process::id(),
             registry,
         });
@@ -116,175 +116,139 @@ impl Outbox {
         Some(out)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Held> {
+    fn held(&self) -> MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Posts a frame, the concatenation of `parts`: written at once on a
-    /// quiet lane, held otherwise (module documentation).
+    /// Posts a frame, the concatenation of `parts`: handed to the sender
+    /// while it is awake, written here otherwise (module documentation).
     pub fn post(&self, parts: &[&[u8]]) -> Result<(), TransportError> {
-        let mut held = self.lock();
-        held.take_failure()?;
-        let now = Instant::now();
-        let quiet = held.bytes.is_empty()
-            && held
-                .sent
-                .is_none_or(|t| now.duration_since(t) >= self.delay);
-        if quiet {
-            return held.write_all(parts, true, self.registry);
+        let registry = self.registry;
+        if !registry.awake.load(Ordering::SeqCst) {
+            self.send_now(parts, true)?;
+            registry.wake();
+            return Ok(());
         }
+        let mut held = self.held();
+        take_failure(&mut held)?;
+        let first = held.bytes.is_empty();
         for part in parts {
             held.bytes.extend_from_slice(part);
         }
-        let started = held.since.is_none();
-        let since = *held.since.get_or_insert(now);
-        if started {
-            self.registry.pending.fetch_add(1, Ordering::SeqCst);
-        }
-        if held.bytes.len() >= FULL || now.duration_since(since) >= self.delay {
-            return held.write_all(&[], true, self.registry);
-        }
         drop(held);
-        if started {
-            self.registry.arm();
+        if first {
+            registry.pending.fetch_add(1, Ordering::SeqCst);
+        }
+        // The sender may have gone to sleep since the look above; it then
+        // sees `pending` or is woken here (`Registry::park`).
+        if !registry.awake.load(Ordering::SeqCst) {
+            registry.wake();
         }
         Ok(())
     }
 
-    /// Sends a frame at once, after everything held and after the other
-    /// lanes' held frames (module documentation). `look`: first fail with
-    /// `BrokenPipe` if the peer hung up.
+    /// Writes a frame at once, after everything this lane holds, waiting
+    /// for room. `look`: first fail with `BrokenPipe` if the peer hung up.
     pub fn send_now(&self, parts: &[&[u8]], look: bool) -> Result<(), TransportError> {
-        self.registry.flush_others(self);
-        let mut held = self.lock();
-        held.take_failure()?;
-        held.write_all(parts, look, self.registry)
-    }
-
-    /// Writes what is held, before this lane reads. The lane counts as
-    /// quiet from then on: its worker thread answers what it waits for,
-    /// and the next post goes at once.
-    pub fn flush(&self) -> Result<(), TransportError> {
-        let mut held = self.lock();
-        held.take_failure()?;
-        let written = if held.bytes.is_empty() {
+        let mut wire = self.wire.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = {
+            let mut held = self.held();
+            take_failure(&mut held)?;
+            self.registry.take(&mut held.bytes)
+        };
+        let Wire { ch, rest, done } = &mut *wire;
+        let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
+        for bytes in [&rest[*done..], &taken[..]] {
+            if !bytes.is_empty() {
+                all.push(bytes);
+            }
+        }
+        all.extend_from_slice(parts);
+        let written = if all.iter().all(|p| p.is_empty()) {
             Ok(())
         } else {
-            held.write_all(&[], false, self.registry)
+            super::write_parts(ch, &all, look)
         };
-        held.sent = None;
+        rest.clear();
+        *done = 0;
         written
     }
 
-    /// For the flusher and other lanes: writes what is held, without
-    /// waiting for room, if its oldest frame is at least one delay old at
-    /// `now` or `any_age`. Returns whether bytes are still held, or the
-    /// lock was busy.
-    fn flush_if_due(&self, now: Instant, any_age: bool) -> bool {
-        let Ok(mut held) = self.held.try_lock() else {
-            return true;
+    /// Writes what this lane holds, before it reads.
+    pub fn flush(&self) -> Result<(), TransportError> {
+        self.send_now(&[], false)
+    }
+
+    /// For the sender: writes what is held, as far as the socket takes it
+    /// now.
+    fn look(&self) -> Look {
+        let Ok(mut wire) = self.wire.try_lock() else {
+            return Look::Nothing;
         };
-        let due = |s: Instant| any_age || now.saturating_duration_since(s) >= self.delay;
-        if held.since.is_some_and(due) {
-            held.write_nowait(self.registry);
+        if wire.rest.is_empty() {
+            let mut held = self.held();
+            if held.bytes.is_empty() {
+                return Look::Nothing;
+            }
+            std::mem::swap(&mut wire.rest, &mut held.bytes);
+            self.registry.pending.fetch_sub(1, Ordering::SeqCst);
         }
-        held.since.is_some()
+        let Wire { ch, rest, done } = &mut *wire;
+        let failure = loop {
+            if *done == rest.len() {
+                break None;
+            }
+            match ch.write_vectored_nowait(&[IoSlice::new(&rest[*done..])]) {
+                Ok(0) => break Some(std::io::ErrorKind::WriteZero),
+                Ok(n) => *done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Look::Blocked,
+                Err(e) => break Some(e.kind()),
+            }
+        };
+        rest.clear();
+        *done = 0;
+        if let Some(kind) = failure {
+            // Dropped with what follows it; why is kept for the lane.
+            let mut held = self.held();
+            self.registry.take(&mut held.bytes);
+            held.failed = Some(kind);
+        }
+        Look::Sent
     }
 }
 
 impl Drop for Outbox {
     fn drop(&mut self) {
-        let held = self.held.get_mut().unwrap_or_else(|e| e.into_inner());
-        if held.since.is_some() && self.pid == std::process::id() {
-            let _ = held.write_all(&[], false, self.registry);
-        }
-        held.emptied(self.registry);
-    }
-}
-
-impl Held {
-    fn take_failure(&mut self) -> Result<(), TransportError> {
-        match self.failed.take() {
-            Some(kind) => Err(TransportError::Io(kind.into())),
-            None => Ok(()),
-        }
-    }
-
-    /// Drops what is held and notes that this outbox holds nothing.
-    fn emptied(&mut self, registry: &Registry) {
-        self.bytes.clear();
-        if self.since.take().is_some() {
-            registry.pending.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-
-    /// Writes everything held, then `parts`, in one vectored write where
-    /// the socket takes it, waiting for room.
-    fn write_all(
-        &mut self,
-        parts: &[&[u8]],
-        look: bool,
-        registry: &Registry,
-    ) -> Result<(), TransportError> {
-        let Held { ch, bytes, .. } = self;
-        let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
-        if !bytes.is_empty() {
-            all.push(bytes);
-        }
-        all.extend_from_slice(parts);
-        let written = super::write_parts(ch, &all, look);
-        self.emptied(registry);
-        self.sent = Some(Instant::now());
-        written
-    }
-
-    /// Writes as much of what is held as the socket takes now; keeps the
-    /// rest, or the failure for the lane's next send.
-    fn write_nowait(&mut self, registry: &Registry) {
-        let mut done = 0;
-        while done < self.bytes.len() {
-            let rest = [IoSlice::new(&self.bytes[done..])];
-            match self.ch.write_vectored_nowait(&rest) {
-                Ok(0) => {
-                    self.failed = Some(std::io::ErrorKind::WriteZero);
-                    break;
-                }
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    self.failed = Some(e.kind());
-                    break;
-                }
-            }
-        }
-        if done > 0 {
-            self.sent = Some(Instant::now());
-        }
-        if self.failed.is_some() || done == self.bytes.len() {
-            self.emptied(registry);
+        if self.pid == std::process::id() {
+            let _ = self.send_now(&[], false);
         } else {
-            self.bytes.drain(..done);
+            let held = self.held.get_mut().unwrap_or_else(|e| e.into_inner());
+            self.registry.take(&mut held.bytes);
         }
     }
 }
 
-/// A process's outboxes and its flusher (module documentation).
+fn take_failure(held: &mut Held) -> Result<(), TransportError> {
+    match held.failed.take() {
+        Some(kind) => Err(TransportError::Io(kind.into())),
+        None => Ok(()),
+    }
+}
+
+/// A process's outboxes and its sender thread (module documentation).
 #[derive(Debug)]
 struct Registry {
     pid: u32,
     outboxes: Mutex<Vec<Weak<Outbox>>>,
     /// Outboxes holding bytes.
     pending: AtomicUsize,
-    /// The shortest delay of an outbox, in nanoseconds: the flusher's nap.
-    delay_ns: AtomicU64,
-    /// The flusher is awake or being woken: a post that starts a batch
-    /// need not wake it.
+    /// The sender is polling: posts hand it their frames.
     awake: AtomicBool,
-    /// The flusher's wake-up: `true` once armed.
-    armed: Mutex<bool>,
+    /// Where the sender sleeps.
+    sleep: Mutex<()>,
     wake: Condvar,
-    /// Whether the flusher thread started.
+    /// Whether the sender thread started.
     started: OnceLock<bool>,
 }
 
@@ -307,9 +271,8 @@ impl Registry {
             pid,
             outboxes: Mutex::new(Vec::new()),
             pending: AtomicUsize::new(0),
-            delay_ns: AtomicU64::new(u64::MAX),
             awake: AtomicBool::new(false),
-            armed: Mutex::new(false),
+            sleep: Mutex::new(()),
             wake: Condvar::new(),
             started: OnceLock::new(),
         }));
@@ -324,101 +287,95 @@ impl Registry {
         }
     }
 
-    /// Starts the flusher thread once; whether it runs.
+    /// Starts the sender thread once; whether it runs.
     fn start(&'static self) -> bool {
         *self.started.get_or_init(|| {
             std::thread::Builder::new()
-                .name("vgpu-flush".into())
+                .name("vgpu-sender".into())
                 .spawn(move || self.run())
                 .is_ok()
         })
     }
 
     fn add(&self, out: &Arc<Outbox>) {
-        let ns = u64::try_from(out.delay.as_nanos()).unwrap_or(u64::MAX);
-        self.delay_ns.fetch_min(ns, Ordering::Relaxed);
         let mut list = self.outboxes.lock().unwrap_or_else(|e| e.into_inner());
         list.retain(|w| w.strong_count() > 0);
         list.push(Arc::downgrade(out));
     }
 
-    /// Wakes the flusher for a batch just started.
-    fn arm(&self) {
-        if self.awake.load(Ordering::SeqCst) {
-            return;
+    /// Takes an outbox's held bytes (noting that it holds none).
+    fn take(&self, bytes: &mut Vec<u8>) -> Vec<u8> {
+        if bytes.is_empty() {
+            return Vec::new();
         }
-        let mut armed = self.armed.lock().unwrap_or_else(|e| e.into_inner());
-        *armed = true;
-        self.awake.store(true, Ordering::SeqCst);
-        self.wake.notify_one();
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        std::mem::take(bytes)
     }
 
-    /// The live outboxes, for one round over them without the list's lock.
-    fn live(&self) -> Vec<Arc<Outbox>> {
-        let list = self.outboxes.lock().unwrap_or_else(|e| e.into_inner());
-        list.iter().filter_map(Weak::upgrade).collect()
+    /// Wakes the sender if it sleeps.
+    fn wake(&self) {
+        if !self.awake.swap(true, Ordering::SeqCst) {
+            let _sleeping = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_one();
+        }
     }
 
-    /// Writes the other outboxes' held bytes, as far as their sockets take
-    /// them now, before `me` sends a frame that waits for its reply.
-    fn flush_others(&self, me: &Outbox) {
-        if self.pending.load(Ordering::SeqCst) == 0 {
+    /// Sleeps until a post wakes the sender, unless one held bytes since
+    /// the sender last looked.
+    fn park(&self) {
+        let mut guard = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
+        self.awake.store(false, Ordering::SeqCst);
+        // A post that saw `awake` set before the store above counted its
+        // bytes in `pending` first; one that sees it clear wakes us.
+        if self.pending.load(Ordering::SeqCst) > 0 {
+            self.awake.store(true, Ordering::SeqCst);
             return;
         }
-        let now = Instant::now();
-        for out in self.live() {
-            if !std::ptr::eq(Arc::as_ptr(&out), me) {
-                out.flush_if_due(now, true);
+        while !self.awake.load(Ordering::SeqCst) {
+            guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// One round over the live outboxes: whether any was written, and
+    /// whether any socket took no more.
+    fn round(&self) -> (bool, bool) {
+        let live: Vec<Arc<Outbox>> = {
+            let list = self.outboxes.lock().unwrap_or_else(|e| e.into_inner());
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        let (mut sent, mut blocked) = (false, false);
+        for out in live {
+            match out.look() {
+                Look::Nothing => {}
+                Look::Sent => sent = true,
+                Look::Blocked => blocked = true,
             }
         }
-    }
-
-    /// One round of the flusher: writes every outbox whose oldest frame is
-    /// due; whether any still holds bytes.
-    fn flush_due(&self) -> bool {
-        let now = Instant::now();
-        let mut busy = false;
-        for out in self.live() {
-            busy |= out.flush_if_due(now, false);
-        }
-        busy
+        (sent, blocked)
     }
 
     fn run(&self) {
-        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(SLACK_NS));
+        let mut last = Instant::now();
         loop {
-            {
-                let mut armed = self.armed.lock().unwrap_or_else(|e| e.into_inner());
-                while !*armed {
-                    armed = self.wake.wait(armed).unwrap_or_else(|e| e.into_inner());
+            if self.pending.load(Ordering::SeqCst) == 0 {
+                if last.elapsed() < SPIN {
+                    std::hint::spin_loop();
+                    continue;
                 }
+                let (_, blocked) = self.round();
+                if blocked {
+                    std::thread::sleep(BLOCKED_NAP);
+                    continue;
+                }
+                self.park();
+                last = Instant::now();
+                continue;
             }
-            let nap = Duration::from_nanos(self.delay_ns.load(Ordering::Relaxed))
-                .min(Duration::from_secs(1));
-            // Awake for at least STAY_AWAKE after the last held bytes: a
-            // post that starts a batch then finds `awake` set and makes no
-            // system call to wake this thread.
-            let mut idle = Duration::ZERO;
-            while idle < STAY_AWAKE {
-                std::thread::sleep(nap);
-                idle = if self.flush_due() {
-                    Duration::ZERO
-                } else {
-                    idle + nap
-                };
-            }
-            // Nothing held for a while: sleep until the next batch. A post that held
-            // bytes after the round above looked at its outbox sees
-            // `awake` false (its outbox's lock orders the two) and wakes
-            // this thread; one that held them before is seen by this
-            // second round.
-            {
-                let mut armed = self.armed.lock().unwrap_or_else(|e| e.into_inner());
-                *armed = false;
-                self.awake.store(false, Ordering::SeqCst);
-            }
-            if self.flush_due() {
-                self.arm();
+            let (sent, blocked) = self.round();
+            if sent {
+                last = Instant::now();
+            } else if blocked {
+                std::thread::sleep(BLOCKED_NAP);
             }
         }
     }
@@ -431,8 +388,8 @@ mod tests {
 
     use super::*;
 
-    /// The tests share this process's registry, and a frame sent now by
-    /// one writes the others' held frames: they run one at a time.
+    /// The tests share this process's registry and sender: they run one at
+    /// a time.
     static SERIAL: Mutex<()> = Mutex::new(());
 
     fn serial() -> MutexGuard<'static, ()> {
@@ -440,12 +397,15 @@ mod tests {
     }
 
     /// An outbox on one end of a loopback TCP connection, and the other end.
-    fn pair(delay: Duration) -> (Arc<Outbox>, TcpStream) {
+    fn pair() -> (Arc<Outbox>, TcpStream) {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen");
         let ours = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (theirs, _) = listener.accept().expect("accept");
+        theirs
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
         let ch = Channel::from_tcp(ours).expect("tuned");
-        (Outbox::new(ch, delay).expect("a flusher"), theirs)
+        (Outbox::new(ch).expect("a sender"), theirs)
     }
 
     fn read_n(peer: &mut TcpStream, n: usize) -> Vec<u8> {
@@ -454,95 +414,87 @@ mod tests {
         v
     }
 
-    #[test]
-    fn a_quiet_lane_writes_at_once_and_a_burst_is_held_then_flushed() {
-        let _one = serial();
-        let (out, mut peer) = pair(Duration::from_millis(200));
-        out.post(&[b"one"]).expect("posted");
-        // The first frame of a quiet lane is on the wire already.
-        peer.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        assert_eq!(read_n(&mut peer, 3), b"one");
-        // The next ones are held: nothing comes within a short wait.
-        out.post(&[b"tw", b"o"]).expect("posted");
-        out.post(&[b"three"]).expect("posted");
-        peer.set_nonblocking(true).expect("nonblocking");
-        let mut byte = [0u8; 1];
-        assert!(
-            peer.read(&mut byte).is_err(),
-            "a held frame was written before its delay"
-        );
-        peer.set_nonblocking(false).expect("blocking");
-        // The flusher writes them once the delay has passed.
-        assert_eq!(read_n(&mut peer, 8), b"twothree");
+    /// Frames `0..n`, each four bytes: its number.
+    fn frames(n: u32) -> Vec<[u8; 4]> {
+        (0..n).map(u32::to_le_bytes).collect()
     }
 
     #[test]
-    fn a_frame_sent_now_follows_what_was_held() {
+    fn posted_frames_arrive_whole_and_in_order_whoever_writes_them() {
         let _one = serial();
-        let (out, mut peer) = pair(Duration::from_secs(60));
-        out.post(&[b"a"]).expect("posted");
-        out.post(&[b"b"]).expect("held");
-        out.post(&[b"c"]).expect("held");
-        out.send_now(&[b"D"], false).expect("sent");
-        peer.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        assert_eq!(read_n(&mut peer, 4), b"abcD");
-    }
-
-    #[test]
-    fn a_full_outbox_is_written_by_the_post() {
-        let _one = serial();
-        let (out, mut peer) = pair(Duration::from_secs(60));
-        out.post(&[b"x"]).expect("posted");
-        let frame = vec![7u8; 1000];
-        let frames = FULL / frame.len() + 1;
-        for _ in 0..frames {
-            out.post(&[&frame]).expect("posted");
+        let (out, mut peer) = pair();
+        // Posts come in bursts and pauses, so that both the posting thread
+        // (sender asleep) and the sender (awake) write some.
+        let all = frames(20_000);
+        for (i, f) in all.iter().enumerate() {
+            out.post(&[&f[..2], &f[2..]]).expect("posted");
+            if i % 5000 == 4999 {
+                std::thread::sleep(SPIN * 20);
+            }
         }
-        peer.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        let got = read_n(&mut peer, 1 + frames * frame.len());
-        assert!(got[1..].iter().all(|&b| b == 7));
+        let got = read_n(&mut peer, all.len() * 4);
+        assert_eq!(got, all.concat());
     }
 
     #[test]
-    fn another_lanes_frame_sent_now_writes_this_lanes_held_frames_first() {
+    fn a_frame_sent_now_follows_what_the_lane_posted() {
         let _one = serial();
-        let (a, mut peer_a) = pair(Duration::from_secs(60));
-        let (b, mut peer_b) = pair(Duration::from_secs(60));
-        a.post(&[b"1"]).expect("posted");
-        a.post(&[b"2"]).expect("held");
-        b.send_now(&[b"sync"], false).expect("sent");
-        peer_a
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        assert_eq!(read_n(&mut peer_a, 2), b"12");
-        assert_eq!(read_n(&mut peer_b, 4), b"sync");
+        let (out, mut peer) = pair();
+        let all = frames(1000);
+        for f in &all {
+            out.post(&[f]).expect("posted");
+        }
+        out.send_now(&[b"sync"], false).expect("sent");
+        let got = read_n(&mut peer, all.len() * 4 + 4);
+        assert_eq!(&got[..all.len() * 4], &all.concat()[..]);
+        assert_eq!(&got[all.len() * 4..], b"sync");
     }
 
     #[test]
     fn a_dropped_outbox_writes_what_it_held() {
         let _one = serial();
-        let (out, mut peer) = pair(Duration::from_secs(60));
-        out.post(&[b"p"]).expect("posted");
-        out.post(&[b"q"]).expect("held");
+        let (out, mut peer) = pair();
+        let all = frames(1000);
+        for f in &all {
+            out.post(&[f]).expect("posted");
+        }
         drop(out);
-        peer.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        assert_eq!(read_n(&mut peer, 2), b"pq");
+        assert_eq!(read_n(&mut peer, all.len() * 4), all.concat());
     }
 
     #[test]
-    fn a_failed_write_on_the_lanes_behalf_comes_back_at_its_next_send() {
+    fn a_full_socket_holds_up_only_its_own_lane() {
         let _one = serial();
-        let (out, peer) = pair(Duration::from_millis(20));
-        out.post(&[b"a"]).expect("written at once");
-        out.post(&[b"b"]).expect("held");
-        // Closed with "a" unread: the peer resets the connection, and the
-        // flusher's write of "b" fails.
+        // Lane a's peer reads nothing until lane b's frames came: the
+        // sender must keep writing b while a's socket is full.
+        let (a, mut peer_a) = pair();
+        let (b, mut peer_b) = pair();
+        let big = vec![7u8; 64 << 10];
+        let posts = 200; // 12.8 MiB: more than a's socket buffers take
+        for _ in 0..posts {
+            a.post(&[&big]).expect("posted on a");
+        }
+        b.post(&[b"b1"]).expect("posted on b");
+        b.post(&[b"b2"]).expect("posted on b");
+        assert_eq!(read_n(&mut peer_b, 4), b"b1b2");
+        let got = read_n(&mut peer_a, posts * big.len());
+        assert!(got.iter().all(|&x| x == 7));
+    }
+
+    #[test]
+    fn a_failed_write_on_the_lanes_behalf_comes_back_at_its_next_post() {
+        let _one = serial();
+        let (out, peer) = pair();
+        out.post(&[b"a"]).expect("written");
+        // Closed with "a" unread: the peer resets the connection.
         drop(peer);
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(out.flush().is_err(), "the flusher's failure was lost");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < deadline, "no failure came back");
+            if out.post(&[b"more"]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
