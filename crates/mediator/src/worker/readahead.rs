@@ -11,7 +11,9 @@
 //! The reader hands requests over a channel of [`AHEAD`] places: it
 //! reads on while the runner runs, without waiting for each hand-over (a
 //! channel without places makes the two threads meet, and wake each other,
-//! once per request, which costs a small request more than its read). A
+//! once per request, which costs a small request more than its read). When
+//! the channel is full it polls for a place before it sleeps, for the same
+//! reason (`put`). A
 //! lane holds at most `AHEAD + 2` requests' bytes. The requests' buffers go back and forth between the two threads
 //! and are reused ([`vgpu_proto::Blob`]). A request that carries a
 //! descriptor ([`vgpu_proto::Op::takes_fd`]) has it read right
@@ -25,7 +27,7 @@
 use std::io::{BufReader, ErrorKind, Read};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -281,7 +283,28 @@ fn send(
         Err(e) => Err(e),
     };
     let failed = frame.is_err();
-    out.send(frame).is_ok() && !failed
+    put(out, frame) && !failed
+}
+
+/// Puts `item` in the channel, polling for a free place for
+/// [`SOCKET_SPIN`] before sleeping on one: a reader asleep on a full
+/// channel is woken by each of the runner's takes, a system call on the
+/// runner's thread per request (one thread posting empty launches over TCP
+/// on an H100: 0.71x native with it). Whether the runner is still there.
+fn put<T>(out: &SyncSender<T>, item: T) -> bool {
+    let start = Instant::now();
+    let mut item = item;
+    loop {
+        match out.try_send(item) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) if start.elapsed() < SOCKET_SPIN => {
+                item = back;
+                std::hint::spin_loop();
+            }
+            Err(TrySendError::Full(back)) => return out.send(back).is_ok(),
+        }
+    }
 }
 
 /// Reads one request from `r` (a TCP lane's: no descriptor follows) and
