@@ -15,8 +15,10 @@
 //!   without an outbox does, and wakes the sender for the posts that
 //!   follow. The sender polls for [`SPIN`] after its last write before it
 //!   sleeps again.
-//! - A frame that waits for its reply is written by its own thread, after
-//!   everything its lane holds. Frames other lanes hold, whose tickets its
+//! - A frame that waits for its reply, and a posted frame of [`LARGE`]
+//!   bytes or more (a piece of an asynchronous copy, which the outbox would
+//!   copy once more), is written by its own thread, after everything its
+//!   lane holds. Frames other lanes hold, whose tickets its
 //!   fence may name, are being written by the sender meanwhile.
 //!
 //! The sender never waits for room in a socket (`MSG_DONTWAIT`): a lane
@@ -48,6 +50,11 @@ use crate::{Channel, TransportError};
 /// How long the sender polls for posts after its last write before it
 /// sleeps.
 pub const SPIN: Duration = Duration::from_micros(100);
+
+/// Posted frames of at least this many bytes (an asynchronous copy's
+/// pieces) are written by the posting thread, from its memory: handing
+/// them over would copy them once more.
+pub const LARGE: usize = 64 << 10;
 
 /// How long the sender naps between rounds while a socket takes no more
 /// bytes.
@@ -124,6 +131,12 @@ impl Outbox {
     /// while it is awake, written here otherwise (module documentation).
     pub fn post(&self, parts: &[&[u8]]) -> Result<(), TransportError> {
         let registry = self.registry;
+        let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+        if len >= LARGE {
+            // A copy's piece: written from the caller's memory as it is,
+            // never copied into the outbox.
+            return self.send_now(parts, true);
+        }
         if !registry.awake.load(Ordering::SeqCst) {
             self.send_now(parts, true)?;
             registry.wake();
@@ -451,6 +464,24 @@ mod tests {
     }
 
     #[test]
+    fn a_large_posted_frame_is_written_by_its_thread_after_what_was_held() {
+        let _one = serial();
+        let (out, mut peer) = pair();
+        let small = frames(1000);
+        let big = vec![9u8; LARGE];
+        for f in &small {
+            out.post(&[f]).expect("posted");
+        }
+        out.post(&[&big[..10], &big[10..]]).expect("posted");
+        out.post(&[b"tail"]).expect("posted");
+        let got = read_n(&mut peer, small.len() * 4 + LARGE + 4);
+        let (head, rest) = got.split_at(small.len() * 4);
+        assert_eq!(head, &small.concat()[..]);
+        assert_eq!(&rest[..LARGE], &big[..]);
+        assert_eq!(&rest[LARGE..], b"tail");
+    }
+
+    #[test]
     fn a_dropped_outbox_writes_what_it_held() {
         let _one = serial();
         let (out, mut peer) = pair();
@@ -469,8 +500,8 @@ mod tests {
         // sender must keep writing b while a's socket is full.
         let (a, mut peer_a) = pair();
         let (b, mut peer_b) = pair();
-        let big = vec![7u8; 64 << 10];
-        let posts = 200; // 12.8 MiB: more than a's socket buffers take
+        let big = vec![7u8; LARGE / 2];
+        let posts = 400; // 12.8 MiB: more than a's socket buffers take
         for _ in 0..posts {
             a.post(&[&big]).expect("posted on a");
         }
