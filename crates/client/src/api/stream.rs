@@ -202,18 +202,15 @@ pub unsafe fn stream_is_capturing(
     st: CUstream,
     status: *mut CUstreamCaptureStatus,
 ) -> CuResult<()> {
-    let s = runtime().session()?;
-    non_null(status)?;
-    let answer = if no_capture_open(s, id(st)) {
-        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
-    } else {
-        let r = stream_is_capturing::Request {
-            hstream: U64::new(id(st)),
-        };
-        CUstreamCaptureStatus(s.request(&r, &[])?.0.capture_status.get())
+    let r = stream_is_capturing::Request {
+        hstream: U64::new(id(st)),
     };
-    // SAFETY: checked non-NULL; the application's out-pointer.
-    unsafe { write_out(status, answer) }
+    // SAFETY: as this function's.
+    unsafe {
+        answer_capturing(status, id(st), |s| {
+            Ok(s.request(&r, &[])?.0.capture_status.get())
+        })
+    }
 }
 
 /// `cuStreamIsCapturing_ptsz`: as [`stream_is_capturing`], NULL being the
@@ -225,17 +222,36 @@ pub unsafe fn stream_is_capturing_ptsz(
     st: CUstream,
     status: *mut CUstreamCaptureStatus,
 ) -> CuResult<()> {
+    let r = stream_is_capturing_ptsz::Request {
+        hstream: U64::new(id(st)),
+    };
+    // SAFETY: as this function's.
+    unsafe {
+        answer_capturing(status, id_ptsz(st), |s| {
+            Ok(s.request(&r, &[])?.0.capture_status.get())
+        })
+    }
+}
+
+/// Writes whether stream `sid` is capturing to `status`: none while no
+/// capture is open and the stream is one the driver takes, else what
+/// `ask` gets from the worker.
+///
+/// # Safety
+/// `status` is NULL or valid for a write.
+unsafe fn answer_capturing(
+    status: *mut CUstreamCaptureStatus,
+    sid: u64,
+    ask: impl FnOnce(&crate::runtime::Session) -> CuResult<u32>,
+) -> CuResult<()> {
     let s = runtime().session()?;
     non_null(status)?;
-    let answer = if no_capture_open(s, id_ptsz(st)) {
+    let answer = if no_capture_open(s, sid) {
         CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
     } else {
-        let r = stream_is_capturing_ptsz::Request {
-            hstream: U64::new(id(st)),
-        };
-        CUstreamCaptureStatus(s.request(&r, &[])?.0.capture_status.get())
+        CUstreamCaptureStatus(ask(s)?)
     };
-    // SAFETY: checked non-NULL; the application's out-pointer.
+    // SAFETY: checked non-NULL; the caller's out-pointer.
     unsafe { write_out(status, answer) }
 }
 
