@@ -9,7 +9,7 @@
 # rings,socket,tcp) picks vgpu's transports.
 #
 # Run from the repository root on a GPU machine after gpu/stage.sh:
-#   OUT=dir [ROUNDS=3] [MODELS=resnet50] gpu/tcp_speed.sh
+#   OUT=dir [ROUNDS=3] [MODELS=resnet50] [MODEL_ROUNDS=1] gpu/tcp_speed.sh
 # Writes $OUT/tcp-speed-{default,nosender}.txt and .json.
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -24,7 +24,7 @@ for run in default nosender; do
     [[ $run == nosender ]] && setting=(VGPU_TCP_SENDER=0)
     env "${setting[@]}" dist/bin/vgpu bench --driver "$DRIVER" \
         --only "launch_1t,launch_sync,memcpy_256mb${MODELS:+,$MODELS}" \
-        --transports "${TRANSPORTS:-rings,socket,tcp}" --rounds "$ROUNDS" \
+        --transports "${TRANSPORTS:-rings,socket,tcp}" --rounds "$ROUNDS" --model-rounds "${MODEL_ROUNDS:-1}" \
         --json "$OUT/tcp-speed-$run.json" --log-dir "$OUT/logs-$run" \
         >"$OUT/tcp-speed-$run.txt" 2>&1 || status=1
     echo "=== $run"

@@ -272,10 +272,15 @@ pub struct BenchArgs {
     /// Rounds of each C benchmark. A round runs the native side, then each
     /// transport, so a machine that drifts (clocks, other load) moves both
     /// sides alike; each figure is the median over the rounds. Cold start
-    /// takes its own median over fresh processes and the PyTorch models run
-    /// once. Every round's value is in the JSON report.
+    /// takes its own median over fresh processes. Every round's value is in
+    /// the JSON report.
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=50))]
     pub rounds: u64,
+    /// Rounds of each PyTorch model, taken as --rounds are (each model's
+    /// run is minutes long, so one by default). Where the native figure
+    /// moves from run to run, several rounds make the ratio worth quoting.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=20))]
+    pub model_rounds: u64,
     /// Also write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -29,6 +29,18 @@ fn defaults_measure_everything_on_every_transport() {
     assert_eq!(b.timeout, None);
     assert_eq!(b.python, PathBuf::from("python3"));
     assert_eq!(b.socket_timeout, 10);
+    assert_eq!((b.rounds, b.model_rounds), (3, 1));
+}
+
+#[test]
+fn model_rounds_are_bounded() {
+    assert_eq!(bench(&["--model-rounds", "5"]).model_rounds, 5);
+    for bad in ["0", "21", "x"] {
+        assert!(
+            parse(&["--model-rounds", bad]).is_err(),
+            "--model-rounds {bad} was taken"
+        );
+    }
 }
 
 #[test]

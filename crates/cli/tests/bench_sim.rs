@@ -149,6 +149,7 @@ fn quick_run_prints_every_row_with_numbers_and_writes_json() {
     assert_eq!(report["failed"], 0);
     assert_eq!(report["transports"], serde_json::json!(["socket"]));
     assert_eq!(report["rounds"], 2);
+    assert_eq!(report["model_rounds"], 1);
     let rows = report["figures"].as_array().expect("figures");
     assert_eq!(rows.len(), figures.len());
     for (row, (figure, unit)) in rows.iter().zip(figures) {

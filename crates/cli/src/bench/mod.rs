@@ -292,6 +292,10 @@ fn print_header(info: &RunInfo, mediator: &str, quick: bool) {
         "  {:<8} C benchmarks: median of {} round(s), each native then every transport",
         "rounds", info.rounds
     );
+    println!(
+        "  {:<8} PyTorch models: median of {} round(s)",
+        "", info.model_rounds
+    );
     println!();
 }
 
@@ -409,6 +413,7 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
             quick: args.quick,
             transports: args.transports.clone(),
             rounds: args.rounds,
+            model_rounds: args.model_rounds,
             native: SideInfo {
                 driver: native.description.clone(),
                 ..SideInfo::default()
@@ -439,7 +444,8 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
         .collect();
     let rounds_of = |bench: &Benchmark| match bench.program {
         Program::C { .. } => args.rounds,
-        Program::ColdStart { .. } | Program::Torch { .. } => 1,
+        Program::Torch { .. } => args.model_rounds,
+        Program::ColdStart { .. } => 1,
     };
     let total: usize = selected
         .iter()

@@ -333,6 +333,8 @@ pub struct RunInfo {
     pub transports: Vec<String>,
     /// Rounds of each C benchmark (`--rounds`).
     pub rounds: u64,
+    /// Rounds of each PyTorch model (`--model-rounds`).
+    pub model_rounds: u64,
     /// The native side: driver choice, device, library, CUDA version.
     pub native: SideInfo,
     /// The vgpu side: the mediator's driver, device, library, CUDA version.
@@ -370,6 +372,7 @@ pub fn report_json(info: &RunInfo, rows: &[Row]) -> Value {
         "quick": info.quick,
         "transports": info.transports,
         "rounds": info.rounds,
+        "model_rounds": info.model_rounds,
         "native": side_json(&info.native),
         "vgpu": side_json(&info.vgpu),
         "warnings": info.warnings,
