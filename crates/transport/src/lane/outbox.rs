@@ -13,7 +13,8 @@
 //!   a frame waits at most for the write before it.
 //! - While the sender sleeps, a post writes its frame itself, as a lane
 //!   without an outbox does, and wakes the sender for the posts that
-//!   follow. The sender polls for [`SPIN`] after its last write before it
+//!   follow. So does the first post after the lane read a reply: its
+//!   worker thread is idle, waiting for it. The sender polls for [`SPIN`] after its last write before it
 //!   sleeps again.
 //! - A frame that waits for its reply, and a posted frame of [`LARGE`]
 //!   bytes or more (a piece of an asynchronous copy, which the outbox would
@@ -71,6 +72,9 @@ pub struct Outbox {
     /// The process that made it: only that one writes what it holds.
     pid: u32,
     registry: &'static Registry,
+    /// The lane read a reply since its last post: its worker thread is
+    /// waiting for the next frame.
+    quiet: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -118,6 +122,7 @@ impl Outbox {
             }),
             pid: std::process::id(),
             registry,
+            quiet: AtomicBool::new(false),
         });
         registry.add(&out);
         Some(out)
@@ -135,6 +140,13 @@ impl Outbox {
         if len >= LARGE {
             // A copy's piece: written from the caller's memory as it is,
             // never copied into the outbox.
+            return self.send_now(parts, true);
+        }
+        // The first post after a reply goes at once from this thread: its
+        // worker is idle, and a hand-over would put the sender's write
+        // before the request that waits next, one more lock and wake-up
+        // on a launch-then-synchronize path.
+        if self.quiet.swap(false, Ordering::Relaxed) {
             return self.send_now(parts, true);
         }
         if !registry.awake.load(Ordering::SeqCst) {
@@ -187,8 +199,9 @@ impl Outbox {
         written
     }
 
-    /// Writes what this lane holds, before it reads.
+    /// Writes what this lane holds, before it reads a reply.
     pub fn flush(&self) -> Result<(), TransportError> {
+        self.quiet.store(true, Ordering::Relaxed);
         self.send_now(&[], false)
     }
 
