@@ -2,15 +2,22 @@
 # TCP speed against the real GPU: vgpu bench's launch rate, launch+sync
 # latency and 256 MiB copies over rings, socket and loopback TCP, with the
 # raw TCP link measured in the same run (issue 15, "TCP speed"), and
-# PyTorch training over the rings and TCP. Runs twice: as built (clients
-# post through a sender thread on TCP lanes) and with VGPU_TCP_SENDER=0, so the
-# sender thread's effect shows in one session. MODELS (default resnet50,gpt2)
-# picks the PyTorch models; MODELS= skips them. TRANSPORTS (default
-# rings,socket,tcp) picks vgpu's transports.
+# PyTorch training over the rings and TCP. Runs once per variant in RUNS
+# (default "default nosender"), each a whole bench run with its own native
+# figures:
+#   default      as built
+#   nosender     VGPU_TCP_SENDER=0: clients write each posted call themselves
+#   noyield      VGPU_RING_YIELD_US=0: a client waiting for a reply polls,
+#                then sleeps, with no yielding looks between
+#   workeryield  VGPU_LANE_YIELD_US=2000: the worker's TCP reader and runner
+#                go on polling, yielding, for 2 ms before they sleep
+# MODELS (default resnet50,gpt2) picks the PyTorch models; MODELS= skips
+# them. TRANSPORTS (default rings,socket,tcp) picks vgpu's transports;
+# ONLY (default launch_1t,launch_sync,memcpy_256mb) the C benchmarks.
 #
 # Run from the repository root on a GPU machine after gpu/stage.sh:
-#   OUT=dir [ROUNDS=3] [MODELS=resnet50] [MODEL_ROUNDS=1] gpu/tcp_speed.sh
-# Writes $OUT/tcp-speed-{default,nosender}.txt and .json.
+#   OUT=dir [ROUNDS=3] [MODELS=resnet50] [MODEL_ROUNDS=1] [RUNS="default noyield"] gpu/tcp_speed.sh
+# Writes $OUT/tcp-speed-RUN.txt and .json for each run.
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/tcp-speed-out}
@@ -19,11 +26,18 @@ mkdir -p "$OUT"
 DRIVER=${VGPU_E2E_DRIVER:-/usr/local/nvidia/lib64/libcuda.so.1}
 status=0
 MODELS=${MODELS-resnet50,gpt2}
-for run in default nosender; do
-    setting=()
-    [[ $run == nosender ]] && setting=(VGPU_TCP_SENDER=0)
+ONLY=${ONLY-launch_1t,launch_sync,memcpy_256mb}
+for run in ${RUNS:-default nosender}; do
+    case $run in
+    default) setting=() ;;
+    nosender) setting=(VGPU_TCP_SENDER=0) ;;
+    noyield) setting=(VGPU_RING_YIELD_US=0) ;;
+    workeryield) setting=(VGPU_LANE_YIELD_US=2000) ;;
+    *) echo "unknown run $run" >&2; exit 2 ;;
+    esac
+    only=$ONLY${MODELS:+,$MODELS}
     env "${setting[@]}" dist/bin/vgpu bench --driver "$DRIVER" \
-        --only "launch_1t,launch_sync,memcpy_256mb${MODELS:+,$MODELS}" \
+        --only "${only#,}" \
         --transports "${TRANSPORTS:-rings,socket,tcp}" --rounds "$ROUNDS" --model-rounds "${MODEL_ROUNDS:-1}" \
         --json "$OUT/tcp-speed-$run.json" --log-dir "$OUT/logs-$run" \
         >"$OUT/tcp-speed-$run.txt" 2>&1 || status=1
