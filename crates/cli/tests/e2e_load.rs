@@ -942,9 +942,10 @@ fn local_answers_and_posted_calls_cost_no_round_trip() {
         println!("{transport}: {summary}");
         // cuCtxCreate, the module load, three look-ups, the allocation, the
         // stream, the first primary-context state, attribute set and
-        // attribute, and the one synchronize at the end; none per local
-        // answer or posted call.
-        assert!(round_trips <= 13, "{round_trips} round trips: {summary}");
+        // attribute, the first launch with a cluster attribute, the launch
+        // past the function's shared memory and the one synchronize at the
+        // end; none per local answer or posted call.
+        assert!(round_trips <= 15, "{round_trips} round trips: {summary}");
         assert!(
             posted >= 4 * LOCAL_ROUNDS as u64,
             "{posted} posted: {summary}"
@@ -971,7 +972,7 @@ fn local_child() {
     // live locals.
     unsafe {
         cu::ok(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate");
-        for _ in 0..LOCAL_ROUNDS {
+        for round in 0..LOCAL_ROUNDS {
             // Answered locally.
             cu::ok(
                 sys::cuDeviceGetAttribute(
@@ -1026,7 +1027,7 @@ fn local_child() {
             let dynamic =
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             cu::ok(
-                sys::cuFuncSetAttribute(k.fill_u32, dynamic, 1024),
+                sys::cuFuncSetAttribute(k.fill_u32, dynamic, BIG_SHARED as i32),
                 "cuFuncSetAttribute",
             );
             cu::ok(
@@ -1045,6 +1046,37 @@ fn local_child() {
                 (&raw mut n).cast(),
             ];
             cu::ok(launch(k.fill_u32, 256, s, &mut params), "cuLaunchKernel");
+            // Past the default 48 KiB, within the function's opt-in.
+            cu::ok(
+                launch_shared(k.fill_u32, s, &mut params, BIG_SHARED),
+                "cuLaunchKernel with opted-in shared memory",
+            );
+            // A cluster attribute as cuBLAS builds it, on the stack: the
+            // value's unused bytes differ from launch to launch.
+            let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
+            let junk = round.to_le_bytes()[0];
+            std::ptr::write_bytes(&raw mut attr.value, junk, 1);
+            attr.pad = [junk.cast_signed(); 4];
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attr.value.clusterDim.x = 1;
+            attr.value.clusterDim.y = 1;
+            attr.value.clusterDim.z = 1;
+            let config = sys::CUlaunchConfig {
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 256,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: s,
+                attrs: &raw mut attr,
+                numAttrs: 1,
+            };
+            cu::ok(
+                sys::cuLaunchKernelEx(&config, k.fill_u32, params.as_mut_ptr(), null_mut()),
+                "cuLaunchKernelEx",
+            );
             cu::ok(sys::cuMemsetD32Async(d, 6, 256, s), "cuMemsetD32Async");
             let mut e: sys::CUevent = null_mut();
             cu::ok(sys::cuEventCreate(&mut e, 2), "cuEventCreate");
@@ -1057,8 +1089,55 @@ fn local_child() {
             sys::cuFuncGetAttribute(&mut v, dynamic, k.fill_u32),
             "cuFuncGetAttribute",
         );
-        assert_eq!(v, 1024, "the dynamic shared memory reads back as set");
+        assert_eq!(
+            v, BIG_SHARED as i32,
+            "the dynamic shared memory reads back as set"
+        );
+        // One byte past it is refused at the call: it was not posted.
+        let (mut p, mut fv, mut n) = (d, 5u32, 256i32);
+        let mut params = [
+            (&raw mut p).cast(),
+            (&raw mut fv).cast(),
+            (&raw mut n).cast(),
+        ];
+        assert_eq!(
+            launch_shared(k.fill_u32, s, &mut params, BIG_SHARED + 1),
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE
+        );
         cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
     }
     println!("local ok");
+}
+
+/// Dynamic shared memory past the default 48 KiB that `local_child` opts
+/// its kernel in to.
+const BIG_SHARED: u32 = 64 << 10;
+
+/// One block of 256 threads of `f` on `stream` with `shared` bytes of
+/// dynamic shared memory.
+///
+/// # Safety
+/// `params` must point at one live value per kernel parameter.
+unsafe fn launch_shared(
+    f: sys::CUfunction,
+    stream: sys::CUstream,
+    params: &mut [*mut c_void],
+    shared: u32,
+) -> sys::CUresult {
+    // SAFETY: forwarded contract.
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            256,
+            1,
+            1,
+            shared,
+            stream,
+            params.as_mut_ptr(),
+            null_mut(),
+        )
+    }
 }

@@ -22,6 +22,8 @@ pub type ParamLayout = Arc<[(u32, u32)]>;
 pub struct FunctionInfo {
     pub module: u64,
     pub params: ParamLayout,
+    /// The kernel it was got from (`cuKernelGetFunction`), if any.
+    pub kernel: Option<u64>,
 }
 
 /// A live JIT link (`cuLinkCreate`).

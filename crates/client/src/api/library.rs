@@ -112,6 +112,7 @@ unsafe fn launchable(owner: u64, name: *const c_char) -> CuResult<u64> {
         FunctionInfo {
             module: owner,
             params,
+            kernel: None,
         },
     );
     o.function_names.insert((owner, name), fid);
@@ -169,6 +170,7 @@ pub unsafe fn kernel_get_function(f: *mut CUfunction, k: CUkernel) -> CuResult<(
             FunctionInfo {
                 module: kernel.module,
                 params,
+                kernel: Some(key.0),
             },
         );
         o.kernel_functions.insert(key, fid);

@@ -103,7 +103,12 @@ pub unsafe fn get_function(f: *mut CUfunction, m: CUmodule, name: *const c_char)
     let params = decode_layout(rep.params.get(), &layout)?;
     {
         let mut o = s.objects();
-        o.functions.insert(id, FunctionInfo { module, params });
+        let info = FunctionInfo {
+            module,
+            params,
+            kernel: None,
+        };
+        o.functions.insert(id, info);
         o.function_names.insert((module, name), id);
     }
     // SAFETY: checked non-NULL; the application's out-pointer.
@@ -300,6 +305,7 @@ pub unsafe fn enumerate(
             let info = FunctionInfo {
                 module: owner,
                 params: layout,
+                kernel: None,
             };
             s.objects().functions.entry(id).or_insert(info);
         }
