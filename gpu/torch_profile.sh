@@ -58,12 +58,15 @@ done
 echo "$snap"
 echo "${csnap:-}"
 wait $client
-echo "== calls in the traced run's last $STEPS steps, per step (count, client us, calls > 20 us)"
+echo "== calls in the traced run's last $STEPS steps, per step (count, client us, calls > 20 us, round trips)"
 # The timed steps are the calls after the warm-up's synchronize: take the
 # last fraction of lines proportional to the steps.
 lines=$(grep -c ' -> ' "$OUT/$MODEL.trace")
-grep ' -> ' "$OUT/$MODEL.trace" | tail -n $((lines * STEPS / (STEPS + 10) )) |
-    awk -v steps="$STEPS" '{n[$1]++; us=$5; sub(/us/, "", us); t[$1]+=us; if (us+0 > 20) slow[$1]++}
-        END {for (f in n) printf "%9.1f %10.1f %8.1f  %s\n", n[f]/steps, t[f]/steps, slow[f]/steps, f}' |
-    sort -k2 -rn | head -30
+grep ' -> ' "$OUT/$MODEL.trace" | tail -n $((lines * STEPS / (STEPS + 10) )) >"$OUT/steps.trace"
+awk -v steps="$STEPS" '{n[$1]++; us=$5; sub(/us/, "", us); t[$1]+=us; if (us+0 > 20) slow[$1]++;
+        if (match($0, / trips=[0-9]+/)) trips[$1] += substr($0, RSTART + 7, RLENGTH - 7)}
+    END {for (f in n) printf "%9.1f %10.1f %8.1f %8.1f  %s\n", n[f]/steps, t[f]/steps, slow[f]/steps, trips[f]/steps, f}' \
+    "$OUT/steps.trace" | sort -k2 -rn | head -30
+echo "== the calls before three slow cuLaunchKernelEx calls"
+grep -n -B3 '^cuLaunchKernelEx .* [0-9]\{3,\}us' "$OUT/steps.trace" | head -16
 grep '^== vgpu lanes' "$OUT/$MODEL.trace"

@@ -951,6 +951,26 @@ fn local_answers_and_posted_calls_cost_no_round_trip() {
             "{posted} posted: {summary}"
         );
         assert!(summary.contains(&format!("on {transport}")), "{summary}");
+        // Per function: calls, failures, round trips. Only the first
+        // cluster launch and the one past the shared memory waited.
+        let per_function = |name: &str| -> Vec<u64> {
+            text.lines()
+                .find(|l| l.split_whitespace().nth(3) == Some(name))
+                .unwrap_or_else(|| panic!("no summary line for {name}"))
+                .split_whitespace()
+                .take(3)
+                .map(|n| n.parse().expect("a count"))
+                .collect()
+        };
+        let rounds = LOCAL_ROUNDS as u64;
+        assert_eq!(per_function("cuLaunchKernelEx"), [rounds, 0, 1]);
+        assert_eq!(per_function("cuLaunchKernel"), [2 * rounds + 1, 1, 1]);
+        // The refused launch's own line says that it waited.
+        let refused = text
+            .lines()
+            .find(|l| l.starts_with("cuLaunchKernel -> 1 "))
+            .expect("the refused launch's line");
+        assert!(refused.contains(" trips=1 "), "{refused}");
     }
 }
 

@@ -186,6 +186,16 @@ impl Lanes {
         }
     }
 
+    /// Counts `n` calls that wait for their replies (`VGPU_TRACE`): for
+    /// the session, and for the calling thread's call being traced
+    /// ([`crate::trace::waited`]).
+    fn count_round_trips(&self, n: u64) {
+        if self.counting {
+            self.round_trips.fetch_add(n, Ordering::Relaxed);
+            crate::trace::waited(n);
+        }
+    }
+
     /// Takes the next ticket for a posted request.
     fn issue(&self, follows: Follows) -> Issued {
         let mut t = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
@@ -337,7 +347,7 @@ impl Session {
         if self.dead.load(Ordering::SeqCst) {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
-        self.lanes.count(&self.lanes.round_trips, 1);
+        self.lanes.count_round_trips(1);
         // Log events the driver raised inside the call (`lane::events`).
         let mut events = None;
         let done = self.on_lane(|lane, _| {

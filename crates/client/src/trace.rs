@@ -1,8 +1,10 @@
 //! `VGPU_TRACE=FILE`: one line per CUDA call (name, result, microseconds,
-//! thread), appended as it happens, and a per-function summary at exit, so a
-//! user whose program fails can see the first unsupported or failing call.
-//! The summary ends with the session's lane counts: lanes opened, calls that
-//! waited for a reply (round trips) and calls posted without waiting.
+//! thread, and the round trips it made when any), appended as it happens,
+//! and a per-function summary at exit, so a user whose program fails can
+//! see the first unsupported or failing call, and one whose program is slow
+//! which calls wait for the worker. The summary ends with the session's
+//! lane counts: lanes opened, calls that waited for a reply (round trips)
+//! and calls posted without waiting.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -15,7 +17,18 @@ use crate::runtime::runtime;
 /// The open trace file and the per-function counts.
 pub struct Trace {
     file: Mutex<File>,
-    counts: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+    /// Per function: calls, failures, round trips.
+    counts: Mutex<BTreeMap<&'static str, [u64; 3]>>,
+}
+
+thread_local! {
+    /// Round trips the calling thread made since its traced call began.
+    static WAITED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` round trips of the calling thread's traced call.
+pub fn waited(n: u64) {
+    let _ = WAITED.try_with(|w| w.set(w.get() + n));
 }
 
 impl Trace {
@@ -35,19 +48,26 @@ impl Trace {
         })
     }
 
-    fn record(&self, name: &'static str, args: &str, result: u32, micros: u128) {
+    fn record(&self, name: &'static str, args: &str, result: u32, micros: u128, trips: u64) {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let what = vgpu_abi::errors::name(vgpu_abi::types::CUresult(result))
             .map_or("?".into(), |c| c.to_string_lossy());
-        let line = format!("{name} -> {result} {what} {micros}us tid={tid} args=({args})\n");
+        let waited = if trips > 0 {
+            format!(" trips={trips}")
+        } else {
+            String::new()
+        };
+        let line =
+            format!("{name} -> {result} {what} {micros}us tid={tid}{waited} args=({args})\n");
         if let Ok(mut f) = self.file.lock() {
             let _ = f.write_all(line.as_bytes());
         }
         if let Ok(mut c) = self.counts.lock() {
-            let e = c.entry(name).or_insert((0, 0));
-            e.0 += 1;
-            e.1 += u64::from(result != 0);
+            let e = c.entry(name).or_default();
+            e[0] += 1;
+            e[1] += u64::from(result != 0);
+            e[2] += trips;
         }
     }
 }
@@ -62,9 +82,14 @@ pub fn traced(
         return body();
     };
     let args = args();
+    // A call made inside another traced call counts its own round trips
+    // and leaves the outer one's.
+    let outer = WAITED.try_with(|w| w.replace(0)).unwrap_or(0);
     let start = Instant::now();
     let r = body();
-    t.record(name, &args, r.0, start.elapsed().as_micros());
+    let micros = start.elapsed().as_micros();
+    let trips = WAITED.try_with(|w| w.replace(outer)).unwrap_or(0);
+    t.record(name, &args, r.0, micros, trips);
     r
 }
 
@@ -72,10 +97,10 @@ extern "C" fn summary_at_exit() {
     let Some(t) = runtime().trace.as_ref() else {
         return;
     };
-    let mut out = String::from("== vgpu call summary: calls failures function\n");
+    let mut out = String::from("== vgpu call summary: calls failures round-trips function\n");
     if let Ok(c) = t.counts.lock() {
-        for (name, (calls, failures)) in c.iter() {
-            out.push_str(&format!("{calls:>8} {failures:>8} {name}\n"));
+        for (name, [calls, failures, trips]) in c.iter() {
+            out.push_str(&format!("{calls:>8} {failures:>8} {trips:>8} {name}\n"));
         }
     }
     if let Ok(s) = runtime().session() {

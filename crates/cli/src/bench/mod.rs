@@ -497,10 +497,10 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     // through it, while the machine is as they found it.
     let link = if b.tcp_address.is_some() && !link::against(&rows, 1.0).is_empty() {
         eprintln!(
-            "vgpu bench: raw loopback TCP, 3 x {} MiB",
+            "vgpu bench: raw loopback TCP, 3 x {} MiB each way",
             link::BYTES >> 20
         );
-        match link::stream(link::BYTES, 3) {
+        match link::stream(3) {
             Ok(measured) => Some(measured),
             Err(e) => {
                 b.info.warnings.push(format!("raw TCP not measured: {e}"));
@@ -517,9 +517,9 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     print!("{}", report::table(&rows));
     println!();
     println!("vgpu/native: above 1 is better for throughput (/s), worse for times (us, ms).");
-    if let Some((raw, runs)) = &link {
+    if let Some(measured) = &link {
         println!();
-        for line in link::lines(*raw, runs, &rows) {
+        for line in link::lines(measured, &rows) {
             println!("{line}");
         }
     }
@@ -531,8 +531,8 @@ pub fn bench(env: &Env, paths: &PathArgs, args: &BenchArgs) -> Result<(), CliErr
     }
     if let Some(path) = &args.json {
         let mut report = report::report_json(&b.info, &rows);
-        if let (Some((raw, runs)), Some(o)) = (&link, report.as_object_mut()) {
-            o.insert("link".into(), link::json(*raw, runs, &rows));
+        if let (Some(measured), Some(o)) = (&link, report.as_object_mut()) {
+            o.insert("link".into(), link::json(measured, &rows));
         }
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Check(format!("encoding the JSON report: {e}")))?;

@@ -37,8 +37,7 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         let ctx = crate::context::current();
-        self.lanes
-            .count(&self.lanes.round_trips, pieces.len() as u64);
+        self.lanes.count_round_trips(pieces.len() as u64);
         let mut events = None;
         let done = self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
@@ -95,7 +94,7 @@ impl Session {
             return Err(CuError::DEVICE_UNAVAILABLE);
         }
         let ctx = crate::context::current();
-        self.lanes.count(&self.lanes.round_trips, count as u64);
+        self.lanes.count_round_trips(count as u64);
         let mut events = None;
         let finished = self.on_lane(|lane, _| {
             let fail = |e: LaneError| self.fail(op.name(), e);
