@@ -964,7 +964,7 @@ fn local_answers_and_posted_calls_cost_no_round_trip() {
         };
         let rounds = LOCAL_ROUNDS as u64;
         assert_eq!(per_function("cuLaunchKernelEx"), [rounds, 0, 1]);
-        assert_eq!(per_function("cuLaunchKernel"), [2 * rounds + 1, 1, 1]);
+        assert_eq!(per_function("cuLaunchKernel"), [3 * rounds + 2, 1, 1]);
         // The refused launch's own line says that it waited.
         let refused = text
             .lines()
@@ -1071,6 +1071,11 @@ fn local_child() {
                 launch_shared(k.fill_u32, s, &mut params, BIG_SHARED),
                 "cuLaunchKernel with opted-in shared memory",
             );
+            // The `extra` form, one buffer of the packed parameters.
+            cu::ok(
+                launch_extra(k.fill_u32, s, d, 7),
+                "cuLaunchKernel with extra",
+            );
             // A cluster attribute as cuBLAS builds it, on the stack: the
             // value's unused bytes differ from launch to launch.
             let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
@@ -1093,8 +1098,17 @@ fn local_child() {
                 attrs: &raw mut attr,
                 numAttrs: 1,
             };
+            // Its parameters in either form (cuDNN gives `extra`).
+            let mut packed = fill_params(d, 5);
+            let mut len = packed.len();
+            let mut extra = extra_list(&mut packed, &mut len);
+            let (kernel_params, extra) = if round % 2 == 0 {
+                (params.as_mut_ptr(), null_mut())
+            } else {
+                (null_mut(), extra.as_mut_ptr())
+            };
             cu::ok(
-                sys::cuLaunchKernelEx(&config, k.fill_u32, params.as_mut_ptr(), null_mut()),
+                sys::cuLaunchKernelEx(&config, k.fill_u32, kernel_params, extra),
                 "cuLaunchKernelEx",
             );
             cu::ok(sys::cuMemsetD32Async(d, 6, 256, s), "cuMemsetD32Async");
@@ -1124,9 +1138,71 @@ fn local_child() {
             launch_shared(k.fill_u32, s, &mut params, BIG_SHARED + 1),
             sys::CUresult::CUDA_ERROR_INVALID_VALUE
         );
+        // A posted launch of the `extra` form runs as given.
+        cu::ok(
+            launch_extra(k.fill_u32, s, d, 9),
+            "cuLaunchKernel with extra",
+        );
         cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+        assert!(
+            read(d, 256).iter().all(|&w| w == 9),
+            "filled by the extra form"
+        );
     }
     println!("local ok");
+}
+
+/// `fill_u32`'s parameters `(d, value, 256)` packed into one buffer.
+fn fill_params(d: sys::CUdeviceptr, value: u32) -> [u8; 16] {
+    let mut packed = [0u8; 16];
+    packed[..8].copy_from_slice(&d.to_le_bytes());
+    packed[8..12].copy_from_slice(&value.to_le_bytes());
+    packed[12..].copy_from_slice(&256i32.to_le_bytes());
+    packed
+}
+
+/// The `extra` list for a packed parameter buffer and its length:
+/// CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, END.
+fn extra_list(packed: &mut [u8], len: &mut usize) -> [*mut c_void; 5] {
+    [
+        std::ptr::without_provenance_mut(1),
+        packed.as_mut_ptr().cast(),
+        std::ptr::without_provenance_mut(2),
+        std::ptr::from_mut(len).cast(),
+        null_mut(),
+    ]
+}
+
+/// `fill_u32(d, value, 256)` on `stream`, its parameters packed into one
+/// buffer (the `extra` form of `cuLaunchKernel`).
+///
+/// # Safety
+/// `d` must hold 256 u32 words.
+unsafe fn launch_extra(
+    f: sys::CUfunction,
+    stream: sys::CUstream,
+    d: sys::CUdeviceptr,
+    value: u32,
+) -> sys::CUresult {
+    let mut packed = fill_params(d, value);
+    let mut len = packed.len();
+    let mut extra = extra_list(&mut packed, &mut len);
+    // SAFETY: `extra` lists a live buffer and its size; forwarded contract.
+    unsafe {
+        sys::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            stream,
+            null_mut(),
+            extra.as_mut_ptr(),
+        )
+    }
 }
 
 /// Dynamic shared memory past the default 48 KiB that `local_child` opts

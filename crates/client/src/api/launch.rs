@@ -2,7 +2,9 @@
 //! launches) and the occupancy query that takes a launch configuration.
 //!
 //! Parameters are packed into one buffer by the function's layout, which
-//! the client keeps (`api::module`). A launch is posted without waiting when
+//! the client keeps (`api::module`), or come as one buffer (the `extra`
+//! form, which cuDNN uses); the worker launches either with `kernelParams`.
+//! A launch is posted without waiting when
 //! the client has checked what the driver would refuse at once (a live
 //! context, a stream usable in it, the geometry and shared memory within the
 //! device's limits); its failure then comes back at the thread's next
@@ -178,7 +180,9 @@ pub unsafe fn launch(
         shared: U32::new(shmem),
         stream: U64::new(sid),
     };
-    let post = extra.is_null() && device.is_some_and(|d| geometry_ok(s, d, dims, shmem, shared));
+    // The `extra` form is posted as readily: the list was read here, and
+    // the worker launches either form with `kernelParams`.
+    let post = device.is_some_and(|d| geometry_ok(s, d, dims, shmem, shared));
     if !extra.is_null() {
         // SAFETY: the application's `extra` list.
         let blob = unsafe { packed_extra(extra)? };
@@ -457,7 +461,7 @@ pub unsafe fn launch_ex(
     // driver accepted before (the same function, dimensions, shared memory
     // and attributes), and never with attributes naming events.
     let dims: [c_uint; 6] = std::array::from_fn(|i| c.dims[i]);
-    let checked = extra.is_null() && launch_postable(s, c.function, c.stream, dims, c.dims[6]);
+    let checked = launch_postable(s, c.function, c.stream, dims, c.dims[6]);
     let config = (checked && c.attributes != 0 && !names_events(&blob)).then(|| LaunchConfig {
         function: c.function,
         context: crate::context::current(),
