@@ -7,16 +7,12 @@
 # figures:
 #   default      as built
 #   nosender     VGPU_TCP_SENDER=0: clients write each posted call themselves
-#   noyield      VGPU_RING_YIELD_US=0: a client waiting for a reply polls,
-#                then sleeps, with no yielding looks between
-#   workeryield  VGPU_LANE_YIELD_US=2000: the worker's TCP reader and runner
-#                go on polling, yielding, for 2 ms before they sleep
 # MODELS (default resnet50,gpt2) picks the PyTorch models; MODELS= skips
 # them. TRANSPORTS (default rings,socket,tcp) picks vgpu's transports;
 # ONLY (default launch_1t,launch_sync,memcpy_256mb) the C benchmarks.
 #
 # Run from the repository root on a GPU machine after gpu/stage.sh:
-#   OUT=dir [ROUNDS=3] [MODELS=resnet50] [MODEL_ROUNDS=1] [RUNS="default noyield"] gpu/tcp_speed.sh
+#   OUT=dir [ROUNDS=3] [MODELS=resnet50] [MODEL_ROUNDS=1] [RUNS="default nosender"] gpu/tcp_speed.sh
 # Writes $OUT/tcp-speed-RUN.txt and .json for each run.
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -31,8 +27,6 @@ for run in ${RUNS:-default nosender}; do
     case $run in
     default) setting=() ;;
     nosender) setting=(VGPU_TCP_SENDER=0) ;;
-    noyield) setting=(VGPU_RING_YIELD_US=0) ;;
-    workeryield) setting=(VGPU_LANE_YIELD_US=2000) ;;
     *) echo "unknown run $run" >&2; exit 2 ;;
     esac
     only=$ONLY${MODELS:+,$MODELS}

@@ -233,15 +233,13 @@ impl Session {
         crate::edge::check(head.status.get())?;
         let reply = *vgpu_proto::message::decode::<open_lane::Reply>(&fixed, head.blob_len())
             .map_err(|e| fail(e.into()))?;
-        // Every lane waits for a reply alike: polling, then yielding, then
-        // asleep (on the futex, or in `read(2)` on a socket lane).
-        let wait = WaitPolicy {
-            spin: self.lanes.spin,
-            yield_for: self.lanes.yield_for,
-            timeout: Some(CHECK),
-        };
-        let mut io = if reply.kind == lane_kind::RINGS {
+        let io = if reply.kind == lane_kind::RINGS {
             let fds = control.recv_fds(3).map_err(|e| fail(e.into()))?;
+            let wait = WaitPolicy {
+                spin: self.lanes.spin,
+                yield_for: self.lanes.yield_for,
+                timeout: Some(CHECK),
+            };
             FrameLane::map_rings(fds, wait).map_err(|e| fail(e.into()))?
         } else if reply.kind == lane_kind::IVSHMEM {
             let region = self.vm.as_ref().ok_or_else(|| {
@@ -268,7 +266,6 @@ impl Session {
             }
             FrameLane::socket(Channel::from_fd(fd))
         };
-        io.set_policy(wait);
         self.lanes.opened.fetch_add(1, Ordering::Relaxed);
         Ok(Lane {
             io,

@@ -77,17 +77,9 @@ use crate::shm_ring::Ring;
 use crate::{Channel, Consumer, Producer, TransportError, WaitPolicy};
 
 /// How long a socket lane polls for its next frame before it sleeps in
-/// `read(2)` ([`Channel::wait_readable`]), as a ring lane polls its ring
-/// first: a reply over TCP usually comes within it.
+/// `read(2)` ([`Channel::spin_until_readable`]), as a ring lane polls its
+/// ring first: a reply over TCP usually comes within it.
 pub const SOCKET_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// A socket lane's wait until [`FrameLane::set_policy`]: [`SOCKET_SPIN`],
-/// then sleep.
-const SOCKET_WAIT: WaitPolicy = WaitPolicy {
-    spin: SOCKET_SPIN,
-    yield_for: std::time::Duration::ZERO,
-    timeout: None,
-};
 
 pub mod outbox;
 mod socket_in;
@@ -107,9 +99,6 @@ pub struct FrameLane {
     io: Io,
     /// A combining TCP lane's writing side ([`FrameLane::combining`]).
     outbox: Option<Arc<Outbox>>,
-    /// How a socket lane polls for its next frame before it sleeps in
-    /// `read(2)`: `spin` and `yield_for` ([`Channel::wait_readable`]).
-    socket_wait: WaitPolicy,
 }
 
 #[derive(Debug)]
@@ -175,7 +164,6 @@ impl FrameLane {
         FrameLane {
             io: Io::Socket(BufReader::with_capacity(capacity, SocketIn::new(ch))),
             outbox: None,
-            socket_wait: SOCKET_WAIT,
         }
     }
 
@@ -194,11 +182,9 @@ impl FrameLane {
         lane
     }
 
-    /// How the lane waits for its next frame from now on: a ring lane by
-    /// `policy`, a socket lane by its `spin` and `yield_for` before it
-    /// sleeps in `read(2)` (its peer's hang-up ends that read).
+    /// How a ring lane waits for its next frame from now on (a socket
+    /// lane keeps its own way).
     pub fn set_policy(&mut self, policy: WaitPolicy) {
-        self.socket_wait = policy;
         if let Io::Rings(r) = &mut self.io {
             r.policy = policy;
         }
@@ -241,7 +227,6 @@ impl FrameLane {
                 policy,
             }),
             outbox: None,
-            socket_wait: SOCKET_WAIT,
         };
         let theirs = theirs.into_fd().ok_or(TransportError::NoFd)?;
         Ok((lane, [theirs, inp_fd, out_fd]))
@@ -260,7 +245,6 @@ impl FrameLane {
                 policy,
             }),
             outbox: None,
-            socket_wait: SOCKET_WAIT,
         })
     }
 
@@ -347,10 +331,7 @@ impl FrameLane {
         match &mut self.io {
             Io::Socket(ch) => {
                 if ch.buffer().is_empty() {
-                    let WaitPolicy {
-                        spin, yield_for, ..
-                    } = self.socket_wait;
-                    ch.get_ref().channel().wait_readable(spin, yield_for);
+                    ch.get_ref().channel().spin_until_readable(SOCKET_SPIN);
                 }
                 Ok(Incoming::Socket(ch))
             }

@@ -169,25 +169,19 @@ impl Channel {
     }
 
     /// Polls the socket for up to `spin` for bytes to read, without
-    /// sleeping, then for up to `yield_for` more with a `sched_yield(2)`
-    /// between looks, and returns whether some came (or the peer closed it).
-    /// A blocking read that follows then finds them at once: a thread that
+    /// sleeping, and returns whether some came (or the peer closed it). A
+    /// blocking read that follows then finds them at once: a thread that
     /// sleeps in `read(2)` wakes several microseconds after the bytes come,
-    /// which is most of a TCP round trip's cost on one host, and more when
-    /// its core had gone idle. The yielding looks are how a ring lane waits
-    /// ([`crate::WaitPolicy::yield_for`]): a reply to a synchronizing call
-    /// comes when the GPU is done, often a few hundred microseconds on, and
-    /// the yield leaves the core to any other runnable thread meanwhile. A
-    /// ring stream returns `false` at once, a TLS one `true` (its session
-    /// may hold bytes already read from the socket: the read must look
-    /// first).
+    /// which is most of a TCP round trip's cost on one host. A ring stream
+    /// returns `false` at once, a TLS one `true` (its session may hold
+    /// bytes already read from the socket: the read must look first).
     ///
     /// Each look is a zero-timeout `poll(2)`, whose cost does not depend on
     /// what is queued. A one-byte `MSG_PEEK` would not do on a Unix stream
     /// socket: the kernel's peek walks every queued message after the first
     /// (one per frame written), so with thousands of posted frames queued
     /// each look took hundreds of microseconds.
-    pub fn wait_readable(&self, spin: Duration, yield_for: Duration) -> bool {
+    pub fn spin_until_readable(&self, spin: std::time::Duration) -> bool {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let fd = match &self.stream {
             Stream::Tls(_) => return true,
@@ -204,14 +198,10 @@ impl Channel {
                 // Bytes, end-of-file or an error: the read says which.
                 _ => return true,
             }
-            let waited = start.elapsed();
-            if waited < spin {
-                std::hint::spin_loop();
-            } else if waited < spin.saturating_add(yield_for) {
-                std::thread::yield_now();
-            } else {
+            if start.elapsed() >= spin {
                 return false;
             }
+            std::hint::spin_loop();
         }
     }
 
@@ -618,34 +608,18 @@ mod tests {
     fn spinning_sees_bytes_and_a_hang_up_but_not_an_idle_peer() {
         let spin = Duration::from_micros(200);
         let (a, mut b) = Channel::pair().expect("pair");
-        assert!(!a.wait_readable(spin, Duration::ZERO), "nothing sent yet");
+        assert!(!a.spin_until_readable(spin), "nothing sent yet");
         // Many small frames queued, as posted calls queue them.
         for _ in 0..100 {
             b.write_all(&[7u8; 96]).expect("write");
         }
-        assert!(a.wait_readable(spin, Duration::ZERO));
+        assert!(a.spin_until_readable(spin));
         let mut a = a;
         let mut all = vec![0u8; 100 * 96];
         a.read_exact(&mut all).expect("read");
-        assert!(!a.wait_readable(spin, Duration::ZERO), "all read");
-        // Bytes that come during the yielding looks, after the spin.
-        assert!(
-            !a.wait_readable(Duration::ZERO, spin),
-            "an idle peer, yielding"
-        );
-        let late = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(5));
-            b.write_all(b"x").expect("write");
-            b
-        });
-        assert!(a.wait_readable(Duration::ZERO, Duration::from_secs(10)));
-        let b = late.join().expect("writer");
-        a.read_exact(&mut [0u8; 1]).expect("read");
+        assert!(!a.spin_until_readable(spin), "all read");
         drop(b);
-        assert!(
-            a.wait_readable(spin, Duration::ZERO),
-            "end-of-file is for the read"
-        );
+        assert!(a.spin_until_readable(spin), "end-of-file is for the read");
     }
 
     #[test]

@@ -101,16 +101,10 @@ impl ReadAhead {
             match frames.try_recv() {
                 Ok(got) => break Ok(got),
                 Err(TryRecvError::Disconnected) => break Err(()),
-                Err(TryRecvError::Empty) => {
-                    let waited = start.elapsed();
-                    if waited < SOCKET_SPIN {
-                        std::hint::spin_loop();
-                    } else if waited < SOCKET_SPIN + idle_yield() {
-                        std::thread::yield_now();
-                    } else {
-                        break frames.recv().map_err(|_| ());
-                    }
+                Err(TryRecvError::Empty) if start.elapsed() < SOCKET_SPIN => {
+                    std::hint::spin_loop();
                 }
+                Err(TryRecvError::Empty) => break frames.recv().map_err(|_| ()),
             }
         };
         match got {
@@ -152,20 +146,6 @@ pub fn wanted(io: &FrameLane) -> bool {
 /// CPUs a host needs for TCP lanes to read ahead by default ([`wanted`]).
 const MIN_CPUS: usize = 4;
 
-/// How long a lane that reads ahead goes on polling, with a `sched_yield`
-/// between looks, after its [`SOCKET_SPIN`] before it sleeps: the reader
-/// for the client's next request, the runner for the reader's hand-over.
-/// `VGPU_LANE_YIELD_US` in the mediator's environment; none by default.
-fn idle_yield() -> Duration {
-    static YIELD: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *YIELD.get_or_init(|| {
-        std::env::var("VGPU_LANE_YIELD_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map_or(Duration::ZERO, Duration::from_micros)
-    })
-}
-
 impl Drop for ReadAhead {
     fn drop(&mut self) {
         // A reader blocked on the socket sees end-of-file; one blocked
@@ -204,7 +184,7 @@ fn read(
         );
         loop {
             if r.buffer().is_empty() {
-                r.get_ref().ch.wait_readable(SOCKET_SPIN, idle_yield());
+                r.get_ref().ch.spin_until_readable(SOCKET_SPIN);
             }
             // The next frame starts here (its first bytes may be buffered).
             r.get_mut().started = None;
@@ -215,7 +195,7 @@ fn read(
     }
     let mut ch = ch;
     loop {
-        ch.wait_readable(SOCKET_SPIN, idle_yield());
+        ch.spin_until_readable(SOCKET_SPIN);
         let mut req = spare(spares);
         let frame = read_request_into(&mut FrameReader::new(&mut ch, limit, &alive), &mut req);
         let fd = frame
