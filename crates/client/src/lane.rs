@@ -40,7 +40,6 @@
 //! the application's functions before the call returns (`events`).
 
 use std::cell::RefCell;
-use std::io::Read;
 use std::mem::offset_of;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -49,9 +48,9 @@ use std::time::Duration;
 
 use vgpu_proto::{
     features, flags, lane_kind, open_lane, read_response_head, request_prefix_into, write_request,
-    Op, ProtoError, RequestHead, RequestMeta, ResponseHead,
+    Op, ProtoError, RequestHead, RequestMeta,
 };
-use vgpu_transport::{Channel, FrameLane, Incoming, Split, TransportError, WaitPolicy};
+use vgpu_transport::{Channel, FrameLane, TransportError, WaitPolicy};
 
 use crate::config::{Config, TransportChoice};
 use crate::edge::{CuError, CuResult};
@@ -60,10 +59,12 @@ use crate::runtime::Session;
 mod events;
 mod order;
 mod pieces;
+mod reply;
 
 pub use order::{Follows, PER_THREAD_STREAM};
 use order::{Issued, Tickets};
 pub(crate) use pieces::Piece;
+use reply::receive;
 
 /// How often a thread waiting on its ring checks that the worker is there.
 const CHECK: Duration = Duration::from_millis(100);
@@ -527,86 +528,6 @@ impl Lane {
     }
 }
 
-/// Reads one reply: its head, fixed part and, unless `sink` took them,
-/// its bulk bytes. On rings, a reply whose blob is exactly as long as
-/// `sink` is copied from the ring straight into it.
-fn receive(
-    io: &mut FrameLane,
-    sink: Option<&mut [u8]>,
-) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
-    match sink {
-        Some(dst) if !dst.is_empty() => {
-            let want = dst.len();
-            let fits = |head: &[u8]| {
-                let mut rest = head;
-                read_response_head(&mut rest)
-                    .is_ok_and(|(h, _)| rest.is_empty() && h.blob_len() == want)
-            };
-            match io.recv_split(dst, fits, || true)? {
-                Split::Split(head) => {
-                    let (head, fixed) = read_response_head(&mut &head[..])?;
-                    Ok((head, fixed, Vec::new()))
-                }
-                Split::Whole(frame) => from_frame(frame, Some(dst)),
-                Split::Socket(ch) => read_socket(ch, Some(dst)),
-            }
-        }
-        sink => match io.recv(|| true)? {
-            Incoming::Buffered(frame) => from_frame(frame, sink),
-            Incoming::Socket(ch) => read_socket(ch, sink),
-        },
-    }
-}
-
-/// A reply that came whole in one ring message.
-fn from_frame(
-    frame: &[u8],
-    sink: Option<&mut [u8]>,
-) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
-    let mut rest = frame;
-    let (head, fixed) = read_response_head(&mut rest)?;
-    if rest.len() != head.blob_len() {
-        return Err(LaneError::Broken("reply blob length differs from its head"));
-    }
-    let owned = take_blob(rest.len(), sink, |dst| {
-        dst.copy_from_slice(rest);
-        Ok(())
-    })?;
-    Ok((head, fixed, owned))
-}
-
-/// Reads one reply from a socket (through the lane's buffer, if it has
-/// one).
-fn read_socket(
-    ch: &mut impl Read,
-    sink: Option<&mut [u8]>,
-) -> Result<(ResponseHead, Vec<u8>, Vec<u8>), LaneError> {
-    let (head, fixed) = read_response_head(ch)?;
-    let owned = take_blob(head.blob_len(), sink, |dst| ch.read_exact(dst))?;
-    Ok((head, fixed, owned))
-}
-
-/// Fills `sink` (when it is exactly `len` long) or a new buffer through
-/// `fill`; a sink of another length takes only an empty blob.
-fn take_blob(
-    len: usize,
-    sink: Option<&mut [u8]>,
-    fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
-) -> Result<Vec<u8>, LaneError> {
-    match sink {
-        Some(dst) if dst.len() == len => {
-            fill(dst)?;
-            Ok(Vec::new())
-        }
-        Some(_) if len != 0 => Err(LaneError::Broken("reply blob has an unexpected length")),
-        _ => {
-            let mut owned = vec![0u8; len];
-            fill(&mut owned)?;
-            Ok(owned)
-        }
-    }
-}
-
 thread_local! {
     static LANE: RefCell<Option<Lane>> = const { RefCell::new(None) };
 }
@@ -648,30 +569,6 @@ mod tests {
         assert!(
             Lanes::new(&rings, features::LANES, false).is_err(),
             "forced rings without an offer fail the session"
-        );
-    }
-
-    #[test]
-    fn reply_blobs_fill_the_sink_or_a_new_buffer() {
-        let mut sink = [0u8; 4];
-        assert!(take_blob(4, Some(&mut sink), |d| {
-            d.copy_from_slice(b"abcd");
-            Ok(())
-        })
-        .expect("fits")
-        .is_empty());
-        assert_eq!(&sink, b"abcd");
-        assert!(take_blob(3, Some(&mut sink), |_| Ok(())).is_err());
-        assert!(take_blob(0, Some(&mut sink), |_| Ok(()))
-            .expect("an empty blob")
-            .is_empty());
-        assert_eq!(
-            take_blob(2, None, |d| {
-                d.copy_from_slice(b"xy");
-                Ok(())
-            })
-            .expect("owned"),
-            b"xy"
         );
     }
 }
