@@ -15,6 +15,8 @@
  *   launch        empty-kernel launches/s: THREADS threads, each launching
  *                 ITERS kernels on its own non-blocking stream, one
  *                 cuStreamSynchronize at the end     -> launch_<T>t launches/s
+ *                 (and a "# thread T:" line each: time per launch call, then
+ *                 in the final synchronize: who set the pace)
  *   launch_sync   median of ITERS (launch; cuStreamSynchronize) -> launch_sync us
  *   sync_idle     median cuStreamSynchronize on an idle stream  -> sync_idle us
  *   memcpy        BYTES copied host<->device, pinned (cuMemHostAlloc, async
@@ -267,6 +269,7 @@ struct launcher {
     long iters, warmup;
     CUresult failed;
     const char *what;
+    double loop_us, sync_us; /* the launch loop, and the synchronize after it */
 };
 
 static void *launcher_main(void *arg)
@@ -289,12 +292,16 @@ static void *launcher_main(void *arg)
     pthread_barrier_wait(l->start);
     if (r == 0) {
         l->what = "cuLaunchKernel";
+        double t0 = now_us();
         for (long i = 0; i < l->iters && r == 0; i++)
             r = launch(s);
+        double t1 = now_us();
         if (r == 0) {
             l->what = "cuStreamSynchronize";
             r = cu.StreamSynchronize(s);
         }
+        l->loop_us = t1 - t0;
+        l->sync_us = now_us() - t1;
     }
     l->failed = r;
     return NULL;
@@ -331,6 +338,11 @@ static void mode_launch(long threads, long iters, long warmup)
         }
     }
     double per_s = (double)(threads * iters) / ((t1 - t0) / 1e6);
+    /* Whether the launching threads or the GPU set the pace: a long final
+     * synchronize means launches were queued faster than the GPU ran them. */
+    for (long t = 0; t < threads; t++)
+        printf("# thread %ld: %.3f us per cuLaunchKernel, then %.0f us in cuStreamSynchronize\n",
+               t, ls[t].loop_us / (double)iters, ls[t].sync_us);
     printf("launch_%ldt %.1f launches/s\n", threads, per_s);
 }
 

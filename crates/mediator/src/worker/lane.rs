@@ -263,7 +263,11 @@ fn serve(s: &Session, mut io: FrameLane) {
     let mut sender = sending::wanted(reads_ahead)
         .then(|| Sender::start(&io))
         .flatten();
+    let mut profile = super::profile::Profile::from_env();
     loop {
+        if let Some(p) = &mut profile {
+            p.reading();
+        }
         waits.update(&mut io);
         let more = match &mut ahead {
             Some(ahead) => ahead.next(&mut req).map(|got| match got {
@@ -304,6 +308,7 @@ fn serve(s: &Session, mut io: FrameLane) {
         if !s.order.wait_to_run(&mut view, &req, alive) {
             break;
         }
+        let start = profile.as_mut().map(|p| p.running(!req.posted()));
         if req.posted() {
             posted += 1;
             let _done = Ticket {
@@ -311,7 +316,11 @@ fn serve(s: &Session, mut io: FrameLane) {
                 view: &mut view,
                 ticket: req.order,
             };
-            if let Err(st) = lane.execute(s, &req) {
+            let ran = lane.execute(s, &req);
+            if let (Some(p), Some(start)) = (&mut profile, start) {
+                p.ran_posted(start, req.op == vgpu_proto::Op::LaunchKernel);
+            }
+            if let Err(st) = ran {
                 tracing::debug!(op = req.op.name(), status = st.0, "posted call failed");
                 crate::mps::note(st);
                 if let Some(c) = counts {
@@ -361,6 +370,9 @@ fn serve(s: &Session, mut io: FrameLane) {
             None => send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply)
                 .map(|()| lane.recycle(reply.blob)),
         };
+        if let (Some(p), Some(start)) = (&mut profile, start) {
+            p.answered(start);
+        }
         if let Err(e) = sent {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());
             break;
@@ -373,6 +385,9 @@ fn serve(s: &Session, mut io: FrameLane) {
                 c.record_latency(t.elapsed());
             }
         }
+    }
+    if let Some(p) = &profile {
+        p.log(requests, posted);
     }
     tracing::debug!(requests, posted, "lane closed");
 }

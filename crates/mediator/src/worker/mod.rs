@@ -43,6 +43,7 @@ mod order;
 mod output;
 mod pointer;
 mod pool;
+mod profile;
 mod readahead;
 mod registry;
 mod remote;
