@@ -29,8 +29,9 @@ fn op(max_len: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Records are whole 64-byte cache lines: header and payload, rounded up.
 fn record_len(len: usize) -> usize {
-    RECORD_HEADER + len.div_ceil(8) * 8
+    (RECORD_HEADER + len).div_ceil(64) * 64
 }
 
 fn run(cap: usize, ops: &[Op]) -> Result<(), TestCaseError> {

@@ -9,7 +9,7 @@
 //! ```text
 //! header page (HEADER_LEN = 4096)
 //!   0x000  magic          u64  "VGPURING" (written last by the creator)
-//!   0x008  version        u32  1
+//!   0x008  version        u32  3
 //!   0x00c  header_len     u32  4096
 //!   0x010  capacity       u64  data-area bytes: a power of two, 64 B ..= 1 GiB
 //!   0x080  tail           AtomicU64  bytes ever published (producer writes)
@@ -31,16 +31,23 @@
 //! `head` and `tail` are monotonically increasing byte counters (they never
 //! wrap in practice: 2^64 bytes); the data position of counter `i` is
 //! `i & (capacity - 1)`. `tail - head` is the number of published, unreleased
-//! bytes, never more than `capacity`; both stay multiples of 8.
+//! bytes, never more than `capacity`; both stay multiples of 64 (a cache
+//! line).
 //!
 //! # Messages
 //!
 //! A record is a 16-byte header, two words: the *tag* `!pos` (the bitwise
 //! complement of the record's own counter `pos`) and `len as u64` (upper 32
-//! bits zero); then `len` payload bytes, then zero to seven padding bytes up
-//! to a multiple of 8. Records are *split*, not wrapped: a record that
-//! reaches the end of the data area continues at its start. Header words
-//! never split (positions and capacity are multiples of 8); the payload is
+//! bits zero); then `len` payload bytes, then padding up to a multiple of
+//! 64 bytes. So every record starts a cache line, and a small message (up
+//! to 48 payload bytes: a synchronizing request, most replies) is one line,
+//! which crosses between the cores in one transfer; at 8-byte alignment
+//! most such records straddled two lines, the second fetched only after
+//! the first was seen (on a 16-CPU Xeon host whose cores hand a line over
+//! in 70-100 ns, `gpu/core_to_core.c`). Records are *split*, not wrapped:
+//! a record that reaches the end of the data area continues at its start.
+//! Header words never split (positions and capacity are multiples of 64);
+//! the payload is
 //! copied in up to two pieces. So no space is wasted on wrap markers, there
 //! is no marker state for a peer to corrupt, and the largest message is
 //! `capacity - 16` bytes. Payload is always copied out, so contiguity would
@@ -140,8 +147,9 @@ pub use shared::{Doorbell, SharedMem};
 
 /// `"VGPURING"`, little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"VGPURING");
-/// Layout version; bumped on any change to the header or record format.
-pub const VERSION: u32 = 2;
+/// Layout version; bumped on any change to the header or record format
+/// (3: records are whole cache lines).
+pub const VERSION: u32 = 3;
 /// Bytes before the data area.
 pub const HEADER_LEN: usize = 4096;
 /// Smallest data area.
@@ -198,9 +206,10 @@ const fn tag(pos: u64) -> u64 {
     !pos
 }
 
-/// Bytes a record of `len` payload bytes takes in the ring.
+/// Bytes a record of `len` payload bytes takes in the ring: whole cache
+/// lines (module docs, "Messages").
 const fn record_len(len: u64) -> u64 {
-    RECORD_HEADER as u64 + ((len + 7) & !7)
+    (RECORD_HEADER as u64 + len + (CACHE_LINE - 1)) & !(CACHE_LINE - 1)
 }
 
 /// A `MAP_SHARED` mapping of a whole ring memfd (unmapped on drop), or a
@@ -417,8 +426,8 @@ impl Ring {
     fn indices(&self) -> Result<(u64, u64), TransportError> {
         let head = self.head().load(Ordering::Acquire);
         let tail = self.tail().load(Ordering::Acquire);
-        if !head.is_multiple_of(8)
-            || !tail.is_multiple_of(8)
+        if !head.is_multiple_of(CACHE_LINE)
+            || !tail.is_multiple_of(CACHE_LINE)
             || tail.wrapping_sub(head) > self.cap()
         {
             return Err(TransportError::Corrupt("head/tail out of range"));
@@ -583,7 +592,7 @@ mod tests {
 
     #[test]
     fn pop_with_copies_parts_of_a_message_where_asked() {
-        let (p, c, _) = pair(64);
+        let (p, c, _) = pair(256);
         assert_eq!(c.try_pop_with(|_| Ok(())).expect("empty"), None);
         // Walk the messages over the wrap point.
         for lap in 0..20u8 {
@@ -629,32 +638,33 @@ mod tests {
 
     #[test]
     fn head_is_published_in_batches_or_once_empty() {
-        // 4096 bytes: a batch is 256 bytes, 8 records of 16 + 16 bytes.
+        // 4096 bytes: a batch is 256 bytes, 4 records of one 64-byte line
+        // (16 header + 48 payload bytes at most).
         let (p, c, _) = pair(4096);
         let mut pushed = 0u32;
         while p
-            .try_push(&[&pushed.to_le_bytes(), &[0; 12]])
+            .try_push(&[&pushed.to_le_bytes(), &[0; 44]])
             .expect("push")
         {
             pushed += 1;
         }
-        assert_eq!(pushed, 128, "the ring holds 128 records");
+        assert_eq!(pushed, 64, "the ring holds 64 records");
         let space = |p: &Producer| p.try_push(&[&[7; 16]]).expect("push");
-        for i in 0..7 {
+        for i in 0..3 {
             assert_eq!(pop(&c).map(|m| m[0]), Some(i));
         }
-        assert!(!space(&p), "7 records taken, not yet published");
-        assert_eq!(pop(&c).map(|m| m[0]), Some(7));
-        assert!(space(&p), "the 8th record completes a batch");
-        for _ in 8..129 {
+        assert!(!space(&p), "3 records taken, not yet published");
+        assert_eq!(pop(&c).map(|m| m[0]), Some(3));
+        assert!(space(&p), "the 4th record completes a batch");
+        for _ in 4..65 {
             assert!(pop(&c).is_some());
         }
         assert_eq!(pop(&c), None);
-        for i in 0..128 {
+        for i in 0..64 {
             assert!(space(&p), "all taken and published: record {i} fits");
         }
         assert!(!space(&p), "full again");
-        for _ in 0..128 {
+        for _ in 0..64 {
             assert!(pop(&c).is_some());
         }
         // Taken short of a batch: published once the consumer finds the
@@ -678,8 +688,9 @@ mod tests {
 
     #[test]
     fn full_then_space_after_pop() {
-        let (p, c, _) = pair(64);
-        // 64 bytes hold two 32-byte records (16 header + 16 payload).
+        let (p, c, _) = pair(128);
+        // 128 bytes hold two one-line records (16 header + 16 payload, then
+        // padding to 64).
         for i in 0..2u8 {
             assert!(p.try_push(&[&[i; 16]]).expect("push"), "record {i}");
         }
@@ -699,11 +710,11 @@ mod tests {
 
     #[test]
     fn wrap_around_splits_payload() {
-        let (p, c, _) = pair(64);
-        // Sizes that are not multiples of the capacity walk the split point
-        // over every offset, many laps.
+        let (p, c, _) = pair(256);
+        // Records of one to four lines walk the split point over every line
+        // of the ring, many laps.
         for round in 0..500u32 {
-            let len = (round * 7 % 41) as usize;
+            let len = (round * 37 % 241) as usize;
             let msg: Vec<u8> = (0..len).map(|i| (round as usize * 31 + i) as u8).collect();
             assert!(p
                 .try_push(&[&msg[..len / 2], &msg[len / 2..]])
@@ -940,7 +951,7 @@ mod tests {
         assert_eq!(pop(&c), Some(vec![7; 8]));
         // A tag that is not the record's own is no record.
         p.try_push(&[&[8; 8]]).expect("push");
-        let at: u64 = 24;
+        let at: u64 = 64;
         evil.record_word(at)
             .expect("word")
             .store(tag(at.wrapping_sub(64)), Ordering::Relaxed);
