@@ -52,7 +52,7 @@ for i in "${!ENTRIES[@]}"; do
 done
 
 # The figure line of a run, with the per-thread timing line of launch runs.
-figures() { grep -E '^(launch|sync_idle|# thread)' | sed 's/^# thread 0: /[/; s/ in cuStreamSynchronize/]/' | tr '\n' ' '; }
+figures() { grep -E '^(launch|sync_idle|# thread|# launch call)' | sed 's/^# thread 0: /[/; s/ in cuStreamSynchronize/]/; s/^# launch call \(.*\) median/[call \1]/' | tr '\n' ' '; }
 MODES=${MODES:-launch -t 1 -n 200000 -w 2000;launch -t 1 -n 20000 -w 2000;launch_sync -n 20000 -w 200;sync_idle -n 20000 -w 200}
 IFS=';' read -ra MODE_LIST <<<"$MODES"
 for r in $(seq "$ROUNDS"); do

@@ -355,12 +355,17 @@ static void mode_launch_sync(long iters, long warmup)
         CHECK(cu.StreamSynchronize(s));
     }
     double *v = samples(iters);
+    double *calls = samples(iters);
     for (long i = 0; i < iters; i++) {
         double t0 = now_us();
         CHECK(launch(s));
+        double t1 = now_us();
         CHECK(cu.StreamSynchronize(s));
         v[i] = now_us() - t0;
+        calls[i] = t1 - t0;
     }
+    /* How much of it the launch call took (through vgpu: posting it). */
+    printf("# launch call %.3f us median\n", median(calls, iters));
     printf("launch_sync %.3f us\n", median(v, iters));
 }
 
