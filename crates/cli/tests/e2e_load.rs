@@ -1237,3 +1237,99 @@ unsafe fn launch_shared(
         )
     }
 }
+
+// ---- VGPU_LANE_PROFILE --------------------------------------------------------
+
+/// Launches the profiled child posts before it synchronizes once.
+const PROFILED_LAUNCHES: usize = 300;
+
+/// `VGPU_LANE_PROFILE` in the mediator's environment: the lane that ran the
+/// child's calls logs, when it closes, exactly the launches it ran, the
+/// calls it answered, and time in each part.
+#[test]
+fn lane_profile_counts_what_the_lane_ran() {
+    if is_child() {
+        return profiled_child();
+    }
+    for transport in ["rings", "socket"] {
+        let mut h = Harness::without_mediator();
+        h.mediator = Some(common::Mediator::start_env(
+            &h.build,
+            &[("VGPU_LANE_PROFILE", "1")],
+        ));
+        h.env(TRANSPORT_ENV, transport);
+        common::run(
+            h.self_test("lane_profile_counts_what_the_lane_ran"),
+            Duration::from_secs(60),
+        )
+        .assert_success()
+        .assert_line("profiled ok");
+        // The lane logs once it sees the client gone.
+        let launches = format!("launches={PROFILED_LAUNCHES} ");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let line = loop {
+            let log = h.mediator().log_text();
+            let found = log
+                .lines()
+                .find(|l| l.contains("lane profile") && l.contains(&launches));
+            if let Some(l) = found {
+                break l.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{transport}: no lane profile with {launches}in the log:\n{log}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        };
+        println!("{transport}: {line}");
+        let field = |name: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+        };
+        assert!(field("posted") >= PROFILED_LAUNCHES as u64, "{line}");
+        // The synchronize and the read-back at least, and the set-up.
+        assert!(field("answered") >= 2, "{line}");
+        assert!(
+            field("requests") >= field("posted") + field("answered"),
+            "{line}"
+        );
+        assert!(field("launch_us") > 0, "{line}");
+        assert!(field("posted_us") >= field("launch_us"), "{line}");
+        assert!(field("answered_us") > 0, "{line}");
+        let parts = [
+            "read_us",
+            "posted_us",
+            "read_answered_us",
+            "answered_us",
+            "other_us",
+        ];
+        let sum: u64 = parts.iter().map(|p| field(p)).sum();
+        // Each part is rounded down to whole microseconds.
+        assert!(sum <= field("total_us") + parts.len() as u64, "{line}");
+    }
+}
+
+fn profiled_child() {
+    cu::init_context();
+    let k = kernels();
+    let d = cu::alloc(4);
+    let mut s: sys::CUstream = null_mut();
+    let (mut ptr, mut value, mut n) = (d, 0u32, 1u32);
+    // SAFETY: valid out-pointer; the launch parameters point at live locals.
+    unsafe {
+        cu::ok(sys::cuStreamCreate(&mut s, 1), "cuStreamCreate");
+        for i in 0..PROFILED_LAUNCHES {
+            value = u32::try_from(i).expect("small");
+            let mut params = [
+                (&raw mut ptr).cast::<c_void>(),
+                (&raw mut value).cast(),
+                (&raw mut n).cast(),
+            ];
+            cu::ok(launch(k.fill_u32, 1, s, &mut params), "cuLaunchKernel");
+        }
+        cu::ok(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+    }
+    assert_eq!(read(d, 1), [value]);
+    println!("profiled ok");
+}

@@ -308,7 +308,9 @@ fn serve(s: &Session, mut io: FrameLane) {
         if !s.order.wait_to_run(&mut view, &req, alive) {
             break;
         }
-        let start = profile.as_mut().map(|p| p.running(!req.posted()));
+        if let Some(p) = &mut profile {
+            p.running(!req.posted());
+        }
         if req.posted() {
             posted += 1;
             let _done = Ticket {
@@ -317,8 +319,8 @@ fn serve(s: &Session, mut io: FrameLane) {
                 ticket: req.order,
             };
             let ran = lane.execute(s, &req);
-            if let (Some(p), Some(start)) = (&mut profile, start) {
-                p.ran_posted(start, req.op == vgpu_proto::Op::LaunchKernel);
+            if let Some(p) = &mut profile {
+                p.ran_posted(req.op == vgpu_proto::Op::LaunchKernel);
             }
             if let Err(st) = ran {
                 tracing::debug!(op = req.op.name(), status = st.0, "posted call failed");
@@ -370,8 +372,8 @@ fn serve(s: &Session, mut io: FrameLane) {
             None => send_reply(&mut io, &mut prefix, s, (st, flags), req.seq, &reply)
                 .map(|()| lane.recycle(reply.blob)),
         };
-        if let (Some(p), Some(start)) = (&mut profile, start) {
-            p.answered(start);
+        if let Some(p) = &mut profile {
+            p.answered();
         }
         if let Err(e) = sent {
             tracing::debug!("lane: cannot reply to {}: {e}", req.op.name());

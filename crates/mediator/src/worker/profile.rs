@@ -26,6 +26,8 @@ pub struct Profile {
     started: Instant,
     /// When the part being timed began.
     mark: Instant,
+    /// When the request being run started.
+    run: Instant,
     read: Duration,
     posted: Duration,
     launches: (u64, Duration),
@@ -45,6 +47,7 @@ impl Profile {
         Profile {
             started: now,
             mark: now,
+            run: now,
             read: Duration::ZERO,
             posted: Duration::ZERO,
             launches: (0, Duration::ZERO),
@@ -61,8 +64,8 @@ impl Profile {
         self.mark = now;
     }
 
-    /// A request was read and may run now: returns when it starts.
-    pub fn running(&mut self, answered: bool) -> Instant {
+    /// A request was read and runs now; `answered`: it is not posted.
+    pub fn running(&mut self, answered: bool) {
         let now = Instant::now();
         let read = now - self.mark;
         if answered {
@@ -71,14 +74,13 @@ impl Profile {
             self.read += read;
         }
         self.mark = now;
-        now
+        self.run = now;
     }
 
-    /// The posted request started at `start` ran; `launch`: it was a
-    /// `cuLaunchKernel`.
-    pub fn ran_posted(&mut self, start: Instant, launch: bool) {
+    /// The posted request ran; `launch`: it was a `cuLaunchKernel`.
+    pub fn ran_posted(&mut self, launch: bool) {
         let now = Instant::now();
-        let took = now - start;
+        let took = now - self.run;
         self.posted += took;
         if launch {
             self.launches.0 += 1;
@@ -87,11 +89,11 @@ impl Profile {
         self.mark = now;
     }
 
-    /// The request started at `start` ran and was answered.
-    pub fn answered(&mut self, start: Instant) {
+    /// The request ran and was answered.
+    pub fn answered(&mut self) {
         let now = Instant::now();
         self.answered.0 += 1;
-        self.answered.1 += now - start;
+        self.answered.1 += now - self.run;
         self.mark = now;
     }
 
@@ -127,15 +129,15 @@ mod tests {
         // A posted launch: read, run.
         p.reading();
         std::thread::sleep(nap);
-        let start = p.running(false);
+        p.running(false);
         std::thread::sleep(nap);
-        p.ran_posted(start, true);
+        p.ran_posted(true);
         // An answered request: read, run.
         p.reading();
         std::thread::sleep(nap);
-        let start = p.running(true);
+        p.running(true);
         std::thread::sleep(nap);
-        p.answered(start);
+        p.answered();
         assert_eq!((p.launches.0, p.answered.0), (1, 1));
         for (part, d) in [
             ("read", p.read),
