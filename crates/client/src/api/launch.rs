@@ -159,21 +159,9 @@ pub unsafe fn launch(
 ) -> CuResult<()> {
     let s = runtime().session()?;
     let ctx = crate::context::current();
-    // One look at the objects: the function's layout, and the device of a
-    // live context whose stream this is.
-    let (layout, device, shared) = {
-        let o = s.objects();
-        let fid = f as usize as u64;
-        let info = o.functions.get(&fid).ok_or(CuError::INVALID_HANDLE)?;
-        let device = launch_device(&o, ctx, sid);
-        let shared = device.and_then(|d| dynamic_shared_limit(&o, fid, info.kernel, d));
-        (info.params.clone(), device, shared)
-    };
-    if !params.is_null() && !extra.is_null() {
-        return Err(CuError::INVALID_VALUE);
-    }
+    let fid = f as usize as u64;
     let r = launch_kernel::Request {
-        function: U64::new(f as usize as u64),
+        function: U64::new(fid),
         grid_x: U32::new(dims[0]),
         grid_y: U32::new(dims[1]),
         grid_z: U32::new(dims[2]),
@@ -183,17 +171,33 @@ pub unsafe fn launch(
         shared: U32::new(shmem),
         stream: U64::new(sid),
     };
-    // The `extra` form is posted as readily: the list was read here, and
-    // the worker launches either form with `kernelParams`.
-    let post = device.is_some_and(|d| geometry_ok(s, d, dims, shmem, shared));
-    if !extra.is_null() {
-        // SAFETY: the application's `extra` list.
-        let blob = unsafe { packed_extra(extra)? };
-        return s.post_or_request(&r, &blob, post, Follows::Stream(sid));
-    }
     with_scratch(|blob| {
-        // SAFETY: the application's parameter array.
-        unsafe { pack_into(blob, &layout, params)? };
+        // One look at the objects: the function's layout, by which the
+        // parameters are packed right there (no reference to the layout
+        // is taken: launching threads would trade its count's cache
+        // line), and the device of a live context whose stream this is.
+        let (device, shared) = {
+            let o = s.objects();
+            let info = o.functions.get(&fid).ok_or(CuError::INVALID_HANDLE)?;
+            if !params.is_null() && !extra.is_null() {
+                return Err(CuError::INVALID_VALUE);
+            }
+            if extra.is_null() {
+                // SAFETY: the application's parameter array.
+                unsafe { pack_into(blob, &info.params, params)? };
+            }
+            let device = launch_device(&o, ctx, sid);
+            let shared = device.and_then(|d| dynamic_shared_limit(&o, fid, info.kernel, d));
+            (device, shared)
+        };
+        // The `extra` form is posted as readily: the list was read here,
+        // and the worker launches either form with `kernelParams`.
+        let post = device.is_some_and(|d| geometry_ok(s, d, dims, shmem, shared));
+        if !extra.is_null() {
+            // SAFETY: the application's `extra` list.
+            let packed = unsafe { packed_extra(extra)? };
+            return s.post_or_request(&r, &packed, post, Follows::Stream(sid));
+        }
         s.post_or_request(&r, blob, post, Follows::Stream(sid))
     })
 }
