@@ -27,9 +27,7 @@ use crate::objects::LaunchConfig;
 use crate::runtime::runtime;
 
 mod posting;
-use posting::{
-    dynamic_shared_limit, geometry_ok, launch_device, launch_postable, meaningful, names_events,
-};
+use posting::{geometry_ok, launch_postable, launch_target, meaningful, names_events};
 
 /// The fixed part of a request that carries a launch configuration
 /// (`cuLaunchKernelEx`, `cuOccupancyMaxActiveClusters`: the same fields)
@@ -186,9 +184,7 @@ pub unsafe fn launch(
                 // SAFETY: the application's parameter array.
                 unsafe { pack_into(blob, &info.params, params)? };
             }
-            let device = launch_device(&o, ctx, sid);
-            let shared = device.and_then(|d| dynamic_shared_limit(&o, fid, info.kernel, d));
-            (device, shared)
+            launch_target(&o, ctx, fid, info.kernel, sid)
         };
         // The `extra` form is posted as readily: the list was read here,
         // and the worker launches either form with `kernelParams`.

@@ -32,12 +32,28 @@ pub(super) fn launch_postable(
     let ctx = crate::context::current();
     let (device, shared) = {
         let o = s.objects();
-        let device = launch_device(&o, ctx, sid);
         let kernel = o.functions.get(&f).and_then(|i| i.kernel);
-        let shared = device.and_then(|d| dynamic_shared_limit(&o, f, kernel, d));
-        (device, shared)
+        launch_target(&o, ctx, f, kernel, sid)
     };
     device.is_some_and(|d| geometry_ok(s, d, dims, shmem, shared))
+}
+
+/// For a launch of function `f` (got from `kernel`, if it was) on stream
+/// `sid` in context `ctx`: the device it runs on when the context is live
+/// and the stream usable in it, and the function's dynamic shared memory
+/// limit there as the session knows it ([`dynamic_shared_limit`]).
+pub(super) fn launch_target(
+    o: &crate::objects::Objects,
+    ctx: u64,
+    f: u64,
+    kernel: Option<u64>,
+    sid: u64,
+) -> (Option<i32>, Option<u64>) {
+    let device = launch_device(o, ctx, sid);
+    (
+        device,
+        device.and_then(|d| dynamic_shared_limit(o, f, kernel, d)),
+    )
 }
 
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
@@ -49,7 +65,7 @@ const MAX_DYNAMIC_SHARED: u32 =
 /// as last set or read, on the function or on its kernel for that device
 /// (`cuKernelSetAttribute`). The driver refuses a launch with more. Where
 /// several are known, the smallest.
-pub(super) fn dynamic_shared_limit(
+fn dynamic_shared_limit(
     o: &crate::objects::Objects,
     f: u64,
     kernel: Option<u64>,
@@ -67,7 +83,7 @@ pub(super) fn dynamic_shared_limit(
 
 /// The device of context `ctx` when it is live and `sid` is a stream
 /// usable in it: what a posted launch needs besides its geometry.
-pub(super) fn launch_device(o: &crate::objects::Objects, ctx: u64, sid: u64) -> Option<i32> {
+fn launch_device(o: &crate::objects::Objects, ctx: u64, sid: u64) -> Option<i32> {
     if !o.stream_ok(ctx, sid) {
         return None;
     }
